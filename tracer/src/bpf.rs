@@ -1,0 +1,305 @@
+//! The one place that touches aya: load the embedded BPF object, hand out program fds for
+//! `PERF_EVENT_IOC_SET_BPF`, wire per-CPU output rings into the `EVENTS` map, read counters.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+use aya::maps::{Array, Map, MapData, PerCpuArray};
+use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
+use aya::{Ebpf, EbpfLoader};
+use tracer_common::{SlotConfig, SLOTS, STAT_HITS, STAT_OUTPUT_FAILED};
+
+/// The BPF object built from `tracer-ebpf` by build.rs.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot load tracer's BPF object")]
+    Load(#[source] aya::EbpfError),
+    #[error("cannot load BPF program '{program}'")]
+    Program {
+        program: String,
+        #[source]
+        source: ProgramError,
+    },
+    #[error("BPF map '{map}' is missing or of the wrong type")]
+    Map { map: &'static str },
+    #[error("cannot update BPF map '{map}'")]
+    MapUpdate {
+        map: &'static str,
+        #[source]
+        source: aya::maps::MapError,
+    },
+    #[error("no free {kind} program slot: at most {max} such probes at once")]
+    NoSlot { kind: &'static str, max: u32 },
+}
+
+impl Error {
+    pub fn hints(&self) -> Vec<String> {
+        let os_errno = match self {
+            Error::Load(aya::EbpfError::MapError(aya::maps::MapError::CreateError {
+                io_error,
+                ..
+            })) => io_error.raw_os_error(),
+            Error::Program {
+                source: ProgramError::LoadError { io_error, .. },
+                ..
+            } => io_error.raw_os_error(),
+            _ => None,
+        };
+        match os_errno {
+            Some(libc::EPERM) | Some(libc::EACCES) => {
+                vec!["BPF needs root or CAP_BPF + CAP_PERFMON; also check \
+                 /proc/sys/kernel/unprivileged_bpf_disabled and lockdown (`tracer features`)"
+                    .into()]
+            }
+            Some(libc::ENOSYS) => vec!["this kernel was built without CONFIG_BPF_SYSCALL".into()],
+            _ => match self {
+                Error::NoSlot { .. } => vec!["trace fewer distinct probes in one run".into()],
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+/// Which program type a slot is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    /// kprobe, kretprobe, uprobe, uretprobe (BPF_PROG_TYPE_KPROBE).
+    Probe,
+    /// Tracepoints (BPF_PROG_TYPE_TRACEPOINT).
+    Tracepoint,
+    /// Breakpoints and software events (BPF_PROG_TYPE_PERF_EVENT).
+    PerfEvent,
+}
+
+impl SlotKind {
+    fn prefix(self) -> &'static str {
+        match self {
+            SlotKind::Probe => "kp",
+            SlotKind::Tracepoint => "tp",
+            SlotKind::PerfEvent => "pe",
+        }
+    }
+
+    fn count(self) -> u32 {
+        match self {
+            SlotKind::PerfEvent => 4,
+            _ => SLOTS,
+        }
+    }
+}
+
+/// The loaded object. Dropping it closes program and map fds; perf events that have a program
+/// attached keep their own reference until they are closed.
+pub struct Bpf {
+    ebpf: Ebpf,
+    events: Array<MapData, u32>,
+    used: Vec<(SlotKind, u32)>,
+}
+
+impl Bpf {
+    /// Parses the embedded object and creates its maps. Programs are loaded one by one, only
+    /// when a slot is taken. CO-RE relocation is off: our programs need none.
+    pub fn load() -> Result<Bpf, Error> {
+        let mut ebpf = EbpfLoader::new()
+            .btf(None)
+            .load(OBJECT)
+            .map_err(Error::Load)?;
+        // PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds
+        // it opened itself, so the map is held as a plain u32 array to store the rings we open.
+        let events = match ebpf.take_map("EVENTS") {
+            Some(Map::PerfEventArray(data)) => {
+                Array::try_from(Map::Array(data)).map_err(|_| Error::Map { map: "EVENTS" })?
+            }
+            _ => return Err(Error::Map { map: "EVENTS" }),
+        };
+        Ok(Bpf {
+            ebpf,
+            events,
+            used: Vec::new(),
+        })
+    }
+
+    /// Takes a free slot of `kind`, writes its config and loads its program.
+    pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
+        let index = (0..kind.count())
+            .find(|i| !self.used.contains(&(kind, *i)))
+            .ok_or(Error::NoSlot {
+                kind: kind.prefix(),
+                max: kind.count(),
+            })?;
+        self.set_config(index, config)?;
+        let name = format!("{}_{index}", kind.prefix());
+        let program = self.ebpf.program_mut(&name).ok_or(Error::Map {
+            map: "program slot",
+        })?;
+        let wrap = |source| Error::Program {
+            program: name.clone(),
+            source,
+        };
+        match kind {
+            SlotKind::Probe => {
+                let p: &mut KProbe = program.try_into().map_err(wrap)?;
+                p.load().map_err(wrap)?;
+            }
+            SlotKind::Tracepoint => {
+                let p: &mut TracePoint = program.try_into().map_err(wrap)?;
+                p.load().map_err(wrap)?;
+            }
+            SlotKind::PerfEvent => {
+                let p: &mut PerfEvent = program.try_into().map_err(wrap)?;
+                p.load().map_err(wrap)?;
+            }
+        }
+        self.used.push((kind, index));
+        Ok(Slot { kind, index, name })
+    }
+
+    fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
+        let map = self
+            .ebpf
+            .map_mut("CONFIG")
+            .ok_or(Error::Map { map: "CONFIG" })?;
+        let mut array: Array<&mut MapData, SlotConfig> =
+            Array::try_from(map).map_err(|_| Error::Map { map: "CONFIG" })?;
+        array
+            .set(index, config, 0)
+            .map_err(|source| Error::MapUpdate {
+                map: "CONFIG",
+                source,
+            })
+    }
+
+    /// The program fd of a taken slot, for `PERF_EVENT_IOC_SET_BPF`.
+    pub fn program_fd(&self, slot: &Slot) -> Result<BorrowedFd<'_>, Error> {
+        let program = self.ebpf.program(&slot.name).ok_or(Error::Map {
+            map: "program slot",
+        })?;
+        let wrap = |source| Error::Program {
+            program: slot.name.clone(),
+            source,
+        };
+        Ok(program.fd().map_err(wrap)?.as_fd())
+    }
+
+    /// Puts the per-CPU BPF_OUTPUT event of `cpu` into `EVENTS[cpu]`, so that
+    /// `bpf_perf_event_output(BPF_F_CURRENT_CPU)` on that CPU writes into its ring.
+    pub fn set_output(&mut self, cpu: u32, event: BorrowedFd<'_>) -> Result<(), Error> {
+        self.events
+            .set(cpu, event.as_raw_fd() as u32, 0)
+            .map_err(|source| Error::MapUpdate {
+                map: "EVENTS",
+                source,
+            })
+    }
+
+    /// Sums the per-CPU `STATS` counters: (hits that passed the filters, failed outputs).
+    pub fn stats(&self) -> Result<(u64, u64), Error> {
+        let map = self.ebpf.map("STATS").ok_or(Error::Map { map: "STATS" })?;
+        let stats: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "STATS" })?;
+        let sum = |index| -> Result<u64, Error> {
+            let values = stats.get(&index, 0).map_err(|source| Error::MapUpdate {
+                map: "STATS",
+                source,
+            })?;
+            Ok(values.iter().sum())
+        };
+        Ok((sum(STAT_HITS)?, sum(STAT_OUTPUT_FAILED)?))
+    }
+}
+
+/// A taken program slot.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    pub kind: SlotKind,
+    pub index: u32,
+    name: String,
+}
+
+/// The separate object of feature-probe programs (see tracer-ebpf/src/features.rs).
+static FEATURES_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-features"));
+
+/// Attach types that only a load-and-attach attempt can confirm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeType {
+    RawTracepoint,
+    BtfTracepoint,
+    Fentry,
+    Fexit,
+}
+
+/// Loads and attaches the feature program for `kind` (then detaches it); the error says why
+/// the kernel refused. Kernel BTF is needed for all but raw tracepoints.
+pub fn probe_attach_type(kind: ProbeType) -> Result<(), String> {
+    use aya::programs::{BtfTracePoint, FEntry, FExit, RawTracePoint};
+    use aya::Btf;
+    let describe = |e: &dyn std::error::Error| {
+        let mut text = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        text
+    };
+    let btf = || Btf::from_sys_fs().map_err(|e| format!("no kernel BTF: {}", describe(&e)));
+    let mut ebpf = match kind {
+        ProbeType::RawTracepoint => EbpfLoader::new().btf(None).load(FEATURES_OBJECT),
+        _ => EbpfLoader::new().load(FEATURES_OBJECT),
+    }
+    .map_err(|e| describe(&e))?;
+    let name = match kind {
+        ProbeType::RawTracepoint => "feature_raw_tp",
+        ProbeType::BtfTracepoint => "feature_tp_btf",
+        ProbeType::Fentry => "feature_fentry",
+        ProbeType::Fexit => "feature_fexit",
+    };
+    let program = ebpf
+        .program_mut(name)
+        .ok_or_else(|| format!("{name} missing from object"))?;
+    let err = |e: ProgramError| match e {
+        // The verifier log of a refused load is empty for permission errors; say it plainly.
+        ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => {
+            let log = verifier_log.to_string();
+            let first = log
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && *l != ":");
+            match first {
+                Some(line) => format!("BPF_PROG_LOAD failed: {io_error} (verifier: {line})"),
+                None => format!("BPF_PROG_LOAD failed: {io_error}"),
+            }
+        }
+        other => describe(&other),
+    };
+    match kind {
+        ProbeType::RawTracepoint => {
+            let p: &mut RawTracePoint = program.try_into().map_err(err)?;
+            p.load().map_err(err)?;
+            p.attach("sys_enter").map_err(err)?;
+        }
+        ProbeType::BtfTracepoint => {
+            let p: &mut BtfTracePoint = program.try_into().map_err(err)?;
+            p.load("sys_enter", &btf()?).map_err(err)?;
+            p.attach().map_err(err)?;
+        }
+        ProbeType::Fentry => {
+            let p: &mut FEntry = program.try_into().map_err(err)?;
+            p.load("vfs_read", &btf()?).map_err(err)?;
+            p.attach().map_err(err)?;
+        }
+        ProbeType::Fexit => {
+            let p: &mut FExit = program.try_into().map_err(err)?;
+            p.load("vfs_read", &btf()?).map_err(err)?;
+            p.attach().map_err(err)?;
+        }
+    }
+    // Dropping `ebpf` detaches and unloads.
+    Ok(())
+}

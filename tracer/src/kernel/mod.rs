@@ -1,0 +1,50 @@
+//! Facts about the running kernel: tracefs, capabilities, ELF files, and feature checks.
+
+pub mod caps;
+pub mod elf;
+pub mod features;
+pub mod tracefs;
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("tracefs is not mounted")]
+    NoTracefs,
+    #[error("no tracepoint '{category}:{name}'")]
+    NoTracepoint { category: String, name: String },
+    #[error("cannot read {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot parse {path}: {reason}")]
+    Parse { path: String, reason: String },
+    #[error("no symbol '{symbol}' in {path}")]
+    NoSymbol { path: String, symbol: String },
+}
+
+impl Error {
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            Error::NoTracefs => vec![
+                "mount it: `mount -t tracefs nodev /sys/kernel/tracing` (or run `cargo xtask setup`)"
+                    .into(),
+            ],
+            Error::NoTracepoint { category, .. } => {
+                vec![format!("list what exists with `tracer list '{category}:*'`")]
+            }
+            Error::NoSymbol { path, .. } => vec![format!("list its symbols with `tracer list --binary {path}`")],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Reads a small text file, mapping failures to [`Error::Read`].
+pub(crate) fn read_text(path: &std::path::Path) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}

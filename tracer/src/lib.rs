@@ -1,0 +1,77 @@
+//! tracer: what is the kernel (or this process) doing?
+//!
+//! The modules follow the data: `cli` -> `plan` -> `perf`/`bpf`/`kernel` -> `cmd` -> `output`.
+#![deny(unsafe_code)]
+
+pub mod bpf;
+pub mod cli;
+pub mod cmd;
+pub mod kernel;
+pub mod output;
+pub mod perf;
+
+use std::io;
+
+/// Every error a command can end with. `main` prints it with its causes and hints.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Perf(#[from] perf::Error),
+    #[error(transparent)]
+    Bpf(#[from] bpf::Error),
+    #[error(transparent)]
+    Kernel(#[from] kernel::Error),
+    /// Bad input: exit status 2.
+    #[error("{message}")]
+    Usage { message: String, hints: Vec<String> },
+    /// A runtime failure that is not one of the above.
+    #[error("{message}")]
+    Runtime { message: String, hints: Vec<String> },
+    #[error("cannot write output")]
+    Output(#[source] io::Error),
+}
+
+impl Error {
+    pub fn usage(message: impl Into<String>, hints: Vec<String>) -> Error {
+        Error::Usage {
+            message: message.into(),
+            hints,
+        }
+    }
+
+    /// Concrete next steps for the user.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            Error::Perf(e) => e.hints(),
+            Error::Bpf(e) => e.hints(),
+            Error::Kernel(e) => e.hints(),
+            Error::Usage { hints, .. } | Error::Runtime { hints, .. } => hints.clone(),
+            Error::Output(_) => Vec::new(),
+        }
+    }
+
+    /// The process exit status for this error (STYLE.md: 1 runtime, 2 usage; a closed pipe
+    /// is a normal end).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage { .. } => 2,
+            Error::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+            _ => 1,
+        }
+    }
+}
+
+/// An error and its causes on one line: `cannot open x: No such file or directory`.
+pub fn describe(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
+}

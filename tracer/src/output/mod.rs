@@ -1,0 +1,15 @@
+//! Rendering: data model in, text or JSON out. Data goes to stdout, banners to stderr.
+
+pub mod features;
+
+use std::io::Write;
+
+use crate::Error;
+
+/// Writes `text` to stdout; a closed pipe becomes an [`Error::Output`] that exits 0.
+pub fn write_stdout(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Error::Output)
+}

@@ -1,0 +1,187 @@
+//! The only place the perf layer makes system calls: perf_event_open, ioctl, read, mmap, prctl.
+//!
+//! Everything above this module is safe code over owned file descriptors.
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use super::attr::RawAttr;
+
+/// `PERF_FLAG_FD_CLOEXEC`: always set, so no event fd leaks into a launched command.
+pub const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// `PERF_FLAG_PID_CGROUP`: `pid` is a cgroup directory fd.
+pub const PERF_FLAG_PID_CGROUP: libc::c_ulong = 1 << 2;
+
+/// perf_event_open(2). On `E2BIG` the kernel has written the size it supports into `attr.size`.
+pub fn perf_event_open(
+    attr: &mut RawAttr,
+    pid: i32,
+    cpu: i32,
+    group_fd: Option<BorrowedFd<'_>>,
+    flags: libc::c_ulong,
+) -> io::Result<OwnedFd> {
+    let group = group_fd.map_or(-1, |fd| fd.as_raw_fd());
+    // SAFETY: `attr` is a valid, initialised `perf_event_attr` whose `size` field does not
+    // exceed its real size, and the kernel only reads `size` bytes from it (and may write back
+    // `size` on E2BIG, which `&mut` permits). The other arguments are plain integers.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *mut RawAttr,
+            pid as libc::c_int,
+            cpu as libc::c_int,
+            group as libc::c_int,
+            flags,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a non-negative return of perf_event_open is a new fd owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(ret as i32) })
+}
+
+/// An ioctl whose argument is an integer (or unused).
+pub fn ioctl_int(
+    fd: BorrowedFd<'_>,
+    request: libc::c_ulong,
+    arg: libc::c_ulong,
+) -> io::Result<i32> {
+    // SAFETY: the perf ioctls called with an integer argument (ENABLE, DISABLE, RESET, REFRESH,
+    // SET_OUTPUT, SET_BPF, PAUSE_OUTPUT) read no memory through it.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// An ioctl whose argument points at a value the kernel reads or writes.
+pub fn ioctl_ptr<T>(fd: BorrowedFd<'_>, request: libc::c_ulong, arg: &mut T) -> io::Result<i32> {
+    // SAFETY: `arg` is a valid, exclusive reference to a `T` for the call; each caller passes
+    // the `T` that the request's `_IOW`/`_IOR` encoding names (u64, a perf_event_attr, or a
+    // perf_event_query_bpf header followed by its id array).
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as *mut T) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `PERF_EVENT_IOC_SET_FILTER` with a NUL-terminated filter string.
+pub fn ioctl_str(fd: BorrowedFd<'_>, request: libc::c_ulong, arg: &CStr) -> io::Result<i32> {
+    // SAFETY: `arg` is a valid NUL-terminated string that outlives the call; the kernel copies it.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg.as_ptr()) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// read(2) into `buf`, returning the byte count.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    let ret = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// A shared, read-write mapping of an event fd, unmapped on drop.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory shared with the kernel; the ring reader synchronises with
+// the kernel through atomics on data_head/data_tail, and `Mapping` itself has no thread affinity.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    /// mmap(2) `len` bytes of `fd` at offset 0, `PROT_READ | PROT_WRITE`, `MAP_SHARED`.
+    pub fn new(fd: BorrowedFd<'_>, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh mapping at a kernel-chosen address aliases no Rust object.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` describe a mapping this value created and nobody else unmaps.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// prctl(PR_TASK_PERF_EVENTS_ENABLE / _DISABLE): all counters of the calling process.
+pub fn prctl_task_events(enable: bool) -> io::Result<()> {
+    let op = if enable {
+        libc::PR_TASK_PERF_EVENTS_ENABLE
+    } else {
+        libc::PR_TASK_PERF_EVENTS_DISABLE
+    };
+    // SAFETY: these prctl operations take no pointer arguments.
+    let ret = unsafe { libc::prctl(op, 0, 0, 0, 0) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size <= 0 {
+        4096
+    } else {
+        size as usize
+    }
+}
+
+/// poll(2) on several fds for readability; returns the count of ready fds.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: `fds` is a valid slice of pollfd structures for the call.
+    let ret = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
