@@ -127,7 +127,9 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
     };
     event.data[7] = 0;
     if config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL) != 0 && config.str_arg < 6 {
-        let ptr = ctx.arg::<u64>(config.str_arg as usize).unwrap_or(0);
+        // Index the captured registers, not the context: the verifier refuses ctx accesses at
+        // a runtime offset, while a bounded index into map memory is fine.
+        let ptr = event.data[config.str_arg as usize];
         read_string(event, ptr, config.flags & SLOT_STR_ARG_USER != 0);
     }
     emit(ctx, event);

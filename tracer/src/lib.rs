@@ -9,6 +9,7 @@ pub mod cmd;
 pub mod kernel;
 pub mod output;
 pub mod perf;
+pub mod session;
 
 use std::io;
 

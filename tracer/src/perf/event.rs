@@ -60,6 +60,9 @@ pub mod ioc {
 pub struct Event {
     fd: OwnedFd,
     name: String,
+    /// The attribute as opened: MODIFY_ATTRIBUTES must be given it back with only the
+    /// breakpoint fields changed.
+    attr: RawAttr,
     read_format: u64,
     /// Members opened with this event as group leader, in order (for group reads).
     members: usize,
@@ -122,6 +125,7 @@ impl Event {
         Ok(Event {
             fd,
             name,
+            attr: raw,
             read_format: options.read_format,
             members: 0,
         })
@@ -261,7 +265,13 @@ impl Event {
             });
         }
         check(kind, &self.name)?;
-        let mut raw: RawAttr = attr::build(kind, &Options::default());
+        // The kernel compares the whole attr with the event's own and rejects any difference
+        // outside bp_addr, bp_len, bp_type and disabled (hw_breakpoint.c).
+        let (_, _, addr, len, bp_type) = kind.encode();
+        let mut raw = self.attr;
+        raw.config1 = addr;
+        raw.config2 = len;
+        raw.bp_type = bp_type;
         sys::ioctl_ptr(self.fd.as_fd(), ioc::MODIFY_ATTRIBUTES, &mut raw)
             .map(drop)
             .map_err(|source| self.ioctl_error("modify breakpoint", source))

@@ -1,0 +1,118 @@
+//! Deterministic workloads for tracer's tests and benchmarks.
+//!
+//! `tracer-testprog [--wait] [--batch K] [--cpu C] MODE N [ARG]`
+//!
+//! - `--wait`: read one byte from stdin before working, so a tracer can attach to the pid first.
+//! - `--batch K`: work in batches of K units; before each batch read one byte from stdin (go),
+//!   after it write one byte to stdout (done). Tests use it to run phases without sleeping.
+//! - `--cpu C`: pin the process to CPU C first.
+//!
+//! Modes: `getppid N` (N getppid syscalls), `open N PATH` (N open+close of PATH),
+//! `call N` (N calls of `tracer_testprog_target(i, 2*i)`, which returns 3*i).
+
+use std::ffi::CString;
+use std::io::{Read, Write};
+
+/// The uprobe target: not inlined, unmangled, so tests can find it in the symbol table.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_testprog_target(a: u64, b: u64) -> u64 {
+    std::hint::black_box(a + b)
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: tracer-testprog [--wait] [--batch K] [--cpu C] getppid N | open N PATH | call N"
+    );
+    std::process::exit(2);
+}
+
+fn read_byte() {
+    let mut byte = [0u8; 1];
+    let _ = std::io::stdin().read(&mut byte);
+}
+
+fn pin(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!(
+                "cannot pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut batch = None;
+    loop {
+        match args.first().map(String::as_str) {
+            Some("--wait") => {
+                args.remove(0);
+                read_byte();
+            }
+            Some("--batch") => {
+                args.remove(0);
+                batch = Some(
+                    args.remove(0)
+                        .parse::<u64>()
+                        .unwrap_or_else(|_| usage())
+                        .max(1),
+                );
+            }
+            Some("--cpu") => {
+                args.remove(0);
+                pin(args.remove(0).parse().unwrap_or_else(|_| usage()));
+            }
+            _ => break,
+        }
+    }
+    let n: u64 = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| usage());
+    let path = args
+        .get(2)
+        .map(|p| CString::new(p.clone()).unwrap_or_else(|_| usage()));
+    let unit: Box<dyn Fn(u64) -> u64> = match args.first().map(String::as_str) {
+        // SAFETY: getppid has no preconditions.
+        Some("getppid") => Box::new(|_| unsafe { libc::getppid() } as u64),
+        Some("open") => {
+            let path = path.unwrap_or_else(|| usage());
+            Box::new(move |_| {
+                // SAFETY: `path` is a valid NUL-terminated string; the fd is closed right away.
+                unsafe {
+                    let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                    if fd >= 0 {
+                        libc::close(fd);
+                    }
+                    fd as u64
+                }
+            })
+        }
+        Some("call") => Box::new(|i| tracer_testprog_target(i, 2 * i)),
+        _ => usage(),
+    };
+    let mut sum = 0u64;
+    let mut i = 0;
+    while i < n {
+        let end = batch.map_or(n, |k| (i + k).min(n));
+        if batch.is_some() {
+            read_byte();
+        }
+        while i < end {
+            sum = sum.wrapping_add(unit(i));
+            i += 1;
+        }
+        if batch.is_some() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b"d").and_then(|()| out.flush());
+        }
+    }
+    std::hint::black_box(sum);
+}

@@ -1,0 +1,122 @@
+//! What a tracing run owns: the BPF object, the attached perf events (closing them detaches),
+//! and the per-CPU output rings, drained into typed events with every loss counted.
+
+use std::os::fd::AsFd;
+
+use tracer_common::Event;
+
+use crate::bpf::{Bpf, Slot};
+use crate::perf::{self, record, Ring, Wakeup};
+use crate::Error;
+
+/// Losses seen so far, per CPU and in total.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// `PERF_RECORD_LOST` counts per CPU (ring full when the program emitted).
+    pub per_cpu: Vec<(u32, u64)>,
+    /// Records that could not be parsed (corrupt ring data or a short payload).
+    pub malformed: u64,
+}
+
+impl Losses {
+    pub fn total(&self) -> u64 {
+        self.per_cpu.iter().map(|(_, n)| n).sum::<u64>() + self.malformed
+    }
+}
+
+/// The per-CPU `PERF_COUNT_SW_BPF_OUTPUT` rings behind the BPF `EVENTS` map.
+pub struct OutputRings {
+    rings: Vec<(u32, Ring)>,
+    layout: record::Layout,
+    losses: Losses,
+}
+
+impl OutputRings {
+    /// Opens one ring of `data_pages` pages per online CPU and stores each in `EVENTS`.
+    pub fn open(bpf: &mut Bpf, data_pages: usize, wakeup: Wakeup) -> Result<OutputRings, Error> {
+        let cpus = perf::cpus::online()?;
+        let rings = perf::open_bpf_output_rings(&cpus, data_pages, wakeup)?;
+        for (cpu, ring) in &rings {
+            bpf.set_output(*cpu, ring.as_fd())?;
+        }
+        Ok(OutputRings {
+            losses: Losses {
+                per_cpu: cpus.iter().map(|&c| (c, 0)).collect(),
+                malformed: 0,
+            },
+            rings,
+            layout: perf::bpf_output_layout(),
+        })
+    }
+
+    /// Hands every event available now to `f`, and counts losses; returns the event count.
+    pub fn drain(&mut self, mut f: impl FnMut(&Event)) -> u64 {
+        let mut events = 0;
+        let layout = self.layout;
+        for (i, (_cpu, ring)) in self.rings.iter_mut().enumerate() {
+            let lost = &mut self.losses.per_cpu[i].1;
+            let malformed = &mut self.losses.malformed;
+            let stats = ring.drain(|bytes| match record::parse(bytes, &layout) {
+                Ok(parsed) => match parsed.record {
+                    record::Record::Sample(sample) => {
+                        match sample.raw.and_then(Event::from_bytes) {
+                            Some(event) => {
+                                events += 1;
+                                f(&event);
+                            }
+                            None => *malformed += 1,
+                        }
+                    }
+                    record::Record::Lost { lost: n, .. } => *lost += n,
+                    _ => {}
+                },
+                Err(_) => *malformed += 1,
+            });
+            if stats.corrupt {
+                self.losses.malformed += 1;
+            }
+        }
+        events
+    }
+
+    /// Waits up to `timeout_ms` for any ring to become readable.
+    pub fn wait(&self, timeout_ms: i32) -> Result<bool, Error> {
+        use std::os::fd::AsRawFd;
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|(_, r)| libc::pollfd {
+                fd: r.as_fd().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        match perf::sys::poll(&mut fds, timeout_ms) {
+            Ok(n) => Ok(n > 0),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(false),
+            Err(source) => Err(Error::Runtime {
+                message: format!("cannot wait for events: {source}"),
+                hints: Vec::new(),
+            }),
+        }
+    }
+
+    pub fn losses(&self) -> &Losses {
+        &self.losses
+    }
+}
+
+/// A perf event with a BPF program attached: dropping it detaches the program.
+pub struct Attached {
+    pub slot: Slot,
+    pub event: perf::Event,
+}
+
+impl Attached {
+    /// Attaches the slot's program to `event` with `PERF_EVENT_IOC_SET_BPF` and enables it.
+    pub fn new(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
+        event.set_bpf(bpf.program_fd(&slot)?)?;
+        event.enable(false)?;
+        Ok(Attached { slot, event })
+    }
+}
