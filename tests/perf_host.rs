@@ -280,8 +280,10 @@ fn bpf_output_ring_delivers_exactly_n_records_from_a_tracepoint() {
     )
     .unwrap();
     let attached = Attached::new(&bpf, slot.clone(), event).unwrap();
-    // The program is attached: the kernel reports it on the event.
-    assert_eq!(attached.event.query_bpf().unwrap().len(), 1);
+    // The program is attached: the kernel lists it on the tracepoint (other tests running at the
+    // same time may have programs there too: the array is per tracepoint).
+    let id = bpf.program_id(&slot).unwrap();
+    assert!(attached.event.query_bpf().unwrap().contains(&id));
     work.run_batch();
     let pid = work.pid();
     work.finish();

@@ -1,1 +1,167 @@
+//! Tier 3: kprobes, run inside VMs booting Debian kernels (`cargo xtask test` boots them; the
+//! host kernel here has no CONFIG_KPROBES, so on the host these tests skip and say so).
+//!
+//! `do_sys_open` is inlined into its callers on these kernels (a probe attaches but never
+//! fires); `do_sys_openat2` runs once per open(2)/openat(2).
 
+mod common;
+
+use std::ffi::CString;
+
+use common::{has, Workload};
+use tracer::bpf::{Bpf, SlotKind};
+use tracer::kernel::features::{Feature, Status};
+use tracer::perf::attr::format;
+use tracer::perf::{self, EventKind, KprobeTarget, Options, Scope, Wakeup};
+use tracer::session::{Attached, OutputRings};
+use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_ARG_USER};
+
+const OPENS: u64 = 23;
+const PATH: &str = "/etc/hostname";
+
+fn kprobe(function: &str, ret: bool) -> EventKind {
+    let pmu = perf::pmu::Pmus::default()
+        .get("kprobe")
+        .unwrap()
+        .expect("kprobe PMU");
+    EventKind::Kprobe {
+        pmu_type: pmu.type_,
+        target: KprobeTarget::Symbol {
+            name: CString::new(function).unwrap(),
+            offset: 0,
+        },
+        retprobe_bit: if ret {
+            Some(pmu.flag_bit("retprobe").expect("retprobe format bit"))
+        } else {
+            None
+        },
+    }
+}
+
+#[test]
+fn features_report_the_kprobe_pmu_with_its_type() {
+    if !has(Feature::KprobePmu, "features_kprobe_pmu") {
+        return;
+    }
+    let Status::Available { detail } = Feature::KprobePmu.check() else {
+        unreachable!()
+    };
+    let pmu = perf::pmu::Pmus::default().get("kprobe").unwrap().unwrap();
+    assert_eq!(detail, format!("type {}, retprobe bit config:0", pmu.type_));
+}
+
+#[test]
+fn kprobe_and_kretprobe_count_exactly_n_opens() {
+    if !has(Feature::KprobePmu, "kprobe_counts") {
+        return;
+    }
+    let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), PATH]);
+    let scope = Scope::Task {
+        pid: work.pid(),
+        cpu: None,
+    };
+    let options = Options {
+        read_format: format::TOTAL_TIME_ENABLED,
+        ..Options::default()
+    };
+    let entry = perf::Event::open(
+        "kprobe:do_sys_openat2",
+        &kprobe("do_sys_openat2", false),
+        &options,
+        &scope,
+    )
+    .unwrap();
+    let ret = perf::Event::open(
+        "kretprobe:do_sys_openat2",
+        &kprobe("do_sys_openat2", true),
+        &options,
+        &scope,
+    )
+    .unwrap();
+    work.run_batch();
+    work.finish();
+    assert_eq!(entry.read().unwrap().values[0].value, OPENS);
+    assert_eq!(ret.read().unwrap().values[0].value, OPENS);
+}
+
+#[test]
+fn kprobe_programs_report_filenames_and_return_values() {
+    if !has(Feature::KprobePmu, "kprobe_bpf") || !has(Feature::Bpf, "kprobe_bpf") {
+        return;
+    }
+    let mut bpf = Bpf::load().unwrap();
+    let mut rings = OutputRings::open(&mut bpf, 64, Wakeup::Default).unwrap();
+    let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), PATH]);
+    let pid = work.pid();
+    // A kprobe's BPF program runs for every hit of the probe: the tgid filter selects the child.
+    let entry_slot = bpf
+        .take_slot(
+            SlotKind::Probe,
+            SlotConfig {
+                flags: SLOT_STR_ARG_USER,
+                str_arg: 1,
+                tgid: pid,
+                _pad: 0,
+            },
+        )
+        .unwrap();
+    let ret_slot = bpf
+        .take_slot(
+            SlotKind::Probe,
+            SlotConfig {
+                flags: SLOT_RETURN,
+                tgid: pid,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let open =
+        |kind| perf::Event::open("kprobe", &kind, &Options::default(), &Scope::Cpu(0)).unwrap();
+    let _entry = Attached::new(
+        &bpf,
+        entry_slot.clone(),
+        open(kprobe("do_sys_openat2", false)),
+    )
+    .unwrap();
+    let _ret = Attached::new(&bpf, ret_slot.clone(), open(kprobe("do_sys_openat2", true))).unwrap();
+    work.run_batch();
+    work.finish();
+    let (mut names, mut fds) = (Vec::new(), Vec::new());
+    rings.drain(|e| {
+        if e.pid() != pid {
+            return;
+        }
+        if e.slot == entry_slot.index {
+            assert_eq!(e.data[0] as i32, libc::AT_FDCWD, "dfd");
+            let len = (e.str_len.max(1) - 1) as usize;
+            names.push(String::from_utf8_lossy(&e.str[..len]).into_owned());
+        } else if e.slot == ret_slot.index {
+            fds.push(e.data[6] as i64);
+        }
+    });
+    assert_eq!(names, vec![PATH.to_string(); OPENS as usize]);
+    // Each open is closed before the next: the kernel hands out the same lowest free fd.
+    assert_eq!(fds.len(), OPENS as usize);
+    assert!(fds.iter().all(|&fd| fd == fds[0] && fd >= 3), "fds {fds:?}");
+    assert_eq!(rings.losses().total(), 0);
+}
+
+#[test]
+fn an_unknown_function_is_a_clear_error() {
+    if !has(Feature::KprobePmu, "kprobe_enoent") {
+        return;
+    }
+    let err = perf::Event::open(
+        "kprobe:no_such_function_tracer",
+        &kprobe("no_such_function_tracer", false),
+        &Options::default(),
+        &Scope::Cpu(0),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot open kprobe:no_such_function_tracer"
+    );
+    assert_eq!(err.errno(), Some(libc::ENOENT));
+    assert!(err.hints()[0].contains("tracer list"), "{:?}", err.hints());
+}

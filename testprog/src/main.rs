@@ -3,8 +3,9 @@
 //! `tracer-testprog [--wait] [--batch K] [--cpu C] MODE N [ARG]`
 //!
 //! - `--wait`: read one byte from stdin before working, so a tracer can attach to the pid first.
-//! - `--batch K`: work in batches of K units; before each batch read one byte from stdin (go),
-//!   after it write one byte to stdout (done). Tests use it to run phases without sleeping.
+//! - `--batch K`: write one byte to stdout once started (ready: the dynamic loader's own opens
+//!   are over), then work in batches of K units: before each batch read one byte from stdin
+//!   (go), after it write one byte to stdout (done). Tests run phases this way without sleeping.
 //! - `--cpu C`: pin the process to CPU C first.
 //!
 //! Modes: `getppid N` (N getppid syscalls), `open N PATH` (N open+close of PATH),
@@ -98,6 +99,13 @@ fn main() {
         Some("call") => Box::new(|i| tracer_testprog_target(i, 2 * i)),
         _ => usage(),
     };
+    let signal = |byte: &[u8]| {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(byte).and_then(|()| out.flush());
+    };
+    if batch.is_some() {
+        signal(b"r");
+    }
     let mut sum = 0u64;
     let mut i = 0;
     while i < n {
@@ -110,8 +118,7 @@ fn main() {
             i += 1;
         }
         if batch.is_some() {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(b"d").and_then(|()| out.flush());
+            signal(b"d");
         }
     }
     std::hint::black_box(sum);

@@ -43,13 +43,24 @@ pub fn require_root() {
     );
 }
 
-/// True when `feature` works here; otherwise prints why the test is skipped.
+/// True when `feature` works here; otherwise prints why the test is skipped. Features named in
+/// `TRACER_REQUIRE` (comma-separated labels, set by the VM runner) must exist: a skip there
+/// would hide a broken test, so it fails instead.
 pub fn has(feature: Feature, test: &str) -> bool {
     require_root();
     match feature.check() {
         Status::Available { .. } => true,
         Status::Unavailable { reason, .. } => {
-            eprintln!(
+            let required = std::env::var("TRACER_REQUIRE").unwrap_or_default();
+            if required.split(',').any(|f| f == feature.label()) {
+                panic!(
+                    "{test}: {} is required here (TRACER_REQUIRE) but unavailable: {reason}",
+                    feature.label()
+                );
+            }
+            // Straight to stderr: libtest captures eprintln! of passing tests, and a skip must show.
+            let _ = writeln!(
+                std::io::stderr(),
                 "SKIPPED {test}: {} unavailable on this kernel: {reason}",
                 feature.label()
             );
@@ -80,7 +91,10 @@ impl Workload {
             .spawn()
             .expect("spawn tracer-testprog");
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        // The child says it is ready once started: the dynamic loader's opens are over.
+        let mut ready = [0u8; 1];
+        stdout.read_exact(&mut ready).expect("workload started");
         Workload {
             child,
             stdin,

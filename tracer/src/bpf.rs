@@ -9,7 +9,7 @@ use aya::{Ebpf, EbpfLoader};
 use tracer_common::{SlotConfig, SLOTS, STAT_HITS, STAT_OUTPUT_FAILED};
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
-static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-probes"));
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -180,6 +180,18 @@ impl Bpf {
             source,
         };
         Ok(program.fd().map_err(wrap)?.as_fd())
+    }
+
+    /// The kernel's id of a taken slot's program (as `PERF_EVENT_IOC_QUERY_BPF` reports it).
+    pub fn program_id(&self, slot: &Slot) -> Result<u32, Error> {
+        let program = self.ebpf.program(&slot.name).ok_or(Error::Map {
+            map: "program slot",
+        })?;
+        let info = program.info().map_err(|source| Error::Program {
+            program: slot.name.clone(),
+            source,
+        })?;
+        Ok(info.id())
     }
 
     /// Puts the per-CPU BPF_OUTPUT event of `cpu` into `EVENTS[cpu]`, so that

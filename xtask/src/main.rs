@@ -1,1 +1,194 @@
-fn main() {}
+//! Project tasks: `setup` a fresh machine, `test` every tier, `run` the tool, `vm` a command
+//! in a distribution kernel.
+
+mod setup;
+mod vm;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  setup                      install what builds and tests need (idempotent)
+  test [--all-kernels]       set up, then run every test tier: unit, host kernel, CLI, VM
+                             (VM kernels: 6.1 and 7.3; --all-kernels adds 5.10 and 6.12)
+  run [-- ARGS...]           set up, build in release mode, run `tracer ARGS` (default: features)
+  vm KERNEL -- CMD...        run CMD as root inside a VM booting a Debian kernel
+                             (KERNEL: 5.10, 6.1, 6.12, 7.3)";
+
+fn main() {
+    if let Err(err) = run() {
+        eprintln!("xtask: error: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = args
+        .split_first()
+        .map_or(("help", &[][..]), |(c, r)| (c.as_str(), r));
+    match command {
+        "setup" => setup::all(),
+        "test" => test(rest),
+        "run" => run_tracer(rest),
+        "vm" => vm_command(rest),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => bail!("unknown command '{other}'\n{USAGE}"),
+    }
+}
+
+/// The workspace root (the parent of xtask/).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Runs a command, failing with its exit status when it fails.
+pub fn run_cmd(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn test(args: &[String]) -> Result<()> {
+    let all_kernels = args.iter().any(|a| a == "--all-kernels");
+    if let Some(bad) = args.iter().find(|a| *a != "--all-kernels") {
+        bail!("unknown test option '{bad}'\n{USAGE}");
+    }
+    setup::all()?;
+    section("tier 1, 2 and 4: unit, host-kernel and CLI tests");
+    // The default members exclude tracer-ebpf, which only builds for the BPF target. Build
+    // every binary (tracer, tracer-testprog) before the tests that run them.
+    run_cmd(cargo().args(["build", "--bins"]))?;
+    run_cmd(cargo().arg("test"))?;
+
+    section("tier 3: VM tests on Debian kernels");
+    let kernels: &[&str] = if all_kernels {
+        &vm::ALL_KERNELS
+    } else {
+        &vm::DEFAULT_KERNELS
+    };
+    let binary = test_binary("vm_kprobe")?;
+    let mut failed = Vec::new();
+    for kernel in kernels {
+        println!("--- kernel {kernel}: {}", binary.display());
+        // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
+        let cmd = vec![
+            "env".to_string(),
+            "TRACER_REQUIRE=kprobes".to_string(),
+            binary.display().to_string(),
+            "--test-threads=1".to_string(),
+        ];
+        match vm::run(kernel, &cmd) {
+            Ok(0) => println!("--- kernel {kernel}: passed"),
+            Ok(code) => {
+                println!("--- kernel {kernel}: FAILED with exit status {code}");
+                failed.push(kernel.to_string());
+            }
+            Err(err) => {
+                println!("--- kernel {kernel}: FAILED: {err:#}");
+                failed.push(kernel.to_string());
+            }
+        }
+    }
+    let passed = kernels.len() - failed.len();
+    println!("vm: {passed} passed, {} failed", failed.len());
+    if !failed.is_empty() {
+        bail!("VM tests failed on kernel(s): {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// Builds an integration test binary and returns its path (cargo's JSON artifact message).
+fn test_binary(name: &str) -> Result<PathBuf> {
+    let output = cargo()
+        .args([
+            "test",
+            "--no-run",
+            "-p",
+            "tracer",
+            "--test",
+            name,
+            "--message-format=json",
+        ])
+        .output()
+        .context("cannot run cargo test --no-run")?;
+    if !output.status.success() {
+        bail!(
+            "building test {name} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .filter(|l| {
+            l.contains("\"reason\":\"compiler-artifact\"")
+                && l.contains(&format!("\"name\":\"{name}\""))
+        })
+        .find_map(|l| {
+            let key = "\"executable\":\"";
+            let start = l.find(key)? + key.len();
+            let end = l[start..].find('"')?;
+            Some(PathBuf::from(&l[start..start + end]))
+        })
+        .with_context(|| format!("cargo did not report the executable of test {name}"))
+}
+
+fn run_tracer(args: &[String]) -> Result<()> {
+    let args: Vec<String> = match args.first().map(String::as_str) {
+        Some("--") => args[1..].to_vec(),
+        _ => args.to_vec(),
+    };
+    let args = if args.is_empty() {
+        vec!["features".to_string()]
+    } else {
+        args
+    };
+    setup::all()?;
+    run_cmd(cargo().args(["build", "--release", "-p", "tracer"]))?;
+    let status = Command::new(root().join("target/release/tracer"))
+        .args(&args)
+        .status()
+        .context("cannot start target/release/tracer")?;
+    std::process::exit(status.code().unwrap_or(1));
+}
+
+fn vm_command(args: &[String]) -> Result<()> {
+    let Some((kernel, rest)) = args.split_first() else {
+        bail!("which kernel?\n{USAGE}");
+    };
+    let cmd: Vec<String> = match rest.first().map(String::as_str) {
+        Some("--") => rest[1..].to_vec(),
+        _ => rest.to_vec(),
+    };
+    if cmd.is_empty() {
+        bail!("no command to run in the VM\n{USAGE}");
+    }
+    setup::all()?;
+    let code = vm::run(kernel, &cmd)?;
+    std::process::exit(code);
+}
+
+pub fn section(title: &str) {
+    println!("\n=== {title}");
+}

@@ -1,0 +1,127 @@
+//! `cargo xtask setup`: everything a fresh machine needs, each step skipped when satisfied.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::run_cmd;
+
+/// Debian packages: LLVM 22 for bpf-linker, qemu and busybox for the VM tier, cpio/xz/zstd to
+/// build initramfs images and unpack kernel modules.
+const APT_PACKAGES: &[&str] = &[
+    "llvm-22-dev",
+    "libzstd-dev",
+    "zlib1g-dev",
+    "qemu-system-x86",
+    "busybox-static",
+    "cpio",
+    "xz-utils",
+    "zstd",
+];
+
+const BPF_LINKER_VERSION: &str = "0.13.0";
+
+pub fn all() -> Result<()> {
+    crate::section("setup");
+    rust_src()?;
+    apt_packages()?;
+    bpf_linker()?;
+    tracefs()?;
+    Ok(())
+}
+
+fn ok(step: &str, detail: &str) {
+    println!("setup: {step}: {detail}");
+}
+
+fn output(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn rust_src() -> Result<()> {
+    let Some(sysroot) =
+        output(Command::new("rustup").args(["run", "nightly", "rustc", "--print", "sysroot"]))
+    else {
+        bail!(
+            "the nightly Rust toolchain is missing (the BPF programs need -Z build-std)\n\
+             hint: rustup toolchain install nightly --profile minimal"
+        );
+    };
+    if Path::new(&sysroot)
+        .join("lib/rustlib/src/rust/library/core")
+        .exists()
+    {
+        ok("rust-src", "present in the nightly toolchain");
+        return Ok(());
+    }
+    ok("rust-src", "installing for nightly");
+    run_cmd(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+        .context("cannot add rust-src to the nightly toolchain")
+}
+
+fn installed(package: &str) -> bool {
+    output(Command::new("dpkg-query").args(["-W", "-f=${Status}", package]))
+        .is_some_and(|s| s.ends_with("installed") && !s.contains("not-installed"))
+}
+
+fn apt_packages() -> Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !installed(p))
+        .collect();
+    if missing.is_empty() {
+        ok("apt packages", "all installed");
+        return Ok(());
+    }
+    ok("apt packages", &format!("installing {}", missing.join(" ")));
+    run_cmd(Command::new("apt-get").args(["update", "-qq"]))
+        .context("apt-get update failed (run as root)")?;
+    run_cmd(
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+    .context("apt-get install failed (run as root)")
+}
+
+fn bpf_linker() -> Result<()> {
+    if let Some(version) = output(Command::new("bpf-linker").arg("--version")) {
+        if version.contains(BPF_LINKER_VERSION) {
+            ok("bpf-linker", &version);
+            return Ok(());
+        }
+    }
+    ok(
+        "bpf-linker",
+        &format!("building {BPF_LINKER_VERSION} against LLVM 22 (about a minute)"),
+    );
+    run_cmd(
+        Command::new("cargo")
+            .args([
+                "install",
+                "--locked",
+                &format!("bpf-linker@{BPF_LINKER_VERSION}"),
+                "--no-default-features",
+                "--features",
+                "llvm-22,llvm-link-static",
+            ])
+            .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
+    )
+    .context("cannot build bpf-linker (needs llvm-22-dev, libzstd-dev, zlib1g-dev)")
+}
+
+fn tracefs() -> Result<()> {
+    if Path::new("/sys/kernel/tracing/events").is_dir() {
+        ok("tracefs", "mounted at /sys/kernel/tracing");
+        return Ok(());
+    }
+    ok("tracefs", "mounting at /sys/kernel/tracing");
+    run_cmd(Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]))
+        .context("cannot mount tracefs (run as root)")
+}

@@ -1,0 +1,213 @@
+//! The VM tier: boot a Debian distribution kernel under qemu (TCG) with the host's `/` as a
+//! read-only 9p root plus a tmpfs overlay, run one command as root, and return its exit status.
+//!
+//! Kernel fetching (private apt configuration, `apt-get download` + `dpkg -x`, never installed)
+//! and the initramfs build live in the shell scripts beside this crate (xtask/vm/); this module
+//! prepares what is missing, runs qemu with a timeout and reads the exit marker off the console.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::run_cmd;
+
+pub const DEFAULT_KERNELS: [&str; 2] = ["6.1", "7.3"];
+pub const ALL_KERNELS: [&str; 4] = ["5.10", "6.1", "6.12", "7.3"];
+
+/// A hung guest is killed after this long.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+fn scripts() -> PathBuf {
+    crate::root().join("xtask/vm")
+}
+
+fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TRACER_VM_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    PathBuf::from(home).join(".cache/tracer-vm")
+}
+
+fn read_env(path: &Path) -> Result<HashMap<String, String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect())
+}
+
+fn newer(a: &Path, b: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((modified(a), modified(b)), (Some(a), Some(b)) if a >= b)
+}
+
+/// Downloads and unpacks the kernel, extracts vmlinux and builds the initramfs, as needed.
+/// Returns (kernel image, initramfs).
+fn prepare(kernel: &str) -> Result<(PathBuf, PathBuf)> {
+    let cache = cache_root();
+    let dir = cache.join(kernel);
+    let env_file = dir.join("kernel.env");
+    if !env_file.exists() {
+        println!("vm: fetching Debian kernel {kernel} into {}", dir.display());
+        run_cmd(
+            Command::new("bash")
+                .arg(scripts().join("fetch-kernel.sh"))
+                .arg(kernel)
+                .arg(&cache),
+        )
+        .with_context(|| format!("cannot fetch kernel {kernel}"))?;
+    }
+    let env = read_env(&env_file)?;
+    let vmlinuz = env.get("VMLINUZ").context("kernel.env has no VMLINUZ")?;
+    // The uncompressed ELF boots through the PVH entry: no decompressor run under TCG.
+    let vmlinux = dir.join("vmlinux");
+    if !vmlinux.exists() {
+        run_cmd(
+            Command::new("python3")
+                .arg(scripts().join("extract-vmlinux.py"))
+                .arg(vmlinuz)
+                .arg(&vmlinux),
+        )
+        .context("cannot extract vmlinux")?;
+    }
+    let initramfs = dir.join("initramfs.cpio");
+    let fresh = ["init", "mkinitramfs.sh"]
+        .iter()
+        .all(|f| newer(&initramfs, &scripts().join(f)));
+    if !fresh {
+        run_cmd(
+            Command::new("bash")
+                .arg(scripts().join("mkinitramfs.sh"))
+                .arg(kernel)
+                .arg(&cache),
+        )
+        .context("cannot build the initramfs")?;
+    }
+    Ok((vmlinux, initramfs))
+}
+
+fn shell_quote(arg: &str) -> String {
+    format!("'{}'", arg.replace('\'', r"'\''"))
+}
+
+fn nonce() -> Result<String> {
+    let mut bytes = [0u8; 6];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Runs `cmd` (host paths; the working directory is kept) as root in a VM booting Debian
+/// kernel `kernel`, streaming the console. Returns the command's exit status.
+pub fn run(kernel: &str, cmd: &[String]) -> Result<i32> {
+    if !ALL_KERNELS.contains(&kernel) {
+        bail!(
+            "unknown kernel '{kernel}': choose one of {}",
+            ALL_KERNELS.join(", ")
+        );
+    }
+    let (image, initramfs) = prepare(kernel)?;
+    let runs = cache_root().join("runs");
+    std::fs::create_dir_all(&runs)?;
+    let nonce = nonce()?;
+    // The command travels as a script on the host filesystem, which the guest sees over 9p at
+    // the same path: no quoting through the kernel command line.
+    let script = runs.join(format!("run-{nonce}.sh"));
+    let cwd = std::env::current_dir()?;
+    let quoted: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
+    std::fs::write(
+        &script,
+        format!(
+            "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb\n\
+             cd {} || exit 254\nexec {}\n",
+            shell_quote(&cwd.display().to_string()),
+            quoted.join(" ")
+        ),
+    )?;
+    let cmdline = format!(
+        "console=ttyS0 quiet loglevel=4 panic=-1 oops=panic mitigations=off rdinit=/init \
+         vmtest.script={} vmtest.nonce={nonce}",
+        script.display()
+    );
+    let started = Instant::now();
+    let mut child = Command::new("qemu-system-x86_64")
+        .args([
+            "-accel", "tcg", "-cpu", "max", "-machine", "pc", "-m", "1024", "-smp", "2",
+        ])
+        .args([
+            "-nographic",
+            "-no-reboot",
+            "-nodefaults",
+            "-serial",
+            "stdio",
+        ])
+        .arg("-kernel")
+        .arg(&image)
+        .arg("-initrd")
+        .arg(&initramfs)
+        .args(["-append", &cmdline])
+        .args([
+            "-fsdev",
+            "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap",
+        ])
+        .args(["-device", "virtio-9p-pci,fsdev=root,mount_tag=hostroot"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start qemu-system-x86_64 (run `cargo xtask setup`)")?;
+    let stdout = child.stdout.take().context("qemu stdout")?;
+    let marker = format!(" nonce={nonce} ");
+    let reader = std::thread::spawn(move || {
+        let mut exit = None;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let line = line.trim_end_matches('\r').to_string();
+            println!("{line}");
+            // Markers carry a per-run nonce, so test output cannot forge them; console noise
+            // (SeaBIOS escapes) may precede them on the same line.
+            if let Some(at) = line.find("VMTEST-EXIT=") {
+                if line[at..].contains(&marker) {
+                    let rest = &line[at + "VMTEST-EXIT=".len()..];
+                    exit = rest
+                        .split_whitespace()
+                        .next()
+                        .and_then(|c| c.parse::<i32>().ok());
+                }
+            }
+        }
+        exit
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let exit = reader.join().unwrap_or(None);
+    let _ = std::fs::remove_file(&script);
+    println!(
+        "vm: kernel {kernel}: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    match (status, exit) {
+        (None, _) => bail!(
+            "the VM hung and was killed after {} s (console above)",
+            TIMEOUT.as_secs()
+        ),
+        (_, Some(code)) => Ok(code),
+        (Some(status), None) => {
+            bail!("the VM ended ({status}) without reporting an exit status (console above)")
+        }
+    }
+}
