@@ -288,7 +288,7 @@ fn bpf_output_ring_delivers_exactly_n_records_from_a_tracepoint() {
     let pid = work.pid();
     work.finish();
     let mut events = Vec::new();
-    collect(&mut rings, pid, slot.index, &mut events);
+    collect(&mut rings, pid, slot.id, &mut events);
     assert_eq!(events.len(), 311);
     assert!(events
         .iter()
@@ -355,9 +355,9 @@ fn uprobe_and_uretprobe_programs_report_arguments_and_return_values() {
     let (mut entries, mut returns) = (Vec::new(), Vec::new());
     rings.drain(|e| {
         if e.pid() == pid {
-            if e.slot == entry_slot.index {
+            if e.slot == entry_slot.id {
                 entries.push((e.time_ns, e.data[0], e.data[1]));
-            } else if e.slot == ret_slot.index {
+            } else if e.slot == ret_slot.id {
                 returns.push((e.time_ns, e.data[6]));
             }
         }
@@ -400,10 +400,10 @@ fn a_tiny_ring_reports_exactly_the_records_it_lost() {
     let _attached = Attached::new(&bpf, slot.clone(), event).unwrap();
     let mut events = Vec::new();
     work.run_batch(); // 2000 calls, ring overflows
-    collect(&mut rings, pid, slot.index, &mut events);
+    collect(&mut rings, pid, slot.id, &mut events);
     // The kernel writes PERF_RECORD_LOST at the next successful output once there is room.
     work.run_batch(); // 1 more call
-    collect(&mut rings, pid, slot.index, &mut events);
+    collect(&mut rings, pid, slot.id, &mut events);
     work.finish();
     let lost = rings.losses().total();
     let (hits, failed) = bpf.stats().unwrap();
@@ -450,7 +450,7 @@ fn records_that_wrap_the_ring_arrive_whole_and_in_order() {
     let mut events = Vec::new();
     for _ in 0..20 {
         work.run_batch();
-        collect(&mut rings, pid, slot.index, &mut events);
+        collect(&mut rings, pid, slot.id, &mut events);
     }
     work.finish();
     let args: Vec<u64> = events.iter().map(|e| e.data[0]).collect();

@@ -101,7 +101,7 @@ fn kprobe_programs_report_filenames_and_return_values() {
                 flags: SLOT_STR_ARG_USER,
                 str_arg: 1,
                 tgid: pid,
-                _pad: 0,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -131,11 +131,11 @@ fn kprobe_programs_report_filenames_and_return_values() {
         if e.pid() != pid {
             return;
         }
-        if e.slot == entry_slot.index {
+        if e.slot == entry_slot.id {
             assert_eq!(e.data[0] as i32, libc::AT_FDCWD, "dfd");
             let len = (e.str_len.max(1) - 1) as usize;
             names.push(String::from_utf8_lossy(&e.str[..len]).into_owned());
-        } else if e.slot == ret_slot.index {
+        } else if e.slot == ret_slot.id {
             fds.push(e.data[6] as i64);
         }
     });

@@ -1,25 +1,47 @@
 //! `#[repr(C)]` types that tracer's BPF programs and its userspace agree on, byte for byte.
 #![no_std]
 
-/// Program slots per program type compiled into the BPF object.
-///
-/// With `PERF_EVENT_IOC_SET_BPF` there is no attach cookie, so each distinct probe spec gets its
-/// own program instance ("slot") whose number is a compile-time constant; the slot indexes
-/// [`SlotConfig`] and tags every [`Event`].
-pub const SLOTS: u32 = 8;
+/// Probe slots (kprobe, kretprobe, uprobe, uretprobe programs: `kp_0..`), global ids 0..16.
+pub const PROBE_SLOTS: u32 = 16;
+/// Tracepoint slots (`tp_0..`), global ids 16..32.
+pub const TRACEPOINT_SLOTS: u32 = 16;
+/// perf_event slots for breakpoints and software events (`pe_0..`), global ids 32..36.
+pub const PERF_EVENT_SLOTS: u32 = 4;
+/// First global id of each kind.
+pub const PROBE_BASE: u32 = 0;
+pub const TRACEPOINT_BASE: u32 = PROBE_SLOTS;
+pub const PERF_EVENT_BASE: u32 = PROBE_SLOTS + TRACEPOINT_SLOTS;
+/// All slots. With `PERF_EVENT_IOC_SET_BPF` there is no attach cookie, so each probe uses its
+/// own program instance ("slot") whose global id is a constant compiled into it; the id indexes
+/// [`SlotConfig`] in `CONFIG` and the per-slot counters in `STATS`, and tags every [`Event`].
+pub const SLOTS: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS;
 
-/// Bytes of raw event data carried per event (kprobe registers or the tracepoint record head).
+/// Words of raw event data carried per event (kprobe registers or the tracepoint record head).
 pub const DATA_WORDS: usize = 8;
 
 /// Bytes of one string argument captured in the kernel.
 pub const STR_LEN: usize = 64;
 
-/// Index of the per-CPU counter of hits that passed the filters (`STATS` map).
-pub const STAT_HITS: u32 = 0;
-/// Index of the per-CPU counter of hits whose `bpf_perf_event_output` failed (ring full).
-pub const STAT_OUTPUT_FAILED: u32 = 1;
-/// Number of entries in the `STATS` map.
-pub const STAT_COUNT: u32 = 2;
+/// `STATS` has two per-CPU counters per slot: hits that passed the filters at `2 * slot`, and
+/// `bpf_perf_event_output` failures (ring full) at `2 * slot + 1`.
+pub const STAT_COUNT: u32 = 2 * SLOTS;
+
+/// `STATS` index of a slot's hit counter.
+pub const fn stat_hits(slot: u32) -> u32 {
+    2 * slot
+}
+
+/// `STATS` index of a slot's failed-output counter.
+pub const fn stat_failed(slot: u32) -> u32 {
+    2 * slot + 1
+}
+
+/// Capacity of the `TRACKED` map (processes followed for `-- COMMAND`).
+pub const TRACKED_MAX: u32 = 16384;
+/// `TRACKED` value: the launched command before its exec (its events are not ours yet).
+pub const TRACK_PENDING: u32 = 0;
+/// `TRACKED` value: a traced process.
+pub const TRACK_ACTIVE: u32 = 1;
 
 /// `SlotConfig::flags`: the program reads the return value (kretprobe / uretprobe).
 pub const SLOT_RETURN: u32 = 1 << 0;
@@ -32,8 +54,13 @@ pub const SLOT_STR_ARG_KERNEL: u32 = 1 << 2;
 pub const SLOT_STR_TP_USER: u32 = 1 << 3;
 /// `SlotConfig::flags`: only count the hit in `STATS`, emit nothing.
 pub const SLOT_COUNT_ONLY: u32 = 1 << 4;
+/// `SlotConfig::flags`: only hits from processes in `TRACKED` (state active).
+pub const SLOT_FILTER_TRACKED: u32 = 1 << 5;
+/// `SlotConfig::flags`: only hits whose comm equals `SlotConfig::comm`.
+pub const SLOT_FILTER_COMM: u32 = 1 << 6;
 
 /// What userspace tells one program slot before attaching it (BPF `CONFIG` array map).
+/// Zero in a filter field means "any".
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SlotConfig {
@@ -41,8 +68,28 @@ pub struct SlotConfig {
     pub flags: u32,
     /// Argument index (kprobe/uprobe) or record byte offset (tracepoint) of the string to read.
     pub str_arg: u32,
-    /// Only emit hits from this thread group (process id); 0 means any.
+    /// Only hits from this thread group (process id).
     pub tgid: u32,
+    /// Only hits from this thread.
+    pub tid: u32,
+    /// Only hits on these CPUs (bit n = CPU n; CPUs 64 and up are not filterable).
+    pub cpu_mask: u64,
+    /// Only hits from tasks in this cgroup (v2 cgroup id: the inode of its directory).
+    pub cgroup_id: u64,
+    /// With `SLOT_FILTER_COMM`: the task name, NUL-padded.
+    pub comm: [u8; 16],
+    /// Never hits from this thread group (tracer itself), 0 for none.
+    pub exclude_tgid: u32,
+    pub _pad: u32,
+}
+
+/// Byte offsets in scheduler tracepoint records, which differ between kernel versions; read
+/// by userspace from tracefs and stored in the `SCHED_OFFSETS` array map.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedOffsets {
+    /// `sched:sched_process_fork`: offset of `child_pid`.
+    pub fork_child_pid: u32,
     pub _pad: u32,
 }
 
@@ -56,7 +103,7 @@ pub struct Event {
     pub pid_tgid: u64,
     /// kprobe/uprobe: arg0..arg5 then the return value; tracepoint: the record's first bytes.
     pub data: [u64; DATA_WORDS],
-    /// The program slot that fired.
+    /// The global id of the program slot that fired.
     pub slot: u32,
     /// CPU the hit ran on.
     pub cpu: u32,
@@ -94,9 +141,29 @@ impl Event {
     pub fn tid(&self) -> u32 {
         self.pid_tgid as u32
     }
+
+    /// The captured string, if one was read.
+    pub fn string(&self) -> Option<&[u8]> {
+        let len = usize::try_from(self.str_len).ok()?.checked_sub(1)?;
+        self.str.get(..len)
+    }
+
+    /// The task name up to its NUL.
+    pub fn comm(&self) -> &[u8] {
+        let end = self
+            .comm
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.comm.len());
+        &self.comm[..end]
+    }
 }
 
 #[cfg(feature = "user")]
-// SAFETY: plain old data, `repr(C)`, no padding the kernel would not initialise (the explicit
-// `_pad` fields are written by userspace as zero).
-unsafe impl aya::Pod for SlotConfig {}
+mod pod {
+    // SAFETY: plain old data, `repr(C)`, no implicit padding (explicit `_pad` fields are
+    // written as zero by userspace).
+    unsafe impl aya::Pod for super::SlotConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::SchedOffsets {}
+}

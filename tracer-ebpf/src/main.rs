@@ -11,27 +11,30 @@ use core::ffi::c_void;
 
 use aya_ebpf::bindings::BPF_F_CURRENT_CPU;
 use aya_ebpf::helpers::{
-    bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
-    bpf_perf_event_output, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user_str_bytes,
+    bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+    bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output,
+    bpf_probe_read_kernel_str_bytes, bpf_probe_read_user_str_bytes,
 };
 use aya_ebpf::macros::{kprobe, map, perf_event, tracepoint};
-use aya_ebpf::maps::{Array, PerCpuArray, PerfEventArray};
+use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerfEventArray};
 use aya_ebpf::programs::{PerfEventContext, ProbeContext, RetProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    Event, SlotConfig, DATA_WORDS, SLOTS, SLOT_COUNT_ONLY, SLOT_RETURN, SLOT_STR_ARG_KERNEL,
-    SLOT_STR_ARG_USER, SLOT_STR_TP_USER, STAT_COUNT, STAT_HITS, STAT_OUTPUT_FAILED, STR_LEN,
+    stat_failed, stat_hits, Event, SchedOffsets, SlotConfig, DATA_WORDS, PERF_EVENT_BASE, SLOTS,
+    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STR_ARG_KERNEL,
+    SLOT_STR_ARG_USER, SLOT_STR_TP_USER, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX,
+    TRACK_ACTIVE, TRACK_PENDING,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
 #[map]
 static EVENTS: PerfEventArray<Event> = PerfEventArray::new(0);
 
-/// What each slot should capture and filter.
+/// What each slot should capture and filter, by global slot id.
 #[map]
 static CONFIG: Array<SlotConfig> = Array::with_max_entries(SLOTS, 0);
 
-/// Per-CPU counters: hits that passed the filters, and outputs that failed (ring full).
+/// Per-CPU counters per slot: hits that passed the filters, and outputs that failed.
 #[map]
 static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(STAT_COUNT, 0);
 
@@ -39,37 +42,79 @@ static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(STAT_COUNT, 0);
 #[map]
 static SCRATCH: PerCpuArray<Event> = PerCpuArray::with_max_entries(1, 0);
 
+/// Processes followed for `-- COMMAND`: tgid -> TRACK_PENDING (before its exec) or TRACK_ACTIVE.
+#[map]
+static TRACKED: HashMap<u32, u32> = HashMap::with_max_entries(TRACKED_MAX, 0);
+
+/// Offsets in scheduler tracepoint records, set by userspace from tracefs.
+#[map]
+static SCHED_OFFSETS: Array<SchedOffsets> = Array::with_max_entries(1, 0);
+
 #[inline(always)]
 fn bump(index: u32) {
     if let Some(counter) = STATS.get_ptr_mut(index) {
-        // SAFETY: per-CPU slot, and BPF programs do not preempt each other on one CPU for these
-        // program types, so a plain increment does not race.
+        // SAFETY: per-CPU slot, and these program types do not nest on one CPU, so a plain
+        // increment does not race.
         unsafe { *counter += 1 };
     }
 }
 
-/// Fills the common part of the scratch event, or `None` when the hit is filtered out.
+/// Does the current task pass the slot's filters?
+#[inline(always)]
+fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32, comm: &[u8; 16]) -> bool {
+    let tgid = (pid_tgid >> 32) as u32;
+    if (config.tgid != 0 && tgid != config.tgid) || tgid == config.exclude_tgid {
+        return false;
+    }
+    if config.tid != 0 && pid_tgid as u32 != config.tid {
+        return false;
+    }
+    if config.cpu_mask != 0 && (cpu >= 64 || config.cpu_mask & (1u64 << cpu) == 0) {
+        return false;
+    }
+    // SAFETY: helper without preconditions.
+    if config.cgroup_id != 0 && unsafe { bpf_get_current_cgroup_id() } != config.cgroup_id {
+        return false;
+    }
+    if config.flags & SLOT_FILTER_TRACKED != 0 {
+        // SAFETY: the value is copied out at once; no reference outlives the lookup.
+        match unsafe { TRACKED.get(&tgid) } {
+            Some(&state) if state == TRACK_ACTIVE => {}
+            _ => return false,
+        }
+    }
+    if config.flags & SLOT_FILTER_COMM != 0 && *comm != config.comm {
+        return false;
+    }
+    true
+}
+
+/// Fills the common part of the scratch event, or `None` when the hit is filtered out or
+/// only counted.
 #[inline(always)]
 fn begin(slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
     let config = *CONFIG.get(slot)?;
     let pid_tgid = bpf_get_current_pid_tgid();
-    if config.tgid != 0 && (pid_tgid >> 32) as u32 != config.tgid {
+    // SAFETY: helper without preconditions.
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    let comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    if !passes(&config, pid_tgid, cpu, &comm) {
         return None;
     }
-    bump(STAT_HITS);
+    bump(stat_hits(slot));
     if config.flags & SLOT_COUNT_ONLY != 0 {
         return None;
     }
     // SAFETY: index 0 exists (max_entries 1); the per-CPU value is only touched by this program
     // invocation until it returns.
     let event = unsafe { &mut *SCRATCH.get_ptr_mut(0)? };
-    // SAFETY: helpers without preconditions.
+    // SAFETY: helper without preconditions.
     event.time_ns = unsafe { bpf_ktime_get_ns() };
-    event.cpu = unsafe { bpf_get_smp_processor_id() };
+    event.cpu = cpu;
     event.pid_tgid = pid_tgid;
     event.slot = slot;
     event.str_len = 0;
-    event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    event.comm = comm;
     Some((event, config))
 }
 
@@ -87,7 +132,7 @@ fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
         )
     };
     if ret != 0 {
-        bump(STAT_OUTPUT_FAILED);
+        bump(stat_failed(event.slot));
     }
 }
 
@@ -170,18 +215,66 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
 }
 
 macro_rules! slots {
-    ($attr:ident, $ctx:ty, $handler:ident: $($name:ident = $slot:literal),*) => {$(
+    ($attr:ident, $ctx:ty, $handler:ident, $base:expr; $($name:ident = $index:literal),*) => {$(
         #[$attr]
         pub fn $name(ctx: $ctx) -> u32 {
-            $handler(&ctx, $slot);
+            $handler(&ctx, $base + $index);
             0
         }
     )*};
 }
 
-slots!(kprobe, ProbeContext, on_probe: kp_0 = 0, kp_1 = 1, kp_2 = 2, kp_3 = 3, kp_4 = 4, kp_5 = 5, kp_6 = 6, kp_7 = 7);
-slots!(tracepoint, TracePointContext, on_tracepoint: tp_0 = 0, tp_1 = 1, tp_2 = 2, tp_3 = 3, tp_4 = 4, tp_5 = 5, tp_6 = 6, tp_7 = 7);
-slots!(perf_event, PerfEventContext, on_perf_event: pe_0 = 0, pe_1 = 1, pe_2 = 2, pe_3 = 3);
+slots!(kprobe, ProbeContext, on_probe, 0;
+    kp_0 = 0, kp_1 = 1, kp_2 = 2, kp_3 = 3, kp_4 = 4, kp_5 = 5, kp_6 = 6, kp_7 = 7,
+    kp_8 = 8, kp_9 = 9, kp_10 = 10, kp_11 = 11, kp_12 = 12, kp_13 = 13, kp_14 = 14, kp_15 = 15);
+slots!(tracepoint, TracePointContext, on_tracepoint, TRACEPOINT_BASE;
+    tp_0 = 0, tp_1 = 1, tp_2 = 2, tp_3 = 3, tp_4 = 4, tp_5 = 5, tp_6 = 6, tp_7 = 7,
+    tp_8 = 8, tp_9 = 9, tp_10 = 10, tp_11 = 11, tp_12 = 12, tp_13 = 13, tp_14 = 14, tp_15 = 15);
+slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE;
+    pe_0 = 0, pe_1 = 1, pe_2 = 2, pe_3 = 3);
+
+/// `sched:sched_process_exec`: the launched command becomes traced at its exec, so nothing it
+/// did before (in tracer's fork) is reported.
+#[tracepoint]
+pub fn track_exec(_ctx: TracePointContext) -> u32 {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // SAFETY: the value is copied out at once.
+    if let Some(&state) = unsafe { TRACKED.get(&tgid) } {
+        if state == TRACK_PENDING {
+            let _ = TRACKED.insert(&tgid, &TRACK_ACTIVE, 0);
+        }
+    }
+    0
+}
+
+/// `sched:sched_process_fork` (runs in the parent): children of traced processes are traced.
+#[tracepoint]
+pub fn track_fork(ctx: TracePointContext) -> u32 {
+    let parent = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // SAFETY: the value is copied out at once.
+    let active = matches!(unsafe { TRACKED.get(&parent) }, Some(&s) if s == TRACK_ACTIVE);
+    if !active {
+        return 0;
+    }
+    let Some(offsets) = SCHED_OFFSETS.get(0) else {
+        return 0;
+    };
+    // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
+    if let Ok(child) = unsafe { ctx.read_at::<u32>(offsets.fork_child_pid as usize) } {
+        if child != 0 {
+            let _ = TRACKED.insert(&child, &TRACK_ACTIVE, 0);
+        }
+    }
+    0
+}
+
+/// `sched:sched_process_exit` (per thread): forget exited tasks so the map does not fill up.
+#[tracepoint]
+pub fn track_exit(_ctx: TracePointContext) -> u32 {
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let _ = TRACKED.remove(&tid);
+    0
+}
 
 #[cfg(not(test))]
 #[panic_handler]

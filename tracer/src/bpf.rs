@@ -3,10 +3,13 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use aya::maps::{Array, Map, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
 use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
 use aya::{Ebpf, EbpfLoader};
-use tracer_common::{SlotConfig, SLOTS, STAT_HITS, STAT_OUTPUT_FAILED};
+use tracer_common::{
+    stat_failed, stat_hits, SchedOffsets, SlotConfig, PERF_EVENT_BASE, PERF_EVENT_SLOTS,
+    PROBE_BASE, PROBE_SLOTS, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+};
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-probes"));
@@ -81,10 +84,12 @@ impl SlotKind {
         }
     }
 
-    fn count(self) -> u32 {
+    /// (first global id, count) of this kind's slots.
+    fn range(self) -> (u32, u32) {
         match self {
-            SlotKind::PerfEvent => 4,
-            _ => SLOTS,
+            SlotKind::Probe => (PROBE_BASE, PROBE_SLOTS),
+            SlotKind::Tracepoint => (TRACEPOINT_BASE, TRACEPOINT_SLOTS),
+            SlotKind::PerfEvent => (PERF_EVENT_BASE, PERF_EVENT_SLOTS),
         }
     }
 }
@@ -94,7 +99,8 @@ impl SlotKind {
 pub struct Bpf {
     ebpf: Ebpf,
     events: Array<MapData, u32>,
-    used: Vec<(SlotKind, u32)>,
+    /// Global ids of the slots taken.
+    used: Vec<u32>,
 }
 
 impl Bpf {
@@ -122,37 +128,97 @@ impl Bpf {
 
     /// Takes a free slot of `kind`, writes its config and loads its program.
     pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
-        let index = (0..kind.count())
-            .find(|i| !self.used.contains(&(kind, *i)))
+        let (base, count) = kind.range();
+        let index = (0..count)
+            .find(|i| !self.used.contains(&(base + i)))
             .ok_or(Error::NoSlot {
                 kind: kind.prefix(),
-                max: kind.count(),
+                max: count,
             })?;
-        self.set_config(index, config)?;
+        let id = base + index;
+        self.set_config(id, config)?;
         let name = format!("{}_{index}", kind.prefix());
-        let program = self.ebpf.program_mut(&name).ok_or(Error::Map {
-            map: "program slot",
-        })?;
+        self.load_program(&name, kind)?;
+        self.used.push(id);
+        Ok(Slot { kind, id, name })
+    }
+
+    /// Loads one program of the object by name (without attaching it).
+    fn load_program(&mut self, name: &str, kind: SlotKind) -> Result<(), Error> {
+        let program = self
+            .ebpf
+            .program_mut(name)
+            .ok_or(Error::Map { map: "program" })?;
         let wrap = |source| Error::Program {
-            program: name.clone(),
+            program: name.to_string(),
             source,
         };
         match kind {
             SlotKind::Probe => {
                 let p: &mut KProbe = program.try_into().map_err(wrap)?;
-                p.load().map_err(wrap)?;
+                p.load().map_err(wrap)
             }
             SlotKind::Tracepoint => {
                 let p: &mut TracePoint = program.try_into().map_err(wrap)?;
-                p.load().map_err(wrap)?;
+                p.load().map_err(wrap)
             }
             SlotKind::PerfEvent => {
                 let p: &mut PerfEvent = program.try_into().map_err(wrap)?;
-                p.load().map_err(wrap)?;
+                p.load().map_err(wrap)
             }
         }
-        self.used.push((kind, index));
-        Ok(Slot { kind, index, name })
+    }
+
+    /// Loads the process-tracking tracepoint programs (`-- COMMAND`): returns their names in
+    /// the order exec, fork, exit, for [`Bpf::named_program_fd`].
+    pub fn load_tracking(&mut self, offsets: SchedOffsets) -> Result<[&'static str; 3], Error> {
+        let map = self.ebpf.map_mut("SCHED_OFFSETS").ok_or(Error::Map {
+            map: "SCHED_OFFSETS",
+        })?;
+        let mut array: Array<&mut MapData, SchedOffsets> =
+            Array::try_from(map).map_err(|_| Error::Map {
+                map: "SCHED_OFFSETS",
+            })?;
+        array
+            .set(0, offsets, 0)
+            .map_err(|source| Error::MapUpdate {
+                map: "SCHED_OFFSETS",
+                source,
+            })?;
+        let names = ["track_exec", "track_fork", "track_exit"];
+        for name in names {
+            self.load_program(name, SlotKind::Tracepoint)?;
+        }
+        Ok(names)
+    }
+
+    /// Marks `tgid` in the `TRACKED` map with `state` (`TRACK_PENDING` / `TRACK_ACTIVE`).
+    pub fn track(&mut self, tgid: u32, state: u32) -> Result<(), Error> {
+        let map = self
+            .ebpf
+            .map_mut("TRACKED")
+            .ok_or(Error::Map { map: "TRACKED" })?;
+        let mut tracked: HashMap<&mut MapData, u32, u32> =
+            HashMap::try_from(map).map_err(|_| Error::Map { map: "TRACKED" })?;
+        tracked
+            .insert(tgid, state, 0)
+            .map_err(|source| Error::MapUpdate {
+                map: "TRACKED",
+                source,
+            })
+    }
+
+    /// The fd of a loaded program that is not a slot (the tracking programs).
+    pub fn named_program_fd(&self, name: &str) -> Result<BorrowedFd<'_>, Error> {
+        let program = self
+            .ebpf
+            .program(name)
+            .ok_or(Error::Map { map: "program" })?;
+        let fd = program.fd().map_err(|source| Error::Program {
+            program: name.to_string(),
+            source,
+        })?;
+        Ok(fd.as_fd())
     }
 
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
@@ -205,8 +271,8 @@ impl Bpf {
             })
     }
 
-    /// Sums the per-CPU `STATS` counters: (hits that passed the filters, failed outputs).
-    pub fn stats(&self) -> Result<(u64, u64), Error> {
+    /// A slot's counters summed over CPUs: (hits that passed the filters, failed outputs).
+    pub fn slot_stats(&self, slot: &Slot) -> Result<(u64, u64), Error> {
         let map = self.ebpf.map("STATS").ok_or(Error::Map { map: "STATS" })?;
         let stats: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "STATS" })?;
@@ -217,7 +283,22 @@ impl Bpf {
             })?;
             Ok(values.iter().sum())
         };
-        Ok((sum(STAT_HITS)?, sum(STAT_OUTPUT_FAILED)?))
+        Ok((sum(stat_hits(slot.id))?, sum(stat_failed(slot.id))?))
+    }
+
+    /// All taken slots' counters summed: (hits, failed outputs).
+    pub fn stats(&self) -> Result<(u64, u64), Error> {
+        let mut total = (0, 0);
+        for &id in &self.used {
+            let (hits, failed) = self.slot_stats(&Slot {
+                kind: SlotKind::Probe,
+                id,
+                name: String::new(),
+            })?;
+            total.0 += hits;
+            total.1 += failed;
+        }
+        Ok(total)
     }
 }
 
@@ -225,7 +306,8 @@ impl Bpf {
 #[derive(Clone, Debug)]
 pub struct Slot {
     pub kind: SlotKind,
-    pub index: u32,
+    /// The global slot id: what [`tracer_common::Event::slot`] carries.
+    pub id: u32,
     name: String,
 }
 

@@ -1,6 +1,11 @@
 //! Command-line definitions (clap) and nothing else.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use clap::{Parser, Subcommand};
+
+use crate::output::events::Format;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,6 +21,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Trace kernel functions, user functions and tracepoints: one line per hit.
+    Probe(ProbeArgs),
     /// Report what this kernel supports, found by trying it.
     #[command(
         after_help = "Examples:\n  tracer features\n  tracer features --json | jq .features.kprobes"
@@ -25,4 +32,66 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer probe syscalls:sys_enter_openat -- cat /etc/hostname
+  tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json
+  tracer probe uprobe:bash:readline uretprobe:bash:readline
+  tracer probe do_sys_openat2 do_sys_openat2%return -c 10")]
+pub struct ProbeArgs {
+    /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
+    /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, CAT:NAME
+    /// (tracepoint); * and ? expand against the kernel's lists.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<String>,
+    /// Only this process.
+    #[arg(short, long)]
+    pub pid: Option<u32>,
+    /// Only this thread.
+    #[arg(long)]
+    pub tid: Option<u32>,
+    /// Only tasks with this name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only hits on these CPUs (e.g. 0-3,5).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Only tasks in this cgroup (v2 directory).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Stop after N events.
+    #[arg(short, long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after SECS seconds.
+    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    /// Data pages per CPU ring (a power of two): more pages, fewer lost events.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub ring_pages: usize,
+    /// Wake the reader every N events (default: when a quarter of the ring is full, and every 100 ms).
+    #[arg(long, value_name = "N")]
+    pub wakeup_events: Option<u32>,
+    /// Exit with status 1 if any event was lost.
+    #[arg(long)]
+    pub fail_on_loss: bool,
+    /// How kernel functions are probed (tests use it to exercise the fallback).
+    #[arg(long, value_enum, hide = true)]
+    pub kprobe_interface: Option<KprobeInterface>,
+    /// Start COMMAND and trace only it and its children; stop when it exits.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// The kernel interface for kprobes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KprobeInterface {
+    /// perf_event_open on the kprobe PMU.
+    Pmu,
+    /// Legacy tracefs kprobe_events.
+    Tracefs,
 }

@@ -7,8 +7,10 @@ pub mod bpf;
 pub mod cli;
 pub mod cmd;
 pub mod kernel;
+pub mod launch;
 pub mod output;
 pub mod perf;
+pub mod plan;
 pub mod session;
 
 use std::io;

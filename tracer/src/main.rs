@@ -5,7 +5,7 @@ use clap::Parser;
 fn main() {
     let cli = tracer::cli::Cli::parse();
     let code = match tracer::cmd::run(cli.command) {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(err) => {
             let code = err.exit_code();
             if code != 0 {

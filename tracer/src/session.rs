@@ -104,6 +104,28 @@ impl OutputRings {
     pub fn losses(&self) -> &Losses {
         &self.losses
     }
+
+    /// The rings' event fds, for readiness polling (they stay owned by the rings).
+    pub fn raw_fds(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.rings
+            .iter()
+            .map(|(_, r)| r.as_fd().as_raw_fd())
+            .collect()
+    }
+}
+
+/// Registers `fd` with the tokio reactor for readability.
+///
+/// The caller must keep the fd open, unchanged, for the life of the returned `AsyncFd`: rings
+/// outlive the event loop's runtime (declared before it, so dropped after it), and a pidfd is
+/// owned by its `AsyncFd`.
+#[allow(unsafe_code)]
+pub fn readable<T: std::os::fd::AsRawFd>(fd: T) -> std::io::Result<tokio::io::unix::AsyncFd<T>> {
+    // SAFETY: per the contract above, the fd stays open and refers to the same file for the
+    // whole life of the AsyncFd (tokio's I/O-safety requirement for register_with_interest).
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
 }
 
 /// A perf event with a BPF program attached: dropping it detaches the program.
@@ -115,8 +137,19 @@ pub struct Attached {
 impl Attached {
     /// Attaches the slot's program to `event` with `PERF_EVENT_IOC_SET_BPF` and enables it.
     pub fn new(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
+        let attached = Attached::disabled(bpf, slot, event)?;
+        attached.event.enable(false)?;
+        Ok(attached)
+    }
+
+    /// Attaches without enabling: the program runs once [`Attached::enable`] is called, so a
+    /// command can attach all its probes first and start them together.
+    pub fn disabled(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
         event.set_bpf(bpf.program_fd(&slot)?)?;
-        event.enable(false)?;
         Ok(Attached { slot, event })
+    }
+
+    pub fn enable(&self) -> Result<(), Error> {
+        Ok(self.event.enable(false)?)
     }
 }

@@ -1,6 +1,7 @@
 //! Project tasks: `setup` a fresh machine, `test` every tier, `run` the tool, `vm` a command
 //! in a distribution kernel.
 
+mod fuzz;
 mod setup;
 mod vm;
 
@@ -13,7 +14,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   setup                      install what builds and tests need (idempotent)
-  test [--all-kernels]       set up, then run every test tier: unit, host kernel, CLI, VM
+  test [--all-kernels]       set up, then run every test tier: unit, host kernel, CLI, fuzz, VM
                              (VM kernels: 6.1 and 7.3; --all-kernels adds 5.10 and 6.12)
   run [-- ARGS...]           set up, build in release mode, run `tracer ARGS` (default: features)
   vm KERNEL -- CMD...        run CMD as root inside a VM booting a Debian kernel
@@ -80,6 +81,9 @@ fn test(args: &[String]) -> Result<()> {
     // every binary (tracer, tracer-testprog) before the tests that run them.
     run_cmd(cargo().args(["build", "--bins"]))?;
     run_cmd(cargo().arg("test"))?;
+
+    section("fuzz: record parser and ring reader");
+    fuzz::run(fuzz::DEFAULT_SECONDS)?;
 
     section("tier 3: VM tests on Debian kernels");
     let kernels: &[&str] = if all_kernels {

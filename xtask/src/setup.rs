@@ -27,6 +27,7 @@ pub fn all() -> Result<()> {
     rust_src()?;
     apt_packages()?;
     bpf_linker()?;
+    cargo_fuzz()?;
     tracefs()?;
     Ok(())
 }
@@ -114,6 +115,17 @@ fn bpf_linker() -> Result<()> {
             .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
     )
     .context("cannot build bpf-linker (needs llvm-22-dev, libzstd-dev, zlib1g-dev)")
+}
+
+/// cargo-fuzz drives the fuzz targets in fuzz/ (the fuzz step of `cargo xtask test`).
+fn cargo_fuzz() -> Result<()> {
+    if let Some(version) = output(Command::new("cargo").args(["fuzz", "--version"])) {
+        ok("cargo-fuzz", &version);
+        return Ok(());
+    }
+    ok("cargo-fuzz", "installing (about a minute)");
+    run_cmd(Command::new("cargo").args(["install", "--locked", "cargo-fuzz"]))
+        .context("cannot install cargo-fuzz")
 }
 
 fn tracefs() -> Result<()> {

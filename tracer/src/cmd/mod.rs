@@ -1,13 +1,15 @@
 //! One module per subcommand: validated input -> kernel session -> report.
 
 pub mod features;
+pub mod probe;
 
 use crate::cli::Command;
 use crate::Error;
 
-/// Runs a parsed command.
-pub fn run(command: Command) -> Result<(), Error> {
+/// Runs a parsed command; returns the exit status (a launched command's status passes through).
+pub fn run(command: Command) -> Result<i32, Error> {
     match command {
-        Command::Features { json } => features::run(json),
+        Command::Features { json } => features::run(json).map(|()| 0),
+        Command::Probe(args) => probe::run(args),
     }
 }

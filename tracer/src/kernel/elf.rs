@@ -50,6 +50,73 @@ pub fn symbol_offset(path: &Path, symbol: &str) -> Result<u64, Error> {
     vaddr_to_offset(&data, path, address)
 }
 
+/// Finds the ELF file a uprobe names: a path (contains `/`), a program on `PATH`, or a library
+/// name such as `libc` or `libc.so.6` in the usual library directories.
+pub fn resolve_file(file: &str) -> Result<std::path::PathBuf, Error> {
+    let not_found = || Error::NoFile {
+        file: file.to_string(),
+    };
+    if file.contains('/') {
+        let path = Path::new(file);
+        return std::fs::canonicalize(path).map_err(|_| not_found());
+    }
+    let path_dirs = std::env::var("PATH").unwrap_or_default();
+    for dir in path_dirs.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(file);
+        if candidate.is_file() {
+            return std::fs::canonicalize(candidate).map_err(|_| not_found());
+        }
+    }
+    let lib_dirs = [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+        "/usr/local/lib",
+    ];
+    let stem = if file.starts_with("lib") {
+        file.to_string()
+    } else {
+        format!("lib{file}")
+    };
+    for dir in lib_dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut matches: Vec<_> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name == file || name.starts_with(&format!("{stem}.so")))
+            .collect();
+        // Prefer the versioned runtime name (libc.so.6) over the linker script (libc.so).
+        matches.sort_by_key(|n| (n == &format!("{stem}.so"), n.len()));
+        if let Some(name) = matches.first() {
+            return std::fs::canonicalize(Path::new(dir).join(name)).map_err(|_| not_found());
+        }
+    }
+    Err(not_found())
+}
+
+/// Function symbols of an ELF file (`.symtab` and `.dynsym`), sorted and deduplicated.
+pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
+    let data = std::fs::read(path).map_err(|source| Error::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
+    let mut names: Vec<String> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
 /// File offset of the ELF entry point of `path`.
 pub fn entry_offset(path: &Path) -> Result<u64, Error> {
     let data = std::fs::read(path).map_err(|source| Error::Read {

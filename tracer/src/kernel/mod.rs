@@ -3,6 +3,8 @@
 pub mod caps;
 pub mod elf;
 pub mod features;
+pub mod format;
+pub mod kprobe_events;
 pub mod tracefs;
 
 use std::io;
@@ -23,6 +25,8 @@ pub enum Error {
     Parse { path: String, reason: String },
     #[error("no symbol '{symbol}' in {path}")]
     NoSymbol { path: String, symbol: String },
+    #[error("cannot find '{file}' (not a path, a program on PATH, or a library)")]
+    NoFile { file: String },
 }
 
 impl Error {
@@ -36,6 +40,7 @@ impl Error {
                 vec![format!("list what exists with `tracer list '{category}:*'`")]
             }
             Error::NoSymbol { path, .. } => vec![format!("list its symbols with `tracer list --binary {path}`")],
+            Error::NoFile { .. } => vec!["give the full path of the program or library".into()],
             _ => Vec::new(),
         }
     }
@@ -47,4 +52,21 @@ pub(crate) fn read_text(path: &std::path::Path) -> Result<String, Error> {
         path: path.display().to_string(),
         source,
     })
+}
+
+/// Kernel text symbols from /proc/kallsyms (names only), for did-you-mean when tracefs has no
+/// `available_filter_functions`.
+pub fn kallsyms_functions() -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let mut names: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let (_, kind, name) = (parts.next()?, parts.next()?, parts.next()?);
+            matches!(kind, "t" | "T").then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }

@@ -61,6 +61,62 @@ impl Tracefs {
     pub fn has_kprobe_events(&self) -> bool {
         self.root.join("kprobe_events").exists()
     }
+
+    /// The parsed `events/CAT/NAME/format` of a tracepoint.
+    pub fn format(&self, category: &str, name: &str) -> Result<super::format::Format, Error> {
+        self.tracepoint_id(category, name)?;
+        let path = self
+            .root
+            .join("events")
+            .join(category)
+            .join(name)
+            .join("format");
+        let text = read_text(&path)?;
+        super::format::parse(&text).map_err(|e| Error::Parse {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Every tracepoint as (category, name), sorted.
+    pub fn tracepoints(&self) -> Vec<(String, String)> {
+        let mut all = Vec::new();
+        let Ok(categories) = std::fs::read_dir(self.root.join("events")) else {
+            return all;
+        };
+        for category in categories.flatten().filter(|e| e.path().is_dir()) {
+            let Ok(events) = std::fs::read_dir(category.path()) else {
+                continue;
+            };
+            for event in events.flatten() {
+                if event.path().join("id").exists() {
+                    all.push((
+                        category.file_name().to_string_lossy().into_owned(),
+                        event.file_name().to_string_lossy().into_owned(),
+                    ));
+                }
+            }
+        }
+        all.sort();
+        all
+    }
+
+    /// Kernel functions that can be probed (`available_filter_functions`: name, then the
+    /// module in brackets for module functions), sorted and deduplicated. Empty when the
+    /// kernel has no function tracer.
+    pub fn traceable_functions(&self) -> Vec<String> {
+        let text = std::fs::read_to_string(self.root.join("available_filter_functions"))
+            .unwrap_or_default();
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| !n.starts_with("__ftrace_invalid_address__"))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,893 @@
+//! `tracer probe`: kernel functions, user functions and tracepoints, one typed line per hit.
+//!
+//! Each probe opens one perf event (pid -1, CPU 0: a probe's BPF program runs for every hit
+//! anyway) and attaches its own program slot with `PERF_EVENT_IOC_SET_BPF`; the pid, tid,
+//! comm, CPU, cgroup and `-- COMMAND` filters run in the BPF program.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use tracer_common::{
+    Event, SchedOffsets, SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER, TRACK_PENDING,
+};
+
+use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::cli::{KprobeInterface, ProbeArgs};
+use crate::kernel::features::Feature;
+use crate::kernel::format::{Format, Value};
+use crate::kernel::kprobe_events::LegacyKprobe;
+use crate::kernel::tracefs::Tracefs;
+use crate::kernel::{self, elf};
+use crate::launch::{self, Launched};
+use crate::output::events::{Decoded, EventWriter};
+use crate::perf::{self, EventKind, KprobeTarget, Options, Scope, Wakeup};
+use crate::plan::{self, ProbePlan, ProbeSpec, Target, UserAt};
+use crate::session::{Attached, OutputRings};
+use crate::Error;
+
+/// How a slot's events are turned into named values.
+enum Decoder {
+    Tracepoint {
+        format: Format,
+        /// The field whose user string the BPF program read (syscall tracepoints).
+        string_field: Option<String>,
+    },
+    /// kprobe/uprobe: arg0..arg5, or the return value.
+    Registers { ret: bool },
+}
+
+/// One attached probe. Field order is drop order: the perf event goes before the legacy
+/// kprobe it uses.
+struct Probe {
+    name: String,
+    slot: Slot,
+    decoder: Decoder,
+    kernel_function: Option<String>,
+    delivered: u64,
+    _attached: Attached,
+    _legacy: Option<LegacyKprobe>,
+}
+
+/// How kernel functions are probed on this kernel.
+enum KernelInterface {
+    Pmu {
+        type_: u32,
+        retprobe_bit: Option<u32>,
+    },
+    Tracefs,
+}
+
+pub fn run(args: ProbeArgs) -> Result<i32, Error> {
+    let plan = plan::probe_plan(&args)?;
+    let fs = Tracefs::locate()?;
+    let specs = expand(&plan.specs, &fs)?;
+
+    // Fork the command (held before exec) before any thread exists.
+    let mut launched = match plan.command.is_empty() {
+        true => None,
+        false => Some(launch::launch(&plan.command)?),
+    };
+    let mut bpf = Bpf::load()?;
+    let wakeup = match plan.wakeup_events {
+        Some(n) => Wakeup::Events(n),
+        // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the rest.
+        None => Wakeup::Watermark((plan.ring_pages * perf::sys::page_size() / 4) as u32),
+    };
+    let mut rings = OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?;
+
+    let mut base = plan.filter;
+    // tracer's own work (reading formats, draining rings) is never reported.
+    base.exclude_tgid = std::process::id();
+    if launched.is_some() {
+        base.flags |= tracer_common::SLOT_FILTER_TRACKED;
+    }
+    let mut probes = Vec::new();
+    let mut interface = None;
+    for (index, spec) in specs.iter().enumerate() {
+        probes.push(attach(
+            &mut bpf,
+            &fs,
+            spec,
+            base,
+            &plan,
+            &mut interface,
+            index,
+        )?);
+    }
+    // `-- COMMAND`: follow the command's process tree, from its exec on.
+    let mut _tracking = Vec::new();
+    if let Some(child) = launched.as_mut() {
+        _tracking = start_tracking(&mut bpf, &fs)?;
+        bpf.track(child.pid(), TRACK_PENDING)?;
+    }
+
+    for probe in &probes {
+        probe._attached.enable()?;
+    }
+    let start_ns = monotonic_ns();
+    let names: Vec<&str> = probes.iter().map(|p| p.name.as_str()).collect();
+    let what = if names.len() == 1 {
+        names[0].to_string()
+    } else {
+        format!("{} probes ({})", names.len(), names.join(", "))
+    };
+    match &launched {
+        Some(_) => eprintln!(
+            "Tracing {what} in `{}`... Hit Ctrl-C to end.",
+            plan.command.join(" ")
+        ),
+        None => eprintln!("Tracing {what}... Hit Ctrl-C to end."),
+    }
+    let mut writer = EventWriter::new(
+        std::io::BufWriter::new(std::io::stdout().lock()),
+        plan.output,
+        start_ns,
+    );
+    writer.header().map_err(Error::Output)?;
+    if let Some(child) = launched.as_mut() {
+        child.release()?;
+    }
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime {
+            message: format!("cannot start the event loop: {e}"),
+            hints: Vec::new(),
+        })?;
+    let started = Instant::now();
+    let mut state = LoopState {
+        probes,
+        rings: &mut rings,
+        writer: &mut writer,
+        count: plan.count,
+        delivered: 0,
+        reported_lost: 0,
+    };
+    let end = runtime.block_on(event_loop(
+        &mut state,
+        &bpf,
+        launched.as_mut(),
+        plan.duration,
+    ))?;
+    let elapsed = started.elapsed();
+    summary(&state, &bpf, elapsed, &end, &plan)?;
+    let lost = state.rings.losses().total();
+    if plan.fail_on_loss && lost > 0 {
+        return Err(Error::Runtime {
+            message: format!("{lost} events were lost (--fail-on-loss)"),
+            hints: vec![format!("raise --ring-pages (now {})", plan.ring_pages)],
+        });
+    }
+    Ok(match end {
+        End::CommandExited(code) => code,
+        _ => 0,
+    })
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC is bpf_ktime_get_ns()'s clock.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts)
+    };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Expands globs against tracefs, the traceable functions and ELF symbols.
+fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
+    let mut out = Vec::new();
+    for spec in specs {
+        if !spec.is_glob() {
+            out.push(spec.clone());
+            continue;
+        }
+        let expanded: Vec<ProbeSpec> = match &spec.target {
+            Target::Tracepoint { category, name } => fs
+                .tracepoints()
+                .into_iter()
+                .filter(|(c, n)| plan::glob_match(category, c) && plan::glob_match(name, n))
+                .map(|(category, name)| ProbeSpec {
+                    target: Target::Tracepoint { category, name },
+                    ret: false,
+                })
+                .collect(),
+            Target::Kernel { function, offset } => functions(fs)
+                .into_iter()
+                .filter(|f| plan::glob_match(function, f))
+                .map(|f| ProbeSpec {
+                    target: Target::Kernel {
+                        function: f,
+                        offset: *offset,
+                    },
+                    ret: spec.ret,
+                })
+                .collect(),
+            Target::User {
+                file,
+                at: UserAt::Symbol { name, offset },
+            } => {
+                let path = elf::resolve_file(file)?;
+                elf::function_symbols(&path)?
+                    .into_iter()
+                    .filter(|s| plan::glob_match(name, s))
+                    .map(|s| ProbeSpec {
+                        target: Target::User {
+                            file: file.clone(),
+                            at: UserAt::Symbol {
+                                name: s,
+                                offset: *offset,
+                            },
+                        },
+                        ret: spec.ret,
+                    })
+                    .collect()
+            }
+            _ => vec![spec.clone()],
+        };
+        if expanded.is_empty() {
+            return Err(Error::usage(
+                format!("'{spec}' matches nothing"),
+                vec!["list what exists with `tracer list PATTERN`".into()],
+            ));
+        }
+        let cap = plan::MAX_PROBES_PER_KIND;
+        if expanded.len() > cap {
+            return Err(Error::usage(
+                format!("'{spec}' matches {} probes; at most {cap} of one kind can be attached in one run", expanded.len()),
+                vec![format!("narrow the pattern; the first matches are: {}", expanded.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", "))],
+            ));
+        }
+        eprintln!("'{spec}' matches {} probes", expanded.len());
+        out.extend(expanded);
+    }
+    Ok(out)
+}
+
+/// Traceable kernel functions (ftrace's list, else kallsyms text symbols).
+fn functions(fs: &Tracefs) -> Vec<String> {
+    let list = fs.traceable_functions();
+    if list.is_empty() {
+        kernel::kallsyms_functions()
+    } else {
+        list
+    }
+}
+
+fn attach(
+    bpf: &mut Bpf,
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    base: SlotConfig,
+    plan: &ProbePlan,
+    interface: &mut Option<KernelInterface>,
+    index: usize,
+) -> Result<Probe, Error> {
+    let name = spec.to_string();
+    let scope = Scope::Cpu(0);
+    // Opened disabled: all probes start together once every one is attached.
+    let options = Options {
+        flags: perf::attr::flag::DISABLED,
+        ..Options::default()
+    };
+    match &spec.target {
+        Target::Tracepoint {
+            category,
+            name: event,
+        } => {
+            let format = fs
+                .format(category, event)
+                .map_err(|e| tracepoint_error(e, fs, category, event))?;
+            let mut config = base;
+            // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
+            // the BPF program reads the first one.
+            let string_field = if category == "syscalls" && event.starts_with("sys_enter_") {
+                format
+                    .fields
+                    .iter()
+                    .find(|f| f.c_type.contains("char *"))
+                    .map(|f| {
+                        config.flags |= SLOT_STR_TP_USER;
+                        config.str_arg = f.offset as u32;
+                        f.name.clone()
+                    })
+            } else {
+                None
+            };
+            let slot = bpf.take_slot(SlotKind::Tracepoint, config)?;
+            let perf_event = perf::Event::open(
+                name.clone(),
+                &EventKind::Tracepoint(format.id),
+                &options,
+                &scope,
+            )?;
+            let attached = Attached::disabled(bpf, slot.clone(), perf_event)?;
+            Ok(Probe {
+                name,
+                slot,
+                decoder: Decoder::Tracepoint {
+                    format,
+                    string_field,
+                },
+                kernel_function: None,
+                delivered: 0,
+                _attached: attached,
+                _legacy: None,
+            })
+        }
+        Target::Kernel { .. } | Target::KernelAddr(_) => {
+            if interface.is_none() {
+                *interface = Some(kernel_interface(spec, fs, plan.kprobe_interface)?);
+            }
+            let mut config = base;
+            if spec.ret {
+                config.flags |= SLOT_RETURN;
+            }
+            let slot = bpf.take_slot(SlotKind::Probe, config)?;
+            let (kind, legacy, function) =
+                match (interface.as_ref().expect("set above"), &spec.target) {
+                    (
+                        KernelInterface::Pmu {
+                            type_,
+                            retprobe_bit,
+                        },
+                        target,
+                    ) => {
+                        let (target, function) = match target {
+                            Target::Kernel { function, offset } => {
+                                let c = CString::new(function.as_str()).map_err(|_| {
+                                    Error::usage("NUL in function name", Vec::new())
+                                })?;
+                                (
+                                    KprobeTarget::Symbol {
+                                        name: c,
+                                        offset: *offset,
+                                    },
+                                    Some(function.clone()),
+                                )
+                            }
+                            Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
+                            _ => unreachable!("kernel targets only"),
+                        };
+                        let retprobe_bit =
+                            match (spec.ret, retprobe_bit) {
+                                (false, _) => None,
+                                (true, Some(bit)) => Some(*bit),
+                                (true, None) => return Err(Error::Runtime {
+                                    message: "the kprobe PMU has no retprobe format bit".into(),
+                                    hints: vec![
+                                        "this kernel cannot do kretprobes through perf_event_open"
+                                            .into(),
+                                    ],
+                                }),
+                            };
+                        (
+                            EventKind::Kprobe {
+                                pmu_type: *type_,
+                                target,
+                                retprobe_bit,
+                            },
+                            None,
+                            function,
+                        )
+                    }
+                    (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
+                        LegacyKprobe::remove_stale(fs);
+                        let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
+                            .map_err(|e| unknown_function(e.into(), fs, function))?;
+                        (
+                            EventKind::Tracepoint(legacy.id),
+                            Some(legacy),
+                            Some(function.clone()),
+                        )
+                    }
+                    (KernelInterface::Tracefs, _) => {
+                        return Err(Error::usage(
+                            "kprobes by address need the kprobe PMU",
+                            vec!["give a function name instead".into()],
+                        ))
+                    }
+                };
+            let perf_event =
+                perf::Event::open(name.clone(), &kind, &options, &scope).map_err(|e| {
+                    match &function {
+                        Some(f) if e.errno() == Some(libc::ENOENT) => {
+                            unknown_function(e.into(), fs, f)
+                        }
+                        _ => e.into(),
+                    }
+                })?;
+            let attached = Attached::disabled(bpf, slot.clone(), perf_event)?;
+            Ok(Probe {
+                name,
+                slot,
+                decoder: Decoder::Registers { ret: spec.ret },
+                kernel_function: function,
+                delivered: 0,
+                _attached: attached,
+                _legacy: legacy,
+            })
+        }
+        Target::User { file, at } => {
+            let path = elf::resolve_file(file)?;
+            let offset = match at {
+                UserAt::Symbol {
+                    name: symbol,
+                    offset,
+                } => {
+                    elf::symbol_offset(&path, symbol)
+                        .map_err(|e| unknown_symbol(e, &path, symbol))?
+                        + offset
+                }
+                UserAt::Address(addr) => {
+                    let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                    elf::vaddr_to_offset(&data, &path, *addr)?
+                }
+            };
+            let pmu = perf::pmu::Pmus::default()
+                .get("uprobe")?
+                .ok_or_else(|| Error::Runtime {
+                    message: format!("cannot probe {name}: this kernel has no uprobe PMU"),
+                    hints: vec![
+                        "the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into(),
+                    ],
+                })?;
+            let mut config = base;
+            if spec.ret {
+                config.flags |= SLOT_RETURN;
+            }
+            let slot = bpf.take_slot(SlotKind::Probe, config)?;
+            let kind = EventKind::Uprobe {
+                pmu_type: pmu.type_,
+                path: CString::new(path.as_os_str().as_encoded_bytes())
+                    .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
+                offset,
+                retprobe_bit: if spec.ret {
+                    pmu.flag_bit("retprobe")
+                } else {
+                    None
+                },
+            };
+            // With -p the uprobe is only armed in that process; otherwise in every process
+            // that maps the file, filtered in BPF.
+            let scope = match plan.filter.tgid {
+                0 => scope,
+                pid => Scope::Task { pid, cpu: None },
+            };
+            let perf_event = perf::Event::open(name.clone(), &kind, &options, &scope)?;
+            let attached = Attached::disabled(bpf, slot.clone(), perf_event)?;
+            Ok(Probe {
+                name,
+                slot,
+                decoder: Decoder::Registers { ret: spec.ret },
+                kernel_function: None,
+                delivered: 0,
+                _attached: attached,
+                _legacy: None,
+            })
+        }
+    }
+}
+
+fn tracepoint_error(err: kernel::Error, fs: &Tracefs, category: &str, name: &str) -> Error {
+    if !matches!(err, kernel::Error::NoTracepoint { .. }) {
+        return err.into();
+    }
+    let all: Vec<String> = fs
+        .tracepoints()
+        .into_iter()
+        .map(|(c, n)| format!("{c}:{n}"))
+        .collect();
+    let wanted = format!("{category}:{name}");
+    let similar = plan::similar(&wanted, all.iter().map(String::as_str), 4);
+    let mut hints = Vec::new();
+    if !similar.is_empty() {
+        hints.push(format!("did you mean: {}", similar.join(", ")));
+    }
+    hints.push(format!(
+        "list tracepoints with `tracer list '{category}:*'`"
+    ));
+    Error::Usage {
+        message: format!("no tracepoint '{wanted}'"),
+        hints,
+    }
+}
+
+fn unknown_function(err: Error, fs: &Tracefs, function: &str) -> Error {
+    let all = functions(fs);
+    if all.iter().any(|f| f == function) {
+        return err;
+    }
+    let similar = plan::similar(function, all.iter().map(String::as_str), 4);
+    let mut hints = Vec::new();
+    if !similar.is_empty() {
+        hints.push(format!("did you mean: {}", similar.join(", ")));
+    }
+    hints.push(format!("list functions with `tracer list '{function}*'`"));
+    Error::Usage {
+        message: format!("no traceable kernel function '{function}'"),
+        hints,
+    }
+}
+
+fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol: &str) -> Error {
+    if !matches!(err, kernel::Error::NoSymbol { .. }) {
+        return err.into();
+    }
+    let symbols = elf::function_symbols(path).unwrap_or_default();
+    let similar = plan::similar(symbol, symbols.iter().map(String::as_str), 4);
+    let mut hints = Vec::new();
+    if !similar.is_empty() {
+        hints.push(format!("did you mean: {}", similar.join(", ")));
+    }
+    hints.push(format!(
+        "list its functions with `tracer list --binary {}`",
+        path.display()
+    ));
+    Error::Usage {
+        message: format!("no function '{symbol}' in {}", path.display()),
+        hints,
+    }
+}
+
+/// Picks the kprobe PMU, else legacy kprobe_events; when neither exists, explains why and
+/// what can be traced instead.
+fn kernel_interface(
+    spec: &ProbeSpec,
+    fs: &Tracefs,
+    choice: Option<KprobeInterface>,
+) -> Result<KernelInterface, Error> {
+    let pmu = perf::pmu::Pmus::default().get("kprobe")?;
+    match (choice, pmu) {
+        (Some(KprobeInterface::Tracefs), _) if fs.has_kprobe_events() => {
+            return Ok(KernelInterface::Tracefs)
+        }
+        (None | Some(KprobeInterface::Pmu), Some(pmu)) => {
+            return Ok(KernelInterface::Pmu {
+                type_: pmu.type_,
+                retprobe_bit: pmu.flag_bit("retprobe"),
+            })
+        }
+        (None, None) if fs.has_kprobe_events() => return Ok(KernelInterface::Tracefs),
+        _ => {}
+    }
+    let function = match &spec.target {
+        Target::Kernel { function, .. } => function.clone(),
+        _ => String::new(),
+    };
+    let fentry = match Feature::Fentry.check() {
+        crate::kernel::features::Status::Available { .. } => {
+            "fentry is available, but tracer cannot attach through it yet".to_string()
+        }
+        crate::kernel::features::Status::Unavailable { reason, .. } => {
+            format!("fentry is not permitted either ({reason})")
+        }
+    };
+    let mut hints = Vec::new();
+    let alternatives = syscall_alternatives(fs, &function);
+    if !alternatives.is_empty() {
+        hints.push(format!(
+            "trace the syscalls that lead there instead: tracer probe {}",
+            alternatives.join(" ")
+        ));
+    }
+    hints.push("user-space functions (uprobe:PATH:SYMBOL) and tracepoints (CAT:NAME) work here; see `tracer features`".into());
+    Err(Error::Runtime {
+        message: format!("cannot probe kernel function '{function}': this kernel has no kprobes (built without CONFIG_KPROBES), and {fentry}"),
+        hints,
+    })
+}
+
+/// Syscall tracepoints related to a kernel function name (`do_sys_open` -> the open family).
+pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
+    let mut base = function;
+    for prefix in [
+        "__x64_sys_",
+        "__ia32_sys_",
+        "__se_sys_",
+        "__do_sys_",
+        "do_sys_",
+        "ksys_",
+        "sys_",
+        "do_",
+        "vfs_",
+    ] {
+        if let Some(rest) = base.strip_prefix(prefix) {
+            base = rest;
+            break;
+        }
+    }
+    let base = base.trim_end_matches(|c: char| c.is_ascii_digit());
+    if base.len() < 3 {
+        return Vec::new();
+    }
+    let syscalls: Vec<String> = fs
+        .tracepoints()
+        .into_iter()
+        .filter(|(c, _)| c == "syscalls")
+        .map(|(_, n)| n)
+        .collect();
+    let mut found: Vec<&str> = syscalls
+        .iter()
+        .filter_map(|n| n.strip_prefix("sys_enter_"))
+        .filter(|s| s.starts_with(base))
+        .collect();
+    // The closest names first: open, openat, openat2, then the rest.
+    found.sort_by_key(|s| (s.len(), *s));
+    found.truncate(3);
+    // creat(2) is an open in all but name.
+    if base == "open" && syscalls.iter().any(|n| n == "sys_enter_creat") {
+        found.push("creat");
+    }
+    found
+        .iter()
+        .map(|s| format!("syscalls:sys_enter_{s}"))
+        .collect()
+}
+
+/// Attaches the fork/exec/exit tracking programs to the scheduler tracepoints.
+fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error> {
+    let fork = fs.format("sched", "sched_process_fork")?;
+    let child = fork.field("child_pid").ok_or_else(|| Error::Runtime {
+        message: "sched:sched_process_fork has no child_pid field".into(),
+        hints: vec![
+            "this kernel's scheduler tracepoints are not supported for -- COMMAND; use -p PID"
+                .into(),
+        ],
+    })?;
+    let names = bpf.load_tracking(SchedOffsets {
+        fork_child_pid: child.offset as u32,
+        _pad: 0,
+    })?;
+    let mut events = Vec::new();
+    for (program, tracepoint) in names.iter().zip([
+        "sched_process_exec",
+        "sched_process_fork",
+        "sched_process_exit",
+    ]) {
+        let id = fs.tracepoint_id("sched", tracepoint)?;
+        let event = perf::Event::open(
+            format!("sched:{tracepoint}"),
+            &EventKind::Tracepoint(id),
+            &Options::default(),
+            &Scope::Cpu(0),
+        )?;
+        event.set_bpf(bpf.named_program_fd(program)?)?;
+        event.enable(false)?;
+        events.push(event);
+    }
+    Ok(events)
+}
+
+/// Why the loop ended.
+enum End {
+    Interrupted,
+    Duration,
+    Count,
+    CommandExited(i32),
+}
+
+struct LoopState<'a, W: std::io::Write> {
+    probes: Vec<Probe>,
+    rings: &'a mut OutputRings,
+    writer: &'a mut EventWriter<W>,
+    count: Option<u64>,
+    delivered: u64,
+    reported_lost: u64,
+}
+
+impl<W: std::io::Write> LoopState<'_, W> {
+    /// Drains every ring, prints the events in time order; true once `-c` is reached.
+    fn drain(&mut self) -> Result<bool, Error> {
+        let mut batch: Vec<Event> = Vec::new();
+        self.rings.drain(|e| batch.push(*e));
+        batch.sort_by_key(|e| e.time_ns);
+        for event in &batch {
+            if self.count.is_some_and(|n| self.delivered >= n) {
+                break;
+            }
+            let Some(probe) = self.probes.iter_mut().find(|p| p.slot.id == event.slot) else {
+                continue;
+            };
+            probe.delivered += 1;
+            self.delivered += 1;
+            let (args, ret) = decode(&probe.decoder, event);
+            self.writer
+                .write(&Decoded {
+                    event,
+                    probe: &probe.name,
+                    args,
+                    ret,
+                })
+                .map_err(Error::Output)?;
+        }
+        self.writer.flush().map_err(Error::Output)?;
+        let lost = self.rings.losses().total();
+        if lost > self.reported_lost {
+            eprintln!(
+                "lost {} events (ring full): raise --ring-pages",
+                lost - self.reported_lost
+            );
+            self.reported_lost = lost;
+        }
+        Ok(self.count.is_some_and(|n| self.delivered >= n))
+    }
+}
+
+fn decode<'a>(decoder: &'a Decoder, event: &Event) -> (Vec<(&'a str, Value)>, Option<i64>) {
+    match decoder {
+        Decoder::Tracepoint {
+            format,
+            string_field,
+        } => {
+            let bytes: Vec<u8> = event.data.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            // Fields named __* (the syscall number) are the tracepoint's plumbing, not arguments.
+            let mut args: Vec<(&str, Value)> = format.decode(&bytes);
+            args.retain(|(name, _)| !name.starts_with("__"));
+            if let (Some(field), Some(text)) = (string_field, event.string()) {
+                if let Some(slot) = args.iter_mut().find(|(n, _)| *n == field.as_str()) {
+                    slot.1 = Value::Str(String::from_utf8_lossy(text).into_owned());
+                }
+            }
+            (args, None)
+        }
+        Decoder::Registers { ret: true } => (Vec::new(), Some(event.data[6] as i64)),
+        Decoder::Registers { ret: false } => {
+            const NAMES: [&str; 6] = ["arg0", "arg1", "arg2", "arg3", "arg4", "arg5"];
+            (
+                NAMES
+                    .iter()
+                    .zip(event.data)
+                    .map(|(n, v)| (*n, Value::Hex(v)))
+                    .collect(),
+                None,
+            )
+        }
+    }
+}
+
+/// A raw fd for tokio's readiness: the rings own the fds and outlive the loop.
+struct Fd(RawFd);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+async fn event_loop<W: std::io::Write>(
+    state: &mut LoopState<'_, W>,
+    bpf: &Bpf,
+    mut launched: Option<&mut Launched>,
+    duration: Option<Duration>,
+) -> Result<End, Error> {
+    use tokio::signal::unix::{signal, SignalKind};
+
+    let io_error = |e: std::io::Error| Error::Runtime {
+        message: format!("event loop: {e}"),
+        hints: Vec::new(),
+    };
+    // One readiness task per ring; any wakeup drains all rings.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+    for fd in state.rings.raw_fds() {
+        let tx = tx.clone();
+        let fd = crate::session::readable(Fd(fd)).map_err(io_error)?;
+        tokio::spawn(async move {
+            while let Ok(mut guard) = fd.readable().await {
+                guard.clear_ready();
+                let _ = tx.try_send(());
+            }
+        });
+    }
+    let pidfd = match launched.as_ref() {
+        Some(child) => Some(crate::session::readable(child.pidfd()?).map_err(io_error)?),
+        None => None,
+    };
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
+    tokio::pin!(deadline);
+    let started = Instant::now();
+    let mut hinted = false;
+    loop {
+        tokio::select! {
+            _ = rx.recv() => { if state.drain()? { return Ok(End::Count); } }
+            _ = tick.tick() => {
+                if state.drain()? { return Ok(End::Count); }
+                if !hinted && started.elapsed() > Duration::from_secs(3) {
+                    hinted = true;
+                    no_hit_hints(state, bpf);
+                }
+            }
+            _ = interrupt.recv() => { state.drain()?; return Ok(End::Interrupted); }
+            _ = terminate.recv() => { state.drain()?; return Ok(End::Interrupted); }
+            _ = &mut deadline, if duration.is_some() => { state.drain()?; return Ok(End::Duration); }
+            ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
+                let mut guard = ready.map_err(io_error)?;
+                guard.clear_ready();
+                if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
+                    // Everything the command did is in the rings already (output is synchronous).
+                    state.drain()?;
+                    return Ok(End::CommandExited(code));
+                }
+            }
+        }
+    }
+}
+
+/// One hint per kernel probe that has not fired in its first seconds.
+fn no_hit_hints<W: std::io::Write>(state: &LoopState<'_, W>, bpf: &Bpf) {
+    for probe in &state.probes {
+        let Some(function) = &probe.kernel_function else {
+            continue;
+        };
+        if bpf
+            .slot_stats(&probe.slot)
+            .map(|(hits, _)| hits)
+            .unwrap_or(1)
+            == 0
+        {
+            eprintln!(
+                "hint: {} has not fired in 3 s: the function may be inlined into its callers on this kernel{}",
+                probe.name,
+                if function == "do_sys_open" { "; try do_sys_openat2" } else { "; try its callers" }
+            );
+        }
+    }
+}
+
+fn summary<W: std::io::Write>(
+    state: &LoopState<'_, W>,
+    bpf: &Bpf,
+    elapsed: Duration,
+    end: &End,
+    plan: &ProbePlan,
+) -> Result<(), Error> {
+    let losses = state.rings.losses();
+    let why = match end {
+        End::Interrupted => "interrupted".to_string(),
+        End::Duration => format!("after {:.1} s (-d)", elapsed.as_secs_f64()),
+        End::Count => format!("after {} events (-c)", state.delivered),
+        End::CommandExited(code) => format!("command exited with status {code}"),
+    };
+    eprintln!(
+        "\n{} events in {:.2} s, {why}; {} lost",
+        state.delivered,
+        elapsed.as_secs_f64(),
+        losses.total()
+    );
+    eprintln!(
+        "{:<40} {:>10} {:>10} {:>8}",
+        "PROBE", "HITS", "PRINTED", "LOST"
+    );
+    for probe in &state.probes {
+        let (hits, failed) = bpf.slot_stats(&probe.slot)?;
+        eprintln!(
+            "{:<40} {:>10} {:>10} {:>8}",
+            probe.name, hits, probe.delivered, failed
+        );
+    }
+    if losses.total() > 0 {
+        let per_cpu: Vec<String> = losses
+            .per_cpu
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| format!("CPU {c}: {n}"))
+            .collect();
+        eprintln!(
+            "lost per CPU: {}; raise --ring-pages (now {}) or trace fewer events",
+            per_cpu.join(", "),
+            plan.ring_pages
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! `-- COMMAND`: start a command held before its exec, so probes and the process filter are in
+//! place before it runs its first instruction, then release it and wait for it.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use crate::Error;
+
+/// A forked child blocked on a pipe before `execvp`.
+pub struct Launched {
+    pid: u32,
+    /// Write end of the go pipe; `None` once released.
+    go: Option<OwnedFd>,
+    reaped: bool,
+}
+
+fn errno_error(what: &str) -> Error {
+    Error::Runtime {
+        message: format!("{what}: {}", io::Error::last_os_error()),
+        hints: Vec::new(),
+    }
+}
+
+/// Forks a child that waits for [`Launched::release`] and then executes `argv`.
+///
+/// Must be called before any other thread exists (before the async runtime starts): after
+/// fork the child only makes async-signal-safe calls (read, execvp, write, _exit).
+pub fn launch(argv: &[String]) -> Result<Launched, Error> {
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_str()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| Error::usage("the command contains a NUL byte", Vec::new()))?;
+    let Some(program) = args.first() else {
+        return Err(Error::usage(
+            "no command after --",
+            vec!["e.g. tracer probe SPEC -- cat /etc/hostname".into()],
+        ));
+    };
+    let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let failure = format!("tracer: cannot execute '{}'\n", argv[0]);
+
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(errno_error("cannot create a pipe"));
+    }
+    // SAFETY: pipe2 returned two new fds that nothing else owns.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+
+    // SAFETY: fork has no preconditions; the child branch below only calls async-signal-safe
+    // functions on memory prepared before the fork, and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(errno_error("cannot fork"));
+    }
+    if pid == 0 {
+        // SAFETY (child): read/close/execvp/write/_exit on fds and buffers prepared above.
+        unsafe {
+            let mut byte = 0u8;
+            libc::close(write_end.as_raw_fd());
+            let n = libc::read(read_end.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
+            if n != 1 {
+                // tracer went away without releasing us: do not run untraced.
+                libc::_exit(125);
+            }
+            libc::execvp(program.as_ptr(), ptrs.as_ptr());
+            libc::write(2, failure.as_ptr().cast(), failure.len());
+            libc::_exit(127);
+        }
+    }
+    drop(read_end);
+    Ok(Launched {
+        pid: pid as u32,
+        go: Some(write_end),
+        reaped: false,
+    })
+}
+
+impl Launched {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Lets the child execute the command.
+    pub fn release(&mut self) -> Result<(), Error> {
+        if let Some(go) = self.go.take() {
+            // SAFETY: writing one byte from a valid buffer to an fd we own.
+            let n = unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr().cast(), 1) };
+            if n != 1 {
+                return Err(errno_error("cannot start the command"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A pidfd for the child: readable once it has exited (pidfd_open(2), Linux 5.3).
+    pub fn pidfd(&self) -> Result<OwnedFd, Error> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return Err(errno_error("cannot watch the command (pidfd_open)"));
+        }
+        // SAFETY: a new fd that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    }
+
+    /// Reaps the child if it has exited: its exit code, or 128 + the signal that killed it.
+    pub fn try_wait(&mut self) -> Option<i32> {
+        if self.reaped {
+            return None;
+        }
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a valid status pointer.
+        let ret = unsafe { libc::waitpid(self.pid as libc::pid_t, &mut status, libc::WNOHANG) };
+        if ret != self.pid as libc::pid_t {
+            return None;
+        }
+        self.reaped = true;
+        Some(if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        })
+    }
+}
+
+impl Drop for Launched {
+    /// A command that was never released is killed; one still running when tracing stops
+    /// (-d or -c reached) gets SIGTERM: it is not left running untraced. Then it is reaped.
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        let signal = if self.go.is_some() {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        // SAFETY: signalling and reaping our own child.
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, signal);
+            let mut status = 0;
+            libc::waitpid(self.pid as libc::pid_t, &mut status, 0);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Probe events as text lines (`TIME CPU PID/TID COMM PROBE ARGS`) or JSON Lines.
+
+use std::io::{self, Write};
+
+use tracer_common::Event;
+
+use crate::kernel::format::Value;
+
+/// How events are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// JSON Lines schema version: the field names below are a contract (see docs/probe.md).
+pub const JSON_SCHEMA: u32 = 1;
+
+/// One decoded event, ready to print.
+pub struct Decoded<'a> {
+    pub event: &'a Event,
+    pub probe: &'a str,
+    pub args: Vec<(&'a str, Value)>,
+    pub ret: Option<i64>,
+}
+
+/// Writes events in one format; text times are seconds since `start_ns` (CLOCK_MONOTONIC).
+pub struct EventWriter<W: Write> {
+    out: W,
+    format: Format,
+    start_ns: u64,
+}
+
+fn json_value(value: &Value) -> serde_json::Value {
+    match value {
+        Value::Int(v) => (*v).into(),
+        Value::Uint(v) => (*v).into(),
+        Value::Hex(v) => format!("{v:#x}").into(),
+        Value::Str(s) => s.as_str().into(),
+        Value::Array(items) => items.iter().map(json_value).collect::<Vec<_>>().into(),
+        Value::Missing => serde_json::Value::Null,
+    }
+}
+
+impl<W: Write> EventWriter<W> {
+    pub fn new(out: W, format: Format, start_ns: u64) -> EventWriter<W> {
+        EventWriter {
+            out,
+            format,
+            start_ns,
+        }
+    }
+
+    /// The column header (text only).
+    pub fn header(&mut self) -> io::Result<()> {
+        if self.format == Format::Text {
+            writeln!(
+                self.out,
+                "{:<10} {:<3} {:<15} {:<16} PROBE ARGS",
+                "TIME(s)", "CPU", "PID/TID", "COMM"
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn write(&mut self, d: &Decoded<'_>) -> io::Result<()> {
+        let e = d.event;
+        let comm = String::from_utf8_lossy(e.comm());
+        match self.format {
+            Format::Text => {
+                let secs = e.time_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+                write!(
+                    self.out,
+                    "{secs:<10.6} {:<3} {:<15} {comm:<16} {}",
+                    e.cpu,
+                    format!("{}/{}", e.pid(), e.tid()),
+                    d.probe
+                )?;
+                for (name, value) in &d.args {
+                    write!(self.out, " {name}={value}")?;
+                }
+                if let Some(ret) = d.ret {
+                    write!(self.out, " ret={ret}")?;
+                }
+                writeln!(self.out)
+            }
+            Format::Json => {
+                let args: serde_json::Map<String, serde_json::Value> = d
+                    .args
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), json_value(v)))
+                    .collect();
+                let line = serde_json::json!({
+                    "time_ns": e.time_ns,
+                    "cpu": e.cpu,
+                    "pid": e.pid(),
+                    "tid": e.tid(),
+                    "comm": comm,
+                    "probe": d.probe,
+                    "args": args,
+                    "ret": d.ret,
+                });
+                writeln!(self.out, "{line}")
+            }
+        }
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event() -> Event {
+        let mut comm = [0u8; 16];
+        comm[..3].copy_from_slice(b"cat");
+        Event {
+            time_ns: 1_012_345_000,
+            pid_tgid: (4242u64 << 32) | 4243,
+            data: [0; 8],
+            slot: 16,
+            cpu: 1,
+            str_len: 0,
+            _pad: 0,
+            comm,
+            str: [0; 64],
+        }
+    }
+
+    fn render(format: Format, d: &Decoded<'_>) -> String {
+        let mut w = EventWriter::new(Vec::new(), format, 1_000_000_000);
+        w.write(d).unwrap();
+        String::from_utf8(w.out).unwrap()
+    }
+
+    #[test]
+    fn text_line_has_the_columns_and_typed_args() {
+        let e = event();
+        let d = Decoded {
+            event: &e,
+            probe: "syscalls:sys_enter_openat",
+            args: vec![
+                ("dfd", Value::Int(-100)),
+                ("filename", Value::Str("/etc/hostname".into())),
+                ("flags", Value::Hex(0)),
+                ("mode", Value::Uint(0)),
+            ],
+            ret: None,
+        };
+        assert_eq!(
+            render(Format::Text, &d),
+            "0.012345   1   4242/4243       cat              syscalls:sys_enter_openat dfd=-100 filename=\"/etc/hostname\" flags=0x0 mode=0\n"
+        );
+    }
+
+    #[test]
+    fn json_line_has_stable_field_names() {
+        let e = event();
+        let d = Decoded {
+            event: &e,
+            probe: "uretprobe:/bin/x:f",
+            args: vec![("arg0", Value::Hex(0x10)), ("x", Value::Missing)],
+            ret: Some(-2),
+        };
+        let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &d)).unwrap();
+        assert_eq!(v["time_ns"], 1_012_345_000u64);
+        assert_eq!(
+            (v["pid"].as_u64(), v["tid"].as_u64()),
+            (Some(4242), Some(4243))
+        );
+        assert_eq!(v["comm"], "cat");
+        assert_eq!(v["args"]["arg0"], "0x10");
+        assert!(v["args"]["x"].is_null());
+        assert_eq!(v["ret"], -2);
+    }
+}

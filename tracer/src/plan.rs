@@ -1,0 +1,512 @@
+//! Raw command-line input -> validated plans. No side effects: every user-input check lives here.
+
+use std::fmt;
+
+use crate::Error;
+
+/// Where a probe goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A kernel function (kprobe), by name and offset.
+    Kernel { function: String, offset: u64 },
+    /// A kernel address (kprobe).
+    KernelAddr(u64),
+    /// A user-space function or address in an ELF file (uprobe). `file` is as the user wrote it
+    /// (a path, a program on PATH or a library name); it is resolved later.
+    User { file: String, at: UserAt },
+    /// A tracepoint.
+    Tracepoint { category: String, name: String },
+}
+
+/// A position in a user-space ELF file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserAt {
+    Symbol {
+        name: String,
+        offset: u64,
+    },
+    /// A virtual address as the ELF file's symbols give it (converted to a file offset later).
+    Address(u64),
+}
+
+/// One probe as the user asked for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeSpec {
+    pub target: Target,
+    /// A return probe (kretprobe / uretprobe).
+    pub ret: bool,
+}
+
+impl ProbeSpec {
+    /// Does the name contain glob characters to expand against the kernel's lists?
+    pub fn is_glob(&self) -> bool {
+        let glob = |s: &str| s.contains(['*', '?']);
+        match &self.target {
+            Target::Kernel { function, .. } => glob(function),
+            Target::Tracepoint { category, name } => glob(category) || glob(name),
+            Target::User {
+                at: UserAt::Symbol { name, .. },
+                ..
+            } => glob(name),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ProbeSpec {
+    /// The canonical name shown in the PROBE column.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let offset = |off: &u64| {
+            if *off == 0 {
+                String::new()
+            } else {
+                format!("+{off:#x}")
+            }
+        };
+        match &self.target {
+            Target::Tracepoint { category, name } => write!(f, "{category}:{name}"),
+            Target::Kernel {
+                function,
+                offset: off,
+            } => {
+                let kind = if self.ret { "kretprobe" } else { "kprobe" };
+                write!(f, "{kind}:{function}{}", offset(off))
+            }
+            Target::KernelAddr(addr) => {
+                let kind = if self.ret { "kretprobe" } else { "kprobe" };
+                write!(f, "{kind}:{addr:#x}")
+            }
+            Target::User { file, at } => {
+                let kind = if self.ret { "uretprobe" } else { "uprobe" };
+                match at {
+                    UserAt::Symbol { name, offset: off } => {
+                        write!(f, "{kind}:{file}:{name}{}", offset(off))
+                    }
+                    UserAt::Address(addr) => write!(f, "{kind}:{file}:{addr:#x}"),
+                }
+            }
+        }
+    }
+}
+
+fn usage(message: String, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+const SPEC_HINT: &str = "probe specs: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, \
+     kprobe:0xADDR, uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, \
+     CAT:NAME or tracepoint:CAT:NAME (globs * and ? allowed in names)";
+
+fn parse_number(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// Kernel symbols and tracepoint names: C identifiers, plus `.` (e.g. `foo.isra.0`) and globs.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '*' | '?'))
+}
+
+/// `NAME[+OFF]` -> (name, offset).
+fn name_offset(text: &str, spec: &str) -> Result<(String, u64), Error> {
+    let (name, offset) = match text.split_once('+') {
+        Some((name, off)) => {
+            let off = parse_number(off).ok_or_else(|| {
+                usage(
+                    format!("invalid offset '{off}' in probe '{spec}'"),
+                    "offsets are decimal or 0x-prefixed hex",
+                )
+            })?;
+            (name, off)
+        }
+        None => (text, 0),
+    };
+    if !valid_name(name) {
+        return Err(usage(
+            format!("invalid function name '{name}' in probe '{spec}'"),
+            SPEC_HINT,
+        ));
+    }
+    Ok((name.to_string(), offset))
+}
+
+fn kernel(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
+    let target = if rest.starts_with("0x") {
+        Target::KernelAddr(
+            parse_number(rest)
+                .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?,
+        )
+    } else {
+        let (function, offset) = name_offset(rest, spec)?;
+        if ret && offset != 0 {
+            return Err(usage(
+                format!("return probe '{spec}' cannot have an offset"),
+                "a kretprobe fires when the function returns: drop the +OFF",
+            ));
+        }
+        Target::Kernel { function, offset }
+    };
+    Ok(ProbeSpec { target, ret })
+}
+
+fn user(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
+    let Some((file, what)) = rest.rsplit_once(':') else {
+        return Err(usage(
+            format!("probe '{spec}' needs PATH:SYMBOL"),
+            SPEC_HINT,
+        ));
+    };
+    if file.is_empty() || what.is_empty() {
+        return Err(usage(
+            format!("probe '{spec}' needs PATH:SYMBOL"),
+            SPEC_HINT,
+        ));
+    }
+    let at = if what.starts_with("0x") {
+        UserAt::Address(
+            parse_number(what)
+                .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?,
+        )
+    } else {
+        let (name, offset) = name_offset(what, spec)?;
+        if ret && offset != 0 {
+            return Err(usage(
+                format!("return probe '{spec}' cannot have an offset"),
+                "drop the +OFF",
+            ));
+        }
+        UserAt::Symbol { name, offset }
+    };
+    Ok(ProbeSpec {
+        target: Target::User {
+            file: file.to_string(),
+            at,
+        },
+        ret,
+    })
+}
+
+fn tracepoint(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
+    match rest.split_once(':') {
+        Some((category, name)) if valid_name(category) && valid_name(name) => Ok(ProbeSpec {
+            target: Target::Tracepoint {
+                category: category.to_string(),
+                name: name.to_string(),
+            },
+            ret: false,
+        }),
+        _ => Err(usage(
+            format!("invalid tracepoint '{spec}'"),
+            "tracepoints are CAT:NAME, e.g. syscalls:sys_enter_openat",
+        )),
+    }
+}
+
+/// Parses one probe spec.
+pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
+    let spec = spec.trim();
+    if spec.is_empty() {
+        return Err(usage("empty probe spec".into(), SPEC_HINT));
+    }
+    if let Some((kind, rest)) = spec.split_once(':') {
+        match kind {
+            "kprobe" | "k" => return kernel(rest, false, spec),
+            "kretprobe" | "kr" => return kernel(rest, true, spec),
+            "uprobe" | "u" => return user(rest, false, spec),
+            "uretprobe" | "ur" => return user(rest, true, spec),
+            "tracepoint" | "t" => return tracepoint(rest, spec),
+            _ => {}
+        }
+    }
+    if let Some(function) = spec.strip_suffix("%return") {
+        return kernel(function, true, spec);
+    }
+    if spec.contains(':') {
+        return tracepoint(spec, spec);
+    }
+    kernel(spec, false, spec)
+}
+
+/// Shell-style glob match (`*` any run, `?` one character).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// The most similar names to `name` among `candidates` (for "did you mean"), best first.
+pub fn similar<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    max: usize,
+) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(name, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(max).map(|(_, c)| c).collect()
+}
+
+/// Probes of one kind (kernel/user probes, tracepoints) one run can attach: the BPF object's
+/// program slots per kind.
+pub const MAX_PROBES_PER_KIND: usize = tracer_common::PROBE_SLOTS as usize;
+
+/// A validated `tracer probe` invocation.
+#[derive(Clone, Debug)]
+pub struct ProbePlan {
+    pub specs: Vec<ProbeSpec>,
+    /// The filters every slot gets (flags carry `SLOT_FILTER_COMM` when --comm is given).
+    pub filter: tracer_common::SlotConfig,
+    pub command: Vec<String>,
+    pub count: Option<u64>,
+    pub duration: Option<std::time::Duration>,
+    pub output: crate::output::events::Format,
+    pub ring_pages: usize,
+    pub wakeup_events: Option<u32>,
+    pub fail_on_loss: bool,
+    pub kprobe_interface: Option<crate::cli::KprobeInterface>,
+}
+
+/// Checks every `tracer probe` argument and builds the plan.
+pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let specs = args
+        .specs
+        .iter()
+        .map(|s| parse_spec(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut filter = tracer_common::SlotConfig::default();
+    if let Some(pid) = args.pid {
+        if pid == 0 {
+            return Err(usage(
+                "--pid 0 is not a process".into(),
+                "give a process id from `ps`",
+            ));
+        }
+        filter.tgid = pid;
+    }
+    if args.pid.is_some() && !args.command.is_empty() {
+        return Err(usage(
+            "--pid and -- COMMAND cannot be combined".into(),
+            "trace either a running process or a command tracer starts",
+        ));
+    }
+    filter.tid = args.tid.unwrap_or(0);
+    if let Some(comm) = &args.comm {
+        if comm.is_empty() || comm.len() > 15 {
+            return Err(usage(
+                format!("--comm '{comm}' must be 1 to 15 bytes"),
+                "the kernel keeps the first 15 bytes of a task name",
+            ));
+        }
+        filter.comm[..comm.len()].copy_from_slice(comm.as_bytes());
+        filter.flags |= tracer_common::SLOT_FILTER_COMM;
+    }
+    if let Some(list) = &args.cpus {
+        let cpus = crate::perf::cpus::parse_list(list)
+            .map_err(|e| usage(e.to_string(), "CPU lists look like 0-3,5"))?;
+        if let Some(big) = cpus.iter().find(|&&c| c >= 64) {
+            return Err(usage(
+                format!("CPU {big} cannot be filtered"),
+                "-C filters CPUs 0 to 63",
+            ));
+        }
+        filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
+    }
+    if let Some(path) = &args.cgroup {
+        let meta = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_dir())
+            .ok_or_else(|| {
+                usage(
+                    format!("--cgroup {} is not a cgroup directory", path.display()),
+                    "give a directory under /sys/fs/cgroup",
+                )
+            })?;
+        // A cgroup v2 id is the inode number of its directory (bpf_get_current_cgroup_id).
+        filter.cgroup_id = meta.ino();
+    }
+    if args.ring_pages == 0 || !args.ring_pages.is_power_of_two() || args.ring_pages > 1 << 16 {
+        return Err(usage(
+            format!(
+                "--ring-pages {} is not a power of two from 1 to 65536",
+                args.ring_pages
+            ),
+            "e.g. --ring-pages 256",
+        ));
+    }
+    if args.count == Some(0) {
+        return Err(usage(
+            "--count 0 would stop before the first event".into(),
+            "give a positive count",
+        ));
+    }
+    Ok(ProbePlan {
+        specs,
+        filter,
+        command: args.command.clone(),
+        count: args.count,
+        duration: args.duration,
+        output: args.output,
+        ring_pages: args.ring_pages,
+        wakeup_events: args.wakeup_events,
+        fail_on_loss: args.fail_on_loss,
+        kprobe_interface: args.kprobe_interface,
+    })
+}
+
+/// Parses a duration in seconds (`5`, `0.5`).
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("'{text}' is not a positive number of seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> ProbeSpec {
+        parse_spec(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn kernel(function: &str, offset: u64, ret: bool) -> ProbeSpec {
+        ProbeSpec {
+            target: Target::Kernel {
+                function: function.into(),
+                offset,
+            },
+            ret,
+        }
+    }
+
+    #[test]
+    fn kernel_specs() {
+        assert_eq!(spec("do_sys_open"), kernel("do_sys_open", 0, false));
+        assert_eq!(spec("do_sys_open+0x10"), kernel("do_sys_open", 16, false));
+        assert_eq!(spec("kprobe:vfs_read+8"), kernel("vfs_read", 8, false));
+        assert_eq!(
+            spec("do_sys_openat2%return"),
+            kernel("do_sys_openat2", 0, true)
+        );
+        assert_eq!(spec("kretprobe:vfs_read"), kernel("vfs_read", 0, true));
+        assert_eq!(
+            spec("kprobe:0xffffffff81000000").target,
+            Target::KernelAddr(0xffff_ffff_8100_0000)
+        );
+        assert_eq!(spec("kretprobe:vfs_read").to_string(), "kretprobe:vfs_read");
+        assert_eq!(spec("vfs_read+0x8").to_string(), "kprobe:vfs_read+0x8");
+        assert!(spec("vfs_*").is_glob());
+    }
+
+    #[test]
+    fn user_and_tracepoint_specs() {
+        let u = spec("uprobe:/bin/bash:readline+4");
+        assert_eq!(
+            u.target,
+            Target::User {
+                file: "/bin/bash".into(),
+                at: UserAt::Symbol {
+                    name: "readline".into(),
+                    offset: 4
+                }
+            }
+        );
+        assert_eq!(u.to_string(), "uprobe:/bin/bash:readline+0x4");
+        let ur = spec("uretprobe:libc:malloc");
+        assert!(ur.ret);
+        assert_eq!(
+            spec("uprobe:./a.out:0x1139").target,
+            Target::User {
+                file: "./a.out".into(),
+                at: UserAt::Address(0x1139)
+            }
+        );
+        let tp = spec("syscalls:sys_enter_openat");
+        assert_eq!(tp, spec("tracepoint:syscalls:sys_enter_openat"));
+        assert_eq!(tp.to_string(), "syscalls:sys_enter_openat");
+        assert!(spec("tracepoint:syscalls:sys_enter_open*").is_glob());
+    }
+
+    #[test]
+    fn bad_specs_are_usage_errors_with_hints() {
+        for bad in [
+            "",
+            "kprobe:",
+            "do sys open",
+            "uprobe:/bin/ls",
+            "uprobe::x",
+            "a:b:c:d",
+            "vfs_read+zz",
+            "do_sys_openat2+4%return",
+            "kretprobe:f+4",
+            "kprobe:0xzz",
+        ] {
+            match parse_spec(bad) {
+                Err(Error::Usage { hints, .. }) => assert!(!hints.is_empty(), "{bad}"),
+                other => panic!("{bad:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("sys_enter_open*", "sys_enter_openat2"));
+        assert!(glob_match("vfs_?ead", "vfs_read"));
+        assert!(glob_match("*", ""));
+        assert!(!glob_match("vfs_*", "do_vfs"));
+        assert!(glob_match("*open*", "do_sys_openat2"));
+        assert!(!glob_match("a?c", "ac"));
+    }
+
+    #[test]
+    fn did_you_mean() {
+        let names = ["do_sys_openat2", "do_sys_open", "vfs_open", "ksys_read"];
+        assert_eq!(
+            similar("do_sys_opn", names, 2),
+            vec!["do_sys_open", "do_sys_openat2"]
+        );
+        assert!(similar("zzzz", names, 3).is_empty());
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(
+            parse_seconds("1.5").unwrap(),
+            std::time::Duration::from_millis(1500)
+        );
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("x").is_err());
+    }
+}
