@@ -286,6 +286,31 @@ impl Bpf {
         Ok((sum(stat_hits(slot.id))?, sum(stat_failed(slot.id))?))
     }
 
+    /// Failed outputs (events lost because a ring was full) per CPU, over all taken slots:
+    /// exact, unlike `PERF_RECORD_LOST`, which the kernel only writes at the next successful
+    /// output on that ring.
+    pub fn lost_per_cpu(&self) -> Result<Vec<(u32, u64)>, Error> {
+        let map = self.ebpf.map("STATS").ok_or(Error::Map { map: "STATS" })?;
+        let stats: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "STATS" })?;
+        let mut per_cpu: Vec<(u32, u64)> = Vec::new();
+        for &id in &self.used {
+            let values = stats
+                .get(&stat_failed(id), 0)
+                .map_err(|source| Error::MapUpdate {
+                    map: "STATS",
+                    source,
+                })?;
+            for (cpu, n) in values.iter().enumerate() {
+                match per_cpu.get_mut(cpu) {
+                    Some(entry) => entry.1 += n,
+                    None => per_cpu.push((cpu as u32, *n)),
+                }
+            }
+        }
+        Ok(per_cpu)
+    }
+
     /// All taken slots' counters summed: (hits, failed outputs).
     pub fn stats(&self) -> Result<(u64, u64), Error> {
         let mut total = (0, 0);

@@ -124,7 +124,11 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         plan.output,
         start_ns,
     );
-    writer.header().map_err(Error::Output)?;
+    // Flushed before the command runs: it writes to the same terminal.
+    writer
+        .header()
+        .and_then(|()| writer.flush())
+        .map_err(Error::Output)?;
     if let Some(child) = launched.as_mut() {
         child.release()?;
     }
@@ -153,7 +157,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     ))?;
     let elapsed = started.elapsed();
     summary(&state, &bpf, elapsed, &end, &plan)?;
-    let lost = state.rings.losses().total();
+    let (_, lost) = bpf.stats()?;
     if plan.fail_on_loss && lost > 0 {
         return Err(Error::Runtime {
             message: format!("{lost} events were lost (--fail-on-loss)"),
@@ -354,18 +358,19 @@ fn attach(
                             Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
                             _ => unreachable!("kernel targets only"),
                         };
-                        let retprobe_bit =
-                            match (spec.ret, retprobe_bit) {
-                                (false, _) => None,
-                                (true, Some(bit)) => Some(*bit),
-                                (true, None) => return Err(Error::Runtime {
+                        let retprobe_bit = match (spec.ret, retprobe_bit) {
+                            (false, _) => None,
+                            (true, Some(bit)) => Some(*bit),
+                            (true, None) => {
+                                return Err(Error::Runtime {
                                     message: "the kprobe PMU has no retprobe format bit".into(),
                                     hints: vec![
                                         "this kernel cannot do kretprobes through perf_event_open"
                                             .into(),
                                     ],
-                                }),
-                            };
+                                })
+                            }
+                        };
                         (
                             EventKind::Kprobe {
                                 pmu_type: *type_,
@@ -686,6 +691,19 @@ struct LoopState<'a, W: std::io::Write> {
 
 impl<W: std::io::Write> LoopState<'_, W> {
     /// Drains every ring, prints the events in time order; true once `-c` is reached.
+    /// Reports losses since the last report, from the exact BPF-side counters.
+    fn report_losses(&mut self, bpf: &Bpf) -> Result<(), Error> {
+        let (_, lost) = bpf.stats()?;
+        if lost > self.reported_lost {
+            eprintln!(
+                "lost {} events (ring full): raise --ring-pages",
+                lost - self.reported_lost
+            );
+            self.reported_lost = lost;
+        }
+        Ok(())
+    }
+
     fn drain(&mut self) -> Result<bool, Error> {
         let mut batch: Vec<Event> = Vec::new();
         self.rings.drain(|e| batch.push(*e));
@@ -710,14 +728,6 @@ impl<W: std::io::Write> LoopState<'_, W> {
                 .map_err(Error::Output)?;
         }
         self.writer.flush().map_err(Error::Output)?;
-        let lost = self.rings.losses().total();
-        if lost > self.reported_lost {
-            eprintln!(
-                "lost {} events (ring full): raise --ring-pages",
-                lost - self.reported_lost
-            );
-            self.reported_lost = lost;
-        }
         Ok(self.count.is_some_and(|n| self.delivered >= n))
     }
 }
@@ -803,6 +813,7 @@ async fn event_loop<W: std::io::Write>(
             _ = rx.recv() => { if state.drain()? { return Ok(End::Count); } }
             _ = tick.tick() => {
                 if state.drain()? { return Ok(End::Count); }
+                state.report_losses(bpf)?;
                 if !hinted && started.elapsed() > Duration::from_secs(3) {
                     hinted = true;
                     no_hit_hints(state, bpf);
@@ -852,18 +863,19 @@ fn summary<W: std::io::Write>(
     end: &End,
     plan: &ProbePlan,
 ) -> Result<(), Error> {
-    let losses = state.rings.losses();
+    let (_, lost) = bpf.stats()?;
+    let count_reached = state.count.is_some_and(|n| state.delivered >= n);
     let why = match end {
+        _ if count_reached => format!("after {} events (-c)", state.delivered),
         End::Interrupted => "interrupted".to_string(),
         End::Duration => format!("after {:.1} s (-d)", elapsed.as_secs_f64()),
         End::Count => format!("after {} events (-c)", state.delivered),
         End::CommandExited(code) => format!("command exited with status {code}"),
     };
     eprintln!(
-        "\n{} events in {:.2} s, {why}; {} lost",
+        "\n{} events in {:.2} s, {why}; {lost} lost",
         state.delivered,
         elapsed.as_secs_f64(),
-        losses.total()
     );
     eprintln!(
         "{:<40} {:>10} {:>10} {:>8}",
@@ -876,9 +888,9 @@ fn summary<W: std::io::Write>(
             probe.name, hits, probe.delivered, failed
         );
     }
-    if losses.total() > 0 {
-        let per_cpu: Vec<String> = losses
-            .per_cpu
+    if lost > 0 {
+        let per_cpu: Vec<String> = bpf
+            .lost_per_cpu()?
             .iter()
             .filter(|(_, n)| *n > 0)
             .map(|(c, n)| format!("CPU {c}: {n}"))

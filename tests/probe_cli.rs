@@ -1,0 +1,355 @@
+//! Tier 4: `tracer probe` as a user runs it, with exact counts from known workloads.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+
+use common::has;
+use tracer::kernel::features::Feature;
+
+fn tracer(args: &[&str]) -> Output {
+    common::require_root();
+    Command::new(common::tracer_bin())
+        .args(args)
+        .output()
+        .expect("run tracer")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json_events(out: &Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// (hits, printed, lost) from the summary table on stderr.
+fn summary_row(out: &Output, probe: &str) -> (u64, u64, u64) {
+    let stderr = text(&out.stderr);
+    let row = stderr
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(probe))
+        .unwrap_or_else(|| panic!("no summary row for {probe} in:\n{stderr}"));
+    let n: Vec<u64> = row
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (n[0], n[1], n[2])
+}
+
+#[test]
+fn a_tracepoint_on_a_command_shows_its_opens_decoded() {
+    if !has(Feature::Tracepoints, "probe_openat") {
+        return;
+    }
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_openat",
+        "--",
+        "cat",
+        "/etc/hostname",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let events: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" syscalls:sys_enter_openat "))
+        .collect();
+    assert!(!events.is_empty());
+    // Only the command is traced, and its open of /etc/hostname is decoded field by field.
+    assert!(
+        events
+            .iter()
+            .all(|l| l.split_whitespace().nth(3) == Some("cat")),
+        "{stdout}"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|l| l.ends_with(
+                " syscalls:sys_enter_openat dfd=-100 filename=\"/etc/hostname\" flags=0x0 mode=0"
+            ))
+            .count(),
+        1,
+        "{stdout}"
+    );
+    assert!(stdout
+        .lines()
+        .next()
+        .unwrap()
+        .starts_with("TIME(s)    CPU PID/TID"));
+    let (hits, printed, lost) = summary_row(&out, "syscalls:sys_enter_openat");
+    assert_eq!(
+        (hits, printed, lost),
+        (events.len() as u64, events.len() as u64, 0)
+    );
+}
+
+#[test]
+fn the_command_exit_status_passes_through() {
+    if !has(Feature::Tracepoints, "probe_exit_status") {
+        return;
+    }
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_getpid",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("command exited with status 3"));
+}
+
+#[test]
+fn uprobe_and_uretprobe_report_every_call_with_arguments_and_returns() {
+    if !has(Feature::UprobePmu, "probe_uprobe") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let entry = format!("uprobe:{prog}:tracer_testprog_target");
+    let ret = format!("uretprobe:{prog}:tracer_testprog_target");
+    let out = tracer(&[
+        "probe", &entry, &ret, "-o", "json", "--", &prog, "call", "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut events = json_events(&out);
+    events.sort_by_key(|e| e["time_ns"].as_u64());
+    let calls: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["probe"] == entry.as_str())
+        .map(|e| {
+            (
+                e["args"]["arg0"].as_str().unwrap().to_string(),
+                e["args"]["arg1"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = (0..5u64)
+        .map(|i| (format!("{i:#x}"), format!("{:#x}", 2 * i)))
+        .collect();
+    assert_eq!(calls, expected);
+    let rets: Vec<i64> = events
+        .iter()
+        .filter(|e| e["probe"] == ret.as_str())
+        .map(|e| e["ret"].as_i64().unwrap())
+        .collect();
+    assert_eq!(rets, vec![0, 3, 6, 9, 12]);
+    assert!(events.iter().all(|e| e["comm"] == "tracer-testprog"));
+}
+
+#[test]
+fn children_of_the_command_are_traced_and_its_shell_is_not_mixed_in() {
+    if !has(Feature::Tracepoints, "probe_children") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let script = format!("{prog} getppid 7 && {prog} getppid 5");
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_getppid",
+        "-o",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = json_events(&out);
+    let from_prog: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["comm"] == "tracer-testprog")
+        .collect();
+    assert_eq!(from_prog.len(), 12, "{events:?}");
+    let mut pids: Vec<u64> = from_prog
+        .iter()
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 2, "two children, 7 then 5 calls");
+}
+
+#[test]
+fn count_stops_after_exactly_n_events() {
+    if !has(Feature::Tracepoints, "probe_count") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_getppid",
+        "-c",
+        "3",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "getppid",
+        "10",
+    ]);
+    assert_eq!(json_events(&out).len(), 3);
+    assert!(
+        text(&out.stderr).contains("after 3 events (-c)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn every_event_of_a_flood_on_both_cpus_is_delivered_or_counted_lost() {
+    if !has(Feature::Tracepoints, "probe_flood") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    const N: u64 = 100_000;
+    let script = format!("{prog} --cpu 0 getppid {N} & {prog} --cpu 1 getppid {N}; wait");
+    // A small ring, so that the flood overflows it.
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_getppid",
+        "--comm",
+        "tracer-testprog",
+        "--ring-pages",
+        "2",
+        "-o",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = json_events(&out).len() as u64;
+    let (hits, printed_row, lost) = summary_row(&out, "syscalls:sys_enter_getppid");
+    assert_eq!(hits, 2 * N, "the in-kernel counter saw every call");
+    assert_eq!(printed_row, printed);
+    assert_eq!(printed + lost, hits, "delivered + lost == produced");
+    if lost > 0 {
+        assert!(
+            text(&out.stderr).contains("raise --ring-pages"),
+            "losses come with the flag that fixes them"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_tracepoint_is_a_usage_error_with_suggestions() {
+    let out = tracer(&["probe", "syscalls:sys_enter_opnat"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: no tracepoint 'syscalls:sys_enter_opnat'\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: did you mean: syscalls:sys_enter_openat"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_specs_and_options_are_usage_errors() {
+    for args in [
+        vec!["probe", "uprobe:/bin/ls"],
+        vec!["probe", "syscalls:sys_enter_openat", "--ring-pages", "3"],
+        vec![
+            "probe",
+            "syscalls:sys_enter_openat",
+            "--comm",
+            "a-name-longer-than-15",
+        ],
+        vec![
+            "probe",
+            "syscalls:sys_enter_openat",
+            "-p",
+            "1",
+            "--",
+            "true",
+        ],
+        vec!["probe", "syscalls:sys_enter_openat", "-C", "0-99"],
+    ] {
+        let out = tracer(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(text(&out.stderr).contains("hint: "), "{args:?}");
+    }
+}
+
+#[test]
+fn a_kernel_function_without_kprobes_fails_with_the_reason_and_alternatives() {
+    common::require_root();
+    if Feature::KprobePmu.check().is_available() || Feature::KprobeEvents.check().is_available() {
+        eprintln!("SKIPPED probe_no_kprobes: this kernel has kprobes, so the no-kprobes path cannot be exercised");
+        return;
+    }
+    let out = tracer(&["probe", "do_sys_open"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: cannot probe kernel function 'do_sys_open': this kernel has no kprobes (built without CONFIG_KPROBES)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: trace the syscalls that lead there instead: tracer probe syscalls:sys_enter_open syscalls:sys_enter_openat syscalls:sys_enter_openat2 syscalls:sys_enter_creat"), "{stderr}");
+}
+
+#[test]
+fn nothing_stays_attached_after_sigterm() {
+    if !has(Feature::Tracepoints, "probe_cleanup") {
+        return;
+    }
+    // A tracepoint no other test uses, so its program list is ours alone.
+    let tracepoint = "syscalls:sys_enter_getpgid";
+    let mut child = Command::new(common::tracer_bin())
+        .args(["probe", tracepoint])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    assert!(
+        banner.starts_with("Tracing syscalls:sys_enter_getpgid..."),
+        "{banner}"
+    );
+    let attached = programs_on(tracepoint);
+    assert_eq!(attached, 1, "tracer's program is attached while it runs");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        programs_on(tracepoint),
+        0,
+        "closing the fds detached everything"
+    );
+}
+
+/// BPF programs attached to a tracepoint (PERF_EVENT_IOC_QUERY_BPF on a fresh event).
+fn programs_on(tracepoint: &str) -> usize {
+    use tracer::perf::{self, EventKind, Options, Scope};
+    let (category, name) = tracepoint.split_once(':').unwrap();
+    let id = tracer::kernel::tracefs::Tracefs::locate()
+        .unwrap()
+        .tracepoint_id(category, name)
+        .unwrap();
+    let event = perf::Event::open(
+        tracepoint,
+        &EventKind::Tracepoint(id),
+        &Options::default(),
+        &Scope::Cpu(0),
+    )
+    .unwrap();
+    event.query_bpf().unwrap().len()
+}
