@@ -102,6 +102,29 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         bpf.track(child.pid(), TRACK_PENDING)?;
     }
 
+    // The runtime and the SIGINT/SIGTERM handlers exist before the banner: a signal from then
+    // on ends the run cleanly (summary, exit 0) instead of killing it.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime {
+            message: format!("cannot start the event loop: {e}"),
+            hints: Vec::new(),
+        })?;
+    let signals = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _context = runtime.enter();
+        let register = |kind| {
+            signal(kind).map_err(|e| Error::Runtime {
+                message: format!("cannot handle signals: {e}"),
+                hints: Vec::new(),
+            })
+        };
+        (
+            register(SignalKind::interrupt())?,
+            register(SignalKind::terminate())?,
+        )
+    };
     for probe in &probes {
         probe._attached.enable()?;
     }
@@ -133,13 +156,6 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         child.release()?;
     }
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Runtime {
-            message: format!("cannot start the event loop: {e}"),
-            hints: Vec::new(),
-        })?;
     let started = Instant::now();
     let mut state = LoopState {
         probes,
@@ -154,6 +170,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         &bpf,
         launched.as_mut(),
         plan.duration,
+        signals,
     ))?;
     let elapsed = started.elapsed();
     summary(&state, &bpf, elapsed, &end, &plan)?;
@@ -778,9 +795,8 @@ async fn event_loop<W: std::io::Write>(
     bpf: &Bpf,
     mut launched: Option<&mut Launched>,
     duration: Option<Duration>,
+    (mut interrupt, mut terminate): (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
 ) -> Result<End, Error> {
-    use tokio::signal::unix::{signal, SignalKind};
-
     let io_error = |e: std::io::Error| Error::Runtime {
         message: format!("event loop: {e}"),
         hints: Vec::new(),
@@ -801,8 +817,6 @@ async fn event_loop<W: std::io::Write>(
         Some(child) => Some(crate::session::readable(child.pidfd()?).map_err(io_error)?),
         None => None,
     };
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
     tokio::pin!(deadline);
