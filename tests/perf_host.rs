@@ -142,10 +142,13 @@ fn software_group_reads_task_clock_and_page_faults_atomically() {
     assert_eq!(counts.values[1].id, Some(faults.id().unwrap()));
     assert_eq!(counts.values[2].id, Some(cs.id().unwrap()));
     let task_clock = counts.values[0].value;
-    // task-clock counts this thread's CPU time while enabled: within the window we measured.
+    // task-clock counts this thread's CPU time while enabled, as perf's task clock sees it;
+    // CLOCK_THREAD_CPUTIME_ID comes from the scheduler's runtime accounting. Under load the two
+    // drift by a few percent: allow the larger of 2 ms or 5 %.
+    let tolerance = (spent / 20).max(2_000_000);
     assert!(
-        task_clock <= spent + 1_000_000,
-        "task-clock {task_clock} > measured {spent}"
+        task_clock.abs_diff(spent) <= tolerance,
+        "task-clock {task_clock} vs thread CPU time {spent} (tolerance {tolerance})"
     );
     assert!(
         task_clock >= 30_000_000,

@@ -165,3 +165,82 @@ fn an_unknown_function_is_a_clear_error() {
     assert_eq!(err.errno(), Some(libc::ENOENT));
     assert!(err.hints()[0].contains("tracer list"), "{:?}", err.hints());
 }
+
+/// `tracer probe FUNC FUNC%return -- COMMAND` through one kprobe interface, as a user runs it.
+fn probe_cli(interface: &str) {
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "do_sys_openat2",
+            "do_sys_openat2%return",
+            "--kprobe-interface",
+            interface,
+            "-o",
+            "json",
+            "--",
+            &prog,
+            "open",
+            &OPENS.to_string(),
+            PATH,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The loader's own opens (ld.so.cache, libc) come first; the workload's are the last OPENS.
+    let entries: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["probe"] == "kprobe:do_sys_openat2")
+        .collect();
+    let returns: Vec<i64> = events
+        .iter()
+        .filter(|e| e["probe"] == "kretprobe:do_sys_openat2")
+        .map(|e| e["ret"].as_i64().unwrap())
+        .collect();
+    assert_eq!(entries.len(), returns.len(), "{stderr}");
+    assert!(entries.len() >= OPENS as usize);
+    let tail = &returns[returns.len() - OPENS as usize..];
+    assert!(
+        tail.iter().all(|&fd| fd == tail[0] && fd >= 3),
+        "the workload's fds: {tail:?}"
+    );
+    assert!(entries.iter().all(|e| e["comm"] == "tracer-testprog"));
+    // dfd = AT_FDCWD in the first argument register (an int: the upper half is undefined).
+    let dfd = |e: &serde_json::Value| {
+        u64::from_str_radix(
+            e["args"]["arg0"].as_str().unwrap().trim_start_matches("0x"),
+            16,
+        )
+        .unwrap() as u32 as i32
+    };
+    assert!(
+        entries.iter().all(|e| dfd(e) == libc::AT_FDCWD),
+        "{entries:?}"
+    );
+    // Nothing of ours is left in kprobe_events after exit.
+    let fs = tracer::kernel::tracefs::Tracefs::locate().unwrap();
+    let left = std::fs::read_to_string(fs.root().join("kprobe_events")).unwrap_or_default();
+    assert!(!left.contains("tracer/"), "left behind: {left}");
+}
+
+#[test]
+fn probe_command_traces_opens_through_the_kprobe_pmu() {
+    if !has(Feature::KprobePmu, "probe_cli_pmu") {
+        return;
+    }
+    probe_cli("pmu");
+}
+
+#[test]
+fn probe_command_falls_back_to_tracefs_kprobe_events() {
+    if !has(Feature::KprobeEvents, "probe_cli_tracefs") {
+        return;
+    }
+    probe_cli("tracefs");
+}

@@ -98,7 +98,7 @@ fn test(args: &[String]) -> Result<()> {
         // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
         let cmd = vec![
             "env".to_string(),
-            "TRACER_REQUIRE=kprobes".to_string(),
+            "TRACER_REQUIRE=kprobes,kprobe_events".to_string(),
             binary.display().to_string(),
             "--test-threads=1".to_string(),
         ];
