@@ -353,3 +353,33 @@ fn programs_on(tracepoint: &str) -> usize {
     .unwrap();
     event.query_bpf().unwrap().len()
 }
+
+#[test]
+fn list_shows_tracepoints_with_fields_and_binary_symbols() {
+    if !has(Feature::Tracefs, "list") {
+        return;
+    }
+    let out = tracer(&["list", "syscalls:sys_enter_openat"]);
+    assert_eq!(text(&out.stdout), "tracepoint:syscalls:sys_enter_openat\n");
+    let out = tracer(&["list", "-v", "syscalls:sys_enter_openat"]);
+    assert_eq!(
+        text(&out.stdout),
+        "tracepoint:syscalls:sys_enter_openat\n    int dfd\n    const char * filename\n    int flags\n    umode_t mode\n"
+    );
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&["list", "--binary", &prog, "tracer_*"]);
+    assert_eq!(
+        text(&out.stdout),
+        format!("uprobe:{prog}:tracer_testprog_target\n")
+    );
+    let out = tracer(&["list", "no_such_thing_anywhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Kernel functions are listed only where a kprobe can attach to them.
+    let kprobes =
+        Feature::KprobePmu.check().is_available() || Feature::KprobeEvents.check().is_available();
+    let out = tracer(&["list", "vfs_read"]);
+    assert_eq!(
+        text(&out.stdout).lines().any(|l| l == "kprobe:vfs_read"),
+        kprobes
+    );
+}

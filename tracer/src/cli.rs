@@ -23,6 +23,20 @@ pub struct Cli {
 pub enum Command {
     /// Trace kernel functions, user functions and tracepoints: one line per hit.
     Probe(ProbeArgs),
+    /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
+    #[command(
+        after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
+    )]
+    List {
+        /// Only specs matching this glob or spec (a plain word matches anywhere).
+        pattern: Option<String>,
+        /// Show each tracepoint's fields.
+        #[arg(short, long)]
+        verbose: bool,
+        /// List the function symbols of this binary or library (for uprobes).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
     /// Report what this kernel supports, found by trying it.
     #[command(
         after_help = "Examples:\n  tracer features\n  tracer features --json | jq .features.kprobes"

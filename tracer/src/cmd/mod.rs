@@ -1,6 +1,7 @@
 //! One module per subcommand: validated input -> kernel session -> report.
 
 pub mod features;
+pub mod list;
 pub mod probe;
 
 use crate::cli::Command;
@@ -11,5 +12,15 @@ pub fn run(command: Command) -> Result<i32, Error> {
     match command {
         Command::Features { json } => features::run(json).map(|()| 0),
         Command::Probe(args) => probe::run(args),
+        Command::List {
+            pattern,
+            verbose,
+            binary,
+        } => list::run(list::ListArgs {
+            pattern,
+            verbose,
+            binary,
+        })
+        .map(|()| 0),
     }
 }

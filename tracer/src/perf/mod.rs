@@ -8,6 +8,7 @@ pub mod attr;
 pub mod cpus;
 pub mod error;
 pub mod event;
+pub mod names;
 pub mod pmu;
 pub mod read;
 pub mod record;
