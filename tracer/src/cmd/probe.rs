@@ -5,7 +5,6 @@
 //! comm, CPU, cgroup and `-- COMMAND` filters run in the BPF program.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use tracer_common::{
@@ -19,11 +18,11 @@ use crate::kernel::format::{Format, Value};
 use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::kernel::tracefs::Tracefs;
 use crate::kernel::{self, elf};
-use crate::launch::{self, Launched};
+use crate::launch;
 use crate::output::events::{Decoded, EventWriter};
 use crate::perf::{self, EventKind, KprobeTarget, Options, Scope, Wakeup};
 use crate::plan::{self, ProbePlan, ProbeSpec, Target, UserAt};
-use crate::session::{Attached, OutputRings};
+use crate::session::{Attached, End, EventLoop, OutputRings, Sink};
 use crate::Error;
 
 /// How a slot's events are turned into named values.
@@ -102,29 +101,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         bpf.track(child.pid(), TRACK_PENDING)?;
     }
 
-    // The runtime and the SIGINT/SIGTERM handlers exist before the banner: a signal from then
-    // on ends the run cleanly (summary, exit 0) instead of killing it.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Runtime {
-            message: format!("cannot start the event loop: {e}"),
-            hints: Vec::new(),
-        })?;
-    let signals = {
-        use tokio::signal::unix::{signal, SignalKind};
-        let _context = runtime.enter();
-        let register = |kind| {
-            signal(kind).map_err(|e| Error::Runtime {
-                message: format!("cannot handle signals: {e}"),
-                hints: Vec::new(),
-            })
-        };
-        (
-            register(SignalKind::interrupt())?,
-            register(SignalKind::terminate())?,
-        )
-    };
+    let event_loop = EventLoop::new()?;
     for probe in &probes {
         probe._attached.enable()?;
     }
@@ -161,17 +138,15 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         probes,
         rings: &mut rings,
         writer: &mut writer,
+        bpf: &bpf,
         count: plan.count,
         delivered: 0,
         reported_lost: 0,
+        started,
+        hinted: false,
     };
-    let end = runtime.block_on(event_loop(
-        &mut state,
-        &bpf,
-        launched.as_mut(),
-        plan.duration,
-        signals,
-    ))?;
+    let ring_fds = state.rings.raw_fds();
+    let end = event_loop.run(&mut state, ring_fds, launched.as_mut(), plan.duration)?;
     let elapsed = started.elapsed();
     summary(&state, &bpf, elapsed, &end, &plan)?;
     let (_, lost) = bpf.stats()?;
@@ -689,28 +664,37 @@ fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error
     Ok(events)
 }
 
-/// Why the loop ended.
-enum End {
-    Interrupted,
-    Duration,
-    Count,
-    CommandExited(i32),
-}
-
 struct LoopState<'a, W: std::io::Write> {
     probes: Vec<Probe>,
     rings: &'a mut OutputRings,
     writer: &'a mut EventWriter<W>,
+    bpf: &'a Bpf,
     count: Option<u64>,
     delivered: u64,
     reported_lost: u64,
+    started: Instant,
+    hinted: bool,
+}
+
+impl<W: std::io::Write> Sink for LoopState<'_, W> {
+    fn drain(&mut self) -> Result<bool, Error> {
+        self.print_events()
+    }
+
+    fn tick(&mut self) -> Result<(), Error> {
+        self.report_losses()?;
+        if !self.hinted && self.started.elapsed() > Duration::from_secs(3) {
+            self.hinted = true;
+            no_hit_hints(self);
+        }
+        Ok(())
+    }
 }
 
 impl<W: std::io::Write> LoopState<'_, W> {
-    /// Drains every ring, prints the events in time order; true once `-c` is reached.
     /// Reports losses since the last report, from the exact BPF-side counters.
-    fn report_losses(&mut self, bpf: &Bpf) -> Result<(), Error> {
-        let (_, lost) = bpf.stats()?;
+    fn report_losses(&mut self) -> Result<(), Error> {
+        let (_, lost) = self.bpf.stats()?;
         if lost > self.reported_lost {
             eprintln!(
                 "lost {} events (ring full): raise --ring-pages",
@@ -721,7 +705,8 @@ impl<W: std::io::Write> LoopState<'_, W> {
         Ok(())
     }
 
-    fn drain(&mut self) -> Result<bool, Error> {
+    /// Drains every ring, prints the events in time order; true once `-c` is reached.
+    fn print_events(&mut self) -> Result<bool, Error> {
         let mut batch: Vec<Event> = Vec::new();
         self.rings.drain(|e| batch.push(*e));
         batch.sort_by_key(|e| e.time_ns);
@@ -781,76 +766,9 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> (Vec<(&'a str, Value)>, Op
     }
 }
 
-/// A raw fd for tokio's readiness: the rings own the fds and outlive the loop.
-struct Fd(RawFd);
-
-impl AsRawFd for Fd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
-async fn event_loop<W: std::io::Write>(
-    state: &mut LoopState<'_, W>,
-    bpf: &Bpf,
-    mut launched: Option<&mut Launched>,
-    duration: Option<Duration>,
-    (mut interrupt, mut terminate): (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
-) -> Result<End, Error> {
-    let io_error = |e: std::io::Error| Error::Runtime {
-        message: format!("event loop: {e}"),
-        hints: Vec::new(),
-    };
-    // One readiness task per ring; any wakeup drains all rings.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
-    for fd in state.rings.raw_fds() {
-        let tx = tx.clone();
-        let fd = crate::session::readable(Fd(fd)).map_err(io_error)?;
-        tokio::spawn(async move {
-            while let Ok(mut guard) = fd.readable().await {
-                guard.clear_ready();
-                let _ = tx.try_send(());
-            }
-        });
-    }
-    let pidfd = match launched.as_ref() {
-        Some(child) => Some(crate::session::readable(child.pidfd()?).map_err(io_error)?),
-        None => None,
-    };
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
-    tokio::pin!(deadline);
-    let started = Instant::now();
-    let mut hinted = false;
-    loop {
-        tokio::select! {
-            _ = rx.recv() => { if state.drain()? { return Ok(End::Count); } }
-            _ = tick.tick() => {
-                if state.drain()? { return Ok(End::Count); }
-                state.report_losses(bpf)?;
-                if !hinted && started.elapsed() > Duration::from_secs(3) {
-                    hinted = true;
-                    no_hit_hints(state, bpf);
-                }
-            }
-            _ = interrupt.recv() => { state.drain()?; return Ok(End::Interrupted); }
-            _ = terminate.recv() => { state.drain()?; return Ok(End::Interrupted); }
-            _ = &mut deadline, if duration.is_some() => { state.drain()?; return Ok(End::Duration); }
-            ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
-                let mut guard = ready.map_err(io_error)?;
-                guard.clear_ready();
-                if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
-                    // Everything the command did is in the rings already (output is synchronous).
-                    state.drain()?;
-                    return Ok(End::CommandExited(code));
-                }
-            }
-        }
-    }
-}
-
 /// One hint per kernel probe that has not fired in its first seconds.
-fn no_hit_hints<W: std::io::Write>(state: &LoopState<'_, W>, bpf: &Bpf) {
+fn no_hit_hints<W: std::io::Write>(state: &LoopState<'_, W>) {
+    let bpf = state.bpf;
     for probe in &state.probes {
         let Some(function) = &probe.kernel_function else {
             continue;
