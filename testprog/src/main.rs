@@ -9,10 +9,63 @@
 //! - `--cpu C`: pin the process to CPU C first.
 //!
 //! Modes: `getppid N` (N getppid syscalls), `open N PATH` (N open+close of PATH),
-//! `call N` (N calls of `tracer_testprog_target(i, 2*i)`, which returns 3*i).
+//! `call N` (N calls of `tracer_testprog_target(i, 2*i)`, which returns 3*i),
+//! `counter N` (N writes of `tracer_testprog_counter` from three threads, see [`counter`]).
 
 use std::ffi::CString;
 use std::io::{Read, Write};
+
+/// The watchpoint target of `counter N`.
+#[allow(non_upper_case_globals)]
+#[unsafe(no_mangle)]
+pub static tracer_testprog_counter: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+static COUNTER_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The one function that writes `tracer_testprog_counter`: returns the value it wrote. The
+/// write is made under a lock, as shared counters are, so a watchpoint's trap (taken right
+/// after the write, still inside the lock) sees exactly the value this call wrote.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_testprog_bump() -> u64 {
+    let _guard = COUNTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    tracer_testprog_counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+}
+
+/// `counter N`: three threads write the counter N times in all. The first thread exists from
+/// the start; with `--batch`, the program says ready, waits for go, and only then creates the
+/// other two, so a watcher sees threads that existed and threads created after it attached.
+fn counter(n: u64, batched: bool) {
+    let share = move |k: u64| n / 3 + if k == 0 { n % 3 } else { 0 };
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let first = std::thread::spawn(move || {
+        let _ = wait.recv();
+        for _ in 0..share(0) {
+            tracer_testprog_bump();
+        }
+    });
+    if batched {
+        signal(b"r");
+        read_byte();
+    }
+    let later: Vec<_> = (1..3)
+        .map(|k| {
+            std::thread::spawn(move || {
+                for _ in 0..share(k) {
+                    tracer_testprog_bump();
+                }
+            })
+        })
+        .collect();
+    let _ = go.send(());
+    for t in std::iter::once(first).chain(later) {
+        let _ = t.join();
+    }
+    if batched {
+        signal(b"d");
+    }
+}
 
 /// The uprobe target: not inlined, unmangled, so tests can find it in the symbol table.
 #[unsafe(no_mangle)]
@@ -26,6 +79,12 @@ fn usage() -> ! {
         "usage: tracer-testprog [--wait] [--batch K] [--cpu C] getppid N | open N PATH | call N"
     );
     std::process::exit(2);
+}
+
+/// Writes one protocol byte to stdout (ready, done).
+fn signal(byte: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(byte).and_then(|()| out.flush());
 }
 
 fn read_byte() {
@@ -97,11 +156,11 @@ fn main() {
             })
         }
         Some("call") => Box::new(|i| tracer_testprog_target(i, 2 * i)),
+        Some("counter") => {
+            counter(n, batch.is_some());
+            return;
+        }
         _ => usage(),
-    };
-    let signal = |byte: &[u8]| {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(byte).and_then(|()| out.flush());
     };
     if batch.is_some() {
         signal(b"r");

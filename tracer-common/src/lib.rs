@@ -58,6 +58,8 @@ pub const SLOT_COUNT_ONLY: u32 = 1 << 4;
 pub const SLOT_FILTER_TRACKED: u32 = 1 << 5;
 /// `SlotConfig::flags`: only hits whose comm equals `SlotConfig::comm`.
 pub const SLOT_FILTER_COMM: u32 = 1 << 6;
+/// `SlotConfig::flags` (perf_event slots): the watched address is kernel memory.
+pub const SLOT_VALUE_KERNEL: u32 = 1 << 7;
 
 /// What userspace tells one program slot before attaching it (BPF `CONFIG` array map).
 /// Zero in a filter field means "any".

@@ -12,8 +12,8 @@ use core::ffi::c_void;
 use aya_ebpf::bindings::BPF_F_CURRENT_CPU;
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-    bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output,
-    bpf_probe_read_kernel_str_bytes, bpf_probe_read_user_str_bytes,
+    bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
+    bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
 };
 use aya_ebpf::macros::{kprobe, map, perf_event, tracepoint};
 use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerfEventArray};
@@ -22,8 +22,8 @@ use aya_ebpf::EbpfContext;
 use tracer_common::{
     stat_failed, stat_hits, Event, SchedOffsets, SlotConfig, DATA_WORDS, PERF_EVENT_BASE, SLOTS,
     SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STR_ARG_KERNEL,
-    SLOT_STR_ARG_USER, SLOT_STR_TP_USER, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX,
-    TRACK_ACTIVE, TRACK_PENDING,
+    SLOT_STR_ARG_USER, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
+    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -197,19 +197,37 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     emit(ctx, event);
 }
 
-/// Breakpoint and software-event slot: the interrupted instruction pointer and the address.
+/// Breakpoint and software-event slot: the interrupted instruction pointer, the watched
+/// address (`bp_addr`), and the 8 bytes at it after the access (data breakpoints trap after
+/// the instruction, so this is the new value).
 #[inline(always)]
 fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
-    let Some((event, _config)) = begin(slot) else {
+    let Some((event, config)) = begin(slot) else {
         return;
     };
-    // SAFETY: ctx.ctx points at the kernel's bpf_perf_event_data for this program invocation;
-    // fields are read with probe_read, which fails cleanly.
     let data = ctx.ctx;
     event.data = [0; DATA_WORDS];
+    // SAFETY: ctx.ctx is this invocation's context. Its fields must be read with plain loads:
+    // the verifier rewrites `ctx->regs.*` and `ctx->addr` into loads from the real pt_regs
+    // and sample data (a probe-read would see the kernel's internal struct instead). The
+    // probe-read of the watched address fails cleanly when it is not readable.
     unsafe {
-        event.data[0] = aya_ebpf::helpers::bpf_probe_read_kernel(&(*data).regs.rip).unwrap_or(0);
-        event.data[1] = aya_ebpf::helpers::bpf_probe_read_kernel(&(*data).addr).unwrap_or(0);
+        let ip = core::ptr::read_volatile(&(*data).regs.rip);
+        let addr = core::ptr::read_volatile(&(*data).addr);
+        event.data[0] = ip;
+        event.data[1] = addr;
+        if addr != 0 {
+            let value = if config.flags & SLOT_VALUE_KERNEL != 0 {
+                bpf_probe_read_kernel(addr as *const u64)
+            } else {
+                bpf_probe_read_user(addr as *const u64)
+            };
+            // data[3] says whether data[2] holds a value.
+            if let Ok(v) = value {
+                event.data[2] = v;
+                event.data[3] = 1;
+            }
+        }
     }
     emit(ctx, event);
 }

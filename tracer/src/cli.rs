@@ -23,6 +23,8 @@ pub struct Cli {
 pub enum Command {
     /// Trace kernel functions, user functions and tracepoints: one line per hit.
     Probe(ProbeArgs),
+    /// Watch variables or addresses with hardware breakpoints: who touched them, and the value.
+    Watch(WatchArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
         after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
@@ -108,4 +110,49 @@ pub enum KprobeInterface {
     Pmu,
     /// Legacy tracefs kprobe_events.
     Tracefs,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer watch counter -- ./prog                 every write to the global `counter`
+  tracer watch -p 1234 -t rw libc.so.6:errno    reads and writes in a running process
+  tracer watch -t x my_function -- ./prog        count calls with an execute breakpoint
+  tracer watch --kernel jiffies -c 5             a kernel variable")]
+pub struct WatchArgs {
+    /// What to watch: 0xADDR, SYMBOL, SYMBOL+OFF or LIB:SYMBOL (up to 4).
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Watch in this running process (all its threads).
+    #[arg(short, long)]
+    pub pid: Option<u32>,
+    /// Watch a kernel symbol or address.
+    #[arg(long)]
+    pub kernel: bool,
+    /// Access type: w (writes), rw (reads and writes), x (execution); r is not on x86.
+    #[arg(short = 't', long = "type", value_enum, default_value = "w")]
+    pub kind: WatchType,
+    /// Bytes to watch: 1, 2, 4 or 8 (default: the symbol's size when one of those, else 8).
+    #[arg(short, long)]
+    pub len: Option<u64>,
+    /// Stop after N hits.
+    #[arg(short, long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after SECS seconds.
+    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    /// Start COMMAND stopped right after its exec, watch it from its first instruction.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Watchpoint access types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WatchType {
+    R,
+    W,
+    Rw,
+    X,
 }

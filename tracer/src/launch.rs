@@ -8,11 +8,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::Error;
 
-/// A forked child blocked on a pipe before `execvp`.
+/// A forked child held before it runs the command: blocked on a pipe before `execvp`, or
+/// (with [`launch_stopped_at_exec`]) stopped by ptrace right after it.
 pub struct Launched {
     pid: u32,
     /// Write end of the go pipe; `None` once released.
     go: Option<OwnedFd>,
+    /// Stopped under ptrace at its exec; `false` once detached.
+    traced: bool,
     reaped: bool,
 }
 
@@ -77,7 +80,67 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
     Ok(Launched {
         pid: pid as u32,
         go: Some(write_end),
+        traced: false,
         reaped: false,
+    })
+}
+
+/// Forks a child that executes `argv` under ptrace, and waits until the kernel stops it
+/// right after the exec: the program and its dynamic loader are mapped, but no instruction of
+/// it has run. [`Launched::release`] detaches and lets it run.
+///
+/// Must be called before any other thread exists (see [`launch`]).
+pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_str()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| Error::usage("the command contains a NUL byte", Vec::new()))?;
+    let Some(program) = args.first() else {
+        return Err(Error::usage("no command after --", Vec::new()));
+    };
+    let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let failure = format!("tracer: cannot execute '{}'\n", argv[0]);
+    // SAFETY: as in `launch`: the child only makes async-signal-safe calls and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(errno_error("cannot fork"));
+    }
+    if pid == 0 {
+        // SAFETY (child): ptrace(TRACEME) and execvp on memory prepared before the fork; a
+        // successful exec stops us with SIGTRAP for the parent.
+        unsafe {
+            libc::ptrace(
+                libc::PTRACE_TRACEME,
+                0,
+                std::ptr::null_mut::<libc::c_void>(),
+                std::ptr::null_mut::<libc::c_void>(),
+            );
+            libc::execvp(program.as_ptr(), ptrs.as_ptr());
+            libc::write(2, failure.as_ptr().cast(), failure.len());
+            libc::_exit(127);
+        }
+    }
+    let mut launched = Launched {
+        pid: pid as u32,
+        go: None,
+        traced: true,
+        reaped: false,
+    };
+    let mut status = 0;
+    // SAFETY: waiting for our own child with a valid status pointer.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        return Err(errno_error("cannot wait for the command"));
+    }
+    if libc::WIFSTOPPED(status) && libc::WSTOPSIG(status) == libc::SIGTRAP {
+        return Ok(launched);
+    }
+    launched.reaped = true;
+    launched.traced = false;
+    Err(Error::Runtime {
+        message: format!("cannot execute '{}'", argv[0]),
+        hints: vec!["check the command name and that it is executable".into()],
     })
 }
 
@@ -86,8 +149,23 @@ impl Launched {
         self.pid
     }
 
-    /// Lets the child execute the command.
+    /// Lets the child execute (or, stopped at its exec, continue) the command.
     pub fn release(&mut self) -> Result<(), Error> {
+        if self.traced {
+            // SAFETY: detaching our stopped tracee resumes it; no pointers are passed.
+            let ret = unsafe {
+                libc::ptrace(
+                    libc::PTRACE_DETACH,
+                    self.pid as libc::pid_t,
+                    std::ptr::null_mut::<libc::c_void>(),
+                    std::ptr::null_mut::<libc::c_void>(),
+                )
+            };
+            if ret != 0 {
+                return Err(errno_error("cannot resume the command (ptrace detach)"));
+            }
+            self.traced = false;
+        }
         if let Some(go) = self.go.take() {
             // SAFETY: writing one byte from a valid buffer to an fd we own.
             let n = unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr().cast(), 1) };
@@ -136,7 +214,9 @@ impl Drop for Launched {
         if self.reaped {
             return;
         }
-        let signal = if self.go.is_some() {
+        // A ptrace-stopped child cannot act on SIGTERM until its tracer lets it run: only
+        // SIGKILL ends it from that stop.
+        let signal = if self.go.is_some() || self.traced {
             libc::SIGKILL
         } else {
             libc::SIGTERM

@@ -381,6 +381,67 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
     })
 }
 
+/// What `tracer watch` watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchTarget {
+    Address(u64),
+    /// `[FILE:]SYMBOL[+OFF]`: FILE is a path or a library name prefix (`libc`).
+    Symbol {
+        file: Option<String>,
+        name: String,
+        offset: u64,
+    },
+}
+
+impl fmt::Display for WatchTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchTarget::Address(addr) => write!(f, "{addr:#x}"),
+            WatchTarget::Symbol { file, name, offset } => {
+                if let Some(file) = file {
+                    write!(f, "{file}:")?;
+                }
+                write!(f, "{name}")?;
+                if *offset != 0 {
+                    write!(f, "+{offset:#x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Parses a watch target: `0xADDR`, `SYMBOL`, `SYMBOL+OFF`, `LIB:SYMBOL`.
+pub fn parse_watch_target(text: &str) -> Result<WatchTarget, Error> {
+    let hint =
+        "targets are 0xADDR, SYMBOL, SYMBOL+OFF or LIB:SYMBOL, e.g. `counter` or `libc.so.6:errno`";
+    if text.starts_with("0x") {
+        return parse_number(text)
+            .map(WatchTarget::Address)
+            .ok_or_else(|| usage(format!("invalid address '{text}'"), hint));
+    }
+    let (file, rest) = match text.rsplit_once(':') {
+        Some((file, rest)) if !file.is_empty() => (Some(file.to_string()), rest),
+        Some(_) => return Err(usage(format!("invalid watch target '{text}'"), hint)),
+        None => (None, text),
+    };
+    let (name, offset) = match rest.split_once('+') {
+        Some((name, off)) => (
+            name,
+            parse_number(off).ok_or_else(|| usage(format!("invalid offset in '{text}'"), hint))?,
+        ),
+        None => (rest, 0),
+    };
+    if !valid_name(name) || name.contains(['*', '?']) {
+        return Err(usage(format!("invalid symbol name '{name}'"), hint));
+    }
+    Ok(WatchTarget::Symbol {
+        file,
+        name: name.to_string(),
+        offset,
+    })
+}
+
 /// Parses a duration in seconds (`5`, `0.5`).
 pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     let secs: f64 = text
@@ -497,6 +558,32 @@ mod tests {
             vec!["do_sys_open", "do_sys_openat2"]
         );
         assert!(similar("zzzz", names, 3).is_empty());
+    }
+
+    #[test]
+    fn watch_targets() {
+        assert_eq!(
+            parse_watch_target("0x1000").unwrap(),
+            WatchTarget::Address(0x1000)
+        );
+        assert_eq!(
+            parse_watch_target("libc.so.6:errno+4").unwrap(),
+            WatchTarget::Symbol {
+                file: Some("libc.so.6".into()),
+                name: "errno".into(),
+                offset: 4
+            }
+        );
+        assert_eq!(
+            parse_watch_target("counter").unwrap().to_string(),
+            "counter"
+        );
+        for bad in ["0xzz", ":x", "a b", "c*", "x+q"] {
+            assert!(
+                matches!(parse_watch_target(bad), Err(Error::Usage { .. })),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

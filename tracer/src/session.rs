@@ -165,15 +165,18 @@ pub enum End {
     Count,
     /// The launched command exited with this status.
     CommandExited(i32),
+    /// The sink saw its target go away (a watched process exited).
+    TargetGone,
 }
 
 /// What a command does with the event loop's wakeups.
 pub trait Sink {
     /// Drains the rings and handles the events; `true` stops the run (`-c` reached).
     fn drain(&mut self) -> Result<bool, Error>;
-    /// Called every 100 ms after a drain (loss reports, hints).
-    fn tick(&mut self) -> Result<(), Error> {
-        Ok(())
+    /// Called every 100 ms after a drain (loss reports, hints); `true` ends the run because
+    /// the target is gone.
+    fn tick(&mut self) -> Result<bool, Error> {
+        Ok(false)
     }
 }
 
@@ -260,7 +263,7 @@ impl EventLoop {
                     _ = rx.recv() => { if sink.drain()? { return Ok(End::Count); } }
                     _ = tick.tick() => {
                         if sink.drain()? { return Ok(End::Count); }
-                        sink.tick()?;
+                        if sink.tick()? { return Ok(End::TargetGone); }
                     }
                     _ = interrupt.recv() => { sink.drain()?; return Ok(End::Interrupted); }
                     _ = terminate.recv() => { sink.drain()?; return Ok(End::Interrupted); }
@@ -279,4 +282,16 @@ impl EventLoop {
             }
         })
     }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of `bpf_ktime_get_ns()`.
+#[allow(unsafe_code)]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -3,6 +3,7 @@
 pub mod features;
 pub mod list;
 pub mod probe;
+pub mod watch;
 
 use crate::cli::Command;
 use crate::Error;
@@ -12,6 +13,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
     match command {
         Command::Features { json } => features::run(json).map(|()| 0),
         Command::Probe(args) => probe::run(args),
+        Command::Watch(args) => watch::run(args),
         Command::List {
             pattern,
             verbose,

@@ -105,7 +105,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     for probe in &probes {
         probe._attached.enable()?;
     }
-    let start_ns = monotonic_ns();
+    let start_ns = crate::session::monotonic_ns();
     let names: Vec<&str> = probes.iter().map(|p| p.name.as_str()).collect();
     let what = if names.len() == 1 {
         names[0].to_string()
@@ -160,19 +160,6 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         End::CommandExited(code) => code,
         _ => 0,
     })
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC is bpf_ktime_get_ns()'s clock.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts)
-    };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Expands globs against tracefs, the traceable functions and ELF symbols.
@@ -681,13 +668,13 @@ impl<W: std::io::Write> Sink for LoopState<'_, W> {
         self.print_events()
     }
 
-    fn tick(&mut self) -> Result<(), Error> {
+    fn tick(&mut self) -> Result<bool, Error> {
         self.report_losses()?;
         if !self.hinted && self.started.elapsed() > Duration::from_secs(3) {
             self.hinted = true;
             no_hit_hints(self);
         }
-        Ok(())
+        Ok(false)
     }
 }
 
@@ -803,6 +790,7 @@ fn summary<W: std::io::Write>(
         End::Duration => format!("after {:.1} s (-d)", elapsed.as_secs_f64()),
         End::Count => format!("after {} events (-c)", state.delivered),
         End::CommandExited(code) => format!("command exited with status {code}"),
+        End::TargetGone => "the target is gone".to_string(),
     };
     eprintln!(
         "\n{} events in {:.2} s, {why}; {lost} lost",

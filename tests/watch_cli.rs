@@ -1,0 +1,221 @@
+//! Tier 4: `tracer watch`, hardware watchpoints on a known workload with exact outcomes.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+
+use common::{has, Workload};
+use tracer::kernel::features::Feature;
+
+const COUNTER: &str = "tracer_testprog_counter";
+
+fn tracer(args: &[&str]) -> Output {
+    common::require_root();
+    Command::new(common::tracer_bin())
+        .args(args)
+        .output()
+        .expect("run tracer")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn hits(stdout: &[u8]) -> Vec<serde_json::Value> {
+    let mut events: Vec<serde_json::Value> = text(stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    events.sort_by_key(|e| e["time_ns"].as_u64());
+    events
+}
+
+/// Every write from `tracer_testprog_bump`, values 1..=n each once, increasing per thread,
+/// each hit's old value the previous hit's new one; returns the per-thread hit counts.
+fn check_counter_hits(events: &[serde_json::Value], n: u64) -> BTreeMap<u64, u64> {
+    assert_eq!(events.len() as u64, n);
+    let new: Vec<u64> = events.iter().map(|e| e["new"].as_u64().unwrap()).collect();
+    assert_eq!(new, (1..=n).collect::<Vec<_>>(), "values in time order");
+    for pair in events.windows(2) {
+        assert_eq!(pair[1]["old"], pair[0]["new"]);
+    }
+    let mut per_thread: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for e in events {
+        per_thread
+            .entry(e["tid"].as_u64().unwrap())
+            .or_default()
+            .push(e["new"].as_u64().unwrap());
+        assert!(
+            e["at"]
+                .as_str()
+                .unwrap()
+                .starts_with("tracer_testprog_bump+0x"),
+            "{e}"
+        );
+        assert_eq!(e["target"], COUNTER);
+    }
+    for values in per_thread.values() {
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "increasing per thread: {values:?}"
+        );
+    }
+    per_thread
+        .into_iter()
+        .map(|(tid, v)| (tid, v.len() as u64))
+        .collect()
+}
+
+#[test]
+fn every_write_of_three_threads_to_a_global_is_reported_with_values_and_writer() {
+    if !has(Feature::Breakpoints, "watch_command") || !has(Feature::Bpf, "watch_command") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "watch", COUNTER, "-o", "json", "--", &prog, "counter", "300",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let per_thread = check_counter_hits(&hits(&out.stdout), 300);
+    assert_eq!(
+        per_thread.values().copied().collect::<Vec<_>>(),
+        vec![100, 100, 100],
+        "three threads, 100 writes each"
+    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("300 hits in"), "{stderr}");
+    assert!(stderr.contains(&format!("{COUNTER} (0x")), "{stderr}");
+}
+
+#[test]
+fn a_running_process_is_watched_in_existing_and_new_threads_until_it_exits() {
+    if !has(Feature::Breakpoints, "watch_pid") || !has(Feature::Bpf, "watch_pid") {
+        return;
+    }
+    // The workload has its first worker thread already; it creates two more after `go`.
+    let mut work = Workload::batched(1, None, &["counter", "90"]);
+    let pid = work.pid().to_string();
+    let mut child = Command::new(common::tracer_bin())
+        .args(["watch", "-p", &pid, COUNTER, "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    assert!(
+        banner.starts_with(&format!("Watching {COUNTER} (0x")),
+        "{banner}"
+    );
+    work.run_batch();
+    work.finish();
+    // tracer ends by itself when the process is gone.
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    assert!(rest.contains(&format!("process {pid} exited")), "{rest}");
+    let per_thread = check_counter_hits(&hits(&out.stdout), 90);
+    assert_eq!(
+        per_thread.len(),
+        3,
+        "the existing thread and the two created later"
+    );
+}
+
+#[test]
+fn read_write_and_execute_watchpoints_count_exactly() {
+    if !has(Feature::Breakpoints, "watch_types") || !has(Feature::Bpf, "watch_types") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    // fetch_add reads and writes in one instruction: one hit each.
+    let out = tracer(&[
+        "watch", "-t", "rw", COUNTER, "-o", "json", "--", &prog, "counter", "30",
+    ]);
+    assert_eq!(hits(&out.stdout).len(), 30, "{}", text(&out.stderr));
+    // An execute breakpoint on a function counts its calls.
+    let out = tracer(&[
+        "watch",
+        "-t",
+        "x",
+        "tracer_testprog_target",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "call",
+        "7",
+    ]);
+    let calls = hits(&out.stdout);
+    assert_eq!(calls.len(), 7, "{}", text(&out.stderr));
+    assert!(calls
+        .iter()
+        .all(|e| e["at"] == "tracer_testprog_target+0x0"));
+}
+
+#[test]
+fn bad_targets_are_explained() {
+    common::require_root();
+    let prog = common::testprog().display().to_string();
+    let misaligned = format!("{COUNTER}+1");
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["watch", "-t", "r", COUNTER, "--", &prog, "counter", "3"],
+            2,
+            "error: x86 has no read-only watchpoints\nhint: watch reads and writes with -t rw",
+        ),
+        (
+            vec![
+                "watch",
+                "tracer_testprog_countr",
+                "--",
+                &prog,
+                "counter",
+                "3",
+            ],
+            2,
+            "hint: did you mean: tracer_testprog_counter",
+        ),
+        (
+            vec!["watch", "0x10", "--", &prog, "counter", "3"],
+            1,
+            "error: address 0x10 is not mapped in process",
+        ),
+        (
+            vec!["watch", "-p", "999999999", COUNTER],
+            1,
+            "error: no process 999999999",
+        ),
+        (
+            vec!["watch", "a", "b", "c", "d", "e", "-p", "1"],
+            2,
+            "x86 has 4 hardware breakpoint slots",
+        ),
+        (
+            vec!["watch", "-l", "3", COUNTER, "-p", "1"],
+            2,
+            "--len 3 is not 1, 2, 4 or 8",
+        ),
+        (
+            vec!["watch", COUNTER],
+            2,
+            "give exactly one of -p PID, -- COMMAND or --kernel",
+        ),
+        (
+            vec!["watch", &misaligned, "--", &prog, "counter", "3"],
+            2,
+            "not aligned to the watch length 8",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let out = tracer(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

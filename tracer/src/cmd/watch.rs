@@ -1,0 +1,539 @@
+//! `tracer watch`: hardware watchpoints on addresses or variables, reporting who touched them,
+//! where, and the value before and after, without stopping the program.
+//!
+//! Each target gets a breakpoint perf event per thread (with `inherit`, so threads created later
+//! are covered) and a BPF program (`PERF_EVENT_IOC_SET_BPF`) that records the instruction
+//! pointer and the value after the access into the per-CPU output rings.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::time::Instant;
+
+use tracer_common::{Event, SlotConfig, SLOT_VALUE_KERNEL};
+
+use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::cli::{WatchArgs, WatchType};
+use crate::kernel::symbols::{self, Process};
+use crate::launch::{self, Launched};
+use crate::output::events::Format;
+use crate::perf::{self, BreakpointType, EventKind, Options, Sampling, Scope, Wakeup};
+use crate::plan::{self, WatchTarget};
+use crate::session::{End, EventLoop, OutputRings, Sink};
+use crate::Error;
+
+/// x86 has four debug registers per CPU.
+const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
+
+/// One watched location.
+struct Watch {
+    name: String,
+    addr: u64,
+    len: u64,
+    slot: Slot,
+    /// The last value seen (the initial one read at start, then each hit's).
+    last: Option<u64>,
+    hits: u64,
+    by_tid: BTreeMap<u32, u64>,
+    by_ip: BTreeMap<u64, u64>,
+    /// Breakpoint events: one per thread (user) or per CPU (kernel). Dropping them detaches.
+    _events: Vec<perf::Event>,
+}
+
+fn usage(message: String, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+fn bp_type(kind: WatchType) -> Result<BreakpointType, Error> {
+    match kind {
+        WatchType::W => Ok(BreakpointType::Write),
+        WatchType::Rw => Ok(BreakpointType::ReadWrite),
+        WatchType::X => Ok(BreakpointType::Execute),
+        WatchType::R if cfg!(target_arch = "x86_64") => Err(usage(
+            "x86 has no read-only watchpoints".into(),
+            "watch reads and writes with -t rw (a read then shows the value unchanged)",
+        )),
+        WatchType::R => Ok(BreakpointType::Read),
+    }
+}
+
+pub fn run(args: WatchArgs) -> Result<i32, Error> {
+    let kind = bp_type(args.kind)?;
+    let targets = args
+        .targets
+        .iter()
+        .map(|t| plan::parse_watch_target(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    if targets.len() > MAX_TARGETS {
+        return Err(usage(
+            format!(
+                "{} targets given; x86 has {MAX_TARGETS} hardware breakpoint slots",
+                targets.len()
+            ),
+            "watch at most 4 locations at once",
+        ));
+    }
+    if let Some(len) = args.len {
+        if ![1, 2, 4, 8].contains(&len) {
+            return Err(usage(
+                format!("--len {len} is not 1, 2, 4 or 8"),
+                "watchpoints cover 1, 2, 4 or 8 aligned bytes",
+            ));
+        }
+    }
+    let modes = usize::from(args.pid.is_some())
+        + usize::from(!args.command.is_empty())
+        + usize::from(args.kernel);
+    if modes != 1 {
+        return Err(usage(
+            "give exactly one of -p PID, -- COMMAND or --kernel".into(),
+            "e.g. tracer watch counter -- ./prog, tracer watch -p 1234 counter, tracer watch --kernel jiffies",
+        ));
+    }
+    if args.count == Some(0) {
+        return Err(usage(
+            "--count 0 would stop before the first hit".into(),
+            "give a positive count",
+        ));
+    }
+
+    // `-- COMMAND`: start it stopped right after its exec, so its symbols are mapped (PIE
+    // included) and no write can be missed; it runs once the watchpoints are in place.
+    let mut launched = if args.command.is_empty() {
+        None
+    } else {
+        Some(launch::launch_stopped_at_exec(&args.command)?)
+    };
+    let pid = launched.as_ref().map(Launched::pid).or(args.pid);
+    let mut process = match pid {
+        Some(pid) => Some(Process::new(pid).map_err(|_| Error::Runtime {
+            message: format!("no process {pid}"),
+            hints: vec!["check the pid with `ps`; it may have exited".into()],
+        })?),
+        None => None,
+    };
+
+    let mut bpf = Bpf::load()?;
+    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Events(1))?;
+    let mut watches = Vec::new();
+    for target in &targets {
+        watches.push(attach(
+            &mut bpf,
+            target,
+            kind,
+            args.len,
+            process.as_mut(),
+            pid,
+            args.kernel,
+            launched.is_some(),
+        )?);
+    }
+    let event_loop = EventLoop::new()?;
+    let what: Vec<String> = watches
+        .iter()
+        .map(|w| format!("{} ({:#x}/{})", w.name, w.addr, w.len))
+        .collect();
+    let whom = match (&launched, pid) {
+        (Some(_), _) => format!("`{}`", args.command.join(" ")),
+        (None, Some(pid)) => format!("process {pid}"),
+        (None, None) => "the kernel".into(),
+    };
+    eprintln!(
+        "Watching {} in {whom} ({}). Hit Ctrl-C to end.",
+        what.join(", "),
+        kind_name(kind)
+    );
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.output == Format::Text {
+        writeln!(
+            out,
+            "{:<10} {:<3} {:<15} {:<16} WATCH",
+            "TIME(s)", "CPU", "PID/TID", "COMM"
+        )
+        .map_err(Error::Output)?;
+        out.flush().map_err(Error::Output)?;
+    }
+    let start_ns = crate::session::monotonic_ns();
+    if let Some(child) = launched.as_mut() {
+        child.release()?;
+    }
+    let started = Instant::now();
+    let mut sink = WatchSink {
+        watches,
+        rings: &mut rings,
+        process,
+        symbols: HashMap::new(),
+        out,
+        format: args.output,
+        start_ns,
+        kind,
+        count: args.count,
+        delivered: 0,
+        watched_pid: if launched.is_none() { args.pid } else { None },
+    };
+    let ring_fds = sink.rings.raw_fds();
+    let end = event_loop.run(&mut sink, ring_fds, launched.as_mut(), args.duration)?;
+    summary(&mut sink, &bpf, started.elapsed().as_secs_f64(), end)?;
+    Ok(match end {
+        End::CommandExited(code) => code,
+        _ => 0,
+    })
+}
+
+fn kind_name(kind: BreakpointType) -> &'static str {
+    match kind {
+        BreakpointType::Write => "writes",
+        BreakpointType::ReadWrite => "reads and writes",
+        BreakpointType::Execute => "executions",
+        BreakpointType::Read => "reads",
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attach(
+    bpf: &mut Bpf,
+    target: &WatchTarget,
+    kind: BreakpointType,
+    len: Option<u64>,
+    process: Option<&mut Process>,
+    pid: Option<u32>,
+    kernel: bool,
+    launched: bool,
+) -> Result<Watch, Error> {
+    let name = target.to_string();
+    let (addr, size) = match (target, process.as_deref()) {
+        (WatchTarget::Address(addr), _) => (*addr, None),
+        (
+            WatchTarget::Symbol {
+                name: sym, offset, ..
+            },
+            _,
+        ) if kernel => {
+            let addr = symbols::kallsyms_address(sym)
+                .filter(|a| *a != 0)
+                .ok_or_else(|| Error::Runtime {
+                    message: format!("no kernel symbol '{sym}' (or its address is hidden)"),
+                    hints: vec![
+                        "kernel addresses need root (kptr_restrict); check /proc/kallsyms".into(),
+                    ],
+                })?;
+            (addr + offset, None)
+        }
+        (WatchTarget::Symbol { .. }, None) => unreachable!("user targets have a process"),
+        (
+            WatchTarget::Symbol {
+                file,
+                name: sym,
+                offset,
+            },
+            Some(_),
+        ) => {
+            let process = process.expect("checked above");
+            let resolved = process.resolve(file.as_deref(), sym).map_err(|_| {
+                let similar = plan::similar(sym, process.data_symbols().iter().map(String::as_str).collect::<Vec<_>>(), 4)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>();
+                let mut hints = Vec::new();
+                if !similar.is_empty() {
+                    hints.push(format!("did you mean: {}", similar.join(", ")));
+                }
+                if file.is_some() && launched {
+                    hints.push("with -- COMMAND only the program's own symbols exist yet (libraries load later): use -p PID for library variables".into());
+                }
+                hints.push("give an address (0x...) instead".into());
+                Error::Usage { message: format!("no symbol '{sym}' in {}", file.as_deref().unwrap_or("the process")), hints }
+            })?;
+            return attach_at(
+                bpf,
+                name,
+                resolved.addr + offset,
+                resolved.size,
+                kind,
+                len,
+                Some(process),
+                pid,
+                kernel,
+            );
+        }
+    };
+    attach_at(bpf, name, addr, size, kind, len, process, pid, kernel)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attach_at(
+    bpf: &mut Bpf,
+    name: String,
+    addr: u64,
+    size: Option<u64>,
+    kind: BreakpointType,
+    len: Option<u64>,
+    process: Option<&mut Process>,
+    pid: Option<u32>,
+    kernel: bool,
+) -> Result<Watch, Error> {
+    // The symbol's size when it is a watchable length, else 8; execute breakpoints ignore it.
+    let len = len.unwrap_or(match size {
+        Some(s @ (1 | 2 | 4 | 8)) => s,
+        _ => 8,
+    });
+    if kind != BreakpointType::Execute && addr % len != 0 {
+        return Err(usage(
+            format!("{name} is at {addr:#x}, which is not aligned to the watch length {len}"),
+            "x86 watchpoints must be aligned to their length: pass a smaller --len, or the aligned address",
+        ));
+    }
+    let initial = match &process {
+        Some(p) if !p.is_mapped(addr) => {
+            return Err(Error::Runtime {
+                message: if name == format!("{addr:#x}") {
+                    format!(
+                        "address {addr:#x} is not mapped in process {}",
+                        pid.unwrap_or(0)
+                    )
+                } else {
+                    format!(
+                        "{name} ({addr:#x}) is not mapped in process {}",
+                        pid.unwrap_or(0)
+                    )
+                },
+                hints: vec!["check the address against /proc/PID/maps".into()],
+            })
+        }
+        Some(p) if kind != BreakpointType::Execute => {
+            p.read(addr, len as usize).map(|v| mask(v, len))
+        }
+        _ => None,
+    };
+    let config = SlotConfig {
+        flags: if kernel { SLOT_VALUE_KERNEL } else { 0 },
+        ..SlotConfig::default()
+    };
+    let slot = bpf.take_slot(SlotKind::PerfEvent, config)?;
+    let event_kind = EventKind::Breakpoint { kind, addr, len };
+    let options = Options {
+        // Every hit overflows, so the BPF program runs on each; inherit covers new threads.
+        sampling: Sampling::Period(1),
+        flags: if kernel { 0 } else { perf::attr::flag::INHERIT },
+        ..Options::default()
+    };
+    let scopes: Vec<Scope> = match pid {
+        // Every thread of the process: a per-task event covers one thread, and its children
+        // (threads created later) through inherit.
+        Some(pid) => threads(pid)
+            .into_iter()
+            .map(|tid| Scope::Task {
+                pid: tid,
+                cpu: None,
+            })
+            .collect(),
+        None => perf::cpus::online()?.into_iter().map(Scope::Cpu).collect(),
+    };
+    let mut events = Vec::new();
+    for scope in &scopes {
+        let event = perf::Event::open(format!("watch {name}"), &event_kind, &options, scope).map_err(|e| match e.errno() {
+            Some(libc::ENOSPC) => Error::Runtime {
+                message: format!("no free hardware breakpoint for {name}"),
+                hints: vec![format!(
+                    "x86 has {MAX_TARGETS} hardware breakpoint slots per CPU, shared with debuggers and other watchers; some are in use"
+                )],
+            },
+            _ => e.into(),
+        })?;
+        event.set_bpf(bpf.program_fd(&slot)?)?;
+        events.push(event);
+    }
+    Ok(Watch {
+        name,
+        addr,
+        len,
+        slot,
+        last: initial,
+        hits: 0,
+        by_tid: BTreeMap::new(),
+        by_ip: BTreeMap::new(),
+        _events: events,
+    })
+}
+
+/// Thread ids of a process (`/proc/PID/task`).
+fn threads(pid: u32) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort_unstable();
+    if tids.is_empty() {
+        tids.push(pid);
+    }
+    tids
+}
+
+fn mask(value: u64, len: u64) -> u64 {
+    if len >= 8 {
+        value
+    } else {
+        value & ((1u64 << (8 * len)) - 1)
+    }
+}
+
+struct WatchSink<'a, W: std::io::Write> {
+    watches: Vec<Watch>,
+    rings: &'a mut OutputRings,
+    process: Option<Process>,
+    /// Symbolized instruction pointers.
+    symbols: HashMap<u64, String>,
+    out: W,
+    format: Format,
+    start_ns: u64,
+    kind: BreakpointType,
+    count: Option<u64>,
+    delivered: u64,
+    watched_pid: Option<u32>,
+}
+
+impl<W: std::io::Write> WatchSink<'_, W> {
+    fn symbolize(&mut self, ip: u64) -> String {
+        if let Some(s) = self.symbols.get(&ip) {
+            return s.clone();
+        }
+        let name = match self.process.as_mut() {
+            Some(p) => p.symbolize(ip).or_else(|| {
+                // A library mapped after start: reread the maps once for it.
+                p.refresh().ok()?;
+                p.symbolize(ip)
+            }),
+            None => None,
+        }
+        .unwrap_or_else(|| format!("{ip:#x}"));
+        self.symbols.insert(ip, name.clone());
+        name
+    }
+
+    fn print(&mut self, event: &Event) -> Result<(), Error> {
+        let Some(index) = self.watches.iter().position(|w| w.slot.id == event.slot) else {
+            return Ok(());
+        };
+        let ip = event.data[0];
+        let at = self.symbolize(ip);
+        let kind = self.kind;
+        let watch = &mut self.watches[index];
+        let new = (event.data[3] == 1 && kind != BreakpointType::Execute)
+            .then(|| mask(event.data[2], watch.len));
+        let old = watch.last;
+        watch.hits += 1;
+        *watch.by_tid.entry(event.tid()).or_default() += 1;
+        *watch.by_ip.entry(ip).or_default() += 1;
+        if new.is_some() {
+            watch.last = new;
+        }
+        let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+        let change = match (kind, old, new) {
+            (BreakpointType::Execute, _, _) => "executed".to_string(),
+            (BreakpointType::ReadWrite, Some(o), Some(n)) if o == n => format!("{n} (unchanged)"),
+            (_, old, new) => format!("{} -> {}", show(old), show(new)),
+        };
+        let comm = String::from_utf8_lossy(event.comm()).into_owned();
+        match self.format {
+            Format::Text => {
+                let secs = event.time_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+                writeln!(
+                    self.out,
+                    "{secs:<10.6} {:<3} {:<15} {comm:<16} {}: {change} at {at}",
+                    event.cpu,
+                    format!("{}/{}", event.pid(), event.tid()),
+                    watch.name
+                )
+            }
+            Format::Json => {
+                let line = serde_json::json!({
+                    "time_ns": event.time_ns,
+                    "cpu": event.cpu,
+                    "pid": event.pid(),
+                    "tid": event.tid(),
+                    "comm": comm,
+                    "target": watch.name,
+                    "addr": format!("{:#x}", watch.addr),
+                    "old": old,
+                    "new": new,
+                    "ip": format!("{ip:#x}"),
+                    "at": at,
+                });
+                writeln!(self.out, "{line}")
+            }
+        }
+        .map_err(Error::Output)
+    }
+}
+
+impl<W: std::io::Write> Sink for WatchSink<'_, W> {
+    fn drain(&mut self) -> Result<bool, Error> {
+        let mut batch: Vec<Event> = Vec::new();
+        self.rings.drain(|e| batch.push(*e));
+        batch.sort_by_key(|e| e.time_ns);
+        for event in &batch {
+            if self.count.is_some_and(|n| self.delivered >= n) {
+                break;
+            }
+            self.delivered += 1;
+            self.print(event)?;
+        }
+        self.out.flush().map_err(Error::Output)?;
+        Ok(self.count.is_some_and(|n| self.delivered >= n))
+    }
+
+    /// A watched process (-p) that exits ends the run.
+    fn tick(&mut self) -> Result<bool, Error> {
+        Ok(self
+            .watched_pid
+            .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists()))
+    }
+}
+
+fn summary<W: std::io::Write>(
+    sink: &mut WatchSink<'_, W>,
+    bpf: &Bpf,
+    secs: f64,
+    end: End,
+) -> Result<(), Error> {
+    let why = match end {
+        End::Interrupted => "interrupted".to_string(),
+        End::Duration => "duration reached (-d)".to_string(),
+        End::Count => format!("after {} hits (-c)", sink.delivered),
+        End::CommandExited(code) => format!("command exited with status {code}"),
+        End::TargetGone => format!("process {} exited", sink.watched_pid.unwrap_or(0)),
+    };
+    let (_, lost) = bpf.stats()?;
+    eprintln!(
+        "\n{} hits in {secs:.2} s, {why}; {lost} lost",
+        sink.delivered
+    );
+    let ips: Vec<u64> = sink
+        .watches
+        .iter()
+        .flat_map(|w| w.by_ip.keys().copied())
+        .collect();
+    for ip in ips {
+        sink.symbolize(ip);
+    }
+    for watch in &sink.watches {
+        eprintln!(
+            "{} ({:#x}/{}): {} hits",
+            watch.name, watch.addr, watch.len, watch.hits
+        );
+        for (tid, n) in &watch.by_tid {
+            eprintln!("  thread {tid:<10} {n:>10}");
+        }
+        for (ip, n) in &watch.by_ip {
+            let at = sink
+                .symbols
+                .get(ip)
+                .cloned()
+                .unwrap_or_else(|| format!("{ip:#x}"));
+            eprintln!("  at {at:<40} {n:>10}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Addresses in a running process: `/proc/PID/maps`, ELF symbols placed at their load bias,
+//! and instruction pointers turned back into `function+0xoff`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use super::Error;
+
+/// One line of `/proc/PID/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub perms: String,
+    pub path: Option<PathBuf>,
+}
+
+/// Parses the text of `/proc/PID/maps` (lines that do not parse are skipped).
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            let (range, perms, offset) = (parts.next()?, parts.next()?, parts.next()?);
+            let (_dev, _inode) = (parts.next()?, parts.next()?);
+            let path = parts.collect::<Vec<_>>().join(" ");
+            let (start, end) = range.split_once('-')?;
+            Some(Mapping {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                perms: perms.to_string(),
+                path: path.starts_with('/').then(|| PathBuf::from(path)),
+            })
+        })
+        .collect()
+}
+
+/// A symbol of an ELF file, at its link-time address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub addr: u64,
+    pub size: u64,
+    pub code: bool,
+}
+
+/// The symbols and the lowest loadable address of one ELF file.
+#[derive(Clone, Debug, Default)]
+pub struct ElfSymbols {
+    /// Sorted by address.
+    symbols: Vec<Symbol>,
+    /// The page-aligned p_vaddr of the first PT_LOAD: what the file's offset-0 mapping maps.
+    base: u64,
+}
+
+impl ElfSymbols {
+    pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
+        let data = std::fs::read(path).map_err(|source| Error::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let file = object::File::parse(&*data).map_err(|e| Error::Parse {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut symbols: Vec<Symbol> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.address() != 0 && matches!(s.kind(), SymbolKind::Text | SymbolKind::Data))
+            .filter_map(|s| {
+                Some(Symbol {
+                    name: s.name().ok()?.to_string(),
+                    addr: s.address(),
+                    size: s.size(),
+                    code: s.kind() == SymbolKind::Text,
+                })
+            })
+            .collect();
+        symbols.sort_by(|a, b| a.addr.cmp(&b.addr).then(a.name.cmp(&b.name)));
+        symbols.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
+        let base = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
+        Ok(ElfSymbols { symbols, base })
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Symbol> {
+        self.symbols.iter().find(|s| s.name == name)
+    }
+
+    /// The symbol containing link-time address `addr`, and the offset into it.
+    pub fn containing(&self, addr: u64) -> Option<(&Symbol, u64)> {
+        let index = self
+            .symbols
+            .partition_point(|s| s.addr <= addr)
+            .checked_sub(1)?;
+        let symbol = &self.symbols[index];
+        let offset = addr - symbol.addr;
+        // Symbols without a size (hand-written assembly) still name what follows them.
+        (symbol.size == 0 || offset < symbol.size).then_some((symbol, offset))
+    }
+
+    pub fn names(&self, code: bool) -> impl Iterator<Item = &str> {
+        self.symbols
+            .iter()
+            .filter(move |s| s.code == code)
+            .map(|s| s.name.as_str())
+    }
+}
+
+/// A process's mappings and the symbols of its mapped files (loaded on first use).
+pub struct Process {
+    pid: u32,
+    maps: Vec<Mapping>,
+    elfs: HashMap<PathBuf, Option<ElfSymbols>>,
+}
+
+/// Where a symbol lives at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    pub addr: u64,
+    /// The symbol's size, when it has one.
+    pub size: Option<u64>,
+    /// The file it came from.
+    pub file: PathBuf,
+}
+
+impl Process {
+    pub fn new(pid: u32) -> Result<Process, Error> {
+        let mut process = Process {
+            pid,
+            maps: Vec::new(),
+            elfs: HashMap::new(),
+        };
+        process.refresh()?;
+        Ok(process)
+    }
+
+    /// Rereads `/proc/PID/maps` (after the process mapped more libraries).
+    pub fn refresh(&mut self) -> Result<(), Error> {
+        let path = format!("/proc/{}/maps", self.pid);
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })?;
+        self.maps = parse_maps(&text);
+        Ok(())
+    }
+
+    pub fn maps(&self) -> &[Mapping] {
+        &self.maps
+    }
+
+    /// The executable's path.
+    pub fn exe(&self) -> Option<PathBuf> {
+        std::fs::read_link(format!("/proc/{}/exe", self.pid)).ok()
+    }
+
+    fn elf(&mut self, path: &Path) -> Option<&ElfSymbols> {
+        self.elfs
+            .entry(path.to_path_buf())
+            .or_insert_with(|| ElfSymbols::load(path).ok())
+            .as_ref()
+    }
+
+    /// The load bias of `path` in this process: where its offset-0 mapping starts, minus the
+    /// link-time address that mapping holds. Zero for non-PIE executables.
+    fn bias(&self, path: &Path, base: u64) -> Option<u64> {
+        self.maps
+            .iter()
+            .filter(|m| m.path.as_deref() == Some(path) && m.offset == 0)
+            .map(|m| m.start.wrapping_sub(base))
+            .min()
+    }
+
+    /// Files mapped in the process, the executable first.
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = Vec::new();
+        if let Some(exe) = self.exe() {
+            files.push(exe);
+        }
+        for m in &self.maps {
+            if let Some(p) = &m.path {
+                if !files.contains(p) {
+                    files.push(p.clone());
+                }
+            }
+        }
+        files
+    }
+
+    /// Finds `symbol` in `file` (a path or a basename prefix such as `libc`), or in the
+    /// executable then every mapped file.
+    pub fn resolve(&mut self, file: Option<&str>, symbol: &str) -> Result<Resolved, Error> {
+        let files: Vec<PathBuf> = self
+            .files()
+            .into_iter()
+            .filter(|p| match file {
+                None => true,
+                Some(f) if f.contains('/') => p == Path::new(f),
+                Some(f) => p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(f)),
+            })
+            .collect();
+        for path in &files {
+            let Some((addr, size, base)) = self
+                .elf(path)
+                .and_then(|elf| elf.find(symbol).map(|s| (s.addr, s.size, elf.base)))
+            else {
+                continue;
+            };
+            if let Some(bias) = self.bias(path, base) {
+                return Ok(Resolved {
+                    addr: bias.wrapping_add(addr),
+                    size: (size != 0).then_some(size),
+                    file: path.clone(),
+                });
+            }
+        }
+        Err(Error::NoSymbol {
+            path: match file {
+                Some(f) => f.to_string(),
+                None => format!("process {}", self.pid),
+            },
+            symbol: symbol.to_string(),
+        })
+    }
+
+    /// Data symbols of the executable, for did-you-mean.
+    pub fn data_symbols(&mut self) -> Vec<String> {
+        let Some(exe) = self.exe() else {
+            return Vec::new();
+        };
+        self.elf(&exe)
+            .map(|e| e.names(false).map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// `function+0xoff` for a runtime address, or `None` when no mapped file's symbol holds it.
+    pub fn symbolize(&mut self, addr: u64) -> Option<String> {
+        let mapping = self
+            .maps
+            .iter()
+            .find(|m| addr >= m.start && addr < m.end)?
+            .clone();
+        let path = mapping.path?;
+        let base = self.elf(&path)?.base;
+        let bias = self.bias(&path, base)?;
+        let (symbol, offset) = self.elf(&path)?.containing(addr.wrapping_sub(bias))?;
+        // Rust names demangled without their hash; others (C) as they are.
+        Some(format!(
+            "{:#}+{offset:#x}",
+            rustc_demangle::demangle(&symbol.name)
+        ))
+    }
+
+    /// Is `addr` inside a mapping of the process?
+    pub fn is_mapped(&self, addr: u64) -> bool {
+        self.maps.iter().any(|m| addr >= m.start && addr < m.end)
+    }
+
+    /// Reads `len` bytes at `addr` from the process's memory (`/proc/PID/mem`).
+    pub fn read(&self, addr: u64, len: usize) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(format!("/proc/{}/mem", self.pid)).ok()?;
+        let mut buf = [0u8; 8];
+        file.read_exact_at(&mut buf[..len.min(8)], addr).ok()?;
+        Some(u64::from_ne_bytes(buf))
+    }
+}
+
+/// A kernel symbol's address from /proc/kallsyms (zeros when not permitted to see them).
+pub fn kallsyms_address(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    text.lines().find_map(|l| {
+        let mut parts = l.split_whitespace();
+        let (addr, _kind, sym) = (parts.next()?, parts.next()?, parts.next()?);
+        (sym == name)
+            .then(|| u64::from_str_radix(addr, 16).ok())
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines() {
+        let text = "55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 1234  /usr/bin/cat\n\
+                    7ffd1000-7ffd2000 rw-p 00000000 00:00 0          [stack]\n\
+                    garbage\n\
+                    7f00-7f10 r-xp 00001000 fe:01 99 /lib/with space.so\n";
+        let maps = parse_maps(text);
+        assert_eq!(maps.len(), 3);
+        assert_eq!(maps[0].start, 0x55d0_c0a0_0000);
+        assert_eq!(maps[0].path.as_deref(), Some(Path::new("/usr/bin/cat")));
+        assert_eq!(maps[1].path, None);
+        assert_eq!(maps[2].offset, 0x1000);
+        assert_eq!(
+            maps[2].path.as_deref(),
+            Some(Path::new("/lib/with space.so"))
+        );
+    }
+
+    #[test]
+    fn resolves_and_symbolizes_in_this_process() {
+        // A static of this test binary: its runtime address is known to Rust. (no_mangle counts
+        // as unsafe code: it could clash with another symbol; this name cannot.)
+        #[allow(unsafe_code)]
+        #[unsafe(no_mangle)]
+        static TRACER_SYMBOLS_TEST_VAR: std::sync::atomic::AtomicU64 =
+            std::sync::atomic::AtomicU64::new(7);
+        let mut me = Process::new(std::process::id()).unwrap();
+        let resolved = me.resolve(None, "TRACER_SYMBOLS_TEST_VAR").unwrap();
+        assert_eq!(resolved.addr, &TRACER_SYMBOLS_TEST_VAR as *const _ as u64);
+        assert_eq!(resolved.size, Some(8));
+        assert_eq!(me.read(resolved.addr, 8), Some(7));
+        assert_eq!(
+            me.symbolize(resolved.addr + 3).as_deref(),
+            Some("TRACER_SYMBOLS_TEST_VAR+0x3")
+        );
+        assert!(matches!(
+            me.resolve(None, "no_such_symbol_here"),
+            Err(Error::NoSymbol { .. })
+        ));
+    }
+}
