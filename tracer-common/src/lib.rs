@@ -15,6 +15,8 @@ pub const PERF_EVENT_BASE: u32 = PROBE_SLOTS + TRACEPOINT_SLOTS;
 /// own program instance ("slot") whose global id is a constant compiled into it; the id indexes
 /// [`SlotConfig`] in `CONFIG` and the per-slot counters in `STATS`, and tags every [`Event`].
 pub const SLOTS: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS;
+/// `Event::slot` of outliers streamed by the latency programs (not a program slot).
+pub const LATENCY_SLOT: u32 = 0xffff;
 
 /// Words of raw event data carried per event (kprobe registers or the tracepoint record head).
 pub const DATA_WORDS: usize = 8;
@@ -95,6 +97,69 @@ pub struct SchedOffsets {
     pub _pad: u32,
 }
 
+/// Histogram buckets (log2 of nanoseconds, or linear steps), then two extra "buckets": the
+/// sum of all durations and the maximum.
+pub const HIST_BUCKETS: u64 = 64;
+/// `HistKey::bucket` of the per-key sum of durations (ns).
+pub const HIST_SUM: u64 = 64;
+/// `HistKey::bucket` of the per-key maximum duration (ns).
+pub const HIST_MAX: u64 = 65;
+/// Capacity of the latency maps.
+pub const LAT_ENTRIES: u32 = 16384;
+
+/// `LatConfig::by`: one histogram in all.
+pub const LAT_BY_NONE: u32 = 0;
+pub const LAT_BY_COMM: u32 = 1;
+pub const LAT_BY_PID: u32 = 2;
+pub const LAT_BY_TID: u32 = 3;
+pub const LAT_BY_CPU: u32 = 4;
+
+/// `LAT_STATS` counters.
+pub const LAT_STAT_ENTRIES: u32 = 0;
+pub const LAT_STAT_EXITS: u32 = 1;
+/// Exits with no matching entry (tracing started mid-call, or the entry was evicted).
+pub const LAT_STAT_NO_ENTRY: u32 = 2;
+/// Outliers that could not be written to a ring.
+pub const LAT_STAT_OUTLIER_LOST: u32 = 3;
+pub const LAT_STAT_COUNT: u32 = 4;
+
+/// What the latency programs do (`LAT_CONFIG[0]`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatConfig {
+    /// Which hits count (the same filters as probes).
+    pub filter: SlotConfig,
+    /// `LAT_BY_*`.
+    pub by: u32,
+    /// Tracepoint pairs keyed by a record field: its byte offset in the start and end records
+    /// and its size (0: key by thread id).
+    pub key_size: u32,
+    pub entry_key_offset: u32,
+    pub exit_key_offset: u32,
+    /// Linear buckets of this many ns (0: log2 buckets).
+    pub linear_step: u64,
+    /// Calls at least this long (ns) are streamed as outliers (0: none).
+    pub slower_than: u64,
+}
+
+/// A start time in `LAT_START`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatStart {
+    pub time_ns: u64,
+    /// kprobe/uprobe entries: the argument registers, for outlier reports.
+    pub args: [u64; 6],
+}
+
+/// A histogram cell: which group (`--by`) and which bucket.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct HistKey {
+    /// The group: the comm, or a number (pid, tid, cpu) in the first 8 bytes; zeros for none.
+    pub group: [u8; 16],
+    pub bucket: u64,
+}
+
 /// One probe hit as a BPF program writes it into the `PERF_COUNT_SW_BPF_OUTPUT` ring.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,4 +233,10 @@ mod pod {
     unsafe impl aya::Pod for super::SlotConfig {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::SchedOffsets {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::LatConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::LatStart {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::HistKey {}
 }

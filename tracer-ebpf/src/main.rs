@@ -59,9 +59,40 @@ fn bump(index: u32) {
     }
 }
 
+mod latency;
+
+/// Emits a bare event (slot `LATENCY_SLOT`) with `data` from a latency program; false when the
+/// ring was full.
+#[inline(always)]
+fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS]) -> bool {
+    // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
+    let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut *p }) else {
+        return false;
+    };
+    // SAFETY: helpers without preconditions.
+    event.time_ns = unsafe { bpf_ktime_get_ns() };
+    event.cpu = unsafe { bpf_get_smp_processor_id() };
+    event.pid_tgid = bpf_get_current_pid_tgid();
+    event.slot = tracer_common::LATENCY_SLOT;
+    event.str_len = 0;
+    event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    event.data = *data;
+    // SAFETY: as in `emit`.
+    let ret = unsafe {
+        bpf_perf_event_output(
+            ctx.as_ptr(),
+            &EVENTS as *const _ as *mut c_void,
+            BPF_F_CURRENT_CPU,
+            event as *mut Event as *mut c_void,
+            Event::SIZE as u64,
+        )
+    };
+    ret == 0
+}
+
 /// Does the current task pass the slot's filters?
 #[inline(always)]
-fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32, comm: &[u8; 16]) -> bool {
+pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32, comm: &[u8; 16]) -> bool {
     let tgid = (pid_tgid >> 32) as u32;
     if (config.tgid != 0 && tgid != config.tgid) || tgid == config.exclude_tgid {
         return false;

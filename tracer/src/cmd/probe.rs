@@ -49,7 +49,7 @@ struct Probe {
 }
 
 /// How kernel functions are probed on this kernel.
-enum KernelInterface {
+pub(crate) enum KernelInterface {
     Pmu {
         type_: u32,
         retprobe_bit: Option<u32>,
@@ -242,21 +242,40 @@ fn functions(fs: &Tracefs) -> Vec<String> {
     }
 }
 
-fn attach(
-    bpf: &mut Bpf,
+/// A probe's perf event, opened disabled, with what it needs to be decoded and cleaned up.
+pub(crate) struct Opened {
+    pub event: perf::Event,
+    /// Field order is drop order: the event above goes before the legacy kprobe it uses.
+    pub legacy: Option<LegacyKprobe>,
+    /// Tracepoints: the record format.
+    pub format: Option<Format>,
+    /// Kernel probes by name: the function (for hints).
+    pub kernel_function: Option<String>,
+}
+
+/// Opens the perf event of one probe spec, disabled. Kernel functions go through the kprobe PMU
+/// (or `kprobe_events`), user functions through the uprobe PMU, tracepoints by id. A uprobe is
+/// armed only in `pid` when one is given.
+pub(crate) fn open_event(
     fs: &Tracefs,
     spec: &ProbeSpec,
-    base: SlotConfig,
-    plan: &ProbePlan,
     interface: &mut Option<KernelInterface>,
+    choice: Option<KprobeInterface>,
+    pid: Option<u32>,
     index: usize,
-) -> Result<Probe, Error> {
+) -> Result<Opened, Error> {
     let name = spec.to_string();
+    // pid -1 on CPU 0: a probe's BPF program runs for every hit whatever the event's scope.
     let scope = Scope::Cpu(0);
-    // Opened disabled: all probes start together once every one is attached.
     let options = Options {
         flags: perf::attr::flag::DISABLED,
         ..Options::default()
+    };
+    let opened = |event, legacy, format, kernel_function| Opened {
+        event,
+        legacy,
+        format,
+        kernel_function,
     };
     match &spec.target {
         Target::Tracepoint {
@@ -266,52 +285,14 @@ fn attach(
             let format = fs
                 .format(category, event)
                 .map_err(|e| tracepoint_error(e, fs, category, event))?;
-            let mut config = base;
-            // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
-            // the BPF program reads the first one.
-            let string_field = if category == "syscalls" && event.starts_with("sys_enter_") {
-                format
-                    .fields
-                    .iter()
-                    .find(|f| f.c_type.contains("char *"))
-                    .map(|f| {
-                        config.flags |= SLOT_STR_TP_USER;
-                        config.str_arg = f.offset as u32;
-                        f.name.clone()
-                    })
-            } else {
-                None
-            };
-            let slot = bpf.take_slot(SlotKind::Tracepoint, config)?;
-            let perf_event = perf::Event::open(
-                name.clone(),
-                &EventKind::Tracepoint(format.id),
-                &options,
-                &scope,
-            )?;
-            let attached = Attached::disabled(bpf, slot.clone(), perf_event)?;
-            Ok(Probe {
-                name,
-                slot,
-                decoder: Decoder::Tracepoint {
-                    format,
-                    string_field,
-                },
-                kernel_function: None,
-                delivered: 0,
-                _attached: attached,
-                _legacy: None,
-            })
+            let event =
+                perf::Event::open(name, &EventKind::Tracepoint(format.id), &options, &scope)?;
+            Ok(opened(event, None, Some(format), None))
         }
         Target::Kernel { .. } | Target::KernelAddr(_) => {
             if interface.is_none() {
-                *interface = Some(kernel_interface(spec, fs, plan.kprobe_interface)?);
+                *interface = Some(kernel_interface(spec, fs, choice)?);
             }
-            let mut config = base;
-            if spec.ret {
-                config.flags |= SLOT_RETURN;
-            }
-            let slot = bpf.take_slot(SlotKind::Probe, config)?;
             let (kind, legacy, function) =
                 match (interface.as_ref().expect("set above"), &spec.target) {
                     (
@@ -337,19 +318,18 @@ fn attach(
                             Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
                             _ => unreachable!("kernel targets only"),
                         };
-                        let retprobe_bit = match (spec.ret, retprobe_bit) {
-                            (false, _) => None,
-                            (true, Some(bit)) => Some(*bit),
-                            (true, None) => {
-                                return Err(Error::Runtime {
+                        let retprobe_bit =
+                            match (spec.ret, retprobe_bit) {
+                                (false, _) => None,
+                                (true, Some(bit)) => Some(*bit),
+                                (true, None) => return Err(Error::Runtime {
                                     message: "the kprobe PMU has no retprobe format bit".into(),
                                     hints: vec![
                                         "this kernel cannot do kretprobes through perf_event_open"
                                             .into(),
                                     ],
-                                })
-                            }
-                        };
+                                }),
+                            };
                         (
                             EventKind::Kprobe {
                                 pmu_type: *type_,
@@ -377,25 +357,12 @@ fn attach(
                         ))
                     }
                 };
-            let perf_event =
-                perf::Event::open(name.clone(), &kind, &options, &scope).map_err(|e| {
-                    match &function {
-                        Some(f) if e.errno() == Some(libc::ENOENT) => {
-                            unknown_function(e.into(), fs, f)
-                        }
-                        _ => e.into(),
-                    }
+            let event =
+                perf::Event::open(name, &kind, &options, &scope).map_err(|e| match &function {
+                    Some(f) if e.errno() == Some(libc::ENOENT) => unknown_function(e.into(), fs, f),
+                    _ => e.into(),
                 })?;
-            let attached = Attached::disabled(bpf, slot.clone(), perf_event)?;
-            Ok(Probe {
-                name,
-                slot,
-                decoder: Decoder::Registers { ret: spec.ret },
-                kernel_function: function,
-                delivered: 0,
-                _attached: attached,
-                _legacy: legacy,
-            })
+            Ok(opened(event, legacy, None, function))
         }
         Target::User { file, at } => {
             let path = elf::resolve_file(file)?;
@@ -424,11 +391,6 @@ fn attach(
                         "the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into(),
                     ],
                 })?;
-            let mut config = base;
-            if spec.ret {
-                config.flags |= SLOT_RETURN;
-            }
-            let slot = bpf.take_slot(SlotKind::Probe, config)?;
             let kind = EventKind::Uprobe {
                 pmu_type: pmu.type_,
                 path: CString::new(path.as_os_str().as_encoded_bytes())
@@ -440,25 +402,74 @@ fn attach(
                     None
                 },
             };
-            // With -p the uprobe is only armed in that process; otherwise in every process
+            // With a pid the uprobe is only armed in that process; otherwise in every process
             // that maps the file, filtered in BPF.
-            let scope = match plan.filter.tgid {
-                0 => scope,
-                pid => Scope::Task { pid, cpu: None },
+            let scope = match pid {
+                Some(pid) => Scope::Task { pid, cpu: None },
+                None => scope,
             };
-            let perf_event = perf::Event::open(name.clone(), &kind, &options, &scope)?;
-            let attached = Attached::disabled(bpf, slot.clone(), perf_event)?;
-            Ok(Probe {
-                name,
-                slot,
-                decoder: Decoder::Registers { ret: spec.ret },
-                kernel_function: None,
-                delivered: 0,
-                _attached: attached,
-                _legacy: None,
-            })
+            let event = perf::Event::open(name, &kind, &options, &scope)?;
+            Ok(opened(event, None, None, None))
         }
     }
+}
+
+fn attach(
+    bpf: &mut Bpf,
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    base: SlotConfig,
+    plan: &ProbePlan,
+    interface: &mut Option<KernelInterface>,
+    index: usize,
+) -> Result<Probe, Error> {
+    let pid = (plan.filter.tgid != 0).then_some(plan.filter.tgid);
+    let opened = open_event(fs, spec, interface, plan.kprobe_interface, pid, index)?;
+    let mut config = base;
+    if spec.ret {
+        config.flags |= SLOT_RETURN;
+    }
+    let (kind, decoder) = match opened.format {
+        Some(format) => {
+            // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
+            // the BPF program reads the first one.
+            let string_field = match &spec.target {
+                Target::Tracepoint { category, name }
+                    if category == "syscalls" && name.starts_with("sys_enter_") =>
+                {
+                    format
+                        .fields
+                        .iter()
+                        .find(|f| f.c_type.contains("char *"))
+                        .map(|f| {
+                            config.flags |= SLOT_STR_TP_USER;
+                            config.str_arg = f.offset as u32;
+                            f.name.clone()
+                        })
+                }
+                _ => None,
+            };
+            (
+                SlotKind::Tracepoint,
+                Decoder::Tracepoint {
+                    format,
+                    string_field,
+                },
+            )
+        }
+        None => (SlotKind::Probe, Decoder::Registers { ret: spec.ret }),
+    };
+    let slot = bpf.take_slot(kind, config)?;
+    let attached = Attached::disabled(bpf, slot.clone(), opened.event)?;
+    Ok(Probe {
+        name: spec.to_string(),
+        slot,
+        decoder,
+        kernel_function: opened.kernel_function,
+        delivered: 0,
+        _attached: attached,
+        _legacy: opened.legacy,
+    })
 }
 
 fn tracepoint_error(err: kernel::Error, fs: &Tracefs, category: &str, name: &str) -> Error {
