@@ -67,6 +67,37 @@ fn counter(n: u64, batched: bool) {
     }
 }
 
+/// The latency target of `sleeps`: sleeps `us` microseconds, returns `us`.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_testprog_sleep(us: u64) -> u64 {
+    std::thread::sleep(std::time::Duration::from_micros(us));
+    std::hint::black_box(us)
+}
+
+/// `sleeps N`: N rounds of 4.5 ms x 20, 17.5 ms x 10, 70 ms x 5. A sleep never ends early, so
+/// each duration sits just above a power-of-two boundary with most of its log2 bucket above it
+/// as headroom for scheduling delays (4.19-8.39 ms, 16.8-33.6 ms, 67.1-134 ms).
+///
+/// Each call's duration as measured here is printed to stderr (`slept NS`), so tests can
+/// compare a tracer's histogram with what actually happened, whatever the scheduler did.
+fn sleeps(rounds: u64) {
+    let mut measured = Vec::new();
+    for _ in 0..rounds {
+        for (us, times) in [(4_500, 20), (17_500, 10), (70_000, 5)] {
+            for _ in 0..times {
+                let start = std::time::Instant::now();
+                tracer_testprog_sleep(us);
+                measured.push(start.elapsed().as_nanos());
+            }
+        }
+    }
+    let mut err = std::io::stderr().lock();
+    for ns in measured {
+        let _ = writeln!(err, "slept {ns}");
+    }
+}
+
 /// The uprobe target: not inlined, unmangled, so tests can find it in the symbol table.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -158,6 +189,10 @@ fn main() {
         Some("call") => Box::new(|i| tracer_testprog_target(i, 2 * i)),
         Some("counter") => {
             counter(n, batch.is_some());
+            return;
+        }
+        Some("sleeps") => {
+            sleeps(n);
             return;
         }
         _ => usage(),

@@ -3,12 +3,12 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap};
 use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
-    stat_failed, stat_hits, SchedOffsets, SlotConfig, PERF_EVENT_BASE, PERF_EVENT_SLOTS,
-    PROBE_BASE, PROBE_SLOTS, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+    stat_failed, stat_hits, HistKey, LatConfig, LatStart, SchedOffsets, SlotConfig,
+    PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
@@ -190,6 +190,98 @@ impl Bpf {
             self.load_program(name, SlotKind::Tracepoint)?;
         }
         Ok(names)
+    }
+
+    /// Configures and loads the latency programs of one kind (`Probe`: kprobe/uprobe pairs,
+    /// `Tracepoint`); returns (entry, exit) program names for [`Bpf::named_program_fd`].
+    pub fn load_latency(
+        &mut self,
+        kind: SlotKind,
+        config: LatConfig,
+    ) -> Result<(&'static str, &'static str), Error> {
+        let map = self
+            .ebpf
+            .map_mut("LAT_CONFIG")
+            .ok_or(Error::Map { map: "LAT_CONFIG" })?;
+        let mut array: Array<&mut MapData, LatConfig> =
+            Array::try_from(map).map_err(|_| Error::Map { map: "LAT_CONFIG" })?;
+        array.set(0, config, 0).map_err(|source| Error::MapUpdate {
+            map: "LAT_CONFIG",
+            source,
+        })?;
+        let names = match kind {
+            SlotKind::Tracepoint => ("lat_tp_entry", "lat_tp_exit"),
+            _ => ("lat_kp_entry", "lat_kp_exit"),
+        };
+        self.load_program(names.0, kind)?;
+        self.load_program(names.1, kind)?;
+        Ok(names)
+    }
+
+    /// The latency histograms summed over CPUs; with `clear`, the cells are removed after
+    /// reading (interval mode).
+    pub fn latency_histogram(&mut self, clear: bool) -> Result<Vec<(HistKey, u64)>, Error> {
+        let map = self
+            .ebpf
+            .map_mut("LAT_HIST")
+            .ok_or(Error::Map { map: "LAT_HIST" })?;
+        let mut hist: PerCpuHashMap<&mut MapData, HistKey, u64> =
+            PerCpuHashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_HIST" })?;
+        let mut cells = Vec::new();
+        for item in hist.iter() {
+            let (key, values) = item.map_err(|source| Error::MapUpdate {
+                map: "LAT_HIST",
+                source,
+            })?;
+            cells.push((
+                key,
+                values.iter().fold(0u64, |a, v| {
+                    if key.bucket == tracer_common::HIST_MAX {
+                        a.max(*v)
+                    } else {
+                        a + v
+                    }
+                }),
+            ));
+        }
+        if clear {
+            for (key, _) in &cells {
+                let _ = hist.remove(key);
+            }
+        }
+        Ok(cells)
+    }
+
+    /// `LAT_STATS` summed over CPUs: [entries, exits, exits without entry, outliers lost].
+    pub fn latency_stats(&self) -> Result<[u64; 4], Error> {
+        let map = self
+            .ebpf
+            .map("LAT_STATS")
+            .ok_or(Error::Map { map: "LAT_STATS" })?;
+        let stats: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "LAT_STATS" })?;
+        let mut out = [0u64; 4];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let values = stats
+                .get(&(i as u32), 0)
+                .map_err(|source| Error::MapUpdate {
+                    map: "LAT_STATS",
+                    source,
+                })?;
+            *slot = values.iter().sum();
+        }
+        Ok(out)
+    }
+
+    /// Calls started and not (yet) ended: the entries left in `LAT_START`.
+    pub fn latency_in_flight(&self) -> Result<u64, Error> {
+        let map = self
+            .ebpf
+            .map("LAT_START")
+            .ok_or(Error::Map { map: "LAT_START" })?;
+        let start: HashMap<&MapData, u64, LatStart> =
+            HashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_START" })?;
+        Ok(start.keys().filter(Result::is_ok).count() as u64)
     }
 
     /// Marks `tgid` in the `TRACKED` map with `state` (`TRACK_PENDING` / `TRACK_ACTIVE`).

@@ -25,6 +25,8 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Watch variables or addresses with hardware breakpoints: who touched them, and the value.
     Watch(WatchArgs),
+    /// How long calls take: in-kernel histograms of a function, or of a start/end pair.
+    Latency(LatencyArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
         after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
@@ -155,4 +157,66 @@ pub enum WatchType {
     W,
     Rw,
     X,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer latency vfs_read                                   a kernel function, entry to return
+  tracer latency uprobe:./prog:handle --slower-than 10ms    a user function, slow calls listed
+  tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1
+  tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid")]
+pub struct LatencyArgs {
+    /// A function: FUNC (kprobe + kretprobe) or uprobe:PATH:SYMBOL (uprobe + uretprobe).
+    pub target: Option<String>,
+    /// Start of what is measured (any probe spec), with --to.
+    #[arg(long, value_name = "SPEC")]
+    pub from: Option<String>,
+    /// End of what is measured (any probe spec), with --from.
+    #[arg(long, value_name = "SPEC")]
+    pub to: Option<String>,
+    /// Match start and end by a tracepoint field (FIELD, or START_FIELD/END_FIELD) instead of the thread.
+    #[arg(long, value_name = "FIELD")]
+    pub key: Option<String>,
+    /// One histogram per comm, pid, tid or cpu.
+    #[arg(long, value_enum)]
+    pub by: Option<LatencyBy>,
+    /// Linear buckets of this width (e.g. 1ms) instead of powers of two.
+    #[arg(long, value_name = "DURATION")]
+    pub linear: Option<String>,
+    /// Print each call at least this slow (e.g. 10ms), with its arguments.
+    #[arg(long, value_name = "DURATION")]
+    pub slower_than: Option<String>,
+    /// Print and reset the histograms every SECS seconds.
+    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    pub interval: Option<Duration>,
+    /// Stop after SECS seconds.
+    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Only this process.
+    #[arg(short, long)]
+    pub pid: Option<u32>,
+    /// Only tasks with this name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only calls ending on these CPUs.
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Only tasks in this cgroup (v2 directory).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    /// Start COMMAND and measure only it and its children.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Histogram groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LatencyBy {
+    Comm,
+    Pid,
+    Tid,
+    Cpu,
 }

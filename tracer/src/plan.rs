@@ -293,16 +293,17 @@ pub struct ProbePlan {
     pub kprobe_interface: Option<crate::cli::KprobeInterface>,
 }
 
-/// Checks every `tracer probe` argument and builds the plan.
-pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
+/// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
+pub fn build_filter(
+    pid: Option<u32>,
+    tid: Option<u32>,
+    comm: Option<&str>,
+    cpus: Option<&str>,
+    cgroup: Option<&std::path::Path>,
+) -> Result<tracer_common::SlotConfig, Error> {
     use std::os::unix::fs::MetadataExt;
-    let specs = args
-        .specs
-        .iter()
-        .map(|s| parse_spec(s))
-        .collect::<Result<Vec<_>, _>>()?;
     let mut filter = tracer_common::SlotConfig::default();
-    if let Some(pid) = args.pid {
+    if let Some(pid) = pid {
         if pid == 0 {
             return Err(usage(
                 "--pid 0 is not a process".into(),
@@ -311,14 +312,8 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         }
         filter.tgid = pid;
     }
-    if args.pid.is_some() && !args.command.is_empty() {
-        return Err(usage(
-            "--pid and -- COMMAND cannot be combined".into(),
-            "trace either a running process or a command tracer starts",
-        ));
-    }
-    filter.tid = args.tid.unwrap_or(0);
-    if let Some(comm) = &args.comm {
+    filter.tid = tid.unwrap_or(0);
+    if let Some(comm) = comm {
         if comm.is_empty() || comm.len() > 15 {
             return Err(usage(
                 format!("--comm '{comm}' must be 1 to 15 bytes"),
@@ -328,7 +323,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         filter.comm[..comm.len()].copy_from_slice(comm.as_bytes());
         filter.flags |= tracer_common::SLOT_FILTER_COMM;
     }
-    if let Some(list) = &args.cpus {
+    if let Some(list) = cpus {
         let cpus = crate::perf::cpus::parse_list(list)
             .map_err(|e| usage(e.to_string(), "CPU lists look like 0-3,5"))?;
         if let Some(big) = cpus.iter().find(|&&c| c >= 64) {
@@ -339,7 +334,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         }
         filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
     }
-    if let Some(path) = &args.cgroup {
+    if let Some(path) = cgroup {
         let meta = std::fs::metadata(path)
             .ok()
             .filter(|m| m.is_dir())
@@ -352,6 +347,29 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         // A cgroup v2 id is the inode number of its directory (bpf_get_current_cgroup_id).
         filter.cgroup_id = meta.ino();
     }
+    Ok(filter)
+}
+
+/// Checks every `tracer probe` argument and builds the plan.
+pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
+    let specs = args
+        .specs
+        .iter()
+        .map(|s| parse_spec(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.pid.is_some() && !args.command.is_empty() {
+        return Err(usage(
+            "--pid and -- COMMAND cannot be combined".into(),
+            "trace either a running process or a command tracer starts",
+        ));
+    }
+    let filter = build_filter(
+        args.pid,
+        args.tid,
+        args.comm.as_deref(),
+        args.cpus.as_deref(),
+        args.cgroup.as_deref(),
+    )?;
     if args.ring_pages == 0 || !args.ring_pages.is_power_of_two() || args.ring_pages > 1 << 16 {
         return Err(usage(
             format!(
@@ -440,6 +458,30 @@ pub fn parse_watch_target(text: &str) -> Result<WatchTarget, Error> {
         name: name.to_string(),
         offset,
     })
+}
+
+/// Parses a duration with a unit: `500ns`, `12us`, `10ms`, `1.5s` (nanoseconds).
+pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration like 10ms"))?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("'{text}' needs a unit: ns, us, ms or s")),
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns < 1.0 || ns > 1e18 {
+        return Err(format!("'{text}' is out of range"));
+    }
+    Ok(ns as u64)
 }
 
 /// Parses a duration in seconds (`5`, `0.5`).
@@ -584,6 +626,16 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ns("10ms"), Ok(10_000_000));
+        assert_eq!(parse_duration_ns("1.5us"), Ok(1_500));
+        assert_eq!(parse_duration_ns("2s"), Ok(2_000_000_000));
+        assert!(parse_duration_ns("10").is_err());
+        assert!(parse_duration_ns("ms").is_err());
+        assert!(parse_duration_ns("0ns").is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Project tasks: `setup` a fresh machine, `test` every tier, `run` the tool, `vm` a command
 //! in a distribution kernel.
 
+mod bench;
 mod fuzz;
 mod setup;
 mod vm;
@@ -18,7 +19,8 @@ commands:
                              (VM kernels: 6.1 and 7.3; --all-kernels adds 5.10 and 6.12)
   run [-- ARGS...]           set up, build in release mode, run `tracer ARGS` (default: features)
   vm KERNEL -- CMD...        run CMD as root inside a VM booting a Debian kernel
-                             (KERNEL: 5.10, 6.1, 6.12, 7.3)";
+                             (KERNEL: 5.10, 6.1, 6.12, 7.3)
+  bench                      build in release mode and print benchmark numbers";
 
 fn main() {
     if let Err(err) = run() {
@@ -37,6 +39,7 @@ fn run() -> Result<()> {
         "test" => test(rest),
         "run" => run_tracer(rest),
         "vm" => vm_command(rest),
+        "bench" => bench::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())

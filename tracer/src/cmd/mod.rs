@@ -1,6 +1,7 @@
 //! One module per subcommand: validated input -> kernel session -> report.
 
 pub mod features;
+pub mod latency;
 pub mod list;
 pub mod probe;
 pub mod watch;
@@ -14,6 +15,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::Features { json } => features::run(json).map(|()| 0),
         Command::Probe(args) => probe::run(args),
         Command::Watch(args) => watch::run(args),
+        Command::Latency(args) => latency::run(args),
         Command::List {
             pattern,
             verbose,

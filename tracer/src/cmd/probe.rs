@@ -318,18 +318,19 @@ pub(crate) fn open_event(
                             Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
                             _ => unreachable!("kernel targets only"),
                         };
-                        let retprobe_bit =
-                            match (spec.ret, retprobe_bit) {
-                                (false, _) => None,
-                                (true, Some(bit)) => Some(*bit),
-                                (true, None) => return Err(Error::Runtime {
+                        let retprobe_bit = match (spec.ret, retprobe_bit) {
+                            (false, _) => None,
+                            (true, Some(bit)) => Some(*bit),
+                            (true, None) => {
+                                return Err(Error::Runtime {
                                     message: "the kprobe PMU has no retprobe format bit".into(),
                                     hints: vec![
                                         "this kernel cannot do kretprobes through perf_event_open"
                                             .into(),
                                     ],
-                                }),
-                            };
+                                })
+                            }
+                        };
                         (
                             EventKind::Kprobe {
                                 pmu_type: *type_,
@@ -629,7 +630,7 @@ pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
 }
 
 /// Attaches the fork/exec/exit tracking programs to the scheduler tracepoints.
-fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error> {
+pub(crate) fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error> {
     let fork = fs.format("sched", "sched_process_fork")?;
     let child = fork.field("child_pid").ok_or_else(|| Error::Runtime {
         message: "sched:sched_process_fork has no child_pid field".into(),

@@ -2,6 +2,7 @@
 
 pub mod events;
 pub mod features;
+pub mod hist;
 
 use std::io::Write;
 

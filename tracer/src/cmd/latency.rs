@@ -1,0 +1,327 @@
+//! `tracer latency`: how long calls take, as in-kernel histograms: a function's entry and return,
+//! or any start/end pair of probes and tracepoints, with outliers streamed as they happen.
+
+use std::collections::BTreeMap;
+
+use tracer_common::{
+    Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
+    LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED, TRACK_PENDING,
+};
+
+use crate::bpf::{Bpf, SlotKind};
+use crate::cli::{LatencyArgs, LatencyBy};
+use crate::cmd::probe::{open_event, start_tracking};
+use crate::kernel::tracefs::Tracefs;
+use crate::launch;
+use crate::output::events::Format;
+use crate::output::hist::{human, Histogram};
+use crate::perf::Wakeup;
+use crate::plan::{self, ProbeSpec, Target};
+use crate::session::{End, EventLoop, OutputRings, Sink};
+use crate::Error;
+
+fn usage(message: String, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+/// The start and end probes of what is measured.
+fn pair(args: &LatencyArgs) -> Result<(ProbeSpec, ProbeSpec), Error> {
+    match (&args.target, &args.from, &args.to) {
+        (Some(target), None, None) => {
+            let spec = plan::parse_spec(target)?;
+            match spec.target {
+                Target::Kernel { .. } | Target::User { .. } if !spec.ret => {
+                    let exit = ProbeSpec { ret: true, ..spec.clone() };
+                    Ok((spec, exit))
+                }
+                _ => Err(usage(
+                    format!("'{target}' is not a function"),
+                    "give a kernel function (FUNC) or uprobe:PATH:SYMBOL, or a pair with --from SPEC --to SPEC",
+                )),
+            }
+        }
+        (None, Some(from), Some(to)) => Ok((plan::parse_spec(from)?, plan::parse_spec(to)?)),
+        _ => Err(usage(
+            "give a function, or both --from and --to".into(),
+            "e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read",
+        )),
+    }
+}
+
+pub fn run(args: LatencyArgs) -> Result<i32, Error> {
+    let (start, end) = pair(&args)?;
+    if args.pid.is_some() && !args.command.is_empty() {
+        return Err(usage(
+            "--pid and -- COMMAND cannot be combined".into(),
+            "measure a running process or a command",
+        ));
+    }
+    let mut filter = plan::build_filter(
+        args.pid,
+        None,
+        args.comm.as_deref(),
+        args.cpus.as_deref(),
+        args.cgroup.as_deref(),
+    )?;
+    let linear_step = args
+        .linear
+        .as_deref()
+        .map(plan::parse_duration_ns)
+        .transpose()
+        .map_err(|e| usage(e, "e.g. --linear 1ms"))?;
+    let slower_than = args
+        .slower_than
+        .as_deref()
+        .map(plan::parse_duration_ns)
+        .transpose()
+        .map_err(|e| usage(e, "e.g. --slower-than 10ms"))?;
+    let fs = Tracefs::locate()?;
+
+    let mut launched = if args.command.is_empty() {
+        None
+    } else {
+        Some(launch::launch(&args.command)?)
+    };
+    let mut bpf = Bpf::load()?;
+    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Events(1))?;
+    filter.exclude_tgid = std::process::id();
+    if launched.is_some() {
+        filter.flags |= SLOT_FILTER_TRACKED;
+    }
+    let mut interface = None;
+    let pid = args.pid;
+    let entry = open_event(&fs, &start, &mut interface, None, pid, 0)?;
+    let exit = open_event(&fs, &end, &mut interface, None, pid, 1)?;
+    // --key FIELD or ENTRY_FIELD/EXIT_FIELD: tracepoint pairs matched by a record field.
+    let (key_size, entry_key_offset, exit_key_offset) = match &args.key {
+        None => (0, 0, 0),
+        Some(key) => {
+            let (Some(entry_format), Some(exit_format)) = (&entry.format, &exit.format) else {
+                return Err(usage(
+                    format!("--key {key} needs tracepoints at both ends"),
+                    "probes are matched by thread",
+                ));
+            };
+            let (a, b) = key.split_once('/').unwrap_or((key, key));
+            let field = |format: &crate::kernel::format::Format, name: &str| {
+                format.field(name).cloned().ok_or_else(|| {
+                    let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
+                    usage(
+                        format!("{} has no field '{name}'", format.name),
+                        &format!("its fields: {}", names.join(", ")),
+                    )
+                })
+            };
+            let (fa, fb) = (field(entry_format, a)?, field(exit_format, b)?);
+            ((fa.size.min(8)) as u32, fa.offset as u32, fb.offset as u32)
+        }
+    };
+    let by = match args.by {
+        None => LAT_BY_NONE,
+        Some(LatencyBy::Comm) => LAT_BY_COMM,
+        Some(LatencyBy::Pid) => LAT_BY_PID,
+        Some(LatencyBy::Tid) => LAT_BY_TID,
+        Some(LatencyBy::Cpu) => LAT_BY_CPU,
+    };
+    let config = LatConfig {
+        filter,
+        by,
+        key_size,
+        entry_key_offset,
+        exit_key_offset,
+        linear_step: linear_step.unwrap_or(0),
+        slower_than: slower_than.unwrap_or(0),
+    };
+    let kind = |format: &Option<crate::kernel::format::Format>| {
+        if format.is_some() {
+            SlotKind::Tracepoint
+        } else {
+            SlotKind::Probe
+        }
+    };
+    let (entry_kind, exit_kind) = (kind(&entry.format), kind(&exit.format));
+    if entry_kind != exit_kind {
+        return Err(usage(
+            "both ends must be tracepoints, or both probes".into(),
+            "mixing a tracepoint with a kprobe/uprobe is not supported yet",
+        ));
+    }
+    let (entry_prog, exit_prog) = bpf.load_latency(entry_kind, config)?;
+    entry.event.set_bpf(bpf.named_program_fd(entry_prog)?)?;
+    exit.event.set_bpf(bpf.named_program_fd(exit_prog)?)?;
+    let _tracking = match launched.as_mut() {
+        Some(child) => {
+            let events = start_tracking(&mut bpf, &fs)?;
+            bpf.track(child.pid(), TRACK_PENDING)?;
+            events
+        }
+        None => Vec::new(),
+    };
+    let event_loop = EventLoop::new()?;
+    // Exit first: an end with no start is only counted, never mismatched.
+    exit.event.enable(false)?;
+    entry.event.enable(false)?;
+    eprintln!("Tracing latency of {start} -> {end}... Hit Ctrl-C to end.");
+    if let Some(child) = launched.as_mut() {
+        child.release()?;
+    }
+    let mut sink = LatencySink {
+        bpf: &mut bpf,
+        rings: &mut rings,
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        format: args.output,
+        linear_step,
+        by,
+        interval: args.interval,
+        last_interval: std::time::Instant::now(),
+        start_ns: crate::session::monotonic_ns(),
+        outliers: 0,
+    };
+    let ring_fds = sink.rings.raw_fds();
+    let end_reason = event_loop.run(&mut sink, ring_fds, launched.as_mut(), args.duration)?;
+    sink.print_histograms()?;
+    let [entries, exits, no_entry, outliers_lost] = sink.bpf.latency_stats()?;
+    let in_flight = sink.bpf.latency_in_flight()?;
+    let why = match end_reason {
+        End::CommandExited(code) => format!("command exited with status {code}"),
+        End::Duration => "duration reached (-d)".into(),
+        _ => "interrupted".into(),
+    };
+    eprintln!("\n{exits} calls measured, {why}; {entries} starts, {no_entry} ends without a start (tracing began mid-call)");
+    if in_flight > 0 {
+        eprintln!(
+            "{in_flight} calls had no end: still running at exit, or their thread exited mid-call"
+        );
+    }
+    if slower_than.is_some() {
+        eprintln!(
+            "{} outliers shown, {outliers_lost} lost (ring full)",
+            sink.outliers
+        );
+    }
+    drop(sink);
+    drop((entry, exit));
+    Ok(match end_reason {
+        End::CommandExited(code) => code,
+        _ => 0,
+    })
+}
+
+struct LatencySink<'a, W: std::io::Write> {
+    bpf: &'a mut Bpf,
+    rings: &'a mut OutputRings,
+    out: W,
+    format: Format,
+    linear_step: Option<u64>,
+    by: u32,
+    interval: Option<std::time::Duration>,
+    last_interval: std::time::Instant,
+    start_ns: u64,
+    outliers: u64,
+}
+
+impl<W: std::io::Write> LatencySink<'_, W> {
+    fn group_name(&self, key: &HistKey) -> String {
+        let number = u64::from_ne_bytes(key.group[..8].try_into().expect("8 bytes"));
+        match self.by {
+            LAT_BY_COMM => {
+                let end = key.group.iter().position(|&b| b == 0).unwrap_or(16);
+                format!("comm {}", String::from_utf8_lossy(&key.group[..end]))
+            }
+            LAT_BY_PID => format!("pid {number}"),
+            LAT_BY_TID => format!("tid {number}"),
+            LAT_BY_CPU => format!("cpu {number}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Reads (and with -I clears) the in-kernel histograms and prints one per group.
+    fn print_histograms(&mut self) -> Result<(), Error> {
+        let cells = self.bpf.latency_histogram(self.interval.is_some())?;
+        let mut groups: BTreeMap<[u8; 16], Histogram> = BTreeMap::new();
+        for (key, value) in cells {
+            let h = groups
+                .entry(key.group)
+                .or_insert_with(|| Histogram::new(self.linear_step));
+            match key.bucket {
+                HIST_SUM => h.sum_ns = value,
+                HIST_MAX => h.max_ns = value,
+                b if b < HIST_BUCKETS => h.buckets[b as usize] = value,
+                _ => {}
+            }
+        }
+        let stamp = (crate::session::monotonic_ns() - self.start_ns) as f64 / 1e9;
+        if groups.is_empty() && self.format == Format::Text {
+            writeln!(self.out, "no calls").map_err(Error::Output)?;
+        }
+        for (group, h) in &groups {
+            let name = self.group_name(&HistKey {
+                group: *group,
+                bucket: 0,
+            });
+            match self.format {
+                Format::Text => {
+                    if self.interval.is_some() {
+                        writeln!(self.out, "\n[{stamp:.3} s]").map_err(Error::Output)?;
+                    }
+                    if !name.is_empty() {
+                        writeln!(self.out, "\n{name}").map_err(Error::Output)?;
+                    }
+                    write!(self.out, "{}", h.render()).map_err(Error::Output)?;
+                }
+                Format::Json => {
+                    let mut v = h.json();
+                    v["group"] = name.into();
+                    v["time_s"] = stamp.into();
+                    writeln!(self.out, "{v}").map_err(Error::Output)?;
+                }
+            }
+        }
+        self.out.flush().map_err(Error::Output)
+    }
+}
+
+impl<W: std::io::Write> Sink for LatencySink<'_, W> {
+    /// Outliers (calls slower than --slower-than), as they happen.
+    fn drain(&mut self) -> Result<bool, Error> {
+        let mut batch: Vec<Event> = Vec::new();
+        self.rings.drain(|e| batch.push(*e));
+        batch.sort_by_key(|e| e.time_ns);
+        for e in batch.iter().filter(|e| e.slot == LATENCY_SLOT) {
+            self.outliers += 1;
+            let comm = String::from_utf8_lossy(e.comm()).into_owned();
+            let args: Vec<String> = e.data[1..7].iter().map(|a| format!("{a:#x}")).collect();
+            match self.format {
+                Format::Text => writeln!(
+                    self.out,
+                    "slow: {:<10.6} {}/{} {comm} took {} args ({}) ret {}",
+                    e.time_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+                    e.pid(),
+                    e.tid(),
+                    human(e.data[0]),
+                    args.join(", "),
+                    e.data[7] as i64
+                ),
+                Format::Json => writeln!(
+                    self.out,
+                    "{}",
+                    serde_json::json!({"outlier": true, "time_ns": e.time_ns, "pid": e.pid(), "tid": e.tid(), "comm": comm, "duration_ns": e.data[0], "args": args, "ret": e.data[7] as i64})
+                ),
+            }
+            .map_err(Error::Output)?;
+        }
+        self.out.flush().map_err(Error::Output)?;
+        Ok(false)
+    }
+
+    /// -I: print and reset the histograms every interval.
+    fn tick(&mut self) -> Result<bool, Error> {
+        if let Some(interval) = self.interval {
+            if self.last_interval.elapsed() >= interval {
+                self.last_interval = std::time::Instant::now();
+                self.print_histograms()?;
+            }
+        }
+        Ok(false)
+    }
+}
