@@ -56,21 +56,30 @@ impl OutputRings {
         for (i, (_cpu, ring)) in self.rings.iter_mut().enumerate() {
             let lost = &mut self.losses.per_cpu[i].1;
             let malformed = &mut self.losses.malformed;
-            let stats = ring.drain(|bytes| match record::parse(bytes, &layout) {
-                Ok(parsed) => match parsed.record {
-                    record::Record::Sample(sample) => {
-                        match sample.raw.and_then(Event::from_bytes) {
-                            Some(event) => {
-                                events += 1;
-                                f(&event);
+            let stats = ring.drain(|bytes| {
+                // The hot path: BPF output samples without building a full Sample.
+                if let Some(event) = record::raw_sample(bytes, &layout).and_then(Event::from_bytes)
+                {
+                    events += 1;
+                    f(&event);
+                    return;
+                }
+                match record::parse(bytes, &layout) {
+                    Ok(parsed) => match parsed.record {
+                        record::Record::Sample(sample) => {
+                            match sample.raw.and_then(Event::from_bytes) {
+                                Some(event) => {
+                                    events += 1;
+                                    f(&event);
+                                }
+                                None => *malformed += 1,
                             }
-                            None => *malformed += 1,
                         }
-                    }
-                    record::Record::Lost { lost: n, .. } => *lost += n,
-                    _ => {}
-                },
-                Err(_) => *malformed += 1,
+                        record::Record::Lost { lost: n, .. } => *lost += n,
+                        _ => {}
+                    },
+                    Err(_) => *malformed += 1,
+                }
             });
             if stats.corrupt {
                 self.losses.malformed += 1;

@@ -513,6 +513,28 @@ fn parse_sample<'a>(c: &mut Cursor<'a>, layout: &Layout) -> Result<Sample<'a>, P
     Ok(s)
 }
 
+/// The raw payload of a `PERF_RECORD_SAMPLE` whose layout is `PERF_SAMPLE_RAW` alone (BPF
+/// output rings), without building a [`Sample`]: the hot path of the ring reader. `None` for
+/// any other record or layout, or a malformed one; callers then use [`parse`], which reports
+/// why. Same bounds checks as `parse`, no allocation.
+#[inline]
+pub fn raw_sample<'a>(bytes: &'a [u8], layout: &Layout) -> Option<&'a [u8]> {
+    if layout.sample_type != sample::RAW {
+        return None;
+    }
+    let header = Header::parse(bytes)?;
+    let size = header.size as usize;
+    if header.type_ != kind::SAMPLE || size < Header::SIZE + 4 || size > bytes.len() {
+        return None;
+    }
+    let raw_size = u32::from_ne_bytes(bytes[8..12].try_into().ok()?) as usize;
+    let end = 12usize.checked_add(raw_size)?;
+    if end > size {
+        return None;
+    }
+    bytes.get(12..end)
+}
+
 /// Parses one whole record (header included) as laid out by `layout`.
 pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseError> {
     let header = Header::parse(bytes).ok_or(ParseError::BadSize {

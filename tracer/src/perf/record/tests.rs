@@ -289,6 +289,39 @@ fn hostile_counts_do_not_allocate_or_panic() {
 }
 
 #[test]
+fn raw_sample_fast_path_agrees_with_the_parser() {
+    let layout = layout(sample::RAW);
+    let payload: Vec<u8> = (0..180u8).collect();
+    let bytes = Rec::default()
+        .u32(180)
+        .bytes(&payload)
+        .finish(kind::SAMPLE, 0);
+    assert_eq!(bytes.len(), 192);
+    let Record::Sample(s) = parse(&bytes, &layout).unwrap().record else {
+        panic!()
+    };
+    assert_eq!(raw_sample(&bytes, &layout), s.raw);
+    assert_eq!(raw_sample(&bytes, &layout), Some(&payload[..]));
+    // Other layouts and record types take the slow path.
+    assert_eq!(raw_sample(&bytes, &Layout::default()), None);
+    let lost = Rec::default().u64(1).u64(2).finish(kind::LOST, 0);
+    assert_eq!(raw_sample(&lost, &layout), None);
+    // A raw size beyond the record, and every truncation: None, never a panic.
+    let mut lying = bytes.clone();
+    lying[8..12].copy_from_slice(&1000u32.to_ne_bytes());
+    assert_eq!(raw_sample(&lying, &layout), None);
+    for len in 0..bytes.len() {
+        let mut cut = bytes[..len].to_vec();
+        if len >= 8 {
+            cut[6..8].copy_from_slice(&(len as u16).to_ne_bytes());
+        }
+        if let Some(raw) = raw_sample(&cut, &layout) {
+            assert!(12 + raw.len() <= len);
+        }
+    }
+}
+
+#[test]
 fn sample_id_trailer_on_non_sample_records() {
     let st = sample::TID
         | sample::TIME
