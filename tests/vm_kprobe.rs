@@ -244,3 +244,47 @@ fn probe_command_falls_back_to_tracefs_kprobe_events() {
     }
     probe_cli("tracefs");
 }
+
+#[test]
+fn latency_of_a_kernel_function_counts_exactly_the_calls() {
+    if !has(Feature::KprobePmu, "latency_kprobe") || !has(Feature::Bpf, "latency_kprobe") {
+        return;
+    }
+    use std::io::BufRead;
+    // A running process (ready after its loader's opens), so only its OPENS opens count.
+    let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), PATH]);
+    let pid = work.pid().to_string();
+    let mut child = std::process::Command::new(common::tracer_bin())
+        .args(["latency", "do_sys_openat2", "-p", &pid, "-o", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    assert!(
+        banner.starts_with("Tracing latency of kprobe:do_sys_openat2 -> kretprobe:do_sys_openat2"),
+        "{banner}"
+    );
+    work.run_batch();
+    work.finish();
+    // The run ends by itself when the process has exited.
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let histogram: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .find(|l| l.contains("\"buckets\""))
+            .expect("a histogram"),
+    )
+    .unwrap();
+    assert_eq!(histogram["count"], OPENS);
+    let total: u64 = histogram["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, OPENS);
+}

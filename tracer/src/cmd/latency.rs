@@ -176,6 +176,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         last_interval: std::time::Instant::now(),
         start_ns: crate::session::monotonic_ns(),
         outliers: 0,
+        watched_pid: args.pid,
     };
     let ring_fds = sink.rings.raw_fds();
     let end_reason = event_loop.run(&mut sink, ring_fds, launched.as_mut(), args.duration)?;
@@ -185,6 +186,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let why = match end_reason {
         End::CommandExited(code) => format!("command exited with status {code}"),
         End::Duration => "duration reached (-d)".into(),
+        End::TargetGone => format!("process {} exited", args.pid.unwrap_or(0)),
         _ => "interrupted".into(),
     };
     eprintln!("\n{exits} calls measured, {why}; {entries} starts, {no_entry} ends without a start (tracing began mid-call)");
@@ -218,6 +220,8 @@ struct LatencySink<'a, W: std::io::Write> {
     last_interval: std::time::Instant,
     start_ns: u64,
     outliers: u64,
+    /// -p: the run ends when this process exits.
+    watched_pid: Option<u32>,
 }
 
 impl<W: std::io::Write> LatencySink<'_, W> {
@@ -314,7 +318,8 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         Ok(false)
     }
 
-    /// -I: print and reset the histograms every interval.
+    /// -I: print and reset the histograms every interval. With -p, the process's exit ends
+    /// the run.
     fn tick(&mut self) -> Result<bool, Error> {
         if let Some(interval) = self.interval {
             if self.last_interval.elapsed() >= interval {
@@ -322,6 +327,8 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 self.print_histograms()?;
             }
         }
-        Ok(false)
+        Ok(self
+            .watched_pid
+            .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists()))
     }
 }
