@@ -384,3 +384,50 @@ fn list_shows_tracepoints_with_fields_and_binary_symbols() {
         kprobes
     );
 }
+
+/// Peak RSS (KiB) of `tracer ARGS`, from wait4's rusage.
+fn peak_rss_kib(args: &[&str]) -> i64 {
+    let child = Command::new(common::tracer_bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data written by the kernel; we wait for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    usage.ru_maxrss
+}
+
+#[test]
+fn memory_does_not_grow_with_the_number_of_events() {
+    if !has(Feature::Tracepoints, "probe_memory") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let run = |n: u64| {
+        let script = format!("{prog} --cpu 0 getppid {n} & {prog} --cpu 1 getppid {n}; wait");
+        peak_rss_kib(&[
+            "probe",
+            "syscalls:sys_enter_getppid",
+            "--comm",
+            "tracer-testprog",
+            "-o",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+    };
+    let small = run(25_000);
+    let large = run(200_000);
+    // Eight times the events: the rings are fixed, events are printed as they are drained.
+    assert!(
+        large <= small + 4096,
+        "peak RSS {small} KiB for 50k events, {large} KiB for 400k"
+    );
+}
