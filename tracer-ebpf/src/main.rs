@@ -92,7 +92,7 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS]) -> bool {
 
 /// Does the current task pass the slot's filters?
 #[inline(always)]
-pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32, comm: &[u8; 16]) -> bool {
+pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
     let tgid = (pid_tgid >> 32) as u32;
     if (config.tgid != 0 && tgid != config.tgid) || tgid == config.exclude_tgid {
         return false;
@@ -114,7 +114,10 @@ pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32, comm: &[u8; 1
             _ => return false,
         }
     }
-    if config.flags & SLOT_FILTER_COMM != 0 && *comm != config.comm {
+    // The comm is only fetched when a filter needs it: it costs a helper call per hit.
+    if config.flags & SLOT_FILTER_COMM != 0
+        && bpf_get_current_comm().unwrap_or([0; 16]) != config.comm
+    {
         return false;
     }
     true
@@ -128,8 +131,7 @@ fn begin(slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: helper without preconditions.
     let cpu = unsafe { bpf_get_smp_processor_id() };
-    let comm = bpf_get_current_comm().unwrap_or([0; 16]);
-    if !passes(&config, pid_tgid, cpu, &comm) {
+    if !passes(&config, pid_tgid, cpu) {
         return None;
     }
     bump(stat_hits(slot));
@@ -145,7 +147,7 @@ fn begin(slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
     event.pid_tgid = pid_tgid;
     event.slot = slot;
     event.str_len = 0;
-    event.comm = comm;
+    event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
     Some((event, config))
 }
 

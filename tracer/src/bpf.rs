@@ -249,6 +249,49 @@ impl Bpf {
                 let _ = hist.remove(key);
             }
         }
+        // Without --by the histogram lives in a per-CPU array (cheaper per call): buckets,
+        // then sum and max, under the all-zero group.
+        let map = self
+            .ebpf
+            .map_mut("LAT_ARRAY")
+            .ok_or(Error::Map { map: "LAT_ARRAY" })?;
+        let mut array: PerCpuArray<&mut MapData, u64> =
+            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "LAT_ARRAY" })?;
+        for bucket in 0..=tracer_common::HIST_MAX {
+            let values = array
+                .get(&(bucket as u32), 0)
+                .map_err(|source| Error::MapUpdate {
+                    map: "LAT_ARRAY",
+                    source,
+                })?;
+            let value = if bucket == tracer_common::HIST_MAX {
+                values.iter().copied().max().unwrap_or(0)
+            } else {
+                values.iter().sum()
+            };
+            if value > 0 {
+                cells.push((
+                    HistKey {
+                        group: [0; 16],
+                        bucket,
+                    },
+                    value,
+                ));
+                if clear {
+                    let zeros = aya::maps::PerCpuValues::try_from(vec![0u64; values.len()])
+                        .map_err(|e| Error::MapUpdate {
+                            map: "LAT_ARRAY",
+                            source: aya::maps::MapError::IoError(e),
+                        })?;
+                    array
+                        .set(bucket as u32, zeros, 0)
+                        .map_err(|source| Error::MapUpdate {
+                            map: "LAT_ARRAY",
+                            source,
+                        })?;
+                }
+            }
+        }
         Ok(cells)
     }
 

@@ -14,7 +14,11 @@ use anyhow::{bail, Context, Result};
 use crate::{root, run_cmd, section};
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, fn() -> Result<()>); 1] = [("ring_drain", ring_drain)];
+const BENCHES: [(&str, fn() -> Result<()>); 3] = [
+    ("ring_drain", ring_drain),
+    ("watch_hit", crate::peers::watch_hit),
+    ("latency_call", crate::peers::latency_call),
+];
 
 /// Runs the benchmarks named in `args`, or all of them.
 pub fn run(args: &[String]) -> Result<()> {
@@ -72,7 +76,7 @@ fn run_bench(args: &[&str]) -> Result<String> {
 }
 
 /// Writes a benchmark's JSON line to target/bench/NAME.json.
-fn save(name: &str, json: &str) -> Result<()> {
+pub fn save(name: &str, json: &str) -> Result<()> {
     let dir = root().join("target/bench");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path: PathBuf = dir.join(format!("{name}.json"));

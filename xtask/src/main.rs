@@ -3,6 +3,7 @@
 
 mod bench;
 mod fuzz;
+mod peers;
 mod setup;
 mod vm;
 

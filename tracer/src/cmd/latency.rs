@@ -83,7 +83,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         Some(launch::launch(&args.command)?)
     };
     let mut bpf = Bpf::load()?;
-    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Events(1))?;
+    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Watermark(16 * 4096 / 4))?;
     filter.exclude_tgid = std::process::id();
     if launched.is_some() {
         filter.flags |= SLOT_FILTER_TRACKED;

@@ -113,7 +113,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     };
 
     let mut bpf = Bpf::load()?;
-    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Events(1))?;
+    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Watermark(16 * 4096 / 4))?;
     let mut watches = Vec::new();
     for target in &targets {
         watches.push(attach(

@@ -1,0 +1,257 @@
+//! Per-event overhead of tracer and its peers (perf, bpftrace) on the same workloads, measured
+//! in one run: each tool traces the workload at two sizes, and the difference (which cancels
+//! start-up) minus the untraced difference, divided by the extra events, is its cost per event.
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{root, run_cmd, section};
+
+const ROUNDS: usize = 5;
+
+/// Wall time of one run of `argv` (stdout and stderr discarded); fails if it fails.
+fn time(argv: &[String]) -> Result<f64> {
+    let start = Instant::now();
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    if !status.success() {
+        bail!("`{}` failed: {status}", argv.join(" "));
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Median, min and max ns per event of `tool` over `baseline`, with `big` and `small` events.
+fn per_event(
+    tool: &dyn Fn(u64) -> Vec<String>,
+    baseline: &dyn Fn(u64) -> Vec<String>,
+    big: u64,
+    small: u64,
+) -> Result<(f64, f64, f64)> {
+    let mut costs = Vec::new();
+    for _ in 0..ROUNDS {
+        let traced = time(&tool(big))? - time(&tool(small))?;
+        let untraced = time(&baseline(big))? - time(&baseline(small))?;
+        costs.push((traced - untraced) * 1e9 / (big - small) as f64);
+    }
+    costs.sort_by(f64::total_cmp);
+    Ok((costs[ROUNDS / 2], costs[0], costs[ROUNDS - 1]))
+}
+
+/// Installs a peer's Debian package when its command is missing; `false` (with the reason
+/// printed) when it cannot run here.
+fn peer(command: &str, package: &str) -> bool {
+    let present = |c: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {c}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if present(command) {
+        return true;
+    }
+    println!("bench: installing {package} for {command}");
+    let ok = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends", package])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok || !present(command) {
+        println!("bench: skipping {command}: the {package} package could not be installed");
+        return false;
+    }
+    true
+}
+
+fn s(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|p| p.to_string()).collect()
+}
+
+fn report(
+    title: &str,
+    unit: &str,
+    rows: &[(String, Result<(f64, f64, f64)>)],
+) -> serde_json::Value {
+    println!("{title}");
+    println!("{:<44} {:>12}   min..max", "tool", format!("ns/{unit}"));
+    let mut json = Vec::new();
+    for (tool, result) in rows {
+        match result {
+            Ok((median, min, max)) => {
+                println!("{tool:<44} {median:>12.0}   {min:.0}..{max:.0}");
+                json.push(serde_json::json!({"tool": tool, "median_ns": median.round(), "min_ns": min.round(), "max_ns": max.round()}));
+            }
+            Err(e) => {
+                println!("{tool:<44} {:>12}   {e:#}", "failed");
+                json.push(serde_json::json!({"tool": tool, "error": format!("{e:#}")}));
+            }
+        }
+    }
+    serde_json::Value::Array(json)
+}
+
+fn build() -> Result<(String, String)> {
+    run_cmd(crate::cargo().args(["build", "--release", "-p", "tracer", "-p", "testprog"]))?;
+    let tracer = root().join("target/release/tracer").display().to_string();
+    let prog = root()
+        .join("target/release/tracer-testprog")
+        .display()
+        .to_string();
+    Ok((tracer, prog))
+}
+
+/// Watchpoint hits: 3 threads writing a counter under a lock; tracer watch vs perf's
+/// breakpoint events on the same address (ASLR off, so the PIE address is fixed for perf).
+pub fn watch_hit() -> Result<()> {
+    section("bench: watchpoint hit (3 threads writing a global under a lock)");
+    let (tracer, prog) = build()?;
+    // With ASLR off, x86-64 PIE executables load at 0x555555554000.
+    let nm = Command::new("nm")
+        .arg(&prog)
+        .output()
+        .context("cannot run nm")?;
+    let vaddr = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .find(|l| l.ends_with(" tracer_testprog_counter"))
+        .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+        .context("no tracer_testprog_counter in tracer-testprog")?;
+    let addr = format!("mem:{:#x}:w", 0x5555_5555_4000u64 + vaddr);
+    let norand = |rest: Vec<String>| [s(&["setarch", "x86_64", "-R"]), rest].concat();
+    let base = |n: u64| norand(s(&[&prog, "counter", &n.to_string()]));
+    let (big, small) = (60_000, 6_000);
+    let mut rows = vec![(
+        "tracer watch".to_string(),
+        per_event(
+            &|n| {
+                norand(s(&[
+                    &tracer,
+                    "watch",
+                    "tracer_testprog_counter",
+                    "-o",
+                    "json",
+                    "--",
+                    &prog,
+                    "counter",
+                    &n.to_string(),
+                ]))
+            },
+            &base,
+            big,
+            small,
+        ),
+    )];
+    if peer("perf", "linux-perf") {
+        rows.push((
+            format!("perf record -e {addr}"),
+            per_event(
+                &|n| {
+                    norand(s(&[
+                        "perf",
+                        "record",
+                        "-q",
+                        "-o",
+                        "/tmp/tracer-bench-perf.data",
+                        "-e",
+                        &addr,
+                        "--",
+                        &prog,
+                        "counter",
+                        &n.to_string(),
+                    ]))
+                },
+                &base,
+                big,
+                small,
+            ),
+        ));
+        rows.push((
+            format!("perf stat -e {addr}"),
+            per_event(
+                &|n| {
+                    norand(s(&[
+                        "perf",
+                        "stat",
+                        "-x,",
+                        "-e",
+                        &addr,
+                        "--",
+                        &prog,
+                        "counter",
+                        &n.to_string(),
+                    ]))
+                },
+                &base,
+                big,
+                small,
+            ),
+        ));
+    }
+    let json = report("watch: cost per hit, median of 5 rounds", "hit", &rows);
+    crate::bench::save(
+        "watch_hit",
+        &serde_json::json!({"bench": "watch_hit", "version": 1, "rows": json}).to_string(),
+    )
+}
+
+/// Latency mode: sys_enter_getppid -> sys_exit_getppid pairs into a log2 histogram, tracer vs
+/// bpftrace's `@ = hist(nsecs - @start[tid])`.
+pub fn latency_call() -> Result<()> {
+    section("bench: latency mode (getppid enter -> exit into a histogram)");
+    let (tracer, prog) = build()?;
+    let base = |n: u64| s(&[&prog, "getppid", &n.to_string()]);
+    let (big, small) = (1_000_000, 100_000);
+    let mut rows = vec![(
+        "tracer latency --from ... --to ...".to_string(),
+        per_event(
+            &|n| {
+                s(&[
+                    &tracer,
+                    "latency",
+                    "--from",
+                    "syscalls:sys_enter_getppid",
+                    "--to",
+                    "syscalls:sys_exit_getppid",
+                    "--",
+                    &prog,
+                    "getppid",
+                    &n.to_string(),
+                ])
+            },
+            &base,
+            big,
+            small,
+        ),
+    )];
+    if peer("bpftrace", "bpftrace") {
+        let script = "tracepoint:syscalls:sys_enter_getppid /comm == \"tracer-testprog\"/ { @s[tid] = nsecs; } \
+                      tracepoint:syscalls:sys_exit_getppid /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }";
+        rows.push((
+            "bpftrace hist(nsecs - @s[tid])".to_string(),
+            per_event(
+                &|n| {
+                    s(&[
+                        "bpftrace",
+                        "-e",
+                        script,
+                        "-c",
+                        &format!("{prog} getppid {n}"),
+                    ])
+                },
+                &base,
+                big,
+                small,
+            ),
+        ));
+    }
+    let json = report("latency: cost per call, median of 5 rounds", "call", &rows);
+    crate::bench::save(
+        "latency_call",
+        &serde_json::json!({"bench": "latency_call", "version": 1, "rows": json}).to_string(),
+    )
+}
