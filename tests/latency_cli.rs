@@ -8,23 +8,13 @@
 
 mod common;
 
+use common::{text, tracer};
+
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::has;
 use tracer::kernel::features::Feature;
-
-fn tracer(args: &[&str]) -> Output {
-    common::require_root();
-    Command::new(common::tracer_bin())
-        .args(args)
-        .output()
-        .expect("run tracer")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 

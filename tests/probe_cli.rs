@@ -2,23 +2,13 @@
 
 mod common;
 
+use common::{text, tracer};
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
 use common::has;
 use tracer::kernel::features::Feature;
-
-fn tracer(args: &[&str]) -> Output {
-    common::require_root();
-    Command::new(common::tracer_bin())
-        .args(args)
-        .output()
-        .expect("run tracer")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn json_events(out: &Output) -> Vec<serde_json::Value> {
     text(&out.stdout)

@@ -2,26 +2,16 @@
 
 mod common;
 
+use common::{text, tracer};
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use common::{has, Workload};
 use tracer::kernel::features::Feature;
 
 const COUNTER: &str = "tracer_testprog_counter";
-
-fn tracer(args: &[&str]) -> Output {
-    common::require_root();
-    Command::new(common::tracer_bin())
-        .args(args)
-        .output()
-        .expect("run tracer")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn hits(stdout: &[u8]) -> Vec<serde_json::Value> {
     let mut events: Vec<serde_json::Value> = text(stdout)

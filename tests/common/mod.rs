@@ -131,3 +131,17 @@ impl Workload {
 pub fn testprog_offset(symbol: &str) -> u64 {
     tracer::kernel::elf::symbol_offset(&testprog(), symbol).expect("symbol in tracer-testprog")
 }
+
+/// Runs the `tracer` binary (tier-2 and up tests are root) and collects its output.
+pub fn tracer(args: &[&str]) -> std::process::Output {
+    require_root();
+    Command::new(tracer_bin())
+        .args(args)
+        .output()
+        .expect("run tracer")
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
