@@ -169,3 +169,32 @@ fn bad_latency_requests_are_usage_errors() {
         assert!(text(&out.stderr).contains("hint: "), "{args:?}");
     }
 }
+
+#[test]
+fn interval_histograms_add_up_to_every_call() {
+    if !has(Feature::UprobePmu, "latency_interval") || !has(Feature::Bpf, "latency_interval") {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::testprog().display().to_string();
+    let target = format!("uprobe:{prog}:tracer_testprog_sleep");
+    let out = tracer(&[
+        "latency", &target, "-I", "0.2", "-o", "json", "--", &prog, "sleeps", "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("\"buckets\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The workload runs about 0.9 s: several intervals, each histogram reset after printing.
+    assert!(rows.len() >= 3, "{rows:?}");
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum::<u64>(),
+        35
+    );
+    let times: Vec<f64> = rows.iter().map(|r| r["time_s"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+}

@@ -212,9 +212,11 @@ fn attach(
                 .filter(|a| *a != 0)
                 .ok_or_else(|| Error::Runtime {
                     message: format!("no kernel symbol '{sym}' (or its address is hidden)"),
-                    hints: vec![
-                        "kernel addresses need root (kptr_restrict); check /proc/kallsyms".into(),
-                    ],
+                    hints: if symbols::kallsyms_lists_data() {
+                        vec!["kernel addresses need root (kptr_restrict); check /proc/kallsyms".into()]
+                    } else {
+                        vec!["this kernel's /proc/kallsyms lists no variables (CONFIG_KALLSYMS_ALL unset): give the address (0x...) from its System.map".into()]
+                    },
                 })?;
             (addr + offset, None)
         }

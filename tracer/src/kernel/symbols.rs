@@ -268,6 +268,17 @@ impl Process {
     }
 }
 
+/// Does /proc/kallsyms list kernel variables? Without CONFIG_KALLSYMS_ALL it holds functions
+/// and a few section markers only.
+pub fn kallsyms_lists_data() -> bool {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    text.lines()
+        .filter(|l| matches!(l.split_whitespace().nth(1), Some("d" | "D" | "b" | "B")))
+        .take(100)
+        .count()
+        >= 100
+}
+
 /// A kernel symbol's address from /proc/kallsyms (zeros when not permitted to see them).
 pub fn kallsyms_address(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
