@@ -11,9 +11,11 @@
 //! Modes: `getppid N` (N getppid syscalls), `open N PATH` (N open+close of PATH),
 //! `call N` (N calls of `tracer_testprog_target(i, 2*i)`, which returns 3*i),
 //! `counter N` (N writes of `tracer_testprog_counter` from three threads, see [`counter`]).
+//! `touch N` (N fresh anonymous pages written once each: exactly N page faults, see [`Pages`]),
+//! `spin MS` (getppid in a loop for MS milliseconds, then the number of calls on stdout).
 
 use std::ffi::CString;
-use std::io::{Read, Write};
+use std::io::Write;
 
 /// The watchpoint target of `counter N`.
 #[allow(non_upper_case_globals)]
@@ -98,6 +100,65 @@ fn sleeps(rounds: u64) {
     }
 }
 
+/// `touch N`: N fresh anonymous pages, mapped (not touched) before the work starts, with huge
+/// pages (THP and mTHP) disabled; unit `i` writes one byte to page `i`, which faults in exactly
+/// that page. With `--batch N` the counted phase has exactly N page faults and no others.
+struct Pages {
+    addr: usize,
+    page: usize,
+}
+
+impl Pages {
+    fn map(n: u64) -> Pages {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = (n as usize).max(1) * page;
+        // SAFETY: a new private anonymous mapping; nothing else refers to it. It lives until
+        // the process exits.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            eprintln!("cannot map {n} pages: {}", std::io::Error::last_os_error());
+            std::process::exit(1);
+        }
+        // SAFETY: advice on the mapping made above.
+        unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
+        Pages {
+            addr: addr as usize,
+            page,
+        }
+    }
+
+    fn touch(&self, i: u64) -> u64 {
+        // SAFETY: `i` < N (the main loop's bound), so the byte lies in page `i` of the mapping.
+        unsafe { std::ptr::write_volatile((self.addr + i as usize * self.page) as *mut u8, 1) };
+        i
+    }
+}
+
+/// `spin MS`: getppid in a loop for MS milliseconds (the clock is read through the vDSO, so
+/// getppid is the only syscall of the loop); prints the number of calls.
+fn spin(ms: u64) {
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut calls = 0u64;
+    while std::time::Instant::now() < end {
+        for _ in 0..100 {
+            // SAFETY: getppid has no preconditions.
+            std::hint::black_box(unsafe { libc::getppid() });
+        }
+        calls += 100;
+    }
+    println!("{calls}");
+}
+
 /// The uprobe target: not inlined, unmangled, so tests can find it in the symbol table.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -118,9 +179,12 @@ fn signal(byte: &[u8]) {
     let _ = out.write_all(byte).and_then(|()| out.flush());
 }
 
+/// Reads one protocol byte from stdin with one read(2) into the stack: std's buffered stdin
+/// would allocate (and fault in) its buffer on first use, inside a counted phase.
 fn read_byte() {
-    let mut byte = [0u8; 1];
-    let _ = std::io::stdin().read(&mut byte);
+    let mut byte = 0u8;
+    // SAFETY: reads at most one byte into a valid one-byte buffer.
+    let _ = unsafe { libc::read(0, (&mut byte as *mut u8).cast(), 1) };
 }
 
 fn pin(cpu: usize) {
@@ -189,6 +253,14 @@ fn main() {
         Some("call") => Box::new(|i| tracer_testprog_target(i, 2 * i)),
         Some("counter") => {
             counter(n, batch.is_some());
+            return;
+        }
+        Some("touch") => {
+            let pages = Pages::map(n);
+            Box::new(move |i| pages.touch(i))
+        }
+        Some("spin") => {
+            spin(n);
             return;
         }
         Some("sleeps") => {

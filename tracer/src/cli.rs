@@ -27,6 +27,9 @@ pub enum Command {
     Watch(WatchArgs),
     /// How long calls take: in-kernel histograms of a function, or of a start/end pair.
     Latency(LatencyArgs),
+    /// Count events like perf stat: software, hardware, cache, raw, PMU, breakpoint,
+    /// tracepoint and probe counters for a command, processes, threads, CPUs or cgroups.
+    Stat(StatArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
         after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
@@ -219,4 +222,100 @@ pub enum LatencyBy {
     Pid,
     Tid,
     Cpu,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "The report goes to stderr, as perf stat's does (the command's stdout stays \
+clean); -o FILE or --log-fd N send it elsewhere.
+
+Examples:
+  tracer stat -- make                                        perf stat's default counters
+  tracer stat -e syscalls:sys_enter_openat,page-faults -- ls
+  tracer stat -e '{task-clock,page-faults}' -x, -- ./prog    a group, as CSV
+  tracer stat -a -A -e cs -I 1000                            per CPU, every second
+  tracer stat -p 1234 --per-thread --timeout 5000            each thread for 5 s
+  tracer stat -r 5 -e page-faults:u -- ./prog                mean and spread of 5 runs"
+)]
+pub struct StatArgs {
+    /// Events, comma-separated (repeatable): NAME[:MODS] (task-clock, page-faults, cycles,
+    /// L1-dcache-load-misses...), CAT:NAME tracepoints, rHEX raw, PMU/TERM=VAL,.../,
+    /// mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL; {a,b} is a group. Modifiers:
+    /// u, k, h, G, H, I, D, p.
+    #[arg(short, long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Count every task on every CPU.
+    #[arg(short, long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Count every task on these CPUs (e.g. 0-3,5).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Count these processes, all their threads (comma-separated).
+    #[arg(short, long, value_name = "PIDS")]
+    pub pid: Option<String>,
+    /// Count these threads (comma-separated).
+    #[arg(short, long, value_name = "TIDS")]
+    pub tid: Option<String>,
+    /// Only tasks of these cgroups, one per event in order (one name applies to all; needs -a).
+    #[arg(short = 'G', long = "cgroup", value_name = "NAMES")]
+    pub cgroup: Vec<String>,
+    /// Children of the counted tasks are not counted.
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// One line per CPU instead of the sum (with -a or -C).
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// One line per thread (with -p or -t).
+    #[arg(long)]
+    pub per_thread: bool,
+    /// Print the counts of each MSECS interval.
+    #[arg(short = 'I', long = "interval-print", value_name = "MSECS")]
+    pub interval: Option<u64>,
+    /// Stop after N intervals.
+    #[arg(long, value_name = "N")]
+    pub interval_count: Option<u64>,
+    /// Stop after MSECS milliseconds (a command is sent SIGTERM).
+    #[arg(long, value_name = "MSECS")]
+    pub timeout: Option<u64>,
+    /// Start counting MSECS after the command starts.
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MSECS",
+        allow_negative_numbers = true
+    )]
+    pub delay: Option<i64>,
+    /// Run the command N times; print means and their relative standard error.
+    #[arg(short, long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Count nothing: time the command only.
+    #[arg(short, long = "null")]
+    pub null_run: bool,
+    /// Say why events are not supported, and how each counter was opened and read.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// CSV with this separator (perf stat's -x field order).
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// One JSON object per counter line.
+    #[arg(short, long = "json-output", visible_alias = "json")]
+    pub json: bool,
+    /// Write the report to FILE.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Append to the -o file (or the --log-fd file) instead of truncating it.
+    #[arg(long)]
+    pub append: bool,
+    /// Write the report to this open file descriptor.
+    #[arg(long, value_name = "N")]
+    pub log_fd: Option<i32>,
+    /// Print counts without thousands separators.
+    #[arg(long)]
+    pub no_big_num: bool,
+    /// Print raw counts, not scaled up for multiplexing.
+    #[arg(long)]
+    pub no_scale: bool,
+    /// The command to run and count (`--` before it is optional, as in perf stat).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }

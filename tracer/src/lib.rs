@@ -11,6 +11,7 @@ pub mod launch;
 pub mod output;
 pub mod perf;
 pub mod plan;
+pub mod plan_stat;
 pub mod session;
 
 use std::io;

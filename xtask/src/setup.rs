@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use crate::run_cmd;
 
 /// Debian packages: LLVM 22 for bpf-linker, qemu and busybox for the VM tier, cpio/xz/zstd to
-/// build initramfs images and unpack kernel modules.
+/// build initramfs images and unpack kernel modules, linux-perf for the `tracer stat` tests that
+/// compare with /usr/bin/perf.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libzstd-dev",
@@ -18,6 +19,7 @@ const APT_PACKAGES: &[&str] = &[
     "cpio",
     "xz-utils",
     "zstd",
+    "linux-perf",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

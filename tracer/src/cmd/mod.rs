@@ -4,6 +4,7 @@ pub mod features;
 pub mod latency;
 pub mod list;
 pub mod probe;
+pub mod stat;
 pub mod watch;
 
 use crate::cli::Command;
@@ -16,6 +17,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::Probe(args) => probe::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Latency(args) => latency::run(args),
+        Command::Stat(args) => stat::run(args),
         Command::List {
             pattern,
             verbose,

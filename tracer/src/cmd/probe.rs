@@ -473,7 +473,12 @@ fn attach(
     })
 }
 
-fn tracepoint_error(err: kernel::Error, fs: &Tracefs, category: &str, name: &str) -> Error {
+pub(crate) fn tracepoint_error(
+    err: kernel::Error,
+    fs: &Tracefs,
+    category: &str,
+    name: &str,
+) -> Error {
     if !matches!(err, kernel::Error::NoTracepoint { .. }) {
         return err.into();
     }

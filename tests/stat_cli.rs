@@ -1,0 +1,672 @@
+//! Tier 4: `tracer stat` against Debian's `perf stat` on deterministic workloads: exact counts,
+//! the same CSV/JSON/human columns, intervals that sum to the total, repeats, exit statuses.
+//!
+//! Page faults. A command's start-up faults vary from run to run by a few pages (ASLR, and
+//! fault-around mapping more or fewer page-cache pages at once): `perf stat` itself gives
+//! 71..76 for `tracer-testprog touch 0` here. So the exact comparison counts *one* run with
+//! both tools at once: the workload is held (`--batch`), `tracer stat -p` and
+//! `perf stat -p -D -1 --control` attach and start counting, then it touches its pages. Both
+//! must report the same number, which is N plus the constant faults of the program's exit path
+//! (2 here). For `-- COMMAND` runs the documented tolerance is 4 pages between the medians of 5
+//! runs of each tool.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{has, testprog, text, Workload};
+use tracer::kernel::features::{Feature, Status};
+
+const PERF: &str = "/usr/bin/perf";
+
+fn tracer(args: &[&str]) -> Output {
+    common::require_root();
+    Command::new(common::tracer_bin())
+        .arg("stat")
+        .args(args)
+        .output()
+        .expect("run tracer stat")
+}
+
+/// Debian's perf: `cargo xtask setup` installs it (linux-perf), so its absence is a failure.
+fn perf(args: &[&str]) -> Output {
+    common::require_root();
+    assert!(
+        Path::new(PERF).exists(),
+        "{PERF} is missing: the comparison tests need Debian's perf; run `cargo xtask setup` \
+         (it installs linux-perf) or `apt-get install linux-perf`"
+    );
+    Command::new(PERF)
+        .arg("stat")
+        .args(args)
+        .output()
+        .expect("run perf stat")
+}
+
+fn tp() -> String {
+    testprog().display().to_string()
+}
+
+/// CSV rows of a report (perf and tracer print the report on stderr); other stderr lines
+/// (warnings, `-v`) have fewer fields.
+fn rows(out: &Output, sep: char) -> Vec<Vec<String>> {
+    text(&out.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("tracer stat:") && l.split(sep).count() >= 6)
+        .map(|l| l.split(sep).map(|f| f.trim().to_string()).collect())
+        .collect()
+}
+
+/// The row of `event`, and its count.
+fn count(rows: &[Vec<String>], event: &str) -> u64 {
+    let row = rows
+        .iter()
+        .find(|r| r.get(2).map(String::as_str) == Some(event))
+        .unwrap_or_else(|| panic!("no row for {event} in {rows:?}"));
+    row[0]
+        .parse()
+        .unwrap_or_else(|_| panic!("{event}: count {:?} is not a number", row[0]))
+}
+
+fn numeric(field: &str) -> bool {
+    field.trim_end_matches('%').parse::<f64>().is_ok()
+}
+
+/// `K/sec` and `/sec` name the same metric at different magnitudes.
+fn metric_unit(field: &str) -> &str {
+    field.strip_suffix("/sec").map_or(field, |_| "/sec")
+}
+
+/// Same number of rows and fields; every field numeric in both, or equal.
+fn assert_columns_line_up(ours: &[Vec<String>], perfs: &[Vec<String>], what: &str) {
+    assert_eq!(
+        ours.len(),
+        perfs.len(),
+        "{what}: row counts differ\ntracer: {ours:?}\nperf:   {perfs:?}"
+    );
+    for (a, b) in ours.iter().zip(perfs) {
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "{what}: field counts differ\n{a:?}\n{b:?}"
+        );
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let same = (numeric(x) && numeric(y))
+                || x == y
+                || (i == a.len() - 1 && metric_unit(x) == metric_unit(y));
+            assert!(
+                same,
+                "{what}: field {i} differs: {x:?} vs {y:?}\n{a:?}\n{b:?}"
+            );
+        }
+    }
+}
+
+fn median(mut values: Vec<u64>) -> u64 {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+#[test]
+fn a_tracepoint_counts_exactly_the_syscalls_and_agrees_with_perf() {
+    if !has(Feature::Tracepoints, "stat_tracepoint") {
+        return;
+    }
+    let args = [
+        "-x,",
+        "-e",
+        "syscalls:sys_enter_getppid",
+        "--",
+        &tp(),
+        "getppid",
+        "1000",
+    ];
+    let ours = tracer(&args);
+    assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+    let theirs = perf(&args);
+    assert_eq!(count(&rows(&ours, ','), "syscalls:sys_enter_getppid"), 1000);
+    assert_eq!(
+        count(&rows(&theirs, ','), "syscalls:sys_enter_getppid"),
+        1000
+    );
+}
+
+/// Starts `perf stat -p PID -D -1 --control fifo:...` and enables it; returns once perf has
+/// acknowledged that its counters are on.
+fn perf_attached(pid: u32, events: &str, dir: &Path) -> std::process::Child {
+    assert!(
+        Path::new(PERF).exists(),
+        "{PERF} is missing: run `cargo xtask setup`"
+    );
+    let (ctl, ack) = (dir.join("ctl"), dir.join("ack"));
+    for fifo in [&ctl, &ack] {
+        let status = Command::new("mkfifo").arg(fifo).status().expect("mkfifo");
+        assert!(status.success());
+    }
+    // Opened before perf starts, without blocking: ack for reading, ctl read-write.
+    let mut ack_file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&ack)
+        .expect("open ack fifo");
+    let mut ctl_file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&ctl)
+        .expect("open ctl fifo");
+    let control = format!("fifo:{},{}", ctl.display(), ack.display());
+    let child = Command::new(PERF)
+        .args([
+            "stat",
+            "-x,",
+            "-e",
+            events,
+            "-p",
+            &pid.to_string(),
+            "-D",
+            "-1",
+        ])
+        .args(["--control", &control])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn perf stat");
+    ctl_file.write_all(b"enable\n").expect("send enable");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut reply = Vec::new();
+    while !String::from_utf8_lossy(&reply).contains("ack") {
+        assert!(
+            Instant::now() < deadline,
+            "perf never acknowledged 'enable'"
+        );
+        let mut buf = [0u8; 16];
+        match ack_file.read(&mut buf) {
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(e) => panic!("read ack: {e}"),
+        }
+    }
+    child
+}
+
+/// Starts `tracer stat -v -p PID` and returns once it says it is counting.
+#[allow(clippy::zombie_processes)] // the caller waits; a failed assert ends the test process
+fn tracer_attached(
+    pid: u32,
+    extra: &[&str],
+) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    common::require_root();
+    let mut child = Command::new(common::tracer_bin())
+        .args(["stat", "-v", "-x,", "-p", &pid.to_string()])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tracer stat");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stderr.read_line(&mut line).expect("read tracer stderr");
+        assert!(n > 0, "tracer stat ended before counting");
+        if line.starts_with("tracer stat: counting") {
+            return (child, stderr);
+        }
+    }
+}
+
+#[test]
+fn page_faults_of_one_run_agree_exactly_with_perf() {
+    common::require_root();
+    let events = "page-faults,minor-faults,page-faults:u";
+    let dir = tempfile::tempdir().unwrap();
+    let mut work = Workload::batched(512, None, &["touch", "512"]);
+    let theirs = perf_attached(work.pid(), events, dir.path());
+    let (ours, mut our_stderr) = tracer_attached(work.pid(), &["-e", events]);
+    work.run_batch();
+    work.finish();
+    // Both end by themselves once the process is gone.
+    let theirs = theirs.wait_with_output().expect("perf stat");
+    let mut rest = String::new();
+    our_stderr.read_to_string(&mut rest).unwrap();
+    let ours = ours.wait_with_output().expect("tracer stat");
+    assert_eq!(ours.status.code(), Some(0), "{rest}");
+    let ours = Output {
+        stderr: rest.into_bytes(),
+        ..ours
+    };
+    let (ours, theirs) = (rows(&ours, ','), rows(&theirs, ','));
+    for event in ["page-faults", "minor-faults", "page-faults:u"] {
+        assert_eq!(count(&ours, event), count(&theirs, event), "{event}");
+    }
+    let faults = count(&ours, "page-faults");
+    assert!(
+        (512..=516).contains(&faults),
+        "512 touched pages and the exit path's few: {faults}"
+    );
+}
+
+#[test]
+fn page_faults_of_a_command_agree_with_perf_within_tolerance() {
+    let args = ["-x,", "-e", "page-faults", "--", &tp(), "touch", "512"];
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        ours.push(count(&rows(&tracer(&args), ','), "page-faults"));
+        theirs.push(count(&rows(&perf(&args), ','), "page-faults"));
+    }
+    let (a, b) = (median(ours.clone()), median(theirs.clone()));
+    assert!(
+        a.abs_diff(b) <= 4,
+        "medians {a} vs {b} (tracer {ours:?}, perf {theirs:?}); tolerance 4 pages"
+    );
+    assert!(a >= 512, "{ours:?}");
+}
+
+#[test]
+fn csv_columns_line_up_with_perfs() {
+    if !has(Feature::Tracepoints, "stat_csv") {
+        return;
+    }
+    let tp = tp();
+    let events = "task-clock,page-faults,syscalls:sys_enter_getppid,cycles,instructions";
+    // Plain, with -r (the variance column), with another separator.
+    for extra in [&["-x,"][..], &["-x,", "-r", "2"], &["-x;"]] {
+        let sep = if extra.contains(&"-x;") { ';' } else { ',' };
+        let mut args: Vec<&str> = extra.to_vec();
+        args.extend(["-e", events, "--", &tp, "getppid", "1000"]);
+        let (ours, theirs) = (tracer(&args), perf(&args));
+        assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+        assert_columns_line_up(
+            &rows(&ours, sep),
+            &rows(&theirs, sep),
+            &format!("{extra:?}"),
+        );
+    }
+    // perf's default events.
+    let args = ["-x,", "--", &tp, "getppid", "10"];
+    let (ours, theirs) = (rows(&tracer(&args), ','), rows(&perf(&args), ','));
+    let names = |r: &[Vec<String>]| r.iter().map(|r| r[2].clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    // Per-CPU rows: a CPU column first.
+    let args = ["-x,", "-a", "-A", "-e", "cpu-clock", "--", "sleep", "0.05"];
+    let (ours, theirs) = (rows(&tracer(&args), ','), rows(&perf(&args), ','));
+    let online = tracer::perf::cpus::online().unwrap().len();
+    assert_eq!(ours.len(), online);
+    assert_columns_line_up(&ours, &theirs, "-a -A");
+    assert!(ours.iter().all(|r| r[0].starts_with("CPU")), "{ours:?}");
+    // Interval rows: a timestamp column first.
+    let args = [
+        "-x,",
+        "-I",
+        "100",
+        "--interval-count",
+        "2",
+        "-a",
+        "-e",
+        "cpu-clock",
+    ];
+    let (ours, theirs) = (rows(&tracer(&args), ','), rows(&perf(&args), ','));
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    assert_columns_line_up(&ours, &theirs, "-I");
+}
+
+#[test]
+fn human_columns_line_up_with_perfs() {
+    if !has(Feature::Tracepoints, "stat_human") {
+        return;
+    }
+    // Debian's perf runs in the C locale here: no thousands separators.
+    let args = [
+        "--no-big-num",
+        "-e",
+        "task-clock,page-faults,syscalls:sys_enter_getppid,cycles",
+        "--",
+        &tp(),
+        "getppid",
+        "1000",
+    ];
+    let ours = text(&tracer(&args[..]).stderr);
+    let theirs = text(&perf(&args[1..]).stderr);
+    let shape = |report: &str| -> Vec<(usize, Option<usize>, Option<usize>)> {
+        report
+            .lines()
+            // Counter lines and the elapsed/user/sys lines; not the title.
+            .filter(|l| l.starts_with("   "))
+            .map(|l| (l.len(), l.find('#'), l.find("seconds")))
+            .collect()
+    };
+    assert_eq!(
+        shape(&ours),
+        shape(&theirs),
+        "\ntracer:\n{ours}\nperf:\n{theirs}"
+    );
+    assert!(ours.contains(" Performance counter stats for '"));
+    assert!(ours.contains("<not supported>      cycles"));
+}
+
+#[test]
+fn json_lines_have_perfs_keys() {
+    let args = ["-j", "-e", "task-clock,page-faults,cycles", "--", "true"];
+    let objects = |out: Output| -> Vec<serde_json::Value> {
+        text(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+            .collect()
+    };
+    let (ours, theirs) = (objects(tracer(&args)), objects(perf(&args)));
+    assert_eq!(ours.len(), 3);
+    for (a, b) in ours.iter().zip(&theirs) {
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(a), keys(b));
+        assert_eq!(a["event"], b["event"]);
+        assert_eq!(a["unit"], b["unit"]);
+    }
+    assert_eq!(ours[2]["counter-value"], "<not supported>");
+}
+
+#[test]
+fn a_group_is_read_with_one_read() {
+    let out = tracer(&[
+        "-v",
+        "-x,",
+        "-e",
+        "{task-clock,page-faults},cs",
+        "--",
+        &tp(),
+        "touch",
+        "64",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("opened page-faults (group member, read_format TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING|GROUP"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("read {task-clock,page-faults}: one read(2), 2 values"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("read {cs}: one read(2), 1 value\n"),
+        "{stderr}"
+    );
+    // Group members share the leader's times: the same run-time column.
+    let rows = rows(&out, ',');
+    assert_eq!(rows[0][3], rows[1][3], "{rows:?}");
+    assert!(count(&rows, "page-faults") >= 64);
+}
+
+#[test]
+fn interval_deltas_sum_to_the_total() {
+    if !has(Feature::Tracepoints, "stat_interval") {
+        return;
+    }
+    // `spin 1000` calls getppid for one second and prints how many times it did.
+    let out = tracer(&[
+        "-x,",
+        "-I",
+        "100",
+        "-e",
+        "syscalls:sys_enter_getppid",
+        "--",
+        &tp(),
+        "spin",
+        "1000",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let total: u64 = text(&out.stdout)
+        .trim()
+        .parse()
+        .expect("spin prints its count");
+    let rows = rows(&out, ',');
+    assert!(
+        (9..=12).contains(&rows.len()),
+        "about 10 intervals in 1 s: {rows:?}"
+    );
+    let sum: u64 = rows.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
+    assert_eq!(sum, total, "{rows:?}");
+    // Timestamps grow by about 100 ms.
+    let times: Vec<f64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[1] > w[0]));
+    assert!((times[0] - 0.1).abs() < 0.05, "{times:?}");
+}
+
+#[test]
+fn repeats_print_means_and_relative_standard_errors() {
+    let out = tracer(&[
+        "-r",
+        "5",
+        "-e",
+        "task-clock,page-faults",
+        "--",
+        &tp(),
+        "touch",
+        "16",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(" (5 runs):"), "{stderr}");
+    let task_clock = stderr.lines().find(|l| l.contains("task-clock")).unwrap();
+    assert!(
+        task_clock.contains("( +-") && task_clock.ends_with("% )"),
+        "{stderr}"
+    );
+    let elapsed = stderr
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .unwrap();
+    assert!(elapsed.contains(" +- "), "{elapsed}");
+    assert!(
+        !stderr.contains("seconds user"),
+        "perf prints no rusage for -r"
+    );
+    // CSV: the variance column, as perf prints it.
+    let csv = rows(
+        &tracer(&[
+            "-x,",
+            "-r",
+            "3",
+            "-e",
+            "page-faults",
+            "--",
+            &tp(),
+            "touch",
+            "16",
+        ]),
+        ',',
+    );
+    assert!(csv[0][3].ends_with('%') && numeric(&csv[0][3]), "{csv:?}");
+}
+
+#[test]
+fn unsupported_hardware_counters_do_not_fail_the_run() {
+    let out = tracer(&["-x,", "-e", "cycles,instructions,task-clock", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows = rows(&out, ',');
+    match Feature::HardwareCounters.check() {
+        Status::Available { .. } => assert!(numeric(&rows[0][0]), "{rows:?}"),
+        Status::Unavailable { .. } => {
+            assert_eq!(rows[0][0], "<not supported>");
+            assert_eq!(rows[1][0], "<not supported>");
+        }
+    }
+    assert!(numeric(&rows[2][0]), "task-clock still counts: {rows:?}");
+}
+
+#[test]
+fn the_commands_exit_status_passes_through() {
+    let out = tracer(&["-e", "task-clock", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let out = tracer(&[
+        "-x,",
+        "-e",
+        "task-clock",
+        "--timeout",
+        "100",
+        "--",
+        "sleep",
+        "5",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a timeout ends the run normally, as in perf"
+    );
+}
+
+#[test]
+fn bad_events_are_usage_errors_with_suggestions() {
+    let out = tracer(&["-e", "cycels", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error: unknown event 'cycels'"), "{stderr}");
+    assert!(stderr.contains("hint: did you mean 'cycles'?"), "{stderr}");
+    if has(Feature::Tracepoints, "stat_bad_tracepoint") {
+        let out = tracer(&["-e", "syscalls:sys_enter_getppi", "--", "true"]);
+        assert_eq!(out.status.code(), Some(2));
+        // The same did-you-mean as `tracer probe`.
+        assert!(
+            text(&out.stderr).contains("hint: did you mean: syscalls:sys_enter_getppid"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let out = tracer(&["-e", "{task-clock", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn uprobe_hits_are_counted_exactly() {
+    if !has(Feature::UprobePmu, "stat_uprobe") {
+        return;
+    }
+    let tp = tp();
+    let event = format!("uprobe:{tp}:tracer_testprog_target");
+    let out = tracer(&["-x,", "-e", &event, "--", &tp, "call", "1000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(count(&rows(&out, ','), &event), 1000);
+}
+
+#[test]
+fn per_thread_counts_of_a_running_process_are_exact() {
+    if !has(Feature::Tracepoints, "stat_per_thread") {
+        return;
+    }
+    let mut work = Workload::batched(1000, None, &["getppid", "1000"]);
+    let pid = work.pid();
+    let (ours, mut stderr) =
+        tracer_attached(pid, &["--per-thread", "-e", "syscalls:sys_enter_getppid"]);
+    work.run_batch();
+    work.finish();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(ours.wait_with_output().unwrap().status.success(), "{rest}");
+    let rows: Vec<Vec<&str>> = rest
+        .lines()
+        .filter(|l| !l.starts_with("tracer stat:") && l.contains(",syscalls:sys_enter_getppid,"))
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{rest}");
+    assert!(rows[0][0].ends_with(&format!("-{pid}")), "{rest}");
+    assert_eq!(rows[0][1], "1000", "{rest}");
+}
+
+#[test]
+fn a_cgroup_counts_only_its_tasks() {
+    if !has(Feature::Tracepoints, "stat_cgroup") {
+        return;
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let Some(root) = mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.get(2) == Some(&"cgroup2"))
+        .map(|f| f[1].to_string())
+    else {
+        let _ = writeln!(std::io::stderr(), "SKIPPED stat_cgroup: no cgroup2 mount");
+        return;
+    };
+    let name = format!("tracer-stat-test-{}", std::process::id());
+    let dir = Path::new(&root).join(&name);
+    std::fs::create_dir(&dir).expect("create a cgroup");
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {} getppid 1000",
+        dir.display(),
+        tp()
+    );
+    // One event in the cgroup, the same event everywhere.
+    let groups = format!("{name},");
+    let args = [
+        "-x,",
+        "-a",
+        "-e",
+        "syscalls:sys_enter_getppid,syscalls:sys_enter_getppid",
+        "-G",
+        &groups,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    let ours = tracer(&args);
+    let theirs = perf(&args);
+    let _ = std::fs::remove_dir(&dir);
+    assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+    let (ours, theirs) = (rows(&ours, ','), rows(&theirs, ','));
+    assert_eq!(ours[0][0], "1000", "{ours:?}");
+    assert_eq!(ours[0][3], name);
+    assert!(ours[1][0].parse::<u64>().unwrap() >= 1000);
+    assert_eq!(theirs[0][0], "1000", "{theirs:?}");
+    assert_columns_line_up(&ours[..1], &theirs[..1], "-G");
+}
+
+#[test]
+fn reports_go_to_a_file_a_descriptor_or_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stat.txt");
+    let path = file.to_str().unwrap();
+    for append in [false, true] {
+        let mut args = vec!["-o", path, "-x,", "-e", "page-faults"];
+        if append {
+            args.push("--append");
+        }
+        args.extend(["--", "true"]);
+        let out = tracer(&args);
+        assert!(out.status.success());
+        assert!(
+            !text(&out.stderr).contains("page-faults"),
+            "the report went to the file"
+        );
+    }
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(written.matches("# started on ").count(), 2, "{written}");
+    assert_eq!(written.matches(",page-faults,").count(), 2, "{written}");
+    // --log-fd: a descriptor the shell opened.
+    let log = dir.path().join("fd.txt");
+    let script = format!(
+        "{} stat --log-fd 3 -x, -e page-faults -- true 3>{}",
+        common::tracer_bin().display(),
+        log.display()
+    );
+    assert!(Command::new("sh")
+        .args(["-c", &script])
+        .status()
+        .unwrap()
+        .success());
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains(",page-faults,"));
+    // -n: time only.
+    let out = tracer(&["-n", "--", "true"]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("seconds time elapsed") && !stderr.contains("task-clock"),
+        "{stderr}"
+    );
+}
