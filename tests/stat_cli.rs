@@ -526,7 +526,7 @@ fn bad_events_are_usage_errors_with_suggestions() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("error: unknown event 'cycels'"), "{stderr}");
-    assert!(stderr.contains("hint: did you mean 'cycles'?"), "{stderr}");
+    assert!(stderr.contains("hint: did you mean: cycles"), "{stderr}");
     if has(Feature::Tracepoints, "stat_bad_tracepoint") {
         let out = tracer(&["-e", "syscalls:sys_enter_getppi", "--", "true"]);
         assert_eq!(out.status.code(), Some(2));

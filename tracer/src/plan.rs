@@ -460,6 +460,15 @@ pub fn parse_watch_target(text: &str) -> Result<WatchTarget, Error> {
     })
 }
 
+/// `did you mean: a, b` for the names most like `name`, if any are close.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let similar = similar(name, candidates, 4);
+    (!similar.is_empty()).then(|| format!("did you mean: {}", similar.join(", ")))
+}
+
 /// Parses a duration with a unit: `500ns`, `12us`, `10ms`, `1.5s` (nanoseconds).
 pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     let t = text.trim();

@@ -366,18 +366,9 @@ fn builtin(name: &str) -> Option<Source> {
 
 fn unknown_event(name: &str) -> Error {
     let all = builtin_names();
-    let similar = plan::similar(name, all.iter().map(String::as_str), 3);
-    let mut hints = Vec::new();
-    if !similar.is_empty() {
-        hints.push(format!(
-            "did you mean {}?",
-            similar
-                .iter()
-                .map(|s| format!("'{s}'"))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        ));
-    }
+    let mut hints: Vec<String> = plan::did_you_mean(name, all.iter().map(String::as_str))
+        .into_iter()
+        .collect();
     hints.push("list the events with `tracer list` (tracepoints are CAT:NAME)".into());
     Error::usage(format!("unknown event '{name}'"), hints)
 }
@@ -1179,9 +1170,9 @@ mod tests {
     #[test]
     fn unknown_names_suggest_similar_ones() {
         let hints = usage_hints("cycels");
-        assert!(hints[0].contains("'cycles'"), "{hints:?}");
+        assert!(hints[0].starts_with("did you mean: cycles"), "{hints:?}");
         let hints = usage_hints("page-fault");
-        assert!(hints[0].contains("'page-faults'"), "{hints:?}");
+        assert!(hints[0].starts_with("did you mean: page-faults"), "{hints:?}");
         assert!(usage_hints("zzzzzz")
             .iter()
             .any(|h| h.contains("tracer list")));

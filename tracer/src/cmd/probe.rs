@@ -488,11 +488,9 @@ pub(crate) fn tracepoint_error(
         .map(|(c, n)| format!("{c}:{n}"))
         .collect();
     let wanted = format!("{category}:{name}");
-    let similar = plan::similar(&wanted, all.iter().map(String::as_str), 4);
-    let mut hints = Vec::new();
-    if !similar.is_empty() {
-        hints.push(format!("did you mean: {}", similar.join(", ")));
-    }
+    let mut hints: Vec<String> = plan::did_you_mean(&wanted, all.iter().map(String::as_str))
+        .into_iter()
+        .collect();
     hints.push(format!(
         "list tracepoints with `tracer list '{category}:*'`"
     ));
@@ -502,16 +500,14 @@ pub(crate) fn tracepoint_error(
     }
 }
 
-fn unknown_function(err: Error, fs: &Tracefs, function: &str) -> Error {
+pub(crate) fn unknown_function(err: Error, fs: &Tracefs, function: &str) -> Error {
     let all = functions(fs);
     if all.iter().any(|f| f == function) {
         return err;
     }
-    let similar = plan::similar(function, all.iter().map(String::as_str), 4);
-    let mut hints = Vec::new();
-    if !similar.is_empty() {
-        hints.push(format!("did you mean: {}", similar.join(", ")));
-    }
+    let mut hints: Vec<String> = plan::did_you_mean(function, all.iter().map(String::as_str))
+        .into_iter()
+        .collect();
     hints.push(format!("list functions with `tracer list '{function}*'`"));
     Error::Usage {
         message: format!("no traceable kernel function '{function}'"),
@@ -519,16 +515,14 @@ fn unknown_function(err: Error, fs: &Tracefs, function: &str) -> Error {
     }
 }
 
-fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol: &str) -> Error {
+pub(crate) fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol: &str) -> Error {
     if !matches!(err, kernel::Error::NoSymbol { .. }) {
         return err.into();
     }
     let symbols = elf::function_symbols(path).unwrap_or_default();
-    let similar = plan::similar(symbol, symbols.iter().map(String::as_str), 4);
-    let mut hints = Vec::new();
-    if !similar.is_empty() {
-        hints.push(format!("did you mean: {}", similar.join(", ")));
-    }
+    let mut hints: Vec<String> = plan::did_you_mean(symbol, symbols.iter().map(String::as_str))
+        .into_iter()
+        .collect();
     hints.push(format!(
         "list its functions with `tracer list --binary {}`",
         path.display()

@@ -1190,22 +1190,11 @@ fn resolve_probe(
             let fs = fs()?;
             let functions = fs.traceable_functions();
             if !functions.is_empty() && !functions.iter().any(|f| f == function) {
-                let similar = plan::similar(function, functions.iter().map(String::as_str), 3);
-                let mut hints = Vec::new();
-                if !similar.is_empty() {
-                    hints.push(format!(
-                        "did you mean {}?",
-                        similar
-                            .iter()
-                            .map(|s| format!("'{s}'"))
-                            .collect::<Vec<_>>()
-                            .join(" or ")
-                    ));
-                }
-                hints.push("list traceable functions with `tracer list 'PATTERN'`".into());
-                return Err(Error::usage(
-                    format!("no traceable kernel function '{function}'"),
-                    hints,
+                // The same did-you-mean as `tracer probe`.
+                return Err(crate::cmd::probe::unknown_function(
+                    Error::usage(String::new(), Vec::new()),
+                    &fs,
+                    function,
                 ));
             }
             if let Some(kprobe) = pmus.get("kprobe")? {
@@ -1262,33 +1251,9 @@ fn resolve_probe(
                     name: symbol,
                     offset,
                 } => {
-                    elf::symbol_offset(&path, symbol).map_err(|e| match e {
-                        kernel::Error::NoSymbol { .. } => {
-                            let symbols = elf::function_symbols(&path).unwrap_or_default();
-                            let similar =
-                                plan::similar(symbol, symbols.iter().map(String::as_str), 3);
-                            let mut hints = Vec::new();
-                            if !similar.is_empty() {
-                                hints.push(format!(
-                                    "did you mean {}?",
-                                    similar
-                                        .iter()
-                                        .map(|s| format!("'{s}'"))
-                                        .collect::<Vec<_>>()
-                                        .join(" or ")
-                                ));
-                            }
-                            hints.push(format!(
-                                "list its functions with `tracer list --binary {}`",
-                                path.display()
-                            ));
-                            Error::usage(
-                                format!("no function '{symbol}' in {}", path.display()),
-                                hints,
-                            )
-                        }
-                        other => other.into(),
-                    })? + offset
+                    elf::symbol_offset(&path, symbol)
+                        .map_err(|e| crate::cmd::probe::unknown_symbol(e, &path, symbol))?
+                        + offset
                 }
                 UserAt::Address(addr) => {
                     let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
