@@ -69,7 +69,9 @@ while ((${#queue[@]})); do
   done < <(tr ',' '\n' <<<"$deps" | sed 's/|.*//; s/^ *//')
 done
 echo "resolved: ${pkgs[*]}"
-[[ $metaver == "$id".* ]] || { echo "meta $meta is $metaver, not $id.x (archive moved on?)" >&2; exit 1; }
+# The archive may move a suite to a newer kernel (trixie-backports past 7.3): still a Debian
+# kernel with kprobes, so test it and say so rather than fail the run.
+[[ $metaver == "$id".* ]] || echo "note: kernel $id now resolves to $metaver (the archive moved on); testing that" >&2
 
 mkdir -p "$out/debs"
 (cd "$out/debs" && papt "$aptdir" apt-get -q download "${pkgs[@]}")
