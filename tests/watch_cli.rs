@@ -13,6 +13,19 @@ use tracer::kernel::features::Feature;
 
 const COUNTER: &str = "tracer_testprog_counter";
 
+/// `main.rs:N` of the first line of testprog's source containing `needle` (DWARF line info
+/// of the debug-built workload must point there).
+fn source_line(needle: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testprog/src/main.rs");
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in testprog")
+        + 1;
+    format!("main.rs:{line}")
+}
+
 fn hits(stdout: &[u8]) -> Vec<serde_json::Value> {
     let mut events: Vec<serde_json::Value> = text(stdout)
         .lines()
@@ -43,6 +56,11 @@ fn check_counter_hits(events: &[serde_json::Value], n: u64) -> BTreeMap<u64, u64
                 .as_str()
                 .unwrap()
                 .starts_with("tracer_testprog_bump+0x"),
+            "{e}"
+        );
+        assert_eq!(
+            e["source"],
+            source_line("tracer_testprog_counter.fetch_add("),
             "{e}"
         );
         assert_eq!(e["target"], COUNTER);
@@ -146,6 +164,11 @@ fn read_write_and_execute_watchpoints_count_exactly() {
     assert!(calls
         .iter()
         .all(|e| e["at"] == "tracer_testprog_target+0x0"));
+    let first_line = source_line("pub extern \"C\" fn tracer_testprog_target(");
+    assert!(
+        calls.iter().all(|e| e["source"] == first_line.as_str()),
+        "{calls:?}"
+    );
 }
 
 #[test]

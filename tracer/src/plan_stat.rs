@@ -1172,7 +1172,10 @@ mod tests {
         let hints = usage_hints("cycels");
         assert!(hints[0].starts_with("did you mean: cycles"), "{hints:?}");
         let hints = usage_hints("page-fault");
-        assert!(hints[0].starts_with("did you mean: page-faults"), "{hints:?}");
+        assert!(
+            hints[0].starts_with("did you mean: page-faults"),
+            "{hints:?}"
+        );
         assert!(usage_hints("zzzzzz")
             .iter()
             .any(|h| h.contains("tracer list")));

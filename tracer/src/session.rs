@@ -272,7 +272,12 @@ impl EventLoop {
                     _ = rx.recv() => { if sink.drain()? { return Ok(End::Count); } }
                     _ = tick.tick() => {
                         if sink.drain()? { return Ok(End::Count); }
-                        if sink.tick()? { return Ok(End::TargetGone); }
+                        if sink.tick()? {
+                            // The target wrote its last events and exited after the drain
+                            // above: they are all in the rings now, read them before ending.
+                            sink.drain()?;
+                            return Ok(End::TargetGone);
+                        }
                     }
                     _ = interrupt.recv() => { sink.drain()?; return Ok(End::Interrupted); }
                     _ = terminate.recv() => { sink.drain()?; return Ok(End::Interrupted); }

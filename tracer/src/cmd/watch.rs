@@ -162,6 +162,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         rings: &mut rings,
         process,
         symbols: HashMap::new(),
+        sources: HashMap::new(),
         out,
         format: args.output,
         start_ns,
@@ -255,10 +256,13 @@ fn attach(
                 Some(process),
                 pid,
                 kernel,
+                launched,
             );
         }
     };
-    attach_at(bpf, name, addr, size, kind, len, process, pid, kernel)
+    attach_at(
+        bpf, name, addr, size, kind, len, process, pid, kernel, launched,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -272,6 +276,7 @@ fn attach_at(
     process: Option<&mut Process>,
     pid: Option<u32>,
     kernel: bool,
+    launched: bool,
 ) -> Result<Watch, Error> {
     // The symbol's size when it is a watchable length, else 8; execute breakpoints ignore it.
     let len = len.unwrap_or(match size {
@@ -306,8 +311,16 @@ fn attach_at(
         }
         _ => None,
     };
+    // `-- COMMAND`: one per-task event on the command, single-threaded at its exec, with
+    // inherit for every thread and child it creates. `-p PID`: one event per CPU, filtered by
+    // tgid in BPF. Per-task events opened on the threads of an already running process, plus
+    // inherit for its new threads, missed most hits in some runs here; per-CPU breakpoints see
+    // every thread, existing or new, and the filter drops other processes that touch the same
+    // virtual address.
+    let per_task = launched && pid.is_some();
     let config = SlotConfig {
         flags: if kernel { SLOT_VALUE_KERNEL } else { 0 },
+        tgid: if per_task { 0 } else { pid.unwrap_or(0) },
         ..SlotConfig::default()
     };
     let slot = bpf.take_slot(SlotKind::PerfEvent, config)?;
@@ -315,20 +328,16 @@ fn attach_at(
     let options = Options {
         // Every hit overflows, so the BPF program runs on each; inherit covers new threads.
         sampling: Sampling::Period(1),
-        flags: if kernel { 0 } else { perf::attr::flag::INHERIT },
+        flags: if per_task {
+            perf::attr::flag::INHERIT
+        } else {
+            0
+        },
         ..Options::default()
     };
     let scopes: Vec<Scope> = match pid {
-        // Every thread of the process: a per-task event covers one thread, and its children
-        // (threads created later) through inherit.
-        Some(pid) => threads(pid)
-            .into_iter()
-            .map(|tid| Scope::Task {
-                pid: tid,
-                cpu: None,
-            })
-            .collect(),
-        None => perf::cpus::online()?.into_iter().map(Scope::Cpu).collect(),
+        Some(pid) if per_task => vec![Scope::Task { pid, cpu: None }],
+        _ => perf::cpus::online()?.into_iter().map(Scope::Cpu).collect(),
     };
     let mut events = Vec::new();
     for scope in &scopes {
@@ -357,22 +366,6 @@ fn attach_at(
     })
 }
 
-/// Thread ids of a process (`/proc/PID/task`).
-fn threads(pid: u32) -> Vec<u32> {
-    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    tids.sort_unstable();
-    if tids.is_empty() {
-        tids.push(pid);
-    }
-    tids
-}
-
 fn mask(value: u64, len: u64) -> u64 {
     if len >= 8 {
         value
@@ -387,6 +380,8 @@ struct WatchSink<'a, W: std::io::Write> {
     process: Option<Process>,
     /// Symbolized instruction pointers.
     symbols: HashMap<u64, String>,
+    /// Source lines of instruction pointers (`None`: no debug info).
+    sources: HashMap<u64, Option<String>>,
     out: W,
     format: Format,
     start_ns: u64,
@@ -414,12 +409,33 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         name
     }
 
+    /// `file:line` of the access. A data breakpoint traps after the instruction, so the
+    /// instruction that made the access ends just before the reported ip: look up `ip - 1`.
+    fn source(&mut self, ip: u64) -> Option<String> {
+        let probe = if self.kind == BreakpointType::Execute {
+            ip
+        } else {
+            ip.saturating_sub(1)
+        };
+        if let Some(s) = self.sources.get(&probe) {
+            return s.clone();
+        }
+        let line = self.process.as_mut().and_then(|p| p.source_line(probe));
+        self.sources.insert(probe, line.clone());
+        line
+    }
+
     fn print(&mut self, event: &Event) -> Result<(), Error> {
         let Some(index) = self.watches.iter().position(|w| w.slot.id == event.slot) else {
             return Ok(());
         };
         let ip = event.data[0];
         let at = self.symbolize(ip);
+        let source = self.source(ip);
+        let place = match &source {
+            Some(line) => format!("{at} ({line})"),
+            None => at.clone(),
+        };
         let kind = self.kind;
         let watch = &mut self.watches[index];
         let new = (event.data[3] == 1 && kind != BreakpointType::Execute)
@@ -443,7 +459,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
                 let secs = event.time_ns.saturating_sub(self.start_ns) as f64 / 1e9;
                 writeln!(
                     self.out,
-                    "{secs:<10.6} {:<3} {:<15} {comm:<16} {}: {change} at {at}",
+                    "{secs:<10.6} {:<3} {:<15} {comm:<16} {}: {change} at {place}",
                     event.cpu,
                     format!("{}/{}", event.pid(), event.tid()),
                     watch.name
@@ -462,6 +478,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
                     "new": new,
                     "ip": format!("{ip:#x}"),
                     "at": at,
+                    "source": source,
                 });
                 writeln!(self.out, "{line}")
             }
@@ -521,8 +538,10 @@ fn summary<W: std::io::Write>(
         sink.symbolize(ip);
     }
     for watch in &sink.watches {
+        // The kernel-side count of traps that passed the filters, next to what was printed.
+        let (trapped, _) = bpf.slot_stats(&watch.slot)?;
         eprintln!(
-            "{} ({:#x}/{}): {} hits",
+            "{} ({:#x}/{}): {} hits ({trapped} trapped in the kernel)",
             watch.name, watch.addr, watch.len, watch.hits
         );
         for (tid, n) in &watch.by_tid {

@@ -114,6 +114,8 @@ pub struct Process {
     pid: u32,
     maps: Vec<Mapping>,
     elfs: HashMap<PathBuf, Option<ElfSymbols>>,
+    /// DWARF line tables per file (`None`: no debug info).
+    lines: HashMap<PathBuf, Option<addr2line::Loader>>,
 }
 
 /// Where a symbol lives at run time.
@@ -132,6 +134,7 @@ impl Process {
             pid,
             maps: Vec::new(),
             elfs: HashMap::new(),
+            lines: HashMap::new(),
         };
         process.refresh()?;
         Ok(process)
@@ -251,6 +254,35 @@ impl Process {
             "{:#}+{offset:#x}",
             rustc_demangle::demangle(&symbol.name)
         ))
+    }
+
+    /// `file:line` of a runtime address from the file's DWARF, when it has debug info. The
+    /// outermost frame is used, so the line belongs to the function `symbolize` names even when
+    /// the instruction came from inlined code.
+    pub fn source_line(&mut self, addr: u64) -> Option<String> {
+        let mapping = self
+            .maps
+            .iter()
+            .find(|m| addr >= m.start && addr < m.end)?
+            .clone();
+        let path = mapping.path?;
+        let base = self.elf(&path)?.base;
+        let bias = self.bias(&path, base)?;
+        let loader = self
+            .lines
+            .entry(path.clone())
+            .or_insert_with(|| addr2line::Loader::new(&path).ok())
+            .as_ref()?;
+        let mut frames = loader.find_frames(addr.wrapping_sub(bias)).ok()?;
+        let mut outermost = None;
+        while let Ok(Some(frame)) = frames.next() {
+            if let Some(location) = frame.location {
+                outermost = Some((location.file?.to_string(), location.line?));
+            }
+        }
+        let (file, line) = outermost?;
+        let name = Path::new(&file).file_name()?.to_string_lossy().into_owned();
+        Some(format!("{name}:{line}"))
     }
 
     /// Is `addr` inside a mapping of the process?
