@@ -366,24 +366,7 @@ pub(crate) fn open_event(
             Ok(opened(event, legacy, None, function))
         }
         Target::User { file, at } => {
-            let path = elf::resolve_file(file)?;
-            let offset = match at {
-                UserAt::Symbol {
-                    name: symbol,
-                    offset,
-                } => {
-                    elf::symbol_offset(&path, symbol)
-                        .map_err(|e| unknown_symbol(e, &path, symbol))?
-                        + offset
-                }
-                UserAt::Address(addr) => {
-                    let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
-                    elf::vaddr_to_offset(&data, &path, *addr)?
-                }
-            };
+            let (path, offset) = uprobe_location(file, at)?;
             let pmu = perf::pmu::Pmus::default()
                 .get("uprobe")?
                 .ok_or_else(|| Error::Runtime {
@@ -531,6 +514,29 @@ pub(crate) fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol:
         message: format!("no function '{symbol}' in {}", path.display()),
         hints,
     }
+}
+
+/// Where a uprobe goes: the ELF file a spec names and the file offset of its symbol (plus
+/// offset) or address.
+pub(crate) fn uprobe_location(file: &str, at: &UserAt) -> Result<(std::path::PathBuf, u64), Error> {
+    let path = elf::resolve_file(file)?;
+    let offset = match at {
+        UserAt::Symbol {
+            name: symbol,
+            offset,
+        } => {
+            elf::symbol_offset(&path, symbol).map_err(|e| unknown_symbol(e, &path, symbol))?
+                + offset
+        }
+        UserAt::Address(addr) => {
+            let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            elf::vaddr_to_offset(&data, &path, *addr)?
+        }
+    };
+    Ok((path, offset))
 }
 
 /// Picks the kprobe PMU, else legacy kprobe_events; when neither exists, explains why and

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use crate::cli::StatArgs;
 use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::kernel::tracefs::Tracefs;
-use crate::kernel::{self, elf};
 use crate::launch::{self, Launched};
 use crate::output::stat::{
     aggregate, metric, Count, Footer, Line, Metric, MetricInput, Reading, Renderer, Role, Slot,
@@ -24,7 +23,7 @@ use crate::output::stat::{
 };
 use crate::perf::attr::{flag, format, CacheOp, CacheResult, Hardware, Software};
 use crate::perf::{self, pmu::Pmus, Event, EventKind, KprobeTarget, Options, Scope};
-use crate::plan::{self, Target as ProbeTarget, UserAt};
+use crate::plan::{self, Target as ProbeTarget};
 use crate::plan_stat::{self, Aggregation, Destination, EventSpec, Source, StatPlan, Target};
 use crate::Error;
 
@@ -1245,24 +1244,7 @@ fn resolve_probe(
             })
         }
         ProbeTarget::User { file, at } => {
-            let path = elf::resolve_file(file)?;
-            let offset = match at {
-                UserAt::Symbol {
-                    name: symbol,
-                    offset,
-                } => {
-                    elf::symbol_offset(&path, symbol)
-                        .map_err(|e| crate::cmd::probe::unknown_symbol(e, &path, symbol))?
-                        + offset
-                }
-                UserAt::Address(addr) => {
-                    let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
-                    elf::vaddr_to_offset(&data, &path, *addr)?
-                }
-            };
+            let (path, offset) = crate::cmd::probe::uprobe_location(file, at)?;
             let uprobe = pmus.get("uprobe")?.ok_or_else(|| Error::Runtime {
                 message: format!("cannot count {name}: this kernel has no uprobe PMU"),
                 hints: vec!["the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into()],
