@@ -143,9 +143,11 @@ fn software_group_reads_task_clock_and_page_faults_atomically() {
     assert_eq!(counts.values[2].id, Some(cs.id().unwrap()));
     let task_clock = counts.values[0].value;
     // task-clock counts this thread's CPU time while enabled, as perf's task clock sees it;
-    // CLOCK_THREAD_CPUTIME_ID comes from the scheduler's runtime accounting. Under load the two
-    // drift by a few percent: allow the larger of 2 ms or 5 %.
-    let tolerance = (spent / 20).max(2_000_000);
+    // CLOCK_THREAD_CPUTIME_ID comes from the scheduler's runtime accounting. On this 2-vCPU VM
+    // with steal time and the whole suite running, the two drifted past 2 ms in one run of
+    // many: allow the larger of 5 ms or 15 %. A counter on the wrong thread, or one that did not
+    // count, is still far outside that.
+    let tolerance = (spent * 15 / 100).max(5_000_000);
     assert!(
         task_clock.abs_diff(spent) <= tolerance,
         "task-clock {task_clock} vs thread CPU time {spent} (tolerance {tolerance})"

@@ -24,6 +24,13 @@ impl Losses {
     }
 }
 
+/// Wake the reader when a ring of `pages` data pages is a quarter full (the event loop also
+/// drains every 100 ms): one wakeup per event would cost the traced workload a context switch
+/// per event.
+pub fn quarter_full(pages: usize) -> Wakeup {
+    Wakeup::Watermark((pages * perf::sys::page_size() / 4) as u32)
+}
+
 /// The per-CPU `PERF_COUNT_SW_BPF_OUTPUT` rings behind the BPF `EVENTS` map.
 pub struct OutputRings {
     rings: Vec<(u32, Ring)>,
@@ -88,28 +95,6 @@ impl OutputRings {
         events
     }
 
-    /// Waits up to `timeout_ms` for any ring to become readable.
-    pub fn wait(&self, timeout_ms: i32) -> Result<bool, Error> {
-        use std::os::fd::AsRawFd;
-        let mut fds: Vec<libc::pollfd> = self
-            .rings
-            .iter()
-            .map(|(_, r)| libc::pollfd {
-                fd: r.as_fd().as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        match perf::sys::poll(&mut fds, timeout_ms) {
-            Ok(n) => Ok(n > 0),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(false),
-            Err(source) => Err(Error::Runtime {
-                message: format!("cannot wait for events: {source}"),
-                hints: Vec::new(),
-            }),
-        }
-    }
-
     pub fn losses(&self) -> &Losses {
         &self.losses
     }
@@ -127,8 +112,8 @@ impl OutputRings {
 /// Registers `fd` with the tokio reactor for readability.
 ///
 /// The caller must keep the fd open, unchanged, for the life of the returned `AsyncFd`: rings
-/// outlive the event loop's runtime (declared before it, so dropped after it), and a pidfd is
-/// owned by its `AsyncFd`.
+/// outlive the event loop's runtime (`EventLoop::run` consumes and drops it while the rings
+/// are still open), and a pidfd is owned by its `AsyncFd`.
 #[allow(unsafe_code)]
 pub fn readable<T: std::os::fd::AsRawFd>(fd: T) -> std::io::Result<tokio::io::unix::AsyncFd<T>> {
     // SAFETY: per the contract above, the fd stays open and refers to the same file for the
@@ -194,9 +179,11 @@ pub trait Sink {
 /// killing it.
 pub struct EventLoop {
     runtime: tokio::runtime::Runtime,
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
+    signals: Signals,
 }
+
+/// The signals that end a run: SIGINT, then SIGTERM.
+pub type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
 
 /// A raw fd for tokio's readiness: the rings own the fds and outlive the loop.
 struct Fd(std::os::fd::RawFd);
@@ -227,9 +214,14 @@ impl EventLoop {
         };
         Ok(EventLoop {
             runtime,
-            interrupt,
-            terminate,
+            signals: (interrupt, terminate),
         })
+    }
+
+    /// The runtime and the signal handlers, for a command that drives its own waiting
+    /// (`tracer stat`, which has counters instead of rings).
+    pub fn parts(&mut self) -> (&tokio::runtime::Runtime, &mut Signals) {
+        (&self.runtime, &mut self.signals)
     }
 
     /// Runs until a signal, the duration, the sink's stop or the command's exit; the rings are
@@ -246,7 +238,7 @@ impl EventLoop {
             message: format!("event loop: {e}"),
             hints: Vec::new(),
         };
-        let (interrupt, terminate) = (&mut self.interrupt, &mut self.terminate);
+        let (interrupt, terminate) = (&mut self.signals.0, &mut self.signals.1);
         self.runtime.block_on(async move {
             // One readiness task per ring; any wakeup drains all rings.
             let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);

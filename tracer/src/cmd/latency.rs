@@ -15,7 +15,6 @@ use crate::kernel::tracefs::Tracefs;
 use crate::launch;
 use crate::output::events::Format;
 use crate::output::hist::{human, Histogram};
-use crate::perf::Wakeup;
 use crate::plan::{self, ProbeSpec, Target};
 use crate::session::{End, EventLoop, OutputRings, Sink};
 use crate::Error;
@@ -83,7 +82,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         Some(launch::launch(&args.command)?)
     };
     let mut bpf = Bpf::load()?;
-    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Watermark(16 * 4096 / 4))?;
+    let mut rings = OutputRings::open(&mut bpf, 16, crate::session::quarter_full(16))?;
     filter.exclude_tgid = std::process::id();
     if launched.is_some() {
         filter.flags |= SLOT_FILTER_TRACKED;

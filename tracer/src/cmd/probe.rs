@@ -71,7 +71,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let wakeup = match plan.wakeup_events {
         Some(n) => Wakeup::Events(n),
         // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the rest.
-        None => Wakeup::Watermark((plan.ring_pages * perf::sys::page_size() / 4) as u32),
+        None => crate::session::quarter_full(plan.ring_pages),
     };
     let mut rings = OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?;
 
@@ -253,29 +253,45 @@ pub(crate) struct Opened {
     pub kernel_function: Option<String>,
 }
 
-/// Opens the perf event of one probe spec, disabled. Kernel functions go through the kprobe PMU
-/// (or `kprobe_events`), user functions through the uprobe PMU, tracepoints by id. A uprobe is
-/// armed only in `pid` when one is given.
-pub(crate) fn open_event(
+/// What one probe spec becomes before it is opened: the event, the legacy kprobe it may need
+/// (kept alive as long as the event), the tracepoint format, the kernel function (for hints).
+pub(crate) struct ProbeEvent {
+    pub kind: EventKind,
+    pub legacy: Option<LegacyKprobe>,
+    pub format: Option<Format>,
+    pub kernel_function: Option<String>,
+}
+
+/// The retprobe format bit of a PMU for a return probe (`None` for an entry probe); an error
+/// when the PMU cannot do return probes, rather than silently counting entries.
+fn retprobe_bit(pmu: &str, bit: Option<u32>, ret: bool) -> Result<Option<u32>, Error> {
+    match (ret, bit) {
+        (false, _) => Ok(None),
+        (true, Some(bit)) => Ok(Some(bit)),
+        (true, None) => Err(Error::Runtime {
+            message: format!("the {pmu} PMU has no retprobe format bit"),
+            hints: vec![format!(
+                "this kernel cannot do return probes through the {pmu} PMU"
+            )],
+        }),
+    }
+}
+
+/// Resolves a probe spec to its perf event: kernel functions through the kprobe PMU (or
+/// `kprobe_events`, with an explanation and alternatives when neither exists), user functions
+/// through the uprobe PMU, tracepoints by id. Shared by `probe`, `latency` and `stat`.
+pub(crate) fn event_kind(
     fs: &Tracefs,
     spec: &ProbeSpec,
     interface: &mut Option<KernelInterface>,
     choice: Option<KprobeInterface>,
-    pid: Option<u32>,
     index: usize,
-) -> Result<Opened, Error> {
-    let name = spec.to_string();
-    // pid -1 on CPU 0: a probe's BPF program runs for every hit whatever the event's scope.
-    let scope = Scope::Cpu(0);
-    let options = Options {
-        flags: perf::attr::flag::DISABLED,
-        ..Options::default()
-    };
-    let opened = |event, legacy, format, kernel_function| Opened {
-        event,
-        legacy,
+) -> Result<ProbeEvent, Error> {
+    let plain = |kind, format| ProbeEvent {
+        kind,
+        legacy: None,
         format,
-        kernel_function,
+        kernel_function: None,
     };
     match &spec.target {
         Target::Tracepoint {
@@ -285,92 +301,70 @@ pub(crate) fn open_event(
             let format = fs
                 .format(category, event)
                 .map_err(|e| tracepoint_error(e, fs, category, event))?;
-            let event =
-                perf::Event::open(name, &EventKind::Tracepoint(format.id), &options, &scope)?;
-            Ok(opened(event, None, Some(format), None))
+            Ok(plain(EventKind::Tracepoint(format.id), Some(format)))
         }
         Target::Kernel { .. } | Target::KernelAddr(_) => {
             if interface.is_none() {
                 *interface = Some(kernel_interface(spec, fs, choice)?);
             }
-            let (kind, legacy, function) =
-                match (interface.as_ref().expect("set above"), &spec.target) {
-                    (
-                        KernelInterface::Pmu {
-                            type_,
-                            retprobe_bit,
-                        },
+            match (interface.as_ref().expect("set above"), &spec.target) {
+                (
+                    KernelInterface::Pmu {
+                        type_,
+                        retprobe_bit: bit,
+                    },
+                    target,
+                ) => {
+                    let (target, function) = match target {
+                        Target::Kernel { function, offset } => {
+                            let name = CString::new(function.as_str())
+                                .map_err(|_| Error::usage("NUL in function name", Vec::new()))?;
+                            (
+                                KprobeTarget::Symbol {
+                                    name,
+                                    offset: *offset,
+                                },
+                                Some(function.clone()),
+                            )
+                        }
+                        Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
+                        _ => unreachable!("kernel targets only"),
+                    };
+                    let kind = EventKind::Kprobe {
+                        pmu_type: *type_,
                         target,
-                    ) => {
-                        let (target, function) = match target {
-                            Target::Kernel { function, offset } => {
-                                let c = CString::new(function.as_str()).map_err(|_| {
-                                    Error::usage("NUL in function name", Vec::new())
-                                })?;
-                                (
-                                    KprobeTarget::Symbol {
-                                        name: c,
-                                        offset: *offset,
-                                    },
-                                    Some(function.clone()),
-                                )
-                            }
-                            Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
-                            _ => unreachable!("kernel targets only"),
-                        };
-                        let retprobe_bit = match (spec.ret, retprobe_bit) {
-                            (false, _) => None,
-                            (true, Some(bit)) => Some(*bit),
-                            (true, None) => {
-                                return Err(Error::Runtime {
-                                    message: "the kprobe PMU has no retprobe format bit".into(),
-                                    hints: vec![
-                                        "this kernel cannot do kretprobes through perf_event_open"
-                                            .into(),
-                                    ],
-                                })
-                            }
-                        };
-                        (
-                            EventKind::Kprobe {
-                                pmu_type: *type_,
-                                target,
-                                retprobe_bit,
-                            },
-                            None,
-                            function,
-                        )
-                    }
-                    (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
-                        LegacyKprobe::remove_stale(fs);
-                        let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
-                            .map_err(|e| unknown_function(e.into(), fs, function))?;
-                        (
-                            EventKind::Tracepoint(legacy.id),
-                            Some(legacy),
-                            Some(function.clone()),
-                        )
-                    }
-                    (KernelInterface::Tracefs, _) => {
-                        return Err(Error::usage(
-                            "kprobes by address need the kprobe PMU",
-                            vec!["give a function name instead".into()],
-                        ))
-                    }
-                };
-            let event =
-                perf::Event::open(name, &kind, &options, &scope).map_err(|e| match &function {
-                    Some(f) if e.errno() == Some(libc::ENOENT) => unknown_function(e.into(), fs, f),
-                    _ => e.into(),
-                })?;
-            Ok(opened(event, legacy, None, function))
+                        retprobe_bit: retprobe_bit("kprobe", *bit, spec.ret)?,
+                    };
+                    Ok(ProbeEvent {
+                        kind,
+                        legacy: None,
+                        format: None,
+                        kernel_function: function,
+                    })
+                }
+                (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
+                    LegacyKprobe::remove_stale(fs);
+                    let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
+                        .map_err(|e| unknown_function(e.into(), fs, function))?;
+                    Ok(ProbeEvent {
+                        kind: EventKind::Tracepoint(legacy.id),
+                        legacy: Some(legacy),
+                        format: None,
+                        kernel_function: Some(function.clone()),
+                    })
+                }
+                (KernelInterface::Tracefs, _) => Err(Error::usage(
+                    "kprobes by address need the kprobe PMU",
+                    vec!["give a function name instead".into()],
+                )),
+            }
         }
         Target::User { file, at } => {
             let (path, offset) = uprobe_location(file, at)?;
             let pmu = perf::pmu::Pmus::default()
                 .get("uprobe")?
                 .ok_or_else(|| Error::Runtime {
-                    message: format!("cannot probe {name}: this kernel has no uprobe PMU"),
+                    message: format!("cannot probe {spec}: this kernel has no uprobe PMU"),
                     hints: vec![
                         "the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into(),
                     ],
@@ -380,22 +374,46 @@ pub(crate) fn open_event(
                 path: CString::new(path.as_os_str().as_encoded_bytes())
                     .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
                 offset,
-                retprobe_bit: if spec.ret {
-                    pmu.flag_bit("retprobe")
-                } else {
-                    None
-                },
+                retprobe_bit: retprobe_bit("uprobe", pmu.flag_bit("retprobe"), spec.ret)?,
             };
-            // With a pid the uprobe is only armed in that process; otherwise in every process
-            // that maps the file, filtered in BPF.
-            let scope = match pid {
-                Some(pid) => Scope::Task { pid, cpu: None },
-                None => scope,
-            };
-            let event = perf::Event::open(name, &kind, &options, &scope)?;
-            Ok(opened(event, None, None, None))
+            Ok(plain(kind, None))
         }
     }
+}
+
+/// Opens the perf event of one probe spec, disabled. A uprobe is armed only in `pid` when one
+/// is given; everything else opens with pid -1 on CPU 0: a probe's BPF program runs for every
+/// hit whatever the event's scope, and the filters run in BPF.
+pub(crate) fn open_event(
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    interface: &mut Option<KernelInterface>,
+    choice: Option<KprobeInterface>,
+    pid: Option<u32>,
+    index: usize,
+) -> Result<Opened, Error> {
+    let resolved = event_kind(fs, spec, interface, choice, index)?;
+    let scope = match (&spec.target, pid) {
+        (Target::User { .. }, Some(pid)) => Scope::Task { pid, cpu: None },
+        _ => Scope::Cpu(0),
+    };
+    let options = Options {
+        flags: perf::attr::flag::DISABLED,
+        ..Options::default()
+    };
+    let event =
+        perf::Event::open(spec.to_string(), &resolved.kind, &options, &scope).map_err(|e| {
+            match &resolved.kernel_function {
+                Some(f) if e.errno() == Some(libc::ENOENT) => unknown_function(e.into(), fs, f),
+                _ => e.into(),
+            }
+        })?;
+    Ok(Opened {
+        event,
+        legacy: resolved.legacy,
+        format: resolved.format,
+        kernel_function: resolved.kernel_function,
+    })
 }
 
 fn attach(
@@ -744,7 +762,11 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> (Vec<(&'a str, Value)>, Op
             format,
             string_field,
         } => {
-            let bytes: Vec<u8> = event.data.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            // The captured record head as bytes, on the stack: this runs for every event.
+            let mut bytes = [0u8; 8 * tracer_common::DATA_WORDS];
+            for (chunk, word) in bytes.chunks_exact_mut(8).zip(event.data) {
+                chunk.copy_from_slice(&word.to_ne_bytes());
+            }
             // Fields named __* (the syscall number) are the tracepoint's plumbing, not arguments.
             let mut args: Vec<(&str, Value)> = format.decode(&bytes);
             args.retain(|(name, _)| !name.starts_with("__"));

@@ -7,7 +7,6 @@
 //! opened on its pid with `enable_on_exec` and `inherit`, then it is released; the counters
 //! start at the exec, so tracer's own fork and the held child's wait are not counted.
 
-use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -22,8 +21,8 @@ use crate::output::stat::{
     Stats,
 };
 use crate::perf::attr::{flag, format, CacheOp, CacheResult, Hardware, Software};
-use crate::perf::{self, pmu::Pmus, Event, EventKind, KprobeTarget, Options, Scope};
-use crate::plan::{self, Target as ProbeTarget};
+use crate::perf::{self, pmu::Pmus, Event, EventKind, Options, Scope};
+use crate::plan;
 use crate::plan_stat::{self, Aggregation, Destination, EventSpec, Source, StatPlan, Target};
 use crate::Error;
 
@@ -109,18 +108,8 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         renderer,
         out,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| runtime_error("start the event loop", e))?;
-    let mut signals = {
-        let _context = runtime.enter();
-        use tokio::signal::unix::{signal, SignalKind};
-        (
-            signal(SignalKind::interrupt()).map_err(|e| runtime_error("handle signals", e))?,
-            signal(SignalKind::terminate()).map_err(|e| runtime_error("handle signals", e))?,
-        )
-    };
+    let mut event_loop = crate::session::EventLoop::new()?;
+    let (runtime, mut signals) = event_loop.parts();
 
     let mut tallies: Vec<Vec<Tally>> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
@@ -129,7 +118,7 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     let mut rusage = None;
     let mut status = 0;
     for _ in 0..plan.repeat {
-        let outcome = state.run_once(&runtime, &mut signals)?;
+        let outcome = state.run_once(runtime, &mut signals)?;
         if state.plan.interval.is_none() {
             let (run_slots, values) = slot_readings(&plan, &outcome.places, &outcome.readings);
             if tallies.is_empty() {
@@ -1092,7 +1081,7 @@ fn resolve_one(
                 plain(EventKind::Tracepoint(id), Role::Other)
             }
         }
-        Source::Probe(probe) => resolve_probe(spec, probe, fs, pmus, legacy, index)?,
+        Source::Probe(probe) => resolve_probe(spec, probe, fs, legacy, index)?,
     })
 }
 
@@ -1174,95 +1163,26 @@ fn encode_pmu(
     Ok((words, unit, scale))
 }
 
+/// `kprobe:`/`uprobe:` events, resolved exactly as `tracer probe` resolves them (kprobe PMU or
+/// `kprobe_events`, the same errors and alternatives); the legacy kprobe is kept in `legacy`
+/// for as long as the counters live.
 fn resolve_probe(
     spec: &EventSpec,
     probe: &plan::ProbeSpec,
     fs: &mut dyn FnMut() -> Result<Tracefs, Error>,
-    pmus: &Pmus,
     legacy: &mut Vec<LegacyKprobe>,
     index: usize,
 ) -> Result<Vec<Resolved>, Error> {
-    let name = spec.name.clone();
-    let one = |kind: EventKind| Ok(vec![(name.clone(), kind, Role::Other, String::new(), 1.0)]);
-    match &probe.target {
-        ProbeTarget::Kernel { function, offset } => {
-            let fs = fs()?;
-            let functions = fs.traceable_functions();
-            if !functions.is_empty() && !functions.iter().any(|f| f == function) {
-                // The same did-you-mean as `tracer probe`.
-                return Err(crate::cmd::probe::unknown_function(
-                    Error::usage(String::new(), Vec::new()),
-                    &fs,
-                    function,
-                ));
-            }
-            if let Some(kprobe) = pmus.get("kprobe")? {
-                let target = KprobeTarget::Symbol {
-                    name: CString::new(function.as_str())
-                        .map_err(|_| Error::usage("NUL in function name", Vec::new()))?,
-                    offset: *offset,
-                };
-                return one(EventKind::Kprobe {
-                    pmu_type: kprobe.type_,
-                    target,
-                    retprobe_bit: if probe.ret {
-                        kprobe.flag_bit("retprobe")
-                    } else {
-                        None
-                    },
-                });
-            }
-            if fs.has_kprobe_events() {
-                LegacyKprobe::remove_stale(&fs);
-                let created = LegacyKprobe::create(&fs, function, *offset, probe.ret, index)?;
-                let id = created.id;
-                legacy.push(created);
-                return one(EventKind::Tracepoint(id));
-            }
-            Err(Error::Runtime {
-                message: format!("cannot count {name}: this kernel has no kprobes"),
-                hints: vec![
-                    "the kernel needs CONFIG_KPROBES (no kprobe PMU, no kprobe_events); see `tracer features`"
-                        .into(),
-                    "count a tracepoint instead: `tracer list 'syscalls:*'`".into(),
-                ],
-            })
-        }
-        ProbeTarget::KernelAddr(addr) => {
-            let kprobe = pmus.get("kprobe")?.ok_or_else(|| Error::Runtime {
-                message: format!("cannot count {name}: this kernel has no kprobe PMU"),
-                hints: vec!["see `tracer features`".into()],
-            })?;
-            one(EventKind::Kprobe {
-                pmu_type: kprobe.type_,
-                target: KprobeTarget::Address(*addr),
-                retprobe_bit: if probe.ret {
-                    kprobe.flag_bit("retprobe")
-                } else {
-                    None
-                },
-            })
-        }
-        ProbeTarget::User { file, at } => {
-            let (path, offset) = crate::cmd::probe::uprobe_location(file, at)?;
-            let uprobe = pmus.get("uprobe")?.ok_or_else(|| Error::Runtime {
-                message: format!("cannot count {name}: this kernel has no uprobe PMU"),
-                hints: vec!["the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into()],
-            })?;
-            one(EventKind::Uprobe {
-                pmu_type: uprobe.type_,
-                path: CString::new(path.as_os_str().as_encoded_bytes())
-                    .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
-                offset,
-                retprobe_bit: if probe.ret {
-                    uprobe.flag_bit("retprobe")
-                } else {
-                    None
-                },
-            })
-        }
-        ProbeTarget::Tracepoint { .. } => unreachable!("stat parses CAT:NAME itself"),
-    }
+    let fs = fs()?;
+    let resolved = crate::cmd::probe::event_kind(&fs, probe, &mut None, None, index)?;
+    legacy.extend(resolved.legacy);
+    Ok(vec![(
+        spec.name.clone(),
+        resolved.kind,
+        Role::Other,
+        String::new(),
+        1.0,
+    )])
 }
 
 /// The few libc calls `tracer stat` needs beyond the perf layer.

@@ -16,7 +16,7 @@ use crate::cli::{WatchArgs, WatchType};
 use crate::kernel::symbols::{self, Process};
 use crate::launch::{self, Launched};
 use crate::output::events::Format;
-use crate::perf::{self, BreakpointType, EventKind, Options, Sampling, Scope, Wakeup};
+use crate::perf::{self, BreakpointType, EventKind, Options, Sampling, Scope};
 use crate::plan::{self, WatchTarget};
 use crate::session::{End, EventLoop, OutputRings, Sink};
 use crate::Error;
@@ -113,7 +113,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     };
 
     let mut bpf = Bpf::load()?;
-    let mut rings = OutputRings::open(&mut bpf, 16, Wakeup::Watermark(16 * 4096 / 4))?;
+    let mut rings = OutputRings::open(&mut bpf, 16, crate::session::quarter_full(16))?;
     let mut watches = Vec::new();
     for target in &targets {
         watches.push(attach(
