@@ -84,8 +84,14 @@ impl Workload {
         if let Some(cpu) = cpu {
             cmd.arg("--cpu").arg(cpu.to_string());
         }
+        cmd.args(args);
+        Workload::start(cmd)
+    }
+
+    /// Starts any program that speaks the batch protocol (ready byte, then go/done per batch,
+    /// exit when stdin closes), such as the C workload of [`chain_program`].
+    pub fn start(mut cmd: Command) -> Workload {
         let mut child = cmd
-            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -125,6 +131,63 @@ impl Workload {
         let status = self.child.wait().expect("wait for child");
         assert!(status.success(), "workload failed: {status}");
     }
+}
+
+/// The C workload `tests/workloads/chain.c` (main -> chain_a -> chain_b -> chain_target),
+/// compiled once per test binary with DWARF and frame pointers, as a user would build a
+/// program to trace.
+pub fn chain_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let source = chain_source_path();
+            let out = bin_dir().join("tracer-chain");
+            // Build beside the final name and rename: test binaries may race for it.
+            let tmp = bin_dir().join(format!("tracer-chain.{}", std::process::id()));
+            let status = Command::new("cc")
+                .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o"])
+                .arg(&tmp)
+                .arg(&source)
+                .status()
+                .expect("run cc: the C workload needs a C compiler (apt-get install gcc)");
+            assert!(status.success(), "cc failed on {}", source.display());
+            std::fs::rename(&tmp, &out).expect("move the built workload in place");
+            out
+        })
+        .clone()
+}
+
+/// `tests/workloads/chain.c`.
+pub fn chain_source_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/chain.c")
+}
+
+/// The line of `tests/workloads/chain.c` that contains `needle` (1-based).
+pub fn chain_line(needle: &str) -> u32 {
+    let text = std::fs::read_to_string(chain_source_path()).expect("read chain.c");
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i as u32 + 1)
+        .unwrap_or_else(|| panic!("'{needle}' not in chain.c"))
+}
+
+/// Spawns `tracer ARGS` with piped stdout and stderr and waits for its first stderr line (the
+/// banner, printed once everything is attached); returns the child and that line.
+pub fn tracer_started(
+    args: &[&str],
+) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
+    use std::io::BufRead;
+    require_root();
+    let mut child = Command::new(tracer_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run tracer");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).expect("tracer's banner");
+    (child, stderr, banner)
 }
 
 /// File offset of `symbol` in the workload program (for uprobes).

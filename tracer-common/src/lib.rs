@@ -62,6 +62,17 @@ pub const SLOT_FILTER_TRACKED: u32 = 1 << 5;
 pub const SLOT_FILTER_COMM: u32 = 1 << 6;
 /// `SlotConfig::flags` (perf_event slots): the watched address is kernel memory.
 pub const SLOT_VALUE_KERNEL: u32 = 1 << 7;
+/// `SlotConfig::flags`: capture the kernel stack of each hit (`Event::kstack`).
+pub const SLOT_STACK_KERNEL: u32 = 1 << 8;
+/// `SlotConfig::flags`: capture the user stack of each hit (`Event::ustack`).
+pub const SLOT_STACK_USER: u32 = 1 << 9;
+
+/// `Event::kstack` / `Event::ustack` when that stack was not asked for. Other negative values
+/// are the errno of a failed `bpf_get_stackid` (e.g. -EEXIST: the stack map bucket was taken).
+pub const NO_STACK: i32 = i32::MIN;
+/// Capacity of the `STACKS` map when stacks are captured (distinct stacks of one run). Without
+/// `-s` the map is created with one entry, so start-up does not pay for it.
+pub const STACK_ENTRIES: u32 = 16384;
 
 /// What userspace tells one program slot before attaching it (BPF `CONFIG` array map).
 /// Zero in a filter field means "any".
@@ -176,6 +187,10 @@ pub struct Event {
     pub cpu: u32,
     /// Length of `str` including its NUL, 0 when no string was read, negative errno on failure.
     pub str_len: i32,
+    /// Kernel stack id in the `STACKS` map, [`NO_STACK`], or a negative errno.
+    pub kstack: i32,
+    /// User stack id in the `STACKS` map, [`NO_STACK`], or a negative errno.
+    pub ustack: i32,
     pub _pad: u32,
     /// `bpf_get_current_comm()`.
     pub comm: [u8; 16],

@@ -9,21 +9,22 @@
 
 use core::ffi::c_void;
 
-use aya_ebpf::bindings::BPF_F_CURRENT_CPU;
+use aya_ebpf::bindings::{BPF_F_CURRENT_CPU, BPF_F_USER_STACK};
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
     bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
     bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
 };
 use aya_ebpf::macros::{kprobe, map, perf_event, tracepoint};
-use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerfEventArray};
+use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerfEventArray, StackTrace};
+use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{PerfEventContext, ProbeContext, RetProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    stat_failed, stat_hits, Event, SchedOffsets, SlotConfig, DATA_WORDS, PERF_EVENT_BASE, SLOTS,
-    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STR_ARG_KERNEL,
-    SLOT_STR_ARG_USER, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
-    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    stat_failed, stat_hits, Event, SchedOffsets, SlotConfig, DATA_WORDS, NO_STACK, PERF_EVENT_BASE,
+    SLOTS, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
+    STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -45,6 +46,12 @@ static SCRATCH: PerCpuArray<Event> = PerCpuArray::with_max_entries(1, 0);
 /// Processes followed for `-- COMMAND`: tgid -> TRACK_PENDING (before its exec) or TRACK_ACTIVE.
 #[map]
 static TRACKED: HashMap<u32, u32> = HashMap::with_max_entries(TRACKED_MAX, 0);
+
+/// Stack traces of hits (`-s`), by id. Userspace sizes it with `set_max_entries` only when
+/// stacks are asked for; ids are never reused (no BPF_F_REUSE_STACKID), so an id read later
+/// still names the stack it was given for, and a full map shows as a negative id, counted.
+#[map]
+static STACKS: StackTrace = StackTrace::with_max_entries(1, 0);
 
 /// Offsets in scheduler tracepoint records, set by userspace from tracefs.
 #[map]
@@ -75,6 +82,8 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS]) -> bool {
     event.pid_tgid = bpf_get_current_pid_tgid();
     event.slot = tracer_common::LATENCY_SLOT;
     event.str_len = 0;
+    event.kstack = NO_STACK;
+    event.ustack = NO_STACK;
     event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
     event.data = *data;
     // SAFETY: as in `emit`.
@@ -123,10 +132,22 @@ pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
     true
 }
 
+/// The id of the current kernel or user stack in `STACKS`, or the helper's negative errno.
+#[inline(always)]
+fn stack_id<C: StackIdContext>(ctx: &C, wanted: bool, flags: u64) -> i32 {
+    if !wanted {
+        return NO_STACK;
+    }
+    match ctx.get_stackid(&STACKS, flags) {
+        Ok(id) => id as i32,
+        Err(errno) => errno,
+    }
+}
+
 /// Fills the common part of the scratch event, or `None` when the hit is filtered out or
 /// only counted.
 #[inline(always)]
-fn begin(slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
+fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
     let config = *CONFIG.get(slot)?;
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: helper without preconditions.
@@ -148,6 +169,12 @@ fn begin(slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
     event.slot = slot;
     event.str_len = 0;
     event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
+    event.ustack = stack_id(
+        ctx,
+        config.flags & SLOT_STACK_USER != 0,
+        BPF_F_USER_STACK as u64,
+    );
     Some((event, config))
 }
 
@@ -190,7 +217,7 @@ fn read_string(event: &mut Event, ptr: u64, user: bool) {
 /// Kprobe, kretprobe, uprobe and uretprobe slots (all BPF_PROG_TYPE_KPROBE).
 #[inline(always)]
 fn on_probe(ctx: &ProbeContext, slot: u32) {
-    let Some((event, config)) = begin(slot) else {
+    let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
     let mut i = 0;
@@ -216,7 +243,7 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
 /// Tracepoint slots: the first bytes of the record, decoded in userspace from its format file.
 #[inline(always)]
 fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
-    let Some((event, config)) = begin(slot) else {
+    let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
     // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly; records shorter than
@@ -235,7 +262,7 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
 /// the instruction, so this is the new value).
 #[inline(always)]
 fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
-    let Some((event, config)) = begin(slot) else {
+    let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
     let data = ctx.ctx;

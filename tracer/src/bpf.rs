@@ -3,12 +3,13 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
 use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
     stat_failed, stat_hits, HistKey, LatConfig, LatStart, SchedOffsets, SlotConfig,
-    PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+    PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE,
+    TRACEPOINT_SLOTS,
 };
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
@@ -107,10 +108,18 @@ impl Bpf {
     /// Parses the embedded object and creates its maps. Programs are loaded one by one, only
     /// when a slot is taken. CO-RE relocation is off: our programs need none.
     pub fn load() -> Result<Bpf, Error> {
-        let mut ebpf = EbpfLoader::new()
-            .btf(None)
-            .load(OBJECT)
-            .map_err(Error::Load)?;
+        Bpf::load_with(false)
+    }
+
+    /// [`Bpf::load`], with room for [`STACK_ENTRIES`] distinct stacks when `stacks` is set
+    /// (the stack map is preallocated: about 1 KiB per entry).
+    pub fn load_with(stacks: bool) -> Result<Bpf, Error> {
+        let mut loader = EbpfLoader::new();
+        loader.btf(None);
+        if stacks {
+            loader.map_max_entries("STACKS", STACK_ENTRIES);
+        }
+        let mut ebpf = loader.load(OBJECT).map_err(Error::Load)?;
         // PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds
         // it opened itself, so the map is held as a plain u32 array to store the rings we open.
         let events = match ebpf.take_map("EVENTS") {
@@ -325,6 +334,25 @@ impl Bpf {
         let start: HashMap<&MapData, u64, LatStart> =
             HashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_START" })?;
         Ok(start.keys().filter(Result::is_ok).count() as u64)
+    }
+
+    /// The instruction pointers of stack `id` (innermost first), as `bpf_get_stackid` stored
+    /// them; `None` when the id is unknown.
+    pub fn stack(&self, id: u32) -> Result<Option<Vec<u64>>, Error> {
+        let map = self
+            .ebpf
+            .map("STACKS")
+            .ok_or(Error::Map { map: "STACKS" })?;
+        let stacks: StackTraceMap<&MapData> =
+            StackTraceMap::try_from(map).map_err(|_| Error::Map { map: "STACKS" })?;
+        match stacks.get(&id, 0) {
+            Ok(trace) => Ok(Some(trace.frames().iter().map(|f| f.ip).collect())),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(source) => Err(Error::MapUpdate {
+                map: "STACKS",
+                source,
+            }),
+        }
     }
 
     /// Marks `tgid` in the `TRACKED` map with `state` (`TRACK_PENDING` / `TRACK_ACTIVE`).

@@ -60,6 +60,7 @@ pub enum Command {
   tracer probe syscalls:sys_enter_openat -- cat /etc/hostname
   tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json
   tracer probe uprobe:bash:readline uretprobe:bash:readline
+  tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10")]
 pub struct ProbeArgs {
     /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
@@ -100,6 +101,10 @@ pub struct ProbeArgs {
     /// Exit with status 1 if any event was lost.
     #[arg(long)]
     pub fail_on_loss: bool,
+    /// Print the stack of each hit: kernel, user or both (alone: the probe's own side, user
+    /// for uprobes, kernel for the rest).
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
+    pub stack: Option<Option<crate::stacks::Which>>,
     /// How kernel functions are probed (tests use it to exercise the fallback).
     #[arg(long, value_enum, hide = true)]
     pub kprobe_interface: Option<KprobeInterface>,
@@ -122,6 +127,7 @@ pub enum KprobeInterface {
   tracer watch counter -- ./prog                 every write to the global `counter`
   tracer watch -p 1234 -t rw libc.so.6:errno    reads and writes in a running process
   tracer watch -t x my_function -- ./prog        count calls with an execute breakpoint
+  tracer watch -s counter -- ./prog              with the writer's user stack
   tracer watch --kernel jiffies -c 5             a kernel variable")]
 pub struct WatchArgs {
     /// What to watch: 0xADDR, SYMBOL, SYMBOL+OFF or LIB:SYMBOL (up to 4).
@@ -148,6 +154,9 @@ pub struct WatchArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
+    /// Print the stack of each hit: kernel, user or both (alone: user, or kernel with --kernel).
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
+    pub stack: Option<Option<crate::stacks::Which>>,
     /// Start COMMAND stopped right after its exec, watch it from its first instruction.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

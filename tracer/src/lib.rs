@@ -13,6 +13,7 @@ pub mod perf;
 pub mod plan;
 pub mod plan_stat;
 pub mod session;
+pub mod stacks;
 
 use std::io;
 

@@ -291,6 +291,8 @@ pub struct ProbePlan {
     pub wakeup_events: Option<u32>,
     pub fail_on_loss: bool,
     pub kprobe_interface: Option<crate::cli::KprobeInterface>,
+    /// `-s`: `Some(None)` is the probe's own side.
+    pub stack: Option<Option<crate::stacks::Which>>,
 }
 
 /// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
@@ -396,6 +398,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         wakeup_events: args.wakeup_events,
         fail_on_loss: args.fail_on_loss,
         kprobe_interface: args.kprobe_interface,
+        stack: args.stack,
     })
 }
 

@@ -9,7 +9,7 @@ use crate::run_cmd;
 
 /// Debian packages: LLVM 22 for bpf-linker, qemu and busybox for the VM tier, cpio/xz/zstd to
 /// build initramfs images and unpack kernel modules, linux-perf for the `tracer stat` tests that
-/// compare with /usr/bin/perf.
+/// compare with /usr/bin/perf, gcc for the C workload the stack and DWARF tests trace.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libzstd-dev",
@@ -20,6 +20,7 @@ const APT_PACKAGES: &[&str] = &[
     "xz-utils",
     "zstd",
     "linux-perf",
+    "gcc",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

@@ -23,6 +23,7 @@ use crate::output::events::{Decoded, EventWriter};
 use crate::perf::{self, EventKind, KprobeTarget, Options, Scope, Wakeup};
 use crate::plan::{self, ProbePlan, ProbeSpec, Target, UserAt};
 use crate::session::{Attached, End, EventLoop, OutputRings, Sink};
+use crate::stacks::Symbolizer;
 use crate::Error;
 
 /// How a slot's events are turned into named values.
@@ -67,7 +68,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         true => None,
         false => Some(launch::launch(&plan.command)?),
     };
-    let mut bpf = Bpf::load()?;
+    let mut bpf = Bpf::load_with(plan.stack.is_some())?;
     let wakeup = match plan.wakeup_events {
         Some(n) => Wakeup::Events(n),
         // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the rest.
@@ -144,6 +145,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         reported_lost: 0,
         started,
         hinted: false,
+        symbolizer: Symbolizer::default(),
     };
     let ring_fds = state.rings.raw_fds();
     let end = event_loop.run(&mut state, ring_fds, launched.as_mut(), plan.duration)?;
@@ -431,6 +433,8 @@ fn attach(
     if spec.ret {
         config.flags |= SLOT_RETURN;
     }
+    config.flags |=
+        crate::stacks::flags_for(plan.stack, matches!(spec.target, Target::User { .. }));
     let (kind, decoder) = match opened.format {
         Some(format) => {
             // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
@@ -696,6 +700,7 @@ struct LoopState<'a, W: std::io::Write> {
     reported_lost: u64,
     started: Instant,
     hinted: bool,
+    symbolizer: Symbolizer,
 }
 
 impl<W: std::io::Write> Sink for LoopState<'_, W> {
@@ -742,12 +747,14 @@ impl<W: std::io::Write> LoopState<'_, W> {
             probe.delivered += 1;
             self.delivered += 1;
             let (args, ret) = decode(&probe.decoder, event);
+            let stacks = self.symbolizer.stacks(self.bpf, event)?;
             self.writer
                 .write(&Decoded {
                     event,
                     probe: &probe.name,
                     args,
                     ret,
+                    stacks,
                 })
                 .map_err(Error::Output)?;
         }
@@ -846,6 +853,9 @@ fn summary<W: std::io::Write>(
             "{:<40} {:>10} {:>10} {:>8}",
             probe.name, hits, probe.delivered, failed
         );
+    }
+    if let Some(line) = state.symbolizer.summary() {
+        eprintln!("stacks: {line}");
     }
     if lost > 0 {
         let per_cpu: Vec<String> = bpf

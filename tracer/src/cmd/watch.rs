@@ -19,6 +19,7 @@ use crate::output::events::Format;
 use crate::perf::{self, BreakpointType, EventKind, Options, Sampling, Scope};
 use crate::plan::{self, WatchTarget};
 use crate::session::{End, EventLoop, OutputRings, Sink};
+use crate::stacks::Symbolizer;
 use crate::Error;
 
 /// x86 has four debug registers per CPU.
@@ -112,7 +113,8 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         None => None,
     };
 
-    let mut bpf = Bpf::load()?;
+    let mut bpf = Bpf::load_with(args.stack.is_some())?;
+    let stack_flags = crate::stacks::flags_for(args.stack, !args.kernel);
     let mut rings = OutputRings::open(&mut bpf, 16, crate::session::quarter_full(16))?;
     let mut watches = Vec::new();
     for target in &targets {
@@ -125,6 +127,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
             pid,
             args.kernel,
             launched.is_some(),
+            stack_flags,
         )?);
     }
     let event_loop = EventLoop::new()?;
@@ -170,7 +173,13 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         count: args.count,
         delivered: 0,
         watched_pid: if launched.is_none() { args.pid } else { None },
+        bpf: &bpf,
+        symbolizer: Symbolizer::default(),
     };
+    sink.symbolizer.trap_after = kind != BreakpointType::Execute;
+    if let (Some(child), Some(_)) = (&launched, args.stack) {
+        sink.symbolizer.preload(child.pid());
+    }
     let ring_fds = sink.rings.raw_fds();
     let end = event_loop.run(&mut sink, ring_fds, launched.as_mut(), args.duration)?;
     summary(&mut sink, &bpf, started.elapsed().as_secs_f64(), end)?;
@@ -199,6 +208,7 @@ fn attach(
     pid: Option<u32>,
     kernel: bool,
     launched: bool,
+    stack_flags: u32,
 ) -> Result<Watch, Error> {
     let name = target.to_string();
     let (addr, size) = match (target, process.as_deref()) {
@@ -257,11 +267,22 @@ fn attach(
                 pid,
                 kernel,
                 launched,
+                stack_flags,
             );
         }
     };
     attach_at(
-        bpf, name, addr, size, kind, len, process, pid, kernel, launched,
+        bpf,
+        name,
+        addr,
+        size,
+        kind,
+        len,
+        process,
+        pid,
+        kernel,
+        launched,
+        stack_flags,
     )
 }
 
@@ -277,6 +298,7 @@ fn attach_at(
     pid: Option<u32>,
     kernel: bool,
     launched: bool,
+    stack_flags: u32,
 ) -> Result<Watch, Error> {
     // The symbol's size when it is a watchable length, else 8; execute breakpoints ignore it.
     let len = len.unwrap_or(match size {
@@ -319,7 +341,7 @@ fn attach_at(
     // virtual address.
     let per_task = launched && pid.is_some();
     let config = SlotConfig {
-        flags: if kernel { SLOT_VALUE_KERNEL } else { 0 },
+        flags: stack_flags | if kernel { SLOT_VALUE_KERNEL } else { 0 },
         tgid: if per_task { 0 } else { pid.unwrap_or(0) },
         ..SlotConfig::default()
     };
@@ -389,6 +411,8 @@ struct WatchSink<'a, W: std::io::Write> {
     count: Option<u64>,
     delivered: u64,
     watched_pid: Option<u32>,
+    bpf: &'a Bpf,
+    symbolizer: Symbolizer,
 }
 
 impl<W: std::io::Write> WatchSink<'_, W> {
@@ -454,6 +478,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
             (_, old, new) => format!("{} -> {}", show(old), show(new)),
         };
         let comm = String::from_utf8_lossy(event.comm()).into_owned();
+        let stacks = self.symbolizer.stacks(self.bpf, event)?;
         match self.format {
             Format::Text => {
                 let secs = event.time_ns.saturating_sub(self.start_ns) as f64 / 1e9;
@@ -464,9 +489,10 @@ impl<W: std::io::Write> WatchSink<'_, W> {
                     format!("{}/{}", event.pid(), event.tid()),
                     watch.name
                 )
+                .and_then(|()| crate::output::stack::write_text(&mut self.out, &stacks))
             }
             Format::Json => {
-                let line = serde_json::json!({
+                let mut line = serde_json::json!({
                     "time_ns": event.time_ns,
                     "cpu": event.cpu,
                     "pid": event.pid(),
@@ -480,6 +506,9 @@ impl<W: std::io::Write> WatchSink<'_, W> {
                     "at": at,
                     "source": source,
                 });
+                if !stacks.is_empty() {
+                    line["stack"] = crate::output::stack::json(&stacks);
+                }
                 writeln!(self.out, "{line}")
             }
         }
@@ -529,6 +558,9 @@ fn summary<W: std::io::Write>(
         "\n{} hits in {secs:.2} s, {why}; {lost} lost",
         sink.delivered
     );
+    if let Some(line) = sink.symbolizer.summary() {
+        eprintln!("stacks: {line}");
+    }
     let ips: Vec<u64> = sink
         .watches
         .iter()

@@ -5,6 +5,7 @@ pub mod elf;
 pub mod features;
 pub mod format;
 pub mod kprobe_events;
+pub mod params;
 pub mod symbols;
 pub mod tracefs;
 

@@ -238,36 +238,41 @@ impl Process {
             .unwrap_or_default()
     }
 
-    /// `function+0xoff` for a runtime address, or `None` when no mapped file's symbol holds it.
-    pub fn symbolize(&mut self, addr: u64) -> Option<String> {
-        let mapping = self
+    /// The mapped file holding runtime address `addr` and its load bias.
+    fn placed(&mut self, addr: u64) -> Option<(PathBuf, u64)> {
+        let path = self
             .maps
             .iter()
             .find(|m| addr >= m.start && addr < m.end)?
-            .clone();
-        let path = mapping.path?;
+            .path
+            .clone()?;
         let base = self.elf(&path)?.base;
         let bias = self.bias(&path, base)?;
+        Some((path, bias))
+    }
+
+    /// The function holding runtime address `addr` (Rust names demangled without their hash,
+    /// others as they are) and the offset into it; `None` when no mapped file's symbol holds it.
+    pub fn symbol_at(&mut self, addr: u64) -> Option<(String, u64)> {
+        let (path, bias) = self.placed(addr)?;
         let (symbol, offset) = self.elf(&path)?.containing(addr.wrapping_sub(bias))?;
-        // Rust names demangled without their hash; others (C) as they are.
-        Some(format!(
-            "{:#}+{offset:#x}",
-            rustc_demangle::demangle(&symbol.name)
+        Some((
+            format!("{:#}", rustc_demangle::demangle(&symbol.name)),
+            offset,
         ))
     }
 
-    /// `file:line` of a runtime address from the file's DWARF, when it has debug info. The
-    /// outermost frame is used, so the line belongs to the function `symbolize` names even when
-    /// the instruction came from inlined code.
-    pub fn source_line(&mut self, addr: u64) -> Option<String> {
-        let mapping = self
-            .maps
-            .iter()
-            .find(|m| addr >= m.start && addr < m.end)?
-            .clone();
-        let path = mapping.path?;
-        let base = self.elf(&path)?.base;
-        let bias = self.bias(&path, base)?;
+    /// `function+0xoff` for a runtime address (see [`Process::symbol_at`]).
+    pub fn symbolize(&mut self, addr: u64) -> Option<String> {
+        let (name, offset) = self.symbol_at(addr)?;
+        Some(format!("{name}+{offset:#x}"))
+    }
+
+    /// The source file's name and line of a runtime address from the file's DWARF, when it has
+    /// debug info. The outermost frame is used, so the line belongs to the function
+    /// `symbol_at` names even when the instruction came from inlined code.
+    pub fn location(&mut self, addr: u64) -> Option<(String, u32)> {
+        let (path, bias) = self.placed(addr)?;
         let loader = self
             .lines
             .entry(path.clone())
@@ -282,7 +287,13 @@ impl Process {
         }
         let (file, line) = outermost?;
         let name = Path::new(&file).file_name()?.to_string_lossy().into_owned();
-        Some(format!("{name}:{line}"))
+        Some((name, line))
+    }
+
+    /// `file:line` of a runtime address (see [`Process::location`]).
+    pub fn source_line(&mut self, addr: u64) -> Option<String> {
+        let (file, line) = self.location(addr)?;
+        Some(format!("{file}:{line}"))
     }
 
     /// Is `addr` inside a mapping of the process?
@@ -297,6 +308,55 @@ impl Process {
         let mut buf = [0u8; 8];
         file.read_exact_at(&mut buf[..len.min(8)], addr).ok()?;
         Some(u64::from_ne_bytes(buf))
+    }
+}
+
+/// Kernel text symbols from /proc/kallsyms, sorted by address, for kernel stack frames.
+#[derive(Clone, Debug, Default)]
+pub struct Kallsyms {
+    /// (address, name): functions of the kernel and its modules (`name [module]`).
+    symbols: Vec<(u64, String)>,
+}
+
+impl Kallsyms {
+    /// Reads /proc/kallsyms. Without privileges every address reads as zero: the result then
+    /// holds nothing and every frame shows as an address.
+    pub fn load() -> Result<Kallsyms, Error> {
+        let text = super::read_text(Path::new("/proc/kallsyms"))?;
+        Ok(Kallsyms::parse(&text))
+    }
+
+    /// Parses the text of /proc/kallsyms (text symbols only; lines that do not parse are
+    /// skipped).
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut symbols: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace();
+                let (addr, kind, name) = (parts.next()?, parts.next()?, parts.next()?);
+                if !matches!(kind, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                let addr = u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0)?;
+                Some(match parts.next() {
+                    Some(module) => (addr, format!("{name} {module}")),
+                    None => (addr, name.to_string()),
+                })
+            })
+            .collect();
+        symbols.sort();
+        Kallsyms { symbols }
+    }
+
+    /// The function holding `addr` and the offset into it. kallsyms has no sizes, so the
+    /// nearest symbol below is taken.
+    pub fn containing(&self, addr: u64) -> Option<(&str, u64)> {
+        let index = self
+            .symbols
+            .partition_point(|(a, _)| *a <= addr)
+            .checked_sub(1)?;
+        let (start, name) = &self.symbols[index];
+        Some((name, addr - start))
     }
 }
 
@@ -326,6 +386,23 @@ pub fn kallsyms_address(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kallsyms_text_symbols_nearest_below() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _stext\n\
+             ffffffff81001000 t do_one\n\
+             ffffffff81002000 D some_data\n\
+             0000000000000000 T hidden\n\
+             ffffffffc0001000 t mod_fn\t[ext4]\n\
+             junk\n",
+        );
+        assert_eq!(k.containing(0xffffffff81001010), Some(("do_one", 0x10)));
+        // Data symbols do not end a function: the nearest text symbol below is kept.
+        assert_eq!(k.containing(0xffffffff81002008), Some(("do_one", 0x1008)));
+        assert_eq!(k.containing(0xffffffffc0001004), Some(("mod_fn [ext4]", 4)));
+        assert_eq!(k.containing(0x1000), None);
+    }
 
     #[test]
     fn maps_lines() {

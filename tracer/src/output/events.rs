@@ -22,6 +22,8 @@ pub struct Decoded<'a> {
     pub probe: &'a str,
     pub args: Vec<(&'a str, Value)>,
     pub ret: Option<i64>,
+    /// With `-s`: kernel then user stack.
+    pub stacks: Vec<crate::output::stack::Stack>,
 }
 
 /// Writes events in one format; text times are seconds since `start_ns` (CLOCK_MONOTONIC).
@@ -82,7 +84,8 @@ impl<W: Write> EventWriter<W> {
                 if let Some(ret) = d.ret {
                     write!(self.out, " ret={ret}")?;
                 }
-                writeln!(self.out)
+                writeln!(self.out)?;
+                crate::output::stack::write_text(&mut self.out, &d.stacks)
             }
             Format::Json => {
                 let args: serde_json::Map<String, serde_json::Value> = d
@@ -90,7 +93,7 @@ impl<W: Write> EventWriter<W> {
                     .iter()
                     .map(|(n, v)| (n.to_string(), json_value(v)))
                     .collect();
-                let line = serde_json::json!({
+                let mut line = serde_json::json!({
                     "time_ns": e.time_ns,
                     "cpu": e.cpu,
                     "pid": e.pid(),
@@ -100,6 +103,9 @@ impl<W: Write> EventWriter<W> {
                     "args": args,
                     "ret": d.ret,
                 });
+                if !d.stacks.is_empty() {
+                    line["stack"] = crate::output::stack::json(&d.stacks);
+                }
                 writeln!(self.out, "{line}")
             }
         }
@@ -124,6 +130,8 @@ mod tests {
             slot: 16,
             cpu: 1,
             str_len: 0,
+            kstack: tracer_common::NO_STACK,
+            ustack: tracer_common::NO_STACK,
             _pad: 0,
             comm,
             str: [0; 64],
@@ -149,6 +157,7 @@ mod tests {
                 ("mode", Value::Uint(0)),
             ],
             ret: None,
+            stacks: Vec::new(),
         };
         assert_eq!(
             render(Format::Text, &d),
@@ -164,6 +173,7 @@ mod tests {
             probe: "uretprobe:/bin/x:f",
             args: vec![("arg0", Value::Hex(0x10)), ("x", Value::Missing)],
             ret: Some(-2),
+            stacks: Vec::new(),
         };
         let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &d)).unwrap();
         assert_eq!(v["time_ns"], 1_012_345_000u64);

@@ -3,6 +3,7 @@
 pub mod events;
 pub mod features;
 pub mod hist;
+pub mod stack;
 pub mod stat;
 
 use std::io::Write;

@@ -1,0 +1,170 @@
+//! Tier 4: `-s/--stack` through the real binary: the user stacks of a known call chain
+//! (main -> chain_a -> chain_b -> chain_target in tests/workloads/chain.c) from a uprobe and
+//! from a watchpoint, and kernel stacks of a syscall tracepoint.
+
+mod common;
+
+use std::io::Read;
+use std::process::Command;
+
+use common::{chain_line, chain_program, has, text, tracer_started, Workload};
+use tracer::kernel::features::Feature;
+
+fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    text(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The (symbol, line) of each user frame of an event's `stack`.
+fn user_frames(event: &serde_json::Value) -> Vec<(String, Option<u64>)> {
+    event["stack"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no stack in {event}"))
+        .iter()
+        .filter(|f| f["space"] == "user")
+        .map(|f| {
+            (
+                f["symbol"].as_str().unwrap_or("[unknown]").to_string(),
+                f["line"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// The chain as the stack must show it, innermost first, with the line of each call site.
+fn expected_chain(innermost_line: u32) -> Vec<(String, Option<u64>)> {
+    vec![
+        ("chain_target".into(), Some(innermost_line as u64)),
+        (
+            "chain_b".into(),
+            Some(chain_line("return chain_target(i,") as u64),
+        ),
+        (
+            "chain_a".into(),
+            Some(chain_line("return chain_b(i);") as u64),
+        ),
+        ("main".into(), Some(chain_line("sum += chain_a(i);") as u64)),
+    ]
+}
+
+/// Runs the workload for `calls` calls under `tracer ARGS -p PID` (which must stop by itself
+/// after `-c`), returning tracer's stdout and stderr.
+fn traced(calls: u32, args: &[&str]) -> (std::process::Output, String) {
+    let mut cmd = Command::new(chain_program());
+    cmd.arg(calls.to_string());
+    let mut work = Workload::start(cmd);
+    let pid = work.pid().to_string();
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend(["-p", &pid]);
+    let (child, mut stderr, banner) = tracer_started(&full);
+    assert!(
+        banner.starts_with("Tracing") || banner.starts_with("Watching"),
+        "{banner}"
+    );
+    work.run_batch();
+    let out = child.wait_with_output().expect("tracer ends after -c");
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).unwrap();
+    work.finish();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    (out, rest)
+}
+
+#[test]
+fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {
+    if !has(Feature::UprobePmu, "uprobe_stacks") || !has(Feature::Bpf, "uprobe_stacks") {
+        return;
+    }
+    let spec = format!("uprobe:{}:chain_target", chain_program().display());
+    let (out, stderr) = traced(3, &["probe", "-s", "user", "-c", "3", "-o", "json", &spec]);
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    // A uprobe fires on the function's first instruction, which DWARF puts on the line of `{`.
+    let first = chain_line("_Bool odd, enum color shade) {");
+    for event in &events {
+        let frames = user_frames(event);
+        assert!(frames.len() >= 4, "{frames:?}");
+        assert_eq!(frames[..4], expected_chain(first)[..], "{event}");
+    }
+}
+
+#[test]
+fn watchpoint_user_stacks_show_who_wrote_and_through_which_calls() {
+    if !has(Feature::Breakpoints, "watch_stacks") || !has(Feature::Bpf, "watch_stacks") {
+        return;
+    }
+    let (out, stderr) = traced(
+        4,
+        &["watch", "-s", "-c", "4", "-o", "json", "chain_counter"],
+    );
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 4, "{stderr}");
+    let write = chain_line("chain_counter += count;");
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event["new"], (1..=i as u64 + 1).sum::<u64>(), "{event}");
+        let frames = user_frames(event);
+        assert!(frames.len() >= 4, "{frames:?}");
+        assert_eq!(frames[..4], expected_chain(write)[..], "{event}");
+    }
+}
+
+#[test]
+fn text_output_prints_each_frame_under_its_event() {
+    if !has(Feature::UprobePmu, "stack_text") || !has(Feature::Bpf, "stack_text") {
+        return;
+    }
+    let spec = format!("uprobe:{}:chain_b", chain_program().display());
+    let (out, _) = traced(1, &["probe", "--stack", "user", "-c", "1", &spec]);
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    // Header, the event, then its frames indented by 8 spaces: chain_b, chain_a, main.
+    assert!(
+        lines[1].contains("uprobe:") && lines[1].contains(":chain_b"),
+        "{stdout}"
+    );
+    let call = chain_line("return chain_b(i);");
+    assert!(
+        lines[2].starts_with("        chain_b+0x0 (chain.c:"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[3].trim_start().split_once(" (").map(|(_, l)| l),
+        Some(format!("chain.c:{call})").as_str()),
+        "{stdout}"
+    );
+    assert!(lines[3].trim_start().starts_with("chain_a+0x"), "{stdout}");
+    assert!(lines[4].trim_start().starts_with("main+0x"), "{stdout}");
+}
+
+#[test]
+fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
+    if !has(Feature::Tracepoints, "kernel_stacks") || !has(Feature::Bpf, "kernel_stacks") {
+        return;
+    }
+    let out = common::tracer(&[
+        "probe",
+        "-s",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        common::testprog().to_str().unwrap(),
+        "getppid",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 2, "{}", text(&out.stderr));
+    for event in &events {
+        let frames = event["stack"].as_array().expect("stack");
+        assert!(frames.iter().all(|f| f["space"] == "kernel"), "{event}");
+        // Every frame resolves to a kernel symbol, and the syscall entry is among them.
+        assert!(frames.iter().all(|f| f["symbol"].is_string()), "{event}");
+        assert!(
+            frames.iter().any(|f| f["symbol"] == "do_syscall_64"),
+            "{event}"
+        );
+    }
+}

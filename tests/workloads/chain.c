@@ -1,0 +1,46 @@
+/* A known call chain, main -> chain_a -> chain_b -> chain_target, for stack and DWARF tests.
+ * Built by the tests with `cc -g -O0 -fno-omit-frame-pointer` (see tests/common).
+ *
+ * usage: chain N
+ * Writes "r" once started, waits for one byte on stdin (go), makes N calls of the chain
+ * (call i passes count=i, returns 3*i and writes chain_counter), writes "d", then waits for
+ * stdin to close before exiting, so a tracer can still read /proc/PID/maps for its stacks. */
+#include <stdlib.h>
+#include <unistd.h>
+
+struct point {
+    int x;
+    int y;
+};
+
+enum color { RED, GREEN = 5, BLUE };
+
+volatile long chain_counter;
+
+__attribute__((noinline)) long chain_target(int count, const char *name, struct point *where,
+                                            _Bool odd, enum color shade) {
+    chain_counter += count;
+    return 3L * count + (name[0] == 'c' ? 0 : 1) + where->x - where->x + odd - odd + shade - shade;
+}
+
+__attribute__((noinline)) long chain_b(int i) {
+    struct point p = {i, -i};
+    return chain_target(i, "chain", &p, i % 2, GREEN);
+}
+
+__attribute__((noinline)) long chain_a(int i) { return chain_b(i); }
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 1;
+    char byte;
+    if (write(1, "r", 1) != 1 || read(0, &byte, 1) != 1)
+        return 2;
+    long sum = 0;
+    for (int i = 1; i <= n; i++)
+        sum += chain_a(i);
+    if (write(1, "d", 1) != 1)
+        return 2;
+    while (read(0, &byte, 1) > 0) {
+    }
+    return sum == 0;
+}

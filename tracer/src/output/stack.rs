@@ -1,0 +1,134 @@
+//! Stack frames as data, and how they print: indented lines under an event, or JSON objects.
+
+use std::io::{self, Write};
+
+/// Which side of the system call boundary a frame is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    Kernel,
+    User,
+}
+
+/// One symbolized frame, innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub addr: u64,
+    pub space: Space,
+    /// The function (kernel modules as `name [module]`), when a symbol holds the address.
+    pub symbol: Option<String>,
+    pub offset: u64,
+    /// Source file name and line, when the binary has DWARF.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// A stack of one hit: its frames, or why it is missing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stack {
+    Frames(Vec<Frame>),
+    /// `bpf_get_stackid` failed with this errno (e.g. EEXIST: the stack map bucket was taken).
+    NotCaptured(i32),
+}
+
+impl Frame {
+    /// `function+0xoff (file:line)`, or `[unknown] 0xaddr` when no symbol holds the address.
+    pub fn text(&self) -> String {
+        let mut text = match &self.symbol {
+            Some(name) => format!("{name}+{:#x}", self.offset),
+            None => format!("[unknown] {:#x}", self.addr),
+        };
+        if let (Some(file), Some(line)) = (&self.file, self.line) {
+            text.push_str(&format!(" ({file}:{line})"));
+        }
+        text
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "addr": format!("{:#x}", self.addr),
+            "space": match self.space { Space::Kernel => "kernel", Space::User => "user" },
+            "symbol": self.symbol,
+            "offset": self.offset,
+            "file": self.file,
+            "line": self.line,
+        })
+    }
+}
+
+/// Prints stacks under an event line, one frame per line, indented like bcc's and perf's.
+pub fn write_text<W: Write>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
+    for stack in stacks {
+        match stack {
+            Stack::Frames(frames) => {
+                for frame in frames {
+                    writeln!(out, "        {}", frame.text())?;
+                }
+            }
+            Stack::NotCaptured(errno) => writeln!(
+                out,
+                "        [stack not captured: {}]",
+                std::io::Error::from_raw_os_error(-errno)
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// The `stack` field of a JSON line: every frame, kernel frames first; `null` entries are never
+/// written, a stack that could not be captured adds `{"error": "..."}`.
+pub fn json(stacks: &[Stack]) -> serde_json::Value {
+    let mut out = Vec::new();
+    for stack in stacks {
+        match stack {
+            Stack::Frames(frames) => out.extend(frames.iter().map(Frame::json)),
+            Stack::NotCaptured(errno) => out.push(serde_json::json!({
+                "error": std::io::Error::from_raw_os_error(-errno).to_string(),
+            })),
+        }
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(symbol: Option<&str>, file: Option<(&str, u32)>) -> Frame {
+        Frame {
+            addr: 0x401136,
+            space: Space::User,
+            symbol: symbol.map(str::to_string),
+            offset: 0x1d,
+            file: file.map(|(f, _)| f.to_string()),
+            line: file.map(|(_, l)| l),
+        }
+    }
+
+    #[test]
+    fn frames_print_indented_with_source_lines() {
+        let mut out = Vec::new();
+        let stacks = [
+            Stack::Frames(vec![
+                frame(Some("b"), Some(("chain.c", 17))),
+                frame(None, None),
+            ]),
+            Stack::NotCaptured(-libc::EEXIST),
+        ];
+        write_text(&mut out, &stacks).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "        b+0x1d (chain.c:17)\n        [unknown] 0x401136\n        [stack not captured: File exists (os error 17)]\n"
+        );
+    }
+
+    #[test]
+    fn json_frames_have_stable_fields() {
+        let v = json(&[Stack::Frames(vec![frame(Some("b"), Some(("chain.c", 17)))])]);
+        assert_eq!(v[0]["addr"], "0x401136");
+        assert_eq!(v[0]["space"], "user");
+        assert_eq!(v[0]["symbol"], "b");
+        assert_eq!(v[0]["offset"], 0x1d);
+        assert_eq!(v[0]["file"], "chain.c");
+        assert_eq!(v[0]["line"], 17);
+    }
+}

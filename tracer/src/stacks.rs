@@ -1,0 +1,188 @@
+//! Stack ids captured in BPF -> symbolized frames: kernel frames from kallsyms, user frames
+//! from the process's mappings, ELF symbols and DWARF lines, each cached for the run.
+
+use std::collections::HashMap;
+
+use tracer_common::{Event, NO_STACK};
+
+use crate::bpf::Bpf;
+use crate::kernel::symbols::{Kallsyms, Process};
+use crate::output::stack::{Frame, Space, Stack};
+use crate::Error;
+
+/// Which stacks a command captures (`-s/--stack`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    Kernel,
+    #[default]
+    User,
+    Both,
+}
+
+impl Which {
+    /// The `SLOT_STACK_*` bits of a slot config.
+    pub fn flags(self) -> u32 {
+        match self {
+            Which::Kernel => tracer_common::SLOT_STACK_KERNEL,
+            Which::User => tracer_common::SLOT_STACK_USER,
+            Which::Both => tracer_common::SLOT_STACK_KERNEL | tracer_common::SLOT_STACK_USER,
+        }
+    }
+}
+
+/// The `SLOT_STACK_*` bits of `-s` for one probe: alone, the side the probe is on.
+pub fn flags_for(choice: Option<Option<Which>>, user_probe: bool) -> u32 {
+    match choice {
+        None => 0,
+        Some(Some(which)) => which.flags(),
+        Some(None) if user_probe => Which::User.flags(),
+        Some(None) => Which::Kernel.flags(),
+    }
+}
+
+/// Resolves the stacks of events. Stack ids are never reused within a run (the BPF side does
+/// not pass BPF_F_REUSE_STACKID), so each id is read from the map once; a process is read
+/// from /proc when its first stack arrives, and an address outside its known mappings makes
+/// it reread them once (a library loaded later).
+#[derive(Default)]
+pub struct Symbolizer {
+    kallsyms: Option<Kallsyms>,
+    /// `None`: the process had exited before its first stack was read.
+    processes: HashMap<u32, Option<Process>>,
+    /// Instruction pointers by stack id.
+    ips: HashMap<u32, Vec<u64>>,
+    /// Symbolized user stacks by (pid, id), kernel stacks by (0, id) (pid 0 is never a user).
+    frames: HashMap<(u32, u32), Vec<Frame>>,
+    /// Stacks that `bpf_get_stackid` could not capture.
+    pub not_captured: u64,
+    /// Processes gone before their stacks could be symbolized.
+    pub exited: u64,
+    /// The innermost ip is just past the instruction of interest (data watchpoints trap after
+    /// the access), so it is looked up like a return address.
+    pub trap_after: bool,
+}
+
+impl Symbolizer {
+    /// The stacks of `event`: kernel first, then user, each only when it was captured.
+    pub fn stacks(&mut self, bpf: &Bpf, event: &Event) -> Result<Vec<Stack>, Error> {
+        let mut out = Vec::new();
+        for (id, space) in [(event.kstack, Space::Kernel), (event.ustack, Space::User)] {
+            if id == NO_STACK {
+                continue;
+            }
+            let Ok(id) = u32::try_from(id) else {
+                self.not_captured += 1;
+                out.push(Stack::NotCaptured(id));
+                continue;
+            };
+            let pid = match space {
+                Space::Kernel => 0,
+                Space::User => event.pid(),
+            };
+            if let Some(frames) = self.frames.get(&(pid, id)) {
+                out.push(Stack::Frames(frames.clone()));
+                continue;
+            }
+            let ips = match self.ips.get(&id) {
+                Some(ips) => ips.clone(),
+                None => {
+                    let ips = bpf.stack(id)?.unwrap_or_default();
+                    self.ips.insert(id, ips.clone());
+                    ips
+                }
+            };
+            let frames = match space {
+                Space::Kernel => self.kernel_frames(&ips),
+                Space::User => self.user_frames(pid, &ips),
+            };
+            self.frames.insert((pid, id), frames.clone());
+            out.push(Stack::Frames(frames));
+        }
+        Ok(out)
+    }
+
+    fn kernel_frames(&mut self, ips: &[u64]) -> Vec<Frame> {
+        let kallsyms = self
+            .kallsyms
+            .get_or_insert_with(|| Kallsyms::load().unwrap_or_default());
+        ips.iter()
+            .map(|&addr| {
+                let symbol = kallsyms.containing(addr);
+                Frame {
+                    addr,
+                    space: Space::Kernel,
+                    symbol: symbol.map(|(name, _)| name.to_string()),
+                    offset: symbol.map_or(0, |(_, offset)| offset),
+                    file: None,
+                    line: None,
+                }
+            })
+            .collect()
+    }
+
+    fn user_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
+        let (exited, trap_after) = (&mut self.exited, self.trap_after);
+        let process = self.processes.entry(pid).or_insert_with(|| {
+            let process = Process::new(pid).ok();
+            if process.is_none() {
+                *exited += 1;
+            }
+            process
+        });
+        ips.iter()
+            .enumerate()
+            .map(|(depth, &addr)| {
+                // Outer frames hold return addresses, which point after the call: look up
+                // the call itself, so a call that ends a function is not put in the next one.
+                let at = if depth == 0 && !trap_after {
+                    addr
+                } else {
+                    addr.saturating_sub(1)
+                };
+                let (symbol, location) = match process.as_mut() {
+                    Some(p) => {
+                        if !p.is_mapped(at) {
+                            let _ = p.refresh();
+                        }
+                        (p.symbol_at(at), p.location(at))
+                    }
+                    None => (None, None),
+                };
+                Frame {
+                    addr,
+                    space: Space::User,
+                    offset: symbol
+                        .as_ref()
+                        .map_or(0, |(_, offset)| offset + (addr - at)),
+                    symbol: symbol.map(|(name, _)| name),
+                    file: location.as_ref().map(|(file, _)| file.clone()),
+                    line: location.map(|(_, line)| line),
+                }
+            })
+            .collect()
+    }
+
+    /// Reads `pid`'s mappings now, for a command tracer started: it may exit before its last
+    /// stacks are read, and its executable's frames still resolve from what is read here.
+    pub fn preload(&mut self, pid: u32) {
+        self.processes.insert(pid, Process::new(pid).ok());
+    }
+
+    /// A line for the end-of-run summary when stacks were missing or unresolved.
+    pub fn summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.not_captured > 0 {
+            parts.push(format!(
+                "{} stacks not captured (stack map full or hash bucket taken)",
+                self.not_captured
+            ));
+        }
+        if self.exited > 0 {
+            parts.push(format!(
+                "{} processes exited before their user stacks were read: frames shown as [unknown]",
+                self.exited
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
