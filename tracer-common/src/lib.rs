@@ -67,6 +67,62 @@ pub const SLOT_STACK_KERNEL: u32 = 1 << 8;
 /// `SlotConfig::flags`: capture the user stack of each hit (`Event::ustack`).
 pub const SLOT_STACK_USER: u32 = 1 << 9;
 
+/// `SlotConfig::flags`: count the hit in the `COUNTS` map (`--count-by`, `--sum`, `--hist`)
+/// instead of emitting it.
+pub const SLOT_AGGREGATE: u32 = 1 << 10;
+
+/// `SlotConfig::agg` bits: which parts of an [`AggKey`] are filled (the rest stay zero).
+pub const AGG_COMM: u32 = 1 << 0;
+pub const AGG_PID: u32 = 1 << 1;
+pub const AGG_TID: u32 = 1 << 2;
+pub const AGG_CPU: u32 = 1 << 3;
+/// `AggKey::value` holds the value at `SlotConfig::key_src`.
+pub const AGG_KEY_VALUE: u32 = 1 << 4;
+/// `AggValue::sum` adds up the value at `SlotConfig::val_src` (`--sum`, `--hist`).
+pub const AGG_SUM: u32 = 1 << 5;
+/// `AggKey::bucket` is the log2 bucket of the value at `val_src` (`--hist`).
+pub const AGG_HIST: u32 = 1 << 6;
+/// `AggKey::bucket` of negative values of a signed `--hist` source.
+pub const AGG_BUCKET_NEGATIVE: u64 = 64;
+/// Capacity of `COUNTS` when aggregating (distinct keys of one run or interval).
+pub const AGG_ENTRIES: u32 = 10240;
+
+/// Where a value comes from: a byte range of [`Event::data`] (registers arg0..arg5 at
+/// 0..48 and the return value at 48 for probes; the record head for tracepoints):
+/// `offset | size << 8 | SRC_SIGNED`.
+pub const fn src(offset: u32, size: u32, signed: bool) -> u32 {
+    offset | size << 8 | if signed { SRC_SIGNED } else { 0 }
+}
+/// A source whose value is sign-extended from its size.
+pub const SRC_SIGNED: u32 = 1 << 16;
+
+/// One cell of the `COUNTS` map: the parts `SlotConfig::agg` asks for, zero elsewhere.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AggKey {
+    pub slot: u32,
+    pub cpu: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: [u8; 16],
+    /// The keyed argument, return value or field (sign-extended when signed).
+    pub value: u64,
+    /// Stack ids (as in [`Event`]); [`NO_STACK`] when not keyed by stack.
+    pub kstack: i32,
+    pub ustack: i32,
+    /// `--hist`: log2 bucket of the value, or [`AGG_BUCKET_NEGATIVE`].
+    pub bucket: u64,
+}
+
+/// Per-CPU counters of one [`AggKey`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AggValue {
+    pub count: u64,
+    /// Sum of the `val_src` values (wrapping: signed values add up as two's complement).
+    pub sum: u64,
+}
+
 /// `Event::kstack` / `Event::ustack` when that stack was not asked for. Other negative values
 /// are the errno of a failed `bpf_get_stackid` (e.g. -EEXIST: the stack map bucket was taken).
 pub const NO_STACK: i32 = i32::MIN;
@@ -95,7 +151,12 @@ pub struct SlotConfig {
     pub comm: [u8; 16],
     /// Never hits from this thread group (tracer itself), 0 for none.
     pub exclude_tgid: u32,
-    pub _pad: u32,
+    /// `AGG_*` bits, with `SLOT_AGGREGATE`.
+    pub agg: u32,
+    /// [`src`] of the keyed value (`AGG_KEY_VALUE`).
+    pub key_src: u32,
+    /// [`src`] of the summed or histogrammed value (`AGG_SUM`, `AGG_HIST`).
+    pub val_src: u32,
 }
 
 /// Byte offsets in scheduler tracepoint records, which differ between kernel versions; read
@@ -254,4 +315,8 @@ mod pod {
     unsafe impl aya::Pod for super::LatStart {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::HistKey {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::AggKey {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::AggValue {}
 }

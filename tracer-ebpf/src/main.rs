@@ -16,15 +16,17 @@ use aya_ebpf::helpers::{
     bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
 };
 use aya_ebpf::macros::{kprobe, map, perf_event, tracepoint};
-use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerfEventArray, StackTrace};
+use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerfEventArray, StackTrace};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{PerfEventContext, ProbeContext, RetProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    stat_failed, stat_hits, Event, SchedOffsets, SlotConfig, DATA_WORDS, NO_STACK, PERF_EVENT_BASE,
-    SLOTS, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STACK_KERNEL,
-    SLOT_STACK_USER, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
-    STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    stat_failed, stat_hits, AggKey, AggValue, Event, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE,
+    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, NO_STACK,
+    PERF_EVENT_BASE, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
+    SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER,
+    SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
+    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -52,6 +54,11 @@ static TRACKED: HashMap<u32, u32> = HashMap::with_max_entries(TRACKED_MAX, 0);
 /// still names the stack it was given for, and a full map shows as a negative id, counted.
 #[map]
 static STACKS: StackTrace = StackTrace::with_max_entries(1, 0);
+
+/// In-kernel aggregation (`--count-by`, `--sum`, `--hist`): per-CPU counters per key, so a hit
+/// costs one hash lookup and two adds, with no atomics. Sized by userspace only when used.
+#[map]
+static COUNTS: PerCpuHashMap<AggKey, AggValue> = PerCpuHashMap::with_max_entries(1, 0);
 
 /// Offsets in scheduler tracepoint records, set by userspace from tracefs.
 #[map]
@@ -196,6 +203,96 @@ fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
     }
 }
 
+/// The value a [`tracer_common::src`] names in the captured data words: `size` bytes at
+/// `offset`, sign-extended when signed. Fields are naturally aligned, so a value never spans
+/// two words.
+#[inline(always)]
+fn read_src(data: &[u64; DATA_WORDS], src: u32) -> u64 {
+    let offset = src & 0xff;
+    let size = (src >> 8) & 0xff;
+    let value = data[((offset / 8) & 7) as usize] >> ((offset % 8) * 8);
+    if size == 0 || size >= 8 {
+        return value;
+    }
+    let bits = size * 8;
+    let value = value & ((1u64 << bits) - 1);
+    if src & SRC_SIGNED != 0 && (value >> (bits - 1)) & 1 == 1 {
+        value | !((1u64 << bits) - 1)
+    } else {
+        value
+    }
+}
+
+/// Counts a hit in `COUNTS` under the key parts the slot asks for; a full map counts as a
+/// failed output (reported as not counted).
+#[inline(always)]
+fn aggregate(event: &Event, config: &SlotConfig) {
+    let agg = config.agg;
+    let mut key = AggKey {
+        slot: event.slot,
+        kstack: event.kstack,
+        ustack: event.ustack,
+        ..AggKey::default()
+    };
+    if agg & AGG_CPU != 0 {
+        key.cpu = event.cpu;
+    }
+    if agg & AGG_PID != 0 {
+        key.pid = event.pid();
+    }
+    if agg & AGG_TID != 0 {
+        key.tid = event.tid();
+    }
+    if agg & AGG_COMM != 0 {
+        key.comm = event.comm;
+    }
+    if agg & AGG_KEY_VALUE != 0 {
+        key.value = read_src(&event.data, config.key_src);
+    }
+    let value = if agg & (AGG_SUM | AGG_HIST) != 0 {
+        read_src(&event.data, config.val_src)
+    } else {
+        0
+    };
+    if agg & AGG_HIST != 0 {
+        key.bucket = if config.val_src & SRC_SIGNED != 0 && (value as i64) < 0 {
+            AGG_BUCKET_NEGATIVE
+        } else if value == 0 {
+            0
+        } else {
+            63 - value.leading_zeros() as u64
+        };
+    }
+    match COUNTS.get_ptr_mut(&key) {
+        Some(cell) => {
+            // SAFETY: a per-CPU value of this CPU; these programs do not nest on one CPU.
+            unsafe {
+                (*cell).count += 1;
+                (*cell).sum = (*cell).sum.wrapping_add(value);
+            }
+        }
+        None => {
+            let cell = AggValue {
+                count: 1,
+                sum: value,
+            };
+            if COUNTS.insert(&key, &cell, 0).is_err() {
+                bump(stat_failed(event.slot));
+            }
+        }
+    }
+}
+
+/// Emits the event, or counts it when the slot aggregates.
+#[inline(always)]
+fn finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig) {
+    if config.flags & SLOT_AGGREGATE != 0 {
+        aggregate(event, config);
+    } else {
+        emit(ctx, event);
+    }
+}
+
 #[inline(always)]
 fn read_string(event: &mut Event, ptr: u64, user: bool) {
     let src = ptr as *const u8;
@@ -237,7 +334,7 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         let ptr = event.data[config.str_arg as usize];
         read_string(event, ptr, config.flags & SLOT_STR_ARG_USER != 0);
     }
-    emit(ctx, event);
+    finish(ctx, event, &config);
 }
 
 /// Tracepoint slots: the first bytes of the record, decoded in userspace from its format file.
@@ -254,7 +351,7 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
         let ptr = unsafe { ctx.read_at::<u64>(config.str_arg as usize) }.unwrap_or(0);
         read_string(event, ptr, true);
     }
-    emit(ctx, event);
+    finish(ctx, event, &config);
 }
 
 /// Breakpoint and software-event slot: the interrupted instruction pointer, the watched
@@ -289,7 +386,7 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
             }
         }
     }
-    emit(ctx, event);
+    finish(ctx, event, &config);
 }
 
 macro_rules! slots {

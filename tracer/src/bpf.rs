@@ -7,9 +7,9 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, StackT
 use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
-    stat_failed, stat_hits, HistKey, LatConfig, LatStart, SchedOffsets, SlotConfig,
-    PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE,
-    TRACEPOINT_SLOTS,
+    stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatStart, SchedOffsets,
+    SlotConfig, AGG_ENTRIES, PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS,
+    STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
@@ -108,16 +108,20 @@ impl Bpf {
     /// Parses the embedded object and creates its maps. Programs are loaded one by one, only
     /// when a slot is taken. CO-RE relocation is off: our programs need none.
     pub fn load() -> Result<Bpf, Error> {
-        Bpf::load_with(false)
+        Bpf::load_with(false, false)
     }
 
     /// [`Bpf::load`], with room for [`STACK_ENTRIES`] distinct stacks when `stacks` is set
-    /// (the stack map is preallocated: about 1 KiB per entry).
-    pub fn load_with(stacks: bool) -> Result<Bpf, Error> {
+    /// (the stack map is preallocated: about 1 KiB per entry) and for [`AGG_ENTRIES`] keys
+    /// of in-kernel counts when `counts` is set.
+    pub fn load_with(stacks: bool, counts: bool) -> Result<Bpf, Error> {
         let mut loader = EbpfLoader::new();
         loader.btf(None);
         if stacks {
             loader.map_max_entries("STACKS", STACK_ENTRIES);
+        }
+        if counts {
+            loader.map_max_entries("COUNTS", AGG_ENTRIES);
         }
         let mut ebpf = loader.load(OBJECT).map_err(Error::Load)?;
         // PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds
@@ -334,6 +338,31 @@ impl Bpf {
         let start: HashMap<&MapData, u64, LatStart> =
             HashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_START" })?;
         Ok(start.keys().filter(Result::is_ok).count() as u64)
+    }
+
+    /// The in-kernel counts (`COUNTS`), summed over CPUs. Cells are never removed: a removal
+    /// races with hits on other CPUs and would lose them, so intervals are deltas of these
+    /// ever-growing totals.
+    pub fn counts(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
+        let map = self
+            .ebpf
+            .map("COUNTS")
+            .ok_or(Error::Map { map: "COUNTS" })?;
+        let counts: PerCpuHashMap<&MapData, AggKey, AggValue> =
+            PerCpuHashMap::try_from(map).map_err(|_| Error::Map { map: "COUNTS" })?;
+        let mut cells = Vec::new();
+        for item in counts.iter() {
+            let (key, values) = item.map_err(|source| Error::MapUpdate {
+                map: "COUNTS",
+                source,
+            })?;
+            let total = values.iter().fold(AggValue::default(), |a, v| AggValue {
+                count: a.count + v.count,
+                sum: a.sum.wrapping_add(v.sum),
+            });
+            cells.push((key, total));
+        }
+        Ok(cells)
     }
 
     /// The instruction pointers of stack `id` (innermost first), as `bpf_get_stackid` stored

@@ -61,6 +61,8 @@ pub enum Command {
   tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json
   tracer probe uprobe:bash:readline uretprobe:bash:readline
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
+  tracer probe --count-by comm 'syscalls:sys_enter_*' -d 5  counted in the kernel
+  tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10")]
 pub struct ProbeArgs {
     /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
@@ -105,6 +107,22 @@ pub struct ProbeArgs {
     /// for uprobes, kernel for the rest).
     #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
+    /// Count hits in the kernel by these keys instead of printing each: comm, pid, tid, cpu,
+    /// probe, stack, argN, ret or a tracepoint field (comma-separated).
+    #[arg(long, value_name = "KEYS")]
+    pub count_by: Option<String>,
+    /// Also add up this value per key (argN, ret or a tracepoint field).
+    #[arg(long, value_name = "VALUE")]
+    pub sum: Option<String>,
+    /// A log2 histogram of this value per key (argN, ret or a tracepoint field).
+    #[arg(long, value_name = "VALUE")]
+    pub hist: Option<String>,
+    /// With --count-by: only the N largest counts.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// With --count-by/--sum/--hist: print and reset the counts every SECS seconds.
+    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    pub interval: Option<Duration>,
     /// How kernel functions are probed (tests use it to exercise the fallback).
     #[arg(long, value_enum, hide = true)]
     pub kprobe_interface: Option<KprobeInterface>,

@@ -293,6 +293,156 @@ pub struct ProbePlan {
     pub kprobe_interface: Option<crate::cli::KprobeInterface>,
     /// `-s`: `Some(None)` is the probe's own side.
     pub stack: Option<Option<crate::stacks::Which>>,
+    /// `--count-by`, `--sum`, `--hist`: count in the kernel instead of streaming.
+    pub aggregation: Option<Aggregation>,
+}
+
+/// One part of an aggregation key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyPart {
+    Comm,
+    Pid,
+    Tid,
+    Cpu,
+    Probe,
+    Stack,
+    /// `argN`, `ret` or a tracepoint field: resolved per probe when it is attached.
+    Value(String),
+}
+
+/// What is done with a value per key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueOp {
+    Sum,
+    Hist,
+}
+
+/// A validated `--count-by` / `--sum` / `--hist` request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aggregation {
+    pub keys: Vec<KeyPart>,
+    /// The value to add up or histogram, and which.
+    pub value: Option<(ValueOp, String)>,
+    pub top: Option<usize>,
+    pub interval: Option<std::time::Duration>,
+}
+
+impl Aggregation {
+    /// The keyed value (`argN`, `ret`, a field), if any: at most one per run.
+    pub fn key_value(&self) -> Option<&str> {
+        self.keys.iter().find_map(|k| match k {
+            KeyPart::Value(name) => Some(name.as_str()),
+            _ => None,
+        })
+    }
+}
+
+/// `argN`, `ret` and tracepoint field names: C identifiers.
+fn valid_value_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Parses `--count-by`, `--sum`, `--hist`, `--top` and `-I` into an [`Aggregation`], or `None`
+/// when none of the first three is given.
+pub fn aggregation(
+    count_by: Option<&str>,
+    sum: Option<&str>,
+    hist: Option<&str>,
+    top: Option<usize>,
+    interval: Option<std::time::Duration>,
+) -> Result<Option<Aggregation>, Error> {
+    const KEYS_HINT: &str =
+        "keys are comm, pid, tid, cpu, probe, stack, argN (N = 0..5), ret or a tracepoint field";
+    let value = match (sum, hist) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "--sum and --hist cannot be combined".into(),
+                "--hist also reports the sum and average of each histogram",
+            ))
+        }
+        (Some(v), None) => Some((ValueOp::Sum, v)),
+        (None, Some(v)) => Some((ValueOp::Hist, v)),
+        (None, None) => None,
+    };
+    if count_by.is_none() && value.is_none() {
+        if top.is_some() || interval.is_some() {
+            return Err(usage(
+                "--top and -I go with --count-by, --sum or --hist".into(),
+                "e.g. --count-by comm --top 10 -I 1",
+            ));
+        }
+        return Ok(None);
+    }
+    let mut keys = Vec::new();
+    for word in count_by
+        .unwrap_or("")
+        .split(',')
+        .filter(|w| !w.trim().is_empty())
+    {
+        let part = match word.trim() {
+            "comm" => KeyPart::Comm,
+            "pid" => KeyPart::Pid,
+            "tid" => KeyPart::Tid,
+            "cpu" => KeyPart::Cpu,
+            "probe" => KeyPart::Probe,
+            "stack" => KeyPart::Stack,
+            other if valid_value_name(other) => KeyPart::Value(other.to_string()),
+            other => {
+                return Err(usage(
+                    format!("'{other}' is not a --count-by key"),
+                    KEYS_HINT,
+                ))
+            }
+        };
+        if keys.contains(&part) {
+            return Err(usage(
+                format!("--count-by names '{}' twice", word.trim()),
+                KEYS_HINT,
+            ));
+        }
+        keys.push(part);
+    }
+    if keys
+        .iter()
+        .filter(|k| matches!(k, KeyPart::Value(_)))
+        .count()
+        > 1
+    {
+        return Err(usage(
+            "--count-by takes at most one argument, return value or field".into(),
+            "count by one value, and add others with --sum or --hist",
+        ));
+    }
+    if let Some((op, name)) = value {
+        if !valid_value_name(name)
+            || matches!(name, "comm" | "pid" | "tid" | "cpu" | "probe" | "stack")
+        {
+            let flag = if op == ValueOp::Sum {
+                "--sum"
+            } else {
+                "--hist"
+            };
+            return Err(usage(
+                format!("{flag} '{name}' is not a numeric value"),
+                "give argN (N = 0..5), ret or a numeric tracepoint field",
+            ));
+        }
+    }
+    if top == Some(0) {
+        return Err(usage(
+            "--top 0 would show nothing".into(),
+            "give a positive count",
+        ));
+    }
+    Ok(Some(Aggregation {
+        keys,
+        value: value.map(|(op, name)| (op, name.to_string())),
+        top,
+        interval,
+    }))
 }
 
 /// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
@@ -387,6 +537,19 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
             "give a positive count",
         ));
     }
+    let aggregation = aggregation(
+        args.count_by.as_deref(),
+        args.sum.as_deref(),
+        args.hist.as_deref(),
+        args.top,
+        args.interval,
+    )?;
+    if aggregation.is_some() && args.count.is_some() {
+        return Err(usage(
+            "-c counts printed events; with --count-by nothing is printed per event".into(),
+            "end the run with -d SECS, Ctrl-C, or -- COMMAND",
+        ));
+    }
     Ok(ProbePlan {
         specs,
         filter,
@@ -399,6 +562,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         fail_on_loss: args.fail_on_loss,
         kprobe_interface: args.kprobe_interface,
         stack: args.stack,
+        aggregation,
     })
 }
 
@@ -510,6 +674,55 @@ pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aggregation_keys_values_and_their_errors() {
+        let a = aggregation(Some("comm,arg2"), Some("ret"), None, Some(5), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.keys, vec![KeyPart::Comm, KeyPart::Value("arg2".into())]);
+        assert_eq!(a.key_value(), Some("arg2"));
+        assert_eq!(a.value, Some((ValueOp::Sum, "ret".into())));
+        assert_eq!(a.top, Some(5));
+        let h = aggregation(None, None, Some("ret"), None, None)
+            .unwrap()
+            .unwrap();
+        assert!(h.keys.is_empty());
+        assert_eq!(h.value, Some((ValueOp::Hist, "ret".into())));
+        assert_eq!(aggregation(None, None, None, None, None).unwrap(), None);
+        let usage_err = |r: Result<Option<Aggregation>, Error>| match r {
+            Err(Error::Usage { message, .. }) => message,
+            other => panic!("expected a usage error, got {other:?}"),
+        };
+        assert_eq!(
+            usage_err(aggregation(Some("comm,comm"), None, None, None, None)),
+            "--count-by names 'comm' twice"
+        );
+        assert_eq!(
+            usage_err(aggregation(Some("arg1,ret"), None, None, None, None)),
+            "--count-by takes at most one argument, return value or field"
+        );
+        assert_eq!(
+            usage_err(aggregation(Some("co-mm"), None, None, None, None)),
+            "'co-mm' is not a --count-by key"
+        );
+        assert_eq!(
+            usage_err(aggregation(None, Some("ret"), Some("ret"), None, None)),
+            "--sum and --hist cannot be combined"
+        );
+        assert_eq!(
+            usage_err(aggregation(None, Some("comm"), None, None, None)),
+            "--sum 'comm' is not a numeric value"
+        );
+        assert_eq!(
+            usage_err(aggregation(None, None, None, Some(3), None)),
+            "--top and -I go with --count-by, --sum or --hist"
+        );
+        assert_eq!(
+            usage_err(aggregation(Some("pid"), None, None, Some(0), None)),
+            "--top 0 would show nothing"
+        );
+    }
 
     fn spec(text: &str) -> ProbeSpec {
         parse_spec(text).unwrap_or_else(|e| panic!("{text}: {e}"))

@@ -65,8 +65,19 @@ pub struct Symbolizer {
 impl Symbolizer {
     /// The stacks of `event`: kernel first, then user, each only when it was captured.
     pub fn stacks(&mut self, bpf: &Bpf, event: &Event) -> Result<Vec<Stack>, Error> {
+        self.stacks_of(bpf, event.pid(), event.kstack, event.ustack)
+    }
+
+    /// The stacks with these ids ([`NO_STACK`] for none) of process `pid`.
+    pub fn stacks_of(
+        &mut self,
+        bpf: &Bpf,
+        pid: u32,
+        kstack: i32,
+        ustack: i32,
+    ) -> Result<Vec<Stack>, Error> {
         let mut out = Vec::new();
-        for (id, space) in [(event.kstack, Space::Kernel), (event.ustack, Space::User)] {
+        for (id, space) in [(kstack, Space::Kernel), (ustack, Space::User)] {
             if id == NO_STACK {
                 continue;
             }
@@ -77,7 +88,7 @@ impl Symbolizer {
             };
             let pid = match space {
                 Space::Kernel => 0,
-                Space::User => event.pid(),
+                Space::User => pid,
             };
             if let Some(frames) = self.frames.get(&(pid, id)) {
                 out.push(Stack::Frames(frames.clone()));

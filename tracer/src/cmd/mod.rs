@@ -1,5 +1,6 @@
 //! One module per subcommand: validated input -> kernel session -> report.
 
+pub mod counts;
 pub mod features;
 pub mod latency;
 pub mod list;

@@ -44,6 +44,8 @@ struct Probe {
     slot: Slot,
     decoder: Decoder,
     kernel_function: Option<String>,
+    /// With `--count-by`: how the probe's values are read.
+    sources: crate::cmd::counts::Sources,
     delivered: u64,
     _attached: Attached,
     _legacy: Option<LegacyKprobe>,
@@ -68,7 +70,14 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         true => None,
         false => Some(launch::launch(&plan.command)?),
     };
-    let mut bpf = Bpf::load_with(plan.stack.is_some())?;
+    let stack_keys = plan
+        .aggregation
+        .as_ref()
+        .is_some_and(|a| a.keys.contains(&plan::KeyPart::Stack));
+    let mut bpf = Bpf::load_with(
+        plan.stack.is_some() || stack_keys,
+        plan.aggregation.is_some(),
+    )?;
     let wakeup = match plan.wakeup_events {
         Some(n) => Wakeup::Events(n),
         // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the rest.
@@ -113,12 +122,19 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     } else {
         format!("{} probes ({})", names.len(), names.join(", "))
     };
+    let verb = match plan.aggregation {
+        Some(_) => "Counting",
+        None => "Tracing",
+    };
     match &launched {
         Some(_) => eprintln!(
-            "Tracing {what} in `{}`... Hit Ctrl-C to end.",
+            "{verb} {what} in `{}`... Hit Ctrl-C to end.",
             plan.command.join(" ")
         ),
-        None => eprintln!("Tracing {what}... Hit Ctrl-C to end."),
+        None => eprintln!("{verb} {what}... Hit Ctrl-C to end."),
+    }
+    if let Some(agg) = &plan.aggregation {
+        return run_counts(bpf, &probes, agg, &plan, launched, event_loop, &rings);
     }
     let mut writer = EventWriter::new(
         std::io::BufWriter::new(std::io::stdout().lock()),
@@ -157,6 +173,70 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
             message: format!("{lost} events were lost (--fail-on-loss)"),
             hints: vec![format!("raise --ring-pages (now {})", plan.ring_pages)],
         });
+    }
+    Ok(match end {
+        End::CommandExited(code) => code,
+        _ => 0,
+    })
+}
+
+/// The rest of a `--count-by`/`--sum`/`--hist` run: nothing is streamed; the counts are read
+/// every interval and at the end, then a summary of hits and of hits that could not be
+/// counted (map full).
+fn run_counts(
+    bpf: Bpf,
+    probes: &[Probe],
+    agg: &plan::Aggregation,
+    plan: &ProbePlan,
+    mut launched: Option<launch::Launched>,
+    event_loop: EventLoop,
+    rings: &OutputRings,
+) -> Result<i32, Error> {
+    if let Some(child) = launched.as_mut() {
+        child.release()?;
+    }
+    let started = Instant::now();
+    let mut sink = crate::cmd::counts::CountSink {
+        bpf: &bpf,
+        probes: probes
+            .iter()
+            .map(|p| crate::cmd::counts::Counted {
+                name: &p.name,
+                slot: &p.slot,
+                sources: p.sources,
+            })
+            .collect(),
+        agg,
+        symbolizer: Symbolizer::default(),
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        format: plan.output,
+        started,
+        last: started,
+        intervals: 0,
+        previous: Default::default(),
+    };
+    let end = event_loop.run(&mut sink, rings.raw_fds(), launched.as_mut(), plan.duration)?;
+    sink.print(false)?;
+    let stacks = sink.symbolizer.summary();
+    drop(sink);
+    let why = match end {
+        End::CommandExited(code) => format!("command exited with status {code}"),
+        End::Duration => "-d reached".to_string(),
+        _ => "interrupted".to_string(),
+    };
+    let (hits, failed) = bpf.stats()?;
+    eprintln!(
+        "\n{hits} hits counted in the kernel in {:.2} s, {why}; {failed} not counted",
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        eprintln!(
+            "not counted: the count map holds {} keys; use fewer or coarser --count-by keys, or -I to empty it each interval",
+            tracer_common::AGG_ENTRIES
+        );
+    }
+    if let Some(line) = stacks {
+        eprintln!("stacks: {line}");
     }
     Ok(match end {
         End::CommandExited(code) => code,
@@ -465,6 +545,20 @@ fn attach(
         }
         None => (SlotKind::Probe, Decoder::Registers { ret: spec.ret }),
     };
+    let sources = match &plan.aggregation {
+        Some(agg) => {
+            let format = match &decoder {
+                Decoder::Tracepoint { format, .. } => Some(format),
+                Decoder::Registers { .. } => None,
+            };
+            let stack_flags = crate::stacks::flags_for(
+                Some(plan.stack.flatten()),
+                matches!(spec.target, Target::User { .. }),
+            );
+            crate::cmd::counts::configure(&mut config, agg, spec, format, stack_flags)?
+        }
+        None => Default::default(),
+    };
     let slot = bpf.take_slot(kind, config)?;
     let attached = Attached::disabled(bpf, slot.clone(), opened.event)?;
     Ok(Probe {
@@ -472,6 +566,7 @@ fn attach(
         slot,
         decoder,
         kernel_function: opened.kernel_function,
+        sources,
         delivered: 0,
         _attached: attached,
         _legacy: opened.legacy,

@@ -113,7 +113,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         None => None,
     };
 
-    let mut bpf = Bpf::load_with(args.stack.is_some())?;
+    let mut bpf = Bpf::load_with(args.stack.is_some(), false)?;
     let stack_flags = crate::stacks::flags_for(args.stack, !args.kernel);
     let mut rings = OutputRings::open(&mut bpf, 16, crate::session::quarter_full(16))?;
     let mut watches = Vec::new();

@@ -1,5 +1,6 @@
 //! Rendering: data model in, text or JSON out. Data goes to stdout, banners to stderr.
 
+pub mod counts;
 pub mod events;
 pub mod features;
 pub mod hist;

@@ -1,0 +1,244 @@
+//! Tier 4: in-kernel aggregation through the real binary (`--count-by`, `--sum`, `--hist`,
+//! `--top`, `-I`), checked against workloads whose counts and values are known exactly.
+
+mod common;
+
+use common::{has, testprog, text, tracer};
+use tracer::kernel::features::Feature;
+
+fn reports(stdout: &[u8]) -> Vec<serde_json::Value> {
+    text(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// `testprog` under another name: the kernel names a task after the file it executed.
+fn renamed(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::os::unix::fs::symlink(testprog(), &path).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn counts_by_comm_equal_each_process_s_syscalls() {
+    if !has(Feature::Tracepoints, "count_by_comm") || !has(Feature::Bpf, "count_by_comm") {
+        return;
+    }
+    let (_a_dir, a) = renamed("tracer-cnt-a");
+    let (_b_dir, b) = renamed("tracer-cnt-b");
+    let script = format!("{} getppid 300 && {} getppid 700", a.display(), b.display());
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "comm",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reports = reports(&out.stdout);
+    assert_eq!(reports.len(), 1);
+    let count = |comm: &str| {
+        reports[0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["comm"] == comm)
+            .map(|r| r["count"].as_u64().unwrap())
+    };
+    assert_eq!(count("tracer-cnt-a"), Some(300), "{}", reports[0]);
+    assert_eq!(count("tracer-cnt-b"), Some(700), "{}", reports[0]);
+    // Rows are sorted by count, largest first.
+    assert_eq!(reports[0]["rows"][0]["comm"], "tracer-cnt-b");
+}
+
+#[test]
+fn a_histogram_of_return_values_has_the_known_buckets() {
+    if !has(Feature::UprobePmu, "hist_ret") || !has(Feature::Bpf, "hist_ret") {
+        return;
+    }
+    let prog = testprog();
+    let spec = format!("uretprobe:{}:tracer_testprog_target", prog.display());
+    // `call 20` calls target(i, 2i) for i in 0..20, which returns 3i: 0, 3, 6, ..., 57.
+    let out = tracer(&[
+        "probe",
+        "--hist",
+        "ret",
+        "-o",
+        "json",
+        &spec,
+        "--",
+        prog.to_str().unwrap(),
+        "call",
+        "20",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reports = reports(&out.stdout);
+    let row = &reports[0]["rows"][0];
+    let buckets: Vec<(u64, u64, u64)> = row["hist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["lo"].as_u64().unwrap(),
+                b["hi"].as_u64().unwrap(),
+                b["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, u64, u64)> = {
+        let mut counts = std::collections::BTreeMap::new();
+        for v in (0..20u64).map(|i| 3 * i) {
+            let b = if v < 2 { 0 } else { 63 - v.leading_zeros() };
+            *counts.entry(b).or_insert(0u64) += 1;
+        }
+        counts
+            .into_iter()
+            .map(|(b, n)| match b {
+                0 => (0, 1, n),
+                b => (1 << b, (1 << (b + 1)) - 1, n),
+            })
+            .collect()
+    };
+    assert_eq!(buckets, expected);
+    assert_eq!(row["count"], 20);
+    assert_eq!(row["sum"], 3 * (0..20).sum::<u64>());
+    assert_eq!(row["negative"], 0);
+}
+
+#[test]
+fn sums_and_keys_of_arguments_are_exact() {
+    if !has(Feature::UprobePmu, "sum_args") || !has(Feature::Bpf, "sum_args") {
+        return;
+    }
+    let prog = testprog();
+    let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
+    // target(i, 2i): keyed by arg0 there are 12 rows of one call each; the sum of arg1 is 2i.
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "arg0",
+        "--sum",
+        "arg1",
+        "--top",
+        "5",
+        "-o",
+        "json",
+        &spec,
+        "--",
+        prog.to_str().unwrap(),
+        "call",
+        "12",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reports = reports(&out.stdout);
+    let rows = reports[0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "--top 5");
+    assert_eq!(reports[0]["hidden"], 7);
+    // Equal counts are ordered by key text: "0", "1", "10", "11", "2".
+    let keys: Vec<&str> = rows.iter().map(|r| r["arg0"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["0", "1", "10", "11", "2"]);
+    for row in rows {
+        let i: i64 = row["arg0"].as_str().unwrap().parse().unwrap();
+        assert_eq!(
+            (row["count"].as_u64(), row["sum"].as_i64()),
+            (Some(1), Some(2 * i))
+        );
+    }
+}
+
+#[test]
+fn interval_reports_add_up_to_every_hit() {
+    if !has(Feature::Tracepoints, "count_interval") || !has(Feature::Bpf, "count_interval") {
+        return;
+    }
+    // spin: getppid in a loop for 700 ms, then the number of calls on stdout.
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "comm",
+        "-I",
+        "0.2",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        testprog().to_str().unwrap(),
+        "spin",
+        "700",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // The workload's own count is the one non-JSON line.
+    let (calls, json): (Vec<&str>, Vec<&str>) = stdout.lines().partition(|l| !l.starts_with('{'));
+    let calls: u64 = calls[0].trim().parse().unwrap();
+    let reports: Vec<serde_json::Value> = json
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(reports.len() >= 3, "{stdout}");
+    let counted: u64 = reports
+        .iter()
+        .flat_map(|r| r["rows"].as_array().unwrap().iter())
+        .filter(|r| r["comm"] == "tracer-testprog")
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, calls);
+}
+
+#[test]
+fn bad_aggregations_are_usage_errors_that_say_what_exists() {
+    let prog = testprog();
+    let uprobe = format!("uprobe:{}:tracer_testprog_target", prog.display());
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--count-by", "comm,bogus-key", "syscalls:sys_enter_getppid"],
+            "'bogus-key' is not a --count-by key",
+        ),
+        (
+            &["--sum", "ret", &uprobe],
+            "the probe is not a return probe",
+        ),
+        (
+            &["--count-by", "nosuchfield", "syscalls:sys_enter_openat"],
+            "has no field 'nosuchfield'",
+        ),
+        (
+            &[
+                "--count-by",
+                "comm",
+                "-c",
+                "5",
+                "syscalls:sys_enter_getppid",
+            ],
+            "-c counts printed events",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut full = vec!["probe"];
+        full.extend_from_slice(args);
+        let out = tracer(&full);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(stderr.contains("hint:"), "{args:?}: {stderr}");
+    }
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "nosuchfield",
+        "syscalls:sys_enter_openat",
+    ]);
+    assert!(
+        text(&out.stderr).contains("its fields: dfd, filename, flags, mode"),
+        "{}",
+        text(&out.stderr)
+    );
+}

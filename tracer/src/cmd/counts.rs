@@ -1,0 +1,325 @@
+//! `tracer probe --count-by/--sum/--hist`: what each probe's slot counts in the kernel, and
+//! the reports read back from the `COUNTS` map at the end and every `-I` interval.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::time::Instant;
+
+use tracer_common::{
+    src, AggKey, AggValue, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST,
+    AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, NO_STACK, SLOT_AGGREGATE,
+};
+
+use crate::bpf::{Bpf, Slot};
+use crate::kernel::format::Format;
+use crate::output::counts::{Report, Row};
+use crate::output::events::Format as OutputFormat;
+use crate::plan::{Aggregation, KeyPart, ProbeSpec, ValueOp};
+use crate::session::Sink;
+use crate::stacks::Symbolizer;
+use crate::Error;
+
+/// How one probe's values are read: `None` for a probe without that value.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sources {
+    /// The keyed value is signed (printed as such).
+    pub key_signed: bool,
+    /// The summed value is signed.
+    pub val_signed: bool,
+}
+
+/// Where a value named by the user lives for one probe: registers for kprobes and uprobes
+/// (`argN`, `ret` on return probes), a field of the record head for tracepoints (`argN` is
+/// the Nth field after the common ones). Returns the source and its signedness.
+pub fn value_source(
+    spec: &ProbeSpec,
+    format: Option<&Format>,
+    name: &str,
+) -> Result<(u32, bool), Error> {
+    let arg = name
+        .strip_prefix("arg")
+        .and_then(|n| n.parse::<usize>().ok());
+    let Some(format) = format else {
+        return match (name, arg) {
+            ("ret", _) if spec.ret => Ok((src(48, 8, true), true)),
+            ("ret", _) => Err(Error::usage(
+                format!("'ret' of {spec}: the probe is not a return probe"),
+                vec!["use FUNC%return, kretprobe:FUNC or uretprobe:PATH:SYMBOL".into()],
+            )),
+            (_, Some(n)) if n < 6 => Ok((src(8 * n as u32, 8, false), false)),
+            _ => Err(Error::usage(
+                format!("{spec} has no value '{name}'"),
+                vec!["kernel and user probes have arg0..arg5, and ret on return probes".into()],
+            )),
+        };
+    };
+    let fields: Vec<_> = format
+        .fields
+        .iter()
+        .filter(|f| !f.name.starts_with("common_") && !f.name.starts_with("__"))
+        .collect();
+    let field = match (format.field(name), arg) {
+        (Some(field), _) => Some(field),
+        (None, Some(n)) => fields.get(n).copied(),
+        (None, None) => None,
+    };
+    let names = || {
+        fields
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let field = field.ok_or_else(|| {
+        Error::usage(
+            format!("{spec} has no field '{name}'"),
+            vec![format!("its fields: {}", names())],
+        )
+    })?;
+    let integer = matches!(field.size, 1 | 2 | 4 | 8)
+        && !field.c_type.contains('[')
+        && !field.c_type.contains("__data_loc");
+    if !integer || field.offset + field.size > 8 * tracer_common::DATA_WORDS {
+        return Err(Error::usage(
+            format!(
+                "field '{}' of {spec} ({}, at byte {}) cannot be counted",
+                field.name, field.c_type, field.offset
+            ),
+            vec![format!(
+                "count by an integer field within the first {} bytes of the record: {}",
+                8 * tracer_common::DATA_WORDS,
+                names()
+            )],
+        ));
+    }
+    Ok((
+        src(field.offset as u32, field.size as u32, field.signed),
+        field.signed,
+    ))
+}
+
+/// Sets a probe slot's config for the aggregation: what the BPF program keys and adds up.
+pub fn configure(
+    config: &mut SlotConfig,
+    agg: &Aggregation,
+    spec: &ProbeSpec,
+    format: Option<&Format>,
+    stack_flags: u32,
+) -> Result<Sources, Error> {
+    let mut sources = Sources::default();
+    config.flags |= SLOT_AGGREGATE;
+    for key in &agg.keys {
+        config.agg |= match key {
+            KeyPart::Comm => AGG_COMM,
+            KeyPart::Pid => AGG_PID,
+            KeyPart::Tid => AGG_TID,
+            KeyPart::Cpu => AGG_CPU,
+            // The slot is always in the key; rows merge probes unless `probe` is asked for.
+            KeyPart::Probe => 0,
+            KeyPart::Stack => {
+                config.flags |= stack_flags;
+                // User addresses mean something only within one process.
+                if stack_flags & tracer_common::SLOT_STACK_USER != 0 {
+                    AGG_PID
+                } else {
+                    0
+                }
+            }
+            KeyPart::Value(name) => {
+                let (source, signed) = value_source(spec, format, name)?;
+                config.key_src = source;
+                sources.key_signed = signed;
+                AGG_KEY_VALUE
+            }
+        };
+    }
+    if let Some((op, name)) = &agg.value {
+        let (source, signed) = value_source(spec, format, name)?;
+        config.val_src = source;
+        sources.val_signed = signed;
+        config.agg |= AGG_SUM | if *op == ValueOp::Hist { AGG_HIST } else { 0 };
+    }
+    Ok(sources)
+}
+
+/// One attached probe as the report needs it.
+pub struct Counted<'a> {
+    pub name: &'a str,
+    pub slot: &'a Slot,
+    pub sources: Sources,
+}
+
+/// The report's column name of a key part.
+fn column(part: &KeyPart) -> Option<String> {
+    Some(match part {
+        KeyPart::Comm => "COMM".into(),
+        KeyPart::Pid => "PID".into(),
+        KeyPart::Tid => "TID".into(),
+        KeyPart::Cpu => "CPU".into(),
+        KeyPart::Probe => "PROBE".into(),
+        KeyPart::Stack => return None,
+        KeyPart::Value(name) => name.to_uppercase(),
+    })
+}
+
+/// Reads `COUNTS` into a report: one row per distinct visible key, of what was counted since
+/// the totals in `previous` (which are then updated).
+pub fn report(
+    bpf: &Bpf,
+    probes: &[Counted<'_>],
+    agg: &Aggregation,
+    symbolizer: &mut Symbolizer,
+    previous: &mut HashMap<AggKey, AggValue>,
+) -> Result<Report, Error> {
+    let mut cells = Vec::new();
+    for (key, total) in bpf.counts()? {
+        let before = previous.insert(key, total).unwrap_or_default();
+        let delta = AggValue {
+            count: total.count - before.count,
+            sum: total.sum.wrapping_sub(before.sum),
+        };
+        if delta.count > 0 {
+            cells.push((key, delta));
+        }
+    }
+    let hist = matches!(agg.value, Some((ValueOp::Hist, _)));
+    // Grouped by the shown key columns plus what is not shown but tells rows apart: the
+    // stack ids, and the pid their user addresses belong to.
+    let mut rows: BTreeMap<(Vec<String>, u32, i32, i32), Row> = BTreeMap::new();
+    for (key, value) in cells {
+        let Some(probe) = probes.iter().find(|p| p.slot.id == key.slot) else {
+            continue;
+        };
+        let keys: Vec<String> = agg
+            .keys
+            .iter()
+            .filter_map(|part| shown(part, &key, probe))
+            .collect();
+        let row = rows
+            .entry((keys.clone(), key.pid, key.kstack, key.ustack))
+            .or_insert_with(|| Row {
+                keys,
+                stacks: Vec::new(),
+                count: 0,
+                sum: agg.value.as_ref().map(|_| 0),
+                buckets: if hist { vec![0; 64] } else { Vec::new() },
+                negative: 0,
+            });
+        row.count += value.count;
+        if let Some(sum) = row.sum.as_mut() {
+            *sum += match probe.sources.val_signed {
+                true => i128::from(value.sum as i64),
+                false => i128::from(value.sum),
+            };
+        }
+        if hist {
+            match key.bucket {
+                AGG_BUCKET_NEGATIVE => row.negative += value.count,
+                b => row.buckets[(b as usize).min(63)] += value.count,
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for ((_, pid, kstack, ustack), mut row) in rows {
+        if kstack != NO_STACK || ustack != NO_STACK {
+            row.stacks = symbolizer.stacks_of(bpf, pid, kstack, ustack)?;
+        }
+        out.push(row);
+    }
+    Ok(Report::new(
+        agg.keys.iter().filter_map(column).collect(),
+        agg.value.as_ref().map(|(_, name)| name.clone()),
+        hist,
+        out,
+        agg.top,
+    ))
+}
+
+/// A key part as its column shows it.
+fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
+    Some(match part {
+        KeyPart::Comm => {
+            let end = key.comm.iter().position(|&b| b == 0).unwrap_or(16);
+            String::from_utf8_lossy(&key.comm[..end]).into_owned()
+        }
+        KeyPart::Pid => key.pid.to_string(),
+        KeyPart::Tid => key.tid.to_string(),
+        KeyPart::Cpu => key.cpu.to_string(),
+        KeyPart::Probe => probe.name.to_string(),
+        KeyPart::Stack => return None,
+        KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
+        KeyPart::Value(_) => key.value.to_string(),
+    })
+}
+
+/// The event loop's sink in aggregation mode: nothing is streamed; reports are printed every
+/// interval and once at the end.
+pub struct CountSink<'a, W: Write> {
+    pub bpf: &'a Bpf,
+    pub probes: Vec<Counted<'a>>,
+    pub agg: &'a Aggregation,
+    pub symbolizer: Symbolizer,
+    pub out: W,
+    pub format: OutputFormat,
+    pub started: Instant,
+    pub last: Instant,
+    pub intervals: u64,
+    /// Totals at the last report (intervals print the difference).
+    pub previous: HashMap<AggKey, AggValue>,
+}
+
+impl<W: Write> CountSink<'_, W> {
+    /// Prints a report of what was counted since the last one (`interval`) or in all.
+    pub fn print(&mut self, interval: bool) -> Result<(), Error> {
+        let report = report(
+            self.bpf,
+            &self.probes,
+            self.agg,
+            &mut self.symbolizer,
+            &mut self.previous,
+        )?;
+        let at = self.started.elapsed().as_secs_f64();
+        match self.format {
+            OutputFormat::Text => {
+                if self.agg.interval.is_some() {
+                    let what = if interval {
+                        "interval"
+                    } else {
+                        "last interval"
+                    };
+                    writeln!(
+                        self.out,
+                        "--- {at:.2} s ({what} {}) ---",
+                        self.intervals + 1
+                    )
+                    .map_err(Error::Output)?;
+                }
+                write!(self.out, "{}", report.text()).map_err(Error::Output)?;
+            }
+            OutputFormat::Json => {
+                let mut extra = serde_json::Map::new();
+                extra.insert("time_s".into(), at.into());
+                extra.insert("interval".into(), (self.intervals + 1).into());
+                writeln!(self.out, "{}", report.json(extra)).map_err(Error::Output)?;
+            }
+        }
+        self.intervals += 1;
+        self.out.flush().map_err(Error::Output)
+    }
+}
+
+impl<W: Write> Sink for CountSink<'_, W> {
+    fn drain(&mut self) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    fn tick(&mut self) -> Result<bool, Error> {
+        if let Some(interval) = self.agg.interval {
+            if self.last.elapsed() >= interval {
+                self.last = Instant::now();
+                self.print(true)?;
+            }
+        }
+        Ok(false)
+    }
+}
