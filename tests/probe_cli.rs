@@ -112,19 +112,18 @@ fn uprobe_and_uretprobe_report_every_call_with_arguments_and_returns() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let mut events = json_events(&out);
     events.sort_by_key(|e| e["time_ns"].as_u64());
-    let calls: Vec<(String, String)> = events
+    // The workload has DWARF: `tracer_testprog_target(a: u64, b: u64)` prints named integers.
+    let calls: Vec<(u64, u64)> = events
         .iter()
         .filter(|e| e["probe"] == entry.as_str())
         .map(|e| {
             (
-                e["args"]["arg0"].as_str().unwrap().to_string(),
-                e["args"]["arg1"].as_str().unwrap().to_string(),
+                e["args"]["a"].as_u64().unwrap(),
+                e["args"]["b"].as_u64().unwrap(),
             )
         })
         .collect();
-    let expected: Vec<(String, String)> = (0..5u64)
-        .map(|i| (format!("{i:#x}"), format!("{:#x}", 2 * i)))
-        .collect();
+    let expected: Vec<(u64, u64)> = (0..5u64).map(|i| (i, 2 * i)).collect();
     assert_eq!(calls, expected);
     let rets: Vec<i64> = events
         .iter()

@@ -45,7 +45,7 @@ fn expected_chain(innermost_line: u32) -> Vec<(String, Option<u64>)> {
             "chain_a".into(),
             Some(chain_line("return chain_b(i);") as u64),
         ),
-        ("main".into(), Some(chain_line("sum += chain_a(i);") as u64)),
+        ("main".into(), Some(chain_line("sum += chain_a(i)") as u64)),
     ]
 }
 
@@ -166,5 +166,55 @@ fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
             frames.iter().any(|f| f["symbol"] == "do_syscall_64"),
             "{event}"
         );
+    }
+}
+
+#[test]
+fn uprobe_arguments_and_returns_are_named_and_typed_from_dwarf() {
+    if !has(Feature::UprobePmu, "dwarf_args") || !has(Feature::Bpf, "dwarf_args") {
+        return;
+    }
+    let chain = chain_program().display().to_string();
+    let (out, stderr) = traced(
+        4,
+        &[
+            "probe",
+            "-c",
+            "8",
+            "-o",
+            "json",
+            &format!("uprobe:{chain}:chain_target"),
+            &format!("uretprobe:{chain}:chain_fail"),
+        ],
+    );
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 8, "{stderr}");
+    let (calls, fails): (Vec<_>, Vec<_>) = events
+        .iter()
+        .partition(|e| e["probe"].as_str().unwrap().ends_with(":chain_target"));
+    for (i, call) in (1..).zip(&calls) {
+        let args = &call["args"];
+        assert_eq!(args["count"], i, "{call}");
+        assert_eq!(args["name"], "chain", "{call}");
+        assert_eq!(
+            args["odd"],
+            if i % 2 == 1 { "true" } else { "false" },
+            "{call}"
+        );
+        assert_eq!(args["shade"], "GREEN", "{call}");
+        assert!(
+            args["where"].as_str().unwrap().starts_with("0x7ff"),
+            "{call}"
+        );
+    }
+    // chain_fail returns int: -2 on odd calls is -ENOENT, i on even ones.
+    for (i, fail) in (1..).zip(&fails) {
+        match i % 2 {
+            1 => assert_eq!(
+                (&fail["ret"], &fail["errno"]),
+                (&(-2).into(), &"ENOENT".into())
+            ),
+            _ => assert_eq!((&fail["ret"], fail.get("errno")), (&i.into(), None)),
+        }
     }
 }

@@ -211,22 +211,77 @@ fn probe_cli(interface: &str) {
         "the workload's fds: {tail:?}"
     );
     assert!(entries.iter().all(|e| e["comm"] == "tracer-testprog"));
-    // dfd = AT_FDCWD in the first argument register (an int: the upper half is undefined).
-    let dfd = |e: &serde_json::Value| {
-        u64::from_str_radix(
-            e["args"]["arg0"].as_str().unwrap().trim_start_matches("0x"),
-            16,
-        )
-        .unwrap() as u32 as i32
-    };
+    // Named and typed from the kernel's BTF: `int dfd`, `const char *filename` (read from user
+    // memory in BPF), `struct open_how *how` as a pointer.
     assert!(
-        entries.iter().all(|e| dfd(e) == libc::AT_FDCWD),
+        entries.iter().all(|e| e["args"]["dfd"] == libc::AT_FDCWD),
         "{entries:?}"
+    );
+    let tail = &entries[entries.len() - OPENS as usize..];
+    assert!(
+        tail.iter().all(|e| e["args"]["filename"] == PATH),
+        "{tail:?}"
+    );
+    assert!(
+        tail.iter().all(|e| e["args"]["how"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("0xffff"))),
+        "{tail:?}"
     );
     // Nothing of ours is left in kprobe_events after exit.
     let fs = tracer::kernel::tracefs::Tracefs::locate().unwrap();
     let left = std::fs::read_to_string(fs.root().join("kprobe_events")).unwrap_or_default();
     assert!(!left.contains("tracer/"), "left behind: {left}");
+}
+
+#[test]
+fn failed_opens_return_a_named_errno() {
+    if !has(Feature::KprobePmu, "typed_errno") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "do_sys_openat2%return",
+            "-o",
+            "json",
+            "--",
+            &prog,
+            "open",
+            "3",
+            "/nonexistent/x",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let returns: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(returns.len() >= 3, "{stderr}");
+    for ret in &returns[returns.len() - 3..] {
+        assert_eq!(
+            (&ret["ret"], &ret["errno"]),
+            (&(-2).into(), &"ENOENT".into()),
+            "{ret}"
+        );
+    }
+    let text = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "do_sys_openat2%return",
+            "--",
+            &prog,
+            "open",
+            "1",
+            "/nonexistent/x",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.contains("ret=-ENOENT (-2)"), "{stdout}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
  *
  * usage: chain N
  * Writes "r" once started, waits for one byte on stdin (go), makes N calls of the chain
- * (call i passes count=i, returns 3*i and writes chain_counter), writes "d", then waits for
+ * (call i passes count=i, returns 3*i and writes chain_counter; then chain_fail(i)), writes
+ * "d", then waits for
  * stdin to close before exiting, so a tracer can still read /proc/PID/maps for its stacks. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,6 +31,9 @@ __attribute__((noinline)) long chain_b(int i) {
 
 __attribute__((noinline)) long chain_a(int i) { return chain_b(i); }
 
+/* Fails like a syscall on odd calls: -ENOENT (-2); returns i on even ones. */
+__attribute__((noinline)) int chain_fail(int i) { return i % 2 ? -2 : i; }
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1;
     char byte;
@@ -37,7 +41,7 @@ int main(int argc, char **argv) {
         return 2;
     long sum = 0;
     for (int i = 1; i <= n; i++)
-        sum += chain_a(i);
+        sum += chain_a(i) + chain_fail(i);
     if (write(1, "d", 1) != 1)
         return 2;
     while (read(0, &byte, 1) > 0) {

@@ -67,6 +67,12 @@ pub const SLOT_STACK_KERNEL: u32 = 1 << 8;
 /// `SlotConfig::flags`: capture the user stack of each hit (`Event::ustack`).
 pub const SLOT_STACK_USER: u32 = 1 << 9;
 
+/// `SlotConfig::flags`: `str_arg` names a string pointer argument in user or kernel memory,
+/// told apart by its address (kernel functions whose BTF cannot say which).
+pub const SLOT_STR_ARG_AUTO: u32 = 1 << 11;
+/// Lowest kernel address on x86-64: pointers below are user memory.
+pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
+
 /// `SlotConfig::flags`: count the hit in the `COUNTS` map (`--count-by`, `--sum`, `--hist`)
 /// instead of emitting it.
 pub const SLOT_AGGREGATE: u32 = 1 << 10;

@@ -22,11 +22,11 @@ use aya_ebpf::programs::{PerfEventContext, ProbeContext, RetProbeContext, TraceP
 use aya_ebpf::EbpfContext;
 use tracer_common::{
     stat_failed, stat_hits, AggKey, AggValue, Event, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE,
-    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, NO_STACK,
-    PERF_EVENT_BASE, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER,
-    SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
-    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS,
+    KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
+    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER,
+    SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
+    SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -328,11 +328,15 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         0
     };
     event.data[7] = 0;
-    if config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL) != 0 && config.str_arg < 6 {
+    if config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO) != 0
+        && config.str_arg < 6
+    {
         // Index the captured registers, not the context: the verifier refuses ctx accesses at
         // a runtime offset, while a bounded index into map memory is fine.
         let ptr = event.data[config.str_arg as usize];
-        read_string(event, ptr, config.flags & SLOT_STR_ARG_USER != 0);
+        let user = config.flags & SLOT_STR_ARG_USER != 0
+            || (config.flags & SLOT_STR_ARG_AUTO != 0 && ptr < KERNEL_SPACE_START);
+        read_string(event, ptr, user);
     }
     finish(ctx, event, &config);
 }

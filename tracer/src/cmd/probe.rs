@@ -13,9 +13,11 @@ use tracer_common::{
 
 use crate::bpf::{Bpf, Slot, SlotKind};
 use crate::cli::{KprobeInterface, ProbeArgs};
+use crate::kernel::btf::KernelBtf;
 use crate::kernel::features::Feature;
 use crate::kernel::format::{Format, Value};
 use crate::kernel::kprobe_events::LegacyKprobe;
+use crate::kernel::params::{Kind, Prototype};
 use crate::kernel::tracefs::Tracefs;
 use crate::kernel::{self, elf};
 use crate::launch;
@@ -33,8 +35,14 @@ enum Decoder {
         /// The field whose user string the BPF program read (syscall tracepoints).
         string_field: Option<String>,
     },
-    /// kprobe/uprobe: arg0..arg5, or the return value.
-    Registers { ret: bool },
+    /// kprobe/uprobe: the registers, named and typed by the function's prototype when BTF or
+    /// DWARF has it (else arg0..arg5), or the return value.
+    Registers {
+        ret: bool,
+        proto: Option<Prototype>,
+        /// The parameter whose string the BPF program reads.
+        string_arg: Option<usize>,
+    },
 }
 
 /// One attached probe. Field order is drop order: the perf event goes before the legacy
@@ -93,6 +101,8 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     }
     let mut probes = Vec::new();
     let mut interface = None;
+    // Kernel BTF, opened at the first kernel function (`None` inside: not available).
+    let mut btf = None;
     for (index, spec) in specs.iter().enumerate() {
         probes.push(attach(
             &mut bpf,
@@ -102,6 +112,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
             &plan,
             &mut interface,
             index,
+            &mut btf,
         )?);
     }
     // `-- COMMAND`: follow the command's process tree, from its exec on.
@@ -498,6 +509,7 @@ pub(crate) fn open_event(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn attach(
     bpf: &mut Bpf,
     fs: &Tracefs,
@@ -506,6 +518,7 @@ fn attach(
     plan: &ProbePlan,
     interface: &mut Option<KernelInterface>,
     index: usize,
+    btf: &mut Option<Option<KernelBtf>>,
 ) -> Result<Probe, Error> {
     let pid = (plan.filter.tgid != 0).then_some(plan.filter.tgid);
     let opened = open_event(fs, spec, interface, plan.kprobe_interface, pid, index)?;
@@ -543,7 +556,29 @@ fn attach(
                 },
             )
         }
-        None => (SlotKind::Probe, Decoder::Registers { ret: spec.ret }),
+        None => {
+            let proto = prototype(spec, btf);
+            let string_arg = proto
+                .as_ref()
+                .filter(|_| !spec.ret)
+                .and_then(|p| p.params.iter().take(6).position(|p| p.kind == Kind::Str));
+            if let Some(index) = string_arg {
+                config.str_arg = index as u32;
+                config.flags |= match spec.target {
+                    Target::User { .. } => tracer_common::SLOT_STR_ARG_USER,
+                    // gcc-built kernels' BTF does not mark __user pointers: the address tells.
+                    _ => tracer_common::SLOT_STR_ARG_AUTO,
+                };
+            }
+            (
+                SlotKind::Probe,
+                Decoder::Registers {
+                    ret: spec.ret,
+                    proto,
+                    string_arg,
+                },
+            )
+        }
     };
     let sources = match &plan.aggregation {
         Some(agg) => {
@@ -841,7 +876,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
             };
             probe.delivered += 1;
             self.delivered += 1;
-            let (args, ret) = decode(&probe.decoder, event);
+            let (args, ret, errno) = decode(&probe.decoder, event);
             let stacks = self.symbolizer.stacks(self.bpf, event)?;
             self.writer
                 .write(&Decoded {
@@ -849,6 +884,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
                     probe: &probe.name,
                     args,
                     ret,
+                    errno,
                     stacks,
                 })
                 .map_err(Error::Output)?;
@@ -858,7 +894,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
     }
 }
 
-fn decode<'a>(decoder: &'a Decoder, event: &Event) -> (Vec<(&'a str, Value)>, Option<i64>) {
+/// The event's named values, its return value, and the errno that return value stands for.
+type DecodedValues<'a> = (Vec<(&'a str, Value)>, Option<Value>, Option<&'static str>);
+
+fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
     match decoder {
         Decoder::Tracepoint {
             format,
@@ -877,10 +916,37 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> (Vec<(&'a str, Value)>, Op
                     slot.1 = Value::Str(String::from_utf8_lossy(text).into_owned());
                 }
             }
-            (args, None)
+            (args, None, None)
         }
-        Decoder::Registers { ret: true } => (Vec::new(), Some(event.data[6] as i64)),
-        Decoder::Registers { ret: false } => {
+        Decoder::Registers {
+            ret: true, proto, ..
+        } => {
+            let raw = event.data[6];
+            match proto.as_ref().map(|p| &p.ret) {
+                Some(Kind::Void) => (Vec::new(), None, None),
+                Some(kind) => (Vec::new(), Some(kind.value(raw, None)), kind.errno(raw)),
+                None => (Vec::new(), Some(Value::Int(raw as i64)), None),
+            }
+        }
+        Decoder::Registers {
+            ret: false,
+            proto: Some(proto),
+            string_arg,
+        } => {
+            // Integer and pointer parameters travel in the first six registers (x86-64 SysV).
+            let args = proto
+                .params
+                .iter()
+                .zip(event.data.iter().take(6))
+                .enumerate()
+                .map(|(i, (param, &raw))| {
+                    let string = (*string_arg == Some(i)).then(|| event.string()).flatten();
+                    (param.name.as_str(), param.kind.value(raw, string))
+                })
+                .collect();
+            (args, None, None)
+        }
+        Decoder::Registers { ret: false, .. } => {
             const NAMES: [&str; 6] = ["arg0", "arg1", "arg2", "arg3", "arg4", "arg5"];
             (
                 NAMES
@@ -889,8 +955,40 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> (Vec<(&'a str, Value)>, Op
                     .map(|(n, v)| (*n, Value::Hex(v)))
                     .collect(),
                 None,
+                None,
             )
         }
+    }
+}
+
+/// The prototype of a probe on a function's entry or return: BTF for kernel functions, DWARF
+/// for user functions; `None` (arg0..arg5) when neither describes it.
+fn prototype(spec: &ProbeSpec, btf: &mut Option<Option<KernelBtf>>) -> Option<Prototype> {
+    match &spec.target {
+        Target::Kernel {
+            function,
+            offset: 0,
+        } => {
+            let btf = btf.get_or_insert_with(|| match KernelBtf::open() {
+                Ok(btf) => Some(btf),
+                Err(e) => {
+                    eprintln!(
+                        "note: kernel function arguments untyped (arg0..arg5): {}",
+                        crate::describe(&e)
+                    );
+                    None
+                }
+            });
+            btf.as_ref()?.prototype(function).ok().flatten()
+        }
+        Target::User {
+            file,
+            at: UserAt::Symbol { name, offset: 0 },
+        } => {
+            let path = elf::resolve_file(file).ok()?;
+            crate::kernel::dwarf::prototype(&path, name).ok().flatten()
+        }
+        _ => None,
     }
 }
 

@@ -66,6 +66,8 @@ pub enum Value {
     /// Pointers, and integers that hold bits (`flags`, `*mask*`), where hex reads better.
     Hex(u64),
     Str(String),
+    /// Printed as it is, without quotes: enum constants, `true`, `-ENOENT (-2)`.
+    Word(String),
     Array(Vec<Value>),
     /// The field lies (partly) beyond the captured bytes, or its length is unknowable.
     Missing,
@@ -613,6 +615,7 @@ impl fmt::Display for Value {
             Value::Uint(v) => write!(f, "{v}"),
             Value::Hex(v) => write!(f, "{v:#x}"),
             Value::Str(s) => write!(f, "{s:?}"),
+            Value::Word(w) => f.write_str(w),
             Value::Array(values) => {
                 f.write_str("[")?;
                 for (i, v) in values.iter().enumerate() {

@@ -1,6 +1,8 @@
 //! Facts about the running kernel: tracefs, capabilities, ELF files, and feature checks.
 
+pub mod btf;
 pub mod caps;
+pub mod dwarf;
 pub mod elf;
 pub mod features;
 pub mod format;

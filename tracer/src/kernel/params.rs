@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::format::Value;
+
 /// How one parameter (or a return value, or a struct member) is read and printed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -57,6 +59,110 @@ impl fmt::Display for Kind {
     }
 }
 
+impl Kind {
+    /// A register's raw bits as this kind's value. `string` is what the BPF program read for
+    /// a `char *` argument (`None`: not read, the pointer is shown).
+    pub fn value(&self, raw: u64, string: Option<&[u8]>) -> Value {
+        let bits = u32::from(self.size().min(8)) * 8;
+        let low = if bits == 0 || bits >= 64 {
+            raw
+        } else {
+            raw & ((1u64 << bits) - 1)
+        };
+        let signed = || -> i64 {
+            match bits {
+                0 | 64.. => raw as i64,
+                _ => ((low << (64 - bits)) as i64) >> (64 - bits),
+            }
+        };
+        match self {
+            Kind::Signed(_) => Value::Int(signed()),
+            Kind::Unsigned(_) => Value::Uint(low),
+            Kind::Bool => Value::Word((low != 0).to_string()),
+            Kind::Enum { values, .. } => {
+                let v = signed();
+                match values.iter().find(|(_, n)| *n == v) {
+                    Some((name, _)) => Value::Word(name.clone()),
+                    None => Value::Int(v),
+                }
+            }
+            Kind::Str => match string {
+                Some(text) => Value::Str(String::from_utf8_lossy(text).into_owned()),
+                None => Value::Hex(raw),
+            },
+            Kind::Pointer { .. } | Kind::Other { .. } | Kind::Void => Value::Hex(raw),
+        }
+    }
+
+    /// The errno a return value of this kind stands for: a signed integer from -4095 to -1
+    /// with a known name (`ENOENT` for -2).
+    pub fn errno(&self, raw: u64) -> Option<&'static str> {
+        match (self, self.value(raw, None)) {
+            (Kind::Signed(_), Value::Int(v)) if (-4095..0).contains(&v) => errno_name(-v),
+            _ => None,
+        }
+    }
+}
+
+/// The name of a Linux errno (x86 numbering), for return values.
+pub fn errno_name(errno: i64) -> Option<&'static str> {
+    const NAMES: [&str; 41] = [
+        "",
+        "EPERM",
+        "ENOENT",
+        "ESRCH",
+        "EINTR",
+        "EIO",
+        "ENXIO",
+        "E2BIG",
+        "ENOEXEC",
+        "EBADF",
+        "ECHILD",
+        "EAGAIN",
+        "ENOMEM",
+        "EACCES",
+        "EFAULT",
+        "ENOTBLK",
+        "EBUSY",
+        "EEXIST",
+        "EXDEV",
+        "ENODEV",
+        "ENOTDIR",
+        "EISDIR",
+        "EINVAL",
+        "ENFILE",
+        "EMFILE",
+        "ENOTTY",
+        "ETXTBSY",
+        "EFBIG",
+        "ENOSPC",
+        "ESPIPE",
+        "EROFS",
+        "EMLINK",
+        "EPIPE",
+        "EDOM",
+        "ERANGE",
+        "EDEADLK",
+        "ENAMETOOLONG",
+        "ENOLCK",
+        "ENOSYS",
+        "ENOTEMPTY",
+        "ELOOP",
+    ];
+    match errno {
+        1..=40 => Some(NAMES[errno as usize]),
+        61 => Some("ENODATA"),
+        75 => Some("EOVERFLOW"),
+        95 => Some("EOPNOTSUPP"),
+        98 => Some("EADDRINUSE"),
+        104 => Some("ECONNRESET"),
+        110 => Some("ETIMEDOUT"),
+        111 => Some("ECONNREFUSED"),
+        115 => Some("EINPROGRESS"),
+        _ => None,
+    }
+}
+
 /// One named parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
@@ -69,6 +175,49 @@ pub struct Param {
 pub struct Prototype {
     pub params: Vec<Param>,
     pub ret: Kind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_registers_become_typed_values() {
+        assert_eq!(Kind::Signed(4).value(0xffff_ff9c, None), Value::Int(-100));
+        assert_eq!(Kind::Signed(8).value(u64::MAX, None), Value::Int(-1));
+        assert_eq!(Kind::Unsigned(1).value(0x1ff, None), Value::Uint(0xff));
+        assert_eq!(Kind::Bool.value(0x100, None), Value::Word("false".into()));
+        let color = Kind::Enum {
+            size: 4,
+            values: vec![("RED".into(), 0), ("GREEN".into(), 5)],
+        };
+        assert_eq!(color.value(5, None), Value::Word("GREEN".into()));
+        assert_eq!(color.value(7, None), Value::Int(7));
+        assert_eq!(
+            Kind::Str.value(0x1000, Some(b"/etc")),
+            Value::Str("/etc".into())
+        );
+        assert_eq!(Kind::Str.value(0x1000, None), Value::Hex(0x1000));
+        let ptr = Kind::Pointer {
+            pointee: "struct open_how".into(),
+        };
+        assert_eq!(ptr.value(0xffff_c900, None), Value::Hex(0xffff_c900));
+    }
+
+    #[test]
+    fn negative_errno_returns_are_named() {
+        let int = Kind::Signed(4);
+        assert_eq!(int.errno((-2i64) as u64), Some("ENOENT"));
+        assert_eq!(
+            int.errno(0xffff_fffe),
+            Some("ENOENT"),
+            "an int in a 64-bit register"
+        );
+        assert_eq!(int.errno(3), None);
+        assert_eq!(int.errno((-4000i64) as u64), None);
+        assert_eq!(Kind::Unsigned(8).errno(u64::MAX), None);
+        assert_eq!(errno_name(40), Some("ELOOP"));
+    }
 }
 
 /// A member reached through a pointer parameter (`how->flags`): where to read it.

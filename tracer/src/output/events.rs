@@ -21,7 +21,9 @@ pub struct Decoded<'a> {
     pub event: &'a Event,
     pub probe: &'a str,
     pub args: Vec<(&'a str, Value)>,
-    pub ret: Option<i64>,
+    pub ret: Option<Value>,
+    /// The errno a typed return value stands for (`ENOENT`): text prints `-ENOENT (-2)`.
+    pub errno: Option<&'static str>,
     /// With `-s`: kernel then user stack.
     pub stacks: Vec<crate::output::stack::Stack>,
 }
@@ -38,7 +40,7 @@ fn json_value(value: &Value) -> serde_json::Value {
         Value::Int(v) => (*v).into(),
         Value::Uint(v) => (*v).into(),
         Value::Hex(v) => format!("{v:#x}").into(),
-        Value::Str(s) => s.as_str().into(),
+        Value::Str(s) | Value::Word(s) => s.as_str().into(),
         Value::Array(items) => items.iter().map(json_value).collect::<Vec<_>>().into(),
         Value::Missing => serde_json::Value::Null,
     }
@@ -81,8 +83,10 @@ impl<W: Write> EventWriter<W> {
                 for (name, value) in &d.args {
                     write!(self.out, " {name}={value}")?;
                 }
-                if let Some(ret) = d.ret {
-                    write!(self.out, " ret={ret}")?;
+                match (&d.ret, d.errno) {
+                    (Some(ret), Some(errno)) => write!(self.out, " ret=-{errno} ({ret})")?,
+                    (Some(ret), None) => write!(self.out, " ret={ret}")?,
+                    (None, _) => {}
                 }
                 writeln!(self.out)?;
                 crate::output::stack::write_text(&mut self.out, &d.stacks)
@@ -101,8 +105,11 @@ impl<W: Write> EventWriter<W> {
                     "comm": comm,
                     "probe": d.probe,
                     "args": args,
-                    "ret": d.ret,
+                    "ret": d.ret.as_ref().map(json_value),
                 });
+                if let Some(errno) = d.errno {
+                    line["errno"] = errno.into();
+                }
                 if !d.stacks.is_empty() {
                     line["stack"] = crate::output::stack::json(&d.stacks);
                 }
@@ -157,6 +164,7 @@ mod tests {
                 ("mode", Value::Uint(0)),
             ],
             ret: None,
+            errno: None,
             stacks: Vec::new(),
         };
         assert_eq!(
@@ -172,7 +180,8 @@ mod tests {
             event: &e,
             probe: "uretprobe:/bin/x:f",
             args: vec![("arg0", Value::Hex(0x10)), ("x", Value::Missing)],
-            ret: Some(-2),
+            ret: Some(Value::Int(-2)),
+            errno: Some("ENOENT"),
             stacks: Vec::new(),
         };
         let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &d)).unwrap();
@@ -185,5 +194,6 @@ mod tests {
         assert_eq!(v["args"]["arg0"], "0x10");
         assert!(v["args"]["x"].is_null());
         assert_eq!(v["ret"], -2);
+        assert_eq!(v["errno"], "ENOENT");
     }
 }

@@ -1,0 +1,738 @@
+//! Kernel function prototypes and struct member offsets, read from the running kernel's BTF.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use btf_rs::{Backend, Btf, BtfType, FuncProto, Parameter, Struct, Type};
+
+use super::params::{Kind, Member, Param, Prototype};
+
+/// Where the kernel publishes vmlinux BTF, and one split BTF file per loaded module.
+const BTF_DIR: &str = "/sys/kernel/btf";
+
+/// Deepest typedef/qualifier chain or anonymous-member nesting we follow: real kernels need a
+/// handful, and a cycle in corrupt BTF must not hang us.
+const MAX_DEPTH: usize = 32;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read kernel BTF at {path}")]
+    NoBtf {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot parse BTF in {path}: {reason}")]
+    Parse { path: String, reason: String },
+    /// A type id or name that points nowhere: the file parsed, but does not hold together.
+    #[error("inconsistent kernel BTF")]
+    Corrupt {
+        #[from]
+        source: btf_rs::Error,
+    },
+    #[error("no BTF prototype for kernel function '{function}'")]
+    NoFunction { function: String },
+    #[error("'{function}' has no parameter {arg} (it takes {})", params.len())]
+    NoParam {
+        function: String,
+        arg: usize,
+        params: Vec<String>,
+    },
+    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
+    NotAStructPointer { param: String, kind: String },
+    #[error("{strukt} has no member '{member}'")]
+    NoMember {
+        strukt: String,
+        member: String,
+        members: Vec<String>,
+    },
+    #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
+    Bitfield { strukt: String, member: String },
+    #[error("'{member}' is {kind}: only one level of '->' is supported")]
+    NestedDeref { member: String, kind: String },
+    #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
+    NotAStruct { member: String, kind: String },
+}
+
+impl Error {
+    /// Concrete next steps, printed as `hint:` lines under the error.
+    pub fn hints(&self) -> Vec<String> {
+        const FALLBACK: &str = "typed arguments fall back to arg0..arg5";
+        let hint = match self {
+            Error::NoBtf { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                format!("this kernel was built without CONFIG_DEBUG_INFO_BTF; {FALLBACK}")
+            }
+            Error::NoBtf { .. } => format!("check that sysfs is mounted at /sys; {FALLBACK}"),
+            Error::Parse { .. } | Error::Corrupt { .. } => {
+                format!("this BTF may use features btf-rs does not know; {FALLBACK}")
+            }
+            Error::NoFunction { function } => {
+                format!("is '{function}' inlined? check `grep -w {function} /proc/kallsyms`")
+            }
+            Error::NoParam { params, .. } => format!("its parameters: {}", params.join(", ")),
+            Error::NotAStructPointer { param, .. } => format!("print '{param}' itself"),
+            Error::NoMember {
+                strukt, members, ..
+            } => {
+                format!("members of {strukt}: {}", members.join(", "))
+            }
+            Error::Bitfield { strukt, .. } => {
+                format!("print a whole neighbouring member of {strukt} instead")
+            }
+            Error::NestedDeref { member, .. } => {
+                format!("trace a function that takes '{member}' as a parameter")
+            }
+            Error::NotAStruct { member, .. } => format!("print '{member}' itself"),
+        };
+        vec![hint]
+    }
+}
+
+/// Splits `how->flags`, `how.flags` or `how->a.b` into the parameter name and the member path.
+/// `None` for a plain name, or text that is not a member access (empty parts, non-identifiers).
+pub fn parse_access(text: &str) -> Option<(&str, Vec<&str>)> {
+    let is_ident = |s: &&str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    // `->` and `.` mean the same here: the parameter is a pointer either way, and a pointer met
+    // further along the path is rejected by `member` whichever separator reached it.
+    let mut parts = text.split("->").flat_map(|part| part.split('.'));
+    let param = parts.next().filter(is_ident)?;
+    let path: Vec<&str> = parts.collect();
+    (!path.is_empty() && path.iter().all(is_ident)).then_some((param, path))
+}
+
+/// The running kernel's BTF: vmlinux, plus every module's, read the first time a function is
+/// not found in vmlinux.
+pub struct KernelBtf {
+    dir: PathBuf,
+    vmlinux: Btf,
+    /// Split BTF per module: each resolves vmlinux's type ids through its base.
+    modules: OnceLock<Vec<Btf>>,
+}
+
+impl KernelBtf {
+    /// Opens /sys/kernel/btf/vmlinux.
+    pub fn open() -> Result<KernelBtf, Error> {
+        KernelBtf::open_at(Path::new(BTF_DIR))
+    }
+
+    /// Opens `dir/vmlinux`; the other files of `dir` are modules' split BTF.
+    pub fn open_at(dir: &Path) -> Result<KernelBtf, Error> {
+        let path = dir.join("vmlinux");
+        // Mmap skips hashing the names of ~150k types up front (2 ms instead of 130 ms on 6.18);
+        // kernels that cannot mmap this sysfs file refuse it, so fall back to reading it.
+        let vmlinux = Btf::from_file_with_backend(&path, Backend::Mmap)
+            .or_else(|_| Btf::from_file(&path))
+            .map_err(|e| open_error(&path, e))?;
+        Ok(KernelBtf {
+            dir: dir.to_path_buf(),
+            vmlinux,
+            modules: OnceLock::new(),
+        })
+    }
+
+    /// The prototype of a kernel function, from vmlinux or else from the module defining it.
+    /// `Ok(None)` when no BTF FUNC of that name exists.
+    pub fn prototype(&self, function: &str) -> Result<Option<Prototype>, Error> {
+        let Some((btf, proto)) = self.find(function)? else {
+            return Ok(None);
+        };
+        // A trailing `...` has no type; the caller still has the raw registers.
+        let fixed = proto.parameters.iter().take_while(|p| !p.is_variadic());
+        let params = fixed.enumerate().map(|(i, p)| {
+            Ok(Param {
+                name: param_name(btf, p, i),
+                kind: kind_of(btf, type_id(p))?,
+            })
+        });
+        let params = params.collect::<Result<_, Error>>()?;
+        Ok(Some(Prototype {
+            params,
+            ret: kind_of(btf, proto.return_type_id())?,
+        }))
+    }
+
+    /// Resolves `path` (`["flags"]` for `how->flags`, `["a", "b"]` for `how->a.b`) through
+    /// pointer parameter `arg` of `function` to a byte offset and the member's kind. An empty
+    /// path is the pointed-to struct itself.
+    pub fn member(&self, function: &str, arg: usize, path: &[&str]) -> Result<Member, Error> {
+        let (btf, proto) = self.find(function)?.ok_or_else(|| Error::NoFunction {
+            function: function.into(),
+        })?;
+        let Some(param) = proto.parameters.get(arg).filter(|p| !p.is_variadic()) else {
+            let params = proto
+                .parameters
+                .iter()
+                .enumerate()
+                .map(|(i, p)| param_name(btf, p, i));
+            let (function, params) = (function.into(), params.collect());
+            return Err(Error::NoParam {
+                function,
+                arg,
+                params,
+            });
+        };
+        let param_name = param_name(btf, param, arg);
+        // The parameter's own pointer is the one dereference the BPF side makes.
+        let pointee = match strip(btf, type_id(param))? {
+            Type::Ptr(ptr) => type_id(&ptr),
+            _ => 0,
+        };
+        let mut current = strip(btf, pointee)?;
+        if pointee == 0 || !matches!(current, Type::Struct(_) | Type::Union(_)) {
+            let mut kind = kind_of(btf, type_id(param))?.to_string();
+            if matches!(current, Type::Fwd(_)) {
+                kind.push_str(" (only declared: BTF has no layout for it)");
+            }
+            return Err(Error::NotAStructPointer {
+                param: param_name,
+                kind,
+            });
+        }
+        let (mut offset, mut member_id) = (0, pointee);
+        for (i, &name) in path.iter().enumerate() {
+            let s = match &current {
+                Type::Struct(s) | Type::Union(s) => s,
+                other => {
+                    let member = format!("{param_name}->{}", path[..i].join("."));
+                    let kind = kind_of(btf, member_id)?.to_string();
+                    return Err(match other {
+                        // Going on through a pointer member would be a second dereference.
+                        Type::Ptr(_) => Error::NestedDeref { member, kind },
+                        _ => Error::NotAStruct { member, kind },
+                    });
+                }
+            };
+            let (strukt, member) = (c_name(btf, member_id)?, name.to_string());
+            let Some(found) = find_member(btf, s, name, 0)? else {
+                let mut members = Vec::new();
+                member_names(btf, s, &mut members, 0)?;
+                return Err(Error::NoMember {
+                    strukt,
+                    member,
+                    members,
+                });
+            };
+            if found.bitfield {
+                return Err(Error::Bitfield { strukt, member });
+            }
+            offset += found.bit_offset / 8;
+            member_id = found.type_id;
+            current = strip(btf, member_id)?;
+        }
+        Ok(Member {
+            arg,
+            offset,
+            kind: kind_of(btf, member_id)?,
+        })
+    }
+
+    /// The BTF holding `function`'s FUNC, and its prototype.
+    fn find(&self, function: &str) -> Result<Option<(&Btf, FuncProto)>, Error> {
+        let ids = self.vmlinux.resolve_ids_by_name(function)?;
+        if let Some(proto) = func_proto(&self.vmlinux, &ids)? {
+            return Ok(Some((&self.vmlinux, proto)));
+        }
+        for module in self.modules()? {
+            // Only the module's own types: its base, vmlinux, was searched above.
+            let Some(split) = module.split() else {
+                continue;
+            };
+            if let Some(proto) = func_proto(module, &split.resolve_ids_by_name(function)?)? {
+                return Ok(Some((module, proto)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every module's split BTF, read once; a failure is returned, not remembered.
+    fn modules(&self) -> Result<&[Btf], Error> {
+        if let Some(modules) = self.modules.get() {
+            return Ok(modules);
+        }
+        let mut paths = std::fs::read_dir(&self.dir)
+            .and_then(|dir| {
+                dir.map(|entry| Ok(entry?.path()))
+                    .collect::<io::Result<Vec<_>>>()
+            })
+            .map_err(|source| Error::NoBtf {
+                path: self.dir.display().to_string(),
+                source,
+            })?;
+        paths.retain(|path| path.file_name().is_some_and(|name| name != "vmlinux"));
+        paths.sort(); // a stable order makes "first module wins" reproducible
+        let modules = paths
+            .iter()
+            .map(|path| Btf::from_split_file(path, &self.vmlinux).map_err(|e| open_error(path, e)));
+        let modules = modules.collect::<Result<Vec<_>, _>>()?;
+        Ok(self.modules.get_or_init(|| modules))
+    }
+}
+
+fn open_error(path: &Path, e: btf_rs::Error) -> Error {
+    let path = path.display().to_string();
+    match e {
+        btf_rs::Error::IO(source) => Error::NoBtf { path, source },
+        other => Error::Parse {
+            path,
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// The FUNC_PROTO of the first FUNC among `ids` (a struct can share a function's name). pahole
+/// drops functions whose static copies disagree on their prototype, so the first FUNC speaks
+/// for all copies.
+fn func_proto(btf: &Btf, ids: &[u32]) -> Result<Option<FuncProto>, Error> {
+    for &id in ids {
+        if let Type::Func(func) = btf.resolve_type_by_id(id)? {
+            if let Type::FuncProto(proto) = btf.resolve_chained_type(&func)? {
+                return Ok(Some(proto));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A parameter's name, or `argN` where BTF has none.
+fn param_name(btf: &Btf, p: &Parameter, i: usize) -> String {
+    match btf.resolve_name(p).unwrap_or_default() {
+        name if name.is_empty() => format!("arg{i}"),
+        name => name,
+    }
+}
+
+/// The type id a BTF entry refers to (0, void, for none).
+fn type_id(t: &dyn BtfType) -> u32 {
+    t.get_type_id().unwrap_or(0)
+}
+
+/// Follows typedefs, qualifiers and type tags to the type that decides size and layout.
+/// With `typedefs` false, stops at a typedef (for the `char *` test).
+fn strip_with(btf: &Btf, mut id: u32, typedefs: bool) -> Result<Type, Error> {
+    for _ in 0..MAX_DEPTH {
+        match btf.resolve_type_by_id(id)? {
+            Type::Typedef(t) if typedefs => id = type_id(&t),
+            Type::Const(t) | Type::Volatile(t) | Type::Restrict(t) => id = type_id(&t),
+            Type::TypeTag(t) => id = type_id(&t),
+            other => return Ok(other),
+        }
+    }
+    let reason = format!("type chain from id {id} is longer than {MAX_DEPTH}");
+    Err(btf_rs::Error::Format(reason).into())
+}
+
+fn strip(btf: &Btf, id: u32) -> Result<Type, Error> {
+    strip_with(btf, id, true)
+}
+
+/// How a value of type `id` is captured and printed.
+fn kind_of(btf: &Btf, id: u32) -> Result<Kind, Error> {
+    let name = |t: &dyn BtfType| btf.resolve_name(t).unwrap_or_default();
+    // BTF only has 1-, 2-, 4- and 8-byte enums; anything else would be corrupt, and 8 reads all.
+    let enum_size = |size: usize| u8::try_from(size).unwrap_or(8);
+    Ok(match strip(btf, id)? {
+        Type::Void => Kind::Void,
+        Type::Int(i) if i.is_bool() || name(&i) == "_Bool" => Kind::Bool,
+        Type::Int(i) => match u8::try_from(i.size()) {
+            Ok(n @ (1 | 2 | 4 | 8)) if i.is_signed() => Kind::Signed(n),
+            Ok(n @ (1 | 2 | 4 | 8)) => Kind::Unsigned(n),
+            _ => Kind::Other { name: name(&i) }, // __int128 does not fit one register
+        },
+        Type::Enum(e) => {
+            // The kind flag says whether the 32-bit values are to be read as signed.
+            let value = |v: u32| {
+                if e.is_signed() {
+                    i64::from(v as i32)
+                } else {
+                    i64::from(v)
+                }
+            };
+            let values = e
+                .members
+                .iter()
+                .map(|m| (name(m), value(m.val())))
+                .collect();
+            Kind::Enum {
+                size: enum_size(e.size()),
+                values,
+            }
+        }
+        Type::Enum64(e) => {
+            // Unsigned values above i64::MAX wrap: the bit pattern is what the kernel stores.
+            let values = e
+                .members
+                .iter()
+                .map(|m| (name(m), m.val() as i64))
+                .collect();
+            Kind::Enum {
+                size: enum_size(e.size()),
+                values,
+            }
+        }
+        Type::Ptr(p) => match strip_with(btf, type_id(&p), false)? {
+            // Typedefs are not followed here: `u8 *` is far more often bytes than a string.
+            Type::Int(c) if matches!(&*name(&c), "char" | "signed char" | "unsigned char") => {
+                Kind::Str
+            }
+            _ => Kind::Pointer {
+                pointee: c_name(btf, type_id(&p))?,
+            },
+        },
+        _ => Kind::Other {
+            name: c_name(btf, id)?,
+        },
+    })
+}
+
+/// A C-like name for messages and `Kind::Pointer`: `struct open_how`, `u64`, `char *`, `u8[16]`.
+/// Qualifiers are dropped; typedef names are kept, as the source spells them.
+fn c_name(btf: &Btf, id: u32) -> Result<String, Error> {
+    let named = |prefix: &str, t: &dyn BtfType| match btf.resolve_name(t).unwrap_or_default() {
+        n if n.is_empty() => format!("{prefix}(anon)"),
+        n => format!("{prefix}{n}"),
+    };
+    Ok(match btf.resolve_type_by_id(id)? {
+        Type::Void => "void".into(),
+        Type::Const(t) | Type::Volatile(t) | Type::Restrict(t) => c_name(btf, type_id(&t))?,
+        Type::TypeTag(t) => c_name(btf, type_id(&t))?,
+        Type::Ptr(p) => format!("{} *", c_name(btf, type_id(&p))?),
+        Type::Array(a) => format!("{}[{}]", c_name(btf, type_id(&a))?, a.len()),
+        Type::Struct(s) => named("struct ", &s),
+        Type::Union(u) => named("union ", &u),
+        Type::Enum(e) => named("enum ", &e),
+        Type::Enum64(e) => named("enum ", &e),
+        Type::Fwd(f) if f.is_union() => named("union ", &f),
+        Type::Fwd(f) => named("struct ", &f),
+        Type::Int(t) => named("", &t),
+        Type::Typedef(t) => named("", &t),
+        Type::Float(t) => named("", &t),
+        other => other.name().into(), // "func-proto" for a function pointer's pointee
+    })
+}
+
+/// A member found by name, relative to the struct searched.
+struct Found {
+    bit_offset: u32,
+    /// Bitfields have no byte address, so one probe read cannot fetch them.
+    bitfield: bool,
+    type_id: u32,
+}
+
+/// Finds `name` in `s`, searching into anonymous struct/union members the way C lets
+/// `skb->next` skip the unnamed levels.
+fn find_member(btf: &Btf, s: &Struct, name: &str, depth: usize) -> Result<Option<Found>, Error> {
+    for m in &s.members {
+        let member_name = btf.resolve_name(m).unwrap_or_default();
+        if member_name == name {
+            // With the struct's kind flag set, members carry their bitfield size; without it,
+            // a bitfield shows as an offset that is not byte-aligned.
+            let bitfield = m.bitfield_size().is_some_and(|n| n > 0) || m.bit_offset() % 8 != 0;
+            return Ok(Some(Found {
+                bit_offset: m.bit_offset(),
+                bitfield,
+                type_id: type_id(m),
+            }));
+        }
+        if member_name.is_empty() && depth < MAX_DEPTH {
+            if let Type::Struct(inner) | Type::Union(inner) = strip(btf, type_id(m))? {
+                if let Some(found) = find_member(btf, &inner, name, depth + 1)? {
+                    return Ok(Some(Found {
+                        bit_offset: found.bit_offset + m.bit_offset(),
+                        ..found
+                    }));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The names `find_member` can reach in `s`, for the "no member" message.
+fn member_names(btf: &Btf, s: &Struct, out: &mut Vec<String>, depth: usize) -> Result<(), Error> {
+    for m in &s.members {
+        match btf.resolve_name(m).unwrap_or_default() {
+            name if !name.is_empty() => out.push(name),
+            _ if depth < MAX_DEPTH => {
+                if let Type::Struct(inner) | Type::Union(inner) = strip(btf, type_id(m))? {
+                    member_names(btf, &inner, out, depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The running kernel's BTF. These tests check exact prototypes of this machine's kernel
+    /// (6.18); they skip, saying why, only where the kernel has no BTF at all.
+    fn kernel() -> Option<KernelBtf> {
+        if !Path::new(BTF_DIR).join("vmlinux").exists() {
+            eprintln!("skipped: no {BTF_DIR}/vmlinux (kernel without CONFIG_DEBUG_INFO_BTF)");
+            return None;
+        }
+        Some(KernelBtf::open().expect("open vmlinux BTF"))
+    }
+
+    fn param(name: &str, kind: Kind) -> Param {
+        let name = name.into();
+        Param { name, kind }
+    }
+
+    fn proto(params: Vec<Param>, ret: Kind) -> Prototype {
+        Prototype { params, ret }
+    }
+
+    fn pointer(pointee: &str) -> Kind {
+        let pointee = pointee.into();
+        Kind::Pointer { pointee }
+    }
+
+    fn other(name: &str) -> Kind {
+        let name = name.into();
+        Kind::Other { name }
+    }
+
+    /// A fresh directory for fixture files, removed by the caller.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tracer-btf-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn parse_access_splits_member_paths() {
+        assert_eq!(parse_access("how->flags"), Some(("how", vec!["flags"])));
+        assert_eq!(parse_access("how.flags"), Some(("how", vec!["flags"])));
+        let nested = Some(("file", vec!["f_path", "dentry"]));
+        assert_eq!(parse_access("file->f_path.dentry"), nested);
+        assert_eq!(parse_access("a->b->c"), Some(("a", vec!["b", "c"])));
+        for text in [
+            "how",
+            "how->",
+            "->flags",
+            "how..flags",
+            "how->1x",
+            "how->a b",
+            "",
+        ] {
+            assert_eq!(parse_access(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn open_and_one_lookup_is_fast() {
+        let start = std::time::Instant::now();
+        let Some(btf) = kernel() else { return };
+        assert!(btf.prototype("do_sys_openat2").unwrap().is_some());
+        // Printed for the record (`--nocapture`); the bound only catches pathological regressions.
+        let elapsed = start.elapsed();
+        println!("open() + prototype(): {elapsed:?}");
+        assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+    }
+
+    #[test]
+    fn prototypes_match_the_kernel_source() {
+        let Some(btf) = kernel() else { return };
+        let get = |f: &str| {
+            btf.prototype(f)
+                .unwrap()
+                .unwrap_or_else(|| panic!("no BTF for {f}"))
+        };
+        // `static int do_sys_openat2(int, const char __user *, struct open_how *)`: it returned
+        // `long` when it was added (5.6); this kernel's BTF says int.
+        let how = pointer("struct open_how");
+        let params = vec![param("dfd", Kind::Signed(4)), param("filename", Kind::Str)];
+        let params = [params, vec![param("how", how)]].concat();
+        assert_eq!(get("do_sys_openat2"), proto(params, Kind::Signed(4)));
+        // ssize_t -> __kernel_ssize_t -> __kernel_long_t -> long; `loff_t *` keeps its typedef.
+        let read = get("vfs_read");
+        assert_eq!(read.ret, Kind::Signed(8));
+        assert_eq!(read.params[1], param("buf", Kind::Str));
+        assert_eq!(read.params[2], param("count", Kind::Unsigned(8)));
+        assert_eq!(read.params[3], param("pos", pointer("loff_t")));
+        // Both picked by dumping this BTF. `bool head_stolen`: typedef bool -> _Bool, BOOL
+        // encoding.
+        let skb = param("skb", pointer("struct sk_buff"));
+        let params = vec![skb, param("head_stolen", Kind::Bool)];
+        assert_eq!(get("kfree_skb_partial"), proto(params, Kind::Void));
+        // `enum pid_type` has had these five values since PIDTYPE_TGID was added (4.19).
+        let values = [
+            "PIDTYPE_PID",
+            "PIDTYPE_TGID",
+            "PIDTYPE_PGID",
+            "PIDTYPE_SID",
+            "PIDTYPE_MAX",
+        ];
+        let values = values.iter().zip(0..).map(|(n, v)| (n.to_string(), v));
+        let pid_type = Kind::Enum {
+            size: 4,
+            values: values.collect(),
+        };
+        let pid_nr = get("__task_pid_nr_ns");
+        assert_eq!(pid_nr.params[1], param("type", pid_type));
+        assert_eq!(
+            pid_nr.params[2],
+            param("ns", pointer("struct pid_namespace"))
+        );
+        assert_eq!(pid_nr.ret, Kind::Signed(4));
+        let params = vec![param("object", pointer("void"))];
+        assert_eq!(get("kfree"), proto(params, Kind::Void));
+        assert_eq!(btf.prototype("no_such_function_xyz").unwrap(), None);
+    }
+
+    #[test]
+    fn members_resolve_to_offsets() {
+        let Some(btf) = kernel() else { return };
+        // struct open_how { __u64 flags; __u64 mode; __u64 resolve; }: uapi, fixed layout.
+        for (name, offset) in [("flags", 0), ("mode", 8), ("resolve", 16)] {
+            let member = btf.member("do_sys_openat2", 2, &[name]).unwrap();
+            let kind = Kind::Unsigned(8);
+            assert_eq!(
+                member,
+                Member {
+                    arg: 2,
+                    offset,
+                    kind
+                },
+                "{name}"
+            );
+        }
+        // `prev` sits inside sk_buff's anonymous union { struct { next; prev; ... }; ... }.
+        let prev = btf.member("kfree_skb_partial", 0, &["prev"]).unwrap();
+        let kind = pointer("struct sk_buff");
+        assert_eq!(
+            prev,
+            Member {
+                arg: 0,
+                offset: 8,
+                kind
+            }
+        );
+        // An embedded struct: file->f_path.dentry is 8 bytes into struct path { mnt; dentry; }.
+        let f_path = btf.member("vfs_read", 0, &["f_path"]).unwrap();
+        assert_eq!(f_path.kind, other("struct path"));
+        let dentry = btf.member("vfs_read", 0, &["f_path", "dentry"]).unwrap();
+        assert_eq!(dentry.offset, f_path.offset + 8);
+        assert_eq!(dentry.kind, pointer("struct dentry"));
+        let how = btf.member("do_sys_openat2", 2, &[]).unwrap();
+        assert_eq!(how.kind, other("struct open_how"));
+    }
+
+    #[test]
+    fn member_errors_name_what_is_wrong() {
+        let Some(btf) = kernel() else { return };
+        let err = |f: &str, arg: usize, path: &[&str]| btf.member(f, arg, path).unwrap_err();
+        let e = err("do_sys_openat2", 2, &["flagz"]);
+        assert_eq!(e.to_string(), "struct open_how has no member 'flagz'");
+        assert_eq!(
+            e.hints(),
+            ["members of struct open_how: flags, mode, resolve"]
+        );
+        let e = err("do_sys_openat2", 0, &["x"]);
+        let msg = "parameter 'dfd' is s32, not a pointer to a struct or union";
+        assert_eq!(e.to_string(), msg);
+        let e = err("do_sys_openat2", 1, &["x"]);
+        assert!(matches!(e, Error::NotAStructPointer { kind, .. } if kind == "char *"));
+        let e = err("do_sys_openat2", 3, &["x"]);
+        assert_eq!(
+            e.to_string(),
+            "'do_sys_openat2' has no parameter 3 (it takes 3)"
+        );
+        assert_eq!(e.hints(), ["its parameters: dfd, filename, how"]);
+        let e = err("vfs_read", 0, &["f_path", "dentry", "d_name"]);
+        let msg = "'file->f_path.dentry' is struct dentry *: only one level of '->' is supported";
+        assert_eq!(e.to_string(), msg);
+        let e = err("do_sys_openat2", 2, &["flags", "x"]);
+        assert!(matches!(e, Error::NotAStruct { member, .. } if member == "how->flags"));
+        // `__u8 cloned:1` in struct sk_buff.
+        let e = err("kfree_skb_partial", 0, &["cloned"]);
+        assert_eq!(
+            e.to_string(),
+            "'cloned' of struct sk_buff is a bitfield, which has no byte offset"
+        );
+        let e = err("no_such_function_xyz", 0, &["x"]);
+        assert!(matches!(e, Error::NoFunction { .. }), "{e}");
+    }
+
+    #[test]
+    fn missing_or_garbled_btf_is_reported() {
+        let e = KernelBtf::open_at(Path::new("/nonexistent/btf"))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, Error::NoBtf { source, .. } if source.kind() == io::ErrorKind::NotFound)
+        );
+        assert!(
+            e.hints()[0].contains("CONFIG_DEBUG_INFO_BTF"),
+            "{:?}",
+            e.hints()
+        );
+        let dir = scratch("garbled");
+        std::fs::write(dir.join("vmlinux"), b"not BTF at all, just some bytes").unwrap();
+        let e = KernelBtf::open_at(&dir).err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(e, Some(Error::Parse { .. })), "{e:?}");
+    }
+
+    /// Split BTF as the kernel writes a module's: `int tracer_fake_fn(int fake_arg)`, with type
+    /// ids and string offsets going on from vmlinux's (see Documentation/bpf/btf.rst).
+    fn fake_module(base: &Btf, base_str_len: u32) -> Vec<u8> {
+        let ints = base.resolve_ids_by_name("int").unwrap().into_iter();
+        let int = ints.filter(|&id| matches!(base.resolve_type_by_id(id), Ok(Type::Int(_))));
+        let int = int.min().unwrap();
+        let proto_id = base.base().type_id_range().1 + 1;
+        let strings = b"\0tracer_fake_fn\0fake_arg\0";
+        let (fn_name, arg_name) = (base_str_len + 1, base_str_len + 16);
+        let func_proto = [0, 13 << 24 | 1, int, arg_name, int]; // vlen 1, then its btf_param
+        let func = [fn_name, 12 << 24 | 1, proto_id]; // global linkage
+        let type_len = 4 * (func_proto.len() + func.len()) as u32;
+        let mut out = 0xeb9f_u16.to_ne_bytes().to_vec();
+        out.extend_from_slice(&[1, 0]); // version 1, no flags
+        let header = [24, 0, type_len, type_len, strings.len() as u32];
+        for word in header.iter().chain(&func_proto).chain(&func) {
+            out.extend_from_slice(&word.to_ne_bytes());
+        }
+        out.extend_from_slice(strings);
+        out
+    }
+
+    #[test]
+    fn functions_in_modules_are_found_in_split_btf() {
+        let Some(btf) = kernel() else { return };
+        // A fixture module next to the real vmlinux: runs whatever modules are loaded.
+        let dir = scratch("modules");
+        let vmlinux = Path::new(BTF_DIR).join("vmlinux");
+        std::os::unix::fs::symlink(&vmlinux, dir.join("vmlinux")).unwrap();
+        let header = std::fs::read(&vmlinux).unwrap();
+        let base_str_len = u32::from_ne_bytes(header[20..24].try_into().unwrap());
+        let module = fake_module(&btf.vmlinux, base_str_len);
+        std::fs::write(dir.join("fake_mod"), module).unwrap();
+        let fixture = KernelBtf::open_at(&dir)
+            .unwrap()
+            .prototype("tracer_fake_fn");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let params = vec![param("fake_arg", Kind::Signed(4))];
+        assert_eq!(fixture.unwrap(), Some(proto(params, Kind::Signed(4))));
+
+        // And a function of a module loaded on this machine, if any.
+        let Some(module) = btf.modules().unwrap().first() else {
+            eprintln!("skipped real-module check: no module BTF in {BTF_DIR} (no modules loaded)");
+            return;
+        };
+        let (first, last) = module.split().unwrap().type_id_range();
+        let mut funcs = (first..=last).filter_map(|id| match module.resolve_type_by_id(id) {
+            Ok(Type::Func(f)) => Some(module.resolve_name(&f).unwrap()),
+            _ => None,
+        });
+        let name = funcs.next().expect("a module with BTF but no functions");
+        assert!(btf.prototype(&name).unwrap().is_some(), "{name}");
+    }
+}
