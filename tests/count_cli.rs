@@ -6,8 +6,11 @@ mod common;
 use common::{has, testprog, text, tracer};
 use tracer::kernel::features::Feature;
 
-fn reports(stdout: &[u8]) -> Vec<serde_json::Value> {
-    text(stdout)
+/// Runs `tracer ARGS` to a successful end and returns its JSON reports.
+fn counted(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = tracer(args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
@@ -29,7 +32,7 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
     let (_a_dir, a) = renamed("tracer-cnt-a");
     let (_b_dir, b) = renamed("tracer-cnt-b");
     let script = format!("{} getppid 300 && {} getppid 700", a.display(), b.display());
-    let out = tracer(&[
+    let reports = counted(&[
         "probe",
         "--count-by",
         "comm",
@@ -41,8 +44,6 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
         "-c",
         &script,
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let reports = reports(&out.stdout);
     assert_eq!(reports.len(), 1);
     let count = |comm: &str| {
         reports[0]["rows"]
@@ -66,7 +67,7 @@ fn a_histogram_of_return_values_has_the_known_buckets() {
     let prog = testprog();
     let spec = format!("uretprobe:{}:tracer_testprog_target", prog.display());
     // `call 20` calls target(i, 2i) for i in 0..20, which returns 3i: 0, 3, 6, ..., 57.
-    let out = tracer(&[
+    let reports = counted(&[
         "probe",
         "--hist",
         "ret",
@@ -78,8 +79,6 @@ fn a_histogram_of_return_values_has_the_known_buckets() {
         "call",
         "20",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let reports = reports(&out.stdout);
     let row = &reports[0]["rows"][0];
     let buckets: Vec<(u64, u64, u64)> = row["hist"]
         .as_array()
@@ -121,7 +120,7 @@ fn sums_and_keys_of_arguments_are_exact() {
     let prog = testprog();
     let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
     // target(i, 2i): keyed by arg0 there are 12 rows of one call each; the sum of arg1 is 2i.
-    let out = tracer(&[
+    let reports = counted(&[
         "probe",
         "--count-by",
         "arg0",
@@ -137,8 +136,6 @@ fn sums_and_keys_of_arguments_are_exact() {
         "call",
         "12",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let reports = reports(&out.stdout);
     let rows = reports[0]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 5, "--top 5");
     assert_eq!(reports[0]["hidden"], 7);
