@@ -49,7 +49,7 @@ static SCRATCH: PerCpuArray<Event> = PerCpuArray::with_max_entries(1, 0);
 #[map]
 static TRACKED: HashMap<u32, u32> = HashMap::with_max_entries(TRACKED_MAX, 0);
 
-/// Stack traces of hits (`-s`), by id. Userspace sizes it with `set_max_entries` only when
+/// Stack traces of hits (`-s`), by id. Userspace sizes it (`map_max_entries`) only when
 /// stacks are asked for; ids are never reused (no BPF_F_REUSE_STACKID), so an id read later
 /// still names the stack it was given for, and a full map shows as a negative id, counted.
 #[map]

@@ -53,6 +53,8 @@ pub struct Symbolizer {
     ips: HashMap<u32, Vec<u64>>,
     /// Symbolized user stacks by (pid, id), kernel stacks by (0, id) (pid 0 is never a user).
     frames: HashMap<(u32, u32), Vec<Frame>>,
+    /// Single addresses (watchpoint hits) by (pid, address).
+    addresses: HashMap<(u32, u64), Frame>,
     /// Stacks that `bpf_get_stackid` could not capture.
     pub not_captured: u64,
     /// Processes gone before their stacks could be symbolized.
@@ -112,6 +114,20 @@ impl Symbolizer {
         Ok(out)
     }
 
+    /// The frame of one address of process `pid` (the innermost frame of a stack: a
+    /// watchpoint hit's ip); kernel addresses are named from kallsyms.
+    pub fn frame(&mut self, pid: u32, addr: u64) -> Frame {
+        if let Some(frame) = self.addresses.get(&(pid, addr)) {
+            return frame.clone();
+        }
+        let frame = match addr >= tracer_common::KERNEL_SPACE_START {
+            true => self.kernel_frames(&[addr]).remove(0),
+            false => self.user_frames(pid, &[addr]).remove(0),
+        };
+        self.addresses.insert((pid, addr), frame.clone());
+        frame
+    }
+
     fn kernel_frames(&mut self, ips: &[u64]) -> Vec<Frame> {
         let kallsyms = self
             .kallsyms
@@ -152,6 +168,7 @@ impl Symbolizer {
                 };
                 let (symbol, location) = match process.as_mut() {
                     Some(p) => {
+                        // A library mapped after the process was first read: reread its maps.
                         if !p.is_mapped(at) {
                             let _ = p.refresh();
                         }
@@ -173,10 +190,10 @@ impl Symbolizer {
             .collect()
     }
 
-    /// Reads `pid`'s mappings now, for a command tracer started: it may exit before its last
-    /// stacks are read, and its executable's frames still resolve from what is read here.
-    pub fn preload(&mut self, pid: u32) {
-        self.processes.insert(pid, Process::new(pid).ok());
+    /// Takes over a process already read (a watched one): its symbols are not loaded twice,
+    /// and a command that exits before its last hits are read still resolves from it.
+    pub fn adopt(&mut self, pid: u32, process: Process) {
+        self.processes.insert(pid, Some(process));
     }
 
     /// A line for the end-of-run summary when stacks were missing or unresolved.

@@ -230,11 +230,7 @@ fn run_counts(
     sink.print(false)?;
     let stacks = sink.symbolizer.summary();
     drop(sink);
-    let why = match end {
-        End::CommandExited(code) => format!("command exited with status {code}"),
-        End::Duration => "-d reached".to_string(),
-        _ => "interrupted".to_string(),
-    };
+    let why = end_reason(&end, started.elapsed(), 0);
     let (hits, failed) = bpf.stats()?;
     eprintln!(
         "\n{hits} hits counted in the kernel in {:.2} s, {why}; {failed} not counted",
@@ -253,6 +249,17 @@ fn run_counts(
         End::CommandExited(code) => code,
         _ => 0,
     })
+}
+
+/// Why a run ended, for its summary line.
+fn end_reason(end: &End, elapsed: Duration, events: u64) -> String {
+    match end {
+        End::Interrupted => "interrupted".to_string(),
+        End::Duration => format!("after {:.1} s (-d)", elapsed.as_secs_f64()),
+        End::Count => format!("after {events} events (-c)"),
+        End::CommandExited(code) => format!("command exited with status {code}"),
+        End::TargetGone => "the target is gone".to_string(),
+    }
 }
 
 /// Expands globs against tracefs, the traceable functions and ELF symbols.
@@ -979,17 +986,29 @@ fn prototype(spec: &ProbeSpec, btf: &mut Option<Option<KernelBtf>>) -> Option<Pr
                     None
                 }
             });
-            btf.as_ref()?.prototype(function).ok().flatten()
+            btf.as_ref()?
+                .prototype(function)
+                .unwrap_or_else(|e| untyped(spec, &e))
         }
         Target::User {
             file,
             at: UserAt::Symbol { name, offset: 0 },
         } => {
             let path = elf::resolve_file(file).ok()?;
-            crate::kernel::dwarf::prototype(&path, name).ok().flatten()
+            crate::kernel::dwarf::prototype(&path, name).unwrap_or_else(|e| untyped(spec, &e))
         }
         _ => None,
     }
+}
+
+/// Says why a probe's arguments fall back to arg0..arg5 when its BTF or DWARF could not be
+/// read (a function they do not describe falls back silently: that is the common case).
+fn untyped(spec: &ProbeSpec, err: &dyn std::error::Error) -> Option<Prototype> {
+    eprintln!(
+        "note: {spec}: arguments shown as arg0..arg5: {}",
+        crate::describe(err)
+    );
+    None
 }
 
 /// One hint per kernel probe that has not fired in its first seconds.
@@ -1023,13 +1042,9 @@ fn summary<W: std::io::Write>(
 ) -> Result<(), Error> {
     let (_, lost) = bpf.stats()?;
     let count_reached = state.count.is_some_and(|n| state.delivered >= n);
-    let why = match end {
-        _ if count_reached => format!("after {} events (-c)", state.delivered),
-        End::Interrupted => "interrupted".to_string(),
-        End::Duration => format!("after {:.1} s (-d)", elapsed.as_secs_f64()),
-        End::Count => format!("after {} events (-c)", state.delivered),
-        End::CommandExited(code) => format!("command exited with status {code}"),
-        End::TargetGone => "the target is gone".to_string(),
+    let why = match count_reached {
+        true => format!("after {} events (-c)", state.delivered),
+        false => end_reason(end, elapsed, state.delivered),
     };
     eprintln!(
         "\n{} events in {:.2} s, {why}; {lost} lost",

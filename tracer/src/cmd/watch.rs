@@ -5,7 +5,7 @@
 //! are covered) and a BPF program (`PERF_EVENT_IOC_SET_BPF`) that records the instruction
 //! pointer and the value after the access into the per-CPU output rings.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::time::Instant;
 
@@ -35,7 +35,8 @@ struct Watch {
     last: Option<u64>,
     hits: u64,
     by_tid: BTreeMap<u32, u64>,
-    by_ip: BTreeMap<u64, u64>,
+    /// Hits per instruction, with its `function+0xoff`.
+    by_ip: BTreeMap<u64, (u64, String)>,
     /// Breakpoint events: one per thread (user) or per CPU (kernel). Dropping them detaches.
     _events: Vec<perf::Event>,
 }
@@ -163,9 +164,6 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     let mut sink = WatchSink {
         watches,
         rings: &mut rings,
-        process,
-        symbols: HashMap::new(),
-        sources: HashMap::new(),
         out,
         format: args.output,
         start_ns,
@@ -176,9 +174,11 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         bpf: &bpf,
         symbolizer: Symbolizer::default(),
     };
+    // A data breakpoint traps after the access: the instruction that made it ends just before
+    // the reported ip, so that is where the hit's function and line are looked up.
     sink.symbolizer.trap_after = kind != BreakpointType::Execute;
-    if let (Some(child), Some(_)) = (&launched, args.stack) {
-        sink.symbolizer.preload(child.pid());
+    if let (Some(pid), Some(process)) = (pid, process) {
+        sink.symbolizer.adopt(pid, process);
     }
     let ring_fds = sink.rings.raw_fds();
     let end = event_loop.run(&mut sink, ring_fds, launched.as_mut(), args.duration)?;
@@ -399,11 +399,6 @@ fn mask(value: u64, len: u64) -> u64 {
 struct WatchSink<'a, W: std::io::Write> {
     watches: Vec<Watch>,
     rings: &'a mut OutputRings,
-    process: Option<Process>,
-    /// Symbolized instruction pointers.
-    symbols: HashMap<u64, String>,
-    /// Source lines of instruction pointers (`None`: no debug info).
-    sources: HashMap<u64, Option<String>>,
     out: W,
     format: Format,
     start_ns: u64,
@@ -416,46 +411,13 @@ struct WatchSink<'a, W: std::io::Write> {
 }
 
 impl<W: std::io::Write> WatchSink<'_, W> {
-    fn symbolize(&mut self, ip: u64) -> String {
-        if let Some(s) = self.symbols.get(&ip) {
-            return s.clone();
-        }
-        let name = match self.process.as_mut() {
-            Some(p) => p.symbolize(ip).or_else(|| {
-                // A library mapped after start: reread the maps once for it.
-                p.refresh().ok()?;
-                p.symbolize(ip)
-            }),
-            None => None,
-        }
-        .unwrap_or_else(|| format!("{ip:#x}"));
-        self.symbols.insert(ip, name.clone());
-        name
-    }
-
-    /// `file:line` of the access. A data breakpoint traps after the instruction, so the
-    /// instruction that made the access ends just before the reported ip: look up `ip - 1`.
-    fn source(&mut self, ip: u64) -> Option<String> {
-        let probe = if self.kind == BreakpointType::Execute {
-            ip
-        } else {
-            ip.saturating_sub(1)
-        };
-        if let Some(s) = self.sources.get(&probe) {
-            return s.clone();
-        }
-        let line = self.process.as_mut().and_then(|p| p.source_line(probe));
-        self.sources.insert(probe, line.clone());
-        line
-    }
-
     fn print(&mut self, event: &Event) -> Result<(), Error> {
         let Some(index) = self.watches.iter().position(|w| w.slot.id == event.slot) else {
             return Ok(());
         };
         let ip = event.data[0];
-        let at = self.symbolize(ip);
-        let source = self.source(ip);
+        let frame = self.symbolizer.frame(event.pid(), ip);
+        let (at, source) = (frame.place(), frame.source());
         let place = match &source {
             Some(line) => format!("{at} ({line})"),
             None => at.clone(),
@@ -467,7 +429,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         let old = watch.last;
         watch.hits += 1;
         *watch.by_tid.entry(event.tid()).or_default() += 1;
-        *watch.by_ip.entry(ip).or_default() += 1;
+        watch.by_ip.entry(ip).or_insert((0, at.clone())).0 += 1;
         if new.is_some() {
             watch.last = new;
         }
@@ -561,14 +523,6 @@ fn summary<W: std::io::Write>(
     if let Some(line) = sink.symbolizer.summary() {
         eprintln!("stacks: {line}");
     }
-    let ips: Vec<u64> = sink
-        .watches
-        .iter()
-        .flat_map(|w| w.by_ip.keys().copied())
-        .collect();
-    for ip in ips {
-        sink.symbolize(ip);
-    }
     for watch in &sink.watches {
         // The kernel-side count of traps that passed the filters, next to what was printed.
         let (trapped, _) = bpf.slot_stats(&watch.slot)?;
@@ -579,12 +533,7 @@ fn summary<W: std::io::Write>(
         for (tid, n) in &watch.by_tid {
             eprintln!("  thread {tid:<10} {n:>10}");
         }
-        for (ip, n) in &watch.by_ip {
-            let at = sink
-                .symbols
-                .get(ip)
-                .cloned()
-                .unwrap_or_else(|| format!("{ip:#x}"));
+        for (n, at) in watch.by_ip.values() {
             eprintln!("  at {at:<40} {n:>10}");
         }
     }

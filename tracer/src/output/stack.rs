@@ -31,10 +31,23 @@ pub enum Stack {
 }
 
 impl Frame {
+    /// `function+0xoff`, or the address in hex when no symbol holds it.
+    pub fn place(&self) -> String {
+        match &self.symbol {
+            Some(name) => format!("{name}+{:#x}", self.offset),
+            None => format!("{:#x}", self.addr),
+        }
+    }
+
+    /// `file:line`, when the binary has DWARF for the address.
+    pub fn source(&self) -> Option<String> {
+        Some(format!("{}:{}", self.file.as_ref()?, self.line?))
+    }
+
     /// `function+0xoff (file:line)`, or `[unknown] 0xaddr` when no symbol holds the address.
     pub fn text(&self) -> String {
         let mut text = match &self.symbol {
-            Some(name) => format!("{name}+{:#x}", self.offset),
+            Some(_) => self.place(),
             None => format!("[unknown] {:#x}", self.addr),
         };
         if let (Some(file), Some(line)) = (&self.file, self.line) {
