@@ -4,18 +4,8 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::Command;
-
-use common::{chain_line, chain_program, has, text, tracer_started, Workload};
+use common::{chain_line, chain_program, has, json_lines, text, traced_chain as traced};
 use tracer::kernel::features::Feature;
-
-fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
-    text(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
 
 /// The (symbol, line) of each user frame of an event's `stack`.
 fn user_frames(event: &serde_json::Value) -> Vec<(String, Option<u64>)> {
@@ -47,29 +37,6 @@ fn expected_chain(innermost_line: u32) -> Vec<(String, Option<u64>)> {
         ),
         ("main".into(), Some(chain_line("sum += chain_a(i)") as u64)),
     ]
-}
-
-/// Runs the workload for `calls` calls under `tracer ARGS -p PID` (which must stop by itself
-/// after `-c`), returning tracer's stdout and stderr.
-fn traced(calls: u32, args: &[&str]) -> (std::process::Output, String) {
-    let mut cmd = Command::new(chain_program());
-    cmd.arg(calls.to_string());
-    let mut work = Workload::start(cmd);
-    let pid = work.pid().to_string();
-    let mut full: Vec<&str> = args.to_vec();
-    full.extend(["-p", &pid]);
-    let (child, mut stderr, banner) = tracer_started(&full);
-    assert!(
-        banner.starts_with("Tracing") || banner.starts_with("Watching"),
-        "{banner}"
-    );
-    work.run_batch();
-    let out = child.wait_with_output().expect("tracer ends after -c");
-    let mut rest = banner;
-    stderr.read_to_string(&mut rest).unwrap();
-    work.finish();
-    assert_eq!(out.status.code(), Some(0), "{rest}");
-    (out, rest)
 }
 
 #[test]

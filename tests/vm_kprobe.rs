@@ -235,6 +235,45 @@ fn probe_cli(interface: &str) {
 }
 
 #[test]
+fn struct_members_are_read_through_btf_offsets() {
+    if !has(Feature::KprobePmu, "btf_members") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    // open(PATH, O_RDONLY): openat adds O_LARGEFILE (0x8000) on 64-bit; no O_CREAT, mode 0.
+    // `how` points into the kernel stack: the member reads are kernel memory.
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "do_sys_openat2(filename, how->flags, how->mode)",
+            "--",
+            &prog,
+            "open",
+            "3",
+            PATH,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let values = |probe: &str| -> Vec<String> {
+        let marker = format!("kprobe:{probe} ");
+        stdout
+            .lines()
+            .filter_map(|l| l.split_once(&marker).map(|(_, v)| v.to_string()))
+            .collect()
+    };
+    let opens = values("do_sys_openat2");
+    assert!(opens.len() >= 3, "{stdout}\n{stderr}");
+    assert_eq!(
+        opens[opens.len() - 3..],
+        vec![format!(r#"filename="{PATH}" how->flags=0x8000 how->mode=0"#); 3],
+        "{stdout}"
+    );
+}
+
+#[test]
 fn failed_opens_return_a_named_errno() {
     if !has(Feature::KprobePmu, "typed_errno") {
         return;

@@ -87,7 +87,9 @@ fn every_write_of_three_threads_to_a_global_is_reported_with_values_and_writer()
         "watch", COUNTER, "-o", "json", "--", &prog, "counter", "300",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let per_thread = check_counter_hits(&hits(&out.stdout), 300);
+    let events = hits(&out.stdout);
+    assert_eq!(events.len(), 300, "{}", text(&out.stderr));
+    let per_thread = check_counter_hits(&events, 300);
     assert_eq!(
         per_thread.values().copied().collect::<Vec<_>>(),
         vec![100, 100, 100],

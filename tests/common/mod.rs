@@ -171,8 +171,9 @@ pub fn chain_line(needle: &str) -> u32 {
         .unwrap_or_else(|| panic!("'{needle}' not in chain.c"))
 }
 
-/// Spawns `tracer ARGS` with piped stdout and stderr and waits for its first stderr line (the
-/// banner, printed once everything is attached); returns the child and that line.
+/// Spawns `tracer ARGS` with piped stdout and stderr and waits for its banner (the first
+/// stderr line that is not a `note:`, printed once everything is attached); returns the child
+/// and the stderr text read so far, ending with the banner.
 pub fn tracer_started(
     args: &[&str],
 ) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
@@ -185,8 +186,15 @@ pub fn tracer_started(
         .spawn()
         .expect("run tracer");
     let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
+    // `note:` lines (e.g. about arguments) may come before the banner; they are kept in front.
     let mut banner = String::new();
-    stderr.read_line(&mut banner).expect("tracer's banner");
+    loop {
+        let start = banner.len();
+        stderr.read_line(&mut banner).expect("tracer's banner");
+        if !banner[start..].starts_with("note: ") {
+            break;
+        }
+    }
     (child, stderr, banner)
 }
 
@@ -207,4 +215,36 @@ pub fn tracer(args: &[&str]) -> std::process::Output {
 /// Output bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// JSON Lines output, parsed.
+pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    text(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Runs the chain workload for `calls` calls under `tracer ARGS -p PID` (which must stop by
+/// itself after `-c`), returning tracer's output and its whole stderr.
+pub fn traced_chain(calls: u32, args: &[&str]) -> (std::process::Output, String) {
+    let mut cmd = Command::new(chain_program());
+    cmd.arg(calls.to_string());
+    let mut work = Workload::start(cmd);
+    let pid = work.pid().to_string();
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend(["-p", &pid]);
+    let (child, mut stderr, banner) = tracer_started(&full);
+    let last = banner.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("Tracing") || last.starts_with("Watching"),
+        "{banner}"
+    );
+    work.run_batch();
+    let out = child.wait_with_output().expect("tracer ends after -c");
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).unwrap();
+    work.finish();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    (out, rest)
 }

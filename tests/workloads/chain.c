@@ -3,7 +3,8 @@
  *
  * usage: chain N
  * Writes "r" once started, waits for one byte on stdin (go), makes N calls of the chain
- * (call i passes count=i, returns 3*i and writes chain_counter; then chain_fail(i)), writes
+ * (call i passes count=i, returns 3*i and writes chain_counter; then chain_fail(i), then
+ * chain_peek with a NULL point on odd calls and {i, -i, "even"} on even ones), writes
  * "d", then waits for
  * stdin to close before exiting, so a tracer can still read /proc/PID/maps for its stacks. */
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 struct point {
     int x;
     int y;
+    const char *label;
 };
 
 enum color { RED, GREEN = 5, BLUE };
@@ -25,7 +27,7 @@ __attribute__((noinline)) long chain_target(int count, const char *name, struct 
 }
 
 __attribute__((noinline)) long chain_b(int i) {
-    struct point p = {i, -i};
+    struct point p = {i, -i, "b-point"};
     return chain_target(i, "chain", &p, i % 2, GREEN);
 }
 
@@ -34,14 +36,19 @@ __attribute__((noinline)) long chain_a(int i) { return chain_b(i); }
 /* Fails like a syscall on odd calls: -ENOENT (-2); returns i on even ones. */
 __attribute__((noinline)) int chain_fail(int i) { return i % 2 ? -2 : i; }
 
+/* Reads through its pointer, which is NULL on odd calls: a member read in BPF fails there. */
+__attribute__((noinline)) int chain_peek(struct point *p) { return p ? p->y : 0; }
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1;
     char byte;
     if (write(1, "r", 1) != 1 || read(0, &byte, 1) != 1)
         return 2;
     long sum = 0;
-    for (int i = 1; i <= n; i++)
-        sum += chain_a(i) + chain_fail(i);
+    for (int i = 1; i <= n; i++) {
+        struct point even = {i, -i, "even"};
+        sum += chain_a(i) + chain_fail(i) + chain_peek(i % 2 ? NULL : &even);
+    }
     if (write(1, "d", 1) != 1)
         return 2;
     while (read(0, &byte, 1) > 0) {

@@ -73,6 +73,34 @@ pub const SLOT_STR_ARG_AUTO: u32 = 1 << 11;
 /// Lowest kernel address on x86-64: pointers below are user memory.
 pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
 
+/// `SlotConfig::flags`: `str_arg` is an index into `Event::fields`: the string pointer is a
+/// struct member read first (`FUNC(file->name)`); user or kernel memory as the
+/// `SLOT_STR_ARG_USER`/`SLOT_STR_ARG_AUTO` bit beside it says.
+pub const SLOT_STR_FIELD: u32 = 1 << 12;
+
+/// Struct member reads per probe slot (`FUNC(how->flags)`), each into one `Event::fields` word.
+pub const FIELD_READS: usize = 4;
+/// [`FieldRead::flags`]: the struct is in user memory (uprobes).
+pub const FIELD_USER: u8 = 1 << 0;
+/// [`FieldRead::flags`]: user or kernel memory, told apart by the pointer's address (kprobes:
+/// gcc-built kernels' BTF has no `__user` tags).
+pub const FIELD_AUTO: u8 = 1 << 1;
+
+/// One struct member read: `size` bytes at `offset` past the pointer in argument register
+/// `arg`. A `size` of 0 marks an unused entry.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FieldRead {
+    pub offset: u32,
+    /// Argument register index, 0..5.
+    pub arg: u8,
+    /// 1, 2, 4 or 8.
+    pub size: u8,
+    /// `FIELD_*` bits; neither bit: kernel memory.
+    pub flags: u8,
+    pub _pad: u8,
+}
+
 /// `SlotConfig::flags`: count the hit in the `COUNTS` map (`--count-by`, `--sum`, `--hist`)
 /// instead of emitting it.
 pub const SLOT_AGGREGATE: u32 = 1 << 10;
@@ -94,11 +122,14 @@ pub const AGG_BUCKET_NEGATIVE: u64 = 64;
 pub const AGG_ENTRIES: u32 = 10240;
 
 /// Where a value comes from: a byte range of [`Event::data`] (registers arg0..arg5 at
-/// 0..48 and the return value at 48 for probes; the record head for tracepoints):
+/// 0..48 and the return value at 48 for probes; the record head for tracepoints) or, from
+/// byte 64 on ([`FIELDS_OFFSET`]), of [`Event::fields`] (struct members read by the probe):
 /// `offset | size << 8 | SRC_SIGNED`.
 pub const fn src(offset: u32, size: u32, signed: bool) -> u32 {
     offset | size << 8 | if signed { SRC_SIGNED } else { 0 }
 }
+/// First [`src`] offset of `Event::fields`: `data` and `fields` are adjacent in [`Event`].
+pub const FIELDS_OFFSET: u32 = 8 * DATA_WORDS as u32;
 /// A source whose value is sign-extended from its size.
 pub const SRC_SIGNED: u32 = 1 << 16;
 
@@ -163,6 +194,8 @@ pub struct SlotConfig {
     pub key_src: u32,
     /// [`src`] of the summed or histogrammed value (`AGG_SUM`, `AGG_HIST`).
     pub val_src: u32,
+    /// Struct members to read (probe slots), into `Event::fields` in this order.
+    pub fields: [FieldRead; FIELD_READS],
 }
 
 /// Byte offsets in scheduler tracepoint records, which differ between kernel versions; read
@@ -248,6 +281,8 @@ pub struct Event {
     pub pid_tgid: u64,
     /// kprobe/uprobe: arg0..arg5 then the return value; tracepoint: the record's first bytes.
     pub data: [u64; DATA_WORDS],
+    /// Struct members read by a probe slot, as `SlotConfig::fields` lists them (zero-extended).
+    pub fields: [u64; FIELD_READS],
     /// The global id of the program slot that fired.
     pub slot: u32,
     /// CPU the hit ran on.
@@ -258,7 +293,8 @@ pub struct Event {
     pub kstack: i32,
     /// User stack id in the `STACKS` map, [`NO_STACK`], or a negative errno.
     pub ustack: i32,
-    pub _pad: u32,
+    /// Bit k set: the read of `fields[k]` failed (a bad or paged-out pointer).
+    pub field_faults: u32,
     /// `bpf_get_current_comm()`.
     pub comm: [u8; 16],
     /// The captured string argument (NUL-terminated when `str_len > 0`).
@@ -325,4 +361,6 @@ mod pod {
     unsafe impl aya::Pod for super::AggKey {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::AggValue {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::FieldRead {}
 }

@@ -22,11 +22,12 @@ use aya_ebpf::programs::{PerfEventContext, ProbeContext, RetProbeContext, TraceP
 use aya_ebpf::EbpfContext;
 use tracer_common::{
     stat_failed, stat_hits, AggKey, AggValue, Event, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE,
-    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS,
-    KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
-    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER,
-    SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
-    SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO,
+    FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, SLOTS, SLOT_AGGREGATE,
+    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
+    SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
+    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -93,6 +94,8 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS]) -> bool {
     event.ustack = NO_STACK;
     event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
     event.data = *data;
+    event.fields = [0; FIELD_READS];
+    event.field_faults = 0;
     // SAFETY: as in `emit`.
     let ret = unsafe {
         bpf_perf_event_output(
@@ -175,6 +178,8 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     event.pid_tgid = pid_tgid;
     event.slot = slot;
     event.str_len = 0;
+    event.fields = [0; FIELD_READS];
+    event.field_faults = 0;
     event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
     event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
     event.ustack = stack_id(
@@ -203,14 +208,22 @@ fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
     }
 }
 
-/// The value a [`tracer_common::src`] names in the captured data words: `size` bytes at
-/// `offset`, sign-extended when signed. Fields are naturally aligned, so a value never spans
-/// two words.
+/// The value a [`tracer_common::src`] names in the captured data words and member reads:
+/// `size` bytes at `offset`, sign-extended when signed. Fields are naturally aligned, so a
+/// value never spans two words.
 #[inline(always)]
-fn read_src(data: &[u64; DATA_WORDS], src: u32) -> u64 {
+fn read_src(event: &Event, src: u32) -> u64 {
     let offset = src & 0xff;
     let size = (src >> 8) & 0xff;
-    let value = data[((offset / 8) & 7) as usize] >> ((offset % 8) * 8);
+    // The mask bounds the word for the verifier: LLVM merges the two adjacent arrays into one
+    // indexed load (hoisted above the range checks), which stays inside the event only if
+    // the index itself is bounded.
+    let word = match (offset / 8) & 15 {
+        w @ 0..=7 => event.data[(w & 7) as usize],
+        w @ 8..=11 => event.fields[((w - 8) & 3) as usize],
+        _ => 0,
+    };
+    let value = word >> ((offset % 8) * 8);
     if size == 0 || size >= 8 {
         return value;
     }
@@ -247,10 +260,10 @@ fn aggregate(event: &Event, config: &SlotConfig) {
         key.comm = event.comm;
     }
     if agg & AGG_KEY_VALUE != 0 {
-        key.value = read_src(&event.data, config.key_src);
+        key.value = read_src(event, config.key_src);
     }
     let value = if agg & (AGG_SUM | AGG_HIST) != 0 {
-        read_src(&event.data, config.val_src)
+        read_src(event, config.val_src)
     } else {
         0
     };
@@ -311,6 +324,61 @@ fn read_string(event: &mut Event, ptr: u64, user: bool) {
     };
 }
 
+/// `size` bytes at `addr` from user or kernel memory, zero-extended; `None` when unreadable.
+#[inline(always)]
+fn read_sized(addr: u64, size: u8, user: bool) -> Option<u64> {
+    // SAFETY: the probe-read helpers validate the source address themselves and fail with a
+    // negative errno instead of faulting.
+    unsafe {
+        macro_rules! read {
+            ($t:ty) => {
+                if user {
+                    bpf_probe_read_user(addr as *const $t)
+                        .ok()
+                        .map(|v| v as u64)
+                } else {
+                    bpf_probe_read_kernel(addr as *const $t)
+                        .ok()
+                        .map(|v| v as u64)
+                }
+            };
+        }
+        match size {
+            1 => read!(u8),
+            2 => read!(u16),
+            4 => read!(u32),
+            _ => read!(u64),
+        }
+    }
+}
+
+/// The slot's struct member reads (`FUNC(how->flags)`): each pointer argument plus the
+/// member's offset, into `event.fields`; a failed read sets its bit in `field_faults`.
+#[inline(always)]
+fn read_fields(event: &mut Event, config: &SlotConfig) {
+    // Unrolled with constant indexes: no bounds checks (whose panic path the verifier
+    // refuses) and no loop for it to walk.
+    macro_rules! field {
+        ($k:literal) => {
+            let read = config.fields[$k];
+            if read.size != 0 && read.arg < 6 {
+                let base = event.data[(read.arg & 7) as usize];
+                let user = read.flags & FIELD_USER != 0
+                    || (read.flags & FIELD_AUTO != 0 && base < KERNEL_SPACE_START);
+                match read_sized(base.wrapping_add(read.offset as u64), read.size, user) {
+                    Some(value) => event.fields[$k] = value,
+                    None => event.field_faults |= 1 << $k,
+                }
+            }
+        };
+    }
+    field!(0);
+    field!(1);
+    field!(2);
+    field!(3);
+    const _: () = assert!(FIELD_READS == 4, "one field! per read");
+}
+
 /// Kprobe, kretprobe, uprobe and uretprobe slots (all BPF_PROG_TYPE_KPROBE).
 #[inline(always)]
 fn on_probe(ctx: &ProbeContext, slot: u32) {
@@ -328,12 +396,17 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         0
     };
     event.data[7] = 0;
+    read_fields(event, &config);
     if config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO) != 0
         && config.str_arg < 6
     {
         // Index the captured registers, not the context: the verifier refuses ctx accesses at
         // a runtime offset, while a bounded index into map memory is fine.
-        let ptr = event.data[config.str_arg as usize];
+        let ptr = if config.flags & SLOT_STR_FIELD != 0 {
+            event.fields[(config.str_arg & 3) as usize]
+        } else {
+            event.data[(config.str_arg & 7) as usize]
+        };
         let user = config.flags & SLOT_STR_ARG_USER != 0
             || (config.flags & SLOT_STR_ARG_AUTO != 0 && ptr < KERNEL_SPACE_START);
         read_string(event, ptr, user);

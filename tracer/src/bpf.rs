@@ -50,6 +50,19 @@ impl Error {
             } => io_error.raw_os_error(),
             _ => None,
         };
+        // A program the verifier refused has a log: a bug in tracer's programs (or a kernel
+        // whose verifier is stricter than the ones tested), not a permission problem.
+        let refused = matches!(self, Error::Program {
+            source: ProgramError::LoadError { verifier_log, .. },
+            ..
+        } if !verifier_log.to_string().trim().is_empty());
+        if refused {
+            return vec![
+                "the kernel's BPF verifier refused one of tracer's programs (log above): \
+                 please report it with `uname -r` and the log"
+                    .into(),
+            ];
+        }
         match os_errno {
             Some(libc::EPERM) | Some(libc::EACCES) => {
                 vec!["BPF needs root or CAP_BPF + CAP_PERFMON; also check \

@@ -63,7 +63,8 @@ pub enum Command {
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe --count-by comm 'syscalls:sys_enter_*' -d 5  counted in the kernel
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
-  tracer probe do_sys_openat2 do_sys_openat2%return -c 10")]
+  tracer probe do_sys_openat2 do_sys_openat2%return -c 10
+  tracer probe 'do_sys_openat2(filename, how->flags)'      chosen arguments and members")]
 pub struct ProbeArgs {
     /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
     /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, CAT:NAME
@@ -107,14 +108,21 @@ pub struct ProbeArgs {
     /// for uprobes, kernel for the rest).
     #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
+    /// Print only these values, in this order, for every probe without its own `(...)` list:
+    /// parameter names, argN, tracepoint fields, or struct members PARAM->member[.member]
+    /// read from kernel BTF or the binary's DWARF (comma-separated).
+    #[arg(long, value_name = "LIST")]
+    pub args: Option<String>,
     /// Count hits in the kernel by these keys instead of printing each: comm, pid, tid, cpu,
-    /// probe, stack, argN, ret or a tracepoint field (comma-separated).
+    /// probe, stack, argN, ret, a parameter, PARAM->member or a tracepoint field
+    /// (comma-separated).
     #[arg(long, value_name = "KEYS")]
     pub count_by: Option<String>,
-    /// Also add up this value per key (argN, ret or a tracepoint field).
+    /// Also add up this value per key (argN, ret, a parameter, PARAM->member or a tracepoint
+    /// field).
     #[arg(long, value_name = "VALUE")]
     pub sum: Option<String>,
-    /// A log2 histogram of this value per key (argN, ret or a tracepoint field).
+    /// A log2 histogram of this value per key (as for --sum).
     #[arg(long, value_name = "VALUE")]
     pub hist: Option<String>,
     /// With --count-by: only the N largest counts.

@@ -35,6 +35,9 @@ pub struct ProbeSpec {
     pub target: Target,
     /// A return probe (kretprobe / uretprobe).
     pub ret: bool,
+    /// What to print per hit, as `FUNC(a, b->c)` or `--args` listed it: parameter names,
+    /// `argN`, `PARAM->member[.member]` or tracepoint fields. Empty: every argument.
+    pub args: Vec<String>,
 }
 
 impl ProbeSpec {
@@ -152,7 +155,11 @@ fn kernel(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
         }
         Target::Kernel { function, offset }
     };
-    Ok(ProbeSpec { target, ret })
+    Ok(ProbeSpec {
+        target,
+        ret,
+        args: Vec::new(),
+    })
 }
 
 fn user(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
@@ -189,6 +196,7 @@ fn user(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
             at,
         },
         ret,
+        args: Vec::new(),
     })
 }
 
@@ -200,6 +208,7 @@ fn tracepoint(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
                 name: name.to_string(),
             },
             ret: false,
+            args: Vec::new(),
         }),
         _ => Err(usage(
             format!("invalid tracepoint '{spec}'"),
@@ -208,9 +217,26 @@ fn tracepoint(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
     }
 }
 
-/// Parses one probe spec.
+/// Parses one probe spec, with the values to print in parentheses: `FUNC(a, b->c)`.
 pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
     let spec = spec.trim();
+    if let Some((head, list)) = spec.split_once('(') {
+        let Some(list) = list.strip_suffix(')') else {
+            return Err(usage(
+                format!("probe '{spec}' has an unclosed or misplaced '('"),
+                "list values in parentheses at the end: 'do_sys_openat2(filename, how->flags)'",
+            ));
+        };
+        let mut parsed = parse_spec(head)?;
+        parsed.args = parse_args(list).map_err(|e| match e {
+            Error::Usage { message, hints } => Error::Usage {
+                message: format!("{message} in probe '{spec}'"),
+                hints,
+            },
+            other => other,
+        })?;
+        return Ok(parsed);
+    }
     if spec.is_empty() {
         return Err(usage("empty probe spec".into(), SPEC_HINT));
     }
@@ -231,6 +257,45 @@ pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
         return tracepoint(spec, spec);
     }
     kernel(spec, false, spec)
+}
+
+/// Parses a probe spec for a command that prints no per-hit values (`latency`, `stat`): a
+/// `(...)` list is refused rather than ignored.
+pub fn parse_bare_spec(spec: &str, command: &str) -> Result<ProbeSpec, Error> {
+    let parsed = parse_spec(spec)?;
+    if !parsed.args.is_empty() {
+        return Err(usage(
+            format!(
+                "tracer {command} prints no per-hit values: drop '({})' from '{spec}'",
+                parsed.args.join(", ")
+            ),
+            "values in parentheses select what `tracer probe` prints",
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Parses a list of values to print (`--args`, or inside `FUNC(...)`): parameter or field
+/// names, `argN`, `ret`, and member accesses `PARAM->member[.member]`, comma-separated.
+pub fn parse_args(list: &str) -> Result<Vec<String>, Error> {
+    const HINT: &str =
+        "name parameters, argN, ret, tracepoint fields or members: filename,how->flags";
+    let mut args = Vec::new();
+    for word in list.split(',').map(str::trim) {
+        let plain = valid_value_name(word);
+        if !plain && crate::kernel::btf::parse_access(word).is_none() {
+            let message = match word.is_empty() {
+                true => "empty value in the argument list".to_string(),
+                false => format!("'{word}' is not a name or member access"),
+            };
+            return Err(usage(message, HINT));
+        }
+        if args.iter().any(|a| a == word) {
+            return Err(usage(format!("'{word}' is listed twice"), HINT));
+        }
+        args.push(word.to_string());
+    }
+    Ok(args)
 }
 
 /// Shell-style glob match (`*` any run, `?` one character).
@@ -355,7 +420,7 @@ pub fn aggregation(
     interval: Option<std::time::Duration>,
 ) -> Result<Option<Aggregation>, Error> {
     const KEYS_HINT: &str =
-        "keys are comm, pid, tid, cpu, probe, stack, argN (N = 0..5), ret or a tracepoint field";
+        "keys are comm, pid, tid, cpu, probe, stack, argN (N = 0..5), ret, a parameter, PARAM->member or a tracepoint field";
     let value = match (sum, hist) {
         (Some(_), Some(_)) => {
             return Err(usage(
@@ -389,7 +454,11 @@ pub fn aggregation(
             "cpu" => KeyPart::Cpu,
             "probe" => KeyPart::Probe,
             "stack" => KeyPart::Stack,
-            other if valid_value_name(other) => KeyPart::Value(other.to_string()),
+            other
+                if valid_value_name(other) || crate::kernel::btf::parse_access(other).is_some() =>
+            {
+                KeyPart::Value(other.to_string())
+            }
             other => {
                 return Err(usage(
                     format!("'{other}' is not a --count-by key"),
@@ -417,7 +486,7 @@ pub fn aggregation(
         ));
     }
     if let Some((op, name)) = value {
-        if !valid_value_name(name)
+        if !(valid_value_name(name) || crate::kernel::btf::parse_access(name).is_some())
             || matches!(name, "comm" | "pid" | "tid" | "cpu" | "probe" | "stack")
         {
             let flag = if op == ValueOp::Sum {
@@ -504,11 +573,23 @@ pub fn build_filter(
 
 /// Checks every `tracer probe` argument and builds the plan.
 pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
-    let specs = args
+    let mut specs = args
         .specs
         .iter()
         .map(|s| parse_spec(s))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(list) = &args.args {
+        let list = parse_args(list).map_err(|e| match e {
+            Error::Usage { message, hints } => Error::Usage {
+                message: format!("--args: {message}"),
+                hints,
+            },
+            other => other,
+        })?;
+        for spec in specs.iter_mut().filter(|s| s.args.is_empty()) {
+            spec.args = list.clone();
+        }
+    }
     if args.pid.is_some() && !args.command.is_empty() {
         return Err(usage(
             "--pid and -- COMMAND cannot be combined".into(),
@@ -735,6 +816,7 @@ mod tests {
                 offset,
             },
             ret,
+            args: Vec::new(),
         }
     }
 

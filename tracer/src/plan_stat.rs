@@ -528,7 +528,7 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
     }
     for prefix in ["kprobe:", "kretprobe:", "uprobe:", "uretprobe:"] {
         if spec.starts_with(prefix) {
-            let probe = plan::parse_spec(spec)?;
+            let probe = plan::parse_bare_spec(spec, "stat")?;
             if probe.is_glob() {
                 return Err(usage(
                     format!("'{spec}': tracer stat counts named probes, not patterns"),

@@ -11,7 +11,9 @@ use tracer_common::{
 };
 
 use crate::bpf::{Bpf, Slot};
-use crate::kernel::format::Format;
+use crate::cmd::values::{MemberLookup, Values};
+use crate::kernel::format::{shows_hex, Format};
+use crate::kernel::params::{Kind, Prototype};
 use crate::output::counts::{Report, Row};
 use crate::output::events::Format as OutputFormat;
 use crate::plan::{Aggregation, KeyPart, ProbeSpec, ValueOp};
@@ -28,31 +30,55 @@ pub struct Sources {
     pub val_signed: bool,
 }
 
-/// Where a value named by the user lives for one probe: registers for kprobes and uprobes
-/// (`argN`, `ret` on return probes), a field of the record head for tracepoints (`argN` is
-/// the Nth field after the common ones). Returns the source and its signedness.
+/// What a probe's named values are read from.
+pub enum ProbeValues<'a, 'l> {
+    /// A tracepoint: fields of the record head.
+    Record(&'a Format),
+    /// A function entry: parameters, `argN` and struct members.
+    Entry(&'a mut Values, &'a mut MemberLookup<'l>),
+    /// A function return: `ret`, typed by the prototype when known.
+    Return(Option<&'a Prototype>),
+}
+
+/// Where a value named by the user lives for one probe: registers and struct members for
+/// kprobe and uprobe entries, the return register (`ret`) for return probes, a field of the
+/// record head for tracepoints (`argN` is the Nth field after the common ones). Returns the
+/// source and its signedness.
 pub fn value_source(
     spec: &ProbeSpec,
-    format: Option<&Format>,
+    values: &mut ProbeValues<'_, '_>,
     name: &str,
 ) -> Result<(u32, bool), Error> {
+    let format = match values {
+        ProbeValues::Record(format) => *format,
+        ProbeValues::Return(proto) => {
+            let kind = proto.map_or(Kind::Signed(8), |p| p.ret.clone());
+            return match name {
+                "ret" if kind == Kind::Void => Err(Error::usage(
+                    format!("{spec} returns void"),
+                    vec!["count by comm, pid, tid, cpu, probe or stack".into()],
+                )),
+                "ret" => {
+                    let signed = matches!(kind, Kind::Signed(_) | Kind::Enum { .. });
+                    Ok((src(48, u32::from(kind.size()), signed), signed))
+                }
+                _ => Err(Error::usage(
+                    format!("{spec} has only 'ret': the arguments are gone when it returns"),
+                    vec![format!("count '{name}' on the function's entry probe")],
+                )),
+            };
+        }
+        ProbeValues::Entry(..) if name == "ret" => {
+            return Err(Error::usage(
+                format!("'ret' of {spec}: the probe is not a return probe"),
+                vec!["use FUNC%return, kretprobe:FUNC or uretprobe:PATH:SYMBOL".into()],
+            ))
+        }
+        ProbeValues::Entry(values, lookup) => return values.source(name, *lookup),
+    };
     let arg = name
         .strip_prefix("arg")
         .and_then(|n| n.parse::<usize>().ok());
-    let Some(format) = format else {
-        return match (name, arg) {
-            ("ret", _) if spec.ret => Ok((src(48, 8, true), true)),
-            ("ret", _) => Err(Error::usage(
-                format!("'ret' of {spec}: the probe is not a return probe"),
-                vec!["use FUNC%return, kretprobe:FUNC or uretprobe:PATH:SYMBOL".into()],
-            )),
-            (_, Some(n)) if n < 6 => Ok((src(8 * n as u32, 8, false), false)),
-            _ => Err(Error::usage(
-                format!("{spec} has no value '{name}'"),
-                vec!["kernel and user probes have arg0..arg5, and ret on return probes".into()],
-            )),
-        };
-    };
     let fields: Vec<_> = format
         .fields
         .iter()
@@ -103,7 +129,7 @@ pub fn configure(
     config: &mut SlotConfig,
     agg: &Aggregation,
     spec: &ProbeSpec,
-    format: Option<&Format>,
+    mut values: ProbeValues<'_, '_>,
     stack_flags: u32,
 ) -> Result<Sources, Error> {
     let mut sources = Sources::default();
@@ -126,7 +152,7 @@ pub fn configure(
                 }
             }
             KeyPart::Value(name) => {
-                let (source, signed) = value_source(spec, format, name)?;
+                let (source, signed) = value_source(spec, &mut values, name)?;
                 config.key_src = source;
                 sources.key_signed = signed;
                 AGG_KEY_VALUE
@@ -134,7 +160,7 @@ pub fn configure(
         };
     }
     if let Some((op, name)) = &agg.value {
-        let (source, signed) = value_source(spec, format, name)?;
+        let (source, signed) = value_source(spec, &mut values, name)?;
         config.val_src = source;
         sources.val_signed = signed;
         config.agg |= AGG_SUM | if *op == ValueOp::Hist { AGG_HIST } else { 0 };
@@ -248,6 +274,10 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         KeyPart::Probe => probe.name.to_string(),
         KeyPart::Stack => return None,
         KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
+        // As in event lines: `flags` and `*mask*` hold bits.
+        KeyPart::Value(name) if shows_hex(name.rsplit(['>', '.']).next().unwrap_or(name)) => {
+            format!("{:#x}", key.value)
+        }
         KeyPart::Value(_) => key.value.to_string(),
     })
 }

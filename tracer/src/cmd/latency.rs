@@ -27,7 +27,7 @@ fn usage(message: String, hint: &str) -> Error {
 fn pair(args: &LatencyArgs) -> Result<(ProbeSpec, ProbeSpec), Error> {
     match (&args.target, &args.from, &args.to) {
         (Some(target), None, None) => {
-            let spec = plan::parse_spec(target)?;
+            let spec = plan::parse_bare_spec(target, "latency")?;
             match spec.target {
                 Target::Kernel { .. } | Target::User { .. } if !spec.ret => {
                     let exit = ProbeSpec { ret: true, ..spec.clone() };
@@ -39,7 +39,10 @@ fn pair(args: &LatencyArgs) -> Result<(ProbeSpec, ProbeSpec), Error> {
                 )),
             }
         }
-        (None, Some(from), Some(to)) => Ok((plan::parse_spec(from)?, plan::parse_spec(to)?)),
+        (None, Some(from), Some(to)) => Ok((
+            plan::parse_bare_spec(from, "latency")?,
+            plan::parse_bare_spec(to, "latency")?,
+        )),
         _ => Err(usage(
             "give a function, or both --from and --to".into(),
             "e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read",

@@ -6,6 +6,7 @@ pub mod latency;
 pub mod list;
 pub mod probe;
 pub mod stat;
+pub mod values;
 pub mod watch;
 
 use crate::cli::Command;

@@ -13,11 +13,12 @@ use tracer_common::{
 
 use crate::bpf::{Bpf, Slot, SlotKind};
 use crate::cli::{KprobeInterface, ProbeArgs};
+use crate::cmd::values::{Memory, Values};
 use crate::kernel::btf::KernelBtf;
 use crate::kernel::features::Feature;
 use crate::kernel::format::{Format, Value};
 use crate::kernel::kprobe_events::LegacyKprobe;
-use crate::kernel::params::{Kind, Prototype};
+use crate::kernel::params::{Kind, Member, Prototype};
 use crate::kernel::tracefs::Tracefs;
 use crate::kernel::{self, elf};
 use crate::launch;
@@ -34,15 +35,14 @@ enum Decoder {
         format: Format,
         /// The field whose user string the BPF program read (syscall tracepoints).
         string_field: Option<String>,
+        /// The fields to print, in order (`CAT:NAME(a,b)`, `--args`); empty: all.
+        selection: Vec<String>,
     },
-    /// kprobe/uprobe: the registers, named and typed by the function's prototype when BTF or
-    /// DWARF has it (else arg0..arg5), or the return value.
-    Registers {
-        ret: bool,
-        proto: Option<Prototype>,
-        /// The parameter whose string the BPF program reads.
-        string_arg: Option<usize>,
-    },
+    /// kprobe/uprobe entries: the registers and struct members, named and typed by the
+    /// function's prototype when BTF or DWARF has it (else arg0..arg5).
+    Entry(Values),
+    /// kretprobe/uretprobe: the return value, typed by the prototype.
+    Return { proto: Option<Prototype> },
 }
 
 /// One attached probe. Field order is drop order: the perf event goes before the legacy
@@ -55,6 +55,8 @@ struct Probe {
     /// With `--count-by`: how the probe's values are read.
     sources: crate::cmd::counts::Sources,
     delivered: u64,
+    /// Struct member reads that failed (bad pointers), printed as `?`.
+    faults: u64,
     _attached: Attached,
     _legacy: Option<LegacyKprobe>,
 }
@@ -278,6 +280,7 @@ fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
                 .map(|(category, name)| ProbeSpec {
                     target: Target::Tracepoint { category, name },
                     ret: false,
+                    args: spec.args.clone(),
                 })
                 .collect(),
             Target::Kernel { function, offset } => functions(fs)
@@ -289,6 +292,7 @@ fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
                         offset: *offset,
                     },
                     ret: spec.ret,
+                    args: spec.args.clone(),
                 })
                 .collect(),
             Target::User {
@@ -308,6 +312,7 @@ fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
                             },
                         },
                         ret: spec.ret,
+                        args: spec.args.clone(),
                     })
                     .collect()
             }
@@ -535,18 +540,21 @@ fn attach(
     }
     config.flags |=
         crate::stacks::flags_for(plan.stack, matches!(spec.target, Target::User { .. }));
-    let (kind, decoder) = match opened.format {
+    let (kind, mut decoder) = match opened.format {
         Some(format) => {
+            let selection = tracepoint_selection(spec, &format)?;
             // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
-            // the BPF program reads the first one.
+            // the BPF program reads the first one printed.
             let string_field = match &spec.target {
                 Target::Tracepoint { category, name }
                     if category == "syscalls" && name.starts_with("sys_enter_") =>
                 {
+                    let printed =
+                        |name: &str| selection.is_empty() || selection.iter().any(|s| s == name);
                     format
                         .fields
                         .iter()
-                        .find(|f| f.c_type.contains("char *"))
+                        .find(|f| f.c_type.contains("char *") && printed(&f.name))
                         .map(|f| {
                             config.flags |= SLOT_STR_TP_USER;
                             config.str_arg = f.offset as u32;
@@ -560,47 +568,71 @@ fn attach(
                 Decoder::Tracepoint {
                     format,
                     string_field,
+                    selection,
                 },
             )
         }
+        None if spec.ret => {
+            if spec.args.iter().any(|a| a != "ret") {
+                return Err(Error::usage(
+                    format!(
+                        "{spec} sees only the return value; '{}' is gone by then",
+                        spec.args.join(", ")
+                    ),
+                    vec![format!(
+                        "probe the entry too: '{}({})' beside the return probe",
+                        spec.to_string()
+                            .replace("kretprobe:", "")
+                            .replace("uretprobe:", "uprobe:"),
+                        spec.args.join(", ")
+                    )],
+                ));
+            }
+            let proto = prototype(spec, btf);
+            (SlotKind::Probe, Decoder::Return { proto })
+        }
         None => {
             let proto = prototype(spec, btf);
-            let string_arg = proto
-                .as_ref()
-                .filter(|_| !spec.ret)
-                .and_then(|p| p.params.iter().take(6).position(|p| p.kind == Kind::Str));
-            if let Some(index) = string_arg {
-                config.str_arg = index as u32;
-                config.flags |= match spec.target {
-                    Target::User { .. } => tracer_common::SLOT_STR_ARG_USER,
-                    // gcc-built kernels' BTF does not mark __user pointers: the address tells.
-                    _ => tracer_common::SLOT_STR_ARG_AUTO,
-                };
-            }
-            (
-                SlotKind::Probe,
-                Decoder::Registers {
-                    ret: spec.ret,
-                    proto,
-                    string_arg,
-                },
-            )
+            let memory = match spec.target {
+                Target::User { .. } => Memory::User,
+                // gcc-built kernels' BTF does not mark __user pointers: the address tells.
+                _ => Memory::ByAddress,
+            };
+            let values = Values::new(
+                &spec.to_string(),
+                proto.as_ref(),
+                &spec.args,
+                memory,
+                &mut member_lookup(spec, btf),
+            )?;
+            (SlotKind::Probe, Decoder::Entry(values))
         }
     };
     let sources = match &plan.aggregation {
         Some(agg) => {
-            let format = match &decoder {
-                Decoder::Tracepoint { format, .. } => Some(format),
-                Decoder::Registers { .. } => None,
-            };
             let stack_flags = crate::stacks::flags_for(
                 Some(plan.stack.flatten()),
                 matches!(spec.target, Target::User { .. }),
             );
-            crate::cmd::counts::configure(&mut config, agg, spec, format, stack_flags)?
+            let mut lookup = member_lookup(spec, btf);
+            let values = match &mut decoder {
+                Decoder::Tracepoint { format, .. } => {
+                    crate::cmd::counts::ProbeValues::Record(format)
+                }
+                Decoder::Entry(values) => {
+                    crate::cmd::counts::ProbeValues::Entry(values, &mut lookup)
+                }
+                Decoder::Return { proto } => {
+                    crate::cmd::counts::ProbeValues::Return(proto.as_ref())
+                }
+            };
+            crate::cmd::counts::configure(&mut config, agg, spec, values, stack_flags)?
         }
         None => Default::default(),
     };
+    if let Decoder::Entry(values) = &decoder {
+        values.configure(&mut config, plan.aggregation.is_none());
+    }
     let slot = bpf.take_slot(kind, config)?;
     let attached = Attached::disabled(bpf, slot.clone(), opened.event)?;
     Ok(Probe {
@@ -610,6 +642,7 @@ fn attach(
         kernel_function: opened.kernel_function,
         sources,
         delivered: 0,
+        faults: 0,
         _attached: attached,
         _legacy: opened.legacy,
     })
@@ -882,6 +915,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
                 continue;
             };
             probe.delivered += 1;
+            probe.faults += u64::from(Values::faults(event));
             self.delivered += 1;
             let (args, ret, errno) = decode(&probe.decoder, event);
             let stacks = self.symbolizer.stacks(self.bpf, event)?;
@@ -909,6 +943,7 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
         Decoder::Tracepoint {
             format,
             string_field,
+            selection,
         } => {
             // The captured record head as bytes, on the stack: this runs for every event.
             let mut bytes = [0u8; 8 * tracer_common::DATA_WORDS];
@@ -923,11 +958,14 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
                     slot.1 = Value::Str(String::from_utf8_lossy(text).into_owned());
                 }
             }
+            if !selection.is_empty() {
+                args = (selection.iter())
+                    .filter_map(|name| args.iter().find(|(n, _)| n == name).cloned())
+                    .collect();
+            }
             (args, None, None)
         }
-        Decoder::Registers {
-            ret: true, proto, ..
-        } => {
+        Decoder::Return { proto } => {
             let raw = event.data[6];
             match proto.as_ref().map(|p| &p.ret) {
                 Some(Kind::Void) => (Vec::new(), None, None),
@@ -935,37 +973,68 @@ fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
                 None => (Vec::new(), Some(Value::Int(raw as i64)), None),
             }
         }
-        Decoder::Registers {
-            ret: false,
-            proto: Some(proto),
-            string_arg,
-        } => {
-            // Integer and pointer parameters travel in the first six registers (x86-64 SysV).
-            let args = proto
-                .params
-                .iter()
-                .zip(event.data.iter().take(6))
-                .enumerate()
-                .map(|(i, (param, &raw))| {
-                    let string = (*string_arg == Some(i)).then(|| event.string()).flatten();
-                    (param.name.as_str(), param.kind.value(raw, string))
-                })
-                .collect();
-            (args, None, None)
-        }
-        Decoder::Registers { ret: false, .. } => {
-            const NAMES: [&str; 6] = ["arg0", "arg1", "arg2", "arg3", "arg4", "arg5"];
-            (
-                NAMES
-                    .iter()
-                    .zip(event.data)
-                    .map(|(n, v)| (*n, Value::Hex(v)))
-                    .collect(),
-                None,
-                None,
-            )
-        }
+        Decoder::Entry(values) => (values.decode(event), None, None),
     }
+}
+
+/// Resolves `PARAM->member` for a probe: kernel BTF for kernel functions, the binary's DWARF
+/// for user functions.
+fn member_lookup<'a>(
+    spec: &'a ProbeSpec,
+    btf: &'a Option<Option<KernelBtf>>,
+) -> impl FnMut(usize, &[&str]) -> Result<Member, Error> + 'a {
+    move |arg, path| match &spec.target {
+        Target::Kernel {
+            function,
+            offset: 0,
+        } => match btf {
+            Some(Some(btf)) => btf
+                .member(function, arg, path)
+                .map_err(|e| Error::usage(crate::describe(&e), e.hints())),
+            _ => Err(Error::usage(
+                format!("cannot read struct members in {spec}: no kernel BTF"),
+                vec![
+                    "member access needs /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF=y)".into(),
+                ],
+            )),
+        },
+        Target::User {
+            file,
+            at: UserAt::Symbol { name, offset: 0 },
+        } => {
+            let binary = elf::resolve_file(file)?;
+            crate::kernel::dwarf::member(&binary, name, arg, path)
+                .map_err(|e| Error::usage(crate::describe(&e), e.hints()))
+        }
+        _ => Err(Error::usage(
+            format!("{spec}: struct members need the function's prototype"),
+            vec![
+                "probe a function's entry by name (FUNC or uprobe:PATH:SYMBOL), without +OFF"
+                    .into(),
+            ],
+        )),
+    }
+}
+
+/// The fields a tracepoint's `(a, b)` list names, checked against its format.
+fn tracepoint_selection(spec: &ProbeSpec, format: &Format) -> Result<Vec<String>, Error> {
+    let fields: Vec<&str> = (format.fields.iter())
+        .map(|f| f.name.as_str())
+        .filter(|n| !n.starts_with("common_") && !n.starts_with("__"))
+        .collect();
+    if let Some(name) = spec.args.iter().find(|a| !fields.contains(&a.as_str())) {
+        let mut hints = vec![format!("its fields: {}", fields.join(", "))];
+        if name.contains("->") || name.contains('.') {
+            hints.insert(
+                0,
+                "tracepoint fields print whole; struct members need a kprobe or uprobe".into(),
+            );
+        } else if let Some(near) = plan::did_you_mean(name, fields.iter().copied()) {
+            hints.insert(0, near);
+        }
+        return Err(Error::usage(format!("{spec} has no field '{name}'"), hints));
+    }
+    Ok(spec.args.clone())
 }
 
 /// The prototype of a probe on a function's entry or return: BTF for kernel functions, DWARF
@@ -1064,6 +1133,12 @@ fn summary<W: std::io::Write>(
     }
     if let Some(line) = state.symbolizer.summary() {
         eprintln!("stacks: {line}");
+    }
+    for probe in state.probes.iter().filter(|p| p.faults > 0) {
+        eprintln!(
+            "{}: {} struct member reads failed (bad or paged-out pointers), printed as ?",
+            probe.name, probe.faults
+        );
     }
     if lost > 0 {
         let per_cpu: Vec<String> = bpf

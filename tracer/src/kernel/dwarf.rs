@@ -7,7 +7,7 @@ use std::path::Path;
 use addr2line::gimli::{self, AttributeValue, DwAt, DwTag, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::params::{Kind, Param, Prototype};
+use super::params::{Kind, Member, Param, Prototype};
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Unit<'a> = gimli::Unit<Reader<'a>>;
@@ -34,6 +34,10 @@ const SECTIONS: [gimli::SectionId; 7] = {
     ]
 };
 
+/// GCC's `.isra.N`, `.constprop.N` and `.part.N` clones take other arguments than the source
+/// says, though their DIEs name the original through DW_AT_abstract_origin.
+const CLONES: [&str; 3] = [".isra.", ".constprop.", ".part."];
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot read {path}")]
@@ -46,22 +50,110 @@ pub enum Error {
     Elf { path: String, reason: String },
     #[error("cannot read the DWARF debug info of {path}: {reason}")]
     Dwarf { path: String, reason: String },
+    #[error("{path} has no DWARF debug info")]
+    NoDebugInfo { path: String },
+    #[error("no symbol '{function}' in {path}")]
+    NoSymbol { path: String, function: String },
+    #[error("no DWARF subprogram for '{function}' in {path}")]
+    NoFunction { path: String, function: String },
+    #[error("'{function}' is a compiler clone whose arguments differ from the source's")]
+    CompilerClone { function: String, original: String },
+    #[error("'{function}' has no parameter {arg} (it takes {})", params.len())]
+    NoParam {
+        function: String,
+        arg: usize,
+        params: Vec<String>,
+    },
+    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
+    NotAStructPointer { param: String, kind: String },
+    #[error("{strukt} has no member '{member}'")]
+    NoMember {
+        strukt: String,
+        member: String,
+        members: Vec<String>,
+    },
+    #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
+    Bitfield { strukt: String, member: String },
+    #[error("'{member}' is {kind}: only one level of '->' is supported")]
+    NestedDeref { member: String, kind: String },
+    #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
+    NotAStruct { member: String, kind: String },
+    #[error("'{member}' of {strukt} has no constant byte offset in the DWARF")]
+    Location { strukt: String, member: String },
 }
 
 impl Error {
     /// Concrete next steps, printed as `hint:` lines under the error.
     pub fn hints(&self) -> Vec<String> {
         const FALLBACK: &str = "without debug info, arguments print as arg0..arg5";
-        match self {
-            Error::Read { .. } => Vec::new(),
-            Error::Elf { path, .. } => {
-                vec![format!("uprobes need an ELF file; check `file {path}`")]
+        let hint = match self {
+            Error::Read { .. } => return Vec::new(),
+            Error::Elf { path, .. } => format!("uprobes need an ELF file; check `file {path}`"),
+            Error::Dwarf { path, .. } => {
+                return vec![
+                    format!("check `readelf --debug-dump=info {path}`, or rebuild it with -g"),
+                    format!("`strip -g {path}` drops the debug info; {FALLBACK}"),
+                ]
             }
-            Error::Dwarf { path, .. } => vec![
-                format!("check `readelf --debug-dump=info {path}`, or rebuild it with -g"),
-                format!("`strip -g {path}` drops the debug info; {FALLBACK}"),
-            ],
-        }
+            Error::NoDebugInfo { path } => format!(
+                "rebuild {path} with -g; debug info in a separate file (.gnu_debuglink, \
+                 debuginfod) is not read"
+            ),
+            Error::NoSymbol { path, .. } => {
+                format!("list its symbols with `tracer list --binary {path}`")
+            }
+            Error::NoFunction { path, function } => format!(
+                "was '{function}' built without -g? check \
+                 `readelf --debug-dump=info {path} | grep -w {function}`"
+            ),
+            Error::CompilerClone { original, .. } => format!("trace '{original}' itself"),
+            Error::NoParam { params, .. } => format!("its parameters: {}", params.join(", ")),
+            Error::NotAStructPointer { param, .. } => format!("print '{param}' itself"),
+            Error::NoMember {
+                strukt, members, ..
+            } => {
+                format!("members of {strukt}: {}", members.join(", "))
+            }
+            Error::Bitfield { strukt, .. } | Error::Location { strukt, .. } => {
+                format!("print a whole neighbouring member of {strukt} instead")
+            }
+            Error::NestedDeref { member, .. } => {
+                format!("trace a function that takes '{member}' as a parameter")
+            }
+            Error::NotAStruct { member, .. } => format!("print '{member}' itself"),
+        };
+        vec![hint]
+    }
+
+    /// The file or the function is not described: the caller of [`prototype`] then falls back
+    /// to arg0..arg5 without a word, the common case.
+    fn is_missing(&self) -> bool {
+        matches!(
+            self,
+            Error::NoDebugInfo { .. }
+                | Error::NoSymbol { .. }
+                | Error::NoFunction { .. }
+                | Error::CompilerClone { .. }
+        )
+    }
+}
+
+/// A failure while reading loaded DWARF: the DWARF itself (given the file's path by
+/// [`with_function`]), or what was asked of it.
+enum Fault {
+    Dwarf(gimli::Error),
+    Request(Error),
+}
+
+impl From<gimli::Error> for Fault {
+    fn from(e: gimli::Error) -> Self {
+        Fault::Dwarf(e)
+    }
+}
+
+impl From<Error> for Fault {
+    fn from(e: Error) -> Self {
+        Fault::Request(e)
     }
 }
 
@@ -70,6 +162,30 @@ impl Error {
 /// file has no debug info or no subprogram of that name (the caller then falls back to
 /// arg0..arg5), and also when the symbol table lacks `function` or it is a GCC clone.
 pub fn prototype(path: &Path, function: &str) -> Result<Option<Prototype>, Error> {
+    match with_function(path, function, |debug, die| Ok(debug.prototype(die)?)) {
+        Ok(prototype) => Ok(Some(prototype)),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Resolves `members` (`["flags"]` for `how->flags`, `["a", "b"]` for `p->a.b`) through
+/// pointer parameter `arg` of `function` in `path`'s DWARF to a byte offset and the member's
+/// kind, as [`super::btf::KernelBtf::member`] does for kernel functions. The function is found
+/// as [`prototype`] finds it; `arg` counts its parameters in the same order. An empty path is
+/// the pointed-to struct itself.
+pub fn member(path: &Path, function: &str, arg: usize, members: &[&str]) -> Result<Member, Error> {
+    with_function(path, function, |debug, die| {
+        debug.member(die, function, arg, members)
+    })
+}
+
+/// Loads `path`'s DWARF, finds the subprogram of `function` and hands both to `read`.
+fn with_function<T>(
+    path: &Path,
+    function: &str,
+    read: impl FnOnce(&Debug<'_>, Die) -> Result<T, Fault>,
+) -> Result<T, Error> {
     let path_str = || path.display().to_string();
     let data = std::fs::read(path).map_err(|source| Error::Read {
         path: path_str(),
@@ -80,22 +196,24 @@ pub fn prototype(path: &Path, function: &str) -> Result<Option<Prototype>, Error
         reason: e.to_string(),
     };
     let file = object::File::parse(&*data).map_err(elf_error)?;
-    // GCC's `.isra.N`, `.constprop.N` and `.part.N` clones take other arguments than the
-    // source says, though their DIEs name the original through DW_AT_abstract_origin.
-    if [".isra.", ".constprop.", ".part."]
-        .iter()
-        .any(|c| function.contains(c))
-    {
-        return Ok(None);
+    if let Some((original, _)) = CLONES.iter().find_map(|c| function.split_once(c)) {
+        return Err(Error::CompilerClone {
+            function: function.into(),
+            original: original.into(),
+        });
+    }
+    // Debug info in a separate file (.gnu_debuglink, split DWARF) is not looked up.
+    if file.section_by_name(".debug_info").is_none() {
+        return Err(Error::NoDebugInfo { path: path_str() });
     }
     // The symbol's address picks the DIE of the code a uprobe hits: a name alone may also be a
-    // static function of another file. Debug info in a separate file (.gnu_debuglink, split
-    // DWARF) is not looked up.
+    // static function of another file.
     let symbol = (file.symbols().chain(file.dynamic_symbols()))
-        .find(|s| s.name() == Ok(function) && s.address() != 0);
-    let (Some(symbol), Some(_)) = (symbol, file.section_by_name(".debug_info")) else {
-        return Ok(None);
-    };
+        .find(|s| s.name() == Ok(function) && s.address() != 0)
+        .ok_or_else(|| Error::NoSymbol {
+            path: path_str(),
+            function: function.into(),
+        })?;
     let dwarf_error = |e: &dyn std::fmt::Display| Error::Dwarf {
         path: path_str(),
         reason: e.to_string(),
@@ -112,12 +230,19 @@ pub fn prototype(path: &Path, function: &str) -> Result<Option<Prototype>, Error
     } else {
         RunTimeEndian::Big
     };
-    let find = || {
-        let debug = Debug::new(sections.borrow(|s| EndianSlice::new(s, endian)))?;
-        let function = debug.find(function, symbol.address())?;
-        function.map(|die| debug.prototype(die)).transpose()
-    };
-    find().map_err(|e| dwarf_error(&e))
+    let debug = Debug::new(sections.borrow(|s| EndianSlice::new(s, endian)));
+    let debug = debug.map_err(|e| dwarf_error(&e))?;
+    let die = debug.find(function, symbol.address());
+    let die = die
+        .map_err(|e| dwarf_error(&e))?
+        .ok_or_else(|| Error::NoFunction {
+            path: path_str(),
+            function: function.into(),
+        })?;
+    read(&debug, die).map_err(|fault| match fault {
+        Fault::Dwarf(e) => dwarf_error(&e),
+        Fault::Request(e) => e,
+    })
 }
 
 /// A DIE anywhere in `.debug_info`: the index of its unit in [`Debug::units`], and its offset.
@@ -131,6 +256,27 @@ enum Ty {
     Void,
     Die(Die),
     Unknown,
+}
+
+/// What a type is to a member walk (`p->a.b`), through typedefs and qualifiers.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A struct, union or class with its members laid out.
+    Aggregate(Die),
+    /// A struct, union or class only declared in this unit: no layout.
+    Declared,
+    /// A pointer (or C++ reference) to this type.
+    Pointer(Ty),
+    Other,
+}
+
+/// A member found by name, relative to the struct searched.
+struct Found {
+    /// None: an offset this reader cannot compute (a location expression, an overflow).
+    offset: Option<u64>,
+    /// Bitfields have no byte address, so one probe read cannot fetch them.
+    bitfield: bool,
+    ty: Ty,
 }
 
 struct Debug<'a> {
@@ -203,34 +349,244 @@ impl<'a> Debug<'a> {
     }
 
     fn prototype(&self, function: Die) -> gimli::Result<Prototype> {
-        // A concrete out-of-line instance may list no parameters when its abstract instance
-        // (or declaration) does.
-        let (mut params, mut at) = (Vec::new(), Some(function));
-        for _ in 0..MAX_HOPS {
-            let Some(die) = at.filter(|_| params.is_empty()) else {
-                break;
-            };
-            params = self.params(die)?;
-            at = self.origin(die)?;
-        }
         let ret = match self.type_of(function)? {
             Ty::Void => Kind::Void,
             ty => self.kind(ty)?,
         };
-        Ok(Prototype { params, ret })
+        Ok(Prototype {
+            params: self.params(function)?,
+            ret,
+        })
+    }
+
+    /// The parameters of `function`, named and typed.
+    fn params(&self, function: Die) -> gimli::Result<Vec<Param>> {
+        let dies = self.param_dies(function)?.into_iter().enumerate();
+        dies.map(|(i, die)| {
+            let name = self.param_name(die, i)?;
+            let kind = self.kind(self.type_of(die)?)?;
+            Ok(Param { name, kind })
+        })
+        .collect()
     }
 
     /// The DW_TAG_formal_parameter children of `function`, in order. Artificial ones (C++
-    /// `this`) are kept: they take an argument register like any other.
-    fn params(&self, function: Die) -> gimli::Result<Vec<Param>> {
-        let mut params = Vec::new();
-        for die in self.children(function, gimli::DW_TAG_formal_parameter)? {
-            let name = self.string(die, gimli::DW_AT_name)?;
-            let name = name.unwrap_or_else(|| format!("arg{}", params.len()));
-            let kind = self.kind(self.type_of(die)?)?;
-            params.push(Param { name, kind });
+    /// `this`) are kept: they take an argument register like any other. A concrete
+    /// out-of-line instance may list none when its abstract instance (or declaration) does.
+    fn param_dies(&self, function: Die) -> gimli::Result<Vec<Die>> {
+        let (mut dies, mut at) = (Vec::new(), Some(function));
+        for _ in 0..MAX_HOPS {
+            let Some(die) = at.filter(|_| dies.is_empty()) else {
+                break;
+            };
+            dies = self.children(die, gimli::DW_TAG_formal_parameter)?;
+            at = self.origin(die)?;
         }
-        Ok(params)
+        Ok(dies)
+    }
+
+    /// The name of parameter `index`, `die`; `argN` when the DWARF has none.
+    fn param_name(&self, die: Die, index: usize) -> gimli::Result<String> {
+        let name = self.string(die, gimli::DW_AT_name)?;
+        Ok(name.unwrap_or_else(|| format!("arg{index}")))
+    }
+
+    /// [`member`]'s walk: `path` through pointer parameter `arg` of `function`, which is named
+    /// `name` (for messages).
+    fn member(
+        &self,
+        function: Die,
+        name: &str,
+        arg: usize,
+        path: &[&str],
+    ) -> Result<Member, Fault> {
+        let params = self.param_dies(function)?;
+        let Some(&param) = params.get(arg) else {
+            let names = params
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| self.param_name(p, i));
+            return Err(Error::NoParam {
+                function: name.into(),
+                arg,
+                params: names.collect::<gimli::Result<_>>()?,
+            }
+            .into());
+        };
+        let param_name = self.param_name(param, arg)?;
+        let param_ty = self.type_of(param)?;
+        // The parameter's own pointer is the one dereference the BPF side makes.
+        let (pointee, mut shape) = match self.shape(param_ty)? {
+            Shape::Pointer(pointee) => (pointee, self.shape(pointee)?),
+            _ => (Ty::Unknown, Shape::Other),
+        };
+        if !matches!(shape, Shape::Aggregate(_)) {
+            let mut kind = self.kind(param_ty)?.to_string();
+            if matches!(shape, Shape::Declared) {
+                kind.push_str(" (only declared: the DWARF has no layout for it)");
+            }
+            return Err(Error::NotAStructPointer {
+                param: param_name,
+                kind,
+            }
+            .into());
+        }
+        let (mut offset, mut ty) = (0u64, pointee);
+        for (i, &member) in path.iter().enumerate() {
+            let Shape::Aggregate(aggregate) = shape else {
+                let member = format!("{param_name}->{}", path[..i].join("."));
+                let kind = self.kind(ty)?.to_string();
+                return Err(match shape {
+                    // Going on through a pointer member would be a second dereference.
+                    Shape::Pointer(_) => Error::NestedDeref { member, kind },
+                    _ => Error::NotAStruct { member, kind },
+                }
+                .into());
+            };
+            let (strukt, member) = (self.type_name(ty, 0)?, member.to_string());
+            let Some(found) = self.find_member(aggregate, &member, 0)? else {
+                let mut members = Vec::new();
+                self.member_names(aggregate, &mut members, 0)?;
+                return Err(Error::NoMember {
+                    strukt,
+                    member,
+                    members,
+                }
+                .into());
+            };
+            if found.bitfield {
+                return Err(Error::Bitfield { strukt, member }.into());
+            }
+            let Some(sum) = found.offset.and_then(|o| o.checked_add(offset)) else {
+                return Err(Error::Location { strukt, member }.into());
+            };
+            (offset, ty) = (sum, found.ty);
+            shape = self.shape(ty)?;
+        }
+        let Ok(offset) = u32::try_from(offset) else {
+            let strukt = self.type_name(pointee, 0)?;
+            let member = path.join(".");
+            return Err(Error::Location { strukt, member }.into());
+        };
+        Ok(Member {
+            arg,
+            offset,
+            kind: self.kind(ty)?,
+        })
+    }
+
+    /// What `ty` is to a member walk, through typedefs and qualifiers.
+    fn shape(&self, ty: Ty) -> gimli::Result<Shape> {
+        let Ty::Die(die) = self.strip(ty, true)? else {
+            return Ok(Shape::Other);
+        };
+        let entry = self.entry(die)?;
+        Ok(match entry.tag() {
+            tag if is_pointer(tag) => Shape::Pointer(self.type_of(die)?),
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type => {
+                if is_declaration(&entry)? {
+                    Shape::Declared
+                } else {
+                    Shape::Aggregate(die)
+                }
+            }
+            _ => Shape::Other,
+        })
+    }
+
+    /// The data members of `aggregate`: not C++ static members, which are declarations.
+    fn data_members(&self, aggregate: Die) -> gimli::Result<Vec<Die>> {
+        let mut kept = Vec::new();
+        for die in self.children(aggregate, gimli::DW_TAG_member)? {
+            if !is_declaration(&self.entry(die)?)? {
+                kept.push(die);
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Finds `name` in `aggregate`, searching into anonymous struct/union members the way C
+    /// lets `p->lo` skip the unnamed levels.
+    fn find_member(
+        &self,
+        aggregate: Die,
+        name: &str,
+        depth: usize,
+    ) -> gimli::Result<Option<Found>> {
+        for die in self.data_members(aggregate)? {
+            match self.string(die, gimli::DW_AT_name)? {
+                Some(member) if member == name => {
+                    let (offset, bitfield) = self.placement(die)?;
+                    let ty = self.type_of(die)?;
+                    return Ok(Some(Found {
+                        offset,
+                        bitfield,
+                        ty,
+                    }));
+                }
+                None if depth < MAX_HOPS => {
+                    let Shape::Aggregate(inner) = self.shape(self.type_of(die)?)? else {
+                        continue;
+                    };
+                    if let Some(found) = self.find_member(inner, name, depth + 1)? {
+                        let (outer, _) = self.placement(die)?;
+                        let offset = found.offset.zip(outer).and_then(|(a, b)| a.checked_add(b));
+                        return Ok(Some(Found { offset, ..found }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// The names `find_member` can reach in `aggregate`, for the "no member" message.
+    fn member_names(
+        &self,
+        aggregate: Die,
+        out: &mut Vec<String>,
+        depth: usize,
+    ) -> gimli::Result<()> {
+        for die in self.data_members(aggregate)? {
+            match self.string(die, gimli::DW_AT_name)? {
+                Some(name) => out.push(name),
+                None if depth < MAX_HOPS => {
+                    if let Shape::Aggregate(inner) = self.shape(self.type_of(die)?)? {
+                        self.member_names(inner, out, depth + 1)?;
+                    }
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Where member `die` lies in its struct: the byte offset (None when it is not a constant
+    /// this reader knows), and whether it is a bitfield, which has no byte address. Union
+    /// members have no location: they are at 0.
+    fn placement(&self, die: Die) -> gimli::Result<(Option<u64>, bool)> {
+        let entry = self.entry(die)?;
+        let attr = |name| entry.attr_value(name);
+        let data_bit_offset = attr(gimli::DW_AT_data_bit_offset)?;
+        let offset = match (attr(gimli::DW_AT_data_member_location)?, &data_bit_offset) {
+            (Some(location), _) => location.udata_value().or_else(|| {
+                let encoding = self.units[die.0].encoding();
+                location
+                    .exprloc_value()
+                    .and_then(|e| plus_uconst(e, encoding))
+            }),
+            (None, Some(bits)) => bits.udata_value().map(|bits| bits / 8),
+            (None, None) => Some(0),
+        };
+        // DWARF 4+ bitfields have DW_AT_bit_size and DW_AT_data_bit_offset; DWARF 2 and 3 ones
+        // DW_AT_bit_size and DW_AT_bit_offset (from the storage unit's high end).
+        let unaligned = data_bit_offset
+            .and_then(|b| b.udata_value())
+            .is_some_and(|b| b % 8 != 0);
+        let bitfield = unaligned
+            || attr(gimli::DW_AT_bit_size)?.is_some()
+            || attr(gimli::DW_AT_bit_offset)?.is_some();
+        Ok((offset, bitfield))
     }
 
     /// How a value of type `ty` is read and printed.
@@ -417,6 +773,25 @@ fn byte_size(entry: &Entry<'_, '_>) -> gimli::Result<Option<u64>> {
     Ok(size.and_then(|v| v.udata_value()))
 }
 
+/// Whether `entry` only declares (a struct without its members, a C++ static member).
+fn is_declaration(entry: &Entry<'_, '_>) -> gimli::Result<bool> {
+    let flag = entry.attr_value(gimli::DW_AT_declaration)?;
+    Ok(flag == Some(AttributeValue::Flag(true)))
+}
+
+/// The offset in a DWARF 2 style member location, `DW_OP_plus_uconst n` alone; None for any
+/// other expression.
+fn plus_uconst(
+    expression: gimli::Expression<Reader<'_>>,
+    encoding: gimli::Encoding,
+) -> Option<u64> {
+    let mut operations = expression.operations(encoding);
+    match (operations.next(), operations.next()) {
+        (Ok(Some(gimli::Operation::PlusConstant { value })), Ok(None)) => Some(value),
+        _ => None,
+    }
+}
+
 /// C pointers, and C++ references (passed as pointers).
 fn is_pointer(tag: DwTag) -> bool {
     tag == gimli::DW_TAG_pointer_type
@@ -453,8 +828,13 @@ int main(int argc, char **argv) {
 
     /// Compiles SOURCE with `flags`; a missing `cc` fails the test rather than skipping it.
     fn compile(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-        let (source, out) = (dir.join("prog.c"), dir.join(name));
-        std::fs::write(&source, SOURCE).unwrap();
+        compile_source(dir, name, SOURCE, flags)
+    }
+
+    /// Compiles the C program `text` into `dir/name`.
+    fn compile_source(dir: &Path, name: &str, text: &str, flags: &[&str]) -> PathBuf {
+        let (source, out) = (dir.join(format!("{name}.c")), dir.join(name));
+        std::fs::write(&source, text).unwrap();
         let status = Command::new("cc")
             .args(flags)
             .arg("-o")
@@ -570,5 +950,157 @@ int main(int argc, char **argv) {
         assert!(!err.hints().is_empty());
         let err = prototype(&dir.path().join("absent"), "target").unwrap_err();
         assert!(matches!(err, Error::Read { .. }), "{err:?}");
+    }
+
+    /// Structs for member walks. x86-64 layout of `struct outer`: tag 0, inner 8 (a 8, b 16),
+    /// the anonymous union 24, the anonymous struct 28 (lo 28, hi 30), the bitfields 32,
+    /// next 40, name 48.
+    const MEMBERS: &str = r#"
+struct point { int x, y; };
+struct inner { char a; long b; };
+struct outer {
+    int tag;
+    struct inner inner;
+    union { int as_int; float as_float; };
+    struct { short lo, hi; };
+    unsigned flag : 1, mode : 3;
+    struct point *next;
+    const char *name;
+};
+typedef struct outer outer_t;
+struct opaque;
+/* A function with a symbol but no DWARF subprogram. */
+__asm__(".text\n.globl bare\n.type bare, @function\nbare:\n\tret\n");
+int where_y(struct point *where) { return where->y; }
+long walk(const outer_t *p, int n, struct opaque *o, struct point by_value) {
+    return p->inner.b + n + p->as_int + p->hi + p->flag + p->next->x + p->name[0] + (o != 0)
+        + by_value.x;
+}
+int main(void) {
+    struct point pt = { 1, 2 };
+    struct outer out = { 0 };
+    out.next = &pt;
+    out.name = "x";
+    return where_y(&pt) + (int)walk(&out, 1, 0, pt);
+}
+"#;
+
+    fn at(arg: usize, offset: u32, kind: Kind) -> Member {
+        Member { arg, offset, kind }
+    }
+
+    #[test]
+    fn resolves_members_in_every_dwarf_version() {
+        let dir = tempfile::tempdir().unwrap();
+        // DWARF 2 writes member locations as `DW_OP_plus_uconst n`, and DWARF 2 to 4 bitfields
+        // with DW_AT_bit_offset; -O2 leaves the parameters to the abstract origin.
+        for (name, flags) in [
+            ("v5", &["-g", "-O0"][..]),
+            ("v4", &["-gdwarf-4", "-O0"]),
+            ("v2", &["-gdwarf-2", "-O0"]),
+            ("o2", &["-g", "-O2"]),
+        ] {
+            let prog = compile_source(dir.path(), name, MEMBERS, flags);
+            let walk = |members: &[&str]| member(&prog, "walk", 0, members);
+            assert_eq!(
+                member(&prog, "where_y", 0, &["y"]).unwrap(),
+                at(0, 4, Kind::Signed(4)),
+                "{name}"
+            );
+            assert_eq!(walk(&["inner", "b"]).unwrap(), at(0, 16, Kind::Signed(8)));
+            assert_eq!(walk(&["inner", "a"]).unwrap(), at(0, 8, Kind::Signed(1)));
+            assert_eq!(walk(&["as_float"]).unwrap(), at(0, 24, other("float")));
+            assert_eq!(walk(&["as_int"]).unwrap(), at(0, 24, Kind::Signed(4)));
+            assert_eq!(walk(&["hi"]).unwrap(), at(0, 30, Kind::Signed(2)));
+            assert_eq!(walk(&["next"]).unwrap(), at(0, 40, pointer("struct point")));
+            assert_eq!(walk(&["name"]).unwrap(), at(0, 48, Kind::Str));
+            assert_eq!(walk(&["inner"]).unwrap(), at(0, 8, other("struct inner")));
+            assert_eq!(walk(&[]).unwrap(), at(0, 0, other("struct outer")));
+            // DWARF 5 puts `flag` at bit 256, a byte boundary: its DW_AT_bit_size still tells.
+            for field in ["flag", "mode"] {
+                let err = walk(&[field]).unwrap_err();
+                assert!(
+                    matches!(&err, Error::Bitfield { strukt, member }
+                        if strukt == "outer_t" && member == field),
+                    "{name}: {err:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_member_walks_it_cannot_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = compile_source(dir.path(), "prog", MEMBERS, &["-g", "-O0"]);
+        let walk = |arg, members: &[&str]| member(&prog, "walk", arg, members).unwrap_err();
+
+        let err = walk(0, &["next", "x"]);
+        assert_eq!(
+            err.to_string(),
+            "'p->next' is struct point *: only one level of '->' is supported"
+        );
+        assert!(matches!(err, Error::NestedDeref { .. }), "{err:?}");
+        let err = walk(0, &["tag", "x"]);
+        assert!(
+            matches!(&err, Error::NotAStruct { member, kind } if member == "p->tag" && kind == "s32"),
+            "{err:?}"
+        );
+        let err = walk(0, &["inner", "c"]);
+        assert_eq!(err.to_string(), "struct inner has no member 'c'");
+
+        let err = walk(0, &["nope"]);
+        assert_eq!(err.to_string(), "outer_t has no member 'nope'");
+        let members = "tag, inner, as_int, as_float, lo, hi, flag, mode, next, name";
+        assert_eq!(err.hints(), [format!("members of outer_t: {members}")]);
+
+        let err = walk(4, &["tag"]);
+        assert_eq!(err.to_string(), "'walk' has no parameter 4 (it takes 4)");
+        assert_eq!(err.hints(), ["its parameters: p, n, o, by_value"]);
+
+        let err = walk(1, &["tag"]);
+        assert_eq!(
+            err.to_string(),
+            "parameter 'n' is s32, not a pointer to a struct or union"
+        );
+        assert_eq!(err.hints(), ["print 'n' itself"]);
+        let err = walk(3, &["x"]);
+        assert!(
+            matches!(&err, Error::NotAStructPointer { kind, .. } if kind == "struct point"),
+            "{err:?}"
+        );
+        let err = walk(2, &["x"]);
+        assert!(
+            matches!(&err, Error::NotAStructPointer { kind, .. }
+                if kind == "struct opaque * (only declared: the DWARF has no layout for it)"),
+            "{err:?}"
+        );
+        let err = member(&prog, "main", 0, &["x"]).unwrap_err();
+        assert!(matches!(err, Error::NoParam { ref params, .. } if params.is_empty()));
+    }
+
+    #[test]
+    fn member_says_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let prog = compile_source(dir.path(), "prog", MEMBERS, &["-g", "-O0"]);
+        let err = member(&prog, "absent", 0, &["x"]).unwrap_err();
+        assert!(matches!(err, Error::NoSymbol { .. }), "{err:?}");
+        assert!(
+            err.to_string().starts_with("no symbol 'absent' in "),
+            "{err}"
+        );
+        let err = member(&prog, "walk.isra.0", 0, &["x"]).unwrap_err();
+        assert!(matches!(&err, Error::CompilerClone { original, .. } if original == "walk"));
+        assert_eq!(err.hints(), ["trace 'walk' itself"]);
+        assert_eq!(prototype(&prog, "walk.isra.0").unwrap(), None);
+
+        let plain = compile_source(dir.path(), "plain", MEMBERS, &["-O0"]);
+        let err = member(&plain, "walk", 0, &["tag"]).unwrap_err();
+        assert!(matches!(err, Error::NoDebugInfo { .. }), "{err:?}");
+        assert!(!err.hints().is_empty());
+        assert_eq!(prototype(&plain, "walk").unwrap(), None);
+
+        let err = member(&prog, "bare", 0, &["x"]).unwrap_err();
+        assert!(matches!(err, Error::NoFunction { .. }), "{err:?}");
+        assert_eq!(prototype(&prog, "bare").unwrap(), None);
     }
 }

@@ -452,7 +452,7 @@ fn is_signed(class: Class) -> bool {
 }
 
 /// Integers with these names hold bits, which read better in hex.
-fn shows_hex(name: &str) -> bool {
+pub(crate) fn shows_hex(name: &str) -> bool {
     name.ends_with("flags") || name.contains("mask")
 }
 

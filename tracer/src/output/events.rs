@@ -139,7 +139,8 @@ mod tests {
             str_len: 0,
             kstack: tracer_common::NO_STACK,
             ustack: tracer_common::NO_STACK,
-            _pad: 0,
+            fields: [0; tracer_common::FIELD_READS],
+            field_faults: 0,
             comm,
             str: [0; 64],
         }

@@ -1,0 +1,200 @@
+//! Tier 4: chosen values and struct members (`FUNC(a, p->m)`, `--args`) through the real
+//! binary, on the C workload tests/workloads/chain.c whose arguments are known per call:
+//! chain_target(count=i, name="chain", where=&{i, -i, "b-point"}, odd=i%2, shade=GREEN), and
+//! chain_peek(NULL on odd calls, &{i, -i, "even"} on even ones).
+
+mod common;
+
+use common::{chain_program, has, json_lines, text, traced_chain, tracer};
+use tracer::kernel::features::Feature;
+
+fn usable(test: &str) -> bool {
+    has(Feature::UprobePmu, test) && has(Feature::Bpf, test)
+}
+
+fn spec(function_and_list: &str) -> String {
+    format!("uprobe:{}:{function_and_list}", chain_program().display())
+}
+
+#[test]
+fn a_list_picks_orders_and_reads_struct_members() {
+    if !usable("args_members") {
+        return;
+    }
+    let (out, stderr) = traced_chain(
+        4,
+        &[
+            "probe",
+            "-c",
+            "4",
+            &spec("chain_target(where->y, where->label, count, where->x, name)"),
+        ],
+    );
+    let lines: Vec<String> = text(&out.stdout)
+        .lines()
+        .skip(1)
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert!(
+        stderr.contains("one string is read per hit; 'name' prints as a pointer"),
+        "{stderr}"
+    );
+    for (i, line) in (1..).zip(&lines) {
+        let name = line.rsplit_once("name=").map_or("", |(_, p)| p);
+        assert!(name.starts_with("0x"), "{line}");
+        let values = line.split_once(":chain_target ").map(|(_, v)| v);
+        assert_eq!(
+            values,
+            // One string is read per hit: the first listed; `name` shows as a pointer.
+            Some(
+                format!(
+                    r#"where->y=-{i} where->label="b-point" count={i} where->x={i} name={name}"#
+                )
+                .as_str()
+            ),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn args_applies_to_every_probe_without_its_own_list() {
+    if !usable("args_flag") {
+        return;
+    }
+    let (out, stderr) = traced_chain(
+        2,
+        &[
+            "probe",
+            "-c",
+            "4",
+            "-o",
+            "json",
+            "--args",
+            "arg0",
+            &spec("chain_target"),
+            &spec("chain_a(i)"),
+        ],
+    );
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 4, "{stderr}");
+    for event in &events {
+        let args = event["args"].as_object().unwrap();
+        let (key, value) = args.iter().next().unwrap();
+        assert_eq!(args.len(), 1, "{event}");
+        match event["probe"].as_str().unwrap() {
+            p if p.ends_with(":chain_target") => assert_eq!(key, "arg0"),
+            p if p.ends_with(":chain_a") => assert_eq!(key, "i"),
+            other => panic!("{other}"),
+        }
+        assert!(matches!(value.as_i64(), Some(1 | 2)), "{event}");
+    }
+}
+
+#[test]
+fn a_member_read_through_a_null_pointer_is_shown_unknown_and_counted() {
+    if !usable("args_fault") {
+        return;
+    }
+    let (out, stderr) = traced_chain(
+        4,
+        &["probe", "-c", "4", "-o", "json", &spec("chain_peek(p->y)")],
+    );
+    let values: Vec<serde_json::Value> = json_lines(&out.stdout)
+        .iter()
+        .map(|e| e["args"]["p->y"].clone())
+        .collect();
+    assert_eq!(
+        values,
+        [
+            serde_json::Value::Null,
+            (-2).into(),
+            serde_json::Value::Null,
+            (-4).into()
+        ],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(":chain_peek: 2 struct member reads failed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn counting_by_a_member_and_summing_a_parameter() {
+    if !usable("args_count") {
+        return;
+    }
+    let prog = chain_program().display().to_string();
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "where->y",
+        "--sum",
+        "count",
+        "-o",
+        "json",
+        &spec("chain_target"),
+        "--",
+        "sh",
+        "-c",
+        &format!("printf g | {prog} 3 >/dev/null"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reports = json_lines(&out.stdout);
+    let mut rows: Vec<(i64, u64, i64)> = reports[0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                // Key columns are strings in the report schema.
+                r["where->y"].as_str().unwrap().parse().unwrap(),
+                r["count"].as_u64().unwrap(),
+                r["sum"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(rows, [(-3, 1, 3), (-2, 1, 2), (-1, 1, 1)], "{}", reports[0]);
+}
+
+#[test]
+fn bad_lists_are_usage_errors_that_say_what_exists() {
+    let cases = [
+        (
+            spec("chain_target(where->z)"),
+            "error: struct point has no member 'z'\nhint: members of struct point: x, y, label\n",
+        ),
+        (
+            spec("chain_target(cont)"),
+            "has no parameter 'cont'\nhint: did you mean: count\n",
+        ),
+        (
+            spec("chain_target(count->x)"),
+            "error: parameter 'count' is s32, not a pointer to a struct or union\n",
+        ),
+        (
+            "syscalls:sys_enter_openat(filenme)".to_string(),
+            "error: syscalls:sys_enter_openat has no field 'filenme'\nhint: did you mean: filename\n",
+        ),
+        (
+            "syscalls:sys_enter_openat(a,,b)".to_string(),
+            "error: empty value in the argument list in probe 'syscalls:sys_enter_openat(a,,b)'\n",
+        ),
+    ];
+    for (probe, expected) in cases {
+        let out = tracer(&["probe", &probe, "-c", "1"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{probe}: {stderr}");
+        assert!(stderr.contains(expected), "{probe}: {stderr}");
+    }
+    let out = tracer(&["latency", &spec("chain_target(count)")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("tracer latency prints no per-hit values: drop '(count)'"),
+        "{}",
+        text(&out.stderr)
+    );
+}

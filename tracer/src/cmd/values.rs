@@ -1,0 +1,483 @@
+//! What a kernel or user probe reads and prints per hit: its parameters, named and typed by
+//! BTF or DWARF (else arg0..arg5), or those a `FUNC(a, b->c)` / `--args` list picks, with
+//! struct members read in the BPF program; and where `--count-by`, `--sum` and `--hist` find
+//! a value named the same way.
+
+use tracer_common::{
+    src, Event, FieldRead, SlotConfig, FIELDS_OFFSET, FIELD_AUTO, FIELD_READS, FIELD_USER,
+    SLOT_STR_ARG_AUTO, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
+};
+
+use crate::kernel::btf::parse_access;
+use crate::kernel::format::{shows_hex, Value};
+use crate::kernel::params::{Kind, Member, Prototype};
+use crate::Error;
+
+/// Where a value is captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Argument register N (`Event::data[N]`).
+    Register(usize),
+    /// Struct member read N (`Event::fields[N]`).
+    Field(usize),
+}
+
+/// One printed value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// As the user wrote it, or the parameter's name.
+    pub name: String,
+    pub place: Place,
+    pub kind: Kind,
+}
+
+/// Which memory the probe's pointers point into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// uprobes: the traced process's.
+    User,
+    /// kprobes: user or kernel, told apart by address (gcc-built kernels' BTF has no
+    /// `__user` tags).
+    ByAddress,
+}
+
+/// Resolves `PARAM->a.b` (parameter index and member path) to an offset and kind.
+pub type MemberLookup<'a> = dyn FnMut(usize, &[&str]) -> Result<Member, Error> + 'a;
+
+/// A probe's values: what its BPF slot reads and how each is printed.
+#[derive(Clone, Debug)]
+pub struct Values {
+    pub columns: Vec<Column>,
+    params: Vec<(String, Kind)>,
+    reads: Vec<FieldRead>,
+    /// The column whose string the BPF program reads (one per hit).
+    string: Option<Place>,
+    memory: Memory,
+    probe: String,
+}
+
+const REGISTER_ARGS: usize = 6;
+
+impl Values {
+    /// The values of an entry probe of `probe`: every parameter when `selection` is empty,
+    /// else the listed ones in order. `proto` is `None` when neither BTF nor DWARF describes
+    /// the function: registers arg0..arg5, untyped.
+    pub fn new(
+        probe: &str,
+        proto: Option<&Prototype>,
+        selection: &[String],
+        memory: Memory,
+        members: &mut MemberLookup<'_>,
+    ) -> Result<Values, Error> {
+        let params = match proto {
+            Some(proto) => (proto.params.iter().take(REGISTER_ARGS))
+                .map(|p| (p.name.clone(), p.kind.clone()))
+                .collect(),
+            None => (0..REGISTER_ARGS)
+                .map(|i| (format!("arg{i}"), untyped()))
+                .collect(),
+        };
+        let mut values = Values {
+            columns: Vec::new(),
+            params,
+            reads: Vec::new(),
+            string: None,
+            memory,
+            probe: probe.to_string(),
+        };
+        if selection.is_empty() {
+            values.columns = (values.params.iter().enumerate())
+                .map(|(i, (name, kind))| Column {
+                    name: name.clone(),
+                    place: Place::Register(i),
+                    kind: kind.clone(),
+                })
+                .collect();
+        } else {
+            for name in selection {
+                let column = values.column(name, members)?;
+                values.columns.push(column);
+            }
+        }
+        values.string = (values.columns.iter())
+            .find(|c| c.kind == Kind::Str)
+            .map(|c| c.place);
+        let unread = values
+            .columns
+            .iter()
+            .filter(|c| c.kind == Kind::Str)
+            .skip(1);
+        for column in unread {
+            eprintln!(
+                "note: {probe}: one string is read per hit; '{}' prints as a pointer",
+                column.name
+            );
+        }
+        Ok(values)
+    }
+
+    /// The column for a name: a parameter, `argN`, or a member access.
+    fn column(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Column, Error> {
+        let Some((param, path)) = parse_access(name) else {
+            let (index, kind) = self.param(name)?;
+            return Ok(Column {
+                name: name.to_string(),
+                place: Place::Register(index),
+                kind,
+            });
+        };
+        let (index, _) = self.param(param)?;
+        let member = members(index, &path)?;
+        let size = member.kind.size();
+        let scalar = matches!(
+            member.kind,
+            Kind::Signed(_)
+                | Kind::Unsigned(_)
+                | Kind::Bool
+                | Kind::Enum { .. }
+                | Kind::Str
+                | Kind::Pointer { .. }
+        );
+        if !scalar || !matches!(size, 1 | 2 | 4 | 8) {
+            return Err(Error::usage(
+                format!(
+                    "'{name}' of {} is {}, not a number, pointer or string",
+                    self.probe, member.kind
+                ),
+                vec![format!("name one of its members: {name}.MEMBER")],
+            ));
+        }
+        let read = FieldRead {
+            offset: member.offset,
+            arg: index as u8,
+            size,
+            flags: match self.memory {
+                Memory::User => FIELD_USER,
+                Memory::ByAddress => FIELD_AUTO,
+            },
+            _pad: 0,
+        };
+        let slot = match self.reads.iter().position(|r| *r == read) {
+            Some(slot) => slot,
+            None if self.reads.len() < FIELD_READS => {
+                self.reads.push(read);
+                self.reads.len() - 1
+            }
+            None => {
+                return Err(Error::usage(
+                    format!(
+                        "{} reads more than {FIELD_READS} struct members",
+                        self.probe
+                    ),
+                    vec![format!(
+                        "pick at most {FIELD_READS}, or attach the probe twice with other lists"
+                    )],
+                ))
+            }
+        };
+        Ok(Column {
+            name: name.to_string(),
+            place: Place::Field(slot),
+            kind: member.kind,
+        })
+    }
+
+    /// A parameter by name or as `argN`.
+    fn param(&self, name: &str) -> Result<(usize, Kind), Error> {
+        if let Some(index) = self.params.iter().position(|(n, _)| n == name) {
+            return Ok((index, self.params[index].1.clone()));
+        }
+        let arg = name
+            .strip_prefix("arg")
+            .and_then(|n| n.parse::<usize>().ok());
+        match arg {
+            Some(n) if n < REGISTER_ARGS => {
+                Ok((n, self.params.get(n).map_or_else(untyped, |p| p.1.clone())))
+            }
+            _ => {
+                let names: Vec<&str> = self.params.iter().map(|(n, _)| n.as_str()).collect();
+                let mut hints = vec![format!(
+                    "its parameters: {} (or arg0..arg5)",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )];
+                if let Some(near) = crate::plan::did_you_mean(name, names.iter().copied()) {
+                    hints.insert(0, near);
+                }
+                Err(Error::usage(
+                    format!("{} has no parameter '{name}'", self.probe),
+                    hints,
+                ))
+            }
+        }
+    }
+
+    /// Where `--count-by`/`--sum`/`--hist` find a named value (a parameter, `argN` or a
+    /// member, read if no column reads it yet), as a [`src`], and whether it is signed.
+    pub fn source(
+        &mut self,
+        name: &str,
+        members: &mut MemberLookup<'_>,
+    ) -> Result<(u32, bool), Error> {
+        let column = match self.columns.iter().find(|c| c.name == name) {
+            Some(column) => column.clone(),
+            None => self.column(name, members)?,
+        };
+        let signed = matches!(column.kind, Kind::Signed(_) | Kind::Enum { .. });
+        let size = u32::from(column.kind.size());
+        let offset = match column.place {
+            Place::Register(n) => 8 * n as u32,
+            Place::Field(n) => FIELDS_OFFSET + 8 * n as u32,
+        };
+        Ok((src(offset, size, signed), signed))
+    }
+
+    /// Sets what the slot reads: the member reads, and the string (unless `strings` is false:
+    /// counting never prints it).
+    pub fn configure(&self, config: &mut SlotConfig, strings: bool) {
+        for (slot, read) in config.fields.iter_mut().zip(&self.reads) {
+            *slot = *read;
+        }
+        let Some(place) = self.string.filter(|_| strings) else {
+            return;
+        };
+        config.flags |= match self.memory {
+            Memory::User => SLOT_STR_ARG_USER,
+            Memory::ByAddress => SLOT_STR_ARG_AUTO,
+        };
+        config.str_arg = match place {
+            Place::Register(n) => n as u32,
+            Place::Field(n) => {
+                config.flags |= SLOT_STR_FIELD;
+                n as u32
+            }
+        };
+    }
+
+    /// The named values of one hit. A member whose read failed (a bad pointer) is
+    /// [`Value::Missing`]: `?` in text, `null` in JSON.
+    pub fn decode(&self, event: &Event) -> Vec<(&str, Value)> {
+        (self.columns.iter())
+            .map(|column| {
+                let raw = match column.place {
+                    Place::Register(n) => Some(event.data[n]),
+                    Place::Field(n) => {
+                        (event.field_faults & (1 << n) == 0).then_some(event.fields[n])
+                    }
+                };
+                let string = (self.string == Some(column.place))
+                    .then(|| event.string())
+                    .flatten();
+                let value = match raw.map(|raw| column.kind.value(raw, string)) {
+                    // As for tracepoint fields: `flags` and `*mask*` hold bits.
+                    Some(Value::Uint(bits)) if shows_hex(leaf(&column.name)) => Value::Hex(bits),
+                    Some(value) => value,
+                    None => Value::Missing,
+                };
+                (column.name.as_str(), value)
+            })
+            .collect()
+    }
+
+    /// Member reads of one hit that failed.
+    pub fn faults(event: &Event) -> u32 {
+        event.field_faults.count_ones()
+    }
+}
+
+/// The last name of a member path (`flags` of `how->flags`).
+fn leaf(name: &str) -> &str {
+    name.rsplit(['>', '.']).next().unwrap_or(name)
+}
+
+/// The kind of a register no BTF or DWARF describes: printed in hex, counted as unsigned.
+fn untyped() -> Kind {
+    Kind::Other {
+        name: "unsigned long".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::params::Param;
+
+    fn proto() -> Prototype {
+        let param = |name: &str, kind| Param {
+            name: name.into(),
+            kind,
+        };
+        Prototype {
+            params: vec![
+                param("dfd", Kind::Signed(4)),
+                param("filename", Kind::Str),
+                param(
+                    "how",
+                    Kind::Pointer {
+                        pointee: "struct open_how".into(),
+                    },
+                ),
+            ],
+            ret: Kind::Signed(8),
+        }
+    }
+
+    /// `how->flags` at 0 (u64), `how->mode` at 8 (u64), `how->name` a string at 16.
+    fn lookup(arg: usize, path: &[&str]) -> Result<Member, Error> {
+        let (offset, kind) = match path {
+            ["flags"] => (0, Kind::Unsigned(8)),
+            ["mode"] => (8, Kind::Unsigned(8)),
+            ["name"] => (16, Kind::Str),
+            ["inner"] => (
+                24,
+                Kind::Other {
+                    name: "struct inner".into(),
+                },
+            ),
+            _ => return Err(Error::usage("no such member", Vec::new())),
+        };
+        Ok(Member { arg, offset, kind })
+    }
+
+    fn values(selection: &[&str]) -> Result<Values, Error> {
+        let selection: Vec<String> = selection.iter().map(|s| s.to_string()).collect();
+        Values::new(
+            "kprobe:do_sys_openat2",
+            Some(&proto()),
+            &selection,
+            Memory::ByAddress,
+            &mut lookup,
+        )
+    }
+
+    fn event() -> Event {
+        let mut event = Event::from_bytes(&[0; Event::SIZE]).expect("size");
+        event.data[0] = 0xffff_ff9c;
+        event.data[1] = 0x7ffd_0000;
+        event.data[2] = 0xffff_c900_0000_1000;
+        event.fields = [0o2_000_000, 0o644, 0, 0];
+        event.str[..5].copy_from_slice(b"/etc\0");
+        event.str_len = 5;
+        event
+    }
+
+    #[test]
+    fn every_parameter_without_a_selection() {
+        let v = values(&[]).expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        assert_eq!(config.flags, SLOT_STR_ARG_AUTO);
+        assert_eq!(config.str_arg, 1);
+        assert_eq!(config.fields, [FieldRead::default(); FIELD_READS]);
+        assert_eq!(
+            v.decode(&event()),
+            vec![
+                ("dfd", Value::Int(-100)),
+                ("filename", Value::Str("/etc".into())),
+                ("how", Value::Hex(0xffff_c900_0000_1000)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_selection_picks_reorders_and_reads_members() {
+        let v = values(&["how->mode", "filename", "arg0", "how->flags"]).expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        let read = |offset| FieldRead {
+            offset,
+            arg: 2,
+            size: 8,
+            flags: FIELD_AUTO,
+            _pad: 0,
+        };
+        assert_eq!(config.fields[..2], [read(8), read(0)]);
+        assert_eq!(config.fields[2].size, 0);
+        let mut hit = event();
+        hit.fields = [0o644, 0o2_000_000, 0, 0];
+        assert_eq!(
+            v.decode(&hit),
+            vec![
+                ("how->mode", Value::Uint(0o644)),
+                ("filename", Value::Str("/etc".into())),
+                ("arg0", Value::Int(-100)),
+                ("how->flags", Value::Hex(0o2_000_000)),
+            ]
+        );
+        hit.field_faults = 0b10;
+        assert_eq!(v.decode(&hit)[3], ("how->flags", Value::Missing));
+        assert_eq!(Values::faults(&hit), 1);
+    }
+
+    #[test]
+    fn a_string_member_is_the_string_read() {
+        let v = values(&["how->name", "dfd"]).expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        assert_eq!(config.flags, SLOT_STR_ARG_AUTO | SLOT_STR_FIELD);
+        assert_eq!(config.str_arg, 0);
+        assert_eq!(
+            v.decode(&event())[0],
+            ("how->name", Value::Str("/etc".into()))
+        );
+        // Counting never prints strings, so it does not read them.
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, false);
+        assert_eq!(config.flags, 0);
+    }
+
+    #[test]
+    fn sources_for_counting() {
+        let mut v = values(&["filename"]).expect("values");
+        assert_eq!(
+            v.source("dfd", &mut lookup).expect("dfd"),
+            (src(0, 4, true), true)
+        );
+        assert_eq!(
+            v.source("arg2", &mut lookup).expect("arg2"),
+            (src(16, 8, false), false)
+        );
+        assert_eq!(
+            v.source("how->mode", &mut lookup).expect("member"),
+            (src(FIELDS_OFFSET, 8, false), false)
+        );
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, false);
+        assert_eq!(config.fields[0].offset, 8);
+    }
+
+    #[test]
+    fn untyped_registers_are_hex_and_unsigned() {
+        let mut v =
+            Values::new("uprobe:/bin/x:f", None, &[], Memory::User, &mut lookup).expect("values");
+        assert_eq!(v.columns.len(), 6);
+        assert_eq!(v.decode(&event())[0], ("arg0", Value::Hex(0xffff_ff9c)));
+        assert_eq!(
+            v.source("arg1", &mut lookup).expect("arg1"),
+            (src(8, 8, false), false)
+        );
+    }
+
+    #[test]
+    fn bad_selections_say_what_exists() {
+        let message = |r: Result<Values, Error>| match r {
+            Err(Error::Usage { message, hints }) => format!("{message} | {}", hints.join(" | ")),
+            other => panic!("expected a usage error, got {other:?}"),
+        };
+        assert_eq!(
+            message(values(&["filenme"])),
+            "kprobe:do_sys_openat2 has no parameter 'filenme' | did you mean: filename | its parameters: dfd, filename, how (or arg0..arg5)"
+        );
+        assert_eq!(
+            message(values(&["how->inner"])),
+            "'how->inner' of kprobe:do_sys_openat2 is struct inner, not a number, pointer or string | name one of its members: how->inner.MEMBER"
+        );
+        assert_eq!(
+            message(values(&["arg6"])),
+            "kprobe:do_sys_openat2 has no parameter 'arg6' | its parameters: dfd, filename, how (or arg0..arg5)"
+        );
+    }
+}
