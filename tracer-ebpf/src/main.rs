@@ -172,15 +172,22 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     // SAFETY: index 0 exists (max_entries 1); the per-CPU value is only touched by this program
     // invocation until it returns.
     let event = unsafe { &mut *SCRATCH.get_ptr_mut(0)? };
-    // SAFETY: helper without preconditions.
-    event.time_ns = unsafe { bpf_ktime_get_ns() };
+    // A counted hit needs only what its key uses: no timestamp, and the comm (a helper call)
+    // only when keyed by it.
+    let counted = config.flags & SLOT_AGGREGATE != 0;
+    if !counted {
+        // SAFETY: helper without preconditions.
+        event.time_ns = unsafe { bpf_ktime_get_ns() };
+    }
     event.cpu = cpu;
     event.pid_tgid = pid_tgid;
     event.slot = slot;
     event.str_len = 0;
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
-    event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    if !counted || config.agg & AGG_COMM != 0 {
+        event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    }
     event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
     event.ustack = stack_id(
         ctx,
@@ -420,9 +427,14 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
-    // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly; records shorter than
-    // DATA_WORDS words sit in the per-CPU trace buffer, so the tail read stays in kernel memory.
-    event.data = unsafe { ctx.read_at::<[u64; DATA_WORDS]>(0) }.unwrap_or([0; DATA_WORDS]);
+    // A counted hit reads the record only when a key or value comes from it.
+    let counted = config.flags & SLOT_AGGREGATE != 0;
+    if !counted || config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) != 0 {
+        // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly; records shorter than
+        // DATA_WORDS words sit in the per-CPU trace buffer, so the tail read stays in kernel
+        // memory.
+        event.data = unsafe { ctx.read_at::<[u64; DATA_WORDS]>(0) }.unwrap_or([0; DATA_WORDS]);
+    }
     if config.flags & SLOT_STR_TP_USER != 0 {
         // SAFETY: as above.
         let ptr = unsafe { ctx.read_at::<u64>(config.str_arg as usize) }.unwrap_or(0);
