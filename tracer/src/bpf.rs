@@ -244,9 +244,11 @@ impl Bpf {
         Ok(names)
     }
 
-    /// The latency histograms summed over CPUs; with `clear`, the cells are removed after
-    /// reading (interval mode).
-    pub fn latency_histogram(&mut self, clear: bool) -> Result<Vec<(HistKey, u64)>, Error> {
+    /// The latency histograms summed over CPUs: running totals, which are never cleared
+    /// (removing a cell raced with the other CPU's updates and lost calls). With `reset_max`
+    /// (interval mode) the maximum cells are zeroed after reading: the maximum is the one
+    /// statistic that has no difference of totals.
+    pub fn latency_histogram(&mut self, reset_max: bool) -> Result<Vec<(HistKey, u64)>, Error> {
         let map = self
             .ebpf
             .map_mut("LAT_HIST")
@@ -270,8 +272,11 @@ impl Bpf {
                 }),
             ));
         }
-        if clear {
-            for (key, _) in &cells {
+        if reset_max {
+            for (key, _) in cells
+                .iter()
+                .filter(|(k, _)| k.bucket == tracer_common::HIST_MAX)
+            {
                 let _ = hist.remove(key);
             }
         }
@@ -303,7 +308,7 @@ impl Bpf {
                     },
                     value,
                 ));
-                if clear {
+                if reset_max && bucket == tracer_common::HIST_MAX {
                     let zeros = aya::maps::PerCpuValues::try_from(vec![0u64; values.len()])
                         .map_err(|e| Error::MapUpdate {
                             map: "LAT_ARRAY",

@@ -176,6 +176,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         by,
         interval: args.interval,
         last_interval: std::time::Instant::now(),
+        previous: Default::default(),
         start_ns: crate::session::monotonic_ns(),
         outliers: 0,
         watched_pid: args.pid,
@@ -224,6 +225,8 @@ struct LatencySink<'a, W: std::io::Write> {
     outliers: u64,
     /// -p: the run ends when this process exits.
     watched_pid: Option<u32>,
+    /// Totals at the last report, per cell (-I prints differences).
+    previous: std::collections::HashMap<HistKey, u64>,
 }
 
 impl<W: std::io::Write> LatencySink<'_, W> {
@@ -241,9 +244,24 @@ impl<W: std::io::Write> LatencySink<'_, W> {
         }
     }
 
-    /// Reads (and with -I clears) the in-kernel histograms and prints one per group.
+    /// Reads the in-kernel histograms and prints one per group: with -I, what changed since
+    /// the last report (differences of running totals, and the maximum since then).
     fn print_histograms(&mut self) -> Result<(), Error> {
-        let cells = self.bpf.latency_histogram(self.interval.is_some())?;
+        let totals = self.bpf.latency_histogram(self.interval.is_some())?;
+        let mut cells = Vec::new();
+        let mut called = std::collections::HashSet::new();
+        for (key, total) in totals {
+            let value = match key.bucket {
+                HIST_MAX => total,
+                _ => total - self.previous.insert(key, total).unwrap_or(0),
+            };
+            if key.bucket < HIST_BUCKETS && value > 0 {
+                called.insert(key.group);
+            }
+            cells.push((key, value));
+        }
+        // Groups with no call since the last report are left out.
+        cells.retain(|(key, _)| called.contains(&key.group));
         let mut groups: BTreeMap<[u8; 16], Histogram> = BTreeMap::new();
         for (key, value) in cells {
             let h = groups
