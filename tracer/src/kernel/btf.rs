@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use btf_rs::{Backend, Btf, BtfType, FuncProto, Parameter, Struct, Type};
 
-use super::params::{Kind, Member, Param, Prototype};
+use super::params::{Kind, Member, MemberError, Param, Prototype};
 
 /// Where the kernel publishes vmlinux BTF, and one split BTF file per loaded module.
 const BTF_DIR: &str = "/sys/kernel/btf";
@@ -33,26 +33,8 @@ pub enum Error {
     },
     #[error("no BTF prototype for kernel function '{function}'")]
     NoFunction { function: String },
-    #[error("'{function}' has no parameter {arg} (it takes {})", params.len())]
-    NoParam {
-        function: String,
-        arg: usize,
-        params: Vec<String>,
-    },
-    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
-    NotAStructPointer { param: String, kind: String },
-    #[error("{strukt} has no member '{member}'")]
-    NoMember {
-        strukt: String,
-        member: String,
-        members: Vec<String>,
-    },
-    #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
-    Bitfield { strukt: String, member: String },
-    #[error("'{member}' is {kind}: only one level of '->' is supported")]
-    NestedDeref { member: String, kind: String },
-    #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
-    NotAStruct { member: String, kind: String },
+    #[error(transparent)]
+    Member(#[from] MemberError),
 }
 
 impl Error {
@@ -60,6 +42,7 @@ impl Error {
     pub fn hints(&self) -> Vec<String> {
         const FALLBACK: &str = "typed arguments fall back to arg0..arg5";
         let hint = match self {
+            Error::Member(e) => return e.hints(),
             Error::NoBtf { source, .. } if source.kind() == io::ErrorKind::NotFound => {
                 format!("this kernel was built without CONFIG_DEBUG_INFO_BTF; {FALLBACK}")
             }
@@ -70,20 +53,6 @@ impl Error {
             Error::NoFunction { function } => {
                 format!("is '{function}' inlined? check `grep -w {function} /proc/kallsyms`")
             }
-            Error::NoParam { params, .. } => format!("its parameters: {}", params.join(", ")),
-            Error::NotAStructPointer { param, .. } => format!("print '{param}' itself"),
-            Error::NoMember {
-                strukt, members, ..
-            } => {
-                format!("members of {strukt}: {}", members.join(", "))
-            }
-            Error::Bitfield { strukt, .. } => {
-                format!("print a whole neighbouring member of {strukt} instead")
-            }
-            Error::NestedDeref { member, .. } => {
-                format!("trace a function that takes '{member}' as a parameter")
-            }
-            Error::NotAStruct { member, .. } => format!("print '{member}' itself"),
         };
         vec![hint]
     }
@@ -169,11 +138,12 @@ impl KernelBtf {
                 .enumerate()
                 .map(|(i, p)| param_name(btf, p, i));
             let (function, params) = (function.into(), params.collect());
-            return Err(Error::NoParam {
+            return Err(MemberError::NoParam {
                 function,
                 arg,
                 params,
-            });
+            }
+            .into());
         };
         let param_name = param_name(btf, param, arg);
         // The parameter's own pointer is the one dereference the BPF side makes.
@@ -187,10 +157,11 @@ impl KernelBtf {
             if matches!(current, Type::Fwd(_)) {
                 kind.push_str(" (only declared: BTF has no layout for it)");
             }
-            return Err(Error::NotAStructPointer {
+            return Err(MemberError::NotAStructPointer {
                 param: param_name,
                 kind,
-            });
+            }
+            .into());
         }
         let (mut offset, mut member_id) = (0, pointee);
         for (i, &name) in path.iter().enumerate() {
@@ -201,23 +172,25 @@ impl KernelBtf {
                     let kind = kind_of(btf, member_id)?.to_string();
                     return Err(match other {
                         // Going on through a pointer member would be a second dereference.
-                        Type::Ptr(_) => Error::NestedDeref { member, kind },
-                        _ => Error::NotAStruct { member, kind },
-                    });
+                        Type::Ptr(_) => MemberError::NestedDeref { member, kind },
+                        _ => MemberError::NotAStruct { member, kind },
+                    }
+                    .into());
                 }
             };
             let (strukt, member) = (c_name(btf, member_id)?, name.to_string());
             let Some(found) = find_member(btf, s, name, 0)? else {
                 let mut members = Vec::new();
                 member_names(btf, s, &mut members, 0)?;
-                return Err(Error::NoMember {
+                return Err(MemberError::NoMember {
                     strukt,
                     member,
                     members,
-                });
+                }
+                .into());
             };
             if found.bitfield {
-                return Err(Error::Bitfield { strukt, member });
+                return Err(MemberError::Bitfield { strukt, member }.into());
             }
             offset += found.bit_offset / 8;
             member_id = found.type_id;
@@ -640,7 +613,9 @@ mod tests {
         let msg = "parameter 'dfd' is s32, not a pointer to a struct or union";
         assert_eq!(e.to_string(), msg);
         let e = err("do_sys_openat2", 1, &["x"]);
-        assert!(matches!(e, Error::NotAStructPointer { kind, .. } if kind == "char *"));
+        assert!(
+            matches!(e, Error::Member(MemberError::NotAStructPointer { kind, .. }) if kind == "char *")
+        );
         let e = err("do_sys_openat2", 3, &["x"]);
         assert_eq!(
             e.to_string(),
@@ -651,7 +626,9 @@ mod tests {
         let msg = "'file->f_path.dentry' is struct dentry *: only one level of '->' is supported";
         assert_eq!(e.to_string(), msg);
         let e = err("do_sys_openat2", 2, &["flags", "x"]);
-        assert!(matches!(e, Error::NotAStruct { member, .. } if member == "how->flags"));
+        assert!(
+            matches!(e, Error::Member(MemberError::NotAStruct { member, .. }) if member == "how->flags")
+        );
         // `__u8 cloned:1` in struct sk_buff.
         let e = err("kfree_skb_partial", 0, &["cloned"]);
         assert_eq!(

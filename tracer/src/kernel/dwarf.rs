@@ -7,7 +7,7 @@ use std::path::Path;
 use addr2line::gimli::{self, AttributeValue, DwAt, DwTag, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::params::{Kind, Member, Param, Prototype};
+use super::params::{Kind, Member, MemberError, Param, Prototype};
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Unit<'a> = gimli::Unit<Reader<'a>>;
@@ -58,28 +58,8 @@ pub enum Error {
     NoFunction { path: String, function: String },
     #[error("'{function}' is a compiler clone whose arguments differ from the source's")]
     CompilerClone { function: String, original: String },
-    #[error("'{function}' has no parameter {arg} (it takes {})", params.len())]
-    NoParam {
-        function: String,
-        arg: usize,
-        params: Vec<String>,
-    },
-    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
-    NotAStructPointer { param: String, kind: String },
-    #[error("{strukt} has no member '{member}'")]
-    NoMember {
-        strukt: String,
-        member: String,
-        members: Vec<String>,
-    },
-    #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
-    Bitfield { strukt: String, member: String },
-    #[error("'{member}' is {kind}: only one level of '->' is supported")]
-    NestedDeref { member: String, kind: String },
-    #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
-    NotAStruct { member: String, kind: String },
-    #[error("'{member}' of {strukt} has no constant byte offset in the DWARF")]
-    Location { strukt: String, member: String },
+    #[error(transparent)]
+    Member(#[from] MemberError),
 }
 
 impl Error {
@@ -87,6 +67,7 @@ impl Error {
     pub fn hints(&self) -> Vec<String> {
         const FALLBACK: &str = "without debug info, arguments print as arg0..arg5";
         let hint = match self {
+            Error::Member(e) => return e.hints(),
             Error::Read { .. } => return Vec::new(),
             Error::Elf { path, .. } => format!("uprobes need an ELF file; check `file {path}`"),
             Error::Dwarf { path, .. } => {
@@ -107,20 +88,6 @@ impl Error {
                  `readelf --debug-dump=info {path} | grep -w {function}`"
             ),
             Error::CompilerClone { original, .. } => format!("trace '{original}' itself"),
-            Error::NoParam { params, .. } => format!("its parameters: {}", params.join(", ")),
-            Error::NotAStructPointer { param, .. } => format!("print '{param}' itself"),
-            Error::NoMember {
-                strukt, members, ..
-            } => {
-                format!("members of {strukt}: {}", members.join(", "))
-            }
-            Error::Bitfield { strukt, .. } | Error::Location { strukt, .. } => {
-                format!("print a whole neighbouring member of {strukt} instead")
-            }
-            Error::NestedDeref { member, .. } => {
-                format!("trace a function that takes '{member}' as a parameter")
-            }
-            Error::NotAStruct { member, .. } => format!("print '{member}' itself"),
         };
         vec![hint]
     }
@@ -154,6 +121,12 @@ impl From<gimli::Error> for Fault {
 impl From<Error> for Fault {
     fn from(e: Error) -> Self {
         Fault::Request(e)
+    }
+}
+
+impl From<MemberError> for Fault {
+    fn from(e: MemberError) -> Self {
+        Fault::Request(e.into())
     }
 }
 
@@ -406,7 +379,7 @@ impl<'a> Debug<'a> {
                 .iter()
                 .enumerate()
                 .map(|(i, &p)| self.param_name(p, i));
-            return Err(Error::NoParam {
+            return Err(MemberError::NoParam {
                 function: name.into(),
                 arg,
                 params: names.collect::<gimli::Result<_>>()?,
@@ -425,7 +398,7 @@ impl<'a> Debug<'a> {
             if matches!(shape, Shape::Declared) {
                 kind.push_str(" (only declared: the DWARF has no layout for it)");
             }
-            return Err(Error::NotAStructPointer {
+            return Err(MemberError::NotAStructPointer {
                 param: param_name,
                 kind,
             }
@@ -438,8 +411,8 @@ impl<'a> Debug<'a> {
                 let kind = self.kind(ty)?.to_string();
                 return Err(match shape {
                     // Going on through a pointer member would be a second dereference.
-                    Shape::Pointer(_) => Error::NestedDeref { member, kind },
-                    _ => Error::NotAStruct { member, kind },
+                    Shape::Pointer(_) => MemberError::NestedDeref { member, kind },
+                    _ => MemberError::NotAStruct { member, kind },
                 }
                 .into());
             };
@@ -447,7 +420,7 @@ impl<'a> Debug<'a> {
             let Some(found) = self.find_member(aggregate, &member, 0)? else {
                 let mut members = Vec::new();
                 self.member_names(aggregate, &mut members, 0)?;
-                return Err(Error::NoMember {
+                return Err(MemberError::NoMember {
                     strukt,
                     member,
                     members,
@@ -455,10 +428,10 @@ impl<'a> Debug<'a> {
                 .into());
             };
             if found.bitfield {
-                return Err(Error::Bitfield { strukt, member }.into());
+                return Err(MemberError::Bitfield { strukt, member }.into());
             }
             let Some(sum) = found.offset.and_then(|o| o.checked_add(offset)) else {
-                return Err(Error::Location { strukt, member }.into());
+                return Err(MemberError::Location { strukt, member }.into());
             };
             (offset, ty) = (sum, found.ty);
             shape = self.shape(ty)?;
@@ -466,7 +439,7 @@ impl<'a> Debug<'a> {
         let Ok(offset) = u32::try_from(offset) else {
             let strukt = self.type_name(pointee, 0)?;
             let member = path.join(".");
-            return Err(Error::Location { strukt, member }.into());
+            return Err(MemberError::Location { strukt, member }.into());
         };
         Ok(Member {
             arg,
@@ -1020,7 +993,7 @@ int main(void) {
             for field in ["flag", "mode"] {
                 let err = walk(&[field]).unwrap_err();
                 assert!(
-                    matches!(&err, Error::Bitfield { strukt, member }
+                    matches!(&err, Error::Member(MemberError::Bitfield { strukt, member })
                         if strukt == "outer_t" && member == field),
                     "{name}: {err:?}"
                 );
@@ -1039,10 +1012,13 @@ int main(void) {
             err.to_string(),
             "'p->next' is struct point *: only one level of '->' is supported"
         );
-        assert!(matches!(err, Error::NestedDeref { .. }), "{err:?}");
+        assert!(
+            matches!(err, Error::Member(MemberError::NestedDeref { .. })),
+            "{err:?}"
+        );
         let err = walk(0, &["tag", "x"]);
         assert!(
-            matches!(&err, Error::NotAStruct { member, kind } if member == "p->tag" && kind == "s32"),
+            matches!(&err, Error::Member(MemberError::NotAStruct { member, kind }) if member == "p->tag" && kind == "s32"),
             "{err:?}"
         );
         let err = walk(0, &["inner", "c"]);
@@ -1065,17 +1041,19 @@ int main(void) {
         assert_eq!(err.hints(), ["print 'n' itself"]);
         let err = walk(3, &["x"]);
         assert!(
-            matches!(&err, Error::NotAStructPointer { kind, .. } if kind == "struct point"),
+            matches!(&err, Error::Member(MemberError::NotAStructPointer { kind, .. }) if kind == "struct point"),
             "{err:?}"
         );
         let err = walk(2, &["x"]);
         assert!(
-            matches!(&err, Error::NotAStructPointer { kind, .. }
+            matches!(&err, Error::Member(MemberError::NotAStructPointer { kind, .. })
                 if kind == "struct opaque * (only declared: the DWARF has no layout for it)"),
             "{err:?}"
         );
         let err = member(&prog, "main", 0, &["x"]).unwrap_err();
-        assert!(matches!(err, Error::NoParam { ref params, .. } if params.is_empty()));
+        assert!(
+            matches!(err, Error::Member(MemberError::NoParam { ref params, .. }) if params.is_empty())
+        );
     }
 
     #[test]

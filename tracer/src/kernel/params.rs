@@ -163,6 +163,56 @@ pub fn errno_name(errno: i64) -> Option<&'static str> {
     }
 }
 
+/// Why `PARAM->member` cannot be read, from BTF or DWARF alike.
+#[derive(Debug, thiserror::Error)]
+pub enum MemberError {
+    #[error("'{function}' has no parameter {arg} (it takes {})", params.len())]
+    NoParam {
+        function: String,
+        arg: usize,
+        params: Vec<String>,
+    },
+    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
+    NotAStructPointer { param: String, kind: String },
+    #[error("{strukt} has no member '{member}'")]
+    NoMember {
+        strukt: String,
+        member: String,
+        members: Vec<String>,
+    },
+    #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
+    Bitfield { strukt: String, member: String },
+    #[error("'{member}' is {kind}: only one level of '->' is supported")]
+    NestedDeref { member: String, kind: String },
+    #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
+    NotAStruct { member: String, kind: String },
+    #[error("'{member}' of {strukt} has no constant byte offset")]
+    Location { strukt: String, member: String },
+}
+
+impl MemberError {
+    /// Concrete next steps, printed as `hint:` lines under the error.
+    pub fn hints(&self) -> Vec<String> {
+        let hint = match self {
+            MemberError::NoParam { params, .. } => {
+                format!("its parameters: {}", params.join(", "))
+            }
+            MemberError::NotAStructPointer { param, .. } => format!("print '{param}' itself"),
+            MemberError::NoMember {
+                strukt, members, ..
+            } => format!("members of {strukt}: {}", members.join(", ")),
+            MemberError::Bitfield { strukt, .. } | MemberError::Location { strukt, .. } => {
+                format!("print a whole neighbouring member of {strukt} instead")
+            }
+            MemberError::NestedDeref { member, .. } => {
+                format!("trace a function that takes '{member}' as a parameter")
+            }
+            MemberError::NotAStruct { member, .. } => format!("print '{member}' itself"),
+        };
+        vec![hint]
+    }
+}
+
 /// One named parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
