@@ -93,6 +93,31 @@ fn args_applies_to_every_probe_without_its_own_list() {
 }
 
 #[test]
+fn a_tracepoint_list_picks_fields_by_name_or_position() {
+    if !has(Feature::Tracepoints, "args_tracepoint") || !has(Feature::Bpf, "args_tracepoint") {
+        return;
+    }
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_openat(flags, arg1)",
+        "-o",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        "cat /etc/hostname >/dev/null",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let last = json_lines(&out.stdout).pop().expect("cat's opens");
+    let args = last["args"].as_object().unwrap();
+    assert_eq!(args.len(), 2, "{last}");
+    assert_eq!(
+        (&args["flags"], &args["filename"]),
+        (&"0x0".into(), &"/etc/hostname".into())
+    );
+}
+
+#[test]
 fn a_member_read_through_a_null_pointer_is_shown_unknown_and_counted() {
     if !usable("args_fault") {
         return;

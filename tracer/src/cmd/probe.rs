@@ -1022,7 +1022,18 @@ fn tracepoint_selection(spec: &ProbeSpec, format: &Format) -> Result<Vec<String>
         .map(|f| f.name.as_str())
         .filter(|n| !n.starts_with("common_") && !n.starts_with("__"))
         .collect();
-    if let Some(name) = spec.args.iter().find(|a| !fields.contains(&a.as_str())) {
+    // `argN` is the Nth field after the common ones, as in --count-by.
+    let by_index = |name: &str| {
+        let n = name.strip_prefix("arg")?.parse::<usize>().ok()?;
+        fields.get(n).map(|f| f.to_string())
+    };
+    let selection: Vec<String> = (spec.args.iter())
+        .map(|a| match fields.contains(&a.as_str()) {
+            true => a.clone(),
+            false => by_index(a).unwrap_or_else(|| a.clone()),
+        })
+        .collect();
+    if let Some(name) = selection.iter().find(|a| !fields.contains(&a.as_str())) {
         let mut hints = vec![format!("its fields: {}", fields.join(", "))];
         if name.contains("->") || name.contains('.') {
             hints.insert(
@@ -1034,7 +1045,7 @@ fn tracepoint_selection(spec: &ProbeSpec, format: &Format) -> Result<Vec<String>
         }
         return Err(Error::usage(format!("{spec} has no field '{name}'"), hints));
     }
-    Ok(spec.args.clone())
+    Ok(selection)
 }
 
 /// The prototype of a probe on a function's entry or return: BTF for kernel functions, DWARF
