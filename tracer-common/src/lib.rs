@@ -301,6 +301,8 @@ pub struct Event {
     pub str: [u8; STR_LEN],
 }
 
+const _: () = assert!(Event::SIZE == 216, "Event must stay free of padding");
+
 impl Event {
     /// Size of the record a BPF program emits.
     pub const SIZE: usize = core::mem::size_of::<Event>();
@@ -315,6 +317,14 @@ impl Event {
         // is valid), and `bytes` holds at least `size_of::<Event>()` bytes; `read_unaligned`
         // copes with the ring's 4-byte alignment of raw data.
         Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<Event>()) })
+    }
+
+    /// The event's bytes as the BPF program wrote them (what a recorded trace stores).
+    pub fn to_bytes(&self) -> [u8; Event::SIZE] {
+        // SAFETY: `Event` is `repr(C)` with no padding (its fields are 8-byte words followed by
+        // 4-byte words and byte arrays, 216 bytes in all: checked below), so every byte of it
+        // is initialized and can be read as a byte array.
+        unsafe { core::mem::transmute_copy(self) }
     }
 
     /// Process id (thread group id).

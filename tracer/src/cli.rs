@@ -30,6 +30,11 @@ pub enum Command {
     /// Count events like perf stat: software, hardware, cache, raw, PMU, breakpoint,
     /// tracepoint and probe counters for a command, processes, threads, CPUs or cgroups.
     Stat(StatArgs),
+    /// Record probes, watchpoints, sampled counters and scheduler events on one clock into a
+    /// file, for `tracer report`.
+    Record(RecordArgs),
+    /// Read a `tracer record` file: the merged timeline as text or JSON, or a Perfetto trace.
+    Report(ReportArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
         after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
@@ -353,4 +358,91 @@ pub struct StatArgs {
     /// The command to run and count (`--` before it is optional, as in perf stat).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname
+  tracer record -o t.tracer -W counter -P uprobe:./prog:work -e task-clock -F 999 -- ./prog
+  tracer record -o t.tracer -e page-faults --period 1 --switches -d 5
+  tracer record -o - -P 'syscalls:sys_enter_open*' | tracer report -     live")]
+pub struct RecordArgs {
+    /// Where to write the recording (`-` for standard output, to pipe into `tracer report -`).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// A probe, as `tracer probe` takes it (repeatable).
+    #[arg(short = 'P', long = "probe", value_name = "SPEC")]
+    pub probes: Vec<String>,
+    /// A hardware watchpoint: TARGET[:w|rw|x[:LEN]] with TARGET as `tracer watch` takes it
+    /// (repeatable; needs -p or -- COMMAND).
+    #[arg(short = 'W', long = "watch", value_name = "TARGET")]
+    pub watches: Vec<String>,
+    /// A sampled counter (repeatable): a software, hardware, cache or raw event.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    pub events: Vec<String>,
+    /// Sample counters at this frequency (samples per second per CPU).
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        conflicts_with = "period"
+    )]
+    pub freq: Option<u64>,
+    /// Sample counters every N events.
+    #[arg(long, value_name = "N")]
+    pub period: Option<u64>,
+    /// Record scheduler context switches (in and out, per thread).
+    #[arg(long)]
+    pub switches: bool,
+    /// Only this process (and with -W: the process whose memory is watched).
+    #[arg(short, long)]
+    pub pid: Option<u32>,
+    /// Stop after SECS seconds.
+    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Data pages per CPU ring (a power of two): more pages, fewer lost events.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub ring_pages: usize,
+    /// How long a record may trail a later-stamped one on another CPU and still be put in
+    /// order (e.g. 10ms).
+    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = crate::plan::parse_duration_ns)]
+    pub reorder_window: u64,
+    /// The command to launch and record (its whole process tree).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer report t.tracer
+  tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2
+  tracer report t.tracer -o json | jq .
+  tracer report t.tracer --perfetto t.json     then open t.json in ui.perfetto.dev")]
+pub struct ReportArgs {
+    /// The recording (`-` for standard input).
+    pub file: PathBuf,
+    /// Only this process.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Only this thread.
+    #[arg(long)]
+    pub tid: Option<u32>,
+    /// Only tasks with this name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only these sources (a name or glob, comma-separated: `uprobe:*`, `watch:counter`).
+    #[arg(long, value_name = "NAMES")]
+    pub source: Option<String>,
+    /// Only records at or after this many seconds into the recording.
+    #[arg(long, value_name = "SECS")]
+    pub since: Option<f64>,
+    /// Only records before this many seconds into the recording.
+    #[arg(long, value_name = "SECS")]
+    pub until: Option<f64>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    /// Also write the timeline as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
 }

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod plan_stat;
 pub mod session;
 pub mod stacks;
+pub mod tracefile;
 
 use std::io;
 

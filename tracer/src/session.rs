@@ -247,8 +247,15 @@ impl EventLoop {
                 let fd = readable(Fd(fd)).map_err(io_error)?;
                 tokio::spawn(async move {
                     while let Ok(mut guard) = fd.readable().await {
+                        // A per-task event whose task exited reports POLLHUP for good:
+                        // readiness can no longer be cleared, and waiting again would spin.
+                        // Its ring is still drained on every tick and at the end.
+                        let hung_up = guard.ready().is_read_closed();
                         guard.clear_ready();
                         let _ = tx.try_send(());
+                        if hung_up {
+                            break;
+                        }
                     }
                 });
             }

@@ -5,6 +5,8 @@ pub mod features;
 pub mod latency;
 pub mod list;
 pub mod probe;
+pub mod record;
+pub mod report;
 pub mod stat;
 pub mod values;
 pub mod watch;
@@ -20,6 +22,8 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::Watch(args) => watch::run(args),
         Command::Latency(args) => latency::run(args),
         Command::Stat(args) => stat::run(args),
+        Command::Record(args) => record::run(args),
+        Command::Report(args) => report::run(args),
         Command::List {
             pattern,
             verbose,

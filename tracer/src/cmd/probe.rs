@@ -29,8 +29,10 @@ use crate::session::{Attached, End, EventLoop, OutputRings, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
-/// How a slot's events are turned into named values.
-enum Decoder {
+/// How a slot's events are turned into named values (kept in recorded traces, so that they
+/// decode on another machine).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub enum Decoder {
     Tracepoint {
         format: Format,
         /// The field whose user string the BPF program read (syscall tracepoints).
@@ -47,10 +49,10 @@ enum Decoder {
 
 /// One attached probe. Field order is drop order: the perf event goes before the legacy
 /// kprobe it uses.
-struct Probe {
-    name: String,
-    slot: Slot,
-    decoder: Decoder,
+pub(crate) struct Probe {
+    pub(crate) name: String,
+    pub(crate) slot: Slot,
+    pub(crate) decoder: Decoder,
     kernel_function: Option<String>,
     /// With `--count-by`: how the probe's values are read.
     sources: crate::cmd::counts::Sources,
@@ -59,6 +61,13 @@ struct Probe {
     faults: u64,
     _attached: Attached,
     _legacy: Option<LegacyKprobe>,
+}
+
+impl Probe {
+    /// Starts the probe's program (probes are attached disabled, then started together).
+    pub(crate) fn enable(&self) -> Result<(), Error> {
+        self._attached.enable()
+    }
 }
 
 /// How kernel functions are probed on this kernel.
@@ -265,7 +274,7 @@ fn end_reason(end: &End, elapsed: Duration, events: u64) -> String {
 }
 
 /// Expands globs against tracefs, the traceable functions and ELF symbols.
-fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
+pub(crate) fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
     let mut out = Vec::new();
     for spec in specs {
         if !spec.is_glob() {
@@ -522,7 +531,7 @@ pub(crate) fn open_event(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn attach(
+pub(crate) fn attach(
     bpf: &mut Bpf,
     fs: &Tracefs,
     spec: &ProbeSpec,
@@ -936,9 +945,9 @@ impl<W: std::io::Write> LoopState<'_, W> {
 }
 
 /// The event's named values, its return value, and the errno that return value stands for.
-type DecodedValues<'a> = (Vec<(&'a str, Value)>, Option<Value>, Option<&'static str>);
+pub(crate) type DecodedValues<'a> = (Vec<(&'a str, Value)>, Option<Value>, Option<&'static str>);
 
-fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
+pub(crate) fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
     match decoder {
         Decoder::Tracepoint {
             format,

@@ -14,7 +14,7 @@ use crate::kernel::params::{Kind, Member, Prototype};
 use crate::Error;
 
 /// Where a value is captured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
     /// Argument register N (`Event::data[N]`).
     Register(usize),
@@ -23,7 +23,7 @@ pub enum Place {
 }
 
 /// One printed value.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Column {
     /// As the user wrote it, or the parameter's name.
     pub name: String,
@@ -32,7 +32,7 @@ pub struct Column {
 }
 
 /// Which memory the probe's pointers point into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Memory {
     /// uprobes: the traced process's.
     User,
@@ -45,10 +45,12 @@ pub enum Memory {
 pub type MemberLookup<'a> = dyn FnMut(usize, &[&str]) -> Result<Member, Error> + 'a;
 
 /// A probe's values: what its BPF slot reads and how each is printed.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct Values {
     pub columns: Vec<Column>,
     params: Vec<(String, Kind)>,
+    /// What the BPF program reads; not needed to decode (a recorded trace keeps the rest).
+    #[serde(skip)]
     reads: Vec<FieldRead>,
     /// The column whose string the BPF program reads (one per hit).
     string: Option<Place>,

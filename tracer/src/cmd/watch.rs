@@ -26,13 +26,13 @@ use crate::Error;
 const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 
 /// One watched location.
-struct Watch {
-    name: String,
-    addr: u64,
-    len: u64,
-    slot: Slot,
+pub(crate) struct Watch {
+    pub(crate) name: String,
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) slot: Slot,
     /// The last value seen (the initial one read at start, then each hit's).
-    last: Option<u64>,
+    pub(crate) last: Option<u64>,
     hits: u64,
     by_tid: BTreeMap<u32, u64>,
     /// Hits per instruction, with its `function+0xoff`.
@@ -45,7 +45,7 @@ fn usage(message: String, hint: &str) -> Error {
     Error::usage(message, vec![hint.to_string()])
 }
 
-fn bp_type(kind: WatchType) -> Result<BreakpointType, Error> {
+pub(crate) fn bp_type(kind: WatchType) -> Result<BreakpointType, Error> {
     match kind {
         WatchType::W => Ok(BreakpointType::Write),
         WatchType::Rw => Ok(BreakpointType::ReadWrite),
@@ -199,7 +199,7 @@ fn kind_name(kind: BreakpointType) -> &'static str {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn attach(
+pub(crate) fn attach(
     bpf: &mut Bpf,
     target: &WatchTarget,
     kind: BreakpointType,
@@ -388,7 +388,7 @@ fn attach_at(
     })
 }
 
-fn mask(value: u64, len: u64) -> u64 {
+pub(crate) fn mask(value: u64, len: u64) -> u64 {
     if len >= 8 {
         value
     } else {

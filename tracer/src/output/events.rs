@@ -35,7 +35,7 @@ pub struct EventWriter<W: Write> {
     start_ns: u64,
 }
 
-fn json_value(value: &Value) -> serde_json::Value {
+pub(crate) fn json_value(value: &Value) -> serde_json::Value {
     match value {
         Value::Int(v) => (*v).into(),
         Value::Uint(v) => (*v).into(),

@@ -4,8 +4,10 @@ pub mod counts;
 pub mod events;
 pub mod features;
 pub mod hist;
+pub mod perfetto;
 pub mod stack;
 pub mod stat;
+pub mod timeline;
 
 use std::io::Write;
 

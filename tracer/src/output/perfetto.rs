@@ -1,0 +1,285 @@
+//! A timeline as Chrome trace-event JSON (the "JSON Object Format" that ui.perfetto.dev and
+//! chrome://tracing open): a track per thread named by its comm, probe and watch hits as
+//! instant events, entry/return pairs (probe and `%return`, `sys_enter_X` and `sys_exit_X`)
+//! as complete slices, time on CPU (switch in to switch out) as `running` slices, and each
+//! sampled counter as a counter track per process (running total).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::output::events::json_value;
+use crate::output::timeline::{Item, Kind};
+
+/// The function (or syscall) a probe name is about, and whether it is its return side.
+pub fn pair_key(source: &str) -> Option<(String, bool)> {
+    if let Some(rest) = source.strip_prefix("syscalls:sys_enter_") {
+        return Some((format!("syscall {rest}"), false));
+    }
+    if let Some(rest) = source.strip_prefix("syscalls:sys_exit_") {
+        return Some((format!("syscall {rest}"), true));
+    }
+    if let Some(rest) = source.strip_prefix("uretprobe:") {
+        return Some((rest.to_string(), true));
+    }
+    if let Some(rest) = source.strip_prefix("uprobe:") {
+        return Some((rest.to_string(), false));
+    }
+    if let Some(rest) = source.strip_prefix("kretprobe:") {
+        return Some((rest.to_string(), true));
+    }
+    if let Some(rest) = source.strip_suffix("%return") {
+        return Some((rest.trim_start_matches("kprobe:").to_string(), true));
+    }
+    if source.contains(':') && !source.starts_with("kprobe:") {
+        // Other tracepoints, watches, counters and scheduler records are points.
+        return None;
+    }
+    Some((source.trim_start_matches("kprobe:").to_string(), false))
+}
+
+fn micros(time_ns: u64, start_ns: u64) -> f64 {
+    (time_ns as i128 - start_ns as i128) as f64 / 1000.0
+}
+
+fn args_json(item: &Item) -> Map<String, Json> {
+    let mut args: Map<String, Json> = (item.args.iter())
+        .map(|(n, v)| (n.clone(), json_value(v)))
+        .collect();
+    if let Some(ret) = &item.ret {
+        args.insert("ret".into(), json_value(ret));
+    }
+    if let Some(errno) = item.errno {
+        args.insert("errno".into(), errno.into());
+    }
+    args.insert("cpu".into(), item.cpu.into());
+    args
+}
+
+fn instant(item: &Item, start_ns: u64, category: &str) -> Json {
+    json!({
+        "name": item.source,
+        "cat": category,
+        "ph": "i",
+        "s": "t",
+        "ts": micros(item.time_ns, start_ns),
+        "pid": item.pid,
+        "tid": item.tid,
+        "args": args_json(item),
+    })
+}
+
+/// The whole trace document for `items` (in time order); times are microseconds since
+/// `start_ns`.
+pub fn document(items: &[Item], start_ns: u64) -> Json {
+    let mut events: Vec<Json> = Vec::new();
+    // Open entries per (tid, function): the entry item, awaiting its return.
+    let mut open: HashMap<(u32, String), Vec<&Item>> = HashMap::new();
+    // Switch-in per tid.
+    let mut running: HashMap<u32, &Item> = HashMap::new();
+    let mut totals: HashMap<(u32, &str), u64> = HashMap::new();
+    let mut threads: BTreeMap<(u32, u32), &str> = BTreeMap::new();
+    for item in items {
+        if !item.comm.is_empty() {
+            threads.insert((item.pid, item.tid), &item.comm);
+        } else {
+            threads.entry((item.pid, item.tid)).or_insert("");
+        }
+        match item.kind {
+            Kind::Probe | Kind::Return => match pair_key(&item.source) {
+                Some((function, false)) => open.entry((item.tid, function)).or_default().push(item),
+                Some((function, true)) => {
+                    match open
+                        .get_mut(&(item.tid, function.clone()))
+                        .and_then(Vec::pop)
+                    {
+                        Some(entry) => {
+                            let mut args = args_json(entry);
+                            for (k, v) in args_json(item) {
+                                if k != "cpu" {
+                                    args.insert(k, v);
+                                }
+                            }
+                            events.push(json!({
+                                "name": function,
+                                "cat": "probe",
+                                "ph": "X",
+                                "ts": micros(entry.time_ns, start_ns),
+                                "dur": micros(item.time_ns, entry.time_ns),
+                                "pid": item.pid,
+                                "tid": item.tid,
+                                "args": args,
+                            }));
+                        }
+                        None => events.push(instant(item, start_ns, "probe")),
+                    }
+                }
+                None => events.push(instant(item, start_ns, "probe")),
+            },
+            Kind::Watch => events.push(instant(item, start_ns, "watch")),
+            Kind::Task => events.push(instant(item, start_ns, "task")),
+            Kind::Switch => {
+                let out = item.source.ends_with("out");
+                match (out, running.remove(&item.tid)) {
+                    (false, _) => {
+                        running.insert(item.tid, item);
+                    }
+                    (true, Some(start)) => events.push(json!({
+                        "name": "running",
+                        "cat": "sched",
+                        "ph": "X",
+                        "ts": micros(start.time_ns, start_ns),
+                        "dur": micros(item.time_ns, start.time_ns),
+                        "pid": item.pid,
+                        "tid": item.tid,
+                        "args": { "cpu": start.cpu },
+                    })),
+                    (true, None) => events.push(instant(item, start_ns, "sched")),
+                }
+            }
+            Kind::Sample => {
+                let period = match item.args.first() {
+                    Some((_, crate::kernel::format::Value::Uint(p))) => *p,
+                    _ => 0,
+                };
+                let total = totals.entry((item.pid, item.source.as_str())).or_default();
+                *total += period;
+                events.push(json!({
+                    "name": item.source,
+                    "cat": "counter",
+                    "ph": "C",
+                    "ts": micros(item.time_ns, start_ns),
+                    "pid": item.pid,
+                    "args": { "total": *total },
+                }));
+            }
+        }
+    }
+    // Entries whose return was not recorded, and threads still on a CPU at the end, are
+    // points in time.
+    let mut unreturned: Vec<&Item> = open.into_values().flatten().collect();
+    unreturned.extend(running.into_values());
+    unreturned.sort_by_key(|i| i.time_ns);
+    events.extend(unreturned.into_iter().map(|i| {
+        let category = if i.kind == Kind::Switch {
+            "sched"
+        } else {
+            "probe"
+        };
+        instant(i, start_ns, category)
+    }));
+    for ((pid, tid), comm) in &threads {
+        if pid == tid || !threads.contains_key(&(*pid, *pid)) {
+            events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": format!("{comm} ({pid})")}}));
+        }
+        events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": format!("{comm} {tid}")}}));
+    }
+    json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::format::Value;
+
+    fn item(time_ns: u64, tid: u32, source: &str, kind: Kind) -> Item {
+        Item {
+            time_ns,
+            cpu: tid % 2,
+            pid: 10,
+            tid,
+            comm: "prog".into(),
+            source: source.into(),
+            kind,
+            args: Vec::new(),
+            ret: None,
+            errno: None,
+        }
+    }
+
+    #[test]
+    fn probe_names_pair_entries_with_returns() {
+        assert_eq!(
+            pair_key("do_sys_openat2"),
+            Some(("do_sys_openat2".into(), false))
+        );
+        assert_eq!(
+            pair_key("do_sys_openat2%return"),
+            Some(("do_sys_openat2".into(), true))
+        );
+        assert_eq!(
+            pair_key("kretprobe:vfs_read"),
+            Some(("vfs_read".into(), true))
+        );
+        assert_eq!(
+            pair_key("uprobe:/bin/x:f"),
+            Some(("/bin/x:f".into(), false))
+        );
+        assert_eq!(
+            pair_key("uretprobe:/bin/x:f"),
+            Some(("/bin/x:f".into(), true))
+        );
+        assert_eq!(
+            pair_key("syscalls:sys_exit_read"),
+            Some(("syscall read".into(), true))
+        );
+        assert_eq!(pair_key("sched:sched_switch"), None);
+        assert_eq!(pair_key("watch:counter"), None);
+    }
+
+    #[test]
+    fn slices_instants_counters_and_names() {
+        let mut ret = item(5_000, 11, "uretprobe:/bin/x:f", Kind::Return);
+        ret.ret = Some(Value::Int(7));
+        let mut sample = item(6_000, 11, "task-clock", Kind::Sample);
+        sample.args = vec![("period".into(), Value::Uint(250))];
+        let mut sample2 = sample.clone();
+        sample2.time_ns = 7_000;
+        let items = vec![
+            item(1_000, 11, "uprobe:/bin/x:f", Kind::Probe),
+            item(2_000, 12, "switch-in", Kind::Switch),
+            item(3_000, 11, "watch:counter", Kind::Watch),
+            item(4_000, 12, "switch-out", Kind::Switch),
+            ret,
+            sample,
+            sample2,
+            item(8_000, 10, "syscalls:sys_enter_getppid", Kind::Probe),
+        ];
+        let doc = document(&items, 0);
+        let events = doc["traceEvents"].as_array().unwrap();
+        let find = |ph: &str, name: &str| -> Vec<&Json> {
+            events
+                .iter()
+                .filter(|e| e["ph"] == ph && e["name"] == name)
+                .collect()
+        };
+        let slice = find("X", "/bin/x:f");
+        assert_eq!(slice.len(), 1);
+        assert_eq!(
+            (slice[0]["ts"].as_f64(), slice[0]["dur"].as_f64()),
+            (Some(1.0), Some(4.0))
+        );
+        assert_eq!(slice[0]["args"]["ret"], 7);
+        let running = find("X", "running");
+        assert_eq!(
+            (running[0]["ts"].as_f64(), running[0]["dur"].as_f64()),
+            (Some(2.0), Some(2.0))
+        );
+        assert_eq!(running[0]["tid"], 12);
+        assert_eq!(find("i", "watch:counter")[0]["s"], "t");
+        // An entry never returned is an instant.
+        assert_eq!(find("i", "syscalls:sys_enter_getppid").len(), 1);
+        let counter: Vec<u64> = find("C", "task-clock")
+            .iter()
+            .map(|e| e["args"]["total"].as_u64().unwrap())
+            .collect();
+        assert_eq!(counter, vec![250, 500]);
+        let names: Vec<String> = find("M", "thread_name")
+            .iter()
+            .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, vec!["prog 10", "prog 11", "prog 12"]);
+        assert_eq!(find("M", "process_name").len(), 1);
+        assert_eq!(doc["displayTimeUnit"], "ns");
+    }
+}

@@ -1,0 +1,187 @@
+//! A recorded trace's merged timeline: one item per probe hit, watch hit, counter sample,
+//! context switch or task event, printed as `tracer probe` prints hits, or as JSON Lines.
+
+use std::io::{self, Write};
+
+use crate::kernel::format::Value;
+use crate::output::events::{json_value, Format};
+
+/// What kind of record an item came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A probe or tracepoint hit (entry or single point).
+    Probe,
+    /// A return probe hit.
+    Return,
+    Watch,
+    /// A sampled counter overflow.
+    Sample,
+    Switch,
+    Task,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Probe => "probe",
+            Kind::Return => "return",
+            Kind::Watch => "watch",
+            Kind::Sample => "sample",
+            Kind::Switch => "switch",
+            Kind::Task => "task",
+        }
+    }
+}
+
+/// One timeline entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Item {
+    pub time_ns: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// The probe, watch (`watch:NAME`), counter, `sched:switch` or `task:fork|exit|comm`.
+    pub source: String,
+    pub kind: Kind,
+    pub args: Vec<(String, Value)>,
+    pub ret: Option<Value>,
+    pub errno: Option<&'static str>,
+}
+
+/// JSON Lines schema version of `tracer report -o json` (field names are a contract).
+pub const JSON_SCHEMA: u32 = 1;
+
+pub struct TimelineWriter<W: Write> {
+    out: W,
+    format: Format,
+    start_ns: u64,
+}
+
+impl<W: Write> TimelineWriter<W> {
+    pub fn new(out: W, format: Format, start_ns: u64) -> TimelineWriter<W> {
+        TimelineWriter {
+            out,
+            format,
+            start_ns,
+        }
+    }
+
+    pub fn header(&mut self) -> io::Result<()> {
+        if self.format == Format::Text {
+            writeln!(
+                self.out,
+                "{:<10} {:<3} {:<15} {:<16} SOURCE ARGS",
+                "TIME(s)", "CPU", "PID/TID", "COMM"
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn write(&mut self, item: &Item) -> io::Result<()> {
+        match self.format {
+            Format::Text => {
+                // Signed: a record from before the start (a synthesized comm) stays readable.
+                let secs = (item.time_ns as i128 - self.start_ns as i128) as f64 / 1e9;
+                write!(
+                    self.out,
+                    "{secs:<10.6} {:<3} {:<15} {:<16} {}",
+                    item.cpu,
+                    format!("{}/{}", item.pid, item.tid),
+                    item.comm,
+                    item.source
+                )?;
+                for (name, value) in &item.args {
+                    write!(self.out, " {name}={value}")?;
+                }
+                match (&item.ret, item.errno) {
+                    (Some(ret), Some(errno)) => write!(self.out, " ret=-{errno} ({ret})")?,
+                    (Some(ret), None) => write!(self.out, " ret={ret}")?,
+                    (None, _) => {}
+                }
+                writeln!(self.out)
+            }
+            Format::Json => {
+                let args: serde_json::Map<String, serde_json::Value> = (item.args.iter())
+                    .map(|(n, v)| (n.clone(), json_value(v)))
+                    .collect();
+                let mut line = serde_json::json!({
+                    "time_ns": item.time_ns,
+                    "cpu": item.cpu,
+                    "pid": item.pid,
+                    "tid": item.tid,
+                    "comm": item.comm,
+                    "source": item.source,
+                    "type": item.kind.name(),
+                    "args": args,
+                });
+                if let Some(ret) = &item.ret {
+                    line["ret"] = json_value(ret);
+                }
+                if let Some(errno) = item.errno {
+                    line["errno"] = errno.into();
+                }
+                writeln!(self.out, "{line}")
+            }
+        }
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item() -> Item {
+        Item {
+            time_ns: 2_500_000_000,
+            cpu: 1,
+            pid: 40,
+            tid: 41,
+            comm: "prog".into(),
+            source: "watch:counter".into(),
+            kind: Kind::Watch,
+            args: vec![
+                ("old".into(), Value::Uint(0)),
+                ("new".into(), Value::Uint(1)),
+                ("at".into(), Value::Word("work+0x12".into())),
+            ],
+            ret: None,
+            errno: None,
+        }
+    }
+
+    fn render(format: Format, item: &Item) -> String {
+        let mut w = TimelineWriter::new(Vec::new(), format, 2_000_000_000);
+        w.write(item).unwrap();
+        String::from_utf8(w.out).unwrap()
+    }
+
+    #[test]
+    fn text_lines_match_tracer_probe() {
+        assert_eq!(
+            render(Format::Text, &item()),
+            "0.500000   1   40/41           prog             watch:counter old=0 new=1 at=work+0x12\n"
+        );
+    }
+
+    #[test]
+    fn json_lines_carry_the_type_and_typed_args() {
+        let mut i = item();
+        i.kind = Kind::Return;
+        i.ret = Some(Value::Int(-2));
+        i.errno = Some("ENOENT");
+        let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &i)).unwrap();
+        assert_eq!(v["type"], "return");
+        assert_eq!(v["args"]["new"], 1);
+        assert_eq!(v["args"]["at"], "work+0x12");
+        assert_eq!(
+            (v["ret"].as_i64(), v["errno"].as_str()),
+            (Some(-2), Some("ENOENT"))
+        );
+        assert_eq!((v["pid"].as_u64(), v["tid"].as_u64()), (Some(40), Some(41)));
+    }
+}
