@@ -157,6 +157,29 @@ pub fn chain_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/timeline.c` (two threads on two CPUs doing steps in a
+/// known order), built like [`chain_program`].
+pub fn timeline_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let source =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/timeline.c");
+            let out = bin_dir().join("tracer-timeline");
+            let tmp = bin_dir().join(format!("tracer-timeline.{}", std::process::id()));
+            let status = Command::new("cc")
+                .args(["-g", "-O0", "-fno-omit-frame-pointer", "-pthread", "-o"])
+                .arg(&tmp)
+                .arg(&source)
+                .status()
+                .expect("run cc: the C workload needs a C compiler (apt-get install gcc)");
+            assert!(status.success(), "cc failed on {}", source.display());
+            std::fs::rename(&tmp, &out).expect("move the built workload in place");
+            out
+        })
+        .clone()
+}
+
 /// `tests/workloads/chain.c`.
 pub fn chain_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/chain.c")

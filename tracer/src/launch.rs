@@ -26,6 +26,26 @@ fn errno_error(what: &str) -> Error {
     }
 }
 
+/// Takes standard output for the caller's data stream and points file descriptor 1 at
+/// standard error, so that a command launched afterwards prints to the terminal instead of
+/// into the data (`tracer record -o -`).
+pub fn take_stdout() -> Result<std::fs::File, Error> {
+    use std::os::fd::AsFd;
+    let data = io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::Runtime {
+            message: format!("cannot duplicate standard output: {e}"),
+            hints: Vec::new(),
+        })?;
+    // SAFETY: dup2 on two descriptors this process has open (0..2 exist for any process
+    // started normally); fd 1 is replaced atomically and stays open.
+    if unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(errno_error("cannot redirect standard output"));
+    }
+    Ok(std::fs::File::from(data))
+}
+
 /// Forks a child that waits for [`Launched::release`] and then executes `argv`.
 ///
 /// Must be called before any other thread exists (before the async runtime starts): after

@@ -387,6 +387,11 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&specs, &fs)?;
 
+    // `-o -`: the data stream keeps standard output; the command prints to standard error.
+    let mut data_out = match stdout {
+        true => Some(launch::take_stdout()?),
+        false => None,
+    };
     // Fork the command stopped at its exec (before any thread exists), so the watched
     // symbols are mapped and nothing it does is missed.
     let mut launched = match args.command.is_empty() {
@@ -507,8 +512,8 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     }
 
     // Created once everything is attached: a failed start leaves no empty file behind.
-    let out: Box<dyn Write> = if stdout {
-        Box::new(std::io::stdout().lock())
+    let out: Box<dyn Write> = if let Some(data) = data_out.take() {
+        Box::new(data)
     } else {
         Box::new(
             std::fs::File::create(&args.output).map_err(|e| Error::Runtime {

@@ -188,7 +188,7 @@ pub enum Error {
     NotATrace,
     #[error("written by a newer tracer (file format {found}; this tracer reads format {VERSION})")]
     Newer { found: u32 },
-    #[error("the file is too short for a tracer header")]
+    #[error("the file ends before the end of the tracer header (empty or cut short)")]
     ShortHeader,
     #[error("record {index} (kind {kind}) at byte {offset} is corrupt: {why}")]
     Corrupt {
@@ -442,7 +442,8 @@ impl<R: Read> Reader<R> {
     pub fn new(mut input: R) -> Result<Reader<R>, Error> {
         let mut header = [0u8; HEADER_LEN as usize];
         let n = read_full(&mut input, &mut header)?;
-        if n >= 8 && &header[..8] != MAGIC {
+        let m = n.min(MAGIC.len());
+        if header[..m] != MAGIC[..m] {
             return Err(Error::NotATrace);
         }
         if n < header.len() {
