@@ -14,11 +14,12 @@ use anyhow::{bail, Context, Result};
 use crate::{root, run_cmd, section};
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, fn() -> Result<()>); 4] = [
+const BENCHES: [(&str, fn() -> Result<()>); 5] = [
     ("ring_drain", ring_drain),
     ("watch_hit", crate::peers::watch_hit),
     ("latency_call", crate::peers::latency_call),
     ("count_event", crate::peers::count_event),
+    ("record_throughput", crate::peers::record_throughput),
 ];
 
 /// Runs the benchmarks named in `args`, or all of them.

@@ -444,3 +444,123 @@ fn one_bpf_run_time(argv: &[String], runs: u64) -> Result<f64> {
     let _ = child.wait();
     found.with_context(|| format!("`{}` never counted {runs} runs", argv.join(" ")))
 }
+
+/// The number after `label` on the first line of `text` that has it (`"  x   123"`, `"N records"`).
+fn number_after(text: &str, label: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = &l[l.find(label)? + label.len()..];
+        rest.split(|c: char| !c.is_ascii_digit())
+            .find(|w| !w.is_empty())?
+            .parse()
+            .ok()
+    })
+}
+
+/// Recording a flat-out event source into a file: the workload calls getppid `N` times as
+/// fast as it can, each call one event. Produced is exact (the workload's call count), so
+/// recorded + lost must equal it; the rate shows whether the file writer keeps up with the
+/// ring drain. perf record on the same tracepoint is the peer.
+pub fn record_throughput() -> Result<()> {
+    section("bench: record throughput (getppid flat out, one event per call)");
+    let (tracer, prog) = build()?;
+    let dir = root().join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    let n: u64 = 2_000_000;
+    let tp = "syscalls:sys_enter_getppid";
+    println!(
+        "{:<34} {:>10} {:>10} {:>8} {:>8} {:>12} {:>9}",
+        "tool", "produced", "recorded", "lost", "secs", "events/s", "MB/s"
+    );
+    let mut json = Vec::new();
+    let mut row = |tool: &str, recorded: u64, lost: u64, secs: f64, bytes: u64| {
+        let rate = recorded as f64 / secs;
+        let mbs = bytes as f64 / secs / 1e6;
+        let check = if recorded + lost == n {
+            ""
+        } else {
+            "  recorded + lost != produced"
+        };
+        println!(
+            "{tool:<34} {n:>10} {recorded:>10} {lost:>8} {secs:>8.2} {rate:>12.0} {mbs:>9.1}{check}"
+        );
+        json.push(serde_json::json!({"tool": tool, "produced": n, "recorded": recorded, "lost": lost, "secs": secs, "events_per_s": rate.round(), "mb_per_s": mbs}));
+    };
+    for pages in ["64", "1024"] {
+        let file = dir.join("record.tracer");
+        let start = Instant::now();
+        let out = Command::new(&tracer)
+            .args(["record", "-o"])
+            .arg(&file)
+            .args([
+                "--ring-pages",
+                pages,
+                "-P",
+                tp,
+                "--",
+                &prog,
+                "getppid",
+                &n.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .output()
+            .context("run tracer record")?;
+        let secs = start.elapsed().as_secs_f64();
+        if !out.status.success() {
+            bail!(
+                "tracer record failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let report = Command::new(&tracer)
+            .arg("report")
+            .arg(&file)
+            .stdout(Stdio::null())
+            .output()
+            .context("run tracer report")?;
+        let summary = String::from_utf8_lossy(&report.stderr).into_owned();
+        let recorded = number_after(&summary, tp).context("no count in the report")?;
+        let lost = number_after(&summary, "lost while recording: ").unwrap_or(0);
+        let bytes = std::fs::metadata(&file)?.len();
+        row(
+            &format!("tracer record --ring-pages {pages}"),
+            recorded,
+            lost,
+            secs,
+            bytes,
+        );
+    }
+    if peer("perf", "linux-perf") {
+        let file = dir.join("perf.data");
+        let start = Instant::now();
+        let out = Command::new("perf")
+            .args(["record", "-q", "-e", tp, "-o"])
+            .arg(&file)
+            .args(["--", &prog, "getppid", &n.to_string()])
+            .stdout(Stdio::null())
+            .output()
+            .context("run perf record")?;
+        let secs = start.elapsed().as_secs_f64();
+        if out.status.success() {
+            let stats = Command::new("perf")
+                .args(["report", "--stats", "-i"])
+                .arg(&file)
+                .output()
+                .context("run perf report --stats")?;
+            let text = String::from_utf8_lossy(&stats.stdout).into_owned();
+            let recorded = number_after(&text, "SAMPLE events:").unwrap_or(0);
+            let lost = number_after(&text, "LOST_SAMPLES events:").unwrap_or(0)
+                + number_after(&text, "LOST events:").unwrap_or(0);
+            let bytes = std::fs::metadata(&file)?.len();
+            row("perf record -e (per-CPU mmap)", recorded, lost, secs, bytes);
+        } else {
+            println!(
+                "perf record failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    crate::bench::save(
+        "record_throughput",
+        &serde_json::Value::Array(json).to_string(),
+    )
+}

@@ -502,7 +502,8 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         });
         counter_ids.push((id, spec));
     }
-    let task = pid.map(|p| (p, launched.is_some()));
+    // `inherit`: threads and children created from now on are recorded too.
+    let task = pid.map(|p| (p, true));
     let mut side = SideRings::open(&counter_ids, sampling, args.switches, task, args.ring_pages)?;
     let mut _tracking = Vec::new();
     if let Some(child) = launched.as_ref() {
