@@ -548,10 +548,12 @@ pub fn record_throughput() -> Result<()> {
                 .context("run perf report --stats")?;
             let text = String::from_utf8_lossy(&stats.stdout).into_owned();
             let recorded = number_after(&text, "SAMPLE events:").unwrap_or(0);
-            let lost = number_after(&text, "LOST_SAMPLES events:").unwrap_or(0)
-                + number_after(&text, "LOST events:").unwrap_or(0);
+            // perf's stats count LOST records (chunks), not the samples in them: the lost
+            // samples are what is missing from the known total.
+            let chunks = number_after(&text, "LOST events:").unwrap_or(0);
             let bytes = std::fs::metadata(&file)?.len();
-            row("perf record -e (per-CPU mmap)", recorded, lost, secs, bytes);
+            row("perf record -e (per-CPU mmap)", recorded, n - recorded, secs, bytes);
+            println!("  (perf: {chunks} LOST records; its lost samples are produced - recorded)");
         } else {
             println!(
                 "perf record failed: {}",
