@@ -441,7 +441,7 @@ fn a_live_recording_pipes_into_report() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let report = Command::new(common::tracer_bin())
+    let piped = Command::new(common::tracer_bin())
         .args([
             "report",
             "-",
@@ -455,12 +455,40 @@ fn a_live_recording_pipes_into_report() {
         .unwrap();
     let recorded = record.wait_with_output().unwrap();
     assert!(recorded.status.success(), "{}", text(&recorded.stderr));
-    assert!(report.status.success(), "{}", text(&report.stderr));
-    let sources: Vec<String> = json_lines(&report.stdout)
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    let sources: Vec<String> = json_lines(&piped.stdout)
         .iter()
         .map(|i| short(i["source"].as_str().unwrap()).to_string())
         .collect();
     assert_eq!(sources, ["watch", "getppid"].repeat(ROUNDS));
+
+    // --live prints the same lines while writing the file.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("live.tracer");
+    let out = tracer(&[
+        "record",
+        "-o",
+        file.to_str().unwrap(),
+        "--live",
+        "-W",
+        "timeline_counter",
+        "-P",
+        "syscalls:sys_enter_getppid",
+        "--",
+        program.to_str().unwrap(),
+        &ROUNDS.to_string(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let live: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(4))
+        .filter(|s| s.starts_with("watch:") || s.starts_with("syscalls:"))
+        .map(short)
+        .collect();
+    assert_eq!(live, ["watch", "getppid"].repeat(ROUNDS), "{stdout}");
+    let (recorded, _) = report(&[file.to_str().unwrap(), "--source", "watch:*,syscalls:*"]);
+    assert_eq!(recorded.len(), 2 * ROUNDS);
 }
 
 #[test]
@@ -497,6 +525,10 @@ fn bad_record_and_report_input_is_a_usage_error() {
                 "0",
             ],
             "error: a sampling rate of 0 samples nothing",
+        ),
+        (
+            vec!["record", "-o", "-", "--live", "--switches"],
+            "error: --live prints to standard output, where -o - writes the recording",
         ),
         (
             vec!["report", "/tmp/x.tracer", "--since", "2", "--until", "1"],

@@ -365,7 +365,8 @@ pub struct StatArgs {
   tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname
   tracer record -o t.tracer -W counter -P uprobe:./prog:work -e task-clock -F 999 -- ./prog
   tracer record -o t.tracer -e page-faults --period 1 --switches -d 5
-  tracer record -o - -P 'syscalls:sys_enter_open*' | tracer report -     live")]
+  tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 5   watch it as it records
+  tracer record -o - -P 'syscalls:sys_enter_open*' | tracer report -     the same through a pipe")]
 pub struct RecordArgs {
     /// Where to write the recording (`-` for standard output, to pipe into `tracer report -`).
     #[arg(short, long, value_name = "FILE")]
@@ -407,6 +408,9 @@ pub struct RecordArgs {
     /// order (e.g. 10ms).
     #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = crate::plan::parse_duration_ns)]
     pub reorder_window: u64,
+    /// Also print the timeline as it is recorded, as `tracer report` would.
+    #[arg(long)]
+    pub live: bool,
     /// The command to launch and record (its whole process tree).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

@@ -552,7 +552,13 @@ pub fn record_throughput() -> Result<()> {
             // samples are what is missing from the known total.
             let chunks = number_after(&text, "LOST events:").unwrap_or(0);
             let bytes = std::fs::metadata(&file)?.len();
-            row("perf record -e (per-CPU mmap)", recorded, n - recorded, secs, bytes);
+            row(
+                "perf record -e (per-CPU mmap)",
+                recorded,
+                n - recorded,
+                secs,
+                bytes,
+            );
             println!("  (perf: {chunks} LOST records; its lost samples are produced - recorded)");
         } else {
             println!(

@@ -21,6 +21,8 @@ use crate::cmd::watch::{self, Watch};
 use crate::kernel::symbols::Process;
 use crate::kernel::tracefs::Tracefs;
 use crate::launch::{self, Launched};
+use crate::output::events::Format;
+use crate::output::timeline::TimelineWriter;
 use crate::perf::{self, attr, record as rec, EventKind, Options, Ring, Sampling, Scope};
 use crate::plan::{self, ProbePlan, WatchTarget};
 use crate::plan_stat::{self, Source as StatSource};
@@ -384,6 +386,12 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         .map(|s| plan::parse_spec(s))
         .collect::<Result<_, _>>()?;
     let stdout = args.output.as_os_str() == "-";
+    if stdout && args.live {
+        return Err(usage(
+            "--live prints to standard output, where -o - writes the recording",
+            "record to a file with --live, or pipe -o - into `tracer report -`",
+        ));
+    }
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&specs, &fs)?;
 
@@ -544,10 +552,9 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     }
     // Task names as they are now (perf only reports a comm when it changes), like perf
     // record's synthesized events.
-    if let Some(pid) = pid {
-        for record in current_comms(pid, start_ns) {
-            writer.write(&record).map_err(Error::Output)?;
-        }
+    let comms = pid.map_or_else(Vec::new, |pid| current_comms(pid, start_ns));
+    for record in &comms {
+        writer.write(record).map_err(Error::Output)?;
     }
     writer.flush().map_err(Error::Output)?;
     for probe in &probes {
@@ -586,7 +593,23 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     if let (Some(pid), Some(process)) = (pid, process) {
         symbolizer.adopt(pid, process);
     }
+    let live = match args.live {
+        true => {
+            let mut decoder = crate::cmd::report::Decoder::default();
+            for source in &sources {
+                decoder.item(Record::Source(source.clone()));
+            }
+            for comm in comms {
+                decoder.item(comm);
+            }
+            let mut out = TimelineWriter::new(std::io::stdout().lock(), Format::Text, start_ns);
+            out.header().map_err(Error::Output)?;
+            Some((decoder, out))
+        }
+        false => None,
+    };
     let mut sink = RecordSink {
+        live,
         rings: &mut rings,
         side: &mut side,
         reorder: Reorder::new(args.reorder_window),
@@ -741,6 +764,11 @@ fn summary(
 }
 
 struct RecordSink<'a, W: Write> {
+    /// `--live`: records are also decoded and printed as they are written.
+    live: Option<(
+        crate::cmd::report::Decoder,
+        TimelineWriter<std::io::StdoutLock<'static>>,
+    )>,
     rings: &'a mut OutputRings,
     side: &'a mut SideRings,
     reorder: Reorder<Record>,
@@ -789,6 +817,18 @@ impl<W: Write> RecordSink<'_, W> {
         if let Err(e) = self.writer.write(&record) {
             self.error = Some(e);
         }
+        self.show(record);
+    }
+
+    /// `--live`: prints the record's timeline line.
+    fn show(&mut self, record: Record) {
+        if let Some((decoder, out)) = self.live.as_mut() {
+            if let Some(item) = decoder.item(record) {
+                if let Err(e) = out.write(&item) {
+                    self.error.get_or_insert(e);
+                }
+            }
+        }
     }
 
     /// A watch hit's instruction, named now (the process may be gone at report time).
@@ -804,9 +844,11 @@ impl<W: Write> RecordSink<'_, W> {
             at: frame.place(),
             source: frame.source(),
         };
-        if let Err(e) = self.writer.write(&Record::Symbol(symbol)) {
+        let record = Record::Symbol(symbol);
+        if let Err(e) = self.writer.write(&record) {
             self.error = Some(e);
         }
+        self.show(record);
     }
 
     fn finish(&mut self) -> Result<(), Error> {
@@ -815,6 +857,9 @@ impl<W: Write> RecordSink<'_, W> {
         self.reorder.finish(|r| ready.push(r));
         for r in ready {
             self.write(r);
+        }
+        if let Some((_, out)) = self.live.as_mut() {
+            out.flush().map_err(Error::Output)?;
         }
         match self.error.take() {
             Some(e) => Err(Error::Output(e)),
@@ -835,6 +880,9 @@ impl<W: Write> Sink for RecordSink<'_, W> {
             self.write(r);
         }
         self.writer.flush().map_err(Error::Output)?;
+        if let Some((_, out)) = self.live.as_mut() {
+            out.flush().map_err(Error::Output)?;
+        }
         match self.error.take() {
             Some(e) => Err(Error::Output(e)),
             None => Ok(false),

@@ -72,7 +72,7 @@ impl Filter {
 /// Decodes records into timeline items: sources, symbol snapshots and task names are kept
 /// as they stream by.
 #[derive(Default)]
-struct Decoder {
+pub(crate) struct Decoder {
     sources: HashMap<u32, tracefile::Source>,
     /// BPF slot -> source id.
     slots: HashMap<u32, u32>,
@@ -92,7 +92,8 @@ impl Decoder {
         self.comms.get(&tid).cloned().unwrap_or_default()
     }
 
-    fn item(&mut self, record: Record) -> Option<Item> {
+    /// The timeline item of a record (`None` for descriptions, which are kept).
+    pub(crate) fn item(&mut self, record: Record) -> Option<Item> {
         match record {
             Record::Source(source) => {
                 match &source.what {
