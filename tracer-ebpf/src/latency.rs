@@ -8,8 +8,8 @@ use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use tracer_common::{
     HistKey, LatConfig, LatStart, HIST_BUCKETS, HIST_MAX, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU,
-    LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_ENTRIES, LAT_STAT_COUNT, LAT_STAT_ENTRIES,
-    LAT_STAT_EXITS, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
+    LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
+    LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
 };
 
 use crate::{emit_raw, passes};
@@ -19,10 +19,10 @@ static LAT_CONFIG: Array<LatConfig> = Array::with_max_entries(1, 0);
 
 /// Start times by key; LRU, so entries whose exit never comes cannot fill it up.
 #[map]
-static LAT_START: LruHashMap<u64, LatStart> = LruHashMap::with_max_entries(LAT_ENTRIES, 0);
+static LAT_START: LruHashMap<u64, LatStart> = LruHashMap::with_max_entries(1, 0);
 
 #[map]
-static LAT_HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(LAT_ENTRIES, 0);
+static LAT_HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(1, 0);
 
 /// The one histogram when there is no `--by`: buckets, then sum and max, in a per-CPU array
 /// (an array lookup is much cheaper than a hash lookup on this per-call path).

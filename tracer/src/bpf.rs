@@ -8,8 +8,8 @@ use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
     stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatStart, SchedOffsets,
-    SlotConfig, AGG_ENTRIES, PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS,
-    STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+    SlotConfig, AGG_ENTRIES, LAT_ENTRIES, PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE,
+    PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
@@ -108,6 +108,17 @@ impl SlotKind {
     }
 }
 
+/// Which of the object's big maps a command needs (all start with one entry).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sizing {
+    /// Room for [`STACK_ENTRIES`] distinct stacks (preallocated: about 1 KiB per entry).
+    pub stacks: bool,
+    /// Room for [`AGG_ENTRIES`] keys of in-kernel counts.
+    pub counts: bool,
+    /// Room for [`LAT_ENTRIES`] calls in flight and histogram keys (`tracer latency`).
+    pub latency: bool,
+}
+
 /// The loaded object. Dropping it closes program and map fds; perf events that have a program
 /// attached keep their own reference until they are closed.
 pub struct Bpf {
@@ -121,20 +132,24 @@ impl Bpf {
     /// Parses the embedded object and creates its maps. Programs are loaded one by one, only
     /// when a slot is taken. CO-RE relocation is off: our programs need none.
     pub fn load() -> Result<Bpf, Error> {
-        Bpf::load_with(false, false)
+        Bpf::load_with(Sizing::default())
     }
 
-    /// [`Bpf::load`], with room for [`STACK_ENTRIES`] distinct stacks when `stacks` is set
-    /// (the stack map is preallocated: about 1 KiB per entry) and for [`AGG_ENTRIES`] keys
-    /// of in-kernel counts when `counts` is set.
-    pub fn load_with(stacks: bool, counts: bool) -> Result<Bpf, Error> {
+    /// [`Bpf::load`], with the big maps given room only when the command uses them: each is
+    /// declared with one entry, because creating a preallocated map costs start-up time
+    /// (16,384 per-CPU hash entries took 9 ms) and memory whether or not it is ever used.
+    pub fn load_with(sizing: Sizing) -> Result<Bpf, Error> {
         let mut loader = EbpfLoader::new();
         loader.btf(None);
-        if stacks {
+        if sizing.stacks {
             loader.map_max_entries("STACKS", STACK_ENTRIES);
         }
-        if counts {
+        if sizing.counts {
             loader.map_max_entries("COUNTS", AGG_ENTRIES);
+        }
+        if sizing.latency {
+            loader.map_max_entries("LAT_START", LAT_ENTRIES);
+            loader.map_max_entries("LAT_HIST", LAT_ENTRIES);
         }
         let mut ebpf = loader.load(OBJECT).map_err(Error::Load)?;
         // PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds

@@ -14,7 +14,8 @@ use anyhow::{bail, Context, Result};
 use crate::{root, run_cmd, section};
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, fn() -> Result<()>); 5] = [
+const BENCHES: [(&str, fn() -> Result<()>); 6] = [
+    ("startup", crate::startup::startup),
     ("ring_drain", ring_drain),
     ("watch_hit", crate::peers::watch_hit),
     ("latency_call", crate::peers::latency_call),

@@ -5,6 +5,7 @@ mod bench;
 mod fuzz;
 mod peers;
 mod setup;
+mod startup;
 mod vm;
 
 use std::path::{Path, PathBuf};

@@ -9,10 +9,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::{root, run_cmd, section};
 
-const ROUNDS: usize = 5;
+pub(crate) const ROUNDS: usize = 5;
 
 /// Wall time of one run of `argv` (stdout and stderr discarded); fails if it fails.
-fn time(argv: &[String]) -> Result<f64> {
+pub(crate) fn time(argv: &[String]) -> Result<f64> {
     let start = Instant::now();
     let status = Command::new(&argv[0])
         .args(&argv[1..])
@@ -27,7 +27,7 @@ fn time(argv: &[String]) -> Result<f64> {
 }
 
 /// Median, min and max ns per event of `tool` over `baseline`, with `big` and `small` events.
-fn per_event(
+pub(crate) fn per_event(
     tool: &dyn Fn(u64) -> Vec<String>,
     baseline: &dyn Fn(u64) -> Vec<String>,
     big: u64,
@@ -45,7 +45,7 @@ fn per_event(
 
 /// Installs a peer's Debian package when its command is missing; `false` (with the reason
 /// printed) when it cannot run here.
-fn peer(command: &str, package: &str) -> bool {
+pub(crate) fn peer(command: &str, package: &str) -> bool {
     let present = |c: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {c}")])
@@ -69,11 +69,82 @@ fn peer(command: &str, package: &str) -> bool {
     true
 }
 
-fn s(parts: &[&str]) -> Vec<String> {
+/// BCC compiles its programs against kernel headers, and this kernel ships none (no
+/// /lib/modules/RELEASE/build, no CONFIG_IKHEADERS): give it Debian's current headers package
+/// through the build/source links it looks for. Its tracepoint structs come from the running
+/// kernel's tracefs formats, so older headers serve tracepoint tools. `false` (with the reason
+/// printed) when that cannot be done.
+pub(crate) fn bcc_headers() -> bool {
+    let release = match std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        Ok(r) => r.trim().to_string(),
+        Err(e) => {
+            println!("bench: skipping BCC: cannot read the kernel release: {e}");
+            return false;
+        }
+    };
+    let modules = std::path::PathBuf::from(format!("/lib/modules/{release}"));
+    if modules.join("build/include/generated/autoconf.h").exists() {
+        return true;
+    }
+    let found = |suffix: &str| {
+        std::fs::read_dir("/usr/src").ok().and_then(|dir| {
+            let mut names: Vec<_> = dir
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("linux-headers-") && n.ends_with(suffix))
+                })
+                .collect();
+            names.sort();
+            names.pop()
+        })
+    };
+    if found("-amd64").is_none() {
+        println!("bench: BCC needs kernel headers; installing Debian's linux-headers-amd64");
+        let _ = Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "-qq",
+                "--no-install-recommends",
+                "linux-headers-amd64",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status();
+    }
+    let (Some(build), Some(source)) = (found("-amd64"), found("-common")) else {
+        println!("bench: skipping BCC: no kernel headers for {release} and none installable");
+        return false;
+    };
+    let link = |target: &std::path::Path, name: &str| {
+        let path = modules.join(name);
+        let _ = std::fs::remove_file(&path);
+        std::os::unix::fs::symlink(target, &path)
+    };
+    if let Err(e) = std::fs::create_dir_all(&modules)
+        .and_then(|()| link(&build, "build"))
+        .and_then(|()| link(&source, "source"))
+    {
+        println!(
+            "bench: skipping BCC: cannot link headers into {}: {e}",
+            modules.display()
+        );
+        return false;
+    }
+    println!(
+        "bench: BCC compiles against {} (this kernel, {release}, ships no headers)",
+        build.display()
+    );
+    true
+}
+
+pub(crate) fn s(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|p| p.to_string()).collect()
 }
 
-fn report(
+pub(crate) fn report(
     title: &str,
     unit: &str,
     rows: &[(String, Result<(f64, f64, f64)>)],
@@ -96,7 +167,7 @@ fn report(
     serde_json::Value::Array(json)
 }
 
-fn build() -> Result<(String, String)> {
+pub(crate) fn build() -> Result<(String, String)> {
     run_cmd(crate::cargo().args(["build", "--release", "-p", "tracer", "-p", "testprog"]))?;
     let tracer = root().join("target/release/tracer").display().to_string();
     let prog = root()

@@ -8,7 +8,7 @@ use tracer_common::{
     LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED, TRACK_PENDING,
 };
 
-use crate::bpf::{Bpf, SlotKind};
+use crate::bpf::{Bpf, Sizing, SlotKind};
 use crate::cli::{LatencyArgs, LatencyBy};
 use crate::cmd::probe::{open_event, start_tracking};
 use crate::kernel::tracefs::Tracefs;
@@ -84,7 +84,10 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     } else {
         Some(launch::launch(&args.command)?)
     };
-    let mut bpf = Bpf::load()?;
+    let mut bpf = Bpf::load_with(Sizing {
+        latency: true,
+        ..Sizing::default()
+    })?;
     let mut rings = OutputRings::open(&mut bpf, 16, crate::session::quarter_full(16))?;
     filter.exclude_tgid = std::process::id();
     if launched.is_some() {

@@ -11,7 +11,7 @@ use tracer_common::{
     Event, SchedOffsets, SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER, TRACK_PENDING,
 };
 
-use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
 use crate::cli::{KprobeInterface, ProbeArgs};
 use crate::cmd::values::{Memory, Values};
 use crate::kernel::btf::KernelBtf;
@@ -93,10 +93,11 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         .aggregation
         .as_ref()
         .is_some_and(|a| a.keys.contains(&plan::KeyPart::Stack));
-    let mut bpf = Bpf::load_with(
-        plan.stack.is_some() || stack_keys,
-        plan.aggregation.is_some(),
-    )?;
+    let mut bpf = Bpf::load_with(Sizing {
+        stacks: plan.stack.is_some() || stack_keys,
+        counts: plan.aggregation.is_some(),
+        latency: false,
+    })?;
     let wakeup = match plan.wakeup_events {
         Some(n) => Wakeup::Events(n),
         // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the rest.

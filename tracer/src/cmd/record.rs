@@ -407,7 +407,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         false => Some(launch::launch_stopped_at_exec(&args.command)?),
     };
     let pid = launched.as_ref().map(Launched::pid).or(args.pid);
-    let mut bpf = Bpf::load_with(false, false)?;
+    let mut bpf = Bpf::load()?;
     let mut rings = OutputRings::open(
         &mut bpf,
         args.ring_pages,

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tracer_common::{Event, SlotConfig, SLOT_VALUE_KERNEL};
 
-use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
 use crate::cli::{WatchArgs, WatchType};
 use crate::kernel::symbols::{self, Process};
 use crate::launch::{self, Launched};
@@ -114,7 +114,10 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         None => None,
     };
 
-    let mut bpf = Bpf::load_with(args.stack.is_some(), false)?;
+    let mut bpf = Bpf::load_with(Sizing {
+        stacks: args.stack.is_some(),
+        ..Sizing::default()
+    })?;
     let stack_flags = crate::stacks::flags_for(args.stack, !args.kernel);
     // 64 pages (256 KiB) per CPU hold about 1,100 hits: a burst of hits from several threads
     // must not outrun a reader that wakes at a quarter full (16 pages lost 2-6% of a 300-hit

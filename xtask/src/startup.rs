@@ -1,0 +1,185 @@
+//! Start-up: from exec of the tool to the first event it shows, and its peak RSS by then, for
+//! a tracepoint probe on `openat`. A thread here opens a marker path every 200 µs; the clock
+//! stops at the first line of the tool's output (stdout or stderr) that names the marker.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::peers::{build, peer, s, ROUNDS};
+use crate::section;
+
+const MARKER: &str = "/tmp/tracer-bench-startup-marker";
+
+/// One tool's start-up: (ms to the first event, peak RSS in KiB). The first event is the
+/// first output line that contains every string of `event`.
+fn one(argv: &[String], event: &[&str]) -> Result<(f64, u64)> {
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let pipes: [Box<dyn Read + Send>; 2] = [
+        Box::new(child.stdout.take().context("no stdout")?),
+        Box::new(child.stderr.take().context("no stderr")?),
+    ];
+    for pipe in pipes {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let deadline = start + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let found = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if event.iter().all(|e| line.contains(e)) => break Some(start.elapsed()),
+            Ok(line) => {
+                if seen.len() < 5 {
+                    seen.push(line);
+                }
+            }
+            Err(_) => break None,
+        }
+    };
+    let rss = peak_rss_kib(child.id());
+    stop(&mut child);
+    let Some(elapsed) = found else {
+        bail!(
+            "`{}` showed no line with {event:?} within 30 s; it said: {}",
+            argv.join(" "),
+            seen.join(" | ")
+        );
+    };
+    Ok((elapsed.as_secs_f64() * 1e3, rss?))
+}
+
+/// VmHWM (the peak resident set) of a running process, in KiB.
+fn peak_rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("cannot read /proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmHWM in /proc/PID/status")
+}
+
+/// Ctrl-C, then a kill if the tool has not exited within 5 s.
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub fn startup() -> Result<()> {
+    section("bench: start-up to the first event (tracepoint syscalls:sys_enter_openat)");
+    let (tracer, _) = build()?;
+    let stop_opens = Arc::new(AtomicBool::new(false));
+    let opener = {
+        let stop = stop_opens.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                // The path does not exist: each try is one openat that fails with ENOENT.
+                let _ = std::fs::File::open(MARKER);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+    };
+    // (name, argv, what the line of the opener's event contains)
+    let mut tools: Vec<(String, Vec<String>, Vec<&str>)> = vec![(
+        "tracer probe syscalls:sys_enter_openat".into(),
+        s(&[&tracer, "probe", "syscalls:sys_enter_openat"]),
+        vec![MARKER],
+    )];
+    if peer("bpftrace", "bpftrace") {
+        tools.push((
+            "bpftrace -e 'tracepoint:...openat { printf }'".into(),
+            s(&[
+                "bpftrace",
+                "-e",
+                "tracepoint:syscalls:sys_enter_openat { printf(\"%d %s\\n\", pid, str(args->filename)); }",
+            ]),
+            vec![MARKER],
+        ));
+    }
+    if peer("perf", "linux-perf") {
+        // perf trace prints the filename as a pointer here; the opener is this process.
+        tools.push((
+            "perf trace -e openat".into(),
+            s(&["perf", "trace", "-e", "openat"]),
+            vec![" xtask/", "openat("],
+        ));
+    }
+    if peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
+        tools.push((
+            "BCC trace 't:syscalls:sys_enter_openat'".into(),
+            s(&["trace-bpfcc", "t:syscalls:sys_enter_openat"]),
+            vec![" xtask ", "sys_enter_openat"],
+        ));
+    }
+    println!(
+        "{:<46} {:>14} {:>16} {:>14}",
+        "tool", "ms (median)", "min..max", "peak RSS MiB"
+    );
+    let mut json = Vec::new();
+    for (name, argv, event) in &tools {
+        let pinned = [s(&["taskset", "-c", "1"]), argv.clone()].concat();
+        let mut runs = Vec::new();
+        let mut failure = None;
+        for _ in 0..ROUNDS {
+            match one(&pinned, event) {
+                Ok(run) => runs.push(run),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            println!("{name:<46} {:>14}   {e:#}", "failed");
+            json.push(serde_json::json!({"tool": name, "error": format!("{e:#}")}));
+            continue;
+        }
+        let mut ms: Vec<f64> = runs.iter().map(|r| r.0).collect();
+        ms.sort_by(f64::total_cmp);
+        let mut rss: Vec<u64> = runs.iter().map(|r| r.1).collect();
+        rss.sort();
+        let (median, min, max) = (ms[ROUNDS / 2], ms[0], ms[ROUNDS - 1]);
+        let rss_mib = rss[ROUNDS / 2] as f64 / 1024.0;
+        println!(
+            "{name:<46} {median:>14.1} {:>16} {rss_mib:>14.1}",
+            format!("{min:.1}..{max:.1}")
+        );
+        json.push(serde_json::json!({"tool": name, "median_ms": median, "min_ms": min, "max_ms": max, "peak_rss_kib": rss[ROUNDS / 2]}));
+    }
+    stop_opens.store(true, Ordering::Relaxed);
+    let _ = opener.join();
+    crate::bench::save(
+        "startup",
+        &serde_json::json!({"bench": "startup", "version": 1, "rows": json}).to_string(),
+    )
+}
