@@ -100,9 +100,10 @@ pub struct ProbeArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
-    /// Data pages per CPU ring (a power of two): more pages, fewer lost events.
-    #[arg(long, default_value_t = 64, value_name = "N")]
-    pub ring_pages: usize,
+    /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
+    /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
+    #[arg(long, value_name = "N")]
+    pub ring_pages: Option<usize>,
     /// Wake the reader every N events (default: when a quarter of the ring is full, and every 100 ms).
     #[arg(long, value_name = "N")]
     pub wakeup_events: Option<u32>,
@@ -401,9 +402,10 @@ pub struct RecordArgs {
     /// Stop after SECS seconds.
     #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
     pub duration: Option<Duration>,
-    /// Data pages per CPU ring (a power of two): more pages, fewer lost events.
-    #[arg(long, default_value_t = 64, value_name = "N")]
-    pub ring_pages: usize,
+    /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
+    /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
+    #[arg(long, value_name = "N")]
+    pub ring_pages: Option<usize>,
     /// How long a record may trail a later-stamped one on another CPU and still be put in
     /// order (e.g. 10ms).
     #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = crate::plan::parse_duration_ns)]

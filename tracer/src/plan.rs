@@ -603,12 +603,12 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         args.cpus.as_deref(),
         args.cgroup.as_deref(),
     )?;
-    if args.ring_pages == 0 || !args.ring_pages.is_power_of_two() || args.ring_pages > 1 << 16 {
+    let ring_pages = args
+        .ring_pages
+        .unwrap_or_else(crate::session::default_ring_pages);
+    if ring_pages == 0 || !ring_pages.is_power_of_two() || ring_pages > 1 << 16 {
         return Err(usage(
-            format!(
-                "--ring-pages {} is not a power of two from 1 to 65536",
-                args.ring_pages
-            ),
+            format!("--ring-pages {ring_pages} is not a power of two from 1 to 65536"),
             "e.g. --ring-pages 256",
         ));
     }
@@ -638,7 +638,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         count: args.count,
         duration: args.duration,
         output: args.output,
-        ring_pages: args.ring_pages,
+        ring_pages,
         wakeup_events: args.wakeup_events,
         fail_on_loss: args.fail_on_loss,
         kprobe_interface: args.kprobe_interface,

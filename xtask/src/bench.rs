@@ -14,9 +14,11 @@ use anyhow::{bail, Context, Result};
 use crate::{root, run_cmd, section};
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, fn() -> Result<()>); 6] = [
+const BENCHES: [(&str, fn() -> Result<()>); 8] = [
     ("startup", crate::startup::startup),
+    ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),
+    ("uprobe_hit", crate::uprobe::uprobe_hit),
     ("watch_hit", crate::peers::watch_hit),
     ("latency_call", crate::peers::latency_call),
     ("count_event", crate::peers::count_event),

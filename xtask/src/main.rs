@@ -6,6 +6,8 @@ mod fuzz;
 mod peers;
 mod setup;
 mod startup;
+mod streaming;
+mod uprobe;
 mod vm;
 
 use std::path::{Path, PathBuf};

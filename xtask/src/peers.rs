@@ -517,7 +517,7 @@ fn one_bpf_run_time(argv: &[String], runs: u64) -> Result<f64> {
 }
 
 /// The number after `label` on the first line of `text` that has it (`"  x   123"`, `"N records"`).
-fn number_after(text: &str, label: &str) -> Option<u64> {
+pub(crate) fn number_after(text: &str, label: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let rest = &l[l.find(label)? + label.len()..];
         rest.split(|c: char| !c.is_ascii_digit())

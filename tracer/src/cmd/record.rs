@@ -347,9 +347,12 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
             "add -p PID or -- COMMAND",
         ));
     }
-    if !args.ring_pages.is_power_of_two() {
+    let ring_pages = args
+        .ring_pages
+        .unwrap_or_else(crate::session::default_ring_pages);
+    if !ring_pages.is_power_of_two() {
         return Err(usage(
-            format!("--ring-pages {} is not a power of two", args.ring_pages),
+            format!("--ring-pages {ring_pages} is not a power of two"),
             "use 8, 16, 64, 256...",
         ));
     }
@@ -410,8 +413,8 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     let mut bpf = Bpf::load()?;
     let mut rings = OutputRings::open(
         &mut bpf,
-        args.ring_pages,
-        crate::session::quarter_full(args.ring_pages),
+        ring_pages,
+        crate::session::quarter_full(ring_pages),
     )?;
     let mut filter = plan::build_filter(args.pid, None, None, None, None)?;
     filter.exclude_tgid = std::process::id();
@@ -425,7 +428,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         count: None,
         duration: args.duration,
         output: crate::output::events::Format::Text,
-        ring_pages: args.ring_pages,
+        ring_pages,
         wakeup_events: None,
         fail_on_loss: false,
         kprobe_interface: None,
@@ -512,7 +515,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     }
     // `inherit`: threads and children created from now on are recorded too.
     let task = pid.map(|p| (p, true));
-    let mut side = SideRings::open(&counter_ids, sampling, args.switches, task, args.ring_pages)?;
+    let mut side = SideRings::open(&counter_ids, sampling, args.switches, task, ring_pages)?;
     let mut _tracking = Vec::new();
     if let Some(child) = launched.as_ref() {
         _tracking = probe::start_tracking(&mut bpf, &fs)?;

@@ -46,6 +46,48 @@ pub(crate) fn json_value(value: &Value) -> serde_json::Value {
     }
 }
 
+/// One JSON line, serialized straight into the output: no intermediate `serde_json::Value`
+/// per event (building one cost most of the reader's time when streaming).
+#[derive(serde::Serialize)]
+struct JsonLine<'a> {
+    time_ns: u64,
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    comm: &'a str,
+    probe: &'a str,
+    args: JsonArgs<'a>,
+    ret: Option<JsonValue<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errno: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack: Option<serde_json::Value>,
+}
+
+struct JsonArgs<'a>(&'a [(&'a str, Value)]);
+
+impl serde::Serialize for JsonArgs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(name, value)| (name, JsonValue(value))))
+    }
+}
+
+/// A value as [`json_value`] renders it, written directly.
+struct JsonValue<'a>(&'a Value);
+
+impl serde::Serialize for JsonValue<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Int(v) => s.serialize_i64(*v),
+            Value::Uint(v) => s.serialize_u64(*v),
+            Value::Hex(v) => s.collect_str(&format_args!("{v:#x}")),
+            Value::Str(text) | Value::Word(text) => s.serialize_str(text),
+            Value::Array(items) => s.collect_seq(items.iter().map(JsonValue)),
+            Value::Missing => s.serialize_none(),
+        }
+    }
+}
+
 impl<W: Write> EventWriter<W> {
     pub fn new(out: W, format: Format, start_ns: u64) -> EventWriter<W> {
         EventWriter {
@@ -92,28 +134,20 @@ impl<W: Write> EventWriter<W> {
                 crate::output::stack::write_text(&mut self.out, &d.stacks)
             }
             Format::Json => {
-                let args: serde_json::Map<String, serde_json::Value> = d
-                    .args
-                    .iter()
-                    .map(|(n, v)| (n.to_string(), json_value(v)))
-                    .collect();
-                let mut line = serde_json::json!({
-                    "time_ns": e.time_ns,
-                    "cpu": e.cpu,
-                    "pid": e.pid(),
-                    "tid": e.tid(),
-                    "comm": comm,
-                    "probe": d.probe,
-                    "args": args,
-                    "ret": d.ret.as_ref().map(json_value),
-                });
-                if let Some(errno) = d.errno {
-                    line["errno"] = errno.into();
-                }
-                if !d.stacks.is_empty() {
-                    line["stack"] = crate::output::stack::json(&d.stacks);
-                }
-                writeln!(self.out, "{line}")
+                let line = JsonLine {
+                    time_ns: e.time_ns,
+                    cpu: e.cpu,
+                    pid: e.pid(),
+                    tid: e.tid(),
+                    comm: &comm,
+                    probe: d.probe,
+                    args: JsonArgs(&d.args),
+                    ret: d.ret.as_ref().map(JsonValue),
+                    errno: d.errno,
+                    stack: (!d.stacks.is_empty()).then(|| crate::output::stack::json(&d.stacks)),
+                };
+                serde_json::to_writer(&mut self.out, &line)?;
+                self.out.write_all(b"\n")
             }
         }
     }

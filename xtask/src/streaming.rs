@@ -1,0 +1,281 @@
+//! Streaming every event to userspace: a workload pinned to CPU 0 calls getppid N times, the
+//! tool runs on CPU 1 and delivers one record per call. Cost per event as in
+//! [`crate::peers::per_event`] (two sizes, so start-up cancels out), plus delivered and lost
+//! events of one run at the larger size, counted from each tool's own output.
+//!
+//! BCC's tools cannot launch a command, so the BCC rows attach first (a small Python script
+//! per buffer kind, started on CPU 1 and waited for) and time the workload alone.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::peers::{build, peer, per_event, s, time, ROUNDS};
+use crate::section;
+
+const TP: &str = "syscalls:sys_enter_getppid";
+const BIG: u64 = 1_000_000;
+const SMALL: u64 = 100_000;
+
+/// One row: cost per event and what one run at `BIG` delivered.
+struct Row {
+    tool: String,
+    cost: Result<(f64, f64, f64)>,
+    delivered: Result<(u64, u64, f64)>,
+}
+
+/// Runs `argv` once; its stdout and stderr, and the wall time.
+fn capture(argv: &[String]) -> Result<(String, String, f64)> {
+    let start = Instant::now();
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!(
+            "`{}` failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        secs,
+    ))
+}
+
+/// The number just before `label` in `text` (`"123 events in"`).
+fn number_before(text: &str, label: &str) -> Option<u64> {
+    let head = &text[..text.find(label)?];
+    let digits: String = head
+        .chars()
+        .rev()
+        .skip_while(|c| c.is_whitespace())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+fn pinned(argv: Vec<String>) -> Vec<String> {
+    [s(&["taskset", "-c", "1"]), argv].concat()
+}
+
+pub fn streaming() -> Result<()> {
+    section("bench: streaming every event (getppid on CPU 0, the tool on CPU 1)");
+    let (tracer, prog) = build()?;
+    let work = |n: u64| s(&[&prog, "--cpu", "0", "getppid", &n.to_string()]);
+    let base = |n: u64| work(n);
+    let mut rows = Vec::new();
+
+    let tracer_cmd =
+        |n: u64| pinned([s(&[&tracer, "probe", "-o", "json", TP, "--"]), work(n)].concat());
+    rows.push(Row {
+        tool: "tracer probe -o json".into(),
+        cost: per_event(&tracer_cmd, &base, BIG, SMALL),
+        delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
+            let delivered = number_before(&err, " events in").context("no event count")?;
+            let lost = number_before(&err, " lost").context("no lost count")?;
+            Ok((delivered, lost, secs))
+        }),
+    });
+
+    if peer("bpftrace", "bpftrace") {
+        let script = format!("tracepoint:{TP} /pid == cpid/ {{ printf(\"%d %d\\n\", pid, tid); }}");
+        let cmd = |n: u64| pinned(s(&["bpftrace", "-e", &script, "-c", &work(n).join(" ")]));
+        rows.push(Row {
+            tool: "bpftrace printf".into(),
+            cost: per_event(&cmd, &base, BIG, SMALL),
+            delivered: capture(&cmd(BIG)).map(|(out, err, secs)| {
+                let delivered = out.lines().filter(|l| l.contains(' ')).count() as u64;
+                // bpftrace warns "Lost N events" when its perf buffer overflowed.
+                let lost = number_after_word(&err, "Lost").unwrap_or(0);
+                (delivered, lost, secs)
+            }),
+        });
+    }
+
+    if peer("perf", "linux-perf") {
+        let data = crate::root().join("target/bench/streaming-perf.data");
+        let data = data.display().to_string();
+        let cmd = |n: u64| {
+            pinned(
+                [
+                    s(&["perf", "record", "-q", "-o", &data, "-e", TP, "--"]),
+                    work(n),
+                ]
+                .concat(),
+            )
+        };
+        rows.push(Row {
+            tool: format!("perf record -e {TP}"),
+            cost: per_event(&cmd, &base, BIG, SMALL),
+            delivered: capture(&cmd(BIG)).and_then(|(_, _, secs)| {
+                let (stats, _, _) = capture(&s(&["perf", "report", "--stats", "-i", &data]))?;
+                let delivered = crate::peers::number_after(&stats, "SAMPLE events:")
+                    .context("no SAMPLE count in perf report --stats")?;
+                // perf counts LOST records, not samples: lost is what is missing.
+                Ok((delivered, BIG.saturating_sub(delivered), secs))
+            }),
+        });
+    }
+
+    if peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
+        for kind in ["perf", "ring"] {
+            rows.push(bcc_row(kind, &work));
+        }
+    }
+
+    println!(
+        "{:<34} {:>10} {:>18} {:>10} {:>9} {:>12}",
+        "tool", "ns/event", "min..max", "delivered", "lost", "delivered/s"
+    );
+    let mut json = Vec::new();
+    for row in &rows {
+        let cost = match &row.cost {
+            Ok((median, min, max)) => (format!("{median:.0}"), format!("{min:.0}..{max:.0}")),
+            Err(e) => ("failed".into(), format!("{e:#}")),
+        };
+        let (delivered, lost, rate) = match &row.delivered {
+            Ok((d, l, secs)) => (
+                d.to_string(),
+                l.to_string(),
+                format!("{:.0}", *d as f64 / secs),
+            ),
+            Err(e) => ("?".into(), "?".into(), format!("{e:#}")),
+        };
+        println!(
+            "{:<34} {:>10} {:>18} {:>10} {:>9} {:>12}",
+            row.tool, cost.0, cost.1, delivered, lost, rate
+        );
+        json.push(serde_json::json!({
+            "tool": row.tool,
+            "ns_per_event": row.cost.as_ref().ok().map(|c| c.0.round()),
+            "min_ns": row.cost.as_ref().ok().map(|c| c.1.round()),
+            "max_ns": row.cost.as_ref().ok().map(|c| c.2.round()),
+            "error": row.cost.as_ref().err().map(|e| format!("{e:#}")),
+            "produced": BIG,
+            "delivered": row.delivered.as_ref().ok().map(|d| d.0),
+            "lost": row.delivered.as_ref().ok().map(|d| d.1),
+        }));
+    }
+    crate::bench::save(
+        "streaming",
+        &serde_json::json!({"bench": "streaming", "version": 1, "rounds": ROUNDS, "rows": json})
+            .to_string(),
+    )
+}
+
+/// The number after the word `word` on the first line that has it (`"Lost 12 events"`).
+fn number_after_word(text: &str, word: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        words.find(|w| *w == word)?;
+        words.next()?.parse().ok()
+    })
+}
+
+/// A BCC tool per buffer kind: counts this workload's getppid calls (by comm) in a perf
+/// buffer or a BPF ring buffer and prints `delivered N lost M` at the end.
+const BCC_SCRIPT: &str = r#"
+import sys, signal
+from bcc import BPF
+kind = sys.argv[1]
+decl = "BPF_PERF_OUTPUT(events);" if kind == "perf" else "BPF_RINGBUF_OUTPUT(events, 64);"
+out = "events.perf_submit(args, &e, sizeof(e));" if kind == "perf" else "events.ringbuf_output(&e, sizeof(e), 0);"
+text = """
+struct ev { u32 pid; u32 tid; };
+%s
+TRACEPOINT_PROBE(syscalls, sys_enter_getppid) {
+    char comm[16];
+    bpf_get_current_comm(&comm, sizeof(comm));
+    if (comm[0] != 't' || comm[6] != '-' || comm[7] != 't' || comm[11] != 'p') return 0;
+    u64 id = bpf_get_current_pid_tgid();
+    struct ev e = { .pid = id >> 32, .tid = (u32)id };
+    %s
+    return 0;
+}
+""" % (decl, out)
+b = BPF(text=text)
+n = [0, 0]
+def got(cpu, data, size): n[0] += 1
+def got_ring(ctx, data, size): n[0] += 1
+def lost(count): n[1] += count
+if kind == "perf":
+    b["events"].open_perf_buffer(got, lost_cb=lost)
+    poll = lambda: b.perf_buffer_poll(timeout=50)
+else:
+    b["events"].open_ring_buffer(got_ring)
+    poll = lambda: b.ring_buffer_poll(timeout=50)
+stop = [False]
+signal.signal(signal.SIGINT, lambda *a: stop.__setitem__(0, True))
+print("READY", flush=True)
+while not stop[0]:
+    poll()
+poll()
+print("delivered %d lost %d" % (n[0], n[1]), flush=True)
+"#;
+
+fn bcc_row(kind: &str, work: &dyn Fn(u64) -> Vec<String>) -> Row {
+    let tool = format!("BCC {kind} buffer (attached first)");
+    let result = (|| -> Result<((f64, f64, f64), (u64, u64, f64))> {
+        let script = std::env::temp_dir().join("tracer-bench-bcc.py");
+        std::fs::write(&script, BCC_SCRIPT).context("cannot write the BCC script")?;
+        let mut costs = Vec::new();
+        let mut last = (0, 0, 0.0);
+        for _ in 0..ROUNDS {
+            let untraced = time(&work(BIG))?;
+            let mut child = Command::new("taskset")
+                .args(["-c", "1", "/usr/bin/python3"])
+                .arg(&script)
+                .arg(kind)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("cannot start the BCC script")?;
+            let mut lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
+            match lines.next() {
+                Some(Ok(l)) if l == "READY" => {}
+                other => {
+                    let _ = child.kill();
+                    bail!("the BCC script did not start: {other:?}");
+                }
+            }
+            let traced = time(&work(BIG))?;
+            Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .context("cannot stop the BCC script")?;
+            let summary = lines
+                .map_while(Result::ok)
+                .find(|l| l.starts_with("delivered"))
+                .context("the BCC script printed no summary")?;
+            let _ = child.wait();
+            let delivered = number_after_word(&summary, "delivered").unwrap_or(0);
+            // The perf buffer reports its losses; BCC's ring buffer drops silently (a full
+            // ring fails the output in BPF and nothing counts it): lost is what is missing.
+            let reported = number_after_word(&summary, "lost").unwrap_or(0);
+            let lost = reported.max(BIG.saturating_sub(delivered));
+            last = (delivered, lost, traced);
+            costs.push((traced - untraced) * 1e9 / BIG as f64);
+        }
+        costs.sort_by(f64::total_cmp);
+        Ok(((costs[ROUNDS / 2], costs[0], costs[ROUNDS - 1]), last))
+    })();
+    match result {
+        Ok((cost, delivered)) => Row {
+            tool,
+            cost: Ok(cost),
+            delivered: Ok(delivered),
+        },
+        Err(e) => Row {
+            tool,
+            delivered: Err(anyhow::anyhow!("{e:#}")),
+            cost: Err(e),
+        },
+    }
+}
