@@ -357,6 +357,26 @@ pub fn count_event() -> Result<()> {
             small,
         ),
     )];
+    rows.push((
+        format!("tracer stat -e {tp} (no BPF)"),
+        per_event(
+            &|n| {
+                s(&[
+                    &tracer,
+                    "stat",
+                    "-e",
+                    tp,
+                    "--",
+                    &prog,
+                    "getppid",
+                    &n.to_string(),
+                ])
+            },
+            &base,
+            big,
+            small,
+        ),
+    ));
     if peer("bpftrace", "bpftrace") {
         let script = format!("tracepoint:{tp} {{ @[comm] = count(); }}");
         rows.push((

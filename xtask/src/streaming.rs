@@ -69,14 +69,13 @@ pub fn streaming() -> Result<()> {
     section("bench: streaming every event (getppid on CPU 0, the tool on CPU 1)");
     let (tracer, prog) = build()?;
     let work = |n: u64| s(&[&prog, "--cpu", "0", "getppid", &n.to_string()]);
-    let base = |n: u64| work(n);
     let mut rows = Vec::new();
 
     let tracer_cmd =
         |n: u64| pinned([s(&[&tracer, "probe", "-o", "json", TP, "--"]), work(n)].concat());
     rows.push(Row {
         tool: "tracer probe -o json".into(),
-        cost: per_event(&tracer_cmd, &base, BIG, SMALL),
+        cost: per_event(&tracer_cmd, &work, BIG, SMALL),
         delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
             let delivered = number_before(&err, " events in").context("no event count")?;
             let lost = number_before(&err, " lost").context("no lost count")?;
@@ -89,7 +88,7 @@ pub fn streaming() -> Result<()> {
         let cmd = |n: u64| pinned(s(&["bpftrace", "-e", &script, "-c", &work(n).join(" ")]));
         rows.push(Row {
             tool: "bpftrace printf".into(),
-            cost: per_event(&cmd, &base, BIG, SMALL),
+            cost: per_event(&cmd, &work, BIG, SMALL),
             delivered: capture(&cmd(BIG)).map(|(out, err, secs)| {
                 let delivered = out.lines().filter(|l| l.contains(' ')).count() as u64;
                 // bpftrace warns "Lost N events" when its perf buffer overflowed.
@@ -113,7 +112,7 @@ pub fn streaming() -> Result<()> {
         };
         rows.push(Row {
             tool: format!("perf record -e {TP}"),
-            cost: per_event(&cmd, &base, BIG, SMALL),
+            cost: per_event(&cmd, &work, BIG, SMALL),
             delivered: capture(&cmd(BIG)).and_then(|(_, _, secs)| {
                 let (stats, _, _) = capture(&s(&["perf", "report", "--stats", "-i", &data]))?;
                 let delivered = crate::peers::number_after(&stats, "SAMPLE events:")
