@@ -133,50 +133,41 @@ impl Workload {
     }
 }
 
+/// Compiles `source` into the test binaries' directory as `name`, with DWARF and frame
+/// pointers as a user would build a program to trace, plus `extra` flags.
+fn build_c(name: &str, source: &std::path::Path, extra: &[&str]) -> PathBuf {
+    let out = bin_dir().join(name);
+    // Build beside the final name and rename: test binaries may race for it.
+    let tmp = bin_dir().join(format!("{name}.{}", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-g", "-O0", "-fno-omit-frame-pointer"])
+        .args(extra)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(source)
+        .status()
+        .expect("run cc: the C workload needs a C compiler (apt-get install gcc)");
+    assert!(status.success(), "cc failed on {}", source.display());
+    std::fs::rename(&tmp, &out).expect("move the built workload in place");
+    out
+}
+
 /// The C workload `tests/workloads/chain.c` (main -> chain_a -> chain_b -> chain_target),
-/// compiled once per test binary with DWARF and frame pointers, as a user would build a
-/// program to trace.
+/// compiled once per test binary.
 pub fn chain_program() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let source = chain_source_path();
-            let out = bin_dir().join("tracer-chain");
-            // Build beside the final name and rename: test binaries may race for it.
-            let tmp = bin_dir().join(format!("tracer-chain.{}", std::process::id()));
-            let status = Command::new("cc")
-                .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o"])
-                .arg(&tmp)
-                .arg(&source)
-                .status()
-                .expect("run cc: the C workload needs a C compiler (apt-get install gcc)");
-            assert!(status.success(), "cc failed on {}", source.display());
-            std::fs::rename(&tmp, &out).expect("move the built workload in place");
-            out
-        })
+        .get_or_init(|| build_c("tracer-chain", &chain_source_path(), &[]))
         .clone()
 }
 
 /// The C workload `tests/workloads/timeline.c` (two threads on two CPUs doing steps in a
-/// known order), built like [`chain_program`].
+/// known order), compiled once per test binary.
 pub fn timeline_program() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/timeline.c");
     BUILT
-        .get_or_init(|| {
-            let source =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/timeline.c");
-            let out = bin_dir().join("tracer-timeline");
-            let tmp = bin_dir().join(format!("tracer-timeline.{}", std::process::id()));
-            let status = Command::new("cc")
-                .args(["-g", "-O0", "-fno-omit-frame-pointer", "-pthread", "-o"])
-                .arg(&tmp)
-                .arg(&source)
-                .status()
-                .expect("run cc: the C workload needs a C compiler (apt-get install gcc)");
-            assert!(status.success(), "cc failed on {}", source.display());
-            std::fs::rename(&tmp, &out).expect("move the built workload in place");
-            out
-        })
+        .get_or_init(|| build_c("tracer-timeline", &source, &["-pthread"]))
         .clone()
 }
 

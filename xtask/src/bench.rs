@@ -13,8 +13,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::{root, run_cmd, section};
 
+type Bench = fn() -> Result<()>;
+
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, fn() -> Result<()>); 8] = [
+const BENCHES: [(&str, Bench); 8] = [
     ("startup", crate::startup::startup),
     ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),

@@ -11,6 +11,9 @@ use crate::{root, run_cmd, section};
 
 pub(crate) const ROUNDS: usize = 5;
 
+/// Median, min and max of the rounds.
+pub(crate) type Spread = (f64, f64, f64);
+
 /// Wall time of one run of `argv` (stdout and stderr discarded); fails if it fails.
 pub(crate) fn time(argv: &[String]) -> Result<f64> {
     let start = Instant::now();
@@ -32,7 +35,7 @@ pub(crate) fn per_event(
     baseline: &dyn Fn(u64) -> Vec<String>,
     big: u64,
     small: u64,
-) -> Result<(f64, f64, f64)> {
+) -> Result<Spread> {
     let mut costs = Vec::new();
     for _ in 0..ROUNDS {
         let traced = time(&tool(big))? - time(&tool(small))?;
@@ -140,6 +143,11 @@ pub(crate) fn bcc_headers() -> bool {
     true
 }
 
+/// `tool ARGS -- WORKLOAD`: a tool that launches the workload itself.
+pub(crate) fn launching(tool: &[&str], workload: Vec<String>) -> Vec<String> {
+    [s(tool), s(&["--"]), workload].concat()
+}
+
 pub(crate) fn s(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|p| p.to_string()).collect()
 }
@@ -147,7 +155,7 @@ pub(crate) fn s(parts: &[&str]) -> Vec<String> {
 pub(crate) fn report(
     title: &str,
     unit: &str,
-    rows: &[(String, Result<(f64, f64, f64)>)],
+    rows: &[(String, Result<Spread>)],
 ) -> serde_json::Value {
     println!("{title}");
     println!("{:<44} {:>12}   min..max", "tool", format!("ns/{unit}"));
@@ -339,19 +347,7 @@ pub fn count_event() -> Result<()> {
     let mut rows = vec![(
         "tracer probe --count-by comm".to_string(),
         per_event(
-            &|n| {
-                s(&[
-                    &tracer,
-                    "probe",
-                    "--count-by",
-                    "comm",
-                    tp,
-                    "--",
-                    &prog,
-                    "getppid",
-                    &n.to_string(),
-                ])
-            },
+            &|n| launching(&[&tracer, "probe", "--count-by", "comm", tp], base(n)),
             &base,
             big,
             small,
@@ -360,18 +356,7 @@ pub fn count_event() -> Result<()> {
     rows.push((
         format!("tracer stat -e {tp} (no BPF)"),
         per_event(
-            &|n| {
-                s(&[
-                    &tracer,
-                    "stat",
-                    "-e",
-                    tp,
-                    "--",
-                    &prog,
-                    "getppid",
-                    &n.to_string(),
-                ])
-            },
+            &|n| launching(&[&tracer, "stat", "-e", tp], base(n)),
             &base,
             big,
             small,
@@ -401,19 +386,7 @@ pub fn count_event() -> Result<()> {
         rows.push((
             format!("perf stat -e {tp} (no BPF)"),
             per_event(
-                &|n| {
-                    s(&[
-                        "perf",
-                        "stat",
-                        "-x,",
-                        "-e",
-                        tp,
-                        "--",
-                        &prog,
-                        "getppid",
-                        &n.to_string(),
-                    ])
-                },
+                &|n| launching(&["perf", "stat", "-x,", "-e", tp], base(n)),
                 &base,
                 big,
                 small,
@@ -482,7 +455,7 @@ pub fn count_event() -> Result<()> {
 /// and count the kernel keeps per program while `kernel.bpf_stats_enabled` is 1 (read from the
 /// tool's fdinfo once `runs` runs are counted). The workload must keep the tool alive a while
 /// after its `runs` events.
-fn bpf_run_time(argv: &[String], runs: u64) -> Result<(f64, f64, f64)> {
+fn bpf_run_time(argv: &[String], runs: u64) -> Result<Spread> {
     const STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
     let before = std::fs::read_to_string(STATS).context("no kernel.bpf_stats_enabled")?;
     std::fs::write(STATS, "1").context("cannot enable kernel.bpf_stats_enabled")?;

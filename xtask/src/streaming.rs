@@ -12,18 +12,21 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::peers::{build, peer, per_event, s, time, ROUNDS};
+use crate::peers::{build, launching, peer, per_event, s, time, Spread, ROUNDS};
 use crate::section;
 
 const TP: &str = "syscalls:sys_enter_getppid";
 const BIG: u64 = 1_000_000;
 const SMALL: u64 = 100_000;
 
+type Delivered = (u64, u64, f64);
+
 /// One row: cost per event and what one run at `BIG` delivered.
 struct Row {
     tool: String,
-    cost: Result<(f64, f64, f64)>,
-    delivered: Result<(u64, u64, f64)>,
+    cost: Result<Spread>,
+    /// Delivered, lost, and the run's wall seconds.
+    delivered: Result<Delivered>,
 }
 
 /// Runs `argv` once; its stdout and stderr, and the wall time.
@@ -71,8 +74,7 @@ pub fn streaming() -> Result<()> {
     let work = |n: u64| s(&[&prog, "--cpu", "0", "getppid", &n.to_string()]);
     let mut rows = Vec::new();
 
-    let tracer_cmd =
-        |n: u64| pinned([s(&[&tracer, "probe", "-o", "json", TP, "--"]), work(n)].concat());
+    let tracer_cmd = |n: u64| pinned(launching(&[&tracer, "probe", "-o", "json", TP], work(n)));
     rows.push(Row {
         tool: "tracer probe -o json".into(),
         cost: per_event(&tracer_cmd, &work, BIG, SMALL),
@@ -102,13 +104,10 @@ pub fn streaming() -> Result<()> {
         let data = crate::root().join("target/bench/streaming-perf.data");
         let data = data.display().to_string();
         let cmd = |n: u64| {
-            pinned(
-                [
-                    s(&["perf", "record", "-q", "-o", &data, "-e", TP, "--"]),
-                    work(n),
-                ]
-                .concat(),
-            )
+            pinned(launching(
+                &["perf", "record", "-q", "-o", &data, "-e", TP],
+                work(n),
+            ))
         };
         rows.push(Row {
             tool: format!("perf record -e {TP}"),
@@ -221,7 +220,7 @@ print("delivered %d lost %d" % (n[0], n[1]), flush=True)
 
 fn bcc_row(kind: &str, work: &dyn Fn(u64) -> Vec<String>) -> Row {
     let tool = format!("BCC {kind} buffer (attached first)");
-    let result = (|| -> Result<((f64, f64, f64), (u64, u64, f64))> {
+    let result = (|| -> Result<(Spread, Delivered)> {
         let script = std::env::temp_dir().join("tracer-bench-bcc.py");
         std::fs::write(&script, BCC_SCRIPT).context("cannot write the BCC script")?;
         let mut costs = Vec::new();

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::peers::{build, peer, per_event, report, s};
+use crate::peers::{build, launching, peer, per_event, report, s};
 use crate::section;
 
 const FUNC: &str = "tracer_testprog_target";
@@ -23,7 +23,7 @@ pub fn uprobe_hit() -> Result<()> {
         (
             "tracer probe -o json uprobe:...".to_string(),
             per_event(
-                &|n| pinned([s(&[&tracer, "probe", "-o", "json", &spec, "--"]), work(n)].concat()),
+                &|n| pinned(launching(&[&tracer, "probe", "-o", "json", &spec], work(n))),
                 &work,
                 big,
                 small,
@@ -33,13 +33,10 @@ pub fn uprobe_hit() -> Result<()> {
             "tracer probe --count-by comm uprobe:...".to_string(),
             per_event(
                 &|n| {
-                    pinned(
-                        [
-                            s(&[&tracer, "probe", "--count-by", "comm", &spec, "--"]),
-                            work(n),
-                        ]
-                        .concat(),
-                    )
+                    pinned(launching(
+                        &[&tracer, "probe", "--count-by", "comm", &spec],
+                        work(n),
+                    ))
                 },
                 &work,
                 big,
@@ -68,7 +65,7 @@ pub fn uprobe_hit() -> Result<()> {
         let event = format!("probe_tracer:{FUNC}");
         let cost = if added.success() {
             per_event(
-                &|n| pinned([s(&["perf", "stat", "-x,", "-e", &event, "--"]), work(n)].concat()),
+                &|n| pinned(launching(&["perf", "stat", "-x,", "-e", &event], work(n))),
                 &work,
                 big,
                 small,

@@ -46,6 +46,44 @@ pub(crate) fn json_value(value: &Value) -> serde_json::Value {
     }
 }
 
+/// The text line `tracer probe` prints and `tracer report` repeats:
+/// `TIME CPU PID/TID COMM SOURCE name=value... [ret=VALUE | ret=-ERRNO (VALUE)]`.
+pub(crate) struct TextLine<'a, N> {
+    /// Seconds since the start of the run.
+    pub secs: f64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: &'a str,
+    pub source: &'a str,
+    pub args: &'a [(N, Value)],
+    pub ret: Option<&'a Value>,
+    pub errno: Option<&'a str>,
+}
+
+impl<N: std::fmt::Display> TextLine<'_, N> {
+    pub(crate) fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        write!(
+            out,
+            "{:<10.6} {:<3} {:<15} {:<16} {}",
+            self.secs,
+            self.cpu,
+            format!("{}/{}", self.pid, self.tid),
+            self.comm,
+            self.source
+        )?;
+        for (name, value) in self.args {
+            write!(out, " {name}={value}")?;
+        }
+        match (self.ret, self.errno) {
+            (Some(ret), Some(errno)) => write!(out, " ret=-{errno} ({ret})")?,
+            (Some(ret), None) => write!(out, " ret={ret}")?,
+            (None, _) => {}
+        }
+        writeln!(out)
+    }
+}
+
 /// One JSON line, serialized straight into the output: no intermediate `serde_json::Value`
 /// per event (building one cost most of the reader's time when streaming).
 #[derive(serde::Serialize)]
@@ -56,7 +94,7 @@ struct JsonLine<'a> {
     tid: u32,
     comm: &'a str,
     probe: &'a str,
-    args: JsonArgs<'a>,
+    args: JsonArgs<'a, &'a str>,
     ret: Option<JsonValue<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     errno: Option<&'static str>,
@@ -64,16 +102,21 @@ struct JsonLine<'a> {
     stack: Option<serde_json::Value>,
 }
 
-struct JsonArgs<'a>(&'a [(&'a str, Value)]);
+/// Named values as a JSON object, written directly.
+pub(crate) struct JsonArgs<'a, N>(pub(crate) &'a [(N, Value)]);
 
-impl serde::Serialize for JsonArgs<'_> {
+impl<N: AsRef<str>> serde::Serialize for JsonArgs<'_, N> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(name, value)| (name, JsonValue(value))))
+        s.collect_map(
+            self.0
+                .iter()
+                .map(|(name, value)| (name.as_ref(), JsonValue(value))),
+        )
     }
 }
 
 /// A value as [`json_value`] renders it, written directly.
-struct JsonValue<'a>(&'a Value);
+pub(crate) struct JsonValue<'a>(pub(crate) &'a Value);
 
 impl serde::Serialize for JsonValue<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -114,23 +157,18 @@ impl<W: Write> EventWriter<W> {
         let comm = String::from_utf8_lossy(e.comm());
         match self.format {
             Format::Text => {
-                let secs = e.time_ns.saturating_sub(self.start_ns) as f64 / 1e9;
-                write!(
-                    self.out,
-                    "{secs:<10.6} {:<3} {:<15} {comm:<16} {}",
-                    e.cpu,
-                    format!("{}/{}", e.pid(), e.tid()),
-                    d.probe
-                )?;
-                for (name, value) in &d.args {
-                    write!(self.out, " {name}={value}")?;
+                TextLine {
+                    secs: e.time_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+                    cpu: e.cpu,
+                    pid: e.pid(),
+                    tid: e.tid(),
+                    comm: &comm,
+                    source: d.probe,
+                    args: &d.args,
+                    ret: d.ret.as_ref(),
+                    errno: d.errno,
                 }
-                match (&d.ret, d.errno) {
-                    (Some(ret), Some(errno)) => write!(self.out, " ret=-{errno} ({ret})")?,
-                    (Some(ret), None) => write!(self.out, " ret={ret}")?,
-                    (None, _) => {}
-                }
-                writeln!(self.out)?;
+                .write(&mut self.out)?;
                 crate::output::stack::write_text(&mut self.out, &d.stacks)
             }
             Format::Json => {

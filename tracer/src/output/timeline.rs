@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::kernel::format::Value;
-use crate::output::events::{json_value, Format};
+use crate::output::events::{Format, JsonArgs, JsonValue, TextLine};
 
 /// What kind of record an item came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +52,24 @@ pub struct Item {
 /// JSON Lines schema version of `tracer report -o json` (field names are a contract).
 pub const JSON_SCHEMA: u32 = 1;
 
+/// One `tracer report -o json` line, serialized straight into the output.
+#[derive(serde::Serialize)]
+struct JsonItem<'a> {
+    time_ns: u64,
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    comm: &'a str,
+    source: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    args: JsonArgs<'a, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ret: Option<JsonValue<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errno: Option<&'static str>,
+}
+
 pub struct TimelineWriter<W: Write> {
     out: W,
     format: Format,
@@ -80,48 +98,34 @@ impl<W: Write> TimelineWriter<W> {
 
     pub fn write(&mut self, item: &Item) -> io::Result<()> {
         match self.format {
-            Format::Text => {
+            Format::Text => TextLine {
                 // Signed: a record from before the start (a synthesized comm) stays readable.
-                let secs = (item.time_ns as i128 - self.start_ns as i128) as f64 / 1e9;
-                write!(
-                    self.out,
-                    "{secs:<10.6} {:<3} {:<15} {:<16} {}",
-                    item.cpu,
-                    format!("{}/{}", item.pid, item.tid),
-                    item.comm,
-                    item.source
-                )?;
-                for (name, value) in &item.args {
-                    write!(self.out, " {name}={value}")?;
-                }
-                match (&item.ret, item.errno) {
-                    (Some(ret), Some(errno)) => write!(self.out, " ret=-{errno} ({ret})")?,
-                    (Some(ret), None) => write!(self.out, " ret={ret}")?,
-                    (None, _) => {}
-                }
-                writeln!(self.out)
+                secs: (item.time_ns as i128 - self.start_ns as i128) as f64 / 1e9,
+                cpu: item.cpu,
+                pid: item.pid,
+                tid: item.tid,
+                comm: &item.comm,
+                source: &item.source,
+                args: &item.args,
+                ret: item.ret.as_ref(),
+                errno: item.errno,
             }
+            .write(&mut self.out),
             Format::Json => {
-                let args: serde_json::Map<String, serde_json::Value> = (item.args.iter())
-                    .map(|(n, v)| (n.clone(), json_value(v)))
-                    .collect();
-                let mut line = serde_json::json!({
-                    "time_ns": item.time_ns,
-                    "cpu": item.cpu,
-                    "pid": item.pid,
-                    "tid": item.tid,
-                    "comm": item.comm,
-                    "source": item.source,
-                    "type": item.kind.name(),
-                    "args": args,
-                });
-                if let Some(ret) = &item.ret {
-                    line["ret"] = json_value(ret);
-                }
-                if let Some(errno) = item.errno {
-                    line["errno"] = errno.into();
-                }
-                writeln!(self.out, "{line}")
+                let line = JsonItem {
+                    time_ns: item.time_ns,
+                    cpu: item.cpu,
+                    pid: item.pid,
+                    tid: item.tid,
+                    comm: &item.comm,
+                    source: &item.source,
+                    kind: item.kind.name(),
+                    args: JsonArgs(&item.args),
+                    ret: item.ret.as_ref().map(JsonValue),
+                    errno: item.errno,
+                };
+                serde_json::to_writer(&mut self.out, &line)?;
+                self.out.write_all(b"\n")
             }
         }
     }
