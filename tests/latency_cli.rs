@@ -40,17 +40,32 @@ fn buckets(out: &Output) -> Vec<(u64, u64)> {
 
 /// The log2 histogram of the durations the workload measured.
 fn measured(out: &Output) -> Vec<(u64, u64)> {
+    measured_as(out, "slept ", 35)
+}
+
+/// The log2 histogram of the `PREFIX NS` durations a workload printed (`calls` of them).
+fn measured_as(out: &Output, prefix: &str, calls: u64) -> Vec<(u64, u64)> {
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     for line in text(&out.stderr).lines() {
         if let Some(ns) = line
-            .strip_prefix("slept ")
+            .strip_prefix(prefix)
             .and_then(|n| n.parse::<u64>().ok())
         {
             *counts.entry(1u64 << (63 - ns.leading_zeros())).or_default() += 1;
         }
     }
-    assert_eq!(counts.values().sum::<u64>(), 35, "the workload's 35 calls");
+    assert_eq!(counts.values().sum::<u64>(), calls, "the workload's calls");
     counts.into_iter().collect()
+}
+
+/// The line of `tests/workloads/latency.c` that contains `needle` (1-based).
+fn latency_line(needle: &str) -> u64 {
+    let source = std::fs::read_to_string(common::latency_source_path()).unwrap();
+    source
+        .lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i as u64 + 1)
+        .unwrap_or_else(|| panic!("'{needle}' not in latency.c"))
 }
 
 #[test]
@@ -158,6 +173,8 @@ fn bad_latency_requests_are_usage_errors() {
         vec!["latency", "syscalls:sys_enter_read"],
         vec!["latency", "vfs_read", "--slower-than", "10"],
         vec!["latency", "--from", "syscalls:sys_enter_read"],
+        // -s lists the stacks of outliers: without --slower-than there are none.
+        vec!["latency", "uprobe:/bin/true:main", "-s"],
     ] {
         let out = tracer(&args);
         assert_eq!(
@@ -197,4 +214,161 @@ fn interval_histograms_add_up_to_every_call() {
     );
     let times: Vec<f64> = rows.iter().map(|r| r["time_s"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+}
+
+#[test]
+fn requests_handed_between_threads_are_matched_by_an_argument_key() {
+    if !has(Feature::UprobePmu, "latency_key_arg") || !has(Feature::Bpf, "latency_key_arg") {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::latency_program().display().to_string();
+    let (from, to) = (
+        format!("uprobe:{prog}:lat_submit"),
+        format!("uprobe:{prog}:lat_complete"),
+    );
+    let keyed = tracer(&[
+        "latency", "--from", &from, "--to", &to, "--key", "arg0", "-o", "json", "--", &prog,
+    ]);
+    assert_eq!(keyed.status.code(), Some(0), "{}", text(&keyed.stderr));
+    assert_eq!(buckets(&keyed), measured_as(&keyed, "handed ", 6));
+    assert!(
+        text(&keyed.stderr).contains(
+            "6 calls measured, command exited with status 0; 6 starts, 0 ends without a start"
+        ),
+        "{}",
+        text(&keyed.stderr)
+    );
+
+    // By thread (the default), no end meets its start: submit and complete run on two
+    // threads. Each submit replaces the one before it, whose end never came on that thread.
+    let by_thread = tracer(&["latency", "--from", &from, "--to", &to, "--", &prog]);
+    let stderr = text(&by_thread.stderr);
+    assert_eq!(by_thread.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "0 calls measured, command exited with status 0; 6 starts, 6 ends without a start"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\n5 starts had no end before the next start of the same key"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\n1 calls had no end"), "{stderr}");
+}
+
+#[test]
+fn a_key_of_two_fields_matches_only_when_both_parts_do() {
+    if !has(Feature::Tracepoints, "latency_key_fields") || !has(Feature::Bpf, "latency_key_fields")
+    {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::testprog().display().to_string();
+    let pair = [
+        "latency",
+        "--from",
+        "syscalls:sys_enter_clock_nanosleep",
+        "--to",
+        "syscalls:sys_exit_clock_nanosleep",
+    ];
+    let run = |key: &str| {
+        let mut args = pair.to_vec();
+        args.extend(["--key", key, "-o", "json", "--", &prog, "sleeps", "1"]);
+        tracer(&args)
+    };
+    let both = run("common_pid,__syscall_nr");
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both.stderr));
+    assert_eq!(buckets(&both), measured(&both));
+
+    // The second part differs at the end (the return value 0, not the syscall number 230):
+    // nothing matches, and every end is counted as one without a start.
+    let second_differs = run("common_pid,__syscall_nr/common_pid,ret");
+    let stderr = text(&second_differs.stderr);
+    assert_eq!(second_differs.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "0 calls measured, command exited with status 0; 35 starts, 35 ends without a start"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_uprobe_start_pairs_with_a_tracepoint_end() {
+    if !has(Feature::UprobePmu, "latency_mixed")
+        || !has(Feature::Tracepoints, "latency_mixed")
+        || !has(Feature::Bpf, "latency_mixed")
+    {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::testprog().display().to_string();
+    let from = format!("uprobe:{prog}:tracer_testprog_sleep");
+    let out = tracer(&[
+        "latency",
+        "--from",
+        &from,
+        "--to",
+        "syscalls:sys_exit_clock_nanosleep",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "sleeps",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(buckets(&out), measured(&out));
+}
+
+#[test]
+fn outliers_carry_the_stack_of_their_call_site() {
+    if !has(Feature::UprobePmu, "latency_stack") || !has(Feature::Bpf, "latency_stack") {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::latency_program().display().to_string();
+    let target = format!("uprobe:{prog}:lat_work");
+    let out = tracer(&[
+        "latency",
+        &target,
+        "--slower-than",
+        "50ms",
+        "-s",
+        "-o",
+        "json",
+        "--",
+        &prog,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let slow: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("\"outlier\":true"))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(slow.len(), 2, "exactly the two 70 ms calls: {slow:?}");
+    // Taken at the return: the caller, then its caller, each at the line of its call.
+    let expected = [
+        ("lat_slow", latency_line("lat_slow(void) {")),
+        ("main", latency_line("sum += lat_slow();")),
+    ];
+    for call in &slow {
+        assert_eq!(call["args"][0], "0x11170", "lat_work(70000): {call}");
+        assert_eq!(call["ret"], 70000);
+        let frames: Vec<(&str, u64)> = call["stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .take(2)
+            .map(|f| {
+                (
+                    f["symbol"].as_str().unwrap_or("?"),
+                    f["line"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(frames, expected, "{call}");
+    }
 }

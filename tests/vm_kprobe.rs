@@ -344,12 +344,39 @@ fn latency_of_a_kernel_function_counts_exactly_the_calls() {
     if !has(Feature::KprobePmu, "latency_kprobe") || !has(Feature::Bpf, "latency_kprobe") {
         return;
     }
+    latency_counts_every_open(
+        &["do_sys_openat2"],
+        "Tracing latency of kprobe:do_sys_openat2 -> kretprobe:do_sys_openat2",
+    );
+}
+
+#[test]
+fn a_kprobe_start_pairs_with_a_tracepoint_end() {
+    if !has(Feature::KprobePmu, "latency_mixed") || !has(Feature::Bpf, "latency_mixed") {
+        return;
+    }
+    latency_counts_every_open(
+        &[
+            "--from",
+            "do_sys_openat2",
+            "--to",
+            "syscalls:sys_exit_openat",
+        ],
+        "Tracing latency of kprobe:do_sys_openat2 -> syscalls:sys_exit_openat",
+    );
+}
+
+/// `tracer latency PAIR -p PID` over a process making OPENS opens: a histogram of exactly
+/// OPENS calls, announced by `banner`.
+fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
     use std::io::BufRead;
     // A running process (ready after its loader's opens), so only its OPENS opens count.
     let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), PATH]);
     let pid = work.pid().to_string();
     let mut child = std::process::Command::new(common::tracer_bin())
-        .args(["latency", "do_sys_openat2", "-p", &pid, "-o", "json"])
+        .arg("latency")
+        .args(pair)
+        .args(["-p", &pid, "-o", "json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -357,10 +384,7 @@ fn latency_of_a_kernel_function_counts_exactly_the_calls() {
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut banner = String::new();
     stderr.read_line(&mut banner).unwrap();
-    assert!(
-        banner.starts_with("Tracing latency of kprobe:do_sys_openat2 -> kretprobe:do_sys_openat2"),
-        "{banner}"
-    );
+    assert!(banner.starts_with(banner_start), "{banner}");
     work.run_batch();
     work.finish();
     // The run ends by itself when the process has exited.

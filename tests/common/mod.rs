@@ -171,6 +171,20 @@ pub fn timeline_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/latency.c` (outliers behind known call sites, requests
+/// handed between two threads), compiled once per test binary.
+pub fn latency_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| build_c("tracer-latency", &latency_source_path(), &["-pthread"]))
+        .clone()
+}
+
+/// `tests/workloads/latency.c`.
+pub fn latency_source_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/latency.c")
+}
+
 /// `tests/workloads/chain.c`.
 pub fn chain_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/chain.c")

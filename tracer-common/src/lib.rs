@@ -232,7 +232,18 @@ pub const LAT_STAT_EXITS: u32 = 1;
 pub const LAT_STAT_NO_ENTRY: u32 = 2;
 /// Outliers that could not be written to a ring.
 pub const LAT_STAT_OUTLIER_LOST: u32 = 3;
-pub const LAT_STAT_COUNT: u32 = 4;
+/// Starts that replaced a start of the same key whose end never came (a missed return:
+/// kretprobe maxactive overflow, recursion, a thread that left the call another way).
+pub const LAT_STAT_REPLACED: u32 = 4;
+pub const LAT_STAT_COUNT: u32 = 5;
+
+/// Parts of a latency key (`--key dev,sector`).
+pub const LAT_KEY_PARTS: usize = 3;
+
+/// Where a latency key part is read, as [`src`] without the sign bit: a byte range of the
+/// tracepoint record, or of a probe's argument registers (`argN` at `8 * N`, size 8).
+/// A size of 0 marks an unused part; all unused: start and end are matched by thread.
+pub type LatKeySrc = u32;
 
 /// What the latency programs do (`LAT_CONFIG[0]`).
 #[repr(C)]
@@ -242,15 +253,23 @@ pub struct LatConfig {
     pub filter: SlotConfig,
     /// `LAT_BY_*`.
     pub by: u32,
-    /// Tracepoint pairs keyed by a record field: its byte offset in the start and end records
-    /// and its size (0: key by thread id).
-    pub key_size: u32,
-    pub entry_key_offset: u32,
-    pub exit_key_offset: u32,
+    /// `SLOT_STACK_*` bits: stacks captured (at the end) for outliers.
+    pub stack_flags: u32,
+    /// The key parts read at the start and at the end, in the same order.
+    pub entry_key: [LatKeySrc; LAT_KEY_PARTS],
+    pub exit_key: [LatKeySrc; LAT_KEY_PARTS],
     /// Linear buckets of this many ns (0: log2 buckets).
     pub linear_step: u64,
     /// Calls at least this long (ns) are streamed as outliers (0: none).
     pub slower_than: u64,
+}
+
+/// The key of a call in flight: the thread (`pid_tgid` in the first part), or the values of
+/// the `--key` parts, zero-extended.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LatKey {
+    pub parts: [u64; LAT_KEY_PARTS],
 }
 
 /// A start time in `LAT_START`.
@@ -365,6 +384,8 @@ mod pod {
     unsafe impl aya::Pod for super::LatConfig {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::LatStart {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::LatKey {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::HistKey {}
     // SAFETY: as above.

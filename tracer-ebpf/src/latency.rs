@@ -2,24 +2,26 @@
 //! into a histogram bucket (per CPU, per `--by` group), keeps sum and max, and streams calls
 //! slower than a threshold. Included into the probes object, which owns the maps they share.
 
+use aya_ebpf::bindings::BPF_F_USER_STACK;
 use aya_ebpf::macros::{kprobe, map, tracepoint};
 use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
+use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
-use aya_ebpf::EbpfContext;
 use tracer_common::{
-    HistKey, LatConfig, LatStart, HIST_BUCKETS, HIST_MAX, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU,
-    LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
-    LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
+    HistKey, LatConfig, LatKey, LatKeySrc, LatStart, HIST_BUCKETS, HIST_MAX, HIST_SUM, LAT_BY_COMM,
+    LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS, LAT_STAT_COUNT,
+    LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED,
+    SLOT_STACK_KERNEL, SLOT_STACK_USER,
 };
 
-use crate::{emit_raw, passes};
+use crate::{emit_raw, passes, stack_id};
 
 #[map]
 static LAT_CONFIG: Array<LatConfig> = Array::with_max_entries(1, 0);
 
 /// Start times by key; LRU, so entries whose exit never comes cannot fill it up.
 #[map]
-static LAT_START: LruHashMap<u64, LatStart> = LruHashMap::with_max_entries(1, 0);
+static LAT_START: LruHashMap<LatKey, LatStart> = LruHashMap::with_max_entries(1, 0);
 
 #[map]
 static LAT_HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(1, 0);
@@ -40,25 +42,55 @@ fn count(index: u32) {
     }
 }
 
-/// The key of a call: the thread, or a tracepoint record field.
+/// Where key parts are read at one end of the pair.
+enum Source<'a> {
+    /// A tracepoint: its record.
+    Record(&'a TracePointContext),
+    /// A kprobe or uprobe: its argument registers.
+    Args(&'a [u64; 6]),
+    /// A return probe: nothing but the thread.
+    Thread,
+}
+
+/// The key of a call: the thread, or the `--key` parts read from the record or registers.
 #[inline(always)]
-fn key(config: &LatConfig, ctx: Option<&TracePointContext>, offset: u32) -> u64 {
-    match ctx {
-        Some(tp) if config.key_size != 0 => {
-            // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
-            let raw = unsafe { tp.read_at::<u64>(offset as usize) }.unwrap_or(0);
-            if config.key_size >= 8 {
+fn key(parts: &[LatKeySrc; LAT_KEY_PARTS], source: &Source) -> LatKey {
+    let mut key = LatKey::default();
+    if parts[0] >> 8 & 0xff == 0 {
+        key.parts[0] = aya_ebpf::helpers::bpf_get_current_pid_tgid();
+        return key;
+    }
+    let mut i = 0;
+    while i < LAT_KEY_PARTS {
+        let (offset, size) = (parts[i] & 0xff, parts[i] >> 8 & 0xff);
+        if size != 0 {
+            let raw = match source {
+                // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
+                Source::Record(tp) => unsafe { tp.read_at::<u64>(offset as usize) }.unwrap_or(0),
+                // Constant indices: no variable stack offset for the verifier to refuse.
+                Source::Args(args) => match offset / 8 {
+                    0 => args[0],
+                    1 => args[1],
+                    2 => args[2],
+                    3 => args[3],
+                    4 => args[4],
+                    _ => args[5],
+                },
+                Source::Thread => 0,
+            };
+            key.parts[i] = if size >= 8 {
                 raw
             } else {
-                raw & ((1u64 << (8 * config.key_size)) - 1)
-            }
+                raw & ((1u64 << (8 * size)) - 1)
+            };
         }
-        _ => aya_ebpf::helpers::bpf_get_current_pid_tgid(),
+        i += 1;
     }
+    key
 }
 
 #[inline(always)]
-fn entry(args: [u64; 6], tp: Option<&TracePointContext>) {
+fn entry(args: [u64; 6], source: &Source) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
@@ -74,7 +106,13 @@ fn entry(args: [u64; 6], tp: Option<&TracePointContext>) {
         time_ns: unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() },
         args,
     };
-    let _ = LAT_START.insert(&key(config, tp, config.entry_key_offset), &start, 0);
+    // BPF_NOEXIST first: a start already there is a call whose end was missed; count it, then
+    // replace it (the newer start is the one whose end can still come).
+    let key = key(&config.entry_key, source);
+    if LAT_START.insert(&key, &start, 1).is_err() {
+        count(LAT_STAT_REPLACED);
+        let _ = LAT_START.insert(&key, &start, 0);
+    }
 }
 
 #[inline(always)]
@@ -116,11 +154,11 @@ fn add(key: &HistKey, value: u64, max: bool) {
 }
 
 #[inline(always)]
-fn exit<C: EbpfContext>(ctx: &C, tp: Option<&TracePointContext>, ret: u64) {
+fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
-    let k = key(config, tp, config.exit_key_offset);
+    let k = key(&config.exit_key, source);
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { LAT_START.get(&k) }).copied() else {
         // Only count exits of calls we would have counted: filter like the entry did.
@@ -201,39 +239,60 @@ fn exit<C: EbpfContext>(ctx: &C, tp: Option<&TracePointContext>, ret: u64) {
             i += 1;
         }
         data[7] = ret;
-        if !emit_raw(ctx, &data) {
+        let kstack = stack_id(ctx, config.stack_flags & SLOT_STACK_KERNEL != 0, 0);
+        let ustack = stack_id(
+            ctx,
+            config.stack_flags & SLOT_STACK_USER != 0,
+            BPF_F_USER_STACK as u64,
+        );
+        if !emit_raw(ctx, &data, kstack, ustack) {
             count(LAT_STAT_OUTLIER_LOST);
         }
     }
 }
 
-#[kprobe]
-pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
+#[inline(always)]
+fn registers(ctx: &ProbeContext) -> [u64; 6] {
     let mut args = [0u64; 6];
     let mut i = 0;
     while i < 6 {
         args[i] = ctx.arg::<u64>(i).unwrap_or(0);
         i += 1;
     }
-    entry(args, None);
-    0
+    args
 }
 
 #[kprobe]
+pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
+    let args = registers(&ctx);
+    entry(args, &Source::Args(&args));
+    0
+}
+
+/// The end at a kprobe or uprobe (not a return probe): the key may be an argument.
+#[kprobe]
+pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
+    let args = registers(&ctx);
+    exit(&ctx, &Source::Args(&args), 0);
+    0
+}
+
+/// The end at a kretprobe or uretprobe: keyed by thread, with the return value.
+#[kprobe]
 pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
-    exit(&ctx, None, ret);
+    exit(&ctx, &Source::Thread, ret);
     0
 }
 
 #[tracepoint]
 pub fn lat_tp_entry(ctx: TracePointContext) -> u32 {
-    entry([0; 6], Some(&ctx));
+    entry([0; 6], &Source::Record(&ctx));
     0
 }
 
 #[tracepoint]
 pub fn lat_tp_exit(ctx: TracePointContext) -> u32 {
-    exit(&ctx, Some(&ctx), 0);
+    exit(&ctx, &Source::Record(&ctx), 0);
     0
 }

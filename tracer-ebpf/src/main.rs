@@ -76,10 +76,10 @@ fn bump(index: u32) {
 
 mod latency;
 
-/// Emits a bare event (slot `LATENCY_SLOT`) with `data` from a latency program; false when the
-/// ring was full.
+/// Emits a bare event (slot `LATENCY_SLOT`) with `data` and stack ids from a latency program;
+/// false when the ring was full.
 #[inline(always)]
-fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS]) -> bool {
+fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, ustack: i32) -> bool {
     // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
     let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut *p }) else {
         return false;
@@ -90,8 +90,8 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS]) -> bool {
     event.pid_tgid = bpf_get_current_pid_tgid();
     event.slot = tracer_common::LATENCY_SLOT;
     event.str_len = 0;
-    event.kstack = NO_STACK;
-    event.ustack = NO_STACK;
+    event.kstack = kstack;
+    event.ustack = ustack;
     event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
     event.data = *data;
     event.fields = [0; FIELD_READS];

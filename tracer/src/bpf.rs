@@ -7,9 +7,9 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, StackT
 use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
-    stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatStart, SchedOffsets,
-    SlotConfig, AGG_ENTRIES, LAT_ENTRIES, PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE,
-    PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+    stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart, SchedOffsets,
+    SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT, PERF_EVENT_BASE, PERF_EVENT_SLOTS,
+    PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
@@ -233,11 +233,14 @@ impl Bpf {
         Ok(names)
     }
 
-    /// Configures and loads the latency programs of one kind (`Probe`: kprobe/uprobe pairs,
-    /// `Tracepoint`); returns (entry, exit) program names for [`Bpf::named_program_fd`].
+    /// Configures and loads the latency programs for a start of kind `entry` and an end of
+    /// kind `exit` (a return probe when `exit_ret`); returns (entry, exit) program names for
+    /// [`Bpf::named_program_fd`].
     pub fn load_latency(
         &mut self,
-        kind: SlotKind,
+        entry: SlotKind,
+        exit: SlotKind,
+        exit_ret: bool,
         config: LatConfig,
     ) -> Result<(&'static str, &'static str), Error> {
         let map = self
@@ -250,13 +253,18 @@ impl Bpf {
             map: "LAT_CONFIG",
             source,
         })?;
-        let names = match kind {
-            SlotKind::Tracepoint => ("lat_tp_entry", "lat_tp_exit"),
-            _ => ("lat_kp_entry", "lat_kp_exit"),
+        let start = match entry {
+            SlotKind::Tracepoint => "lat_tp_entry",
+            _ => "lat_kp_entry",
         };
-        self.load_program(names.0, kind)?;
-        self.load_program(names.1, kind)?;
-        Ok(names)
+        let end = match (exit, exit_ret) {
+            (SlotKind::Tracepoint, _) => "lat_tp_exit",
+            (_, true) => "lat_kp_exit",
+            (_, false) => "lat_kp_end",
+        };
+        self.load_program(start, entry)?;
+        self.load_program(end, exit)?;
+        Ok((start, end))
     }
 
     /// The latency histograms summed over CPUs: running totals, which are never cleared
@@ -341,15 +349,16 @@ impl Bpf {
         Ok(cells)
     }
 
-    /// `LAT_STATS` summed over CPUs: [entries, exits, exits without entry, outliers lost].
-    pub fn latency_stats(&self) -> Result<[u64; 4], Error> {
+    /// `LAT_STATS` summed over CPUs: [entries, exits, exits without entry, outliers lost,
+    /// starts replaced before their end].
+    pub fn latency_stats(&self) -> Result<[u64; LAT_STAT_COUNT as usize], Error> {
         let map = self
             .ebpf
             .map("LAT_STATS")
             .ok_or(Error::Map { map: "LAT_STATS" })?;
         let stats: PerCpuArray<&MapData, u64> =
             PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "LAT_STATS" })?;
-        let mut out = [0u64; 4];
+        let mut out = [0u64; LAT_STAT_COUNT as usize];
         for (i, slot) in out.iter_mut().enumerate() {
             let values = stats
                 .get(&(i as u32), 0)
@@ -368,7 +377,7 @@ impl Bpf {
             .ebpf
             .map("LAT_START")
             .ok_or(Error::Map { map: "LAT_START" })?;
-        let start: HashMap<&MapData, u64, LatStart> =
+        let start: HashMap<&MapData, LatKey, LatStart> =
             HashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_START" })?;
         Ok(start.keys().filter(Result::is_ok).count() as u64)
     }

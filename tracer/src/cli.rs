@@ -208,7 +208,10 @@ pub enum WatchType {
   tracer latency vfs_read                                   a kernel function, entry to return
   tracer latency uprobe:./prog:handle --slower-than 10ms    a user function, slow calls listed
   tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1
-  tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid")]
+  tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid
+  tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector
+  tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0
+  tracer latency uprobe:./prog:handle --slower-than 10ms -s     slow calls with their stacks")]
 pub struct LatencyArgs {
     /// A function: FUNC (kprobe + kretprobe) or uprobe:PATH:SYMBOL (uprobe + uretprobe).
     pub target: Option<String>,
@@ -218,8 +221,9 @@ pub struct LatencyArgs {
     /// End of what is measured (any probe spec), with --from.
     #[arg(long, value_name = "SPEC")]
     pub to: Option<String>,
-    /// Match start and end by a tracepoint field (FIELD, or START_FIELD/END_FIELD) instead of the thread.
-    #[arg(long, value_name = "FIELD")]
+    /// Match start and end by up to 3 values instead of the thread: tracepoint fields or a
+    /// probe's argN, comma-separated; START_KEYS/END_KEYS when the names differ.
+    #[arg(long, value_name = "KEYS")]
     pub key: Option<String>,
     /// One histogram per comm, pid, tid or cpu.
     #[arg(long, value_enum)]
@@ -230,6 +234,10 @@ pub struct LatencyArgs {
     /// Print each call at least this slow (e.g. 10ms), with its arguments.
     #[arg(long, value_name = "DURATION")]
     pub slower_than: Option<String>,
+    /// Print the stack of each slow call, taken at its end: kernel, user or both (alone: the
+    /// end probe's own side). Needs --slower-than.
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
+    pub stack: Option<Option<crate::stacks::Which>>,
     /// Print and reset the histograms every SECS seconds.
     #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::plan::parse_seconds)]
     pub interval: Option<Duration>,

@@ -4,19 +4,22 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{
-    Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
-    LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED, TRACK_PENDING,
+    Event, HistKey, LatConfig, LatKeySrc, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT,
+    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
+    SLOT_FILTER_TRACKED, TRACK_ACTIVE,
 };
 
 use crate::bpf::{Bpf, Sizing, SlotKind};
 use crate::cli::{LatencyArgs, LatencyBy};
 use crate::cmd::probe::{open_event, start_tracking};
+use crate::kernel::format::Format as RecordFormat;
 use crate::kernel::tracefs::Tracefs;
 use crate::launch;
 use crate::output::events::Format;
 use crate::output::hist::{human, Histogram};
 use crate::plan::{self, ProbeSpec, Target};
 use crate::session::{End, EventLoop, OutputRings, Sink};
+use crate::stacks::Symbolizer;
 use crate::Error;
 
 fn usage(message: String, hint: &str) -> Error {
@@ -50,6 +53,83 @@ fn pair(args: &LatencyArgs) -> Result<(ProbeSpec, ProbeSpec), Error> {
     }
 }
 
+/// One end of the pair: its spec and, for a tracepoint, its record format.
+type PairEnd<'a> = (&'a ProbeSpec, &'a Option<RecordFormat>);
+
+/// `--key A[,B,C]` (the same names at both ends) or `START_KEYS/END_KEYS`: where each key part
+/// is read at the start and at the end.
+fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySrcs, KeySrcs), Error> {
+    let (a, b) = key.split_once('/').unwrap_or((key, key));
+    let (a, b) = (part_names(a), part_names(b));
+    if a.len() != b.len() {
+        return Err(usage(
+            format!(
+                "--key {key}: {} parts at the start, {} at the end",
+                a.len(),
+                b.len()
+            ),
+            "give the same number of comma-separated parts on both sides of /",
+        ));
+    }
+    if a.len() > LAT_KEY_PARTS || a.iter().chain(&b).any(|n| n.is_empty()) {
+        return Err(usage(
+            format!("--key {key}: give 1 to {LAT_KEY_PARTS} names, comma-separated"),
+            "e.g. --key dev,sector or --key pid/next_pid",
+        ));
+    }
+    Ok((key_srcs(&a, start)?, key_srcs(&b, end)?))
+}
+
+type KeySrcs = [LatKeySrc; LAT_KEY_PARTS];
+
+fn part_names(list: &str) -> Vec<&str> {
+    list.split(',').map(str::trim).collect()
+}
+
+/// Where the named key parts are read at one end.
+fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
+    let mut out = KeySrcs::default();
+    for (slot, name) in out.iter_mut().zip(names) {
+        *slot = match format {
+            Some(format) => {
+                let Some(field) = format.field(name) else {
+                    let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
+                    return Err(usage(
+                        format!("{} has no field '{name}'", format.name),
+                        &format!("its fields: {}", names.join(", ")),
+                    ));
+                };
+                if field.offset > 0xff || field.size == 0 || field.size > 8 {
+                    return Err(usage(
+                        format!(
+                            "{}'s field '{name}' cannot be a key ({} bytes at offset {})",
+                            format.name, field.size, field.offset
+                        ),
+                        "key by integer fields of up to 8 bytes in the first 256 bytes of the record",
+                    ));
+                }
+                tracer_common::src(field.offset as u32, field.size as u32, false)
+            }
+            None if spec.ret => {
+                return Err(usage(
+                    format!("{spec} is a return probe: it has no '{name}' to key by"),
+                    "a return probe's end is matched by thread: drop --key, or end at a probe or tracepoint that has the key",
+                ))
+            }
+            None => match name.strip_prefix("arg").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n < 6 => tracer_common::src(8 * n, 8, false),
+                _ => {
+                    return Err(usage(
+                        format!("{spec} has no key '{name}'"),
+                        "probes are keyed by their argument registers: arg0..arg5",
+                    ))
+                }
+            },
+        };
+    }
+    Ok(out)
+}
+
 pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let (start, end) = pair(&args)?;
     if args.pid.is_some() && !args.command.is_empty() {
@@ -77,15 +157,24 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         .map(plan::parse_duration_ns)
         .transpose()
         .map_err(|e| usage(e, "e.g. --slower-than 10ms"))?;
+    if args.stack.is_some() && slower_than.is_none() {
+        return Err(usage(
+            "-s prints the stacks of outliers: it needs --slower-than".into(),
+            "e.g. --slower-than 10ms -s",
+        ));
+    }
     let fs = Tracefs::locate()?;
 
     let mut launched = if args.command.is_empty() {
         None
     } else {
-        Some(launch::launch(&args.command)?)
+        // Stopped right after its exec: its executable is mapped and can be read for the
+        // stacks of outliers even if it exits before they are printed.
+        Some(launch::launch_stopped_at_exec(&args.command)?)
     };
     let mut bpf = Bpf::load_with(Sizing {
         latency: true,
+        stacks: args.stack.is_some(),
         ..Sizing::default()
     })?;
     let mut rings = OutputRings::open(&mut bpf, 16, crate::session::quarter_full(16))?;
@@ -97,29 +186,9 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let pid = args.pid;
     let entry = open_event(&fs, &start, &mut interface, None, pid, 0)?;
     let exit = open_event(&fs, &end, &mut interface, None, pid, 1)?;
-    // --key FIELD or ENTRY_FIELD/EXIT_FIELD: tracepoint pairs matched by a record field.
-    let (key_size, entry_key_offset, exit_key_offset) = match &args.key {
-        None => (0, 0, 0),
-        Some(key) => {
-            let (Some(entry_format), Some(exit_format)) = (&entry.format, &exit.format) else {
-                return Err(usage(
-                    format!("--key {key} needs tracepoints at both ends"),
-                    "probes are matched by thread",
-                ));
-            };
-            let (a, b) = key.split_once('/').unwrap_or((key, key));
-            let field = |format: &crate::kernel::format::Format, name: &str| {
-                format.field(name).cloned().ok_or_else(|| {
-                    let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
-                    usage(
-                        format!("{} has no field '{name}'", format.name),
-                        &format!("its fields: {}", names.join(", ")),
-                    )
-                })
-            };
-            let (fa, fb) = (field(entry_format, a)?, field(exit_format, b)?);
-            ((fa.size.min(8)) as u32, fa.offset as u32, fb.offset as u32)
-        }
+    let (entry_key, exit_key) = match &args.key {
+        None => Default::default(),
+        Some(key) => keys(key, (&start, &entry.format), (&end, &exit.format))?,
     };
     let by = match args.by {
         None => LAT_BY_NONE,
@@ -128,36 +197,33 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         Some(LatencyBy::Tid) => LAT_BY_TID,
         Some(LatencyBy::Cpu) => LAT_BY_CPU,
     };
+    let stack_flags =
+        crate::stacks::flags_for(args.stack, matches!(end.target, Target::User { .. }));
     let config = LatConfig {
         filter,
         by,
-        key_size,
-        entry_key_offset,
-        exit_key_offset,
+        stack_flags,
+        entry_key,
+        exit_key,
         linear_step: linear_step.unwrap_or(0),
         slower_than: slower_than.unwrap_or(0),
     };
-    let kind = |format: &Option<crate::kernel::format::Format>| {
+    let kind = |format: &Option<RecordFormat>| {
         if format.is_some() {
             SlotKind::Tracepoint
         } else {
             SlotKind::Probe
         }
     };
-    let (entry_kind, exit_kind) = (kind(&entry.format), kind(&exit.format));
-    if entry_kind != exit_kind {
-        return Err(usage(
-            "both ends must be tracepoints, or both probes".into(),
-            "mixing a tracepoint with a kprobe/uprobe is not supported yet",
-        ));
-    }
-    let (entry_prog, exit_prog) = bpf.load_latency(entry_kind, config)?;
+    let (entry_prog, exit_prog) =
+        bpf.load_latency(kind(&entry.format), kind(&exit.format), end.ret, config)?;
     entry.event.set_bpf(bpf.named_program_fd(entry_prog)?)?;
     exit.event.set_bpf(bpf.named_program_fd(exit_prog)?)?;
     let _tracking = match launched.as_mut() {
         Some(child) => {
             let events = start_tracking(&mut bpf, &fs)?;
-            bpf.track(child.pid(), TRACK_PENDING)?;
+            // Stopped after its exec: it is the command already.
+            bpf.track(child.pid(), TRACK_ACTIVE)?;
             events
         }
         None => Vec::new(),
@@ -167,6 +233,12 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     exit.event.enable(false)?;
     entry.event.enable(false)?;
     eprintln!("Tracing latency of {start} -> {end}... Hit Ctrl-C to end.");
+    // Read before it runs: a command that exits before its last outliers are printed still
+    // resolves from this.
+    let adopted = launched
+        .as_ref()
+        .filter(|_| args.stack.is_some())
+        .and_then(|c| Some((c.pid(), crate::kernel::symbols::Process::new(c.pid()).ok()?)));
     if let Some(child) = launched.as_mut() {
         child.release()?;
     }
@@ -183,11 +255,17 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         start_ns: crate::session::monotonic_ns(),
         outliers: 0,
         watched_pid: args.pid,
+        start_args: !matches!(start.target, Target::Tracepoint { .. }),
+        end_ret: end.ret,
+        symbolizer: Symbolizer::default(),
     };
+    if let Some((pid, process)) = adopted {
+        sink.symbolizer.adopt(pid, process);
+    }
     let ring_fds = sink.rings.raw_fds();
     let end_reason = event_loop.run(&mut sink, ring_fds, launched.as_mut(), args.duration)?;
     sink.print_histograms()?;
-    let [entries, exits, no_entry, outliers_lost] = sink.bpf.latency_stats()?;
+    let [entries, exits, no_entry, outliers_lost, replaced] = sink.bpf.latency_stats()?;
     let in_flight = sink.bpf.latency_in_flight()?;
     let why = match end_reason {
         End::CommandExited(code) => format!("command exited with status {code}"),
@@ -195,7 +273,16 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         End::TargetGone => format!("process {} exited", args.pid.unwrap_or(0)),
         _ => "interrupted".into(),
     };
-    eprintln!("\n{exits} calls measured, {why}; {entries} starts, {no_entry} ends without a start (tracing began mid-call)");
+    let unmatched = match args.key {
+        Some(_) => "tracing began mid-call, or no start had its key",
+        None => "tracing began mid-call",
+    };
+    eprintln!("\n{exits} calls measured, {why}; {entries} starts, {no_entry} ends without a start ({unmatched})");
+    if replaced > 0 {
+        eprintln!(
+            "{replaced} starts had no end before the next start of the same key: their end was missed (kretprobe maxactive overflow, recursion, or a call left another way)"
+        );
+    }
     if in_flight > 0 {
         eprintln!(
             "{in_flight} calls had no end: still running at exit, or their thread exited mid-call"
@@ -206,6 +293,9 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
             "{} outliers shown, {outliers_lost} lost (ring full)",
             sink.outliers
         );
+    }
+    if let Some(line) = sink.symbolizer.summary() {
+        eprintln!("stacks: {line}");
     }
     drop(sink);
     drop((entry, exit));
@@ -230,6 +320,12 @@ struct LatencySink<'a, W: std::io::Write> {
     watched_pid: Option<u32>,
     /// Totals at the last report, per cell (-I prints differences).
     previous: std::collections::HashMap<HistKey, u64>,
+    /// The start is a probe: outliers show its argument registers.
+    start_args: bool,
+    /// The end is a return probe: outliers show the return value.
+    end_ret: bool,
+    /// Outlier stacks (-s).
+    symbolizer: Symbolizer,
 }
 
 impl<W: std::io::Write> LatencySink<'_, W> {
@@ -317,25 +413,45 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         for e in batch.iter().filter(|e| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
             let comm = String::from_utf8_lossy(e.comm()).into_owned();
-            let args: Vec<String> = e.data[1..7].iter().map(|a| format!("{a:#x}")).collect();
+            let args: Vec<String> = match self.start_args {
+                true => e.data[1..7].iter().map(|a| format!("{a:#x}")).collect(),
+                false => Vec::new(),
+            };
+            let ret = self.end_ret.then_some(e.data[7] as i64);
+            let stacks = self.symbolizer.stacks(self.bpf, e)?;
+            let time_s = e.time_ns.saturating_sub(self.start_ns) as f64 / 1e9;
             match self.format {
-                Format::Text => writeln!(
-                    self.out,
-                    "slow: {:<10.6} {}/{} {comm} took {} args ({}) ret {}",
-                    e.time_ns.saturating_sub(self.start_ns) as f64 / 1e9,
-                    e.pid(),
-                    e.tid(),
-                    human(e.data[0]),
-                    args.join(", "),
-                    e.data[7] as i64
-                ),
-                Format::Json => writeln!(
-                    self.out,
-                    "{}",
-                    serde_json::json!({"outlier": true, "time_ns": e.time_ns, "pid": e.pid(), "tid": e.tid(), "comm": comm, "duration_ns": e.data[0], "args": args, "ret": e.data[7] as i64})
-                ),
+                Format::Text => {
+                    let mut line = format!(
+                        "slow: {time_s:<10.6} {}/{} {comm} took {}",
+                        e.pid(),
+                        e.tid(),
+                        human(e.data[0])
+                    );
+                    if self.start_args {
+                        line += &format!(" args ({})", args.join(", "));
+                    }
+                    if let Some(ret) = ret {
+                        line += &format!(" ret {ret}");
+                    }
+                    writeln!(self.out, "{line}").map_err(Error::Output)?;
+                    crate::output::stack::write_text(&mut self.out, &stacks)
+                        .map_err(Error::Output)?;
+                }
+                Format::Json => {
+                    let mut v = serde_json::json!({"outlier": true, "time_ns": e.time_ns, "pid": e.pid(), "tid": e.tid(), "comm": comm, "duration_ns": e.data[0]});
+                    if self.start_args {
+                        v["args"] = args.into();
+                    }
+                    if let Some(ret) = ret {
+                        v["ret"] = ret.into();
+                    }
+                    if !stacks.is_empty() {
+                        v["stack"] = crate::output::stack::json(&stacks);
+                    }
+                    writeln!(self.out, "{v}").map_err(Error::Output)?;
+                }
             }
-            .map_err(Error::Output)?;
         }
         self.out.flush().map_err(Error::Output)?;
         Ok(false)
