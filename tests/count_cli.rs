@@ -59,6 +59,82 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
     assert_eq!(reports[0]["rows"][0]["comm"], "tracer-cnt-b");
 }
 
+/// The raw tracepoints (`tp_name`) of the BPF links process `pid` holds.
+fn raw_tracepoint_links(pid: u32) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap() {
+        let info = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        if info.contains("link_type:\traw_tracepoint") {
+            if let Some(name) = info.lines().find_map(|l| l.strip_prefix("tp_name:\t")) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
+    if !has(Feature::RawTracepoints, "count_raw") || !has(Feature::Bpf, "count_raw") {
+        return;
+    }
+    use std::io::Read;
+    let (_dir, prog) = renamed("tracer-cnt-raw");
+    // The sleep keeps tracer running while its links are read.
+    let script = format!("sleep 1; {} getppid 400", prog.display());
+    let (mut child, mut stderr, banner) = common::tracer_started(&[
+        "probe",
+        "--count-by",
+        "comm,probe",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "syscalls:sys_exit_getppid",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    // Counting by task only: no trace record is needed, so each syscall tracepoint is a raw
+    // tracepoint program filtering by syscall number.
+    let links = raw_tracepoint_links(child.id());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(0), "{banner}{rest}");
+    assert_eq!(links, ["sys_enter", "sys_exit"]);
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let mut rows: Vec<(String, u64)> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["comm"] == "tracer-cnt-raw")
+        .map(|r| {
+            (
+                r["probe"].as_str().unwrap().to_string(),
+                r["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            ("syscalls:sys_enter_getppid".to_string(), 400),
+            ("syscalls:sys_exit_getppid".to_string(), 400)
+        ],
+        "{report}"
+    );
+}
+
 #[test]
 fn a_histogram_of_return_values_has_the_known_buckets() {
     if !has(Feature::UprobePmu, "hist_ret") || !has(Feature::Bpf, "hist_ret") {

@@ -288,7 +288,13 @@ fn bpf_output_ring_delivers_exactly_n_records_from_a_tracepoint() {
     // The program is attached: the kernel lists it on the tracepoint (other tests running at the
     // same time may have programs there too: the array is per tracepoint).
     let id = bpf.program_id(&slot).unwrap();
-    assert!(attached.event.query_bpf().unwrap().contains(&id));
+    assert!(attached
+        .event
+        .as_ref()
+        .expect("a perf event")
+        .query_bpf()
+        .unwrap()
+        .contains(&id));
     work.run_batch();
     let pid = work.pid();
     work.finish();

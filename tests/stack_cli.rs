@@ -185,3 +185,57 @@ fn uprobe_arguments_and_returns_are_named_and_typed_from_dwarf() {
         }
     }
 }
+
+#[test]
+fn a_binary_replaced_on_disk_while_running_is_read_from_the_mapped_file() {
+    if !has(Feature::Breakpoints, "replaced_binary") || !has(Feature::Bpf, "replaced_binary") {
+        return;
+    }
+    // The workload runs from its own copy, which is then replaced by another program at the
+    // same path (a new inode, as an upgrade does): its symbols, lines and build-id must come
+    // from the file the process has mapped, not from what the path names now.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tracer-chain-upgraded");
+    std::fs::copy(chain_program(), &path).unwrap();
+    let mut cmd = std::process::Command::new(&path);
+    cmd.arg("4");
+    let mut work = common::Workload::start(cmd);
+    let other = dir.path().join("other");
+    std::fs::copy("/bin/true", &other).unwrap();
+    std::fs::rename(&other, &path).unwrap();
+
+    let pid = work.pid().to_string();
+    let (child, mut stderr, banner) = common::tracer_started(&[
+        "watch",
+        "-s",
+        "-c",
+        "4",
+        "-o",
+        "json",
+        "chain_counter",
+        "-p",
+        &pid,
+    ]);
+    work.run_batch();
+    let out = child.wait_with_output().expect("tracer ends after -c");
+    let mut rest = banner;
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    work.finish();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 4, "{rest}");
+    let write = chain_line("chain_counter += count;");
+    let build_id = tracer::kernel::symbols::ElfSymbols::load(&chain_program())
+        .unwrap()
+        .build_id
+        .expect("gcc writes a build-id note");
+    for event in &events {
+        assert_eq!(
+            user_frames(event)[..4],
+            expected_chain(write)[..],
+            "{event}"
+        );
+        let first = &event["stack"].as_array().unwrap()[0];
+        assert_eq!(first["build_id"], build_id.as_str(), "{event}");
+    }
+}

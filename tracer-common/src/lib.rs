@@ -78,6 +78,19 @@ pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
 /// `SLOT_STR_ARG_USER`/`SLOT_STR_ARG_AUTO` bit beside it says.
 pub const SLOT_STR_FIELD: u32 = 1 << 12;
 
+/// Tracepoint slots with a raw twin (`rtp_N`) for counting syscalls.
+pub const RAW_SYSCALL_SLOTS: u32 = 4;
+
+/// `SlotConfig::flags` (raw tracepoint slots on `sys_exit`): the syscall number is read from
+/// the registers' `orig_ax`; on `sys_enter` it is the tracepoint's second argument.
+pub const SLOT_RAW_SYS_EXIT: u32 = 1 << 13;
+/// x86-64 `struct pt_regs` offsets the raw syscall slots read: `orig_ax` and `cs`.
+pub const PT_REGS_ORIG_AX: u64 = 120;
+pub const PT_REGS_CS: u64 = 136;
+/// `cs` of 32-bit user code (`__USER32_CS`): its syscalls have other numbers and are not
+/// traced by the `syscalls` tracepoints, so the raw slots skip them too.
+pub const USER32_CS: u64 = 0x23;
+
 /// Struct member reads per probe slot (`FUNC(how->flags)`), each into one `Event::fields` word.
 pub const FIELD_READS: usize = 4;
 /// [`FieldRead::flags`]: the struct is in user memory (uprobes).
@@ -196,6 +209,10 @@ pub struct SlotConfig {
     pub val_src: u32,
     /// Struct members to read (probe slots), into `Event::fields` in this order.
     pub fields: [FieldRead; FIELD_READS],
+    /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the syscall number counted, plus one
+    /// (0: every hit counts).
+    pub raw_syscall: u32,
+    pub _pad: u32,
 }
 
 /// Byte offsets in scheduler tracepoint records, which differ between kernel versions; read

@@ -15,19 +15,22 @@ use aya_ebpf::helpers::{
     bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
     bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
 };
-use aya_ebpf::macros::{kprobe, map, perf_event, tracepoint};
+use aya_ebpf::macros::{kprobe, map, perf_event, raw_tracepoint, tracepoint};
 use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerfEventArray, StackTrace};
 use aya_ebpf::programs::tracing::StackIdContext;
-use aya_ebpf::programs::{PerfEventContext, ProbeContext, RetProbeContext, TracePointContext};
+use aya_ebpf::programs::{
+    PerfEventContext, ProbeContext, RawTracePointContext, RetProbeContext, TracePointContext,
+};
 use aya_ebpf::EbpfContext;
 use tracer_common::{
     stat_failed, stat_hits, AggKey, AggValue, Event, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE,
     AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO,
-    FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, SLOTS, SLOT_AGGREGATE,
-    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RETURN, SLOT_STACK_KERNEL,
-    SLOT_STACK_USER, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
-    SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
-    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS,
+    PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
+    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_AUTO,
+    SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
+    SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    USER32_CS,
 };
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -443,6 +446,40 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     finish(ctx, event, &config);
 }
 
+/// Raw tracepoint slots on `sys_enter`/`sys_exit` (counting a `syscalls:` tracepoint only):
+/// the kernel calls them with the registers and the syscall id or return value, with no trace
+/// record to fill, which is most of a counted hit's cost on the perf tracepoint path. They run
+/// for every syscall, so a hit of another syscall leaves at the first comparison.
+#[inline(always)]
+fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
+    let Some(config) = CONFIG.get(slot) else {
+        return;
+    };
+    if config.raw_syscall != 0 {
+        let regs: u64 = ctx.arg(0);
+        let id: u64 = if config.flags & SLOT_RAW_SYS_EXIT != 0 {
+            // SAFETY: the probe-read helper fails cleanly on a bad address.
+            unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }
+                .unwrap_or(u64::MAX)
+        } else {
+            ctx.arg(1)
+        };
+        if id != (config.raw_syscall - 1) as u64 {
+            return;
+        }
+        // 32-bit code numbers its syscalls differently: not this one.
+        // SAFETY: as above.
+        let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
+        if cs == USER32_CS {
+            return;
+        }
+    }
+    let Some((event, config)) = begin(ctx, slot) else {
+        return;
+    };
+    aggregate(event, &config);
+}
+
 /// Breakpoint and software-event slot: the interrupted instruction pointer, the watched
 /// address (`bp_addr`), and the 8 bytes at it after the access (data breakpoints trap after
 /// the instruction, so this is the new value).
@@ -494,6 +531,10 @@ slots!(kprobe, ProbeContext, on_probe, 0;
 slots!(tracepoint, TracePointContext, on_tracepoint, TRACEPOINT_BASE;
     tp_0 = 0, tp_1 = 1, tp_2 = 2, tp_3 = 3, tp_4 = 4, tp_5 = 5, tp_6 = 6, tp_7 = 7,
     tp_8 = 8, tp_9 = 9, tp_10 = 10, tp_11 = 11, tp_12 = 12, tp_13 = 13, tp_14 = 14, tp_15 = 15);
+// Raw twins of the first tracepoint slots (`RAW_SYSCALL_SLOTS`), with the same global ids:
+// one of each pair is loaded. More counted syscalls use the perf tracepoint path.
+slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE;
+    rtp_0 = 0, rtp_1 = 1, rtp_2 = 2, rtp_3 = 3);
 slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE;
     pe_0 = 0, pe_1 = 1, pe_2 = 2, pe_3 = 3);
 

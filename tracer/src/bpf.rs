@@ -4,7 +4,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
-use aya::programs::{KProbe, PerfEvent, ProgramError, TracePoint};
+use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
     stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart, SchedOffsets,
@@ -182,6 +182,43 @@ impl Bpf {
         self.load_program(&name, kind)?;
         self.used.push(id);
         Ok(Slot { kind, id, name })
+    }
+
+    /// Takes a free tracepoint slot for its raw twin (`rtp_N`: the same global id as `tp_N`),
+    /// writes its config, and attaches it to the kernel's raw tracepoint `tracepoint` with
+    /// BPF_RAW_TRACEPOINT_OPEN: it runs from now on, until the object is dropped. A failed
+    /// attach leaves the slot free.
+    pub fn take_raw_slot(&mut self, config: SlotConfig, tracepoint: &str) -> Result<Slot, Error> {
+        let base = SlotKind::Tracepoint.range().0;
+        let count = tracer_common::RAW_SYSCALL_SLOTS;
+        let index = (0..count)
+            .find(|i| !self.used.contains(&(base + i)))
+            .ok_or(Error::NoSlot {
+                kind: "rtp",
+                max: count,
+            })?;
+        let id = base + index;
+        self.set_config(id, config)?;
+        let name = format!("rtp_{index}");
+        let program = self
+            .ebpf
+            .program_mut(&name)
+            .ok_or(Error::Map { map: "program" })?;
+        let wrap = |source| Error::Program {
+            program: name.clone(),
+            source,
+        };
+        let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
+        if p.fd().is_err() {
+            p.load().map_err(wrap)?;
+        }
+        p.attach(tracepoint).map_err(wrap)?;
+        self.used.push(id);
+        Ok(Slot {
+            kind: SlotKind::Tracepoint,
+            id,
+            name,
+        })
     }
 
     /// Loads one program of the object by name (without attaching it).

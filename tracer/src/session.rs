@@ -136,14 +136,16 @@ pub fn readable<T: std::os::fd::AsRawFd>(fd: T) -> std::io::Result<tokio::io::un
 /// A perf event with a BPF program attached: dropping it detaches the program.
 pub struct Attached {
     pub slot: Slot,
-    pub event: perf::Event,
+    /// The perf event the program is attached to; `None` for a raw tracepoint slot, which
+    /// runs from its attach on.
+    pub event: Option<perf::Event>,
 }
 
 impl Attached {
     /// Attaches the slot's program to `event` with `PERF_EVENT_IOC_SET_BPF` and enables it.
     pub fn new(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
         let attached = Attached::disabled(bpf, slot, event)?;
-        attached.event.enable(false)?;
+        attached.enable()?;
         Ok(attached)
     }
 
@@ -151,11 +153,22 @@ impl Attached {
     /// command can attach all its probes first and start them together.
     pub fn disabled(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
         event.set_bpf(bpf.program_fd(&slot)?)?;
-        Ok(Attached { slot, event })
+        Ok(Attached {
+            slot,
+            event: Some(event),
+        })
+    }
+
+    /// A slot attached to a raw tracepoint ([`Bpf::take_raw_slot`]).
+    pub fn raw(slot: Slot) -> Attached {
+        Attached { slot, event: None }
     }
 
     pub fn enable(&self) -> Result<(), Error> {
-        Ok(self.event.enable(false)?)
+        match &self.event {
+            Some(event) => Ok(event.enable(false)?),
+            None => Ok(()),
+        }
     }
 }
 

@@ -142,6 +142,7 @@ impl Symbolizer {
                     offset: symbol.map_or(0, |(_, offset)| offset),
                     file: None,
                     line: None,
+                    build_id: None,
                 }
             })
             .collect()
@@ -166,15 +167,17 @@ impl Symbolizer {
                 } else {
                     addr.saturating_sub(1)
                 };
-                let (symbol, location) = match process.as_mut() {
+                let (symbol, location, build_id) = match process.as_mut() {
                     Some(p) => {
                         // A library mapped after the process was first read: reread its maps.
                         if !p.is_mapped(at) {
                             let _ = p.refresh();
                         }
-                        (p.symbol_at(at), p.location(at))
+                        let file = p.file_at(at).map(std::path::Path::to_path_buf);
+                        let build_id = file.and_then(|f| p.build_id(&f));
+                        (p.symbol_at(at), p.location(at), build_id)
                     }
-                    None => (None, None),
+                    None => (None, None, None),
                 };
                 Frame {
                     addr,
@@ -185,6 +188,7 @@ impl Symbolizer {
                     symbol: symbol.map(|(name, _)| name),
                     file: location.as_ref().map(|(file, _)| file.clone()),
                     line: location.map(|(_, line)| line),
+                    build_id,
                 }
             })
             .collect()

@@ -15,6 +15,12 @@ pub struct Mapping {
     pub end: u64,
     pub offset: u64,
     pub perms: String,
+    /// The mapped file's device (major, minor) and inode: which file it is, whatever is at
+    /// its path now.
+    pub dev: (u32, u32),
+    pub inode: u64,
+    /// As the kernel prints it: a file replaced or removed since it was mapped ends in
+    /// ` (deleted)`.
     pub path: Option<PathBuf>,
 }
 
@@ -24,14 +30,20 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         .filter_map(|line| {
             let mut parts = line.split_whitespace();
             let (range, perms, offset) = (parts.next()?, parts.next()?, parts.next()?);
-            let (_dev, _inode) = (parts.next()?, parts.next()?);
+            let (dev, inode) = (parts.next()?, parts.next()?);
             let path = parts.collect::<Vec<_>>().join(" ");
             let (start, end) = range.split_once('-')?;
+            let (major, minor) = dev.split_once(':')?;
             Some(Mapping {
                 start: u64::from_str_radix(start, 16).ok()?,
                 end: u64::from_str_radix(end, 16).ok()?,
                 offset: u64::from_str_radix(offset, 16).ok()?,
                 perms: perms.to_string(),
+                dev: (
+                    u32::from_str_radix(major, 16).ok()?,
+                    u32::from_str_radix(minor, 16).ok()?,
+                ),
+                inode: inode.parse().ok()?,
                 path: path.starts_with('/').then(|| PathBuf::from(path)),
             })
         })
@@ -54,6 +66,8 @@ pub struct ElfSymbols {
     symbols: Vec<Symbol>,
     /// The page-aligned p_vaddr of the first PT_LOAD: what the file's offset-0 mapping maps.
     base: u64,
+    /// The GNU build-id note, as hex.
+    pub build_id: Option<String>,
 }
 
 impl ElfSymbols {
@@ -82,7 +96,16 @@ impl ElfSymbols {
         symbols.sort_by(|a, b| a.addr.cmp(&b.addr).then(a.name.cmp(&b.name)));
         symbols.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
         let base = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
-        Ok(ElfSymbols { symbols, base })
+        let build_id = file
+            .build_id()
+            .ok()
+            .flatten()
+            .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
+        Ok(ElfSymbols {
+            symbols,
+            base,
+            build_id,
+        })
     }
 
     pub fn find(&self, name: &str) -> Option<&Symbol> {
@@ -116,6 +139,8 @@ pub struct Process {
     elfs: HashMap<PathBuf, Option<ElfSymbols>>,
     /// DWARF line tables per file (`None`: no debug info).
     lines: HashMap<PathBuf, Option<addr2line::Loader>>,
+    /// Where each mapped path is read from (see [`Process::source`]).
+    sources: HashMap<PathBuf, Option<PathBuf>>,
 }
 
 /// Where a symbol lives at run time.
@@ -135,6 +160,7 @@ impl Process {
             maps: Vec::new(),
             elfs: HashMap::new(),
             lines: HashMap::new(),
+            sources: HashMap::new(),
         };
         process.refresh()?;
         Ok(process)
@@ -157,11 +183,60 @@ impl Process {
         std::fs::read_link(format!("/proc/{}/exe", self.pid)).ok()
     }
 
+    /// The file to read for the mapped `path`: the path itself when it still names the mapped
+    /// file (same device and inode), otherwise `/proc/PID/map_files/START-END`, which opens
+    /// the very file mapped even after it was replaced or removed (an upgrade while the
+    /// process runs), while the process lives. `None` when neither can be read: its frames
+    /// are then unnamed rather than named from another file's symbols.
+    fn source(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(source) = self.sources.get(path) {
+            return source.clone();
+        }
+        let mapping = self
+            .maps
+            .iter()
+            .find(|m| m.path.as_deref() == Some(path))?
+            .clone();
+        let text = path.to_string_lossy();
+        let on_disk = PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text));
+        let same = std::fs::metadata(&on_disk).is_ok_and(|md| {
+            use std::os::unix::fs::MetadataExt;
+            md.ino() == mapping.inode
+                && (libc::major(md.dev()), libc::minor(md.dev())) == mapping.dev
+        });
+        let source = if same {
+            Some(on_disk)
+        } else {
+            let mapped = PathBuf::from(format!(
+                "/proc/{}/map_files/{:x}-{:x}",
+                self.pid, mapping.start, mapping.end
+            ));
+            std::fs::File::open(&mapped).is_ok().then_some(mapped)
+        };
+        self.sources.insert(path.to_path_buf(), source.clone());
+        source
+    }
+
     fn elf(&mut self, path: &Path) -> Option<&ElfSymbols> {
-        self.elfs
-            .entry(path.to_path_buf())
-            .or_insert_with(|| ElfSymbols::load(path).ok())
-            .as_ref()
+        if !self.elfs.contains_key(path) {
+            let loaded = self.source(path).and_then(|s| ElfSymbols::load(&s).ok());
+            self.elfs.insert(path.to_path_buf(), loaded);
+        }
+        self.elfs.get(path)?.as_ref()
+    }
+
+    /// The GNU build-id of the file mapped at `path`, as hex (to fetch its debug info).
+    pub fn build_id(&mut self, path: &Path) -> Option<String> {
+        self.elf(path)?.build_id.clone()
+    }
+
+    /// The mapped file holding runtime address `addr`, as the maps name it.
+    pub fn file_at(&self, addr: u64) -> Option<&Path> {
+        self.maps
+            .iter()
+            .find(|m| addr >= m.start && addr < m.end)?
+            .path
+            .as_deref()
     }
 
     /// The load bias of `path` in this process: where its offset-0 mapping starts, minus the
@@ -273,11 +348,13 @@ impl Process {
     /// `symbol_at` names even when the instruction came from inlined code.
     pub fn location(&mut self, addr: u64) -> Option<(String, u32)> {
         let (path, bias) = self.placed(addr)?;
-        let loader = self
-            .lines
-            .entry(path.clone())
-            .or_insert_with(|| addr2line::Loader::new(&path).ok())
-            .as_ref()?;
+        if !self.lines.contains_key(&path) {
+            let loader = self
+                .source(&path)
+                .and_then(|s| addr2line::Loader::new(&s).ok());
+            self.lines.insert(path.clone(), loader);
+        }
+        let loader = self.lines.get(&path)?.as_ref()?;
         let mut frames = loader.find_frames(addr.wrapping_sub(bias)).ok()?;
         let mut outermost = None;
         while let Ok(Some(frame)) = frames.next() {
@@ -413,6 +490,7 @@ mod tests {
         let maps = parse_maps(text);
         assert_eq!(maps.len(), 3);
         assert_eq!(maps[0].start, 0x55d0_c0a0_0000);
+        assert_eq!((maps[0].dev, maps[0].inode), ((0xfe, 1), 1234));
         assert_eq!(maps[0].path.as_deref(), Some(Path::new("/usr/bin/cat")));
         assert_eq!(maps[1].path, None);
         assert_eq!(maps[2].offset, 0x1000);

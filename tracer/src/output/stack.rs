@@ -20,6 +20,8 @@ pub struct Frame {
     /// Source file name and line, when the binary has DWARF.
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// User frames: the GNU build-id of the mapped file (hex), to fetch its debug info.
+    pub build_id: Option<String>,
 }
 
 /// A stack of one hit: its frames, or why it is missing.
@@ -64,6 +66,7 @@ impl Frame {
             "offset": self.offset,
             "file": self.file,
             "line": self.line,
+            "build_id": self.build_id,
         })
     }
 }
@@ -108,6 +111,7 @@ mod tests {
 
     fn frame(symbol: Option<&str>, file: Option<(&str, u32)>) -> Frame {
         Frame {
+            build_id: None,
             addr: 0x401136,
             space: Space::User,
             symbol: symbol.map(str::to_string),
