@@ -58,6 +58,27 @@ fn measured_as(out: &Output, prefix: &str, calls: u64) -> Vec<(u64, u64)> {
     counts.into_iter().collect()
 }
 
+/// The outliers (`--slower-than`) among the JSON lines.
+fn outliers(out: &Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("\"outlier\":true"))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `tracer latency ARGS -o json -- tracer-testprog sleeps 1`: its histogram has exactly the
+/// buckets of the durations the workload measured.
+fn matches_the_sleeps(args: &[&str]) {
+    let prog = common::testprog().display().to_string();
+    let mut full = vec!["latency"];
+    full.extend(args);
+    full.extend(["-o", "json", "--", &prog, "sleeps", "1"]);
+    let out = tracer(&full);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(buckets(&out), measured(&out));
+}
+
 /// The line of `tests/workloads/latency.c` that contains `needle` (1-based).
 fn latency_line(needle: &str) -> u64 {
     let source = std::fs::read_to_string(common::latency_source_path()).unwrap();
@@ -90,11 +111,7 @@ fn a_uprobe_pair_gives_exact_buckets_and_lists_exactly_the_slow_calls() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(buckets(&out), measured(&out));
-    let slow: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .filter(|l| l.contains("\"outlier\":true"))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let slow = outliers(&out);
     assert_eq!(slow.len(), 5, "exactly the five 70 ms calls");
     for call in &slow {
         assert_eq!(call["args"][0], "0x11170", "the argument: 70000 us");
@@ -116,22 +133,12 @@ fn a_tracepoint_pair_gives_exact_buckets() {
         return;
     }
     let _timing = timing();
-    let prog = common::testprog().display().to_string();
-    let out = tracer(&[
-        "latency",
+    matches_the_sleeps(&[
         "--from",
         "syscalls:sys_enter_clock_nanosleep",
         "--to",
         "syscalls:sys_exit_clock_nanosleep",
-        "-o",
-        "json",
-        "--",
-        &prog,
-        "sleeps",
-        "1",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(buckets(&out), measured(&out));
 }
 
 #[test]
@@ -265,26 +272,20 @@ fn a_key_of_two_fields_matches_only_when_both_parts_do() {
         return;
     }
     let _timing = timing();
-    let prog = common::testprog().display().to_string();
     let pair = [
-        "latency",
         "--from",
         "syscalls:sys_enter_clock_nanosleep",
         "--to",
         "syscalls:sys_exit_clock_nanosleep",
     ];
-    let run = |key: &str| {
-        let mut args = pair.to_vec();
-        args.extend(["--key", key, "-o", "json", "--", &prog, "sleeps", "1"]);
-        tracer(&args)
-    };
-    let both = run("common_pid,__syscall_nr");
-    assert_eq!(both.status.code(), Some(0), "{}", text(&both.stderr));
-    assert_eq!(buckets(&both), measured(&both));
+    matches_the_sleeps(&[&pair[..], &["--key", "common_pid,__syscall_nr"]].concat());
 
     // The second part differs at the end (the return value 0, not the syscall number 230):
     // nothing matches, and every end is counted as one without a start.
-    let second_differs = run("common_pid,__syscall_nr/common_pid,ret");
+    let prog = common::testprog().display().to_string();
+    let key = ["--key", "common_pid,__syscall_nr/common_pid,ret"];
+    let run = ["--", &prog, "sleeps", "1"];
+    let second_differs = tracer(&[&["latency"][..], &pair, &key, &run].concat());
     let stderr = text(&second_differs.stderr);
     assert_eq!(second_differs.status.code(), Some(0), "{stderr}");
     assert!(
@@ -306,21 +307,7 @@ fn a_uprobe_start_pairs_with_a_tracepoint_end() {
     let _timing = timing();
     let prog = common::testprog().display().to_string();
     let from = format!("uprobe:{prog}:tracer_testprog_sleep");
-    let out = tracer(&[
-        "latency",
-        "--from",
-        &from,
-        "--to",
-        "syscalls:sys_exit_clock_nanosleep",
-        "-o",
-        "json",
-        "--",
-        &prog,
-        "sleeps",
-        "1",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(buckets(&out), measured(&out));
+    matches_the_sleeps(&["--from", &from, "--to", "syscalls:sys_exit_clock_nanosleep"]);
 }
 
 #[test]
@@ -343,11 +330,7 @@ fn outliers_carry_the_stack_of_their_call_site() {
         &prog,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let slow: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .filter(|l| l.contains("\"outlier\":true"))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let slow = outliers(&out);
     assert_eq!(slow.len(), 2, "exactly the two 70 ms calls: {slow:?}");
     // Taken at the return: the caller, then its caller, each at the line of its call.
     let expected = [
