@@ -209,8 +209,7 @@ pub struct SlotConfig {
     pub val_src: u32,
     /// Struct members to read (probe slots), into `Event::fields` in this order.
     pub fields: [FieldRead; FIELD_READS],
-    /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the syscall number counted, plus one
-    /// (0: every hit counts).
+    /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the number of the syscall counted.
     pub raw_syscall: u32,
     pub _pad: u32,
 }

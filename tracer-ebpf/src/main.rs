@@ -448,31 +448,28 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
 
 /// Raw tracepoint slots on `sys_enter`/`sys_exit` (counting a `syscalls:` tracepoint only):
 /// the kernel calls them with the registers and the syscall id or return value, with no trace
-/// record to fill, which is most of a counted hit's cost on the perf tracepoint path. They run
-/// for every syscall, so a hit of another syscall leaves at the first comparison.
+/// record to fill. They run for every syscall, so a hit of another syscall leaves at the first
+/// comparison.
 #[inline(always)]
 fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
     let Some(config) = CONFIG.get(slot) else {
         return;
     };
-    if config.raw_syscall != 0 {
-        let regs: u64 = ctx.arg(0);
-        let id: u64 = if config.flags & SLOT_RAW_SYS_EXIT != 0 {
-            // SAFETY: the probe-read helper fails cleanly on a bad address.
-            unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }
-                .unwrap_or(u64::MAX)
-        } else {
-            ctx.arg(1)
-        };
-        if id != (config.raw_syscall - 1) as u64 {
-            return;
-        }
-        // 32-bit code numbers its syscalls differently: not this one.
-        // SAFETY: as above.
-        let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
-        if cs == USER32_CS {
-            return;
-        }
+    let regs: u64 = ctx.arg(0);
+    let id: u64 = if config.flags & SLOT_RAW_SYS_EXIT != 0 {
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }.unwrap_or(u64::MAX)
+    } else {
+        ctx.arg(1)
+    };
+    if id != config.raw_syscall as u64 {
+        return;
+    }
+    // 32-bit code numbers its syscalls differently: not this one.
+    // SAFETY: as above.
+    let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
+    if cs == USER32_CS {
+        return;
     }
     let Some((event, config)) = begin(ctx, slot) else {
         return;

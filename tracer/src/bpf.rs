@@ -170,12 +170,7 @@ impl Bpf {
     /// Takes a free slot of `kind`, writes its config and loads its program.
     pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
         let (base, count) = kind.range();
-        let index = (0..count)
-            .find(|i| !self.used.contains(&(base + i)))
-            .ok_or(Error::NoSlot {
-                kind: kind.prefix(),
-                max: count,
-            })?;
+        let index = self.free_index(base, count, kind.prefix())?;
         let id = base + index;
         self.set_config(id, config)?;
         let name = format!("{}_{index}", kind.prefix());
@@ -190,13 +185,7 @@ impl Bpf {
     /// attach leaves the slot free.
     pub fn take_raw_slot(&mut self, config: SlotConfig, tracepoint: &str) -> Result<Slot, Error> {
         let base = SlotKind::Tracepoint.range().0;
-        let count = tracer_common::RAW_SYSCALL_SLOTS;
-        let index = (0..count)
-            .find(|i| !self.used.contains(&(base + i)))
-            .ok_or(Error::NoSlot {
-                kind: "rtp",
-                max: count,
-            })?;
+        let index = self.free_index(base, tracer_common::RAW_SYSCALL_SLOTS, "rtp")?;
         let id = base + index;
         self.set_config(id, config)?;
         let name = format!("rtp_{index}");
@@ -219,6 +208,13 @@ impl Bpf {
             id,
             name,
         })
+    }
+
+    /// The first of `count` slots from global id `base` not taken yet.
+    fn free_index(&self, base: u32, count: u32, kind: &'static str) -> Result<u32, Error> {
+        (0..count)
+            .find(|i| !self.used.contains(&(base + i)))
+            .ok_or(Error::NoSlot { kind, max: count })
     }
 
     /// Loads one program of the object by name (without attaching it).

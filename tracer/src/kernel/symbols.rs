@@ -315,12 +315,7 @@ impl Process {
 
     /// The mapped file holding runtime address `addr` and its load bias.
     fn placed(&mut self, addr: u64) -> Option<(PathBuf, u64)> {
-        let path = self
-            .maps
-            .iter()
-            .find(|m| addr >= m.start && addr < m.end)?
-            .path
-            .clone()?;
+        let path = self.file_at(addr)?.to_path_buf();
         let base = self.elf(&path)?.base;
         let bias = self.bias(&path, base)?;
         Some((path, bias))
