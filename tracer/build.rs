@@ -15,7 +15,48 @@ fn main() -> anyhow::Result<()> {
             ..Default::default()
         }],
         aya_build::Toolchain::Nightly,
-    )
+    )?;
+    strip_probes()
+}
+
+/// Drops the DWARF and BTF sections from the probes object (2.1 MB -> 0.3 MB). tracer loads it
+/// with BTF off (none of its programs needs CO-RE or BTF-typed maps), so those sections were
+/// only parsed at every start and kept resident. The features object keeps its BTF: fentry
+/// and tp_btf programs need it.
+fn strip_probes() -> anyhow::Result<()> {
+    let out = std::env::var("OUT_DIR")?;
+    let object = Path::new(&out).join("tracer-probes");
+    let objcopy = objcopy();
+    let status = Command::new(&objcopy)
+        .args([
+            "--strip-debug",
+            "--remove-section=.BTF",
+            "--remove-section=.BTF.ext",
+            "--remove-section=.rel.BTF",
+            "--remove-section=.rel.BTF.ext",
+        ])
+        .arg(&object)
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        _ => anyhow::bail!(
+            "{} could not strip {} (needed to keep tracer's start-up small)\n\
+             hint: run `cargo xtask setup`, which installs LLVM 22 (llvm-objcopy comes with it)",
+            objcopy.display(),
+            object.display()
+        ),
+    }
+}
+
+/// LLVM 22's llvm-objcopy (the one bpf-linker is built against), else one on PATH.
+fn objcopy() -> std::path::PathBuf {
+    let prefix = std::env::var("LLVM_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
+    let path = Path::new(&prefix).join("bin/llvm-objcopy");
+    if path.exists() {
+        path
+    } else {
+        "llvm-objcopy".into()
+    }
 }
 
 /// Fails early, naming the command that fixes it, when the BPF toolchain is incomplete.

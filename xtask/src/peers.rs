@@ -49,6 +49,10 @@ pub(crate) fn per_event(
 /// Installs a peer's Debian package when its command is missing; `false` (with the reason
 /// printed) when it cannot run here.
 pub(crate) fn peer(command: &str, package: &str) -> bool {
+    if std::env::var_os("TRACER_BENCH_NO_PEERS").is_some() {
+        println!("bench: {command} skipped (TRACER_BENCH_NO_PEERS is set)");
+        return false;
+    }
     let present = |c: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {c}")])
