@@ -7,13 +7,15 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::{has, Workload};
-use tracer::bpf::{Bpf, SlotKind};
+use tracer::bpf::{Bpf, Sizing, SlotKind};
 use tracer::kernel::features::Feature;
 use tracer::kernel::tracefs::Tracefs;
 use tracer::perf::attr::{format, BreakpointType};
 use tracer::perf::{self, EventKind, Options, Scope, Software, Wakeup};
 use tracer::session::{Attached, OutputRings};
-use tracer_common::{Event, SlotConfig, SLOT_RETURN};
+use tracer_common::{
+    Event, SlotConfig, AGG_COMM, SLOT_AGGREGATE, SLOT_RETURN, USES_AGGREGATE, USES_STREAM,
+};
 
 fn count_options() -> Options {
     Options {
@@ -310,6 +312,51 @@ fn bpf_output_ring_delivers_exactly_n_records_from_a_tracepoint() {
     let (hits, failed) = bpf.stats().unwrap();
     assert_eq!((hits, failed), (311, 0));
     assert_eq!(rings.losses().total(), 0);
+}
+
+#[test]
+fn an_object_loaded_for_streaming_verifies_less_and_refuses_counting_slots() {
+    if !has(Feature::Bpf, "narrowed_object") || !has(Feature::Tracepoints, "narrowed_object") {
+        return;
+    }
+    let verified = |uses| {
+        let mut bpf = Bpf::load_with(Sizing {
+            uses,
+            ..Sizing::default()
+        })
+        .unwrap();
+        let slot = bpf
+            .take_slot(SlotKind::Tracepoint, SlotConfig::default())
+            .unwrap();
+        bpf.verified_instructions(&slot).unwrap()
+    };
+    let (all, streaming) = (verified(tracer_common::USES_ALL), verified(USES_STREAM));
+    println!(
+        "verifier processed {all:?} instructions with every part, {streaming:?} streaming only"
+    );
+    // The kernel reports the count from 5.16 on; this one is 6.18.
+    let (all, streaming) = (all.unwrap(), streaming.unwrap());
+    assert!(streaming < all, "{streaming} !< {all}");
+
+    let mut bpf = Bpf::load_with(Sizing {
+        uses: USES_STREAM,
+        ..Sizing::default()
+    })
+    .unwrap();
+    let counting = SlotConfig {
+        flags: SLOT_AGGREGATE,
+        agg: AGG_COMM,
+        ..Default::default()
+    };
+    let err = bpf.take_slot(SlotKind::Tracepoint, counting).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "a probe needs parts of tracer's BPF programs this run left out \
+             (needs USES {USES_AGGREGATE:#x}, loaded with {USES_STREAM:#x})"
+        )
+    );
+    assert_eq!(err.hints().len(), 1);
 }
 
 #[test]

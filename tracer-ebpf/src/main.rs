@@ -30,8 +30,23 @@ use tracer_common::{
     SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_AUTO,
     SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
     SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
-    USER32_CS,
+    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_FIELDS, USES_FILTERS, USES_STACKS,
+    USES_STREAM, USES_STRINGS, USES_TRACKED,
 };
+
+/// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
+/// .rodata, which aya freezes and the kernel maps read-only for programs, so the verifier reads
+/// its value and skips the code behind cleared bits.
+#[unsafe(no_mangle)]
+static USES: u32 = USES_ALL;
+
+/// Whether this run may use `bit`; a constant to the verifier.
+#[inline(always)]
+fn uses(bit: u32) -> bool {
+    // SAFETY: a plain aligned read of our own static. Volatile, so that LLVM does not fold in
+    // the compiled-in default: the value is the one userspace wrote before loading.
+    unsafe { core::ptr::read_volatile(&USES) & bit != 0 }
+}
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
 #[map]
@@ -119,6 +134,22 @@ pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
     if (config.tgid != 0 && tgid != config.tgid) || tgid == config.exclude_tgid {
         return false;
     }
+    if uses(USES_FILTERS) && !passes_filters(config, pid_tgid, cpu) {
+        return false;
+    }
+    if uses(USES_TRACKED) && config.flags & SLOT_FILTER_TRACKED != 0 {
+        // SAFETY: the value is copied out at once; no reference outlives the lookup.
+        match unsafe { TRACKED.get(&tgid) } {
+            Some(&state) if state == TRACK_ACTIVE => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The thread, CPU, cgroup and comm filters.
+#[inline(always)]
+fn passes_filters(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
     if config.tid != 0 && pid_tgid as u32 != config.tid {
         return false;
     }
@@ -128,13 +159,6 @@ pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
     // SAFETY: helper without preconditions.
     if config.cgroup_id != 0 && unsafe { bpf_get_current_cgroup_id() } != config.cgroup_id {
         return false;
-    }
-    if config.flags & SLOT_FILTER_TRACKED != 0 {
-        // SAFETY: the value is copied out at once; no reference outlives the lookup.
-        match unsafe { TRACKED.get(&tgid) } {
-            Some(&state) if state == TRACK_ACTIVE => {}
-            _ => return false,
-        }
     }
     // The comm is only fetched when a filter needs it: it costs a helper call per hit.
     if config.flags & SLOT_FILTER_COMM != 0
@@ -148,7 +172,7 @@ pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
 /// The id of the current kernel or user stack in `STACKS`, or the helper's negative errno.
 #[inline(always)]
 fn stack_id<C: StackIdContext>(ctx: &C, wanted: bool, flags: u64) -> i32 {
-    if !wanted {
+    if !uses(USES_STACKS) || !wanted {
         return NO_STACK;
     }
     match ctx.get_stackid(&STACKS, flags) {
@@ -269,15 +293,15 @@ fn aggregate(event: &Event, config: &SlotConfig) {
     if agg & AGG_COMM != 0 {
         key.comm = event.comm;
     }
-    if agg & AGG_KEY_VALUE != 0 {
+    if uses(USES_AGG_VALUE) && agg & AGG_KEY_VALUE != 0 {
         key.value = read_src(event, config.key_src);
     }
-    let value = if agg & (AGG_SUM | AGG_HIST) != 0 {
+    let value = if uses(USES_AGG_VALUE) && agg & (AGG_SUM | AGG_HIST) != 0 {
         read_src(event, config.val_src)
     } else {
         0
     };
-    if agg & AGG_HIST != 0 {
+    if uses(USES_AGG_VALUE) && agg & AGG_HIST != 0 {
         key.bucket = if config.val_src & SRC_SIGNED != 0 && (value as i64) < 0 {
             AGG_BUCKET_NEGATIVE
         } else if value == 0 {
@@ -310,8 +334,10 @@ fn aggregate(event: &Event, config: &SlotConfig) {
 #[inline(always)]
 fn finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig) {
     if config.flags & SLOT_AGGREGATE != 0 {
-        aggregate(event, config);
-    } else {
+        if uses(USES_AGGREGATE) {
+            aggregate(event, config);
+        }
+    } else if uses(USES_STREAM) {
         emit(ctx, event);
     }
 }
@@ -371,7 +397,11 @@ fn read_fields(event: &mut Event, config: &SlotConfig) {
     macro_rules! field {
         ($k:literal) => {
             let read = config.fields[$k];
-            if read.size != 0 && read.arg < 6 {
+            // The index is only masked, not also compared: LLVM drops a mask it can prove
+            // redundant after a comparison, and older verifiers (6.1) lose the comparison's
+            // bound when the register is spilled and filled in between. Userspace writes
+            // argument indexes 0..5; the words past them are ours, not out of bounds.
+            if read.size != 0 {
                 let base = event.data[(read.arg & 7) as usize];
                 let user = read.flags & FIELD_USER != 0
                     || (read.flags & FIELD_AUTO != 0 && base < KERNEL_SPACE_START);
@@ -406,12 +436,15 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         0
     };
     event.data[7] = 0;
-    read_fields(event, &config);
-    if config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO) != 0
-        && config.str_arg < 6
+    if uses(USES_FIELDS) {
+        read_fields(event, &config);
+    }
+    if uses(USES_STRINGS)
+        && config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO) != 0
     {
         // Index the captured registers, not the context: the verifier refuses ctx accesses at
-        // a runtime offset, while a bounded index into map memory is fine.
+        // a runtime offset, while a bounded index into map memory is fine. Masked only, as in
+        // `read_fields`.
         let ptr = if config.flags & SLOT_STR_FIELD != 0 {
             event.fields[(config.str_arg & 3) as usize]
         } else {
@@ -438,7 +471,7 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
         // memory.
         event.data = unsafe { ctx.read_at::<[u64; DATA_WORDS]>(0) }.unwrap_or([0; DATA_WORDS]);
     }
-    if config.flags & SLOT_STR_TP_USER != 0 {
+    if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
         // SAFETY: as above.
         let ptr = unsafe { ctx.read_at::<u64>(config.str_arg as usize) }.unwrap_or(0);
         read_string(event, ptr, true);
@@ -474,7 +507,9 @@ fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
     let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
-    aggregate(event, &config);
+    if uses(USES_AGGREGATE) {
+        aggregate(event, &config);
+    }
 }
 
 /// Breakpoint and software-event slot: the interrupted instruction pointer, the watched

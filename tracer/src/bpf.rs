@@ -35,6 +35,11 @@ pub enum Error {
     },
     #[error("no free {kind} program slot: at most {max} such probes at once")]
     NoSlot { kind: &'static str, max: u32 },
+    #[error(
+        "a probe needs parts of tracer's BPF programs this run left out \
+         (needs USES {needed:#x}, loaded with {loaded:#x})"
+    )]
+    NotLoaded { needed: u32, loaded: u32 },
 }
 
 impl Error {
@@ -72,6 +77,11 @@ impl Error {
             Some(libc::ENOSYS) => vec!["this kernel was built without CONFIG_BPF_SYSCALL".into()],
             _ => match self {
                 Error::NoSlot { .. } => vec!["trace fewer distinct probes in one run".into()],
+                Error::NotLoaded { .. } => vec![
+                    "this is a bug in tracer (its plan missed a feature): please report the \
+                     command line"
+                        .into(),
+                ],
                 _ => Vec::new(),
             },
         }
@@ -108,8 +118,9 @@ impl SlotKind {
     }
 }
 
-/// Which of the object's big maps a command needs (all start with one entry).
-#[derive(Debug, Clone, Copy, Default)]
+/// What a command needs of the object: room in its big maps (all start with one entry), and
+/// which parts of the programs any slot may use.
+#[derive(Debug, Clone, Copy)]
 pub struct Sizing {
     /// Room for [`STACK_ENTRIES`] distinct stacks (preallocated: about 1 KiB per entry).
     pub stacks: bool,
@@ -117,6 +128,20 @@ pub struct Sizing {
     pub counts: bool,
     /// Room for [`LAT_ENTRIES`] calls in flight and histogram keys (`tracer latency`).
     pub latency: bool,
+    /// `USES_*` bits: the parts of the programs any slot of this run may use; the verifier
+    /// skips the rest (start-up time). [`Bpf::take_slot`] refuses a config that needs more.
+    pub uses: u32,
+}
+
+impl Default for Sizing {
+    fn default() -> Sizing {
+        Sizing {
+            stacks: false,
+            counts: false,
+            latency: false,
+            uses: tracer_common::USES_ALL,
+        }
+    }
 }
 
 /// The loaded object. Dropping it closes program and map fds; perf events that have a program
@@ -126,6 +151,8 @@ pub struct Bpf {
     events: Array<MapData, u32>,
     /// Global ids of the slots taken.
     used: Vec<u32>,
+    /// The `USES_*` bits the object was loaded with.
+    uses: u32,
 }
 
 impl Bpf {
@@ -141,6 +168,7 @@ impl Bpf {
     pub fn load_with(sizing: Sizing) -> Result<Bpf, Error> {
         let mut loader = EbpfLoader::new();
         loader.btf(None);
+        loader.override_global("USES", &sizing.uses, true);
         if sizing.stacks {
             loader.map_max_entries("STACKS", STACK_ENTRIES);
         }
@@ -164,11 +192,13 @@ impl Bpf {
             ebpf,
             events,
             used: Vec::new(),
+            uses: sizing.uses,
         })
     }
 
     /// Takes a free slot of `kind`, writes its config and loads its program.
     pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
+        self.check_uses(&config)?;
         let (base, count) = kind.range();
         let index = self.free_index(base, count, kind.prefix())?;
         let id = base + index;
@@ -184,6 +214,7 @@ impl Bpf {
     /// BPF_RAW_TRACEPOINT_OPEN: it runs from now on, until the object is dropped. A failed
     /// attach leaves the slot free.
     pub fn take_raw_slot(&mut self, config: SlotConfig, tracepoint: &str) -> Result<Slot, Error> {
+        self.check_uses(&config)?;
         let base = SlotKind::Tracepoint.range().0;
         let index = self.free_index(base, tracer_common::RAW_SYSCALL_SLOTS, "rtp")?;
         let id = base + index;
@@ -208,6 +239,18 @@ impl Bpf {
             id,
             name,
         })
+    }
+
+    /// Refuses a config that needs parts of the programs the object was loaded without.
+    fn check_uses(&self, config: &SlotConfig) -> Result<(), Error> {
+        let needed = config.uses();
+        match needed & !self.uses {
+            0 => Ok(()),
+            _ => Err(Error::NotLoaded {
+                needed,
+                loaded: self.uses,
+            }),
+        }
     }
 
     /// The first of `count` slots from global id `base` not taken yet.
@@ -517,14 +560,23 @@ impl Bpf {
 
     /// The kernel's id of a taken slot's program (as `PERF_EVENT_IOC_QUERY_BPF` reports it).
     pub fn program_id(&self, slot: &Slot) -> Result<u32, Error> {
+        Ok(self.program_info(slot)?.id())
+    }
+
+    /// How many instructions the verifier processed to load a slot's program (kernels 5.16+):
+    /// what start-up paid for it.
+    pub fn verified_instructions(&self, slot: &Slot) -> Result<Option<u32>, Error> {
+        Ok(self.program_info(slot)?.verified_instruction_count())
+    }
+
+    fn program_info(&self, slot: &Slot) -> Result<aya::programs::ProgramInfo, Error> {
         let program = self.ebpf.program(&slot.name).ok_or(Error::Map {
             map: "program slot",
         })?;
-        let info = program.info().map_err(|source| Error::Program {
+        program.info().map_err(|source| Error::Program {
             program: slot.name.clone(),
             source,
-        })?;
-        Ok(info.id())
+        })
     }
 
     /// Puts the per-CPU BPF_OUTPUT event of `cpu` into `EVENTS[cpu]`, so that

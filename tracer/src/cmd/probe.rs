@@ -93,10 +93,17 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         .aggregation
         .as_ref()
         .is_some_and(|a| a.keys.contains(&plan::KeyPart::Stack));
+    let mut base = plan.filter;
+    // tracer's own work (reading formats, draining rings) is never reported.
+    base.exclude_tgid = std::process::id();
+    if launched.is_some() {
+        base.flags |= tracer_common::SLOT_FILTER_TRACKED;
+    }
     let mut bpf = Bpf::load_with(Sizing {
         stacks: plan.stack.is_some() || stack_keys,
         counts: plan.aggregation.is_some(),
         latency: false,
+        uses: uses(&plan, &specs, &base, stack_keys),
     })?;
     let wakeup = match plan.wakeup_events {
         Some(n) => Wakeup::Events(n),
@@ -104,13 +111,6 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         None => crate::session::quarter_full(plan.ring_pages),
     };
     let mut rings = OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?;
-
-    let mut base = plan.filter;
-    // tracer's own work (reading formats, draining rings) is never reported.
-    base.exclude_tgid = std::process::id();
-    if launched.is_some() {
-        base.flags |= tracer_common::SLOT_FILTER_TRACKED;
-    }
     let mut probes = Vec::new();
     let mut interface = None;
     // Kernel BTF, opened at the first kernel function (`None` inside: not available).
@@ -529,6 +529,41 @@ pub(crate) fn open_event(
         format: resolved.format,
         kernel_function: resolved.kernel_function,
     })
+}
+
+/// The parts of the BPF programs this run's slots may use (`USES_*`), worked out before any
+/// probe is opened: a superset of what [`attach`] configures (which `Bpf::take_slot` checks),
+/// so the verifier sees only the code this run can reach.
+fn uses(plan: &ProbePlan, specs: &[ProbeSpec], base: &SlotConfig, stack_keys: bool) -> u32 {
+    use tracer_common::{
+        USES_AGGREGATE, USES_AGG_VALUE, USES_FIELDS, USES_FILTERS, USES_STACKS, USES_STREAM,
+        USES_STRINGS, USES_TRACKED,
+    };
+    let mut uses = base.uses() & (USES_FILTERS | USES_TRACKED);
+    uses |= match &plan.aggregation {
+        Some(agg) if agg.value.is_some() || agg.key_value().is_some() => {
+            USES_AGGREGATE | USES_AGG_VALUE
+        }
+        Some(_) => USES_AGGREGATE,
+        None => USES_STREAM,
+    };
+    if plan.stack.is_some() || stack_keys {
+        uses |= USES_STACKS;
+    }
+    for spec in specs {
+        uses |= match &spec.target {
+            // Syscall entry records carry user pointers to strings (filename, pathname).
+            Target::Tracepoint { category, name } => {
+                match category == "syscalls" && name.starts_with("sys_enter_") {
+                    true => USES_STRINGS,
+                    false => 0,
+                }
+            }
+            // String arguments and struct member reads.
+            _ => USES_STRINGS | USES_FIELDS,
+        };
+    }
+    uses
 }
 
 #[allow(clippy::too_many_arguments)]
