@@ -401,17 +401,40 @@ const _: () = assert!(Event::SIZE == 216, "Event must stay free of padding");
 impl Event {
     /// Size of the record a BPF program emits.
     pub const SIZE: usize = core::mem::size_of::<Event>();
+    /// Size of an event that carries no string: everything before `str`, which is last. Most
+    /// events are sent this short (a third less to copy into the ring and to store).
+    pub const SHORT_SIZE: usize = Self::SIZE - STR_LEN;
+
+    /// How many of the event's bytes carry anything: [`Event::SIZE`] with a string read,
+    /// [`Event::SHORT_SIZE`] without one (`str_len` 0 or a negative errno).
+    pub fn wire_len(&self) -> usize {
+        match self.str_len > 0 {
+            true => Self::SIZE,
+            false => Self::SHORT_SIZE,
+        }
+    }
 
     /// Decodes an event from the bytes of a `PERF_RECORD_SAMPLE`'s raw data, which may carry
-    /// trailing padding (raw data is padded to 8 bytes). `None` when the buffer is too short.
+    /// trailing padding (raw data is padded to 8 bytes). A short event's string buffer is
+    /// zero; `None` when the buffer is too short, or short but claims a string.
     pub fn from_bytes(bytes: &[u8]) -> Option<Event> {
-        if bytes.len() < Self::SIZE {
+        if bytes.len() >= Self::SIZE {
+            // SAFETY: `Event` is `repr(C)`, made only of integers and byte arrays (every bit
+            // pattern is valid), and `bytes` holds at least `size_of::<Event>()` bytes;
+            // `read_unaligned` copes with the ring's 4-byte alignment of raw data.
+            return Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<Event>()) });
+        }
+        if bytes.len() < Self::SHORT_SIZE {
             return None;
         }
-        // SAFETY: `Event` is `repr(C)`, made only of integers and byte arrays (every bit pattern
-        // is valid), and `bytes` holds at least `size_of::<Event>()` bytes; `read_unaligned`
-        // copes with the ring's 4-byte alignment of raw data.
-        Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<Event>()) })
+        let mut whole = [0u8; Self::SIZE];
+        whole[..Self::SHORT_SIZE].copy_from_slice(&bytes[..Self::SHORT_SIZE]);
+        // SAFETY: as above, from a whole-size buffer.
+        let event: Event = unsafe { core::ptr::read_unaligned(whole.as_ptr().cast::<Event>()) };
+        match event.str_len > 0 {
+            true => None,
+            false => Some(event),
+        }
     }
 
     /// The event's bytes as the BPF program wrote them (what a recorded trace stores).
@@ -475,6 +498,27 @@ mod pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_without_a_string_travels_short_and_decodes_whole() {
+        let mut event = Event::from_bytes(&[0u8; Event::SIZE]).unwrap();
+        event.pid_tgid = 42 << 32 | 43;
+        event.data[7] = 7;
+        event.str_len = -14;
+        assert_eq!(event.wire_len(), Event::SHORT_SIZE);
+        let bytes = event.to_bytes();
+        // Raw data is padded to 8 bytes in the ring: trailing bytes are ignored.
+        let short = Event::from_bytes(&bytes[..Event::SHORT_SIZE + 4]).unwrap();
+        assert_eq!(short, event);
+        assert_eq!(Event::from_bytes(&bytes[..Event::SHORT_SIZE - 1]), None);
+        event.str_len = 3;
+        event.str[..3].copy_from_slice(b"ab\0");
+        assert_eq!(event.wire_len(), Event::SIZE);
+        let bytes = event.to_bytes();
+        assert_eq!(Event::from_bytes(&bytes).unwrap(), event);
+        // A short event that claims a string is malformed.
+        assert_eq!(Event::from_bytes(&bytes[..Event::SHORT_SIZE]), None);
+    }
 
     #[test]
     fn a_config_uses_exactly_the_parts_its_flags_name() {

@@ -121,7 +121,7 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, usta
             &EVENTS as *const _ as *mut c_void,
             BPF_F_CURRENT_CPU,
             event as *mut Event as *mut c_void,
-            Event::SIZE as u64,
+            Event::SHORT_SIZE as u64,
         )
     };
     ret == 0
@@ -226,15 +226,18 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
 
 #[inline(always)]
 fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
+    // Without a string, the string buffer (last) is not sent.
+    let size = event.wire_len();
     // SAFETY: EVENTS is a PERF_EVENT_ARRAY map definition (`PerfEventArray` is
-    // repr(transparent) over it); `event` is valid for `size_of::<Event>()` bytes.
+    // repr(transparent) over it); `event` is valid for `size_of::<Event>()` bytes, and `size`
+    // is at most that.
     let ret = unsafe {
         bpf_perf_event_output(
             ctx.as_ptr(),
             &EVENTS as *const _ as *mut c_void,
             BPF_F_CURRENT_CPU,
             event as *mut Event as *mut c_void,
-            Event::SIZE as u64,
+            size as u64,
         )
     };
     if ret != 0 {
@@ -457,6 +460,17 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
     finish(ctx, event, &config);
 }
 
+/// The record's first `DATA_WORDS` words. Through the probe-read helper, not plain context
+/// loads: the kernel refuses to attach a tracepoint program whose context reads reach past the
+/// event's record (`max_ctx_offset`), and most records are shorter than 64 bytes. Records
+/// shorter than that sit in the per-CPU trace buffer (or, for syscalls, a 64-byte record on
+/// the kernel stack), so the tail read stays in kernel memory.
+#[inline(always)]
+fn read_record(ctx: &TracePointContext, event: &mut Event) {
+    // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
+    event.data = unsafe { ctx.read_at::<[u64; DATA_WORDS]>(0) }.unwrap_or([0; DATA_WORDS]);
+}
+
 /// Tracepoint slots: the first bytes of the record, decoded in userspace from its format file.
 #[inline(always)]
 fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
@@ -466,14 +480,16 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     // A counted hit reads the record only when a key or value comes from it.
     let counted = config.flags & SLOT_AGGREGATE != 0;
     if !counted || config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) != 0 {
-        // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly; records shorter than
-        // DATA_WORDS words sit in the per-CPU trace buffer, so the tail read stays in kernel
-        // memory.
-        event.data = unsafe { ctx.read_at::<[u64; DATA_WORDS]>(0) }.unwrap_or([0; DATA_WORDS]);
+        read_record(ctx, event);
     }
     if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
-        // SAFETY: as above.
-        let ptr = unsafe { ctx.read_at::<u64>(config.str_arg as usize) }.unwrap_or(0);
+        // Syscall records keep their pointers in the words just read; a pointer further in
+        // is read through the helper (the verifier refuses context loads at a runtime offset).
+        let ptr = match config.str_arg {
+            offset @ 0..=63 => event.data[((offset / 8) & 7) as usize],
+            // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
+            offset => unsafe { ctx.read_at::<u64>(offset as usize) }.unwrap_or(0),
+        };
         read_string(event, ptr, true);
     }
     finish(ctx, event, &config);

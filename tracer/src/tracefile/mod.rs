@@ -233,7 +233,7 @@ pub fn encode(record: &Record, out: &mut Vec<u8>) {
             kind::STATS
         }
         Record::Event(e) => {
-            out.extend_from_slice(&e.to_bytes());
+            out.extend_from_slice(&e.to_bytes()[..e.wire_len()]);
             kind::EVENT
         }
         Record::Sample(s) => {
@@ -305,11 +305,16 @@ pub fn decode(kind: u32, p: &[u8]) -> Result<Record, String> {
         kind::SOURCE => Record::Source(serde_json::from_slice(p).map_err(json_error)?),
         kind::SYMBOL => Record::Symbol(serde_json::from_slice(p).map_err(json_error)?),
         kind::STATS => Record::Stats(serde_json::from_slice(p).map_err(json_error)?),
-        kind::EVENT => {
-            Record::Event(Box::new(tracer_common::Event::from_bytes(p).ok_or_else(
-                || format!("{} bytes, needs {}", p.len(), tracer_common::Event::SIZE),
-            )?))
-        }
+        kind::EVENT => Record::Event(Box::new(tracer_common::Event::from_bytes(p).ok_or_else(
+            || {
+                format!(
+                    "{} bytes, needs {} ({} with a string)",
+                    p.len(),
+                    tracer_common::Event::SHORT_SIZE,
+                    tracer_common::Event::SIZE
+                )
+            },
+        )?)),
         kind::SAMPLE => {
             need(32)?;
             Record::Sample(Sample {
