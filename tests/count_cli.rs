@@ -81,8 +81,15 @@ fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
     }
     use std::io::Read;
     let (_dir, prog) = renamed("tracer-cnt-raw");
-    // The sleep keeps tracer running while its links are read.
-    let script = format!("sleep 1; {} getppid 400", prog.display());
+    let (_zero_dir, zero) = renamed("tracer-cnt-zero");
+    // The sleep keeps tracer running while its links are read. The same binary opening nothing
+    // gives the opens its loader makes, so the 250 opens are counted exactly by difference.
+    let script = format!(
+        "sleep 1; {} getppid 400; {} open 250 /nonexistent; {} open 0 /nonexistent",
+        prog.display(),
+        prog.display(),
+        zero.display()
+    );
     let (mut child, mut stderr, banner) = common::tracer_started(&[
         "probe",
         "--count-by",
@@ -91,19 +98,20 @@ fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
         "json",
         "syscalls:sys_enter_getppid",
         "syscalls:sys_exit_getppid",
+        "syscalls:sys_enter_openat",
         "--",
         "sh",
         "-c",
         &script,
     ]);
-    // Counting by task only: no trace record is needed, so each syscall tracepoint is a raw
-    // tracepoint program filtering by syscall number.
+    // Counting by task only: no trace record is needed (not even openat's filename string),
+    // so each syscall tracepoint is a raw tracepoint program filtering by syscall number.
     let links = raw_tracepoint_links(child.id());
     let status = child.wait().unwrap();
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     assert_eq!(status.code(), Some(0), "{banner}{rest}");
-    assert_eq!(links, ["sys_enter", "sys_exit"]);
+    assert_eq!(links, ["sys_enter", "sys_enter", "sys_exit"]);
     let mut stdout = String::new();
     child
         .stdout
@@ -125,11 +133,22 @@ fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
         })
         .collect();
     rows.sort();
+    let loader_opens = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["comm"] == "tracer-cnt-zero" && r["probe"] == "syscalls:sys_enter_openat")
+        .map_or(0, |r| r["count"].as_u64().unwrap());
     assert_eq!(
         rows,
         [
             ("syscalls:sys_enter_getppid".to_string(), 400),
-            ("syscalls:sys_exit_getppid".to_string(), 400)
+            // Two runs of the binary: each makes the loader's opens.
+            (
+                "syscalls:sys_enter_openat".to_string(),
+                250 + 2 * loader_opens
+            ),
+            ("syscalls:sys_exit_getppid".to_string(), 400),
         ],
         "{report}"
     );

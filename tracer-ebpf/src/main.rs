@@ -482,9 +482,10 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     if !counted || config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) != 0 {
         read_record(ctx, event);
     }
-    if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
-        // Syscall records keep their pointers in the words just read; a pointer further in
-        // is read through the helper (the verifier refuses context loads at a runtime offset).
+    if uses(USES_STRINGS) && !counted && config.flags & SLOT_STR_TP_USER != 0 {
+        // Syscall records keep their pointers in the words just read (streamed events always
+        // read them); a pointer further in is read through the helper (the verifier refuses
+        // context loads at a runtime offset).
         let ptr = match config.str_arg {
             offset @ 0..=63 => event.data[((offset / 8) & 7) as usize],
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.

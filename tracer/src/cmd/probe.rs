@@ -601,8 +601,11 @@ pub(crate) fn attach(
                         .iter()
                         .find(|f| f.c_type.contains("char *") && printed(&f.name))
                         .map(|f| {
-                            config.flags |= SLOT_STR_TP_USER;
-                            config.str_arg = f.offset as u32;
+                            // Only streamed events carry strings; a counted hit reads none.
+                            if plan.aggregation.is_none() {
+                                config.flags |= SLOT_STR_TP_USER;
+                                config.str_arg = f.offset as u32;
+                            }
                             f.name.clone()
                         })
                 }
@@ -719,7 +722,6 @@ pub(crate) fn attach(
 fn raw_syscall(spec: &ProbeSpec, config: &SlotConfig) -> Option<(&'static str, u32, bool)> {
     use tracer_common::{AGG_HIST, AGG_KEY_VALUE, AGG_SUM, SLOT_AGGREGATE};
     let counted_only = config.flags & SLOT_AGGREGATE != 0
-        && config.flags & SLOT_STR_TP_USER == 0
         && config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) == 0;
     let Target::Tracepoint { category, name } = &spec.target else {
         return None;
