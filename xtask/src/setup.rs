@@ -7,9 +7,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::run_cmd;
 
-/// Debian packages: LLVM 22 for bpf-linker (and its llvm-objcopy, which strips the BPF object), qemu and busybox for the VM tier, cpio/xz/zstd to
-/// build initramfs images and unpack kernel modules, linux-perf for the `tracer stat` tests that
-/// compare with /usr/bin/perf, gcc for the C workload the stack and DWARF tests trace.
+/// Debian packages: LLVM 22 for bpf-linker (and the llvm-objcopy that strips the BPF object),
+/// qemu and busybox for the VM tier, cpio/xz/zstd to build initramfs images and unpack kernel
+/// modules, linux-perf for the `tracer stat` tests that compare with /usr/bin/perf, gcc for the
+/// C workload the stack and DWARF tests trace.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libzstd-dev",
