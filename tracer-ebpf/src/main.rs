@@ -114,17 +114,7 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, usta
     event.data = *data;
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
-    // SAFETY: as in `emit`.
-    let ret = unsafe {
-        bpf_perf_event_output(
-            ctx.as_ptr(),
-            &EVENTS as *const _ as *mut c_void,
-            BPF_F_CURRENT_CPU,
-            event as *mut Event as *mut c_void,
-            Event::SHORT_SIZE as u64,
-        )
-    };
-    ret == 0
+    output(ctx, event)
 }
 
 /// Does the current task pass the slot's filters?
@@ -224,9 +214,10 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     Some((event, config))
 }
 
+/// Writes the event into this CPU's output ring; false when the ring was full. Without a
+/// string, the string buffer (last) is not sent.
 #[inline(always)]
-fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
-    // Without a string, the string buffer (last) is not sent.
+fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
     let size = event.wire_len();
     // SAFETY: EVENTS is a PERF_EVENT_ARRAY map definition (`PerfEventArray` is
     // repr(transparent) over it); `event` is valid for `size_of::<Event>()` bytes, and `size`
@@ -240,7 +231,12 @@ fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
             size as u64,
         )
     };
-    if ret != 0 {
+    ret == 0
+}
+
+#[inline(always)]
+fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
+    if !output(ctx, event) {
         bump(stat_failed(event.slot));
     }
 }
@@ -502,6 +498,10 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
 /// comparison.
 #[inline(always)]
 fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
+    // Raw slots only count: a run that does not count has none (and no code here to verify).
+    if !uses(USES_AGGREGATE) {
+        return;
+    }
     let Some(config) = CONFIG.get(slot) else {
         return;
     };
@@ -524,9 +524,7 @@ fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
     let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
-    if uses(USES_AGGREGATE) {
-        aggregate(event, &config);
-    }
+    aggregate(event, &config);
 }
 
 /// Breakpoint and software-event slot: the interrupted instruction pointer, the watched

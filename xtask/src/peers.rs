@@ -2,6 +2,7 @@
 //! in one run: each tool traces the workload at two sizes, and the difference (which cancels
 //! start-up) minus the untraced difference, divided by the extra events, is its cost per event.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -397,7 +398,7 @@ pub fn count_event() -> Result<()> {
             ),
         ));
     }
-    if peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
+    if peer("trace-bpfcc", "bpfcc-tools") && bcc_headers() {
         rows.push((
             "BCC BPF_HASH(comm).increment (attached first)".to_string(),
             bcc_count(&base, big),
@@ -459,6 +460,59 @@ pub fn count_event() -> Result<()> {
     )
 }
 
+/// Runs the Python BCC script `script` with `arg` on CPU 1, waits for its `READY`, times
+/// `work(n)` while it is attached, and stops it with SIGINT, `ROUNDS` times: ns per event over
+/// the untraced run (BCC tools cannot launch a command, so the workload is timed alone), the
+/// last round's summary line (the first line after READY) and its traced wall time.
+pub(crate) fn bcc_attached(
+    script: &str,
+    arg: &str,
+    work: &dyn Fn(u64) -> Vec<String>,
+    n: u64,
+) -> Result<(Spread, String, f64)> {
+    let path = std::env::temp_dir().join("tracer-bench-bcc.py");
+    std::fs::write(&path, script).context("cannot write the BCC script")?;
+    let mut costs = Vec::new();
+    let mut last = (String::new(), 0.0);
+    for _ in 0..ROUNDS {
+        let untraced = time(&work(n))?;
+        let mut child = Command::new("taskset")
+            .args(["-c", "1", "/usr/bin/python3"])
+            .arg(&path)
+            .arg(arg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start the BCC script")?;
+        let mut lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
+        match lines.next() {
+            Some(Ok(l)) if l == "READY" => {}
+            other => {
+                let _ = child.kill();
+                bail!("the BCC script did not start: {other:?}");
+            }
+        }
+        let traced = time(&work(n))?;
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .context("cannot stop the BCC script")?;
+        let summary = lines
+            .map_while(Result::ok)
+            .next()
+            .context("the BCC script printed no summary")?;
+        let _ = child.wait();
+        last = (summary, traced);
+        costs.push((traced - untraced) * 1e9 / n as f64);
+    }
+    costs.sort_by(f64::total_cmp);
+    Ok((
+        (costs[ROUNDS / 2], costs[0], costs[ROUNDS - 1]),
+        last.0,
+        last.1,
+    ))
+}
+
 /// BCC counting by comm the way its tools do (a hash keyed by comm, `increment`), attached
 /// before the workload runs alone (BCC tools cannot launch a command); the count it reads for
 /// the workload's comm must be exactly `n`.
@@ -485,9 +539,8 @@ print("counted %d" % n, flush=True)
 "#;
 
 fn bcc_count(work: &dyn Fn(u64) -> Vec<String>, n: u64) -> Result<Spread> {
-    let (cost, summary, _) =
-        crate::streaming::bcc_attached(BCC_COUNT_SCRIPT, "tracer-testprog", work, n)?;
-    let counted = crate::streaming::number_after_word(&summary, "counted");
+    let (cost, summary, _) = bcc_attached(BCC_COUNT_SCRIPT, "tracer-testprog", work, n)?;
+    let counted = number_after(&summary, "counted");
     if counted != Some(n) {
         bail!("BCC counted {counted:?} of the workload's {n} calls ({summary})");
     }

@@ -6,13 +6,12 @@
 //! BCC's tools cannot launch a command, so the BCC rows attach first (a small Python script
 //! per buffer kind, started on CPU 1 and waited for) and time the workload alone.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::peers::{build, launching, peer, per_event, s, time, Spread, ROUNDS};
+use crate::peers::{build, launching, peer, per_event, s, Spread, ROUNDS};
 use crate::section;
 
 const TP: &str = "syscalls:sys_enter_getppid";
@@ -169,65 +168,12 @@ pub fn streaming() -> Result<()> {
 }
 
 /// The number after the word `word` on the first line that has it (`"Lost 12 events"`).
-pub(crate) fn number_after_word(text: &str, word: &str) -> Option<u64> {
+fn number_after_word(text: &str, word: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let mut words = l.split_whitespace();
         words.find(|w| *w == word)?;
         words.next()?.parse().ok()
     })
-}
-
-/// Runs the Python BCC script `script` with `arg` on CPU 1, waits for its `READY`, times
-/// `work(n)` while it is attached, and stops it with SIGINT, `ROUNDS` times: ns per event over
-/// the untraced run (BCC tools cannot launch a command, so the workload is timed alone), the
-/// last round's summary line (the first line after READY) and its traced wall time.
-pub(crate) fn bcc_attached(
-    script: &str,
-    arg: &str,
-    work: &dyn Fn(u64) -> Vec<String>,
-    n: u64,
-) -> Result<(Spread, String, f64)> {
-    let path = std::env::temp_dir().join("tracer-bench-bcc.py");
-    std::fs::write(&path, script).context("cannot write the BCC script")?;
-    let mut costs = Vec::new();
-    let mut last = (String::new(), 0.0);
-    for _ in 0..ROUNDS {
-        let untraced = time(&work(n))?;
-        let mut child = Command::new("taskset")
-            .args(["-c", "1", "/usr/bin/python3"])
-            .arg(&path)
-            .arg(arg)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot start the BCC script")?;
-        let mut lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
-        match lines.next() {
-            Some(Ok(l)) if l == "READY" => {}
-            other => {
-                let _ = child.kill();
-                bail!("the BCC script did not start: {other:?}");
-            }
-        }
-        let traced = time(&work(n))?;
-        Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .context("cannot stop the BCC script")?;
-        let summary = lines
-            .map_while(Result::ok)
-            .next()
-            .context("the BCC script printed no summary")?;
-        let _ = child.wait();
-        last = (summary, traced);
-        costs.push((traced - untraced) * 1e9 / n as f64);
-    }
-    costs.sort_by(f64::total_cmp);
-    Ok((
-        (costs[ROUNDS / 2], costs[0], costs[ROUNDS - 1]),
-        last.0,
-        last.1,
-    ))
 }
 
 /// A BCC tool per buffer kind: counts this workload's getppid calls (by comm) in a perf
@@ -274,7 +220,7 @@ print("delivered %d lost %d" % (n[0], n[1]), flush=True)
 fn bcc_row(kind: &str, work: &dyn Fn(u64) -> Vec<String>) -> Row {
     let tool = format!("BCC {kind} buffer (attached first)");
     let result = (|| -> Result<(Spread, Delivered)> {
-        let (cost, summary, traced) = bcc_attached(BCC_SCRIPT, kind, work, BIG)?;
+        let (cost, summary, traced) = crate::peers::bcc_attached(BCC_SCRIPT, kind, work, BIG)?;
         let delivered = number_after_word(&summary, "delivered").unwrap_or(0);
         // The perf buffer reports its losses; BCC's ring buffer drops silently (a full
         // ring fails the output in BPF and nothing counts it): lost is what is missing.

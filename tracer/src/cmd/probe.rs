@@ -552,9 +552,11 @@ fn uses(plan: &ProbePlan, specs: &[ProbeSpec], base: &SlotConfig, stack_keys: bo
     }
     for spec in specs {
         uses |= match &spec.target {
-            // Syscall entry records carry user pointers to strings (filename, pathname).
+            // Streamed syscall entry records carry user pointers to strings (filename,
+            // pathname); counted hits read none.
             Target::Tracepoint { category, name } => {
-                match category == "syscalls" && name.starts_with("sys_enter_") {
+                let syscall_entry = category == "syscalls" && name.starts_with("sys_enter_");
+                match syscall_entry && plan.aggregation.is_none() {
                     true => USES_STRINGS,
                     false => 0,
                 }
