@@ -31,7 +31,13 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
     }
     let (_a_dir, a) = renamed("tracer-cnt-a");
     let (_b_dir, b) = renamed("tracer-cnt-b");
-    let script = format!("{} getppid 300 && {} getppid 700", a.display(), b.display());
+    // a renames itself to tracer-cnt-c after 100 calls (pinned: its later hits find its old
+    // name cached on that CPU unless the rename invalidated it).
+    let script = format!(
+        "{} --cpu 0 --rename-at 100 tracer-cnt-c getppid 300 && {} getppid 700",
+        a.display(),
+        b.display()
+    );
     let reports = counted(&[
         "probe",
         "--count-by",
@@ -53,7 +59,8 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
             .find(|r| r["comm"] == comm)
             .map(|r| r["count"].as_u64().unwrap())
     };
-    assert_eq!(count("tracer-cnt-a"), Some(300), "{}", reports[0]);
+    assert_eq!(count("tracer-cnt-a"), Some(100), "{}", reports[0]);
+    assert_eq!(count("tracer-cnt-c"), Some(200), "{}", reports[0]);
     assert_eq!(count("tracer-cnt-b"), Some(700), "{}", reports[0]);
     // Rows are sorted by count, largest first.
     assert_eq!(reports[0]["rows"][0]["comm"], "tracer-cnt-b");

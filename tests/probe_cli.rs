@@ -197,17 +197,25 @@ fn every_event_of_a_flood_on_both_cpus_is_delivered_or_counted_lost() {
     if !has(Feature::Tracepoints, "probe_flood") {
         return;
     }
+    // Small rings, so that the flood overflows them: 2 pages per CPU, or one page shared.
+    for (transport, pages) in [("perf", "2"), ("ringbuf", "1")] {
+        flood(transport, pages);
+    }
+}
+
+fn flood(transport: &str, pages: &str) {
     let prog = common::testprog().display().to_string();
     const N: u64 = 100_000;
     let script = format!("{prog} --cpu 0 getppid {N} & {prog} --cpu 1 getppid {N}; wait");
-    // A small ring, so that the flood overflows it.
     let out = tracer(&[
         "probe",
         "syscalls:sys_enter_getppid",
         "--comm",
         "tracer-testprog",
+        "--transport",
+        transport,
         "--ring-pages",
-        "2",
+        pages,
         "-o",
         "json",
         "--",
@@ -215,16 +223,119 @@ fn every_event_of_a_flood_on_both_cpus_is_delivered_or_counted_lost() {
         "-c",
         &script,
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{transport}: {}",
+        text(&out.stderr)
+    );
     let printed = json_events(&out).len() as u64;
     let (hits, printed_row, lost) = summary_row(&out, "syscalls:sys_enter_getppid");
-    assert_eq!(hits, 2 * N, "the in-kernel counter saw every call");
-    assert_eq!(printed_row, printed);
-    assert_eq!(printed + lost, hits, "delivered + lost == produced");
+    assert_eq!(
+        hits,
+        2 * N,
+        "{transport}: the in-kernel counter saw every call"
+    );
+    assert_eq!(printed_row, printed, "{transport}");
+    assert_eq!(
+        printed + lost,
+        hits,
+        "{transport}: delivered + lost == produced"
+    );
     if lost > 0 {
         assert!(
             text(&out.stderr).contains("raise --ring-pages"),
-            "losses come with the flag that fixes them"
+            "{transport}: losses come with the flag that fixes them"
+        );
+    }
+}
+
+#[test]
+fn the_ring_buffer_transport_delivers_every_event_with_its_string() {
+    if !has(Feature::Tracepoints, "probe_ringbuf") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "probe",
+        "syscalls:sys_enter_openat",
+        "syscalls:sys_enter_getppid",
+        "--transport",
+        "ringbuf",
+        "-o",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        &format!("{prog} open 40 /etc/hostname && {prog} getppid 60"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = json_events(&out);
+    let from_prog = |probe: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["probe"] == probe && e["comm"] == "tracer-testprog")
+            .collect()
+    };
+    let opens: Vec<_> = from_prog("syscalls:sys_enter_openat")
+        .into_iter()
+        .filter(|e| e["args"]["filename"] == "/etc/hostname")
+        .collect();
+    assert_eq!(opens.len(), 40, "{}", text(&out.stdout));
+    assert_eq!(from_prog("syscalls:sys_enter_getppid").len(), 60);
+    // Printed in time order, though one ring holds every CPU's events.
+    let times: Vec<u64> = events
+        .iter()
+        .map(|e| e["time_ns"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    for probe in ["syscalls:sys_enter_openat", "syscalls:sys_enter_getppid"] {
+        let (hits, printed, lost) = summary_row(&out, probe);
+        let n = events.iter().filter(|e| e["probe"] == probe).count() as u64;
+        assert_eq!((hits, printed, lost), (n, n, 0), "{probe}");
+    }
+}
+
+#[test]
+fn a_task_that_renames_itself_is_shown_by_its_new_name() {
+    if !has(Feature::Tracepoints, "probe_rename") {
+        return;
+    }
+    // Pinned to one CPU, so that every hit after the first finds the task's comm cached there.
+    let prog = common::testprog().display().to_string();
+    for transport in ["perf", "ringbuf"] {
+        let out = tracer(&[
+            "probe",
+            "syscalls:sys_enter_getppid",
+            "--transport",
+            transport,
+            "-o",
+            "json",
+            "--",
+            &prog,
+            "--cpu",
+            "0",
+            "--rename-at",
+            "2",
+            "renamed",
+            "getppid",
+            "5",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let comms: Vec<String> = json_events(&out)
+            .iter()
+            .map(|e| e["comm"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            comms,
+            [
+                "tracer-testprog",
+                "tracer-testprog",
+                "renamed",
+                "renamed",
+                "renamed"
+            ],
+            "{transport}"
         );
     }
 }

@@ -168,7 +168,8 @@ pub extern "C" fn tracer_testprog_target(a: u64, b: u64) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tracer-testprog [--wait] [--batch K] [--cpu C] getppid N | open N PATH | call N"
+        "usage: tracer-testprog [--wait] [--batch K] [--cpu C] [--rename-at I NAME] \
+         getppid N | open N PATH | call N"
     );
     std::process::exit(2);
 }
@@ -205,6 +206,8 @@ fn pin(cpu: usize) {
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut batch = None;
+    // Before call I, the thread renames itself (prctl PR_SET_NAME): comm caches must notice.
+    let mut rename: Option<(u64, CString)> = None;
     loop {
         match args.first().map(String::as_str) {
             Some("--wait") => {
@@ -223,6 +226,12 @@ fn main() {
             Some("--cpu") => {
                 args.remove(0);
                 pin(args.remove(0).parse().unwrap_or_else(|_| usage()));
+            }
+            Some("--rename-at") if args.len() >= 3 => {
+                args.remove(0);
+                let at = args.remove(0).parse().unwrap_or_else(|_| usage());
+                let name = CString::new(args.remove(0)).unwrap_or_else(|_| usage());
+                rename = Some((at, name));
             }
             _ => break,
         }
@@ -280,6 +289,10 @@ fn main() {
             read_byte();
         }
         while i < end {
+            if let Some((_, name)) = rename.as_ref().filter(|(at, _)| *at == i) {
+                // SAFETY: PR_SET_NAME reads a NUL-terminated string (truncated to 15 bytes).
+                unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            }
             sum = sum.wrapping_add(unit(i));
             i += 1;
         }

@@ -234,8 +234,14 @@ pub const USES_FIELDS: u32 = 1 << 5;
 pub const USES_FILTERS: u32 = 1 << 6;
 /// The `-- COMMAND` process set (`SLOT_FILTER_TRACKED`).
 pub const USES_TRACKED: u32 = 1 << 7;
-/// Every part: the object's default, for commands that do not narrow it.
+/// Every part: the object's default, for commands that do not narrow it. It leaves out
+/// [`USES_COMM_CACHE`], which is only right while its invalidating program is attached.
 pub const USES_ALL: u32 = (1 << 8) - 1;
+/// Take the current task's comm from a per-CPU cache (`COMM_CACHE`) instead of the
+/// `bpf_get_current_comm` helper (which cost about 100 ns per event here). Set only by a
+/// command that has attached the `comm_renamed` program to `task:task_rename`, which
+/// invalidates every cache when any task changes its name (exec, prctl, /proc/PID/comm).
+pub const USES_COMM_CACHE: u32 = 1 << 8;
 
 impl SlotConfig {
     /// The `USES_*` bits this config needs.

@@ -178,7 +178,7 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
     let pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
     let mut group = [0u8; 16];
     match config.by {
-        LAT_BY_COMM => group = aya_ebpf::helpers::bpf_get_current_comm().unwrap_or([0; 16]),
+        LAT_BY_COMM => group = crate::current_comm(pid_tgid),
         LAT_BY_PID => group[..8].copy_from_slice(&(pid_tgid >> 32).to_ne_bytes()),
         LAT_BY_TID => group[..8].copy_from_slice(&(pid_tgid & 0xffff_ffff).to_ne_bytes()),
         // SAFETY: helper without preconditions.

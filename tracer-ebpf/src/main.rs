@@ -1,4 +1,5 @@
-//! tracer's BPF programs: probe slots that emit [`Event`]s into per-CPU BPF_OUTPUT rings.
+//! tracer's BPF programs: probe slots that emit [`Event`]s into per-CPU BPF_OUTPUT rings (or,
+//! with `--transport ringbuf`, one BPF ring buffer).
 //!
 //! Userspace opens the perf events (kprobe/uprobe PMUs, tracepoints, breakpoints) itself and
 //! attaches these programs with `PERF_EVENT_IOC_SET_BPF`. There is no attach cookie on that path,
@@ -6,17 +7,25 @@
 //! compiled into each instance and indexes the `CONFIG` map.
 #![no_std]
 #![no_main]
+// An atomic add (BPF_XADD) for the shared COMM_GEN counter: the BPF target has no
+// compare-and-swap, so core's atomic types offer no fetch_add.
+#![feature(core_intrinsics)]
+#![allow(internal_features)]
 
 use core::ffi::c_void;
 
-use aya_ebpf::bindings::{BPF_F_CURRENT_CPU, BPF_F_USER_STACK};
+use aya_ebpf::bindings::{
+    BPF_F_CURRENT_CPU, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
+};
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
     bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
     bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
 };
 use aya_ebpf::macros::{kprobe, map, perf_event, raw_tracepoint, tracepoint};
-use aya_ebpf::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerfEventArray, StackTrace};
+use aya_ebpf::maps::{
+    Array, HashMap, PerCpuArray, PerCpuHashMap, PerfEventArray, RingBuf, StackTrace,
+};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{
     PerfEventContext, ProbeContext, RawTracePointContext, RetProbeContext, TracePointContext,
@@ -30,8 +39,8 @@ use tracer_common::{
     SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_AUTO,
     SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
     SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
-    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_FIELDS, USES_FILTERS, USES_STACKS,
-    USES_STREAM, USES_STRINGS, USES_TRACKED,
+    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_FIELDS,
+    USES_FILTERS, USES_STACKS, USES_STREAM, USES_STRINGS, USES_TRACKED,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -52,6 +61,18 @@ fn uses(bit: u32) -> bool {
 #[map]
 static EVENTS: PerfEventArray<Event> = PerfEventArray::new(0);
 
+/// The BPF ring buffer transport (`--transport ringbuf`): one ring shared by every CPU, sized by
+/// userspace when used (one page otherwise).
+#[map]
+static RINGBUF: RingBuf = RingBuf::with_byte_size(4096, 0);
+
+/// Which transport events take, set by userspace before loading (read-only to the programs,
+/// like `USES`): 0 sends them to the per-CPU perf rings in `EVENTS`; otherwise they go to
+/// `RINGBUF`, and an output wakes the reader once this many bytes are waiting (an output
+/// below it sends no wakeup: a wakeup per event would cost the traced task an interrupt each).
+#[unsafe(no_mangle)]
+static RINGBUF_WAKEUP: u64 = 0;
+
 /// What each slot should capture and filter, by global slot id.
 #[map]
 static CONFIG: Array<SlotConfig> = Array::with_max_entries(SLOTS, 0);
@@ -59,6 +80,23 @@ static CONFIG: Array<SlotConfig> = Array::with_max_entries(SLOTS, 0);
 /// Per-CPU counters per slot: hits that passed the filters, and outputs that failed.
 #[map]
 static STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(STAT_COUNT, 0);
+
+/// The last comm read on each CPU, with the task and the rename generation it was read at
+/// (`USES_COMM_CACHE`).
+#[repr(C)]
+struct CommCache {
+    pid_tgid: u64,
+    /// `COMM_GEN` + 1 when read, so that the zeroed entry matches nothing.
+    stamp: u64,
+    comm: [u8; 16],
+}
+
+#[map]
+static COMM_CACHE: PerCpuArray<CommCache> = PerCpuArray::with_max_entries(1, 0);
+
+/// Bumped by `comm_renamed` whenever any task is renamed: every CPU's cached comm is then stale.
+#[map]
+static COMM_GEN: Array<u64> = Array::with_max_entries(1, 0);
 
 /// Scratch event per CPU: an [`Event`] is too big to build comfortably on the 512-byte stack.
 #[map]
@@ -110,11 +148,52 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, usta
     event.str_len = 0;
     event.kstack = kstack;
     event.ustack = ustack;
-    event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+    event.comm = current_comm(event.pid_tgid);
     event.data = *data;
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
     output(ctx, event)
+}
+
+/// The current task's comm: from this CPU's cache when the same task was the last one seen
+/// and no task has been renamed since, else from the helper (then cached).
+///
+/// A task renamed from another CPU (a write to /proc/PID/comm) while it runs here can leave
+/// its old name cached: `task:task_rename` fires just before the name is copied, so a read
+/// on this CPU in between sees the new generation with the old name. Exec and prctl rename
+/// the running task itself, with no event of it in between.
+#[inline(always)]
+fn current_comm(pid_tgid: u64) -> [u8; 16] {
+    if uses(USES_COMM_CACHE) {
+        if let (Some(cache), Some(generation)) = (COMM_CACHE.get_ptr_mut(0), COMM_GEN.get_ptr(0)) {
+            // SAFETY: both pointers come from map lookups of index 0, which exists; the
+            // per-CPU entry is only touched by this program invocation (these program types
+            // do not nest on one CPU), and the shared counter is read with one volatile load.
+            let (cache, stamp) = unsafe { (&mut *cache, core::ptr::read_volatile(generation) + 1) };
+            if cache.pid_tgid == pid_tgid && cache.stamp == stamp {
+                return cache.comm;
+            }
+            let comm = bpf_get_current_comm().unwrap_or([0; 16]);
+            cache.pid_tgid = pid_tgid;
+            cache.stamp = stamp;
+            cache.comm = comm;
+            return comm;
+        }
+    }
+    bpf_get_current_comm().unwrap_or([0; 16])
+}
+
+/// `task:task_rename` (`USES_COMM_CACHE`): a task is being renamed, so every cached comm may be
+/// stale.
+#[tracepoint]
+pub fn comm_renamed(_ctx: TracePointContext) -> u32 {
+    if let Some(generation) = COMM_GEN.get_ptr_mut(0) {
+        use core::intrinsics::{atomic_xadd, AtomicOrdering};
+        // SAFETY: index 0 exists; the counter is shared by all CPUs, so it is only ever
+        // changed atomically (a lost update could bring back an old generation).
+        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(generation, 1) };
+    }
+    0
 }
 
 /// Does the current task pass the slot's filters?
@@ -151,9 +230,7 @@ fn passes_filters(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
         return false;
     }
     // The comm is only fetched when a filter needs it: it costs a helper call per hit.
-    if config.flags & SLOT_FILTER_COMM != 0
-        && bpf_get_current_comm().unwrap_or([0; 16]) != config.comm
-    {
+    if config.flags & SLOT_FILTER_COMM != 0 && current_comm(pid_tgid) != config.comm {
         return false;
     }
     true
@@ -203,7 +280,7 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
     if !counted || config.agg & AGG_COMM != 0 {
-        event.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        event.comm = current_comm(pid_tgid);
     }
     event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
     event.ustack = stack_id(
@@ -214,11 +291,24 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     Some((event, config))
 }
 
-/// Writes the event into this CPU's output ring; false when the ring was full. Without a
-/// string, the string buffer (last) is not sent.
+/// Writes the event into the output ring (this CPU's perf ring, or the shared BPF ring
+/// buffer); false when the ring was full. Without a string, the string buffer (last) is not
+/// sent.
 #[inline(always)]
 fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
     let size = event.wire_len();
+    // SAFETY: a plain aligned read of our own static, volatile for the reason given in `uses`.
+    let wakeup = unsafe { core::ptr::read_volatile(&RINGBUF_WAKEUP) };
+    if wakeup != 0 {
+        let flags = match RINGBUF.query(BPF_RB_AVAIL_DATA as u64) >= wakeup {
+            true => BPF_RB_FORCE_WAKEUP,
+            false => BPF_RB_NO_WAKEUP,
+        };
+        // SAFETY: `event` is valid for `size_of::<Event>()` bytes and `size` is at most that.
+        let bytes =
+            unsafe { core::slice::from_raw_parts(event as *const Event as *const u8, size) };
+        return RINGBUF.output::<[u8]>(bytes, flags as u64).is_ok();
+    }
     // SAFETY: EVENTS is a PERF_EVENT_ARRAY map definition (`PerfEventArray` is
     // repr(transparent) over it); `event` is valid for `size_of::<Event>()` bytes, and `size`
     // is at most that.

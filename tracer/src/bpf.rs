@@ -3,7 +3,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBuf, StackTraceMap};
 use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
@@ -61,6 +61,19 @@ impl Error {
             source: ProgramError::LoadError { verifier_log, .. },
             ..
         } if !verifier_log.to_string().trim().is_empty());
+        if let Error::Load(aya::EbpfError::MapError(aya::maps::MapError::CreateError {
+            name,
+            io_error,
+        })) = self
+        {
+            if name == "RINGBUF" && io_error.raw_os_error() == Some(libc::EINVAL) {
+                return vec![
+                    "this kernel has no BPF ring buffer (Linux 5.8 and later have it): \
+                     use --transport perf"
+                        .into(),
+                ];
+            }
+        }
         if refused {
             return vec![
                 "the kernel's BPF verifier refused one of tracer's programs (log above): \
@@ -131,6 +144,18 @@ pub struct Sizing {
     /// `USES_*` bits: the parts of the programs any slot of this run may use; the verifier
     /// skips the rest (start-up time). [`Bpf::take_slot`] refuses a config that needs more.
     pub uses: u32,
+    /// Send events through the shared BPF ring buffer instead of the per-CPU perf rings.
+    pub ringbuf: Option<RingBufSize>,
+}
+
+/// The BPF ring buffer's size and wakeup point (`--transport ringbuf`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingBufSize {
+    /// Data bytes: a power of two number of pages.
+    pub bytes: u32,
+    /// An output wakes the reader once this many bytes are waiting; at least 1 (0 is the
+    /// programs' sign for the perf rings).
+    pub wakeup_bytes: u64,
 }
 
 impl Default for Sizing {
@@ -140,6 +165,7 @@ impl Default for Sizing {
             counts: false,
             latency: false,
             uses: tracer_common::USES_ALL,
+            ringbuf: None,
         }
     }
 }
@@ -169,6 +195,10 @@ impl Bpf {
         let mut loader = EbpfLoader::new();
         loader.btf(None);
         loader.override_global("USES", &sizing.uses, true);
+        if let Some(ring) = &sizing.ringbuf {
+            loader.map_max_entries("RINGBUF", ring.bytes);
+            loader.override_global("RINGBUF_WAKEUP", &ring.wakeup_bytes, true);
+        }
         if sizing.stacks {
             loader.map_max_entries("STACKS", STACK_ENTRIES);
         }
@@ -284,6 +314,14 @@ impl Bpf {
                 p.load().map_err(wrap)
             }
         }
+    }
+
+    /// Loads the program that keeps the per-CPU comm caches honest (`USES_COMM_CACHE`), for
+    /// `task:task_rename`; returns its name for [`Bpf::named_program_fd`].
+    pub fn load_comm_cache(&mut self) -> Result<&'static str, Error> {
+        let name = "comm_renamed";
+        self.load_program(name, SlotKind::Tracepoint)?;
+        Ok(name)
     }
 
     /// Loads the process-tracking tracepoint programs (`-- COMMAND`): returns their names in
@@ -590,6 +628,17 @@ impl Bpf {
             })
     }
 
+    /// The BPF ring buffer events go to when the object was loaded with [`Sizing::ringbuf`]
+    /// (once: it is moved out).
+    pub fn take_ringbuf(&mut self) -> Result<SharedRing, Error> {
+        let map = self
+            .ebpf
+            .take_map("RINGBUF")
+            .ok_or(Error::Map { map: "RINGBUF" })?;
+        let ring = RingBuf::try_from(map).map_err(|_| Error::Map { map: "RINGBUF" })?;
+        Ok(SharedRing(ring))
+    }
+
     /// A slot's counters summed over CPUs: (hits that passed the filters, failed outputs).
     pub fn slot_stats(&self, slot: &Slot) -> Result<(u64, u64), Error> {
         let map = self.ebpf.map("STATS").ok_or(Error::Map { map: "STATS" })?;
@@ -643,6 +692,28 @@ impl Bpf {
             total.1 += failed;
         }
         Ok(total)
+    }
+}
+
+/// The BPF ring buffer (`BPF_MAP_TYPE_RINGBUF`) shared by every CPU, mapped by aya.
+pub struct SharedRing(RingBuf<MapData>);
+
+impl SharedRing {
+    /// Hands every record committed now to `f` in ring order, releasing each after it;
+    /// returns how many.
+    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> u64 {
+        let mut records = 0;
+        while let Some(item) = self.0.next() {
+            records += 1;
+            f(&item);
+        }
+        records
+    }
+}
+
+impl AsRawFd for SharedRing {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
     }
 }
 

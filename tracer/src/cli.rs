@@ -107,6 +107,11 @@ pub struct ProbeArgs {
     /// Wake the reader every N events (default: when a quarter of the ring is full, and every 100 ms).
     #[arg(long, value_name = "N")]
     pub wakeup_events: Option<u32>,
+    /// How events reach tracer: perf rings (one per CPU) or one BPF ring buffer shared by the
+    /// CPUs (Linux 5.8+; cheaper per event; --ring-pages then sizes the one ring [default:
+    /// the per-CPU default times the CPUs]).
+    #[arg(long, value_enum, default_value = "perf")]
+    pub transport: Transport,
     /// Exit with status 1 if any event was lost.
     #[arg(long)]
     pub fail_on_loss: bool,
@@ -146,6 +151,15 @@ pub struct ProbeArgs {
 }
 
 /// The kernel interface for kprobes.
+/// Where the BPF programs write events for tracer to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// `PERF_COUNT_SW_BPF_OUTPUT` rings, one per CPU (`bpf_perf_event_output`).
+    Perf,
+    /// One `BPF_MAP_TYPE_RINGBUF` shared by every CPU (`bpf_ringbuf_output`).
+    Ringbuf,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum KprobeInterface {
     /// perf_event_open on the kprobe PMU.

@@ -354,6 +354,7 @@ pub struct ProbePlan {
     pub output: crate::output::events::Format,
     pub ring_pages: usize,
     pub wakeup_events: Option<u32>,
+    pub transport: crate::cli::Transport,
     pub fail_on_loss: bool,
     pub kprobe_interface: Option<crate::cli::KprobeInterface>,
     /// `-s`: `Some(None)` is the probe's own side.
@@ -603,9 +604,10 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         args.cpus.as_deref(),
         args.cgroup.as_deref(),
     )?;
-    let ring_pages = args
-        .ring_pages
-        .unwrap_or_else(crate::session::default_ring_pages);
+    let ring_pages = args.ring_pages.unwrap_or_else(|| match args.transport {
+        crate::cli::Transport::Perf => crate::session::default_ring_pages(),
+        crate::cli::Transport::Ringbuf => crate::session::default_shared_ring_pages(),
+    });
     if ring_pages == 0 || !ring_pages.is_power_of_two() || ring_pages > 1 << 16 {
         return Err(usage(
             format!("--ring-pages {ring_pages} is not a power of two from 1 to 65536"),
@@ -640,6 +642,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         output: args.output,
         ring_pages,
         wakeup_events: args.wakeup_events,
+        transport: args.transport,
         fail_on_loss: args.fail_on_loss,
         kprobe_interface: args.kprobe_interface,
         stack: args.stack,

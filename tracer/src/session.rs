@@ -5,7 +5,7 @@ use std::os::fd::AsFd;
 
 use tracer_common::Event;
 
-use crate::bpf::{Bpf, Slot};
+use crate::bpf::{Bpf, SharedRing, Slot};
 use crate::perf::{self, record, Ring, Wakeup};
 use crate::Error;
 
@@ -35,6 +35,15 @@ pub fn default_ring_pages() -> usize {
     1 << (usize::BITS - 1 - share.leading_zeros())
 }
 
+/// Pages of the one BPF ring buffer when `--ring-pages` is not given: what the per-CPU perf
+/// rings would take together (rounded up to a power of two, at most 65536).
+pub fn default_shared_ring_pages() -> usize {
+    let cpus = perf::cpus::online().map_or(1, |c| c.len().max(1));
+    (default_ring_pages() * cpus)
+        .next_power_of_two()
+        .min(1 << 16)
+}
+
 /// Wake the reader when a ring of `pages` data pages is a quarter full (the event loop also
 /// drains every 100 ms): one wakeup per event would cost the traced workload a context switch
 /// per event.
@@ -42,11 +51,17 @@ pub fn quarter_full(pages: usize) -> Wakeup {
     Wakeup::Watermark((pages * perf::sys::page_size() / 4) as u32)
 }
 
-/// The per-CPU `PERF_COUNT_SW_BPF_OUTPUT` rings behind the BPF `EVENTS` map.
+/// Where the programs' events arrive: the per-CPU `PERF_COUNT_SW_BPF_OUTPUT` rings behind the
+/// BPF `EVENTS` map, or the one BPF ring buffer (`--transport ringbuf`).
 pub struct OutputRings {
-    rings: Vec<(u32, Ring)>,
+    rings: Rings,
     layout: record::Layout,
     losses: Losses,
+}
+
+enum Rings {
+    Perf(Vec<(u32, Ring)>),
+    Shared(SharedRing),
 }
 
 impl OutputRings {
@@ -62,7 +77,18 @@ impl OutputRings {
                 per_cpu: cpus.iter().map(|&c| (c, 0)).collect(),
                 malformed: 0,
             },
-            rings,
+            rings: Rings::Perf(rings),
+            layout: perf::bpf_output_layout(),
+        })
+    }
+
+    /// Reads the BPF ring buffer of an object loaded with [`crate::bpf::Sizing::ringbuf`].
+    /// Its lost events are only the programs' failed outputs ([`Bpf::stats`]): the ring
+    /// buffer has no `PERF_RECORD_LOST`.
+    pub fn open_ringbuf(bpf: &mut Bpf) -> Result<OutputRings, Error> {
+        Ok(OutputRings {
+            losses: Losses::default(),
+            rings: Rings::Shared(bpf.take_ringbuf()?),
             layout: perf::bpf_output_layout(),
         })
     }
@@ -71,7 +97,21 @@ impl OutputRings {
     pub fn drain(&mut self, mut f: impl FnMut(&Event)) -> u64 {
         let mut events = 0;
         let layout = self.layout;
-        for (i, (_cpu, ring)) in self.rings.iter_mut().enumerate() {
+        let rings = match &mut self.rings {
+            Rings::Perf(rings) => rings,
+            Rings::Shared(ring) => {
+                let malformed = &mut self.losses.malformed;
+                ring.drain(|bytes| match Event::from_bytes(bytes) {
+                    Some(event) => {
+                        events += 1;
+                        f(&event);
+                    }
+                    None => *malformed += 1,
+                });
+                return events;
+            }
+        };
+        for (i, (_cpu, ring)) in rings.iter_mut().enumerate() {
             let lost = &mut self.losses.per_cpu[i].1;
             let malformed = &mut self.losses.malformed;
             let stats = ring.drain(|bytes| {
@@ -113,10 +153,10 @@ impl OutputRings {
     /// The rings' event fds, for readiness polling (they stay owned by the rings).
     pub fn raw_fds(&self) -> Vec<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
-        self.rings
-            .iter()
-            .map(|(_, r)| r.as_fd().as_raw_fd())
-            .collect()
+        match &self.rings {
+            Rings::Perf(rings) => rings.iter().map(|(_, r)| r.as_fd().as_raw_fd()).collect(),
+            Rings::Shared(ring) => vec![ring.as_raw_fd()],
+        }
     }
 }
 

@@ -73,16 +73,21 @@ pub fn streaming() -> Result<()> {
     let work = |n: u64| s(&[&prog, "--cpu", "0", "getppid", &n.to_string()]);
     let mut rows = Vec::new();
 
-    let tracer_cmd = |n: u64| pinned(launching(&[&tracer, "probe", "-o", "json", TP], work(n)));
-    rows.push(Row {
-        tool: "tracer probe -o json".into(),
-        cost: per_event(&tracer_cmd, &work, BIG, SMALL),
-        delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
-            let delivered = number_before(&err, " events in").context("no event count")?;
-            let lost = number_before(&err, " lost").context("no lost count")?;
-            Ok((delivered, lost, secs))
-        }),
-    });
+    for transport in ["perf", "ringbuf"] {
+        let tracer_cmd = |n: u64| {
+            let argv = [&tracer, "probe", "--transport", transport, "-o", "json", TP];
+            pinned(launching(&argv, work(n)))
+        };
+        rows.push(Row {
+            tool: format!("tracer probe --transport {transport} -o json"),
+            cost: per_event(&tracer_cmd, &work, BIG, SMALL),
+            delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
+                let delivered = number_before(&err, " events in").context("no event count")?;
+                let lost = number_before(&err, " lost").context("no lost count")?;
+                Ok((delivered, lost, secs))
+            }),
+        });
+    }
 
     if peer("bpftrace", "bpftrace") {
         let script = format!("tracepoint:{TP} /pid == cpid/ {{ printf(\"%d %d\\n\", pid, tid); }}");

@@ -11,8 +11,8 @@ use tracer_common::{
     Event, SchedOffsets, SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER, TRACK_PENDING,
 };
 
-use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
-use crate::cli::{KprobeInterface, ProbeArgs};
+use crate::bpf::{Bpf, RingBufSize, Sizing, Slot, SlotKind};
+use crate::cli::{KprobeInterface, ProbeArgs, Transport};
 use crate::cmd::values::{Memory, Values};
 use crate::kernel::btf::KernelBtf;
 use crate::kernel::features::Feature;
@@ -99,18 +99,32 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     if launched.is_some() {
         base.flags |= tracer_common::SLOT_FILTER_TRACKED;
     }
+    // The comm of each hit comes from a per-CPU cache, kept right by a program on
+    // task:task_rename (every kernel tracer supports has it; without it, the helper each time).
+    let rename_tracepoint = fs.tracepoint_id("task", "task_rename").ok();
+    let comm_cache = match rename_tracepoint {
+        Some(_) => tracer_common::USES_COMM_CACHE,
+        None => 0,
+    };
     let mut bpf = Bpf::load_with(Sizing {
         stacks: plan.stack.is_some() || stack_keys,
         counts: plan.aggregation.is_some(),
         latency: false,
-        uses: uses(&plan, &specs, &base, stack_keys),
+        uses: uses(&plan, &specs, &base, stack_keys) | comm_cache,
+        ringbuf: ringbuf_size(&plan),
     })?;
-    let wakeup = match plan.wakeup_events {
-        Some(n) => Wakeup::Events(n),
-        // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the rest.
-        None => crate::session::quarter_full(plan.ring_pages),
+    let mut rings = match plan.transport {
+        Transport::Ringbuf => OutputRings::open_ringbuf(&mut bpf)?,
+        Transport::Perf => {
+            let wakeup = match plan.wakeup_events {
+                Some(n) => Wakeup::Events(n),
+                // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the
+                // rest.
+                None => crate::session::quarter_full(plan.ring_pages),
+            };
+            OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?
+        }
     };
-    let mut rings = OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?;
     let mut probes = Vec::new();
     let mut interface = None;
     // Kernel BTF, opened at the first kernel function (`None` inside: not available).
@@ -127,6 +141,10 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
             &mut btf,
         )?);
     }
+    let _comm_cache = match rename_tracepoint {
+        Some(id) => Some(start_comm_cache(&mut bpf, id)?),
+        None => None,
+    };
     // `-- COMMAND`: follow the command's process tree, from its exec on.
     let mut _tracking = Vec::new();
     if let Some(child) = launched.as_mut() {
@@ -200,6 +218,25 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     Ok(match end {
         End::CommandExited(code) => code,
         _ => 0,
+    })
+}
+
+/// The BPF ring buffer of `--transport ringbuf`: `--ring-pages` pages, waking the reader when
+/// a quarter is full, or with `--wakeup-events N` once N events' worth of bytes (counted at the
+/// size of an event without a string) are waiting.
+fn ringbuf_size(plan: &ProbePlan) -> Option<RingBufSize> {
+    if plan.transport != Transport::Ringbuf {
+        return None;
+    }
+    let bytes = plan.ring_pages * crate::perf::sys::page_size();
+    let wakeup_bytes = match plan.wakeup_events {
+        Some(n) => u64::from(n) * Event::SHORT_SIZE as u64,
+        None => bytes as u64 / 4,
+    };
+    Some(RingBufSize {
+        bytes: bytes as u32,
+        // 0 would mean the perf rings to the programs.
+        wakeup_bytes: wakeup_bytes.max(1),
     })
 }
 
@@ -922,6 +959,23 @@ pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
 }
 
 /// Attaches the fork/exec/exit tracking programs to the scheduler tracepoints.
+/// Attaches the comm cache's invalidation (`comm_renamed`) to `task:task_rename`, whose
+/// tracepoint id is `id`; it runs until the returned event is closed. Attached before any
+/// probe: a rename it missed would leave a stale name cached.
+pub(crate) fn start_comm_cache(bpf: &mut Bpf, id: u64) -> Result<perf::Event, Error> {
+    let program = bpf.load_comm_cache()?;
+    // A tracepoint's BPF programs run on every CPU whichever CPU the perf event is bound to.
+    let event = perf::Event::open(
+        "task:task_rename".to_string(),
+        &EventKind::Tracepoint(id),
+        &Options::default(),
+        &Scope::Cpu(0),
+    )?;
+    event.set_bpf(bpf.named_program_fd(program)?)?;
+    event.enable(false)?;
+    Ok(event)
+}
+
 pub(crate) fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error> {
     let fork = fs.format("sched", "sched_process_fork")?;
     let child = fork.field("child_pid").ok_or_else(|| Error::Runtime {

@@ -430,6 +430,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         output: crate::output::events::Format::Text,
         ring_pages,
         wakeup_events: None,
+        transport: crate::cli::Transport::Perf,
         fail_on_loss: false,
         kprobe_interface: None,
         stack: None,
