@@ -166,8 +166,9 @@ fn an_unknown_function_is_a_clear_error() {
     assert!(err.hints()[0].contains("tracer list"), "{:?}", err.hints());
 }
 
-/// `tracer probe FUNC FUNC%return -- COMMAND` through one kprobe interface, as a user runs it.
-fn probe_cli(interface: &str) {
+/// `tracer probe FUNC FUNC%return -- COMMAND` through one kprobe interface and one transport,
+/// as a user runs it.
+fn probe_cli(interface: &str, transport: &str) {
     let prog = common::testprog().display().to_string();
     let out = std::process::Command::new(common::tracer_bin())
         .args([
@@ -176,6 +177,8 @@ fn probe_cli(interface: &str) {
             "do_sys_openat2%return",
             "--kprobe-interface",
             interface,
+            "--transport",
+            transport,
             "-o",
             "json",
             "--",
@@ -328,7 +331,10 @@ fn probe_command_traces_opens_through_the_kprobe_pmu() {
     if !has(Feature::KprobePmu, "probe_cli_pmu") {
         return;
     }
-    probe_cli("pmu");
+    // The BPF ring buffer too: these kernels' verifiers check its output path.
+    for transport in ["perf", "ringbuf"] {
+        probe_cli("pmu", transport);
+    }
 }
 
 #[test]
@@ -336,7 +342,7 @@ fn probe_command_falls_back_to_tracefs_kprobe_events() {
     if !has(Feature::KprobeEvents, "probe_cli_tracefs") {
         return;
     }
-    probe_cli("tracefs");
+    probe_cli("tracefs", "perf");
 }
 
 #[test]

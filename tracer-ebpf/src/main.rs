@@ -95,8 +95,10 @@ struct CommCache {
 static COMM_CACHE: PerCpuArray<CommCache> = PerCpuArray::with_max_entries(1, 0);
 
 /// Bumped by `comm_renamed` whenever any task is renamed: every CPU's cached comm is then stale.
-#[map]
-static COMM_GEN: Array<u64> = Array::with_max_entries(1, 0);
+/// A global (in `.bss`) rather than a map entry: programs address it directly, with no lookup
+/// that could fail.
+#[unsafe(no_mangle)]
+static mut COMM_GEN: u64 = 0;
 
 /// Scratch event per CPU: an [`Event`] is too big to build comfortably on the 512-byte stack.
 #[map]
@@ -148,7 +150,6 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, usta
     event.str_len = 0;
     event.kstack = kstack;
     event.ustack = ustack;
-    event.comm = current_comm(event.pid_tgid);
     event.data = *data;
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
@@ -164,35 +165,37 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, usta
 /// the running task itself, with no event of it in between.
 #[inline(always)]
 fn current_comm(pid_tgid: u64) -> [u8; 16] {
-    if uses(USES_COMM_CACHE) {
-        if let (Some(cache), Some(generation)) = (COMM_CACHE.get_ptr_mut(0), COMM_GEN.get_ptr(0)) {
-            // SAFETY: both pointers come from map lookups of index 0, which exists; the
-            // per-CPU entry is only touched by this program invocation (these program types
-            // do not nest on one CPU), and the shared counter is read with one volatile load.
-            let (cache, stamp) = unsafe { (&mut *cache, core::ptr::read_volatile(generation) + 1) };
-            if cache.pid_tgid == pid_tgid && cache.stamp == stamp {
-                return cache.comm;
-            }
-            let comm = bpf_get_current_comm().unwrap_or([0; 16]);
-            cache.pid_tgid = pid_tgid;
-            cache.stamp = stamp;
-            cache.comm = comm;
-            return comm;
-        }
+    if !uses(USES_COMM_CACHE) {
+        return bpf_get_current_comm().unwrap_or([0; 16]);
     }
-    bpf_get_current_comm().unwrap_or([0; 16])
+    // Index 0 exists: the lookup does not fail.
+    let Some(cache) = COMM_CACHE.get_ptr_mut(0) else {
+        return [0; 16];
+    };
+    // SAFETY: the per-CPU entry is only touched by this program invocation (these program
+    // types do not nest on one CPU); the shared counter is read with one aligned volatile load.
+    let (cache, stamp) = unsafe {
+        (
+            &mut *cache,
+            core::ptr::read_volatile(&raw const COMM_GEN) + 1,
+        )
+    };
+    if cache.pid_tgid != pid_tgid || cache.stamp != stamp {
+        cache.comm = bpf_get_current_comm().unwrap_or([0; 16]);
+        cache.pid_tgid = pid_tgid;
+        cache.stamp = stamp;
+    }
+    cache.comm
 }
 
 /// `task:task_rename` (`USES_COMM_CACHE`): a task is being renamed, so every cached comm may be
 /// stale.
 #[tracepoint]
 pub fn comm_renamed(_ctx: TracePointContext) -> u32 {
-    if let Some(generation) = COMM_GEN.get_ptr_mut(0) {
-        use core::intrinsics::{atomic_xadd, AtomicOrdering};
-        // SAFETY: index 0 exists; the counter is shared by all CPUs, so it is only ever
-        // changed atomically (a lost update could bring back an old generation).
-        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(generation, 1) };
-    }
+    use core::intrinsics::{atomic_xadd, AtomicOrdering};
+    // SAFETY: the counter is shared by all CPUs, so it is only ever changed atomically (a lost
+    // update could bring back an old generation).
+    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut COMM_GEN, 1) };
     0
 }
 
@@ -266,8 +269,8 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     // SAFETY: index 0 exists (max_entries 1); the per-CPU value is only touched by this program
     // invocation until it returns.
     let event = unsafe { &mut *SCRATCH.get_ptr_mut(0)? };
-    // A counted hit needs only what its key uses: no timestamp, and the comm (a helper call)
-    // only when keyed by it.
+    // A counted hit needs only what its key uses: no timestamp (and the comm only when keyed
+    // by it, in `aggregate`).
     let counted = config.flags & SLOT_AGGREGATE != 0;
     if !counted {
         // SAFETY: helper without preconditions.
@@ -279,9 +282,8 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     event.str_len = 0;
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
-    if !counted || config.agg & AGG_COMM != 0 {
-        event.comm = current_comm(pid_tgid);
-    }
+    // The comm is filled in last (output, aggregate): the cache's hit and miss paths then
+    // rejoin just before the end, and the verifier checks little of the program twice.
     event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
     event.ustack = stack_id(
         ctx,
@@ -296,6 +298,7 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
 /// sent.
 #[inline(always)]
 fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
+    event.comm = current_comm(event.pid_tgid);
     let size = event.wire_len();
     // SAFETY: a plain aligned read of our own static, volatile for the reason given in `uses`.
     let wakeup = unsafe { core::ptr::read_volatile(&RINGBUF_WAKEUP) };
@@ -380,7 +383,7 @@ fn aggregate(event: &Event, config: &SlotConfig) {
         key.tid = event.tid();
     }
     if agg & AGG_COMM != 0 {
-        key.comm = event.comm;
+        key.comm = current_comm(event.pid_tgid);
     }
     if uses(USES_AGG_VALUE) && agg & AGG_KEY_VALUE != 0 {
         key.value = read_src(event, config.key_src);

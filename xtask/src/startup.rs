@@ -115,6 +115,14 @@ pub fn startup() -> Result<()> {
         s(&[&tracer, "probe", "syscalls:sys_enter_openat"]),
         vec![MARKER],
     )];
+    // Another tracer binary (e.g. an earlier commit's) measured in the same run: A/B of a change.
+    if let Ok(baseline) = std::env::var("TRACER_BENCH_BASELINE") {
+        tools.push((
+            format!("baseline {baseline}"),
+            s(&[&baseline, "probe", "syscalls:sys_enter_openat"]),
+            vec![MARKER],
+        ));
+    }
     if peer("bpftrace", "bpftrace") {
         tools.push((
             "bpftrace -e 'tracepoint:...openat { printf }'".into(),
