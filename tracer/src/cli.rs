@@ -104,7 +104,8 @@ pub struct ProbeArgs {
     /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
     #[arg(long, value_name = "N")]
     pub ring_pages: Option<usize>,
-    /// Wake the reader every N events (default: when a quarter of the ring is full, and every 100 ms).
+    /// Wake the reader every N events (default: when a quarter of the ring is full, and every 100 ms;
+    /// with --transport ringbuf, once N events without a string would fill what is waiting).
     #[arg(long, value_name = "N")]
     pub wakeup_events: Option<u32>,
     /// How events reach tracer: perf rings (one per CPU) or one BPF ring buffer shared by the

@@ -958,15 +958,20 @@ pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
         .collect()
 }
 
-/// Attaches the fork/exec/exit tracking programs to the scheduler tracepoints.
 /// Attaches the comm cache's invalidation (`comm_renamed`) to `task:task_rename`, whose
 /// tracepoint id is `id`; it runs until the returned event is closed. Attached before any
 /// probe: a rename it missed would leave a stale name cached.
 pub(crate) fn start_comm_cache(bpf: &mut Bpf, id: u64) -> Result<perf::Event, Error> {
     let program = bpf.load_comm_cache()?;
-    // A tracepoint's BPF programs run on every CPU whichever CPU the perf event is bound to.
+    run_on_tracepoint(bpf, "task:task_rename", id, program)
+}
+
+/// Runs the loaded `program` on every hit of tracepoint `id` (named `name`), on every CPU (a
+/// tracepoint's BPF programs run wherever it fires, whichever CPU the perf event is bound to),
+/// until the returned event is closed.
+fn run_on_tracepoint(bpf: &Bpf, name: &str, id: u64, program: &str) -> Result<perf::Event, Error> {
     let event = perf::Event::open(
-        "task:task_rename".to_string(),
+        name.to_string(),
         &EventKind::Tracepoint(id),
         &Options::default(),
         &Scope::Cpu(0),
@@ -976,6 +981,7 @@ pub(crate) fn start_comm_cache(bpf: &mut Bpf, id: u64) -> Result<perf::Event, Er
     Ok(event)
 }
 
+/// Attaches the fork/exec/exit tracking programs to the scheduler tracepoints.
 pub(crate) fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error> {
     let fork = fs.format("sched", "sched_process_fork")?;
     let child = fork.field("child_pid").ok_or_else(|| Error::Runtime {
@@ -996,15 +1002,12 @@ pub(crate) fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Ev
         "sched_process_exit",
     ]) {
         let id = fs.tracepoint_id("sched", tracepoint)?;
-        let event = perf::Event::open(
-            format!("sched:{tracepoint}"),
-            &EventKind::Tracepoint(id),
-            &Options::default(),
-            &Scope::Cpu(0),
-        )?;
-        event.set_bpf(bpf.named_program_fd(program)?)?;
-        event.enable(false)?;
-        events.push(event);
+        events.push(run_on_tracepoint(
+            bpf,
+            &format!("sched:{tracepoint}"),
+            id,
+            program,
+        )?);
     }
     Ok(events)
 }
