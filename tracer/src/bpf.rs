@@ -699,15 +699,11 @@ impl Bpf {
 pub struct SharedRing(RingBuf<MapData>);
 
 impl SharedRing {
-    /// Hands every record committed now to `f` in ring order, releasing each after it;
-    /// returns how many.
-    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> u64 {
-        let mut records = 0;
+    /// Hands every record committed now to `f` in ring order, releasing each after it.
+    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) {
         while let Some(item) = self.0.next() {
-            records += 1;
             f(&item);
         }
-        records
     }
 }
 

@@ -151,7 +151,6 @@ pub struct ProbeArgs {
     pub command: Vec<String>,
 }
 
-/// The kernel interface for kprobes.
 /// Where the BPF programs write events for tracer to read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Transport {
@@ -161,6 +160,7 @@ pub enum Transport {
     Ringbuf,
 }
 
+/// The kernel interface for kprobes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum KprobeInterface {
     /// perf_event_open on the kprobe PMU.

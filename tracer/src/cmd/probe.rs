@@ -125,6 +125,12 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
             OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?
         }
     };
+    // Before any probe: raw tracepoint slots run from their attach on, and a rename the cache's
+    // program missed would leave a stale name cached.
+    let _comm_cache = match rename_tracepoint {
+        Some(id) => Some(start_comm_cache(&mut bpf, id)?),
+        None => None,
+    };
     let mut probes = Vec::new();
     let mut interface = None;
     // Kernel BTF, opened at the first kernel function (`None` inside: not available).
@@ -141,10 +147,6 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
             &mut btf,
         )?);
     }
-    let _comm_cache = match rename_tracepoint {
-        Some(id) => Some(start_comm_cache(&mut bpf, id)?),
-        None => None,
-    };
     // `-- COMMAND`: follow the command's process tree, from its exec on.
     let mut _tracking = Vec::new();
     if let Some(child) = launched.as_mut() {
@@ -959,8 +961,8 @@ pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
 }
 
 /// Attaches the comm cache's invalidation (`comm_renamed`) to `task:task_rename`, whose
-/// tracepoint id is `id`; it runs until the returned event is closed. Attached before any
-/// probe: a rename it missed would leave a stale name cached.
+/// tracepoint id is `id`; it runs until the returned event is closed. Call it before any
+/// probe is attached: a rename it missed would leave a stale name cached.
 pub(crate) fn start_comm_cache(bpf: &mut Bpf, id: u64) -> Result<perf::Event, Error> {
     let program = bpf.load_comm_cache()?;
     run_on_tracepoint(bpf, "task:task_rename", id, program)
