@@ -101,6 +101,53 @@ fn every_write_of_three_threads_to_a_global_is_reported_with_values_and_writer()
 }
 
 #[test]
+fn a_summary_counts_every_write_in_the_kernel_by_thread_and_instruction() {
+    if !has(Feature::Breakpoints, "watch_summary") || !has(Feature::Bpf, "watch_summary") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "watch",
+        COUNTER,
+        "--summary",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "counter",
+        "3000",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("\n3000 hits in "), "{stderr}");
+    assert!(stderr.ends_with("; 0 lost\n"), "{stderr}");
+    // One line for the one target; no line per hit.
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let counts: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(counts["target"], COUNTER);
+    assert_eq!(counts["hits"], 3000);
+    let threads: Vec<u64> = counts["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["hits"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, vec![1000, 1000, 1000], "{counts}");
+    let at = counts["at"].as_array().unwrap();
+    assert_eq!(at.len(), 1, "one writing instruction: {counts}");
+    assert_eq!(at[0]["hits"], 3000);
+    assert!(
+        at[0]["at"]
+            .as_str()
+            .unwrap()
+            .starts_with("tracer_testprog_bump+0x"),
+        "{counts}"
+    );
+}
+
+#[test]
 fn a_running_process_is_watched_in_existing_and_new_threads_until_it_exits() {
     if !has(Feature::Breakpoints, "watch_pid") || !has(Feature::Bpf, "watch_pid") {
         return;
@@ -220,6 +267,16 @@ fn bad_targets_are_explained() {
             vec!["watch", COUNTER],
             2,
             "give exactly one of -p PID, -- COMMAND or --kernel",
+        ),
+        (
+            vec!["watch", COUNTER, "--summary", "-c", "5", "-p", "1"],
+            2,
+            "error: --summary counts every hit in the kernel; it cannot stop after N hits\nhint: bound the run with -d SECS",
+        ),
+        (
+            vec!["watch", COUNTER, "--summary", "-s", "-p", "1"],
+            2,
+            "error: --summary counts by thread and instruction, not by stack\nhint: drop -s",
         ),
         (
             vec!["watch", &misaligned, "--", &prog, "counter", "3"],

@@ -7,6 +7,9 @@
 //!   are over), then work in batches of K units: before each batch read one byte from stdin
 //!   (go), after it write one byte to stdout (done). Tests run phases this way without sleeping.
 //! - `--cpu C`: pin the process to CPU C first.
+//! - `--elapsed`: write `elapsed_ns N` to stderr at the end: the workload's own time, from after
+//!   the arguments to its last unit (benchmarks take a tool's cost from it, not from wall time,
+//!   which also holds the tool's start-up and exit work).
 //!
 //! Modes: `getppid N` (N getppid syscalls), `open N PATH` (N open+close of PATH),
 //! `call N` (N calls of `tracer_testprog_target(i, 2*i)`, which returns 3*i),
@@ -168,8 +171,8 @@ pub extern "C" fn tracer_testprog_target(a: u64, b: u64) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tracer-testprog [--wait] [--batch K] [--cpu C] [--rename-at I NAME] \
-         getppid N | open N PATH | call N"
+        "usage: tracer-testprog [--wait] [--batch K] [--cpu C] [--rename-at I NAME] [--elapsed] \
+         getppid N | open N PATH | call N | counter N | touch N | spin MS | sleeps N"
     );
     std::process::exit(2);
 }
@@ -208,6 +211,7 @@ fn main() {
     let mut batch = None;
     // Before call I, the thread renames itself (prctl PR_SET_NAME): comm caches must notice.
     let mut rename: Option<(u64, CString)> = None;
+    let mut elapsed = false;
     loop {
         match args.first().map(String::as_str) {
             Some("--wait") => {
@@ -223,6 +227,10 @@ fn main() {
                         .max(1),
                 );
             }
+            Some("--elapsed") => {
+                args.remove(0);
+                elapsed = true;
+            }
             Some("--cpu") => {
                 args.remove(0);
                 pin(args.remove(0).parse().unwrap_or_else(|_| usage()));
@@ -236,6 +244,15 @@ fn main() {
             _ => break,
         }
     }
+    let start = std::time::Instant::now();
+    run(&args, batch, rename);
+    if elapsed {
+        eprintln!("elapsed_ns {}", start.elapsed().as_nanos());
+    }
+}
+
+/// Runs the workload MODE N [ARG] of `args`.
+fn run(args: &[String], batch: Option<u64>, rename: Option<(u64, CString)>) {
     let n: u64 = args
         .get(1)
         .and_then(|s| s.parse().ok())

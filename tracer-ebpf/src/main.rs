@@ -639,7 +639,8 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
         let addr = core::ptr::read_volatile(&(*data).addr);
         event.data[0] = ip;
         event.data[1] = addr;
-        if addr != 0 {
+        // Counted hits (`tracer watch --summary`) are keyed by thread and ip: no value.
+        if addr != 0 && config.flags & SLOT_AGGREGATE == 0 {
             let value = if config.flags & SLOT_VALUE_KERNEL != 0 {
                 bpf_probe_read_kernel(addr as *const u64)
             } else {

@@ -204,6 +204,10 @@ pub struct WatchArgs {
     /// Print the stack of each hit: kernel, user or both (alone: user, or kernel with --kernel).
     #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
+    /// Count the hits in the kernel, by thread and instruction, and print only those counts
+    /// (on stdout) at the end: no line per hit, the cheapest way to watch a busy location.
+    #[arg(long)]
+    pub summary: bool,
     /// Start COMMAND stopped right after its exec, watch it from its first instruction.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::time::Instant;
 
-use tracer_common::{Event, TRACK_ACTIVE};
+use tracer_common::{Event, SlotConfig, TRACK_ACTIVE};
 
 use crate::bpf::Bpf;
 use crate::cli::{RecordArgs, WatchType};
@@ -481,7 +481,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
             pid,
             false,
             launched.is_some(),
-            0,
+            SlotConfig::default(),
         )?;
         sources.push(tracefile::Source {
             id: sources.len() as u32,

@@ -3,13 +3,17 @@
 //!
 //! Each target gets a breakpoint perf event per thread (with `inherit`, so threads created later
 //! are covered) and a BPF program (`PERF_EVENT_IOC_SET_BPF`) that records the instruction
-//! pointer and the value after the access into the per-CPU output rings.
+//! pointer and the value after the access into the per-CPU output rings. With `--summary` the
+//! program counts the hits in the kernel instead, keyed by thread and instruction, and only the
+//! counts are read at the end.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::time::Instant;
 
-use tracer_common::{Event, SlotConfig, SLOT_VALUE_KERNEL};
+use tracer_common::{
+    AggKey, Event, SlotConfig, AGG_KEY_VALUE, AGG_PID, AGG_TID, SLOT_AGGREGATE, SLOT_VALUE_KERNEL,
+};
 
 use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
 use crate::cli::{WatchArgs, WatchType};
@@ -91,6 +95,18 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
             "e.g. tracer watch counter -- ./prog, tracer watch -p 1234 counter, tracer watch --kernel jiffies",
         ));
     }
+    if args.summary && args.count.is_some() {
+        return Err(usage(
+            "--summary counts every hit in the kernel; it cannot stop after N hits".into(),
+            "bound the run with -d SECS, or drop --summary to stop after N printed hits",
+        ));
+    }
+    if args.summary && args.stack.is_some() {
+        return Err(usage(
+            "--summary counts by thread and instruction, not by stack".into(),
+            "drop -s, or drop --summary to see each hit with its stack",
+        ));
+    }
     if args.count == Some(0) {
         return Err(usage(
             "--count 0 would stop before the first hit".into(),
@@ -116,9 +132,23 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
 
     let mut bpf = Bpf::load_with(Sizing {
         stacks: args.stack.is_some(),
+        counts: args.summary,
         ..Sizing::default()
     })?;
-    let stack_flags = crate::stacks::flags_for(args.stack, !args.kernel);
+    let template = if args.summary {
+        // Keyed by process, thread and the trapping instruction pointer (data word 0).
+        SlotConfig {
+            flags: SLOT_AGGREGATE,
+            agg: AGG_PID | AGG_TID | AGG_KEY_VALUE,
+            key_src: tracer_common::src(0, 8, false),
+            ..SlotConfig::default()
+        }
+    } else {
+        SlotConfig {
+            flags: crate::stacks::flags_for(args.stack, !args.kernel),
+            ..SlotConfig::default()
+        }
+    };
     // 64 pages (256 KiB) per CPU hold about 1,100 hits: a burst of hits from several threads
     // must not outrun a reader that wakes at a quarter full (16 pages lost 2-6% of a 300-hit
     // burst from three threads on this 2-CPU machine).
@@ -134,7 +164,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
             pid,
             args.kernel,
             launched.is_some(),
-            stack_flags,
+            template,
         )?);
     }
     let event_loop = EventLoop::new()?;
@@ -153,7 +183,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         kind_name(kind)
     );
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if args.output == Format::Text {
+    if args.output == Format::Text && !args.summary {
         writeln!(
             out,
             "{:<10} {:<3} {:<15} {:<16} WATCH",
@@ -179,6 +209,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         watched_pid: if launched.is_none() { args.pid } else { None },
         bpf: &bpf,
         symbolizer: Symbolizer::default(),
+        summary: args.summary,
     };
     // A data breakpoint traps after the access: the instruction that made it ends just before
     // the reported ip, so that is where the hit's function and line are looked up.
@@ -214,7 +245,7 @@ pub(crate) fn attach(
     pid: Option<u32>,
     kernel: bool,
     launched: bool,
-    stack_flags: u32,
+    template: SlotConfig,
 ) -> Result<Watch, Error> {
     let name = target.to_string();
     let (addr, size) = match (target, process.as_deref()) {
@@ -273,22 +304,12 @@ pub(crate) fn attach(
                 pid,
                 kernel,
                 launched,
-                stack_flags,
+                template,
             );
         }
     };
     attach_at(
-        bpf,
-        name,
-        addr,
-        size,
-        kind,
-        len,
-        process,
-        pid,
-        kernel,
-        launched,
-        stack_flags,
+        bpf, name, addr, size, kind, len, process, pid, kernel, launched, template,
     )
 }
 
@@ -304,7 +325,7 @@ fn attach_at(
     pid: Option<u32>,
     kernel: bool,
     launched: bool,
-    stack_flags: u32,
+    template: SlotConfig,
 ) -> Result<Watch, Error> {
     // The symbol's size when it is a watchable length, else 8; execute breakpoints ignore it.
     let len = len.unwrap_or(match size {
@@ -347,9 +368,9 @@ fn attach_at(
     // virtual address.
     let per_task = launched && pid.is_some();
     let config = SlotConfig {
-        flags: stack_flags | if kernel { SLOT_VALUE_KERNEL } else { 0 },
+        flags: template.flags | if kernel { SLOT_VALUE_KERNEL } else { 0 },
         tgid: if per_task { 0 } else { pid.unwrap_or(0) },
-        ..SlotConfig::default()
+        ..template
     };
     let slot = bpf.take_slot(SlotKind::PerfEvent, config)?;
     let event_kind = EventKind::Breakpoint { kind, addr, len };
@@ -414,6 +435,8 @@ struct WatchSink<'a, W: std::io::Write> {
     watched_pid: Option<u32>,
     bpf: &'a Bpf,
     symbolizer: Symbolizer,
+    /// Counted in the kernel (`--summary`): nothing streams, the counts are read at the end.
+    summary: bool,
 }
 
 impl<W: std::io::Write> WatchSink<'_, W> {
@@ -521,6 +544,13 @@ fn summary<W: std::io::Write>(
         End::CommandExited(code) => format!("command exited with status {code}"),
         End::TargetGone => format!("process {} exited", sink.watched_pid.unwrap_or(0)),
     };
+    if sink.summary {
+        let counts = bpf.counts()?;
+        for watch in &mut sink.watches {
+            count_hits(watch, &counts, &mut sink.symbolizer);
+        }
+        sink.delivered = sink.watches.iter().map(|w| w.hits).sum();
+    }
     let (_, lost) = bpf.stats()?;
     eprintln!(
         "\n{} hits in {secs:.2} s, {why}; {lost} lost",
@@ -529,19 +559,69 @@ fn summary<W: std::io::Write>(
     if let Some(line) = sink.symbolizer.summary() {
         eprintln!("stacks: {line}");
     }
+    if sink.summary {
+        // The counts are what was asked for: on stdout.
+        for watch in &sink.watches {
+            match sink.format {
+                Format::Text => write_counts(&mut sink.out, watch, None),
+                Format::Json => writeln!(sink.out, "{}", counts_json(watch)),
+            }
+            .map_err(Error::Output)?;
+        }
+        return sink.out.flush().map_err(Error::Output);
+    }
     for watch in &sink.watches {
         // The kernel-side count of traps that passed the filters, next to what was printed.
         let (trapped, _) = bpf.slot_stats(&watch.slot)?;
-        eprintln!(
-            "{} ({:#x}/{}): {} hits ({trapped} trapped in the kernel)",
-            watch.name, watch.addr, watch.len, watch.hits
-        );
-        for (tid, n) in &watch.by_tid {
-            eprintln!("  thread {tid:<10} {n:>10}");
-        }
-        for (n, at) in watch.by_ip.values() {
-            eprintln!("  at {at:<40} {n:>10}");
-        }
+        write_counts(&mut std::io::stderr().lock(), watch, Some(trapped)).map_err(Error::Output)?;
     }
     Ok(())
+}
+
+/// Fills `watch`'s hit counts from the in-kernel counts (`--summary`): keys of its slot, by
+/// process, thread and instruction pointer.
+fn count_hits(
+    watch: &mut Watch,
+    counts: &[(AggKey, tracer_common::AggValue)],
+    symbolizer: &mut Symbolizer,
+) {
+    for (key, value) in counts.iter().filter(|(k, _)| k.slot == watch.slot.id) {
+        watch.hits += value.count;
+        *watch.by_tid.entry(key.tid).or_default() += value.count;
+        let place = symbolizer.frame(key.pid, key.value).place();
+        watch.by_ip.entry(key.value).or_insert((0, place)).0 += value.count;
+    }
+}
+
+/// A watch's hits by thread and by instruction; `trapped` is the kernel's count next to the
+/// printed hits (streaming).
+fn write_counts(
+    out: &mut dyn std::io::Write,
+    watch: &Watch,
+    trapped: Option<u64>,
+) -> std::io::Result<()> {
+    let trapped = trapped.map_or(String::new(), |n| format!(" ({n} trapped in the kernel)"));
+    writeln!(
+        out,
+        "{} ({:#x}/{}): {} hits{trapped}",
+        watch.name, watch.addr, watch.len, watch.hits
+    )?;
+    for (tid, n) in &watch.by_tid {
+        writeln!(out, "  thread {tid:<10} {n:>10}")?;
+    }
+    for (n, at) in watch.by_ip.values() {
+        writeln!(out, "  at {at:<40} {n:>10}")?;
+    }
+    Ok(())
+}
+
+fn counts_json(watch: &Watch) -> serde_json::Value {
+    serde_json::json!({
+        "target": watch.name,
+        "addr": format!("{:#x}", watch.addr),
+        "len": watch.len,
+        "hits": watch.hits,
+        "threads": watch.by_tid.iter().map(|(tid, n)| serde_json::json!({"tid": tid, "hits": n})).collect::<Vec<_>>(),
+        "at": watch.by_ip.iter().map(|(ip, (n, at))| serde_json::json!({"ip": format!("{ip:#x}"), "at": at, "hits": n})).collect::<Vec<_>>(),
+    })
 }
