@@ -15,19 +15,61 @@ pub(crate) const ROUNDS: usize = 5;
 /// Median, min and max of the rounds.
 pub(crate) type Spread = (f64, f64, f64);
 
-/// Wall time of one run of `argv` (stdout and stderr discarded); fails if it fails.
+/// One run of `argv` (stdout discarded): the workload's own time when it reports one (the
+/// testprog's `--elapsed` line, which the tools pass through on stderr), else the wall time.
+/// A tool's start-up and exit work are not the traced workload's cost: perf record's exit
+/// processing alone took a flat second here, whatever the number of events.
 pub(crate) fn time(argv: &[String]) -> Result<f64> {
     let start = Instant::now();
-    let status = Command::new(&argv[0])
+    let out = Command::new(&argv[0])
         .args(&argv[1..])
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .stderr(Stdio::piped())
+        .output()
         .with_context(|| format!("cannot run {}", argv[0]))?;
-    if !status.success() {
-        bail!("`{}` failed: {status}", argv.join(" "));
+    let wall = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!("`{}` failed: {}", argv.join(" "), out.status);
     }
-    Ok(start.elapsed().as_secs_f64())
+    Ok(elapsed(&String::from_utf8_lossy(&out.stderr)).unwrap_or(wall))
+}
+
+/// The workload's own seconds from its `elapsed_ns N` line (the last one).
+pub(crate) fn elapsed(stderr: &str) -> Option<f64> {
+    stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("elapsed_ns ")?.trim().parse::<u64>().ok())
+        .map(|ns| ns as f64 / 1e9)
+}
+
+/// Runs `argv` once; its stdout and stderr, and the wall time.
+pub(crate) fn capture(argv: &[String]) -> Result<(String, String, f64)> {
+    let start = Instant::now();
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!(
+            "`{}` failed: {}",
+            argv.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        secs,
+    ))
+}
+
+/// `argv` on CPU 1 (the workloads pin themselves to CPU 0).
+pub(crate) fn pinned(argv: Vec<String>) -> Vec<String> {
+    [s(&["taskset", "-c", "1"]), argv].concat()
 }
 
 /// Median, min and max ns per event of `tool` over `baseline`, with `big` and `small` events.
@@ -190,10 +232,12 @@ pub(crate) fn build() -> Result<(String, String)> {
     Ok((tracer, prog))
 }
 
-/// Watchpoint hits: 3 threads writing a counter under a lock; tracer watch vs perf's
-/// breakpoint events on the same address (ASLR off, so the PIE address is fixed for perf).
+/// Watchpoint hits: 3 threads writing a counter under a lock, all on CPU 0, the tool on CPU 1;
+/// tracer watch (streaming, and counting with `--summary`) vs perf's breakpoint events on the
+/// same address and bpftrace's watchpoint probe (ASLR off, so the PIE address is fixed). Each
+/// row also says how many of the hits the tool caught in one run.
 pub fn watch_hit() -> Result<()> {
-    section("bench: watchpoint hit (3 threads writing a global under a lock)");
+    section("bench: watchpoint hit (3 threads on CPU 0 writing a global under a lock)");
     let (tracer, prog) = build()?;
     // With ASLR off, x86-64 PIE executables load at 0x555555554000.
     let nm = Command::new("nm")
@@ -205,81 +249,116 @@ pub fn watch_hit() -> Result<()> {
         .find(|l| l.ends_with(" tracer_testprog_counter"))
         .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
         .context("no tracer_testprog_counter in tracer-testprog")?;
-    let addr = format!("mem:{:#x}:w", 0x5555_5555_4000u64 + vaddr);
+    let addr = 0x5555_5555_4000u64 + vaddr;
+    let event = format!("mem:{addr:#x}:w");
     let norand = |rest: Vec<String>| [s(&["setarch", "x86_64", "-R"]), rest].concat();
-    let base = |n: u64| norand(s(&[&prog, "counter", &n.to_string()]));
-    let (big, small) = (60_000, 6_000);
-    let mut rows = vec![(
-        "tracer watch".to_string(),
-        per_event(
-            &|n| {
-                norand(s(&[
+    let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "counter", &n.to_string()]);
+    let base = |n: u64| norand(work(n));
+    let (big, small) = (60_000u64, 6_000u64);
+    let perf_data = "/tmp/tracer-bench-perf.data";
+    // A tool's command at n hits, and how to read how many hits it caught from its output.
+    type Caught = fn(&str, &str) -> Option<u64>;
+    let mut tools: Vec<(String, Box<dyn Fn(u64) -> Vec<String>>, Caught)> = vec![
+        (
+            "tracer watch -o json".into(),
+            Box::new(|n| {
+                let argv = [&tracer, "watch", "tracer_testprog_counter", "-o", "json"];
+                norand(pinned(launching(&argv, work(n))))
+            }),
+            |out, _| Some(out.lines().filter(|l| l.starts_with('{')).count() as u64),
+        ),
+        (
+            "tracer watch --summary".into(),
+            Box::new(|n| {
+                let argv = [
                     &tracer,
                     "watch",
                     "tracer_testprog_counter",
+                    "--summary",
                     "-o",
                     "json",
-                    "--",
-                    &prog,
-                    "counter",
-                    &n.to_string(),
-                ]))
+                ];
+                norand(pinned(launching(&argv, work(n))))
+            }),
+            |out, _| {
+                let line: serde_json::Value = serde_json::from_str(out.lines().next()?).ok()?;
+                line["hits"].as_u64()
             },
-            &base,
-            big,
-            small,
         ),
-    )];
+    ];
     if peer("perf", "linux-perf") {
-        rows.push((
-            format!("perf record -e {addr}"),
-            per_event(
-                &|n| {
-                    norand(s(&[
-                        "perf",
-                        "record",
-                        "-q",
-                        "-o",
-                        "/tmp/tracer-bench-perf.data",
-                        "-e",
-                        &addr,
-                        "--",
-                        &prog,
-                        "counter",
-                        &n.to_string(),
-                    ]))
-                },
-                &base,
-                big,
-                small,
-            ),
+        tools.push((
+            format!("perf record -e {event}"),
+            Box::new(|n| {
+                let argv = ["perf", "record", "-q", "-o", perf_data, "-e", &event];
+                norand(pinned(launching(&argv, work(n))))
+            }),
+            |_, _| {
+                let (stats, _, _) = capture(&s(&[
+                    "perf",
+                    "report",
+                    "--stats",
+                    "-i",
+                    "/tmp/tracer-bench-perf.data",
+                ]))
+                .ok()?;
+                number_after(&stats, "SAMPLE events:")
+            },
         ));
-        rows.push((
-            format!("perf stat -e {addr}"),
-            per_event(
-                &|n| {
-                    norand(s(&[
-                        "perf",
-                        "stat",
-                        "-x,",
-                        "-e",
-                        &addr,
-                        "--",
-                        &prog,
-                        "counter",
-                        &n.to_string(),
-                    ]))
-                },
-                &base,
-                big,
-                small,
-            ),
+        tools.push((
+            format!("perf stat -e {event}"),
+            Box::new(|n| {
+                let argv = ["perf", "stat", "-x,", "-e", &event];
+                norand(pinned(launching(&argv, work(n))))
+            }),
+            // `-x,`: "COUNT,,EVENT,..." on stderr.
+            |_, err| {
+                err.lines()
+                    .find(|l| l.contains(",mem:"))?
+                    .split(',')
+                    .next()?
+                    .parse()
+                    .ok()
+            },
         ));
+    }
+    if peer("bpftrace", "bpftrace") {
+        let script = format!("watchpoint:{addr:#x}:8:w {{ @[tid] = count(); }}");
+        tools.push((
+            "bpftrace watchpoint @[tid] = count()".into(),
+            Box::new(move |n| {
+                norand(pinned(s(&[
+                    "bpftrace",
+                    "-e",
+                    &script,
+                    "-c",
+                    &work(n).join(" "),
+                ])))
+            }),
+            // "@[TID]: N" per thread.
+            |out, _| {
+                Some(
+                    out.lines()
+                        .filter(|l| l.starts_with("@["))
+                        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+                        .sum(),
+                )
+            },
+        ));
+    }
+    let mut rows = Vec::new();
+    for (name, cmd, caught) in &tools {
+        let cost = per_event(cmd.as_ref(), &base, big, small);
+        let seen = capture(&cmd(big))
+            .ok()
+            .and_then(|(out, err, _)| caught(&out, &err));
+        let seen = seen.map_or("?".to_string(), |n| n.to_string());
+        rows.push((format!("{name} [caught {seen} of {big}]"), cost));
     }
     let json = report("watch: cost per hit, median of 5 rounds", "hit", &rows);
     crate::bench::save(
         "watch_hit",
-        &serde_json::json!({"bench": "watch_hit", "version": 1, "rows": json}).to_string(),
+        &serde_json::json!({"bench": "watch_hit", "version": 2, "rows": json}).to_string(),
     )
 }
 
@@ -288,24 +367,21 @@ pub fn watch_hit() -> Result<()> {
 pub fn latency_call() -> Result<()> {
     section("bench: latency mode (getppid enter -> exit into a histogram)");
     let (tracer, prog) = build()?;
-    let base = |n: u64| s(&[&prog, "getppid", &n.to_string()]);
+    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let (big, small) = (1_000_000, 100_000);
     let mut rows = vec![(
         "tracer latency --from ... --to ...".to_string(),
         per_event(
             &|n| {
-                s(&[
+                let argv = [
                     &tracer,
                     "latency",
                     "--from",
                     "syscalls:sys_enter_getppid",
                     "--to",
                     "syscalls:sys_exit_getppid",
-                    "--",
-                    &prog,
-                    "getppid",
-                    &n.to_string(),
-                ])
+                ];
+                pinned(launching(&argv, base(n)))
             },
             &base,
             big,
@@ -318,15 +394,7 @@ pub fn latency_call() -> Result<()> {
         rows.push((
             "bpftrace hist(nsecs - @s[tid])".to_string(),
             per_event(
-                &|n| {
-                    s(&[
-                        "bpftrace",
-                        "-e",
-                        script,
-                        "-c",
-                        &format!("{prog} getppid {n}"),
-                    ])
-                },
+                &|n| pinned(s(&["bpftrace", "-e", script, "-c", &base(n).join(" ")])),
                 &base,
                 big,
                 small,
@@ -346,13 +414,18 @@ pub fn latency_call() -> Result<()> {
 pub fn count_event() -> Result<()> {
     section("bench: counting in the kernel (getppid by comm)");
     let (tracer, prog) = build()?;
-    let base = |n: u64| s(&[&prog, "getppid", &n.to_string()]);
+    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let (big, small) = (1_000_000, 100_000);
     let tp = "syscalls:sys_enter_getppid";
     let mut rows = vec![(
         "tracer probe --count-by comm".to_string(),
         per_event(
-            &|n| launching(&[&tracer, "probe", "--count-by", "comm", tp], base(n)),
+            &|n| {
+                pinned(launching(
+                    &[&tracer, "probe", "--count-by", "comm", tp],
+                    base(n),
+                ))
+            },
             &base,
             big,
             small,
@@ -361,7 +434,7 @@ pub fn count_event() -> Result<()> {
     rows.push((
         format!("tracer stat -e {tp} (no BPF)"),
         per_event(
-            &|n| launching(&[&tracer, "stat", "-e", tp], base(n)),
+            &|n| pinned(launching(&[&tracer, "stat", "-e", tp], base(n))),
             &base,
             big,
             small,
@@ -372,15 +445,7 @@ pub fn count_event() -> Result<()> {
         rows.push((
             "bpftrace @[comm] = count()".to_string(),
             per_event(
-                &|n| {
-                    s(&[
-                        "bpftrace",
-                        "-e",
-                        &script,
-                        "-c",
-                        &format!("{prog} getppid {n}"),
-                    ])
-                },
+                &|n| pinned(s(&["bpftrace", "-e", &script, "-c", &base(n).join(" ")])),
                 &base,
                 big,
                 small,
@@ -391,7 +456,7 @@ pub fn count_event() -> Result<()> {
         rows.push((
             format!("perf stat -e {tp} (no BPF)"),
             per_event(
-                &|n| launching(&["perf", "stat", "-x,", "-e", tp], base(n)),
+                &|n| pinned(launching(&["perf", "stat", "-x,", "-e", tp], base(n))),
                 &base,
                 big,
                 small,

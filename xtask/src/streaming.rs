@@ -6,12 +6,9 @@
 //! BCC's tools cannot launch a command, so the BCC rows attach first (a small Python script
 //! per buffer kind, started on CPU 1 and waited for) and time the workload alone.
 
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use anyhow::{Context, Result};
 
-use anyhow::{bail, Context, Result};
-
-use crate::peers::{build, launching, peer, per_event, s, Spread, ROUNDS};
+use crate::peers::{build, capture, launching, peer, per_event, pinned, s, Spread, ROUNDS};
 use crate::section;
 
 const TP: &str = "syscalls:sys_enter_getppid";
@@ -28,29 +25,6 @@ struct Row {
     delivered: Result<Delivered>,
 }
 
-/// Runs `argv` once; its stdout and stderr, and the wall time.
-fn capture(argv: &[String]) -> Result<(String, String, f64)> {
-    let start = Instant::now();
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    let secs = start.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!(
-            "`{}` failed: {}",
-            argv.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok((
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        secs,
-    ))
-}
-
 /// The number just before `label` in `text` (`"123 events in"`).
 fn number_before(text: &str, label: &str) -> Option<u64> {
     let head = &text[..text.find(label)?];
@@ -63,14 +37,10 @@ fn number_before(text: &str, label: &str) -> Option<u64> {
     digits.chars().rev().collect::<String>().parse().ok()
 }
 
-fn pinned(argv: Vec<String>) -> Vec<String> {
-    [s(&["taskset", "-c", "1"]), argv].concat()
-}
-
 pub fn streaming() -> Result<()> {
     section("bench: streaming every event (getppid on CPU 0, the tool on CPU 1)");
     let (tracer, prog) = build()?;
-    let work = |n: u64| s(&[&prog, "--cpu", "0", "getppid", &n.to_string()]);
+    let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let mut rows = Vec::new();
 
     for transport in ["perf", "ringbuf"] {

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::peers::{build, launching, peer, per_event, report, s};
+use crate::peers::{build, launching, peer, per_event, pinned, report, s};
 use crate::section;
 
 const FUNC: &str = "tracer_testprog_target";
@@ -16,9 +16,8 @@ pub fn uprobe_hit() -> Result<()> {
     section("bench: uprobe hit (tracer_testprog_target called N times)");
     let (tracer, prog) = build()?;
     let spec = format!("uprobe:{prog}:{FUNC}");
-    let work = |n: u64| s(&[&prog, "--cpu", "0", "call", &n.to_string()]);
+    let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "call", &n.to_string()]);
     let (big, small) = (60_000, 6_000);
-    let pinned = |argv: Vec<String>| [s(&["taskset", "-c", "1"]), argv].concat();
     let mut rows = vec![
         (
             "tracer probe -o json uprobe:...".to_string(),

@@ -130,11 +130,26 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         None => None,
     };
 
+    // A streamed hit's comm comes from the per-CPU cache that `tracer probe` uses, kept right
+    // by a program on task:task_rename (without that tracepoint: the helper each time).
+    let rename_tracepoint = match args.summary {
+        true => None,
+        false => crate::kernel::tracefs::Tracefs::locate()
+            .and_then(|fs| fs.tracepoint_id("task", "task_rename"))
+            .ok(),
+    };
     let mut bpf = Bpf::load_with(Sizing {
         stacks: args.stack.is_some(),
         counts: args.summary,
+        uses: tracer_common::USES_ALL
+            | rename_tracepoint.map_or(0, |_| tracer_common::USES_COMM_CACHE),
         ..Sizing::default()
     })?;
+    // Before any watchpoint, so that no rename is missed.
+    let _comm_cache = match rename_tracepoint {
+        Some(id) => Some(crate::cmd::probe::start_comm_cache(&mut bpf, id)?),
+        None => None,
+    };
     let template = if args.summary {
         // Keyed by process, thread and the trapping instruction pointer (data word 0).
         SlotConfig {
