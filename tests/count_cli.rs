@@ -66,6 +66,43 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
     assert_eq!(reports[0]["rows"][0]["comm"], "tracer-cnt-b");
 }
 
+#[test]
+fn processes_taking_turns_on_one_cpu_are_each_counted_exactly() {
+    if !has(Feature::Tracepoints, "count_turns") || !has(Feature::Bpf, "count_turns") {
+        return;
+    }
+    // Both on CPU 0 at once: the scheduler switches between them many times, and every
+    // switch ends the CPU's run of one process's hits and begins the other's.
+    let (_a_dir, a) = renamed("tracer-turn-a");
+    let (_b_dir, b) = renamed("tracer-turn-b");
+    let script = format!(
+        "{} --cpu 0 getppid 200000 & {} --cpu 0 getppid 300000; wait",
+        a.display(),
+        b.display()
+    );
+    let reports = counted(&[
+        "probe",
+        "--count-by",
+        "comm",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(reports.len(), 1);
+    let rows = reports[0]["rows"].as_array().unwrap();
+    let count = |comm: &str| {
+        rows.iter()
+            .find(|r| r["comm"] == comm)
+            .map(|r| r["count"].as_u64().unwrap())
+    };
+    assert_eq!(count("tracer-turn-a"), Some(200_000), "{}", reports[0]);
+    assert_eq!(count("tracer-turn-b"), Some(300_000), "{}", reports[0]);
+}
+
 /// The raw tracepoints (`tp_name`) of the BPF links process `pid` holds.
 fn raw_tracepoint_links(pid: u32) -> Vec<String> {
     let mut names = Vec::new();

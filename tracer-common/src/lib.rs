@@ -84,6 +84,11 @@ pub const RAW_SYSCALL_SLOTS: u32 = 4;
 /// `SlotConfig::flags` (raw tracepoint slots on `sys_exit`): the syscall number is read from
 /// the registers' `orig_ax`; on `sys_enter` it is the tracepoint's second argument.
 pub const SLOT_RAW_SYS_EXIT: u32 = 1 << 13;
+/// `SlotConfig::flags` (with `SLOT_AGGREGATE`, keyed by nothing but comm, pid, tid and CPU,
+/// and no cgroup filter): hits of the same task in a row on one CPU are counted in that CPU's
+/// [`RunCount`] and added to `COUNTS` only when another task's hit ends the run, which spares
+/// each repeated hit the filters and the hash update. Needs [`USES_RUN_COUNT`].
+pub const SLOT_RUN_COUNT: u32 = 1 << 14;
 /// x86-64 `struct pt_regs` offsets the raw syscall slots read: `orig_ax` and `cs`.
 pub const PT_REGS_ORIG_AX: u64 = 120;
 pub const PT_REGS_CS: u64 = 136;
@@ -242,8 +247,42 @@ pub const USES_ALL: u32 = (1 << 8) - 1;
 /// command that has attached the `comm_renamed` program to `task:task_rename`, which
 /// invalidates every cache when any task changes its name (exec, prctl, /proc/PID/comm).
 pub const USES_COMM_CACHE: u32 = 1 << 8;
+/// Run counts (`SLOT_RUN_COUNT`, `RUN_COUNT`). Like the comm cache, only right while
+/// `comm_renamed` runs: a run ends when the task generation moves (any rename, and any change
+/// of the `-- COMMAND` process set), since the key's comm or the filters' verdict may have
+/// changed.
+pub const USES_RUN_COUNT: u32 = 1 << 9;
+
+/// The run of counted hits on one CPU that is not in `COUNTS` yet (`SLOT_RUN_COUNT`): the
+/// same slot, task and generation each time, so the same key. Userspace adds `count` to
+/// `key`'s total when it reads the counts; `ended` and `ended_check` move each time a run is
+/// added to `COUNTS` and another begins, so a reader can tell whether that happened while it
+/// read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunCount {
+    /// Moves (before the other fields change) each time a run ends and another begins.
+    pub ended: u64,
+    pub pid_tgid: u64,
+    /// The task generation + 1 when the run began (0 matches nothing).
+    pub stamp: u64,
+    pub count: u64,
+    pub key: AggKey,
+    /// `ended` again, written last: a copy with the two different was taken mid-change.
+    pub ended_check: u64,
+}
 
 impl SlotConfig {
+    /// Whether hits of this config may be counted in runs (`SLOT_RUN_COUNT`): aggregated by
+    /// parts that stay the same while one task runs on one CPU, and filtered by nothing that
+    /// can change without a new task generation (a task's cgroup can).
+    pub fn may_count_runs(&self) -> bool {
+        self.flags & SLOT_AGGREGATE != 0
+            && self.agg & !(AGG_COMM | AGG_PID | AGG_TID | AGG_CPU) == 0
+            && self.flags & (SLOT_STACK_KERNEL | SLOT_STACK_USER) == 0
+            && self.cgroup_id == 0
+    }
+
     /// The `USES_*` bits this config needs.
     pub fn uses(&self) -> u32 {
         let mut uses = 0;
@@ -275,6 +314,9 @@ impl SlotConfig {
         }
         if self.flags & SLOT_FILTER_TRACKED != 0 {
             uses |= USES_TRACKED;
+        }
+        if self.flags & SLOT_RUN_COUNT != 0 {
+            uses |= USES_RUN_COUNT;
         }
         uses
     }
@@ -499,11 +541,33 @@ mod pod {
     unsafe impl aya::Pod for super::AggValue {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::FieldRead {}
+    // SAFETY: as above (the key is 8-byte aligned after four u64s).
+    unsafe impl aya::Pod for super::RunCount {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_are_counted_only_for_keys_a_task_keeps_on_a_cpu() {
+        let counted = |agg, flags, cgroup_id| SlotConfig {
+            flags: SLOT_AGGREGATE | flags,
+            agg,
+            cgroup_id,
+            ..SlotConfig::default()
+        };
+        assert!(counted(AGG_COMM | AGG_PID | AGG_TID | AGG_CPU, 0, 0).may_count_runs());
+        assert!(counted(0, SLOT_FILTER_TRACKED | SLOT_FILTER_COMM, 0).may_count_runs());
+        assert!(!counted(AGG_COMM | AGG_KEY_VALUE, 0, 0).may_count_runs());
+        assert!(!counted(AGG_HIST, 0, 0).may_count_runs());
+        assert!(!counted(AGG_SUM, 0, 0).may_count_runs());
+        assert!(!counted(AGG_COMM, SLOT_STACK_USER, 0).may_count_runs());
+        assert!(!counted(AGG_COMM, 0, 7).may_count_runs());
+        assert!(!SlotConfig::default().may_count_runs(), "streamed");
+        let runs = counted(AGG_COMM, SLOT_RUN_COUNT, 0);
+        assert_eq!(runs.uses() & USES_RUN_COUNT, USES_RUN_COUNT);
+    }
 
     #[test]
     fn an_event_without_a_string_travels_short_and_decodes_whole() {

@@ -32,15 +32,16 @@ use aya_ebpf::programs::{
 };
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    stat_failed, stat_hits, AggKey, AggValue, Event, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE,
-    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO,
-    FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS,
-    PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_AUTO,
-    SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL,
-    SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
-    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_FIELDS,
-    USES_FILTERS, USES_STACKS, USES_STREAM, USES_STRINGS, USES_TRACKED,
+    stat_failed, stat_hits, AggKey, AggValue, Event, RunCount, SchedOffsets, SlotConfig,
+    AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID,
+    DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE,
+    PT_REGS_CS, PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM,
+    SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
+    SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
+    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
+    USES_COMM_CACHE, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM,
+    USES_STRINGS, USES_TRACKED,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -94,11 +95,32 @@ struct CommCache {
 #[map]
 static COMM_CACHE: PerCpuArray<CommCache> = PerCpuArray::with_max_entries(1, 0);
 
-/// Bumped by `comm_renamed` whenever any task is renamed: every CPU's cached comm is then stale.
-/// A global (in `.bss`) rather than a map entry: programs address it directly, with no lookup
-/// that could fail.
+/// The task generation: bumped by `comm_renamed` whenever any task is renamed (every CPU's
+/// cached comm is then stale), and by the tracking programs whenever the `-- COMMAND` process
+/// set changes (every run count's filter verdict may be). A global (in `.bss`) rather than a
+/// map entry: programs address it directly, with no lookup that could fail.
 #[unsafe(no_mangle)]
 static mut COMM_GEN: u64 = 0;
+
+/// The task generation + 1 (so that a zeroed cache or run matches nothing).
+#[inline(always)]
+fn generation_stamp() -> u64 {
+    // SAFETY: the shared counter is read with one aligned volatile load.
+    unsafe { core::ptr::read_volatile(&raw const COMM_GEN) + 1 }
+}
+
+/// Moves the task generation on (any CPU, any program: atomically, since a lost update could
+/// bring back an old generation).
+#[inline(always)]
+fn next_generation() {
+    use core::intrinsics::{atomic_xadd, AtomicOrdering};
+    // SAFETY: the counter is only ever changed atomically.
+    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut COMM_GEN, 1) };
+}
+
+/// Each CPU's run of counted hits not yet in `COUNTS` (`USES_RUN_COUNT`).
+#[map]
+static RUN_COUNT: PerCpuArray<RunCount> = PerCpuArray::with_max_entries(1, 0);
 
 /// Scratch event per CPU: an [`Event`] is too big to build comfortably on the 512-byte stack.
 #[map]
@@ -125,10 +147,15 @@ static SCHED_OFFSETS: Array<SchedOffsets> = Array::with_max_entries(1, 0);
 
 #[inline(always)]
 fn bump(index: u32) {
+    add(index, 1);
+}
+
+#[inline(always)]
+fn add(index: u32, n: u64) {
     if let Some(counter) = STATS.get_ptr_mut(index) {
         // SAFETY: per-CPU slot, and these program types do not nest on one CPU, so a plain
         // increment does not race.
-        unsafe { *counter += 1 };
+        unsafe { *counter += n };
     }
 }
 
@@ -173,13 +200,8 @@ fn current_comm(pid_tgid: u64) -> [u8; 16] {
         return [0; 16];
     };
     // SAFETY: the per-CPU entry is only touched by this program invocation (these program
-    // types do not nest on one CPU); the shared counter is read with one aligned volatile load.
-    let (cache, stamp) = unsafe {
-        (
-            &mut *cache,
-            core::ptr::read_volatile(&raw const COMM_GEN) + 1,
-        )
-    };
+    // types do not nest on one CPU).
+    let (cache, stamp) = unsafe { (&mut *cache, generation_stamp()) };
     if cache.pid_tgid != pid_tgid || cache.stamp != stamp {
         cache.comm = bpf_get_current_comm().unwrap_or([0; 16]);
         cache.pid_tgid = pid_tgid;
@@ -192,10 +214,7 @@ fn current_comm(pid_tgid: u64) -> [u8; 16] {
 /// stale.
 #[tracepoint]
 pub fn comm_renamed(_ctx: TracePointContext) -> u32 {
-    use core::intrinsics::{atomic_xadd, AtomicOrdering};
-    // SAFETY: the counter is shared by all CPUs, so it is only ever changed atomically (a lost
-    // update could bring back an old generation).
-    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut COMM_GEN, 1) };
+    next_generation();
     0
 }
 
@@ -257,6 +276,12 @@ fn stack_id<C: StackIdContext>(ctx: &C, wanted: bool, flags: u64) -> i32 {
 fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
     let config = *CONFIG.get(slot)?;
     let pid_tgid = bpf_get_current_pid_tgid();
+    // Another hit of the task this CPU counted last: it passed the filters then, and its key
+    // is the same.
+    if uses(USES_RUN_COUNT) && config.flags & SLOT_RUN_COUNT != 0 && continues_run(slot, pid_tgid) {
+        bump(stat_hits(slot));
+        return None;
+    }
     // SAFETY: helper without preconditions.
     let cpu = unsafe { bpf_get_smp_processor_id() };
     if !passes(&config, pid_tgid, cpu) {
@@ -366,6 +391,8 @@ fn read_src(event: &Event, src: u32) -> u64 {
 /// failed output (reported as not counted).
 #[inline(always)]
 fn aggregate(event: &Event, config: &SlotConfig) {
+    // Read before the key's comm: a rename after it ends the run this hit may begin.
+    let stamp = generation_stamp();
     let agg = config.agg;
     let mut key = AggKey {
         slot: event.slot,
@@ -402,21 +429,68 @@ fn aggregate(event: &Event, config: &SlotConfig) {
             63 - value.leading_zeros() as u64
         };
     }
-    match COUNTS.get_ptr_mut(&key) {
+    if uses(USES_RUN_COUNT) && config.flags & SLOT_RUN_COUNT != 0 {
+        if let Some(run) = RUN_COUNT.get_ptr_mut(0) {
+            // SAFETY: this CPU's entry; these programs do not nest on one CPU.
+            let run = unsafe { &mut *run };
+            if run.count != 0 {
+                add_count(&run.key, run.count, 0);
+            }
+            begin_run(run, &key, event.pid_tgid, stamp);
+            return;
+        }
+    }
+    add_count(&key, 1, value);
+}
+
+/// Counts the hit in this CPU's run when it continues it: the same slot, task and generation.
+#[inline(always)]
+fn continues_run(slot: u32, pid_tgid: u64) -> bool {
+    let Some(run) = RUN_COUNT.get_ptr_mut(0) else {
+        return false;
+    };
+    // SAFETY: this CPU's entry; these programs do not nest on one CPU.
+    let run = unsafe { &mut *run };
+    if run.key.slot != slot || run.pid_tgid != pid_tgid || run.stamp != generation_stamp() {
+        return false;
+    }
+    run.count += 1;
+    true
+}
+
+/// Starts a run of `key` with this hit, the previous run being in `COUNTS` already. `ended`
+/// moves first and `ended_check` last, so a reader copying the entry meanwhile sees them
+/// differ (volatile: the stores stay in this order).
+#[inline(always)]
+fn begin_run(run: &mut RunCount, key: &AggKey, pid_tgid: u64, stamp: u64) {
+    let ended = run.ended + 1;
+    // SAFETY: `run` is a valid, exclusive reference to this CPU's entry.
+    unsafe {
+        core::ptr::write_volatile(&mut run.ended, ended);
+        core::ptr::write_volatile(&mut run.pid_tgid, pid_tgid);
+        core::ptr::write_volatile(&mut run.stamp, stamp);
+        core::ptr::write_volatile(&mut run.count, 1);
+        core::ptr::write_volatile(&mut run.key, *key);
+        core::ptr::write_volatile(&mut run.ended_check, ended);
+    }
+}
+
+/// Adds `count` hits and `sum` to `key`'s cell; hits that find `COUNTS` full are counted as
+/// failed.
+#[inline(always)]
+fn add_count(key: &AggKey, count: u64, sum: u64) {
+    match COUNTS.get_ptr_mut(key) {
         Some(cell) => {
             // SAFETY: a per-CPU value of this CPU; these programs do not nest on one CPU.
             unsafe {
-                (*cell).count += 1;
-                (*cell).sum = (*cell).sum.wrapping_add(value);
+                (*cell).count += count;
+                (*cell).sum = (*cell).sum.wrapping_add(sum);
             }
         }
         None => {
-            let cell = AggValue {
-                count: 1,
-                sum: value,
-            };
-            if COUNTS.insert(&key, &cell, 0).is_err() {
-                bump(stat_failed(event.slot));
+            let cell = AggValue { count, sum };
+            if COUNTS.insert(key, &cell, 0).is_err() {
+                add(stat_failed(key.slot), count);
             }
         }
     }
@@ -688,6 +762,7 @@ pub fn track_exec(_ctx: TracePointContext) -> u32 {
     if let Some(&state) = unsafe { TRACKED.get(&tgid) } {
         if state == TRACK_PENDING {
             let _ = TRACKED.insert(&tgid, &TRACK_ACTIVE, 0);
+            next_generation();
         }
     }
     0
@@ -709,6 +784,7 @@ pub fn track_fork(ctx: TracePointContext) -> u32 {
     if let Ok(child) = unsafe { ctx.read_at::<u32>(offsets.fork_child_pid as usize) } {
         if child != 0 {
             let _ = TRACKED.insert(&child, &TRACK_ACTIVE, 0);
+            next_generation();
         }
     }
     0
@@ -718,7 +794,10 @@ pub fn track_fork(ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn track_exit(_ctx: TracePointContext) -> u32 {
     let tid = bpf_get_current_pid_tgid() as u32;
-    let _ = TRACKED.remove(&tid);
+    // A run counted for this process must not go on for another that gets its pid.
+    if TRACKED.remove(&tid).is_ok() {
+        next_generation();
+    }
     0
 }
 

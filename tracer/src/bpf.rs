@@ -7,9 +7,9 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBu
 use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
-    stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart, SchedOffsets,
-    SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT, PERF_EVENT_BASE, PERF_EVENT_SLOTS,
-    PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+    stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart, RunCount,
+    SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT, PERF_EVENT_BASE,
+    PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
@@ -228,6 +228,7 @@ impl Bpf {
 
     /// Takes a free slot of `kind`, writes its config and loads its program.
     pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
+        let config = self.counting_runs(config);
         self.check_uses(&config)?;
         let (base, count) = kind.range();
         let index = self.free_index(base, count, kind.prefix())?;
@@ -244,6 +245,7 @@ impl Bpf {
     /// BPF_RAW_TRACEPOINT_OPEN: it runs from now on, until the object is dropped. A failed
     /// attach leaves the slot free.
     pub fn take_raw_slot(&mut self, config: SlotConfig, tracepoint: &str) -> Result<Slot, Error> {
+        let config = self.counting_runs(config);
         self.check_uses(&config)?;
         let base = SlotKind::Tracepoint.range().0;
         let index = self.free_index(base, tracer_common::RAW_SYSCALL_SLOTS, "rtp")?;
@@ -272,6 +274,15 @@ impl Bpf {
     }
 
     /// Refuses a config that needs parts of the programs the object was loaded without.
+    /// `config` counting its hits in runs (`SLOT_RUN_COUNT`) when this load has run counts and
+    /// its key allows them.
+    fn counting_runs(&self, mut config: SlotConfig) -> SlotConfig {
+        if self.uses & tracer_common::USES_RUN_COUNT != 0 && config.may_count_runs() {
+            config.flags |= tracer_common::SLOT_RUN_COUNT;
+        }
+        config
+    }
+
     fn check_uses(&self, config: &SlotConfig) -> Result<(), Error> {
         let needed = config.uses();
         match needed & !self.uses {
@@ -499,7 +510,44 @@ impl Bpf {
     /// The in-kernel counts (`COUNTS`), summed over CPUs. Cells are never removed: a removal
     /// races with hits on other CPUs and would lose them, so intervals are deltas of these
     /// ever-growing totals.
+    ///
+    /// With run counts (`USES_RUN_COUNT`), each CPU's current run is added to its key. The
+    /// runs are read before and after `COUNTS`: a CPU whose run ended in between (its hits
+    /// may or may not be in what was read of `COUNTS`) makes the read start again, a few
+    /// times; after that its run is left out of this read (counted late, never twice).
     pub fn counts(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
+        let runs = self.uses & tracer_common::USES_RUN_COUNT != 0;
+        let mut attempts = 1;
+        loop {
+            let before = if runs { self.runs()? } else { Vec::new() };
+            let mut cells = self.counted()?;
+            let after = if runs { self.runs()? } else { Vec::new() };
+            let settled = before.iter().zip(&after).all(|(b, a)| b.ended == a.ended);
+            if !settled && attempts < 5 {
+                attempts += 1;
+                continue;
+            }
+            for (b, run) in before.iter().zip(&after) {
+                // Whole (not copied mid-change), not ended while COUNTS was read, begun.
+                if b.ended == run.ended && run.ended == run.ended_check && run.count != 0 {
+                    match cells.iter_mut().find(|(key, _)| *key == run.key) {
+                        Some((_, total)) => total.count += run.count,
+                        None => cells.push((
+                            run.key,
+                            AggValue {
+                                count: run.count,
+                                sum: 0,
+                            },
+                        )),
+                    }
+                }
+            }
+            return Ok(cells);
+        }
+    }
+
+    /// `COUNTS`, summed over CPUs.
+    fn counted(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
         let map = self
             .ebpf
             .map("COUNTS")
@@ -519,6 +567,21 @@ impl Bpf {
             cells.push((key, total));
         }
         Ok(cells)
+    }
+
+    /// Each CPU's run count (`RUN_COUNT`).
+    fn runs(&self) -> Result<Vec<RunCount>, Error> {
+        let map = self
+            .ebpf
+            .map("RUN_COUNT")
+            .ok_or(Error::Map { map: "RUN_COUNT" })?;
+        let runs: PerCpuArray<&MapData, RunCount> =
+            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "RUN_COUNT" })?;
+        let values = runs.get(&0, 0).map_err(|source| Error::MapUpdate {
+            map: "RUN_COUNT",
+            source,
+        })?;
+        Ok(values.iter().copied().collect())
     }
 
     /// The instruction pointers of stack `id` (innermost first), as `bpf_get_stackid` stored

@@ -102,9 +102,12 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     // The comm of each hit comes from a per-CPU cache, kept right by a program on
     // task:task_rename (every kernel tracer supports has it; without it, the helper each time).
     let rename_tracepoint = fs.tracepoint_id("task", "task_rename").ok();
-    let comm_cache = match rename_tracepoint {
-        Some(_) => tracer_common::USES_COMM_CACHE,
-        None => 0,
+    // Counted hits of one task in a row on one CPU are added up in a per-CPU run first, kept
+    // right by the same program (and the tracking programs, which also move the generation).
+    let comm_cache = match (rename_tracepoint, &plan.aggregation) {
+        (Some(_), Some(_)) => tracer_common::USES_COMM_CACHE | tracer_common::USES_RUN_COUNT,
+        (Some(_), None) => tracer_common::USES_COMM_CACHE,
+        (None, _) => 0,
     };
     let mut bpf = Bpf::load_with(Sizing {
         stacks: plan.stack.is_some() || stack_keys,
