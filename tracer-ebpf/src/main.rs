@@ -118,6 +118,17 @@ fn next_generation() {
     unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut COMM_GEN, 1) };
 }
 
+/// The last task found in `TRACKED` on each CPU, with the generation it was found at.
+#[repr(C)]
+struct TrackedCache {
+    pid_tgid: u64,
+    /// The task generation + 1 then (0 matches nothing).
+    stamp: u64,
+}
+
+#[map]
+static TRACKED_CACHE: PerCpuArray<TrackedCache> = PerCpuArray::with_max_entries(1, 0);
+
 /// Each CPU's run of counted hits not yet in `COUNTS` (`USES_RUN_COUNT`).
 #[map]
 static RUN_COUNT: PerCpuArray<RunCount> = PerCpuArray::with_max_entries(1, 0);
@@ -228,14 +239,37 @@ pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
     if uses(USES_FILTERS) && !passes_filters(config, pid_tgid, cpu) {
         return false;
     }
-    if uses(USES_TRACKED) && config.flags & SLOT_FILTER_TRACKED != 0 {
-        // SAFETY: the value is copied out at once; no reference outlives the lookup.
-        match unsafe { TRACKED.get(&tgid) } {
-            Some(&state) if state == TRACK_ACTIVE => {}
-            _ => return false,
-        }
+    if uses(USES_TRACKED) && config.flags & SLOT_FILTER_TRACKED != 0 && !is_tracked(pid_tgid) {
+        return false;
     }
     true
+}
+
+/// Is the current task's process in the `-- COMMAND` set (`TRACKED`, active)? With the task
+/// generation kept (`USES_COMM_CACHE`: the tracking programs move it whenever the set
+/// changes), the last task found in it on this CPU is remembered, which spares its further
+/// hits the hash lookup.
+#[inline(always)]
+fn is_tracked(pid_tgid: u64) -> bool {
+    let cache = match uses(USES_COMM_CACHE) {
+        // SAFETY: this CPU's entry; these programs do not nest on one CPU.
+        true => TRACKED_CACHE.get_ptr_mut(0).map(|c| unsafe { &mut *c }),
+        false => None,
+    };
+    let stamp = generation_stamp();
+    if let Some(cache) = &cache {
+        if cache.pid_tgid == pid_tgid && cache.stamp == stamp {
+            return true;
+        }
+    }
+    let tgid = (pid_tgid >> 32) as u32;
+    // SAFETY: the value is copied out at once; no reference outlives the lookup.
+    let active = matches!(unsafe { TRACKED.get(&tgid) }, Some(&state) if state == TRACK_ACTIVE);
+    if let (true, Some(cache)) = (active, cache) {
+        cache.pid_tgid = pid_tgid;
+        cache.stamp = stamp;
+    }
+    active
 }
 
 /// The thread, CPU, cgroup and comm filters.
