@@ -37,12 +37,20 @@ pub fn run(args: &[String]) -> Result<()> {
         );
     }
     crate::setup::all()?;
+    // A failed benchmark is reported and the others still run.
+    let mut failed = Vec::new();
     for (name, bench) in BENCHES {
         if args.is_empty() || args.iter().any(|a| a == name) {
-            bench()?;
+            if let Err(e) = bench() {
+                println!("bench {name} failed: {e:#}");
+                failed.push(name);
+            }
         }
     }
-    Ok(())
+    match failed.is_empty() {
+        true => Ok(()),
+        false => bail!("benchmarks failed: {}", failed.join(", ")),
+    }
 }
 
 /// Records per second through the ring protocol, the record parser and the `Event` decode

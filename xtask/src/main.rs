@@ -88,6 +88,8 @@ fn test(args: &[String]) -> Result<()> {
     // every binary (tracer, tracer-testprog) before the tests that run them.
     run_cmd(cargo().args(["build", "--bins"]))?;
     run_cmd(cargo().arg("test"))?;
+    // The ring drain bench's records are built by hand: checked once, untimed.
+    run_cmd(cargo().args(["test", "-p", "tracer", "--bench", "ring_drain"]))?;
 
     section("fuzz: record parser and ring reader");
     fuzz::run(fuzz::DEFAULT_SECONDS)?;
