@@ -16,6 +16,16 @@ fn counted(args: &[&str]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The count of `comm`'s row in a `--count-by comm` report.
+fn count_of(report: &serde_json::Value, comm: &str) -> Option<u64> {
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["comm"] == comm)
+        .map(|r| r["count"].as_u64().unwrap())
+}
+
 /// `testprog` under another name: the kernel names a task after the file it executed.
 fn renamed(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -51,14 +61,7 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
         &script,
     ]);
     assert_eq!(reports.len(), 1);
-    let count = |comm: &str| {
-        reports[0]["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["comm"] == comm)
-            .map(|r| r["count"].as_u64().unwrap())
-    };
+    let count = |comm: &str| count_of(&reports[0], comm);
     assert_eq!(count("tracer-cnt-a"), Some(100), "{}", reports[0]);
     assert_eq!(count("tracer-cnt-c"), Some(200), "{}", reports[0]);
     assert_eq!(count("tracer-cnt-b"), Some(700), "{}", reports[0]);
@@ -93,12 +96,7 @@ fn processes_taking_turns_on_one_cpu_are_each_counted_exactly() {
         &script,
     ]);
     assert_eq!(reports.len(), 1);
-    let rows = reports[0]["rows"].as_array().unwrap();
-    let count = |comm: &str| {
-        rows.iter()
-            .find(|r| r["comm"] == comm)
-            .map(|r| r["count"].as_u64().unwrap())
-    };
+    let count = |comm: &str| count_of(&reports[0], comm);
     assert_eq!(count("tracer-turn-a"), Some(200_000), "{}", reports[0]);
     assert_eq!(count("tracer-turn-b"), Some(300_000), "{}", reports[0]);
 }
