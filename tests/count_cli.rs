@@ -16,6 +16,24 @@ fn counted(args: &[&str]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The one report of `tracer probe --count-by comm syscalls:sys_enter_getppid -- sh -c SCRIPT`.
+fn getppid_by_comm(script: &str) -> serde_json::Value {
+    let mut reports = counted(&[
+        "probe",
+        "--count-by",
+        "comm",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    reports.remove(0)
+}
+
 /// The count of `comm`'s row in a `--count-by comm` report.
 fn count_of(report: &serde_json::Value, comm: &str) -> Option<u64> {
     report["rows"]
@@ -48,25 +66,13 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
         a.display(),
         b.display()
     );
-    let reports = counted(&[
-        "probe",
-        "--count-by",
-        "comm",
-        "-o",
-        "json",
-        "syscalls:sys_enter_getppid",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert_eq!(reports.len(), 1);
-    let count = |comm: &str| count_of(&reports[0], comm);
-    assert_eq!(count("tracer-cnt-a"), Some(100), "{}", reports[0]);
-    assert_eq!(count("tracer-cnt-c"), Some(200), "{}", reports[0]);
-    assert_eq!(count("tracer-cnt-b"), Some(700), "{}", reports[0]);
+    let report = getppid_by_comm(&script);
+    let count = |comm: &str| count_of(&report, comm);
+    assert_eq!(count("tracer-cnt-a"), Some(100), "{report}");
+    assert_eq!(count("tracer-cnt-c"), Some(200), "{report}");
+    assert_eq!(count("tracer-cnt-b"), Some(700), "{report}");
     // Rows are sorted by count, largest first.
-    assert_eq!(reports[0]["rows"][0]["comm"], "tracer-cnt-b");
+    assert_eq!(report["rows"][0]["comm"], "tracer-cnt-b");
 }
 
 #[test]
@@ -83,22 +89,10 @@ fn processes_taking_turns_on_one_cpu_are_each_counted_exactly() {
         a.display(),
         b.display()
     );
-    let reports = counted(&[
-        "probe",
-        "--count-by",
-        "comm",
-        "-o",
-        "json",
-        "syscalls:sys_enter_getppid",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert_eq!(reports.len(), 1);
-    let count = |comm: &str| count_of(&reports[0], comm);
-    assert_eq!(count("tracer-turn-a"), Some(200_000), "{}", reports[0]);
-    assert_eq!(count("tracer-turn-b"), Some(300_000), "{}", reports[0]);
+    let report = getppid_by_comm(&script);
+    let count = |comm: &str| count_of(&report, comm);
+    assert_eq!(count("tracer-turn-a"), Some(200_000), "{report}");
+    assert_eq!(count("tracer-turn-b"), Some(300_000), "{report}");
 }
 
 /// The raw tracepoints (`tp_name`) of the BPF links process `pid` holds.

@@ -256,12 +256,17 @@ fn is_tracked(pid_tgid: u64) -> bool {
         true => TRACKED_CACHE.get_ptr_mut(0).map(|c| unsafe { &mut *c }),
         false => None,
     };
-    let stamp = generation_stamp();
-    if let Some(cache) = &cache {
-        if cache.pid_tgid == pid_tgid && cache.stamp == stamp {
-            return true;
+    // Read before the lookup: a change of the set after it makes the entry stale.
+    let stamp = match &cache {
+        Some(cache) => {
+            let stamp = generation_stamp();
+            if cache.pid_tgid == pid_tgid && cache.stamp == stamp {
+                return true;
+            }
+            stamp
         }
-    }
+        None => 0,
+    };
     let tgid = (pid_tgid >> 32) as u32;
     // SAFETY: the value is copied out at once; no reference outlives the lookup.
     let active = matches!(unsafe { TRACKED.get(&tgid) }, Some(&state) if state == TRACK_ACTIVE);

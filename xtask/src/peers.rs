@@ -232,6 +232,9 @@ pub(crate) fn build() -> Result<(String, String)> {
     Ok((tracer, prog))
 }
 
+/// Where the watch bench's perf record writes (and its hit count is read back from).
+const WATCH_PERF_DATA: &str = "/tmp/tracer-bench-perf.data";
+
 /// Watchpoint hits: 3 threads writing a counter under a lock, all on CPU 0, the tool on CPU 1;
 /// tracer watch (streaming, and counting with `--summary`) vs perf's breakpoint events on the
 /// same address and bpftrace's watchpoint probe (ASLR off, so the PIE address is fixed). Each
@@ -255,7 +258,6 @@ pub fn watch_hit() -> Result<()> {
     let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "counter", &n.to_string()]);
     let base = |n: u64| norand(work(n));
     let (big, small) = (60_000u64, 6_000u64);
-    let perf_data = "/tmp/tracer-bench-perf.data";
     // A tool's command at n hits, and how to read how many hits it caught from its output.
     type Caught = fn(&str, &str) -> Option<u64>;
     let mut tools: Vec<(String, Box<dyn Fn(u64) -> Vec<String>>, Caught)> = vec![
@@ -290,18 +292,12 @@ pub fn watch_hit() -> Result<()> {
         tools.push((
             format!("perf record -e {event}"),
             Box::new(|n| {
-                let argv = ["perf", "record", "-q", "-o", perf_data, "-e", &event];
+                let argv = ["perf", "record", "-q", "-o", WATCH_PERF_DATA, "-e", &event];
                 norand(pinned(launching(&argv, work(n))))
             }),
             |_, _| {
-                let (stats, _, _) = capture(&s(&[
-                    "perf",
-                    "report",
-                    "--stats",
-                    "-i",
-                    "/tmp/tracer-bench-perf.data",
-                ]))
-                .ok()?;
+                let (stats, _, _) =
+                    capture(&s(&["perf", "report", "--stats", "-i", WATCH_PERF_DATA])).ok()?;
                 number_after(&stats, "SAMPLE events:")
             },
         ));
