@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+pub use crate::breakpoint::WatchType;
 use crate::output::events::Format;
+pub use crate::probe::KprobeInterface;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -160,15 +162,6 @@ pub enum Transport {
     Ringbuf,
 }
 
-/// The kernel interface for kprobes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum KprobeInterface {
-    /// perf_event_open on the kprobe PMU.
-    Pmu,
-    /// Legacy tracefs kprobe_events.
-    Tracefs,
-}
-
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tracer watch counter -- ./prog                 every write to the global `counter`
@@ -211,15 +204,6 @@ pub struct WatchArgs {
     /// Start COMMAND stopped right after its exec, watch it from its first instruction.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-}
-
-/// Watchpoint access types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum WatchType {
-    R,
-    W,
-    Rw,
-    X,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 
 pub mod bpf;
+pub mod breakpoint;
 pub mod cli;
 pub mod cmd;
 pub mod kernel;
@@ -12,6 +13,7 @@ pub mod output;
 pub mod perf;
 pub mod plan;
 pub mod plan_stat;
+pub mod probe;
 pub mod session;
 pub mod stacks;
 pub mod tracefile;

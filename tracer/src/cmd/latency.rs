@@ -11,13 +11,13 @@ use tracer_common::{
 
 use crate::bpf::{Bpf, Sizing, SlotKind};
 use crate::cli::{LatencyArgs, LatencyBy};
-use crate::cmd::probe::{open_event, start_tracking};
 use crate::kernel::format::Format as RecordFormat;
 use crate::kernel::tracefs::Tracefs;
 use crate::launch;
 use crate::output::events::Format;
 use crate::output::hist::{human, Histogram};
 use crate::plan::{self, ProbeSpec, Target};
+use crate::probe::{open_event, start_tracking};
 use crate::session::{End, EventLoop, OutputRings, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;

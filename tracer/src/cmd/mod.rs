@@ -1,6 +1,5 @@
 //! One module per subcommand: validated input -> kernel session -> report.
 
-pub mod counts;
 pub mod features;
 pub mod latency;
 pub mod list;
@@ -8,7 +7,6 @@ pub mod probe;
 pub mod record;
 pub mod report;
 pub mod stat;
-pub mod values;
 pub mod watch;
 
 use crate::cli::Command;

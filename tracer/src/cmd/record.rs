@@ -15,19 +15,20 @@ use std::time::Instant;
 use tracer_common::{Event, SlotConfig, TRACK_ACTIVE};
 
 use crate::bpf::Bpf;
+use crate::breakpoint::{self, Watch, WatchOptions};
 use crate::cli::{RecordArgs, WatchType};
-use crate::cmd::probe::{self, Probe};
-use crate::cmd::watch::{self, Watch};
 use crate::kernel::symbols::Process;
 use crate::kernel::tracefs::Tracefs;
 use crate::launch::{self, Launched};
 use crate::output::events::Format;
 use crate::output::timeline::TimelineWriter;
 use crate::perf::{self, attr, record as rec, EventKind, Options, Ring, Sampling, Scope};
-use crate::plan::{self, ProbePlan, WatchTarget};
+use crate::plan::{self, WatchTarget};
 use crate::plan_stat::{self, Source as StatSource};
+use crate::probe::{self, AttachOptions, Attacher, Probe};
 use crate::session::{End, EventLoop, OutputRings, Sink};
 use crate::stacks::Symbolizer;
+use crate::tracefile::items::ItemDecoder;
 use crate::tracefile::{self, reorder::Reorder, Record, SourceKind};
 use crate::Error;
 
@@ -421,35 +422,18 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     if launched.is_some() {
         filter.flags |= tracer_common::SLOT_FILTER_TRACKED;
     }
-    let probe_plan = ProbePlan {
-        specs: specs.clone(),
-        filter,
-        command: args.command.clone(),
-        count: None,
-        duration: args.duration,
-        output: crate::output::events::Format::Text,
-        ring_pages,
-        wakeup_events: None,
-        transport: crate::cli::Transport::Perf,
-        fail_on_loss: false,
-        kprobe_interface: None,
-        stack: None,
-        aggregation: None,
-    };
     let mut sources = Vec::new();
-    let (mut interface, mut btf) = (None, None);
+    let mut attacher = Attacher::new(
+        &fs,
+        AttachOptions {
+            base: filter,
+            pid: args.pid,
+            ..AttachOptions::default()
+        },
+    );
     let mut probes: Vec<Probe> = Vec::new();
-    for (index, spec) in specs.iter().enumerate() {
-        let probe = probe::attach(
-            &mut bpf,
-            &fs,
-            spec,
-            filter,
-            &probe_plan,
-            &mut interface,
-            index,
-            &mut btf,
-        )?;
+    for spec in &specs {
+        let probe = attacher.attach(&mut bpf, spec)?;
         sources.push(tracefile::Source {
             id: sources.len() as u32,
             name: probe.name.clone(),
@@ -471,18 +455,15 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     };
     let mut watched: Vec<Watch> = Vec::new();
     for (target, kind, len) in &watches {
-        let bp = watch::bp_type(*kind)?;
-        let w = watch::attach(
-            &mut bpf,
-            target,
-            bp,
-            *len,
-            process.as_mut(),
+        let options = WatchOptions {
+            kind: breakpoint::bp_type(*kind)?,
+            len: *len,
             pid,
-            false,
-            launched.is_some(),
-            SlotConfig::default(),
-        )?;
+            kernel: false,
+            launched: launched.is_some(),
+            template: SlotConfig::default(),
+        };
+        let w = breakpoint::attach(&mut bpf, target, &options, process.as_mut())?;
         sources.push(tracefile::Source {
             id: sources.len() as u32,
             name: format!("watch:{}", w.name),
@@ -599,7 +580,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     }
     let live = match args.live {
         true => {
-            let mut decoder = crate::cmd::report::Decoder::default();
+            let mut decoder = ItemDecoder::default();
             for source in &sources {
                 decoder.item(Record::Source(source.clone()));
             }
@@ -769,10 +750,7 @@ fn summary(
 
 struct RecordSink<'a, W: Write> {
     /// `--live`: records are also decoded and printed as they are written.
-    live: Option<(
-        crate::cmd::report::Decoder,
-        TimelineWriter<std::io::StdoutLock<'static>>,
-    )>,
+    live: Option<(ItemDecoder, TimelineWriter<std::io::StdoutLock<'static>>)>,
     rings: &'a mut OutputRings,
     side: &'a mut SideRings,
     reorder: Reorder<Record>,

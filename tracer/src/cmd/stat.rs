@@ -1077,7 +1077,7 @@ fn resolve_one(
                 // The same did-you-mean as `tracer probe`.
                 let id = fs
                     .tracepoint_id(category, name)
-                    .map_err(|e| crate::cmd::probe::tracepoint_error(e, &fs, category, name))?;
+                    .map_err(|e| crate::probe::tracepoint_error(e, &fs, category, name))?;
                 plain(EventKind::Tracepoint(id), Role::Other)
             }
         }
@@ -1174,7 +1174,7 @@ fn resolve_probe(
     index: usize,
 ) -> Result<Vec<Resolved>, Error> {
     let fs = fs()?;
-    let resolved = crate::cmd::probe::event_kind(&fs, probe, &mut None, None, index)?;
+    let resolved = crate::probe::event_kind(&fs, probe, &mut None, None, index)?;
     legacy.extend(resolved.legacy);
     Ok(vec![(
         spec.name.clone(),

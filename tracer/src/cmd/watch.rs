@@ -7,59 +7,28 @@
 //! program counts the hits in the kernel instead, keyed by thread and instruction, and only the
 //! counts are read at the end.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::time::Instant;
 
-use tracer_common::{
-    AggKey, Event, SlotConfig, AGG_KEY_VALUE, AGG_PID, AGG_TID, SLOT_AGGREGATE, SLOT_VALUE_KERNEL,
-};
+use tracer_common::{Event, SlotConfig, AGG_KEY_VALUE, AGG_PID, AGG_TID, SLOT_AGGREGATE};
 
-use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
-use crate::cli::{WatchArgs, WatchType};
-use crate::kernel::symbols::{self, Process};
+use crate::bpf::{Bpf, Sizing};
+use crate::breakpoint::{
+    self, bp_type, count_hits, kind_name, mask, Watch, WatchOptions, MAX_TARGETS,
+};
+use crate::cli::WatchArgs;
+use crate::kernel::symbols::Process;
 use crate::launch::{self, Launched};
 use crate::output::events::Format;
-use crate::perf::{self, BreakpointType, EventKind, Options, Sampling, Scope};
-use crate::plan::{self, WatchTarget};
+use crate::perf::BreakpointType;
+use crate::plan;
+use crate::probe;
 use crate::session::{End, EventLoop, OutputRings, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
-/// x86 has four debug registers per CPU.
-const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
-
-/// One watched location.
-pub(crate) struct Watch {
-    pub(crate) name: String,
-    pub(crate) addr: u64,
-    pub(crate) len: u64,
-    pub(crate) slot: Slot,
-    /// The last value seen (the initial one read at start, then each hit's).
-    pub(crate) last: Option<u64>,
-    hits: u64,
-    by_tid: BTreeMap<u32, u64>,
-    /// Hits per instruction, with its `function+0xoff`.
-    by_ip: BTreeMap<u64, (u64, String)>,
-    /// Breakpoint events: one per thread (user) or per CPU (kernel). Dropping them detaches.
-    _events: Vec<perf::Event>,
-}
-
 fn usage(message: String, hint: &str) -> Error {
     Error::usage(message, vec![hint.to_string()])
-}
-
-pub(crate) fn bp_type(kind: WatchType) -> Result<BreakpointType, Error> {
-    match kind {
-        WatchType::W => Ok(BreakpointType::Write),
-        WatchType::Rw => Ok(BreakpointType::ReadWrite),
-        WatchType::X => Ok(BreakpointType::Execute),
-        WatchType::R if cfg!(target_arch = "x86_64") => Err(usage(
-            "x86 has no read-only watchpoints".into(),
-            "watch reads and writes with -t rw (a read then shows the value unchanged)",
-        )),
-        WatchType::R => Ok(BreakpointType::Read),
-    }
 }
 
 pub fn run(args: WatchArgs) -> Result<i32, Error> {
@@ -147,7 +116,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     })?;
     // Before any watchpoint, so that no rename is missed.
     let _comm_cache = match rename_tracepoint {
-        Some(id) => Some(crate::cmd::probe::start_comm_cache(&mut bpf, id)?),
+        Some(id) => Some(probe::start_comm_cache(&mut bpf, id)?),
         None => None,
     };
     let template = if args.summary {
@@ -169,17 +138,20 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     // burst from three threads on this 2-CPU machine).
     let mut rings = OutputRings::open(&mut bpf, 64, crate::session::quarter_full(64))?;
     let mut watches = Vec::new();
+    let options = WatchOptions {
+        kind,
+        len: args.len,
+        pid,
+        kernel: args.kernel,
+        launched: launched.is_some(),
+        template,
+    };
     for target in &targets {
-        watches.push(attach(
+        watches.push(breakpoint::attach(
             &mut bpf,
             target,
-            kind,
-            args.len,
+            &options,
             process.as_mut(),
-            pid,
-            args.kernel,
-            launched.is_some(),
-            template,
         )?);
     }
     let event_loop = EventLoop::new()?;
@@ -239,203 +211,6 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         End::CommandExited(code) => code,
         _ => 0,
     })
-}
-
-fn kind_name(kind: BreakpointType) -> &'static str {
-    match kind {
-        BreakpointType::Write => "writes",
-        BreakpointType::ReadWrite => "reads and writes",
-        BreakpointType::Execute => "executions",
-        BreakpointType::Read => "reads",
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn attach(
-    bpf: &mut Bpf,
-    target: &WatchTarget,
-    kind: BreakpointType,
-    len: Option<u64>,
-    process: Option<&mut Process>,
-    pid: Option<u32>,
-    kernel: bool,
-    launched: bool,
-    template: SlotConfig,
-) -> Result<Watch, Error> {
-    let name = target.to_string();
-    let (addr, size) = match (target, process.as_deref()) {
-        (WatchTarget::Address(addr), _) => (*addr, None),
-        (
-            WatchTarget::Symbol {
-                name: sym, offset, ..
-            },
-            _,
-        ) if kernel => {
-            let addr = symbols::kallsyms_address(sym)
-                .filter(|a| *a != 0)
-                .ok_or_else(|| Error::Runtime {
-                    message: format!("no kernel symbol '{sym}' (or its address is hidden)"),
-                    hints: if symbols::kallsyms_lists_data() {
-                        vec!["kernel addresses need root (kptr_restrict); check /proc/kallsyms".into()]
-                    } else {
-                        vec!["this kernel's /proc/kallsyms lists no variables (CONFIG_KALLSYMS_ALL unset): give the address (0x...) from its System.map".into()]
-                    },
-                })?;
-            (addr + offset, None)
-        }
-        (WatchTarget::Symbol { .. }, None) => unreachable!("user targets have a process"),
-        (
-            WatchTarget::Symbol {
-                file,
-                name: sym,
-                offset,
-            },
-            Some(_),
-        ) => {
-            let process = process.expect("checked above");
-            let resolved = process.resolve(file.as_deref(), sym).map_err(|_| {
-                let similar = plan::similar(sym, process.data_symbols().iter().map(String::as_str).collect::<Vec<_>>(), 4)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>();
-                let mut hints = Vec::new();
-                if !similar.is_empty() {
-                    hints.push(format!("did you mean: {}", similar.join(", ")));
-                }
-                if file.is_some() && launched {
-                    hints.push("with -- COMMAND only the program's own symbols exist yet (libraries load later): use -p PID for library variables".into());
-                }
-                hints.push("give an address (0x...) instead".into());
-                Error::Usage { message: format!("no symbol '{sym}' in {}", file.as_deref().unwrap_or("the process")), hints }
-            })?;
-            return attach_at(
-                bpf,
-                name,
-                resolved.addr + offset,
-                resolved.size,
-                kind,
-                len,
-                Some(process),
-                pid,
-                kernel,
-                launched,
-                template,
-            );
-        }
-    };
-    attach_at(
-        bpf, name, addr, size, kind, len, process, pid, kernel, launched, template,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn attach_at(
-    bpf: &mut Bpf,
-    name: String,
-    addr: u64,
-    size: Option<u64>,
-    kind: BreakpointType,
-    len: Option<u64>,
-    process: Option<&mut Process>,
-    pid: Option<u32>,
-    kernel: bool,
-    launched: bool,
-    template: SlotConfig,
-) -> Result<Watch, Error> {
-    // The symbol's size when it is a watchable length, else 8; execute breakpoints ignore it.
-    let len = len.unwrap_or(match size {
-        Some(s @ (1 | 2 | 4 | 8)) => s,
-        _ => 8,
-    });
-    if kind != BreakpointType::Execute && addr % len != 0 {
-        return Err(usage(
-            format!("{name} is at {addr:#x}, which is not aligned to the watch length {len}"),
-            "x86 watchpoints must be aligned to their length: pass a smaller --len, or the aligned address",
-        ));
-    }
-    let initial = match &process {
-        Some(p) if !p.is_mapped(addr) => {
-            return Err(Error::Runtime {
-                message: if name == format!("{addr:#x}") {
-                    format!(
-                        "address {addr:#x} is not mapped in process {}",
-                        pid.unwrap_or(0)
-                    )
-                } else {
-                    format!(
-                        "{name} ({addr:#x}) is not mapped in process {}",
-                        pid.unwrap_or(0)
-                    )
-                },
-                hints: vec!["check the address against /proc/PID/maps".into()],
-            })
-        }
-        Some(p) if kind != BreakpointType::Execute => {
-            p.read(addr, len as usize).map(|v| mask(v, len))
-        }
-        _ => None,
-    };
-    // `-- COMMAND`: one per-task event on the command, single-threaded at its exec, with
-    // inherit for every thread and child it creates. `-p PID`: one event per CPU, filtered by
-    // tgid in BPF. Per-task events opened on the threads of an already running process, plus
-    // inherit for its new threads, missed most hits in some runs here; per-CPU breakpoints see
-    // every thread, existing or new, and the filter drops other processes that touch the same
-    // virtual address.
-    let per_task = launched && pid.is_some();
-    let config = SlotConfig {
-        flags: template.flags | if kernel { SLOT_VALUE_KERNEL } else { 0 },
-        tgid: if per_task { 0 } else { pid.unwrap_or(0) },
-        ..template
-    };
-    let slot = bpf.take_slot(SlotKind::PerfEvent, config)?;
-    let event_kind = EventKind::Breakpoint { kind, addr, len };
-    let options = Options {
-        // Every hit overflows, so the BPF program runs on each; inherit covers new threads.
-        sampling: Sampling::Period(1),
-        flags: if per_task {
-            perf::attr::flag::INHERIT
-        } else {
-            0
-        },
-        ..Options::default()
-    };
-    let scopes: Vec<Scope> = match pid {
-        Some(pid) if per_task => vec![Scope::Task { pid, cpu: None }],
-        _ => perf::cpus::online()?.into_iter().map(Scope::Cpu).collect(),
-    };
-    let mut events = Vec::new();
-    for scope in &scopes {
-        let event = perf::Event::open(format!("watch {name}"), &event_kind, &options, scope).map_err(|e| match e.errno() {
-            Some(libc::ENOSPC) => Error::Runtime {
-                message: format!("no free hardware breakpoint for {name}"),
-                hints: vec![format!(
-                    "x86 has {MAX_TARGETS} hardware breakpoint slots per CPU, shared with debuggers and other watchers; some are in use"
-                )],
-            },
-            _ => e.into(),
-        })?;
-        event.set_bpf(bpf.program_fd(&slot)?)?;
-        events.push(event);
-    }
-    Ok(Watch {
-        name,
-        addr,
-        len,
-        slot,
-        last: initial,
-        hits: 0,
-        by_tid: BTreeMap::new(),
-        by_ip: BTreeMap::new(),
-        _events: events,
-    })
-}
-
-pub(crate) fn mask(value: u64, len: u64) -> u64 {
-    if len >= 8 {
-        value
-    } else {
-        value & ((1u64 << (8 * len)) - 1)
-    }
 }
 
 struct WatchSink<'a, W: std::io::Write> {
@@ -591,21 +366,6 @@ fn summary<W: std::io::Write>(
         write_counts(&mut std::io::stderr().lock(), watch, Some(trapped)).map_err(Error::Output)?;
     }
     Ok(())
-}
-
-/// Fills `watch`'s hit counts from the in-kernel counts (`--summary`): keys of its slot, by
-/// process, thread and instruction pointer.
-fn count_hits(
-    watch: &mut Watch,
-    counts: &[(AggKey, tracer_common::AggValue)],
-    symbolizer: &mut Symbolizer,
-) {
-    for (key, value) in counts.iter().filter(|(k, _)| k.slot == watch.slot.id) {
-        watch.hits += value.count;
-        *watch.by_tid.entry(key.tid).or_default() += value.count;
-        let place = symbolizer.frame(key.pid, key.value).place();
-        watch.by_ip.entry(key.value).or_insert((0, place)).0 += value.count;
-    }
 }
 
 /// A watch's hits by thread and by instruction; `trapped` is the kernel's count next to the

@@ -8,13 +8,14 @@
 //! know, so a newer writer can add kinds without bumping the version; the version changes when
 //! an existing record's layout changes, and a newer version is refused.
 
+pub mod items;
 pub mod reorder;
 
 use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cmd::probe::Decoder;
+use crate::probe::Decoder;
 
 pub const MAGIC: &[u8; 8] = b"tracer\0T";
 /// The layout version this build writes and reads.

@@ -1,23 +1,19 @@
-//! `tracer probe --count-by/--sum/--hist`: what each probe's slot counts in the kernel, and
-//! the reports read back from the `COUNTS` map at the end and every `-I` interval.
+//! In-kernel aggregation (`--count-by/--sum/--hist`): what each probe's slot counts, and the
+//! reports read back from the `COUNTS` map.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::time::Instant;
 
 use tracer_common::{
     src, AggKey, AggValue, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST,
     AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, NO_STACK, SLOT_AGGREGATE,
 };
 
+use super::values::{MemberLookup, Values};
 use crate::bpf::{Bpf, Slot};
-use crate::cmd::values::{MemberLookup, Values};
 use crate::kernel::format::{shows_hex, Format};
 use crate::kernel::params::{Kind, Prototype};
 use crate::output::counts::{Report, Row};
-use crate::output::events::Format as OutputFormat;
 use crate::plan::{Aggregation, KeyPart, ProbeSpec, ValueOp};
-use crate::session::Sink;
 use crate::stacks::Symbolizer;
 use crate::Error;
 
@@ -280,76 +276,4 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         }
         KeyPart::Value(_) => key.value.to_string(),
     })
-}
-
-/// The event loop's sink in aggregation mode: nothing is streamed; reports are printed every
-/// interval and once at the end.
-pub struct CountSink<'a, W: Write> {
-    pub bpf: &'a Bpf,
-    pub probes: Vec<Counted<'a>>,
-    pub agg: &'a Aggregation,
-    pub symbolizer: Symbolizer,
-    pub out: W,
-    pub format: OutputFormat,
-    pub started: Instant,
-    pub last: Instant,
-    pub intervals: u64,
-    /// Totals at the last report (intervals print the difference).
-    pub previous: HashMap<AggKey, AggValue>,
-}
-
-impl<W: Write> CountSink<'_, W> {
-    /// Prints a report of what was counted since the last one (`interval`) or in all.
-    pub fn print(&mut self, interval: bool) -> Result<(), Error> {
-        let report = report(
-            self.bpf,
-            &self.probes,
-            self.agg,
-            &mut self.symbolizer,
-            &mut self.previous,
-        )?;
-        let at = self.started.elapsed().as_secs_f64();
-        match self.format {
-            OutputFormat::Text => {
-                if self.agg.interval.is_some() {
-                    let what = if interval {
-                        "interval"
-                    } else {
-                        "last interval"
-                    };
-                    writeln!(
-                        self.out,
-                        "--- {at:.2} s ({what} {}) ---",
-                        self.intervals + 1
-                    )
-                    .map_err(Error::Output)?;
-                }
-                write!(self.out, "{}", report.text()).map_err(Error::Output)?;
-            }
-            OutputFormat::Json => {
-                let mut extra = serde_json::Map::new();
-                extra.insert("time_s".into(), at.into());
-                extra.insert("interval".into(), (self.intervals + 1).into());
-                writeln!(self.out, "{}", report.json(extra)).map_err(Error::Output)?;
-            }
-        }
-        self.intervals += 1;
-        self.out.flush().map_err(Error::Output)
-    }
-}
-
-impl<W: Write> Sink for CountSink<'_, W> {
-    fn drain(&mut self) -> Result<bool, Error> {
-        Ok(false)
-    }
-
-    fn tick(&mut self) -> Result<bool, Error> {
-        if let Some(interval) = self.agg.interval {
-            if self.last.elapsed() >= interval {
-                self.last = Instant::now();
-                self.print(true)?;
-            }
-        }
-        Ok(false)
-    }
 }

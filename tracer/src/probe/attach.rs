@@ -1,0 +1,409 @@
+//! Probe specs -> attached probes: each spec's perf event opened, its program slot configured
+//! (filters, strings, member reads, aggregation) and attached with `PERF_EVENT_IOC_SET_BPF`, or
+//! a raw syscall tracepoint where that counts the same for less.
+
+use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER};
+
+use super::aggregate::{self, ProbeValues};
+use super::resolve::{open_event, KernelInterface, KprobeInterface};
+use super::values::{Memory, Values};
+use super::{Decoder, Probe};
+use crate::bpf::{Bpf, SlotKind};
+use crate::kernel::btf::KernelBtf;
+use crate::kernel::elf;
+use crate::kernel::format::Format;
+use crate::kernel::params::{Member, Prototype};
+use crate::kernel::tracefs::Tracefs;
+use crate::plan::{self, Aggregation, KeyPart, ProbeSpec, Target, UserAt};
+use crate::session::Attached;
+use crate::stacks::{self, Which};
+use crate::Error;
+
+/// What every probe of a run shares: the filters, the process uprobes are armed in, the
+/// stacks and the aggregation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttachOptions<'a> {
+    /// The run's filters (pid, tid, comm, CPUs, cgroup, the `-- COMMAND` process set).
+    pub base: SlotConfig,
+    /// `-p PID`: uprobes are armed in this process only.
+    pub pid: Option<u32>,
+    /// Forces the kernel-function interface (tests exercise the fallback with it).
+    pub kprobe_interface: Option<KprobeInterface>,
+    /// `-s [WHICH]`: the stack each hit carries.
+    pub stack: Option<Option<Which>>,
+    /// `--count-by/--sum/--hist`: counted in the kernel instead of streamed.
+    pub aggregation: Option<&'a Aggregation>,
+}
+
+impl AttachOptions<'_> {
+    /// Whether a stack is a key of the aggregation.
+    pub fn stack_keys(&self) -> bool {
+        self.aggregation
+            .is_some_and(|a| a.keys.contains(&KeyPart::Stack))
+    }
+
+    /// The parts of the BPF programs these probes may use (`USES_*`), worked out before any
+    /// probe is opened: a superset of what [`Attacher::attach`] configures (which
+    /// `Bpf::take_slot` checks), so the verifier sees only the code this run can reach.
+    pub fn uses(&self, specs: &[ProbeSpec]) -> u32 {
+        use tracer_common::{
+            USES_AGGREGATE, USES_AGG_VALUE, USES_FIELDS, USES_FILTERS, USES_STACKS, USES_STREAM,
+            USES_STRINGS, USES_TRACKED,
+        };
+        let mut uses = self.base.uses() & (USES_FILTERS | USES_TRACKED);
+        uses |= match self.aggregation {
+            Some(agg) if agg.value.is_some() || agg.key_value().is_some() => {
+                USES_AGGREGATE | USES_AGG_VALUE
+            }
+            Some(_) => USES_AGGREGATE,
+            None => USES_STREAM,
+        };
+        if self.stack.is_some() || self.stack_keys() {
+            uses |= USES_STACKS;
+        }
+        for spec in specs {
+            uses |= match &spec.target {
+                // Streamed syscall entry records carry user pointers to strings (filename,
+                // pathname); counted hits read none.
+                Target::Tracepoint { category, name } => {
+                    let syscall_entry = category == "syscalls" && name.starts_with("sys_enter_");
+                    match syscall_entry && self.aggregation.is_none() {
+                        true => USES_STRINGS,
+                        false => 0,
+                    }
+                }
+                // String arguments and struct member reads.
+                _ => USES_STRINGS | USES_FIELDS,
+            };
+        }
+        uses
+    }
+}
+
+/// Attaches a run's probes one after another, sharing what the first kernel function looked
+/// up (the kernel interface, kernel BTF).
+pub struct Attacher<'a> {
+    fs: &'a Tracefs,
+    options: AttachOptions<'a>,
+    interface: Option<KernelInterface>,
+    /// Kernel BTF, opened at the first kernel function (`None` inside: not available).
+    btf: Option<Option<KernelBtf>>,
+    attached: usize,
+}
+
+impl<'a> Attacher<'a> {
+    pub fn new(fs: &'a Tracefs, options: AttachOptions<'a>) -> Attacher<'a> {
+        Attacher {
+            fs,
+            options,
+            interface: None,
+            btf: None,
+            attached: 0,
+        }
+    }
+
+    /// Opens, configures and attaches one probe, disabled ([`Probe::enable`] starts it).
+    pub fn attach(&mut self, bpf: &mut Bpf, spec: &ProbeSpec) -> Result<Probe, Error> {
+        let index = self.attached;
+        let probe = attach(
+            bpf,
+            self.fs,
+            spec,
+            &self.options,
+            &mut self.interface,
+            index,
+            &mut self.btf,
+        )?;
+        self.attached += 1;
+        Ok(probe)
+    }
+
+    /// Attaches every spec, in order.
+    pub fn attach_all(&mut self, bpf: &mut Bpf, specs: &[ProbeSpec]) -> Result<Vec<Probe>, Error> {
+        specs.iter().map(|spec| self.attach(bpf, spec)).collect()
+    }
+}
+
+fn attach(
+    bpf: &mut Bpf,
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    options: &AttachOptions<'_>,
+    interface: &mut Option<KernelInterface>,
+    index: usize,
+    btf: &mut Option<Option<KernelBtf>>,
+) -> Result<Probe, Error> {
+    let opened = open_event(
+        fs,
+        spec,
+        interface,
+        options.kprobe_interface,
+        options.pid,
+        index,
+    )?;
+    let mut config = options.base;
+    if spec.ret {
+        config.flags |= SLOT_RETURN;
+    }
+    config.flags |= stacks::flags_for(options.stack, matches!(spec.target, Target::User { .. }));
+    let (kind, mut decoder) = match opened.format {
+        Some(format) => {
+            let selection = tracepoint_selection(spec, &format)?;
+            // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
+            // the BPF program reads the first one printed.
+            let string_field = match &spec.target {
+                Target::Tracepoint { category, name }
+                    if category == "syscalls" && name.starts_with("sys_enter_") =>
+                {
+                    let printed =
+                        |name: &str| selection.is_empty() || selection.iter().any(|s| s == name);
+                    format
+                        .fields
+                        .iter()
+                        .find(|f| f.c_type.contains("char *") && printed(&f.name))
+                        .map(|f| {
+                            // Only streamed events carry strings; a counted hit reads none.
+                            if options.aggregation.is_none() {
+                                config.flags |= SLOT_STR_TP_USER;
+                                config.str_arg = f.offset as u32;
+                            }
+                            f.name.clone()
+                        })
+                }
+                _ => None,
+            };
+            (
+                SlotKind::Tracepoint,
+                Decoder::Tracepoint {
+                    format,
+                    string_field,
+                    selection,
+                },
+            )
+        }
+        None if spec.ret => {
+            if spec.args.iter().any(|a| a != "ret") {
+                return Err(Error::usage(
+                    format!(
+                        "{spec} sees only the return value; '{}' is gone by then",
+                        spec.args.join(", ")
+                    ),
+                    vec![format!(
+                        "probe the entry too: '{}({})' beside the return probe",
+                        spec.to_string()
+                            .replace("kretprobe:", "")
+                            .replace("uretprobe:", "uprobe:"),
+                        spec.args.join(", ")
+                    )],
+                ));
+            }
+            let proto = prototype(spec, btf);
+            (SlotKind::Probe, Decoder::Return { proto })
+        }
+        None => {
+            let proto = prototype(spec, btf);
+            let memory = match spec.target {
+                Target::User { .. } => Memory::User,
+                // gcc-built kernels' BTF does not mark __user pointers: the address tells.
+                _ => Memory::ByAddress,
+            };
+            let values = Values::new(
+                &spec.to_string(),
+                proto.as_ref(),
+                &spec.args,
+                memory,
+                &mut member_lookup(spec, btf),
+            )?;
+            (SlotKind::Probe, Decoder::Entry(values))
+        }
+    };
+    let sources = match options.aggregation {
+        Some(agg) => {
+            let stack_flags = stacks::flags_for(
+                Some(options.stack.flatten()),
+                matches!(spec.target, Target::User { .. }),
+            );
+            let mut lookup = member_lookup(spec, btf);
+            let values = match &mut decoder {
+                Decoder::Tracepoint { format, .. } => ProbeValues::Record(format),
+                Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
+                Decoder::Return { proto } => ProbeValues::Return(proto.as_ref()),
+            };
+            aggregate::configure(&mut config, agg, spec, values, stack_flags)?
+        }
+        None => Default::default(),
+    };
+    if let Decoder::Entry(values) = &decoder {
+        values.configure(&mut config, options.aggregation.is_none());
+    }
+    // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the raw
+    // one cannot be had (all raw slots taken, a kernel without raw tracepoints). The perf
+    // event opened above is then closed unused.
+    let raw = raw_syscall(spec, &config).and_then(|(tracepoint, nr, exit)| {
+        let mut raw_config = config;
+        raw_config.raw_syscall = nr;
+        if exit {
+            raw_config.flags |= tracer_common::SLOT_RAW_SYS_EXIT;
+        }
+        bpf.take_raw_slot(raw_config, tracepoint).ok()
+    });
+    let attached = match raw {
+        Some(slot) => Attached::raw(slot),
+        None => {
+            let slot = bpf.take_slot(kind, config)?;
+            Attached::disabled(bpf, slot, opened.event)?
+        }
+    };
+    let slot = attached.slot.clone();
+    Ok(Probe {
+        name: spec.to_string(),
+        slot,
+        decoder,
+        kernel_function: opened.kernel_function,
+        sources,
+        attached,
+        _legacy: opened.legacy,
+    })
+}
+
+/// Counting a `syscalls:` tracepoint by task, CPU or stack only: the raw tracepoint
+/// (`sys_enter` or `sys_exit`), the syscall's number, and whether it is the exit. The raw
+/// tracepoint skips the trace record the perf path fills for every hit and filters by number
+/// in BPF (on this VM it saves little, +320 vs +345 ns per hit, because the program's helper
+/// calls dominate; docs/benchmarks.md). `None` when a key or value needs the record, or the
+/// number is not known for the name.
+fn raw_syscall(spec: &ProbeSpec, config: &SlotConfig) -> Option<(&'static str, u32, bool)> {
+    use tracer_common::{AGG_HIST, AGG_KEY_VALUE, AGG_SUM, SLOT_AGGREGATE};
+    let counted_only = config.flags & SLOT_AGGREGATE != 0
+        && config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) == 0;
+    let Target::Tracepoint { category, name } = &spec.target else {
+        return None;
+    };
+    if !counted_only || category != "syscalls" || !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let (tracepoint, exit, call) = match name.strip_prefix("sys_enter_") {
+        Some(call) => ("sys_enter", false, call),
+        None => ("sys_exit", true, name.strip_prefix("sys_exit_")?),
+    };
+    // The kernel only creates syscalls:* events for entry points in the 64-bit table, named
+    // after them; the table names the crate knows are the same but for renamed entry points
+    // (newstat, newuname, sendfile64, umount), which it does not know: those keep the perf
+    // path.
+    let nr = call.parse::<syscalls::Sysno>().ok()?.id();
+    Some((tracepoint, u32::try_from(nr).ok()?, exit))
+}
+
+/// Resolves `PARAM->member` for a probe: kernel BTF for kernel functions, the binary's DWARF
+/// for user functions.
+fn member_lookup<'a>(
+    spec: &'a ProbeSpec,
+    btf: &'a Option<Option<KernelBtf>>,
+) -> impl FnMut(usize, &[&str]) -> Result<Member, Error> + 'a {
+    move |arg, path| match &spec.target {
+        Target::Kernel {
+            function,
+            offset: 0,
+        } => match btf {
+            Some(Some(btf)) => btf
+                .member(function, arg, path)
+                .map_err(|e| Error::usage(crate::describe(&e), e.hints())),
+            _ => Err(Error::usage(
+                format!("cannot read struct members in {spec}: no kernel BTF"),
+                vec![
+                    "member access needs /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF=y)".into(),
+                ],
+            )),
+        },
+        Target::User {
+            file,
+            at: UserAt::Symbol { name, offset: 0 },
+        } => {
+            let binary = elf::resolve_file(file)?;
+            crate::kernel::dwarf::member(&binary, name, arg, path)
+                .map_err(|e| Error::usage(crate::describe(&e), e.hints()))
+        }
+        _ => Err(Error::usage(
+            format!("{spec}: struct members need the function's prototype"),
+            vec![
+                "probe a function's entry by name (FUNC or uprobe:PATH:SYMBOL), without +OFF"
+                    .into(),
+            ],
+        )),
+    }
+}
+
+/// The fields a tracepoint's `(a, b)` list names, checked against its format.
+fn tracepoint_selection(spec: &ProbeSpec, format: &Format) -> Result<Vec<String>, Error> {
+    let fields: Vec<&str> = (format.fields.iter())
+        .map(|f| f.name.as_str())
+        .filter(|n| !n.starts_with("common_") && !n.starts_with("__"))
+        .collect();
+    // `argN` is the Nth field after the common ones, as in --count-by.
+    let by_index = |name: &str| {
+        let n = name.strip_prefix("arg")?.parse::<usize>().ok()?;
+        fields.get(n).map(|f| f.to_string())
+    };
+    let selection: Vec<String> = (spec.args.iter())
+        .map(|a| match fields.contains(&a.as_str()) {
+            true => a.clone(),
+            false => by_index(a).unwrap_or_else(|| a.clone()),
+        })
+        .collect();
+    if let Some(name) = selection.iter().find(|a| !fields.contains(&a.as_str())) {
+        let mut hints = vec![format!("its fields: {}", fields.join(", "))];
+        if name.contains("->") || name.contains('.') {
+            hints.insert(
+                0,
+                "tracepoint fields print whole; struct members need a kprobe or uprobe".into(),
+            );
+        } else if let Some(near) = plan::did_you_mean(name, fields.iter().copied()) {
+            hints.insert(0, near);
+        }
+        return Err(Error::usage(format!("{spec} has no field '{name}'"), hints));
+    }
+    Ok(selection)
+}
+
+/// The prototype of a probe on a function's entry or return: BTF for kernel functions, DWARF
+/// for user functions; `None` (arg0..arg5) when neither describes it.
+fn prototype(spec: &ProbeSpec, btf: &mut Option<Option<KernelBtf>>) -> Option<Prototype> {
+    match &spec.target {
+        Target::Kernel {
+            function,
+            offset: 0,
+        } => {
+            let btf = btf.get_or_insert_with(|| match KernelBtf::open() {
+                Ok(btf) => Some(btf),
+                Err(e) => {
+                    eprintln!(
+                        "note: kernel function arguments untyped (arg0..arg5): {}",
+                        crate::describe(&e)
+                    );
+                    None
+                }
+            });
+            btf.as_ref()?
+                .prototype(function)
+                .unwrap_or_else(|e| untyped(spec, &e))
+        }
+        Target::User {
+            file,
+            at: UserAt::Symbol { name, offset: 0 },
+        } => {
+            let path = elf::resolve_file(file).ok()?;
+            crate::kernel::dwarf::prototype(&path, name).unwrap_or_else(|e| untyped(spec, &e))
+        }
+        _ => None,
+    }
+}
+
+/// Says why a probe's arguments fall back to arg0..arg5 when its BTF or DWARF could not be
+/// read (a function they do not describe falls back silently: that is the common case).
+fn untyped(spec: &ProbeSpec, err: &dyn std::error::Error) -> Option<Prototype> {
+    eprintln!(
+        "note: {spec}: arguments shown as arg0..arg5: {}",
+        crate::describe(err)
+    );
+    None
+}

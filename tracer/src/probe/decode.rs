@@ -1,0 +1,49 @@
+//! A probe's event decoded into named, typed values by its [`Decoder`].
+
+use tracer_common::Event;
+
+use super::Decoder;
+use crate::kernel::format::Value;
+use crate::kernel::params::Kind;
+
+/// The event's named values, its return value, and the errno that return value stands for.
+pub type DecodedValues<'a> = (Vec<(&'a str, Value)>, Option<Value>, Option<&'static str>);
+
+pub fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
+    match decoder {
+        Decoder::Tracepoint {
+            format,
+            string_field,
+            selection,
+        } => {
+            // The captured record head as bytes, on the stack: this runs for every event.
+            let mut bytes = [0u8; 8 * tracer_common::DATA_WORDS];
+            for (chunk, word) in bytes.chunks_exact_mut(8).zip(event.data) {
+                chunk.copy_from_slice(&word.to_ne_bytes());
+            }
+            // Fields named __* (the syscall number) are the tracepoint's plumbing, not arguments.
+            let mut args: Vec<(&str, Value)> = format.decode(&bytes);
+            args.retain(|(name, _)| !name.starts_with("__"));
+            if let (Some(field), Some(text)) = (string_field, event.string()) {
+                if let Some(slot) = args.iter_mut().find(|(n, _)| *n == field.as_str()) {
+                    slot.1 = Value::Str(String::from_utf8_lossy(text).into_owned());
+                }
+            }
+            if !selection.is_empty() {
+                args = (selection.iter())
+                    .filter_map(|name| args.iter().find(|(n, _)| n == name).cloned())
+                    .collect();
+            }
+            (args, None, None)
+        }
+        Decoder::Return { proto } => {
+            let raw = event.data[6];
+            match proto.as_ref().map(|p| &p.ret) {
+                Some(Kind::Void) => (Vec::new(), None, None),
+                Some(kind) => (Vec::new(), Some(kind.value(raw, None)), kind.errno(raw)),
+                None => (Vec::new(), Some(Value::Int(raw as i64)), None),
+            }
+        }
+        Decoder::Entry(values) => (values.decode(event), None, None),
+    }
+}

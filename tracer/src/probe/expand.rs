@@ -1,0 +1,137 @@
+//! Globs in probe specs expanded against tracefs, the traceable kernel functions and ELF
+//! symbols; the syscall tracepoints near a kernel function's name, for hints.
+
+use crate::kernel::tracefs::Tracefs;
+use crate::kernel::{self, elf};
+use crate::plan::{self, ProbeSpec, Target, UserAt};
+use crate::Error;
+
+/// Expands globs against tracefs, the traceable functions and ELF symbols.
+pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
+    let mut out = Vec::new();
+    for spec in specs {
+        if !spec.is_glob() {
+            out.push(spec.clone());
+            continue;
+        }
+        let expanded: Vec<ProbeSpec> = match &spec.target {
+            Target::Tracepoint { category, name } => fs
+                .tracepoints()
+                .into_iter()
+                .filter(|(c, n)| plan::glob_match(category, c) && plan::glob_match(name, n))
+                .map(|(category, name)| ProbeSpec {
+                    target: Target::Tracepoint { category, name },
+                    ret: false,
+                    args: spec.args.clone(),
+                })
+                .collect(),
+            Target::Kernel { function, offset } => functions(fs)
+                .into_iter()
+                .filter(|f| plan::glob_match(function, f))
+                .map(|f| ProbeSpec {
+                    target: Target::Kernel {
+                        function: f,
+                        offset: *offset,
+                    },
+                    ret: spec.ret,
+                    args: spec.args.clone(),
+                })
+                .collect(),
+            Target::User {
+                file,
+                at: UserAt::Symbol { name, offset },
+            } => {
+                let path = elf::resolve_file(file)?;
+                elf::function_symbols(&path)?
+                    .into_iter()
+                    .filter(|s| plan::glob_match(name, s))
+                    .map(|s| ProbeSpec {
+                        target: Target::User {
+                            file: file.clone(),
+                            at: UserAt::Symbol {
+                                name: s,
+                                offset: *offset,
+                            },
+                        },
+                        ret: spec.ret,
+                        args: spec.args.clone(),
+                    })
+                    .collect()
+            }
+            _ => vec![spec.clone()],
+        };
+        if expanded.is_empty() {
+            return Err(Error::usage(
+                format!("'{spec}' matches nothing"),
+                vec!["list what exists with `tracer list PATTERN`".into()],
+            ));
+        }
+        let cap = plan::MAX_PROBES_PER_KIND;
+        if expanded.len() > cap {
+            return Err(Error::usage(
+                format!("'{spec}' matches {} probes; at most {cap} of one kind can be attached in one run", expanded.len()),
+                vec![format!("narrow the pattern; the first matches are: {}", expanded.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", "))],
+            ));
+        }
+        eprintln!("'{spec}' matches {} probes", expanded.len());
+        out.extend(expanded);
+    }
+    Ok(out)
+}
+
+/// Traceable kernel functions (ftrace's list, else kallsyms text symbols).
+pub(super) fn functions(fs: &Tracefs) -> Vec<String> {
+    let list = fs.traceable_functions();
+    if list.is_empty() {
+        kernel::kallsyms_functions()
+    } else {
+        list
+    }
+}
+
+/// Syscall tracepoints related to a kernel function name (`do_sys_open` -> the open family).
+pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
+    let mut base = function;
+    for prefix in [
+        "__x64_sys_",
+        "__ia32_sys_",
+        "__se_sys_",
+        "__do_sys_",
+        "do_sys_",
+        "ksys_",
+        "sys_",
+        "do_",
+        "vfs_",
+    ] {
+        if let Some(rest) = base.strip_prefix(prefix) {
+            base = rest;
+            break;
+        }
+    }
+    let base = base.trim_end_matches(|c: char| c.is_ascii_digit());
+    if base.len() < 3 {
+        return Vec::new();
+    }
+    let syscalls: Vec<String> = fs
+        .tracepoints()
+        .into_iter()
+        .filter(|(c, _)| c == "syscalls")
+        .map(|(_, n)| n)
+        .collect();
+    let mut found: Vec<&str> = syscalls
+        .iter()
+        .filter_map(|n| n.strip_prefix("sys_enter_"))
+        .filter(|s| s.starts_with(base))
+        .collect();
+    // The closest names first: open, openat, openat2, then the rest.
+    found.sort_by_key(|s| (s.len(), *s));
+    found.truncate(3);
+    // creat(2) is an open in all but name.
+    if base == "open" && syscalls.iter().any(|n| n == "sys_enter_creat") {
+        found.push("creat");
+    }
+    found
+        .iter()
+        .map(|s| format!("syscalls:sys_enter_{s}"))
+        .collect()
+}

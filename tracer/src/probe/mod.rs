@@ -1,0 +1,64 @@
+//! The probe layer: probe specs expanded, resolved to perf events, attached with their program
+//! slots configured, and their hits decoded or counted. Commands compose it; `tracefile` keeps
+//! its [`Decoder`] in recordings.
+
+pub mod aggregate;
+pub mod attach;
+pub mod decode;
+pub mod expand;
+pub mod resolve;
+pub mod tasks;
+pub mod values;
+
+pub use attach::{AttachOptions, Attacher};
+pub use decode::{decode, DecodedValues};
+pub use expand::{expand, syscall_alternatives};
+pub use resolve::{event_kind, open_event, tracepoint_error, KprobeInterface, Opened};
+pub use tasks::{start_comm_cache, start_tracking};
+
+use crate::bpf::Slot;
+use crate::kernel::format::Format;
+use crate::kernel::kprobe_events::LegacyKprobe;
+use crate::kernel::params::Prototype;
+use crate::session::Attached;
+use crate::Error;
+use values::Values;
+
+/// How a slot's events are turned into named values (kept in recorded traces, so that they
+/// decode on another machine).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub enum Decoder {
+    Tracepoint {
+        format: Format,
+        /// The field whose user string the BPF program read (syscall tracepoints).
+        string_field: Option<String>,
+        /// The fields to print, in order (`CAT:NAME(a,b)`, `--args`); empty: all.
+        selection: Vec<String>,
+    },
+    /// kprobe/uprobe entries: the registers and struct members, named and typed by the
+    /// function's prototype when BTF or DWARF has it (else arg0..arg5).
+    Entry(Values),
+    /// kretprobe/uretprobe: the return value, typed by the prototype.
+    Return { proto: Option<Prototype> },
+}
+
+/// One attached probe. Field order is drop order: the perf event goes before the legacy
+/// kprobe it uses.
+pub struct Probe {
+    pub name: String,
+    pub slot: Slot,
+    pub decoder: Decoder,
+    /// Kernel probes by name: the function (for the "may be inlined" hint).
+    pub kernel_function: Option<String>,
+    /// With `--count-by`: how the probe's values are read.
+    pub sources: aggregate::Sources,
+    attached: Attached,
+    _legacy: Option<LegacyKprobe>,
+}
+
+impl Probe {
+    /// Starts the probe's program (probes are attached disabled, then started together).
+    pub fn enable(&self) -> Result<(), Error> {
+        self.attached.enable()
+    }
+}

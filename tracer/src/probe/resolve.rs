@@ -1,0 +1,333 @@
+//! A probe spec resolved to its perf event: kernel functions through the kprobe PMU (or
+//! `kprobe_events`), user functions through the uprobe PMU, tracepoints by id; unknown names
+//! answered with did-you-mean hints.
+
+use std::ffi::CString;
+
+use super::expand::{functions, syscall_alternatives};
+use crate::kernel::features::{Feature, Status};
+use crate::kernel::format::Format;
+use crate::kernel::kprobe_events::LegacyKprobe;
+use crate::kernel::tracefs::Tracefs;
+use crate::kernel::{self, elf};
+use crate::perf::{self, EventKind, KprobeTarget, Options, Scope};
+use crate::plan::{self, ProbeSpec, Target, UserAt};
+use crate::Error;
+
+/// The kernel interface for kprobes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KprobeInterface {
+    /// perf_event_open on the kprobe PMU.
+    Pmu,
+    /// Legacy tracefs kprobe_events.
+    Tracefs,
+}
+
+/// How kernel functions are probed on this kernel.
+pub enum KernelInterface {
+    Pmu {
+        type_: u32,
+        retprobe_bit: Option<u32>,
+    },
+    Tracefs,
+}
+
+/// A probe's perf event, opened disabled, with what it needs to be decoded and cleaned up.
+pub struct Opened {
+    pub event: perf::Event,
+    /// Field order is drop order: the event above goes before the legacy kprobe it uses.
+    pub legacy: Option<LegacyKprobe>,
+    /// Tracepoints: the record format.
+    pub format: Option<Format>,
+    /// Kernel probes by name: the function (for hints).
+    pub kernel_function: Option<String>,
+}
+
+/// What one probe spec becomes before it is opened: the event, the legacy kprobe it may need
+/// (kept alive as long as the event), the tracepoint format, the kernel function (for hints).
+pub struct ProbeEvent {
+    pub kind: EventKind,
+    pub legacy: Option<LegacyKprobe>,
+    pub format: Option<Format>,
+    pub kernel_function: Option<String>,
+}
+
+/// The retprobe format bit of a PMU for a return probe (`None` for an entry probe); an error
+/// when the PMU cannot do return probes, rather than silently counting entries.
+fn retprobe_bit(pmu: &str, bit: Option<u32>, ret: bool) -> Result<Option<u32>, Error> {
+    match (ret, bit) {
+        (false, _) => Ok(None),
+        (true, Some(bit)) => Ok(Some(bit)),
+        (true, None) => Err(Error::Runtime {
+            message: format!("the {pmu} PMU has no retprobe format bit"),
+            hints: vec![format!(
+                "this kernel cannot do return probes through the {pmu} PMU"
+            )],
+        }),
+    }
+}
+
+/// Resolves a probe spec to its perf event: kernel functions through the kprobe PMU (or
+/// `kprobe_events`, with an explanation and alternatives when neither exists), user functions
+/// through the uprobe PMU, tracepoints by id. Shared by `probe`, `latency` and `stat`.
+pub fn event_kind(
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    interface: &mut Option<KernelInterface>,
+    choice: Option<KprobeInterface>,
+    index: usize,
+) -> Result<ProbeEvent, Error> {
+    let plain = |kind, format| ProbeEvent {
+        kind,
+        legacy: None,
+        format,
+        kernel_function: None,
+    };
+    match &spec.target {
+        Target::Tracepoint {
+            category,
+            name: event,
+        } => {
+            let format = fs
+                .format(category, event)
+                .map_err(|e| tracepoint_error(e, fs, category, event))?;
+            Ok(plain(EventKind::Tracepoint(format.id), Some(format)))
+        }
+        Target::Kernel { .. } | Target::KernelAddr(_) => {
+            if interface.is_none() {
+                *interface = Some(kernel_interface(spec, fs, choice)?);
+            }
+            match (interface.as_ref().expect("set above"), &spec.target) {
+                (
+                    KernelInterface::Pmu {
+                        type_,
+                        retprobe_bit: bit,
+                    },
+                    target,
+                ) => {
+                    let (target, function) = match target {
+                        Target::Kernel { function, offset } => {
+                            let name = CString::new(function.as_str())
+                                .map_err(|_| Error::usage("NUL in function name", Vec::new()))?;
+                            (
+                                KprobeTarget::Symbol {
+                                    name,
+                                    offset: *offset,
+                                },
+                                Some(function.clone()),
+                            )
+                        }
+                        Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
+                        _ => unreachable!("kernel targets only"),
+                    };
+                    let kind = EventKind::Kprobe {
+                        pmu_type: *type_,
+                        target,
+                        retprobe_bit: retprobe_bit("kprobe", *bit, spec.ret)?,
+                    };
+                    Ok(ProbeEvent {
+                        kind,
+                        legacy: None,
+                        format: None,
+                        kernel_function: function,
+                    })
+                }
+                (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
+                    LegacyKprobe::remove_stale(fs);
+                    let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
+                        .map_err(|e| unknown_function(e.into(), fs, function))?;
+                    Ok(ProbeEvent {
+                        kind: EventKind::Tracepoint(legacy.id),
+                        legacy: Some(legacy),
+                        format: None,
+                        kernel_function: Some(function.clone()),
+                    })
+                }
+                (KernelInterface::Tracefs, _) => Err(Error::usage(
+                    "kprobes by address need the kprobe PMU",
+                    vec!["give a function name instead".into()],
+                )),
+            }
+        }
+        Target::User { file, at } => {
+            let (path, offset) = uprobe_location(file, at)?;
+            let pmu = perf::pmu::Pmus::default()
+                .get("uprobe")?
+                .ok_or_else(|| Error::Runtime {
+                    message: format!("cannot probe {spec}: this kernel has no uprobe PMU"),
+                    hints: vec![
+                        "the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into(),
+                    ],
+                })?;
+            let kind = EventKind::Uprobe {
+                pmu_type: pmu.type_,
+                path: CString::new(path.as_os_str().as_encoded_bytes())
+                    .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
+                offset,
+                retprobe_bit: retprobe_bit("uprobe", pmu.flag_bit("retprobe"), spec.ret)?,
+            };
+            Ok(plain(kind, None))
+        }
+    }
+}
+
+/// Opens the perf event of one probe spec, disabled. A uprobe is armed only in `pid` when one
+/// is given; everything else opens with pid -1 on CPU 0: a probe's BPF program runs for every
+/// hit whatever the event's scope, and the filters run in BPF.
+pub fn open_event(
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    interface: &mut Option<KernelInterface>,
+    choice: Option<KprobeInterface>,
+    pid: Option<u32>,
+    index: usize,
+) -> Result<Opened, Error> {
+    let resolved = event_kind(fs, spec, interface, choice, index)?;
+    let scope = match (&spec.target, pid) {
+        (Target::User { .. }, Some(pid)) => Scope::Task { pid, cpu: None },
+        _ => Scope::Cpu(0),
+    };
+    let options = Options {
+        flags: perf::attr::flag::DISABLED,
+        ..Options::default()
+    };
+    let event =
+        perf::Event::open(spec.to_string(), &resolved.kind, &options, &scope).map_err(|e| {
+            match &resolved.kernel_function {
+                Some(f) if e.errno() == Some(libc::ENOENT) => unknown_function(e.into(), fs, f),
+                _ => e.into(),
+            }
+        })?;
+    Ok(Opened {
+        event,
+        legacy: resolved.legacy,
+        format: resolved.format,
+        kernel_function: resolved.kernel_function,
+    })
+}
+
+pub fn tracepoint_error(err: kernel::Error, fs: &Tracefs, category: &str, name: &str) -> Error {
+    if !matches!(err, kernel::Error::NoTracepoint { .. }) {
+        return err.into();
+    }
+    let all: Vec<String> = fs
+        .tracepoints()
+        .into_iter()
+        .map(|(c, n)| format!("{c}:{n}"))
+        .collect();
+    let wanted = format!("{category}:{name}");
+    let mut hints: Vec<String> = plan::did_you_mean(&wanted, all.iter().map(String::as_str))
+        .into_iter()
+        .collect();
+    hints.push(format!(
+        "list tracepoints with `tracer list '{category}:*'`"
+    ));
+    Error::Usage {
+        message: format!("no tracepoint '{wanted}'"),
+        hints,
+    }
+}
+
+pub fn unknown_function(err: Error, fs: &Tracefs, function: &str) -> Error {
+    let all = functions(fs);
+    if all.iter().any(|f| f == function) {
+        return err;
+    }
+    let mut hints: Vec<String> = plan::did_you_mean(function, all.iter().map(String::as_str))
+        .into_iter()
+        .collect();
+    hints.push(format!("list functions with `tracer list '{function}*'`"));
+    Error::Usage {
+        message: format!("no traceable kernel function '{function}'"),
+        hints,
+    }
+}
+
+pub fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol: &str) -> Error {
+    if !matches!(err, kernel::Error::NoSymbol { .. }) {
+        return err.into();
+    }
+    let symbols = elf::function_symbols(path).unwrap_or_default();
+    let mut hints: Vec<String> = plan::did_you_mean(symbol, symbols.iter().map(String::as_str))
+        .into_iter()
+        .collect();
+    hints.push(format!(
+        "list its functions with `tracer list --binary {}`",
+        path.display()
+    ));
+    Error::Usage {
+        message: format!("no function '{symbol}' in {}", path.display()),
+        hints,
+    }
+}
+
+/// Where a uprobe goes: the ELF file a spec names and the file offset of its symbol (plus
+/// offset) or address.
+pub fn uprobe_location(file: &str, at: &UserAt) -> Result<(std::path::PathBuf, u64), Error> {
+    let path = elf::resolve_file(file)?;
+    let offset = match at {
+        UserAt::Symbol {
+            name: symbol,
+            offset,
+        } => {
+            elf::symbol_offset(&path, symbol).map_err(|e| unknown_symbol(e, &path, symbol))?
+                + offset
+        }
+        UserAt::Address(addr) => {
+            let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            elf::vaddr_to_offset(&data, &path, *addr)?
+        }
+    };
+    Ok((path, offset))
+}
+
+/// Picks the kprobe PMU, else legacy kprobe_events; when neither exists, explains why and
+/// what can be traced instead.
+fn kernel_interface(
+    spec: &ProbeSpec,
+    fs: &Tracefs,
+    choice: Option<KprobeInterface>,
+) -> Result<KernelInterface, Error> {
+    let pmu = perf::pmu::Pmus::default().get("kprobe")?;
+    match (choice, pmu) {
+        (Some(KprobeInterface::Tracefs), _) if fs.has_kprobe_events() => {
+            return Ok(KernelInterface::Tracefs)
+        }
+        (None | Some(KprobeInterface::Pmu), Some(pmu)) => {
+            return Ok(KernelInterface::Pmu {
+                type_: pmu.type_,
+                retprobe_bit: pmu.flag_bit("retprobe"),
+            })
+        }
+        (None, None) if fs.has_kprobe_events() => return Ok(KernelInterface::Tracefs),
+        _ => {}
+    }
+    let function = match &spec.target {
+        Target::Kernel { function, .. } => function.clone(),
+        _ => String::new(),
+    };
+    let fentry = match Feature::Fentry.check() {
+        Status::Available { .. } => {
+            "fentry is available, but tracer cannot attach through it yet".to_string()
+        }
+        Status::Unavailable { reason, .. } => {
+            format!("fentry is not permitted either ({reason})")
+        }
+    };
+    let mut hints = Vec::new();
+    let alternatives = syscall_alternatives(fs, &function);
+    if !alternatives.is_empty() {
+        hints.push(format!(
+            "trace the syscalls that lead there instead: tracer probe {}",
+            alternatives.join(" ")
+        ));
+    }
+    hints.push("user-space functions (uprobe:PATH:SYMBOL) and tracepoints (CAT:NAME) work here; see `tracer features`".into());
+    Err(Error::Runtime {
+        message: format!("cannot probe kernel function '{function}': this kernel has no kprobes (built without CONFIG_KPROBES), and {fentry}"),
+        hints,
+    })
+}

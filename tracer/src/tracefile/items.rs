@@ -1,0 +1,190 @@
+//! Trace-file records -> timeline items (`tracer report`, `tracer record --live`): sources,
+//! symbol snapshots and task names are kept as they stream by.
+
+use std::collections::HashMap;
+
+use tracer_common::Event;
+
+use super::{Record, SourceKind};
+use crate::breakpoint;
+use crate::kernel::format::Value;
+use crate::output::timeline::{Item, Kind};
+use crate::probe;
+use crate::tracefile;
+
+/// Decodes records into timeline items: sources, symbol snapshots and task names are kept
+/// as they stream by.
+#[derive(Default)]
+pub struct ItemDecoder {
+    sources: HashMap<u32, tracefile::Source>,
+    /// BPF slot -> source id.
+    slots: HashMap<u32, u32>,
+    symbols: HashMap<(u32, u64), tracefile::Symbol>,
+    comms: HashMap<u32, String>,
+    /// The last value seen per watch source.
+    last: HashMap<u32, Option<u64>>,
+}
+
+fn comm_of(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+impl ItemDecoder {
+    fn comm(&self, tid: u32) -> String {
+        self.comms.get(&tid).cloned().unwrap_or_default()
+    }
+
+    /// The timeline item of a record (`None` for descriptions, which are kept).
+    pub fn item(&mut self, record: Record) -> Option<Item> {
+        match record {
+            Record::Source(source) => {
+                match &source.what {
+                    SourceKind::Probe { slot, .. } => {
+                        self.slots.insert(*slot, source.id);
+                    }
+                    SourceKind::Watch { slot, initial, .. } => {
+                        self.slots.insert(*slot, source.id);
+                        self.last.insert(source.id, *initial);
+                    }
+                    SourceKind::Counter { .. } => {}
+                }
+                self.sources.insert(source.id, source);
+                None
+            }
+            Record::Symbol(s) => {
+                self.symbols.insert((s.pid, s.addr), s);
+                None
+            }
+            Record::Event(e) => self.event(&e),
+            Record::Sample(s) => Some(Item {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                pid: s.pid,
+                tid: s.tid,
+                comm: self.comm(s.tid),
+                source: (self.sources.get(&s.source))
+                    .map_or_else(|| format!("counter#{}", s.source), |c| c.name.clone()),
+                kind: Kind::Sample,
+                args: vec![("period".into(), Value::Uint(s.period))],
+                ret: None,
+                errno: None,
+            }),
+            Record::Switch(s) => Some(Item {
+                time_ns: s.time_ns,
+                cpu: s.cpu,
+                pid: s.pid,
+                tid: s.tid,
+                comm: self.comm(s.tid),
+                source: if s.out {
+                    "sched:switch-out"
+                } else {
+                    "sched:switch-in"
+                }
+                .into(),
+                kind: Kind::Switch,
+                args: if s.out {
+                    vec![("preempted".into(), Value::Word(s.preempted.to_string()))]
+                } else {
+                    Vec::new()
+                },
+                ret: None,
+                errno: None,
+            }),
+            Record::Task(t) => {
+                let (source, args) = match t.what {
+                    tracefile::TaskWhat::Comm => {
+                        let name = comm_of(&t.comm);
+                        self.comms.insert(t.tid, name.clone());
+                        ("task:comm", vec![("comm".into(), Value::Str(name))])
+                    }
+                    tracefile::TaskWhat::Fork => {
+                        if let Some(parent) = self.comms.get(&t.ptid).cloned() {
+                            self.comms.entry(t.tid).or_insert(parent);
+                        }
+                        (
+                            "task:fork",
+                            vec![
+                                ("parent_pid".into(), Value::Uint(t.ppid.into())),
+                                ("parent_tid".into(), Value::Uint(t.ptid.into())),
+                            ],
+                        )
+                    }
+                    tracefile::TaskWhat::Exit => ("task:exit", Vec::new()),
+                };
+                Some(Item {
+                    time_ns: t.time_ns,
+                    cpu: t.cpu,
+                    pid: t.pid,
+                    tid: t.tid,
+                    comm: self.comm(t.tid),
+                    source: source.into(),
+                    kind: Kind::Task,
+                    args,
+                    ret: None,
+                    errno: None,
+                })
+            }
+            Record::Meta(_) | Record::Stats(_) | Record::End | Record::Unknown(_) => None,
+        }
+    }
+
+    fn event(&mut self, e: &Event) -> Option<Item> {
+        let comm = comm_of(&e.comm);
+        if !comm.is_empty() {
+            self.comms.insert(e.tid(), comm.clone());
+        }
+        let id = *self.slots.get(&e.slot)?;
+        let source = self.sources.get(&id)?;
+        let mut item = Item {
+            time_ns: e.time_ns,
+            cpu: e.cpu,
+            pid: e.pid(),
+            tid: e.tid(),
+            comm,
+            source: source.name.clone(),
+            kind: Kind::Probe,
+            args: Vec::new(),
+            ret: None,
+            errno: None,
+        };
+        match &source.what {
+            SourceKind::Probe { decoder, .. } => {
+                if matches!(decoder, probe::Decoder::Return { .. }) {
+                    item.kind = Kind::Return;
+                }
+                let (args, ret, errno) = probe::decode(decoder, e);
+                item.args = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+                item.ret = ret;
+                item.errno = errno;
+            }
+            SourceKind::Watch { len, access, .. } => {
+                item.kind = Kind::Watch;
+                let ip = e.data[0];
+                // data[3] says whether the program could read the value after the access.
+                let new =
+                    (e.data[3] == 1 && access != "x").then(|| breakpoint::mask(e.data[2], *len));
+                let last = self.last.entry(id).or_default();
+                let old = *last;
+                if new.is_some() {
+                    *last = new;
+                }
+                let shown = |v: Option<u64>| v.map_or(Value::Missing, Value::Uint);
+                if access != "x" {
+                    item.args.push(("old".into(), shown(old)));
+                    item.args.push(("new".into(), shown(new)));
+                }
+                let at = match self.symbols.get(&(e.pid(), ip)) {
+                    Some(s) => match &s.source {
+                        Some(line) => format!("{} ({line})", s.at),
+                        None => s.at.clone(),
+                    },
+                    None => format!("{ip:#x}"),
+                };
+                item.args.push(("at".into(), Value::Word(at)));
+            }
+            SourceKind::Counter { .. } => return None,
+        }
+        Some(item)
+    }
+}
