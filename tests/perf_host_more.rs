@@ -588,7 +588,7 @@ fn tracepoint_samples_carry_every_requested_field() {
         let raw = s.raw.as_deref().expect("raw");
         // The raw trace entry; the u32 size plus the data are padded to 8 bytes.
         assert!(
-            raw.len() >= nr_at + 4 && (raw.len() + 4) % 8 == 0,
+            raw.len() >= nr_at + 4 && (raw.len() + 4).is_multiple_of(8),
             "{raw:?}"
         );
         let u16_at = |o: usize| u16::from_ne_bytes(raw[o..o + 2].try_into().unwrap());

@@ -486,6 +486,7 @@ fn list_shows_tracepoints_with_fields_and_binary_symbols() {
 }
 
 /// Peak RSS (KiB) of `tracer ARGS`, from wait4's rusage.
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, which also reads its rusage
 fn peak_rss_kib(args: &[&str]) -> i64 {
     let child = Command::new(common::tracer_bin())
         .args(args)

@@ -45,19 +45,6 @@ pub struct Watch {
     _events: Vec<perf::Event>,
 }
 
-pub fn bp_type(kind: WatchType) -> Result<BreakpointType, Error> {
-    match kind {
-        WatchType::W => Ok(BreakpointType::Write),
-        WatchType::Rw => Ok(BreakpointType::ReadWrite),
-        WatchType::X => Ok(BreakpointType::Execute),
-        WatchType::R if cfg!(target_arch = "x86_64") => Err(usage(
-            "x86 has no read-only watchpoints".into(),
-            "watch reads and writes with -t rw (a read then shows the value unchanged)",
-        )),
-        WatchType::R => Ok(BreakpointType::Read),
-    }
-}
-
 pub fn kind_name(kind: BreakpointType) -> &'static str {
     match kind {
         BreakpointType::Write => "writes",

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 pub use crate::breakpoint::WatchType;
 use crate::output::events::Format;
 pub use crate::probe::KprobeInterface;
+pub use crate::session::Transport;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -97,7 +98,7 @@ pub struct ProbeArgs {
     #[arg(short, long, value_name = "N")]
     pub count: Option<u64>,
     /// Stop after SECS seconds.
-    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
@@ -143,7 +144,7 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
     /// With --count-by/--sum/--hist: print and reset the counts every SECS seconds.
-    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub interval: Option<Duration>,
     /// How kernel functions are probed (tests use it to exercise the fallback).
     #[arg(long, value_enum, hide = true)]
@@ -151,15 +152,6 @@ pub struct ProbeArgs {
     /// Start COMMAND and trace only it and its children; stop when it exits.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-}
-
-/// Where the BPF programs write events for tracer to read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Transport {
-    /// `PERF_COUNT_SW_BPF_OUTPUT` rings, one per CPU (`bpf_perf_event_output`).
-    Perf,
-    /// One `BPF_MAP_TYPE_RINGBUF` shared by every CPU (`bpf_ringbuf_output`).
-    Ringbuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -189,7 +181,7 @@ pub struct WatchArgs {
     #[arg(short, long, value_name = "N")]
     pub count: Option<u64>,
     /// Stop after SECS seconds.
-    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
@@ -242,10 +234,10 @@ pub struct LatencyArgs {
     #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
     /// Print and reset the histograms every SECS seconds.
-    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub interval: Option<Duration>,
     /// Stop after SECS seconds.
-    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     /// Only this process.
     #[arg(short, long)]
@@ -411,7 +403,7 @@ pub struct RecordArgs {
     #[arg(short, long)]
     pub pid: Option<u32>,
     /// Stop after SECS seconds.
-    #[arg(short, long, value_name = "SECS", value_parser = crate::plan::parse_seconds)]
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
     /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
@@ -419,7 +411,7 @@ pub struct RecordArgs {
     pub ring_pages: Option<usize>,
     /// How long a record may trail a later-stamped one on another CPU and still be put in
     /// order (e.g. 10ms).
-    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = crate::plan::parse_duration_ns)]
+    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = crate::units::parse_duration_ns)]
     pub reorder_window: u64,
     /// Also print the timeline as it is recorded, as `tracer report` would.
     #[arg(long)]

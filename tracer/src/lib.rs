@@ -12,11 +12,11 @@ pub mod launch;
 pub mod output;
 pub mod perf;
 pub mod plan;
-pub mod plan_stat;
 pub mod probe;
 pub mod session;
 pub mod stacks;
 pub mod tracefile;
+pub mod units;
 
 use std::io;
 

@@ -1,4 +1,5 @@
-//! `tracer probe`: kernel functions, user functions and tracepoints, one typed line per hit.
+//! `tracer probe`: kernel functions, user functions and tracepoints, one typed line per hit, or
+//! counted in the kernel (`--count-by/--sum/--hist`).
 //!
 //! Each probe opens one perf event (pid -1, CPU 0: a probe's BPF program runs for every hit
 //! anyway) and attaches its own program slot with `PERF_EVENT_IOC_SET_BPF`; the pid, tid,
@@ -8,19 +9,18 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use tracer_common::{AggKey, AggValue, Event, TRACK_PENDING};
+use tracer_common::{AggKey, AggValue, Event};
 
-use crate::bpf::{Bpf, RingBufSize, Sizing};
-use crate::cli::{ProbeArgs, Transport};
+use crate::bpf::{Bpf, Sizing};
+use crate::cli::ProbeArgs;
 use crate::kernel::tracefs::Tracefs;
-use crate::launch;
 use crate::output::events::{Decoded, EventWriter, Format as OutputFormat};
-use crate::perf::Wakeup;
-use crate::plan::{self, Aggregation, ProbePlan};
+use crate::output::summary::{self, Banner, Summary, Table};
+use crate::plan::{self, Aggregation, ProbePlan, ProbeSpec};
 use crate::probe::aggregate::{self, Counted};
 use crate::probe::values::Values;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
-use crate::session::{End, EventLoop, OutputRings, Sink};
+use crate::session::{self, End, Hold, Outcome, OutputRings, Session, Sink, Transport};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
@@ -28,131 +28,122 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let plan = plan::probe_plan(&args)?;
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.specs, &fs)?;
-
     // Fork the command (held before exec) before any thread exists.
-    let mut launched = match plan.command.is_empty() {
-        true => None,
-        false => Some(launch::launch(&plan.command)?),
-    };
+    let mut session = Session::start(&plan.command, None, Hold::BeforeExec)?;
+    let rename = probe::rename_tracepoint(&fs);
+    let options = attach_options(&plan, session.is_launched());
+    let mut bpf = Bpf::load_with(sizing(&plan, &options, &specs, rename.is_some()))?;
+    let mut rings = OutputRings::for_transport(
+        &mut bpf,
+        plan.transport,
+        plan.ring_pages,
+        plan.wakeup_events,
+    )?;
+    // Before any probe: raw tracepoint slots run from their attach on.
+    session.cache_comms(&mut bpf, rename)?;
+    let probes = Attacher::new(&fs, options).attach_all(&mut bpf, &specs)?;
+    session.follow(&mut bpf, &fs)?;
+    let banner = banner(&plan, &probes, session.whom());
+    session.begin(&banner)?;
+    for probe in &probes {
+        probe.enable()?;
+    }
+    let start_ns = session::monotonic_ns();
+    match &plan.aggregation {
+        Some(agg) => count(session, &bpf, &probes, agg, &plan, &rings),
+        None => stream(session, &bpf, probes, &plan, &mut rings, start_ns),
+    }
+}
+
+/// What every probe of the run shares: the filters (tracer's own work is never reported; a
+/// `-- COMMAND` is followed in BPF), stacks and aggregation.
+fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
     let mut base = plan.filter;
-    // tracer's own work (reading formats, draining rings) is never reported.
     base.exclude_tgid = std::process::id();
-    if launched.is_some() {
+    if launched {
         base.flags |= tracer_common::SLOT_FILTER_TRACKED;
     }
-    // The comm of each hit comes from a per-CPU cache, kept right by a program on
-    // task:task_rename (every kernel tracer supports has it; without it, the helper each time).
-    let rename_tracepoint = fs.tracepoint_id("task", "task_rename").ok();
-    // Counted hits of one task in a row on one CPU are added up in a per-CPU run first, kept
-    // right by the same program (and the tracking programs, which also move the generation).
-    let comm_cache = match (rename_tracepoint, &plan.aggregation) {
-        (Some(_), Some(_)) => tracer_common::USES_COMM_CACHE | tracer_common::USES_RUN_COUNT,
-        (Some(_), None) => tracer_common::USES_COMM_CACHE,
-        (None, _) => 0,
-    };
-    let options = AttachOptions {
+    AttachOptions {
         base,
         pid: (plan.filter.tgid != 0).then_some(plan.filter.tgid),
         kprobe_interface: plan.kprobe_interface,
         stack: plan.stack,
         aggregation: plan.aggregation.as_ref(),
+    }
+}
+
+/// The BPF object's maps and reachable code for this run. The comm of each hit comes from a
+/// per-CPU cache when the rename tracepoint exists; counted hits of one task in a row on one
+/// CPU are added up in a per-CPU run first (both kept right by the same program).
+fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache: bool) -> Sizing {
+    let caches = match (cache, &plan.aggregation) {
+        (true, Some(_)) => tracer_common::USES_COMM_CACHE | tracer_common::USES_RUN_COUNT,
+        (true, None) => tracer_common::USES_COMM_CACHE,
+        (false, _) => 0,
     };
-    let mut bpf = Bpf::load_with(Sizing {
+    Sizing {
         stacks: plan.stack.is_some() || options.stack_keys(),
         counts: plan.aggregation.is_some(),
         latency: false,
-        uses: options.uses(&specs) | comm_cache,
-        ringbuf: ringbuf_size(&plan),
-    })?;
-    let mut rings = match plan.transport {
-        Transport::Ringbuf => OutputRings::open_ringbuf(&mut bpf)?,
-        Transport::Perf => {
-            let wakeup = match plan.wakeup_events {
-                Some(n) => Wakeup::Events(n),
-                // Wake the reader when a quarter of the ring is full; a 100 ms tick drains the
-                // rest.
-                None => crate::session::quarter_full(plan.ring_pages),
-            };
-            OutputRings::open(&mut bpf, plan.ring_pages, wakeup)?
-        }
-    };
-    // Before any probe: raw tracepoint slots run from their attach on, and a rename the cache's
-    // program missed would leave a stale name cached.
-    let _comm_cache = match rename_tracepoint {
-        Some(id) => Some(probe::start_comm_cache(&mut bpf, id)?),
-        None => None,
-    };
-    let probes = Attacher::new(&fs, options).attach_all(&mut bpf, &specs)?;
-    // `-- COMMAND`: follow the command's process tree, from its exec on.
-    let mut _tracking = Vec::new();
-    if let Some(child) = launched.as_mut() {
-        _tracking = probe::start_tracking(&mut bpf, &fs)?;
-        bpf.track(child.pid(), TRACK_PENDING)?;
+        uses: options.uses(specs) | caches,
+        ringbuf: (plan.transport == Transport::Ringbuf)
+            .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
     }
+}
 
-    let event_loop = EventLoop::new()?;
-    for probe in &probes {
-        probe.enable()?;
-    }
-    let start_ns = crate::session::monotonic_ns();
+fn banner(plan: &ProbePlan, probes: &[Probe], whom: Option<String>) -> Banner {
     let names: Vec<&str> = probes.iter().map(|p| p.name.as_str()).collect();
-    let what = if names.len() == 1 {
-        names[0].to_string()
-    } else {
-        format!("{} probes ({})", names.len(), names.join(", "))
-    };
-    let verb = match plan.aggregation {
-        Some(_) => "Counting",
-        None => "Tracing",
-    };
-    match &launched {
-        Some(_) => eprintln!(
-            "{verb} {what} in `{}`... Hit Ctrl-C to end.",
-            plan.command.join(" ")
-        ),
-        None => eprintln!("{verb} {what}... Hit Ctrl-C to end."),
+    Banner {
+        verb: match plan.aggregation {
+            Some(_) => "Counting",
+            None => "Tracing",
+        },
+        what: match names.as_slice() {
+            [one] => one.to_string(),
+            _ => format!("{} probes ({})", names.len(), names.join(", ")),
+        },
+        whom,
+        detail: None,
     }
-    if let Some(agg) = &plan.aggregation {
-        return run_counts(bpf, &probes, agg, &plan, launched, event_loop, &rings);
-    }
-    let mut writer = EventWriter::new(
-        std::io::BufWriter::new(std::io::stdout().lock()),
-        plan.output,
-        start_ns,
-    );
-    // Flushed before the command runs: it writes to the same terminal.
-    writer
-        .header()
-        .and_then(|()| writer.flush())
-        .map_err(Error::Output)?;
-    if let Some(child) = launched.as_mut() {
-        child.release()?;
-    }
+}
 
-    let started = Instant::now();
+/// Streams every hit as a line (or JSON object), then the per-probe summary.
+fn stream(
+    mut session: Session,
+    bpf: &Bpf,
+    probes: Vec<Probe>,
+    plan: &ProbePlan,
+    rings: &mut OutputRings,
+    start_ns: u64,
+) -> Result<i32, Error> {
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut writer = EventWriter::new(out, plan.output, start_ns);
+    // Flushed before the command runs: it writes to the same terminal.
+    (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
     let mut state = LoopState {
-        probes: probes
-            .into_iter()
+        probes: (probes.into_iter())
             .map(|probe| Streamed {
                 probe,
                 delivered: 0,
                 faults: 0,
             })
             .collect(),
-        rings: &mut rings,
+        rings,
         writer: &mut writer,
-        bpf: &bpf,
+        bpf,
         count: plan.count,
         delivered: 0,
         reported_lost: 0,
-        started,
+        started: Instant::now(),
         hinted: false,
         symbolizer: Symbolizer::default(),
     };
     let ring_fds = state.rings.raw_fds();
-    let end = event_loop.run(&mut state, ring_fds, launched.as_mut(), plan.duration)?;
-    let elapsed = started.elapsed();
-    summary(&state, &bpf, elapsed, &end, &plan)?;
+    let mut outcome = session.run(&mut state, ring_fds, plan.duration)?;
+    if state.count.is_some_and(|n| state.delivered >= n) {
+        outcome.end = End::Count;
+    }
+    stream_summary(&state, &outcome, plan)?.print();
     let (_, lost) = bpf.stats()?;
     if plan.fail_on_loss && lost > 0 {
         return Err(Error::Runtime {
@@ -160,51 +151,24 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
             hints: vec![format!("raise --ring-pages (now {})", plan.ring_pages)],
         });
     }
-    Ok(match end {
-        End::CommandExited(code) => code,
-        _ => 0,
-    })
-}
-
-/// The BPF ring buffer of `--transport ringbuf`: `--ring-pages` pages, waking the reader when
-/// a quarter is full, or with `--wakeup-events N` once N events' worth of bytes (counted at the
-/// size of an event without a string) are waiting.
-fn ringbuf_size(plan: &ProbePlan) -> Option<RingBufSize> {
-    if plan.transport != Transport::Ringbuf {
-        return None;
-    }
-    let bytes = plan.ring_pages * crate::perf::sys::page_size();
-    let wakeup_bytes = match plan.wakeup_events {
-        Some(n) => u64::from(n) * Event::SHORT_SIZE as u64,
-        None => bytes as u64 / 4,
-    };
-    Some(RingBufSize {
-        bytes: bytes as u32,
-        // 0 would mean the perf rings to the programs.
-        wakeup_bytes: wakeup_bytes.max(1),
-    })
+    Ok(outcome.exit_code())
 }
 
 /// The rest of a `--count-by`/`--sum`/`--hist` run: nothing is streamed; the counts are read
 /// every interval and at the end, then a summary of hits and of hits that could not be
 /// counted (map full).
-fn run_counts(
-    bpf: Bpf,
+fn count(
+    mut session: Session,
+    bpf: &Bpf,
     probes: &[Probe],
     agg: &Aggregation,
     plan: &ProbePlan,
-    mut launched: Option<launch::Launched>,
-    event_loop: EventLoop,
     rings: &OutputRings,
 ) -> Result<i32, Error> {
-    if let Some(child) = launched.as_mut() {
-        child.release()?;
-    }
     let started = Instant::now();
     let mut sink = CountSink {
-        bpf: &bpf,
-        probes: probes
-            .iter()
+        bpf,
+        probes: (probes.iter())
             .map(|p| Counted {
                 name: &p.name,
                 slot: &p.slot,
@@ -220,41 +184,34 @@ fn run_counts(
         intervals: 0,
         previous: Default::default(),
     };
-    let end = event_loop.run(&mut sink, rings.raw_fds(), launched.as_mut(), plan.duration)?;
+    let outcome = session.run(&mut sink, rings.raw_fds(), plan.duration)?;
     sink.print(false)?;
-    let stacks = sink.symbolizer.summary();
-    drop(sink);
-    let why = end_reason(&end, started.elapsed(), 0);
     let (hits, failed) = bpf.stats()?;
-    eprintln!(
-        "\n{hits} hits counted in the kernel in {:.2} s, {why}; {failed} not counted",
-        started.elapsed().as_secs_f64()
-    );
+    let mut notes = Vec::new();
     if failed > 0 {
-        eprintln!(
+        notes.push(format!(
             "not counted: the count map holds {} keys; use fewer or coarser --count-by keys, or -I to empty it each interval",
             tracer_common::AGG_ENTRIES
-        );
+        ));
     }
-    if let Some(line) = stacks {
-        eprintln!("stacks: {line}");
+    notes.extend(
+        sink.symbolizer
+            .summary()
+            .map(|line| format!("stacks: {line}")),
+    );
+    Summary {
+        count: hits,
+        unit: "hits counted in the kernel".into(),
+        seconds: outcome.elapsed.as_secs_f64(),
+        why: outcome.why(0, "events"),
+        tail: format!("{failed} not counted"),
+        table: None,
+        notes,
     }
-    Ok(match end {
-        End::CommandExited(code) => code,
-        _ => 0,
-    })
+    .print();
+    Ok(outcome.exit_code())
 }
 
-/// Why a run ended, for its summary line.
-fn end_reason(end: &End, elapsed: Duration, events: u64) -> String {
-    match end {
-        End::Interrupted => "interrupted".to_string(),
-        End::Duration => format!("after {:.1} s (-d)", elapsed.as_secs_f64()),
-        End::Count => format!("after {events} events (-c)"),
-        End::CommandExited(code) => format!("command exited with status {code}"),
-        End::TargetGone => "the target is gone".to_string(),
-    }
-}
 /// A probe and what the streamed run printed of it.
 struct Streamed {
     probe: Probe,
@@ -285,7 +242,7 @@ impl<W: std::io::Write> Sink for LoopState<'_, W> {
         self.report_losses()?;
         if !self.hinted && self.started.elapsed() > Duration::from_secs(3) {
             self.hinted = true;
-            no_hit_hints(self);
+            self.no_hit_hints();
         }
         Ok(false)
     }
@@ -296,10 +253,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
     fn report_losses(&mut self) -> Result<(), Error> {
         let (_, lost) = self.bpf.stats()?;
         if lost > self.reported_lost {
-            eprintln!(
+            summary::note(format!(
                 "lost {} events (ring full): raise --ring-pages",
                 lost - self.reported_lost
-            );
+            ));
             self.reported_lost = lost;
         }
         Ok(())
@@ -314,10 +271,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
             if self.count.is_some_and(|n| self.delivered >= n) {
                 break;
             }
-            let Some(streamed) = self
-                .probes
-                .iter_mut()
-                .find(|p| p.probe.slot.id == event.slot)
+            let Some(streamed) = (self.probes.iter_mut()).find(|p| p.probe.slot.id == event.slot)
             else {
                 continue;
             };
@@ -327,95 +281,97 @@ impl<W: std::io::Write> LoopState<'_, W> {
             let probe = &streamed.probe;
             let (args, ret, errno) = probe::decode(&probe.decoder, event);
             let stacks = self.symbolizer.stacks(self.bpf, event)?;
-            self.writer
-                .write(&Decoded {
-                    event,
-                    probe: &probe.name,
-                    args,
-                    ret,
-                    errno,
-                    stacks,
-                })
-                .map_err(Error::Output)?;
+            let decoded = Decoded {
+                event,
+                probe: &probe.name,
+                args,
+                ret,
+                errno,
+                stacks,
+            };
+            self.writer.write(&decoded).map_err(Error::Output)?;
         }
         self.writer.flush().map_err(Error::Output)?;
         Ok(self.count.is_some_and(|n| self.delivered >= n))
     }
-}
-/// One hint per kernel probe that has not fired in its first seconds.
-fn no_hit_hints<W: std::io::Write>(state: &LoopState<'_, W>) {
-    let bpf = state.bpf;
-    for probe in state.probes.iter().map(|s| &s.probe) {
-        let Some(function) = &probe.kernel_function else {
-            continue;
-        };
-        if bpf
-            .slot_stats(&probe.slot)
-            .map(|(hits, _)| hits)
-            .unwrap_or(1)
-            == 0
-        {
-            eprintln!(
-                "hint: {} has not fired in 3 s: the function may be inlined into its callers on this kernel{}",
-                probe.name,
-                if function == "do_sys_open" { "; try do_sys_openat2" } else { "; try its callers" }
-            );
+
+    /// One hint per kernel probe that has not fired in its first seconds.
+    fn no_hit_hints(&self) {
+        for probe in self.probes.iter().map(|s| &s.probe) {
+            let Some(function) = &probe.kernel_function else {
+                continue;
+            };
+            let hits = self.bpf.slot_stats(&probe.slot).map_or(1, |(hits, _)| hits);
+            if hits == 0 {
+                summary::note(format!(
+                    "hint: {} has not fired in 3 s: the function may be inlined into its callers on this kernel{}",
+                    probe.name,
+                    if function == "do_sys_open" { "; try do_sys_openat2" } else { "; try its callers" }
+                ));
+            }
         }
     }
 }
 
-fn summary<W: std::io::Write>(
+/// Events printed, hits and losses per probe, stacks resolved, failed member reads, and the
+/// losses per CPU with the flag that fixes them.
+fn stream_summary<W: std::io::Write>(
     state: &LoopState<'_, W>,
-    bpf: &Bpf,
-    elapsed: Duration,
-    end: &End,
+    outcome: &Outcome,
     plan: &ProbePlan,
-) -> Result<(), Error> {
+) -> Result<Summary, Error> {
+    let bpf = state.bpf;
     let (_, lost) = bpf.stats()?;
-    let count_reached = state.count.is_some_and(|n| state.delivered >= n);
-    let why = match count_reached {
-        true => format!("after {} events (-c)", state.delivered),
-        false => end_reason(end, elapsed, state.delivered),
+    let mut table = Table {
+        header: ["PROBE", "HITS", "PRINTED", "LOST"]
+            .map(String::from)
+            .to_vec(),
+        rows: Vec::new(),
+        widths: vec![10, 10, 8],
     };
-    eprintln!(
-        "\n{} events in {:.2} s, {why}; {lost} lost",
-        state.delivered,
-        elapsed.as_secs_f64(),
-    );
-    eprintln!(
-        "{:<40} {:>10} {:>10} {:>8}",
-        "PROBE", "HITS", "PRINTED", "LOST"
-    );
     for s in &state.probes {
         let (hits, failed) = bpf.slot_stats(&s.probe.slot)?;
-        eprintln!(
-            "{:<40} {:>10} {:>10} {:>8}",
-            s.probe.name, hits, s.delivered, failed
+        let row = [s.probe.name.clone(), hits.to_string()];
+        table.rows.push(
+            [
+                row.to_vec(),
+                vec![s.delivered.to_string(), failed.to_string()],
+            ]
+            .concat(),
         );
     }
-    if let Some(line) = state.symbolizer.summary() {
-        eprintln!("stacks: {line}");
-    }
+    let mut notes: Vec<String> = state
+        .symbolizer
+        .summary()
+        .map(|l| format!("stacks: {l}"))
+        .into_iter()
+        .collect();
     for s in state.probes.iter().filter(|p| p.faults > 0) {
-        eprintln!(
+        notes.push(format!(
             "{}: {} struct member reads failed (bad or paged-out pointers), printed as ?",
             s.probe.name, s.faults
-        );
+        ));
     }
     if lost > 0 {
-        let per_cpu: Vec<String> = bpf
-            .lost_per_cpu()?
-            .iter()
+        let per_cpu: Vec<String> = (bpf.lost_per_cpu()?.iter())
             .filter(|(_, n)| *n > 0)
             .map(|(c, n)| format!("CPU {c}: {n}"))
             .collect();
-        eprintln!(
+        notes.push(format!(
             "lost per CPU: {}; raise --ring-pages (now {}) or trace fewer events",
             per_cpu.join(", "),
             plan.ring_pages
-        );
+        ));
     }
-    Ok(())
+    Ok(Summary {
+        count: state.delivered,
+        unit: "events".into(),
+        seconds: outcome.elapsed.as_secs_f64(),
+        why: outcome.why(state.delivered, "events"),
+        tail: format!("{lost} lost"),
+        table: Some(table),
+        notes,
+    })
 }
 
 /// The event loop's sink in aggregation mode: nothing is streamed; reports are printed every
@@ -445,32 +401,32 @@ impl<W: Write> CountSink<'_, W> {
             &mut self.previous,
         )?;
         let at = self.started.elapsed().as_secs_f64();
-        match self.format {
+        let text = match self.format {
             OutputFormat::Text => {
+                let mut text = String::new();
                 if self.agg.interval.is_some() {
                     let what = if interval {
                         "interval"
                     } else {
                         "last interval"
                     };
-                    writeln!(
-                        self.out,
-                        "--- {at:.2} s ({what} {}) ---",
-                        self.intervals + 1
-                    )
-                    .map_err(Error::Output)?;
+                    text = format!("--- {at:.2} s ({what} {}) ---\n", self.intervals + 1);
                 }
-                write!(self.out, "{}", report.text()).map_err(Error::Output)?;
+                text + &report.text()
             }
             OutputFormat::Json => {
                 let mut extra = serde_json::Map::new();
                 extra.insert("time_s".into(), at.into());
                 extra.insert("interval".into(), (self.intervals + 1).into());
-                writeln!(self.out, "{}", report.json(extra)).map_err(Error::Output)?;
+                format!("{}\n", report.json(extra))
             }
-        }
+        };
         self.intervals += 1;
-        self.out.flush().map_err(Error::Output)
+        (self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush()))
+        .map_err(Error::Output)
     }
 }
 

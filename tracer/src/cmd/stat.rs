@@ -23,7 +23,7 @@ use crate::output::stat::{
 use crate::perf::attr::{flag, format, CacheOp, CacheResult, Hardware, Software};
 use crate::perf::{self, pmu::Pmus, Event, EventKind, Options, Scope};
 use crate::plan;
-use crate::plan_stat::{self, Aggregation, Destination, EventSpec, Source, StatPlan, Target};
+use crate::plan::stat::{Aggregation, Destination, EventSpec, Source, StatPlan, Target};
 use crate::Error;
 
 /// One counter to open: an event resolved against this kernel.
@@ -88,7 +88,7 @@ const NOT_SUPPORTED: [i32; 6] = [
 ];
 
 pub fn run(args: StatArgs) -> Result<i32, Error> {
-    let plan = plan_stat::stat_plan(&args)?;
+    let plan = plan::stat::stat_plan(&args)?;
     let mut legacy = Vec::new();
     let counters = resolve(&plan, &mut legacy)?;
     let mut out = open_destination(&plan.destination)?;
@@ -118,7 +118,7 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     let mut rusage = None;
     let mut status = 0;
     for _ in 0..plan.repeat {
-        let outcome = state.run_once(runtime, &mut signals)?;
+        let outcome = state.run_once(runtime, signals)?;
         if state.plan.interval.is_none() {
             let (run_slots, values) = slot_readings(&plan, &outcome.places, &outcome.readings);
             if tallies.is_empty() {
@@ -941,7 +941,7 @@ fn resolve(plan: &StatPlan, legacy: &mut Vec<LegacyKprobe>) -> Result<Vec<Counte
             );
             let mut flags = spec.modifiers.flags();
             // perf counts hardware events on the host only unless G/H/u say otherwise.
-            if hardware && spec.modifiers == plan_stat::Modifiers::default() {
+            if hardware && spec.modifiers == plan::stat::Modifiers::default() {
                 flags |= flag::EXCLUDE_GUEST;
             }
             counters.push(Counter {
@@ -1090,7 +1090,7 @@ fn resolve_one(
 fn encode_pmu(
     pmus: &Pmus,
     pmu: &perf::pmu::Pmu,
-    terms: &[plan_stat::PmuTerm],
+    terms: &[plan::stat::PmuTerm],
     event: &str,
 ) -> Result<([u64; 3], String, f64), Error> {
     let mut words = [0u64; 3];
@@ -1131,7 +1131,7 @@ fn encode_pmu(
                 })?;
                 for part in alias.trim().split(',').filter(|p| !p.is_empty()) {
                     let (key, value) = part.split_once('=').unwrap_or((part, "1"));
-                    let value = plan_stat::parse_number(value).ok_or_else(|| Error::Runtime {
+                    let value = plan::stat::parse_number(value).ok_or_else(|| Error::Runtime {
                         message: format!("cannot parse {}/{name}: '{part}'", events_dir.display()),
                         hints: Vec::new(),
                     })?;

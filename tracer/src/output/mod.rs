@@ -4,10 +4,13 @@ pub mod counts;
 pub mod events;
 pub mod features;
 pub mod hist;
+pub mod latency;
 pub mod perfetto;
 pub mod stack;
 pub mod stat;
+pub mod summary;
 pub mod timeline;
+pub mod watch;
 
 use std::io::Write;
 

@@ -72,7 +72,7 @@ impl Frame {
 }
 
 /// Prints stacks under an event line, one frame per line, indented like bcc's and perf's.
-pub fn write_text<W: Write>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
+pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
     for stack in stacks {
         match stack {
             Stack::Frames(frames) => {

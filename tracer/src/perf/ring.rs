@@ -151,7 +151,7 @@ pub fn drain_region(
         let start = (tail & mask) as usize;
         // Headers are 8-byte aligned and the area is a multiple of 8: a header never wraps.
         let size = Header::parse(&data[start..]).map_or(0, |h| h.size as usize);
-        if size < Header::SIZE || size as u64 > available || size % 8 != 0 {
+        if size < Header::SIZE || size as u64 > available || !size.is_multiple_of(8) {
             stats.corrupt = true;
             tail = head;
             break;

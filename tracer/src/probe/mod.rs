@@ -14,7 +14,7 @@ pub use attach::{AttachOptions, Attacher};
 pub use decode::{decode, DecodedValues};
 pub use expand::{expand, syscall_alternatives};
 pub use resolve::{event_kind, open_event, tracepoint_error, KprobeInterface, Opened};
-pub use tasks::{start_comm_cache, start_tracking};
+pub use tasks::{rename_tracepoint, start_comm_cache, start_tracking};
 
 use crate::bpf::Slot;
 use crate::kernel::format::Format;

@@ -61,3 +61,9 @@ pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, E
     }
     Ok(events)
 }
+
+/// The id of `task:task_rename`, whose program keeps the comm cache right; `None` without it
+/// (the programs then ask the helper for each hit's comm).
+pub fn rename_tracepoint(fs: &Tracefs) -> Option<u64> {
+    fs.tracepoint_id("task", "task_rename").ok()
+}

@@ -25,7 +25,7 @@ impl Rec {
     fn cstr(mut self, s: &str) -> Self {
         self.0.extend(s.as_bytes());
         self.0.push(0);
-        while self.0.len() % 8 != 0 {
+        while !self.0.len().is_multiple_of(8) {
             self.0.push(0);
         }
         self

@@ -1,5 +1,13 @@
 //! Raw command-line input -> validated plans. No side effects: every user-input check lives here.
 
+pub mod latency;
+pub mod record;
+pub mod stat;
+pub mod watch;
+
+pub use crate::units::{parse_duration_ns, parse_seconds};
+pub use watch::{parse_watch_target, WatchTarget};
+
 use std::fmt;
 
 use crate::Error;
@@ -100,7 +108,7 @@ const SPEC_HINT: &str = "probe specs: FUNC[+OFF], FUNC%return, kprobe:FUNC, kret
      kprobe:0xADDR, uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, \
      CAT:NAME or tracepoint:CAT:NAME (globs * and ? allowed in names)";
 
-fn parse_number(text: &str) -> Option<u64> {
+pub(crate) fn parse_number(text: &str) -> Option<u64> {
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => text.parse().ok(),
@@ -108,7 +116,7 @@ fn parse_number(text: &str) -> Option<u64> {
 }
 
 /// Kernel symbols and tracepoint names: C identifiers, plus `.` (e.g. `foo.isra.0`) and globs.
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 255
         && name
@@ -650,67 +658,6 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
     })
 }
 
-/// What `tracer watch` watches.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WatchTarget {
-    Address(u64),
-    /// `[FILE:]SYMBOL[+OFF]`: FILE is a path or a library name prefix (`libc`).
-    Symbol {
-        file: Option<String>,
-        name: String,
-        offset: u64,
-    },
-}
-
-impl fmt::Display for WatchTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WatchTarget::Address(addr) => write!(f, "{addr:#x}"),
-            WatchTarget::Symbol { file, name, offset } => {
-                if let Some(file) = file {
-                    write!(f, "{file}:")?;
-                }
-                write!(f, "{name}")?;
-                if *offset != 0 {
-                    write!(f, "+{offset:#x}")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Parses a watch target: `0xADDR`, `SYMBOL`, `SYMBOL+OFF`, `LIB:SYMBOL`.
-pub fn parse_watch_target(text: &str) -> Result<WatchTarget, Error> {
-    let hint =
-        "targets are 0xADDR, SYMBOL, SYMBOL+OFF or LIB:SYMBOL, e.g. `counter` or `libc.so.6:errno`";
-    if text.starts_with("0x") {
-        return parse_number(text)
-            .map(WatchTarget::Address)
-            .ok_or_else(|| usage(format!("invalid address '{text}'"), hint));
-    }
-    let (file, rest) = match text.rsplit_once(':') {
-        Some((file, rest)) if !file.is_empty() => (Some(file.to_string()), rest),
-        Some(_) => return Err(usage(format!("invalid watch target '{text}'"), hint)),
-        None => (None, text),
-    };
-    let (name, offset) = match rest.split_once('+') {
-        Some((name, off)) => (
-            name,
-            parse_number(off).ok_or_else(|| usage(format!("invalid offset in '{text}'"), hint))?,
-        ),
-        None => (rest, 0),
-    };
-    if !valid_name(name) || name.contains(['*', '?']) {
-        return Err(usage(format!("invalid symbol name '{name}'"), hint));
-    }
-    Ok(WatchTarget::Symbol {
-        file,
-        name: name.to_string(),
-        offset,
-    })
-}
-
 /// `did you mean: a, b` for the names most like `name`, if any are close.
 pub fn did_you_mean<'a>(
     name: &str,
@@ -718,41 +665,6 @@ pub fn did_you_mean<'a>(
 ) -> Option<String> {
     let similar = similar(name, candidates, 4);
     (!similar.is_empty()).then(|| format!("did you mean: {}", similar.join(", ")))
-}
-
-/// Parses a duration with a unit: `500ns`, `12us`, `10ms`, `1.5s` (nanoseconds).
-pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration like 10ms"))?;
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(format!("'{text}' needs a unit: ns, us, ms or s")),
-    };
-    let ns = value * scale;
-    if !ns.is_finite() || ns < 1.0 || ns > 1e18 {
-        return Err(format!("'{text}' is out of range"));
-    }
-    Ok(ns as u64)
-}
-
-/// Parses a duration in seconds (`5`, `0.5`).
-pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
-    let secs: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(format!("'{text}' is not a positive number of seconds"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 #[cfg(test)]
@@ -910,52 +822,5 @@ mod tests {
             vec!["do_sys_open", "do_sys_openat2"]
         );
         assert!(similar("zzzz", names, 3).is_empty());
-    }
-
-    #[test]
-    fn watch_targets() {
-        assert_eq!(
-            parse_watch_target("0x1000").unwrap(),
-            WatchTarget::Address(0x1000)
-        );
-        assert_eq!(
-            parse_watch_target("libc.so.6:errno+4").unwrap(),
-            WatchTarget::Symbol {
-                file: Some("libc.so.6".into()),
-                name: "errno".into(),
-                offset: 4
-            }
-        );
-        assert_eq!(
-            parse_watch_target("counter").unwrap().to_string(),
-            "counter"
-        );
-        for bad in ["0xzz", ":x", "a b", "c*", "x+q"] {
-            assert!(
-                matches!(parse_watch_target(bad), Err(Error::Usage { .. })),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ns("10ms"), Ok(10_000_000));
-        assert_eq!(parse_duration_ns("1.5us"), Ok(1_500));
-        assert_eq!(parse_duration_ns("2s"), Ok(2_000_000_000));
-        assert!(parse_duration_ns("10").is_err());
-        assert!(parse_duration_ns("ms").is_err());
-        assert!(parse_duration_ns("0ns").is_err());
-    }
-
-    #[test]
-    fn seconds() {
-        assert_eq!(
-            parse_seconds("1.5").unwrap(),
-            std::time::Duration::from_millis(1500)
-        );
-        assert!(parse_seconds("0").is_err());
-        assert!(parse_seconds("-1").is_err());
-        assert!(parse_seconds("x").is_err());
     }
 }

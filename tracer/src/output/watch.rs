@@ -1,0 +1,158 @@
+//! `tracer watch` output: one line (or JSON object) per hit, and the hits by thread and
+//! instruction of each watched location.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::events::Format;
+use super::stack::{self, Stack};
+
+/// One watchpoint hit, as printed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hit<'a> {
+    pub time_ns: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub target: &'a str,
+    pub addr: String,
+    pub old: Option<u64>,
+    pub new: Option<u64>,
+    pub ip: String,
+    pub at: String,
+    pub source: Option<String>,
+    /// What happened, for the text line: `1 -> 2`, `5 (unchanged)`, `executed`.
+    #[serde(skip)]
+    pub change: String,
+    #[serde(skip)]
+    pub stacks: Vec<Stack>,
+}
+
+/// The column header of streamed hits (text only).
+pub fn header(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<10} {:<3} {:<15} {:<16} WATCH",
+        "TIME(s)", "CPU", "PID/TID", "COMM"
+    )
+}
+
+impl Hit<'_> {
+    /// Writes the hit; `start_ns` is the run's start, for the text line's seconds.
+    pub fn write(&self, out: &mut dyn Write, format: Format, start_ns: u64) -> io::Result<()> {
+        match format {
+            Format::Text => {
+                let secs = self.time_ns.saturating_sub(start_ns) as f64 / 1e9;
+                let place = match &self.source {
+                    Some(line) => format!("{} ({line})", self.at),
+                    None => self.at.clone(),
+                };
+                writeln!(
+                    out,
+                    "{secs:<10.6} {:<3} {:<15} {:<16} {}: {} at {place}",
+                    self.cpu,
+                    format!("{}/{}", self.pid, self.tid),
+                    self.comm,
+                    self.target,
+                    self.change
+                )?;
+                stack::write_text(out, &self.stacks)
+            }
+            Format::Json => {
+                let mut line = serde_json::to_value(self).expect("a hit serializes");
+                if !self.stacks.is_empty() {
+                    line["stack"] = stack::json(&self.stacks);
+                }
+                writeln!(out, "{line}")
+            }
+        }
+    }
+}
+
+/// A watched location's hits by thread and by instruction.
+#[derive(Clone, Debug, Serialize)]
+pub struct Counts<'a> {
+    pub target: &'a str,
+    pub addr: String,
+    pub len: u64,
+    pub hits: u64,
+    pub threads: Vec<ThreadHits>,
+    pub at: Vec<PlaceHits>,
+    /// Streaming: the kernel's count of traps that passed the filters, next to the printed hits.
+    #[serde(skip)]
+    pub trapped: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadHits {
+    pub tid: u32,
+    pub hits: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PlaceHits {
+    pub ip: String,
+    pub at: String,
+    pub hits: u64,
+}
+
+impl Counts<'_> {
+    pub fn write(&self, out: &mut dyn Write, format: Format) -> io::Result<()> {
+        if format == Format::Json {
+            // Keys sorted, as every JSON line tracer prints.
+            let line = serde_json::to_value(self).expect("counts serialize");
+            return writeln!(out, "{line}");
+        }
+        let trapped = self
+            .trapped
+            .map_or(String::new(), |n| format!(" ({n} trapped in the kernel)"));
+        writeln!(
+            out,
+            "{} ({}/{}): {} hits{trapped}",
+            self.target, self.addr, self.len, self.hits
+        )?;
+        for t in &self.threads {
+            writeln!(out, "  thread {:<10} {:>10}", t.tid, t.hits)?;
+        }
+        for p in &self.at {
+            writeln!(out, "  at {:<40} {:>10}", p.at, p.hits)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_render_as_text_and_json() {
+        let counts = Counts {
+            target: "counter",
+            addr: "0x10".into(),
+            len: 8,
+            hits: 3,
+            threads: vec![ThreadHits { tid: 7, hits: 3 }],
+            at: vec![PlaceHits {
+                ip: "0x401000".into(),
+                at: "bump+0x4".into(),
+                hits: 3,
+            }],
+            trapped: Some(3),
+        };
+        let mut text = Vec::new();
+        counts.write(&mut text, Format::Text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "counter (0x10/8): 3 hits (3 trapped in the kernel)\n  thread 7                   3\n  at bump+0x4                                          3\n"
+        );
+        let mut json = Vec::new();
+        counts.write(&mut json, Format::Json).unwrap();
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            "{\"addr\":\"0x10\",\"at\":[{\"at\":\"bump+0x4\",\"hits\":3,\"ip\":\"0x401000\"}],\"hits\":3,\"len\":8,\"target\":\"counter\",\"threads\":[{\"hits\":3,\"tid\":7}]}\n"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! `tracer latency` input -> a latency plan: the start and end probes, how they are matched,
+//! the histogram's buckets, the outlier threshold, the target.
+
+use std::time::Duration;
+
+use tracer_common::{
+    LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
+};
+
+use super::{build_filter, parse_bare_spec, ProbeSpec, Target};
+use crate::cli::{LatencyArgs, LatencyBy};
+use crate::kernel::format::Format as RecordFormat;
+use crate::output::events::Format;
+use crate::stacks::Which;
+use crate::units::parse_duration_ns;
+use crate::Error;
+
+fn usage(message: String, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+/// A validated `tracer latency`.
+#[derive(Clone, Debug)]
+pub struct LatencyPlan {
+    pub start: ProbeSpec,
+    pub end: ProbeSpec,
+    /// `--key`: the names read at the start and at the end (resolved once the probes are open).
+    pub key: Option<String>,
+    /// `LAT_BY_*`.
+    pub by: u32,
+    pub linear_step: Option<u64>,
+    pub slower_than: Option<u64>,
+    pub stack: Option<Option<Which>>,
+    pub interval: Option<Duration>,
+    pub duration: Option<Duration>,
+    pub pid: Option<u32>,
+    pub filter: tracer_common::SlotConfig,
+    pub output: Format,
+    pub command: Vec<String>,
+}
+
+/// Every check of `tracer latency`'s input, before anything is opened.
+pub fn latency_plan(args: &LatencyArgs) -> Result<LatencyPlan, Error> {
+    let (start, end) = pair(args)?;
+    if args.pid.is_some() && !args.command.is_empty() {
+        return Err(usage(
+            "--pid and -- COMMAND cannot be combined".into(),
+            "measure a running process or a command",
+        ));
+    }
+    let filter = build_filter(
+        args.pid,
+        None,
+        args.comm.as_deref(),
+        args.cpus.as_deref(),
+        args.cgroup.as_deref(),
+    )?;
+    let duration = |text: &Option<String>, example: &str| {
+        (text.as_deref().map(parse_duration_ns).transpose()).map_err(|e| usage(e, example))
+    };
+    let linear_step = duration(&args.linear, "e.g. --linear 1ms")?;
+    let slower_than = duration(&args.slower_than, "e.g. --slower-than 10ms")?;
+    if args.stack.is_some() && slower_than.is_none() {
+        return Err(usage(
+            "-s prints the stacks of outliers: it needs --slower-than".into(),
+            "e.g. --slower-than 10ms -s",
+        ));
+    }
+    Ok(LatencyPlan {
+        start,
+        end,
+        key: args.key.clone(),
+        by: match args.by {
+            None => LAT_BY_NONE,
+            Some(LatencyBy::Comm) => LAT_BY_COMM,
+            Some(LatencyBy::Pid) => LAT_BY_PID,
+            Some(LatencyBy::Tid) => LAT_BY_TID,
+            Some(LatencyBy::Cpu) => LAT_BY_CPU,
+        },
+        linear_step,
+        slower_than,
+        stack: args.stack,
+        interval: args.interval,
+        duration: args.duration,
+        pid: args.pid,
+        filter,
+        output: args.output,
+        command: args.command.clone(),
+    })
+}
+
+/// The start and end probes of what is measured.
+fn pair(args: &LatencyArgs) -> Result<(ProbeSpec, ProbeSpec), Error> {
+    match (&args.target, &args.from, &args.to) {
+        (Some(target), None, None) => {
+            let spec = parse_bare_spec(target, "latency")?;
+            match spec.target {
+                Target::Kernel { .. } | Target::User { .. } if !spec.ret => {
+                    let exit = ProbeSpec { ret: true, ..spec.clone() };
+                    Ok((spec, exit))
+                }
+                _ => Err(usage(
+                    format!("'{target}' is not a function"),
+                    "give a kernel function (FUNC) or uprobe:PATH:SYMBOL, or a pair with --from SPEC --to SPEC",
+                )),
+            }
+        }
+        (None, Some(from), Some(to)) => Ok((
+            parse_bare_spec(from, "latency")?,
+            parse_bare_spec(to, "latency")?,
+        )),
+        _ => Err(usage(
+            "give a function, or both --from and --to".into(),
+            "e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read",
+        )),
+    }
+}
+
+/// One end of the pair: its spec and, for a tracepoint, its record format.
+pub type PairEnd<'a> = (&'a ProbeSpec, &'a Option<RecordFormat>);
+
+/// `--key A[,B,C]` (the same names at both ends) or `START_KEYS/END_KEYS`: where each key part
+/// is read at the start and at the end.
+pub fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySrcs, KeySrcs), Error> {
+    let (a, b) = key.split_once('/').unwrap_or((key, key));
+    let (a, b) = (part_names(a), part_names(b));
+    if a.len() != b.len() {
+        return Err(usage(
+            format!(
+                "--key {key}: {} parts at the start, {} at the end",
+                a.len(),
+                b.len()
+            ),
+            "give the same number of comma-separated parts on both sides of /",
+        ));
+    }
+    if a.len() > LAT_KEY_PARTS || a.iter().chain(&b).any(|n| n.is_empty()) {
+        return Err(usage(
+            format!("--key {key}: give 1 to {LAT_KEY_PARTS} names, comma-separated"),
+            "e.g. --key dev,sector or --key pid/next_pid",
+        ));
+    }
+    Ok((key_srcs(&a, start)?, key_srcs(&b, end)?))
+}
+
+pub type KeySrcs = [LatKeySrc; LAT_KEY_PARTS];
+
+fn part_names(list: &str) -> Vec<&str> {
+    list.split(',').map(str::trim).collect()
+}
+
+/// Where the named key parts are read at one end.
+fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
+    let mut out = KeySrcs::default();
+    for (slot, name) in out.iter_mut().zip(names) {
+        *slot = match format {
+            Some(format) => {
+                let Some(field) = format.field(name) else {
+                    let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
+                    return Err(usage(
+                        format!("{} has no field '{name}'", format.name),
+                        &format!("its fields: {}", names.join(", ")),
+                    ));
+                };
+                if field.offset > 0xff || field.size == 0 || field.size > 8 {
+                    return Err(usage(
+                        format!(
+                            "{}'s field '{name}' cannot be a key ({} bytes at offset {})",
+                            format.name, field.size, field.offset
+                        ),
+                        "key by integer fields of up to 8 bytes in the first 256 bytes of the record",
+                    ));
+                }
+                tracer_common::src(field.offset as u32, field.size as u32, false)
+            }
+            None if spec.ret => {
+                return Err(usage(
+                    format!("{spec} is a return probe: it has no '{name}' to key by"),
+                    "a return probe's end is matched by thread: drop --key, or end at a probe or tracepoint that has the key",
+                ))
+            }
+            None => match name.strip_prefix("arg").and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n < 6 => tracer_common::src(8 * n, 8, false),
+                _ => {
+                    return Err(usage(
+                        format!("{spec} has no key '{name}'"),
+                        "probes are keyed by their argument registers: arg0..arg5",
+                    ))
+                }
+            },
+        };
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(line: &[&str]) -> Result<LatencyPlan, Error> {
+        let cli = crate::cli::Cli::try_parse_from(
+            ["tracer", "latency"].iter().chain(line.iter()).copied(),
+        )
+        .expect("parses");
+        match cli.command {
+            crate::cli::Command::Latency(args) => latency_plan(&args),
+            _ => unreachable!("a latency command"),
+        }
+    }
+
+    #[test]
+    fn a_function_is_measured_from_entry_to_return() {
+        let p = plan(&["uprobe:/bin/true:main", "--linear", "1ms", "--by", "pid"]).unwrap();
+        assert_eq!(p.start.to_string(), "uprobe:/bin/true:main");
+        assert_eq!(p.end.to_string(), "uretprobe:/bin/true:main");
+        assert_eq!((p.linear_step, p.by), (Some(1_000_000), LAT_BY_PID));
+        let q = plan(&["--from", "sched:sched_wakeup", "--to", "sched:sched_switch"]).unwrap();
+        assert_eq!(
+            (q.start.to_string(), q.end.to_string()),
+            ("sched:sched_wakeup".into(), "sched:sched_switch".into())
+        );
+    }
+
+    #[test]
+    fn bad_latency_input_is_explained() {
+        let err = |line: &[&str]| plan(line).unwrap_err().to_string();
+        assert_eq!(
+            err(&["sched:sched_switch"]),
+            "'sched:sched_switch' is not a function"
+        );
+        assert_eq!(
+            err(&["--from", "sched:sched_wakeup"]),
+            "give a function, or both --from and --to"
+        );
+        assert_eq!(
+            err(&["f", "-s"]),
+            "-s prints the stacks of outliers: it needs --slower-than"
+        );
+        assert_eq!(
+            err(&["f", "-p", "1", "--", "ls"]),
+            "--pid and -- COMMAND cannot be combined"
+        );
+        assert_eq!(
+            err(&["f", "--linear", "5"]),
+            "'5' needs a unit: ns, us, ms or s"
+        );
+    }
+}

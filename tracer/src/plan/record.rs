@@ -1,0 +1,221 @@
+//! `tracer record` input -> a record plan: what to record (probes, watchpoints, sampled
+//! counters, context switches), whose, where to, and how.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::stat::{parse_events, EventSpec, Source};
+use super::watch::{breakpoint_type, parse_watch, WatchTarget};
+use super::{parse_spec, ProbeSpec};
+use crate::cli::RecordArgs;
+use crate::perf::{BreakpointType, Sampling};
+use crate::Error;
+
+fn usage(message: impl Into<String>, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+/// A validated `tracer record`.
+#[derive(Clone, Debug)]
+pub struct RecordPlan {
+    pub probes: Vec<ProbeSpec>,
+    /// Targets with their breakpoint type and length.
+    pub watches: Vec<(WatchTarget, BreakpointType, Option<u64>)>,
+    /// Sampled counters (software, hardware, cache, raw, single tracepoints).
+    pub counters: Vec<EventSpec>,
+    pub sampling: Sampling,
+    pub switches: bool,
+    pub pid: Option<u32>,
+    pub command: Vec<String>,
+    pub duration: Option<Duration>,
+    /// Data pages per CPU ring (a power of two).
+    pub ring_pages: usize,
+    pub reorder_window_ns: u64,
+    pub live: bool,
+    /// `None`: standard output (`-o -`).
+    pub file: Option<PathBuf>,
+}
+
+/// Every check of `tracer record`'s input, before anything is opened; `default_pages` is the
+/// ring size when `--ring-pages` is not given.
+pub fn record_plan(args: &RecordArgs, default_pages: usize) -> Result<RecordPlan, Error> {
+    if args.probes.is_empty() && args.watches.is_empty() && args.events.is_empty() && !args.switches
+    {
+        return Err(usage(
+            "nothing to record",
+            "add probes (-P SPEC), watchpoints (-W TARGET), sampled counters (-e EVENT -F HZ) or --switches",
+        ));
+    }
+    if args.pid.is_some() && !args.command.is_empty() {
+        return Err(usage(
+            "--pid and -- COMMAND cannot be combined",
+            "record either a running process or a command tracer starts",
+        ));
+    }
+    if !args.watches.is_empty() && args.pid.is_none() && args.command.is_empty() {
+        return Err(usage(
+            "watchpoints (-W) need the process whose memory they watch",
+            "add -p PID or -- COMMAND",
+        ));
+    }
+    let ring_pages = args.ring_pages.unwrap_or(default_pages);
+    if !ring_pages.is_power_of_two() {
+        return Err(usage(
+            format!("--ring-pages {ring_pages} is not a power of two"),
+            "use 8, 16, 64, 256...",
+        ));
+    }
+    let mut watches = Vec::new();
+    for text in &args.watches {
+        let (target, kind, len) = parse_watch(text)?;
+        watches.push((target, breakpoint_type(kind)?, len));
+    }
+    if watches.len() > tracer_common::PERF_EVENT_SLOTS as usize {
+        return Err(usage(
+            format!(
+                "{} watchpoints given; x86 has 4 debug registers",
+                watches.len()
+            ),
+            "watch at most 4 locations at once",
+        ));
+    }
+    let sampling = match (args.freq, args.period) {
+        (_, Some(0)) | (Some(0), _) => {
+            return Err(usage(
+                "a sampling rate of 0 samples nothing",
+                "give -F HZ or --period N above 0",
+            ))
+        }
+        (Some(hz), _) => Sampling::Frequency(hz),
+        (None, Some(n)) => Sampling::Period(n),
+        (None, None) => Sampling::Frequency(1000),
+    };
+    let counters = counters(args)?;
+    let stdout = args.output.as_os_str() == "-";
+    if stdout && args.live {
+        return Err(usage(
+            "--live prints to standard output, where -o - writes the recording",
+            "record to a file with --live, or pipe -o - into `tracer report -`",
+        ));
+    }
+    Ok(RecordPlan {
+        probes: args
+            .probes
+            .iter()
+            .map(|s| parse_spec(s))
+            .collect::<Result<_, _>>()?,
+        watches,
+        counters,
+        sampling,
+        switches: args.switches,
+        pid: args.pid,
+        command: args.command.clone(),
+        duration: args.duration,
+        ring_pages,
+        reorder_window_ns: args.reorder_window,
+        live: args.live,
+        file: (!stdout).then(|| args.output.clone()),
+    })
+}
+
+/// The sampled counters: events `tracer record` can sample (a probe goes in -P).
+fn counters(args: &RecordArgs) -> Result<Vec<EventSpec>, Error> {
+    if args.events.is_empty() {
+        if args.freq.is_some() || args.period.is_some() {
+            return Err(usage(
+                "-F/--period given without a counter",
+                "name the counter to sample with -e, e.g. -e task-clock -F 999",
+            ));
+        }
+        return Ok(Vec::new());
+    }
+    let specs = parse_events(&args.events)?;
+    for spec in &specs {
+        match &spec.source {
+            Source::Software(_) | Source::Hardware(_) | Source::Cache { .. } | Source::Raw(_) => {}
+            Source::Tracepoint { name, .. } if !name.contains(['*', '?']) => {}
+            _ => {
+                return Err(usage(
+                    format!("-e {} cannot be sampled by tracer record", spec.name),
+                    "sample software, hardware, cache, raw or single tracepoint events; probes go in -P",
+                ))
+            }
+        }
+    }
+    Ok(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(line: &[&str]) -> Result<RecordPlan, Error> {
+        let cli = crate::cli::Cli::try_parse_from(
+            ["tracer", "record"].iter().chain(line.iter()).copied(),
+        )
+        .expect("parses");
+        match cli.command {
+            crate::cli::Command::Record(args) => record_plan(&args, 64),
+            _ => unreachable!("a record command"),
+        }
+    }
+
+    #[test]
+    fn a_record_plan_says_what_whose_and_where() {
+        let p = plan(&[
+            "-o",
+            "t.tracer",
+            "-W",
+            "counter:rw:4",
+            "-e",
+            "page-faults",
+            "--period",
+            "1",
+            "--",
+            "./prog",
+        ])
+        .unwrap();
+        assert_eq!(p.watches.len(), 1);
+        assert_eq!(
+            (p.watches[0].1, p.watches[0].2),
+            (BreakpointType::ReadWrite, Some(4))
+        );
+        assert_eq!(p.sampling, Sampling::Period(1));
+        assert_eq!(
+            (p.ring_pages, p.file.clone()),
+            (64, Some(PathBuf::from("t.tracer")))
+        );
+        assert_eq!(plan(&["-o", "-", "--switches"]).unwrap().file, None);
+    }
+
+    #[test]
+    fn bad_record_input_is_explained() {
+        let err = |line: &[&str]| plan(line).unwrap_err().to_string();
+        assert_eq!(err(&["-o", "t"]), "nothing to record");
+        assert_eq!(
+            err(&["-o", "t", "-W", "x"]),
+            "watchpoints (-W) need the process whose memory they watch"
+        );
+        assert_eq!(
+            err(&["-o", "t", "--switches", "--ring-pages", "3"]),
+            "--ring-pages 3 is not a power of two"
+        );
+        assert_eq!(
+            err(&["-o", "t", "-e", "page-faults", "-F", "0"]),
+            "a sampling rate of 0 samples nothing"
+        );
+        assert_eq!(
+            err(&["-o", "t", "--switches", "-F", "9"]),
+            "-F/--period given without a counter"
+        );
+        assert_eq!(
+            err(&["-o", "-", "--live", "--switches"]),
+            "--live prints to standard output, where -o - writes the recording"
+        );
+        assert_eq!(
+            err(&["-o", "t", "-p", "1", "--switches", "--", "ls"]),
+            "--pid and -- COMMAND cannot be combined"
+        );
+    }
+}

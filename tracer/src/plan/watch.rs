@@ -1,0 +1,329 @@
+//! `tracer watch` (and `record -W`) input -> a watch plan: targets, access type, length, whose
+//! memory, and what each hit reports.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{parse_number, valid_name};
+use crate::breakpoint::{WatchType, MAX_TARGETS};
+use crate::cli::WatchArgs;
+use crate::output::events::Format;
+use crate::perf::BreakpointType;
+use crate::stacks::Which;
+use crate::Error;
+
+fn usage(message: impl Into<String>, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+/// Whose memory is watched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// `-- COMMAND`, started stopped right after its exec.
+    Command(Vec<String>),
+    /// `-p PID`, all its threads.
+    Process(u32),
+    /// `--kernel`.
+    Kernel,
+}
+
+/// A validated `tracer watch`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchPlan {
+    pub targets: Vec<WatchTarget>,
+    pub kind: BreakpointType,
+    pub len: Option<u64>,
+    pub whose: Whose,
+    pub count: Option<u64>,
+    pub duration: Option<Duration>,
+    pub output: Format,
+    pub stack: Option<Option<Which>>,
+    /// Counted in the kernel by thread and instruction; nothing streamed.
+    pub summary: bool,
+}
+
+/// The breakpoint type of an access type; x86 has no read-only watchpoints.
+pub fn breakpoint_type(kind: WatchType) -> Result<BreakpointType, Error> {
+    match kind {
+        WatchType::W => Ok(BreakpointType::Write),
+        WatchType::Rw => Ok(BreakpointType::ReadWrite),
+        WatchType::X => Ok(BreakpointType::Execute),
+        WatchType::R if cfg!(target_arch = "x86_64") => Err(usage(
+            "x86 has no read-only watchpoints",
+            "watch reads and writes with -t rw (a read then shows the value unchanged)",
+        )),
+        WatchType::R => Ok(BreakpointType::Read),
+    }
+}
+
+/// Every check of `tracer watch`'s input, before anything is opened.
+pub fn watch_plan(args: &WatchArgs) -> Result<WatchPlan, Error> {
+    let kind = breakpoint_type(args.kind)?;
+    let targets = (args.targets.iter())
+        .map(|t| parse_watch_target(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    if targets.len() > MAX_TARGETS {
+        return Err(usage(
+            format!(
+                "{} targets given; x86 has {MAX_TARGETS} hardware breakpoint slots",
+                targets.len()
+            ),
+            "watch at most 4 locations at once",
+        ));
+    }
+    if let Some(len) = args.len {
+        if ![1, 2, 4, 8].contains(&len) {
+            return Err(usage(
+                format!("--len {len} is not 1, 2, 4 or 8"),
+                "watchpoints cover 1, 2, 4 or 8 aligned bytes",
+            ));
+        }
+    }
+    let whose = match (args.pid, args.command.is_empty(), args.kernel) {
+        (Some(pid), true, false) => Whose::Process(pid),
+        (None, false, false) => Whose::Command(args.command.clone()),
+        (None, true, true) => Whose::Kernel,
+        _ => {
+            return Err(usage(
+                "give exactly one of -p PID, -- COMMAND or --kernel",
+                "e.g. tracer watch counter -- ./prog, tracer watch -p 1234 counter, tracer watch --kernel jiffies",
+            ))
+        }
+    };
+    if args.summary && args.count.is_some() {
+        return Err(usage(
+            "--summary counts every hit in the kernel; it cannot stop after N hits",
+            "bound the run with -d SECS, or drop --summary to stop after N printed hits",
+        ));
+    }
+    if args.summary && args.stack.is_some() {
+        return Err(usage(
+            "--summary counts by thread and instruction, not by stack",
+            "drop -s, or drop --summary to see each hit with its stack",
+        ));
+    }
+    if args.count == Some(0) {
+        return Err(usage(
+            "--count 0 would stop before the first hit",
+            "give a positive count",
+        ));
+    }
+    Ok(WatchPlan {
+        targets,
+        kind,
+        len: args.len,
+        whose,
+        count: args.count,
+        duration: args.duration,
+        output: args.output,
+        stack: args.stack,
+        summary: args.summary,
+    })
+}
+
+/// What `tracer watch` watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchTarget {
+    Address(u64),
+    /// `[FILE:]SYMBOL[+OFF]`: FILE is a path or a library name prefix (`libc`).
+    Symbol {
+        file: Option<String>,
+        name: String,
+        offset: u64,
+    },
+}
+
+impl fmt::Display for WatchTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchTarget::Address(addr) => write!(f, "{addr:#x}"),
+            WatchTarget::Symbol { file, name, offset } => {
+                if let Some(file) = file {
+                    write!(f, "{file}:")?;
+                }
+                write!(f, "{name}")?;
+                if *offset != 0 {
+                    write!(f, "+{offset:#x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Parses a watch target: `0xADDR`, `SYMBOL`, `SYMBOL+OFF`, `LIB:SYMBOL`.
+pub fn parse_watch_target(text: &str) -> Result<WatchTarget, Error> {
+    let hint =
+        "targets are 0xADDR, SYMBOL, SYMBOL+OFF or LIB:SYMBOL, e.g. `counter` or `libc.so.6:errno`";
+    if text.starts_with("0x") {
+        return parse_number(text)
+            .map(WatchTarget::Address)
+            .ok_or_else(|| usage(format!("invalid address '{text}'"), hint));
+    }
+    let (file, rest) = match text.rsplit_once(':') {
+        Some((file, rest)) if !file.is_empty() => (Some(file.to_string()), rest),
+        Some(_) => return Err(usage(format!("invalid watch target '{text}'"), hint)),
+        None => (None, text),
+    };
+    let (name, offset) = match rest.split_once('+') {
+        Some((name, off)) => (
+            name,
+            parse_number(off).ok_or_else(|| usage(format!("invalid offset in '{text}'"), hint))?,
+        ),
+        None => (rest, 0),
+    };
+    if !valid_name(name) || name.contains(['*', '?']) {
+        return Err(usage(format!("invalid symbol name '{name}'"), hint));
+    }
+    Ok(WatchTarget::Symbol {
+        file,
+        name: name.to_string(),
+        offset,
+    })
+}
+
+/// A watch target with its access type and length: `TARGET[:w|rw|x[:LEN]]`.
+pub fn parse_watch(text: &str) -> Result<(WatchTarget, WatchType, Option<u64>), Error> {
+    let mut parts: Vec<&str> = text.split(':').collect();
+    let mut len = None;
+    if parts.len() >= 3 {
+        if let Ok(n) = parts[parts.len() - 1].parse::<u64>() {
+            if matches!(parts[parts.len() - 2], "w" | "rw" | "x") {
+                if ![1, 2, 4, 8].contains(&n) {
+                    return Err(usage(
+                        format!("watch length {n} in '{text}' is not 1, 2, 4 or 8"),
+                        "watchpoints cover 1, 2, 4 or 8 aligned bytes",
+                    ));
+                }
+                len = Some(n);
+                parts.pop();
+            }
+        }
+    }
+    let kind = match parts.last().copied() {
+        Some("w") if parts.len() > 1 => WatchType::W,
+        Some("rw") if parts.len() > 1 => WatchType::Rw,
+        Some("x") if parts.len() > 1 => WatchType::X,
+        Some("r") if parts.len() > 1 => WatchType::R,
+        _ => {
+            return Ok((parse_watch_target(text)?, WatchType::W, None));
+        }
+    };
+    parts.pop();
+    Ok((parse_watch_target(&parts.join(":"))?, kind, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn watch_targets() {
+        assert_eq!(
+            parse_watch_target("0x1000").unwrap(),
+            WatchTarget::Address(0x1000)
+        );
+        assert_eq!(
+            parse_watch_target("libc.so.6:errno+4").unwrap(),
+            WatchTarget::Symbol {
+                file: Some("libc.so.6".into()),
+                name: "errno".into(),
+                offset: 4
+            }
+        );
+        assert_eq!(
+            parse_watch_target("counter").unwrap().to_string(),
+            "counter"
+        );
+        for bad in ["0xzz", ":x", "a b", "c*", "x+q"] {
+            assert!(
+                matches!(parse_watch_target(bad), Err(Error::Usage { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn watch_targets_take_an_access_type_and_length() {
+        let sym = |name: &str| WatchTarget::Symbol {
+            file: None,
+            name: name.into(),
+            offset: 0,
+        };
+        let (t, k, l) = parse_watch("counter").unwrap();
+        assert_eq!((t, k, l), (sym("counter"), WatchType::W, None));
+        let (t, k, l) = parse_watch("counter:rw").unwrap();
+        assert_eq!((t, k, l), (sym("counter"), WatchType::Rw, None));
+        let (t, k, l) = parse_watch("counter:w:4").unwrap();
+        assert_eq!((t, k, l), (sym("counter"), WatchType::W, Some(4)));
+        let (t, k, _) = parse_watch("libc.so.6:errno:rw").unwrap();
+        assert_eq!(
+            (t, k),
+            (
+                WatchTarget::Symbol {
+                    file: Some("libc.so.6".into()),
+                    name: "errno".into(),
+                    offset: 0
+                },
+                WatchType::Rw
+            )
+        );
+        let (t, _, _) = parse_watch("libc.so.6:errno").unwrap();
+        assert!(matches!(t, WatchTarget::Symbol { file: Some(_), .. }));
+        let err = parse_watch("counter:w:3").unwrap_err().to_string();
+        assert_eq!(err, "watch length 3 in 'counter:w:3' is not 1, 2, 4 or 8");
+    }
+
+    fn plan(line: &[&str]) -> Result<WatchPlan, Error> {
+        let cli =
+            crate::cli::Cli::try_parse_from(["tracer", "watch"].iter().chain(line.iter()).copied())
+                .expect("parses");
+        match cli.command {
+            crate::cli::Command::Watch(args) => watch_plan(&args),
+            _ => unreachable!("a watch command"),
+        }
+    }
+
+    #[test]
+    fn a_watch_plan_names_whose_memory() {
+        let p = plan(&["counter", "--", "./prog"]).unwrap();
+        assert_eq!(p.whose, Whose::Command(vec!["./prog".into()]));
+        assert_eq!(p.kind, BreakpointType::Write);
+        assert_eq!(
+            plan(&["-p", "7", "-t", "rw", "x"]).unwrap().whose,
+            Whose::Process(7)
+        );
+        assert_eq!(plan(&["--kernel", "jiffies"]).unwrap().whose, Whose::Kernel);
+        let err = |line: &[&str]| plan(line).unwrap_err().to_string();
+        assert_eq!(
+            err(&["counter"]),
+            "give exactly one of -p PID, -- COMMAND or --kernel"
+        );
+        assert_eq!(
+            err(&["-p", "1", "--kernel", "x"]),
+            "give exactly one of -p PID, -- COMMAND or --kernel"
+        );
+        assert_eq!(
+            err(&["-l", "3", "-p", "1", "x"]),
+            "--len 3 is not 1, 2, 4 or 8"
+        );
+        assert_eq!(
+            err(&["-c", "0", "-p", "1", "x"]),
+            "--count 0 would stop before the first hit"
+        );
+        assert_eq!(
+            err(&["--summary", "-c", "5", "-p", "1", "x"]),
+            "--summary counts every hit in the kernel; it cannot stop after N hits"
+        );
+        assert_eq!(
+            err(&["-p", "1", "a", "b", "c", "d", "e"]),
+            "5 targets given; x86 has 4 hardware breakpoint slots"
+        );
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            err(&["-t", "r", "-p", "1", "x"]),
+            "x86 has no read-only watchpoints"
+        );
+    }
+}

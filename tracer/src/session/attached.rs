@@ -1,0 +1,44 @@
+//! A perf event with a BPF program attached.
+
+use crate::bpf::{Bpf, Slot};
+use crate::perf;
+use crate::Error;
+
+/// A perf event with a BPF program attached: dropping it detaches the program.
+pub struct Attached {
+    pub slot: Slot,
+    /// The perf event the program is attached to; `None` for a raw tracepoint slot, which
+    /// runs from its attach on.
+    pub event: Option<perf::Event>,
+}
+
+impl Attached {
+    /// Attaches the slot's program to `event` with `PERF_EVENT_IOC_SET_BPF` and enables it.
+    pub fn new(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
+        let attached = Attached::disabled(bpf, slot, event)?;
+        attached.enable()?;
+        Ok(attached)
+    }
+
+    /// Attaches without enabling: the program runs once [`Attached::enable`] is called, so a
+    /// command can attach all its probes first and start them together.
+    pub fn disabled(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
+        event.set_bpf(bpf.program_fd(&slot)?)?;
+        Ok(Attached {
+            slot,
+            event: Some(event),
+        })
+    }
+
+    /// A slot attached to a raw tracepoint ([`Bpf::take_raw_slot`]).
+    pub fn raw(slot: Slot) -> Attached {
+        Attached { slot, event: None }
+    }
+
+    pub fn enable(&self) -> Result<(), Error> {
+        match &self.event {
+            Some(event) => Ok(event.enable(false)?),
+            None => Ok(()),
+        }
+    }
+}

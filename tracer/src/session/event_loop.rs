@@ -1,0 +1,178 @@
+//! The event loop: ring readiness, the 100 ms tick, SIGINT/SIGTERM, `-d`, and the launched
+//! command's exit, handed to a command's [`Sink`].
+
+use crate::Error;
+
+/// Registers `fd` with the tokio reactor for readability.
+///
+/// The caller must keep the fd open, unchanged, for the life of the returned `AsyncFd`: rings
+/// outlive the event loop's runtime (`EventLoop::run` consumes and drops it while the rings
+/// are still open), and a pidfd is owned by its `AsyncFd`.
+#[allow(unsafe_code)]
+pub fn readable<T: std::os::fd::AsRawFd>(fd: T) -> std::io::Result<tokio::io::unix::AsyncFd<T>> {
+    // SAFETY: per the contract above, the fd stays open and refers to the same file for the
+    // whole life of the AsyncFd (tokio's I/O-safety requirement for register_with_interest).
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// `-d` elapsed.
+    Duration,
+    /// The sink said stop (`-c` reached).
+    Count,
+    /// The launched command exited with this status.
+    CommandExited(i32),
+    /// The sink saw its target go away (a watched process exited).
+    TargetGone,
+}
+
+/// What a command does with the event loop's wakeups.
+pub trait Sink {
+    /// Drains the rings and handles the events; `true` stops the run (`-c` reached).
+    fn drain(&mut self) -> Result<bool, Error>;
+    /// Called every 100 ms after a drain (loss reports, hints); `true` ends the run because
+    /// the target is gone.
+    fn tick(&mut self) -> Result<bool, Error> {
+        Ok(false)
+    }
+}
+
+/// The async runtime and the SIGINT/SIGTERM handlers. Created before a command prints its
+/// banner, so that a signal from then on ends the run cleanly (summary, exit 0) instead of
+/// killing it.
+pub struct EventLoop {
+    runtime: tokio::runtime::Runtime,
+    signals: Signals,
+}
+
+/// The signals that end a run: SIGINT, then SIGTERM.
+pub type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
+
+/// A raw fd for tokio's readiness: the rings own the fds and outlive the loop.
+struct Fd(std::os::fd::RawFd);
+
+impl std::os::fd::AsRawFd for Fd {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0
+    }
+}
+
+impl EventLoop {
+    pub fn new() -> Result<EventLoop, Error> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let runtime_error = |what: &str, e: std::io::Error| Error::Runtime {
+            message: format!("cannot {what}: {e}"),
+            hints: Vec::new(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| runtime_error("start the event loop", e))?;
+        let (interrupt, terminate) = {
+            let _context = runtime.enter();
+            (
+                signal(SignalKind::interrupt()).map_err(|e| runtime_error("handle signals", e))?,
+                signal(SignalKind::terminate()).map_err(|e| runtime_error("handle signals", e))?,
+            )
+        };
+        Ok(EventLoop {
+            runtime,
+            signals: (interrupt, terminate),
+        })
+    }
+
+    /// The runtime and the signal handlers, for a command that drives its own waiting
+    /// (`tracer stat`, which has counters instead of rings).
+    pub fn parts(&mut self) -> (&tokio::runtime::Runtime, &mut Signals) {
+        (&self.runtime, &mut self.signals)
+    }
+
+    /// Runs until a signal, the duration, the sink's stop or the command's exit; the rings are
+    /// drained one last time in every case.
+    pub fn run(
+        mut self,
+        sink: &mut impl Sink,
+        ring_fds: Vec<std::os::fd::RawFd>,
+        mut launched: Option<&mut crate::launch::Launched>,
+        duration: Option<std::time::Duration>,
+    ) -> Result<End, Error> {
+        use std::time::Duration;
+        let io_error = |e: std::io::Error| Error::Runtime {
+            message: format!("event loop: {e}"),
+            hints: Vec::new(),
+        };
+        let (interrupt, terminate) = (&mut self.signals.0, &mut self.signals.1);
+        self.runtime.block_on(async move {
+            // One readiness task per ring; any wakeup drains all rings.
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+            for fd in ring_fds {
+                let tx = tx.clone();
+                let fd = readable(Fd(fd)).map_err(io_error)?;
+                tokio::spawn(async move {
+                    while let Ok(mut guard) = fd.readable().await {
+                        // A per-task event whose task exited reports POLLHUP for good:
+                        // readiness can no longer be cleared, and waiting again would spin.
+                        // Its ring is still drained on every tick and at the end.
+                        let hung_up = guard.ready().is_read_closed();
+                        guard.clear_ready();
+                        let _ = tx.try_send(());
+                        if hung_up {
+                            break;
+                        }
+                    }
+                });
+            }
+            let pidfd = match launched.as_ref() {
+                Some(child) => Some(readable(child.pidfd()?).map_err(io_error)?),
+                None => None,
+            };
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    _ = rx.recv() => { if sink.drain()? { return Ok(End::Count); } }
+                    _ = tick.tick() => {
+                        if sink.drain()? { return Ok(End::Count); }
+                        if sink.tick()? {
+                            // The target wrote its last events and exited after the drain
+                            // above: they are all in the rings now, read them before ending.
+                            sink.drain()?;
+                            return Ok(End::TargetGone);
+                        }
+                    }
+                    _ = interrupt.recv() => { sink.drain()?; return Ok(End::Interrupted); }
+                    _ = terminate.recv() => { sink.drain()?; return Ok(End::Interrupted); }
+                    _ = &mut deadline, if duration.is_some() => { sink.drain()?; return Ok(End::Duration); }
+                    ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
+                        let mut guard = ready.map_err(io_error)?;
+                        guard.clear_ready();
+                        if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
+                            // Everything the command did is in the rings already: output is
+                            // synchronous with the probe hit.
+                            sink.drain()?;
+                            return Ok(End::CommandExited(code));
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of `bpf_ktime_get_ns()`.
+#[allow(unsafe_code)]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -1,0 +1,220 @@
+//! The run every command shares: fork the `-- COMMAND` held (or adopt `-p PID`), follow its
+//! process tree in BPF, start the signal handlers and print the banner, release the command,
+//! run the event loop to its end, and word that end once for every command.
+
+use std::time::{Duration, Instant};
+
+use tracer_common::{TRACK_ACTIVE, TRACK_PENDING};
+
+use super::event_loop::{End, EventLoop, Sink};
+use crate::bpf::Bpf;
+use crate::kernel::tracefs::Tracefs;
+use crate::launch::{self, Launched};
+use crate::output::summary::Banner;
+use crate::perf;
+use crate::probe;
+use crate::Error;
+
+/// Where a `-- COMMAND` waits until everything is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Blocked before its exec: the process filter catches it from the exec on.
+    BeforeExec,
+    /// Stopped right after its exec: its executable is mapped (watched symbols, PIE included,
+    /// and stacks resolve) and it is the command already.
+    AfterExec,
+}
+
+/// A run's target and the programs that keep its view right.
+pub struct Session {
+    launched: Option<Launched>,
+    hold: Hold,
+    command: Vec<String>,
+    /// `-p PID`: the run ends when it exits, if the command's sink says so.
+    adopted: Option<u32>,
+    event_loop: Option<EventLoop>,
+    /// Programs beside the probes (comm cache, tracking); closing them detaches.
+    helpers: Vec<perf::Event>,
+}
+
+impl Session {
+    /// Forks `command` held at `hold` (when there is one), else adopts `pid`. Call before any
+    /// thread exists: the child of a fork may only make async-signal-safe calls.
+    pub fn start(command: &[String], pid: Option<u32>, hold: Hold) -> Result<Session, Error> {
+        let launched = match (command.is_empty(), hold) {
+            (true, _) => None,
+            (false, Hold::BeforeExec) => Some(launch::launch(command)?),
+            (false, Hold::AfterExec) => Some(launch::launch_stopped_at_exec(command)?),
+        };
+        Ok(Session {
+            launched,
+            hold,
+            command: command.to_vec(),
+            adopted: pid,
+            event_loop: None,
+            helpers: Vec::new(),
+        })
+    }
+
+    /// The launched command's pid, else the adopted one.
+    pub fn pid(&self) -> Option<u32> {
+        self.launched.as_ref().map(Launched::pid).or(self.adopted)
+    }
+
+    pub fn is_launched(&self) -> bool {
+        self.launched.is_some()
+    }
+
+    /// Whom the run watches, for banners: "`cmd args`", "process N", or nothing.
+    pub fn whom(&self) -> Option<String> {
+        match (&self.launched, self.adopted) {
+            (Some(_), _) => Some(format!("`{}`", self.command.join(" "))),
+            (None, Some(pid)) => Some(format!("process {pid}")),
+            (None, None) => None,
+        }
+    }
+
+    /// Keeps the comm cache's program attached for the run, when the kernel has its
+    /// tracepoint. Call before any probe is attached: a rename it missed would stay cached.
+    pub fn cache_comms(
+        &mut self,
+        bpf: &mut Bpf,
+        rename_tracepoint: Option<u64>,
+    ) -> Result<(), Error> {
+        if let Some(id) = rename_tracepoint {
+            self.helpers.push(probe::start_comm_cache(bpf, id)?);
+        }
+        Ok(())
+    }
+
+    /// `-- COMMAND`: the fork/exec/exit tracking programs follow its process tree, from its
+    /// exec on (held before it) or from now (stopped after it).
+    pub fn follow(&mut self, bpf: &mut Bpf, fs: &Tracefs) -> Result<(), Error> {
+        let Some(pid) = self.launched.as_ref().map(Launched::pid) else {
+            return Ok(());
+        };
+        self.helpers.extend(probe::start_tracking(bpf, fs)?);
+        let state = match self.hold {
+            Hold::BeforeExec => TRACK_PENDING,
+            Hold::AfterExec => TRACK_ACTIVE,
+        };
+        Ok(bpf.track(pid, state)?)
+    }
+
+    /// Starts the signal handlers (from now on Ctrl-C ends the run cleanly) and prints the
+    /// banner. The command is still held.
+    pub fn begin(&mut self, banner: &Banner) -> Result<(), Error> {
+        self.event_loop = Some(EventLoop::new()?);
+        crate::output::summary::print_banner(banner);
+        Ok(())
+    }
+
+    /// Lets the held command run.
+    pub fn release(&mut self) -> Result<(), Error> {
+        match self.launched.as_mut() {
+            Some(child) => child.release(),
+            None => Ok(()),
+        }
+    }
+
+    /// Releases the command and runs the event loop until a signal, `duration`, the sink's
+    /// stop or the command's exit; the rings behind `ring_fds` are drained in every case.
+    pub fn run(
+        &mut self,
+        sink: &mut impl Sink,
+        ring_fds: Vec<std::os::fd::RawFd>,
+        duration: Option<Duration>,
+    ) -> Result<Outcome, Error> {
+        let event_loop = match self.event_loop.take() {
+            Some(event_loop) => event_loop,
+            None => EventLoop::new()?,
+        };
+        self.release()?;
+        let started = Instant::now();
+        let end = event_loop.run(sink, ring_fds, self.launched.as_mut(), duration)?;
+        Ok(Outcome {
+            end,
+            elapsed: started.elapsed(),
+            adopted: self.adopted,
+        })
+    }
+}
+
+/// Whether process `pid` still exists (an adopted `-p PID` that exits ends the run).
+pub fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub end: End,
+    pub elapsed: Duration,
+    adopted: Option<u32>,
+}
+
+impl Outcome {
+    pub fn new(end: End, elapsed: Duration, adopted: Option<u32>) -> Outcome {
+        Outcome {
+            end,
+            elapsed,
+            adopted,
+        }
+    }
+
+    /// Why the run ended, worded once for every command; `counted` is what `-c` counts, in
+    /// `unit`s.
+    pub fn why(&self, counted: u64, unit: &str) -> String {
+        match self.end {
+            End::Interrupted => "interrupted".to_string(),
+            End::Duration => format!("after {:.1} s (-d)", self.elapsed.as_secs_f64()),
+            End::Count => format!("after {counted} {unit} (-c)"),
+            End::CommandExited(code) => format!("command exited with status {code}"),
+            End::TargetGone => match self.adopted {
+                Some(pid) => format!("process {pid} exited"),
+                None => "the target is gone".to_string(),
+            },
+        }
+    }
+
+    /// The process exit status: the command's own when it ended the run, else 0.
+    pub fn exit_code(&self) -> i32 {
+        match self.end {
+            End::CommandExited(code) => code,
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_end_is_worded_once() {
+        let at = |end, adopted| Outcome::new(end, Duration::from_millis(1500), adopted);
+        assert_eq!(at(End::Interrupted, None).why(3, "events"), "interrupted");
+        assert_eq!(at(End::Duration, None).why(3, "events"), "after 1.5 s (-d)");
+        assert_eq!(at(End::Count, None).why(3, "hits"), "after 3 hits (-c)");
+        assert_eq!(
+            at(End::CommandExited(7), None).why(0, "events"),
+            "command exited with status 7"
+        );
+        assert_eq!(
+            at(End::TargetGone, Some(42)).why(0, "hits"),
+            "process 42 exited"
+        );
+        assert_eq!(
+            at(End::TargetGone, None).why(0, "hits"),
+            "the target is gone"
+        );
+    }
+
+    #[test]
+    fn the_command_status_passes_through() {
+        let at = |end| Outcome::new(end, Duration::ZERO, None).exit_code();
+        assert_eq!(at(End::CommandExited(3)), 3);
+        assert_eq!(at(End::Interrupted), 0);
+        assert_eq!(at(End::Count), 0);
+    }
+}

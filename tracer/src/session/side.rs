@@ -1,0 +1,223 @@
+//! `tracer record`'s side-band rings: one per CPU, owned by a dummy software event that reports
+//! comm/fork/exit (and context switches), with every sampled counter on that CPU writing into
+//! it (`PERF_EVENT_IOC_SET_OUTPUT`, samples told apart by `PERF_SAMPLE_IDENTIFIER`), parsed into
+//! trace records on the same clock as the BPF events.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::perf::{self, attr, record as rec, EventKind, Options, Ring, Sampling, Scope};
+use crate::tracefile::{self, Record};
+use crate::Error;
+
+/// The side rings' sample layout: the identifier first, so samples of several counters
+/// sharing one ring can be told apart (perf_event_open(2), PERF_SAMPLE_IDENTIFIER).
+const SIDE_SAMPLE_TYPE: u64 = attr::sample::IDENTIFIER
+    | attr::sample::TID
+    | attr::sample::TIME
+    | attr::sample::CPU
+    | attr::sample::PERIOD;
+
+/// One sampled counter: its name, event and modifier flags.
+pub struct CounterSpec {
+    pub name: String,
+    pub kind: EventKind,
+    pub flags: u64,
+}
+
+/// The per-CPU side rings and the counters writing into them.
+pub struct SideRings {
+    rings: Vec<(u32, Ring)>,
+    /// Sample identifier -> counter source id.
+    ids: HashMap<u64, u32>,
+    layout: rec::Layout,
+    _counters: Vec<perf::Event>,
+    pub lost: BTreeMap<u32, u64>,
+    pub malformed: u64,
+}
+
+fn clock_options() -> Options {
+    Options {
+        sample_type: SIDE_SAMPLE_TYPE,
+        clockid: Some(libc::CLOCK_MONOTONIC),
+        ..Options::default()
+    }
+}
+
+impl SideRings {
+    /// One dummy event per CPU owns the ring and reports comm/fork/exit (and context switches
+    /// with `switches`); counters on the same CPU write into it. `task`: the command or
+    /// process recorded (`inherit` follows its children), else every task.
+    pub fn open(
+        counters: &[(u32, CounterSpec)],
+        sampling: Sampling,
+        switches: bool,
+        task: Option<(u32, bool)>,
+        pages: usize,
+    ) -> Result<SideRings, Error> {
+        let cpus = perf::cpus::online()?;
+        let scope = |cpu| match task {
+            Some((pid, _)) => Scope::Task {
+                pid,
+                cpu: Some(cpu),
+            },
+            None => Scope::Cpu(cpu),
+        };
+        let inherit = match task {
+            Some((_, true)) => attr::flag::INHERIT,
+            _ => 0,
+        };
+        let mut side = SideRings {
+            rings: Vec::new(),
+            ids: HashMap::new(),
+            layout: rec::Layout {
+                sample_type: SIDE_SAMPLE_TYPE,
+                sample_id_all: true,
+                ..rec::Layout::default()
+            },
+            _counters: Vec::new(),
+            lost: BTreeMap::new(),
+            malformed: 0,
+        };
+        for &cpu in &cpus {
+            let mut flags = attr::flag::COMM | attr::flag::TASK | attr::flag::SAMPLE_ID_ALL;
+            if switches {
+                flags |= attr::flag::CONTEXT_SWITCH;
+            }
+            let options = Options {
+                flags: flags | inherit,
+                wakeup: super::quarter_full(pages),
+                ..clock_options()
+            };
+            let owner = perf::Event::open(
+                format!("side-band ring on CPU {cpu}"),
+                &EventKind::Software(perf::Software::Dummy),
+                &options,
+                &scope(cpu),
+            )?;
+            let ring = Ring::new(owner, pages)?;
+            for (source, spec) in counters {
+                let options = Options {
+                    flags: spec.flags | attr::flag::SAMPLE_ID_ALL | inherit,
+                    sampling,
+                    ..clock_options()
+                };
+                let event =
+                    perf::Event::open(spec.name.clone(), &spec.kind, &options, &scope(cpu))?;
+                event.set_output(ring.event())?;
+                side.ids.insert(event.id()?, *source);
+                side._counters.push(event);
+            }
+            side.lost.insert(cpu, 0);
+            side.rings.push((cpu, ring));
+        }
+        Ok(side)
+    }
+
+    pub fn raw_fds(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::{AsFd, AsRawFd};
+        self.rings
+            .iter()
+            .map(|(_, r)| r.event().as_fd().as_raw_fd())
+            .collect()
+    }
+
+    /// Parses every record available now into trace records.
+    pub fn drain(&mut self, mut f: impl FnMut(Record)) {
+        let layout = self.layout;
+        for (cpu, ring) in self.rings.iter_mut() {
+            let cpu = *cpu;
+            let lost = self.lost.entry(cpu).or_default();
+            let malformed = &mut self.malformed;
+            let ids = &self.ids;
+            let stats = ring.drain(|bytes| {
+                let Ok(parsed) = rec::parse(bytes, &layout) else {
+                    *malformed += 1;
+                    return;
+                };
+                let id = parsed.sample_id;
+                let (pid, tid, time) = (
+                    id.pid.unwrap_or(0),
+                    id.tid.unwrap_or(0),
+                    id.time.unwrap_or(0),
+                );
+                let task = |what, pid, tid, ppid, ptid, time_ns, comm: [u8; 16]| {
+                    Record::Task(tracefile::Task {
+                        what,
+                        cpu,
+                        pid,
+                        tid,
+                        ppid,
+                        ptid,
+                        time_ns,
+                        comm,
+                    })
+                };
+                match parsed.record {
+                    rec::Record::Sample(s) => {
+                        let Some(source) = s.identifier.and_then(|i| ids.get(&i)) else {
+                            *malformed += 1;
+                            return;
+                        };
+                        f(Record::Sample(tracefile::Sample {
+                            source: *source,
+                            cpu: s.cpu.unwrap_or(cpu),
+                            pid: s.pid.unwrap_or(0),
+                            tid: s.tid.unwrap_or(0),
+                            time_ns: s.time.unwrap_or(0),
+                            period: s.period.unwrap_or(0),
+                        }));
+                    }
+                    rec::Record::Comm {
+                        pid: p,
+                        tid: t,
+                        comm,
+                        ..
+                    } => {
+                        let mut name = [0u8; 16];
+                        let n = comm
+                            .iter()
+                            .position(|&b| b == 0)
+                            .unwrap_or(comm.len())
+                            .min(15);
+                        name[..n].copy_from_slice(&comm[..n]);
+                        f(task(tracefile::TaskWhat::Comm, p, t, 0, 0, time, name));
+                    }
+                    rec::Record::Fork(t) => f(task(
+                        tracefile::TaskWhat::Fork,
+                        t.pid,
+                        t.tid,
+                        t.ppid,
+                        t.ptid,
+                        t.time,
+                        [0; 16],
+                    )),
+                    rec::Record::Exit(t) => f(task(
+                        tracefile::TaskWhat::Exit,
+                        t.pid,
+                        t.tid,
+                        t.ppid,
+                        t.ptid,
+                        t.time,
+                        [0; 16],
+                    )),
+                    rec::Record::Switch { out, preempt }
+                    | rec::Record::SwitchCpuWide { out, preempt, .. } => {
+                        f(Record::Switch(tracefile::Switch {
+                            cpu,
+                            pid,
+                            tid,
+                            out,
+                            preempted: preempt,
+                            time_ns: time,
+                        }))
+                    }
+                    rec::Record::Lost { lost: n, .. } => *lost += n,
+                    _ => {}
+                }
+            });
+            if stats.corrupt {
+                self.malformed += 1;
+            }
+        }
+    }
+}
