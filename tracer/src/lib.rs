@@ -7,6 +7,7 @@ pub mod bpf;
 pub mod breakpoint;
 pub mod cli;
 pub mod cmd;
+pub mod counter;
 pub mod kernel;
 pub mod launch;
 pub mod output;
