@@ -1,5 +1,6 @@
 //! Command-line definitions (clap) and nothing else.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +10,50 @@ pub use crate::breakpoint::WatchType;
 use crate::output::events::Format;
 pub use crate::probe::KprobeInterface;
 pub use crate::session::Transport;
+
+/// Lets `-s`/`--stack` stand alone before a spec (`tracer watch -s counter -- ./prog`) and
+/// still take a value as a separate word (`tracer probe -s user SPEC`): clap's optional value
+/// would swallow the next word whatever it is, so `--stack` requires `=` and this rewrites
+/// `-s WHICH` / `--stack WHICH` into `--stack=WHICH` when WHICH is exactly kernel, user or both,
+/// in the commands that have the flag and before `--` (what follows is the traced command's).
+pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
+    const WITH_STACK: [&str; 3] = ["probe", "watch", "latency"];
+    const WHICH: [&str; 3] = ["kernel", "user", "both"];
+    let is_stack = |a: &OsString| a == "-s" || a == "--stack";
+    // The subcommand is the first word after the program name: tracer has no global options
+    // that take values.
+    if !args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|sub| WITH_STACK.contains(&sub))
+    {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len());
+    let mut words = args.into_iter();
+    while let Some(arg) = words.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(words);
+            break;
+        }
+        if is_stack(&arg) {
+            let mut ahead = words.clone();
+            if let Some(which) = ahead
+                .next()
+                .filter(|w| w.to_str().is_some_and(|w| WHICH.contains(&w)))
+            {
+                let mut joined = OsString::from("--stack=");
+                joined.push(&which);
+                out.push(joined);
+                words = ahead;
+                continue;
+            }
+        }
+        out.push(arg);
+    }
+    out
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,7 +114,7 @@ pub enum Command {
   tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json
   tracer probe uprobe:bash:readline uretprobe:bash:readline
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
-  tracer probe --count-by comm 'syscalls:sys_enter_*' -d 5  counted in the kernel
+  tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10
   tracer probe 'do_sys_openat2(filename, how->flags)'      chosen arguments and members")]
@@ -121,7 +166,7 @@ pub struct ProbeArgs {
     pub fail_on_loss: bool,
     /// Print the stack of each hit: kernel, user or both (alone: the probe's own side, user
     /// for uprobes, kernel for the rest).
-    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
     /// Print only these values, in this order, for every probe without its own `(...)` list:
     /// parameter names, argN, tracepoint fields, or struct members PARAM->member[.member]
@@ -157,7 +202,7 @@ pub struct ProbeArgs {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tracer watch counter -- ./prog                 every write to the global `counter`
-  tracer watch -p 1234 -t rw libc.so.6:errno    reads and writes in a running process
+  tracer watch -p 1234 -t rw libc.so.6:environ  reads and writes in a running process
   tracer watch -t x my_function -- ./prog        count calls with an execute breakpoint
   tracer watch -s counter -- ./prog              with the writer's user stack
   tracer watch --kernel jiffies -c 5             a kernel variable")]
@@ -187,7 +232,7 @@ pub struct WatchArgs {
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
     /// Print the stack of each hit: kernel, user or both (alone: user, or kernel with --kernel).
-    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
     /// Count the hits in the kernel, by thread and instruction, and print only those counts
     /// (on stdout) at the end: no line per hit, the cheapest way to watch a busy location.
@@ -231,7 +276,7 @@ pub struct LatencyArgs {
     pub slower_than: Option<String>,
     /// Print the stack of each slow call, taken at its end: kernel, user or both (alone: the
     /// end probe's own side). Needs --slower-than.
-    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, value_name = "WHICH")]
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
     pub stack: Option<Option<crate::stacks::Which>>,
     /// Print and reset the histograms every SECS seconds.
     #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
@@ -454,4 +499,106 @@ pub struct ReportArgs {
     /// Also write the timeline as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing).
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<OsString> {
+        line.split_whitespace().map(OsString::from).collect()
+    }
+
+    fn normalized(line: &str) -> String {
+        let out = normalize_args(words(line));
+        out.iter()
+            .map(|w| w.to_str().unwrap())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn a_separate_stack_value_is_joined_to_the_flag() {
+        assert_eq!(
+            normalized("tracer probe -s user uprobe:./prog:handle -c 5"),
+            "tracer probe --stack=user uprobe:./prog:handle -c 5"
+        );
+        assert_eq!(
+            normalized("tracer latency --stack kernel vfs_read"),
+            "tracer latency --stack=kernel vfs_read"
+        );
+        assert_eq!(
+            normalized("tracer watch counter -s both"),
+            "tracer watch counter --stack=both"
+        );
+    }
+
+    #[test]
+    fn a_lone_stack_flag_and_other_words_are_left_alone() {
+        for line in [
+            "tracer watch -s counter -- ./prog",
+            "tracer probe -s syscalls:sys_enter_getppid",
+            "tracer probe --stack=user uprobe:./prog:handle",
+            "tracer latency uprobe:./prog:handle --slower-than 10ms -s",
+            "tracer probe -s User x",
+        ] {
+            assert_eq!(normalized(line), line);
+        }
+    }
+
+    #[test]
+    fn the_traced_command_and_other_subcommands_are_not_rewritten() {
+        for line in [
+            "tracer probe -s tp:x -- ls -s user",
+            "tracer stat ls -s user",
+            "tracer stat -- ls --stack kernel",
+        ] {
+            assert_eq!(normalized(line), line);
+        }
+        assert_eq!(normalize_args(Vec::new()), Vec::<OsString>::new());
+    }
+
+    fn stack_of(line: &str) -> Option<Option<crate::stacks::Which>> {
+        let cli = Cli::try_parse_from(normalize_args(words(line))).unwrap();
+        match cli.command {
+            Command::Probe(a) => a.stack,
+            Command::Watch(a) => a.stack,
+            Command::Latency(a) => a.stack,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn stack_parses_alone_with_a_value_and_with_equals() {
+        use crate::stacks::Which;
+        assert_eq!(stack_of("tracer watch -s counter"), Some(None));
+        assert_eq!(
+            stack_of("tracer probe -s syscalls:sys_enter_getppid"),
+            Some(None)
+        );
+        assert_eq!(
+            stack_of("tracer probe -s user uprobe:p:f"),
+            Some(Some(Which::User))
+        );
+        assert_eq!(
+            stack_of("tracer probe --stack kernel a:b"),
+            Some(Some(Which::Kernel))
+        );
+        assert_eq!(
+            stack_of("tracer probe --stack=both a:b"),
+            Some(Some(Which::Both))
+        );
+        assert_eq!(
+            stack_of("tracer probe -s=user a:b"),
+            Some(Some(Which::User))
+        );
+        assert_eq!(
+            stack_of("tracer latency uprobe:p:f --slower-than 10ms -s"),
+            Some(None)
+        );
+        assert_eq!(stack_of("tracer watch counter"), None);
+        let err = Cli::try_parse_from(normalize_args(words("tracer probe --stack=sideways a:b")))
+            .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+    }
 }

@@ -3,7 +3,8 @@
 use clap::Parser;
 
 fn main() {
-    let cli = tracer::cli::Cli::parse();
+    let cli =
+        tracer::cli::Cli::parse_from(tracer::cli::normalize_args(std::env::args_os().collect()));
     let code = match tracer::cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {
