@@ -412,3 +412,109 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
         .sum();
     assert_eq!(total, OPENS);
 }
+
+/// Runs a help example as written (`tracer` is the binary under test), with `workload` run once
+/// its banner is out; interrupts it unless it `stops` by itself. Returns stdout and stderr.
+fn help_example(example: &str, workload: impl FnOnce(), stops: bool) -> (String, String) {
+    use std::io::{BufRead, Read};
+    let rest = example.strip_prefix("tracer ").unwrap();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec {} {rest}", common::tracer_bin().display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    while !["Tracing", "Watching"]
+        .iter()
+        .any(|b| banner.lines().last().unwrap_or("").starts_with(b))
+    {
+        let before = banner.len();
+        stderr.read_line(&mut banner).unwrap();
+        assert!(banner.len() > before, "no banner: {banner}");
+    }
+    workload();
+    if !stops {
+        // SAFETY: kill(2) on our own child, not yet waited for.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let out = child.wait_with_output().unwrap();
+    stderr.read_to_string(&mut banner).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{banner}");
+    (stdout, banner)
+}
+
+fn opens(n: u64) {
+    let status = std::process::Command::new(common::testprog())
+        .args(["open", &n.to_string(), PATH])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The kernel-function examples of `tracer probe --help` and `tracer latency --help`
+/// (tests/examples_cli.rs checks their error where kprobes are missing).
+#[test]
+fn help_examples_with_kernel_functions_run() {
+    if !has(Feature::KprobePmu, "help_examples_kprobe")
+        || !has(Feature::Bpf, "help_examples_kprobe")
+    {
+        return;
+    }
+    let (stdout, stderr) = help_example(
+        "tracer probe do_sys_openat2 do_sys_openat2%return -c 10",
+        || opens(OPENS),
+        true,
+    );
+    let hits: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("probe:do_sys_openat2 "))
+        .collect();
+    assert_eq!(hits.len(), 10, "{stdout}\n{stderr}");
+    assert!(stderr.contains("after 10 events (-c)"), "{stderr}");
+
+    let (stdout, stderr) = help_example(
+        "tracer probe 'do_sys_openat2(filename, how->flags)'",
+        || opens(3),
+        false,
+    );
+    let ours = stdout
+        .lines()
+        .filter(|l| {
+            l.ends_with(&format!(
+                r#"kprobe:do_sys_openat2 filename="{PATH}" how->flags=0x8000"#
+            ))
+        })
+        .count();
+    assert_eq!(ours, 3, "{stdout}\n{stderr}");
+
+    let (stdout, stderr) = help_example("tracer latency vfs_read", || opens(3), false);
+    let count: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("count "))
+        .and_then(|l| l.split(',').next())
+        .unwrap_or_else(|| panic!("no summary: {stdout}\n{stderr}"))
+        .parse()
+        .unwrap();
+    assert!(count >= 1, "{stdout}");
+}
+
+/// `tracer watch --kernel jiffies -c 5` (`tracer watch --help`): Debian kernels list variables in
+/// kallsyms (CONFIG_KALLSYMS_ALL), and the tick writes jiffies.
+#[test]
+fn help_example_watches_a_kernel_variable() {
+    if !has(Feature::KprobePmu, "help_example_jiffies")
+        || !has(Feature::Breakpoints, "help_example_jiffies")
+    {
+        return;
+    }
+    let (stdout, stderr) = help_example("tracer watch --kernel jiffies -c 5", || {}, true);
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(" jiffies: ")).count(),
+        5,
+        "{stdout}\n{stderr}"
+    );
+}

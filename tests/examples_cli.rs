@@ -1,0 +1,1724 @@
+//! Tier 4: every example of `tracer --help`, of each `tracer SUBCOMMAND --help` and of README.md
+//! runs as written and does what it says.
+//!
+//! The examples are read from the built binary's help and from README.md, so one cannot be added
+//! without a check: [`EXAMPLES`] maps each example, word for word, to the function that runs it,
+//! and [`every_example_has_a_check`] fails on an example without an entry (and on an entry whose
+//! example is gone). Examples run in a directory holding `./prog` and `./srv`
+//! (tests/workloads/prog.c and srv.c, built with the names and call counts the examples assume),
+//! so `./prog` is literally `./prog`. What is substituted is said in each check: `1234` becomes
+//! the pid of a started workload, `make` runs a one-rule Makefile, and examples that trace the
+//! whole system (no `-p`, no `-- COMMAND`) get a workload started after tracer's banner and, when
+//! they would run until Ctrl-C, a SIGINT.
+//!
+//! Kernel-function examples need kprobes (or fentry): where the kernel has neither, each must
+//! fail with the documented error and hints; they run for real in the VM tier
+//! (tests/vm_kprobe.rs, `cargo xtask test`).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{has, json_lines, testprog, text, tracer_bin, Workload};
+use tracer::kernel::features::{Feature, Status};
+
+type Check = fn(&Ctx, &str);
+
+/// Every example, as printed, and its check. README examples are keyed as README shows them
+/// (a fenced `sh` line, a `$ ` line or an inline `tracer ...` span).
+const EXAMPLES: &[(&str, Check)] = &[
+    // tracer --help
+    ("tracer features", features_text),
+    ("tracer features --json", features_json),
+    // tracer features --help
+    ("tracer features --json | jq .features.kprobes", features_jq),
+    // tracer list --help
+    ("tracer list 'syscalls:sys_enter_open*'", list_glob),
+    ("tracer list -v sched_switch", list_verbose),
+    ("tracer list --binary /usr/bin/bash 'read*'", list_binary),
+    // tracer probe --help
+    (
+        "tracer probe syscalls:sys_enter_openat -- cat /etc/hostname",
+        probe_openat_cat,
+    ),
+    (
+        "tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json",
+        probe_pid_json,
+    ),
+    (
+        "tracer probe uprobe:bash:readline uretprobe:bash:readline",
+        probe_bash_readline,
+    ),
+    (
+        "tracer probe -s user uprobe:./prog:handle -c 5",
+        probe_user_stacks,
+    ),
+    (
+        "tracer probe --count-by comm raw_syscalls:sys_enter -d 5",
+        probe_count_by_comm,
+    ),
+    (
+        "tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1",
+        probe_hist_interval,
+    ),
+    (
+        "tracer probe do_sys_openat2 do_sys_openat2%return -c 10",
+        needs_kprobes,
+    ),
+    (
+        "tracer probe 'do_sys_openat2(filename, how->flags)'",
+        needs_kprobes,
+    ),
+    // tracer watch --help
+    ("tracer watch counter -- ./prog", watch_counter),
+    (
+        "tracer watch -p 1234 -t rw libc.so.6:environ",
+        watch_pid_environ,
+    ),
+    ("tracer watch -t x my_function -- ./prog", watch_execute),
+    ("tracer watch -s counter -- ./prog", watch_stack),
+    ("tracer watch --kernel jiffies -c 5", watch_kernel_jiffies),
+    // tracer latency --help
+    ("tracer latency vfs_read", needs_kprobes),
+    (
+        "tracer latency uprobe:./prog:handle --slower-than 10ms",
+        latency_slow_calls,
+    ),
+    (
+        "tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1",
+        latency_read_interval,
+    ),
+    (
+        "tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid",
+        latency_wakeup,
+    ),
+    (
+        "tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector",
+        latency_block,
+    ),
+    (
+        "tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0",
+        latency_srv,
+    ),
+    (
+        "tracer latency uprobe:./prog:handle --slower-than 10ms -s",
+        latency_slow_stacks,
+    ),
+    // tracer stat --help
+    ("tracer stat -- make", stat_make),
+    (
+        "tracer stat -e syscalls:sys_enter_openat,page-faults -- ls",
+        stat_ls,
+    ),
+    (
+        "tracer stat -e '{task-clock,page-faults}' -x, -- ./prog",
+        stat_group_csv,
+    ),
+    ("tracer stat -a -A -e cs -I 1000", stat_per_cpu_interval),
+    (
+        "tracer stat -p 1234 --per-thread --timeout 5000",
+        stat_pid_per_thread,
+    ),
+    ("tracer stat -r 5 -e page-faults:u -- ./prog", stat_repeat),
+    // tracer record --help
+    (
+        "tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname",
+        record_openat_cat,
+    ),
+    (
+        "tracer record -o t.tracer -W counter -P uprobe:./prog:work -e task-clock -F 999 -- ./prog",
+        record_prog,
+    ),
+    (
+        "tracer record -o t.tracer -e page-faults --period 1 --switches -d 5",
+        record_page_faults,
+    ),
+    (
+        "tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 5",
+        record_live,
+    ),
+    (
+        "tracer record -o - -P 'syscalls:sys_enter_open*' | tracer report -",
+        record_pipe_report,
+    ),
+    // tracer report --help
+    ("tracer report t.tracer", report_text),
+    (
+        "tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2",
+        report_filtered,
+    ),
+    ("tracer report t.tracer -o json | jq .", report_json_jq),
+    ("tracer report t.tracer --perfetto t.json", report_perfetto),
+    // README.md
+    (
+        "cargo xtask run -- probe syscalls:sys_enter_openat -- cat /etc/hostname",
+        xtask_run_probe,
+    ),
+    ("cargo xtask test", xtask_test),
+    ("tracer probe do_sys_open", readme_no_kprobes),
+    ("tracer probe --transport ringbuf", readme_ringbuf),
+    ("tracer probe uprobe:./prog:handle", readme_uprobe_args),
+    (
+        "tracer stat -e syscalls:sys_enter_getppid,page-faults -- ./prog",
+        stat_getppid,
+    ),
+    ("tracer list [PATTERN]", readme_list),
+    ("tracer watch --summary", readme_watch_summary),
+];
+
+/// The subcommands whose help is searched (besides the top-level help).
+fn subcommands(help: &str) -> Vec<String> {
+    let mut subs = Vec::new();
+    let mut in_commands = false;
+    for line in help.lines() {
+        if line == "Commands:" {
+            in_commands = true;
+        } else if in_commands {
+            let Some(name) = line
+                .strip_prefix("  ")
+                .and_then(|l| l.split_whitespace().next())
+            else {
+                break;
+            };
+            if name != "help" {
+                subs.push(name.to_string());
+            }
+        }
+    }
+    assert!(subs.len() >= 8, "subcommands in --help: {subs:?}\n{help}");
+    subs
+}
+
+/// The `Examples:` lines of one help text, without their descriptions (which follow after two
+/// or more spaces).
+fn help_examples(help: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_examples = false;
+    for line in help.lines() {
+        if line == "Examples:" {
+            in_examples = true;
+        } else if in_examples {
+            // The section ends at the first line that is not an indented example.
+            let Some(example) = line.strip_prefix("  ") else {
+                in_examples = false;
+                continue;
+            };
+            let command = example.split("  ").next().unwrap().trim_end();
+            assert!(command.starts_with("tracer "), "an example line: {line:?}");
+            out.push(command.to_string());
+        }
+    }
+    out
+}
+
+fn help_of(args: &[&str]) -> String {
+    let out = Command::new(tracer_bin())
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// Every example in the help texts, with where it was found.
+fn examples_in_help() -> Vec<(String, String)> {
+    let top = help_of(&[]);
+    let mut out: Vec<(String, String)> = help_examples(&top)
+        .into_iter()
+        .map(|e| (e, "tracer --help".to_string()))
+        .collect();
+    for sub in subcommands(&top) {
+        let examples = help_examples(&help_of(&[&sub]));
+        assert!(
+            !examples.is_empty(),
+            "`tracer {sub} --help` has no examples"
+        );
+        out.extend(
+            examples
+                .into_iter()
+                .map(|e| (e, format!("tracer {sub} --help"))),
+        );
+    }
+    out
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
+}
+
+/// The shell examples of README.md: each command line of a fenced `sh` block (comments
+/// dropped), each `$ ` line of another fenced block, and each inline code span that is a
+/// `tracer` command with arguments (a bare `tracer SUBCOMMAND` names a command; it is no
+/// example).
+fn examples_in_readme(readme: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut fence: Option<String> = None;
+    for (n, line) in readme.lines().enumerate() {
+        let at = format!("README.md:{}", n + 1);
+        if let Some(lang) = line.strip_prefix("```") {
+            fence = match fence {
+                None => Some(lang.trim().to_string()),
+                Some(_) => None,
+            };
+            continue;
+        }
+        match fence.as_deref() {
+            Some("sh") => {
+                let command = line.split(" #").next().unwrap().trim();
+                if !command.is_empty() && !command.starts_with('#') {
+                    out.push((command.to_string(), at));
+                }
+            }
+            Some(_) => {
+                if let Some(command) = line.strip_prefix("$ ") {
+                    out.push((command.trim().to_string(), at));
+                }
+            }
+            None => {
+                for (i, span) in line.split('`').enumerate() {
+                    if i % 2 == 1
+                        && span.starts_with("tracer ")
+                        && span.split_whitespace().count() > 2
+                    {
+                        out.push((span.to_string(), at.clone()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_example_has_a_check() {
+    let mut found = examples_in_help();
+    found.extend(examples_in_readme(&readme()));
+    let missing: Vec<String> = found
+        .iter()
+        .filter(|(e, _)| !EXAMPLES.iter().any(|(k, _)| k == e))
+        .map(|(e, at)| format!("  {e:?} ({at})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "examples without a check: add each to EXAMPLES in tests/examples_cli.rs\n{}",
+        missing.join("\n")
+    );
+    let stale: Vec<&str> = EXAMPLES
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| !found.iter().any(|(e, _)| e == k))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "checks of examples no longer shown: {stale:?}"
+    );
+    let keys: BTreeSet<&str> = EXAMPLES.iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys.len(), EXAMPLES.len(), "an example is listed twice");
+}
+
+#[test]
+fn readme_examples_are_found() {
+    let found = examples_in_readme(
+        "a `tracer probe` and `tracer x -p 1`\n```sh\ncargo a   # b\n\n```\n```\n$ tracer y\nout\n```\n",
+    );
+    let found: Vec<&str> = found.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(found, ["tracer x -p 1", "cargo a", "tracer y"]);
+}
+
+/// Runs every example (`EXAMPLE=substring` runs only those containing it).
+#[test]
+fn examples_run_as_documented() {
+    common::require_root();
+    let only = std::env::var("EXAMPLE").ok();
+    let ctx = Ctx::new();
+    let mut failed = Vec::new();
+    for (example, check) in EXAMPLES {
+        if only.as_deref().is_some_and(|o| !example.contains(o)) {
+            continue;
+        }
+        let _ = writeln!(std::io::stderr(), "example: {example}");
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&ctx, example)));
+        if run.is_err() {
+            failed.push(*example);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "examples that failed:\n  {}",
+        failed.join("\n  ")
+    );
+}
+
+/// Where the examples run: a directory with `./prog`, `./srv` and a Makefile.
+struct Ctx {
+    dir: tempfile::TempDir,
+}
+
+impl Ctx {
+    fn new() -> Ctx {
+        // Not tmpfs: the block-layer example needs its writes to reach a disk.
+        let dir = tempfile::Builder::new()
+            .prefix("examples-")
+            .tempdir_in(common::bin_dir())
+            .unwrap();
+        let workloads = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads");
+        for (name, extra) in [("prog", &[][..]), ("srv", &["-pthread"][..])] {
+            let status = Command::new("cc")
+                .args(["-g", "-O0", "-fno-omit-frame-pointer"])
+                .args(extra)
+                .arg("-o")
+                .arg(dir.path().join(name))
+                .arg(workloads.join(format!("{name}.c")))
+                .status()
+                .expect("run cc: the example workloads need a C compiler (apt-get install gcc)");
+            assert!(status.success(), "cc failed on {name}.c");
+        }
+        std::fs::write(dir.path().join("Makefile"), "all:\n\t@true\n").unwrap();
+        Ctx { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `tracer ARGS` in the examples' directory.
+    fn tracer(&self, args: &[String]) -> Command {
+        let mut cmd = Command::new(tracer_bin());
+        cmd.args(args).current_dir(self.dir.path());
+        cmd
+    }
+
+    fn run(&self, args: &[String]) -> Output {
+        self.tracer(args).output().unwrap()
+    }
+
+    /// Starts `tracer ARGS` and waits for its banner on stderr.
+    fn start(&self, args: &[String]) -> Running {
+        let mut running = Running::spawn(self.tracer(args));
+        running.wait_for(|l| {
+            l.starts_with("Tracing")
+                || l.starts_with("Watching")
+                || l.starts_with("Counting")
+                || l.starts_with("Recording")
+        });
+        running
+    }
+
+    /// Runs `./prog` (or any command) in the examples' directory; returns its pid.
+    fn workload(&self, program: &str, args: &[&str]) -> u32 {
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("run {program}: {e}"));
+        let pid = child.id();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{program}: {status}");
+        pid
+    }
+
+    /// `./prog --wait` ready to be traced by pid.
+    fn waiting_prog(&self) -> Workload {
+        let mut cmd = Command::new(self.path("prog"));
+        cmd.arg("--wait");
+        Workload::start(cmd)
+    }
+}
+
+/// A running tracer whose stderr lines are collected as they come.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: String,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+}
+
+impl Running {
+    fn spawn(mut cmd: Command) -> Running {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run tracer");
+        let (tx, lines) = mpsc::channel();
+        let err = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in err.lines() {
+                if tx.send(line.unwrap_or_default()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = out.read_to_end(&mut buf);
+            buf
+        });
+        Running {
+            child,
+            lines,
+            stderr: String::new(),
+            stdout,
+        }
+    }
+
+    /// Waits (at most 60 s in all) for a stderr line matching `pred`; on a timeout the tracer
+    /// is killed, so a failed check leaves nothing running.
+    fn wait_for(&mut self, pred: impl Fn(&str) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = pred(&line);
+                    self.stderr.push_str(&line);
+                    self.stderr.push('\n');
+                    if hit {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!("tracer's stderr: {e}; so far:\n{}", self.stderr)
+                }
+            }
+        }
+    }
+
+    fn interrupt(&self) {
+        // SAFETY: kill(2) on our own child's pid, which it keeps until we wait for it.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+    }
+
+    /// Waits for the exit; returns the status, stdout and the whole stderr.
+    fn finish(mut self) -> (ExitStatus, String, String) {
+        let status = self.child.wait().unwrap();
+        let stdout = text(&self.stdout.join().unwrap());
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
+        }
+        (status, stdout, self.stderr)
+    }
+
+    fn interrupted(self) -> (String, String) {
+        self.interrupt();
+        let (status, stdout, stderr) = self.finish();
+        assert_eq!(status.code(), Some(0), "Ctrl-C ends a run with 0\n{stderr}");
+        (stdout, stderr)
+    }
+}
+
+/// The words of an example as a shell splits them (single and double quotes), without the
+/// leading `tracer`, with whole words replaced as `subs` says.
+fn words(example: &str, subs: &[(&str, &str)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in example.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, ' ') => out.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    assert!(quote.is_none(), "unbalanced quotes in {example:?}");
+    out.extend(word);
+    assert_eq!(out.first().map(String::as_str), Some("tracer"), "{example}");
+    out.remove(0);
+    for w in &mut out {
+        if let Some((_, to)) = subs.iter().find(|(from, _)| w == from) {
+            *w = to.to_string();
+        }
+    }
+    out
+}
+
+fn ok(out: &Output) -> (String, String) {
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// Lines of `text` containing `needle`.
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// `prog.c:N` for the first line of tests/workloads/prog.c containing `needle`.
+fn prog_line(needle: &str) -> String {
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/workloads/prog.c"
+    ))
+    .unwrap();
+    let n = source
+        .lines()
+        .position(|l| l.contains(needle))
+        .expect("line in prog.c")
+        + 1;
+    format!("prog.c:{n}")
+}
+
+fn available(feature: Feature) -> bool {
+    matches!(feature.check(), Status::Available { .. })
+}
+
+// ---- features and list ----
+
+fn features_text(ctx: &Ctx, example: &str) {
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    for feature in Feature::ALL {
+        let want = if available(feature) {
+            "available"
+        } else {
+            "unavailable"
+        };
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(feature.label()))
+            .unwrap_or_else(|| panic!("no {} line:\n{stdout}", feature.label()));
+        assert_eq!(line.split_whitespace().nth(1), Some(want), "{line}");
+    }
+}
+
+fn features_json_value(ctx: &Ctx) -> serde_json::Value {
+    let (stdout, _) = ok(&ctx.run(&words("tracer features --json", &[])));
+    serde_json::from_str(&stdout).unwrap()
+}
+
+fn features_json(ctx: &Ctx, _example: &str) {
+    let json = features_json_value(ctx);
+    for feature in Feature::ALL {
+        let want = if available(feature) {
+            "available"
+        } else {
+            "unavailable"
+        };
+        assert_eq!(json["features"][feature.label()]["status"], want, "{json}");
+    }
+}
+
+/// `| jq FILTER` through a shell when jq is installed; otherwise the JSON is parsed here.
+fn jq_or_parse(ctx: &Ctx, example: &str) -> Vec<serde_json::Value> {
+    let jq = Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let (tracer_part, _) = example.split_once(" | jq ").unwrap();
+    if jq {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(example.replacen("tracer", &tracer_bin().display().to_string(), 1))
+            .current_dir(ctx.dir.path())
+            .output()
+            .unwrap();
+        let (stdout, _) = ok(&out);
+        serde_json::Deserializer::from_str(&stdout)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect()
+    } else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: jq is not installed: `{tracer_part}` checked without the pipe"
+        );
+        let (stdout, _) = ok(&ctx.run(&words(tracer_part, &[])));
+        serde_json::Deserializer::from_str(&stdout)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+fn features_jq(ctx: &Ctx, example: &str) {
+    let values = jq_or_parse(ctx, example);
+    let values = if values.len() == 1 && values[0].get("features").is_some() {
+        vec![values[0]["features"]["kprobes"].clone()]
+    } else {
+        values
+    };
+    let want = if available(Feature::KprobePmu) {
+        "available"
+    } else {
+        "unavailable"
+    };
+    assert_eq!(values.len(), 1, "{values:?}");
+    assert_eq!(values[0]["status"], want, "{values:?}");
+    assert_eq!(values[0], features_json_value(ctx)["features"]["kprobes"]);
+}
+
+fn list_glob(ctx: &Ctx, example: &str) {
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    let fs = tracer::kernel::tracefs::Tracefs::locate().unwrap();
+    let want: BTreeSet<String> = std::fs::read_dir(fs.root().join("events/syscalls"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("sys_enter_open"))
+        .map(|n| format!("tracepoint:syscalls:{n}"))
+        .collect();
+    let got: BTreeSet<String> = stdout.lines().map(str::to_string).collect();
+    assert!(want.contains("tracepoint:syscalls:sys_enter_openat"));
+    assert_eq!(got, want);
+}
+
+fn list_verbose(ctx: &Ctx, example: &str) {
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "tracepoint:sched:sched_switch", "{stdout}");
+    for field in [
+        "char[16] prev_comm",
+        "pid_t prev_pid",
+        "char[16] next_comm",
+        "pid_t next_pid",
+    ] {
+        assert!(
+            lines.contains(&format!("    {field}").as_str()),
+            "{field}:\n{stdout}"
+        );
+    }
+}
+
+fn list_binary(ctx: &Ctx, example: &str) {
+    assert!(
+        Path::new("/usr/bin/bash").exists(),
+        "the example lists /usr/bin/bash"
+    );
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    assert!(
+        stdout.lines().any(|l| l == "uprobe:/usr/bin/bash:readline"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .all(|l| l.starts_with("uprobe:/usr/bin/bash:read")),
+        "{stdout}"
+    );
+}
+
+fn readme_list(ctx: &Ctx, _example: &str) {
+    // `[PATTERN]` is optional: without one, and with one.
+    let (all, _) = ok(&ctx.run(&words("tracer list", &[])));
+    assert!(
+        all.lines().any(|l| l == "tracepoint:sched:sched_switch"),
+        "{all}"
+    );
+    assert!(all.lines().count() > 100, "{all}");
+    let (some, _) = ok(&ctx.run(&words("tracer list sched_switch", &[])));
+    assert_eq!(
+        some.lines().collect::<Vec<_>>(),
+        ["tracepoint:sched:sched_switch"]
+    );
+}
+
+// ---- probe ----
+
+/// The opens of `cat /etc/hostname`, as README shows them.
+fn check_openat_cat(stdout: &str, stderr: &str) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0], "TIME(s)    CPU PID/TID         COMM             PROBE ARGS",
+        "{stdout}"
+    );
+    let events = lines_with(stdout, " syscalls:sys_enter_openat dfd=");
+    let hostname = lines_with(stdout, "filename=\"/etc/hostname\"");
+    assert_eq!(hostname.len(), 1, "{stdout}");
+    assert!(hostname[0].contains(" cat "), "{stdout}");
+    assert!(hostname[0].ends_with("dfd=-100 filename=\"/etc/hostname\" flags=0x0 mode=0"));
+    // cat's own output passes through.
+    let name = std::fs::read_to_string("/etc/hostname").unwrap();
+    assert!(lines.contains(&name.trim()), "{stdout}");
+    let n = events.len();
+    assert!(
+        stderr.contains(&format!("{n} events in ")),
+        "{n} events printed\n{stderr}"
+    );
+    assert!(
+        stderr.contains(", command exited with status 0; 0 lost"),
+        "{stderr}"
+    );
+    let row = lines_with(stderr, "syscalls:sys_enter_openat ");
+    let row: Vec<&str> = row.last().unwrap().split_whitespace().collect();
+    assert_eq!(
+        row[1..],
+        [n.to_string(), n.to_string(), "0".to_string()],
+        "{stderr}"
+    );
+}
+
+fn probe_openat_cat(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    check_openat_cat(&stdout, &stderr);
+}
+
+fn xtask_run_probe(ctx: &Ctx, example: &str) {
+    // `cargo xtask run -- ARGS` sets up, builds in release mode and runs `tracer ARGS`: the
+    // tracer part is checked here (the build is what `cargo xtask test` already does).
+    let args = example.strip_prefix("cargo xtask run -- ").unwrap();
+    let (stdout, stderr) = ok(&ctx.run(&words(&format!("tracer {args}"), &[])));
+    check_openat_cat(&stdout, &stderr);
+}
+
+fn xtask_test(_ctx: &Ctx, example: &str) {
+    // Not run from here: it runs every tier, this test among them.
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: `{example}` is the runner of this test; it is not run from inside it"
+    );
+}
+
+fn readme_ringbuf(ctx: &Ctx, example: &str) {
+    // README names the option; completed with the probe and command of its quick start.
+    let full = format!("{example} syscalls:sys_enter_openat -- cat /etc/hostname");
+    let (stdout, stderr) = ok(&ctx.run(&words(&full, &[])));
+    check_openat_cat(&stdout, &stderr);
+}
+
+fn probe_pid_json(ctx: &Ctx, example: &str) {
+    const OPENS: u64 = 23;
+    let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), "/etc/hostname"]);
+    let pid = work.pid().to_string();
+    let running = ctx.start(&words(example, &[("1234", &pid)]));
+    work.run_batch();
+    work.finish();
+    // `-p` runs until Ctrl-C, also after the process has exited.
+    let (stdout, stderr) = running.interrupted();
+    let events = json_lines(stdout.as_bytes());
+    assert_eq!(events.len() as u64, OPENS, "{stdout}\n{stderr}");
+    for e in &events {
+        assert_eq!(e["probe"], "syscalls:sys_enter_openat", "{e}");
+        assert_eq!(e["pid"].to_string(), pid, "{e}");
+        assert_eq!(e["args"]["filename"], "/etc/hostname", "{e}");
+    }
+}
+
+fn probe_bash_readline(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example probe bash readline") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    // An interactive bash reads its two lines with readline; `script` gives it a terminal.
+    let mut script = Command::new("script")
+        .args(["-qc", "bash --norc --noprofile -i", "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("run script (bsdutils) for an interactive bash");
+    script
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"true\nexit\n")
+        .unwrap();
+    assert!(script.wait().unwrap().success());
+    let (stdout, stderr) = running.interrupted();
+    let entries = lines_with(&stdout, " uprobe:bash:readline ");
+    let returns = lines_with(&stdout, " uretprobe:bash:readline ret=");
+    // Other interactive shells may read lines too: at least ours, in pairs.
+    assert!(entries.len() >= 2, "{stdout}\n{stderr}");
+    assert_eq!(entries.len(), returns.len(), "{stdout}");
+    assert!(entries.iter().all(|l| l.contains(" bash ")), "{stdout}");
+}
+
+/// The frames printed under a hit: `        FUNC+0xOFF (prog.c:N)`.
+fn frames_after<'a>(lines: &[&'a str], at: usize) -> Vec<&'a str> {
+    // Frames are indented 8 and have no column gaps (a histogram's header has).
+    lines[at + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("        ") && !l.trim().contains("  "))
+        .map(|l| l.trim())
+        .collect()
+}
+
+fn probe_user_stacks(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example probe -s user") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload("./prog", &[]);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let hits: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains(" uprobe:./prog:handle "))
+        .collect();
+    assert_eq!(hits.len(), 5, "{stdout}");
+    for (n, &i) in hits.iter().enumerate() {
+        assert!(
+            lines[i].contains(&format!(" count={} ", n + 1)),
+            "{}",
+            lines[i]
+        );
+        let frames = frames_after(&lines, i);
+        assert_eq!(
+            frames[0],
+            format!("handle+0x0 ({})", prog_line("long handle("))
+        );
+        assert!(frames[1].starts_with("work+0x"), "{frames:?}");
+        assert!(frames[1].ends_with(&format!("({})", prog_line("sum += handle("))));
+        assert!(frames[2].starts_with("main+0x"), "{frames:?}");
+    }
+    assert!(
+        stderr.contains("5 events in ") && stderr.contains("after 5 events (-c)"),
+        "{stderr}"
+    );
+}
+
+fn readme_uprobe_args(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example probe uprobe args") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload("./prog", &[]);
+    let (stdout, _) = running.interrupted();
+    let args: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split_once(" uprobe:./prog:handle ").map(|(_, a)| a))
+        .collect();
+    let want: Vec<String> = (1..=6)
+        .map(|i| {
+            let odd = if i % 2 == 1 { "true" } else { "false" };
+            format!("count={i} name=\"chain\" odd={odd} shade=GREEN")
+        })
+        .collect();
+    // README's words: `count=1 name="chain" odd=true shade=GREEN`.
+    assert_eq!(args, want, "{stdout}");
+}
+
+fn probe_count_by_comm(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload(&testprog().display().to_string(), &["getppid", "1000"]);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stdout.lines().next(),
+        Some("COMM             COUNT"),
+        "{stdout}"
+    );
+    let row = lines_with(&stdout, "tracer-testprog ");
+    assert_eq!(row.len(), 1, "{stdout}");
+    let count: u64 = row[0].split_whitespace().nth(1).unwrap().parse().unwrap();
+    // Its 1000 getppid calls and its start-up's syscalls.
+    assert!((1000..1200).contains(&count), "{stdout}");
+}
+
+fn probe_hist_interval(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let file = ctx.path("four-kib");
+    std::fs::write(&file, vec![b'x'; 4096]).unwrap();
+    ctx.workload("cat", &[&file.display().to_string()]);
+    // Two interval reports (one a second), then Ctrl-C.
+    std::thread::sleep(Duration::from_millis(2100));
+    running.interrupt();
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("--- 1.00 s (interval 1) ---"), "{stdout}");
+    assert!(stdout.contains("(interval 2) ---"), "{stdout}");
+    // cat's reads: its file in one read of 4096 bytes and the read of 0 at its end.
+    let cat = stdout
+        .split("comm=cat\n")
+        .nth(1)
+        .expect("a comm=cat histogram");
+    let hist: Vec<&str> = cat
+        .lines()
+        .take_while(|l| !l.starts_with("count "))
+        .collect();
+    let bucket = |lo: &str| {
+        hist.iter()
+            .find(|l| l.split_whitespace().next() == Some(lo))
+            .map(|l| {
+                l.split(':')
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .unwrap_or(0)
+    };
+    assert!(bucket("4096") >= 1, "{cat}");
+    assert!(bucket("0") >= 1, "{cat}");
+}
+
+fn needs_kprobes(ctx: &Ctx, example: &str) {
+    let vm = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/vm_kprobe.rs"
+    ))
+    .unwrap();
+    assert!(
+        vm.contains(&format!("{example:?}")),
+        "tests/vm_kprobe.rs must run {example:?} in the VM tier"
+    );
+    if available(Feature::KprobePmu) || available(Feature::KprobeEvents) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: `{example}` runs in tests/vm_kprobe.rs (kprobes are available here too)"
+        );
+        return;
+    }
+    // No kprobes here: the documented error, its alternatives, exit 1.
+    let mut cmd = ctx.tracer(&words(example, &[]));
+    let out = cmd.output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines[0].starts_with("error: cannot probe kernel function '"),
+        "{stderr}"
+    );
+    assert!(lines[0].contains("this kernel has no kprobes"), "{stderr}");
+    assert!(
+        lines[1].starts_with(
+            "hint: trace the syscalls that lead there instead: tracer probe syscalls:"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[2],
+        "hint: user-space functions (uprobe:PATH:SYMBOL) and tracepoints (CAT:NAME) work here; see `tracer features`"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: `{example}` needs kprobes: checked for its error here, run in the VM tier"
+    );
+}
+
+fn readme_no_kprobes(ctx: &Ctx, example: &str) {
+    if available(Feature::KprobePmu) || available(Feature::KprobeEvents) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: `{example}` shows the no-kprobes error: kprobes exist here"
+        );
+        return;
+    }
+    // README shows the whole message: it must be what this kernel prints.
+    let readme = readme();
+    let shown: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != format!("$ {example}"))
+        .skip(1)
+        .take_while(|l| l.starts_with("error:") || l.starts_with("hint:"))
+        .collect();
+    assert_eq!(shown.len(), 3, "README's output of {example}");
+    let out = ctx.run(&words(example, &[]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr).lines().collect::<Vec<_>>(), shown);
+}
+
+// ---- watch ----
+
+const COUNTER_VALUES: [(u64, u64); 6] = [(0, 1), (1, 3), (3, 6), (6, 10), (10, 15), (15, 21)];
+
+/// The `counter: OLD -> NEW at handle+0x..` lines, with the frames under each.
+fn counter_hits(stdout: &str) -> Vec<(String, Vec<String>)> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    (0..lines.len())
+        .filter(|&i| lines[i].contains(" prog             counter: "))
+        .map(|i| {
+            let what = lines[i].split_once("counter: ").unwrap().1.to_string();
+            (
+                what,
+                frames_after(&lines, i)
+                    .iter()
+                    .map(|f| f.to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn check_counter(stdout: &str, stderr: &str, stacks: bool) {
+    let hits = counter_hits(stdout);
+    let at = prog_line("counter += count");
+    let want: Vec<String> = COUNTER_VALUES
+        .iter()
+        .map(|(old, new)| format!("{old} -> {new} at handle+0x"))
+        .collect();
+    assert_eq!(hits.len(), 6, "{stdout}\n{stderr}");
+    for ((what, frames), want) in hits.iter().zip(&want) {
+        assert!(what.starts_with(want.as_str()), "{what}, wanted {want}");
+        assert!(what.ends_with(&format!("({at})")), "{what}");
+        if stacks {
+            assert!(frames[0].starts_with("handle+0x") && frames[0].ends_with(&format!("({at})")));
+            assert!(frames[1].starts_with("work+0x"), "{frames:?}");
+            assert!(frames[2].starts_with("main+0x"), "{frames:?}");
+        } else {
+            assert!(frames.is_empty(), "{frames:?}");
+        }
+    }
+    assert!(
+        stderr.contains("6 hits in ") && stderr.contains("command exited with status 0; 0 lost"),
+        "{stderr}"
+    );
+}
+
+fn watch_counter(ctx: &Ctx, example: &str) {
+    if !has(Feature::Breakpoints, "example watch counter") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    check_counter(&stdout, &stderr, false);
+}
+
+fn watch_stack(ctx: &Ctx, example: &str) {
+    if !has(Feature::Breakpoints, "example watch -s") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    check_counter(&stdout, &stderr, true);
+}
+
+fn readme_watch_summary(ctx: &Ctx, example: &str) {
+    if !has(Feature::Breakpoints, "example watch --summary") {
+        return;
+    }
+    // README names the flag (benchmarks); completed with the quick start's watch.
+    let full = example.replace("--summary", "--summary counter -- ./prog");
+    let (stdout, stderr) = ok(&ctx.run(&words(&full, &[])));
+    // Only the counts, on stdout: six writes, by one thread, at one instruction.
+    assert!(counter_hits(&stdout).is_empty(), "{stdout}");
+    let lines: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}\n{stderr}");
+    assert!(
+        lines[0][0] == "counter" && lines[0][2..] == ["6", "hits"],
+        "{stdout}"
+    );
+    assert!(lines[1][0] == "thread" && lines[1][2] == "6", "{stdout}");
+    assert_eq!(lines[2][0], "at", "{stdout}");
+    assert!(
+        lines[2][1].starts_with("handle+0x") && lines[2][2] == "6",
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("6 hits in ") && stderr.contains("command exited with status 0; 0 lost"),
+        "{stderr}"
+    );
+}
+
+fn watch_execute(ctx: &Ctx, example: &str) {
+    if !has(Feature::Breakpoints, "example watch -t x") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let hits = lines_with(&stdout, " my_function");
+    assert_eq!(hits.len(), 6, "{stdout}\n{stderr}");
+    assert!(stderr.contains("6 hits in "), "{stderr}");
+}
+
+fn watch_pid_environ(ctx: &Ctx, example: &str) {
+    if !has(Feature::Breakpoints, "example watch -p") {
+        return;
+    }
+    let mut work = ctx.waiting_prog();
+    let pid = work.pid().to_string();
+    let running = ctx.start(&words(example, &[("1234", &pid)]));
+    work.run_batch();
+    work.finish();
+    // Ends by itself when the process exits.
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    // One read of `environ` per getenv call, none written.
+    let hits = lines_with(&stdout, " libc.so.6:environ: ");
+    assert_eq!(hits.len(), 6, "{stdout}\n{stderr}");
+    assert!(
+        hits.iter().all(|h| h.contains(" (unchanged) at getenv+0x")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("6 hits in "))
+            && stderr.contains(&format!("process {pid} exited")),
+        "{stderr}"
+    );
+}
+
+fn watch_kernel_jiffies(ctx: &Ctx, example: &str) {
+    if !has(Feature::Breakpoints, "example watch --kernel") {
+        return;
+    }
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let listed = kallsyms.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() == 3 && f[2] == "jiffies" && f[0].trim_start_matches('0') != ""
+    });
+    let out = ctx.run(&words(example, &[]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    if listed {
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert_eq!(lines_with(&stdout, " jiffies: ").len(), 5, "{stdout}");
+    } else {
+        // This kernel's kallsyms lists no variables (CONFIG_KALLSYMS_ALL unset): the error says
+        // so; the VM tier's kernels list them and run the example.
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(
+            stderr.lines().collect::<Vec<_>>(),
+            [
+                "error: no kernel symbol 'jiffies' (or its address is hidden)",
+                "hint: this kernel's /proc/kallsyms lists no variables (CONFIG_KALLSYMS_ALL unset): give the address (0x...) from its System.map",
+            ]
+        );
+        let vm = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/vm_kprobe.rs"
+        ))
+        .unwrap();
+        assert!(
+            vm.contains(&format!("{example:?}")),
+            "tests/vm_kprobe.rs must run {example:?}"
+        );
+    }
+}
+
+// ---- latency ----
+
+/// The `count N, ...` summary of a histogram and its `LO -> HI : COUNT` rows.
+fn histogram(text: &str) -> (u64, Vec<(String, u64)>) {
+    let rows = text
+        .lines()
+        .filter(|l| l.contains(" -> ") && l.contains(':'))
+        .map(|l| {
+            let (range, rest) = l.split_once(':').unwrap();
+            let range = range.split_whitespace().collect::<Vec<_>>().join(" ");
+            (
+                range,
+                rest.split_whitespace().next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    let count = text
+        .lines()
+        .find_map(|l| l.strip_prefix("count "))
+        .and_then(|l| l.split(',').next())
+        .map(|n| n.parse().unwrap())
+        .unwrap_or(0);
+    (count, rows)
+}
+
+fn latency_prog(ctx: &Ctx, example: &str, stacks: bool) {
+    if !has(Feature::UprobePmu, "example latency uprobe") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    // prog stays alive until tracer has printed: a stack is symbolized from the process's
+    // mappings, and an exited process's frames are `[unknown]`.
+    let mut work = ctx.waiting_prog();
+    work.run_batch();
+    let (stdout, stderr) = running.interrupted();
+    work.finish();
+    let (count, _) = histogram(&stdout);
+    assert_eq!(count, 6, "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let slow: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("slow: "))
+        .collect();
+    // Calls 5 and 6 spin 20 ms; the first argument is the call's number.
+    assert_eq!(slow.len(), 2, "{stdout}");
+    for (&i, n) in slow.iter().zip([5, 6]) {
+        assert!(lines[i].contains(&format!(" prog took 2")), "{}", lines[i]);
+        assert!(
+            lines[i].contains(&format!("ms args (0x{n}, ")),
+            "{}",
+            lines[i]
+        );
+        assert!(lines[i].ends_with(&format!(" ret {n}")), "{}", lines[i]);
+        let frames = frames_after(&lines, i);
+        if stacks {
+            // Taken at the return: the caller first.
+            assert!(frames[0].starts_with("work+0x"), "{frames:?}");
+            assert!(frames[0].ends_with(&format!("({})", prog_line("sum += handle("))));
+            assert!(frames[1].starts_with("main+0x"), "{frames:?}");
+        } else {
+            assert!(frames.is_empty(), "{frames:?}");
+        }
+    }
+    assert!(stderr.contains("2 outliers shown"), "{stderr}");
+}
+
+fn latency_slow_calls(ctx: &Ctx, example: &str) {
+    latency_prog(ctx, example, false);
+}
+
+fn latency_slow_stacks(ctx: &Ctx, example: &str) {
+    latency_prog(ctx, example, true);
+}
+
+fn latency_read_interval(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let file = ctx.path("four-kib");
+    std::fs::write(&file, vec![b'x'; 4096]).unwrap();
+    ctx.workload("cat", &[&file.display().to_string()]);
+    std::thread::sleep(Duration::from_millis(2100));
+    let (stdout, stderr) = running.interrupted();
+    let reports: Vec<&str> = stdout.split("\n[").skip(1).collect();
+    let reports: Vec<&str> = if stdout.starts_with('[') {
+        std::iter::once(stdout.as_str()).chain(reports).collect()
+    } else {
+        reports
+    };
+    assert!(
+        reports.len() >= 2,
+        "two interval reports at least:\n{stdout}\n{stderr}"
+    );
+    // The first second holds cat's reads at least.
+    let (count, rows) = histogram(reports[0]);
+    assert!(count >= 2, "{}", reports[0]);
+    assert_eq!(
+        rows.iter().map(|r| r.1).sum::<u64>(),
+        count,
+        "{}",
+        reports[0]
+    );
+}
+
+fn latency_wakeup(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    // prog sleeps 700 ms once: a wakeup, then a switch to it.
+    ctx.workload("./prog", &[]);
+    let (stdout, stderr) = running.interrupted();
+    let (count, rows) = histogram(&stdout);
+    assert!(count >= 1, "{stdout}\n{stderr}");
+    assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), count, "{stdout}");
+}
+
+fn latency_block(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    // Eight synchronous 4 KiB writes straight to the disk.
+    let out = ctx.path("blocks");
+    ctx.workload(
+        "dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={}", out.display()),
+            "bs=4096",
+            "count=8",
+            "oflag=direct,sync",
+        ],
+    );
+    let (stdout, stderr) = running.interrupted();
+    let (count, rows) = histogram(&stdout);
+    assert!(count >= 8, "{stdout}\n{stderr}");
+    assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), count, "{stdout}");
+}
+
+fn latency_srv(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example latency srv") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload("./srv", &[]);
+    let (stdout, stderr) = running.interrupted();
+    // Six requests matched by token across threads: four of 3 ms, two of 40 ms.
+    let (count, rows) = histogram(&stdout);
+    assert_eq!(count, 6, "{stdout}\n{stderr}");
+    let bucket = |r: &str| rows.iter().find(|(range, _)| range == r).map_or(0, |x| x.1);
+    assert_eq!(bucket("2.10ms -> 4.19ms"), 4, "{stdout}");
+    assert_eq!(bucket("33.6ms -> 67.1ms"), 2, "{stdout}");
+}
+
+// ---- stat ----
+
+/// The count of `event` in a perf-stat-like report.
+fn stat_count(report: &str, event: &str) -> u64 {
+    report
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(event))
+        .unwrap_or_else(|| panic!("no {event} line:\n{report}"))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|e| panic!("{event}: {e}\n{report}"))
+}
+
+fn stat_make(ctx: &Ctx, example: &str) {
+    // make runs the Makefile of the examples' directory: one rule, `true`.
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(
+        stderr.contains(" Performance counter stats for 'make':"),
+        "{stderr}"
+    );
+    for event in ["context-switches", "cpu-migrations", "page-faults"] {
+        stat_count(&stderr, event);
+    }
+    assert!(
+        lines_with(&stderr, " msec task-clock ").len() == 1,
+        "{stderr}"
+    );
+    for event in ["cycles", "instructions", "branches", "branch-misses"] {
+        let line = stderr
+            .lines()
+            .find(|l| l.split_whitespace().any(|w| w == event))
+            .unwrap_or_else(|| panic!("no {event}:\n{stderr}"));
+        assert!(
+            line.contains("<not supported>") == !available(Feature::HardwareCounters),
+            "{line}"
+        );
+    }
+}
+
+fn stat_ls(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    // As many as `tracer probe` sees ls open, in the same directory.
+    let (stdout, _) = ok(&ctx.run(&words(
+        "tracer probe syscalls:sys_enter_openat -o json -- ls",
+        &[],
+    )));
+    let opens = json_lines(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_bytes(),
+    )
+    .len() as u64;
+    assert!(opens > 0);
+    assert_eq!(
+        stat_count(&stderr, "syscalls:sys_enter_openat"),
+        opens,
+        "{stderr}"
+    );
+    assert!(stat_count(&stderr, "page-faults") > 0, "{stderr}");
+}
+
+fn stat_getppid(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_eq!(
+        stat_count(&stderr, "syscalls:sys_enter_getppid"),
+        6,
+        "{stderr}"
+    );
+    assert!(
+        stat_count(&stderr, "page-faults") >= 64,
+        "prog touches 64 pages\n{stderr}"
+    );
+}
+
+fn stat_group_csv(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let rows: Vec<Vec<&str>> = stderr
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stderr}");
+    assert_eq!((rows[0][1], rows[0][2]), ("msec", "task-clock"), "{stderr}");
+    let msec: f64 = rows[0][0].parse().unwrap();
+    assert!(msec >= 40.0, "prog spins 40 ms\n{stderr}");
+    assert_eq!(rows[1][2], "page-faults", "{stderr}");
+    assert!(rows[1][0].parse::<u64>().unwrap() >= 64, "{stderr}");
+    // One group: both counted all the time.
+    assert_eq!((rows[0][3], rows[0][4]), (rows[1][3], "100.00"), "{stderr}");
+}
+
+fn stat_per_cpu_interval(ctx: &Ctx, example: &str) {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let mut running = Running::spawn(ctx.tracer(&words(example, &[])));
+    // Two intervals of one line per CPU.
+    let seen = std::cell::Cell::new(0);
+    running.wait_for(|l| {
+        if l.split_whitespace().nth(3) == Some("cs") {
+            seen.set(seen.get() + 1);
+        }
+        seen.get() == 2 * cpus
+    });
+    let (stdout, stderr) = running.interrupted();
+    assert!(stdout.is_empty(), "{stdout}");
+    let rows: Vec<Vec<&str>> = stderr
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.get(3) == Some(&"cs"))
+        .collect();
+    assert!(rows.len() >= 2 * cpus, "{stderr}");
+    for (i, row) in rows.iter().take(2 * cpus).enumerate() {
+        assert_eq!(row[1], format!("CPU{}", i % cpus), "{stderr}");
+        row[2].replace(',', "").parse::<u64>().unwrap();
+    }
+}
+
+fn stat_pid_per_thread(ctx: &Ctx, example: &str) {
+    let mut work = ctx.waiting_prog();
+    let pid = work.pid().to_string();
+    let mut running = Running::spawn(ctx.tracer(&words(example, &[("1234", &pid)])));
+    // No banner: let it open its counters (it reads the process's threads at start).
+    std::thread::sleep(Duration::from_millis(300));
+    work.run_batch();
+    work.finish();
+    // The run ends when the process exits (before the 5 s timeout).
+    running.wait_for(|l| l.contains("seconds time elapsed"));
+    let (status, _, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("Performance counter stats for process id '{pid}'")),
+        "{stderr}"
+    );
+    let thread = format!("prog-{pid}");
+    let line = lines_with(&stderr, " page-faults ");
+    assert_eq!(line.len(), 1, "{stderr}");
+    assert_eq!(
+        line[0].split_whitespace().next(),
+        Some(thread.as_str()),
+        "{stderr}"
+    );
+    let faults: u64 = line[0].split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(faults >= 64, "prog touches 64 pages after the go\n{stderr}");
+    let elapsed: f64 = lines_with(&stderr, "seconds time elapsed")[0]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(elapsed < 5.0, "{stderr}");
+}
+
+fn stat_repeat(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(
+        stderr.contains("Performance counter stats for './prog' (5 runs):"),
+        "{stderr}"
+    );
+    let line = lines_with(&stderr, " page-faults:u ");
+    assert_eq!(line.len(), 1, "{stderr}");
+    assert!(line[0].contains("( +-"), "{stderr}");
+    assert!(stat_count(&stderr, "page-faults:u") >= 64, "{stderr}");
+    assert!(stderr.contains("seconds time elapsed  ( +-"), "{stderr}");
+}
+
+// ---- record and report ----
+
+fn report_json(ctx: &Ctx, file: &str) -> Vec<serde_json::Value> {
+    let (stdout, _) = ok(&ctx.run(&words(&format!("tracer report {file} -o json"), &[])));
+    json_lines(stdout.as_bytes())
+}
+
+fn record_openat_cat(ctx: &Ctx, example: &str) {
+    ok(&ctx.run(&words(example, &[])));
+    let records = report_json(ctx, "t.tracer");
+    let hostname: Vec<_> = records
+        .iter()
+        .filter(|r| {
+            r["source"] == "syscalls:sys_enter_openat" && r["args"]["filename"] == "/etc/hostname"
+        })
+        .collect();
+    assert_eq!(hostname.len(), 1, "{records:?}");
+    assert_eq!(hostname[0]["comm"], "cat");
+}
+
+const RECORD_PROG: &str =
+    "tracer record -o t.tracer -W counter -P uprobe:./prog:work -e task-clock -F 999 -- ./prog";
+
+/// Records prog as the record example does; returns its pid.
+fn record_prog_file(ctx: &Ctx) -> u64 {
+    ok(&ctx.run(&words(RECORD_PROG, &[])));
+    let records = report_json(ctx, "t.tracer");
+    let works: Vec<u64> = records
+        .iter()
+        .filter(|r| r["source"] == "uprobe:./prog:work")
+        .map(|r| r["args"]["i"].as_u64().unwrap())
+        .collect();
+    assert_eq!(works, [1, 2, 3, 4, 5, 6]);
+    let writes: Vec<(u64, u64)> = records
+        .iter()
+        .filter(|r| r["source"] == "watch:counter")
+        .map(|r| {
+            (
+                r["args"]["old"].as_u64().unwrap(),
+                r["args"]["new"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(writes, COUNTER_VALUES);
+    // 40 ms of spinning at 999 Hz: about 40 samples.
+    let samples = records
+        .iter()
+        .filter(|r| r["source"] == "task-clock")
+        .count();
+    assert!((10..=80).contains(&samples), "{samples} task-clock samples");
+    records.iter().find(|r| r["comm"] == "prog").unwrap()["pid"]
+        .as_u64()
+        .unwrap()
+}
+
+fn record_prog(ctx: &Ctx, example: &str) {
+    assert_eq!(example, RECORD_PROG);
+    record_prog_file(ctx);
+}
+
+fn record_page_faults(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.workload("./prog", &[]) as u64;
+    let (status, _, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let records = report_json(ctx, "t.tracer");
+    let of_prog = |source: &str| {
+        records
+            .iter()
+            .filter(|r| {
+                r["pid"] == pid && r["source"].as_str().is_some_and(|s| s.starts_with(source))
+            })
+            .count()
+    };
+    assert!(
+        of_prog("page-faults") >= 64,
+        "prog touches 64 pages\n{stderr}"
+    );
+    // prog sleeps 700 ms: switched out and back in at least once.
+    assert!(
+        of_prog("sched:") + of_prog("switch") >= 2,
+        "{stderr}\n{:?}",
+        &records[..records.len().min(5)]
+    );
+}
+
+fn opens_23(ctx: &Ctx) -> u32 {
+    ctx.workload(
+        &testprog().display().to_string(),
+        &["open", "23", "/etc/hostname"],
+    )
+}
+
+fn record_live(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let pid = opens_23(ctx);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let live = lines_with(&stdout, &format!(" {pid}/{pid} "));
+    let opens = lines_with(&live.join("\n"), "filename=\"/etc/hostname\"").len();
+    assert_eq!(opens, 23, "{stdout}");
+    // The file holds the same.
+    let recorded = report_json(ctx, "t.tracer")
+        .iter()
+        .filter(|r| r["pid"] == pid && r["args"]["filename"] == "/etc/hostname")
+        .count();
+    assert_eq!(recorded, 23);
+}
+
+fn record_pipe_report(ctx: &Ctx, example: &str) {
+    let (record, report) = example.split_once(" | ").unwrap();
+    let mut report = ctx.tracer(&words(report, &[]));
+    let mut record = ctx
+        .tracer(&words(record, &[]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pipe = record.stdout.take().unwrap();
+    let reporter = report
+        .stdin(pipe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(record.stderr.take().unwrap());
+    let mut banner = String::new();
+    // A note on what the glob matched comes first.
+    while !banner.lines().last().unwrap_or("").starts_with("Recording") {
+        let before = banner.len();
+        err.read_line(&mut banner).unwrap();
+        assert!(banner.len() > before, "no banner:\n{banner}");
+    }
+    let pid = opens_23(ctx);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(record.id() as i32, libc::SIGINT) };
+    assert_eq!(record.wait().unwrap().code(), Some(0));
+    let out = reporter.wait_with_output().unwrap();
+    let (stdout, _) = ok(&out);
+    let opens = lines_with(&stdout, &format!(" {pid}/{pid} "))
+        .iter()
+        .filter(|l| l.contains("filename=\"/etc/hostname\""))
+        .count();
+    assert_eq!(opens, 23, "{stdout}");
+}
+
+fn report_text(ctx: &Ctx, example: &str) {
+    record_prog_file(ctx);
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    let sources: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(4).unwrap())
+        .filter(|s| *s == "uprobe:./prog:work" || *s == "watch:counter")
+        .collect();
+    // Each work(i) before its write of the counter.
+    assert_eq!(
+        sources,
+        ["uprobe:./prog:work", "watch:counter"].repeat(6),
+        "{stdout}"
+    );
+}
+
+fn report_filtered(ctx: &Ctx, example: &str) {
+    let pid = record_prog_file(ctx).to_string();
+    let (stdout, _) = ok(&ctx.run(&words(example, &[("1234", &pid)])));
+    let at = prog_line("counter += count");
+    let got: Vec<String> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_once(" prog ").unwrap().1.trim().to_string())
+        .collect();
+    // Calls 4-6 come after prog's 700 ms pause: the writes between 0.5 s and 2 s.
+    let want: Vec<String> = COUNTER_VALUES[3..]
+        .iter()
+        .map(|(o, n)| format!("watch:counter old={o} new={n} at=handle+0x"))
+        .collect();
+    assert_eq!(got.len(), 3, "{stdout}");
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            g.starts_with(w.as_str()) && g.ends_with(&format!("({at})")),
+            "{g}"
+        );
+    }
+}
+
+fn report_json_jq(ctx: &Ctx, example: &str) {
+    record_prog_file(ctx);
+    let records = jq_or_parse(ctx, example);
+    assert_eq!(records, report_json(ctx, "t.tracer"));
+    assert_eq!(records.iter().filter(|r| r["type"] == "watch").count(), 6);
+    assert_eq!(records.iter().filter(|r| r["type"] == "probe").count(), 6);
+}
+
+fn report_perfetto(ctx: &Ctx, example: &str) {
+    record_prog_file(ctx);
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(
+        stderr.contains("wrote t.json (open it in https://ui.perfetto.dev"),
+        "{stderr}"
+    );
+    // Opening it in ui.perfetto.dev is left to a person: the file's trace-event shape is checked.
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ctx.path("t.json")).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let named = |name: &str| events.iter().filter(|e| e["name"] == name).count();
+    assert_eq!(named("watch:counter"), 6);
+    assert!(named("task-clock") >= 10);
+    assert!(events
+        .iter()
+        .all(|e| e["ph"].is_string() && e["pid"].is_number()));
+}
