@@ -1151,7 +1151,7 @@ fn watch_pid_environ(ctx: &Ctx, example: &str) {
         "{stdout}"
     );
     assert!(
-        stderr.contains(&format!("6 hits in "))
+        stderr.contains(&"6 hits in ".to_string())
             && stderr.contains(&format!("process {pid} exited")),
         "{stderr}"
     );
@@ -1164,7 +1164,7 @@ fn watch_kernel_jiffies(ctx: &Ctx, example: &str) {
     let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
     let listed = kallsyms.lines().any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() == 3 && f[2] == "jiffies" && f[0].trim_start_matches('0') != ""
+        f.len() == 3 && f[2] == "jiffies" && !f[0].trim_start_matches('0').is_empty()
     });
     let out = ctx.run(&words(example, &[]));
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
@@ -1239,7 +1239,11 @@ fn latency_prog(ctx: &Ctx, example: &str, stacks: bool) {
     // Calls 5 and 6 spin 20 ms; the first argument is the call's number.
     assert_eq!(slow.len(), 2, "{stdout}");
     for (&i, n) in slow.iter().zip([5, 6]) {
-        assert!(lines[i].contains(&format!(" prog took 2")), "{}", lines[i]);
+        assert!(
+            lines[i].contains(&" prog took 2".to_string()),
+            "{}",
+            lines[i]
+        );
         assert!(
             lines[i].contains(&format!("ms args (0x{n}, ")),
             "{}",
@@ -1376,7 +1380,7 @@ fn stat_make(ctx: &Ctx, example: &str) {
             .find(|l| l.split_whitespace().any(|w| w == event))
             .unwrap_or_else(|| panic!("no {event}:\n{stderr}"));
         assert!(
-            line.contains("<not supported>") == !available(Feature::HardwareCounters),
+            line.contains("<not supported>") != available(Feature::HardwareCounters),
             "{line}"
         );
     }
