@@ -5,8 +5,10 @@
  * usage: prog [--wait]
  * Touches PAGES fresh pages, then makes CALLS calls main -> work(i), i = 1..CALLS. Each work(i)
  * calls getppid() and getenv("PROG_UNSET") (which reads libc's `environ`) once, then handle(i, "chain", i % 2, GREEN), which adds i to `counter`
- * (0 -> 1 -> 3 -> 6 -> 10 -> 15 -> 21) and, on calls 5 and 6, spins 20 ms (slower than the
- * examples' 10ms; spinning, so task-clock samples fall there), then my_function(i).
+ * (0 -> 1 -> 3 -> 6 -> 10 -> 15 -> 21) and, on calls 5 and 6, spins 20 ms of its own CPU time
+ * (so at least 20 ms of wall time, slower than the examples' 10ms, and task-clock counts at
+ * least 40 ms however the machine is loaded; spinning, so task-clock samples fall there), then
+ * my_function(i).
  * Between calls 3 and 4 it sleeps 700 ms, so a recording of it has hits on both sides of
  * 0.5 s. Exits 0.
  * With --wait (for examples that take a running process's pid): first writes "r" to stdout and
@@ -23,17 +25,17 @@ enum color { RED, GREEN = 5, BLUE };
 
 volatile long counter;
 
-static long long now_ns(void) {
+static long long cpu_ns(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 __attribute__((noinline)) long handle(int count, const char *name, _Bool odd, enum color shade) {
     counter += count;
     if (count >= 5) {
-        long long end = now_ns() + 20 * 1000000LL;
-        while (now_ns() < end) {
+        long long end = cpu_ns() + 20 * 1000000LL;
+        while (cpu_ns() < end) {
         }
     }
     return count + (name[0] == 'c' ? 0 : 1) + odd - odd + shade - shade;

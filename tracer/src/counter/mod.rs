@@ -5,6 +5,8 @@
 pub mod open;
 pub mod os;
 pub mod resolve;
+pub mod run;
+pub mod tally;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;

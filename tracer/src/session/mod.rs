@@ -5,6 +5,7 @@
 mod attached;
 mod event_loop;
 mod lifecycle;
+pub mod recorder;
 mod rings;
 pub mod side;
 

@@ -1,0 +1,322 @@
+//! One counting run: launch the command held before its exec, open the counters on their
+//! places, enable them (at the exec, at once, or after `-D`), wait for the end (the command's
+//! exit, `--timeout`, Ctrl-C, the targets gone, the last `-I` interval) printing interval rows
+//! on the way, and read the counters.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::open::{enable, open_all, places, read_all};
+use super::tally::{build_lines, slot_readings, Tally};
+use super::{os, Counter, Opened, Place};
+use crate::launch::{self, Launched};
+use crate::output::stat::{Reading, Renderer, Slot};
+use crate::plan::stat::{Destination, StatPlan, Target};
+use crate::session::{self, Signals};
+use crate::Error;
+
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    CommandExited(i32),
+    Interrupted,
+    Timeout,
+    TargetGone,
+    IntervalsDone,
+}
+
+pub fn runtime_error(what: &str, e: std::io::Error) -> Error {
+    Error::Runtime {
+        message: format!("cannot {what}: {e}"),
+        hints: Vec::new(),
+    }
+}
+
+pub fn write(out: &mut Box<dyn Write>, text: &str) -> Result<(), Error> {
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Error::Output)
+}
+
+/// What one run measured.
+pub struct Outcome {
+    pub places: Vec<(Place, Slot)>,
+    /// Final readings, per counter and place.
+    pub readings: Vec<Vec<Option<Reading>>>,
+    pub supported: Vec<bool>,
+    pub elapsed: Duration,
+    pub rusage: Option<(f64, f64)>,
+    pub end: End,
+}
+
+pub struct State<'a> {
+    pub plan: &'a StatPlan,
+    pub counters: &'a [Counter],
+    pub renderer: Renderer,
+    pub out: Box<dyn Write>,
+}
+
+impl State<'_> {
+    pub fn run_once(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        signals: &mut Signals,
+    ) -> Result<Outcome, Error> {
+        let plan = self.plan;
+        // The command is forked before the counters exist and held before its exec.
+        let mut launched = match plan.command.is_empty() {
+            true => None,
+            false => Some(launch::launch(&plan.command)?),
+        };
+        let places = places(plan, launched.as_ref())?;
+        let on_exec = plan.target == Target::Command && plan.delay.is_none();
+        let opened = if plan.null_run {
+            Opened {
+                units: Vec::new(),
+                supported: Vec::new(),
+            }
+        } else {
+            open_all(plan, self.counters, &places, on_exec)?
+        };
+        let before = os::children_cpu_time();
+        let started = Instant::now();
+        if let Some(child) = launched.as_mut() {
+            child.release()?;
+        }
+        if !on_exec && plan.delay.is_none() {
+            enable(&opened, true)?;
+        }
+        // Tests (and users attaching with -p) wait for this line before starting the work.
+        if plan.verbose && plan.delay.is_none() {
+            eprintln!(
+                "tracer stat: counting{}",
+                if on_exec {
+                    " from the command's exec"
+                } else {
+                    ""
+                }
+            );
+        }
+        let end = self.wait(
+            runtime,
+            signals,
+            &opened,
+            &places,
+            launched.as_mut(),
+            started,
+        )?;
+        // A command still running (timeout, Ctrl-C) is sent SIGTERM and reaped before the
+        // counters are read, so that its children's counts are folded in.
+        if matches!(end, End::Timeout | End::Interrupted | End::IntervalsDone) {
+            drop(launched.take());
+        }
+        let elapsed = started.elapsed();
+        enable(&opened, false)?;
+        let readings = read_all(
+            &opened,
+            self.counters.len(),
+            places.len(),
+            plan.verbose,
+            self.counters,
+        )?;
+        let after = os::children_cpu_time();
+        // The command has been reaped: its CPU time is in RUSAGE_CHILDREN.
+        let rusage = (!plan.command.is_empty()).then_some((after.0 - before.0, after.1 - before.1));
+        if plan.verbose {
+            eprintln!("tracer stat: run ended: {end:?}");
+        }
+        Ok(Outcome {
+            places,
+            readings,
+            supported: opened.supported,
+            elapsed,
+            rusage,
+            end,
+        })
+    }
+
+    /// Runs until the command exits, the timeout, Ctrl-C, the targets exit or the last
+    /// interval; prints interval rows on the way.
+    fn wait(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        signals: &mut Signals,
+        opened: &Opened,
+        places: &[(Place, Slot)],
+        mut launched: Option<&mut Launched>,
+        started: Instant,
+    ) -> Result<End, Error> {
+        use tokio::time::{sleep_until, Instant as TokioInstant};
+        let plan = self.plan;
+        let start = TokioInstant::from_std(started);
+        let far = start + Duration::from_secs(86_400 * 365);
+        let io_error = |e: std::io::Error| runtime_error("wait for the command", e);
+        let watched: Vec<u32> = match &plan.target {
+            Target::Processes(pids) | Target::Threads(pids) => pids.clone(),
+            _ => Vec::new(),
+        };
+        let mut previous = vec![vec![Reading::default(); places.len()]; self.counters.len()];
+        let mut printed = 0u64;
+        let (interrupt, terminate) = (&mut signals.0, &mut signals.1);
+        runtime.block_on(async {
+            let pidfd = match launched.as_ref() {
+                Some(child) => Some(session::readable(child.pidfd()?).map_err(io_error)?),
+                None => None,
+            };
+            let mut delay = plan.delay.map(|d| start + d);
+            let mut tick = plan.interval.map(|d| start + d);
+            let deadline = plan.timeout.map(|d| start + d);
+            let mut check = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                tokio::select! {
+                    _ = sleep_until(delay.unwrap_or(far)), if delay.is_some() => {
+                        delay = None;
+                        enable(opened, true)?;
+                        if plan.verbose {
+                            eprintln!("tracer stat: counting (after the -D delay)");
+                        }
+                    }
+                    _ = sleep_until(tick.unwrap_or(far)), if tick.is_some() => {
+                        self.print_interval(opened, places, &mut previous, started)?;
+                        printed += 1;
+                        if plan.interval_count.is_some_and(|n| printed >= n) {
+                            return Ok(End::IntervalsDone);
+                        }
+                        tick = tick.zip(plan.interval).map(|(t, d)| t + d);
+                    }
+                    _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
+                        return Ok(End::Timeout);
+                    }
+                    _ = interrupt.recv() => return Ok(self.interrupted(launched.as_deref_mut()).await),
+                    _ = terminate.recv() => return Ok(self.interrupted(launched.as_deref_mut()).await),
+                    ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
+                        let mut guard = ready.map_err(io_error)?;
+                        guard.clear_ready();
+                        if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
+                            if tick.is_some() {
+                                // The last, partial interval.
+                                self.print_interval(opened, places, &mut previous, started)?;
+                            }
+                            return Ok(End::CommandExited(code));
+                        }
+                    }
+                    _ = check.tick(), if !watched.is_empty() => {
+                        if watched.iter().all(|&pid| !session::alive(pid)) {
+                            if tick.is_some() {
+                                self.print_interval(opened, places, &mut previous, started)?;
+                            }
+                            return Ok(End::TargetGone);
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// Ctrl-C or SIGTERM: a command that got the same signal from the terminal is given a
+    /// moment to exit so that its own status is reported.
+    async fn interrupted(&mut self, launched: Option<&mut Launched>) -> End {
+        if let Some(child) = launched {
+            for _ in 0..20 {
+                if let Some(code) = child.try_wait() {
+                    return End::CommandExited(code);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        End::Interrupted
+    }
+
+    fn print_interval(
+        &mut self,
+        opened: &Opened,
+        places: &[(Place, Slot)],
+        previous: &mut [Vec<Reading>],
+        started: Instant,
+    ) -> Result<(), Error> {
+        let plan = self.plan;
+        let now = read_all(
+            opened,
+            self.counters.len(),
+            places.len(),
+            false,
+            self.counters,
+        )?;
+        let at = started.elapsed().as_nanos() as u64;
+        let deltas: Vec<Vec<Option<Reading>>> = now
+            .iter()
+            .zip(previous.iter_mut())
+            .map(|(cur, prev)| {
+                cur.iter()
+                    .zip(prev.iter_mut())
+                    .map(|(c, p)| {
+                        c.map(|c| {
+                            let d = c.since(*p);
+                            *p = c;
+                            d
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let (slots, values) = slot_readings(plan.aggregation, places, &deltas);
+        let tallies: Vec<Vec<Tally>> = values
+            .iter()
+            .map(|per_slot| {
+                per_slot
+                    .iter()
+                    .map(|r| {
+                        let mut t = Tally::default();
+                        if let Some(r) = r {
+                            t.push(*r, plan.scale);
+                        }
+                        t
+                    })
+                    .collect()
+            })
+            .collect();
+        let wall = plan.interval.unwrap_or_default().as_nanos() as f64;
+        let lines = build_lines(
+            self.counters,
+            &opened.supported,
+            &slots,
+            &tallies,
+            wall,
+            false,
+        );
+        let mut text = self
+            .renderer
+            .interval_header(slots.first().unwrap_or(&Slot::Global));
+        for line in &lines {
+            text.push_str(&self.renderer.line(line, Some(at)));
+        }
+        write(&mut self.out, &text)
+    }
+}
+
+pub fn open_destination(destination: &Destination) -> Result<Box<dyn Write>, Error> {
+    Ok(match destination {
+        Destination::Stderr => Box::new(std::io::stderr()),
+        Destination::File { path, append } => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(*append)
+                .truncate(!*append)
+                .open(path)
+                .map_err(|e| Error::Runtime {
+                    message: format!("cannot write {}: {e}", path.display()),
+                    hints: vec!["check the directory exists and is writable".into()],
+                })?;
+            Box::new(std::io::BufWriter::new(file))
+        }
+        Destination::Fd(fd) => Box::new(os::file_from_fd(*fd).map_err(|e| {
+            Error::usage(
+                format!("--log-fd {fd}: {e}"),
+                vec![format!(
+                    "open it in the shell first: tracer stat --log-fd {fd} ... {fd}>FILE"
+                )],
+            )
+        })?),
+    })
+}

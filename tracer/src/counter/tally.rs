@@ -1,0 +1,211 @@
+//! Counts folded for printing: one counter's readings over `-r` runs per slot (a `Tally`),
+//! per-place readings grouped into the printed slots, and the lines in perf's order.
+
+use super::{Counter, Place};
+use crate::output::stat::{
+    aggregate, metric, Count, Line, Metric, MetricInput, Reading, Slot, Stats,
+};
+use crate::plan::stat::Aggregation;
+
+/// One counter's readings over `-r` runs in one slot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tally {
+    pub value: Stats,
+    pub enabled: Stats,
+    pub running: Stats,
+    pub counted: bool,
+}
+
+impl Tally {
+    pub fn push(&mut self, reading: Reading, scale: bool) {
+        let scaled = reading.scaled(scale);
+        self.counted |= scaled.is_some();
+        self.value.push(scaled.unwrap_or(0.0));
+        self.enabled.push(reading.enabled as f64);
+        self.running.push(reading.running as f64);
+    }
+}
+
+/// Groups per-place readings into printed slots: the global sum, or one slot per CPU/thread.
+/// Returns the slots and, per counter and slot, the reading (`None`: never opened there).
+pub fn slot_readings(
+    aggregation: Aggregation,
+    places: &[(Place, Slot)],
+    readings: &[Vec<Option<Reading>>],
+) -> (Vec<Slot>, Vec<Vec<Option<Reading>>>) {
+    match aggregation {
+        Aggregation::Global => (
+            vec![Slot::Global],
+            readings
+                .iter()
+                .map(|per_place| {
+                    let opened: Vec<&Reading> = per_place.iter().flatten().collect();
+                    vec![(!opened.is_empty()).then(|| aggregate(opened))]
+                })
+                .collect(),
+        ),
+        Aggregation::PerCpu | Aggregation::PerThread => (
+            places.iter().map(|(_, slot)| slot.clone()).collect(),
+            readings.to_vec(),
+        ),
+    }
+}
+
+/// Lines in perf's order (event by event, then slot by slot; threads by decreasing count).
+pub fn build_lines(
+    counters: &[Counter],
+    supported: &[bool],
+    slots: &[Slot],
+    tallies: &[Vec<Tally>],
+    wall_ns: f64,
+    repeated: bool,
+) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let metrics_of = |s: usize| -> Vec<MetricInput> {
+        counters
+            .iter()
+            .enumerate()
+            .map(|(c, counter)| MetricInput {
+                role: counter.role,
+                context: counter.context,
+                value: (supported[c] && tallies[c][s].value.n > 0)
+                    .then_some(tallies[c][s].value.mean),
+            })
+            .collect()
+    };
+    let inputs: Vec<Vec<MetricInput>> = (0..slots.len()).map(metrics_of).collect();
+    for (c, counter) in counters.iter().enumerate() {
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        if matches!(slots.first(), Some(Slot::Thread { .. })) {
+            order.sort_by(|&a, &b| {
+                tallies[c][b]
+                    .value
+                    .mean
+                    .total_cmp(&tallies[c][a].value.mean)
+            });
+        }
+        for s in order {
+            let tally = &tallies[c][s];
+            let count = if !supported[c] {
+                Count::NotSupported
+            } else if !tally.counted {
+                Count::NotCounted
+            } else {
+                Count::Value(tally.value.mean * counter.scale)
+            };
+            let (running, enabled) = match count {
+                Count::NotSupported => (0, 0),
+                _ => (tally.running.mean as u64, tally.enabled.mean as u64),
+            };
+            let noise = repeated.then(|| match slots[s] {
+                Slot::Global if tally.counted => tally.value.relative_pct(),
+                _ => 0.0,
+            });
+            let metric = match count {
+                Count::Value(_) => metric(&inputs[s], c, wall_ns),
+                _ => Metric::None,
+            };
+            lines.push(Line {
+                slot: slots[s].clone(),
+                count,
+                unit: counter.unit.clone(),
+                fractional: counter.scale.fract() != 0.0,
+                event: counter.name.clone(),
+                cgroup: counter.cgroup_name.clone(),
+                running,
+                enabled,
+                noise,
+                metric,
+            });
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::stat::Role;
+    use crate::perf::{attr::Software, EventKind};
+
+    fn counter(name: &str, role: Role, unit: &str, scale: f64) -> Counter {
+        Counter {
+            name: name.into(),
+            kind: EventKind::Software(Software::PageFaults),
+            flags: 0,
+            precise: 0,
+            group: None,
+            role,
+            context: 0,
+            unit: unit.into(),
+            scale,
+            cgroup: None,
+            cgroup_name: None,
+        }
+    }
+
+    fn reading(value: u64, enabled: u64, running: u64) -> Reading {
+        Reading {
+            value,
+            enabled,
+            running,
+        }
+    }
+
+    #[test]
+    fn the_global_slot_sums_places_and_skips_unopened_ones() {
+        let places = [(Place::Cpu(0), Slot::Cpu(0)), (Place::Cpu(1), Slot::Cpu(1))];
+        let readings = vec![
+            vec![Some(reading(3, 10, 10)), Some(reading(4, 10, 5))],
+            vec![None, None],
+        ];
+        let (slots, values) = slot_readings(Aggregation::Global, &places, &readings);
+        assert_eq!(slots, [Slot::Global]);
+        assert_eq!(values, [vec![Some(reading(7, 20, 15))], vec![None]]);
+    }
+
+    #[test]
+    fn lines_scale_clocks_mark_unsupported_and_sort_threads_by_count() {
+        let counters = [
+            counter("task-clock", Role::Clock, "msec", 1e-6),
+            counter("page-faults", Role::Other, "", 1.0),
+        ];
+        let slots = [
+            Slot::Thread {
+                comm: "a".into(),
+                tid: 1,
+            },
+            Slot::Thread {
+                comm: "b".into(),
+                tid: 2,
+            },
+        ];
+        let tally = |value: u64| {
+            let mut t = Tally::default();
+            t.push(reading(value, 100, 100), true);
+            t
+        };
+        let tallies = vec![
+            vec![tally(2_000_000), tally(5_000_000)],
+            vec![tally(9), tally(1)],
+        ];
+        let lines = build_lines(&counters, &[true, false], &slots, &tallies, 1e9, false);
+        let got: Vec<(&str, u32, Count)> = (lines.iter())
+            .map(|l| match &l.slot {
+                Slot::Thread { tid, .. } => (l.event.as_str(), *tid, l.count),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("task-clock", 2, Count::Value(5.0)),
+                ("task-clock", 1, Count::Value(2.0)),
+                ("page-faults", 1, Count::NotSupported),
+                ("page-faults", 2, Count::NotSupported),
+            ]
+        );
+        assert!(lines[0].fractional && !lines[2].fractional);
+        assert_eq!((lines[2].running, lines[2].enabled), (0, 0));
+    }
+}

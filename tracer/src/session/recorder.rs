@@ -1,0 +1,310 @@
+//! The recorder: what `tracer record` writes. The header (metadata, sources, the task names
+//! as they are now), then every ring record merged across CPUs into time order within the
+//! reorder window, a symbol record for each watch hit's instruction (named while the process
+//! lives), and the loss counts and end record at the close. `--live` decodes each record as
+//! it is written and prints its timeline line.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+
+use tracer_common::Event;
+
+use crate::bpf::Bpf;
+use crate::output::events::Format;
+use crate::output::timeline::TimelineWriter;
+use crate::perf;
+use crate::plan::record::RecordPlan;
+use crate::session::side::SideRings;
+use crate::session::{self, OutputRings, Sink};
+use crate::stacks::Symbolizer;
+use crate::tracefile::items::ItemDecoder;
+use crate::tracefile::{self, reorder::Reorder, Record, SourceKind};
+use crate::Error;
+
+/// The trace file, or standard output (`-o -`) as taken before the command started.
+pub fn create_output(
+    plan: &RecordPlan,
+    stdout: Option<std::fs::File>,
+) -> Result<Box<dyn Write>, Error> {
+    Ok(match (stdout, &plan.file) {
+        (Some(data), _) => Box::new(data),
+        (None, Some(path)) => {
+            Box::new(std::fs::File::create(path).map_err(|e| Error::Runtime {
+                message: format!("cannot create {}: {e}", path.display()),
+                hints: vec!["check that the directory exists and is writable".into()],
+            })?)
+        }
+        (None, None) => unreachable!("standard output is taken when there is no file"),
+    })
+}
+
+/// Writes the recording's metadata, its sources and the task names as they are now (perf only
+/// reports a comm when it changes), like perf record's synthesized events.
+pub fn write_header(
+    out: Box<dyn Write>,
+    plan: &RecordPlan,
+    start_ns: u64,
+    sources: &[tracefile::Source],
+    comms: &[Record],
+) -> Result<tracefile::Writer<std::io::BufWriter<Box<dyn Write>>>, Error> {
+    let mut writer = tracefile::Writer::new(std::io::BufWriter::with_capacity(1 << 20, out))
+        .map_err(Error::Output)?;
+    let meta = tracefile::Meta {
+        tracer: env!("CARGO_PKG_VERSION").into(),
+        kernel: read_trim("/proc/sys/kernel/osrelease"),
+        hostname: read_trim("/proc/sys/kernel/hostname"),
+        argv: std::env::args().collect(),
+        start_ns,
+        cpus: perf::cpus::online()?,
+        reorder_window_ns: plan.reorder_window_ns,
+    };
+    let sources = sources.iter().map(|s| Record::Source(s.clone()));
+    for record in std::iter::once(Record::Meta(meta))
+        .chain(sources)
+        .chain(comms.iter().cloned())
+    {
+        writer.write(&record).map_err(Error::Output)?;
+    }
+    writer.flush().map_err(Error::Output)?;
+    Ok(writer)
+}
+
+/// `--live`: a decoder that knows the sources and task names, and the timeline on stdout.
+pub fn live_view(
+    sources: &[tracefile::Source],
+    comms: Vec<Record>,
+    start_ns: u64,
+) -> Result<Live, Error> {
+    let mut decoder = ItemDecoder::default();
+    for record in sources
+        .iter()
+        .map(|s| Record::Source(s.clone()))
+        .chain(comms)
+    {
+        decoder.item(record);
+    }
+    let mut out = TimelineWriter::new(std::io::stdout().lock(), Format::Text, start_ns);
+    out.header().map_err(Error::Output)?;
+    Ok((decoder, out))
+}
+
+/// A comm record for each thread of `pid`, stamped `time_ns`.
+pub fn current_comms(pid: u32, time_ns: u64) -> Vec<Record> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    tids.into_iter()
+        .map(|tid| {
+            let name = read_trim(&format!("/proc/{pid}/task/{tid}/comm"));
+            let mut comm = [0u8; 16];
+            let n = name.len().min(15);
+            comm[..n].copy_from_slice(&name.as_bytes()[..n]);
+            Record::Task(tracefile::Task {
+                what: tracefile::TaskWhat::Comm,
+                cpu: 0,
+                pid,
+                tid,
+                ppid: 0,
+                ptid: 0,
+                time_ns,
+                comm,
+            })
+        })
+        .collect()
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Records written per source, context switches, task records.
+#[derive(Default)]
+pub struct Counts {
+    pub per_source: Vec<u64>,
+    pub switches: u64,
+    pub tasks: u64,
+}
+
+pub type Live = (ItemDecoder, TimelineWriter<std::io::StdoutLock<'static>>);
+
+pub struct RecordSink<'a, W: Write> {
+    /// `--live`: records are also decoded and printed as they are written.
+    live: Option<Live>,
+    pub rings: &'a mut OutputRings,
+    pub side: &'a mut SideRings,
+    reorder: Reorder<Record>,
+    writer: tracefile::Writer<W>,
+    pub watch_slots: Vec<u32>,
+    /// BPF slot -> source id.
+    slots: HashMap<u32, u32>,
+    counts: Counts,
+    /// (pid, ip) already written as symbol records.
+    symbolized: HashSet<(u32, u64)>,
+    symbolizer: Symbolizer,
+    error: Option<std::io::Error>,
+}
+
+impl<'a, W: Write> RecordSink<'a, W> {
+    pub fn new(
+        live: Option<Live>,
+        rings: &'a mut OutputRings,
+        side: &'a mut SideRings,
+        writer: tracefile::Writer<W>,
+        plan: &RecordPlan,
+        sources: &[tracefile::Source],
+        symbolizer: Symbolizer,
+    ) -> Self {
+        RecordSink {
+            live,
+            rings,
+            side,
+            reorder: Reorder::new(plan.reorder_window_ns),
+            writer,
+            watch_slots: Vec::new(),
+            slots: (sources.iter())
+                .filter_map(|s| match s.what {
+                    SourceKind::Probe { slot, .. } | SourceKind::Watch { slot, .. } => {
+                        Some((slot, s.id))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            counts: Counts {
+                per_source: vec![0; sources.len()],
+                ..Counts::default()
+            },
+            symbolized: HashSet::new(),
+            symbolizer,
+            error: None,
+        }
+    }
+
+    /// Writes the loss counts and the end record; returns the records and bytes written, the
+    /// stats, and the counts.
+    pub fn close(self, bpf: &Bpf) -> Result<(u64, u64, tracefile::Stats, Counts), Error> {
+        let (produced, _) = bpf.stats()?;
+        let stats = tracefile::Stats {
+            lost_side: self.side.lost.iter().map(|(c, n)| (*c, *n)).collect(),
+            lost_bpf: bpf.lost_per_cpu()?,
+            late: self.reorder.late,
+            malformed: self.side.malformed + self.rings.losses().malformed,
+            produced,
+        };
+        let mut writer = self.writer;
+        writer
+            .write(&Record::Stats(stats.clone()))
+            .map_err(Error::Output)?;
+        let (records, bytes) = (writer.records + 1, writer.bytes + 8);
+        writer.finish().map_err(Error::Output)?;
+        Ok((records, bytes, stats, self.counts))
+    }
+
+    fn collect(&mut self) {
+        let reorder = &mut self.reorder;
+        self.rings
+            .drain(|e| reorder.push(e.time_ns, Record::Event(Box::new(*e))));
+        self.side.drain(|r| {
+            let t = r.time_ns().unwrap_or(0);
+            reorder.push(t, r);
+        });
+    }
+
+    fn write(&mut self, record: Record) {
+        if self.error.is_some() {
+            return;
+        }
+        match &record {
+            Record::Event(e) => {
+                if let Some(source) = self.slots.get(&e.slot) {
+                    self.counts.per_source[*source as usize] += 1;
+                }
+                if self.watch_slots.contains(&e.slot) {
+                    self.snapshot_symbol(e);
+                }
+            }
+            Record::Sample(s) => self.counts.per_source[s.source as usize] += 1,
+            Record::Switch(_) => self.counts.switches += 1,
+            Record::Task(_) => self.counts.tasks += 1,
+            _ => {}
+        }
+        if let Err(e) = self.writer.write(&record) {
+            self.error = Some(e);
+        }
+        self.show(record);
+    }
+
+    /// `--live`: prints the record's timeline line.
+    fn show(&mut self, record: Record) {
+        if let Some((decoder, out)) = self.live.as_mut() {
+            if let Some(item) = decoder.item(record) {
+                if let Err(e) = out.write(&item) {
+                    self.error.get_or_insert(e);
+                }
+            }
+        }
+    }
+
+    /// A watch hit's instruction, named now (the process may be gone at report time).
+    fn snapshot_symbol(&mut self, e: &Event) {
+        let ip = e.data[0];
+        if !self.symbolized.insert((e.pid(), ip)) {
+            return;
+        }
+        let frame = self.symbolizer.frame(e.pid(), ip);
+        let symbol = tracefile::Symbol {
+            pid: e.pid(),
+            addr: ip,
+            at: frame.place(),
+            source: frame.source(),
+        };
+        let record = Record::Symbol(symbol);
+        if let Err(e) = self.writer.write(&record) {
+            self.error = Some(e);
+        }
+        self.show(record);
+    }
+
+    pub fn finish(&mut self) -> Result<(), Error> {
+        self.collect();
+        let mut ready = Vec::new();
+        self.reorder.finish(|r| ready.push(r));
+        for r in ready {
+            self.write(r);
+        }
+        if let Some((_, out)) = self.live.as_mut() {
+            out.flush().map_err(Error::Output)?;
+        }
+        match self.error.take() {
+            Some(e) => Err(Error::Output(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<W: Write> Sink for RecordSink<'_, W> {
+    fn drain(&mut self) -> Result<bool, Error> {
+        // Taken before draining: every record stamped earlier than this (minus the window
+        // for records still being written on another CPU) is in hand after the drain.
+        let now = session::monotonic_ns();
+        self.collect();
+        let mut ready = Vec::new();
+        self.reorder.release(now, |r| ready.push(r));
+        for r in ready {
+            self.write(r);
+        }
+        self.writer.flush().map_err(Error::Output)?;
+        if let Some((_, out)) = self.live.as_mut() {
+            out.flush().map_err(Error::Output)?;
+        }
+        match self.error.take() {
+            Some(e) => Err(Error::Output(e)),
+            None => Ok(false),
+        }
+    }
+}
