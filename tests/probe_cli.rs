@@ -495,8 +495,10 @@ fn peak_rss_kib(args: &[&str]) -> i64 {
         .spawn()
         .unwrap();
     let mut status = 0;
-    // SAFETY: rusage is plain data written by the kernel; we wait for our own child.
+    // SAFETY: rusage is plain data; all zeros is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: we wait for our own child; the kernel writes status and usage, which outlive
+    // the call.
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as i32);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);

@@ -21,6 +21,74 @@ pub const LATENCY_SLOT: u32 = 0xffff;
 /// Words of raw event data carried per event (kprobe registers or the tracepoint record head).
 pub const DATA_WORDS: usize = 8;
 
+/// What each word of [`Event::data`] holds, by the kind of program that wrote it: both sides
+/// index `data` through these names only.
+pub mod word {
+    /// kprobe/uprobe: argument `i` (0..[`ARGS`]) is `data[ARG0 + i]`.
+    pub const ARG0: usize = 0;
+    /// Arguments a kprobe/uprobe hit carries (the x86-64 and arm64 register arguments).
+    pub const ARGS: usize = 6;
+    /// kretprobe/uretprobe: the return value (0 for an entry probe).
+    pub const RETURN: usize = 6;
+    /// Watchpoint hit: the instruction pointer when the breakpoint trapped (after a data
+    /// access; at an executed instruction).
+    pub const WATCH_IP: usize = 0;
+    /// Watchpoint hit: the address accessed.
+    pub const WATCH_ADDR: usize = 1;
+    /// Watchpoint hit: the watched word read after the access, when [`WATCH_VALUE_READ`] is 1.
+    pub const WATCH_VALUE: usize = 2;
+    /// Watchpoint hit: 1 when [`WATCH_VALUE`] holds a value (the read may fail; counted hits
+    /// read none).
+    pub const WATCH_VALUE_READ: usize = 3;
+    /// Latency outlier: the call's duration, ns.
+    pub const LAT_DURATION: usize = 0;
+    /// Latency outlier: the start's argument `i` (0..[`ARGS`]) is `data[LAT_ARG0 + i]`.
+    pub const LAT_ARG0: usize = 1;
+    /// Latency outlier: the end's return value.
+    pub const LAT_RETURN: usize = 7;
+}
+
+/// The BPF object's maps and globals, by the names userspace looks them up with: each is the
+/// name of a `static` in tracer-ebpf (`tracer/src/bpf.rs` checks every one against the built
+/// object).
+pub mod names {
+    pub const EVENTS: &str = "EVENTS";
+    pub const RINGBUF: &str = "RINGBUF";
+    pub const RINGBUF_WAKEUP: &str = "RINGBUF_WAKEUP";
+    pub const USES: &str = "USES";
+    pub const CONFIG: &str = "CONFIG";
+    pub const STATS: &str = "STATS";
+    pub const TRACKED: &str = "TRACKED";
+    pub const RUN_COUNT: &str = "RUN_COUNT";
+    pub const STACKS: &str = "STACKS";
+    pub const COUNTS: &str = "COUNTS";
+    pub const SCHED_OFFSETS: &str = "SCHED_OFFSETS";
+    pub const LAT_CONFIG: &str = "LAT_CONFIG";
+    pub const LAT_START: &str = "LAT_START";
+    pub const LAT_HIST: &str = "LAT_HIST";
+    pub const LAT_ARRAY: &str = "LAT_ARRAY";
+    pub const LAT_STATS: &str = "LAT_STATS";
+    /// Every name above.
+    pub const ALL: [&str; 16] = [
+        EVENTS,
+        RINGBUF,
+        RINGBUF_WAKEUP,
+        USES,
+        CONFIG,
+        STATS,
+        TRACKED,
+        RUN_COUNT,
+        STACKS,
+        COUNTS,
+        SCHED_OFFSETS,
+        LAT_CONFIG,
+        LAT_START,
+        LAT_HIST,
+        LAT_ARRAY,
+        LAT_STATS,
+    ];
+}
+
 /// Bytes of one string argument captured in the kernel.
 pub const STR_LEN: usize = 64;
 

@@ -8,10 +8,10 @@ use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
 use tracer_common::{
-    HistKey, LatConfig, LatKey, LatKeySrc, LatStart, HIST_BUCKETS, HIST_MAX, HIST_SUM, LAT_BY_COMM,
-    LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS, LAT_STAT_COUNT,
-    LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED,
-    SLOT_STACK_KERNEL, SLOT_STACK_USER,
+    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_BUCKETS, HIST_MAX,
+    HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
+    LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
+    LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER,
 };
 
 use crate::{emit_raw, passes, stack_id};
@@ -231,14 +231,14 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
         );
     }
     if config.slower_than != 0 && delta >= config.slower_than {
-        let mut data = [0u64; 8];
-        data[0] = delta;
+        let mut data = [0u64; DATA_WORDS];
+        data[word::LAT_DURATION] = delta;
         let mut i = 0;
-        while i < 6 {
-            data[i + 1] = start.args[i];
+        while i < word::ARGS {
+            data[word::LAT_ARG0 + i] = start.args[i];
             i += 1;
         }
-        data[7] = ret;
+        data[word::LAT_RETURN] = ret;
         let kstack = stack_id(ctx, config.stack_flags & SLOT_STACK_KERNEL != 0, 0);
         let ustack = stack_id(
             ctx,

@@ -32,7 +32,7 @@ use aya_ebpf::programs::{
 };
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    stat_failed, stat_hits, AggKey, AggValue, Event, RunCount, SchedOffsets, SlotConfig,
+    stat_failed, stat_hits, word, AggKey, AggValue, Event, RunCount, SchedOffsets, SlotConfig,
     AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID,
     DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE,
     PT_REGS_CS, PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM,
@@ -631,16 +631,17 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         return;
     };
     let mut i = 0;
-    while i < 6 {
-        event.data[i] = ctx.arg::<u64>(i).unwrap_or(0);
+    while i < word::ARGS {
+        event.data[word::ARG0 + i] = ctx.arg::<u64>(i).unwrap_or(0);
         i += 1;
     }
-    event.data[6] = if config.flags & SLOT_RETURN != 0 {
+    event.data[word::RETURN] = if config.flags & SLOT_RETURN != 0 {
         RetProbeContext::new(ctx.regs as *mut c_void).ret::<u64>()
     } else {
         0
     };
-    event.data[7] = 0;
+    // The last word carries nothing for a probe hit.
+    event.data[DATA_WORDS - 1] = 0;
     if uses(USES_FIELDS) {
         read_fields(event, &config);
     }
@@ -750,8 +751,8 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
     unsafe {
         let ip = core::ptr::read_volatile(&(*data).regs.rip);
         let addr = core::ptr::read_volatile(&(*data).addr);
-        event.data[0] = ip;
-        event.data[1] = addr;
+        event.data[word::WATCH_IP] = ip;
+        event.data[word::WATCH_ADDR] = addr;
         // Counted hits (`tracer watch --summary`) are keyed by thread and ip: no value.
         if addr != 0 && config.flags & SLOT_AGGREGATE == 0 {
             let value = if config.flags & SLOT_VALUE_KERNEL != 0 {
@@ -759,10 +760,9 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
             } else {
                 bpf_probe_read_user(addr as *const u64)
             };
-            // data[3] says whether data[2] holds a value.
             if let Ok(v) = value {
-                event.data[2] = v;
-                event.data[3] = 1;
+                event.data[word::WATCH_VALUE] = v;
+                event.data[word::WATCH_VALUE_READ] = 1;
             }
         }
     }

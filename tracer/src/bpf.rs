@@ -7,8 +7,8 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBu
 use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
-    stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart, RunCount,
-    SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT, PERF_EVENT_BASE,
+    names, stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart,
+    RunCount, SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT, PERF_EVENT_BASE,
     PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
@@ -66,7 +66,7 @@ impl Error {
             io_error,
         })) = self
         {
-            if name == "RINGBUF" && io_error.raw_os_error() == Some(libc::EINVAL) {
+            if name == names::RINGBUF && io_error.raw_os_error() == Some(libc::EINVAL) {
                 return vec![
                     "this kernel has no BPF ring buffer (Linux 5.8 and later have it): \
                      use --transport perf"
@@ -170,11 +170,66 @@ impl Default for Sizing {
     }
 }
 
+/// The object's maps, taken out of it once at load into their types (by the names in
+/// `tracer_common::names`): a missing or mistyped map fails the load, not a later read.
+struct Maps {
+    /// PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds
+    /// it opened itself, so the map is held as a plain u32 array to store the rings we open.
+    events: Array<MapData, u32>,
+    config: Array<MapData, SlotConfig>,
+    stats: PerCpuArray<MapData, u64>,
+    tracked: HashMap<MapData, u32, u32>,
+    run_count: PerCpuArray<MapData, RunCount>,
+    counts: PerCpuHashMap<MapData, AggKey, AggValue>,
+    stacks: StackTraceMap<MapData>,
+    sched_offsets: Array<MapData, SchedOffsets>,
+    lat_config: Array<MapData, LatConfig>,
+    lat_start: HashMap<MapData, LatKey, LatStart>,
+    lat_hist: PerCpuHashMap<MapData, HistKey, u64>,
+    lat_array: PerCpuArray<MapData, u64>,
+    lat_stats: PerCpuArray<MapData, u64>,
+    /// Moved out by [`Bpf::take_ringbuf`].
+    ringbuf: Option<Map>,
+}
+
+impl Maps {
+    fn take(ebpf: &mut Ebpf) -> Result<Maps, Error> {
+        let events = match ebpf.take_map(names::EVENTS) {
+            Some(Map::PerfEventArray(data)) => {
+                Array::try_from(Map::Array(data)).map_err(|_| Error::Map { map: names::EVENTS })?
+            }
+            _ => return Err(Error::Map { map: names::EVENTS }),
+        };
+        Ok(Maps {
+            events,
+            config: typed(ebpf, names::CONFIG)?,
+            stats: typed(ebpf, names::STATS)?,
+            tracked: typed(ebpf, names::TRACKED)?,
+            run_count: typed(ebpf, names::RUN_COUNT)?,
+            counts: typed(ebpf, names::COUNTS)?,
+            stacks: typed(ebpf, names::STACKS)?,
+            sched_offsets: typed(ebpf, names::SCHED_OFFSETS)?,
+            lat_config: typed(ebpf, names::LAT_CONFIG)?,
+            lat_start: typed(ebpf, names::LAT_START)?,
+            lat_hist: typed(ebpf, names::LAT_HIST)?,
+            lat_array: typed(ebpf, names::LAT_ARRAY)?,
+            lat_stats: typed(ebpf, names::LAT_STATS)?,
+            ringbuf: ebpf.take_map(names::RINGBUF),
+        })
+    }
+}
+
+/// Moves map `name` out of the object as a `T`.
+fn typed<T: TryFrom<Map>>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, Error> {
+    let map = ebpf.take_map(name).ok_or(Error::Map { map: name })?;
+    T::try_from(map).map_err(|_| Error::Map { map: name })
+}
+
 /// The loaded object. Dropping it closes program and map fds; perf events that have a program
 /// attached keep their own reference until they are closed.
 pub struct Bpf {
     ebpf: Ebpf,
-    events: Array<MapData, u32>,
+    maps: Maps,
     /// Global ids of the slots taken.
     used: Vec<u32>,
     /// The `USES_*` bits the object was loaded with.
@@ -194,33 +249,26 @@ impl Bpf {
     pub fn load_with(sizing: Sizing) -> Result<Bpf, Error> {
         let mut loader = EbpfLoader::new();
         loader.btf(None);
-        loader.override_global("USES", &sizing.uses, true);
+        loader.override_global(names::USES, &sizing.uses, true);
         if let Some(ring) = &sizing.ringbuf {
-            loader.map_max_entries("RINGBUF", ring.bytes);
-            loader.override_global("RINGBUF_WAKEUP", &ring.wakeup_bytes, true);
+            loader.map_max_entries(names::RINGBUF, ring.bytes);
+            loader.override_global(names::RINGBUF_WAKEUP, &ring.wakeup_bytes, true);
         }
         if sizing.stacks {
-            loader.map_max_entries("STACKS", STACK_ENTRIES);
+            loader.map_max_entries(names::STACKS, STACK_ENTRIES);
         }
         if sizing.counts {
-            loader.map_max_entries("COUNTS", AGG_ENTRIES);
+            loader.map_max_entries(names::COUNTS, AGG_ENTRIES);
         }
         if sizing.latency {
-            loader.map_max_entries("LAT_START", LAT_ENTRIES);
-            loader.map_max_entries("LAT_HIST", LAT_ENTRIES);
+            loader.map_max_entries(names::LAT_START, LAT_ENTRIES);
+            loader.map_max_entries(names::LAT_HIST, LAT_ENTRIES);
         }
         let mut ebpf = loader.load(OBJECT).map_err(Error::Load)?;
-        // PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds
-        // it opened itself, so the map is held as a plain u32 array to store the rings we open.
-        let events = match ebpf.take_map("EVENTS") {
-            Some(Map::PerfEventArray(data)) => {
-                Array::try_from(Map::Array(data)).map_err(|_| Error::Map { map: "EVENTS" })?
-            }
-            _ => return Err(Error::Map { map: "EVENTS" }),
-        };
+        let maps = Maps::take(&mut ebpf)?;
         Ok(Bpf {
             ebpf,
-            events,
+            maps,
             used: Vec::new(),
             uses: sizing.uses,
         })
@@ -338,17 +386,11 @@ impl Bpf {
     /// Loads the process-tracking tracepoint programs (`-- COMMAND`): returns their names in
     /// the order exec, fork, exit, for [`Bpf::named_program_fd`].
     pub fn load_tracking(&mut self, offsets: SchedOffsets) -> Result<[&'static str; 3], Error> {
-        let map = self.ebpf.map_mut("SCHED_OFFSETS").ok_or(Error::Map {
-            map: "SCHED_OFFSETS",
-        })?;
-        let mut array: Array<&mut MapData, SchedOffsets> =
-            Array::try_from(map).map_err(|_| Error::Map {
-                map: "SCHED_OFFSETS",
-            })?;
-        array
+        self.maps
+            .sched_offsets
             .set(0, offsets, 0)
             .map_err(|source| Error::MapUpdate {
-                map: "SCHED_OFFSETS",
+                map: names::SCHED_OFFSETS,
                 source,
             })?;
         let names = ["track_exec", "track_fork", "track_exit"];
@@ -368,16 +410,13 @@ impl Bpf {
         exit_ret: bool,
         config: LatConfig,
     ) -> Result<(&'static str, &'static str), Error> {
-        let map = self
-            .ebpf
-            .map_mut("LAT_CONFIG")
-            .ok_or(Error::Map { map: "LAT_CONFIG" })?;
-        let mut array: Array<&mut MapData, LatConfig> =
-            Array::try_from(map).map_err(|_| Error::Map { map: "LAT_CONFIG" })?;
-        array.set(0, config, 0).map_err(|source| Error::MapUpdate {
-            map: "LAT_CONFIG",
-            source,
-        })?;
+        self.maps
+            .lat_config
+            .set(0, config, 0)
+            .map_err(|source| Error::MapUpdate {
+                map: names::LAT_CONFIG,
+                source,
+            })?;
         let start = match entry {
             SlotKind::Tracepoint => "lat_tp_entry",
             _ => "lat_kp_entry",
@@ -397,16 +436,11 @@ impl Bpf {
     /// (interval mode) the maximum cells are zeroed after reading: the maximum is the one
     /// statistic that has no difference of totals.
     pub fn latency_histogram(&mut self, reset_max: bool) -> Result<Vec<(HistKey, u64)>, Error> {
-        let map = self
-            .ebpf
-            .map_mut("LAT_HIST")
-            .ok_or(Error::Map { map: "LAT_HIST" })?;
-        let mut hist: PerCpuHashMap<&mut MapData, HistKey, u64> =
-            PerCpuHashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_HIST" })?;
+        let hist = &mut self.maps.lat_hist;
         let mut cells = Vec::new();
         for item in hist.iter() {
             let (key, values) = item.map_err(|source| Error::MapUpdate {
-                map: "LAT_HIST",
+                map: names::LAT_HIST,
                 source,
             })?;
             cells.push((
@@ -430,17 +464,12 @@ impl Bpf {
         }
         // Without --by the histogram lives in a per-CPU array (cheaper per call): buckets,
         // then sum and max, under the all-zero group.
-        let map = self
-            .ebpf
-            .map_mut("LAT_ARRAY")
-            .ok_or(Error::Map { map: "LAT_ARRAY" })?;
-        let mut array: PerCpuArray<&mut MapData, u64> =
-            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "LAT_ARRAY" })?;
+        let array = &mut self.maps.lat_array;
         for bucket in 0..=tracer_common::HIST_MAX {
             let values = array
                 .get(&(bucket as u32), 0)
                 .map_err(|source| Error::MapUpdate {
-                    map: "LAT_ARRAY",
+                    map: names::LAT_ARRAY,
                     source,
                 })?;
             let value = if bucket == tracer_common::HIST_MAX {
@@ -459,13 +488,13 @@ impl Bpf {
                 if reset_max && bucket == tracer_common::HIST_MAX {
                     let zeros = aya::maps::PerCpuValues::try_from(vec![0u64; values.len()])
                         .map_err(|e| Error::MapUpdate {
-                            map: "LAT_ARRAY",
+                            map: names::LAT_ARRAY,
                             source: aya::maps::MapError::IoError(e),
                         })?;
                     array
                         .set(bucket as u32, zeros, 0)
                         .map_err(|source| Error::MapUpdate {
-                            map: "LAT_ARRAY",
+                            map: names::LAT_ARRAY,
                             source,
                         })?;
                 }
@@ -477,18 +506,13 @@ impl Bpf {
     /// `LAT_STATS` summed over CPUs: [entries, exits, exits without entry, outliers lost,
     /// starts replaced before their end].
     pub fn latency_stats(&self) -> Result<[u64; LAT_STAT_COUNT as usize], Error> {
-        let map = self
-            .ebpf
-            .map("LAT_STATS")
-            .ok_or(Error::Map { map: "LAT_STATS" })?;
-        let stats: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "LAT_STATS" })?;
+        let stats = &self.maps.lat_stats;
         let mut out = [0u64; LAT_STAT_COUNT as usize];
         for (i, slot) in out.iter_mut().enumerate() {
             let values = stats
                 .get(&(i as u32), 0)
                 .map_err(|source| Error::MapUpdate {
-                    map: "LAT_STATS",
+                    map: names::LAT_STATS,
                     source,
                 })?;
             *slot = values.iter().sum();
@@ -498,13 +522,7 @@ impl Bpf {
 
     /// Calls started and not (yet) ended: the entries left in `LAT_START`.
     pub fn latency_in_flight(&self) -> Result<u64, Error> {
-        let map = self
-            .ebpf
-            .map("LAT_START")
-            .ok_or(Error::Map { map: "LAT_START" })?;
-        let start: HashMap<&MapData, LatKey, LatStart> =
-            HashMap::try_from(map).map_err(|_| Error::Map { map: "LAT_START" })?;
-        Ok(start.keys().filter(Result::is_ok).count() as u64)
+        Ok(self.maps.lat_start.keys().filter(Result::is_ok).count() as u64)
     }
 
     /// The in-kernel counts (`COUNTS`), summed over CPUs. Cells are never removed: a removal
@@ -548,16 +566,10 @@ impl Bpf {
 
     /// `COUNTS`, summed over CPUs.
     fn counted(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
-        let map = self
-            .ebpf
-            .map("COUNTS")
-            .ok_or(Error::Map { map: "COUNTS" })?;
-        let counts: PerCpuHashMap<&MapData, AggKey, AggValue> =
-            PerCpuHashMap::try_from(map).map_err(|_| Error::Map { map: "COUNTS" })?;
         let mut cells = Vec::new();
-        for item in counts.iter() {
+        for item in self.maps.counts.iter() {
             let (key, values) = item.map_err(|source| Error::MapUpdate {
-                map: "COUNTS",
+                map: names::COUNTS,
                 source,
             })?;
             let total = values.iter().fold(AggValue::default(), |a, v| AggValue {
@@ -571,33 +583,25 @@ impl Bpf {
 
     /// Each CPU's run count (`RUN_COUNT`).
     fn runs(&self) -> Result<Vec<RunCount>, Error> {
-        let map = self
-            .ebpf
-            .map("RUN_COUNT")
-            .ok_or(Error::Map { map: "RUN_COUNT" })?;
-        let runs: PerCpuArray<&MapData, RunCount> =
-            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "RUN_COUNT" })?;
-        let values = runs.get(&0, 0).map_err(|source| Error::MapUpdate {
-            map: "RUN_COUNT",
-            source,
-        })?;
+        let values = self
+            .maps
+            .run_count
+            .get(&0, 0)
+            .map_err(|source| Error::MapUpdate {
+                map: names::RUN_COUNT,
+                source,
+            })?;
         Ok(values.iter().copied().collect())
     }
 
     /// The instruction pointers of stack `id` (innermost first), as `bpf_get_stackid` stored
     /// them; `None` when the id is unknown.
     pub fn stack(&self, id: u32) -> Result<Option<Vec<u64>>, Error> {
-        let map = self
-            .ebpf
-            .map("STACKS")
-            .ok_or(Error::Map { map: "STACKS" })?;
-        let stacks: StackTraceMap<&MapData> =
-            StackTraceMap::try_from(map).map_err(|_| Error::Map { map: "STACKS" })?;
-        match stacks.get(&id, 0) {
+        match self.maps.stacks.get(&id, 0) {
             Ok(trace) => Ok(Some(trace.frames().iter().map(|f| f.ip).collect())),
             Err(aya::maps::MapError::KeyNotFound) => Ok(None),
             Err(source) => Err(Error::MapUpdate {
-                map: "STACKS",
+                map: names::STACKS,
                 source,
             }),
         }
@@ -605,16 +609,11 @@ impl Bpf {
 
     /// Marks `tgid` in the `TRACKED` map with `state` (`TRACK_PENDING` / `TRACK_ACTIVE`).
     pub fn track(&mut self, tgid: u32, state: u32) -> Result<(), Error> {
-        let map = self
-            .ebpf
-            .map_mut("TRACKED")
-            .ok_or(Error::Map { map: "TRACKED" })?;
-        let mut tracked: HashMap<&mut MapData, u32, u32> =
-            HashMap::try_from(map).map_err(|_| Error::Map { map: "TRACKED" })?;
-        tracked
+        self.maps
+            .tracked
             .insert(tgid, state, 0)
             .map_err(|source| Error::MapUpdate {
-                map: "TRACKED",
+                map: names::TRACKED,
                 source,
             })
     }
@@ -633,16 +632,11 @@ impl Bpf {
     }
 
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
-        let map = self
-            .ebpf
-            .map_mut("CONFIG")
-            .ok_or(Error::Map { map: "CONFIG" })?;
-        let mut array: Array<&mut MapData, SlotConfig> =
-            Array::try_from(map).map_err(|_| Error::Map { map: "CONFIG" })?;
-        array
+        self.maps
+            .config
             .set(index, config, 0)
             .map_err(|source| Error::MapUpdate {
-                map: "CONFIG",
+                map: names::CONFIG,
                 source,
             })
     }
@@ -683,10 +677,11 @@ impl Bpf {
     /// Puts the per-CPU BPF_OUTPUT event of `cpu` into `EVENTS[cpu]`, so that
     /// `bpf_perf_event_output(BPF_F_CURRENT_CPU)` on that CPU writes into its ring.
     pub fn set_output(&mut self, cpu: u32, event: BorrowedFd<'_>) -> Result<(), Error> {
-        self.events
+        self.maps
+            .events
             .set(cpu, event.as_raw_fd() as u32, 0)
             .map_err(|source| Error::MapUpdate {
-                map: "EVENTS",
+                map: names::EVENTS,
                 source,
             })
     }
@@ -694,22 +689,21 @@ impl Bpf {
     /// The BPF ring buffer events go to when the object was loaded with [`Sizing::ringbuf`]
     /// (once: it is moved out).
     pub fn take_ringbuf(&mut self) -> Result<SharedRing, Error> {
-        let map = self
-            .ebpf
-            .take_map("RINGBUF")
-            .ok_or(Error::Map { map: "RINGBUF" })?;
-        let ring = RingBuf::try_from(map).map_err(|_| Error::Map { map: "RINGBUF" })?;
+        let map = (self.maps.ringbuf.take()).ok_or(Error::Map {
+            map: names::RINGBUF,
+        })?;
+        let ring = RingBuf::try_from(map).map_err(|_| Error::Map {
+            map: names::RINGBUF,
+        })?;
         Ok(SharedRing(ring))
     }
 
     /// A slot's counters summed over CPUs: (hits that passed the filters, failed outputs).
     pub fn slot_stats(&self, slot: &Slot) -> Result<(u64, u64), Error> {
-        let map = self.ebpf.map("STATS").ok_or(Error::Map { map: "STATS" })?;
-        let stats: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "STATS" })?;
+        let stats = &self.maps.stats;
         let sum = |index| -> Result<u64, Error> {
             let values = stats.get(&index, 0).map_err(|source| Error::MapUpdate {
-                map: "STATS",
+                map: names::STATS,
                 source,
             })?;
             Ok(values.iter().sum())
@@ -721,15 +715,13 @@ impl Bpf {
     /// exact, unlike `PERF_RECORD_LOST`, which the kernel only writes at the next successful
     /// output on that ring.
     pub fn lost_per_cpu(&self) -> Result<Vec<(u32, u64)>, Error> {
-        let map = self.ebpf.map("STATS").ok_or(Error::Map { map: "STATS" })?;
-        let stats: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(map).map_err(|_| Error::Map { map: "STATS" })?;
+        let stats = &self.maps.stats;
         let mut per_cpu: Vec<(u32, u64)> = Vec::new();
         for &id in &self.used {
             let values = stats
                 .get(&stat_failed(id), 0)
                 .map_err(|source| Error::MapUpdate {
-                    map: "STATS",
+                    map: names::STATS,
                     source,
                 })?;
             for (cpu, n) in values.iter().enumerate() {
@@ -870,4 +862,20 @@ pub fn probe_attach_type(kind: ProbeType) -> Result<(), String> {
     }
     // Dropping `ebpf` detaches and unloads.
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use object::{Object, ObjectSymbol};
+
+    /// The names userspace looks maps and globals up with are the object's symbols.
+    #[test]
+    fn every_contract_name_is_in_the_object() {
+        let file = object::File::parse(super::OBJECT).expect("the built object is ELF");
+        let symbols: Vec<&str> = file.symbols().filter_map(|s| s.name().ok()).collect();
+        let missing: Vec<&str> = (tracer_common::names::ALL.iter().copied())
+            .filter(|name| !symbols.contains(name))
+            .collect();
+        assert!(missing.is_empty(), "not in the BPF object: {missing:?}");
+    }
 }

@@ -82,7 +82,7 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY (child): read/close/execvp/write/_exit on fds and buffers prepared above.
+        // SAFETY: in the child, read/close/execvp/write/_exit on fds and buffers prepared above.
         unsafe {
             let mut byte = 0u8;
             libc::close(write_end.as_raw_fd());
@@ -128,7 +128,7 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY (child): ptrace(TRACEME) and execvp on memory prepared before the fork; a
+        // SAFETY: in the child, ptrace(TRACEME) and execvp on memory prepared before the fork; a
         // successful exec stops us with SIGTRAP for the parent.
         unsafe {
             libc::ptrace(

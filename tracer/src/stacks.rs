@@ -1,7 +1,7 @@
 //! Stack ids captured in BPF -> symbolized frames: kernel frames from kallsyms, user frames
 //! from the process's mappings, ELF symbols and DWARF lines, each cached for the run.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use tracer_common::{Event, NO_STACK};
 

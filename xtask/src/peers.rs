@@ -260,7 +260,8 @@ pub fn watch_hit() -> Result<()> {
     let (big, small) = (60_000u64, 6_000u64);
     // A tool's command at n hits, and how to read how many hits it caught from its output.
     type Caught = fn(&str, &str) -> Option<u64>;
-    let mut tools: Vec<(String, Box<dyn Fn(u64) -> Vec<String>>, Caught)> = vec![
+    type Argv<'a> = Box<dyn Fn(u64) -> Vec<String> + 'a>;
+    let mut tools: Vec<(String, Argv<'_>, Caught)> = vec![
         (
             "tracer watch -o json".into(),
             Box::new(|n| {

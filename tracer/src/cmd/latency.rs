@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{
-    Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
+    word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
     LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
 };
 
@@ -278,10 +278,14 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 pid: e.pid(),
                 tid: e.tid(),
                 comm: String::from_utf8_lossy(e.comm()).into_owned(),
-                duration_ns: e.data[0],
-                args: (self.start_args)
-                    .then(|| e.data[1..7].iter().map(|a| format!("{a:#x}")).collect()),
-                ret: self.end_ret.then_some(e.data[7] as i64),
+                duration_ns: e.data[word::LAT_DURATION],
+                args: (self.start_args).then(|| {
+                    e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS]
+                        .iter()
+                        .map(|a| format!("{a:#x}"))
+                        .collect()
+                }),
+                ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
                 stacks: self.symbolizer.stacks(self.bpf, e)?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;

@@ -5,7 +5,7 @@
 //! anyway) and attaches its own program slot with `PERF_EVENT_IOC_SET_BPF`; the pid, tid,
 //! comm, CPU, cgroup and `-- COMMAND` filters run in the BPF program.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 

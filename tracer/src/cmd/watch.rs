@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 
-use tracer_common::{Event, SlotConfig, AGG_KEY_VALUE, AGG_PID, AGG_TID, SLOT_AGGREGATE};
+use tracer_common::{word, Event, SlotConfig, AGG_KEY_VALUE, AGG_PID, AGG_TID, SLOT_AGGREGATE};
 
 use crate::bpf::{Bpf, Sizing};
 use crate::breakpoint::{self, count_hits, kind_name, mask, Watch, WatchOptions};
@@ -165,13 +165,13 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         let Some(index) = self.watches.iter().position(|w| w.slot.id == event.slot) else {
             return Ok(());
         };
-        let ip = event.data[0];
+        let ip = event.data[word::WATCH_IP];
         let frame = self.symbolizer.frame(event.pid(), ip);
         let (at, source) = (frame.place(), frame.source());
         let kind = self.kind;
         let watch = &mut self.watches[index];
-        let new = (event.data[3] == 1 && kind != BreakpointType::Execute)
-            .then(|| mask(event.data[2], watch.len));
+        let new = (event.data[word::WATCH_VALUE_READ] == 1 && kind != BreakpointType::Execute)
+            .then(|| mask(event.data[word::WATCH_VALUE], watch.len));
         let old = watch.last;
         watch.hits += 1;
         *watch.by_tid.entry(event.tid()).or_default() += 1;

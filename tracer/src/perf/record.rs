@@ -3,6 +3,8 @@
 //! Input is untrusted: every read is bounds-checked, and malformed or truncated input yields a
 //! [`ParseError`], never a panic or an out-of-bounds read.
 
+use bytes::Buf;
+
 use super::attr::{format, sample};
 use super::read::{self, Counts};
 
@@ -289,54 +291,56 @@ pub struct Parsed<'a> {
     pub sample_id: SampleId,
 }
 
-/// A bounds-checked reader over a record body.
+/// A bounds-checked reader over a record body: a `bytes::Buf` over the bytes not read yet,
+/// whose short reads become [`ParseError::Truncated`] for the whole record.
 struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    rest: &'a [u8],
+    /// The whole record's size (header included), for the error.
+    size: usize,
     type_: u32,
 }
 
 impl<'a> Cursor<'a> {
+    fn new(body: &'a [u8], type_: u32) -> Cursor<'a> {
+        Cursor {
+            rest: body,
+            size: body.len() + Header::SIZE,
+            type_,
+        }
+    }
+
     fn truncated(&self) -> ParseError {
         ParseError::Truncated {
             type_: self.type_,
-            size: self.bytes.len() + Header::SIZE,
+            size: self.size,
         }
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], ParseError> {
-        let end = self.pos.checked_add(n).ok_or_else(|| self.truncated())?;
-        let slice = self
-            .bytes
-            .get(self.pos..end)
-            .ok_or_else(|| self.truncated())?;
-        self.pos = end;
-        Ok(slice)
+        if self.rest.remaining() < n {
+            return Err(self.truncated());
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
     }
 
     fn u16(&mut self) -> Result<u16, ParseError> {
-        Ok(u16::from_ne_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
+        self.rest.try_get_u16_ne().map_err(|_| self.truncated())
     }
 
     fn u32(&mut self) -> Result<u32, ParseError> {
-        Ok(u32::from_ne_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+        self.rest.try_get_u32_ne().map_err(|_| self.truncated())
     }
 
     fn u64(&mut self) -> Result<u64, ParseError> {
-        Ok(u64::from_ne_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
+        self.rest.try_get_u64_ne().map_err(|_| self.truncated())
     }
 
     /// `n` u64 words, with `n` taken from the input: bounded by the bytes left, so a hostile
     /// count cannot make us allocate more than the record holds.
     fn u64s(&mut self, n: u64) -> Result<Vec<u64>, ParseError> {
-        let left = (self.bytes.len() - self.pos) as u64 / 8;
-        if n > left {
+        if n > self.rest.remaining() as u64 / 8 {
             return Err(self.truncated());
         }
         (0..n).map(|_| self.u64()).collect()
@@ -352,8 +356,7 @@ impl<'a> Cursor<'a> {
 
     /// The rest of the body up to its first NUL (strings are NUL-padded to 8 bytes).
     fn cstr_rest(&mut self) -> &'a [u8] {
-        let rest = &self.bytes[self.pos..];
-        self.pos = self.bytes.len();
+        let rest = std::mem::take(&mut self.rest);
         rest.iter()
             .position(|&b| b == 0)
             .map_or(rest, |n| &rest[..n])
@@ -362,15 +365,10 @@ impl<'a> Cursor<'a> {
     fn read_format(&mut self, read_format: u64) -> Result<Counts, ParseError> {
         // A group's length depends on its `nr` word; peek it to size the slice.
         let len = if read_format & format::GROUP != 0 {
-            let nr = u64::from_ne_bytes(
-                self.bytes
-                    .get(self.pos..self.pos + 8)
-                    .ok_or_else(|| self.truncated())?
-                    .try_into()
-                    .expect("8 bytes"),
-            );
-            let left = self.bytes.len() - self.pos;
-            if nr > left as u64 / 8 {
+            let nr = { self.rest }
+                .try_get_u64_ne()
+                .map_err(|_| self.truncated())?;
+            if nr > self.rest.remaining() as u64 / 8 {
                 return Err(self.truncated());
             }
             read::buffer_size(read_format, nr as usize)
@@ -407,11 +405,7 @@ pub fn sample_id_size(sample_type: u64) -> usize {
 }
 
 fn parse_sample_id(bytes: &[u8], sample_type: u64, type_: u32) -> Result<SampleId, ParseError> {
-    let mut c = Cursor {
-        bytes,
-        pos: 0,
-        type_,
-    };
+    let mut c = Cursor::new(bytes, type_);
     let has = |b| sample_type & b != 0;
     let mut id = SampleId::default();
     if has(sample::TID) {
@@ -565,11 +559,7 @@ pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseEr
         sample_id = parse_sample_id(&body[split..], layout.sample_type, header.type_)?;
         body = &body[..split];
     }
-    let mut c = Cursor {
-        bytes: body,
-        pos: 0,
-        type_: header.type_,
-    };
+    let mut c = Cursor::new(body, header.type_);
     let bit13 = header.misc & misc::BIT13 != 0;
     let bit14 = header.misc & misc::BIT14 != 0;
     let record = match header.type_ {

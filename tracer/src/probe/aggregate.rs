@@ -1,7 +1,9 @@
 //! In-kernel aggregation (`--count-by/--sum/--hist`): what each probe's slot counts, and the
 //! reports read back from the `COUNTS` map.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
 
 use tracer_common::{
     src, AggKey, AggValue, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST,

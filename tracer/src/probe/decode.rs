@@ -1,6 +1,6 @@
 //! A probe's event decoded into named, typed values by its [`Decoder`].
 
-use tracer_common::Event;
+use tracer_common::{word, Event};
 
 use super::Decoder;
 use crate::kernel::format::Value;
@@ -37,7 +37,7 @@ pub fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
             (args, None, None)
         }
         Decoder::Return { proto } => {
-            let raw = event.data[6];
+            let raw = event.data[word::RETURN];
             match proto.as_ref().map(|p| &p.ret) {
                 Some(Kind::Void) => (Vec::new(), None, None),
                 Some(kind) => (Vec::new(), Some(kind.value(raw, None)), kind.errno(raw)),

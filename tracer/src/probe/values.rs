@@ -4,7 +4,7 @@
 //! a value named the same way.
 
 use tracer_common::{
-    src, Event, FieldRead, SlotConfig, FIELDS_OFFSET, FIELD_AUTO, FIELD_READS, FIELD_USER,
+    src, word, Event, FieldRead, SlotConfig, FIELDS_OFFSET, FIELD_AUTO, FIELD_READS, FIELD_USER,
     SLOT_STR_ARG_AUTO, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
 };
 
@@ -265,7 +265,7 @@ impl Values {
         (self.columns.iter())
             .map(|column| {
                 let raw = match column.place {
-                    Place::Register(n) => Some(event.data[n]),
+                    Place::Register(n) => Some(event.data[word::ARG0 + n]),
                     Place::Field(n) => {
                         (event.field_faults & (1 << n) == 0).then_some(event.fields[n])
                     }

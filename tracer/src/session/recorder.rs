@@ -4,10 +4,10 @@
 //! lives), and the loss counts and end record at the close. `--live` decodes each record as
 //! it is written and prints its timeline line.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 use std::io::Write;
 
-use tracer_common::Event;
+use tracer_common::{word, Event};
 
 use crate::bpf::Bpf;
 use crate::output::events::Format;
@@ -252,7 +252,7 @@ impl<'a, W: Write> RecordSink<'a, W> {
 
     /// A watch hit's instruction, named now (the process may be gone at report time).
     fn snapshot_symbol(&mut self, e: &Event) {
-        let ip = e.data[0];
+        let ip = e.data[word::WATCH_IP];
         if !self.symbolized.insert((e.pid(), ip)) {
             return;
         }

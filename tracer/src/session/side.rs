@@ -3,7 +3,9 @@
 //! it (`PERF_EVENT_IOC_SET_OUTPUT`, samples told apart by `PERF_SAMPLE_IDENTIFIER`), parsed into
 //! trace records on the same clock as the BPF events.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
 
 use crate::perf::{self, attr, record as rec, EventKind, Options, Ring, Sampling, Scope};
 use crate::tracefile::{self, Record};

@@ -1,9 +1,9 @@
 //! Trace-file records -> timeline items (`tracer report`, `tracer record --live`): sources,
 //! symbol snapshots and task names are kept as they stream by.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
-use tracer_common::Event;
+use tracer_common::{word, Event};
 
 use super::{Record, SourceKind};
 use crate::breakpoint;
@@ -160,10 +160,9 @@ impl ItemDecoder {
             }
             SourceKind::Watch { len, access, .. } => {
                 item.kind = Kind::Watch;
-                let ip = e.data[0];
-                // data[3] says whether the program could read the value after the access.
-                let new =
-                    (e.data[3] == 1 && access != "x").then(|| breakpoint::mask(e.data[2], *len));
+                let ip = e.data[word::WATCH_IP];
+                let new = (e.data[word::WATCH_VALUE_READ] == 1 && access != "x")
+                    .then(|| breakpoint::mask(e.data[word::WATCH_VALUE], *len));
                 let last = self.last.entry(id).or_default();
                 let old = *last;
                 if new.is_some() {

@@ -13,6 +13,7 @@ pub mod reorder;
 
 use std::io::{self, Read, Write};
 
+use bytes::{Buf, BufMut};
 use serde::{Deserialize, Serialize};
 
 use crate::probe::Decoder;
@@ -202,19 +203,11 @@ pub enum Error {
     Io(#[from] io::Error),
 }
 
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
 /// Encodes one record (header and payload) into `out`.
 pub fn encode(record: &Record, out: &mut Vec<u8>) {
     let start = out.len();
-    put_u32(out, 0);
-    put_u32(out, 0);
+    // Kind and length, filled in once the payload is written.
+    out.put_u64_le(0);
     let json = |out: &mut Vec<u8>, v: &dyn erased::Json| v.write(out);
     let kind = match record {
         Record::Meta(m) => {
@@ -239,18 +232,18 @@ pub fn encode(record: &Record, out: &mut Vec<u8>) {
         }
         Record::Sample(s) => {
             for v in [s.source, s.cpu, s.pid, s.tid] {
-                put_u32(out, v);
+                out.put_u32_le(v);
             }
-            put_u64(out, s.time_ns);
-            put_u64(out, s.period);
+            out.put_u64_le(s.time_ns);
+            out.put_u64_le(s.period);
             kind::SAMPLE
         }
         Record::Switch(s) => {
             let flags = u32::from(s.out) | (u32::from(s.preempted) << 1);
             for v in [s.cpu, s.pid, s.tid, flags] {
-                put_u32(out, v);
+                out.put_u32_le(v);
             }
-            put_u64(out, s.time_ns);
+            out.put_u64_le(s.time_ns);
             kind::SWITCH
         }
         Record::Task(t) => {
@@ -260,18 +253,19 @@ pub fn encode(record: &Record, out: &mut Vec<u8>) {
                 TaskWhat::Exit => 2,
             };
             for v in [what, t.cpu, t.pid, t.tid, t.ppid, t.ptid] {
-                put_u32(out, v);
+                out.put_u32_le(v);
             }
-            put_u64(out, t.time_ns);
-            out.extend_from_slice(&t.comm);
+            out.put_u64_le(t.time_ns);
+            out.put_slice(&t.comm);
             kind::TASK
         }
         Record::End => kind::END,
         Record::Unknown(k) => *k,
     };
     let len = (out.len() - start - 8) as u32;
-    out[start..start + 4].copy_from_slice(&kind.to_le_bytes());
-    out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
+    let mut head = &mut out[start..start + 8];
+    head.put_u32_le(kind);
+    head.put_u32_le(len);
 }
 
 /// serde_json behind a trait object, so `encode` can take any of the JSON records.
@@ -286,12 +280,9 @@ mod erased {
     }
 }
 
+/// The `i`th little-endian u32 of `p` (callers have checked its length).
 fn u32_at(p: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes(p[i * 4..i * 4 + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(p: &[u8], byte: usize) -> u64 {
-    u64::from_le_bytes(p[byte..byte + 8].try_into().expect("8 bytes"))
+    (&p[i * 4..]).get_u32_le()
 }
 
 /// Decodes a record payload of `kind`; `Err` names what is wrong.
@@ -318,44 +309,62 @@ pub fn decode(kind: u32, p: &[u8]) -> Result<Record, String> {
         )?)),
         kind::SAMPLE => {
             need(32)?;
+            let mut b = p;
             Record::Sample(Sample {
-                source: u32_at(p, 0),
-                cpu: u32_at(p, 1),
-                pid: u32_at(p, 2),
-                tid: u32_at(p, 3),
-                time_ns: u64_at(p, 16),
-                period: u64_at(p, 24),
+                source: b.get_u32_le(),
+                cpu: b.get_u32_le(),
+                pid: b.get_u32_le(),
+                tid: b.get_u32_le(),
+                time_ns: b.get_u64_le(),
+                period: b.get_u64_le(),
             })
         }
         kind::SWITCH => {
             need(24)?;
-            let flags = u32_at(p, 3);
+            let mut b = p;
+            let (cpu, pid, tid, flags) = (
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+            );
             Record::Switch(Switch {
-                cpu: u32_at(p, 0),
-                pid: u32_at(p, 1),
-                tid: u32_at(p, 2),
+                cpu,
+                pid,
+                tid,
                 out: flags & 1 != 0,
                 preempted: flags & 2 != 0,
-                time_ns: u64_at(p, 16),
+                time_ns: b.get_u64_le(),
             })
         }
         kind::TASK => {
             need(48)?;
-            let what = match u32_at(p, 0) {
+            let mut b = p;
+            let what = match b.get_u32_le() {
                 0 => TaskWhat::Comm,
                 1 => TaskWhat::Fork,
                 2 => TaskWhat::Exit,
                 other => return Err(format!("unknown task record {other}")),
             };
+            let (cpu, pid, tid, ppid, ptid) = (
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+            );
+            let time_ns = b.get_u64_le();
+            let mut comm = [0u8; 16];
+            b.copy_to_slice(&mut comm);
             Record::Task(Task {
                 what,
-                cpu: u32_at(p, 1),
-                pid: u32_at(p, 2),
-                tid: u32_at(p, 3),
-                ppid: u32_at(p, 4),
-                ptid: u32_at(p, 5),
-                time_ns: u64_at(p, 24),
-                comm: p[32..48].try_into().expect("16 bytes"),
+                cpu,
+                pid,
+                tid,
+                ppid,
+                ptid,
+                time_ns,
+                comm,
             })
         }
         kind::END => Record::End,
@@ -374,9 +383,9 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     pub fn new(mut out: W) -> io::Result<Writer<W>> {
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
-        header.extend_from_slice(MAGIC);
-        put_u32(&mut header, VERSION);
-        put_u32(&mut header, HEADER_LEN);
+        header.put_slice(MAGIC);
+        header.put_u32_le(VERSION);
+        header.put_u32_le(HEADER_LEN);
         out.write_all(&header)?;
         Ok(Writer {
             out,
