@@ -1336,7 +1336,7 @@ fn latency_srv(ctx: &Ctx, example: &str) {
     let running = ctx.start(&words(example, &[]));
     ctx.workload("./srv", &[]);
     let (stdout, stderr) = running.interrupted();
-    // Six requests matched by token across threads: four of 3 ms, two of 40 ms.
+    // Six requests matched by token across threads: four of 2.2 ms, two of 35 ms.
     let (count, rows) = histogram(&stdout);
     assert_eq!(count, 6, "{stdout}\n{stderr}");
     let bucket = |r: &str| rows.iter().find(|(range, _)| range == r).map_or(0, |x| x.1);

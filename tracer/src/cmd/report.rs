@@ -2,12 +2,13 @@
 //! timeline, filtered, with per-source counts and the recording's losses; optionally as a
 //! Perfetto (Chrome trace-event) JSON file.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use crate::cli::ReportArgs;
+use crate::output::report::ReportSummary;
 use crate::output::timeline::{Item, TimelineWriter};
 use crate::tracefile::items::ItemDecoder;
-use crate::tracefile::{self, Ending, Reader, Record};
+use crate::tracefile::{self, Reader, Record};
 use crate::Error;
 
 /// The filters of a report.
@@ -79,65 +80,78 @@ fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
 pub fn run(args: ReportArgs) -> Result<i32, Error> {
     let filter = Filter::new(&args)?;
     let name = args.file.display().to_string();
-    let mut reader = Reader::new(open(&args)?).map_err(|e| match e {
-        tracefile::Error::Newer { .. } => Error::Runtime {
-            message: format!("cannot read {name}: {e}"),
-            hints: vec!["report it with the tracer that recorded it, or a newer one".into()],
-        },
-        _ => Error::Runtime {
-            message: format!("cannot read {name}: {e}"),
-            hints: vec!["tracer report reads files written by `tracer record -o FILE`".into()],
-        },
+    let mut reader = Reader::new(open(&args)?).map_err(|e| Error::Runtime {
+        message: format!("cannot read {name}: {e}"),
+        hints: vec![match e {
+            tracefile::Error::Newer { .. } => {
+                "report it with the tracer that recorded it, or a newer one".into()
+            }
+            _ => "tracer report reads files written by `tracer record -o FILE`".into(),
+        }],
     })?;
+    let mut summary = ReportSummary {
+        name,
+        ..ReportSummary::default()
+    };
+    let (kept, start_ns) = replay(&mut reader, &args, &filter, &mut summary)?;
+    summary.records = reader.records;
+    summary.ending = reader.ending().cloned();
+    if let Some(path) = &args.perfetto {
+        let doc = crate::output::perfetto::document(&kept, start_ns);
+        let text = serde_json::to_string(&doc).expect("JSON values serialize");
+        std::fs::write(path, text).map_err(|e| Error::Runtime {
+            message: format!("cannot write {}: {e}", path.display()),
+            hints: Vec::new(),
+        })?;
+        summary.perfetto = Some(path.clone());
+    }
+    summary.print();
+    Ok(0)
+}
+
+/// Reads every record, printing the kept items' timeline lines (flushed per line from a
+/// pipe); returns the kept items when `--perfetto` needs them, and the recording's start.
+fn replay(
+    reader: &mut Reader<Box<dyn Read>>,
+    args: &ReportArgs,
+    filter: &Filter,
+    summary: &mut ReportSummary,
+) -> Result<(Vec<Item>, u64), Error> {
+    let stdout = || std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = TimelineWriter::new(stdout(), args.output, 0);
     let mut decoder = ItemDecoder::default();
-    let mut start_ns = None;
-    let mut stats = None;
-    let mut out = TimelineWriter::new(
-        std::io::BufWriter::new(std::io::stdout().lock()),
-        args.output,
-        0,
-    );
-    let mut shown: Vec<(String, u64)> = Vec::new();
+    let (mut start_ns, mut last_ns) = (None, 0u64);
     let mut kept = Vec::new();
-    let mut out_of_order = 0u64;
-    let mut last_ns = 0u64;
     let live = args.file.as_os_str() == "-";
     loop {
         let record = match reader.next_record() {
             Ok(Some(r)) => r,
             Ok(None) => break,
             Err(e) => {
-                eprintln!("error: {name}: {e}; the records before it are shown");
+                summary.read_error = Some(e.to_string());
                 break;
             }
         };
         match &record {
             Record::Meta(meta) => {
                 start_ns = Some(meta.start_ns);
-                out = TimelineWriter::new(
-                    std::io::BufWriter::new(std::io::stdout().lock()),
-                    args.output,
-                    meta.start_ns,
-                );
+                out = TimelineWriter::new(stdout(), args.output, meta.start_ns);
                 out.header().map_err(Error::Output)?;
             }
-            Record::Stats(s) => stats = Some(s.clone()),
+            Record::Stats(s) => summary.stats = Some(s.clone()),
             _ => {}
         }
         let Some(item) = decoder.item(record) else {
             continue;
         };
         if item.time_ns < last_ns {
-            out_of_order += 1;
+            summary.out_of_order += 1;
         }
         last_ns = last_ns.max(item.time_ns);
         if !filter.keeps(&item, start_ns.unwrap_or(0)) {
             continue;
         }
-        match shown.iter_mut().find(|(s, _)| *s == item.source) {
-            Some((_, n)) => *n += 1,
-            None => shown.push((item.source.clone(), 1)),
-        }
+        summary.show(&item.source);
         out.write(&item).map_err(Error::Output)?;
         if live {
             out.flush().map_err(Error::Output)?;
@@ -147,70 +161,5 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
         }
     }
     out.flush().map_err(Error::Output)?;
-    let mut err = std::io::stderr().lock();
-    let total: u64 = shown.iter().map(|(_, n)| n).sum();
-    let _ = writeln!(err, "\n{total} records shown");
-    for (source, n) in &shown {
-        let _ = writeln!(err, "  {source:<40} {n:>10}");
-    }
-    match &stats {
-        Some(s) => {
-            let lost_bpf: u64 = s.lost_bpf.iter().map(|(_, n)| n).sum();
-            let lost_side: u64 = s.lost_side.iter().map(|(_, n)| n).sum();
-            let per_cpu = |l: &[(u32, u64)]| {
-                l.iter()
-                    .map(|(c, n)| format!("CPU {c}: {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let _ = writeln!(
-                err,
-                "lost while recording: {lost_bpf} probe/watch events ({}), {lost_side} sample/scheduler records ({}); {} late (out of order)",
-                per_cpu(&s.lost_bpf),
-                per_cpu(&s.lost_side),
-                s.late
-            );
-        }
-        None => {
-            let _ = writeln!(err, "no loss counts: the recording did not finish");
-        }
-    }
-    if out_of_order > s_late(&stats) {
-        let _ = writeln!(err, "{out_of_order} records are out of time order");
-    }
-    match reader.ending() {
-        Some(Ending::Truncated { offset, partial }) => {
-            let _ = writeln!(
-                err,
-                "{name} ends inside a record: recovered {} records up to byte {offset}; the last {partial} bytes are an incomplete record (the recorder was stopped mid-write)",
-                reader.records
-            );
-        }
-        Some(Ending::Unfinished) => {
-            let _ = writeln!(
-                err,
-                "{name} has no end record: recovered {} complete records (the recorder did not finish)",
-                reader.records
-            );
-        }
-        Some(Ending::Complete) | None => {}
-    }
-    if let Some(path) = &args.perfetto {
-        let doc = crate::output::perfetto::document(&kept, start_ns.unwrap_or(0));
-        let text = serde_json::to_string(&doc).expect("JSON values serialize");
-        std::fs::write(path, text).map_err(|e| Error::Runtime {
-            message: format!("cannot write {}: {e}", path.display()),
-            hints: Vec::new(),
-        })?;
-        let _ = writeln!(
-            err,
-            "wrote {} (open it in https://ui.perfetto.dev or chrome://tracing)",
-            path.display()
-        );
-    }
-    Ok(0)
-}
-
-fn s_late(stats: &Option<tracefile::Stats>) -> u64 {
-    stats.as_ref().map_or(0, |s| s.late)
+    Ok((kept, start_ns.unwrap_or(0)))
 }

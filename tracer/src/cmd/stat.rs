@@ -10,8 +10,8 @@
 use crate::cli::StatArgs;
 use crate::counter::resolve::resolve;
 use crate::counter::run::{open_destination, write, End, State};
-use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Tally};
-use crate::output::stat::{Footer, Renderer, Slot, Stats};
+use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Totals};
+use crate::output::stat::{Footer, Renderer, Stats};
 use crate::plan;
 use crate::plan::stat::{Destination, Target};
 use crate::Error;
@@ -40,31 +40,16 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     let mut event_loop = crate::session::EventLoop::new()?;
     let (runtime, signals) = event_loop.parts();
 
-    let mut tallies: Vec<Vec<Tally>> = Vec::new();
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut supported = vec![true; counters.len()];
+    let mut totals = Totals::new(counters.len());
     let mut elapsed = Stats::default();
     let mut rusage = None;
     let mut status = 0;
     for _ in 0..plan.repeat {
         let outcome = state.run_once(runtime, signals)?;
         if state.plan.interval.is_none() {
-            let (run_slots, values) =
-                slot_readings(plan.aggregation, &outcome.places, &outcome.readings);
-            if tallies.is_empty() {
-                tallies = vec![vec![Tally::default(); run_slots.len()]; counters.len()];
-                slots = run_slots;
-            }
-            for (c, per_slot) in values.iter().enumerate() {
-                for (s, reading) in per_slot.iter().enumerate() {
-                    if let (Some(t), Some(r)) = (tallies[c].get_mut(s), reading) {
-                        t.push(*r, plan.scale);
-                    }
-                }
-            }
-            for (c, ok) in outcome.supported.iter().enumerate() {
-                supported[c] &= *ok;
-            }
+            let places = &outcome.places;
+            let (run_slots, values) = slot_readings(plan.aggregation, places, &outcome.readings);
+            totals.fold(run_slots, &values, &outcome.supported, plan.scale);
         }
         elapsed.push(outcome.elapsed.as_nanos() as f64);
         rusage = outcome.rusage;
@@ -83,9 +68,9 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     if !plan.null_run {
         let lines = build_lines(
             &counters,
-            &supported,
-            &slots,
-            &tallies,
+            &totals.supported,
+            &totals.slots,
+            &totals.tallies,
             elapsed.mean,
             plan.repeat > 1,
         );

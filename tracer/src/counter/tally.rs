@@ -26,6 +26,51 @@ impl Tally {
     }
 }
 
+/// Every counter's tallies over the runs of `-r`, slot by slot.
+#[derive(Debug)]
+pub struct Totals {
+    /// The printed slots (the first run's).
+    pub slots: Vec<Slot>,
+    /// Per counter and slot.
+    pub tallies: Vec<Vec<Tally>>,
+    /// Per counter: opened in every run.
+    pub supported: Vec<bool>,
+}
+
+impl Totals {
+    pub fn new(counters: usize) -> Totals {
+        Totals {
+            slots: Vec::new(),
+            tallies: Vec::new(),
+            supported: vec![true; counters],
+        }
+    }
+
+    /// Adds one run's readings (per counter and slot) to the tallies.
+    pub fn fold(
+        &mut self,
+        slots: Vec<Slot>,
+        values: &[Vec<Option<Reading>>],
+        supported: &[bool],
+        scale: bool,
+    ) {
+        if self.tallies.is_empty() {
+            self.tallies = vec![vec![Tally::default(); slots.len()]; self.supported.len()];
+            self.slots = slots;
+        }
+        for (c, per_slot) in values.iter().enumerate() {
+            for (s, reading) in per_slot.iter().enumerate() {
+                if let (Some(t), Some(r)) = (self.tallies[c].get_mut(s), reading) {
+                    t.push(*r, scale);
+                }
+            }
+        }
+        for (c, ok) in supported.iter().enumerate() {
+            self.supported[c] &= *ok;
+        }
+    }
+}
+
 /// Groups per-place readings into printed slots: the global sum, or one slot per CPU/thread.
 /// Returns the slots and, per counter and slot, the reading (`None`: never opened there).
 pub fn slot_readings(
@@ -162,6 +207,20 @@ mod tests {
         let (slots, values) = slot_readings(Aggregation::Global, &places, &readings);
         assert_eq!(slots, [Slot::Global]);
         assert_eq!(values, [vec![Some(reading(7, 20, 15))], vec![None]]);
+    }
+
+    #[test]
+    fn runs_fold_into_means_and_a_counter_missing_once_is_unsupported() {
+        let mut totals = Totals::new(2);
+        for (value, second_opened) in [(10, true), (30, false)] {
+            let values = vec![vec![Some(reading(value, 5, 5))], vec![None]];
+            totals.fold(vec![Slot::Global], &values, &[true, second_opened], true);
+        }
+        assert_eq!(totals.slots, [Slot::Global]);
+        assert_eq!(totals.tallies[0][0].value.mean, 20.0);
+        assert_eq!(totals.tallies[0][0].value.n, 2);
+        assert_eq!(totals.tallies[1][0].value.n, 0);
+        assert_eq!(totals.supported, [true, false]);
     }
 
     #[test]

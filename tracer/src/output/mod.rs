@@ -6,6 +6,7 @@ pub mod features;
 pub mod hist;
 pub mod latency;
 pub mod perfetto;
+pub mod report;
 pub mod stack;
 pub mod stat;
 pub mod summary;

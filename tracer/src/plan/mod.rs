@@ -1,6 +1,7 @@
 //! Raw command-line input -> validated plans. No side effects: every user-input check lives here.
 
 pub mod latency;
+pub mod list;
 pub mod record;
 pub mod stat;
 pub mod watch;
