@@ -43,13 +43,16 @@ pub fn streaming() -> Result<()> {
     let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let mut rows = Vec::new();
 
-    for transport in ["perf", "ringbuf"] {
+    // Another tracer binary (e.g. an earlier commit's) measured in the same run: A/B of a change.
+    let baseline = std::env::var("TRACER_BENCH_BASELINE").ok();
+    let builds = std::iter::once(("", tracer.clone())).chain(baseline.map(|b| ("baseline ", b)));
+    for ((label, binary), transport) in builds.flat_map(|b| [(b.clone(), "perf"), (b, "ringbuf")]) {
         let tracer_cmd = |n: u64| {
-            let argv = [&tracer, "probe", "--transport", transport, "-o", "json", TP];
+            let argv = [&binary, "probe", "--transport", transport, "-o", "json", TP];
             pinned(launching(&argv, work(n)))
         };
         rows.push(Row {
-            tool: format!("tracer probe --transport {transport} -o json"),
+            tool: format!("{label}tracer probe --transport {transport} -o json"),
             cost: per_event(&tracer_cmd, &work, BIG, SMALL),
             delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
                 let delivered = number_before(&err, " events in").context("no event count")?;
