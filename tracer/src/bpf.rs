@@ -12,6 +12,15 @@ use tracer_common::{
     PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
+/// Where the BPF programs write events for tracer to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// `PERF_COUNT_SW_BPF_OUTPUT` rings, one per CPU (`bpf_perf_event_output`).
+    Perf,
+    /// One `BPF_MAP_TYPE_RINGBUF` shared by every CPU (`bpf_ringbuf_output`).
+    Ringbuf,
+}
+
 /// The BPF object built from `tracer-ebpf` by build.rs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-probes"));
 

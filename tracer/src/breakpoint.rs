@@ -17,15 +17,6 @@ fn usage(message: String, hint: &str) -> Error {
     Error::usage(message, vec![hint.to_string()])
 }
 
-/// Watchpoint access types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum WatchType {
-    R,
-    W,
-    Rw,
-    X,
-}
-
 /// x86 has four debug registers per CPU.
 pub const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 

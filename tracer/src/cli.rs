@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-pub use crate::breakpoint::WatchType;
+pub use crate::bpf::Transport;
+pub use crate::kernel::kprobe_events::KprobeInterface;
 use crate::output::events::Format;
-pub use crate::probe::KprobeInterface;
-pub use crate::session::Transport;
 
 /// Lets `-s`/`--stack` stand alone before a spec (`tracer watch -s counter -- ./prog`) and
 /// still take a value as a separate word (`tracer probe -s user SPEC`): clap's optional value
@@ -302,6 +301,16 @@ pub struct LatencyArgs {
     /// Start COMMAND and measure only it and its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// Watchpoint access types (`-t`), as the user spells them; the watch plan maps them to
+/// breakpoint types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WatchType {
+    R,
+    W,
+    Rw,
+    X,
 }
 
 /// Histogram groups.

@@ -24,7 +24,7 @@ use crate::stacks::Symbolizer;
 use crate::Error;
 
 pub fn run(args: LatencyArgs) -> Result<i32, Error> {
-    let plan = latency_plan(&args)?;
+    let plan = latency_plan(&args, &session::ThisMachine)?;
     let fs = Tracefs::locate()?;
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.

@@ -25,7 +25,7 @@ use crate::stacks::Symbolizer;
 use crate::Error;
 
 pub fn run(args: ProbeArgs) -> Result<i32, Error> {
-    let plan = plan::probe_plan(&args)?;
+    let plan = plan::probe_plan(&args, &session::ThisMachine)?;
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.specs, &fs)?;
     // Fork the command (held before exec) before any thread exists.

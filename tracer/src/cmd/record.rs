@@ -30,7 +30,7 @@ use crate::tracefile::{self, SourceKind};
 use crate::Error;
 
 pub fn run(args: RecordArgs) -> Result<i32, Error> {
-    let plan = record_plan(&args, session::default_ring_pages())?;
+    let plan = record_plan(&args, &session::ThisMachine)?;
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.probes, &fs)?;
     let counters = counters(&plan, &fs)?;
@@ -134,7 +134,7 @@ fn attach_probes(
     launched: bool,
     sources: &mut Vec<tracefile::Source>,
 ) -> Result<Vec<Probe>, Error> {
-    let mut filter = build_filter(plan.pid, None, None, None, None)?;
+    let mut filter = build_filter(plan.pid, None, None, None, None, &session::ThisMachine)?;
     filter.exclude_tgid = std::process::id();
     if launched {
         filter.flags |= tracer_common::SLOT_FILTER_TRACKED;

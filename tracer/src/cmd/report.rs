@@ -95,7 +95,7 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
     };
     let (kept, start_ns) = replay(&mut reader, &args, &filter, &mut summary)?;
     summary.records = reader.records;
-    summary.ending = reader.ending().cloned();
+    summary.ending = reader.ending().map(Into::into);
     if let Some(path) = &args.perfetto {
         let doc = crate::output::perfetto::document(&kept, start_ns);
         let text = serde_json::to_string(&doc).expect("JSON values serialize");
@@ -138,7 +138,7 @@ fn replay(
                 out = TimelineWriter::new(stdout(), args.output, meta.start_ns);
                 out.header().map_err(Error::Output)?;
             }
-            Record::Stats(s) => summary.stats = Some(s.clone()),
+            Record::Stats(s) => summary.stats = Some(s.into()),
             _ => {}
         }
         let Some(item) = decoder.item(record) else {

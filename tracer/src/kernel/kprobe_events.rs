@@ -6,6 +6,15 @@ use std::io::Write;
 use super::tracefs::Tracefs;
 use super::Error;
 
+/// The kernel interface for kprobes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KprobeInterface {
+    /// perf_event_open on the kprobe PMU.
+    Pmu,
+    /// Legacy tracefs kprobe_events.
+    Tracefs,
+}
+
 /// The tracefs event group tracer's legacy probes live in.
 pub const GROUP: &str = "tracer";
 

@@ -4,7 +4,27 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::tracefile::{Ending, Stats};
+/// How reading the file ended (the trace file reader's finding, in the model's words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The end record was read.
+    Complete,
+    /// No end record after the last whole record.
+    Unfinished,
+    /// The file ends inside a record: `partial` bytes of one starting at `offset`.
+    Truncated { offset: u64, partial: u64 },
+}
+
+/// What the recording counted while it ran (its stats record).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Probe and watch events lost per CPU.
+    pub lost_bpf: Vec<(u32, u64)>,
+    /// Sample and scheduler records lost per CPU.
+    pub lost_side: Vec<(u32, u64)>,
+    /// Records written after their reorder window closed.
+    pub late: u64,
+}
 
 /// What a report read and showed.
 #[derive(Debug, Default)]
@@ -148,8 +168,6 @@ mod tests {
                 lost_bpf: vec![(0, 3), (1, 4)],
                 lost_side: vec![],
                 late: 5,
-                malformed: 0,
-                produced: 0,
             }),
             out_of_order: 5,
             ending: Some(Ending::Complete),

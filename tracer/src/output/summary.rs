@@ -40,7 +40,7 @@ pub struct Summary {
     /// events, hits, calls measured, hits counted in the kernel, records...
     pub unit: String,
     pub seconds: f64,
-    /// Why the run ended ([`crate::session::Outcome::why`]).
+    /// Why the run ended (`session::Outcome::why`).
     pub why: String,
     /// What follows the semicolon: losses, unmatched calls.
     pub tail: String,

@@ -7,7 +7,7 @@ use tracer_common::{
     LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
 };
 
-use super::{build_filter, parse_bare_spec, ProbeSpec, Target};
+use super::{build_filter, parse_bare_spec, Machine, ProbeSpec, Target};
 use crate::cli::{LatencyArgs, LatencyBy};
 use crate::kernel::format::Format as RecordFormat;
 use crate::output::events::Format;
@@ -40,7 +40,7 @@ pub struct LatencyPlan {
 }
 
 /// Every check of `tracer latency`'s input, before anything is opened.
-pub fn latency_plan(args: &LatencyArgs) -> Result<LatencyPlan, Error> {
+pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<LatencyPlan, Error> {
     let (start, end) = pair(args)?;
     if args.pid.is_some() && !args.command.is_empty() {
         return Err(usage(
@@ -54,6 +54,7 @@ pub fn latency_plan(args: &LatencyArgs) -> Result<LatencyPlan, Error> {
         args.comm.as_deref(),
         args.cpus.as_deref(),
         args.cgroup.as_deref(),
+        machine,
     )?;
     let duration = |text: &Option<String>, example: &str| {
         (text.as_deref().map(parse_duration_ns).transpose()).map_err(|e| usage(e, example))
@@ -204,7 +205,9 @@ mod tests {
         )
         .expect("parses");
         match cli.command {
-            crate::cli::Command::Latency(args) => latency_plan(&args),
+            crate::cli::Command::Latency(args) => {
+                latency_plan(&args, &crate::plan::tests::FakeMachine::CPUS_128)
+            }
             _ => unreachable!("a latency command"),
         }
     }

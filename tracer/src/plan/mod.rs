@@ -524,6 +524,34 @@ pub fn aggregation(
     }))
 }
 
+/// What a plan needs to know about this machine. Commands pass `session::ThisMachine`; unit
+/// tests pass their own answers, so that every plan is a pure function of its input.
+pub trait Machine {
+    /// CPUs online (at least 1).
+    fn online_cpus(&self) -> usize;
+    /// The id of a cgroup v2 directory (its inode number, as `bpf_get_current_cgroup_id`
+    /// gives it); `None` when `dir` is not a directory.
+    fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64>;
+}
+
+/// Data pages per CPU ring when `--ring-pages` is not given: 8192 pages (32 MiB) shared by
+/// the online CPUs, at least 64 and at most 1024 per CPU (the largest power of two not above
+/// the share). 1024 pages (4 MiB) was the least that lost nothing while streaming a flat-out
+/// getppid loop as JSON here (64 pages lost 25% of it, 256 pages 0.2%, 512 pages up to 0.3%);
+/// see docs/benchmarks.md.
+pub fn default_ring_pages(cpus: usize) -> usize {
+    let share = (8192 / cpus.max(1)).clamp(64, 1024);
+    1 << (usize::BITS - 1 - share.leading_zeros())
+}
+
+/// Pages of the one BPF ring buffer when `--ring-pages` is not given: what the per-CPU perf
+/// rings would take together (rounded up to a power of two, at most 65536).
+pub fn default_shared_ring_pages(cpus: usize) -> usize {
+    (default_ring_pages(cpus) * cpus.max(1))
+        .next_power_of_two()
+        .min(1 << 16)
+}
+
 /// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
 pub fn build_filter(
     pid: Option<u32>,
@@ -531,8 +559,8 @@ pub fn build_filter(
     comm: Option<&str>,
     cpus: Option<&str>,
     cgroup: Option<&std::path::Path>,
+    machine: &dyn Machine,
 ) -> Result<tracer_common::SlotConfig, Error> {
-    use std::os::unix::fs::MetadataExt;
     let mut filter = tracer_common::SlotConfig::default();
     if let Some(pid) = pid {
         if pid == 0 {
@@ -566,23 +594,18 @@ pub fn build_filter(
         filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
     }
     if let Some(path) = cgroup {
-        let meta = std::fs::metadata(path)
-            .ok()
-            .filter(|m| m.is_dir())
-            .ok_or_else(|| {
-                usage(
-                    format!("--cgroup {} is not a cgroup directory", path.display()),
-                    "give a directory under /sys/fs/cgroup",
-                )
-            })?;
-        // A cgroup v2 id is the inode number of its directory (bpf_get_current_cgroup_id).
-        filter.cgroup_id = meta.ino();
+        filter.cgroup_id = machine.cgroup_id(path).ok_or_else(|| {
+            usage(
+                format!("--cgroup {} is not a cgroup directory", path.display()),
+                "give a directory under /sys/fs/cgroup",
+            )
+        })?;
     }
     Ok(filter)
 }
 
 /// Checks every `tracer probe` argument and builds the plan.
-pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
+pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result<ProbePlan, Error> {
     let mut specs = args
         .specs
         .iter()
@@ -612,10 +635,12 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs) -> Result<ProbePlan, Error> {
         args.comm.as_deref(),
         args.cpus.as_deref(),
         args.cgroup.as_deref(),
+        machine,
     )?;
+    let cpus = machine.online_cpus();
     let ring_pages = args.ring_pages.unwrap_or_else(|| match args.transport {
-        crate::cli::Transport::Perf => crate::session::default_ring_pages(),
-        crate::cli::Transport::Ringbuf => crate::session::default_shared_ring_pages(),
+        crate::cli::Transport::Perf => default_ring_pages(cpus),
+        crate::cli::Transport::Ringbuf => default_shared_ring_pages(cpus),
     });
     if ring_pages == 0 || !ring_pages.is_power_of_two() || ring_pages > 1 << 16 {
         return Err(usage(
@@ -669,8 +694,64 @@ pub fn did_you_mean<'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A machine for plans under test: its CPUs, and the cgroup directories it has.
+    pub(crate) struct FakeMachine {
+        pub cpus: usize,
+        pub cgroups: &'static [(&'static str, u64)],
+    }
+
+    impl FakeMachine {
+        /// 128 CPUs (64 pages per ring, the floor) and one cgroup, /sys/fs/cgroup/app (id 77).
+        pub(crate) const CPUS_128: FakeMachine = FakeMachine {
+            cpus: 128,
+            cgroups: &[("/sys/fs/cgroup/app", 77)],
+        };
+    }
+
+    impl Machine for FakeMachine {
+        fn online_cpus(&self) -> usize {
+            self.cpus
+        }
+        fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64> {
+            (self.cgroups.iter())
+                .find(|(path, _)| std::path::Path::new(path) == dir)
+                .map(|&(_, id)| id)
+        }
+    }
+
+    #[test]
+    fn ring_pages_default_from_the_cpu_count() {
+        // 8192 pages shared, 64..1024 per CPU, a power of two.
+        assert_eq!(default_ring_pages(1), 1024);
+        assert_eq!(default_ring_pages(2), 1024);
+        assert_eq!(default_ring_pages(12), 512);
+        assert_eq!(default_ring_pages(128), 64);
+        assert_eq!(default_ring_pages(0), 1024);
+        assert_eq!(default_shared_ring_pages(2), 2048);
+        assert_eq!(default_shared_ring_pages(12), 8192);
+        assert_eq!(default_shared_ring_pages(1024), 65536);
+    }
+
+    #[test]
+    fn a_cgroup_filter_is_the_directory_id_and_a_missing_one_is_refused() {
+        let m = FakeMachine::CPUS_128;
+        let app = std::path::Path::new("/sys/fs/cgroup/app");
+        let f = build_filter(None, None, None, Some("0,2"), Some(app), &m).unwrap();
+        assert_eq!((f.cgroup_id, f.cpu_mask), (77, 0b101));
+        let missing = std::path::Path::new("/sys/fs/cgroup/nope");
+        match build_filter(None, None, None, None, Some(missing), &m) {
+            Err(Error::Usage { message, .. }) => {
+                assert_eq!(
+                    message,
+                    "--cgroup /sys/fs/cgroup/nope is not a cgroup directory"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn aggregation_keys_values_and_their_errors() {

@@ -38,7 +38,7 @@ pub struct RecordPlan {
 
 /// Every check of `tracer record`'s input, before anything is opened; `default_pages` is the
 /// ring size when `--ring-pages` is not given.
-pub fn record_plan(args: &RecordArgs, default_pages: usize) -> Result<RecordPlan, Error> {
+pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<RecordPlan, Error> {
     if args.probes.is_empty() && args.watches.is_empty() && args.events.is_empty() && !args.switches
     {
         return Err(usage(
@@ -58,7 +58,8 @@ pub fn record_plan(args: &RecordArgs, default_pages: usize) -> Result<RecordPlan
             "add -p PID or -- COMMAND",
         ));
     }
-    let ring_pages = args.ring_pages.unwrap_or(default_pages);
+    let ring_pages =
+        (args.ring_pages).unwrap_or_else(|| super::default_ring_pages(machine.online_cpus()));
     if !ring_pages.is_power_of_two() {
         return Err(usage(
             format!("--ring-pages {ring_pages} is not a power of two"),
@@ -156,7 +157,9 @@ mod tests {
         )
         .expect("parses");
         match cli.command {
-            crate::cli::Command::Record(args) => record_plan(&args, 64),
+            crate::cli::Command::Record(args) => {
+                record_plan(&args, &crate::plan::tests::FakeMachine::CPUS_128)
+            }
             _ => unreachable!("a record command"),
         }
     }

@@ -5,8 +5,9 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{parse_number, valid_name};
-use crate::breakpoint::{WatchType, MAX_TARGETS};
-use crate::cli::WatchArgs;
+/// x86 has four debug registers per CPU (one BPF slot each).
+const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
+use crate::cli::{WatchArgs, WatchType};
 use crate::output::events::Format;
 use crate::perf::BreakpointType;
 use crate::stacks::Which;

@@ -7,6 +7,7 @@ use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER};
 use super::aggregate::{self, ProbeValues};
 use super::resolve::{open_event, KernelInterface, KprobeInterface};
 use super::values::{Memory, Values};
+use super::Attached;
 use super::{Decoder, Probe};
 use crate::bpf::{Bpf, SlotKind};
 use crate::kernel::btf::KernelBtf;
@@ -15,7 +16,6 @@ use crate::kernel::format::Format;
 use crate::kernel::params::{Member, Prototype};
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::{self, Aggregation, KeyPart, ProbeSpec, Target, UserAt};
-use crate::session::Attached;
 use crate::stacks::{self, Which};
 use crate::Error;
 

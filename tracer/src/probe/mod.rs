@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod attach;
+mod attached;
 pub mod decode;
 pub mod expand;
 pub mod resolve;
@@ -11,6 +12,7 @@ pub mod tasks;
 pub mod values;
 
 pub use attach::{AttachOptions, Attacher};
+pub use attached::Attached;
 pub use decode::{decode, DecodedValues};
 pub use expand::{expand, syscall_alternatives};
 pub use resolve::{event_kind, open_event, tracepoint_error, KprobeInterface, Opened};
@@ -20,7 +22,6 @@ use crate::bpf::Slot;
 use crate::kernel::format::Format;
 use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::kernel::params::Prototype;
-use crate::session::Attached;
 use crate::Error;
 use values::Values;
 

@@ -14,14 +14,7 @@ use crate::perf::{self, EventKind, KprobeTarget, Options, Scope};
 use crate::plan::{self, ProbeSpec, Target, UserAt};
 use crate::Error;
 
-/// The kernel interface for kprobes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum KprobeInterface {
-    /// perf_event_open on the kprobe PMU.
-    Pmu,
-    /// Legacy tracefs kprobe_events.
-    Tracefs,
-}
+pub use crate::kernel::kprobe_events::KprobeInterface;
 
 /// How kernel functions are probed on this kernel.
 pub enum KernelInterface {

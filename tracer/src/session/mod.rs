@@ -2,17 +2,29 @@
 //! stop, drain, and say why the run ended. Also what a run owns: the attached events (closing
 //! them detaches) and the output rings, drained with every loss counted.
 
-mod attached;
 mod event_loop;
 mod lifecycle;
 pub mod recorder;
 mod rings;
 pub mod side;
 
-pub use attached::Attached;
+pub use crate::probe::Attached;
 pub use event_loop::{monotonic_ns, readable, End, EventLoop, Signals, Sink};
 pub use lifecycle::{alive, Hold, Outcome, Session};
-pub use rings::{
-    default_ring_pages, default_shared_ring_pages, quarter_full, ringbuf_size, Losses, OutputRings,
-    Transport,
-};
+pub use rings::{quarter_full, ringbuf_size, Losses, OutputRings, Transport};
+
+/// The machine the plans ask about: this one, read when a plan asks.
+pub struct ThisMachine;
+
+impl crate::plan::Machine for ThisMachine {
+    fn online_cpus(&self) -> usize {
+        crate::perf::cpus::online().map_or(1, |c| c.len().max(1))
+    }
+
+    fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        // A cgroup v2 id is the inode number of its directory (bpf_get_current_cgroup_id).
+        let meta = std::fs::metadata(dir).ok()?;
+        meta.is_dir().then(|| meta.ino())
+    }
+}

@@ -9,14 +9,7 @@ use crate::bpf::{Bpf, RingBufSize, SharedRing};
 use crate::perf::{self, record, Ring, Wakeup};
 use crate::Error;
 
-/// Where the BPF programs write events for tracer to read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Transport {
-    /// `PERF_COUNT_SW_BPF_OUTPUT` rings, one per CPU (`bpf_perf_event_output`).
-    Perf,
-    /// One `BPF_MAP_TYPE_RINGBUF` shared by every CPU (`bpf_ringbuf_output`).
-    Ringbuf,
-}
+pub use crate::bpf::Transport;
 
 /// The BPF ring buffer of `--transport ringbuf`: `pages` pages, waking the reader when a
 /// quarter is full, or with `wakeup_events` once that many events' worth of bytes (counted at
@@ -47,26 +40,6 @@ impl Losses {
     pub fn total(&self) -> u64 {
         self.per_cpu.iter().map(|(_, n)| n).sum::<u64>() + self.malformed
     }
-}
-
-/// Data pages per CPU ring when `--ring-pages` is not given: 8192 pages (32 MiB) shared by
-/// the online CPUs, at least 64 and at most 1024 per CPU (a power of two). 1024 pages (4 MiB)
-/// was the least that lost nothing while streaming a flat-out getppid loop as JSON here (64
-/// pages lost 25% of it, 256 pages 0.2%, 512 pages up to 0.3%); see docs/benchmarks.md.
-pub fn default_ring_pages() -> usize {
-    let cpus = perf::cpus::online().map_or(1, |c| c.len().max(1));
-    let share = (8192 / cpus).clamp(64, 1024);
-    // The largest power of two not above the share.
-    1 << (usize::BITS - 1 - share.leading_zeros())
-}
-
-/// Pages of the one BPF ring buffer when `--ring-pages` is not given: what the per-CPU perf
-/// rings would take together (rounded up to a power of two, at most 65536).
-pub fn default_shared_ring_pages() -> usize {
-    let cpus = perf::cpus::online().map_or(1, |c| c.len().max(1));
-    (default_ring_pages() * cpus)
-        .next_power_of_two()
-        .min(1 << 16)
 }
 
 /// Wake the reader when a ring of `pages` data pages is a quarter full (the event loop also

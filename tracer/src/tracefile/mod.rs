@@ -155,6 +155,16 @@ pub struct Stats {
     pub produced: u64,
 }
 
+impl From<&Stats> for crate::output::report::Stats {
+    fn from(s: &Stats) -> Self {
+        crate::output::report::Stats {
+            lost_bpf: s.lost_bpf.clone(),
+            lost_side: s.lost_side.clone(),
+            late: s.late,
+        }
+    }
+}
+
 /// One record.
 #[derive(Clone, Debug)]
 pub enum Record {
@@ -426,6 +436,17 @@ pub enum Ending {
     Unfinished,
     /// The file ends inside a record: `partial` bytes of a record starting at `offset`.
     Truncated { offset: u64, partial: u64 },
+}
+
+impl From<&Ending> for crate::output::report::Ending {
+    fn from(e: &Ending) -> Self {
+        use crate::output::report::Ending as Model;
+        match *e {
+            Ending::Complete => Model::Complete,
+            Ending::Unfinished => Model::Unfinished,
+            Ending::Truncated { offset, partial } => Model::Truncated { offset, partial },
+        }
+    }
 }
 
 /// Reads records in order; a file cut off mid-record ends with [`Ending::Truncated`], and every

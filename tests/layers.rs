@@ -1,0 +1,191 @@
+//! The layout's rules, read from the source: the top-level modules of `tracer/src` import
+//! each other without a circle, no command imports another, and the trace file and the
+//! output model import nothing from `cmd/`. (STYLE.md: the pipeline is the layout.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("tracer/src is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file without its `#[cfg(test)]` module and comments: tests may reach
+/// anywhere, and comments may name any path.
+fn product_code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `crate::NAME` paths a piece of code names.
+fn crate_paths(code: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        let name: String = (rest.chars())
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        // `crate::{a, b}` names several.
+        if name.is_empty() && rest.starts_with('{') {
+            let group = &rest[1..rest.find('}').unwrap_or(rest.len())];
+            for part in group.split(',') {
+                let part = part.trim();
+                let name: String = (part.chars())
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    names.insert(name);
+                }
+            }
+        } else if !name.is_empty() {
+            names.insert(name);
+        }
+    }
+    names
+}
+
+struct Tree {
+    /// Top-level module -> the top-level modules it imports.
+    modules: BTreeMap<String, BTreeSet<String>>,
+    /// Each file under cmd/ -> the `super::NAME` and `crate::cmd::NAME` it names.
+    commands: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn tree() -> Tree {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut modules: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut commands = BTreeMap::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).expect("under src");
+        let top = rel
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .expect("a name")
+            .trim_end_matches(".rs")
+            .to_string();
+        let code = product_code(&std::fs::read_to_string(&file).expect("readable"));
+        let mut imports: BTreeSet<String> = crate_paths(&code)
+            .into_iter()
+            .filter(|n| n.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+            .filter(|n| *n != top && n != "describe")
+            .collect();
+        imports.retain(|n| root.join(n).is_dir() || root.join(format!("{n}.rs")).is_file());
+        if top == "cmd" && rel.file_name().is_some_and(|f| f != "mod.rs") {
+            let mut named = BTreeSet::new();
+            for prefix in ["super::", "crate::cmd::"] {
+                let mut rest = code.as_str();
+                while let Some(at) = rest.find(prefix) {
+                    rest = &rest[at + prefix.len()..];
+                    let name: String = (rest.chars())
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    named.insert(name);
+                }
+            }
+            commands.insert(rel.display().to_string(), named);
+        }
+        modules.entry(top).or_default().extend(imports);
+    }
+    Tree { modules, commands }
+}
+
+/// A circle of imports through `from`, if there is one.
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> Option<Vec<String>> {
+    fn walk(
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        at: &str,
+        target: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in graph.get(at).into_iter().flatten() {
+            if next == target {
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(graph, next, target, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![from.to_string()];
+    walk(graph, from, from, &mut path, &mut BTreeSet::new()).then(|| {
+        path.push(from.to_string());
+        path
+    })
+}
+
+#[test]
+fn top_level_modules_import_each_other_without_a_circle() {
+    let tree = tree();
+    assert!(tree.modules.len() > 10, "read {:?}", tree.modules.keys());
+    let circles: Vec<String> = (tree.modules.keys())
+        .filter_map(|m| circle(&tree.modules, m))
+        .map(|c| c.join(" -> "))
+        .collect();
+    assert!(circles.is_empty(), "import circles: {circles:#?}");
+}
+
+#[test]
+fn no_command_imports_another_and_lower_layers_import_no_command() {
+    let tree = tree();
+    let cmd_files: BTreeSet<String> = (tree.commands.keys())
+        .map(|f| {
+            f.trim_start_matches("cmd/")
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    assert!(cmd_files.contains("probe") && cmd_files.contains("stat"));
+    for (file, named) in &tree.commands {
+        let others: Vec<&String> = named.iter().filter(|n| cmd_files.contains(*n)).collect();
+        assert!(others.is_empty(), "{file} imports the commands {others:?}");
+    }
+    for (module, imports) in &tree.modules {
+        if module != "cmd" && module != "main" && module != "lib" {
+            assert!(!imports.contains("cmd"), "{module} imports cmd");
+        }
+    }
+}
+
+#[test]
+fn the_circle_finder_finds_a_circle() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", &["b"][..]),
+        ("b", &["c"][..]),
+        ("c", &["a"][..]),
+        ("d", &["a"][..]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+    .collect();
+    assert_eq!(
+        circle(&graph, "a").map(|c| c.join(" -> ")),
+        Some("a -> b -> c -> a".to_string())
+    );
+    assert_eq!(circle(&graph, "d"), None);
+    assert_eq!(
+        crate_paths("use crate::{perf, kernel::x}; crate::plan::y"),
+        ["kernel", "perf", "plan"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+}
