@@ -117,33 +117,23 @@ pub enum Command {
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10
   tracer probe 'do_sys_openat2(filename, how->flags)'      chosen arguments and members")]
+#[command(
+    mut_arg("stack", |a| a.help("Print the stack of each hit: kernel, user or both (alone: the probe's own side, user for uprobes, kernel for the rest)")),
+    mut_arg("count", |a| a.help("Stop after N printed events").conflicts_with_all(["count_by", "sum", "hist"])),
+)]
 pub struct ProbeArgs {
     /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
     /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, CAT:NAME
     /// (tracepoint); * and ? expand against the kernel's lists.
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<String>,
-    /// Only this process.
-    #[arg(short, long)]
-    pub pid: Option<u32>,
+    #[command(flatten)]
+    pub tasks: Tasks,
     /// Only this thread.
     #[arg(long)]
     pub tid: Option<u32>,
-    /// Only tasks with this name.
-    #[arg(long)]
-    pub comm: Option<String>,
-    /// Only hits on these CPUs (e.g. 0-3,5).
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpus: Option<String>,
-    /// Only tasks in this cgroup (v2 directory).
-    #[arg(long, value_name = "PATH")]
-    pub cgroup: Option<PathBuf>,
-    /// Stop after N events.
-    #[arg(short, long, value_name = "N")]
-    pub count: Option<u64>,
-    /// Stop after SECS seconds.
-    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
-    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub stop: Stop,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
@@ -163,10 +153,8 @@ pub struct ProbeArgs {
     /// Exit with status 1 if any event was lost.
     #[arg(long)]
     pub fail_on_loss: bool,
-    /// Print the stack of each hit: kernel, user or both (alone: the probe's own side, user
-    /// for uprobes, kernel for the rest).
-    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
-    pub stack: Option<Option<crate::stacks::Which>>,
+    #[command(flatten)]
+    pub stack: StackArg,
     /// Print only these values, in this order, for every probe without its own `(...)` list:
     /// parameter names, argN, tracepoint fields, or struct members PARAM->member[.member]
     /// read from kernel BTF or the binary's DWARF (comma-separated).
@@ -179,7 +167,7 @@ pub struct ProbeArgs {
     pub count_by: Option<String>,
     /// Also add up this value per key (argN, ret, a parameter, PARAM->member or a tracepoint
     /// field).
-    #[arg(long, value_name = "VALUE")]
+    #[arg(long, value_name = "VALUE", conflicts_with = "hist")]
     pub sum: Option<String>,
     /// A log2 histogram of this value per key (as for --sum).
     #[arg(long, value_name = "VALUE")]
@@ -205,12 +193,16 @@ pub struct ProbeArgs {
   tracer watch -t x my_function -- ./prog        count calls with an execute breakpoint
   tracer watch -s counter -- ./prog              with the writer's user stack
   tracer watch --kernel jiffies -c 5             a kernel variable")]
+#[command(
+    mut_arg("stack", |a| a.help("Print the stack of each hit: kernel, user or both (alone: user, or kernel with --kernel)")),
+    mut_arg("count", |a| a.help("Stop after N printed hits")),
+)]
 pub struct WatchArgs {
     /// What to watch: 0xADDR, SYMBOL, SYMBOL+OFF or LIB:SYMBOL (up to 4).
     #[arg(required = true, value_name = "TARGET")]
     pub targets: Vec<String>,
     /// Watch in this running process (all its threads).
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
     /// Watch a kernel symbol or address.
     #[arg(long)]
@@ -221,18 +213,13 @@ pub struct WatchArgs {
     /// Bytes to watch: 1, 2, 4 or 8 (default: the symbol's size when one of those, else 8).
     #[arg(short, long)]
     pub len: Option<u64>,
-    /// Stop after N hits.
-    #[arg(short, long, value_name = "N")]
-    pub count: Option<u64>,
-    /// Stop after SECS seconds.
-    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
-    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub stop: Stop,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
-    /// Print the stack of each hit: kernel, user or both (alone: user, or kernel with --kernel).
-    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
-    pub stack: Option<Option<crate::stacks::Which>>,
+    #[command(flatten)]
+    pub stack: StackArg,
     /// Count the hits in the kernel, by thread and instruction, and print only those counts
     /// (on stdout) at the end: no line per hit, the cheapest way to watch a busy location.
     #[arg(long)]
@@ -251,6 +238,10 @@ pub struct WatchArgs {
   tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector
   tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0
   tracer latency uprobe:./prog:handle --slower-than 10ms -s     slow calls with their stacks")]
+#[command(
+    mut_arg("stack", |a| a.help("Print the stack of each slow call, taken at its end: kernel, user or both (alone: the end probe's own side)").requires("slower_than")),
+    mut_arg("cpus", |a| a.help("Only calls ending on these CPUs (e.g. 0-3,5)")),
+)]
 pub struct LatencyArgs {
     /// A function: FUNC (kprobe + kretprobe) or uprobe:PATH:SYMBOL (uprobe + uretprobe).
     pub target: Option<String>,
@@ -273,28 +264,16 @@ pub struct LatencyArgs {
     /// Print each call at least this slow (e.g. 10ms), with its arguments.
     #[arg(long, value_name = "DURATION")]
     pub slower_than: Option<String>,
-    /// Print the stack of each slow call, taken at its end: kernel, user or both (alone: the
-    /// end probe's own side). Needs --slower-than.
-    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
-    pub stack: Option<Option<crate::stacks::Which>>,
+    #[command(flatten)]
+    pub stack: StackArg,
     /// Print and reset the histograms every SECS seconds.
     #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub interval: Option<Duration>,
     /// Stop after SECS seconds.
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
-    /// Only this process.
-    #[arg(short, long)]
-    pub pid: Option<u32>,
-    /// Only tasks with this name.
-    #[arg(long)]
-    pub comm: Option<String>,
-    /// Only calls ending on these CPUs.
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpus: Option<String>,
-    /// Only tasks in this cgroup (v2 directory).
-    #[arg(long, value_name = "PATH")]
-    pub cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    pub tasks: Tasks,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
@@ -311,6 +290,98 @@ pub enum WatchType {
     W,
     Rw,
     X,
+}
+
+/// Whose events count: the task filters `probe` and `latency` share, checked by the BPF
+/// programs before a hit is sent or counted.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Tasks {
+    /// Only this process (all its threads).
+    #[arg(short, long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// Only tasks with this name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only hits on these CPUs (e.g. 0-3,5).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpus: Option<String>,
+    /// Only tasks in this cgroup (v2 directory).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+}
+
+/// When a streaming run stops on its own: after N events or after a time.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Stop {
+    /// Stop after N events.
+    #[arg(short, long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after SECS seconds.
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    pub duration: Option<Duration>,
+}
+
+/// `-s`/`--stack [WHICH]` (each command says in its help what `-s` alone takes).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StackArg {
+    /// Print the stack of each hit: kernel, user or both.
+    #[arg(short = 's', long = "stack", value_enum, num_args = 0..=1, require_equals = true, value_name = "WHICH")]
+    pub stack: Option<Option<crate::stacks::Which>>,
+}
+
+/// The hint for a conflict clap found between two flags: what to do instead. clap names the
+/// flags as it prints them (`--pid <PID>`, `[COMMAND]...`); each entry is matched by the
+/// start of both names, in either order.
+const CONFLICT_HINTS: &[(&str, &str, &str)] = &[
+    ("--pid", "[COMMAND]", "trace either a running process (-p) or a command tracer starts (-- COMMAND)"),
+    ("--sum", "--hist", "--hist also reports the sum and average of each histogram: drop --sum"),
+    ("--count", "--count-by", "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
+    ("--count", "--sum", "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
+    ("--count", "--hist", "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
+    ("--stack", "--slower-than", "-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s"),
+    ("--freq", "--period", "sample either at a frequency (-F HZ) or every N events (--period N)"),
+];
+
+/// Parses the command line; a usage error comes back with tracer's hints for it.
+pub fn parse(args: Vec<OsString>) -> Result<Cli, (clap::Error, Vec<String>)> {
+    Cli::try_parse_from(normalize_args(args)).map_err(|e| {
+        let hints = hints_for(&e);
+        (e, hints)
+    })
+}
+
+/// tracer's hints for a clap error (a conflict, or a flag that needs another).
+pub fn hints_for(err: &clap::Error) -> Vec<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        err.kind(),
+        ErrorKind::ArgumentConflict | ErrorKind::MissingRequiredArgument
+    ) {
+        return Vec::new();
+    }
+    let names = |kind| match err.get(kind) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    let mut flags = names(ContextKind::InvalidArg);
+    flags.extend(names(ContextKind::PriorArg));
+    if err.kind() == ErrorKind::MissingRequiredArgument
+        && flags.iter().any(|f| f.starts_with("--slower-than"))
+    {
+        flags.push("--stack".into());
+    }
+    let given = |name: &str| {
+        flags.iter().any(|f| {
+            f.starts_with(name)
+                && !f[name.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
+    (CONFLICT_HINTS.iter())
+        .filter(|(a, b, _)| given(a) && given(b))
+        .map(|(_, _, hint)| hint.to_string())
+        .take(1)
+        .collect()
 }
 
 /// Histogram groups.
@@ -454,7 +525,7 @@ pub struct RecordArgs {
     #[arg(long)]
     pub switches: bool,
     /// Only this process (and with -W: the process whose memory is watched).
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
     /// Stop after SECS seconds.
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
@@ -570,9 +641,9 @@ mod tests {
     fn stack_of(line: &str) -> Option<Option<crate::stacks::Which>> {
         let cli = Cli::try_parse_from(normalize_args(words(line))).unwrap();
         match cli.command {
-            Command::Probe(a) => a.stack,
-            Command::Watch(a) => a.stack,
-            Command::Latency(a) => a.stack,
+            Command::Probe(a) => a.stack.stack,
+            Command::Watch(a) => a.stack.stack,
+            Command::Latency(a) => a.stack.stack,
             other => panic!("{other:?}"),
         }
     }
@@ -609,5 +680,107 @@ mod tests {
         let err = Cli::try_parse_from(normalize_args(words("tracer probe --stack=sideways a:b")))
             .unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+    }
+
+    /// A usage error clap found, with tracer's hints, for a command line.
+    fn refused(line: &str) -> (clap::error::ErrorKind, Vec<String>) {
+        let (err, hints) = parse(words(line)).expect_err("refused");
+        (err.kind(), hints)
+    }
+
+    #[test]
+    fn declared_conflicts_are_refused_with_a_hint() {
+        use clap::error::ErrorKind::{ArgumentConflict, MissingRequiredArgument};
+        let pid_or_command =
+            "trace either a running process (-p) or a command tracer starts (-- COMMAND)";
+        for line in [
+            "tracer probe -p 1 tp:x -- ls",
+            "tracer latency f --pid 1 -- ls",
+            "tracer watch -p 1 counter -- ./prog",
+            "tracer record -o t -p 1 --switches -- ls",
+        ] {
+            assert_eq!(
+                refused(line),
+                (ArgumentConflict, vec![pid_or_command.to_string()]),
+                "{line}"
+            );
+        }
+        let (kind, hints) = refused("tracer probe --sum ret --hist ret tp:x");
+        assert_eq!(kind, ArgumentConflict);
+        assert_eq!(
+            hints,
+            ["--hist also reports the sum and average of each histogram: drop --sum"]
+        );
+        for line in [
+            "tracer probe -c 5 --count-by comm tp:x",
+            "tracer probe --hist ret tp:x -c 5",
+            "tracer probe --sum ret -c 1 tp:x",
+        ] {
+            let (kind, hints) = refused(line);
+            assert_eq!(kind, ArgumentConflict, "{line}");
+            assert!(
+                hints[0].starts_with("-c counts printed events;"),
+                "{line}: {hints:?}"
+            );
+        }
+        assert_eq!(
+            refused("tracer latency f -s"),
+            (
+                MissingRequiredArgument,
+                vec!["-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s".to_string()]
+            )
+        );
+        assert_eq!(
+            refused("tracer record -o t -e cs -F 9 --period 2"),
+            (
+                ArgumentConflict,
+                vec![
+                    "sample either at a frequency (-F HZ) or every N events (--period N)"
+                        .to_string()
+                ]
+            )
+        );
+        // Other usage errors get clap's words alone.
+        assert_eq!(refused("tracer probe --nope x").1, Vec::<String>::new());
+    }
+
+    #[test]
+    fn shared_groups_parse_the_same_in_every_command() {
+        let cli = parse(words("tracer probe -p 7 --comm x -C 0-1 -c 3 -d 2 tp:x")).unwrap();
+        let Command::Probe(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                a.tasks.pid,
+                a.tasks.comm.as_deref(),
+                a.tasks.cpus.as_deref()
+            ),
+            (Some(7), Some("x"), Some("0-1"))
+        );
+        assert_eq!(
+            (a.stop.count, a.stop.duration),
+            (Some(3), Some(Duration::from_secs(2)))
+        );
+        let cli = parse(words("tracer latency f -p 7 --comm x -C 0-1 -d 2")).unwrap();
+        let Command::Latency(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                a.tasks.pid,
+                a.tasks.comm.as_deref(),
+                a.tasks.cpus.as_deref()
+            ),
+            (Some(7), Some("x"), Some("0-1"))
+        );
+        let cli = parse(words("tracer watch -c 3 -d 2 counter -- ./prog")).unwrap();
+        let Command::Watch(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            (a.stop.count, a.stop.duration),
+            (Some(3), Some(Duration::from_secs(2)))
+        );
     }
 }

@@ -1,10 +1,17 @@
 //! The `tracer` binary: parse arguments, run the command, report errors with hints.
 
-use clap::Parser;
-
 fn main() {
-    let cli =
-        tracer::cli::Cli::parse_from(tracer::cli::normalize_args(std::env::args_os().collect()));
+    let cli = match tracer::cli::parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err((err, hints)) => {
+            // clap's own message and usage line (or --help, --version on stdout), then ours.
+            let _ = err.print();
+            for hint in hints {
+                eprintln!("hint: {hint}");
+            }
+            std::process::exit(err.exit_code());
+        }
+    };
     let code = match tracer::cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {

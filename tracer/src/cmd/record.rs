@@ -134,7 +134,14 @@ fn attach_probes(
     launched: bool,
     sources: &mut Vec<tracefile::Source>,
 ) -> Result<Vec<Probe>, Error> {
-    let mut filter = build_filter(plan.pid, None, None, None, None, &session::ThisMachine)?;
+    let mut filter = build_filter(
+        &crate::cli::Tasks {
+            pid: plan.pid,
+            ..Default::default()
+        },
+        None,
+        &session::ThisMachine,
+    )?;
     filter.exclude_tgid = std::process::id();
     if launched {
         filter.flags |= tracer_common::SLOT_FILTER_TRACKED;

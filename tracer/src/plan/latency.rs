@@ -42,31 +42,12 @@ pub struct LatencyPlan {
 /// Every check of `tracer latency`'s input, before anything is opened.
 pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<LatencyPlan, Error> {
     let (start, end) = pair(args)?;
-    if args.pid.is_some() && !args.command.is_empty() {
-        return Err(usage(
-            "--pid and -- COMMAND cannot be combined".into(),
-            "measure a running process or a command",
-        ));
-    }
-    let filter = build_filter(
-        args.pid,
-        None,
-        args.comm.as_deref(),
-        args.cpus.as_deref(),
-        args.cgroup.as_deref(),
-        machine,
-    )?;
+    let filter = build_filter(&args.tasks, None, machine)?;
     let duration = |text: &Option<String>, example: &str| {
         (text.as_deref().map(parse_duration_ns).transpose()).map_err(|e| usage(e, example))
     };
     let linear_step = duration(&args.linear, "e.g. --linear 1ms")?;
     let slower_than = duration(&args.slower_than, "e.g. --slower-than 10ms")?;
-    if args.stack.is_some() && slower_than.is_none() {
-        return Err(usage(
-            "-s prints the stacks of outliers: it needs --slower-than".into(),
-            "e.g. --slower-than 10ms -s",
-        ));
-    }
     Ok(LatencyPlan {
         start,
         end,
@@ -80,10 +61,10 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         },
         linear_step,
         slower_than,
-        stack: args.stack,
+        stack: args.stack.stack,
         interval: args.interval,
         duration: args.duration,
-        pid: args.pid,
+        pid: args.tasks.pid,
         filter,
         output: args.output,
         command: args.command.clone(),
@@ -235,14 +216,6 @@ mod tests {
         assert_eq!(
             err(&["--from", "sched:sched_wakeup"]),
             "give a function, or both --from and --to"
-        );
-        assert_eq!(
-            err(&["f", "-s"]),
-            "-s prints the stacks of outliers: it needs --slower-than"
-        );
-        assert_eq!(
-            err(&["f", "-p", "1", "--", "ls"]),
-            "--pid and -- COMMAND cannot be combined"
         );
         assert_eq!(
             err(&["f", "--linear", "5"]),

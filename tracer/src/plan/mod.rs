@@ -554,15 +554,12 @@ pub fn default_shared_ring_pages(cpus: usize) -> usize {
 
 /// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
 pub fn build_filter(
-    pid: Option<u32>,
+    tasks: &crate::cli::Tasks,
     tid: Option<u32>,
-    comm: Option<&str>,
-    cpus: Option<&str>,
-    cgroup: Option<&std::path::Path>,
     machine: &dyn Machine,
 ) -> Result<tracer_common::SlotConfig, Error> {
     let mut filter = tracer_common::SlotConfig::default();
-    if let Some(pid) = pid {
+    if let Some(pid) = tasks.pid {
         if pid == 0 {
             return Err(usage(
                 "--pid 0 is not a process".into(),
@@ -572,7 +569,7 @@ pub fn build_filter(
         filter.tgid = pid;
     }
     filter.tid = tid.unwrap_or(0);
-    if let Some(comm) = comm {
+    if let Some(comm) = &tasks.comm {
         if comm.is_empty() || comm.len() > 15 {
             return Err(usage(
                 format!("--comm '{comm}' must be 1 to 15 bytes"),
@@ -582,7 +579,7 @@ pub fn build_filter(
         filter.comm[..comm.len()].copy_from_slice(comm.as_bytes());
         filter.flags |= tracer_common::SLOT_FILTER_COMM;
     }
-    if let Some(list) = cpus {
+    if let Some(list) = &tasks.cpus {
         let cpus = crate::perf::cpus::parse_list(list)
             .map_err(|e| usage(e.to_string(), "CPU lists look like 0-3,5"))?;
         if let Some(big) = cpus.iter().find(|&&c| c >= 64) {
@@ -593,7 +590,7 @@ pub fn build_filter(
         }
         filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
     }
-    if let Some(path) = cgroup {
+    if let Some(path) = &tasks.cgroup {
         filter.cgroup_id = machine.cgroup_id(path).ok_or_else(|| {
             usage(
                 format!("--cgroup {} is not a cgroup directory", path.display()),
@@ -623,20 +620,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
             spec.args = list.clone();
         }
     }
-    if args.pid.is_some() && !args.command.is_empty() {
-        return Err(usage(
-            "--pid and -- COMMAND cannot be combined".into(),
-            "trace either a running process or a command tracer starts",
-        ));
-    }
-    let filter = build_filter(
-        args.pid,
-        args.tid,
-        args.comm.as_deref(),
-        args.cpus.as_deref(),
-        args.cgroup.as_deref(),
-        machine,
-    )?;
+    let filter = build_filter(&args.tasks, args.tid, machine)?;
     let cpus = machine.online_cpus();
     let ring_pages = args.ring_pages.unwrap_or_else(|| match args.transport {
         crate::cli::Transport::Perf => default_ring_pages(cpus),
@@ -648,7 +632,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
             "e.g. --ring-pages 256",
         ));
     }
-    if args.count == Some(0) {
+    if args.stop.count == Some(0) {
         return Err(usage(
             "--count 0 would stop before the first event".into(),
             "give a positive count",
@@ -661,25 +645,19 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         args.top,
         args.interval,
     )?;
-    if aggregation.is_some() && args.count.is_some() {
-        return Err(usage(
-            "-c counts printed events; with --count-by nothing is printed per event".into(),
-            "end the run with -d SECS, Ctrl-C, or -- COMMAND",
-        ));
-    }
     Ok(ProbePlan {
         specs,
         filter,
         command: args.command.clone(),
-        count: args.count,
-        duration: args.duration,
+        count: args.stop.count,
+        duration: args.stop.duration,
         output: args.output,
         ring_pages,
         wakeup_events: args.wakeup_events,
         transport: args.transport,
         fail_on_loss: args.fail_on_loss,
         kprobe_interface: args.kprobe_interface,
-        stack: args.stack,
+        stack: args.stack.stack,
         aggregation,
     })
 }
@@ -739,10 +717,15 @@ pub(crate) mod tests {
     fn a_cgroup_filter_is_the_directory_id_and_a_missing_one_is_refused() {
         let m = FakeMachine::CPUS_128;
         let app = std::path::Path::new("/sys/fs/cgroup/app");
-        let f = build_filter(None, None, None, Some("0,2"), Some(app), &m).unwrap();
+        let tasks = |cpus: Option<&str>, cgroup: &std::path::Path| crate::cli::Tasks {
+            cpus: cpus.map(String::from),
+            cgroup: Some(cgroup.to_path_buf()),
+            ..Default::default()
+        };
+        let f = build_filter(&tasks(Some("0,2"), app), None, &m).unwrap();
         assert_eq!((f.cgroup_id, f.cpu_mask), (77, 0b101));
         let missing = std::path::Path::new("/sys/fs/cgroup/nope");
-        match build_filter(None, None, None, None, Some(missing), &m) {
+        match build_filter(&tasks(None, missing), None, &m) {
             Err(Error::Usage { message, .. }) => {
                 assert_eq!(
                     message,

@@ -46,12 +46,6 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
             "add probes (-P SPEC), watchpoints (-W TARGET), sampled counters (-e EVENT -F HZ) or --switches",
         ));
     }
-    if args.pid.is_some() && !args.command.is_empty() {
-        return Err(usage(
-            "--pid and -- COMMAND cannot be combined",
-            "record either a running process or a command tracer starts",
-        ));
-    }
     if !args.watches.is_empty() && args.pid.is_none() && args.command.is_empty() {
         return Err(usage(
             "watchpoints (-W) need the process whose memory they watch",
@@ -215,10 +209,6 @@ mod tests {
         assert_eq!(
             err(&["-o", "-", "--live", "--switches"]),
             "--live prints to standard output, where -o - writes the recording"
-        );
-        assert_eq!(
-            err(&["-o", "t", "-p", "1", "--switches", "--", "ls"]),
-            "--pid and -- COMMAND cannot be combined"
         );
     }
 }

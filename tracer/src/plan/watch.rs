@@ -91,19 +91,19 @@ pub fn watch_plan(args: &WatchArgs) -> Result<WatchPlan, Error> {
             ))
         }
     };
-    if args.summary && args.count.is_some() {
+    if args.summary && args.stop.count.is_some() {
         return Err(usage(
             "--summary counts every hit in the kernel; it cannot stop after N hits",
             "bound the run with -d SECS, or drop --summary to stop after N printed hits",
         ));
     }
-    if args.summary && args.stack.is_some() {
+    if args.summary && args.stack.stack.is_some() {
         return Err(usage(
             "--summary counts by thread and instruction, not by stack",
             "drop -s, or drop --summary to see each hit with its stack",
         ));
     }
-    if args.count == Some(0) {
+    if args.stop.count == Some(0) {
         return Err(usage(
             "--count 0 would stop before the first hit",
             "give a positive count",
@@ -114,10 +114,10 @@ pub fn watch_plan(args: &WatchArgs) -> Result<WatchPlan, Error> {
         kind,
         len: args.len,
         whose,
-        count: args.count,
-        duration: args.duration,
+        count: args.stop.count,
+        duration: args.stop.duration,
         output: args.output,
-        stack: args.stack,
+        stack: args.stack.stack,
         summary: args.summary,
     })
 }
