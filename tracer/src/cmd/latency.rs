@@ -13,7 +13,7 @@ use crate::cli::LatencyArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::events::Format;
 use crate::output::hist::Histogram;
-use crate::output::latency::Outlier;
+use crate::output::latency::{Histograms, Outlier};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::latency::{keys, latency_plan, LatencyPlan};
 use crate::plan::Target;
@@ -234,33 +234,22 @@ impl<W: std::io::Write> LatencySink<'_, W> {
                 _ => {}
             }
         }
-        let stamp = (session::monotonic_ns() - self.start_ns) as f64 / 1e9;
-        if groups.is_empty() && self.format == Format::Text {
-            writeln!(self.out, "no calls").map_err(Error::Output)?;
-        }
-        for (group, h) in &groups {
-            let name = self.group_name(&HistKey {
-                group: *group,
-                bucket: 0,
-            });
-            match self.format {
-                Format::Text => {
-                    if self.interval.is_some() {
-                        writeln!(self.out, "\n[{stamp:.3} s]").map_err(Error::Output)?;
-                    }
-                    if !name.is_empty() {
-                        writeln!(self.out, "\n{name}").map_err(Error::Output)?;
-                    }
-                    write!(self.out, "{}", h.render()).map_err(Error::Output)?;
-                }
-                Format::Json => {
-                    let mut v = h.json();
-                    v["group"] = name.into();
-                    v["time_s"] = stamp.into();
-                    writeln!(self.out, "{v}").map_err(Error::Output)?;
-                }
-            }
-        }
+        let report = Histograms {
+            time_s: (session::monotonic_ns() - self.start_ns) as f64 / 1e9,
+            interval: self.interval.is_some(),
+            groups: (groups.iter())
+                .map(|(group, h)| {
+                    let key = HistKey {
+                        group: *group,
+                        bucket: 0,
+                    };
+                    (self.group_name(&key), h)
+                })
+                .collect(),
+        };
+        report
+            .write(&mut self.out, self.format)
+            .map_err(Error::Output)?;
         self.out.flush().map_err(Error::Output)
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::*;
 use crate::launch::Launched;
-use crate::output::stat::Reading;
-use crate::output::stat::Slot;
+use crate::output::notes;
+use crate::output::stat::{Reading, Slot};
 use crate::perf::attr::{flag, format};
 use crate::perf::{self, Event, Options, Scope};
 use crate::plan::stat::{StatPlan, Target};
@@ -155,19 +155,22 @@ pub fn open_all(
                 match result {
                     Ok(event) => {
                         if plan.verbose && p == 0 {
-                            eprintln!(
-                                "tracer stat: opened {} ({}, read_format {}{})",
-                                counter.name,
-                                if leader.is_none() {
-                                    "leader"
-                                } else {
-                                    "group member"
-                                },
-                                read_format_names(read_format),
-                                match place {
-                                    Place::Task(t) => format!(", task {t}"),
-                                    Place::Cpu(c) => format!(", CPU {c}"),
-                                }
+                            notes::progress(
+                                "stat",
+                                format_args!(
+                                    "opened {} ({}, read_format {}{})",
+                                    counter.name,
+                                    if leader.is_none() {
+                                        "leader"
+                                    } else {
+                                        "group member"
+                                    },
+                                    read_format_names(read_format),
+                                    match place {
+                                        Place::Task(t) => format!(", task {t}"),
+                                        Place::Cpu(c) => format!(", CPU {c}"),
+                                    }
+                                ),
                             );
                         }
                         supported[c] = true;
@@ -203,13 +206,16 @@ pub fn open_all(
     for (c, error) in errors.iter().enumerate() {
         if let (false, Some(e)) = (supported[c], error) {
             if plan.verbose {
-                eprintln!(
-                    "tracer stat: {} is not supported: {}",
-                    counters[c].name,
-                    crate::describe(e)
+                notes::progress(
+                    "stat",
+                    format_args!(
+                        "{} is not supported: {}",
+                        counters[c].name,
+                        crate::describe(e)
+                    ),
                 );
                 for hint in e.hints() {
-                    eprintln!("hint: {hint}");
+                    notes::hint(hint);
                 }
             }
         }
@@ -259,11 +265,14 @@ pub fn read_all(
                 .iter()
                 .map(|&c| defs[c].name.as_str())
                 .collect();
-            eprintln!(
-                "tracer stat: read {{{}}}: one read(2), {} value{}",
-                names.join(","),
-                counts.values.len(),
-                if counts.values.len() == 1 { "" } else { "s" }
+            notes::progress(
+                "stat",
+                format_args!(
+                    "read {{{}}}: one read(2), {} value{}",
+                    names.join(","),
+                    counts.values.len(),
+                    if counts.values.len() == 1 { "" } else { "s" }
+                ),
             );
         }
         for (k, &c) in unit.counters.iter().enumerate() {

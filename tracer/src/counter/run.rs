@@ -10,6 +10,7 @@ use super::open::{enable, open_all, places, read_all};
 use super::tally::{build_lines, slot_readings, Tally};
 use super::{os, Counter, Opened, Place};
 use crate::launch::{self, Launched};
+use crate::output::notes;
 use crate::output::stat::{Reading, Renderer, Slot};
 use crate::plan::stat::{Destination, StatPlan, Target};
 use crate::session::{self, Signals};
@@ -88,14 +89,12 @@ impl State<'_> {
         }
         // Tests (and users attaching with -p) wait for this line before starting the work.
         if plan.verbose && plan.delay.is_none() {
-            eprintln!(
-                "tracer stat: counting{}",
-                if on_exec {
-                    " from the command's exec"
-                } else {
-                    ""
-                }
-            );
+            let from = if on_exec {
+                " from the command's exec"
+            } else {
+                ""
+            };
+            notes::progress("stat", format_args!("counting{from}"));
         }
         let end = self.wait(
             runtime,
@@ -123,7 +122,7 @@ impl State<'_> {
         // The command has been reaped: its CPU time is in RUSAGE_CHILDREN.
         let rusage = (!plan.command.is_empty()).then_some((after.0 - before.0, after.1 - before.1));
         if plan.verbose {
-            eprintln!("tracer stat: run ended: {end:?}");
+            notes::progress("stat", format_args!("run ended: {end:?}"));
         }
         Ok(Outcome {
             places,
@@ -173,7 +172,7 @@ impl State<'_> {
                         delay = None;
                         enable(opened, true)?;
                         if plan.verbose {
-                            eprintln!("tracer stat: counting (after the -D delay)");
+                            notes::progress("stat", "counting (after the -D delay)");
                         }
                     }
                     _ = sleep_until(tick.unwrap_or(far)), if tick.is_some() => {

@@ -1,12 +1,55 @@
-//! `tracer latency` output: the calls slower than `--slower-than`, as they happen.
+//! `tracer latency` output: the histograms (at the end, or each `-I` interval), and the calls
+//! slower than `--slower-than`, as they happen.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
 use super::events::Format;
-use super::hist::human;
+use super::hist::{human, Histogram};
 use super::stack::{self, Stack};
+
+/// The histograms of one report: one per group (`--by`), or one unnamed.
+pub struct Histograms<'a> {
+    /// Seconds since the run began.
+    pub time_s: f64,
+    /// A `-I` report (its text starts with the time).
+    pub interval: bool,
+    /// Each group's name (empty without `--by`) and histogram; groups without a call are left
+    /// out by the caller.
+    pub groups: Vec<(String, &'a Histogram)>,
+}
+
+impl Histograms<'_> {
+    /// Text: each histogram under its group's name (`no calls` when there is none); JSON: one
+    /// object per group with its `group` and `time_s`.
+    pub fn write(&self, out: &mut dyn Write, format: Format) -> io::Result<()> {
+        let time_s = self.time_s;
+        if self.groups.is_empty() && format == Format::Text {
+            writeln!(out, "no calls")?;
+        }
+        for (name, h) in &self.groups {
+            match format {
+                Format::Text => {
+                    if self.interval {
+                        writeln!(out, "\n[{time_s:.3} s]")?;
+                    }
+                    if !name.is_empty() {
+                        writeln!(out, "\n{name}")?;
+                    }
+                    write!(out, "{}", h.render())?;
+                }
+                Format::Json => {
+                    let mut v = h.json();
+                    v["group"] = name.as_str().into();
+                    v["time_s"] = time_s.into();
+                    writeln!(out, "{v}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 /// One slow call.
 #[derive(Clone, Debug, Serialize)]
@@ -90,5 +133,38 @@ mod tests {
             String::from_utf8(json).unwrap(),
             "{\"args\":[\"0x1\"],\"comm\":\"prog\",\"duration_ns\":12000000,\"outlier\":true,\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000}\n"
         );
+    }
+
+    #[test]
+    fn histograms_render_per_group_as_text_and_json() {
+        let mut h = Histogram::new(None);
+        h.buckets[0] = 3;
+        h.sum_ns = 3;
+        h.max_ns = 1;
+        let report = Histograms {
+            time_s: 1.5,
+            interval: true,
+            groups: vec![("comm prog".to_string(), &h)],
+        };
+        let mut text = Vec::new();
+        report.write(&mut text, Format::Text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.starts_with("\n[1.500 s]\n\ncomm prog\n"), "{text:?}");
+        assert!(text.ends_with(&h.render()), "{text:?}");
+        let mut json = Vec::new();
+        report.write(&mut json, Format::Json).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            (v["group"].as_str(), v["time_s"].as_f64()),
+            (Some("comm prog"), Some(1.5))
+        );
+        let mut none = Vec::new();
+        let empty = Histograms {
+            time_s: 0.0,
+            interval: false,
+            groups: Vec::new(),
+        };
+        empty.write(&mut none, Format::Text).unwrap();
+        assert_eq!(none, b"no calls\n");
     }
 }

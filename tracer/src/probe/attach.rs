@@ -15,6 +15,7 @@ use crate::kernel::elf;
 use crate::kernel::format::Format;
 use crate::kernel::params::{Member, Prototype};
 use crate::kernel::tracefs::Tracefs;
+use crate::output::notes;
 use crate::plan::{self, Aggregation, KeyPart, ProbeSpec, Target, UserAt};
 use crate::stacks::{self, Which};
 use crate::Error;
@@ -376,10 +377,10 @@ fn prototype(spec: &ProbeSpec, btf: &mut Option<Option<KernelBtf>>) -> Option<Pr
             let btf = btf.get_or_insert_with(|| match KernelBtf::open() {
                 Ok(btf) => Some(btf),
                 Err(e) => {
-                    eprintln!(
-                        "note: kernel function arguments untyped (arg0..arg5): {}",
+                    notes::note(format_args!(
+                        "kernel function arguments untyped (arg0..arg5): {}",
                         crate::describe(&e)
-                    );
+                    ));
                     None
                 }
             });
@@ -401,9 +402,9 @@ fn prototype(spec: &ProbeSpec, btf: &mut Option<Option<KernelBtf>>) -> Option<Pr
 /// Says why a probe's arguments fall back to arg0..arg5 when its BTF or DWARF could not be
 /// read (a function they do not describe falls back silently: that is the common case).
 fn untyped(spec: &ProbeSpec, err: &dyn std::error::Error) -> Option<Prototype> {
-    eprintln!(
-        "note: {spec}: arguments shown as arg0..arg5: {}",
+    notes::note(format_args!(
+        "{spec}: arguments shown as arg0..arg5: {}",
         crate::describe(err)
-    );
+    ));
     None
 }

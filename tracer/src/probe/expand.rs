@@ -73,7 +73,7 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
                 vec![format!("narrow the pattern; the first matches are: {}", expanded.iter().take(5).map(ToString::to_string).collect::<Vec<_>>().join(", "))],
             ));
         }
-        eprintln!("'{spec}' matches {} probes", expanded.len());
+        crate::output::notes::note(format_args!("'{spec}' matches {} probes", expanded.len()));
         out.extend(expanded);
     }
     Ok(out)

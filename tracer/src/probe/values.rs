@@ -110,10 +110,10 @@ impl Values {
             .filter(|c| c.kind == Kind::Str)
             .skip(1);
         for column in unread {
-            eprintln!(
-                "note: {probe}: one string is read per hit; '{}' prints as a pointer",
+            crate::output::notes::note(format_args!(
+                "{probe}: one string is read per hit; '{}' prints as a pointer",
                 column.name
-            );
+            ));
         }
         Ok(values)
     }
