@@ -341,6 +341,45 @@ fn a_task_that_renames_itself_is_shown_by_its_new_name() {
 }
 
 #[test]
+fn debug_bpf_says_which_filter_dropped_each_hit() {
+    if !has(Feature::Tracepoints, "debug_bpf") {
+        return;
+    }
+    // The workload makes exactly 7 getppid calls; --comm refuses each one.
+    let (lines, stderr) = common::debug_bpf_drops("syscalls:sys_enter_getppid", &["getppid", "7"]);
+    assert_eq!(lines.len(), 7, "{stderr}");
+    for line in &lines {
+        assert!(
+            line.starts_with("bpf: syscalls:sys_enter_getppid: dropped a hit of ")
+                && line.ends_with(": comm is not --comm"),
+            "{line}"
+        );
+    }
+    assert!(
+        stderr.contains("syscalls:sys_enter_getppid                        0          0        0"),
+        "{stderr}"
+    );
+    // Without the flag the programs say nothing (and the logging code is not even verified).
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "probe",
+        "--comm",
+        "nothere",
+        "syscalls:sys_enter_getppid",
+        "--",
+        &prog,
+        "getppid",
+        "7",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr).contains("bpf: "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn an_unknown_tracepoint_is_a_usage_error_with_suggestions() {
     let out = tracer(&["probe", "syscalls:sys_enter_opnat"]);
     assert_eq!(out.status.code(), Some(2));

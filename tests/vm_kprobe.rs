@@ -237,6 +237,28 @@ fn probe_cli(interface: &str, transport: &str) {
     assert!(!left.contains("tracer/"), "left behind: {left}");
 }
 
+/// `--debug-bpf`'s logging code (aya-log) passes this kernel's verifier in a tracepoint and a
+/// kprobe program, and says why each hit was dropped.
+#[test]
+fn debug_bpf_loads_and_reports_drops_on_this_kernel() {
+    if !has(Feature::KprobePmu, "debug_bpf_vm") {
+        return;
+    }
+    let (lines, stderr) = common::debug_bpf_drops("syscalls:sys_enter_getppid", &["getppid", "7"]);
+    assert_eq!(lines.len(), 7, "{stderr}");
+    let (lines, stderr) =
+        common::debug_bpf_drops("do_sys_openat2", &["open", &OPENS.to_string(), PATH]);
+    // The loader's opens come first: at least the workload's, every one refused by --comm.
+    assert!(lines.len() >= OPENS as usize, "{stderr}");
+    assert!(
+        lines.iter().all(
+            |l| l.starts_with("bpf: kprobe:do_sys_openat2: dropped a hit of ")
+                && l.ends_with(": comm is not --comm")
+        ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn struct_members_are_read_through_btf_offsets() {
     if !has(Feature::KprobePmu, "btf_members") {

@@ -276,3 +276,36 @@ pub fn traced_chain(calls: u32, args: &[&str]) -> (std::process::Output, String)
     assert_eq!(out.status.code(), Some(0), "{rest}");
     (out, rest)
 }
+
+/// `tracer probe --debug-bpf` with a `--comm` that matches nothing: the workload's hits are all
+/// dropped, and the programs say so, one `bpf:` line each naming the probe and the filter.
+/// Returns those lines and the run's stderr.
+#[allow(dead_code)]
+pub fn debug_bpf_drops(spec: &str, workload: &[&str]) -> (Vec<String>, String) {
+    let prog = testprog().display().to_string();
+    let out = Command::new(tracer_bin())
+        .args([
+            "probe",
+            "--debug-bpf",
+            "--comm",
+            "nothere",
+            spec,
+            "--",
+            &prog,
+        ])
+        .args(workload)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        text(&out.stdout).lines().all(|l| !l.starts_with("0.")),
+        "nothing passes: {}",
+        text(&out.stdout)
+    );
+    let lines = (stderr.lines())
+        .filter(|l| l.starts_with("bpf: "))
+        .map(String::from)
+        .collect();
+    (lines, stderr)
+}

@@ -320,6 +320,28 @@ pub const USES_COMM_CACHE: u32 = 1 << 8;
 /// of the `-- COMMAND` process set), since the key's comm or the filters' verdict may have
 /// changed.
 pub const USES_RUN_COUNT: u32 = 1 << 9;
+/// `--debug-bpf`: the programs say through aya-log (`AYA_LOGS`) why they dropped a hit (which
+/// filter refused it, a full ring or count map). A normal run leaves it clear, so the verifier
+/// checks none of the logging code and no hit pays for it.
+pub const USES_DEBUG: u32 = 1 << 10;
+
+/// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
+pub mod drop {
+    /// Another process than `-p`'s.
+    pub const PID: u32 = 1;
+    /// tracer itself (never reported: saying so would make more hits of its own).
+    pub const SELF: u32 = 7;
+    /// Another thread than `--tid`'s.
+    pub const TID: u32 = 2;
+    /// A CPU outside `-C`.
+    pub const CPU: u32 = 3;
+    /// A task outside `--cgroup`.
+    pub const CGROUP: u32 = 4;
+    /// A task whose comm is not `--comm`.
+    pub const COMM: u32 = 5;
+    /// A process outside the `-- COMMAND` set.
+    pub const UNTRACKED: u32 = 6;
+}
 
 /// The run of counted hits on one CPU that is not in `COUNTS` yet (`SLOT_RUN_COUNT`): the
 /// same slot, task and generation each time, so the same key. Userspace adds `count` to

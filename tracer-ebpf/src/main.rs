@@ -31,17 +31,18 @@ use aya_ebpf::programs::{
     PerfEventContext, ProbeContext, RawTracePointContext, RetProbeContext, TracePointContext,
 };
 use aya_ebpf::EbpfContext;
+use aya_log_ebpf::debug;
 use tracer_common::{
-    stat_failed, stat_hits, word, AggKey, AggValue, Event, RunCount, SchedOffsets, SlotConfig,
-    AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID,
-    DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE,
-    PT_REGS_CS, PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM,
-    SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL,
-    SLOT_STACK_USER, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
-    SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE,
-    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
-    USES_COMM_CACHE, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM,
-    USES_STRINGS, USES_TRACKED,
+    drop, stat_failed, stat_hits, word, AggKey, AggValue, Event, RunCount, SchedOffsets,
+    SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM,
+    AGG_TID, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK,
+    PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
+    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT,
+    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER,
+    SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN,
+    TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE,
+    USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS,
+    USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_TRACKED,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -232,17 +233,81 @@ pub fn comm_renamed(_ctx: TracePointContext) -> u32 {
 /// Does the current task pass the slot's filters?
 #[inline(always)]
 pub(crate) fn passes(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
+    refused_by(config, pid_tgid, cpu) == 0
+}
+
+/// The filter that refuses the current task (a [`tracer_common::drop`] reason), or 0.
+#[inline(always)]
+fn refused_by(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> u32 {
     let tgid = (pid_tgid >> 32) as u32;
-    if (config.tgid != 0 && tgid != config.tgid) || tgid == config.exclude_tgid {
-        return false;
+    if tgid == config.exclude_tgid {
+        return drop::SELF;
     }
-    if uses(USES_FILTERS) && !passes_filters(config, pid_tgid, cpu) {
-        return false;
+    if config.tgid != 0 && tgid != config.tgid {
+        return drop::PID;
+    }
+    if uses(USES_FILTERS) {
+        let reason = refused_by_filters(config, pid_tgid, cpu);
+        if reason != 0 {
+            return reason;
+        }
     }
     if uses(USES_TRACKED) && config.flags & SLOT_FILTER_TRACKED != 0 && !is_tracked(pid_tgid) {
-        return false;
+        return drop::UNTRACKED;
     }
-    true
+    0
+}
+
+/// `--debug-bpf`: says why `slot` dropped a hit of `pid_tgid` on `cpu`. Behind `USES_DEBUG`, a
+/// constant to the verifier, so a normal run verifies and runs none of it.
+#[inline(always)]
+fn debug_dropped(slot: u32, reason: u32, pid_tgid: u64, cpu: u32) {
+    if !uses(USES_DEBUG) {
+        return;
+    }
+    let (pid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
+    match reason {
+        drop::PID => debug!(
+            &(),
+            "slot {}: dropped a hit of {}/{}: not the traced process", slot, pid, tid
+        ),
+        drop::TID => debug!(
+            &(),
+            "slot {}: dropped a hit of {}/{}: not the --tid thread", slot, pid, tid
+        ),
+        drop::CPU => debug!(
+            &(),
+            "slot {}: dropped a hit of {}/{} on CPU {}: outside -C", slot, pid, tid, cpu
+        ),
+        drop::CGROUP => debug!(
+            &(),
+            "slot {}: dropped a hit of {}/{}: outside --cgroup", slot, pid, tid
+        ),
+        drop::COMM => debug!(
+            &(),
+            "slot {}: dropped a hit of {}/{}: comm is not --comm", slot, pid, tid
+        ),
+        drop::UNTRACKED => debug!(
+            &(),
+            "slot {}: dropped a hit of {}/{}: not in the -- COMMAND process tree", slot, pid, tid
+        ),
+        _ => {}
+    }
+}
+
+/// `--debug-bpf`: says that `slot`'s event was lost (the output ring was full).
+#[inline(always)]
+fn debug_lost(slot: u32, what: u32) {
+    if !uses(USES_DEBUG) {
+        return;
+    }
+    match what {
+        0 => debug!(
+            &(),
+            "slot {}: lost an event: the output ring was full", slot
+        ),
+        _ => debug!(&(), "slot {}: lost a count: the count map was full", slot),
+    }
 }
 
 /// Is the current task's process in the `-- COMMAND` set (`TRACKED`, active)? With the task
@@ -277,24 +342,24 @@ fn is_tracked(pid_tgid: u64) -> bool {
     active
 }
 
-/// The thread, CPU, cgroup and comm filters.
+/// The thread, CPU, cgroup and comm filters: the one that refuses the task, or 0.
 #[inline(always)]
-fn passes_filters(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> bool {
+fn refused_by_filters(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> u32 {
     if config.tid != 0 && pid_tgid as u32 != config.tid {
-        return false;
+        return drop::TID;
     }
     if config.cpu_mask != 0 && (cpu >= 64 || config.cpu_mask & (1u64 << cpu) == 0) {
-        return false;
+        return drop::CPU;
     }
     // SAFETY: helper without preconditions.
     if config.cgroup_id != 0 && unsafe { bpf_get_current_cgroup_id() } != config.cgroup_id {
-        return false;
+        return drop::CGROUP;
     }
     // The comm is only fetched when a filter needs it: it costs a helper call per hit.
     if config.flags & SLOT_FILTER_COMM != 0 && current_comm(pid_tgid) != config.comm {
-        return false;
+        return drop::COMM;
     }
-    true
+    0
 }
 
 /// The id of the current kernel or user stack in `STACKS`, or the helper's negative errno.
@@ -323,7 +388,9 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     }
     // SAFETY: helper without preconditions.
     let cpu = unsafe { bpf_get_smp_processor_id() };
-    if !passes(&config, pid_tgid, cpu) {
+    let refused = refused_by(&config, pid_tgid, cpu);
+    if refused != 0 {
+        debug_dropped(slot, refused, pid_tgid, cpu);
         return None;
     }
     bump(stat_hits(slot));
@@ -395,6 +462,7 @@ fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
 fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
     if !output(ctx, event) {
         bump(stat_failed(event.slot));
+        debug_lost(event.slot, 0);
     }
 }
 
@@ -530,6 +598,7 @@ fn add_count(key: &AggKey, count: u64, sum: u64) {
             let cell = AggValue { count, sum };
             if COUNTS.insert(key, &cell, 0).is_err() {
                 add(stat_failed(key.slot), count);
+                debug_lost(key.slot, 1);
             }
         }
     }

@@ -28,6 +28,8 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tr
 pub enum Error {
     #[error("cannot load tracer's BPF object")]
     Load(#[source] aya::EbpfError),
+    #[error("cannot read the BPF programs' debug messages (--debug-bpf)")]
+    DebugLog(#[source] aya_log::Error),
     #[error("cannot load BPF program '{program}'")]
     Program {
         program: String,
@@ -234,11 +236,46 @@ fn typed<T: TryFrom<Map>>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, Erro
     T::try_from(map).map_err(|_| Error::Map { map: name })
 }
 
+/// The reader of the programs' aya-log ring (`AYA_LOGS`): each record's text is kept until
+/// [`Bpf::debug_messages`] hands it out.
+struct DebugLog {
+    logger: aya_log::EbpfLogger<Collect>,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// A `log::Log` that keeps each record's text (aya-log formats it; the caller prints it).
+struct Collect(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl log::Log for Collect {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.push(record.args().to_string());
+    }
+
+    fn flush(&self) {}
+}
+
+impl DebugLog {
+    fn new(ebpf: &mut Ebpf) -> Result<DebugLog, Error> {
+        let lines = std::sync::Arc::default();
+        let logger =
+            aya_log::EbpfLogger::init_with_logger(ebpf, Collect(std::sync::Arc::clone(&lines)))
+                .map_err(Error::DebugLog)?;
+        Ok(DebugLog { logger, lines })
+    }
+}
+
 /// The loaded object. Dropping it closes program and map fds; perf events that have a program
 /// attached keep their own reference until they are closed.
 pub struct Bpf {
     ebpf: Ebpf,
     maps: Maps,
+    /// `--debug-bpf` (`USES_DEBUG`): the programs' aya-log ring, read on demand.
+    debug_log: Option<std::cell::RefCell<DebugLog>>,
     /// Global ids of the slots taken.
     used: Vec<u32>,
     /// The `USES_*` bits the object was loaded with.
@@ -275,12 +312,28 @@ impl Bpf {
         }
         let mut ebpf = loader.load(OBJECT).map_err(Error::Load)?;
         let maps = Maps::take(&mut ebpf)?;
+        let debug_log = match sizing.uses & tracer_common::USES_DEBUG {
+            0 => None,
+            _ => Some(std::cell::RefCell::new(DebugLog::new(&mut ebpf)?)),
+        };
         Ok(Bpf {
             ebpf,
             maps,
+            debug_log,
             used: Vec::new(),
             uses: sizing.uses,
         })
+    }
+
+    /// The messages the programs logged since the last call (`--debug-bpf`; none without it).
+    pub fn debug_messages(&self) -> Vec<String> {
+        let Some(log) = &self.debug_log else {
+            return Vec::new();
+        };
+        let mut log = log.borrow_mut();
+        log.logger.flush();
+        let mut lines = log.lines.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *lines)
     }
 
     /// Takes a free slot of `kind`, writes its config and loads its program.

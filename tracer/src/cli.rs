@@ -178,6 +178,11 @@ pub struct ProbeArgs {
     /// With --count-by/--sum/--hist: print and reset the counts every SECS seconds.
     #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub interval: Option<Duration>,
+    /// Say on stderr why the BPF programs dropped hits (which filter refused them, a full
+    /// ring or count map), as `bpf:` lines: for finding out why nothing shows. Costs a
+    /// message per dropped hit; a normal run carries none of it.
+    #[arg(long)]
+    pub debug_bpf: bool,
     /// How kernel functions are probed (tests use it to exercise the fallback).
     #[arg(long, value_enum, hide = true)]
     pub kprobe_interface: Option<KprobeInterface>,

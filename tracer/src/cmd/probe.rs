@@ -76,6 +76,10 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
 /// per-CPU cache when the rename tracepoint exists; counted hits of one task in a row on one
 /// CPU are added up in a per-CPU run first (both kept right by the same program).
 fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache: bool) -> Sizing {
+    let debug = match plan.debug_bpf {
+        true => tracer_common::USES_DEBUG,
+        false => 0,
+    };
     let caches = match (cache, &plan.aggregation) {
         (true, Some(_)) => tracer_common::USES_COMM_CACHE | tracer_common::USES_RUN_COUNT,
         (true, None) => tracer_common::USES_COMM_CACHE,
@@ -85,7 +89,7 @@ fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache:
         stacks: plan.stack.is_some() || options.stack_keys(),
         counts: plan.aggregation.is_some(),
         latency: false,
-        uses: options.uses(specs) | caches,
+        uses: options.uses(specs) | caches | debug,
         ringbuf: (plan.transport == Transport::Ringbuf)
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
     }
@@ -140,6 +144,13 @@ fn stream(
     };
     let ring_fds = state.rings.raw_fds();
     let mut outcome = session.run(&mut state, ring_fds, plan.duration)?;
+    debug_notes(
+        bpf,
+        state
+            .probes
+            .iter()
+            .map(|p| (p.probe.slot.id, p.probe.name.as_str())),
+    );
     if state.count.is_some_and(|n| state.delivered >= n) {
         outcome.end = End::Count;
     }
@@ -185,6 +196,7 @@ fn count(
         previous: Default::default(),
     };
     let outcome = session.run(&mut sink, rings.raw_fds(), plan.duration)?;
+    debug_notes(bpf, sink.probes.iter().map(|p| (p.slot.id, p.name)));
     sink.print(false)?;
     let (hits, failed) = bpf.stats()?;
     let mut notes = Vec::new();
@@ -239,6 +251,12 @@ impl<W: std::io::Write> Sink for LoopState<'_, W> {
     }
 
     fn tick(&mut self) -> Result<bool, Error> {
+        debug_notes(
+            self.bpf,
+            self.probes
+                .iter()
+                .map(|p| (p.probe.slot.id, p.probe.name.as_str())),
+        );
         self.report_losses()?;
         if !self.hinted && self.started.elapsed() > Duration::from_secs(3) {
             self.hinted = true;
@@ -436,6 +454,7 @@ impl<W: Write> Sink for CountSink<'_, W> {
     }
 
     fn tick(&mut self) -> Result<bool, Error> {
+        debug_notes(self.bpf, self.probes.iter().map(|p| (p.slot.id, p.name)));
         if let Some(interval) = self.agg.interval {
             if self.last.elapsed() >= interval {
                 self.last = Instant::now();
@@ -443,5 +462,39 @@ impl<W: Write> Sink for CountSink<'_, W> {
             }
         }
         Ok(false)
+    }
+}
+
+/// `--debug-bpf`: what the programs said since the last tick, as `bpf:` notes, each naming
+/// its probe (the programs know only their slot).
+fn debug_notes<'a>(bpf: &Bpf, probes: impl Iterator<Item = (u32, &'a str)> + Clone) {
+    for message in bpf.debug_messages() {
+        crate::output::notes::bpf(name_the_slot(&message, probes.clone()));
+    }
+}
+
+/// `slot 16: dropped ...` -> `syscalls:sys_enter_getppid: dropped ...`.
+fn name_the_slot<'a>(message: &str, mut probes: impl Iterator<Item = (u32, &'a str)>) -> String {
+    let named = (message.strip_prefix("slot "))
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(id, rest)| {
+            let id: u32 = id.parse().ok()?;
+            let (_, name) = probes.find(|&(slot, _)| slot == id)?;
+            Some(format!("{name}: {rest}"))
+        });
+    named.unwrap_or_else(|| message.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_messages_name_their_probe() {
+        let probes = [(16, "sched:a"), (17, "sched:b")];
+        let named = |m: &str| name_the_slot(m, probes.iter().copied());
+        assert_eq!(named("slot 17: dropped x"), "sched:b: dropped x");
+        assert_eq!(named("slot 9: dropped x"), "slot 9: dropped x");
+        assert_eq!(named("other"), "other");
     }
 }

@@ -12,6 +12,8 @@ pub enum Kind {
     Note,
     /// `hint: ...`
     Hint,
+    /// `bpf: ...`: a message of the BPF programs (`--debug-bpf`).
+    Bpf,
 }
 
 /// A note's text as it is printed.
@@ -19,6 +21,7 @@ pub fn render(kind: Kind, text: &dyn Display) -> String {
     let prefix = match kind {
         Kind::Note => "note",
         Kind::Hint => "hint",
+        Kind::Bpf => "bpf",
     };
     format!("{prefix}: {text}\n")
 }
@@ -37,6 +40,11 @@ pub fn note(text: impl Display) {
 /// Prints a hint on stderr.
 pub fn hint(text: impl Display) {
     emit(&render(Kind::Hint, &text));
+}
+
+/// Prints a message of the BPF programs (`--debug-bpf`) on stderr.
+pub fn bpf(text: impl Display) {
+    emit(&render(Kind::Bpf, &text));
 }
 
 /// Prints a `-v` progress line on stderr.

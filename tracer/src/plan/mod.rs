@@ -370,6 +370,8 @@ pub struct ProbePlan {
     pub stack: Option<Option<crate::stacks::Which>>,
     /// `--count-by`, `--sum`, `--hist`: count in the kernel instead of streaming.
     pub aggregation: Option<Aggregation>,
+    /// `--debug-bpf`: the programs say why they dropped hits.
+    pub debug_bpf: bool,
 }
 
 /// One part of an aggregation key.
@@ -659,6 +661,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         kprobe_interface: args.kprobe_interface,
         stack: args.stack.stack,
         aggregation,
+        debug_bpf: args.debug_bpf,
     })
 }
 
