@@ -1,13 +1,12 @@
 //! `tracer list`: what can be probed or counted here, one spec per line (as `tracer probe`
 //! and `tracer stat` accept it).
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::kernel::elf;
 use crate::kernel::features::Feature;
 use crate::kernel::tracefs::Tracefs;
-use crate::output;
+use crate::output::{self, list::Entry};
 use crate::perf::{self, names};
 use crate::plan::list::ListPattern;
 use crate::Error;
@@ -20,7 +19,7 @@ pub struct ListArgs {
 
 pub fn run(args: ListArgs) -> Result<(), Error> {
     let pattern = ListPattern::new(args.pattern.as_deref());
-    let mut out = String::new();
+    let mut out = Vec::new();
     match &args.binary {
         Some(binary) => binary_lines(binary, &pattern, &mut out)?,
         None => {
@@ -36,15 +35,15 @@ pub fn run(args: ListArgs) -> Result<(), Error> {
             vec!["try a shorter pattern, e.g. `tracer list open`".into()],
         ));
     }
-    output::write_stdout(&out)
+    output::write_stdout(&output::list::text(&out))
 }
 
 /// `--binary`: its function symbols as uprobe specs.
-fn binary_lines(binary: &Path, pattern: &ListPattern, out: &mut String) -> Result<(), Error> {
+fn binary_lines(binary: &Path, pattern: &ListPattern, out: &mut Vec<Entry>) -> Result<(), Error> {
     let path = elf::resolve_file(&binary.to_string_lossy())?;
     for symbol in elf::function_symbols(&path)? {
         if pattern.keeps_symbol(&symbol) {
-            let _ = writeln!(out, "uprobe:{}:{symbol}", path.display());
+            out.push(Entry::new(format!("uprobe:{}:{symbol}", path.display())));
         }
     }
     Ok(())
@@ -52,18 +51,20 @@ fn binary_lines(binary: &Path, pattern: &ListPattern, out: &mut String) -> Resul
 
 /// Tracepoints (with their fields when verbose) and, where a kprobe can actually attach to
 /// them, kernel functions.
-fn kernel_lines(fs: &Tracefs, pattern: &ListPattern, verbose: bool, out: &mut String) {
+fn kernel_lines(fs: &Tracefs, pattern: &ListPattern, verbose: bool, out: &mut Vec<Entry>) {
     for (category, name) in fs.tracepoints() {
         let spec = format!("tracepoint:{category}:{name}");
         if !pattern.keeps(&spec) {
             continue;
         }
-        let _ = writeln!(out, "{spec}");
+        let mut entry = Entry::new(spec);
         if let (true, Ok(format)) = (verbose, fs.format(&category, &name)) {
-            for field in format.fields.iter().filter(|f| !f.name.starts_with("__")) {
-                let _ = writeln!(out, "    {} {}", field.c_type, field.name);
-            }
+            entry.fields = (format.fields.iter())
+                .filter(|f| !f.name.starts_with("__"))
+                .map(|f| (f.c_type.clone(), f.name.clone()))
+                .collect();
         }
+        out.push(entry);
     }
     let pmu = (perf::pmu::Pmus::default().get("kprobe").ok())
         .flatten()
@@ -72,14 +73,14 @@ fn kernel_lines(fs: &Tracefs, pattern: &ListPattern, verbose: bool, out: &mut St
         for function in fs.traceable_functions() {
             let spec = format!("kprobe:{function}");
             if pattern.keeps(&spec) {
-                let _ = writeln!(out, "{spec}");
+                out.push(Entry::new(spec));
             }
         }
     }
 }
 
 /// Software events, hardware events where the CPU counts them, and PMUs.
-fn event_lines(pattern: &ListPattern, out: &mut String) {
+fn event_lines(pattern: &ListPattern, out: &mut Vec<Entry>) {
     let software = names::SOFTWARE.iter().map(|(n, _)| format!("software:{n}"));
     let hardware = match Feature::HardwareCounters.check().is_available() {
         true => names::HARDWARE
@@ -91,7 +92,7 @@ fn event_lines(pattern: &ListPattern, out: &mut String) {
     let pmus = (perf::pmu::Pmus::default().names().into_iter()).map(|p| format!("pmu:{p}"));
     for spec in software.chain(hardware).chain(pmus) {
         if pattern.keeps(&spec) {
-            let _ = writeln!(out, "{spec}");
+            out.push(Entry::new(spec));
         }
     }
 }

@@ -14,6 +14,7 @@ use tracer_common::{AggKey, AggValue, Event};
 use crate::bpf::{Bpf, Sizing};
 use crate::cli::ProbeArgs;
 use crate::kernel::tracefs::Tracefs;
+use crate::output::counts::Stamp;
 use crate::output::events::{Decoded, EventWriter, Format as OutputFormat};
 use crate::output::summary::{self, Banner, Summary, Table};
 use crate::plan::{self, Aggregation, ProbePlan, ProbeSpec};
@@ -418,27 +419,13 @@ impl<W: Write> CountSink<'_, W> {
             &mut self.symbolizer,
             &mut self.previous,
         )?;
-        let at = self.started.elapsed().as_secs_f64();
-        let text = match self.format {
-            OutputFormat::Text => {
-                let mut text = String::new();
-                if self.agg.interval.is_some() {
-                    let what = if interval {
-                        "interval"
-                    } else {
-                        "last interval"
-                    };
-                    text = format!("--- {at:.2} s ({what} {}) ---\n", self.intervals + 1);
-                }
-                text + &report.text()
-            }
-            OutputFormat::Json => {
-                let mut extra = serde_json::Map::new();
-                extra.insert("time_s".into(), at.into());
-                extra.insert("interval".into(), (self.intervals + 1).into());
-                format!("{}\n", report.json(extra))
-            }
+        let stamp = Stamp {
+            time_s: self.started.elapsed().as_secs_f64(),
+            number: self.intervals + 1,
+            header: self.agg.interval.is_some(),
+            last: !interval,
         };
+        let text = report.render(self.format, &stamp);
         self.intervals += 1;
         (self
             .out

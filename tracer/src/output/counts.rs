@@ -18,6 +18,18 @@ pub struct Row {
     pub negative: u64,
 }
 
+/// When a report was taken: its time, and with `-I` its number and whether it is the last.
+pub struct Stamp {
+    /// Seconds since the run began.
+    pub time_s: f64,
+    /// Reports printed so far, this one included.
+    pub number: u64,
+    /// Text: start with a `--- T s (interval N) ---` line (`-I` runs).
+    pub header: bool,
+    /// The report at the end of the run.
+    pub last: bool,
+}
+
 /// One report: the whole run, or one `-I` interval.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
@@ -60,6 +72,31 @@ impl Report {
             hist,
             rows,
             hidden,
+        }
+    }
+
+    /// The report as text (under its interval header with `-I`) or one JSON line with
+    /// `time_s` and `interval`.
+    pub fn render(&self, format: super::events::Format, stamp: &Stamp) -> String {
+        match format {
+            super::events::Format::Text => {
+                let mut text = String::new();
+                if stamp.header {
+                    let what = if stamp.last {
+                        "last interval"
+                    } else {
+                        "interval"
+                    };
+                    text = format!("--- {:.2} s ({what} {}) ---\n", stamp.time_s, stamp.number);
+                }
+                text + &self.text()
+            }
+            super::events::Format::Json => {
+                let mut extra = serde_json::Map::new();
+                extra.insert("time_s".into(), stamp.time_s.into());
+                extra.insert("interval".into(), stamp.number.into());
+                format!("{}\n", self.json(extra))
+            }
         }
     }
 

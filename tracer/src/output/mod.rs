@@ -5,6 +5,7 @@ pub mod events;
 pub mod features;
 pub mod hist;
 pub mod latency;
+pub mod list;
 pub mod notes;
 pub mod perfetto;
 pub mod report;
