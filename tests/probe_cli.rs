@@ -250,6 +250,79 @@ fn flood(transport: &str, pages: &str) {
     }
 }
 
+/// Stopped while events still flow (-d, SIGINT, SIGTERM, -c), on both transports: every hit
+/// the kernel counted is printed, counted lost, or (after -c) counted as not printed. The
+/// probes are stopped in the kernel before the last drain, so none is left unaccounted.
+#[test]
+fn every_stop_while_events_flow_accounts_for_every_hit() {
+    if !has(Feature::Tracepoints, "probe_stop_accounting") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    for transport in ["perf", "ringbuf"] {
+        for stop in ["-d", "SIGINT", "SIGTERM", "-c"] {
+            let mut args = vec![
+                "probe",
+                "syscalls:sys_enter_getppid",
+                "--transport",
+                transport,
+                "-o",
+                "json",
+            ];
+            match stop {
+                "-d" => args.extend(["-d", "0.5"]),
+                "-c" => args.extend(["-c", "5000"]),
+                _ => {}
+            }
+            // Flat out, for longer than any of these runs lasts (tracer ends the command with
+            // SIGTERM when the run ends first).
+            args.extend(["--", &prog, "getppid", "1000000000"]);
+            let mut child = Command::new(common::tracer_bin())
+                .args(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.take().unwrap();
+            let lines = std::thread::spawn(move || {
+                BufReader::new(stdout)
+                    .lines()
+                    .map_while(Result::ok)
+                    .filter(|l| l.starts_with('{'))
+                    .count() as u64
+            });
+            if let Some(signal) = match stop {
+                "SIGINT" => Some(libc::SIGINT),
+                "SIGTERM" => Some(libc::SIGTERM),
+                _ => None,
+            } {
+                std::thread::sleep(std::time::Duration::from_millis(700));
+                // SAFETY: a plain signal to our own child.
+                unsafe { libc::kill(child.id() as i32, signal) };
+            }
+            let out = child.wait_with_output().unwrap();
+            let printed = lines.join().unwrap();
+            let what = format!("{transport} {stop}: {}", text(&out.stderr));
+            assert_eq!(out.status.code(), Some(0), "{what}");
+            let (hits, printed_row, lost) = summary_row(&out, "syscalls:sys_enter_getppid");
+            assert_eq!(printed_row, printed, "{what}");
+            let after_c = match stop {
+                "-c" => {
+                    assert_eq!(printed, 5000, "{what}");
+                    let note = text(&out.stderr).lines().find_map(|l| {
+                        l.strip_prefix("not printed, after -c 5000: ")
+                            .map(String::from)
+                    });
+                    note.map_or(0, |n| n.split_whitespace().next().unwrap().parse().unwrap())
+                }
+                _ => 0,
+            };
+            assert!(hits > 5000, "{what}");
+            assert_eq!(printed + lost + after_c, hits, "{what}");
+        }
+    }
+}
+
 #[test]
 fn the_ring_buffer_transport_delivers_every_event_with_its_string() {
     if !has(Feature::Tracepoints, "probe_ringbuf") {

@@ -157,6 +157,11 @@ pub const SLOT_RAW_SYS_EXIT: u32 = 1 << 13;
 /// [`RunCount`] and added to `COUNTS` only when another task's hit ends the run, which spares
 /// each repeated hit the filters and the hash update. Needs [`USES_RUN_COUNT`].
 pub const SLOT_RUN_COUNT: u32 = 1 << 14;
+/// The run is ending: userspace sets it on every slot before its last drain, and the program
+/// returns at once, counting and sending nothing. After it and an RCU grace period (the
+/// programs already running have returned), the counters and the rings hold all there will
+/// ever be, so the summary's `hits == printed + lost` is exact at any stop.
+pub const SLOT_STOPPED: u32 = 1 << 15;
 /// x86-64 `struct pt_regs` offsets the raw syscall slots read: `orig_ax` and `cs`.
 pub const PT_REGS_ORIG_AX: u64 = 120;
 pub const PT_REGS_CS: u64 = 136;

@@ -11,7 +11,7 @@ use tracer_common::{
     word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_BUCKETS, HIST_MAX,
     HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
     LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
-    LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER,
+    LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
 };
 
 use crate::{emit_raw, passes, stack_id};
@@ -94,6 +94,9 @@ fn entry(args: [u64; 6], source: &Source) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
+    if config.filter.flags & SLOT_STOPPED != 0 {
+        return;
+    }
     let pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
     // SAFETY: helper without preconditions.
     let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
@@ -158,6 +161,9 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
+    if config.filter.flags & SLOT_STOPPED != 0 {
+        return;
+    }
     let k = key(&config.exit_key, source);
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { LAT_START.get(&k) }).copied() else {

@@ -187,14 +187,16 @@ struct Maps {
     /// PERF_EVENT_ARRAY has u32 keys and u32 fd values. aya's PerfEventArray only stores fds
     /// it opened itself, so the map is held as a plain u32 array to store the rings we open.
     events: Array<MapData, u32>,
-    config: Array<MapData, SlotConfig>,
+    /// In a cell: [`Bpf::stop`] marks every slot stopped through the shared references the
+    /// event loop's sinks hold.
+    config: std::cell::RefCell<Array<MapData, SlotConfig>>,
     stats: PerCpuArray<MapData, u64>,
     tracked: HashMap<MapData, u32, u32>,
     run_count: PerCpuArray<MapData, RunCount>,
     counts: PerCpuHashMap<MapData, AggKey, AggValue>,
     stacks: StackTraceMap<MapData>,
     sched_offsets: Array<MapData, SchedOffsets>,
-    lat_config: Array<MapData, LatConfig>,
+    lat_config: std::cell::RefCell<Array<MapData, LatConfig>>,
     lat_start: HashMap<MapData, LatKey, LatStart>,
     lat_hist: PerCpuHashMap<MapData, HistKey, u64>,
     lat_array: PerCpuArray<MapData, u64>,
@@ -213,14 +215,14 @@ impl Maps {
         };
         Ok(Maps {
             events,
-            config: typed(ebpf, names::CONFIG)?,
+            config: std::cell::RefCell::new(typed(ebpf, names::CONFIG)?),
             stats: typed(ebpf, names::STATS)?,
             tracked: typed(ebpf, names::TRACKED)?,
             run_count: typed(ebpf, names::RUN_COUNT)?,
             counts: typed(ebpf, names::COUNTS)?,
             stacks: typed(ebpf, names::STACKS)?,
             sched_offsets: typed(ebpf, names::SCHED_OFFSETS)?,
-            lat_config: typed(ebpf, names::LAT_CONFIG)?,
+            lat_config: std::cell::RefCell::new(typed(ebpf, names::LAT_CONFIG)?),
             lat_start: typed(ebpf, names::LAT_START)?,
             lat_hist: typed(ebpf, names::LAT_HIST)?,
             lat_array: typed(ebpf, names::LAT_ARRAY)?,
@@ -323,6 +325,30 @@ impl Bpf {
             used: Vec::new(),
             uses: sizing.uses,
         })
+    }
+
+    /// Ends the run in the kernel, before the last drain: every slot taken (and the latency
+    /// pair) is marked [`tracer_common::SLOT_STOPPED`], so its program returns at once, and the
+    /// programs already running are waited for. From then on the rings and the counters hold
+    /// everything the run will ever have: drained and read after this, `hits == printed + lost`
+    /// holds exactly, whatever ended the run.
+    pub fn stop(&self) -> Result<(), Error> {
+        let update = |map: &'static str| move |source| Error::MapUpdate { map, source };
+        let mut config = self.maps.config.borrow_mut();
+        for &id in &self.used {
+            let mut slot = config.get(&id, 0).map_err(update(names::CONFIG))?;
+            slot.flags |= tracer_common::SLOT_STOPPED;
+            config.set(id, slot, 0).map_err(update(names::CONFIG))?;
+        }
+        let mut lat = self.maps.lat_config.borrow_mut();
+        let mut pair = lat.get(&0, 0).map_err(update(names::LAT_CONFIG))?;
+        pair.filter.flags |= tracer_common::SLOT_STOPPED;
+        lat.set(0, pair, 0).map_err(update(names::LAT_CONFIG))?;
+        if crate::perf::sys::synchronize_rcu().is_err() {
+            // nohz_full kernels refuse the grace period: a program runs for microseconds.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(())
     }
 
     /// The messages the programs logged since the last call (`--debug-bpf`; none without it).
@@ -474,6 +500,7 @@ impl Bpf {
     ) -> Result<(&'static str, &'static str), Error> {
         self.maps
             .lat_config
+            .get_mut()
             .set(0, config, 0)
             .map_err(|source| Error::MapUpdate {
                 map: names::LAT_CONFIG,
@@ -696,6 +723,7 @@ impl Bpf {
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
         self.maps
             .config
+            .get_mut()
             .set(index, config, 0)
             .map_err(|source| Error::MapUpdate {
                 map: names::CONFIG,

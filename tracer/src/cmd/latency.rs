@@ -255,6 +255,10 @@ impl<W: std::io::Write> LatencySink<'_, W> {
 }
 
 impl<W: std::io::Write> Sink for LatencySink<'_, W> {
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+
     /// Outliers (calls slower than --slower-than), as they happen.
     fn drain(&mut self) -> Result<bool, Error> {
         let mut batch: Vec<Event> = Vec::new();

@@ -131,6 +131,7 @@ fn stream(
                 probe,
                 delivered: 0,
                 faults: 0,
+                after_count: 0,
             })
             .collect(),
         rings,
@@ -231,6 +232,8 @@ struct Streamed {
     delivered: u64,
     /// Struct member reads that failed (bad pointers), printed as `?`.
     faults: u64,
+    /// Events that arrived after `-c` was reached: drained, counted, not printed.
+    after_count: u64,
 }
 
 struct LoopState<'a, W: std::io::Write> {
@@ -247,6 +250,10 @@ struct LoopState<'a, W: std::io::Write> {
 }
 
 impl<W: std::io::Write> Sink for LoopState<'_, W> {
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+
     fn drain(&mut self) -> Result<bool, Error> {
         self.print_events()
     }
@@ -287,13 +294,14 @@ impl<W: std::io::Write> LoopState<'_, W> {
         self.rings.drain(|e| batch.push(*e));
         batch.sort_by_key(|e| e.time_ns);
         for event in &batch {
-            if self.count.is_some_and(|n| self.delivered >= n) {
-                break;
-            }
             let Some(streamed) = (self.probes.iter_mut()).find(|p| p.probe.slot.id == event.slot)
             else {
                 continue;
             };
+            if self.count.is_some_and(|n| self.delivered >= n) {
+                streamed.after_count += 1;
+                continue;
+            }
             streamed.delivered += 1;
             streamed.faults += u64::from(Values::faults(event));
             self.delivered += 1;
@@ -371,6 +379,17 @@ fn stream_summary<W: std::io::Write>(
             s.probe.name, s.faults
         ));
     }
+    let after: Vec<String> = (state.probes.iter())
+        .filter(|s| s.after_count > 0)
+        .map(|s| format!("{} {}", s.after_count, s.probe.name))
+        .collect();
+    if !after.is_empty() {
+        notes.push(format!(
+            "not printed, after -c {}: {} (HITS = PRINTED + LOST + these)",
+            plan.count.unwrap_or_default(),
+            after.join(", ")
+        ));
+    }
     if lost > 0 {
         let per_cpu: Vec<String> = (bpf.lost_per_cpu()?.iter())
             .filter(|(_, n)| *n > 0)
@@ -436,6 +455,10 @@ impl<W: Write> CountSink<'_, W> {
 }
 
 impl<W: Write> Sink for CountSink<'_, W> {
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+
     fn drain(&mut self) -> Result<bool, Error> {
         Ok(false)
     }

@@ -83,7 +83,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         false => None,
     };
     let mut sink = RecordSink::new(
-        live, &mut rings, &mut side, writer, &plan, &sources, symbolizer,
+        live, &mut rings, &mut side, &bpf, writer, &plan, &sources, symbolizer,
     );
     sink.watch_slots = watched.iter().map(|w| w.slot.id).collect();
     let mut fds = sink.rings.raw_fds();

@@ -268,6 +268,10 @@ fn counts(watch: &Watch, trapped: Option<u64>) -> Counts<'_> {
 }
 
 impl<W: std::io::Write> Sink for WatchSink<'_, W> {
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+
     fn drain(&mut self) -> Result<bool, Error> {
         let mut batch: Vec<Event> = Vec::new();
         self.rings.drain(|e| batch.push(*e));

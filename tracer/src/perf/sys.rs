@@ -1,4 +1,5 @@
-//! The only place the perf layer makes system calls: perf_event_open, ioctl, read, mmap, prctl.
+//! The only place the perf layer makes system calls: perf_event_open, ioctl, read, mmap, prctl,
+//! membarrier.
 //!
 //! Everything above this module is safe code over owned file descriptors.
 #![allow(unsafe_code)]
@@ -42,6 +43,20 @@ pub fn perf_event_open(
     }
     // SAFETY: a non-negative return of perf_event_open is a new fd owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(ret as i32) })
+}
+
+/// Waits until every CPU has passed through a quiescent state: `membarrier(2)`'s
+/// `MEMBARRIER_CMD_GLOBAL` is `synchronize_rcu()` in the kernel, so BPF programs that were
+/// running when it was called (they run inside RCU read-side sections) have returned when it
+/// does. Kernels with nohz_full CPUs refuse it (EINVAL); the caller then waits a moment instead.
+pub fn synchronize_rcu() -> io::Result<()> {
+    const MEMBARRIER_CMD_GLOBAL: libc::c_int = 1;
+    // SAFETY: membarrier takes two integers and a cpu id, and touches no memory of ours.
+    let ret = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// An ioctl whose argument is an integer (or unused).

@@ -40,6 +40,9 @@ pub trait Sink {
     fn tick(&mut self) -> Result<bool, Error> {
         Ok(false)
     }
+    /// The run is over: stop the sources in the kernel (`Bpf::stop`), so that the last drain,
+    /// which follows, leaves nothing behind and the counters read after it are final.
+    fn stop(&mut self) -> Result<(), Error>;
 }
 
 /// The async runtime and the SIGINT/SIGTERM handlers. Created before a command prints its
@@ -92,8 +95,8 @@ impl EventLoop {
         (&self.runtime, &mut self.signals)
     }
 
-    /// Runs until a signal, the duration, the sink's stop or the command's exit; the rings are
-    /// drained one last time in every case.
+    /// Runs until a signal, the duration, the sink's stop or the command's exit; then the
+    /// sink stops its sources and the rings are drained one last time, in every case.
     pub fn run(
         mut self,
         sink: &mut impl Sink,
@@ -107,7 +110,7 @@ impl EventLoop {
             hints: Vec::new(),
         };
         let (interrupt, terminate) = (&mut self.signals.0, &mut self.signals.1);
-        self.runtime.block_on(async move {
+        let end = self.runtime.block_on(async {
             // One readiness task per ring; any wakeup drains all rings.
             let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
             for fd in ring_fds {
@@ -136,32 +139,31 @@ impl EventLoop {
             tokio::pin!(deadline);
             loop {
                 tokio::select! {
-                    _ = rx.recv() => { if sink.drain()? { return Ok(End::Count); } }
+                    _ = rx.recv() => { if sink.drain()? { return Ok::<End, Error>(End::Count); } }
                     _ = tick.tick() => {
                         if sink.drain()? { return Ok(End::Count); }
                         if sink.tick()? {
-                            // The target wrote its last events and exited after the drain
-                            // above: they are all in the rings now, read them before ending.
-                            sink.drain()?;
                             return Ok(End::TargetGone);
                         }
                     }
-                    _ = interrupt.recv() => { sink.drain()?; return Ok(End::Interrupted); }
-                    _ = terminate.recv() => { sink.drain()?; return Ok(End::Interrupted); }
-                    _ = &mut deadline, if duration.is_some() => { sink.drain()?; return Ok(End::Duration); }
+                    _ = interrupt.recv() => return Ok(End::Interrupted),
+                    _ = terminate.recv() => return Ok(End::Interrupted),
+                    _ = &mut deadline, if duration.is_some() => return Ok(End::Duration),
                     ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
                         let mut guard = ready.map_err(io_error)?;
                         guard.clear_ready();
                         if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
-                            // Everything the command did is in the rings already: output is
-                            // synchronous with the probe hit.
-                            sink.drain()?;
                             return Ok(End::CommandExited(code));
                         }
                     }
                 }
             }
-        })
+        })?;
+        // Whatever ended the run, hits may still be arriving: stop them in the kernel first,
+        // then read what they left in the rings.
+        sink.stop()?;
+        sink.drain()?;
+        Ok(end)
     }
 }
 

@@ -138,6 +138,8 @@ pub struct RecordSink<'a, W: Write> {
     live: Option<Live>,
     pub rings: &'a mut OutputRings,
     pub side: &'a mut SideRings,
+    /// Stopped before the last drain.
+    bpf: &'a Bpf,
     reorder: Reorder<Record>,
     writer: tracefile::Writer<W>,
     pub watch_slots: Vec<u32>,
@@ -155,6 +157,7 @@ impl<'a, W: Write> RecordSink<'a, W> {
         live: Option<Live>,
         rings: &'a mut OutputRings,
         side: &'a mut SideRings,
+        bpf: &'a Bpf,
         writer: tracefile::Writer<W>,
         plan: &RecordPlan,
         sources: &[tracefile::Source],
@@ -164,6 +167,7 @@ impl<'a, W: Write> RecordSink<'a, W> {
             live,
             rings,
             side,
+            bpf,
             reorder: Reorder::new(plan.reorder_window_ns),
             writer,
             watch_slots: Vec::new(),
@@ -288,6 +292,10 @@ impl<'a, W: Write> RecordSink<'a, W> {
 }
 
 impl<W: Write> Sink for RecordSink<'_, W> {
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+
     fn drain(&mut self) -> Result<bool, Error> {
         // Taken before draining: every record stamped earlier than this (minus the window
         // for records still being written on another CPU) is in hand after the drain.
