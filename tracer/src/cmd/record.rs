@@ -83,7 +83,16 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         false => None,
     };
     let mut sink = RecordSink::new(
-        live, &mut rings, &mut side, &bpf, writer, &plan, &sources, symbolizer,
+        live,
+        recorder::Inputs {
+            rings: &mut rings,
+            side: &mut side,
+            bpf: &bpf,
+        },
+        writer,
+        &plan,
+        &sources,
+        symbolizer,
     );
     sink.watch_slots = watched.iter().map(|w| w.slot.id).collect();
     let mut fds = sink.rings.raw_fds();

@@ -152,12 +152,18 @@ pub struct RecordSink<'a, W: Write> {
     error: Option<std::io::Error>,
 }
 
+/// What a recording reads: the BPF programs' output rings and the counters' side rings, and
+/// the object whose programs are stopped before the last drain.
+pub struct Inputs<'a> {
+    pub rings: &'a mut OutputRings,
+    pub side: &'a mut SideRings,
+    pub bpf: &'a Bpf,
+}
+
 impl<'a, W: Write> RecordSink<'a, W> {
     pub fn new(
         live: Option<Live>,
-        rings: &'a mut OutputRings,
-        side: &'a mut SideRings,
-        bpf: &'a Bpf,
+        Inputs { rings, side, bpf }: Inputs<'a>,
         writer: tracefile::Writer<W>,
         plan: &RecordPlan,
         sources: &[tracefile::Source],
