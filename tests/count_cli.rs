@@ -321,6 +321,49 @@ fn interval_reports_add_up_to_every_hit() {
     assert_eq!(counted, calls);
 }
 
+/// More distinct keys than the count map holds (10,240): the hits that found no room are
+/// counted as uncounted, report by report, and every hit is either in a row or uncounted.
+#[test]
+fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
+    if !has(Feature::UprobePmu, "count_map_full") {
+        return;
+    }
+    let prog = testprog();
+    let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "arg0",
+        &spec,
+        "-I",
+        "0.1",
+        "-o",
+        "json",
+        "--",
+        &prog.display().to_string(),
+        "call",
+        "12000",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let reports: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let counted: u64 = (reports.iter())
+        .flat_map(|r| r["rows"].as_array().unwrap())
+        .map(|row| row["count"].as_u64().unwrap())
+        .sum();
+    let uncounted: u64 = reports
+        .iter()
+        .map(|r| r["uncounted"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 10_240, "{stderr}");
+    assert_eq!(uncounted, 12_000 - 10_240, "{stderr}");
+    assert!(stderr.contains("; 1760 not counted"), "{stderr}");
+    assert!(stderr.contains("it does not empty the map"), "{stderr}");
+}
+
 #[test]
 fn bad_aggregations_are_usage_errors_that_say_what_exists() {
     let prog = testprog();

@@ -323,6 +323,124 @@ fn every_stop_while_events_flow_accounts_for_every_hit() {
     }
 }
 
+/// Whether `pid` is running (a zombie, or a pid that is gone, is not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.split_whitespace().next() != Some("Z"))
+        })
+        .unwrap_or(false)
+}
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(marker) && running(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// When -c ends tracing, the command and everything it started are stopped, and the
+/// headline says so: a shell's background jobs do not run on untraced.
+#[test]
+fn the_command_and_its_children_are_stopped_when_tracing_ends() {
+    if !has(Feature::Tracepoints, "command_stopped") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    // A count no other test uses marks the workload's processes.
+    let script = format!("{prog} getppid 999999937 & {prog} getppid 999999937; wait");
+    let out = tracer(&[
+        "probe",
+        "-c",
+        "1",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("after 1 events (-c), command stopped (SIGTERM to it and its children)"),
+        "{stderr}"
+    );
+    assert_eq!(processes_with("999999937"), Vec::<u32>::new(), "{stderr}");
+}
+
+/// tracer killed outright (SIGKILL) takes its command along (PR_SET_PDEATHSIG); SIGHUP and
+/// SIGQUIT end a run cleanly, with the summary, like SIGTERM.
+#[test]
+fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
+    if !has(Feature::Tracepoints, "command_dies_with_tracer") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let start = || {
+        let mut child = Command::new(common::tracer_bin())
+            .args([
+                "probe",
+                "-o",
+                "json",
+                "syscalls:sys_enter_getppid",
+                "--",
+                &prog,
+                "getppid",
+                "999999929",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = String::new();
+        stderr.read_line(&mut banner).unwrap();
+        assert!(banner.contains("Hit Ctrl-C to end."), "{banner}");
+        (child, stderr)
+    };
+    let (mut killed, _stderr) = start();
+    let command: Vec<u32> = (processes_with("999999929").into_iter())
+        .filter(|&p| p != killed.id())
+        .collect();
+    assert_eq!(command.len(), 1, "{command:?}");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let gone = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        !running(command[0])
+    });
+    assert!(gone, "the command ran on after tracer was killed");
+    for signal in [libc::SIGHUP, libc::SIGQUIT] {
+        let (child, mut stderr) = start();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // SAFETY: a plain signal to our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "signal {signal}: {rest}");
+        assert!(
+            rest.contains("interrupted, command stopped"),
+            "signal {signal}: {rest}"
+        );
+        assert!(
+            rest.contains("syscalls:sys_enter_getppid "),
+            "signal {signal}: {rest}"
+        );
+        assert_eq!(processes_with("999999929"), Vec::<u32>::new());
+    }
+}
+
 #[test]
 fn the_ring_buffer_transport_delivers_every_event_with_its_string() {
     if !has(Feature::Tracepoints, "probe_ringbuf") {

@@ -66,6 +66,8 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
     ptrs.push(std::ptr::null());
     let failure = format!("tracer: cannot execute '{}'\n", argv[0]);
 
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     let mut fds = [0; 2];
     // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -82,8 +84,10 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY: in the child, read/close/execvp/write/_exit on fds and buffers prepared above.
+        // SAFETY: in the child, prctl/getppid/read/close/execvp/write/_exit on fds and buffers
+        // prepared above.
         unsafe {
+            tie_to_parent(parent);
             let mut byte = 0u8;
             libc::close(write_end.as_raw_fd());
             let n = libc::read(read_end.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
@@ -122,15 +126,18 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
     let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let failure = format!("tracer: cannot execute '{}'\n", argv[0]);
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: as in `launch`: the child only makes async-signal-safe calls and never returns.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY: in the child, ptrace(TRACEME) and execvp on memory prepared before the fork; a
-        // successful exec stops us with SIGTRAP for the parent.
+        // SAFETY: in the child, prctl, ptrace(TRACEME) and execvp on memory prepared before the
+        // fork; a successful exec stops us with SIGTRAP for the parent.
         unsafe {
+            tie_to_parent(parent);
             libc::ptrace(
                 libc::PTRACE_TRACEME,
                 0,
@@ -164,7 +171,103 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
     })
 }
 
+/// In the child, before exec: the command dies with tracer. If tracer is killed (SIGKILL,
+/// a crash), the kernel sends the command SIGKILL (PR_SET_PDEATHSIG, kept across exec), so
+/// it never runs on untraced. tracer may already have died between the fork and the prctl:
+/// then the child has been reparented and exits at once.
+///
+/// # Safety
+/// Only async-signal-safe calls: for the child of a fork.
+unsafe fn tie_to_parent(parent: libc::pid_t) {
+    // SAFETY: prctl with integer arguments and getppid/_exit have no memory preconditions.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::_exit(125);
+        }
+    }
+}
+
+/// The processes below `pid` (children, their children...), read from
+/// `/proc/PID/task/TID/children`; the deepest last.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut next = vec![pid];
+    while let Some(parent) = next.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                if !found.contains(&child) && found.len() < 100_000 {
+                    found.push(child);
+                    next.push(child);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// What became of a launched command when tracing ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// It had exited by itself (or was never started).
+    Exited,
+    /// It was still running: it and its descendants were sent SIGTERM (SIGKILL after a
+    /// second for those that did not end).
+    Stopped,
+}
+
 impl Launched {
+    /// Ends the command if it still runs when tracing ends: SIGTERM to it and every process
+    /// it started (a shell's background jobs would otherwise run on untraced), SIGKILL after
+    /// a second to what is left; then it is reaped. A command never released is killed.
+    pub fn stop(&mut self) -> Fate {
+        if self.reaped || self.try_wait().is_some() {
+            return Fate::Exited;
+        }
+        // A ptrace-stopped child cannot act on SIGTERM until its tracer lets it run, nor can
+        // one still held before its exec: only SIGKILL ends them.
+        let held = self.go.is_some() || self.traced;
+        let pid = self.pid as libc::pid_t;
+        // Found before any is signalled, while the command still holds them as its children.
+        let tree = descendants(self.pid);
+        let signal = if held { libc::SIGKILL } else { libc::SIGTERM };
+        for &below in &tree {
+            // SAFETY: kill with a pid and a signal number; a pid that has gone is ESRCH.
+            unsafe { libc::kill(below as libc::pid_t, signal) };
+        }
+        // SAFETY: as above; our child is not reaped yet, so its pid is still its own.
+        unsafe { libc::kill(pid, signal) };
+        for _ in 0..100 {
+            if self.try_wait().is_some() {
+                return Fate::Stopped;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for below in descendants(self.pid) {
+            // SAFETY: as above: processes still below our unreaped child.
+            unsafe { libc::kill(below as libc::pid_t, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: our own unreaped child: SIGKILL ends it, waitpid reaps it.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+        self.reaped = true;
+        Fate::Stopped
+    }
+
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -228,24 +331,8 @@ impl Launched {
 }
 
 impl Drop for Launched {
-    /// A command that was never released is killed; one still running when tracing stops
-    /// (-d or -c reached) gets SIGTERM: it is not left running untraced. Then it is reaped.
+    /// A command still running when tracer is done with it is not left running untraced.
     fn drop(&mut self) {
-        if self.reaped {
-            return;
-        }
-        // A ptrace-stopped child cannot act on SIGTERM until its tracer lets it run: only
-        // SIGKILL ends it from that stop.
-        let signal = if self.go.is_some() || self.traced {
-            libc::SIGKILL
-        } else {
-            libc::SIGTERM
-        };
-        // SAFETY: signalling and reaping our own child.
-        unsafe {
-            libc::kill(self.pid as libc::pid_t, signal);
-            let mut status = 0;
-            libc::waitpid(self.pid as libc::pid_t, &mut status, 0);
-        }
+        self.stop();
     }
 }

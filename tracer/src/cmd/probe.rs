@@ -196,6 +196,7 @@ fn count(
         last: started,
         intervals: 0,
         previous: Default::default(),
+        uncounted: 0,
     };
     let outcome = session.run(&mut sink, rings.raw_fds(), plan.duration)?;
     debug_notes(bpf, sink.probes.iter().map(|p| (p.slot.id, p.name)));
@@ -204,7 +205,7 @@ fn count(
     let mut notes = Vec::new();
     if failed > 0 {
         notes.push(format!(
-            "not counted: the count map holds {} keys; use fewer or coarser --count-by keys, or -I to empty it each interval",
+            "not counted: the count map holds {} keys, each kept for the whole run (-I reports what changed; it does not empty the map); use fewer or coarser --count-by keys",
             tracer_common::AGG_ENTRIES
         ));
     }
@@ -415,6 +416,8 @@ fn stream_summary<W: std::io::Write>(
 /// The event loop's sink in aggregation mode: nothing is streamed; reports are printed every
 /// interval and once at the end.
 struct CountSink<'a, W: Write> {
+    /// Hits not counted (count map full) up to the last report.
+    uncounted: u64,
     bpf: &'a Bpf,
     probes: Vec<Counted<'a>>,
     agg: &'a Aggregation,
@@ -431,13 +434,15 @@ struct CountSink<'a, W: Write> {
 impl<W: Write> CountSink<'_, W> {
     /// Prints a report of what was counted since the last one (`interval`) or in all.
     fn print(&mut self, interval: bool) -> Result<(), Error> {
-        let report = aggregate::report(
+        let mut report = aggregate::report(
             self.bpf,
             &self.probes,
             self.agg,
             &mut self.symbolizer,
             &mut self.previous,
         )?;
+        let (_, failed) = self.bpf.stats()?;
+        report.uncounted = failed - std::mem::replace(&mut self.uncounted, failed);
         let stamp = Stamp {
             time_s: self.started.elapsed().as_secs_f64(),
             number: self.intervals + 1,

@@ -156,7 +156,6 @@ impl State<'_> {
         };
         let mut previous = vec![vec![Reading::default(); places.len()]; self.counters.len()];
         let mut printed = 0u64;
-        let (interrupt, terminate) = (&mut signals.0, &mut signals.1);
         runtime.block_on(async {
             let pidfd = match launched.as_ref() {
                 Some(child) => Some(session::readable(child.pidfd()?).map_err(io_error)?),
@@ -186,8 +185,7 @@ impl State<'_> {
                     _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                         return Ok(End::Timeout);
                     }
-                    _ = interrupt.recv() => return Ok(self.interrupted(launched.as_deref_mut()).await),
-                    _ = terminate.recv() => return Ok(self.interrupted(launched.as_deref_mut()).await),
+                    _ = signals.recv() => return Ok(self.interrupted(launched.as_deref_mut()).await),
                     ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
                         let mut guard = ready.map_err(io_error)?;
                         guard.clear_ready();

@@ -42,6 +42,8 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Keys left out by `--top`.
     pub hidden: usize,
+    /// Hits since the last report that the kernel could not count (the count map was full).
+    pub uncounted: u64,
 }
 
 /// `[lo, hi]` of log2 bucket `b` (bucket 0 holds 0 and 1).
@@ -72,6 +74,7 @@ impl Report {
             hist,
             rows,
             hidden,
+            uncounted: 0,
         }
     }
 
@@ -89,12 +92,21 @@ impl Report {
                     };
                     text = format!("--- {:.2} s ({what} {}) ---\n", stamp.time_s, stamp.number);
                 }
-                text + &self.text()
+                text += &self.text();
+                if self.uncounted > 0 {
+                    text += &format!(
+                        "{} hits since the last report were not counted: the count map is full ({} keys); use fewer or coarser --count-by keys\n",
+                        self.uncounted,
+                        tracer_common::AGG_ENTRIES
+                    );
+                }
+                text
             }
             super::events::Format::Json => {
                 let mut extra = serde_json::Map::new();
                 extra.insert("time_s".into(), stamp.time_s.into());
                 extra.insert("interval".into(), stamp.number.into());
+                extra.insert("uncounted".into(), self.uncounted.into());
                 format!("{}\n", self.json(extra))
             }
         }

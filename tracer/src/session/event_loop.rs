@@ -19,7 +19,7 @@ pub fn readable<T: std::os::fd::AsRawFd>(fd: T) -> std::io::Result<tokio::io::un
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
-    /// SIGINT or SIGTERM.
+    /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
     Interrupted,
     /// `-d` elapsed.
     Duration,
@@ -45,16 +45,41 @@ pub trait Sink {
     fn stop(&mut self) -> Result<(), Error>;
 }
 
-/// The async runtime and the SIGINT/SIGTERM handlers. Created before a command prints its
-/// banner, so that a signal from then on ends the run cleanly (summary, exit 0) instead of
-/// killing it.
+/// The async runtime and the handlers of the signals that end a run. Created before a command
+/// prints its banner, so that a signal from then on ends the run cleanly (summary, exit 0)
+/// instead of killing it.
 pub struct EventLoop {
     runtime: tokio::runtime::Runtime,
     signals: Signals,
 }
 
-/// The signals that end a run: SIGINT, then SIGTERM.
-pub type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
+/// The signals that end a run cleanly: SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal went
+/// away) and SIGQUIT (Ctrl-\\): each stops the probes, drains the rings and prints the summary.
+pub struct Signals([tokio::signal::unix::Signal; 4]);
+
+impl Signals {
+    /// Installs the handlers; call inside the runtime.
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals([
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+            signal(SignalKind::quit())?,
+        ]))
+    }
+
+    /// Waits for any of them.
+    pub async fn recv(&mut self) {
+        let [int, term, hup, quit] = &mut self.0;
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+            _ = quit.recv() => {}
+        }
+    }
+}
 
 /// A raw fd for tokio's readiness: the rings own the fds and outlive the loop.
 struct Fd(std::os::fd::RawFd);
@@ -67,7 +92,6 @@ impl std::os::fd::AsRawFd for Fd {
 
 impl EventLoop {
     pub fn new() -> Result<EventLoop, Error> {
-        use tokio::signal::unix::{signal, SignalKind};
         let runtime_error = |what: &str, e: std::io::Error| Error::Runtime {
             message: format!("cannot {what}: {e}"),
             hints: Vec::new(),
@@ -76,17 +100,11 @@ impl EventLoop {
             .enable_all()
             .build()
             .map_err(|e| runtime_error("start the event loop", e))?;
-        let (interrupt, terminate) = {
+        let signals = {
             let _context = runtime.enter();
-            (
-                signal(SignalKind::interrupt()).map_err(|e| runtime_error("handle signals", e))?,
-                signal(SignalKind::terminate()).map_err(|e| runtime_error("handle signals", e))?,
-            )
+            Signals::new().map_err(|e| runtime_error("handle signals", e))?
         };
-        Ok(EventLoop {
-            runtime,
-            signals: (interrupt, terminate),
-        })
+        Ok(EventLoop { runtime, signals })
     }
 
     /// The runtime and the signal handlers, for a command that drives its own waiting
@@ -109,7 +127,7 @@ impl EventLoop {
             message: format!("event loop: {e}"),
             hints: Vec::new(),
         };
-        let (interrupt, terminate) = (&mut self.signals.0, &mut self.signals.1);
+        let signals = &mut self.signals;
         let end = self.runtime.block_on(async {
             // One readiness task per ring; any wakeup drains all rings.
             let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
@@ -146,8 +164,7 @@ impl EventLoop {
                             return Ok(End::TargetGone);
                         }
                     }
-                    _ = interrupt.recv() => return Ok(End::Interrupted),
-                    _ = terminate.recv() => return Ok(End::Interrupted),
+                    _ = signals.recv() => return Ok(End::Interrupted),
                     _ = &mut deadline, if duration.is_some() => return Ok(End::Duration),
                     ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
                         let mut guard = ready.map_err(io_error)?;

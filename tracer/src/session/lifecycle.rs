@@ -9,7 +9,7 @@ use tracer_common::{TRACK_ACTIVE, TRACK_PENDING};
 use super::event_loop::{End, EventLoop, Sink};
 use crate::bpf::Bpf;
 use crate::kernel::tracefs::Tracefs;
-use crate::launch::{self, Launched};
+use crate::launch::{self, Fate, Launched};
 use crate::output::summary::Banner;
 use crate::perf;
 use crate::probe;
@@ -131,11 +131,28 @@ impl Session {
         };
         self.release()?;
         let started = Instant::now();
-        let end = event_loop.run(sink, ring_fds, self.launched.as_mut(), duration)?;
+        let mut end = event_loop.run(sink, ring_fds, self.launched.as_mut(), duration)?;
+        let elapsed = started.elapsed();
+        let mut stopped = false;
+        if let Some(child) = self.launched.as_mut() {
+            // Ctrl-C reaches the command too (same process group): a moment for it to exit
+            // on its own, so that its status is the one reported.
+            if end == End::Interrupted {
+                for _ in 0..20 {
+                    if let Some(code) = child.try_wait() {
+                        end = End::CommandExited(code);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            stopped = !matches!(end, End::CommandExited(_)) && child.stop() == Fate::Stopped;
+        }
         Ok(Outcome {
             end,
-            elapsed: started.elapsed(),
+            elapsed,
             adopted: self.adopted,
+            stopped,
         })
     }
 }
@@ -158,6 +175,8 @@ pub struct Outcome {
     pub end: End,
     pub elapsed: Duration,
     adopted: Option<u32>,
+    /// The launched command was still running when the run ended, and was stopped.
+    pub stopped: bool,
 }
 
 impl Outcome {
@@ -166,12 +185,21 @@ impl Outcome {
             end,
             elapsed,
             adopted,
+            stopped: false,
         }
     }
 
     /// Why the run ended, worded once for every command; `counted` is what `-c` counts, in
     /// `unit`s.
     pub fn why(&self, counted: u64, unit: &str) -> String {
+        let why = self.end_reason(counted, unit);
+        match self.stopped {
+            true => format!("{why}, command stopped (SIGTERM to it and its children)"),
+            false => why,
+        }
+    }
+
+    fn end_reason(&self, counted: u64, unit: &str) -> String {
         match self.end {
             End::Interrupted => "interrupted".to_string(),
             End::Duration => format!("after {:.1} s (-d)", self.elapsed.as_secs_f64()),
@@ -214,6 +242,12 @@ mod tests {
         assert_eq!(
             at(End::TargetGone, None).why(0, "hits"),
             "the target is gone"
+        );
+        let mut stopped = at(End::Duration, None);
+        stopped.stopped = true;
+        assert_eq!(
+            stopped.why(0, "events"),
+            "after 1.5 s (-d), command stopped (SIGTERM to it and its children)"
         );
     }
 
