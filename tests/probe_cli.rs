@@ -386,6 +386,8 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
         return;
     }
     let prog = common::testprog().display().to_string();
+    // Not common::tracer_started: stdout goes to /dev/null here, since nothing reads the
+    // flood of events while the test waits.
     let start = || {
         let mut child = Command::new(common::tracer_bin())
             .args([

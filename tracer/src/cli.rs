@@ -749,20 +749,17 @@ mod tests {
         assert_eq!(refused("tracer probe --nope x").1, Vec::<String>::new());
     }
 
+    fn tasks(t: &Tasks) -> (Option<u32>, Option<&str>, Option<&str>) {
+        (t.pid, t.comm.as_deref(), t.cpus.as_deref())
+    }
+
     #[test]
     fn shared_groups_parse_the_same_in_every_command() {
         let cli = parse(words("tracer probe -p 7 --comm x -C 0-1 -c 3 -d 2 tp:x")).unwrap();
         let Command::Probe(a) = cli.command else {
             panic!()
         };
-        assert_eq!(
-            (
-                a.tasks.pid,
-                a.tasks.comm.as_deref(),
-                a.tasks.cpus.as_deref()
-            ),
-            (Some(7), Some("x"), Some("0-1"))
-        );
+        assert_eq!(tasks(&a.tasks), (Some(7), Some("x"), Some("0-1")));
         assert_eq!(
             (a.stop.count, a.stop.duration),
             (Some(3), Some(Duration::from_secs(2)))
@@ -771,14 +768,7 @@ mod tests {
         let Command::Latency(a) = cli.command else {
             panic!()
         };
-        assert_eq!(
-            (
-                a.tasks.pid,
-                a.tasks.comm.as_deref(),
-                a.tasks.cpus.as_deref()
-            ),
-            (Some(7), Some("x"), Some("0-1"))
-        );
+        assert_eq!(tasks(&a.tasks), (Some(7), Some("x"), Some("0-1")));
         let cli = parse(words("tracer watch -c 3 -d 2 counter -- ./prog")).unwrap();
         let Command::Watch(a) = cli.command else {
             panic!()
