@@ -346,6 +346,35 @@ pub mod drop {
     pub const COMM: u32 = 5;
     /// A process outside the `-- COMMAND` set.
     pub const UNTRACKED: u32 = 6;
+    /// The event was lost: the output ring was full.
+    pub const RING_FULL: u32 = 8;
+    /// The count was lost: the count map was full.
+    pub const MAP_FULL: u32 = 9;
+
+    /// The slot, the reason and the CPU in one word (the BPF side logs numbers only).
+    pub const fn pack(slot: u32, reason: u32, cpu: u32) -> u64 {
+        (slot as u64) << 40 | (reason as u64 & 0xff) << 32 | cpu as u64
+    }
+
+    /// (slot, reason, cpu) of a [`pack`]ed word.
+    pub const fn unpack(word: u64) -> (u32, u32, u32) {
+        ((word >> 40) as u32, (word >> 32) as u32 & 0xff, word as u32)
+    }
+
+    /// What a reason means, as `--debug-bpf` prints it.
+    pub fn describe(reason: u32) -> &'static str {
+        match reason {
+            PID => "not the traced process",
+            TID => "not the --tid thread",
+            CPU => "outside -C",
+            CGROUP => "outside --cgroup",
+            COMM => "comm is not --comm",
+            UNTRACKED => "not in the -- COMMAND process tree",
+            RING_FULL => "lost: the output ring was full",
+            MAP_FULL => "not counted: the count map was full",
+            _ => "unknown reason",
+        }
+    }
 }
 
 /// The run of counted hits on one CPU that is not in `COUNTS` yet (`SLOT_RUN_COUNT`): the

@@ -258,56 +258,23 @@ fn refused_by(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> u32 {
     0
 }
 
-/// `--debug-bpf`: says why `slot` dropped a hit of `pid_tgid` on `cpu`. Behind `USES_DEBUG`, a
-/// constant to the verifier, so a normal run verifies and runs none of it.
+/// `--debug-bpf`: says why `slot` dropped a hit of `pid_tgid` on `cpu` (a
+/// [`tracer_common::drop`] reason). Behind `USES_DEBUG`, a constant to the verifier, so a
+/// normal run verifies and runs none of it. One aya-log call site for every reason, with
+/// numbers only (userspace words them, `drop::describe`): each expansion of the macro is
+/// hundreds of instructions in every slot program, which every run loads.
 #[inline(always)]
 fn debug_dropped(slot: u32, reason: u32, pid_tgid: u64, cpu: u32) {
-    if !uses(USES_DEBUG) {
-        return;
-    }
-    let (pid, tid) = ((pid_tgid >> 32) as u32, pid_tgid as u32);
-    match reason {
-        drop::PID => debug!(
-            &(),
-            "slot {}: dropped a hit of {}/{}: not the traced process", slot, pid, tid
-        ),
-        drop::TID => debug!(
-            &(),
-            "slot {}: dropped a hit of {}/{}: not the --tid thread", slot, pid, tid
-        ),
-        drop::CPU => debug!(
-            &(),
-            "slot {}: dropped a hit of {}/{} on CPU {}: outside -C", slot, pid, tid, cpu
-        ),
-        drop::CGROUP => debug!(
-            &(),
-            "slot {}: dropped a hit of {}/{}: outside --cgroup", slot, pid, tid
-        ),
-        drop::COMM => debug!(
-            &(),
-            "slot {}: dropped a hit of {}/{}: comm is not --comm", slot, pid, tid
-        ),
-        drop::UNTRACKED => debug!(
-            &(),
-            "slot {}: dropped a hit of {}/{}: not in the -- COMMAND process tree", slot, pid, tid
-        ),
-        _ => {}
+    if uses(USES_DEBUG) && reason != drop::SELF {
+        say_dropped(drop::pack(slot, reason, cpu), pid_tgid);
     }
 }
 
-/// `--debug-bpf`: says that `slot`'s event was lost (the output ring was full).
-#[inline(always)]
-fn debug_lost(slot: u32, what: u32) {
-    if !uses(USES_DEBUG) {
-        return;
-    }
-    match what {
-        0 => debug!(
-            &(),
-            "slot {}: lost an event: the output ring was full", slot
-        ),
-        _ => debug!(&(), "slot {}: lost a count: the count map was full", slot),
-    }
+/// The one copy of the logging code in each program (a BPF-to-BPF call), for its three
+/// callers: a refused hit, a full ring, a full count map.
+#[inline(never)]
+fn say_dropped(what: u64, pid_tgid: u64) {
+    debug!(&(), "{} {}", what, pid_tgid);
 }
 
 /// Is the current task's process in the `-- COMMAND` set (`TRACKED`, active)? With the task
@@ -465,7 +432,7 @@ fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
 fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
     if !output(ctx, event) {
         bump(stat_failed(event.slot));
-        debug_lost(event.slot, 0);
+        debug_dropped(event.slot, drop::RING_FULL, event.pid_tgid, event.cpu);
     }
 }
 
@@ -601,7 +568,7 @@ fn add_count(key: &AggKey, count: u64, sum: u64) {
             let cell = AggValue { count, sum };
             if COUNTS.insert(key, &cell, 0).is_err() {
                 add(stat_failed(key.slot), count);
-                debug_lost(key.slot, 1);
+                debug_dropped(key.slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
             }
         }
     }
