@@ -16,7 +16,7 @@ use crate::{root, run_cmd, section};
 type Bench = fn() -> Result<()>;
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, Bench); 8] = [
+const BENCHES: [(&str, Bench); 9] = [
     ("startup", crate::startup::startup),
     ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),
@@ -25,7 +25,12 @@ const BENCHES: [(&str, Bench); 8] = [
     ("latency_call", crate::peers::latency_call),
     ("count_event", crate::peers::count_event),
     ("record_throughput", crate::peers::record_throughput),
+    // Ten minutes: run only when named (`cargo xtask bench soak`).
+    ("soak", crate::soak::soak),
 ];
+
+/// Benchmarks a bare `cargo xtask bench` leaves out (they take minutes).
+const ONLY_WHEN_NAMED: [&str; 1] = ["soak"];
 
 /// Runs the benchmarks named in `args`, or all of them.
 pub fn run(args: &[String]) -> Result<()> {
@@ -40,6 +45,10 @@ pub fn run(args: &[String]) -> Result<()> {
     // A failed benchmark is reported and the others still run.
     let mut failed = Vec::new();
     for (name, bench) in BENCHES {
+        if args.is_empty() && ONLY_WHEN_NAMED.contains(&name) {
+            println!("bench {name}: skipped, run it by name (cargo xtask bench {name})");
+            continue;
+        }
         if args.is_empty() || args.iter().any(|a| a == name) {
             if let Err(e) = bench() {
                 println!("bench {name} failed: {e:#}");

@@ -5,6 +5,7 @@ mod bench;
 mod fuzz;
 mod peers;
 mod setup;
+mod soak;
 mod startup;
 mod streaming;
 mod uprobe;
@@ -24,7 +25,8 @@ commands:
   run [-- ARGS...]           set up, build in release mode, run `tracer ARGS` (default: features)
   vm KERNEL -- CMD...        run CMD as root inside a VM booting a Debian kernel
                              (KERNEL: 5.10, 6.1, 6.12, 7.3)
-  bench                      build in release mode and print benchmark numbers";
+  bench [NAME...]            build in release mode and print benchmark numbers (soak, ten
+                             minutes, only when named)";
 
 fn main() {
     if let Err(err) = run() {
