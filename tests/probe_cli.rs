@@ -443,6 +443,45 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
     }
 }
 
+/// `probe -p PID` ends when the process exits (as watch and latency do), with every one of its
+/// events.
+#[test]
+fn probe_of_a_process_ends_when_it_exits() {
+    if !has(Feature::Tracepoints, "probe_pid_exit") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    // Exec'd by the shell: the pid given to -p is the workload's, after a pause for tracer.
+    let mut work = Command::new("sh")
+        .args(["-c", &format!("sleep 0.5; exec {prog} getppid 9")])
+        .spawn()
+        .unwrap();
+    let pid = work.id().to_string();
+    let out = tracer(&[
+        "probe",
+        "-p",
+        &pid,
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+    ]);
+    let _ = work.wait();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "Tracing syscalls:sys_enter_getppid in process {pid}..."
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("9 events in "))
+            && stderr.contains(&format!("process {pid} exited; 0 lost")),
+        "{stderr}"
+    );
+    assert_eq!(json_events(&out).len(), 9);
+}
+
 #[test]
 fn the_ring_buffer_transport_delivers_every_event_with_its_string() {
     if !has(Feature::Tracepoints, "probe_ringbuf") {

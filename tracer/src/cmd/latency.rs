@@ -118,8 +118,6 @@ struct LatencySink<'a, W: std::io::Write> {
     last_interval: std::time::Instant,
     start_ns: u64,
     outliers: u64,
-    /// -p: the run ends when this process exits.
-    watched_pid: Option<u32>,
     /// Totals at the last report, per cell (-I prints differences).
     previous: std::collections::HashMap<HistKey, u64>,
     /// The start is a probe: outliers show its argument registers.
@@ -144,7 +142,6 @@ impl<'a> LatencySink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
             previous: Default::default(),
             start_ns: session::monotonic_ns(),
             outliers: 0,
-            watched_pid: plan.pid,
             start_args: !matches!(plan.start.target, Target::Tracepoint { .. }),
             end_ret: plan.end.ret,
             symbolizer: Symbolizer::default(),
@@ -296,6 +293,6 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 self.print_histograms()?;
             }
         }
-        Ok(self.watched_pid.is_some_and(|pid| !session::alive(pid)))
+        Ok(false)
     }
 }

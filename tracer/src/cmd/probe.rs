@@ -30,7 +30,8 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.specs, &fs)?;
     // Fork the command (held before exec) before any thread exists.
-    let mut session = Session::start(&plan.command, None, Hold::BeforeExec)?;
+    let pid = (plan.filter.tgid != 0).then_some(plan.filter.tgid);
+    let mut session = Session::start(&plan.command, pid, Hold::BeforeExec)?;
     let rename = probe::rename_tracepoint(&fs);
     let options = attach_options(&plan, session.is_launched());
     let mut bpf = Bpf::load_with(sizing(&plan, &options, &specs, rename.is_some()))?;

@@ -72,7 +72,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         whom: session.whom().or(Some("the kernel".into())),
         detail: Some(format!("({})", kind_name(plan.kind))),
     })?;
-    let mut sink = WatchSink::new(watches, &mut rings, &bpf, &plan, pid)?;
+    let mut sink = WatchSink::new(watches, &mut rings, &bpf, &plan)?;
     if let (Some(pid), Some(process)) = (session.pid(), process) {
         sink.symbolizer.adopt(pid, process);
     }
@@ -117,8 +117,6 @@ struct WatchSink<'a, W: std::io::Write> {
     kind: BreakpointType,
     count: Option<u64>,
     delivered: u64,
-    /// `-p PID`: the run ends when it exits.
-    watched_pid: Option<u32>,
     bpf: &'a Bpf,
     symbolizer: Symbolizer,
     /// Counted in the kernel (`--summary`): nothing streams, the counts are read at the end.
@@ -133,7 +131,6 @@ impl<'a> WatchSink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
         rings: &'a mut OutputRings,
         bpf: &'a Bpf,
         plan: &WatchPlan,
-        watched_pid: Option<u32>,
     ) -> Result<Self, Error> {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         if plan.output == Format::Text && !plan.summary {
@@ -152,7 +149,6 @@ impl<'a> WatchSink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
             kind: plan.kind,
             count: plan.count,
             delivered: 0,
-            watched_pid,
             bpf,
             symbolizer,
             summary: plan.summary,
@@ -285,10 +281,5 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
         }
         self.out.flush().map_err(Error::Output)?;
         Ok(self.count.is_some_and(|n| self.delivered >= n))
-    }
-
-    /// A watched process (-p) that exits ends the run.
-    fn tick(&mut self) -> Result<bool, Error> {
-        Ok(self.watched_pid.is_some_and(|pid| !session::alive(pid)))
     }
 }

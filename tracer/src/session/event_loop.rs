@@ -35,8 +35,8 @@ pub enum End {
 pub trait Sink {
     /// Drains the rings and handles the events; `true` stops the run (`-c` reached).
     fn drain(&mut self) -> Result<bool, Error>;
-    /// Called every 100 ms after a drain (loss reports, hints); `true` ends the run because
-    /// the target is gone.
+    /// Called every 100 ms after a drain (loss reports, hints, `-I` reports); `true` ends the
+    /// run because the target is gone (an adopted `-p PID` is checked by the loop itself).
     fn tick(&mut self) -> Result<bool, Error> {
         Ok(false)
     }
@@ -120,6 +120,7 @@ impl EventLoop {
         sink: &mut impl Sink,
         ring_fds: Vec<std::os::fd::RawFd>,
         mut launched: Option<&mut crate::launch::Launched>,
+        adopted: Option<u32>,
         duration: Option<std::time::Duration>,
     ) -> Result<End, Error> {
         use std::time::Duration;
@@ -160,7 +161,8 @@ impl EventLoop {
                     _ = rx.recv() => { if sink.drain()? { return Ok::<End, Error>(End::Count); } }
                     _ = tick.tick() => {
                         if sink.drain()? { return Ok(End::Count); }
-                        if sink.tick()? {
+                        // An adopted process (-p) that exits ends the run.
+                        if sink.tick()? || adopted.is_some_and(|pid| !super::alive(pid)) {
                             return Ok(End::TargetGone);
                         }
                     }

@@ -131,7 +131,13 @@ impl Session {
         };
         self.release()?;
         let started = Instant::now();
-        let mut end = event_loop.run(sink, ring_fds, self.launched.as_mut(), duration)?;
+        let mut end = event_loop.run(
+            sink,
+            ring_fds,
+            self.launched.as_mut(),
+            self.adopted,
+            duration,
+        )?;
         let elapsed = started.elapsed();
         let mut stopped = false;
         if let Some(child) = self.launched.as_mut() {
