@@ -475,7 +475,7 @@ fn probe_of_a_process_ends_when_it_exits() {
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("9 events in "))
+        stderr.contains("9 events in ")
             && stderr.contains(&format!("process {pid} exited; 0 lost")),
         "{stderr}"
     );
