@@ -237,6 +237,52 @@ fn probe_cli(interface: &str, transport: &str) {
     assert!(!left.contains("tracer/"), "left behind: {left}");
 }
 
+/// The mission's first example: `tracer probe do_sys_open` on a kernel where it is inlined
+/// into its callers says so at once and traces do_sys_openat2, every open with its path.
+#[test]
+fn do_sys_open_traces_every_open_through_its_successor() {
+    if !has(Feature::KprobePmu, "do_sys_open_successor") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "do_sys_open",
+            "-o",
+            "json",
+            "--",
+            &prog,
+            "open",
+            &OPENS.to_string(),
+            PATH,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("note: do_sys_open is inlined into its callers since Linux 5.6")
+            && stderr.contains(": tracing do_sys_openat2 instead"),
+        "{stderr}"
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The loader's opens come first: the workload's are the last OPENS, each of PATH.
+    assert!(events.len() >= OPENS as usize, "{stderr}");
+    assert!(
+        events.iter().all(|e| e["probe"] == "kprobe:do_sys_openat2"),
+        "{events:?}"
+    );
+    let tail = &events[events.len() - OPENS as usize..];
+    assert!(
+        tail.iter().all(|e| e["args"]["filename"] == PATH),
+        "{tail:?}"
+    );
+}
+
 /// `--debug-bpf`'s logging code (aya-log) passes this kernel's verifier in a tracepoint and a
 /// kprobe program, and says why each hit was dropped.
 #[test]

@@ -11,7 +11,7 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
     let mut out = Vec::new();
     for spec in specs {
         if !spec.is_glob() {
-            out.push(spec.clone());
+            out.push(successor(spec, fs).unwrap_or_else(|| spec.clone()));
             continue;
         }
         let expanded: Vec<ProbeSpec> = match &spec.target {
@@ -77,6 +77,46 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
         out.extend(expanded);
     }
     Ok(out)
+}
+
+/// Kernel functions that a kernel version turned into a thin wrapper its compiler inlines into
+/// every caller, so that a probe on them attaches and never fires, with the function that
+/// does the work now and the reason, as users are told.
+const SUCCESSORS: &[(&str, &str, &str)] = &[(
+    "do_sys_open",
+    "do_sys_openat2",
+    "do_sys_open is inlined into its callers since Linux 5.6, so a probe on it never fires; \
+     open(2), openat(2) and openat2(2) all run through do_sys_openat2",
+)];
+
+/// `do_sys_open` -> `do_sys_openat2` where the kernel has the successor and can probe kernel
+/// functions, said at once (a probe that never fires would say nothing). A spec that picks
+/// arguments by name keeps its function: the successor's parameters differ.
+fn successor(spec: &ProbeSpec, fs: &Tracefs) -> Option<ProbeSpec> {
+    let Target::Kernel {
+        function,
+        offset: 0,
+    } = &spec.target
+    else {
+        return None;
+    };
+    let &(_, next, why) = SUCCESSORS.iter().find(|(old, _, _)| old == function)?;
+    let probes = crate::kernel::features::Feature::KprobePmu
+        .check()
+        .is_available()
+        || fs.has_kprobe_events();
+    if !spec.args.is_empty() || !probes || !functions(fs).iter().any(|f| f == next) {
+        return None;
+    }
+    crate::output::notes::note(format_args!("{why}: tracing {next} instead"));
+    Some(ProbeSpec {
+        target: Target::Kernel {
+            function: next.to_string(),
+            offset: 0,
+        },
+        ret: spec.ret,
+        args: Vec::new(),
+    })
 }
 
 /// Traceable kernel functions (ftrace's list, else kallsyms text symbols).
