@@ -229,6 +229,9 @@ fn tracepoint(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
 /// Parses one probe spec, with the values to print in parentheses: `FUNC(a, b->c)`.
 pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
     let spec = spec.trim();
+    if let Some(pointer) = bpftrace_pointer(spec) {
+        return Err(pointer);
+    }
     if let Some((head, list)) = spec.split_once('(') {
         let Some(list) = list.strip_suffix(')') else {
             return Err(usage(
@@ -266,6 +269,64 @@ pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
         return tracepoint(spec, spec);
     }
     kernel(spec, false, spec)
+}
+
+/// bpftrace's probe types that tracer spells differently, and pasted bpftrace programs: the
+/// tracer command or flag that does the job, instead of "no tracepoint".
+fn bpftrace_pointer(spec: &str) -> Option<Error> {
+    if spec.contains('{') || matches!(spec, "BEGIN" | "END") {
+        let probe = spec.split(['{', '/']).next().unwrap_or("").trim();
+        let mut hint = format!(
+            "tracer takes probe specs and flags, not programs: tracer probe '{probe}' prints each hit"
+        );
+        if spec.contains("count()") {
+            hint += "; @[comm] = count() is --count-by comm";
+        }
+        if spec.contains("hist(") || spec.contains("lhist(") {
+            hint += "; hist(x) is --hist x";
+        }
+        if spec.contains("nsecs") {
+            hint += "; timing a function is tracer latency FUNC";
+        }
+        return Some(usage(format!("'{spec}' is a bpftrace program"), &hint));
+    }
+    let (kind, rest) = spec.split_once(':')?;
+    let (message, hint) = match kind {
+        "watchpoint" | "w" | "asyncwatchpoint" | "aw" => (
+            "hardware watchpoints are `tracer watch`",
+            format!("e.g. tracer watch -t rw {}", rest.split(':').next().unwrap_or("ADDR")),
+        ),
+        "software" | "s" | "hardware" | "h" => (
+            "software and hardware events are counted by `tracer stat` and sampled by `tracer record`",
+            format!("e.g. tracer stat -e {0}, tracer record -o t.tracer -e {0}", rest.split(':').next().unwrap_or("EVENT")),
+        ),
+        "interval" | "i" => (
+            "periodic output is the -I flag",
+            "e.g. tracer probe --count-by comm -I 1s CAT:NAME".to_string(),
+        ),
+        "profile" | "p" => (
+            "CPU sampling is `tracer record -e cpu-clock`",
+            "e.g. tracer record -o t.tracer -e cpu-clock -F 99 -- COMMAND".to_string(),
+        ),
+        "kfunc" | "fentry" | "f" => (
+            "kernel functions are probed by name",
+            format!("e.g. tracer probe {rest}"),
+        ),
+        "kretfunc" | "fexit" | "fr" => (
+            "kernel function returns are FUNC%return",
+            format!("e.g. tracer probe {rest}%return"),
+        ),
+        "rawtracepoint" | "rt" => (
+            "tracepoints are CAT:NAME (tracer uses raw tracepoints itself where they are cheaper)",
+            "tracer list 'CAT:*' lists them".to_string(),
+        ),
+        "usdt" | "U" => (
+            "USDT probes are not supported yet",
+            "probe the function around the USDT site with uprobe:PATH:SYMBOL".to_string(),
+        ),
+        _ => return None,
+    };
+    Some(usage(format!("'{spec}': {message}"), &hint))
 }
 
 /// Parses a probe spec for a command that prints no per-hit values (`latency`, `stat`): a
@@ -869,6 +930,55 @@ pub(crate) mod tests {
                 Err(Error::Usage { hints, .. }) => assert!(!hints.is_empty(), "{bad}"),
                 other => panic!("{bad:?} gave {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn bpftrace_spellings_point_at_the_tracer_way() {
+        let refused = |spec: &str| match parse_spec(spec) {
+            Err(Error::Usage { message, hints }) => (message, hints.join("\n")),
+            other => panic!("{spec:?} gave {other:?}"),
+        };
+        let (m, h) = refused("watchpoint:0x1000:8:w");
+        assert_eq!(
+            m,
+            "'watchpoint:0x1000:8:w': hardware watchpoints are `tracer watch`"
+        );
+        assert_eq!(h, "e.g. tracer watch -t rw 0x1000");
+        let (m, h) = refused("software:page-faults:1");
+        assert!(m.contains("`tracer stat`"), "{m}");
+        assert_eq!(
+            h,
+            "e.g. tracer stat -e page-faults, tracer record -o t.tracer -e page-faults"
+        );
+        assert_eq!(
+            refused("interval:s:1").1,
+            "e.g. tracer probe --count-by comm -I 1s CAT:NAME"
+        );
+        assert_eq!(refused("kfunc:vfs_read").1, "e.g. tracer probe vfs_read");
+        assert_eq!(
+            refused("fexit:vfs_read").1,
+            "e.g. tracer probe vfs_read%return"
+        );
+        assert!(refused("profile:hz:99").0.contains("cpu-clock"));
+        assert!(refused("usdt:/bin/python3:function__entry")
+            .0
+            .contains("not supported yet"));
+        let (m, h) = refused("tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }");
+        assert_eq!(
+            m,
+            "'tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }' is a bpftrace program"
+        );
+        assert_eq!(h, "tracer takes probe specs and flags, not programs: tracer probe 'tracepoint:syscalls:sys_enter_openat' prints each hit; @[comm] = count() is --count-by comm");
+        assert!(refused("BEGIN").0.contains("bpftrace program"));
+        // tracer's own spellings still parse.
+        for ok in [
+            "sched:sched_switch",
+            "k:vfs_read",
+            "t:sched:sched_switch",
+            "vfs_read",
+        ] {
+            assert!(parse_spec(ok).is_ok(), "{ok}");
         }
     }
 
