@@ -570,6 +570,31 @@ fn help_examples_with_kernel_functions_run() {
     assert!(count >= 1, "{stdout}");
 }
 
+/// The kernel-function example of docs/probe.md (tests/examples_cli.rs checks its error where
+/// kprobes are missing): cat's open of /etc/hostname with the members docs/probe.md shows.
+#[test]
+fn docs_example_with_kernel_functions_runs() {
+    if !has(Feature::KprobePmu, "docs_example_kprobe") || !has(Feature::Bpf, "docs_example_kprobe")
+    {
+        return;
+    }
+    let (stdout, stderr) = help_example(
+        "tracer probe 'do_sys_openat2(filename, how->flags, how->mode)' -- cat /etc/hostname",
+        || {},
+        true,
+    );
+    let ours = stdout
+        .lines()
+        .filter(|l| {
+            l.contains(" cat ")
+                && l.ends_with(&format!(
+                    r#"kprobe:do_sys_openat2 filename="{PATH}" how->flags=0x8000 how->mode=0"#
+                ))
+        })
+        .count();
+    assert_eq!(ours, 1, "{stdout}\n{stderr}");
+}
+
 /// `tracer watch --kernel jiffies -c 5` (`tracer watch --help`): Debian kernels list variables in
 /// kallsyms (CONFIG_KALLSYMS_ALL), and the tick writes jiffies.
 #[test]
