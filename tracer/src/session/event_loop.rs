@@ -114,7 +114,8 @@ impl EventLoop {
     }
 
     /// Runs until a signal, the duration, the sink's stop or the command's exit; then the
-    /// sink stops its sources and the rings are drained one last time, in every case.
+    /// sink stops its sources and the rings are drained one last time, in every case. Returns
+    /// why the run ended and when (before the stop and the last drain).
     pub fn run(
         mut self,
         sink: &mut impl Sink,
@@ -122,7 +123,7 @@ impl EventLoop {
         mut launched: Option<&mut crate::launch::Launched>,
         adopted: Option<u32>,
         duration: Option<std::time::Duration>,
-    ) -> Result<End, Error> {
+    ) -> Result<(End, std::time::Instant), Error> {
         use std::time::Duration;
         let io_error = |e: std::io::Error| Error::Runtime {
             message: format!("event loop: {e}"),
@@ -178,11 +179,12 @@ impl EventLoop {
                 }
             }
         })?;
+        let ended = std::time::Instant::now();
         // Whatever ended the run, hits may still be arriving: stop them in the kernel first,
         // then read what they left in the rings.
         sink.stop()?;
         sink.drain()?;
-        Ok(end)
+        Ok((end, ended))
     }
 }
 

@@ -131,14 +131,15 @@ impl Session {
         };
         self.release()?;
         let started = Instant::now();
-        let mut end = event_loop.run(
+        let (mut end, ended) = event_loop.run(
             sink,
             ring_fds,
             self.launched.as_mut(),
             self.adopted,
             duration,
         )?;
-        let elapsed = started.elapsed();
+        // The run's length: up to its end, before the stop and the last drain.
+        let elapsed = ended.duration_since(started);
         let mut stopped = false;
         if let Some(child) = self.launched.as_mut() {
             // Ctrl-C reaches the command too (same process group): a moment for it to exit
