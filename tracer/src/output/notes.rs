@@ -52,6 +52,29 @@ pub fn progress(command: &str, text: impl Display) {
     emit(&render_progress(command, &text));
 }
 
+/// `PACKED PID_TGID` from the programs -> `syscalls:sys_enter_getppid: dropped a hit of
+/// 42/43: comm is not --comm`.
+pub fn describe_drop<'a>(
+    message: &str,
+    mut probes: impl Iterator<Item = (u32, &'a str)>,
+) -> String {
+    use tracer_common::drop;
+    let mut words = message.split_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(packed)), Some(Ok(pid_tgid)), None) = (words.next(), words.next(), words.next())
+    else {
+        return message.to_string();
+    };
+    let (slot, reason, cpu) = drop::unpack(packed);
+    let name = (probes.find(|&(id, _)| id == slot))
+        .map_or_else(|| format!("slot {slot}"), |(_, name)| name.to_string());
+    let (pid, tid) = (pid_tgid >> 32, pid_tgid & 0xffff_ffff);
+    let what = match reason {
+        drop::RING_FULL | drop::MAP_FULL => format!("a hit of {pid}/{tid} on CPU {cpu}"),
+        _ => format!("dropped a hit of {pid}/{tid} on CPU {cpu}"),
+    };
+    format!("{name}: {what}: {}", drop::describe(reason))
+}
+
 fn emit(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
@@ -59,6 +82,25 @@ fn emit(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_messages_name_their_probe_and_reason() {
+        use tracer_common::drop;
+        let probes = [(16, "sched:a"), (17, "sched:b")];
+        let said = |slot, reason, cpu, pid_tgid: u64| {
+            let message = format!("{} {pid_tgid}", drop::pack(slot, reason, cpu));
+            describe_drop(&message, probes.iter().copied())
+        };
+        assert_eq!(
+            said(17, drop::COMM, 1, 42 << 32 | 43),
+            "sched:b: dropped a hit of 42/43 on CPU 1: comm is not --comm"
+        );
+        assert_eq!(
+            said(9, drop::RING_FULL, 0, 5 << 32 | 5),
+            "slot 9: a hit of 5/5 on CPU 0: lost: the output ring was full"
+        );
+        assert_eq!(describe_drop("other", probes.iter().copied()), "other");
+    }
 
     #[test]
     fn notes_hints_and_progress_lines_are_worded_once() {
