@@ -64,6 +64,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage { .. } => 2,
+            Error::Kernel(e) if e.is_usage() => 2,
             Error::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
             _ => 1,
         }

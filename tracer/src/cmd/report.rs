@@ -3,8 +3,10 @@
 //! Perfetto (Chrome trace-event) JSON file.
 
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 
 use crate::cli::ReportArgs;
+use crate::kernel;
 use crate::output::report::ReportSummary;
 use crate::output::timeline::{Item, TimelineWriter};
 use crate::tracefile::items::ItemDecoder;
@@ -69,6 +71,20 @@ impl Filter {
 fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
     if args.file.as_os_str() == "-" {
         return Ok(Box::new(std::io::stdin().lock()));
+    }
+    // A recording is a file, or a stream of records from a pipe or FIFO (`tracer record -o -`);
+    // a device or directory is refused before it is opened (/dev/zero would never end).
+    if let Ok(meta) = std::fs::metadata(&args.file) {
+        let kind = meta.file_type();
+        if let (Some(what), false) = (kernel::file::not_regular(kind), kind.is_fifo()) {
+            return Err(Error::usage(
+                format!("{} is {what}, not a recording", args.file.display()),
+                vec![
+                    "give a file written by `tracer record -o FILE`, or pipe a recording into `tracer report -`"
+                        .into(),
+                ],
+            ));
+        }
     }
     let file = std::fs::File::open(&args.file).map_err(|e| Error::Runtime {
         message: format!("cannot open {}: {e}", args.file.display()),

@@ -33,10 +33,7 @@ pub fn vaddr_to_offset(data: &[u8], path: &Path, vaddr: u64) -> Result<u64, Erro
 
 /// File offset of `symbol` (from .symtab, else .dynsym) in the ELF file at `path`.
 pub fn symbol_offset(path: &Path, symbol: &str) -> Result<u64, Error> {
-    let data = std::fs::read(path).map_err(|source| Error::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let data = super::file::map(path)?;
     let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
     let address = file
         .symbols()
@@ -101,10 +98,7 @@ pub fn resolve_file(file: &str) -> Result<std::path::PathBuf, Error> {
 
 /// Function symbols of an ELF file (`.symtab` and `.dynsym`), sorted and deduplicated.
 pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
-    let data = std::fs::read(path).map_err(|source| Error::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let data = super::file::map(path)?;
     let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
     let mut names: Vec<String> = file
         .symbols()
@@ -119,10 +113,7 @@ pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
 
 /// File offset of the ELF entry point of `path`.
 pub fn entry_offset(path: &Path) -> Result<u64, Error> {
-    let data = std::fs::read(path).map_err(|source| Error::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let data = super::file::map(path)?;
     let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
     vaddr_to_offset(&data, path, file.entry())
 }

@@ -5,6 +5,7 @@ pub mod caps;
 pub mod dwarf;
 pub mod elf;
 pub mod features;
+pub mod file;
 pub mod format;
 pub mod kprobe_events;
 pub mod params;
@@ -31,6 +32,9 @@ pub enum Error {
     NoSymbol { path: String, symbol: String },
     #[error("cannot find '{file}' (not a path, a program on PATH, or a library)")]
     NoFile { file: String },
+    /// A device, FIFO or directory where a file is read (`/dev/zero` would never end).
+    #[error("{path} is {what}, not a regular file")]
+    NotAFile { path: String, what: &'static str },
 }
 
 impl Error {
@@ -45,8 +49,16 @@ impl Error {
             }
             Error::NoSymbol { path, .. } => vec![format!("list its symbols with `tracer list --binary {path}`")],
             Error::NoFile { .. } => vec!["give the full path of the program or library".into()],
+            Error::NotAFile { .. } => {
+                vec!["name an ELF program or shared library, e.g. uprobe:/usr/bin/bash:readline".into()]
+            }
             _ => Vec::new(),
         }
+    }
+
+    /// Bad input rather than a failure of the machine: exit status 2.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::NotAFile { .. })
     }
 }
 

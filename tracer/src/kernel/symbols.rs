@@ -72,10 +72,7 @@ pub struct ElfSymbols {
 
 impl ElfSymbols {
     pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
-        let data = std::fs::read(path).map_err(|source| Error::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let data = super::file::map(path)?;
         let file = object::File::parse(&*data).map_err(|e| Error::Parse {
             path: path.display().to_string(),
             reason: e.to_string(),
@@ -346,6 +343,8 @@ impl Process {
         if !self.lines.contains_key(&path) {
             let loader = self
                 .source(&path)
+                // The loader maps the file: a device or FIFO mapped into a process is not one.
+                .filter(|s| super::file::check_regular(s).is_ok())
                 .and_then(|s| addr2line::Loader::new(&s).ok());
             self.lines.insert(path.clone(), loader);
         }

@@ -267,10 +267,7 @@ pub fn uprobe_location(file: &str, at: &UserAt) -> Result<(std::path::PathBuf, u
                 + offset
         }
         UserAt::Address(addr) => {
-            let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
-                path: path.display().to_string(),
-                source,
-            })?;
+            let data = kernel::file::map(&path)?;
             elf::vaddr_to_offset(&data, &path, *addr)?
         }
     };

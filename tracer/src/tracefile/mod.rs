@@ -38,6 +38,8 @@ mod kind {
 
 /// A record's payload may not exceed this (a corrupt length must not allocate gigabytes).
 const MAX_PAYLOAD: u32 = 16 << 20;
+/// Nor may the header: what a newer writer adds to it is skipped, up to this length.
+const MAX_HEADER: u32 = 4096;
 
 /// What the recording was: written first.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -202,6 +204,8 @@ pub enum Error {
     Newer { found: u32 },
     #[error("the file ends before the end of the tracer header (empty or cut short)")]
     ShortHeader,
+    #[error("the tracer header is corrupt: {why}")]
+    BadHeader { why: String },
     #[error("record {index} (kind {kind}) at byte {offset} is corrupt: {why}")]
     Corrupt {
         index: u64,
@@ -490,15 +494,22 @@ impl<R: Read> Reader<R> {
             return Err(Error::Newer { found: version });
         }
         let header_len = u32_at(&header, 3);
+        if !(HEADER_LEN..=MAX_HEADER).contains(&header_len) {
+            return Err(Error::BadHeader {
+                why: format!(
+                    "it claims {header_len} bytes ({HEADER_LEN} to {MAX_HEADER} are valid)"
+                ),
+            });
+        }
         // A longer header (a future minor addition) is skipped.
-        let mut rest = vec![0u8; header_len.saturating_sub(HEADER_LEN) as usize];
-        if read_full(&mut input, &mut rest)? < rest.len() {
+        let rest = u64::from(header_len - HEADER_LEN);
+        if io::copy(&mut (&mut input).take(rest), &mut io::sink())? < rest {
             return Err(Error::ShortHeader);
         }
         Ok(Reader {
             input,
             records: 0,
-            offset: u64::from(header_len.max(HEADER_LEN)),
+            offset: u64::from(header_len),
             ending: None,
             payload: Vec::new(),
         })
@@ -536,8 +547,11 @@ impl<R: Read> Reader<R> {
                 why: format!("claims {len} bytes"),
             });
         }
-        self.payload.resize(len as usize, 0);
-        let got = read_full(&mut self.input, &mut self.payload)?;
+        // Read, not preallocated: a length past the end of the file costs only what is there.
+        self.payload.clear();
+        let got = (&mut self.input)
+            .take(u64::from(len))
+            .read_to_end(&mut self.payload)?;
         if got < len as usize {
             self.ending = Some(Ending::Truncated {
                 offset: self.offset,
@@ -724,6 +738,24 @@ mod tests {
         assert!(matches!(back[0], Record::Unknown(99)));
         assert!(matches!(&back[1], Record::Event(e) if e.time_ns == 1));
         assert_eq!(ending, Ending::Complete);
+    }
+
+    #[test]
+    fn lengths_past_the_end_of_the_file_allocate_nothing() {
+        let mut bytes = file(&[], true);
+        bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            Reader::new(&bytes[..]).err().unwrap().to_string(),
+            "the tracer header is corrupt: it claims 4294967295 bytes (16 to 4096 are valid)"
+        );
+        // A record that claims 16 MiB in a file that ends after 10 bytes of it.
+        let mut bytes = file(&[], false);
+        bytes.extend_from_slice(&99u32.to_le_bytes());
+        bytes.extend_from_slice(&MAX_PAYLOAD.to_le_bytes());
+        bytes.extend_from_slice(&[0; 10]);
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        assert!(r.next_record().unwrap().is_none());
+        assert!(r.payload.capacity() < 4096, "{}", r.payload.capacity());
     }
 
     #[test]
