@@ -155,3 +155,198 @@ fn a_device_is_not_a_recording_and_a_corrupt_header_allocates_nothing() {
         ),
     );
 }
+
+/// `kernel.pid_max`: no process id reaches it.
+fn pid_max() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A process id that ran and is gone (reaped).
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+fn pids_and_tids_that_name_no_running_task_are_refused() {
+    let tp = "syscalls:sys_enter_getppid";
+    let max = pid_max();
+    let too_big = format!("{}", u64::from(max) * 3);
+    for args in [
+        vec!["probe", "-p", &too_big, tp, "-d", "1"],
+        vec![
+            "latency", "-p", &too_big, "--from", tp, "--to", tp, "-d", "1",
+        ],
+        vec![
+            "record",
+            "-o",
+            "/dev/null",
+            "-p",
+            &too_big,
+            "-P",
+            tp,
+            "-d",
+            "1",
+        ],
+        vec!["watch", "-p", &too_big, "0x1000", "-d", "1"],
+    ] {
+        tracer(&args)
+            .fails(
+                2,
+                &format!(
+                    "error: --pid {too_big} is not a process id: ids here are below {max} (kernel.pid_max)"
+                ),
+            )
+            .hints("give a process id from `ps`");
+    }
+    tracer(&["probe", "--tid", "0", tp, "-d", "1"])
+        .fails(2, "error: --tid 0 is not a thread")
+        .hints("give a thread id from `ps -eL`");
+    let dead = dead_pid().to_string();
+    tracer(&["probe", "-p", &dead, tp, "-d", "1"])
+        .fails(2, &format!("error: no process {dead}"))
+        .hints("check the id with `ps`; it may have exited");
+    tracer(&["probe", "--tid", &dead, tp, "-d", "1"]).fails(2, &format!("error: no thread {dead}"));
+    tracer(&["watch", "-p", &dead, "0x1000", "-d", "1"])
+        .fails(2, &format!("error: no process {dead}"));
+    // A zombie: exited, its parent (this test) has not reaped it yet.
+    let mut zombie = Command::new("true").spawn().unwrap();
+    let id = zombie.id();
+    let stat = || std::fs::read_to_string(format!("/proc/{id}/stat")).unwrap();
+    let start = Instant::now();
+    while !stat().contains(") Z ") {
+        assert!(start.elapsed() < TIMEOUT, "{} never exited", id);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let run = tracer(&["probe", "-p", &id.to_string(), tp, "-d", "1"]);
+    zombie.wait().unwrap();
+    run.fails(
+        2,
+        &format!("error: process {id} has exited (a zombie its parent has not reaped)"),
+    );
+}
+
+#[test]
+fn kernel_addresses_that_are_not_kernel_addresses_are_refused() {
+    tracer(&["probe", "kprobe:0x0", "-d", "1"])
+        .fails(2, "error: probe 'kprobe:0x0': 0x0 is not a kernel address")
+        .hints("kernel addresses have the top bit set (0xffff...); name the function instead, e.g. kprobe:do_sys_openat2 (see `tracer list 'kprobe:*'`)");
+    tracer(&["watch", "--kernel", "0x0", "-d", "1"])
+        .fails(2, "error: --kernel 0x0: 0x0 is not a kernel address");
+    let prog = common::testprog().display().to_string();
+    tracer(&["watch", "0xffffffff81000000", "-d", "1", "--", &prog]).fails(
+        2,
+        "error: 0xffffffff81000000 is a kernel address, not one of the process's",
+    );
+}
+
+#[test]
+fn a_uprobe_that_is_not_on_code_is_refused() {
+    let prog = common::testprog();
+    let p = prog.display();
+    let hint = format!(
+        "probe a function (see `tracer list --binary {p}`), or an instruction's address from `objdump -d {p}`"
+    );
+    // The ELF header's segment (read-only), a variable (read-write), past every segment.
+    for (at, why) in [
+        ("0x0", "its segment is r--, not executable"),
+        ("0x40", "its segment is r--, not executable"),
+        ("0xffffffff", "it is in no loaded segment"),
+    ] {
+        tracer(&["probe", &format!("uprobe:{p}:{at}"), "-d", "1"])
+            .fails(2, &format!("error: {at} in {p} is not code: {why}"))
+            .hints(&hint);
+    }
+    let counter = common::testprog_symbol("tracer_testprog_counter");
+    tracer(&[
+        "probe",
+        &format!("uprobe:{p}:tracer_testprog_counter"),
+        "-d",
+        "1",
+    ])
+    .fails(
+        2,
+        &format!("error: {counter:#x} in {p} is not code: its segment is rw-, not executable"),
+    );
+    tracer(&["stat", "-e", &format!("uprobe:{p}:0x0"), "--", "true"]).fails(
+        2,
+        &format!("error: 0x0 in {p} is not code: its segment is r--, not executable"),
+    );
+}
+
+#[test]
+fn a_command_that_cannot_run_is_explained_once() {
+    let enoent = (
+        "/nonexistent/prog",
+        "cannot execute '/nonexistent/prog': no such file",
+        "check the name: '/nonexistent/prog' is neither a path to a file nor a program on PATH",
+    );
+    let eacces = (
+        "/etc/passwd",
+        "cannot execute '/etc/passwd': permission denied",
+        "it must be a regular file with execute permission (see `ls -l /etc/passwd`), in directories this user can search",
+    );
+    for (program, message, hint) in [enoent, eacces] {
+        // Held before its exec: the child says it, and the run ends with its status 127.
+        let run = tracer(&["stat", "--", program]);
+        assert_eq!(run.code, Some(127), "{}", run.stderr);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        let said = lines
+            .iter()
+            .filter(|l| l.contains("cannot execute"))
+            .count();
+        assert_eq!(said, 1, "{}", run.stderr);
+        assert!(
+            lines.contains(&format!("tracer: {message}").as_str()),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            lines.contains(&format!("hint: {hint}").as_str()),
+            "{}",
+            run.stderr
+        );
+        // Stopped after its exec (watch, record): tracer says it, once.
+        let run = tracer(&["watch", "0x1000", "--", program]);
+        run.fails(1, &format!("error: {message}")).hints(hint);
+        assert_eq!(
+            run.stderr.matches("cannot execute").count(),
+            1,
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_full_disk_names_the_file() {
+    let run = tracer(&["stat", "-o", "/dev/full", "--", "true"]);
+    run.fails(
+        1,
+        "error: cannot write /dev/full: No space left on device (os error 28)",
+    )
+    .hints("the file system holding /dev/full is full: free space, or write elsewhere");
+    if !common::has(
+        tracer::kernel::features::Feature::Bpf,
+        "a_full_disk_names_the_file",
+    ) || !common::has(
+        tracer::kernel::features::Feature::Tracepoints,
+        "a_full_disk_names_the_file",
+    ) {
+        return;
+    }
+    let tp = "syscalls:sys_enter_getppid";
+    tracer(&["record", "-o", "/dev/full", "-P", tp, "-d", "0.2"])
+        .fails(
+            1,
+            "error: cannot write /dev/full: No space left on device (os error 28)",
+        )
+        .hints("the file system holding /dev/full is full: free space, or write elsewhere");
+    assert!(run.stdout.is_empty());
+}

@@ -26,7 +26,7 @@ use crate::stacks::Symbolizer;
 use crate::Error;
 
 pub fn run(args: WatchArgs) -> Result<i32, Error> {
-    let plan = watch_plan(&args)?;
+    let plan = watch_plan(&args, &session::ThisMachine)?;
     // `-- COMMAND`: started stopped right after its exec, so its symbols are mapped (PIE
     // included) and no write can be missed; it runs once the watchpoints are in place.
     let (command, pid) = match &plan.whose {

@@ -35,6 +35,13 @@ pub enum Error {
     /// A device, FIFO or directory where a file is read (`/dev/zero` would never end).
     #[error("{path} is {what}, not a regular file")]
     NotAFile { path: String, what: &'static str },
+    /// A uprobe's address that is not code.
+    #[error("{vaddr:#x} in {path} is not code: {why}")]
+    NotCode {
+        path: String,
+        vaddr: u64,
+        why: String,
+    },
 }
 
 impl Error {
@@ -49,6 +56,9 @@ impl Error {
             }
             Error::NoSymbol { path, .. } => vec![format!("list its symbols with `tracer list --binary {path}`")],
             Error::NoFile { .. } => vec!["give the full path of the program or library".into()],
+            Error::NotCode { path, .. } => vec![format!(
+                "probe a function (see `tracer list --binary {path}`), or an instruction's address from `objdump -d {path}`"
+            )],
             Error::NotAFile { .. } => {
                 vec!["name an ELF program or shared library, e.g. uprobe:/usr/bin/bash:readline".into()]
             }
@@ -58,7 +68,7 @@ impl Error {
 
     /// Bad input rather than a failure of the machine: exit status 2.
     pub fn is_usage(&self) -> bool {
-        matches!(self, Error::NotAFile { .. })
+        matches!(self, Error::NotAFile { .. } | Error::NotCode { .. })
     }
 }
 
