@@ -350,3 +350,89 @@ fn a_full_disk_names_the_file() {
         .hints("the file system holding /dev/full is full: free space, or write elsewhere");
     assert!(run.stdout.is_empty());
 }
+
+/// `tracer ARGS` as user nobody (65534, no groups), limited; `None` (and why, printed) when
+/// this machine cannot run it so.
+fn as_nobody(test: &str, args: &[&str]) -> Option<Run> {
+    require_root();
+    let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+    else {
+        eprintln!("SKIPPED {test}: no setpriv (util-linux) to run tracer as an unprivileged user");
+        return None;
+    };
+    let tracer = tracer_bin();
+    let mut full = vec![
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        tracer.to_str().unwrap(),
+    ];
+    full.extend_from_slice(args);
+    let dir = tempfile::tempdir().unwrap();
+    Some(run_limited(setpriv, &full, dir.path()))
+}
+
+#[test]
+fn an_unprivileged_user_is_told_what_grants_access() {
+    const TEST: &str = "an_unprivileged_user_is_told_what_grants_access";
+    use std::os::unix::fs::PermissionsExt;
+    let fs = tracer::kernel::tracefs::Tracefs::locate().expect("tracefs, as root");
+    let root = fs.root().display().to_string();
+    let mode = std::fs::metadata(fs.root()).unwrap().permissions().mode();
+    if mode & 0o001 != 0 {
+        // The denied case is unit-tested (kernel::tracefs) whatever the mount's mode.
+        eprintln!("SKIPPED {TEST}: tracefs at {root} is open to other users (mode {mode:o})");
+        return;
+    }
+    let Some(run) = as_nobody(TEST, &["probe", "syscalls:sys_enter_getppid", "-d", "1"]) else {
+        return;
+    };
+    let denied = format!("error: permission denied: this user cannot read tracefs at {root}");
+    run.fails(1, &denied)
+        .hints("run tracer as root (sudo): tracefs is root's alone by default (mode 0700)")
+        .hints(&format!(
+            "or let a group in: `mount -o remount,gid=GROUP,mode=0750 {root}` (as root) and add \
+             the user to GROUP; probes then need CAP_BPF and CAP_PERFMON: `setcap \
+             cap_bpf,cap_perfmon+ep $(command -v tracer)`"
+        ));
+    assert!(
+        run.stderr.contains("perf_event_paranoid (now "),
+        "{}",
+        run.stderr
+    );
+    // `list` with a pattern: the match may be in what it could not read.
+    as_nobody(TEST, &["list", "getppid"])
+        .unwrap()
+        .fails(1, &denied);
+    // `list` alone: what it can list, and a note on what it cannot.
+    let run = as_nobody(TEST, &["list"]).unwrap();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.lines().any(|l| l == "software:task-clock"));
+    assert_eq!(
+        run.stderr,
+        format!(
+            "note: tracepoints and kernel functions are not listed: permission denied: this \
+             user cannot read tracefs at {root}\n"
+        )
+    );
+    // Another user's process: it exists, and its memory map is not this user's to read.
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let run = as_nobody(TEST, &["watch", "-p", &pid, "0x1000", "-d", "1"]).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    run.fails(
+        1,
+        &format!(
+            "error: permission denied: this user cannot read the memory map of process {pid} \
+             (/proc/{pid}/maps)"
+        ),
+    )
+    .hints(
+        "reading another user's process needs ptrace read access: run as its user, or as root \
+         (CAP_SYS_PTRACE)",
+    );
+}

@@ -163,6 +163,22 @@ impl Process {
         Ok(process)
     }
 
+    /// [`Process::new`] for a process the user named (`-p PID`): one that is gone, or that
+    /// this user may not read, is said to be so.
+    pub fn adopt(pid: u32) -> Result<Process, Error> {
+        Process::new(pid).map_err(|e| match e {
+            Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::NoProcess { pid }
+            }
+            Error::Read { path, source }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Error::ProcessDenied { pid, path }
+            }
+            other => other,
+        })
+    }
+
     /// Rereads `/proc/PID/maps` (after the process mapped more libraries).
     pub fn refresh(&mut self) -> Result<(), Error> {
         let path = format!("/proc/{}/maps", self.pid);
