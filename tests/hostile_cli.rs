@@ -436,3 +436,175 @@ fn an_unprivileged_user_is_told_what_grants_access() {
          (CAP_SYS_PTRACE)",
     );
 }
+
+/// A finished recording made of `records`, written to `dir`.
+fn recording(dir: &Path, name: &str, records: &[tracer::tracefile::Record]) -> PathBuf {
+    let mut w = tracer::tracefile::Writer::new(Vec::new()).unwrap();
+    for r in records {
+        w.write(r).unwrap();
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    path
+}
+
+fn sample(time_ns: u64) -> tracer::tracefile::Record {
+    tracer::tracefile::Record::Sample(tracer::tracefile::Sample {
+        source: 1,
+        cpu: 0,
+        pid: 7,
+        tid: 7,
+        time_ns,
+        period: 1,
+    })
+}
+
+fn exit_task(tid: u32) -> tracer::tracefile::Record {
+    tracer::tracefile::Record::Task(tracer::tracefile::Task {
+        what: tracer::tracefile::TaskWhat::Exit,
+        cpu: 0,
+        pid: tid,
+        tid,
+        ppid: 1,
+        ptid: 1,
+        time_ns: 5,
+        comm: [0; 16],
+    })
+}
+
+/// Where the `index`th record of `path` starts (records after the 16-byte header).
+fn record_at(path: &Path, index: usize) -> usize {
+    let bytes = std::fs::read(path).unwrap();
+    let mut at = 16;
+    for _ in 0..index {
+        at += 8 + u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+    }
+    at
+}
+
+fn patch(path: &Path, at: usize, value: u32) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn damaged_recordings_show_what_is_valid_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = [sample(10), exit_task(8), sample(20), sample(30)];
+    // A task record whose kind of task is unknown: skipped, the samples around it shown.
+    let file = recording(dir.path(), "payload.tracer", &records);
+    let task_at = record_at(&file, 1);
+    patch(&file, task_at + 8, 9);
+    let p = file.display();
+    let run = tracer(&["report", &p.to_string(), "-o", "json"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let times: Vec<u64> = common::json_lines(run.stdout.as_bytes())
+        .iter()
+        .map(|i| i["time_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(times, [10, 20, 30]);
+    assert_eq!(
+        run.stderr.lines().take(2).collect::<Vec<_>>(),
+        [
+            format!("error: {p}: 1 corrupt records skipped; the records around them are shown"),
+            format!("  record 1 (kind 6) at byte {task_at}: unknown task record 9"),
+        ]
+    );
+    // A flipped bit in a sample's length: a corrupt length, not a cut file.
+    let file = recording(dir.path(), "length.tracer", &records);
+    let sample_at = record_at(&file, 2);
+    patch(&file, sample_at + 4, 32 | 4);
+    let p = file.display();
+    let run = tracer(&["report", &p.to_string()]);
+    run.fails(
+        1,
+        &format!(
+            "error: {p}: record 2 (kind 4) at byte {sample_at} is corrupt: claims 36 bytes; a \
+             sample record has 32; the records before it are shown"
+        ),
+    );
+    assert!(!run.stderr.contains("mid-write"), "{}", run.stderr);
+    // The two records before it (no meta record: no header line).
+    assert_eq!(run.stdout.lines().count(), 2, "{}", run.stdout);
+    // A kind this tracer does not know: skipped, and said.
+    let file = recording(
+        dir.path(),
+        "unknown.tracer",
+        &[
+            sample(10),
+            tracer::tracefile::Record::Unknown(99),
+            sample(20),
+        ],
+    );
+    let p = file.display();
+    let run = tracer(&["report", &p.to_string()]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "note: {p}: 1 records of kinds this tracer does not know were skipped (kind 99: 1): \
+             written by a newer tracer, or corrupt\n"
+        )),
+        "{}",
+        run.stderr
+    );
+    // Format 0 does not exist.
+    let file = recording(dir.path(), "v0.tracer", &records);
+    patch(&file, 8, 0);
+    let p = file.display();
+    tracer(&["report", &p.to_string()]).fails(
+        1,
+        &format!(
+            "error: cannot read {p}: the tracer header is corrupt: it claims file format 0 \
+             (formats start at 1)"
+        ),
+    );
+}
+
+#[test]
+fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
+    use tracer::tracefile::{Record, Stats};
+    let dir = tempfile::tempdir().unwrap();
+    let event = |time_ns| {
+        let mut e = tracer_common::Event::from_bytes(&[0u8; tracer_common::Event::SIZE]).unwrap();
+        e.time_ns = time_ns;
+        Record::Event(Box::new(e))
+    };
+    let stats = Record::Stats(Stats {
+        produced: 5,
+        lost_bpf: vec![(0, 1), (1, 0)],
+        ..Stats::default()
+    });
+    let file = recording(dir.path(), "t.tracer", &[event(1), event(2), stats]);
+    let before = std::fs::read(&file).unwrap();
+    let p = file.display().to_string();
+    tracer(&["report", &p, "--perfetto", &p])
+        .fails(
+            2,
+            &format!(
+                "error: --perfetto {p} is the recording being read: writing it would destroy it"
+            ),
+        )
+        .hints("write the Perfetto JSON to another file, e.g. --perfetto trace.json");
+    // The same file by another name.
+    let link = dir.path().join("link.tracer");
+    std::fs::hard_link(&file, &link).unwrap();
+    tracer(&["report", &p, "--perfetto", link.to_str().unwrap()]).fails(
+        2,
+        &format!(
+            "error: --perfetto {} is the recording being read: writing it would destroy it",
+            link.display()
+        ),
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let run = tracer(&["report", &p]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "probe/watch events: 5 produced, 2 recorded, 1 lost (CPU 0: 1, CPU 1: 0)\n  2 \
+             produced are neither in the file nor counted lost\n"
+        ),
+        "{}",
+        run.stderr
+    );
+}

@@ -93,8 +93,31 @@ fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
     Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, file)))
 }
 
+/// `--perfetto FILE` must not be the recording: writing it would destroy what is read.
+fn check_perfetto(args: &ReportArgs) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(out) = &args.perfetto else {
+        return Ok(());
+    };
+    let same = match (std::fs::metadata(&args.file), std::fs::metadata(out)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    match same {
+        true => Err(Error::usage(
+            format!(
+                "--perfetto {} is the recording being read: writing it would destroy it",
+                out.display()
+            ),
+            vec!["write the Perfetto JSON to another file, e.g. --perfetto trace.json".into()],
+        )),
+        false => Ok(()),
+    }
+}
+
 pub fn run(args: ReportArgs) -> Result<i32, Error> {
     let filter = Filter::new(&args)?;
+    check_perfetto(&args)?;
     let name = args.file.display().to_string();
     let mut reader = Reader::new(open(&args)?).map_err(|e| Error::Runtime {
         message: format!("cannot read {name}: {e}"),
@@ -112,6 +135,8 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
     let (kept, start_ns) = replay(&mut reader, &args, &filter, &mut summary)?;
     summary.records = reader.records;
     summary.ending = reader.ending().map(Into::into);
+    summary.skipped = reader.skipped.iter().map(ToString::to_string).collect();
+    summary.skipped_count = reader.skipped_count;
     if let Some(path) = &args.perfetto {
         let doc = crate::output::perfetto::document(&kept, start_ns);
         let text = serde_json::to_string(&doc).expect("JSON values serialize");
@@ -122,7 +147,11 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
         summary.perfetto = Some(path.clone());
     }
     summary.print();
-    Ok(0)
+    // The valid records were shown, but the file is damaged: say so to scripts too.
+    Ok(match summary.corrupt() {
+        true => 1,
+        false => 0,
+    })
 }
 
 /// Reads every record, printing the kept items' timeline lines (flushed per line from a
@@ -155,6 +184,8 @@ fn replay(
                 out.header().map_err(Error::Output)?;
             }
             Record::Stats(s) => summary.stats = Some(s.into()),
+            Record::Event(_) => summary.events += 1,
+            Record::Unknown(kind) => summary.unknown_kind(*kind),
             _ => {}
         }
         let Some(item) = decoder.item(record) else {
