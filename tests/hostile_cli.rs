@@ -608,3 +608,87 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
         run.stderr
     );
 }
+
+#[test]
+fn malformed_specs_and_filters_are_usage_errors() {
+    let tp = "syscalls:sys_enter_getppid";
+    let long = "a".repeat(100_000);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["probe", ""], "error: empty probe spec"),
+        (
+            vec!["probe", "a:b:c:d"],
+            "error: invalid tracepoint 'a:b:c:d'",
+        ),
+        (
+            vec!["probe", "kprobe:"],
+            "error: invalid function name '' in probe 'kprobe:'",
+        ),
+        (
+            vec!["probe", "uprobe::x"],
+            "error: probe 'uprobe::x' needs PATH:SYMBOL",
+        ),
+        (
+            vec!["probe", "f(a"],
+            "error: probe 'f(a' has an unclosed or misplaced '('",
+        ),
+        (
+            vec!["probe", "f(a,a)"],
+            "error: 'a' is listed twice in probe 'f(a,a)'",
+        ),
+        (
+            vec!["probe", "vfs_read+zz"],
+            "error: invalid offset 'zz' in probe 'vfs_read+zz'",
+        ),
+        (
+            vec!["probe", "kprobe:0xzz"],
+            "error: invalid address in probe 'kprobe:0xzz'",
+        ),
+        (
+            vec!["probe", "--comm", "", tp],
+            "error: --comm '' must be 1 to 15 bytes",
+        ),
+        (
+            vec!["probe", "-C", "99", tp],
+            "error: CPU 99 cannot be filtered",
+        ),
+        (
+            vec!["probe", "-C", "3-1", tp],
+            "error: invalid CPU list '3-1': range '3-1' runs backwards",
+        ),
+        (
+            vec!["probe", "--count-by", "co-mm", tp],
+            "error: 'co-mm' is not a --count-by key",
+        ),
+        (
+            vec!["probe", "--ring-pages", "3", tp],
+            "error: --ring-pages 3 is not a power of two from 1 to 65536",
+        ),
+        (
+            vec!["probe", "-c", "0", tp],
+            "error: --count 0 would stop before the first event",
+        ),
+        (
+            vec!["watch", "0xzz", "-p", "1"],
+            "error: invalid address '0xzz'",
+        ),
+        (
+            vec!["stat", "-p", "1,,0"],
+            "error: invalid process id list '1,,0'",
+        ),
+        (
+            vec!["stat", "-I", "0", "--", "true"],
+            "error: -I 0: the print interval must be at least 10 ms",
+        ),
+        (
+            vec!["record", "-o", "/dev/null", "-W", "counter"],
+            "error: watchpoints (-W) need the process whose memory they watch",
+        ),
+    ];
+    for (args, first_line) in cases {
+        tracer(&args).fails(2, first_line);
+    }
+    // A 100 kB name ends as fast as a short one.
+    let run = tracer(&["probe", &long]);
+    assert_eq!(run.code, Some(2), "{}", &run.stderr[..200]);
+    assert!(run.stderr.starts_with("error: invalid function name 'aaa"));
+}
