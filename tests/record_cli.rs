@@ -168,7 +168,7 @@ fn watch_uprobe_and_tracepoint_come_out_in_program_order_across_cpus() {
         .collect();
     assert_eq!(rets, vec![2, 4, 6]);
     assert!(
-        summary.contains("lost while recording: 0 probe/watch events (CPU 0: 0, CPU 1: 0), 0 sample/scheduler records (CPU 0: 0, CPU 1: 0); 0 late (out of order)"),
+        summary.contains("probe/watch events: 12 produced, 12 recorded, 0 lost (CPU 0: 0, CPU 1: 0)\nsample/scheduler records: 0 lost (CPU 0: 0, CPU 1: 0); 0 late (out of order)"),
         "{summary}"
     );
 }

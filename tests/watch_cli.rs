@@ -250,8 +250,8 @@ fn bad_targets_are_explained() {
         ),
         (
             vec!["watch", "-p", "999999999", COUNTER],
-            1,
-            "error: no process 999999999",
+            2,
+            "error: --pid 999999999 is not a process id: ids here are below",
         ),
         (
             vec!["watch", "a", "b", "c", "d", "e", "-p", "1"],

@@ -231,6 +231,13 @@ pub fn testprog_offset(symbol: &str) -> u64 {
     tracer::kernel::elf::symbol_offset(&testprog(), symbol).expect("symbol in tracer-testprog")
 }
 
+/// Link-time address of `symbol` in the workload program.
+pub fn testprog_symbol(symbol: &str) -> u64 {
+    let data = std::fs::read(testprog()).expect("read tracer-testprog");
+    tracer::kernel::elf::symbol_address(&data, &testprog(), symbol)
+        .expect("symbol in tracer-testprog")
+}
+
 /// Runs the `tracer` binary (tier-2 and up tests are root) and collects its output.
 pub fn tracer(args: &[&str]) -> std::process::Output {
     require_root();

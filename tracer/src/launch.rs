@@ -19,6 +19,73 @@ pub struct Launched {
     reaped: bool,
 }
 
+/// Why `execvp` failed, as a message and hints: the errnos of execve(2) a user meets.
+pub fn exec_error(program: &str, errno: i32) -> Error {
+    let (why, hint) = match errno {
+        libc::ENOENT => (
+            "no such file".to_string(),
+            format!("check the name: '{program}' is neither a path to a file nor a program on PATH"),
+        ),
+        libc::EACCES => (
+            "permission denied".to_string(),
+            format!("it must be a regular file with execute permission (see `ls -l {program}`), in directories this user can search"),
+        ),
+        libc::ENOEXEC => (
+            "not an executable format".to_string(),
+            format!("a script needs a #! line naming its interpreter; check `file {program}`"),
+        ),
+        _ => (
+            io::Error::from_raw_os_error(errno).to_string(),
+            "check that the command runs without tracer".to_string(),
+        ),
+    };
+    Error::Runtime {
+        message: format!("cannot execute '{program}': {why}"),
+        hints: vec![hint],
+    }
+}
+
+/// The lines a child prints when its exec fails, per errno, written before the fork: the child
+/// may only make async-signal-safe calls, so it picks one (or the last, without a reason).
+fn exec_failures(program: &str) -> Vec<(i32, Vec<u8>)> {
+    let text = |err: &Error| {
+        let mut text = format!("tracer: {err}\n");
+        for hint in err.hints() {
+            text.push_str(&format!("hint: {hint}\n"));
+        }
+        text.into_bytes()
+    };
+    let mut lines: Vec<(i32, Vec<u8>)> = [
+        libc::ENOENT,
+        libc::EACCES,
+        libc::ENOEXEC,
+        libc::ENOTDIR,
+        libc::ETXTBSY,
+        libc::ELOOP,
+        libc::ENAMETOOLONG,
+        libc::E2BIG,
+        libc::ENOMEM,
+        libc::EPERM,
+    ]
+    .into_iter()
+    .map(|errno| (errno, text(&exec_error(program, errno))))
+    .collect();
+    lines.push((
+        0,
+        format!("tracer: cannot execute '{program}'\n").into_bytes(),
+    ));
+    lines
+}
+
+/// The line of `failures` for `errno` (async-signal-safe: no allocation).
+fn exec_failure(failures: &[(i32, Vec<u8>)], errno: i32) -> &[u8] {
+    let found = failures.iter().find(|(e, _)| *e == errno);
+    match found.or(failures.last()) {
+        Some((_, line)) => line,
+        None => &[],
+    }
+}
+
 fn errno_error(what: &str) -> Error {
     Error::Runtime {
         message: format!("{what}: {}", io::Error::last_os_error()),
@@ -64,7 +131,7 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
     };
     let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let failure = format!("tracer: cannot execute '{}'\n", argv[0]);
+    let failures = exec_failures(&argv[0]);
 
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
@@ -96,6 +163,8 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
                 libc::_exit(125);
             }
             libc::execvp(program.as_ptr(), ptrs.as_ptr());
+            // The only report of the failure: the run then ends with the child's status 127.
+            let failure = exec_failure(&failures, *libc::__errno_location());
             libc::write(2, failure.as_ptr().cast(), failure.len());
             libc::_exit(127);
         }
@@ -125,17 +194,26 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
     };
     let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let failure = format!("tracer: cannot execute '{}'\n", argv[0]);
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
+    // A failed exec's errno comes back through a pipe that a successful exec closes
+    // (O_CLOEXEC): the parent words the error once, in its own error path.
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(errno_error("cannot create a pipe"));
+    }
+    // SAFETY: pipe2 returned two new fds that nothing else owns.
+    let (errno_read, errno_write) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     // SAFETY: as in `launch`: the child only makes async-signal-safe calls and never returns.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY: in the child, prctl, ptrace(TRACEME) and execvp on memory prepared before the
-        // fork; a successful exec stops us with SIGTRAP for the parent.
+        // SAFETY: in the child, prctl, ptrace(TRACEME), execvp and write on memory and fds
+        // prepared before the fork; a successful exec stops us with SIGTRAP for the parent.
         unsafe {
             tie_to_parent(parent);
             libc::ptrace(
@@ -145,10 +223,12 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
                 std::ptr::null_mut::<libc::c_void>(),
             );
             libc::execvp(program.as_ptr(), ptrs.as_ptr());
-            libc::write(2, failure.as_ptr().cast(), failure.len());
+            let errno = (*libc::__errno_location()).to_ne_bytes();
+            libc::write(errno_write.as_raw_fd(), errno.as_ptr().cast(), errno.len());
             libc::_exit(127);
         }
     }
+    drop(errno_write);
     let mut launched = Launched {
         pid: pid as u32,
         go: None,
@@ -165,9 +245,20 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
     }
     launched.reaped = true;
     launched.traced = false;
-    Err(Error::Runtime {
-        message: format!("cannot execute '{}'", argv[0]),
-        hints: vec!["check the command name and that it is executable".into()],
+    let mut errno = [0u8; 4];
+    // SAFETY: reading into a valid 4-byte buffer from the pipe's read end, which we own; the
+    // child has exited, so the read does not block.
+    let n = unsafe { libc::read(errno_read.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
+    let errno = match n {
+        4 => i32::from_ne_bytes(errno),
+        _ => 0,
+    };
+    Err(match errno {
+        0 => Error::Runtime {
+            message: format!("cannot execute '{}'", argv[0]),
+            hints: vec!["check the command name and that it is executable".into()],
+        },
+        errno => exec_error(&argv[0], errno),
     })
 }
 

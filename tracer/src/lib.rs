@@ -36,7 +36,8 @@ pub enum Error {
     /// A runtime failure that is not one of the above.
     #[error("{message}")]
     Runtime { message: String, hints: Vec<String> },
-    #[error("cannot write output")]
+    /// A write to standard output, or to a file (an [`output::NamedFile`] names it).
+    #[error("cannot write {}", output::failed_file(.0).map_or("standard output".into(), |p| p.display().to_string()))]
     Output(#[source] io::Error),
 }
 
@@ -55,6 +56,13 @@ impl Error {
             Error::Bpf(e) => e.hints(),
             Error::Kernel(e) => e.hints(),
             Error::Usage { hints, .. } | Error::Runtime { hints, .. } => hints.clone(),
+            Error::Output(e) if e.kind() == io::ErrorKind::StorageFull => {
+                let place = output::failed_file(e)
+                    .map_or("standard output".into(), |p| p.display().to_string());
+                vec![format!(
+                    "the file system holding {place} is full: free space, or write elsewhere"
+                )]
+            }
             Error::Output(_) => Vec::new(),
         }
     }
@@ -64,6 +72,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage { .. } => 2,
+            Error::Kernel(e) if e.is_usage() => 2,
             Error::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
             _ => 1,
         }

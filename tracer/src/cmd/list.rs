@@ -20,19 +20,31 @@ pub struct ListArgs {
 pub fn run(args: ListArgs) -> Result<(), Error> {
     let pattern = ListPattern::new(args.pattern.as_deref());
     let mut out = Vec::new();
+    // Why tracepoints and kernel functions are missing from the list, if they are.
+    let mut unlisted = None;
     match &args.binary {
         Some(binary) => binary_lines(binary, &pattern, &mut out)?,
         None => {
-            if let Ok(fs) = Tracefs::locate() {
-                kernel_lines(&fs, &pattern, args.verbose, &mut out);
+            match Tracefs::locate() {
+                Ok(fs) => kernel_lines(&fs, &pattern, args.verbose, &mut out),
+                Err(e) => unlisted = Some(e),
             }
             event_lines(&pattern, &mut out);
         }
     }
     if let (true, Some(p), None) = (out.is_empty(), &args.pattern, &args.binary) {
+        // Nothing matches what could be read: the unreadable part may hold the match.
+        if let Some(e @ crate::kernel::Error::TracefsDenied { .. }) = unlisted {
+            return Err(e.into());
+        }
         return Err(Error::usage(
             format!("nothing matches '{p}'"),
             vec!["try a shorter pattern, e.g. `tracer list open`".into()],
+        ));
+    }
+    if let Some(e) = unlisted {
+        output::notes::note(format_args!(
+            "tracepoints and kernel functions are not listed: {e}"
         ));
     }
     output::write_stdout(&output::list::text(&out))

@@ -184,12 +184,7 @@ fn attach_watches(
 ) -> Result<(Vec<Watch>, Option<Process>), Error> {
     let pid = session.pid();
     let mut process = match pid {
-        Some(pid) if !plan.watches.is_empty() => {
-            Some(Process::new(pid).map_err(|_| Error::Runtime {
-                message: format!("no process {pid}"),
-                hints: vec!["check the pid with `ps`; it may have exited".into()],
-            })?)
-        }
+        Some(pid) if !plan.watches.is_empty() => Some(Process::adopt(pid)?),
         _ => None,
     };
     let mut watched = Vec::new();

@@ -3,8 +3,10 @@
 //! Perfetto (Chrome trace-event) JSON file.
 
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 
 use crate::cli::ReportArgs;
+use crate::kernel;
 use crate::output::report::ReportSummary;
 use crate::output::timeline::{Item, TimelineWriter};
 use crate::tracefile::items::ItemDecoder;
@@ -70,6 +72,20 @@ fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
     if args.file.as_os_str() == "-" {
         return Ok(Box::new(std::io::stdin().lock()));
     }
+    // A recording is a file, or a stream of records from a pipe or FIFO (`tracer record -o -`);
+    // a device or directory is refused before it is opened (/dev/zero would never end).
+    if let Ok(meta) = std::fs::metadata(&args.file) {
+        let kind = meta.file_type();
+        if let (Some(what), false) = (kernel::file::not_regular(kind), kind.is_fifo()) {
+            return Err(Error::usage(
+                format!("{} is {what}, not a recording", args.file.display()),
+                vec![
+                    "give a file written by `tracer record -o FILE`, or pipe a recording into `tracer report -`"
+                        .into(),
+                ],
+            ));
+        }
+    }
     let file = std::fs::File::open(&args.file).map_err(|e| Error::Runtime {
         message: format!("cannot open {}: {e}", args.file.display()),
         hints: vec!["record one with `tracer record -o FILE ...`".into()],
@@ -77,8 +93,31 @@ fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
     Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, file)))
 }
 
+/// `--perfetto FILE` must not be the recording: writing it would destroy what is read.
+fn check_perfetto(args: &ReportArgs) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(out) = &args.perfetto else {
+        return Ok(());
+    };
+    let same = match (std::fs::metadata(&args.file), std::fs::metadata(out)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    };
+    match same {
+        true => Err(Error::usage(
+            format!(
+                "--perfetto {} is the recording being read: writing it would destroy it",
+                out.display()
+            ),
+            vec!["write the Perfetto JSON to another file, e.g. --perfetto trace.json".into()],
+        )),
+        false => Ok(()),
+    }
+}
+
 pub fn run(args: ReportArgs) -> Result<i32, Error> {
     let filter = Filter::new(&args)?;
+    check_perfetto(&args)?;
     let name = args.file.display().to_string();
     let mut reader = Reader::new(open(&args)?).map_err(|e| Error::Runtime {
         message: format!("cannot read {name}: {e}"),
@@ -96,6 +135,8 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
     let (kept, start_ns) = replay(&mut reader, &args, &filter, &mut summary)?;
     summary.records = reader.records;
     summary.ending = reader.ending().map(Into::into);
+    summary.skipped = reader.skipped.iter().map(ToString::to_string).collect();
+    summary.skipped_count = reader.skipped_count;
     if let Some(path) = &args.perfetto {
         let doc = crate::output::perfetto::document(&kept, start_ns);
         let text = serde_json::to_string(&doc).expect("JSON values serialize");
@@ -106,7 +147,11 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
         summary.perfetto = Some(path.clone());
     }
     summary.print();
-    Ok(0)
+    // The valid records were shown, but the file is damaged: say so to scripts too.
+    Ok(match summary.corrupt() {
+        true => 1,
+        false => 0,
+    })
 }
 
 /// Reads every record, printing the kept items' timeline lines (flushed per line from a
@@ -139,6 +184,8 @@ fn replay(
                 out.header().map_err(Error::Output)?;
             }
             Record::Stats(s) => summary.stats = Some(s.into()),
+            Record::Event(_) => summary.events += 1,
+            Record::Unknown(kind) => summary.unknown_kind(*kind),
             _ => {}
         }
         let Some(item) = decoder.item(record) else {

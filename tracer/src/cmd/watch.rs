@@ -26,7 +26,7 @@ use crate::stacks::Symbolizer;
 use crate::Error;
 
 pub fn run(args: WatchArgs) -> Result<i32, Error> {
-    let plan = watch_plan(&args)?;
+    let plan = watch_plan(&args, &session::ThisMachine)?;
     // `-- COMMAND`: started stopped right after its exec, so its symbols are mapped (PIE
     // included) and no write can be missed; it runs once the watchpoints are in place.
     let (command, pid) = match &plan.whose {
@@ -36,10 +36,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     };
     let mut session = Session::start(command, pid, Hold::AfterExec)?;
     let mut process = match session.pid() {
-        Some(pid) => Some(Process::new(pid).map_err(|_| Error::Runtime {
-            message: format!("no process {pid}"),
-            hints: vec!["check the pid with `ps`; it may have exited".into()],
-        })?),
+        Some(pid) => Some(Process::adopt(pid)?),
         None => None,
     };
     // A streamed hit's comm comes from the per-CPU comm cache.

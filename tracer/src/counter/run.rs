@@ -305,7 +305,9 @@ pub fn open_destination(destination: &Destination) -> Result<Box<dyn Write>, Err
                     message: format!("cannot write {}: {e}", path.display()),
                     hints: vec!["check the directory exists and is writable".into()],
                 })?;
-            Box::new(std::io::BufWriter::new(file))
+            Box::new(std::io::BufWriter::new(crate::output::NamedFile::new(
+                file, path,
+            )))
         }
         Destination::Fd(fd) => Box::new(os::file_from_fd(*fd).map_err(|e| {
             Error::usage(

@@ -34,18 +34,19 @@ const SECTIONS: [gimli::SectionId; 7] = {
     ]
 };
 
+/// The most one debug section may inflate to (its compression header's claim is checked
+/// before the buffer is reserved).
+const MAX_INFLATED: u64 = 1 << 30;
+
 /// GCC's `.isra.N`, `.constprop.N` and `.part.N` clones take other arguments than the source
 /// says, though their DIEs name the original through DW_AT_abstract_origin.
 const CLONES: [&str; 3] = [".isra.", ".constprop.", ".part."];
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot read {path}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file could not be read, or is not a regular file.
+    #[error(transparent)]
+    Input(#[from] super::Error),
     #[error("cannot parse {path} as ELF: {reason}")]
     Elf { path: String, reason: String },
     #[error("cannot read the DWARF debug info of {path}: {reason}")]
@@ -68,7 +69,7 @@ impl Error {
         const FALLBACK: &str = "without debug info, arguments print as arg0..arg5";
         let hint = match self {
             Error::Member(e) => return e.hints(),
-            Error::Read { .. } => return Vec::new(),
+            Error::Input(e) => return e.hints(),
             Error::Elf { path, .. } => format!("uprobes need an ELF file; check `file {path}`"),
             Error::Dwarf { path, .. } => {
                 return vec![
@@ -160,10 +161,7 @@ fn with_function<T>(
     read: impl FnOnce(&Debug<'_>, Die) -> Result<T, Fault>,
 ) -> Result<T, Error> {
     let path_str = || path.display().to_string();
-    let data = std::fs::read(path).map_err(|source| Error::Read {
-        path: path_str(),
-        source,
-    })?;
+    let data = super::file::map(path)?;
     let elf_error = |e: object::Error| Error::Elf {
         path: path_str(),
         reason: e.to_string(),
@@ -193,8 +191,21 @@ fn with_function<T>(
     };
     // Compressed sections (SHF_COMPRESSED, .zdebug_*) inflate here: addr2line's `loader`
     // feature turns on object's `compression`, which cargo unifies with our object features.
+    // A section's header says how large it inflates: a corrupt or hostile one may claim
+    // gigabytes, which are refused before anything is allocated.
     let sections = gimli::DwarfSections::load(|id| match file.section_by_name(id.name()) {
-        Some(section) if SECTIONS.contains(&id) => section.uncompressed_data(),
+        Some(section) if SECTIONS.contains(&id) => {
+            let claimed = (section.compressed_data())
+                .map_err(|e| e.to_string())?
+                .uncompressed_size;
+            if claimed > MAX_INFLATED {
+                return Err(format!(
+                    "{} claims to inflate to {claimed} bytes (at most {MAX_INFLATED} are read)",
+                    id.name()
+                ));
+            }
+            section.uncompressed_data().map_err(|e| e.to_string())
+        }
         _ => Ok(Cow::Borrowed(&[][..])),
     });
     let sections = sections.map_err(|e| dwarf_error(&e))?;
@@ -922,7 +933,7 @@ int main(int argc, char **argv) {
         assert!(err.to_string().starts_with("cannot parse "), "{err}");
         assert!(!err.hints().is_empty());
         let err = prototype(&dir.path().join("absent"), "target").unwrap_err();
-        assert!(matches!(err, Error::Read { .. }), "{err:?}");
+        assert!(matches!(err, Error::Input(_)), "{err:?}");
     }
 
     /// Structs for member walks. x86-64 layout of `struct outer`: tag 0, inner 8 (a 8, b 16),

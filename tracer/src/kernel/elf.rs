@@ -14,40 +14,68 @@ fn parse_error(path: &Path, reason: impl ToString) -> Error {
     }
 }
 
-/// File offset of virtual address `vaddr` in `path`: the PT_LOAD segment holding it maps
-/// `vaddr - segment.vaddr + segment.file_offset`. Works the same for PIE, non-PIE and shared
-/// objects, because both sides are link-time addresses.
-pub fn vaddr_to_offset(data: &[u8], path: &Path, vaddr: u64) -> Result<u64, Error> {
-    let file = object::File::parse(data).map_err(|e| parse_error(path, e))?;
-    for segment in file.segments() {
-        let (offset, size) = segment.file_range();
-        if vaddr >= segment.address() && vaddr < segment.address() + size {
-            return Ok(vaddr - segment.address() + offset);
-        }
-    }
-    Err(parse_error(
-        path,
-        format!("address {vaddr:#x} is in no loaded segment"),
-    ))
+/// The PT_LOAD segment holding `vaddr` (in memory: `.bss` too): the file offset of `vaddr`
+/// when its bytes are in the file, and the segment's `p_flags`.
+fn segment_of(file: &object::File<'_>, vaddr: u64) -> Option<(Option<u64>, u32)> {
+    file.segments().find_map(|segment| {
+        let (offset, file_size) = segment.file_range();
+        let start = segment.address();
+        let flags = match segment.flags() {
+            object::SegmentFlags::Elf { p_flags } => p_flags,
+            _ => 0,
+        };
+        let at = vaddr.checked_sub(start)?;
+        (at < segment.size().max(file_size)).then(|| ((at < file_size).then(|| at + offset), flags))
+    })
 }
 
-/// File offset of `symbol` (from .symtab, else .dynsym) in the ELF file at `path`.
-pub fn symbol_offset(path: &Path, symbol: &str) -> Result<u64, Error> {
-    let data = std::fs::read(path).map_err(|source| Error::Read {
+/// File offset of code at virtual address `vaddr` in `path`, for a uprobe: the PT_LOAD segment
+/// holding it maps `vaddr - segment.vaddr + segment.file_offset` (the same for PIE, non-PIE and
+/// shared objects, because both sides are link-time addresses), and it must be executable (a uprobe elsewhere is accepted by the kernel and
+/// never fires, or fails when the file is mapped).
+pub fn code_offset(data: &[u8], path: &Path, vaddr: u64) -> Result<u64, Error> {
+    let file = object::File::parse(data).map_err(|e| parse_error(path, e))?;
+    let not_code = |why: String| Error::NotCode {
         path: path.display().to_string(),
-        source,
-    })?;
-    let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
-    let address = file
-        .symbols()
+        vaddr,
+        why,
+    };
+    match segment_of(&file, vaddr) {
+        Some((Some(offset), flags)) if flags & object::elf::PF_X != 0 => Ok(offset),
+        Some((None, flags)) if flags & object::elf::PF_X != 0 => Err(not_code(
+            "it is past its segment's bytes in the file".into(),
+        )),
+        Some((_, flags)) => {
+            let perm = |bit, c| if flags & bit != 0 { c } else { '-' };
+            Err(not_code(format!(
+                "its segment is {}{}{}, not executable",
+                perm(object::elf::PF_R, 'r'),
+                perm(object::elf::PF_W, 'w'),
+                perm(object::elf::PF_X, 'x'),
+            )))
+        }
+        None => Err(not_code("it is in no loaded segment".into())),
+    }
+}
+
+/// Link-time address of `symbol` (from .symtab, else .dynsym) in the ELF file `data`.
+pub fn symbol_address(data: &[u8], path: &Path, symbol: &str) -> Result<u64, Error> {
+    let file = object::File::parse(data).map_err(|e| parse_error(path, e))?;
+    file.symbols()
         .chain(file.dynamic_symbols())
         .find(|s| s.name() == Ok(symbol) && s.address() != 0)
         .map(|s| s.address())
         .ok_or_else(|| Error::NoSymbol {
             path: path.display().to_string(),
             symbol: symbol.to_string(),
-        })?;
-    vaddr_to_offset(&data, path, address)
+        })
+}
+
+/// File offset of the code of `symbol` (from .symtab, else .dynsym) in the ELF file at `path`.
+pub fn symbol_offset(path: &Path, symbol: &str) -> Result<u64, Error> {
+    let data = super::file::map(path)?;
+    let address = symbol_address(&data, path, symbol)?;
+    code_offset(&data, path, address)
 }
 
 /// Finds the ELF file a uprobe names: a path (contains `/`), a program on `PATH`, or a library
@@ -101,10 +129,7 @@ pub fn resolve_file(file: &str) -> Result<std::path::PathBuf, Error> {
 
 /// Function symbols of an ELF file (`.symtab` and `.dynsym`), sorted and deduplicated.
 pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
-    let data = std::fs::read(path).map_err(|source| Error::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let data = super::file::map(path)?;
     let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
     let mut names: Vec<String> = file
         .symbols()
@@ -119,10 +144,7 @@ pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
 
 /// File offset of the ELF entry point of `path`.
 pub fn entry_offset(path: &Path) -> Result<u64, Error> {
-    let data = std::fs::read(path).map_err(|source| Error::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let data = super::file::map(path)?;
     let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
-    vaddr_to_offset(&data, path, file.entry())
+    code_offset(&data, path, file.entry())
 }

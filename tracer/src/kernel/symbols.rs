@@ -72,10 +72,7 @@ pub struct ElfSymbols {
 
 impl ElfSymbols {
     pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
-        let data = std::fs::read(path).map_err(|source| Error::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let data = super::file::map(path)?;
         let file = object::File::parse(&*data).map_err(|e| Error::Parse {
             path: path.display().to_string(),
             reason: e.to_string(),
@@ -164,6 +161,22 @@ impl Process {
         };
         process.refresh()?;
         Ok(process)
+    }
+
+    /// [`Process::new`] for a process the user named (`-p PID`): one that is gone, or that
+    /// this user may not read, is said to be so.
+    pub fn adopt(pid: u32) -> Result<Process, Error> {
+        Process::new(pid).map_err(|e| match e {
+            Error::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::NoProcess { pid }
+            }
+            Error::Read { path, source }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Error::ProcessDenied { pid, path }
+            }
+            other => other,
+        })
     }
 
     /// Rereads `/proc/PID/maps` (after the process mapped more libraries).
@@ -346,6 +359,8 @@ impl Process {
         if !self.lines.contains_key(&path) {
             let loader = self
                 .source(&path)
+                // The loader maps the file: a device or FIFO mapped into a process is not one.
+                .filter(|s| super::file::check_regular(s).is_ok())
                 .and_then(|s| addr2line::Loader::new(&s).ok());
             self.lines.insert(path.clone(), loader);
         }

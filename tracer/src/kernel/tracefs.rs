@@ -14,16 +14,39 @@ impl Tracefs {
     /// The mounted tracefs: `/sys/kernel/tracing`, or the debugfs path older systems use.
     pub fn locate() -> Result<Tracefs, Error> {
         let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        Tracefs::locate_in(&mounts, |dir| std::fs::metadata(dir).map(|m| m.is_dir()))
+    }
+
+    /// [`Tracefs::locate`] with the mount table's text and a way to ask whether a path is a
+    /// directory (tests pass their own). A tracefs this user may not look into (its root is
+    /// mode 0700 by default) is [`Error::TracefsDenied`], not a missing one.
+    pub fn locate_in(
+        mounts: &str,
+        is_dir: impl Fn(&Path) -> std::io::Result<bool>,
+    ) -> Result<Tracefs, Error> {
         let from_mounts = mounts.lines().filter_map(|line| {
             let mut fields = line.split_whitespace();
             let (_, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
             (fstype == "tracefs").then(|| PathBuf::from(dir))
         });
-        from_mounts
+        let mut denied = None;
+        for root in from_mounts
             .chain(["/sys/kernel/tracing", "/sys/kernel/debug/tracing"].map(PathBuf::from))
-            .find(|dir| dir.join("events").is_dir())
-            .map(|root| Tracefs { root })
-            .ok_or(Error::NoTracefs)
+        {
+            match is_dir(&root.join("events")) {
+                Ok(true) => return Ok(Tracefs { root }),
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    denied.get_or_insert(root);
+                }
+                _ => {}
+            }
+        }
+        match denied {
+            Some(root) => Err(Error::TracefsDenied {
+                path: root.display().to_string(),
+            }),
+            None => Err(Error::NoTracefs),
+        }
     }
 
     /// A tracefs tree at `root` (a fixture in tests).
@@ -140,5 +163,38 @@ mod tests {
         ));
         assert!(fs.tracepoint_id("..", "x").is_err());
         assert!(!fs.has_kprobe_events());
+    }
+
+    #[test]
+    fn a_tracefs_this_user_cannot_enter_is_denied_not_missing() {
+        use std::io::{Error as Io, ErrorKind};
+        let mounts = "sysfs /sys sysfs rw 0 0\nnodev /mnt/trace tracefs rw 0 0\n";
+        let denied = |p: &Path| match p.starts_with("/mnt/trace") {
+            true => Err(Io::from(ErrorKind::PermissionDenied)),
+            false => Err(Io::from(ErrorKind::NotFound)),
+        };
+        let err = Tracefs::locate_in(mounts, denied).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "permission denied: this user cannot read tracefs at /mnt/trace"
+        );
+        assert_eq!(
+            err.hints()[0],
+            "run tracer as root (sudo): tracefs is root's alone by default (mode 0700)"
+        );
+        // Denied at the mount, found at a default path: the readable one is used.
+        let found = |p: &Path| match p.starts_with("/sys/kernel/tracing") {
+            true => Ok(true),
+            false => Err(Io::from(ErrorKind::PermissionDenied)),
+        };
+        assert_eq!(
+            Tracefs::locate_in(mounts, found).unwrap().root(),
+            Path::new("/sys/kernel/tracing")
+        );
+        let missing = |_: &Path| Err(Io::from(ErrorKind::NotFound));
+        assert!(matches!(
+            Tracefs::locate_in("", missing),
+            Err(Error::NoTracefs)
+        ));
     }
 }

@@ -15,9 +15,68 @@ pub mod summary;
 pub mod timeline;
 pub mod watch;
 
-use std::io::Write;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use crate::Error;
+
+/// A file tracer writes its output to: a failed write names it (`cannot write t.tracer: No
+/// space left on device`), however many writers it passes through on its way to `main`.
+pub struct NamedFile {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl NamedFile {
+    pub fn new(file: std::fs::File, path: &Path) -> NamedFile {
+        NamedFile {
+            file,
+            path: path.to_path_buf(),
+        }
+    }
+
+    fn named(&self, source: io::Error) -> io::Error {
+        io::Error::new(
+            source.kind(),
+            FileError {
+                path: self.path.clone(),
+                source,
+            },
+        )
+    }
+}
+
+impl Write for NamedFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush().map_err(|e| self.named(e))
+    }
+}
+
+/// The payload of a [`NamedFile`]'s write error: which file, and the system's error. It
+/// displays as the system's error alone (the file goes into [`Error::Output`]'s message).
+#[derive(Debug)]
+pub struct FileError {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for FileError {}
+
+/// The file a write error names, if it came from a [`NamedFile`].
+pub fn failed_file(e: &io::Error) -> Option<&Path> {
+    let named = e.get_ref()?.downcast_ref::<FileError>()?;
+    Some(&named.path)
+}
 
 /// Writes `text` to stdout; a closed pipe becomes an [`Error::Output`] that exits 0.
 pub fn write_stdout(text: &str) -> Result<(), Error> {

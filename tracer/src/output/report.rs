@@ -18,6 +18,8 @@ pub enum Ending {
 /// What the recording counted while it ran (its stats record).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Probe and watch events the programs produced (recorded or lost).
+    pub produced: u64,
     /// Probe and watch events lost per CPU.
     pub lost_bpf: Vec<(u32, u64)>,
     /// Sample and scheduler records lost per CPU.
@@ -39,6 +41,13 @@ pub struct ReportSummary {
     pub out_of_order: u64,
     /// Why reading stopped early (a corrupt record); the records before it were shown.
     pub read_error: Option<String>,
+    /// Corrupt records skipped (the first few, described), and how many in all.
+    pub skipped: Vec<String>,
+    pub skipped_count: u64,
+    /// Records of kinds this tracer does not know, per kind.
+    pub unknown: Vec<(u32, u64)>,
+    /// Probe and watch event records in the file.
+    pub events: u64,
     /// Complete records read.
     pub records: u64,
     pub ending: Option<Ending>,
@@ -55,6 +64,19 @@ impl ReportSummary {
         }
     }
 
+    /// Counts one record of a kind this tracer does not know.
+    pub fn unknown_kind(&mut self, kind: u32) {
+        match self.unknown.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => self.unknown.push((kind, 1)),
+        }
+    }
+
+    /// Whether the file was found corrupt (the report then exits with status 1).
+    pub fn corrupt(&self) -> bool {
+        self.read_error.is_some() || self.skipped_count > 0
+    }
+
     pub fn text(&self) -> String {
         let mut t = String::new();
         if let Some(e) = &self.read_error {
@@ -63,6 +85,34 @@ impl ReportSummary {
                 "error: {}: {e}; the records before it are shown",
                 self.name
             );
+        }
+        if self.skipped_count > 0 {
+            let _ = writeln!(
+                t,
+                "error: {}: {} corrupt records skipped; the records around them are shown",
+                self.name, self.skipped_count
+            );
+            for skipped in &self.skipped {
+                let _ = writeln!(t, "  {skipped}");
+            }
+            let more = self.skipped_count - self.skipped.len() as u64;
+            if more > 0 {
+                let _ = writeln!(t, "  and {more} more");
+            }
+        }
+        if !self.unknown.is_empty() {
+            let n: u64 = self.unknown.iter().map(|(_, n)| n).sum();
+            let kinds: Vec<String> = (self.unknown.iter())
+                .map(|(k, n)| format!("kind {k}: {n}"))
+                .collect();
+            t.push_str(&super::notes::render(
+                super::notes::Kind::Note,
+                &format_args!(
+                    "{}: {n} records of kinds this tracer does not know were skipped ({}): written by a newer tracer, or corrupt",
+                    self.name,
+                    kinds.join(", ")
+                ),
+            ));
         }
         let total: u64 = self.shown.iter().map(|(_, n)| n).sum();
         let _ = writeln!(t, "\n{total} records shown");
@@ -75,8 +125,21 @@ impl ReportSummary {
                 let lost_side: u64 = s.lost_side.iter().map(|(_, n)| n).sum();
                 let _ = writeln!(
                     t,
-                    "lost while recording: {lost_bpf} probe/watch events ({}), {lost_side} sample/scheduler records ({}); {} late (out of order)",
+                    "probe/watch events: {} produced, {} recorded, {lost_bpf} lost ({})",
+                    s.produced,
+                    self.events,
                     per_cpu(&s.lost_bpf),
+                );
+                let missing = s.produced.saturating_sub(self.events + lost_bpf);
+                if missing > 0 {
+                    let _ = writeln!(
+                        t,
+                        "  {missing} produced are neither in the file nor counted lost"
+                    );
+                }
+                let _ = writeln!(
+                    t,
+                    "sample/scheduler records: {lost_side} lost ({}); {} late (out of order)",
                     per_cpu(&s.lost_side),
                     s.late
                 );
@@ -162,21 +225,52 @@ mod tests {
 
     #[test]
     fn losses_are_given_per_cpu_and_late_records_are_not_counted_twice() {
-        let summary = ReportSummary {
+        let mut summary = ReportSummary {
             name: "t.tracer".into(),
             stats: Some(Stats {
+                produced: 20,
                 lost_bpf: vec![(0, 3), (1, 4)],
                 lost_side: vec![],
                 late: 5,
             }),
+            events: 13,
             out_of_order: 5,
             ending: Some(Ending::Complete),
             ..ReportSummary::default()
         };
         assert_eq!(
             summary.text(),
-            "\n0 records shown\nlost while recording: 7 probe/watch events (CPU 0: 3, CPU 1: \
-             4), 0 sample/scheduler records (); 5 late (out of order)\n"
+            "\n0 records shown\nprobe/watch events: 20 produced, 13 recorded, 7 lost (CPU 0: 3, \
+             CPU 1: 4)\nsample/scheduler records: 0 lost (); 5 late (out of order)\n"
+        );
+        assert!(!summary.corrupt());
+        // Events the file should hold and does not.
+        summary.events = 10;
+        assert!(summary.text().contains(
+            "7 lost (CPU 0: 3, CPU 1: 4)\n  3 produced are neither in the file nor counted lost\n"
+        ));
+    }
+
+    #[test]
+    fn skipped_corrupt_records_and_unknown_kinds_are_reported() {
+        let mut summary = ReportSummary {
+            name: "t.tracer".into(),
+            skipped: vec!["record 4 (kind 6) at byte 300: unknown task record 9".into()],
+            skipped_count: 3,
+            ending: Some(Ending::Complete),
+            ..ReportSummary::default()
+        };
+        summary.unknown_kind(99);
+        summary.unknown_kind(7);
+        summary.unknown_kind(99);
+        assert!(summary.corrupt());
+        assert_eq!(
+            summary.text(),
+            "error: t.tracer: 3 corrupt records skipped; the records around them are shown\n  \
+             record 4 (kind 6) at byte 300: unknown task record 9\n  and 2 more\n\
+             note: t.tracer: 3 records of kinds this tracer does not know were skipped (kind 99: \
+             2, kind 7: 1): written by a newer tracer, or corrupt\n\
+             \n0 records shown\nno loss counts: the recording did not finish\n"
         );
     }
 }

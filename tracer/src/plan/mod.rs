@@ -109,6 +109,15 @@ const SPEC_HINT: &str = "probe specs: FUNC[+OFF], FUNC%return, kprobe:FUNC, kret
      kprobe:0xADDR, uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, \
      CAT:NAME or tracepoint:CAT:NAME (globs * and ? allowed in names)";
 
+/// Whether `addr` can be a kernel address: on x86-64 the kernel's half of the address space
+/// has the top bit set (with 4- and 5-level paging alike), the user's half has it clear.
+pub fn is_kernel_address(addr: u64) -> bool {
+    match cfg!(target_arch = "x86_64") {
+        true => addr >> 63 == 1,
+        false => addr != 0,
+    }
+}
+
 pub(crate) fn parse_number(text: &str) -> Option<u64> {
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -150,10 +159,16 @@ fn name_offset(text: &str, spec: &str) -> Result<(String, u64), Error> {
 
 fn kernel(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
     let target = if rest.starts_with("0x") {
-        Target::KernelAddr(
-            parse_number(rest)
-                .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?,
-        )
+        let addr = parse_number(rest)
+            .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?;
+        if !is_kernel_address(addr) {
+            return Err(usage(
+                format!("probe '{spec}': {addr:#x} is not a kernel address"),
+                "kernel addresses have the top bit set (0xffff...); name the function instead, \
+                 e.g. kprobe:do_sys_openat2 (see `tracer list 'kprobe:*'`)",
+            ));
+        }
+        Target::KernelAddr(addr)
     } else {
         let (function, offset) = name_offset(rest, spec)?;
         if ret && offset != 0 {
@@ -595,6 +610,55 @@ pub trait Machine {
     /// The id of a cgroup v2 directory (its inode number, as `bpf_get_current_cgroup_id`
     /// gives it); `None` when `dir` is not a directory.
     fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64>;
+    /// Whether process or thread `id` exists, and runs.
+    fn task(&self, id: u32) -> Task;
+    /// The largest process id plus one (`kernel.pid_max`): no id reaches it.
+    fn pid_max(&self) -> u32;
+}
+
+/// What a process or thread id names on this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Task {
+    /// A task that runs (or sleeps), of the process `tgid` (`None`: its status could not be
+    /// read, e.g. another user's under `hidepid`).
+    Live { tgid: Option<u32> },
+    /// A task that exited and waits for its parent to reap it (a zombie).
+    Exited,
+    /// No task has this id.
+    Missing,
+}
+
+/// `-p PID` or `--tid TID` (`thread`), checked against the machine: a process or thread
+/// that does not run would filter every event out, and the run would wait for nothing.
+pub fn check_task(id: u32, thread: bool, machine: &dyn Machine) -> Result<Task, Error> {
+    let (flag, what, ps) = match thread {
+        false => ("--pid", "process", "`ps`"),
+        true => ("--tid", "thread", "`ps -eL`"),
+    };
+    if id == 0 {
+        return Err(usage(
+            format!("{flag} 0 is not a {what}"),
+            &format!("give a {what} id from {ps}"),
+        ));
+    }
+    match machine.task(id) {
+        Task::Missing if id >= machine.pid_max() => Err(usage(
+            format!(
+                "{flag} {id} is not a {what} id: ids here are below {} (kernel.pid_max)",
+                machine.pid_max()
+            ),
+            &format!("give a {what} id from {ps}"),
+        )),
+        Task::Missing => Err(usage(
+            format!("no {what} {id}"),
+            &format!("check the id with {ps}; it may have exited"),
+        )),
+        Task::Exited => Err(usage(
+            format!("{what} {id} has exited (a zombie its parent has not reaped)"),
+            "trace a running process, or start the command with -- COMMAND",
+        )),
+        live => Ok(live),
+    }
 }
 
 /// Data pages per CPU ring when `--ring-pages` is not given: 8192 pages (32 MiB) shared by
@@ -623,13 +687,26 @@ pub fn build_filter(
 ) -> Result<tracer_common::SlotConfig, Error> {
     let mut filter = tracer_common::SlotConfig::default();
     if let Some(pid) = tasks.pid {
-        if pid == 0 {
-            return Err(usage(
-                "--pid 0 is not a process".into(),
-                "give a process id from `ps`",
-            ));
+        if let Task::Live { tgid: Some(tgid) } = check_task(pid, false, machine)? {
+            if tgid != pid {
+                return Err(usage(
+                    format!("{pid} is a thread of process {tgid}, not a process"),
+                    &format!("give -p {tgid}, and --tid {pid} for this thread alone"),
+                ));
+            }
         }
         filter.tgid = pid;
+    }
+    if let Some(tid) = tid {
+        let task = check_task(tid, true, machine)?;
+        if let (Task::Live { tgid: Some(tgid) }, Some(pid)) = (task, tasks.pid) {
+            if tgid != pid {
+                return Err(usage(
+                    format!("thread {tid} is not in process {pid} (it is in process {tgid})"),
+                    "give the thread's own process with -p, or drop -p",
+                ));
+            }
+        }
     }
     filter.tid = tid.unwrap_or(0);
     if let Some(comm) = &tasks.comm {
@@ -739,17 +816,27 @@ pub fn did_you_mean<'a>(
 pub(crate) mod tests {
     use super::*;
 
-    /// A machine for plans under test: its CPUs, and the cgroup directories it has.
+    /// A machine for plans under test: its CPUs, the cgroup directories it has, and its tasks
+    /// (id, process, zombie).
     pub(crate) struct FakeMachine {
         pub cpus: usize,
         pub cgroups: &'static [(&'static str, u64)],
+        pub tasks: &'static [(u32, u32, bool)],
     }
 
     impl FakeMachine {
-        /// 128 CPUs (64 pages per ring, the floor) and one cgroup, /sys/fs/cgroup/app (id 77).
+        /// 128 CPUs (64 pages per ring, the floor), one cgroup, /sys/fs/cgroup/app (id 77),
+        /// and process 100 with threads 100 and 101, process 200, and zombie 300; pid_max
+        /// is 32768.
         pub(crate) const CPUS_128: FakeMachine = FakeMachine {
             cpus: 128,
             cgroups: &[("/sys/fs/cgroup/app", 77)],
+            tasks: &[
+                (100, 100, false),
+                (101, 100, false),
+                (200, 200, false),
+                (300, 300, true),
+            ],
         };
     }
 
@@ -761,6 +848,88 @@ pub(crate) mod tests {
             (self.cgroups.iter())
                 .find(|(path, _)| std::path::Path::new(path) == dir)
                 .map(|&(_, id)| id)
+        }
+        fn task(&self, id: u32) -> Task {
+            match self.tasks.iter().find(|t| t.0 == id) {
+                Some(&(_, _, true)) => Task::Exited,
+                Some(&(_, tgid, false)) => Task::Live { tgid: Some(tgid) },
+                None => Task::Missing,
+            }
+        }
+        fn pid_max(&self) -> u32 {
+            32768
+        }
+    }
+
+    #[test]
+    fn pids_and_tids_name_running_tasks() {
+        let m = FakeMachine::CPUS_128;
+        let filter = |pid: Option<u32>, tid: Option<u32>| {
+            let tasks = crate::cli::Tasks {
+                pid,
+                ..Default::default()
+            };
+            match build_filter(&tasks, tid, &m) {
+                Ok(f) => Ok((f.tgid, f.tid)),
+                Err(Error::Usage { message, hints }) => Err(format!("{message} | {}", hints[0])),
+                Err(other) => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(filter(Some(100), Some(101)), Ok((100, 101)));
+        assert_eq!(filter(None, Some(101)), Ok((0, 101)));
+        assert_eq!(filter(Some(200), None), Ok((200, 0)));
+        let refused = [
+            (
+                Some(0),
+                None,
+                "--pid 0 is not a process | give a process id from `ps`",
+            ),
+            (
+                None,
+                Some(0),
+                "--tid 0 is not a thread | give a thread id from `ps -eL`",
+            ),
+            (
+                Some(12345),
+                None,
+                "no process 12345 | check the id with `ps`; it may have exited",
+            ),
+            (
+                None,
+                Some(12345),
+                "no thread 12345 | check the id with `ps -eL`; it may have exited",
+            ),
+            (
+                Some(99999999),
+                None,
+                "--pid 99999999 is not a process id: ids here are below 32768 (kernel.pid_max) \
+                 | give a process id from `ps`",
+            ),
+            (
+                Some(300),
+                None,
+                "process 300 has exited (a zombie its parent has not reaped) | trace a running \
+                 process, or start the command with -- COMMAND",
+            ),
+            (
+                Some(101),
+                None,
+                "101 is a thread of process 100, not a process | give -p 100, and --tid 101 \
+                 for this thread alone",
+            ),
+            (
+                Some(200),
+                Some(101),
+                "thread 101 is not in process 200 (it is in process 100) | give the thread's \
+                 own process with -p, or drop -p",
+            ),
+        ];
+        for (pid, tid, message) in refused {
+            assert_eq!(
+                filter(pid, tid),
+                Err(message.to_string()),
+                "{pid:?} {tid:?}"
+            );
         }
     }
 
@@ -925,6 +1094,8 @@ pub(crate) mod tests {
             "do_sys_openat2+4%return",
             "kretprobe:f+4",
             "kprobe:0xzz",
+            "kprobe:0x0",
+            "kretprobe:0x1000",
         ] {
             match parse_spec(bad) {
                 Err(Error::Usage { hints, .. }) => assert!(!hints.is_empty(), "{bad}"),

@@ -52,6 +52,9 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
             "add -p PID or -- COMMAND",
         ));
     }
+    if let Some(pid) = args.pid {
+        super::check_task(pid, false, machine)?;
+    }
     let ring_pages =
         (args.ring_pages).unwrap_or_else(|| super::default_ring_pages(machine.online_cpus()));
     if !ring_pages.is_power_of_two() {
@@ -63,6 +66,7 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
     let mut watches = Vec::new();
     for text in &args.watches {
         let (target, kind, len) = parse_watch(text)?;
+        super::watch::check_user_addresses(std::slice::from_ref(&target))?;
         watches.push((target, breakpoint_type(kind)?, len));
     }
     if watches.len() > tracer_common::PERF_EVENT_SLOTS as usize {

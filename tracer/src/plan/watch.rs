@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{parse_number, valid_name};
+use super::{check_task, is_kernel_address, parse_number, valid_name, Machine};
 /// x86 has four debug registers per CPU (one BPF slot each).
 const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 use crate::cli::{WatchArgs, WatchType};
@@ -58,7 +58,7 @@ pub fn breakpoint_type(kind: WatchType) -> Result<BreakpointType, Error> {
 }
 
 /// Every check of `tracer watch`'s input, before anything is opened.
-pub fn watch_plan(args: &WatchArgs) -> Result<WatchPlan, Error> {
+pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, Error> {
     let kind = breakpoint_type(args.kind)?;
     let targets = (args.targets.iter())
         .map(|t| parse_watch_target(t))
@@ -91,6 +91,27 @@ pub fn watch_plan(args: &WatchArgs) -> Result<WatchPlan, Error> {
             ))
         }
     };
+    match &whose {
+        Whose::Process(pid) => {
+            check_task(*pid, false, machine)?;
+        }
+        Whose::Kernel => {
+            if let Some(addr) = (targets.iter()).find_map(|t| match t {
+                WatchTarget::Address(a) if !is_kernel_address(*a) => Some(*a),
+                _ => None,
+            }) {
+                return Err(usage(
+                    format!("--kernel {addr:#x}: {addr:#x} is not a kernel address"),
+                    "kernel addresses have the top bit set (0xffff...); watch a kernel variable \
+                     by name, e.g. tracer watch --kernel jiffies",
+                ));
+            }
+        }
+        Whose::Command(_) => {}
+    }
+    if !matches!(whose, Whose::Kernel) {
+        check_user_addresses(&targets)?;
+    }
     if args.summary && args.stop.count.is_some() {
         return Err(usage(
             "--summary counts every hit in the kernel; it cannot stop after N hits",
@@ -120,6 +141,21 @@ pub fn watch_plan(args: &WatchArgs) -> Result<WatchPlan, Error> {
         stack: args.stack.stack,
         summary: args.summary,
     })
+}
+
+/// A process's watch targets: a kernel address is not in its memory.
+pub fn check_user_addresses(targets: &[WatchTarget]) -> Result<(), Error> {
+    for target in targets {
+        if let WatchTarget::Address(addr) = target {
+            if is_kernel_address(*addr) {
+                return Err(usage(
+                    format!("{addr:#x} is a kernel address, not one of the process's"),
+                    "watch kernel memory with --kernel (and no -p or command)",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What `tracer watch` watches.
@@ -281,7 +317,9 @@ mod tests {
             crate::cli::Cli::try_parse_from(["tracer", "watch"].iter().chain(line.iter()).copied())
                 .expect("parses");
         match cli.command {
-            crate::cli::Command::Watch(args) => watch_plan(&args),
+            crate::cli::Command::Watch(args) => {
+                watch_plan(&args, &crate::plan::tests::FakeMachine::CPUS_128)
+            }
             _ => unreachable!("a watch command"),
         }
     }
@@ -292,8 +330,8 @@ mod tests {
         assert_eq!(p.whose, Whose::Command(vec!["./prog".into()]));
         assert_eq!(p.kind, BreakpointType::Write);
         assert_eq!(
-            plan(&["-p", "7", "-t", "rw", "x"]).unwrap().whose,
-            Whose::Process(7)
+            plan(&["-p", "100", "-t", "rw", "x"]).unwrap().whose,
+            Whose::Process(100)
         );
         assert_eq!(plan(&["--kernel", "jiffies"]).unwrap().whose, Whose::Kernel);
         let err = |line: &[&str]| plan(line).unwrap_err().to_string();
@@ -302,29 +340,42 @@ mod tests {
             "give exactly one of -p PID, -- COMMAND or --kernel"
         );
         assert_eq!(
-            err(&["-p", "1", "--kernel", "x"]),
+            err(&["-p", "100", "--kernel", "x"]),
             "give exactly one of -p PID, -- COMMAND or --kernel"
         );
         assert_eq!(
-            err(&["-l", "3", "-p", "1", "x"]),
+            err(&["-l", "3", "-p", "100", "x"]),
             "--len 3 is not 1, 2, 4 or 8"
         );
         assert_eq!(
-            err(&["-c", "0", "-p", "1", "x"]),
+            err(&["-c", "0", "-p", "100", "x"]),
             "--count 0 would stop before the first hit"
         );
         assert_eq!(
-            err(&["--summary", "-c", "5", "-p", "1", "x"]),
+            err(&["--summary", "-c", "5", "-p", "100", "x"]),
             "--summary counts every hit in the kernel; it cannot stop after N hits"
         );
         assert_eq!(
-            err(&["-p", "1", "a", "b", "c", "d", "e"]),
+            err(&["-p", "100", "a", "b", "c", "d", "e"]),
             "5 targets given; x86 has 4 hardware breakpoint slots"
         );
         #[cfg(target_arch = "x86_64")]
         assert_eq!(
-            err(&["-t", "r", "-p", "1", "x"]),
+            err(&["-t", "r", "-p", "100", "x"]),
             "x86 has no read-only watchpoints"
+        );
+        assert_eq!(err(&["-p", "12345", "x"]), "no process 12345");
+        assert_eq!(
+            err(&["--kernel", "0x0"]),
+            "--kernel 0x0: 0x0 is not a kernel address"
+        );
+        assert_eq!(
+            err(&["-p", "100", "0xffffffff81000000"]),
+            "0xffffffff81000000 is a kernel address, not one of the process's"
+        );
+        assert_eq!(
+            plan(&["--kernel", "0xffffffff82000000"]).unwrap().targets,
+            vec![WatchTarget::Address(0xffff_ffff_8200_0000)]
         );
     }
 }

@@ -258,23 +258,23 @@ pub fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol: &str) 
 /// offset) or address.
 pub fn uprobe_location(file: &str, at: &UserAt) -> Result<(std::path::PathBuf, u64), Error> {
     let path = elf::resolve_file(file)?;
-    let offset = match at {
+    let data = kernel::file::map(&path)?;
+    let vaddr = match at {
         UserAt::Symbol {
             name: symbol,
             offset,
-        } => {
-            elf::symbol_offset(&path, symbol).map_err(|e| unknown_symbol(e, &path, symbol))?
-                + offset
-        }
-        UserAt::Address(addr) => {
-            let data = std::fs::read(&path).map_err(|source| kernel::Error::Read {
-                path: path.display().to_string(),
-                source,
-            })?;
-            elf::vaddr_to_offset(&data, &path, *addr)?
-        }
+        } => elf::symbol_address(&data, &path, symbol)
+            .map_err(|e| unknown_symbol(e, &path, symbol))?
+            .checked_add(*offset)
+            .ok_or_else(|| {
+                Error::usage(
+                    format!("offset {offset:#x} past '{symbol}' is beyond any address"),
+                    vec!["give an offset inside the function".into()],
+                )
+            })?,
+        UserAt::Address(addr) => *addr,
     };
-    Ok((path, offset))
+    Ok((path.clone(), elf::code_offset(&data, &path, vaddr)?))
 }
 
 /// Picks the kprobe PMU, else legacy kprobe_events; when neither exists, explains why and
@@ -298,9 +298,10 @@ fn kernel_interface(
         (None, None) if fs.has_kprobe_events() => return Ok(KernelInterface::Tracefs),
         _ => {}
     }
-    let function = match &spec.target {
-        Target::Kernel { function, .. } => function.clone(),
-        _ => String::new(),
+    let (function, what) = match &spec.target {
+        Target::Kernel { function, .. } => (function.clone(), format!("function '{function}'")),
+        Target::KernelAddr(addr) => (String::new(), format!("address {addr:#x}")),
+        _ => (String::new(), spec.to_string()),
     };
     let fentry = match Feature::Fentry.check() {
         Status::Available { .. } => {
@@ -311,7 +312,10 @@ fn kernel_interface(
         }
     };
     let mut hints = Vec::new();
-    let alternatives = syscall_alternatives(fs, &function);
+    let alternatives = match function.is_empty() {
+        true => Vec::new(),
+        false => syscall_alternatives(fs, &function),
+    };
     if !alternatives.is_empty() {
         hints.push(format!(
             "trace the syscalls that lead there instead: tracer probe {}",
@@ -320,7 +324,7 @@ fn kernel_interface(
     }
     hints.push("user-space functions (uprobe:PATH:SYMBOL) and tracepoints (CAT:NAME) work here; see `tracer features`".into());
     Err(Error::Runtime {
-        message: format!("cannot probe kernel function '{function}': this kernel has no kprobes (built without CONFIG_KPROBES), and {fentry}"),
+        message: format!("cannot probe kernel {what}: this kernel has no kprobes (built without CONFIG_KPROBES), and {fentry}"),
         hints,
     })
 }

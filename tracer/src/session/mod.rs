@@ -27,4 +27,35 @@ impl crate::plan::Machine for ThisMachine {
         let meta = std::fs::metadata(dir).ok()?;
         meta.is_dir().then(|| meta.ino())
     }
+
+    fn task(&self, id: u32) -> crate::plan::Task {
+        use crate::plan::Task;
+        // /proc/ID answers for a thread id too, though only processes are listed.
+        match std::fs::read_to_string(format!("/proc/{id}/status")) {
+            Ok(status) => {
+                let field = |name: &str| {
+                    (status.lines())
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(str::trim)
+                };
+                match field("State:").and_then(|s| s.chars().next()) {
+                    Some('Z' | 'X') => Task::Exited,
+                    _ => Task::Live {
+                        tgid: field("Tgid:").and_then(|t| t.parse().ok()),
+                    },
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Task::Missing,
+            // Hidden (`hidepid`) or unreadable: it exists, whose it is is unknown.
+            Err(_) => Task::Live { tgid: None },
+        }
+    }
+
+    fn pid_max(&self) -> u32 {
+        // PID_MAX_LIMIT on 64-bit kernels, when the sysctl cannot be read.
+        std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4 << 20)
+    }
 }

@@ -29,10 +29,11 @@ pub fn create_output(
     Ok(match (stdout, &plan.file) {
         (Some(data), _) => Box::new(data),
         (None, Some(path)) => {
-            Box::new(std::fs::File::create(path).map_err(|e| Error::Runtime {
+            let file = std::fs::File::create(path).map_err(|e| Error::Runtime {
                 message: format!("cannot create {}: {e}", path.display()),
                 hints: vec!["check that the directory exists and is writable".into()],
-            })?)
+            })?;
+            Box::new(crate::output::NamedFile::new(file, path))
         }
         (None, None) => unreachable!("standard output is taken when there is no file"),
     })

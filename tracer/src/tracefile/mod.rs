@@ -36,8 +36,75 @@ mod kind {
     pub const END: u32 = 9;
 }
 
+/// What a record kind is called in messages.
+fn kind_name(k: u32) -> &'static str {
+    match k {
+        kind::META => "meta",
+        kind::SOURCE => "source",
+        kind::EVENT => "event",
+        kind::SAMPLE => "sample",
+        kind::SWITCH => "switch",
+        kind::TASK => "task",
+        kind::SYMBOL => "symbol",
+        kind::STATS => "stats",
+        kind::END => "end",
+        _ => "unknown",
+    }
+}
+
+/// The payload lengths this version writes for a fixed-layout kind (`None`: JSON or unknown
+/// kinds, of any length up to [`MAX_PAYLOAD`]). A layout change bumps the version, so any
+/// other length is a corrupt length, not a newer record.
+fn fixed_lengths(k: u32) -> Option<&'static [u32]> {
+    const EVENT: [u32; 2] = [
+        tracer_common::Event::SHORT_SIZE as u32,
+        tracer_common::Event::SIZE as u32,
+    ];
+    match k {
+        kind::EVENT => Some(&EVENT),
+        kind::SAMPLE => Some(&[32]),
+        kind::SWITCH => Some(&[24]),
+        kind::TASK => Some(&[48]),
+        kind::END => Some(&[0]),
+        _ => None,
+    }
+}
+
+/// Why a record header's length cannot be right, if it cannot.
+fn bad_length(k: u32, len: u32) -> Option<String> {
+    if len > MAX_PAYLOAD {
+        return Some(format!("claims {len} bytes (at most {MAX_PAYLOAD})"));
+    }
+    let lengths = fixed_lengths(k)?;
+    (!lengths.contains(&len)).then(|| {
+        let valid: Vec<String> = lengths.iter().map(u32::to_string).collect();
+        format!(
+            "claims {len} bytes; a{} {} record has {}",
+            if kind_name(k) == "event" { "n" } else { "" },
+            kind_name(k),
+            valid.join(" or ")
+        )
+    })
+}
+
+/// A JSON record cut off by the end of the file is a truncation, unless a whole JSON value ends
+/// inside what is there with more bytes after it: then its length was wrong, not the file short.
+fn json_ends_early(k: u32, partial: &[u8]) -> Option<usize> {
+    if !matches!(k, kind::META | kind::SOURCE | kind::SYMBOL | kind::STATS) {
+        return None;
+    }
+    let mut values =
+        serde_json::Deserializer::from_slice(partial).into_iter::<serde::de::IgnoredAny>();
+    match values.next() {
+        Some(Ok(_)) if values.byte_offset() < partial.len() => Some(values.byte_offset()),
+        _ => None,
+    }
+}
+
 /// A record's payload may not exceed this (a corrupt length must not allocate gigabytes).
 const MAX_PAYLOAD: u32 = 16 << 20;
+/// Nor may the header: what a newer writer adds to it is skipped, up to this length.
+const MAX_HEADER: u32 = 4096;
 
 /// What the recording was: written first.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -158,6 +225,7 @@ pub struct Stats {
 impl From<&Stats> for crate::output::report::Stats {
     fn from(s: &Stats) -> Self {
         crate::output::report::Stats {
+            produced: s.produced,
             lost_bpf: s.lost_bpf.clone(),
             lost_side: s.lost_side.clone(),
             late: s.late,
@@ -202,6 +270,8 @@ pub enum Error {
     Newer { found: u32 },
     #[error("the file ends before the end of the tracer header (empty or cut short)")]
     ShortHeader,
+    #[error("the tracer header is corrupt: {why}")]
+    BadHeader { why: String },
     #[error("record {index} (kind {kind}) at byte {offset} is corrupt: {why}")]
     Corrupt {
         index: u64,
@@ -211,6 +281,26 @@ pub enum Error {
     },
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// A record skipped because its payload was corrupt, though its length framed it (the records
+/// after it were read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub index: u64,
+    pub kind: u32,
+    pub offset: u64,
+    pub why: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "record {} (kind {}) at byte {}: {}",
+            self.index, self.kind, self.offset, self.why
+        )
+    }
 }
 
 /// Encodes one record (header and payload) into `out`.
@@ -453,10 +543,20 @@ impl From<&Ending> for crate::output::report::Ending {
 /// complete record before it is returned.
 pub struct Reader<R: Read> {
     input: R,
+    /// Records read whole (skipped corrupt ones included): the next record's index.
     pub records: u64,
     pub offset: u64,
     ending: Option<Ending>,
     payload: Vec<u8>,
+    /// The next record's header and how many of its bytes the file had, read ahead to check
+    /// that a corrupt record ends where its length says.
+    ahead: Option<([u8; 8], usize)>,
+    /// A record's length was corrupt: nothing after it can be framed.
+    broken: bool,
+    /// Corrupt records skipped (their framing intact), the first [`Reader::SKIPPED_KEPT`].
+    pub skipped: Vec<Skipped>,
+    /// All corrupt records skipped.
+    pub skipped_count: u64,
 }
 
 /// Reads up to `buf.len()` bytes; fewer only at end of input.
@@ -489,19 +589,59 @@ impl<R: Read> Reader<R> {
         if version > VERSION {
             return Err(Error::Newer { found: version });
         }
+        if version == 0 {
+            return Err(Error::BadHeader {
+                why: "it claims file format 0 (formats start at 1)".into(),
+            });
+        }
         let header_len = u32_at(&header, 3);
+        if !(HEADER_LEN..=MAX_HEADER).contains(&header_len) {
+            return Err(Error::BadHeader {
+                why: format!(
+                    "it claims {header_len} bytes ({HEADER_LEN} to {MAX_HEADER} are valid)"
+                ),
+            });
+        }
         // A longer header (a future minor addition) is skipped.
-        let mut rest = vec![0u8; header_len.saturating_sub(HEADER_LEN) as usize];
-        if read_full(&mut input, &mut rest)? < rest.len() {
+        let rest = u64::from(header_len - HEADER_LEN);
+        if io::copy(&mut (&mut input).take(rest), &mut io::sink())? < rest {
             return Err(Error::ShortHeader);
         }
         Ok(Reader {
             input,
             records: 0,
-            offset: u64::from(header_len.max(HEADER_LEN)),
+            offset: u64::from(header_len),
             ending: None,
             payload: Vec::new(),
+            ahead: None,
+            broken: false,
+            skipped: Vec::new(),
+            skipped_count: 0,
         })
+    }
+
+    /// How many skipped records are described; the rest are counted.
+    pub const SKIPPED_KEPT: usize = 10;
+
+    /// The next record header (read ahead or read now) and how many of its bytes there were.
+    fn head(&mut self) -> io::Result<([u8; 8], usize)> {
+        if let Some(ahead) = self.ahead.take() {
+            return Ok(ahead);
+        }
+        let mut head = [0u8; 8];
+        let n = read_full(&mut self.input, &mut head)?;
+        Ok((head, n))
+    }
+
+    /// The record at the current place is corrupt past reading on.
+    fn broken(&mut self, kind: u32, why: String) -> Error {
+        self.broken = true;
+        Error::Corrupt {
+            index: self.records,
+            kind,
+            offset: self.offset,
+            why,
+        }
     }
 
     /// How the input ended (`None` while records remain).
@@ -509,54 +649,85 @@ impl<R: Read> Reader<R> {
         self.ending.as_ref()
     }
 
-    /// The next record; `Ok(None)` at the end (see [`Reader::ending`]).
+    /// The next record; `Ok(None)` at the end (see [`Reader::ending`]). A record whose payload
+    /// is corrupt but whose length frames it (the next record starts where it says) is
+    /// skipped and kept in [`Reader::skipped`]; a corrupt length is an error, after which
+    /// nothing more can be read.
     pub fn next_record(&mut self) -> Result<Option<Record>, Error> {
-        if self.ending.is_some() {
-            return Ok(None);
+        loop {
+            if self.ending.is_some() || self.broken {
+                return Ok(None);
+            }
+            let (head, n) = self.head()?;
+            if n == 0 {
+                self.ending = Some(Ending::Unfinished);
+                return Ok(None);
+            }
+            if n < head.len() {
+                self.ending = Some(Ending::Truncated {
+                    offset: self.offset,
+                    partial: n as u64,
+                });
+                return Ok(None);
+            }
+            let (kind, len) = (u32_at(&head, 0), u32_at(&head, 1));
+            if let Some(why) = bad_length(kind, len) {
+                return Err(self.broken(kind, why));
+            }
+            // Read, not preallocated: a length past the end of the file costs only what is
+            // there.
+            self.payload.clear();
+            let got = (&mut self.input)
+                .take(u64::from(len))
+                .read_to_end(&mut self.payload)?;
+            if got < len as usize {
+                if let Some(end) = json_ends_early(kind, &self.payload) {
+                    let why = format!(
+                        "claims {len} bytes, but its JSON ends after {end} and the file {} later",
+                        got - end
+                    );
+                    return Err(self.broken(kind, why));
+                }
+                self.ending = Some(Ending::Truncated {
+                    offset: self.offset,
+                    partial: 8 + got as u64,
+                });
+                return Ok(None);
+            }
+            match decode(kind, &self.payload) {
+                Ok(record) => {
+                    self.records += 1;
+                    self.offset += 8 + u64::from(len);
+                    if matches!(record, Record::End) {
+                        self.ending = Some(Ending::Complete);
+                    }
+                    return Ok(Some(record));
+                }
+                Err(why) => {
+                    // Framed if what follows is the end of the file or a header that can be
+                    // one; otherwise the length was wrong (a truncated next header is a cut).
+                    let (next, m) = self.head()?;
+                    self.ahead = Some((next, m));
+                    if m == next.len() && bad_length(u32_at(&next, 0), u32_at(&next, 1)).is_some() {
+                        let why = format!(
+                            "{why}, and the record after it does not start where its length ends"
+                        );
+                        return Err(self.broken(kind, why));
+                    }
+                    if self.skipped.len() < Self::SKIPPED_KEPT {
+                        self.skipped.push(Skipped {
+                            index: self.records,
+                            kind,
+                            offset: self.offset,
+                            why,
+                        });
+                    }
+                    self.skipped_count += 1;
+                    self.records += 1;
+                    self.offset += 8 + u64::from(len);
+                }
+            }
         }
-        let mut head = [0u8; 8];
-        let n = read_full(&mut self.input, &mut head)?;
-        if n == 0 {
-            self.ending = Some(Ending::Unfinished);
-            return Ok(None);
-        }
-        if n < head.len() {
-            self.ending = Some(Ending::Truncated {
-                offset: self.offset,
-                partial: n as u64,
-            });
-            return Ok(None);
-        }
-        let (kind, len) = (u32_at(&head, 0), u32_at(&head, 1));
-        if len > MAX_PAYLOAD {
-            return Err(Error::Corrupt {
-                index: self.records,
-                kind,
-                offset: self.offset,
-                why: format!("claims {len} bytes"),
-            });
-        }
-        self.payload.resize(len as usize, 0);
-        let got = read_full(&mut self.input, &mut self.payload)?;
-        if got < len as usize {
-            self.ending = Some(Ending::Truncated {
-                offset: self.offset,
-                partial: 8 + got as u64,
-            });
-            return Ok(None);
-        }
-        let record = decode(kind, &self.payload).map_err(|why| Error::Corrupt {
-            index: self.records,
-            kind,
-            offset: self.offset,
-            why,
-        })?;
-        self.records += 1;
-        self.offset += 8 + u64::from(len);
-        if matches!(record, Record::End) {
-            self.ending = Some(Ending::Complete);
-        }
-        Ok(Some(record))
     }
 }
 
@@ -727,25 +898,155 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_record_is_an_error_with_its_place() {
-        let mut bytes = file(
-            &[Record::Sample(Sample {
-                source: 1,
-                cpu: 0,
-                pid: 1,
-                tid: 1,
-                time_ns: 1,
-                period: 1,
-            })],
-            true,
-        );
-        // Shrink the sample's length to 4 bytes: its payload no longer fits the layout.
-        bytes[20..24].copy_from_slice(&4u32.to_le_bytes());
-        let mut r = Reader::new(&bytes[..]).unwrap();
-        let err = r.next_record().unwrap_err().to_string();
+    fn lengths_past_the_end_of_the_file_allocate_nothing() {
+        let mut bytes = file(&[], true);
+        bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(
-            err,
-            "record 0 (kind 4) at byte 16 is corrupt: 4 bytes, needs 32"
+            Reader::new(&bytes[..]).err().unwrap().to_string(),
+            "the tracer header is corrupt: it claims 4294967295 bytes (16 to 4096 are valid)"
+        );
+        // A record that claims 16 MiB in a file that ends after 10 bytes of it.
+        let mut bytes = file(&[], false);
+        bytes.extend_from_slice(&99u32.to_le_bytes());
+        bytes.extend_from_slice(&MAX_PAYLOAD.to_le_bytes());
+        bytes.extend_from_slice(&[0; 10]);
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        assert!(r.next_record().unwrap().is_none());
+        assert!(r.payload.capacity() < 4096, "{}", r.payload.capacity());
+    }
+
+    fn sample(time_ns: u64) -> Record {
+        Record::Sample(Sample {
+            source: 1,
+            cpu: 0,
+            pid: 1,
+            tid: 1,
+            time_ns,
+            period: 1,
+        })
+    }
+
+    fn meta() -> Record {
+        Record::Meta(Meta {
+            tracer: "0.1.0".into(),
+            ..Meta::default()
+        })
+    }
+
+    /// Reads to the end: the records, the skipped ones, and the error that stopped reading.
+    fn read_damaged(bytes: &[u8]) -> (Vec<Record>, Vec<Skipped>, Option<String>, Option<Ending>) {
+        let mut r = Reader::new(bytes).unwrap();
+        let mut out = Vec::new();
+        let error = loop {
+            match r.next_record() {
+                Ok(Some(rec)) => out.push(rec),
+                Ok(None) => break None,
+                Err(e) => break Some(e.to_string()),
+            }
+        };
+        // Nothing is read after a corrupt length.
+        assert!(r.next_record().unwrap().is_none());
+        (out, r.skipped.clone(), error, r.ending().cloned())
+    }
+
+    #[test]
+    fn a_corrupt_length_is_an_error_with_its_place_not_a_cut() {
+        let mut bytes = file(&[sample(1), sample(2)], true);
+        // The first sample's length: 4 bytes (too short) and 36 (a flipped bit).
+        for (len, why) in [
+            (4u32, "claims 4 bytes; a sample record has 32"),
+            (36, "claims 36 bytes; a sample record has 32"),
+            (32 | 1 << 30, "claims 1073741856 bytes (at most 16777216)"),
+        ] {
+            bytes[20..24].copy_from_slice(&len.to_le_bytes());
+            let (back, skipped, error, ending) = read_damaged(&bytes);
+            assert!(back.is_empty() && skipped.is_empty());
+            assert_eq!(
+                error.unwrap(),
+                format!("record 0 (kind 4) at byte 16 is corrupt: {why}")
+            );
+            assert_eq!(ending, None);
+        }
+        // A JSON record whose length runs past the end of the file: its JSON ends first.
+        let mut bytes = file(&[meta(), sample(1)], false);
+        let json_len = u32_at(&bytes, 5);
+        bytes[20..24].copy_from_slice(&(json_len + 1000).to_le_bytes());
+        let (_, _, error, ending) = read_damaged(&bytes);
+        assert_eq!(
+            error.unwrap(),
+            format!(
+                "record 0 (kind 1) at byte 16 is corrupt: claims {} bytes, but its JSON ends \
+                 after {json_len} and the file 40 later",
+                json_len + 1000
+            )
+        );
+        assert_eq!(ending, None);
+        // Cut inside the same JSON: a cut.
+        let whole = file(&[meta()], false);
+        let (back, _, error, ending) = read_damaged(&whole[..whole.len() - 3]);
+        assert!(back.is_empty() && error.is_none());
+        assert_eq!(
+            ending,
+            Some(Ending::Truncated {
+                offset: 16,
+                partial: 8 + u64::from(json_len) - 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_corrupt_payload_is_skipped_and_the_records_after_it_are_read() {
+        let task = Record::Task(Task {
+            what: TaskWhat::Exit,
+            cpu: 0,
+            pid: 3,
+            tid: 3,
+            ppid: 1,
+            ptid: 1,
+            time_ns: 5,
+            comm: [0; 16],
+        });
+        let mut bytes = file(&[meta(), task, sample(7)], true);
+        let task_at = 16 + 8 + u32_at(&bytes, 5) as usize;
+        // The task's `what` (its first payload word) is no task record.
+        bytes[task_at + 8..task_at + 12].copy_from_slice(&9u32.to_le_bytes());
+        let (back, skipped, error, ending) = read_damaged(&bytes);
+        assert_eq!(error, None);
+        assert_eq!(ending, Some(Ending::Complete));
+        assert!(
+            matches!(back[..], [Record::Meta(_), Record::Sample(s), Record::End] if s.time_ns == 7)
+        );
+        assert_eq!(
+            skipped,
+            vec![Skipped {
+                index: 1,
+                kind: 6,
+                offset: task_at as u64,
+                why: "unknown task record 9".into()
+            }]
+        );
+        // The same damage, and the next header garbled too: the length cannot be trusted.
+        let next_at = task_at + 8 + 48;
+        bytes[next_at + 4..next_at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        let (back, skipped, error, _) = read_damaged(&bytes);
+        assert_eq!(back.len(), 1);
+        assert!(skipped.is_empty());
+        assert_eq!(
+            error.unwrap(),
+            format!(
+                "record 1 (kind 6) at byte {task_at} is corrupt: unknown task record 9, and the \
+                 record after it does not start where its length ends"
+            )
+        );
+    }
+
+    #[test]
+    fn format_zero_is_refused() {
+        let mut bytes = file(&[], true);
+        bytes[8..12].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(
+            Reader::new(&bytes[..]).err().unwrap().to_string(),
+            "the tracer header is corrupt: it claims file format 0 (formats start at 1)"
         );
     }
 }
