@@ -482,6 +482,51 @@ fn probe_of_a_process_ends_when_it_exits() {
     assert_eq!(json_events(&out).len(), 9);
 }
 
+/// tracer's programs on a tracepoint let the hit go on to everyone's perf events: a counter of
+/// the same tracepoint beside a running `tracer probe` (here `tracer stat`, as `perf stat`
+/// would) still counts every call. (A program that returns 0 hides the hit from them all.)
+#[test]
+fn a_peer_counting_the_same_tracepoint_still_sees_every_hit() {
+    if !has(Feature::Tracepoints, "tracepoint_peers") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let (mut streaming, _stderr, _banner) = common::tracer_started(&[
+        "probe",
+        "-o",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "sched:sched_process_exec",
+    ]);
+    let stdout = streaming.stdout.take().unwrap();
+    let reader =
+        std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).count());
+    let out = tracer(&[
+        "stat",
+        "-x,",
+        "-e",
+        "syscalls:sys_enter_getppid,sched:sched_process_exec",
+        "--",
+        &prog,
+        "getppid",
+        "1000",
+    ]);
+    // SAFETY: a plain signal to our own child.
+    unsafe { libc::kill(streaming.id() as i32, libc::SIGINT) };
+    let _ = streaming.wait();
+    let seen = reader.join().unwrap();
+    let report = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let count = |event: &str| {
+        (report.lines())
+            .find(|l| l.split(',').nth(2) == Some(event))
+            .and_then(|l| l.split(',').next()?.parse::<u64>().ok())
+    };
+    assert_eq!(count("syscalls:sys_enter_getppid"), Some(1000), "{report}");
+    assert_eq!(count("sched:sched_process_exec"), Some(1), "{report}");
+    assert!(seen >= 1001, "tracer probe saw {seen} events");
+}
+
 #[test]
 fn the_ring_buffer_transport_delivers_every_event_with_its_string() {
     if !has(Feature::Tracepoints, "probe_ringbuf") {

@@ -3,7 +3,7 @@
 //! slower than a threshold. Included into the probes object, which owns the maps they share.
 
 use aya_ebpf::bindings::BPF_F_USER_STACK;
-use aya_ebpf::macros::{kprobe, map, tracepoint};
+use aya_ebpf::macros::{kprobe, map};
 use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
@@ -291,14 +291,14 @@ pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     0
 }
 
-#[tracepoint]
-pub fn lat_tp_entry(ctx: TracePointContext) -> u32 {
+crate::tracepoint_program!(lat_tp_entry => lat_tp_entry_hit);
+fn lat_tp_entry_hit(ctx: TracePointContext) -> u32 {
     entry([0; 6], &Source::Record(&ctx));
-    0
+    crate::TRACEPOINT_PASS
 }
 
-#[tracepoint]
-pub fn lat_tp_exit(ctx: TracePointContext) -> u32 {
+crate::tracepoint_program!(lat_tp_exit => lat_tp_exit_hit);
+fn lat_tp_exit_hit(ctx: TracePointContext) -> u32 {
     exit(&ctx, &Source::Record(&ctx), 0);
-    0
+    crate::TRACEPOINT_PASS
 }

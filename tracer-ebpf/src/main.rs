@@ -22,7 +22,7 @@ use aya_ebpf::helpers::{
     bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
     bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
 };
-use aya_ebpf::macros::{kprobe, map, perf_event, raw_tracepoint, tracepoint};
+use aya_ebpf::macros::{kprobe, map, perf_event, raw_tracepoint};
 use aya_ebpf::maps::{
     Array, HashMap, PerCpuArray, PerCpuHashMap, PerfEventArray, RingBuf, StackTrace,
 };
@@ -58,6 +58,28 @@ fn uses(bit: u32) -> bool {
     // the compiled-in default: the value is the one userspace wrote before loading.
     unsafe { core::ptr::read_volatile(&USES) & bit != 0 }
 }
+
+/// What a program on a tracepoint returns: 1 lets the hit go on to the tracepoint's perf
+/// events, everyone's (`perf_trace_run_bpf_submit`, `perf_syscall_enter`: a 0 from any BPF
+/// program on a tracepoint hides the hit from every perf event counting it, so `perf stat -e
+/// CAT:NAME` beside tracer read 0). tracer's own tracepoint event is a counting event on one
+/// CPU: on that CPU the hit adds one to its count, nothing more.
+const TRACEPOINT_PASS: u32 = 1;
+
+/// A tracepoint program whose return value reaches the kernel. aya's `#[tracepoint]` returns
+/// 0 whatever the function returns (aya-ebpf-macros 0.2), which is the value that hides the
+/// hit from every other perf event on the tracepoint; this is what it expands to, otherwise.
+macro_rules! tracepoint_program {
+    ($name:ident => $body:expr) => {
+        #[unsafe(no_mangle)]
+        #[unsafe(link_section = "tracepoint")]
+        pub fn $name(ctx: *mut ::core::ffi::c_void) -> u32 {
+            let body: fn(::aya_ebpf::programs::TracePointContext) -> u32 = $body;
+            body(::aya_ebpf::programs::TracePointContext::new(ctx))
+        }
+    };
+}
+pub(crate) use tracepoint_program;
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
 #[map]
@@ -222,12 +244,12 @@ fn current_comm(pid_tgid: u64) -> [u8; 16] {
     cache.comm
 }
 
+tracepoint_program!(comm_renamed => comm_renamed_hit);
 /// `task:task_rename` (`USES_COMM_CACHE`): a task is being renamed, so every cached comm may be
 /// stale.
-#[tracepoint]
-pub fn comm_renamed(_ctx: TracePointContext) -> u32 {
+fn comm_renamed_hit(_ctx: TracePointContext) -> u32 {
     next_generation();
-    0
+    TRACEPOINT_PASS
 }
 
 /// Does the current task pass the slot's filters?
@@ -809,32 +831,57 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
 }
 
 macro_rules! slots {
-    ($attr:ident, $ctx:ty, $handler:ident, $base:expr; $($name:ident = $index:literal),*) => {$(
+    ($attr:ident, $ctx:ty, $handler:ident, $base:expr, $ret:expr; $($name:ident = $index:literal),*) => {$(
         #[$attr]
         pub fn $name(ctx: $ctx) -> u32 {
             $handler(&ctx, $base + $index);
-            0
+            $ret
         }
     )*};
 }
 
-slots!(kprobe, ProbeContext, on_probe, 0;
+// A kprobe or uprobe event of the PMU is tracer's own (not shared with other users): 0 spares
+// the kernel building a perf sample for it.
+slots!(kprobe, ProbeContext, on_probe, 0, 0;
     kp_0 = 0, kp_1 = 1, kp_2 = 2, kp_3 = 3, kp_4 = 4, kp_5 = 5, kp_6 = 6, kp_7 = 7,
     kp_8 = 8, kp_9 = 9, kp_10 = 10, kp_11 = 11, kp_12 = 12, kp_13 = 13, kp_14 = 14, kp_15 = 15);
-slots!(tracepoint, TracePointContext, on_tracepoint, TRACEPOINT_BASE;
-    tp_0 = 0, tp_1 = 1, tp_2 = 2, tp_3 = 3, tp_4 = 4, tp_5 = 5, tp_6 = 6, tp_7 = 7,
-    tp_8 = 8, tp_9 = 9, tp_10 = 10, tp_11 = 11, tp_12 = 12, tp_13 = 13, tp_14 = 14, tp_15 = 15);
+macro_rules! tracepoint_slots {
+    ($($name:ident = $index:literal),*) => {$(
+        tracepoint_program!($name => |ctx| {
+            on_tracepoint(&ctx, TRACEPOINT_BASE + $index);
+            TRACEPOINT_PASS
+        });
+    )*};
+}
+tracepoint_slots!(
+    tp_0 = 0,
+    tp_1 = 1,
+    tp_2 = 2,
+    tp_3 = 3,
+    tp_4 = 4,
+    tp_5 = 5,
+    tp_6 = 6,
+    tp_7 = 7,
+    tp_8 = 8,
+    tp_9 = 9,
+    tp_10 = 10,
+    tp_11 = 11,
+    tp_12 = 12,
+    tp_13 = 13,
+    tp_14 = 14,
+    tp_15 = 15
+);
 // Raw twins of the first tracepoint slots (`RAW_SYSCALL_SLOTS`), with the same global ids:
 // one of each pair is loaded. More counted syscalls use the perf tracepoint path.
-slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE;
+slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE, 0;
     rtp_0 = 0, rtp_1 = 1, rtp_2 = 2, rtp_3 = 3);
-slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE;
+slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE, 0;
     pe_0 = 0, pe_1 = 1, pe_2 = 2, pe_3 = 3);
 
+tracepoint_program!(track_exec => track_exec_hit);
 /// `sched:sched_process_exec`: the launched command becomes traced at its exec, so nothing it
 /// did before (in tracer's fork) is reported.
-#[tracepoint]
-pub fn track_exec(_ctx: TracePointContext) -> u32 {
+fn track_exec_hit(_ctx: TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is copied out at once.
     if let Some(&state) = unsafe { TRACKED.get(&tgid) } {
@@ -843,12 +890,12 @@ pub fn track_exec(_ctx: TracePointContext) -> u32 {
             next_generation();
         }
     }
-    0
+    TRACEPOINT_PASS
 }
 
+tracepoint_program!(track_fork => track_fork_hit);
 /// `sched:sched_process_fork` (runs in the parent): children of traced processes are traced.
-#[tracepoint]
-pub fn track_fork(ctx: TracePointContext) -> u32 {
+fn track_fork_hit(ctx: TracePointContext) -> u32 {
     let parent = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is copied out at once.
     let active = matches!(unsafe { TRACKED.get(&parent) }, Some(&s) if s == TRACK_ACTIVE);
@@ -865,18 +912,18 @@ pub fn track_fork(ctx: TracePointContext) -> u32 {
             next_generation();
         }
     }
-    0
+    TRACEPOINT_PASS
 }
 
+tracepoint_program!(track_exit => track_exit_hit);
 /// `sched:sched_process_exit` (per thread): forget exited tasks so the map does not fill up.
-#[tracepoint]
-pub fn track_exit(_ctx: TracePointContext) -> u32 {
+fn track_exit_hit(_ctx: TracePointContext) -> u32 {
     let tid = bpf_get_current_pid_tgid() as u32;
     // A run counted for this process must not go on for another that gets its pid.
     if TRACKED.remove(&tid).is_ok() {
         next_generation();
     }
-    0
+    TRACEPOINT_PASS
 }
 
 #[cfg(not(test))]
