@@ -2585,8 +2585,9 @@ fn docs_report_timeline(ctx: &Ctx, example: &str) {
         stderr.contains(&format!("\n{} records shown\n", items.len())),
         "{stderr}"
     );
+    // Three rounds of a watch hit, an entry, a return and a getppid: 12 BPF events.
     assert!(
-        stderr.contains("\nlost while recording: 0 probe/watch events (CPU 0: 0, CPU 1: 0), 0 sample/scheduler records (CPU 0: 0, CPU 1: 0); 0 late (out of order)"),
+        stderr.contains("\nprobe/watch events: 12 produced, 12 recorded, 0 lost (CPU 0: 0, CPU 1: 0)\nsample/scheduler records: 0 lost (CPU 0: 0, CPU 1: 0); 0 late (out of order)"),
         "{stderr}"
     );
 }
