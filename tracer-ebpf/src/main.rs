@@ -292,9 +292,10 @@ fn debug_dropped(slot: u32, reason: u32, pid_tgid: u64, cpu: u32) {
     }
 }
 
-/// The one copy of the logging code in each program (a BPF-to-BPF call), for its three
-/// callers: a refused hit, a full ring, a full count map.
-#[inline(never)]
+/// The logging code, for its three callers (a refused hit, a full ring, a full count map);
+/// inlined: LLVM keeps one copy (2,181 instructions for a tracepoint program, against 2,117 as
+/// a BPF-to-BPF call), and a program without subprograms is JITed in one pass.
+#[inline(always)]
 fn say_dropped(what: u64, pid_tgid: u64) {
     debug!(&(), "{} {}", what, pid_tgid);
 }

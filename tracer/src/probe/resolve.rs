@@ -178,6 +178,14 @@ pub fn open_event(
     let resolved = event_kind(fs, spec, interface, choice, index)?;
     let scope = match (&spec.target, pid) {
         (Target::User { .. }, Some(pid)) => Scope::Task { pid, cpu: None },
+        // The program runs on every hit whatever the event's scope. Its return value lets a
+        // hit go on to the tracepoint's perf events on that CPU (everyone's counters), and a
+        // CPU-wide event of ours would then count each hit of that CPU too: scoped to
+        // tracer's own thread, it is on a CPU's list only while tracer runs there.
+        (Target::Tracepoint { .. }, _) => Scope::Task {
+            pid: std::process::id(),
+            cpu: None,
+        },
         _ => Scope::Cpu(0),
     };
     let options = Options {
