@@ -68,8 +68,10 @@ pub mod names {
     pub const LAT_HIST: &str = "LAT_HIST";
     pub const LAT_ARRAY: &str = "LAT_ARRAY";
     pub const LAT_STATS: &str = "LAT_STATS";
+    /// aya-log's ring (`--debug-bpf`), defined by aya-log-ebpf.
+    pub const AYA_LOGS: &str = "AYA_LOGS";
     /// Every name above.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 17] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -86,6 +88,7 @@ pub mod names {
         LAT_HIST,
         LAT_ARRAY,
         LAT_STATS,
+        AYA_LOGS,
     ];
 }
 
@@ -334,8 +337,6 @@ pub const USES_DEBUG: u32 = 1 << 10;
 pub mod drop {
     /// Another process than `-p`'s.
     pub const PID: u32 = 1;
-    /// tracer itself (never reported: saying so would make more hits of its own).
-    pub const SELF: u32 = 7;
     /// Another thread than `--tid`'s.
     pub const TID: u32 = 2;
     /// A CPU outside `-C`.
@@ -346,6 +347,8 @@ pub mod drop {
     pub const COMM: u32 = 5;
     /// A process outside the `-- COMMAND` set.
     pub const UNTRACKED: u32 = 6;
+    /// tracer itself (never reported: saying so would make more hits of its own).
+    pub const SELF: u32 = 7;
     /// The event was lost: the output ring was full.
     pub const RING_FULL: u32 = 8;
     /// The count was lost: the count map was full.

@@ -62,8 +62,8 @@ fn uses(bit: u32) -> bool {
 /// What a program on a tracepoint returns: 1 lets the hit go on to the tracepoint's perf
 /// events, everyone's (`perf_trace_run_bpf_submit`, `perf_syscall_enter`: a 0 from any BPF
 /// program on a tracepoint hides the hit from every perf event counting it, so `perf stat -e
-/// CAT:NAME` beside tracer read 0). tracer's own tracepoint event is a counting event on one
-/// CPU: on that CPU the hit adds one to its count, nothing more.
+/// CAT:NAME` beside tracer read 0). tracer's own event on the tracepoint is scoped to tracer's
+/// thread, so it is on a CPU's list of events (and counts the hit) only while tracer runs there.
 const TRACEPOINT_PASS: u32 = 1;
 
 /// A tracepoint program whose return value reaches the kernel. aya's `#[tracepoint]` returns
@@ -831,19 +831,20 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
     finish(ctx, event, &config);
 }
 
+/// Slots of the program types whose return value only matters to tracer's own event (a kprobe
+/// or uprobe of the PMU is not shared with other users; raw tracepoints and perf events ignore
+/// it): 0 spares the kernel building a perf sample. Tracepoints are `tracepoint_slots!`.
 macro_rules! slots {
-    ($attr:ident, $ctx:ty, $handler:ident, $base:expr, $ret:expr; $($name:ident = $index:literal),*) => {$(
+    ($attr:ident, $ctx:ty, $handler:ident, $base:expr; $($name:ident = $index:literal),*) => {$(
         #[$attr]
         pub fn $name(ctx: $ctx) -> u32 {
             $handler(&ctx, $base + $index);
-            $ret
+            0
         }
     )*};
 }
 
-// A kprobe or uprobe event of the PMU is tracer's own (not shared with other users): 0 spares
-// the kernel building a perf sample for it.
-slots!(kprobe, ProbeContext, on_probe, 0, 0;
+slots!(kprobe, ProbeContext, on_probe, 0;
     kp_0 = 0, kp_1 = 1, kp_2 = 2, kp_3 = 3, kp_4 = 4, kp_5 = 5, kp_6 = 6, kp_7 = 7,
     kp_8 = 8, kp_9 = 9, kp_10 = 10, kp_11 = 11, kp_12 = 12, kp_13 = 13, kp_14 = 14, kp_15 = 15);
 macro_rules! tracepoint_slots {
@@ -874,9 +875,9 @@ tracepoint_slots!(
 );
 // Raw twins of the first tracepoint slots (`RAW_SYSCALL_SLOTS`), with the same global ids:
 // one of each pair is loaded. More counted syscalls use the perf tracepoint path.
-slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE, 0;
+slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE;
     rtp_0 = 0, rtp_1 = 1, rtp_2 = 2, rtp_3 = 3);
-slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE, 0;
+slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE;
     pe_0 = 0, pe_1 = 1, pe_2 = 2, pe_3 = 3);
 
 tracepoint_program!(track_exec => track_exec_hit);

@@ -300,7 +300,7 @@ impl Bpf {
         loader.override_global(names::USES, &sizing.uses, true);
         if sizing.uses & tracer_common::USES_DEBUG == 0 {
             // aya-log's ring, unused without --debug-bpf: one page instead of 128 KiB.
-            loader.map_max_entries("AYA_LOGS", 4096);
+            loader.map_max_entries(names::AYA_LOGS, 4096);
         }
         if let Some(ring) = &sizing.ringbuf {
             loader.map_max_entries(names::RINGBUF, ring.bytes);

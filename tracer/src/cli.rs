@@ -335,17 +335,20 @@ pub struct StackArg {
 }
 
 /// The hint for a conflict clap found between two flags: what to do instead. clap names the
-/// flags as it prints them (`--pid <PID>`, `[COMMAND]...`); each entry is matched by the
-/// start of both names, in either order.
-const CONFLICT_HINTS: &[(&str, &str, &str)] = &[
-    ("--pid", "[COMMAND]", "trace either a running process (-p) or a command tracer starts (-- COMMAND)"),
-    ("--sum", "--hist", "--hist also reports the sum and average of each histogram: drop --sum"),
-    ("--count", "--count-by", "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
-    ("--count", "--sum", "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
-    ("--count", "--hist", "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
-    ("--stack", "--slower-than", "-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s"),
-    ("--freq", "--period", "sample either at a frequency (-F HZ) or every N events (--period N)"),
+/// flags as it prints them (`--pid <PID>`, `[COMMAND]...`); an entry matches when both the
+/// first flag and one of the others were given, in either order.
+const CONFLICT_HINTS: &[(&str, &[&str], &str)] = &[
+    ("--pid", &["[COMMAND]"], "trace either a running process (-p) or a command tracer starts (-- COMMAND)"),
+    ("--sum", &["--hist"], "--hist also reports the sum and average of each histogram: drop --sum"),
+    ("--count", &["--count-by", "--sum", "--hist"], "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
+    ("--freq", &["--period"], "sample either at a frequency (-F HZ) or every N events (--period N)"),
 ];
+
+/// The hint for a flag clap found missing (another flag `requires` it).
+const REQUIRED_HINTS: &[(&str, &str)] = &[(
+    "--slower-than",
+    "-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s",
+)];
 
 /// Parses the command line; a usage error comes back with tracer's hints for it.
 pub fn parse(args: Vec<OsString>) -> Result<Cli, (clap::Error, Vec<String>)> {
@@ -371,22 +374,22 @@ pub fn hints_for(err: &clap::Error) -> Vec<String> {
     };
     let mut flags = names(ContextKind::InvalidArg);
     flags.extend(names(ContextKind::PriorArg));
-    if err.kind() == ErrorKind::MissingRequiredArgument
-        && flags.iter().any(|f| f.starts_with("--slower-than"))
-    {
-        flags.push("--stack".into());
-    }
+    // `--count <N>` names --count, `--count-by <KEYS>` does not.
     let given = |name: &str| {
         flags.iter().any(|f| {
             f.starts_with(name)
                 && !f[name.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
         })
     };
-    (CONFLICT_HINTS.iter())
-        .filter(|(a, b, _)| given(a) && given(b))
-        .map(|(_, _, hint)| hint.to_string())
-        .take(1)
-        .collect()
+    let hint = match err.kind() {
+        ErrorKind::ArgumentConflict => (CONFLICT_HINTS.iter())
+            .find(|(a, others, _)| given(a) && others.iter().any(|b| given(b)))
+            .map(|(_, _, hint)| hint),
+        _ => (REQUIRED_HINTS.iter())
+            .find(|(missing, _)| given(missing))
+            .map(|(_, hint)| hint),
+    };
+    hint.map(|h| h.to_string()).into_iter().collect()
 }
 
 /// Histogram groups.

@@ -286,9 +286,10 @@ unsafe fn tie_to_parent(parent: libc::pid_t) {
 }
 
 /// The processes below `pid` (children, their children...), read from
-/// `/proc/PID/task/TID/children`; the deepest last.
+/// `/proc/PID/task/TID/children`, in the order found (at most 100,000).
 fn descendants(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
+    let mut seen = hashbrown::HashSet::new();
     let mut next = vec![pid];
     while let Some(parent) = next.pop() {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
@@ -298,7 +299,7 @@ fn descendants(pid: u32) -> Vec<u32> {
             let children =
                 std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
             for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-                if !found.contains(&child) && found.len() < 100_000 {
+                if found.len() < 100_000 && seen.insert(child) {
                     found.push(child);
                     next.push(child);
                 }
@@ -357,6 +358,22 @@ impl Launched {
         }
         self.reaped = true;
         Fate::Stopped
+    }
+
+    /// The child's exit status if it exits within `wait` (Ctrl-C reaches the command too,
+    /// in the same process group: a moment for it to exit on its own, so that its status is
+    /// the one reported).
+    pub fn exits_within(&mut self, wait: std::time::Duration) -> Option<i32> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(code) = self.try_wait() {
+                return Some(code);
+            }
+            if start.elapsed() >= wait {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     pub fn pid(&self) -> u32 {

@@ -37,7 +37,7 @@ pub enum Error {
     #[error("{message}")]
     Runtime { message: String, hints: Vec<String> },
     /// A write to standard output, or to a file (an [`output::NamedFile`] names it).
-    #[error("cannot write {}", output::failed_file(.0).map_or("standard output".into(), |p| p.display().to_string()))]
+    #[error("cannot write {}", output::failed_place(.0))]
     Output(#[source] io::Error),
 }
 
@@ -57,10 +57,9 @@ impl Error {
             Error::Kernel(e) => e.hints(),
             Error::Usage { hints, .. } | Error::Runtime { hints, .. } => hints.clone(),
             Error::Output(e) if e.kind() == io::ErrorKind::StorageFull => {
-                let place = output::failed_file(e)
-                    .map_or("standard output".into(), |p| p.display().to_string());
                 vec![format!(
-                    "the file system holding {place} is full: free space, or write elsewhere"
+                    "the file system holding {} is full: free space, or write elsewhere",
+                    output::failed_place(e)
                 )]
             }
             Error::Output(_) => Vec::new(),

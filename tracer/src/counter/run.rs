@@ -213,15 +213,10 @@ impl State<'_> {
     /// Ctrl-C or SIGTERM: a command that got the same signal from the terminal is given a
     /// moment to exit so that its own status is reported.
     async fn interrupted(&mut self, launched: Option<&mut Launched>) -> End {
-        if let Some(child) = launched {
-            for _ in 0..20 {
-                if let Some(code) = child.try_wait() {
-                    return End::CommandExited(code);
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+        match launched.and_then(|child| child.exits_within(Duration::from_millis(200))) {
+            Some(code) => End::CommandExited(code),
+            None => End::Interrupted,
         }
-        End::Interrupted
     }
 
     fn print_interval(

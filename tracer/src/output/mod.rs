@@ -72,10 +72,11 @@ impl std::fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
-/// The file a write error names, if it came from a [`NamedFile`].
-pub fn failed_file(e: &io::Error) -> Option<&Path> {
-    let named = e.get_ref()?.downcast_ref::<FileError>()?;
-    Some(&named.path)
+/// Where a failed write went: the file it names, if it came from a [`NamedFile`], else
+/// standard output.
+pub fn failed_place(e: &io::Error) -> String {
+    let named = e.get_ref().and_then(|e| e.downcast_ref::<FileError>());
+    named.map_or("standard output".into(), |n| n.path.display().to_string())
 }
 
 /// Writes `text` to stdout; a closed pipe becomes an [`Error::Output`] that exits 0.

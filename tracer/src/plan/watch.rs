@@ -5,13 +5,14 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{check_task, is_kernel_address, parse_number, valid_name, Machine};
-/// x86 has four debug registers per CPU (one BPF slot each).
-const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 use crate::cli::{WatchArgs, WatchType};
 use crate::output::events::Format;
 use crate::perf::BreakpointType;
 use crate::stacks::Which;
 use crate::Error;
+
+/// x86 has four debug registers per CPU (one BPF slot each).
+const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 
 fn usage(message: impl Into<String>, hint: &str) -> Error {
     Error::usage(message, vec![hint.to_string()])

@@ -167,6 +167,18 @@ pub fn event_kind(
 /// Opens the perf event of one probe spec, disabled. A uprobe is armed only in `pid` when one
 /// is given; everything else opens with pid -1 on CPU 0: a probe's BPF program runs for every
 /// hit whatever the event's scope, and the filters run in BPF.
+/// The scope of a tracepoint event that only carries a BPF program. The program runs on every
+/// hit whatever the event's scope; its return value lets the hit go on to the tracepoint's
+/// perf events on that CPU (everyone's counters), and a CPU-wide event of ours would then count
+/// each hit of that CPU too. Scoped to tracer's own thread, it is on a CPU's list only while
+/// tracer runs there (measured: +64 ns per event for a workload on the event's CPU otherwise).
+pub(super) fn program_carrier() -> Scope {
+    Scope::Task {
+        pid: std::process::id(),
+        cpu: None,
+    }
+}
+
 pub fn open_event(
     fs: &Tracefs,
     spec: &ProbeSpec,
@@ -178,14 +190,7 @@ pub fn open_event(
     let resolved = event_kind(fs, spec, interface, choice, index)?;
     let scope = match (&spec.target, pid) {
         (Target::User { .. }, Some(pid)) => Scope::Task { pid, cpu: None },
-        // The program runs on every hit whatever the event's scope. Its return value lets a
-        // hit go on to the tracepoint's perf events on that CPU (everyone's counters), and a
-        // CPU-wide event of ours would then count each hit of that CPU too: scoped to
-        // tracer's own thread, it is on a CPU's list only while tracer runs there.
-        (Target::Tracepoint { .. }, _) => Scope::Task {
-            pid: std::process::id(),
-            cpu: None,
-        },
+        (Target::Tracepoint { .. }, _) => program_carrier(),
         _ => Scope::Cpu(0),
     };
     let options = Options {

@@ -5,7 +5,7 @@ use tracer_common::SchedOffsets;
 
 use crate::bpf::Bpf;
 use crate::kernel::tracefs::Tracefs;
-use crate::perf::{self, EventKind, Options, Scope};
+use crate::perf::{self, EventKind, Options};
 use crate::Error;
 
 /// Attaches the comm cache's invalidation (`comm_renamed`) to `task:task_rename`, whose
@@ -24,7 +24,7 @@ fn run_on_tracepoint(bpf: &Bpf, name: &str, id: u64, program: &str) -> Result<pe
         name.to_string(),
         &EventKind::Tracepoint(id),
         &Options::default(),
-        &Scope::Cpu(0),
+        &super::resolve::program_carrier(),
     )?;
     event.set_bpf(bpf.named_program_fd(program)?)?;
     event.enable(false)?;

@@ -142,15 +142,9 @@ impl Session {
         let elapsed = ended.duration_since(started);
         let mut stopped = false;
         if let Some(child) = self.launched.as_mut() {
-            // Ctrl-C reaches the command too (same process group): a moment for it to exit
-            // on its own, so that its status is the one reported.
             if end == End::Interrupted {
-                for _ in 0..20 {
-                    if let Some(code) = child.try_wait() {
-                        end = End::CommandExited(code);
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
+                if let Some(code) = child.exits_within(Duration::from_millis(200)) {
+                    end = End::CommandExited(code);
                 }
             }
             stopped = !matches!(end, End::CommandExited(_)) && child.stop() == Fate::Stopped;
