@@ -70,6 +70,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_hist_interval,
     ),
     (
+        "tracer probe syscalls:sys_exit_openat --filter 'ret < 0' -- cat /nonexistent",
+        probe_filter_failed_opens,
+    ),
+    (
         "tracer probe do_sys_openat2 do_sys_openat2%return -c 10",
         needs_kprobes,
     ),
@@ -205,6 +209,18 @@ const EXAMPLES: &[(&str, Check)] = &[
     (
         "tracer probe --hist ret uretprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 20",
         docs_probe_hist_ret,
+    ),
+    (
+        "tracer probe syscalls:sys_exit_openat --filter 'ret < 0' -- ./tracer-testprog open 3 /nonexistent",
+        docs_probe_filter_ret,
+    ),
+    (
+        "tracer probe uprobe:./tracer-testprog:tracer_testprog_target --filter 'a >= 98 || b == 10' -- ./tracer-testprog call 100",
+        docs_probe_filter_uprobe,
+    ),
+    (
+        "tracer probe syscalls:sys_enter_openat --filter 'filenme ~ \"/etc/*\"' -- true",
+        docs_probe_filter_typo,
     ),
     // docs/latency.md
     (
@@ -2357,6 +2373,76 @@ fn docs_probe_hist_ret(ctx: &Ctx, example: &str) {
             && stderr.contains("command exited with status 0; 0 not counted"),
         "{stderr}"
     );
+}
+
+/// (HITS, PRINTED, LOST, FILTERED) of `probe`'s summary row.
+fn filter_row(stderr: &str, probe: &str) -> Vec<u64> {
+    let row = lines_with(stderr, probe)
+        .into_iter()
+        .find(|l| l.starts_with(probe))
+        .unwrap_or_else(|| panic!("no row for {probe}:\n{stderr}"));
+    (row.split_whitespace().skip(1))
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+fn probe_filter_failed_opens(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example probe --filter") {
+        return;
+    }
+    let out = ctx.run(&words(example, &[]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // cat's own status: it could not open /nonexistent.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let events = lines_with(&stdout, " syscalls:sys_exit_openat ");
+    // Its loader's and locale's opens succeed (or, under cargo's LD_LIBRARY_PATH, some fail):
+    // every printed one failed, /nonexistent's with ENOENT, and the rest were refused.
+    assert!(!events.is_empty(), "{stdout}");
+    assert!(events.iter().all(|l| l.ends_with(" ret=-2")), "{stdout}");
+    let row = filter_row(&stderr, "syscalls:sys_exit_openat");
+    assert_eq!(row[1], events.len() as u64, "{stderr}");
+    assert_eq!(row[0], row[1] + row[2] + row[3], "{stderr}");
+    assert!(row[3] > 0, "{stderr}");
+}
+
+fn docs_probe_filter_ret(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe --filter ret") {
+        return;
+    }
+    // Without cargo's LD_LIBRARY_PATH, as a user runs it: the loader then makes the opens the
+    // page counts.
+    let mut cmd = ctx.tracer(&words(example, &[]));
+    let (stdout, stderr) = ok(&cmd.env_remove("LD_LIBRARY_PATH").output().unwrap());
+    assert_shown(example, &stdout, &stderr, &[]);
+    assert_eq!(lines_with(&stdout, " ret=-2").len(), 3, "{stdout}");
+    assert_eq!(filter_row(&stderr, "syscalls:sys_exit_openat"), [7, 3, 0, 4]);
+}
+
+fn docs_probe_filter_uprobe(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example docs probe --filter uprobe") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    let args: Vec<&str> = (stdout.lines().skip(1))
+        .map(|l| l.split_once("tracer_testprog_target ").unwrap().1)
+        .collect();
+    assert_eq!(args, ["a=5 b=10", "a=98 b=196", "a=99 b=198"], "{stdout}");
+    assert_eq!(
+        filter_row(&stderr, "uprobe:./tracer-testprog:tracer_testprog_target"),
+        [100, 3, 0, 97]
+    );
+}
+
+fn docs_probe_filter_typo(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe --filter typo") {
+        return;
+    }
+    let out = ctx.run(&words(example, &[]));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_shown(example, "", &stderr, &[]);
+    assert_eq!(stderr.lines().count(), 6, "{stderr}");
 }
 
 fn docs_latency_sleeps(ctx: &Ctx, example: &str) {

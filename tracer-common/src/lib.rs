@@ -70,8 +70,10 @@ pub mod names {
     pub const LAT_STATS: &str = "LAT_STATS";
     /// aya-log's ring (`--debug-bpf`), defined by aya-log-ebpf.
     pub const AYA_LOGS: &str = "AYA_LOGS";
+    pub const FILTERS: &str = "FILTERS";
+    pub const GLOBS: &str = "GLOBS";
     /// Every name above.
-    pub const ALL: [&str; 17] = [
+    pub const ALL: [&str; 19] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -89,24 +91,32 @@ pub mod names {
         LAT_ARRAY,
         LAT_STATS,
         AYA_LOGS,
+        FILTERS,
+        GLOBS,
     ];
 }
 
 /// Bytes of one string argument captured in the kernel.
 pub const STR_LEN: usize = 64;
 
-/// `STATS` has two per-CPU counters per slot: hits that passed the filters at `2 * slot`, and
-/// `bpf_perf_event_output` failures (ring full) at `2 * slot + 1`.
-pub const STAT_COUNT: u32 = 2 * SLOTS;
+/// `STATS` has three per-CPU counters per slot: hits that passed the task filters at
+/// `3 * slot`, `bpf_perf_event_output` failures (ring full) at `3 * slot + 1`, and hits the
+/// value filter (`--filter`) refused at `3 * slot + 2`.
+pub const STAT_COUNT: u32 = 3 * SLOTS;
 
 /// `STATS` index of a slot's hit counter.
 pub const fn stat_hits(slot: u32) -> u32 {
-    2 * slot
+    3 * slot
 }
 
 /// `STATS` index of a slot's failed-output counter.
 pub const fn stat_failed(slot: u32) -> u32 {
-    2 * slot + 1
+    3 * slot + 1
+}
+
+/// `STATS` index of a slot's counter of hits the value filter refused.
+pub const fn stat_filtered(slot: u32) -> u32 {
+    3 * slot + 2
 }
 
 /// Capacity of the `TRACKED` map (processes followed for `-- COMMAND`).
@@ -148,6 +158,85 @@ pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
 /// struct member read first (`FUNC(file->name)`); user or kernel memory as the
 /// `SLOT_STR_ARG_USER`/`SLOT_STR_ARG_AUTO` bit beside it says.
 pub const SLOT_STR_FIELD: u32 = 1 << 12;
+
+/// `SlotConfig::flags`: the slot's [`Filter`] (`--filter`) decides, after the values are
+/// read, whether the hit is sent or counted.
+pub const SLOT_VALUE_FILTER: u32 = 1 << 16;
+
+/// Comparisons in one [`Filter`]: `--filter`'s expression is these, combined by a truth table
+/// of one word (2^6 combinations). More would take a table lookup at an index the verifier
+/// must then track exactly, which stops it pruning the paths through the comparisons.
+pub const FILTER_ATOMS: usize = 6;
+
+/// What a [`FilterAtom`] compares.
+pub mod operand {
+    /// Unused atom (false).
+    pub const NONE: u8 = 0;
+    /// A number at [`FilterAtom::src`](super::FilterAtom) (a [`src`](super::src) in the
+    /// captured words).
+    pub const VALUE: u8 = 1;
+    pub const PID: u8 = 2;
+    pub const TID: u8 = 3;
+    pub const CPU: u8 = 4;
+    /// The string the slot read (`Event::str`), matched by a glob automaton.
+    pub const STRING: u8 = 5;
+    /// The task's comm, matched by a glob automaton.
+    pub const COMM: u8 = 6;
+    /// A `char[N]` of the record head at [`FilterAtom::src`](super::FilterAtom)'s offset, up
+    /// to its size or a NUL, matched by a glob automaton.
+    pub const RECORD_CHARS: u8 = 7;
+}
+
+/// How a [`FilterAtom`] compares (numbers; strings only match their automaton).
+pub mod cmp {
+    pub const EQ: u8 = 0;
+    pub const NE: u8 = 1;
+    pub const LT: u8 = 2;
+    pub const LE: u8 = 3;
+    pub const GT: u8 = 4;
+    pub const GE: u8 = 5;
+    /// Any bit in common: `(value & constant) != 0`.
+    pub const AND: u8 = 6;
+}
+
+/// One comparison of a [`Filter`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FilterAtom {
+    /// The constant compared with (numbers).
+    pub value: u64,
+    /// [`src`] of the number ([`operand::VALUE`]).
+    pub src: u32,
+    /// Strings: the automaton's first row in `GLOBS`.
+    pub glob: u32,
+    /// An [`operand`].
+    pub operand: u8,
+    /// A [`cmp`].
+    pub cmp: u8,
+    /// Numbers: compared as signed. Strings: the empty string matches.
+    pub signed_or_empty: u8,
+    pub _pad: [u8; 5],
+}
+
+/// `--filter` for one slot: each atom gives a bit, and bit `i` of the table (i = the atoms'
+/// bits, atom k at bit k) says whether that combination passes. Any expression of `&&`, `||`,
+/// `!` and parentheses over the atoms is one table, so the program evaluates a fixed number
+/// of comparisons and one lookup, with no stack machine for the verifier to walk.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub table: u64,
+    pub atoms: [FilterAtom; FILTER_ATOMS],
+}
+
+/// Bytes of a glob automaton's row (one next state per byte value).
+pub const GLOB_ROW: usize = 256;
+/// A row entry's bit: the state it leads to accepts (the string read so far matches).
+pub const GLOB_ACCEPT: u8 = 0x80;
+/// A row entry leading nowhere: no continuation can match.
+pub const GLOB_DEAD: u8 = 0x7f;
+/// States of one automaton (the rest of the byte is [`GLOB_ACCEPT`]; [`GLOB_DEAD`] is none).
+pub const GLOB_STATES: usize = 127;
 
 /// Tracepoint slots with a raw twin (`rtp_N`) for counting syscalls.
 pub const RAW_SYSCALL_SLOTS: u32 = 4;
@@ -332,6 +421,8 @@ pub const USES_RUN_COUNT: u32 = 1 << 9;
 /// filter refused it, a full ring or count map). A normal run leaves it clear, so the verifier
 /// checks none of the logging code and no hit pays for it.
 pub const USES_DEBUG: u32 = 1 << 10;
+/// Value filters (`--filter`, `SLOT_VALUE_FILTER`).
+pub const USES_VALUE_FILTER: u32 = 1 << 11;
 
 /// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
 pub mod drop {
@@ -408,6 +499,7 @@ impl SlotConfig {
             && self.agg & !(AGG_COMM | AGG_PID | AGG_TID | AGG_CPU) == 0
             && self.flags & (SLOT_STACK_KERNEL | SLOT_STACK_USER) == 0
             && self.cgroup_id == 0
+            && self.flags & SLOT_VALUE_FILTER == 0
     }
 
     /// The `USES_*` bits this config needs.
@@ -444,6 +536,9 @@ impl SlotConfig {
         }
         if self.flags & SLOT_RUN_COUNT != 0 {
             uses |= USES_RUN_COUNT;
+        }
+        if self.flags & SLOT_VALUE_FILTER != 0 {
+            uses |= USES_VALUE_FILTER;
         }
         uses
     }
@@ -670,6 +765,8 @@ mod pod {
     unsafe impl aya::Pod for super::FieldRead {}
     // SAFETY: as above (the key is 8-byte aligned after four u64s).
     unsafe impl aya::Pod for super::RunCount {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::Filter {}
 }
 
 #[cfg(test)]

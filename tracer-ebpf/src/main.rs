@@ -33,16 +33,18 @@ use aya_ebpf::programs::{
 use aya_ebpf::EbpfContext;
 use aya_log_ebpf::debug;
 use tracer_common::{
-    drop, stat_failed, stat_hits, word, AggKey, AggValue, Event, RunCount, SchedOffsets,
-    SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM,
-    AGG_TID, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, NO_STACK,
+    cmp, drop, operand, stat_failed, stat_filtered, stat_hits, word, AggKey, AggValue, Event,
+    Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU,
+    AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO, FIELD_READS,
+    FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, KERNEL_SPACE_START, NO_STACK,
     PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
     SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT,
     SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL,
-    SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT,
-    STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE,
-    USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS,
-    USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_TRACKED,
+    SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL,
+    SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS,
+    USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_TRACKED,
+    USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -100,6 +102,16 @@ static RINGBUF_WAKEUP: u64 = 0;
 /// What each slot should capture and filter, by global slot id.
 #[map]
 static CONFIG: Array<SlotConfig> = Array::with_max_entries(SLOTS, 0);
+
+/// `--filter` per slot (`SLOT_VALUE_FILTER`), by global slot id. Sized by userspace only when
+/// a run filters.
+#[map]
+static FILTERS: Array<Filter> = Array::with_max_entries(1, 0);
+
+/// The glob automata of `--filter`'s string comparisons: one row per state, one next state per
+/// byte. Sized by userspace to the rows the run's patterns need.
+#[map]
+static GLOBS: Array<[u8; GLOB_ROW]> = Array::with_max_entries(1, 0);
 
 /// Per-CPU counters per slot: hits that passed the filters, and outputs that failed.
 #[map]
@@ -487,6 +499,123 @@ fn read_src(event: &Event, src: u32) -> u64 {
     }
 }
 
+/// Whether the hit passes the slot's `--filter`: each atom's result is a bit, and the
+/// table's bit at the atoms' bits is the verdict. The bits are never used to address memory
+/// (a shift of the table, not an index), so the verifier need not track their values, and
+/// the paths through the comparisons prune at the loop's head.
+#[inline(always)]
+fn filter_passes(event: &Event, slot: u32) -> bool {
+    let Some(filter) = FILTERS.get(slot) else {
+        return true;
+    };
+    let mut bits: u64 = 0;
+    let mut k = 0;
+    while k < FILTER_ATOMS {
+        if atom_holds(event, &filter.atoms[k]) {
+            bits |= 1 << k;
+        }
+        k += 1;
+    }
+    (filter.table >> (bits & 63)) & 1 != 0
+}
+
+/// One comparison of a filter.
+#[inline(always)]
+fn atom_holds(event: &Event, atom: &FilterAtom) -> bool {
+    let value = match atom.operand {
+        operand::VALUE => read_src(event, atom.src),
+        operand::PID => u64::from(event.pid()),
+        operand::TID => u64::from(event.tid()),
+        operand::CPU => u64::from(event.cpu),
+        operand::STRING => {
+            // A string that could not be read matches nothing (`!=` included: its value is
+            // unknown).
+            let len = match event.str_len {
+                n if n > 0 => (n - 1) as usize,
+                _ => return false,
+            };
+            return glob_matches(&event.str, 0, len, atom);
+        }
+        operand::COMM => {
+            let comm = current_comm(event.pid_tgid);
+            return glob_matches(&comm, 0, comm.len(), atom);
+        }
+        operand::RECORD_CHARS => {
+            // SAFETY: the words are plain bytes, 8-byte aligned; u8 has no alignment.
+            let head = unsafe { &*(&event.data as *const [u64; DATA_WORDS] as *const [u8; 64]) };
+            let start = (atom.src & 0xff) as usize;
+            let len = ((atom.src >> 8) & 0xff) as usize;
+            return glob_matches(head, start, len, atom);
+        }
+        _ => return false,
+    };
+    let signed = atom.signed_or_empty != 0;
+    let (a, b) = (value, atom.value);
+    match atom.cmp {
+        cmp::EQ => a == b,
+        cmp::NE => a != b,
+        cmp::LT if signed => (a as i64) < (b as i64),
+        cmp::LT => a < b,
+        cmp::LE if signed => (a as i64) <= (b as i64),
+        cmp::LE => a <= b,
+        cmp::GT if signed => (a as i64) > (b as i64),
+        cmp::GT => a > b,
+        cmp::GE if signed => (a as i64) >= (b as i64),
+        cmp::GE => a >= b,
+        cmp::AND => a & b != 0,
+        _ => false,
+    }
+}
+
+/// Runs the atom's glob automaton over `text` from `start`, up to `len` bytes or a NUL;
+/// `cmp::NE` inverts. `N` is a power of two: the index is masked into the buffer (the
+/// verifier needs its bound; `start + len <= N` anyway).
+#[inline(always)]
+fn glob_matches<const N: usize>(
+    text: &[u8; N],
+    start: usize,
+    len: usize,
+    atom: &FilterAtom,
+) -> bool {
+    let mut state: u32 = 0;
+    let mut accepts = atom.signed_or_empty != 0;
+    let mut i = 0;
+    while i < N {
+        if i >= len {
+            break;
+        }
+        let byte = text[(start + i) & (N - 1)];
+        if byte == 0 {
+            break;
+        }
+        let Some(row) = GLOBS.get(atom.glob + state) else {
+            accepts = false;
+            break;
+        };
+        let next = row[byte as usize];
+        accepts = next & GLOB_ACCEPT != 0;
+        state = u32::from(next & !GLOB_ACCEPT);
+        if state == u32::from(GLOB_DEAD) {
+            break;
+        }
+        i += 1;
+    }
+    accepts != (atom.cmp == cmp::NE)
+}
+
+/// Whether the slot's `--filter` refuses the hit (counted as filtered).
+#[inline(always)]
+fn filtered_out(event: &Event, config: &SlotConfig) -> bool {
+    if uses(USES_VALUE_FILTER)
+        && config.flags & SLOT_VALUE_FILTER != 0
+        && !filter_passes(event, event.slot)
+    {
+        bump(stat_filtered(event.slot));
+        return true;
+    }
+    false
+}
+
 /// Counts a hit in `COUNTS` under the key parts the slot asks for; a full map counts as a
 /// failed output (reported as not counted).
 #[inline(always)]
@@ -722,6 +851,9 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
             || (config.flags & SLOT_STR_ARG_AUTO != 0 && ptr < KERNEL_SPACE_START);
         read_string(event, ptr, user);
     }
+    if filtered_out(event, &config) {
+        return;
+    }
     finish(ctx, event, &config);
 }
 
@@ -744,10 +876,14 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     };
     // A counted hit reads the record only when a key or value comes from it.
     let counted = config.flags & SLOT_AGGREGATE != 0;
-    if !counted || config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) != 0 {
+    if !counted
+        || config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) != 0
+        || config.flags & SLOT_VALUE_FILTER != 0
+    {
         read_record(ctx, event);
     }
-    if uses(USES_STRINGS) && !counted && config.flags & SLOT_STR_TP_USER != 0 {
+    // Userspace asks for the string only when it is printed or filtered on.
+    if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
         // Syscall records keep their pointers in the words just read (streamed events always
         // read them); a pointer further in is read through the helper (the verifier refuses
         // context loads at a runtime offset).
@@ -757,6 +893,9 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
             offset => unsafe { ctx.read_at::<u64>(offset as usize) }.unwrap_or(0),
         };
         read_string(event, ptr, true);
+    }
+    if filtered_out(event, &config) {
+        return;
     }
     finish(ctx, event, &config);
 }

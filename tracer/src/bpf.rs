@@ -7,9 +7,10 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBu
 use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
-    names, stat_failed, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart,
-    RunCount, SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT, PERF_EVENT_BASE,
-    PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE, TRACEPOINT_SLOTS,
+    names, stat_failed, stat_filtered, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey,
+    LatStart, RunCount, SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT,
+    PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE,
+    TRACEPOINT_SLOTS,
 };
 
 /// Where the BPF programs write events for tracer to read.
@@ -157,6 +158,9 @@ pub struct Sizing {
     pub uses: u32,
     /// Send events through the shared BPF ring buffer instead of the per-CPU perf rings.
     pub ringbuf: Option<RingBufSize>,
+    /// `--filter`: room for a filter per slot and this many glob automaton rows (`None`: no
+    /// filter; the maps keep one entry).
+    pub filter_globs: Option<u32>,
 }
 
 /// The BPF ring buffer's size and wakeup point (`--transport ringbuf`).
@@ -177,6 +181,7 @@ impl Default for Sizing {
             latency: false,
             uses: tracer_common::USES_ALL,
             ringbuf: None,
+            filter_globs: None,
         }
     }
 }
@@ -201,6 +206,8 @@ struct Maps {
     lat_hist: PerCpuHashMap<MapData, HistKey, u64>,
     lat_array: PerCpuArray<MapData, u64>,
     lat_stats: PerCpuArray<MapData, u64>,
+    filters: Array<MapData, tracer_common::Filter>,
+    globs: Array<MapData, [u8; tracer_common::GLOB_ROW]>,
     /// Moved out by [`Bpf::take_ringbuf`].
     ringbuf: Option<Map>,
 }
@@ -227,6 +234,8 @@ impl Maps {
             lat_hist: typed(ebpf, names::LAT_HIST)?,
             lat_array: typed(ebpf, names::LAT_ARRAY)?,
             lat_stats: typed(ebpf, names::LAT_STATS)?,
+            filters: typed(ebpf, names::FILTERS)?,
+            globs: typed(ebpf, names::GLOBS)?,
             ringbuf: ebpf.take_map(names::RINGBUF),
         })
     }
@@ -311,6 +320,10 @@ impl Bpf {
         }
         if sizing.counts {
             loader.map_max_entries(names::COUNTS, AGG_ENTRIES);
+        }
+        if let Some(rows) = sizing.filter_globs {
+            loader.map_max_entries(names::FILTERS, tracer_common::SLOTS);
+            loader.map_max_entries(names::GLOBS, rows.max(1));
         }
         if sizing.latency {
             loader.map_max_entries(names::LAT_START, LAT_ENTRIES);
@@ -792,6 +805,36 @@ impl Bpf {
         Ok(SharedRing(ring))
     }
 
+    /// Writes `--filter`'s glob automata (once, before any slot uses them).
+    pub fn set_globs(&mut self, rows: &[[u8; tracer_common::GLOB_ROW]]) -> Result<(), Error> {
+        for (i, row) in rows.iter().enumerate() {
+            (self.maps.globs.set(i as u32, *row, 0)).map_err(|source| Error::MapUpdate {
+                map: names::GLOBS,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes a slot's `--filter` (its config carries `SLOT_VALUE_FILTER`).
+    pub fn set_filter(&mut self, slot: &Slot, filter: &tracer_common::Filter) -> Result<(), Error> {
+        (self.maps.filters.set(slot.id, *filter, 0)).map_err(|source| Error::MapUpdate {
+            map: names::FILTERS,
+            source,
+        })
+    }
+
+    /// Hits of a slot that its `--filter` refused, summed over CPUs.
+    pub fn slot_filtered(&self, slot: &Slot) -> Result<u64, Error> {
+        let values = (self.maps.stats.get(&stat_filtered(slot.id), 0)).map_err(|source| {
+            Error::MapUpdate {
+                map: names::STATS,
+                source,
+            }
+        })?;
+        Ok(values.iter().sum())
+    }
+
     /// A slot's counters summed over CPUs: (hits that passed the filters, failed outputs).
     pub fn slot_stats(&self, slot: &Slot) -> Result<(u64, u64), Error> {
         let stats = &self.maps.stats;
@@ -826,6 +869,19 @@ impl Bpf {
             }
         }
         Ok(per_cpu)
+    }
+
+    /// Hits the value filters of all taken slots refused.
+    pub fn filtered(&self) -> Result<u64, Error> {
+        let mut total = 0;
+        for &id in &self.used {
+            total += self.slot_filtered(&Slot {
+                kind: SlotKind::Probe,
+                id,
+                name: String::new(),
+            })?;
+        }
+        Ok(total)
     }
 
     /// All taken slots' counters summed: (hits, failed outputs).

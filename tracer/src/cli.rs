@@ -115,6 +115,7 @@ pub enum Command {
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
+  tracer probe syscalls:sys_exit_openat --filter 'ret < 0' -- cat /nonexistent   failed opens only
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10
   tracer probe 'do_sys_openat2(filename, how->flags)'      chosen arguments and members")]
 #[command(
@@ -178,6 +179,12 @@ pub struct ProbeArgs {
     /// With --count-by/--sum/--hist: print and reset the counts every SECS seconds.
     #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub interval: Option<Duration>,
+    /// Only hits for which EXPR holds, decided in the kernel before anything is sent or
+    /// counted (ftrace's filter grammar): NAME OP VALUE with == != < <= > >= & on numbers,
+    /// == != ~ (glob) on strings, joined by && || ! and parentheses. NAME is an argument or
+    /// field as printed (ret, filename, argN, PARAM->member), comm, pid, tid or cpu.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     /// Say on stderr why the BPF programs dropped hits (which filter refused them, a full
     /// ring or count map), as `bpf:` lines: for finding out why nothing shows. Costs a
     /// message per dropped hit; a normal run carries none of it.
@@ -511,6 +518,10 @@ pub struct RecordArgs {
     /// A probe, as `tracer probe` takes it (repeatable).
     #[arg(short = 'P', long = "probe", value_name = "SPEC")]
     pub probes: Vec<String>,
+    /// Only the -P probes' hits for which EXPR holds, decided in the kernel (as `tracer probe
+    /// --filter` takes it).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     /// A hardware watchpoint: TARGET[:w|rw|x[:LEN]] with TARGET as `tracer watch` takes it
     /// (repeatable; needs -p or -- COMMAND).
     #[arg(short = 'W', long = "watch", value_name = "TARGET")]

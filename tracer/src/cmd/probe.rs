@@ -71,6 +71,7 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
         kprobe_interface: plan.kprobe_interface,
         stack: plan.stack,
         aggregation: plan.aggregation.as_ref(),
+        filter: plan.value_filter.as_ref(),
     }
 }
 
@@ -94,6 +95,7 @@ fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache:
         uses: options.uses(specs) | caches | debug,
         ringbuf: (plan.transport == Transport::Ringbuf)
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
+        filter_globs: (plan.value_filter.as_ref()).map(|f| f.globs.len() as u32),
     }
 }
 
@@ -203,6 +205,7 @@ fn count(
     debug_notes(bpf, sink.probes.iter().map(|p| (p.slot.id, p.name)));
     sink.print(false)?;
     let (hits, failed) = bpf.stats()?;
+    let filtered = bpf.filtered()?;
     let mut notes = Vec::new();
     if failed > 0 {
         notes.push(format!(
@@ -215,12 +218,16 @@ fn count(
             .summary()
             .map(|line| format!("stacks: {line}")),
     );
+    let tail = match plan.value_filter {
+        Some(_) => format!("{failed} not counted, {filtered} filtered out"),
+        None => format!("{failed} not counted"),
+    };
     Summary {
-        count: hits,
+        count: hits - filtered,
         unit: "hits counted in the kernel".into(),
         seconds: outcome.elapsed.as_secs_f64(),
         why: outcome.why(0, "events"),
-        tail: format!("{failed} not counted"),
+        tail,
         table: None,
         notes,
     }
@@ -351,6 +358,7 @@ fn stream_summary<W: std::io::Write>(
 ) -> Result<Summary, Error> {
     let bpf = state.bpf;
     let (_, lost) = bpf.stats()?;
+    let filtering = plan.value_filter.is_some();
     let mut table = Table {
         header: ["PROBE", "HITS", "PRINTED", "LOST"]
             .map(String::from)
@@ -358,16 +366,25 @@ fn stream_summary<W: std::io::Write>(
         rows: Vec::new(),
         widths: vec![10, 10, 8],
     };
+    if filtering {
+        table.header.push("FILTERED".into());
+        table.widths.push(10);
+    }
+    let mut filtered_total = 0;
     for s in &state.probes {
         let (hits, failed) = bpf.slot_stats(&s.probe.slot)?;
-        let row = [s.probe.name.clone(), hits.to_string()];
-        table.rows.push(
-            [
-                row.to_vec(),
-                vec![s.delivered.to_string(), failed.to_string()],
-            ]
-            .concat(),
-        );
+        let mut row = vec![
+            s.probe.name.clone(),
+            hits.to_string(),
+            s.delivered.to_string(),
+            failed.to_string(),
+        ];
+        if filtering {
+            let filtered = bpf.slot_filtered(&s.probe.slot)?;
+            filtered_total += filtered;
+            row.push(filtered.to_string());
+        }
+        table.rows.push(row);
     }
     let mut notes: Vec<String> = state
         .symbolizer
@@ -387,9 +404,10 @@ fn stream_summary<W: std::io::Write>(
         .collect();
     if !after.is_empty() {
         notes.push(format!(
-            "not printed, after -c {}: {} (HITS = PRINTED + LOST + these)",
+            "not printed, after -c {}: {} (HITS = PRINTED + LOST{} + these)",
             plan.count.unwrap_or_default(),
-            after.join(", ")
+            after.join(", "),
+            if filtering { " + FILTERED" } else { "" }
         ));
     }
     if lost > 0 {
@@ -408,7 +426,10 @@ fn stream_summary<W: std::io::Write>(
         unit: "events".into(),
         seconds: outcome.elapsed.as_secs_f64(),
         why: outcome.why(state.delivered, "events"),
-        tail: format!("{lost} lost"),
+        tail: match filtering {
+            true => format!("{lost} lost, {filtered_total} filtered out"),
+            false => format!("{lost} lost"),
+        },
         table: Some(table),
         notes,
     })

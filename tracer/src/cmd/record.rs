@@ -10,7 +10,7 @@
 
 use tracer_common::SlotConfig;
 
-use crate::bpf::Bpf;
+use crate::bpf::{Bpf, Sizing};
 use crate::breakpoint::{self, Watch, WatchOptions};
 use crate::cli::RecordArgs;
 use crate::kernel::symbols::Process;
@@ -42,7 +42,15 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     // Stopped at its exec (before any thread exists), so the watched symbols are mapped and
     // nothing it does is missed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
-    let mut bpf = Bpf::load()?;
+    let mut bpf = Bpf::load_with(Sizing {
+        uses: tracer_common::USES_ALL
+            | plan
+                .value_filter
+                .as_ref()
+                .map_or(0, |_| tracer_common::USES_VALUE_FILTER),
+        filter_globs: (plan.value_filter.as_ref()).map(|f| f.globs.len() as u32),
+        ..Sizing::default()
+    })?;
     let pages = plan.ring_pages;
     let mut rings = OutputRings::open(&mut bpf, pages, session::quarter_full(pages))?;
     let mut sources = Vec::new();
@@ -100,7 +108,11 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     let outcome = session.run(&mut sink, fds, plan.duration)?;
     sink.finish()?;
     let (records, bytes, stats, counts) = sink.close(&bpf)?;
-    summary(&sources, &counts, &stats, (records, bytes), &outcome).print();
+    let mut summary = summary(&sources, &counts, &stats, (records, bytes), &outcome);
+    if plan.value_filter.is_some() {
+        summary.tail = format!("{} probe hits filtered out", bpf.filtered()?);
+    }
+    summary.print();
     Ok(outcome.exit_code())
 }
 
@@ -158,6 +170,7 @@ fn attach_probes(
     let options = AttachOptions {
         base: filter,
         pid: plan.pid,
+        filter: plan.value_filter.as_ref(),
         ..AttachOptions::default()
     };
     let probes = Attacher::new(fs, options).attach_all(bpf, specs)?;

@@ -1,5 +1,6 @@
 //! Raw command-line input -> validated plans. No side effects: every user-input check lives here.
 
+pub mod filter;
 pub mod latency;
 pub mod list;
 pub mod record;
@@ -448,6 +449,8 @@ pub struct ProbePlan {
     pub aggregation: Option<Aggregation>,
     /// `--debug-bpf`: the programs say why they dropped hits.
     pub debug_bpf: bool,
+    /// `--filter`: which hits are sent or counted, decided in the kernel.
+    pub value_filter: Option<filter::FilterPlan>,
 }
 
 /// One part of an aggregation key.
@@ -800,6 +803,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         stack: args.stack.stack,
         aggregation,
         debug_bpf: args.debug_bpf,
+        value_filter: args.filter.as_deref().map(filter::parse).transpose()?,
     })
 }
 

@@ -34,6 +34,8 @@ pub struct RecordPlan {
     pub live: bool,
     /// `None`: standard output (`-o -`).
     pub file: Option<PathBuf>,
+    /// `--filter`: which probe hits are recorded.
+    pub value_filter: Option<super::filter::FilterPlan>,
 }
 
 /// Every check of `tracer record`'s input, before anything is opened; `default_pages` is the
@@ -114,6 +116,11 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
         reorder_window_ns: args.reorder_window,
         live: args.live,
         file: (!stdout).then(|| args.output.clone()),
+        value_filter: args
+            .filter
+            .as_deref()
+            .map(super::filter::parse)
+            .transpose()?,
     })
 }
 

@@ -116,10 +116,13 @@ pub fn value_source(
             )],
         ));
     }
-    Ok((
-        src(field.offset as u32, field.size as u32, field.signed),
-        field.signed,
-    ))
+    // The C type's width and sign, as the value prints: syscall records keep each argument
+    // in a long (`int dfd` is 8 bytes, `signed:0`), of which the type's bytes are the value.
+    let (bytes, signed) = match field.kind {
+        crate::kernel::format::FieldKind::Int { bytes, signed } => (bytes, signed),
+        _ => (field.size, field.signed),
+    };
+    Ok((src(field.offset as u32, bytes as u32, signed), signed))
 }
 
 /// Sets a probe slot's config for the aggregation: what the BPF program keys and adds up.
@@ -271,11 +274,11 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         KeyPart::Cpu => key.cpu.to_string(),
         KeyPart::Probe => probe.name.to_string(),
         KeyPart::Stack => return None,
-        KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
-        // As in event lines: `flags` and `*mask*` hold bits.
+        // As in event lines: `flags` and `*mask*` hold bits (even when their C type is int).
         KeyPart::Value(name) if shows_hex(name.rsplit(['>', '.']).next().unwrap_or(name)) => {
             format!("{:#x}", key.value)
         }
+        KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
         KeyPart::Value(_) => key.value.to_string(),
     })
 }

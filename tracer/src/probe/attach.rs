@@ -2,7 +2,7 @@
 //! (filters, strings, member reads, aggregation) and attached with `PERF_EVENT_IOC_SET_BPF`, or
 //! a raw syscall tracepoint where that counts the same for less.
 
-use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER};
+use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER, SLOT_VALUE_FILTER};
 
 use super::aggregate::{self, ProbeValues};
 use super::resolve::{open_event, KernelInterface, KprobeInterface};
@@ -16,6 +16,7 @@ use crate::kernel::format::Format;
 use crate::kernel::params::{Member, Prototype};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::notes;
+use crate::plan::filter::FilterPlan;
 use crate::plan::{self, Aggregation, KeyPart, ProbeSpec, Target, UserAt};
 use crate::stacks::{self, Which};
 use crate::Error;
@@ -34,6 +35,8 @@ pub struct AttachOptions<'a> {
     pub stack: Option<Option<Which>>,
     /// `--count-by/--sum/--hist`: counted in the kernel instead of streamed.
     pub aggregation: Option<&'a Aggregation>,
+    /// `--filter`: which hits are sent or counted.
+    pub filter: Option<&'a FilterPlan>,
 }
 
 impl AttachOptions<'_> {
@@ -61,6 +64,10 @@ impl AttachOptions<'_> {
         };
         if self.stack.is_some() || self.stack_keys() {
             uses |= USES_STACKS;
+        }
+        if self.filter.is_some() {
+            // A filter may compare a string even where nothing prints one.
+            uses |= tracer_common::USES_VALUE_FILTER | USES_STRINGS;
         }
         for spec in specs {
             uses |= match &spec.target {
@@ -106,6 +113,9 @@ impl<'a> Attacher<'a> {
     /// Opens, configures and attaches one probe, disabled ([`Probe::enable`] starts it).
     pub fn attach(&mut self, bpf: &mut Bpf, spec: &ProbeSpec) -> Result<Probe, Error> {
         let index = self.attached;
+        if let (0, Some(filter)) = (index, self.options.filter) {
+            bpf.set_globs(&filter.globs)?;
+        }
         let probe = attach(
             bpf,
             self.fs,
@@ -234,8 +244,39 @@ fn attach(
         }
         None => Default::default(),
     };
+    let filter = match options.filter {
+        Some(plan) => {
+            let mut lookup = member_lookup(spec, btf);
+            let mut values = match &mut decoder {
+                Decoder::Tracepoint { format, .. } => ProbeValues::Record(format),
+                Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
+                Decoder::Return { proto } => ProbeValues::Return(proto.as_ref()),
+            };
+            let (filter, needs) = super::filter::resolve(plan, spec, &mut values)?;
+            config.flags |= SLOT_VALUE_FILTER;
+            if let Decoder::Tracepoint {
+                format,
+                string_field,
+                ..
+            } = &mut decoder
+            {
+                if let Some(name) = needs.record_string {
+                    let field = format.field(&name).expect("resolved against this format");
+                    config.flags |= SLOT_STR_TP_USER;
+                    config.str_arg = field.offset as u32;
+                    *string_field = Some(name);
+                }
+            }
+            Some((filter, needs.value_string))
+        }
+        None => None,
+    };
     if let Decoder::Entry(values) = &decoder {
-        values.configure(&mut config, options.aggregation.is_none());
+        let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
+        values.configure(
+            &mut config,
+            options.aggregation.is_none() || filtered_string,
+        );
     }
     // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the raw
     // one cannot be had (all raw slots taken, a kernel without raw tracepoints). The perf
@@ -252,6 +293,9 @@ fn attach(
         Some(slot) => Attached::raw(slot),
         None => {
             let slot = bpf.take_slot(kind, config)?;
+            if let Some((filter, _)) = &filter {
+                bpf.set_filter(&slot, filter)?;
+            }
             Attached::disabled(bpf, slot, opened.event)?
         }
     };
@@ -275,8 +319,10 @@ fn attach(
 /// number is not known for the name.
 fn raw_syscall(spec: &ProbeSpec, config: &SlotConfig) -> Option<(&'static str, u32, bool)> {
     use tracer_common::{AGG_HIST, AGG_KEY_VALUE, AGG_SUM, SLOT_AGGREGATE};
+    // A value filter needs the record.
     let counted_only = config.flags & SLOT_AGGREGATE != 0
-        && config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) == 0;
+        && config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) == 0
+        && config.flags & tracer_common::SLOT_VALUE_FILTER == 0;
     let Target::Tracepoint { category, name } = &spec.target else {
         return None;
     };

@@ -7,6 +7,7 @@ pub mod attach;
 mod attached;
 pub mod decode;
 pub mod expand;
+pub mod filter;
 pub mod resolve;
 pub mod tasks;
 pub mod values;

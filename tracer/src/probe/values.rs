@@ -217,6 +217,36 @@ impl Values {
         }
     }
 
+    /// The column a name reads (a parameter, `argN` or a member, read if no column reads it
+    /// yet), whether or not it is printed.
+    pub fn column_of(
+        &mut self,
+        name: &str,
+        members: &mut MemberLookup<'_>,
+    ) -> Result<Column, Error> {
+        match self.columns.iter().find(|c| c.name == name) {
+            Some(column) => Ok(column.clone()),
+            None => self.column(name, members),
+        }
+    }
+
+    /// Makes `column` the string the slot reads, unless another one is read already (one per
+    /// hit); false then.
+    pub fn read_string(&mut self, column: &Column) -> bool {
+        match self.string {
+            Some(place) => place == column.place,
+            None => {
+                self.string = Some(column.place);
+                true
+            }
+        }
+    }
+
+    /// The parameters' names (for hints).
+    pub fn param_names(&self) -> Vec<String> {
+        self.params.iter().map(|(n, _)| n.clone()).collect()
+    }
+
     /// Where `--count-by`/`--sum`/`--hist` find a named value (a parameter, `argN` or a
     /// member, read if no column reads it yet), as a [`src`], and whether it is signed.
     pub fn source(
@@ -224,10 +254,7 @@ impl Values {
         name: &str,
         members: &mut MemberLookup<'_>,
     ) -> Result<(u32, bool), Error> {
-        let column = match self.columns.iter().find(|c| c.name == name) {
-            Some(column) => column.clone(),
-            None => self.column(name, members)?,
-        };
+        let column = self.column_of(name, members)?;
         let signed = matches!(column.kind, Kind::Signed(_) | Kind::Enum { .. });
         let size = u32::from(column.kind.size());
         let offset = match column.place {

@@ -199,7 +199,9 @@ impl<'a, W: Write> RecordSink<'a, W> {
     /// Writes the loss counts and the end record; returns the records and bytes written, the
     /// stats, and the counts.
     pub fn close(self, bpf: &Bpf) -> Result<(u64, u64, tracefile::Stats, Counts), Error> {
-        let (produced, _) = bpf.stats()?;
+        // Hits the value filter refused were never produced.
+        let (hits, _) = bpf.stats()?;
+        let produced = hits - bpf.filtered()?;
         let stats = tracefile::Stats {
             lost_side: self.side.lost.iter().map(|(c, n)| (*c, *n)).collect(),
             lost_bpf: bpf.lost_per_cpu()?,

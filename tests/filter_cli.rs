@@ -1,0 +1,267 @@
+//! `--filter`: value predicates evaluated in the kernel, on workloads whose hits are known
+//! one by one. Started without LD_LIBRARY_PATH (cargo sets one for tests, and the loader
+//! would try each of its directories), tracer-testprog makes 4 openat calls of its own, all
+//! with O_CLOEXEC and all succeeding (/etc/ld.so.cache, libgcc_s, libc, and /proc/self/maps
+//! from Rust's start-up); `open N PATH` then makes exactly N calls with PATH and flags 0;
+//! `call N` calls `tracer_testprog_target(i, 2 * i)` for i in 0..N.
+
+mod common;
+
+use common::{has, json_lines, testprog, text, tracer_bin};
+use std::process::{Command, Output};
+use tracer::kernel::features::Feature;
+
+/// (hits, printed, lost, filtered) from the summary table on stderr.
+fn row(out: &Output, probe: &str) -> (u64, u64, u64, u64) {
+    let stderr = text(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(probe))
+        .unwrap_or_else(|| panic!("no summary row for {probe} in:\n{stderr}"));
+    let n: Vec<u64> = (line.split_whitespace().skip(1))
+        .map(|n| n.parse().unwrap_or_else(|_| panic!("{line}")))
+        .collect();
+    assert_eq!(n.len(), 4, "HITS PRINTED LOST FILTERED: {line}");
+    (n[0], n[1], n[2], n[3])
+}
+
+/// tracer, and the workload it starts, without cargo's LD_LIBRARY_PATH.
+fn tracer(args: &[&str]) -> Output {
+    common::require_root();
+    (Command::new(tracer_bin())
+        .args(args)
+        .env_remove("LD_LIBRARY_PATH"))
+    .output()
+    .expect("run tracer")
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = tracer(args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    out
+}
+
+#[test]
+fn failed_opens_only() {
+    if !has(Feature::Tracepoints, "failed_opens_only") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let probe = "syscalls:sys_exit_openat";
+    let out = run(&[
+        "probe",
+        probe,
+        "--filter",
+        "ret < 0",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "open",
+        "23",
+        "/nonexistent/tracer-filter",
+    ]);
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 23, "{}", text(&out.stdout));
+    assert!(events.iter().all(|e| e["args"]["ret"] == -2), "{events:?}");
+    // The loader's 4 successful opens were seen and refused in the kernel.
+    assert_eq!(row(&out, probe), (27, 23, 0, 4));
+    assert!(
+        text(&out.stderr).contains("\n23 events in "),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains("; 0 lost, 4 filtered out\n"));
+}
+
+#[test]
+fn strings_match_globs_and_numbers_match_bits() {
+    if !has(Feature::Tracepoints, "strings_match_globs") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let probe = "syscalls:sys_enter_openat";
+    let workload = [prog.as_str(), "open", "23", "/nonexistent/tracer-filter"];
+    let with = |filter: &str| {
+        let mut args = vec!["probe", probe, "--filter", filter, "-o", "json", "--"];
+        args.extend(workload);
+        run(&args)
+    };
+    // The workload's own path, by glob: 23 of 27.
+    let out = with(r#"filename ~ "/nonexistent/*""#);
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 23);
+    assert!(events
+        .iter()
+        .all(|e| e["args"]["filename"] == "/nonexistent/tracer-filter"));
+    assert_eq!(row(&out, probe), (27, 23, 0, 4));
+    // The loader opens with O_CLOEXEC (0x80000), the workload with 0: a bit test, and its
+    // negation with a string match in parentheses.
+    let out = with("flags & 0x80000");
+    assert_eq!(row(&out, probe), (27, 4, 0, 23));
+    assert!(json_lines(&out.stdout)
+        .iter()
+        .all(|e| e["args"]["filename"] != "/nonexistent/tracer-filter"));
+    let out = with(r#"!(flags & 0x80000 || filename == "/etc/ld.so.cache") && dfd == -100"#);
+    assert_eq!(row(&out, probe), (27, 23, 0, 4));
+    // comm and pid are every probe's: the workload's name matches, tracer's pid never does.
+    let out = with(r#"comm == "tracer-testprog" && pid != 1"#);
+    assert_eq!(row(&out, probe), (27, 27, 0, 0));
+    let out = with("comm ~ 'sh*'");
+    assert_eq!(row(&out, probe), (27, 0, 0, 27));
+}
+
+#[test]
+fn a_char_array_field_of_the_record_is_a_string() {
+    if !has(Feature::Tracepoints, "a_char_array_field") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let probe = "task:task_rename";
+    // The workload renames itself once, to `renamed`.
+    let rename = [
+        prog.as_str(),
+        "--rename-at",
+        "3",
+        "renamed",
+        "getppid",
+        "10",
+    ];
+    let with = |filter: &str| {
+        let mut args = vec!["probe", probe, "--filter", filter, "--"];
+        args.extend(rename);
+        run(&args)
+    };
+    let out = with(r#"newcomm == "renamed" && oldcomm ~ "tracer-*""#);
+    assert_eq!(row(&out, probe), (1, 1, 0, 0));
+    assert!(text(&out.stdout).contains("oldcomm=\"tracer-testprog\" newcomm=\"renamed\""));
+    let out = with("newcomm ~ 're?amed[!s]'");
+    assert_eq!(row(&out, probe), (1, 0, 0, 1));
+}
+
+#[test]
+fn a_threshold_on_a_uprobe_argument_and_counting_what_passes() {
+    if !has(Feature::UprobePmu, "a_threshold_on_a_uprobe_argument") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let probe = format!("uprobe:{prog}:tracer_testprog_target");
+    // DWARF names the parameters a and b; b = 2a.
+    let out = run(&[
+        "probe",
+        &probe,
+        "--filter",
+        "a >= 990 || b == 10",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "call",
+        "1000",
+    ]);
+    let a: Vec<u64> = (json_lines(&out.stdout).iter())
+        .map(|e| e["args"]["a"].as_u64().expect("a"))
+        .collect();
+    let mut expected = vec![5];
+    expected.extend(990..1000);
+    assert_eq!(a, expected);
+    assert_eq!(row(&out, &probe), (1000, 11, 0, 989));
+    // Counted in the kernel: only what passes is counted.
+    let out = run(&[
+        "probe",
+        &probe,
+        "--filter",
+        "a < 100",
+        "--count-by",
+        "comm",
+        "--",
+        &prog,
+        "call",
+        "1000",
+    ]);
+    assert!(
+        text(&out.stdout).contains("tracer-testprog") && text(&out.stdout).contains(" 100\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("100 hits counted in the kernel")
+            && text(&out.stderr).contains("0 not counted, 900 filtered out"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_recording_keeps_only_what_passes() {
+    if !has(Feature::Tracepoints, "a_recording_keeps_only_what_passes") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let file = std::env::temp_dir().join(format!("tracer-filter-{}.tracer", std::process::id()));
+    let file_arg = file.display().to_string();
+    let out = run(&[
+        "record",
+        "-o",
+        &file_arg,
+        "-P",
+        "syscalls:sys_exit_openat",
+        "--filter",
+        "ret == -2",
+        "--",
+        &prog,
+        "open",
+        "23",
+        "/nonexistent/tracer-filter",
+    ]);
+    assert!(
+        text(&out.stderr).contains("; 4 probe hits filtered out\n"),
+        "{}",
+        text(&out.stderr)
+    );
+    let report = tracer(&["report", &file_arg]);
+    let _ = std::fs::remove_file(&file);
+    let stderr = text(&report.stderr);
+    assert!(
+        stderr.contains("probe/watch events: 23 produced, 23 recorded, 0 lost"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_expressions_point_at_the_column_and_name_what_exists() {
+    if !has(Feature::Tracepoints, "bad_expressions_point_at_the_column") {
+        return;
+    }
+    let error = |probe: &str, filter: &str| {
+        let out = tracer(&["probe", probe, "--filter", filter, "--", "true"]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{filter}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty());
+        text(&out.stderr)
+    };
+    assert_eq!(
+        error("syscalls:sys_enter_openat", r#"flags & 1 && filname ~ "/etc/*""#),
+        "error: --filter: syscalls:sys_enter_openat has no field 'filname'\n    flags & 1 && filname ~ \"/etc/*\"\n                 ^^^^^^^\nhint: did you mean: filename\nhint: its fields: dfd, filename, flags, mode\nhint: every probe also has comm, pid, tid, cpu\n"
+    );
+    assert_eq!(
+        error("syscalls:sys_enter_openat", "filename < 3"),
+        "error: --filter: 'filename' is a string: compare it with ==, != or ~\n    filename < 3\n    ^^^^^^^^\nhint: e.g. 'filename ~ \"/etc/*\"'\n"
+    );
+    assert_eq!(
+        error("syscalls:sys_exit_openat", "ret == 'x'"),
+        "error: --filter: 'ret' of syscalls:sys_exit_openat is a number, not a string\n    ret == 'x'\n           ^^^\nhint: compare it with a number: 42, -2, 0x40\n"
+    );
+    assert_eq!(
+        error("syscalls:sys_exit_openat", "(ret < 0 || cpu == 1"),
+        "error: --filter: this parenthesis is not closed\n    (ret < 0 || cpu == 1\n    ^\nhint: add the ')' that ends it\n"
+    );
+    assert_eq!(
+        error("syscalls:sys_exit_openat", "ret = -2"),
+        "error: --filter: '=' is not an operator\n    ret = -2\n        ^\nhint: compare with ==\n"
+    );
+}

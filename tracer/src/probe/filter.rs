@@ -1,0 +1,280 @@
+//! `--filter` resolved against one probe: each comparison's name found among the probe's own
+//! values (tracepoint fields, parameters, struct members, `ret`) or the task's (comm, pid, tid,
+//! cpu), its type checked against the comparison, and the whole made into its slot's BPF
+//! [`Filter`].
+
+use tracer_common::{cmp, operand, src, Filter, FilterAtom};
+
+use super::aggregate::{value_source, ProbeValues};
+use crate::kernel::format::{FieldKind, Format};
+use crate::kernel::params::Kind;
+use crate::plan::filter::{Atom, FilterPlan, Literal, Op, TASK_NAMES};
+use crate::plan::{self, ProbeSpec};
+use crate::Error;
+
+/// What the slot must read for its filter, besides what it prints.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// A syscall tracepoint's string field (a user pointer in the record), by name.
+    pub record_string: Option<String>,
+    /// An entry probe's string parameter or member (made its one string read).
+    pub value_string: bool,
+}
+
+/// What a name is, for one probe.
+enum Operand {
+    Number {
+        src: u32,
+        signed: bool,
+    },
+    /// The string the slot reads (`Event::str`).
+    String,
+    /// A `char[N]` field of the record head.
+    RecordChars {
+        offset: u32,
+        len: u32,
+    },
+    Comm,
+    Task(u8),
+}
+
+/// The slot's filter for `spec`, and what it needs read.
+pub fn resolve(
+    plan: &FilterPlan,
+    spec: &ProbeSpec,
+    values: &mut ProbeValues<'_, '_>,
+) -> Result<(Filter, Needs), Error> {
+    let mut filter = Filter {
+        table: plan.table,
+        ..Filter::default()
+    };
+    let mut needs = Needs::default();
+    for (k, atom) in plan.atoms.iter().enumerate() {
+        let operand = operand(plan, atom, spec, values, &mut needs)?;
+        filter.atoms[k] = compile(plan, atom, spec, operand)?;
+    }
+    Ok((filter, needs))
+}
+
+fn operand(
+    plan: &FilterPlan,
+    atom: &Atom,
+    spec: &ProbeSpec,
+    values: &mut ProbeValues<'_, '_>,
+    needs: &mut Needs,
+) -> Result<Operand, Error> {
+    let name = atom.name.as_str();
+    let own = match values {
+        ProbeValues::Record(format) => record_operand(format, spec, name, needs),
+        ProbeValues::Entry(values, lookup) => match values.column_of(name, *lookup) {
+            Ok(column) if column.kind == Kind::Str => {
+                if !values.read_string(&column) {
+                    return Err(plan.error_at(
+                        atom.name_span,
+                        format_args!("{spec} reads one string per hit, and '{name}' is not it"),
+                        vec!["filter on the string argument that is printed first".into()],
+                    ));
+                }
+                needs.value_string = true;
+                Ok(Operand::String)
+            }
+            Ok(_) => values
+                .source(name, *lookup)
+                .map(|(src, signed)| Operand::Number { src, signed }),
+            Err(e) => Err(e),
+        },
+        ProbeValues::Return(_) => {
+            value_source(spec, values, name).map(|(src, signed)| Operand::Number { src, signed })
+        }
+    };
+    let err = match own {
+        Ok(operand) => return Ok(operand),
+        Err(err) => err,
+    };
+    match name {
+        "comm" => return Ok(Operand::Comm),
+        "pid" => return Ok(Operand::Task(operand::PID)),
+        "tid" => return Ok(Operand::Task(operand::TID)),
+        "cpu" => return Ok(Operand::Task(operand::CPU)),
+        _ => {}
+    }
+    let (message, mut hints) = match err {
+        Error::Usage { message, hints } => (message, hints),
+        other => return Err(other),
+    };
+    let names = own_names(spec, values);
+    if !hints.iter().any(|h| h.starts_with("did you mean")) {
+        let all = names.iter().map(String::as_str).chain(TASK_NAMES);
+        if let Some(near) = plan::did_you_mean(name, all) {
+            hints.insert(0, near);
+        }
+    }
+    hints.push(format!("every probe also has {}", TASK_NAMES.join(", ")));
+    Err(plan.error_at(atom.name_span, message, hints))
+}
+
+/// The names a probe's values go by (for hints).
+fn own_names(spec: &ProbeSpec, values: &ProbeValues<'_, '_>) -> Vec<String> {
+    match values {
+        ProbeValues::Record(format) => (format.fields.iter())
+            .filter(|f| !f.name.starts_with("__") && !f.name.starts_with("common_"))
+            .map(|f| f.name.clone())
+            .collect(),
+        ProbeValues::Entry(values, _) => values.param_names(),
+        ProbeValues::Return(_) if spec.ret => vec!["ret".into()],
+        ProbeValues::Return(_) => Vec::new(),
+    }
+}
+
+/// A tracepoint field: a number of the record head, a syscall's user string, or a `char[N]`
+/// of the record head.
+fn record_operand(
+    format: &Format,
+    spec: &ProbeSpec,
+    name: &str,
+    needs: &mut Needs,
+) -> Result<Operand, Error> {
+    if let Some(field) = format.field(name) {
+        let syscall_entry = matches!(&spec.target, plan::Target::Tracepoint { category, name }
+            if category == "syscalls" && name.starts_with("sys_enter_"));
+        if field.c_type.contains("char *") && syscall_entry {
+            match &needs.record_string {
+                Some(other) if other != name => return Err(Error::usage(
+                    format!(
+                        "{spec}: one string per hit is read, and '{other}' is already filtered on"
+                    ),
+                    vec![format!("filter on '{other}' or on '{name}', not both")],
+                )),
+                _ => needs.record_string = Some(name.to_string()),
+            }
+            return Ok(Operand::String);
+        }
+        let head = 8 * tracer_common::DATA_WORDS;
+        if let FieldKind::String { len } = field.kind {
+            if len > 0 && field.offset + len <= head {
+                return Ok(Operand::RecordChars {
+                    offset: field.offset as u32,
+                    len: len as u32,
+                });
+            }
+        }
+        return value_source(spec, &mut ProbeValues::Record(format), name)
+            .map(|(src, signed)| Operand::Number { src, signed })
+            .map_err(|_| {
+                Error::usage(
+                    format!(
+                        "field '{name}' of {spec} ({}, at byte {}) cannot be filtered on",
+                        field.c_type, field.offset
+                    ),
+                    vec![format!(
+                        "filter on a number or char[N] field within the first {head} bytes of the record"
+                    )],
+                )
+            });
+    }
+    let arg = name
+        .strip_prefix("arg")
+        .and_then(|n| n.parse::<usize>().ok());
+    match arg {
+        Some(_) => value_source(spec, &mut ProbeValues::Record(format), name)
+            .map(|(src, signed)| Operand::Number { src, signed }),
+        None => Err(Error::usage(
+            format!("{spec} has no field '{name}'"),
+            vec![format!(
+                "its fields: {}",
+                own_names(spec, &ProbeValues::Record(format)).join(", ")
+            )],
+        )),
+    }
+}
+
+/// One atom for the BPF program, type-checked.
+fn compile(
+    plan: &FilterPlan,
+    atom: &Atom,
+    spec: &ProbeSpec,
+    what: Operand,
+) -> Result<FilterAtom, Error> {
+    let name = &atom.name;
+    let string = |operand: u8, src: u32| -> Result<FilterAtom, Error> {
+        let (glob, empty) = match (atom.op.for_strings(), atom.glob) {
+            (true, Some(glob)) => glob,
+            (false, _) => {
+                return Err(plan.error_at(
+                    atom.name_span,
+                    format_args!("'{name}' is a string: compare it with ==, != or ~"),
+                    vec![format!("e.g. '{name} ~ \"/etc/*\"'")],
+                ))
+            }
+            (true, None) => {
+                return Err(plan.error_at(
+                    atom.literal_span,
+                    format_args!("'{name}' is a string: quote the value"),
+                    vec![format!("e.g. '{name} == \"text\"'")],
+                ))
+            }
+        };
+        Ok(FilterAtom {
+            operand,
+            src,
+            glob,
+            cmp: if atom.op == Op::Ne { cmp::NE } else { cmp::EQ },
+            signed_or_empty: u8::from(empty),
+            ..FilterAtom::default()
+        })
+    };
+    let (operand, src, signed) = match what {
+        Operand::String => return string(operand::STRING, 0),
+        Operand::Comm => return string(operand::COMM, 0),
+        Operand::RecordChars { offset, len } => {
+            return string(operand::RECORD_CHARS, src(offset, len, false))
+        }
+        Operand::Number { src, signed } => (operand::VALUE, src, signed),
+        Operand::Task(operand) => (operand, 0, false),
+    };
+    if atom.op == Op::Glob {
+        return Err(plan.error_at(
+            atom.name_span,
+            format_args!("'{name}' of {spec} is a number: ~ matches strings"),
+            vec!["compare numbers with == != < <= > >= or &".into()],
+        ));
+    }
+    let value = match &atom.literal {
+        Literal::Number { value, negative } => {
+            let ordered = matches!(atom.op, Op::Lt | Op::Le | Op::Gt | Op::Ge);
+            if *negative && !signed && ordered {
+                return Err(plan.error_at(
+                    atom.literal_span,
+                    format_args!("'{name}' of {spec} is unsigned: it is never below 0"),
+                    vec!["compare with 0 or a positive number".into()],
+                ));
+            }
+            *value
+        }
+        Literal::Str(_) | Literal::Word(_) => {
+            return Err(plan.error_at(
+                atom.literal_span,
+                format_args!("'{name}' of {spec} is a number, not a string"),
+                vec!["compare it with a number: 42, -2, 0x40".into()],
+            ))
+        }
+    };
+    let cmp = match atom.op {
+        Op::Eq => cmp::EQ,
+        Op::Ne => cmp::NE,
+        Op::Lt => cmp::LT,
+        Op::Le => cmp::LE,
+        Op::Gt => cmp::GT,
+        Op::Ge => cmp::GE,
+        Op::BitAnd => cmp::AND,
+        Op::Glob => unreachable!("refused above"),
+    };
+    Ok(FilterAtom {
+        value,
+        src,
+        operand,
+        cmp,
+        signed_or_empty: u8::from(signed),
+        ..FilterAtom::default()
+    })
+}
