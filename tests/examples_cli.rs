@@ -2415,7 +2415,10 @@ fn docs_probe_filter_ret(ctx: &Ctx, example: &str) {
     let (stdout, stderr) = ok(&cmd.env_remove("LD_LIBRARY_PATH").output().unwrap());
     assert_shown(example, &stdout, &stderr, &[]);
     assert_eq!(lines_with(&stdout, " ret=-2").len(), 3, "{stdout}");
-    assert_eq!(filter_row(&stderr, "syscalls:sys_exit_openat"), [7, 3, 0, 4]);
+    assert_eq!(
+        filter_row(&stderr, "syscalls:sys_exit_openat"),
+        [7, 3, 0, 4]
+    );
 }
 
 fn docs_probe_filter_uprobe(ctx: &Ctx, example: &str) {

@@ -344,6 +344,70 @@ fn struct_members_are_read_through_btf_offsets() {
     );
 }
 
+/// `tracer probe SPEC [--filter EXPR] -o json -- tracer-testprog open 23 /nonexistent/x`: the
+/// events, and the summary's FILTERED column (0 without a filter).
+fn filtered_opens(spec: &str, filter: Option<&str>) -> (Vec<serde_json::Value>, u64) {
+    let prog = common::testprog().display().to_string();
+    let mut args = vec!["probe", spec, "-o", "json"];
+    if let Some(filter) = filter {
+        args.extend(["--filter", filter]);
+    }
+    args.extend(["--", &prog, "open", "23", "/nonexistent/x"]);
+    let out = std::process::Command::new(common::tracer_bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let filtered = match filter {
+        Some(_) => {
+            let row = (stderr.lines())
+                .find(|l| l.split_whitespace().next() == Some(spec_name(spec).as_str()))
+                .unwrap_or_else(|| panic!("{stderr}"));
+            row.split_whitespace().nth(4).unwrap().parse().unwrap()
+        }
+        None => 0,
+    };
+    (events, filtered)
+}
+
+/// How the summary names a probe: `kprobe:F` or `kretprobe:F`.
+fn spec_name(spec: &str) -> String {
+    match spec.strip_suffix("%return") {
+        Some(f) => format!("kretprobe:{f}"),
+        None => format!("kprobe:{spec}"),
+    }
+}
+
+#[test]
+fn filters_pick_kernel_strings_and_return_values() {
+    if !has(Feature::KprobePmu, "kprobe_filters") {
+        return;
+    }
+    // A kernel function's string argument (a user pointer, told by its address), by glob:
+    // exactly the workload's 23 opens.
+    let (all, _) = filtered_opens("do_sys_openat2", None);
+    let (events, filtered) =
+        filtered_opens("do_sys_openat2", Some(r#"filename ~ "/nonexistent/*""#));
+    assert_eq!(events.len(), 23, "{events:?}");
+    assert!(events
+        .iter()
+        .all(|e| e["args"]["filename"] == "/nonexistent/x"));
+    assert_eq!(filtered, all.len() as u64 - 23);
+    // A kretprobe's errno: every ENOENT of the same workload, and nothing else.
+    let (all, _) = filtered_opens("do_sys_openat2%return", None);
+    let enoent = all.iter().filter(|e| e["ret"] == -2).count();
+    assert!(enoent >= 23, "{all:?}");
+    let (events, filtered) = filtered_opens("do_sys_openat2%return", Some("ret == -2"));
+    assert_eq!(events.len(), enoent, "{events:?}");
+    assert!(events.iter().all(|e| e["errno"] == "ENOENT"));
+    assert_eq!(filtered, (all.len() - enoent) as u64);
+}
+
 #[test]
 fn failed_opens_return_a_named_errno() {
     if !has(Feature::KprobePmu, "typed_errno") {

@@ -139,12 +139,14 @@ fn record_operand(
             if category == "syscalls" && name.starts_with("sys_enter_"));
         if field.c_type.contains("char *") && syscall_entry {
             match &needs.record_string {
-                Some(other) if other != name => return Err(Error::usage(
-                    format!(
+                Some(other) if other != name => {
+                    return Err(Error::usage(
+                        format!(
                         "{spec}: one string per hit is read, and '{other}' is already filtered on"
                     ),
-                    vec![format!("filter on '{other}' or on '{name}', not both")],
-                )),
+                        vec![format!("filter on '{other}' or on '{name}', not both")],
+                    ))
+                }
                 _ => needs.record_string = Some(name.to_string()),
             }
             return Ok(Operand::String);
