@@ -265,3 +265,108 @@ fn bad_expressions_point_at_the_column_and_name_what_exists() {
         "error: --filter: '=' is not an operator\n    ret = -2\n        ^\nhint: compare with ==\n"
     );
 }
+
+/// The tracepoint directories of `syscalls` whose names start with `prefix`.
+fn syscall_tracepoints(prefix: &str) -> usize {
+    std::fs::read_dir("/sys/kernel/tracing/events/syscalls")
+        .expect("tracefs")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        })
+        .count()
+}
+
+#[test]
+fn every_syscall_tracepoint_in_one_run() {
+    if !has(
+        Feature::RawTracepoints,
+        "every_syscall_tracepoint_in_one_run",
+    ) {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    // Counted: the workload's 1000 getppid calls, exactly, among 360-odd probes.
+    let out = run(&[
+        "probe",
+        "--count-by",
+        "probe",
+        "syscalls:sys_enter_*",
+        "--",
+        &prog,
+        "getppid",
+        "1000",
+    ]);
+    let n = syscall_tracepoints("sys_enter_");
+    assert!(n > 300, "{n} syscall entry tracepoints");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "note: 'syscalls:sys_enter_*' matches {n} probes\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("Counting {n} probes (syscalls:sys_enter_*) in `")),
+        "{stderr}"
+    );
+    let stdout = text(&out.stdout);
+    let getppid: Vec<&str> = (stdout.lines())
+        .filter(|l| l.split_whitespace().next() == Some("syscalls:sys_enter_getppid"))
+        .collect();
+    assert_eq!(getppid.len(), 1, "{stdout}");
+    assert_eq!(
+        getppid[0].split_whitespace().nth(1),
+        Some("1000"),
+        "{stdout}"
+    );
+    // Streamed, entries and exits, decoded as their tracepoints' records: the workload's 23
+    // opens of a missing file, each entry with its path and each exit with ENOENT.
+    let out = run(&[
+        "probe",
+        "syscalls:sys_*",
+        "--filter",
+        "comm == 'tracer-testprog'",
+        "-o",
+        "json",
+        "--",
+        &prog,
+        "open",
+        "23",
+        "/nonexistent/tracer-filter",
+    ]);
+    let events = json_lines(&out.stdout);
+    let entries = (events.iter())
+        .filter(|e| e["probe"] == "syscalls:sys_enter_openat")
+        .filter(|e| e["args"]["filename"] == "/nonexistent/tracer-filter")
+        .count();
+    let exits = (events.iter())
+        .filter(|e| e["probe"] == "syscalls:sys_exit_openat" && e["args"]["ret"] == -2)
+        .count();
+    assert_eq!((entries, exits), (23, 23), "{}", text(&out.stdout));
+    // Every hit printed: the rows of the probes that fired add up to the events.
+    let stderr = text(&out.stderr);
+    let printed: u64 = (stderr.lines())
+        .filter(|l| l.starts_with("syscalls:sys_"))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(printed, events.len() as u64, "{stderr}");
+    assert!(
+        stderr.contains("probes without hits not listed\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn too_many_tracepoints_of_other_kinds_are_refused_before_attaching() {
+    if !has(Feature::Tracepoints, "too_many_tracepoints_of_other_kinds") {
+        return;
+    }
+    let out = tracer(&["probe", "sched:*", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("tracepoints other than syscalls' in one run; at most 16 can be attached\nhint: narrow the patterns: the first are sched:"),
+        "{stderr}"
+    );
+}

@@ -11,10 +11,23 @@ pub const PERF_EVENT_SLOTS: u32 = 4;
 pub const PROBE_BASE: u32 = 0;
 pub const TRACEPOINT_BASE: u32 = PROBE_SLOTS;
 pub const PERF_EVENT_BASE: u32 = PROBE_SLOTS + TRACEPOINT_SLOTS;
+/// Syscall tracepoint slots of a run with more tracepoints than [`TRACEPOINT_SLOTS`], global
+/// ids from [`DISPATCH_BASE`]: two raw tracepoint programs on `sys_enter` and `sys_exit`
+/// serve them all, finding the slot by the syscall's number in `SYS_SLOTS` (one attachment
+/// for any number of syscalls, where a perf event each costs the kernel an RCU grace period
+/// to take down). They build the record the `syscalls:` tracepoint would have (the number at
+/// byte 8, the arguments or the return value from byte 16), so hits decode the same way. A
+/// run of up to 16 tracepoints keeps the constant slots and pays nothing for the lookup.
+pub const DISPATCH_SLOTS: u32 = 1024;
+/// Syscall numbers `SYS_SLOTS` covers, per direction: entry `nr` at `nr`, exit at
+/// `SYSCALL_NRS + nr`.
+pub const SYSCALL_NRS: u32 = 1024;
+pub const DISPATCH_BASE: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS;
 /// All slots. With `PERF_EVENT_IOC_SET_BPF` there is no attach cookie, so each probe uses its
-/// own program instance ("slot") whose global id is a constant compiled into it; the id indexes
-/// [`SlotConfig`] in `CONFIG` and the per-slot counters in `STATS`, and tags every [`Event`].
-pub const SLOTS: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS;
+/// own program instance ("slot") whose global id is a constant compiled into it (or, past the
+/// constant ones, looked up: [`DISPATCH_SLOTS`]); the id indexes [`SlotConfig`] in `CONFIG`
+/// and the per-slot counters in `STATS`, and tags every [`Event`].
+pub const SLOTS: u32 = DISPATCH_BASE + DISPATCH_SLOTS;
 /// `Event::slot` of outliers streamed by the latency programs (not a program slot).
 pub const LATENCY_SLOT: u32 = 0xffff;
 
@@ -72,8 +85,9 @@ pub mod names {
     pub const AYA_LOGS: &str = "AYA_LOGS";
     pub const FILTERS: &str = "FILTERS";
     pub const GLOBS: &str = "GLOBS";
+    pub const SYS_SLOTS: &str = "SYS_SLOTS";
     /// Every name above.
-    pub const ALL: [&str; 19] = [
+    pub const ALL: [&str; 20] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -93,6 +107,7 @@ pub mod names {
         AYA_LOGS,
         FILTERS,
         GLOBS,
+        SYS_SLOTS,
     ];
 }
 
@@ -257,6 +272,8 @@ pub const SLOT_STOPPED: u32 = 1 << 15;
 /// x86-64 `struct pt_regs` offsets the raw syscall slots read: `orig_ax` and `cs`.
 pub const PT_REGS_ORIG_AX: u64 = 120;
 pub const PT_REGS_CS: u64 = 136;
+/// x86-64 `struct pt_regs` offsets of a syscall's six arguments: di, si, dx, r10, r8, r9.
+pub const PT_REGS_SYSCALL_ARGS: [u64; 6] = [112, 104, 96, 56, 72, 64];
 /// `cs` of 32-bit user code (`__USER32_CS`): its syscalls have other numbers and are not
 /// traced by the `syscalls` tracepoints, so the raw slots skip them too.
 pub const USER32_CS: u64 = 0x23;

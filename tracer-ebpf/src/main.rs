@@ -37,14 +37,14 @@ use tracer_common::{
     Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU,
     AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO, FIELD_READS,
     FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, KERNEL_SPACE_START, NO_STACK,
-    PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
-    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT,
-    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL,
-    SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL,
-    SRC_SIGNED, STAT_COUNT, STR_LEN, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
-    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS,
-    USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_TRACKED,
-    USES_VALUE_FILTER,
+    PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_AGGREGATE,
+    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN,
+    SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_STR_ARG_AUTO,
+    SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_FILTER,
+    SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX,
+    TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
+    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS,
+    USES_STREAM, USES_STRINGS, USES_TRACKED, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -112,6 +112,11 @@ static FILTERS: Array<Filter> = Array::with_max_entries(1, 0);
 /// byte. Sized by userspace to the rows the run's patterns need.
 #[map]
 static GLOBS: Array<[u8; GLOB_ROW]> = Array::with_max_entries(1, 0);
+
+/// Syscall number (exits from `SYSCALL_NRS` on) -> global slot id, 0 for none, for the
+/// dispatching raw syscall programs. Sized by userspace only when used.
+#[map]
+static SYS_SLOTS: Array<u32> = Array::with_max_entries(1, 0);
 
 /// Per-CPU counters per slot: hits that passed the filters, and outputs that failed.
 #[map]
@@ -1012,6 +1017,71 @@ tracepoint_slots!(
     tp_14 = 14,
     tp_15 = 15
 );
+/// `sys_enter`/`sys_exit` for every syscall tracepoint of a run past the constant slots: the
+/// syscall's number names the slot, and the hit is given the record its `syscalls:`
+/// tracepoint would have had (8 bytes of header, the number, then the six arguments or the
+/// return value), so that it decodes, filters and counts as that tracepoint's.
+#[inline(always)]
+fn on_syscall_dispatch(ctx: &RawTracePointContext, exit: bool) {
+    let regs: u64 = ctx.arg(0);
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
+    // 32-bit code numbers its syscalls differently; its `syscalls:` events do not fire.
+    if cs == USER32_CS {
+        return;
+    }
+    let nr: u64 = match exit {
+        // SAFETY: as above.
+        true => unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }
+            .unwrap_or(u64::MAX),
+        false => ctx.arg(1),
+    };
+    if nr >= u64::from(SYSCALL_NRS) {
+        return;
+    }
+    let index = nr as u32 + if exit { SYSCALL_NRS } else { 0 };
+    let slot = match SYS_SLOTS.get(index) {
+        Some(&slot) if slot != 0 => slot,
+        _ => return,
+    };
+    let Some((event, config)) = begin(ctx, slot) else {
+        return;
+    };
+    event.data = [0; DATA_WORDS];
+    event.data[1] = nr;
+    if exit {
+        event.data[2] = ctx.arg(1);
+    } else {
+        // SAFETY: as above; the six argument registers of the x86-64 syscall ABI.
+        unsafe {
+            for (i, offset) in PT_REGS_SYSCALL_ARGS.iter().enumerate() {
+                event.data[2 + i] =
+                    bpf_probe_read_kernel((regs + offset) as *const u64).unwrap_or(0);
+            }
+        }
+    }
+    if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
+        let ptr = event.data[((config.str_arg / 8) & 7) as usize];
+        read_string(event, ptr, true);
+    }
+    if filtered_out(event, &config) {
+        return;
+    }
+    finish(ctx, event, &config);
+}
+
+#[raw_tracepoint]
+pub fn sys_enter_any(ctx: RawTracePointContext) -> u32 {
+    on_syscall_dispatch(&ctx, false);
+    0
+}
+
+#[raw_tracepoint]
+pub fn sys_exit_any(ctx: RawTracePointContext) -> u32 {
+    on_syscall_dispatch(&ctx, true);
+    0
+}
+
 // Raw twins of the first tracepoint slots (`RAW_SYSCALL_SLOTS`), with the same global ids:
 // one of each pair is loaded. More counted syscalls use the perf tracepoint path.
 slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE;

@@ -161,6 +161,9 @@ pub struct Sizing {
     /// `--filter`: room for a filter per slot and this many glob automaton rows (`None`: no
     /// filter; the maps keep one entry).
     pub filter_globs: Option<u32>,
+    /// More tracepoints than constant slots: room in `SYS_SLOTS` for the dispatching syscall
+    /// programs.
+    pub dispatch: bool,
 }
 
 /// The BPF ring buffer's size and wakeup point (`--transport ringbuf`).
@@ -182,6 +185,7 @@ impl Default for Sizing {
             uses: tracer_common::USES_ALL,
             ringbuf: None,
             filter_globs: None,
+            dispatch: false,
         }
     }
 }
@@ -206,6 +210,7 @@ struct Maps {
     lat_hist: PerCpuHashMap<MapData, HistKey, u64>,
     lat_array: PerCpuArray<MapData, u64>,
     lat_stats: PerCpuArray<MapData, u64>,
+    sys_slots: Array<MapData, u32>,
     filters: Array<MapData, tracer_common::Filter>,
     globs: Array<MapData, [u8; tracer_common::GLOB_ROW]>,
     /// Moved out by [`Bpf::take_ringbuf`].
@@ -234,6 +239,7 @@ impl Maps {
             lat_hist: typed(ebpf, names::LAT_HIST)?,
             lat_array: typed(ebpf, names::LAT_ARRAY)?,
             lat_stats: typed(ebpf, names::LAT_STATS)?,
+            sys_slots: typed(ebpf, names::SYS_SLOTS)?,
             filters: typed(ebpf, names::FILTERS)?,
             globs: typed(ebpf, names::GLOBS)?,
             ringbuf: ebpf.take_map(names::RINGBUF),
@@ -289,6 +295,8 @@ pub struct Bpf {
     debug_log: Option<std::cell::RefCell<DebugLog>>,
     /// Global ids of the slots taken.
     used: Vec<u32>,
+    /// Slots of the shared tracepoint program taken.
+    dispatched: u32,
     /// The `USES_*` bits the object was loaded with.
     uses: u32,
 }
@@ -321,6 +329,9 @@ impl Bpf {
         if sizing.counts {
             loader.map_max_entries(names::COUNTS, AGG_ENTRIES);
         }
+        if sizing.dispatch {
+            loader.map_max_entries(names::SYS_SLOTS, 2 * tracer_common::SYSCALL_NRS);
+        }
         if let Some(rows) = sizing.filter_globs {
             loader.map_max_entries(names::FILTERS, tracer_common::SLOTS);
             loader.map_max_entries(names::GLOBS, rows.max(1));
@@ -340,6 +351,7 @@ impl Bpf {
             maps,
             debug_log,
             used: Vec::new(),
+            dispatched: 0,
             uses: sizing.uses,
         })
     }
@@ -391,6 +403,65 @@ impl Bpf {
         self.load_program(&name, kind)?;
         self.used.push(id);
         Ok(Slot { kind, id, name })
+    }
+
+    /// Takes a slot of the dispatching syscall programs for syscall `nr`'s entry or exit
+    /// (the object must have been loaded with [`Sizing::dispatch`]): its config is written,
+    /// the program of that direction is attached to the raw tracepoint on its first use, and
+    /// `SYS_SLOTS` then sends the syscall's hits to the slot, from now on.
+    pub fn take_syscall_slot(
+        &mut self,
+        config: SlotConfig,
+        nr: u32,
+        exit: bool,
+        filter: Option<&tracer_common::Filter>,
+    ) -> Result<Slot, Error> {
+        let config = self.counting_runs(config);
+        self.check_uses(&config)?;
+        let index = self.dispatched;
+        if index >= tracer_common::DISPATCH_SLOTS || nr >= tracer_common::SYSCALL_NRS {
+            return Err(Error::NoSlot {
+                kind: "syscall",
+                max: tracer_common::DISPATCH_SLOTS,
+            });
+        }
+        let slot = tracer_common::DISPATCH_BASE + index;
+        self.set_config(slot, config)?;
+        if let Some(filter) = filter {
+            (self.maps.filters.set(slot, *filter, 0)).map_err(|source| Error::MapUpdate {
+                map: names::FILTERS,
+                source,
+            })?;
+        }
+        let (name, tracepoint) = match exit {
+            true => ("sys_exit_any", "sys_exit"),
+            false => ("sys_enter_any", "sys_enter"),
+        };
+        let program = self
+            .ebpf
+            .program_mut(name)
+            .ok_or(Error::Map { map: "program" })?;
+        let wrap = |source| Error::Program {
+            program: name.to_string(),
+            source,
+        };
+        let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
+        if p.fd().is_err() {
+            p.load().map_err(wrap)?;
+            p.attach(tracepoint).map_err(wrap)?;
+        }
+        let key = nr + if exit { tracer_common::SYSCALL_NRS } else { 0 };
+        (self.maps.sys_slots.set(key, slot, 0)).map_err(|source| Error::MapUpdate {
+            map: names::SYS_SLOTS,
+            source,
+        })?;
+        self.dispatched += 1;
+        self.used.push(slot);
+        Ok(Slot {
+            kind: SlotKind::Tracepoint,
+            id: slot,
+            name: name.to_string(),
+        })
     }
 
     /// Takes a free tracepoint slot for its raw twin (`rtp_N`: the same global id as `tp_N`),

@@ -444,3 +444,25 @@ impl Drop for Launched {
         self.stop();
     }
 }
+
+/// Raises this process's soft limit on open files to its hard limit when `needed` more than
+/// are open may not fit (a perf event per probe: hundreds of tracepoints in one run), as
+/// bpftrace and perf do. A limit that cannot be raised is left: opening then fails with
+/// EMFILE, whose hint names `ulimit -n`.
+pub fn raise_open_files(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given; setrlimit reads it.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        if limit.rlim_cur >= needed.saturating_add(256) || limit.rlim_cur == limit.rlim_max {
+            return;
+        }
+        limit.rlim_cur = limit.rlim_max;
+        let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+}

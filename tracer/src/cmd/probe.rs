@@ -29,11 +29,13 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let plan = plan::probe_plan(&args, &session::ThisMachine)?;
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.specs, &fs)?;
+    crate::launch::raise_open_files(specs.len() as u64);
     // Fork the command (held before exec) before any thread exists.
     let pid = (plan.filter.tgid != 0).then_some(plan.filter.tgid);
     let mut session = Session::start(&plan.command, pid, Hold::BeforeExec)?;
     let rename = probe::rename_tracepoint(&fs);
-    let options = attach_options(&plan, session.is_launched());
+    let mut options = attach_options(&plan, session.is_launched());
+    options.dispatch = probe::attach::dispatch(&specs);
     let mut bpf = Bpf::load_with(sizing(&plan, &options, &specs, rename.is_some()))?;
     let mut rings = OutputRings::for_transport(
         &mut bpf,
@@ -43,7 +45,15 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     )?;
     // Before any probe: raw tracepoint slots run from their attach on.
     session.cache_comms(&mut bpf, rename)?;
+    let attaching = std::time::Instant::now();
+    let many = specs.len() > tracer_common::TRACEPOINT_SLOTS as usize;
+    if many {
+        crate::output::notes::attaching(specs.len());
+    }
     let probes = Attacher::new(&fs, options).attach_all(&mut bpf, &specs)?;
+    if many {
+        crate::output::notes::attached(probes.len(), attaching.elapsed());
+    }
     session.follow(&mut bpf, &fs)?;
     let banner = banner(&plan, &probes, session.whom());
     session.begin(&banner)?;
@@ -72,6 +82,7 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
         stack: plan.stack,
         aggregation: plan.aggregation.as_ref(),
         filter: plan.value_filter.as_ref(),
+        dispatch: false,
     }
 }
 
@@ -96,6 +107,7 @@ fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache:
         ringbuf: (plan.transport == Transport::Ringbuf)
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.globs.len() as u32),
+        dispatch: probe::attach::dispatch(specs),
     }
 }
 
@@ -108,7 +120,12 @@ fn banner(plan: &ProbePlan, probes: &[Probe], whom: Option<String>) -> Banner {
         },
         what: match names.as_slice() {
             [one] => one.to_string(),
-            _ => format!("{} probes ({})", names.len(), names.join(", ")),
+            _ if names.len() <= 4 => format!("{} probes ({})", names.len(), names.join(", ")),
+            // Hundreds of names say less than the patterns that chose them.
+            _ => {
+                let specs: Vec<String> = plan.specs.iter().map(ToString::to_string).collect();
+                format!("{} probes ({})", names.len(), specs.join(", "))
+            }
         },
         whom,
         detail: None,
@@ -371,8 +388,15 @@ fn stream_summary<W: std::io::Write>(
         table.widths.push(10);
     }
     let mut filtered_total = 0;
+    // Hundreds of probes: the rows of those that fired, and how many did not.
+    let quiet_rows = state.probes.len() > tracer_common::TRACEPOINT_SLOTS as usize;
+    let mut silent = 0;
     for s in &state.probes {
         let (hits, failed) = bpf.slot_stats(&s.probe.slot)?;
+        if quiet_rows && hits == 0 {
+            silent += 1;
+            continue;
+        }
         let mut row = vec![
             s.probe.name.clone(),
             hits.to_string(),
@@ -392,6 +416,9 @@ fn stream_summary<W: std::io::Write>(
         .map(|l| format!("stacks: {l}"))
         .into_iter()
         .collect();
+    if silent > 0 {
+        notes.push(format!("{silent} probes without hits not listed"));
+    }
     for s in state.probes.iter().filter(|p| p.faults > 0) {
         notes.push(format!(
             "{}: {} struct member reads failed (bad or paged-out pointers), printed as ?",

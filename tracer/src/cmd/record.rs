@@ -49,6 +49,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
                 .as_ref()
                 .map_or(0, |_| tracer_common::USES_VALUE_FILTER),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.globs.len() as u32),
+        dispatch: probe::attach::dispatch(&specs),
         ..Sizing::default()
     })?;
     let pages = plan.ring_pages;
@@ -171,6 +172,7 @@ fn attach_probes(
         base: filter,
         pid: plan.pid,
         filter: plan.value_filter.as_ref(),
+        dispatch: probe::attach::dispatch(specs),
         ..AttachOptions::default()
     };
     let probes = Attacher::new(fs, options).attach_all(bpf, specs)?;

@@ -47,6 +47,24 @@ pub fn bpf(text: impl Display) {
     emit(&render(Kind::Bpf, &text));
 }
 
+/// `Attaching N probes...` on a terminal (bpftrace's words), before a long attach; off a
+/// terminal nothing, so that logs and tests see only the banner.
+pub fn attaching(count: usize) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "Attaching {count} probes...").and_then(|()| err.flush());
+    }
+}
+
+/// Ends [`attaching`]'s line with how many were attached and how long it took.
+pub fn attached(count: usize, took: std::time::Duration) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        emit(&format!(" {count} attached in {} ms\n", took.as_millis()));
+    }
+}
+
 /// Prints a `-v` progress line on stderr.
 pub fn progress(command: &str, text: impl Display) {
     emit(&render_progress(command, &text));

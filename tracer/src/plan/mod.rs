@@ -427,6 +427,9 @@ pub fn similar<'a>(
 /// Probes of one kind (kernel/user probes, tracepoints) one run can attach: the BPF object's
 /// program slots per kind.
 pub const MAX_PROBES_PER_KIND: usize = tracer_common::PROBE_SLOTS as usize;
+/// Tracepoints one run can attach: the constant slots, then the shared program's.
+pub const MAX_TRACEPOINTS: usize =
+    (tracer_common::TRACEPOINT_SLOTS + tracer_common::DISPATCH_SLOTS) as usize;
 
 /// A validated `tracer probe` invocation.
 #[derive(Clone, Debug)]

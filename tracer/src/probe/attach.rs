@@ -5,7 +5,7 @@
 use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER, SLOT_VALUE_FILTER};
 
 use super::aggregate::{self, ProbeValues};
-use super::resolve::{open_event, KernelInterface, KprobeInterface};
+use super::resolve::{open_event, tracepoint_error, KernelInterface, KprobeInterface, Opened};
 use super::values::{Memory, Values};
 use super::Attached;
 use super::{Decoder, Probe};
@@ -37,6 +37,9 @@ pub struct AttachOptions<'a> {
     pub aggregation: Option<&'a Aggregation>,
     /// `--filter`: which hits are sent or counted.
     pub filter: Option<&'a FilterPlan>,
+    /// Syscall tracepoints go through the dispatching raw syscall programs ([`dispatch`]; the
+    /// object must be loaded with [`crate::bpf::Sizing::dispatch`]).
+    pub dispatch: bool,
 }
 
 impl AttachOptions<'_> {
@@ -86,6 +89,15 @@ impl AttachOptions<'_> {
         }
         uses
     }
+}
+
+/// Whether `specs` need the dispatching syscall programs (more tracepoints than constant
+/// slots: [`crate::bpf::Sizing::dispatch`]).
+pub fn dispatch(specs: &[ProbeSpec]) -> bool {
+    let tracepoints = (specs.iter())
+        .filter(|s| matches!(s.target, Target::Tracepoint { .. }))
+        .count();
+    tracepoints > tracer_common::TRACEPOINT_SLOTS as usize
 }
 
 /// Attaches a run's probes one after another, sharing what the first kernel function looked
@@ -144,20 +156,38 @@ fn attach(
     index: usize,
     btf: &mut Option<Option<KernelBtf>>,
 ) -> Result<Probe, Error> {
-    let opened = open_event(
-        fs,
-        spec,
-        interface,
-        options.kprobe_interface,
-        options.pid,
-        index,
-    )?;
+    // A syscall tracepoint served by the dispatching programs needs its format, not an event.
+    let dispatched = syscall_of(spec).filter(|_| options.dispatch);
+    let (event, opened) = match (&dispatched, &spec.target) {
+        (Some(_), Target::Tracepoint { category, name }) => {
+            let format =
+                (fs.format(category, name)).map_err(|e| tracepoint_error(e, fs, category, name))?;
+            (None, (None, Some(format), None))
+        }
+        _ => {
+            let Opened {
+                event,
+                legacy,
+                format,
+                kernel_function,
+            } = open_event(
+                fs,
+                spec,
+                interface,
+                options.kprobe_interface,
+                options.pid,
+                index,
+            )?;
+            (Some(event), (legacy, format, kernel_function))
+        }
+    };
+    let (legacy, format, kernel_function) = opened;
     let mut config = options.base;
     if spec.ret {
         config.flags |= SLOT_RETURN;
     }
     config.flags |= stacks::flags_for(options.stack, matches!(spec.target, Target::User { .. }));
-    let (kind, mut decoder) = match opened.format {
+    let (kind, mut decoder) = match format {
         Some(format) => {
             let selection = tracepoint_selection(spec, &format)?;
             // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
@@ -281,22 +311,30 @@ fn attach(
     // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the raw
     // one cannot be had (all raw slots taken, a kernel without raw tracepoints). The perf
     // event opened above is then closed unused.
-    let raw = raw_syscall(spec, &config).and_then(|(tracepoint, nr, exit)| {
-        let mut raw_config = config;
-        raw_config.raw_syscall = nr;
-        if exit {
-            raw_config.flags |= tracer_common::SLOT_RAW_SYS_EXIT;
+    let raw = match dispatched {
+        Some(_) => None,
+        None => raw_syscall(spec, &config).and_then(|(tracepoint, nr, exit)| {
+            let mut raw_config = config;
+            raw_config.raw_syscall = nr;
+            if exit {
+                raw_config.flags |= tracer_common::SLOT_RAW_SYS_EXIT;
+            }
+            bpf.take_raw_slot(raw_config, tracepoint).ok()
+        }),
+    };
+    let attached = match (raw, dispatched, event) {
+        (Some(slot), _, _) => Attached::raw(slot),
+        (None, Some((_, nr, exit)), _) => {
+            let filter = filter.as_ref().map(|(f, _)| f);
+            Attached::raw(bpf.take_syscall_slot(config, nr, exit, filter)?)
         }
-        bpf.take_raw_slot(raw_config, tracepoint).ok()
-    });
-    let attached = match raw {
-        Some(slot) => Attached::raw(slot),
-        None => {
+        (None, None, None) => unreachable!("only dispatched syscalls open no event"),
+        (None, None, Some(event)) => {
             let slot = bpf.take_slot(kind, config)?;
             if let Some((filter, _)) = &filter {
                 bpf.set_filter(&slot, filter)?;
             }
-            Attached::disabled(bpf, slot, opened.event)?
+            Attached::disabled(bpf, slot, event)?
         }
     };
     let slot = attached.slot.clone();
@@ -304,10 +342,10 @@ fn attach(
         name: spec.to_string(),
         slot,
         decoder,
-        kernel_function: opened.kernel_function,
+        kernel_function,
         sources,
         attached,
-        _legacy: opened.legacy,
+        _legacy: legacy,
     })
 }
 
@@ -323,10 +361,24 @@ fn raw_syscall(spec: &ProbeSpec, config: &SlotConfig) -> Option<(&'static str, u
     let counted_only = config.flags & SLOT_AGGREGATE != 0
         && config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) == 0
         && config.flags & tracer_common::SLOT_VALUE_FILTER == 0;
+    match counted_only {
+        true => syscall_of(spec),
+        false => None,
+    }
+}
+
+/// Whether a spec can go through the dispatching syscall programs.
+pub fn dispatchable(spec: &ProbeSpec) -> bool {
+    syscall_of(spec).is_some()
+}
+
+/// A `syscalls:` tracepoint's raw tracepoint (`sys_enter` or `sys_exit`), syscall number,
+/// and whether it is the exit; `None` for other tracepoints and unknown names.
+fn syscall_of(spec: &ProbeSpec) -> Option<(&'static str, u32, bool)> {
     let Target::Tracepoint { category, name } = &spec.target else {
         return None;
     };
-    if !counted_only || category != "syscalls" || !cfg!(target_arch = "x86_64") {
+    if category != "syscalls" || !cfg!(target_arch = "x86_64") {
         return None;
     }
     let (tracepoint, exit, call) = match name.strip_prefix("sys_enter_") {
@@ -334,9 +386,19 @@ fn raw_syscall(spec: &ProbeSpec, config: &SlotConfig) -> Option<(&'static str, u
         None => ("sys_exit", true, name.strip_prefix("sys_exit_")?),
     };
     // The kernel only creates syscalls:* events for entry points in the 64-bit table, named
-    // after them; the table names the crate knows are the same but for renamed entry points
-    // (newstat, newuname, sendfile64, umount), which it does not know: those keep the perf
-    // path.
+    // after their SYSCALL_DEFINE; the table's names (the crate's) are the same but for these.
+    const RENAMED: [(&str, &str); 6] = [
+        ("newstat", "stat"),
+        ("newfstat", "fstat"),
+        ("newlstat", "lstat"),
+        ("newuname", "uname"),
+        ("sendfile64", "sendfile"),
+        ("umount", "umount2"),
+    ];
+    let call = RENAMED
+        .iter()
+        .find(|(k, _)| *k == call)
+        .map_or(call, |(_, t)| *t);
     let nr = call.parse::<syscalls::Sysno>().ok()?.id();
     Some((tracepoint, u32::try_from(nr).ok()?, exit))
 }
