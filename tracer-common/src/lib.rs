@@ -86,8 +86,9 @@ pub mod names {
     pub const FILTERS: &str = "FILTERS";
     pub const GLOBS: &str = "GLOBS";
     pub const SYS_SLOTS: &str = "SYS_SLOTS";
+    pub const FILTER_SHAPE: &str = "FILTER_SHAPE";
     /// Every name above.
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -108,6 +109,7 @@ pub mod names {
         FILTERS,
         GLOBS,
         SYS_SLOTS,
+        FILTER_SHAPE,
     ];
 }
 

@@ -108,6 +108,12 @@ static CONFIG: Array<SlotConfig> = Array::with_max_entries(SLOTS, 0);
 #[map]
 static FILTERS: Array<Filter> = Array::with_max_entries(1, 0);
 
+/// `--filter`'s shape, set by userspace before loading (read-only to the programs, like
+/// `USES`): the number of comparisons in bits 0..8, and from bit 8 one bit per comparison
+/// that is of strings.
+#[unsafe(no_mangle)]
+static FILTER_SHAPE: u32 = 0;
+
 /// The glob automata of `--filter`'s string comparisons: one row per state, one next state per
 /// byte. Sized by userspace to the rows the run's patterns need.
 #[map]
@@ -513,10 +519,18 @@ fn filter_passes(event: &Event, slot: u32) -> bool {
     let Some(filter) = FILTERS.get(slot) else {
         return true;
     };
+    // SAFETY: a plain aligned read of our own static, volatile as in `uses`.
+    let shape = unsafe { core::ptr::read_volatile(&FILTER_SHAPE) };
     let mut bits: u64 = 0;
     let mut k = 0;
     while k < FILTER_ATOMS {
-        if atom_holds(event, &filter.atoms[k]) {
+        // The expression's shape is a constant to the verifier: it walks the comparisons the
+        // expression has, each as a number or a string, and no other.
+        if k as u32 >= shape & 0xff {
+            break;
+        }
+        let string = shape >> (8 + k) & 1 != 0;
+        if atom_holds(event, &filter.atoms[k], string) {
             bits |= 1 << k;
         }
         k += 1;
@@ -524,34 +538,17 @@ fn filter_passes(event: &Event, slot: u32) -> bool {
     (filter.table >> (bits & 63)) & 1 != 0
 }
 
-/// One comparison of a filter.
+/// One comparison of a filter: of strings (`string`), or of numbers.
 #[inline(always)]
-fn atom_holds(event: &Event, atom: &FilterAtom) -> bool {
+fn atom_holds(event: &Event, atom: &FilterAtom, string: bool) -> bool {
+    if string {
+        return string_holds(event, atom);
+    }
     let value = match atom.operand {
         operand::VALUE => read_src(event, atom.src),
         operand::PID => u64::from(event.pid()),
         operand::TID => u64::from(event.tid()),
         operand::CPU => u64::from(event.cpu),
-        operand::STRING => {
-            // A string that could not be read matches nothing (`!=` included: its value is
-            // unknown).
-            let len = match event.str_len {
-                n if n > 0 => (n - 1) as usize,
-                _ => return false,
-            };
-            return glob_matches(&event.str, 0, len, atom);
-        }
-        operand::COMM => {
-            let comm = current_comm(event.pid_tgid);
-            return glob_matches(&comm, 0, comm.len(), atom);
-        }
-        operand::RECORD_CHARS => {
-            // SAFETY: the words are plain bytes, 8-byte aligned; u8 has no alignment.
-            let head = unsafe { &*(&event.data as *const [u64; DATA_WORDS] as *const [u8; 64]) };
-            let start = (atom.src & 0xff) as usize;
-            let len = ((atom.src >> 8) & 0xff) as usize;
-            return glob_matches(head, start, len, atom);
-        }
         _ => return false,
     };
     let signed = atom.signed_or_empty != 0;
@@ -568,6 +565,34 @@ fn atom_holds(event: &Event, atom: &FilterAtom) -> bool {
         cmp::GE if signed => (a as i64) >= (b as i64),
         cmp::GE => a >= b,
         cmp::AND => a & b != 0,
+        _ => false,
+    }
+}
+
+/// A string comparison: the string the slot read, the comm, or a `char[N]` of the record.
+#[inline(always)]
+fn string_holds(event: &Event, atom: &FilterAtom) -> bool {
+    match atom.operand {
+        operand::STRING => {
+            // A string that could not be read matches nothing (`!=` included: its value is
+            // unknown).
+            let len = match event.str_len {
+                n if n > 0 => (n - 1) as usize,
+                _ => return false,
+            };
+            glob_matches(&event.str, 0, len, atom)
+        }
+        operand::COMM => {
+            let comm = current_comm(event.pid_tgid);
+            glob_matches(&comm, 0, comm.len(), atom)
+        }
+        operand::RECORD_CHARS => {
+            // SAFETY: the words are plain bytes, 8-byte aligned; u8 has no alignment.
+            let head = unsafe { &*(&event.data as *const [u64; DATA_WORDS] as *const [u8; 64]) };
+            let start = (atom.src & 0xff) as usize;
+            let len = ((atom.src >> 8) & 0xff) as usize;
+            glob_matches(head, start, len, atom)
+        }
         _ => false,
     }
 }

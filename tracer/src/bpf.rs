@@ -158,9 +158,9 @@ pub struct Sizing {
     pub uses: u32,
     /// Send events through the shared BPF ring buffer instead of the per-CPU perf rings.
     pub ringbuf: Option<RingBufSize>,
-    /// `--filter`: room for a filter per slot and this many glob automaton rows (`None`: no
-    /// filter; the maps keep one entry).
-    pub filter_globs: Option<u32>,
+    /// `--filter`: room for a filter per slot and this many glob automaton rows, and the
+    /// expression's shape (`FilterPlan::shape`) (`None`: no filter; the maps keep one entry).
+    pub filter_globs: Option<(u32, u32)>,
     /// More tracepoints than constant slots: room in `SYS_SLOTS` for the dispatching syscall
     /// programs.
     pub dispatch: bool,
@@ -332,9 +332,10 @@ impl Bpf {
         if sizing.dispatch {
             loader.map_max_entries(names::SYS_SLOTS, 2 * tracer_common::SYSCALL_NRS);
         }
-        if let Some(rows) = sizing.filter_globs {
+        if let Some((rows, shape)) = &sizing.filter_globs {
             loader.map_max_entries(names::FILTERS, tracer_common::SLOTS);
-            loader.map_max_entries(names::GLOBS, rows.max(1));
+            loader.map_max_entries(names::GLOBS, (*rows).max(1));
+            loader.override_global(names::FILTER_SHAPE, shape, true);
         }
         if sizing.latency {
             loader.map_max_entries(names::LAT_START, LAT_ENTRIES);

@@ -106,7 +106,7 @@ fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache:
         uses: options.uses(specs) | caches | debug,
         ringbuf: (plan.transport == Transport::Ringbuf)
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
-        filter_globs: (plan.value_filter.as_ref()).map(|f| f.globs.len() as u32),
+        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         dispatch: probe::attach::dispatch(specs),
     }
 }

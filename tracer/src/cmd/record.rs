@@ -43,12 +43,8 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     // nothing it does is missed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
     let mut bpf = Bpf::load_with(Sizing {
-        uses: tracer_common::USES_ALL
-            | plan
-                .value_filter
-                .as_ref()
-                .map_or(0, |_| tracer_common::USES_VALUE_FILTER),
-        filter_globs: (plan.value_filter.as_ref()).map(|f| f.globs.len() as u32),
+        uses: uses(&plan, &specs),
+        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         dispatch: probe::attach::dispatch(&specs),
         ..Sizing::default()
     })?;
@@ -145,6 +141,27 @@ fn counters(plan: &RecordPlan, fs: &Tracefs) -> Result<Vec<CounterSpec>, Error> 
         });
     }
     Ok(out)
+}
+
+/// The parts of the programs a recording uses. Without watchpoints, what its probes need (as
+/// `tracer probe` works it out): with `--filter`, 5.10's verifier did not finish the
+/// tracepoint program in a minute when every other part was in it too (stacks, member reads,
+/// counting), and finishes at once without them.
+fn uses(plan: &RecordPlan, specs: &[ProbeSpec]) -> u32 {
+    let filter = (plan.value_filter.as_ref()).map_or(0, |_| tracer_common::USES_VALUE_FILTER);
+    if !plan.watches.is_empty() {
+        return tracer_common::USES_ALL | filter;
+    }
+    let options = AttachOptions {
+        base: tracer_common::SlotConfig {
+            flags: tracer_common::SLOT_FILTER_TRACKED,
+            tgid: plan.pid.unwrap_or(0),
+            ..Default::default()
+        },
+        filter: plan.value_filter.as_ref(),
+        ..AttachOptions::default()
+    };
+    options.uses(specs) | tracer_common::USES_TRACKED
 }
 
 /// Attaches the probes (filtered to the process or the command), each described as a source.

@@ -110,6 +110,15 @@ pub struct FilterPlan {
 }
 
 impl FilterPlan {
+    /// Rows of the glob automata and the shape the programs are loaded with: the number of
+    /// comparisons, and a bit per comparison of strings from bit 8.
+    pub fn sizing(&self) -> (u32, u32) {
+        let strings = (self.atoms.iter().enumerate())
+            .filter(|(_, a)| a.glob.is_some())
+            .fold(0, |m, (k, _)| m | 1 << (8 + k));
+        (self.globs.len() as u32, self.atoms.len() as u32 | strings)
+    }
+
     /// A usage error about the part of the expression at `span`: the message, then the
     /// expression with the part underlined.
     pub fn error_at(
