@@ -442,9 +442,72 @@ pub struct StatArgs {
     /// One line per CPU instead of the sum (with -a or -C).
     #[arg(short = 'A', long = "no-aggr")]
     pub no_aggr: bool,
-    /// One line per thread (with -p or -t).
+    /// One line per thread (with -p or -t; with -a, every thread that exists at the start).
     #[arg(long)]
     pub per_thread: bool,
+    /// One line per processor socket (topology from sysfs; with -a or -C).
+    #[arg(long, conflicts_with_all = ["per_die", "per_core", "per_node", "per_cache", "no_aggr", "per_thread"])]
+    pub per_socket: bool,
+    /// One line per processor die.
+    #[arg(long, conflicts_with_all = ["per_core", "per_node", "per_cache", "no_aggr", "per_thread"])]
+    pub per_die: bool,
+    /// One line per physical core.
+    #[arg(long, conflicts_with_all = ["per_node", "per_cache", "no_aggr", "per_thread"])]
+    pub per_core: bool,
+    /// One line per NUMA node.
+    #[arg(long, conflicts_with_all = ["per_cache", "no_aggr", "per_thread"])]
+    pub per_node: bool,
+    /// One line per shared cache: L1, L2, L3 (alone: the last level).
+    #[arg(long, num_args = 0..=1, default_missing_value = "", require_equals = true, value_name = "LEVEL", conflicts_with_all = ["no_aggr", "per_thread"])]
+    pub per_cache: Option<String>,
+    /// Do not merge events of the same name from several PMUs (accepted: tracer opens one
+    /// event per name, so there is nothing to merge).
+    #[arg(long)]
+    pub no_merge: bool,
+    /// Detailed run: add L1-dcache and LLC loads and misses; -dd adds L1-icache, dTLB and
+    /// iTLB; -ddd adds L1-dcache prefetches.
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Metrics or metric groups (comma-separated): IPC, CPI, branch_miss_rate, ... computed
+    /// from their events where this machine has them.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
+    pub metrics: Vec<String>,
+    /// Only print the computed metrics, no raw counts.
+    #[arg(long)]
+    pub metric_only: bool,
+    /// Top-down statistics (needs the CPU's topdown events and -a).
+    #[arg(long)]
+    pub topdown: bool,
+    /// Hardware transaction statistics (needs the CPU's TSX events).
+    #[arg(short = 'T', long = "transaction")]
+    pub transaction: bool,
+    /// Print counts with thousands separators, as the locale has them (the default).
+    #[arg(short = 'B', long = "big-num", overrides_with = "no_big_num")]
+    pub big_num: bool,
+    /// With -I: also print the totals of the whole run at the end.
+    #[arg(long)]
+    pub summary: bool,
+    /// With --summary and -x: no `summary` label in the total rows' first field.
+    #[arg(long)]
+    pub no_csv_summary: bool,
+    /// Count user space only in every event (as :u on each).
+    #[arg(long, conflicts_with = "all_kernel")]
+    pub all_user: bool,
+    /// Count kernel space only in every event (as :k on each).
+    #[arg(long)]
+    pub all_kernel: bool,
+    /// Run this shell command before each run of the counted command.
+    #[arg(long, value_name = "COMMAND")]
+    pub pre: Option<String>,
+    /// Run this shell command after each run of the counted command.
+    #[arg(long, value_name = "COMMAND")]
+    pub post: Option<String>,
+    /// Print nothing (no report, no warnings): for the exit status, or with `stat record`.
+    #[arg(long)]
+    pub quiet: bool,
+    /// With -I: clear the screen before each interval.
+    #[arg(long)]
+    pub interval_clear: bool,
     /// Print the counts of each MSECS interval.
     #[arg(short = 'I', long = "interval-print", value_name = "MSECS")]
     pub interval: Option<u64>,
@@ -487,7 +550,7 @@ pub struct StatArgs {
     #[arg(long, value_name = "N")]
     pub log_fd: Option<i32>,
     /// Print counts without thousands separators.
-    #[arg(long)]
+    #[arg(long, overrides_with = "big_num")]
     pub no_big_num: bool,
     /// Print raw counts, not scaled up for multiplexing.
     #[arg(long)]
