@@ -168,8 +168,9 @@ pub fn resolve_one(
             let fs = fs()?;
             let glob = |s: &str| s.contains(['*', '?']);
             if glob(category) || glob(name) {
+                // In the kernel's directory order, as perf prints them.
                 let matches: Vec<(String, String)> = fs
-                    .tracepoints()
+                    .tracepoints_in_directory_order()
                     .into_iter()
                     .filter(|(c, n)| plan::glob_match(category, c) && plan::glob_match(name, n))
                     .collect();

@@ -76,13 +76,14 @@ impl Modifiers {
                 'D' => self.pinned = true,
                 'p' => self.precise += 1,
                 'P' => self.precise = 3,
-                // Weak groups only matter for metric groups: accepted and ignored.
-                'W' => {}
+                // Weak groups only matter for metric groups, and S (read the group on
+                // samples) only for sampling: accepted and ignored, as perf stat does.
+                'W' | 'S' => {}
                 other => return Err(usage(
                     format!("unknown modifier '{other}' in event '{event}'"),
                     &[
                         "modifiers: u (user), k (kernel), h (hypervisor), G (guest), H (host), \
-                           I (exclude idle), D (pinned), p/P (precise), W (weak group)",
+                           I (exclude idle), D (pinned), p/P (precise), W (weak group), S (sample read)",
                     ],
                 )),
             }
@@ -508,6 +509,40 @@ fn pmu_event(spec: &str) -> Result<(Source, Option<String>, String), Error> {
     ))
 }
 
+/// `task-clock/name=foo/`, `page-faults/period=1/:u`: a named event with perf's terms. Only
+/// `name=` (the printed name) changes what stat prints; sampling terms (`period=`, `freq=`)
+/// are accepted and mean nothing when counting, as in perf stat.
+fn named_with_terms(
+    spec: &str,
+    head: &str,
+    source: Source,
+) -> Result<(Source, String, String), Error> {
+    let hint = "terms of a named event: name=NAME, period=N, freq=N, e.g. task-clock/name=busy/";
+    let rest = &spec[head.len() + 1..];
+    let (body, after) = rest
+        .split_once('/')
+        .ok_or_else(|| usage(format!("unclosed term list in '{spec}'"), &[hint]))?;
+    let mods = match after {
+        "" => "",
+        m => m
+            .strip_prefix(':')
+            .ok_or_else(|| usage(format!("unexpected '{m}' after '{spec}'"), &[hint]))?,
+    };
+    let mut name = None;
+    for term in body.split(',').filter(|t| !t.is_empty()) {
+        match term.split_once('=') {
+            Some(("name", value)) if !value.is_empty() => name = Some(value.to_string()),
+            Some(("period" | "freq", value)) if parse_number(value).is_some() => {}
+            _ => return Err(usage(format!("unknown term '{term}' in '{spec}'"), &[hint])),
+        }
+    }
+    let shown = name.unwrap_or_else(|| match mods {
+        "" => spec.to_string(),
+        m => spec[..spec.len() - m.len() - 1].to_string(),
+    });
+    Ok((source, shown, mods.to_string()))
+}
+
 fn valid_tracepoint_part(part: &str) -> bool {
     !part.is_empty()
         && part.len() <= 255
@@ -544,6 +579,9 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
         }
     }
     if let Some((head, _)) = spec.split_once('/') {
+        if let Some(source) = builtin(head) {
+            return named_with_terms(spec, head, source);
+        }
         if !head.is_empty()
             && head
                 .chars()
