@@ -412,7 +412,9 @@ Examples:
   tracer stat -e '{task-clock,page-faults}' -x, -- ./prog    a group, as CSV
   tracer stat -a -A -e cs -I 1000                            per CPU, every second
   tracer stat -p 1234 --per-thread --timeout 5000            each thread for 5 s
-  tracer stat -r 5 -e page-faults:u -- ./prog                mean and spread of 5 runs"
+  tracer stat -r 5 -e page-faults:u -- ./prog                mean and spread of 5 runs
+  tracer stat -a --per-core -e task-clock -I 1000             per physical core
+  tracer stat -p 1234 -- sleep 1                             a running process, for 1 s"
 )]
 pub struct StatArgs {
     /// Events, comma-separated (repeatable): NAME[:MODS] (task-clock, page-faults, cycles,
