@@ -133,6 +133,8 @@ const EXAMPLES: &[(&str, Check)] = &[
         stat_per_core_interval,
     ),
     ("tracer stat -p 1234 -- sleep 1", stat_pid_with_command),
+    (STAT_RECORD, stat_record),
+    ("tracer stat report -i counts.json -A", stat_report_per_cpu),
     // tracer record --help
     (
         "tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname",
@@ -1941,6 +1943,34 @@ fn stat_repeat(ctx: &Ctx, example: &str) {
     assert!(line[0].contains("( +-"), "{stderr}");
     assert!(stat_count(&stderr, "page-faults:u") >= 64, "{stderr}");
     assert!(stderr.contains("seconds time elapsed  ( +-"), "{stderr}");
+}
+
+const STAT_RECORD: &str = "tracer stat record -o counts.json -a -e cs -- ./prog";
+
+fn stat_record(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    // The report as without `record`, and the file `stat report` reads.
+    assert!(
+        stderr.contains(" Performance counter stats for 'system wide':"),
+        "{stderr}"
+    );
+    let again = ok(&ctx.run(&words("tracer stat report -i counts.json", &[]))).1;
+    assert_eq!(
+        lines_with(&again, " cs "),
+        lines_with(&stderr, " cs "),
+        "{again}\n{stderr}"
+    );
+}
+
+fn stat_report_per_cpu(ctx: &Ctx, example: &str) {
+    ok(&ctx.run(&words(STAT_RECORD, &[])));
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let cpus = tracer::perf::cpus::online().unwrap();
+    let rows = lines_with(&stderr, " cs ");
+    assert_eq!(rows.len(), cpus.len(), "{stderr}");
+    for (row, cpu) in rows.iter().zip(&cpus) {
+        assert!(row.starts_with(&format!("CPU{cpu} ")), "{stderr}");
+    }
 }
 
 // ---- record and report ----

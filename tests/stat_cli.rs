@@ -1405,3 +1405,97 @@ fn no_merge_prints_what_perf_prints() {
         assert_columns_line_up(&rows(&ours, ','), &rows(&theirs, ','), "--no-merge");
     }
 }
+
+#[test]
+fn stat_record_writes_what_stat_report_prints_again() {
+    if !has(Feature::Tracepoints, "stat_record_report") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("counts.json");
+    let file = file.to_str().unwrap();
+    let tp = tp();
+    let events = "syscalls:sys_enter_getppid,task-clock";
+    // Recorded system-wide, so that the report can aggregate by CPU and core afterwards.
+    let record = Command::new(common::tracer_bin())
+        .args([
+            "stat", "record", "-o", file, "-a", "-x,", "-e", events, "--", &tp, "getppid", "1000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(record.status.code(), Some(0), "{}", text(&record.stderr));
+    let report = |extra: &[&str]| {
+        Command::new(common::tracer_bin())
+            .args(["stat", "report", "-i", file])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The same rows as the run printed.
+    let again = report(&["-x,"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(rows(&again, ','), rows(&record, ','));
+    assert!(count(&rows(&again, ','), "syscalls:sys_enter_getppid") >= 1000);
+    let cpus = tracer::perf::cpus::online().unwrap().len();
+    assert_eq!(rows(&report(&["-x,", "-A"]), ',').len(), 2 * cpus);
+    let cores = rows(&report(&["-x,", "--per-core"]), ',');
+    assert!(
+        cores.iter().all(|r| r[0].starts_with("S0-D0-C")),
+        "{cores:?}"
+    );
+    // Human: perf's structure (title, rows, elapsed; no user and system lines in a report).
+    let human = text(&report(&[]).stderr);
+    assert!(
+        human.contains(" Performance counter stats for 'system wide':"),
+        "{human}"
+    );
+    assert!(human.contains(" seconds time elapsed") && !human.contains("seconds user"));
+
+    // A recording of a command: perf stat report's note for an aggregation it cannot do,
+    // and a report beside perf's own.
+    let events = "task-clock,page-faults";
+    let ours = Command::new(common::tracer_bin())
+        .args([
+            "stat", "record", "-o", file, "-e", events, "--", &tp, "getppid", "10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+    let ours = report(&["-A"]);
+    let perf_file = dir.path().join("perf.data");
+    let perf_file = perf_file.to_str().unwrap();
+    let recorded = perf(&[
+        "record", "-o", perf_file, "-e", events, "--", &tp, "getppid", "10",
+    ]);
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
+    let theirs = perf(&["report", "-i", perf_file, "-A"]);
+    assert!(text(&ours.stderr).contains("note: processing task data, aggregation mode not set"));
+    assert!(
+        text(&theirs.stderr).contains("warning: processing task data, aggregation mode not set")
+    );
+    for event in [" task-clock ", " page-faults "] {
+        let (a, b) = (lines_with(&ours, event), lines_with(&theirs, event));
+        assert_eq!((a.len(), b.len()), (1, 1), "{a:?} {b:?}");
+        assert_eq!(a[0].find(event), b[0].find(event), "{a:?}\n{b:?}");
+        assert_eq!(a[0].find(" # "), b[0].find(" # "), "{a:?}\n{b:?}");
+    }
+    // Exit codes: a record without -o and an unknown option are usage errors (129).
+    assert_eq!(
+        tracer(&["record", "-e", "cs", "--", "true"]).status.code(),
+        Some(129)
+    );
+    assert_eq!(report(&["--bogus"]).status.code(), Some(129));
+    let not_ours = Command::new(common::tracer_bin())
+        .args(["stat", "report", "-i", "/etc/hostname"])
+        .output()
+        .unwrap();
+    assert_eq!(not_ours.status.code(), Some(1));
+    assert!(
+        text(&not_ours.stderr).starts_with("error: /etc/hostname is not a tracer stat recording")
+    );
+}

@@ -15,7 +15,19 @@ use crate::output::events::Format;
 /// would swallow the next word whatever it is, so `--stack` requires `=` and this rewrites
 /// `-s WHICH` / `--stack WHICH` into `--stack=WHICH` when WHICH is exactly kernel, user or both,
 /// in the commands that have the flag and before `--` (what follows is the traced command's).
-pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
+pub fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    // perf's `stat record` and `stat report`: `tracer stat record ...` is `tracer stat` with
+    // the hidden --record flag; `tracer stat report ...` the hidden `stat-report` command.
+    if args.get(1).is_some_and(|a| a == "stat") {
+        match args.get(2).and_then(|a| a.to_str()) {
+            Some("record") => args[2] = "--record".into(),
+            Some("report") => {
+                args.remove(2);
+                args[1] = "stat-report".into();
+            }
+            _ => {}
+        }
+    }
     const WITH_STACK: [&str; 3] = ["probe", "watch", "latency"];
     const WHICH: [&str; 3] = ["kernel", "user", "both"];
     let is_stack = |a: &OsString| a == "-s" || a == "--stack";
@@ -77,6 +89,9 @@ pub enum Command {
     /// Count events like perf stat: software, hardware, cache, raw, PMU, breakpoint,
     /// tracepoint and probe counters for a command, processes, threads, CPUs or cgroups.
     Stat(StatArgs),
+    /// `tracer stat report -i FILE`: print a `tracer stat record` file's report again.
+    #[command(name = "stat-report", hide = true)]
+    StatReport(StatReportArgs),
     /// Record probes, watchpoints, sampled counters and scheduler events on one clock into a
     /// file, for `tracer report`.
     Record(RecordArgs),
@@ -414,7 +429,9 @@ Examples:
   tracer stat -p 1234 --per-thread --timeout 5000            each thread for 5 s
   tracer stat -r 5 -e page-faults:u -- ./prog                mean and spread of 5 runs
   tracer stat -a --per-core -e task-clock -I 1000             per physical core
-  tracer stat -p 1234 -- sleep 1                             a running process, for 1 s"
+  tracer stat -p 1234 -- sleep 1                             a running process, for 1 s
+  tracer stat record -o counts.json -a -e cs -- ./prog        the counts kept in a file
+  tracer stat report -i counts.json -A                        and printed again, per CPU"
 )]
 pub struct StatArgs {
     /// Events, comma-separated (repeatable): NAME[:MODS] (task-clock, page-faults, cycles,
@@ -498,6 +515,9 @@ pub struct StatArgs {
     /// Count kernel space only in every event (as :k on each).
     #[arg(long)]
     pub all_kernel: bool,
+    /// `tracer stat record`: also write the counts to the -o FILE, for `tracer stat report`.
+    #[arg(long, hide = true)]
+    pub record: bool,
     /// Run this shell command before each run of the counted command.
     #[arg(long, value_name = "COMMAND")]
     pub pre: Option<String>,
@@ -560,6 +580,40 @@ pub struct StatArgs {
     /// The command to run and count (`--` before it is optional, as in perf stat).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `tracer stat report`'s arguments (perf stat report's); its examples are `tracer stat`'s.
+#[derive(Debug, clap::Args)]
+pub struct StatReportArgs {
+    /// The file `tracer stat record -o FILE` wrote.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// One line per CPU (a system-wide recording).
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// One line per processor socket (a system-wide recording).
+    #[arg(long, conflicts_with_all = ["per_die", "per_core", "per_node", "no_aggr"])]
+    pub per_socket: bool,
+    /// One line per processor die.
+    #[arg(long, conflicts_with_all = ["per_core", "per_node", "no_aggr"])]
+    pub per_die: bool,
+    /// One line per physical core.
+    #[arg(long, conflicts_with_all = ["per_node", "no_aggr"])]
+    pub per_core: bool,
+    /// One line per NUMA node.
+    #[arg(long, conflicts_with = "no_aggr")]
+    pub per_node: bool,
+    /// CSV with this separator.
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        conflicts_with = "json"
+    )]
+    pub separator: Option<String>,
+    /// One JSON object per counter line.
+    #[arg(short, long = "json-output")]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -7,14 +7,17 @@
 //! opened on its pid with `enable_on_exec` and `inherit`, then it is released; the counters
 //! start at the exec, so tracer's own fork and the held child's wait are not counted.
 
-use crate::cli::StatArgs;
+use crate::cli::{StatArgs, StatReportArgs};
 use crate::counter::resolve::{resolve, user_only_fallback};
 use crate::counter::run::{open_destination, skip_zero, write, End, State};
+use crate::counter::saved::Saved;
+use crate::counter::Place;
 use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Totals, topology};
 use crate::output::notes;
 use crate::output::stat::Format;
 use crate::output::stat::{Footer, Renderer, Stats};
 use crate::plan;
+use crate::plan::stat::Aggregation;
 use crate::plan::stat::{Destination, Target, METRICS};
 use crate::Error;
 
@@ -84,6 +87,7 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     let mut event_loop = crate::session::EventLoop::new()?;
     let (runtime, signals) = event_loop.parts();
 
+    let mut saved: Option<Saved> = None;
     let mut totals = Totals::new(counters.len());
     let mut elapsed = Stats::default();
     let mut rusage = None;
@@ -93,6 +97,23 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         if outcome.exec_failed {
             // perf stat: "Workload failed", no report, status 255 (the child said why).
             return Ok(255);
+        }
+        if plan.record.is_some() {
+            let file = saved.get_or_insert_with(|| {
+                Saved::new(
+                    &plan.title,
+                    plan.target == Target::Command,
+                    &counters,
+                    &outcome.places,
+                    &topology::read_live(&crate::perf::cpus::online().unwrap_or_default()),
+                )
+            });
+            file.push_run(
+                outcome.elapsed.as_nanos() as u64,
+                outcome.rusage,
+                &outcome.supported,
+                &outcome.readings,
+            );
         }
         if state.plan.interval.is_none() || plan.summary {
             let places = &outcome.places;
@@ -109,6 +130,9 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         if outcome.end == End::Interrupted {
             break;
         }
+    }
+    if let (Some(path), Some(file)) = (&plan.record, &saved) {
+        file.write(path)?;
     }
     if plan.interval.is_some() && !plan.summary {
         return Ok(status);
@@ -178,3 +202,84 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
 
 /// Where the kernel lists a CPU's topdown events (perf's `topdown_sys_has_perf_metrics`).
 const TOPDOWN_EVENT: &str = "/sys/bus/event_source/devices/cpu/events/topdown-total-slots";
+
+/// `tracer stat report -i FILE`: a recording's report, aggregated as asked.
+pub fn report(args: StatReportArgs) -> Result<i32, Error> {
+    let saved = Saved::read(&args.input)?;
+    let counters = saved.counters();
+    let places = saved.places();
+    let topology = saved.topology();
+    let per_cpu = !places.is_empty() && places.iter().all(|(p, _)| matches!(p, Place::Cpu(_)));
+    let per_thread = places
+        .iter()
+        .any(|(_, s)| matches!(s, crate::output::stat::Slot::Thread { .. }));
+    let asked = [
+        (args.no_aggr, Aggregation::PerCpu),
+        (args.per_socket, Aggregation::PerSocket),
+        (args.per_die, Aggregation::PerDie),
+        (args.per_core, Aggregation::PerCore),
+        (args.per_node, Aggregation::PerNode),
+    ]
+    .into_iter()
+    .find(|(on, _)| *on)
+    .map(|(_, a)| a);
+    let aggregation = match (asked, per_cpu) {
+        (Some(a), true) => a,
+        (Some(_), false) => {
+            // perf stat report's words.
+            notes::note("processing task data, aggregation mode not set");
+            Aggregation::Global
+        }
+        (None, _) if per_thread => Aggregation::PerThread,
+        (None, _) => Aggregation::Global,
+    };
+    let format = match (&args.separator, args.json) {
+        (Some(sep), _) if sep.is_empty() => {
+            return Err(Error::usage(
+                "-x needs a separator",
+                vec!["e.g. -x,".into()],
+            ))
+        }
+        (Some(sep), _) => Format::Csv { sep: sep.clone() },
+        (None, true) => Format::Json,
+        (None, false) => Format::Human { big_num: true },
+    };
+    let units: Vec<&str> = counters.iter().map(|c| c.unit.as_str()).collect();
+    let runs = saved.runs.len() as u32;
+    let mut renderer = Renderer::new(
+        format,
+        &units,
+        runs > 1,
+        counters.iter().any(|c| c.cgroup_name.is_some()),
+    );
+    renderer.thousands = os::thousands_separator();
+    let mut totals = Totals::new(counters.len());
+    let mut elapsed = Stats::default();
+    for run in &saved.runs {
+        let (slots, values) = slot_readings(aggregation, &places, &run.readings(), &topology);
+        totals.fold(slots, &values, &run.supported, true);
+        elapsed.push(run.elapsed_ns as f64);
+    }
+    let lines = build_lines(
+        &counters,
+        &totals.supported,
+        &totals.slots,
+        &totals.tallies,
+        elapsed.mean,
+        runs > 1,
+        false,
+    );
+    let mut text = renderer.header(&saved.title, runs.max(1));
+    for line in &lines {
+        text.push_str(&renderer.line(line, None));
+    }
+    // perf stat report prints no user and system lines.
+    text.push_str(&renderer.footer(&Footer {
+        elapsed,
+        rusage: None,
+        null_run: false,
+    }));
+    let mut out = open_destination(&Destination::Stderr)?;
+    write(&mut out, &text)?;
+    Ok(0)
+}

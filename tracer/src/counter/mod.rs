@@ -6,6 +6,7 @@ pub mod open;
 pub mod os;
 pub mod resolve;
 pub mod run;
+pub mod saved;
 pub mod tally;
 pub mod topology;
 

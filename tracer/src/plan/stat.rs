@@ -881,6 +881,8 @@ pub struct StatPlan {
     pub metric_only: bool,
     pub topdown: bool,
     pub transaction: bool,
+    /// `tracer stat record -o FILE`: the counts are also written to FILE.
+    pub record: Option<PathBuf>,
 }
 
 fn id_list(text: &str, what: &str) -> Result<Vec<u32>, Error> {
@@ -1185,7 +1187,24 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             &["drop -I, or drop --metric-only"],
         ));
     };
-    let destination = match (&args.output, args.log_fd) {
+    // `stat record`: -o names the recording, as perf stat record's -o names perf.data; the
+    // report goes where it goes without -o.
+    let record = match (args.record, &args.output) {
+        (true, Some(path)) => Some(path.clone()),
+        (true, None) => {
+            return Err(usage(
+                "tracer stat record needs -o FILE for the recording",
+                &["e.g. tracer stat record -o counts.json -- ./prog, then tracer stat report -i counts.json"],
+            ))
+        }
+        (false, _) => None,
+    };
+    let report_file = if record.is_some() {
+        None
+    } else {
+        args.output.clone()
+    };
+    let destination = match (&report_file, args.log_fd) {
         (Some(_), Some(_)) => {
             return Err(usage(
                 "-o and --log-fd cannot be combined",
@@ -1234,6 +1253,7 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
         metric_only: args.metric_only,
         topdown: args.topdown,
         transaction: args.transaction,
+        record,
     })
 }
 
