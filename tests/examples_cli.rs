@@ -132,6 +132,13 @@ const EXAMPLES: &[(&str, Check)] = &[
         stat_pid_per_thread,
     ),
     ("tracer stat -r 5 -e page-faults:u -- ./prog", stat_repeat),
+    (
+        "tracer stat -a --per-core -e task-clock -I 1000",
+        stat_per_core_interval,
+    ),
+    ("tracer stat -p 1234 -- sleep 1", stat_pid_with_command),
+    (STAT_RECORD, stat_record),
+    ("tracer stat report -i counts.json -A", stat_report_per_cpu),
     // tracer record --help
     (
         "tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname",
@@ -237,6 +244,14 @@ const EXAMPLES: &[(&str, Check)] = &[
     (
         "tracer stat -x, -e syscalls:sys_enter_getppid,cycles -- ./tracer-testprog getppid 1000",
         docs_stat_csv,
+    ),
+    (
+        "tracer stat -a --per-socket -e task-clock -- ./tracer-testprog getppid 1000",
+        docs_stat_per_socket,
+    ),
+    (
+        "tracer stat -x, -I 100 --summary -e syscalls:sys_enter_getppid -- ./tracer-testprog getppid 1000",
+        docs_stat_summary,
     ),
     // docs/watch.md
     (
@@ -1847,6 +1862,57 @@ fn stat_per_cpu_interval(ctx: &Ctx, example: &str) {
     }
 }
 
+fn stat_per_core_interval(ctx: &Ctx, example: &str) {
+    let cpus = tracer::perf::cpus::online().unwrap().len();
+    let mut running = Running::spawn(ctx.tracer(&words(example, &[])));
+    // One interval: a line per core, whose CPU counts add up to the online CPUs.
+    let seen = std::cell::Cell::new(0);
+    running.wait_for(|l| {
+        if let Some(n) = (l.contains(" msec task-clock "))
+            .then(|| l.split_whitespace().nth(2)?.parse::<usize>().ok())
+            .flatten()
+        {
+            seen.set(seen.get() + n);
+        }
+        seen.get() >= cpus
+    });
+    let (_, stderr) = running.interrupted();
+    assert!(
+        stderr.contains("#           time core            cpus"),
+        "{stderr}"
+    );
+    let first = lines_with(&stderr, " msec task-clock ")[0];
+    assert!(
+        first
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .starts_with("S0-D0-C"),
+        "{stderr}"
+    );
+}
+
+fn stat_pid_with_command(ctx: &Ctx, example: &str) {
+    let mut work = ctx.waiting_prog();
+    let pid = work.pid().to_string();
+    let out = ctx.run(&words(example, &[("1234", &pid)]));
+    let (_, stderr) = ok(&out);
+    work.run_batch();
+    work.finish();
+    // The pid's counts, for the second the command ran.
+    assert!(
+        stderr.contains(&format!("Performance counter stats for process id '{pid}'")),
+        "{stderr}"
+    );
+    let elapsed: f64 = lines_with(&stderr, "seconds time elapsed")[0]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((0.9..3.0).contains(&elapsed), "{stderr}");
+}
+
 fn stat_pid_per_thread(ctx: &Ctx, example: &str) {
     let mut work = ctx.waiting_prog();
     let pid = work.pid().to_string();
@@ -1893,6 +1959,34 @@ fn stat_repeat(ctx: &Ctx, example: &str) {
     assert!(line[0].contains("( +-"), "{stderr}");
     assert!(stat_count(&stderr, "page-faults:u") >= 64, "{stderr}");
     assert!(stderr.contains("seconds time elapsed  ( +-"), "{stderr}");
+}
+
+const STAT_RECORD: &str = "tracer stat record -o counts.json -a -e cs -- ./prog";
+
+fn stat_record(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    // The report as without `record`, and the file `stat report` reads.
+    assert!(
+        stderr.contains(" Performance counter stats for 'system wide':"),
+        "{stderr}"
+    );
+    let again = ok(&ctx.run(&words("tracer stat report -i counts.json", &[]))).1;
+    assert_eq!(
+        lines_with(&again, " cs "),
+        lines_with(&stderr, " cs "),
+        "{again}\n{stderr}"
+    );
+}
+
+fn stat_report_per_cpu(ctx: &Ctx, example: &str) {
+    ok(&ctx.run(&words(STAT_RECORD, &[])));
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let cpus = tracer::perf::cpus::online().unwrap();
+    let rows = lines_with(&stderr, " cs ");
+    assert_eq!(rows.len(), cpus.len(), "{stderr}");
+    for (row, cpu) in rows.iter().zip(&cpus) {
+        assert!(row.starts_with(&format!("CPU{cpu} ")), "{stderr}");
+    }
 }
 
 // ---- record and report ----
@@ -2750,6 +2844,33 @@ fn docs_stat_csv(ctx: &Ctx, example: &str) {
             "{stderr}"
         );
     }
+}
+
+fn docs_stat_per_socket(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, "", &stderr, &[]);
+    // One socket here: its row counts every online CPU.
+    let row = lines_with(&stderr, " msec task-clock ");
+    assert_eq!(row.len(), 1, "{stderr}");
+    let fields: Vec<&str> = row[0].split_whitespace().collect();
+    assert_eq!(fields[0], "S0", "{stderr}");
+    let cpus = tracer::perf::cpus::online().unwrap().len().to_string();
+    assert_eq!(fields[1], cpus, "{stderr}");
+}
+
+fn docs_stat_summary(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs stat summary") {
+        return;
+    }
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, "", &stderr, &[]);
+    let rows: Vec<Vec<&str>> = stderr.lines().map(|l| l.split(',').collect()).collect();
+    let last = rows.last().unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(
+        last[..4],
+        ["         summary", "1000", "", "syscalls:sys_enter_getppid"],
+        "{stderr}"
+    );
 }
 
 fn docs_watch_counter(ctx: &Ctx, example: &str) {

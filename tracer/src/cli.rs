@@ -15,7 +15,19 @@ use crate::output::events::Format;
 /// would swallow the next word whatever it is, so `--stack` requires `=` and this rewrites
 /// `-s WHICH` / `--stack WHICH` into `--stack=WHICH` when WHICH is exactly kernel, user or both,
 /// in the commands that have the flag and before `--` (what follows is the traced command's).
-pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
+pub fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    // perf's `stat record` and `stat report`: `tracer stat record ...` is `tracer stat` with
+    // the hidden --record flag; `tracer stat report ...` the hidden `stat-report` command.
+    if args.get(1).is_some_and(|a| a == "stat") {
+        match args.get(2).and_then(|a| a.to_str()) {
+            Some("record") => args[2] = "--record".into(),
+            Some("report") => {
+                args.remove(2);
+                args[1] = "stat-report".into();
+            }
+            _ => {}
+        }
+    }
     const WITH_STACK: [&str; 3] = ["probe", "watch", "latency"];
     const WHICH: [&str; 3] = ["kernel", "user", "both"];
     let is_stack = |a: &OsString| a == "-s" || a == "--stack";
@@ -77,6 +89,9 @@ pub enum Command {
     /// Count events like perf stat: software, hardware, cache, raw, PMU, breakpoint,
     /// tracepoint and probe counters for a command, processes, threads, CPUs or cgroups.
     Stat(StatArgs),
+    /// `tracer stat report -i FILE`: print a `tracer stat record` file's report again.
+    #[command(name = "stat-report", hide = true)]
+    StatReport(StatReportArgs),
     /// Record probes, watchpoints, sampled counters and scheduler events on one clock into a
     /// file, for `tracer report`.
     Record(RecordArgs),
@@ -419,7 +434,11 @@ Examples:
   tracer stat -e '{task-clock,page-faults}' -x, -- ./prog    a group, as CSV
   tracer stat -a -A -e cs -I 1000                            per CPU, every second
   tracer stat -p 1234 --per-thread --timeout 5000            each thread for 5 s
-  tracer stat -r 5 -e page-faults:u -- ./prog                mean and spread of 5 runs"
+  tracer stat -r 5 -e page-faults:u -- ./prog                mean and spread of 5 runs
+  tracer stat -a --per-core -e task-clock -I 1000             per physical core
+  tracer stat -p 1234 -- sleep 1                             a running process, for 1 s
+  tracer stat record -o counts.json -a -e cs -- ./prog        the counts kept in a file
+  tracer stat report -i counts.json -A                        and printed again, per CPU"
 )]
 pub struct StatArgs {
     /// Events, comma-separated (repeatable): NAME[:MODS] (task-clock, page-faults, cycles,
@@ -449,9 +468,75 @@ pub struct StatArgs {
     /// One line per CPU instead of the sum (with -a or -C).
     #[arg(short = 'A', long = "no-aggr")]
     pub no_aggr: bool,
-    /// One line per thread (with -p or -t).
+    /// One line per thread (with -p or -t; with -a, every thread that exists at the start).
     #[arg(long)]
     pub per_thread: bool,
+    /// One line per processor socket (topology from sysfs; with -a or -C).
+    #[arg(long, conflicts_with_all = ["per_die", "per_core", "per_node", "per_cache", "no_aggr", "per_thread"])]
+    pub per_socket: bool,
+    /// One line per processor die.
+    #[arg(long, conflicts_with_all = ["per_core", "per_node", "per_cache", "no_aggr", "per_thread"])]
+    pub per_die: bool,
+    /// One line per physical core.
+    #[arg(long, conflicts_with_all = ["per_node", "per_cache", "no_aggr", "per_thread"])]
+    pub per_core: bool,
+    /// One line per NUMA node.
+    #[arg(long, conflicts_with_all = ["per_cache", "no_aggr", "per_thread"])]
+    pub per_node: bool,
+    /// One line per shared cache: L1, L2, L3 (alone: the last level).
+    #[arg(long, num_args = 0..=1, default_missing_value = "", require_equals = true, value_name = "LEVEL", conflicts_with_all = ["no_aggr", "per_thread"])]
+    pub per_cache: Option<String>,
+    /// Do not merge events of the same name from several PMUs (accepted: tracer opens one
+    /// event per name, so there is nothing to merge).
+    #[arg(long)]
+    pub no_merge: bool,
+    /// Detailed run: add L1-dcache and LLC loads and misses; -dd adds L1-icache, dTLB and
+    /// iTLB; -ddd adds L1-dcache prefetches.
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Metrics or metric groups (comma-separated): IPC, CPI, branch_miss_rate, ... computed
+    /// from their events where this machine has them.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
+    pub metrics: Vec<String>,
+    /// Only print the computed metrics, no raw counts.
+    #[arg(long)]
+    pub metric_only: bool,
+    /// Top-down statistics (needs the CPU's topdown events and -a).
+    #[arg(long)]
+    pub topdown: bool,
+    /// Hardware transaction statistics (needs the CPU's TSX events).
+    #[arg(short = 'T', long = "transaction")]
+    pub transaction: bool,
+    /// Print counts with thousands separators, as the locale has them (the default).
+    #[arg(short = 'B', long = "big-num", overrides_with = "no_big_num")]
+    pub big_num: bool,
+    /// With -I: also print the totals of the whole run at the end.
+    #[arg(long)]
+    pub summary: bool,
+    /// With --summary and -x: no `summary` label in the total rows' first field.
+    #[arg(long)]
+    pub no_csv_summary: bool,
+    /// Count user space only in every event (as :u on each).
+    #[arg(long, conflicts_with = "all_kernel")]
+    pub all_user: bool,
+    /// Count kernel space only in every event (as :k on each).
+    #[arg(long)]
+    pub all_kernel: bool,
+    /// `tracer stat record`: also write the counts to the -o FILE, for `tracer stat report`.
+    #[arg(long, hide = true)]
+    pub record: bool,
+    /// Run this shell command before each run of the counted command.
+    #[arg(long, value_name = "COMMAND")]
+    pub pre: Option<String>,
+    /// Run this shell command after each run of the counted command.
+    #[arg(long, value_name = "COMMAND")]
+    pub post: Option<String>,
+    /// Print nothing (no report, no warnings): for the exit status, or with `stat record`.
+    #[arg(long)]
+    pub quiet: bool,
+    /// With -I: clear the screen before each interval.
+    #[arg(long)]
+    pub interval_clear: bool,
     /// Print the counts of each MSECS interval.
     #[arg(short = 'I', long = "interval-print", value_name = "MSECS")]
     pub interval: Option<u64>,
@@ -494,7 +579,7 @@ pub struct StatArgs {
     #[arg(long, value_name = "N")]
     pub log_fd: Option<i32>,
     /// Print counts without thousands separators.
-    #[arg(long)]
+    #[arg(long, overrides_with = "big_num")]
     pub no_big_num: bool,
     /// Print raw counts, not scaled up for multiplexing.
     #[arg(long)]
@@ -502,6 +587,40 @@ pub struct StatArgs {
     /// The command to run and count (`--` before it is optional, as in perf stat).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `tracer stat report`'s arguments (perf stat report's); its examples are `tracer stat`'s.
+#[derive(Debug, clap::Args)]
+pub struct StatReportArgs {
+    /// The file `tracer stat record -o FILE` wrote.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// One line per CPU (a system-wide recording).
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// One line per processor socket (a system-wide recording).
+    #[arg(long, conflicts_with_all = ["per_die", "per_core", "per_node", "no_aggr"])]
+    pub per_socket: bool,
+    /// One line per processor die.
+    #[arg(long, conflicts_with_all = ["per_core", "per_node", "no_aggr"])]
+    pub per_die: bool,
+    /// One line per physical core.
+    #[arg(long, conflicts_with_all = ["per_node", "no_aggr"])]
+    pub per_core: bool,
+    /// One line per NUMA node.
+    #[arg(long, conflicts_with = "no_aggr")]
+    pub per_node: bool,
+    /// CSV with this separator.
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        conflicts_with = "json"
+    )]
+    pub separator: Option<String>,
+    /// One JSON object per counter line.
+    #[arg(short, long = "json-output")]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]

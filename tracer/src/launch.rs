@@ -17,6 +17,9 @@ pub struct Launched {
     /// Stopped under ptrace at its exec; `false` once detached.
     traced: bool,
     reaped: bool,
+    /// Read end of a close-on-exec pipe: a successful exec closes it empty, a failed one
+    /// leaves the errno in it.
+    exec_status: Option<OwnedFd>,
 }
 
 /// Why `execvp` failed, as a message and hints: the errnos of execve(2) a user meets.
@@ -143,6 +146,18 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
     // SAFETY: pipe2 returned two new fds that nothing else owns.
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mut status_fds = [0; 2];
+    // SAFETY: as above.
+    if unsafe { libc::pipe2(status_fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(errno_error("cannot create a pipe"));
+    }
+    // SAFETY: pipe2 returned two new fds that nothing else owns.
+    let (status_read, status_write) = unsafe {
+        (
+            OwnedFd::from_raw_fd(status_fds[0]),
+            OwnedFd::from_raw_fd(status_fds[1]),
+        )
+    };
 
     // SAFETY: fork has no preconditions; the child branch below only calls async-signal-safe
     // functions on memory prepared before the fork, and never returns.
@@ -162,19 +177,25 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
                 // tracer went away without releasing us: do not run untraced.
                 libc::_exit(125);
             }
+            libc::close(status_read.as_raw_fd());
             libc::execvp(program.as_ptr(), ptrs.as_ptr());
             // The only report of the failure: the run then ends with the child's status 127.
-            let failure = exec_failure(&failures, *libc::__errno_location());
+            let errno = *libc::__errno_location();
+            let failure = exec_failure(&failures, errno);
             libc::write(2, failure.as_ptr().cast(), failure.len());
+            let bytes = errno.to_ne_bytes();
+            libc::write(status_write.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
             libc::_exit(127);
         }
     }
     drop(read_end);
+    drop(status_write);
     Ok(Launched {
         pid: pid as u32,
         go: Some(write_end),
         traced: false,
         reaped: false,
+        exec_status: Some(status_read),
     })
 }
 
@@ -234,6 +255,7 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
         go: None,
         traced: true,
         reaped: false,
+        exec_status: None,
     };
     let mut status = 0;
     // SAFETY: waiting for our own child with a valid status pointer.
@@ -378,6 +400,17 @@ impl Launched {
 
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The errno of a failed exec, once the child has exited (it wrote its own line on
+    /// stderr already); `None` if the command ran.
+    pub fn exec_failed(&mut self) -> Option<i32> {
+        let fd = self.exec_status.take()?;
+        let mut bytes = [0u8; 4];
+        // SAFETY: reading up to 4 bytes into a valid buffer from an fd we own; the child has
+        // exited, so the write end is closed and the read does not block.
+        let n = unsafe { libc::read(fd.as_raw_fd(), bytes.as_mut_ptr().cast(), bytes.len()) };
+        (n == 4).then(|| i32::from_ne_bytes(bytes))
     }
 
     /// Lets the child execute (or, stopped at its exec, continue) the command.

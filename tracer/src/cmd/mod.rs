@@ -20,6 +20,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::Watch(args) => watch::run(args),
         Command::Latency(args) => latency::run(args),
         Command::Stat(args) => stat::run(args),
+        Command::StatReport(args) => stat::report(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
         Command::List {

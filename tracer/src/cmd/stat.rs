@@ -7,48 +7,118 @@
 //! opened on its pid with `enable_on_exec` and `inherit`, then it is released; the counters
 //! start at the exec, so tracer's own fork and the held child's wait are not counted.
 
-use crate::cli::StatArgs;
-use crate::counter::resolve::resolve;
-use crate::counter::run::{open_destination, write, End, State};
-use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Totals};
+use crate::cli::{StatArgs, StatReportArgs};
+use crate::counter::resolve::{resolve, user_only_fallback};
+use crate::counter::run::{open_destination, skip_zero, write, End, State};
+use crate::counter::saved::Saved;
+use crate::counter::Place;
+use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Totals, topology};
+use crate::output::notes;
+use crate::output::stat::Format;
 use crate::output::stat::{Footer, Renderer, Stats};
 use crate::plan;
-use crate::plan::stat::{Destination, Target};
+use crate::plan::stat::Aggregation;
+use crate::plan::stat::{Destination, Target, METRICS};
 use crate::Error;
 
 pub fn run(args: StatArgs) -> Result<i32, Error> {
     let plan = plan::stat::stat_plan(&args)?;
+    for name in &plan.unknown_metrics {
+        // perf's words; it then counts as if -M had not been given.
+        notes::note(format_args!("Cannot find metric or group `{name}'"));
+    }
+    if plan.topdown && !std::path::Path::new(TOPDOWN_EVENT).exists() {
+        notes::note("System does not support topdown: --topdown needs the CPU's topdown events");
+    }
     let mut legacy = Vec::new();
-    let counters = resolve(&plan, &mut legacy)?;
-    let mut out = open_destination(&plan.destination)?;
+    let counters = resolve(&plan, &mut legacy).map_err(|e| match plan.transaction {
+        // perf's words for -T on a CPU without TSX.
+        true => Error::Runtime {
+            message: format!("Cannot set up transaction events: {}", crate::describe(&e)),
+            hints: vec![
+                "-T needs Intel TSX events (cpu/tx-start/ and others in `tracer list`)".into(),
+            ],
+        },
+        false => e,
+    })?;
+    let mut counters = counters;
+    if let Some(level) = user_only_fallback(&mut counters) {
+        // perf says this only with -v; tracer says it unless the output is CSV or JSON,
+        // whose consumers read stderr as data.
+        if plan.verbose || matches!(plan.format, Format::Human { .. }) && !plan.quiet {
+            notes::note(format_args!(
+                "kernel.perf_event_paranoid={level}: falling back to excluding kernel and \
+                 hypervisor samples (events marked :u), as perf stat does"
+            ));
+            notes::hint(
+                "count kernel space too as root, with CAP_PERFMON, or after \
+                 `sysctl kernel.perf_event_paranoid=1`",
+            );
+        }
+    }
+    let quiet = plan.quiet;
+    let mut out = match quiet {
+        true => Box::new(std::io::sink()),
+        false => open_destination(&plan.destination)?,
+    };
     if let Destination::File { .. } = plan.destination {
         write(&mut out, &format!("# started on {}\n", os::ctime_now()))?;
     }
     let units: Vec<&str> = counters.iter().map(|c| c.unit.as_str()).collect();
-    let renderer = Renderer::new(
+    let mut renderer = Renderer::new(
         plan.format.clone(),
         &units,
         plan.repeat > 1,
         counters.iter().any(|c| c.cgroup_name.is_some()),
     );
+    renderer.header_every_interval = plan.interval_clear;
+    renderer.thousands = os::thousands_separator();
+    let topology = match plan.aggregation.is_topology() {
+        true => topology::read_live(&crate::perf::cpus::online()?),
+        false => Vec::new(),
+    };
     let mut state = State {
         plan: &plan,
         counters: &counters,
         renderer,
         out,
+        topology,
     };
     let mut event_loop = crate::session::EventLoop::new()?;
     let (runtime, signals) = event_loop.parts();
 
+    let mut saved: Option<Saved> = None;
     let mut totals = Totals::new(counters.len());
     let mut elapsed = Stats::default();
     let mut rusage = None;
     let mut status = 0;
     for _ in 0..plan.repeat {
         let outcome = state.run_once(runtime, signals)?;
-        if state.plan.interval.is_none() {
+        if outcome.exec_failed {
+            // perf stat: "Workload failed", no report, status 255 (the child said why).
+            return Ok(255);
+        }
+        if plan.record.is_some() {
+            let file = saved.get_or_insert_with(|| {
+                Saved::new(
+                    &plan.title,
+                    plan.target == Target::Command,
+                    &counters,
+                    &outcome.places,
+                    &topology::read_live(&crate::perf::cpus::online().unwrap_or_default()),
+                )
+            });
+            file.push_run(
+                outcome.elapsed.as_nanos() as u64,
+                outcome.rusage,
+                &outcome.supported,
+                &outcome.readings,
+            );
+        }
+        if state.plan.interval.is_none() || plan.summary {
             let places = &outcome.places;
-            let (run_slots, values) = slot_readings(plan.aggregation, places, &outcome.readings);
+            let (run_slots, values) =
+                slot_readings(plan.aggregation, places, &outcome.readings, &state.topology);
             totals.fold(run_slots, &values, &outcome.supported, plan.scale);
         }
         elapsed.push(outcome.elapsed.as_nanos() as f64);
@@ -61,21 +131,59 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
             break;
         }
     }
-    if plan.interval.is_some() {
+    if let (Some(path), Some(file)) = (&plan.record, &saved) {
+        file.write(path)?;
+    }
+    if plan.interval.is_some() && !plan.summary {
         return Ok(status);
     }
-    let mut text = state.renderer.header(&plan.title, plan.repeat);
-    if !plan.null_run {
-        let lines = build_lines(
+    let lines = match plan.null_run {
+        true => Vec::new(),
+        false => build_lines(
             &counters,
             &totals.supported,
             &totals.slots,
             &totals.tallies,
             elapsed.mean,
             plan.repeat > 1,
-        );
+            skip_zero(&plan),
+        ),
+    };
+    for metric in &plan.metrics {
+        let (_, needs, unit) = METRICS
+            .iter()
+            .find(|(m, _, _)| m == metric)
+            .expect("the plan's metrics are known");
+        let missing: Vec<&str> = (needs.iter())
+            .filter(|n| {
+                (counters.iter().zip(&totals.supported)).any(|(c, ok)| c.name == **n && !ok)
+            })
+            .copied()
+            .collect();
+        if !missing.is_empty() {
+            notes::note(format_args!(
+                "metric {metric} ({unit}) is not computed: {} <not supported> here",
+                missing.join(", ")
+            ));
+        }
+    }
+    let summary_rows = plan.interval.is_some();
+    let mut text = match (summary_rows, &plan.format) {
+        // perf's --summary: CSV rows labelled `summary` where the timestamp was.
+        (true, Format::Csv { .. }) | (true, Format::Json) => String::new(),
+        _ => state.renderer.header(&plan.title, plan.repeat),
+    };
+    if plan.metric_only {
+        text.push_str(&state.renderer.metric_only(&lines));
+    } else {
         for line in &lines {
-            text.push_str(&state.renderer.line(line, None));
+            let row = state.renderer.line(line, None);
+            match (&plan.format, summary_rows && plan.csv_summary_label) {
+                (Format::Csv { sep }, true) => {
+                    text.push_str(&format!("{:>16}{sep}{row}", "summary"))
+                }
+                _ => text.push_str(&row),
+            }
         }
     }
     // perf prints user and system time for a command it ran once, not system-wide.
@@ -90,4 +198,88 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     }));
     write(&mut state.out, &text)?;
     Ok(status)
+}
+
+/// Where the kernel lists a CPU's topdown events (perf's `topdown_sys_has_perf_metrics`).
+const TOPDOWN_EVENT: &str = "/sys/bus/event_source/devices/cpu/events/topdown-total-slots";
+
+/// `tracer stat report -i FILE`: a recording's report, aggregated as asked.
+pub fn report(args: StatReportArgs) -> Result<i32, Error> {
+    let saved = Saved::read(&args.input)?;
+    let counters = saved.counters();
+    let places = saved.places();
+    let topology = saved.topology();
+    let per_cpu = !places.is_empty() && places.iter().all(|(p, _)| matches!(p, Place::Cpu(_)));
+    let per_thread = places
+        .iter()
+        .any(|(_, s)| matches!(s, crate::output::stat::Slot::Thread { .. }));
+    let asked = [
+        (args.no_aggr, Aggregation::PerCpu),
+        (args.per_socket, Aggregation::PerSocket),
+        (args.per_die, Aggregation::PerDie),
+        (args.per_core, Aggregation::PerCore),
+        (args.per_node, Aggregation::PerNode),
+    ]
+    .into_iter()
+    .find(|(on, _)| *on)
+    .map(|(_, a)| a);
+    let aggregation = match (asked, per_cpu) {
+        (Some(a), true) => a,
+        (Some(_), false) => {
+            // perf stat report's words.
+            notes::note("processing task data, aggregation mode not set");
+            Aggregation::Global
+        }
+        (None, _) if per_thread => Aggregation::PerThread,
+        (None, _) => Aggregation::Global,
+    };
+    let format = match (&args.separator, args.json) {
+        (Some(sep), _) if sep.is_empty() => {
+            return Err(Error::usage(
+                "-x needs a separator",
+                vec!["e.g. -x,".into()],
+            ))
+        }
+        (Some(sep), _) => Format::Csv { sep: sep.clone() },
+        (None, true) => Format::Json,
+        (None, false) => Format::Human { big_num: true },
+    };
+    let units: Vec<&str> = counters.iter().map(|c| c.unit.as_str()).collect();
+    let runs = saved.runs.len() as u32;
+    let mut renderer = Renderer::new(
+        format,
+        &units,
+        runs > 1,
+        counters.iter().any(|c| c.cgroup_name.is_some()),
+    );
+    renderer.thousands = os::thousands_separator();
+    let mut totals = Totals::new(counters.len());
+    let mut elapsed = Stats::default();
+    for run in &saved.runs {
+        let (slots, values) = slot_readings(aggregation, &places, &run.readings(), &topology);
+        totals.fold(slots, &values, &run.supported, true);
+        elapsed.push(run.elapsed_ns as f64);
+    }
+    let lines = build_lines(
+        &counters,
+        &totals.supported,
+        &totals.slots,
+        &totals.tallies,
+        elapsed.mean,
+        runs > 1,
+        false,
+    );
+    let mut text = renderer.header(&saved.title, runs.max(1));
+    for line in &lines {
+        text.push_str(&renderer.line(line, None));
+    }
+    // perf stat report prints no user and system lines.
+    text.push_str(&renderer.footer(&Footer {
+        elapsed,
+        rusage: None,
+        null_run: false,
+    }));
+    let mut out = open_destination(&Destination::Stderr)?;
+    write(&mut out, &text)?;
+    Ok(0)
 }

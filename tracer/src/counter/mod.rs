@@ -6,13 +6,16 @@ pub mod open;
 pub mod os;
 pub mod resolve;
 pub mod run;
+pub mod saved;
 pub mod tally;
+pub mod topology;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use crate::output::stat::Role;
 use crate::perf::{Event, EventKind};
+use crate::plan::stat::ToolEvent;
 
 /// One counter to open: an event resolved against this kernel.
 pub struct Counter {
@@ -29,6 +32,8 @@ pub struct Counter {
     pub scale: f64,
     pub cgroup: Option<Arc<OwnedFd>>,
     pub cgroup_name: Option<String>,
+    /// A perf "tool" event: measured by tracer, not opened in the kernel.
+    pub tool: Option<ToolEvent>,
 }
 
 /// Where one set of counters is opened.

@@ -3,21 +3,30 @@
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use super::run::runtime_error;
 use super::*;
 use crate::launch::Launched;
 use crate::output::notes;
 use crate::output::stat::{Reading, Slot};
 use crate::perf::attr::{flag, format};
 use crate::perf::{self, Event, Options, Scope};
-use crate::plan::stat::{StatPlan, Target};
+use crate::plan::stat::{Aggregation, StatPlan, Target};
 use crate::Error;
 
 /// Where the counters of this run go, and the slot each place prints in.
 pub fn places(plan: &StatPlan, launched: Option<&Launched>) -> Result<Vec<(Place, Slot)>, Error> {
+    let held = launched.map(|l| l.pid());
     let thread = |pid: u32, tid: u32| {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-            .map(|c| c.trim_end().to_string())
-            .unwrap_or_default();
+        let comm = match held == Some(tid) {
+            // Held before its exec, the command still has tracer's name: it will have the
+            // program's (the kernel keeps 15 bytes of the file name).
+            true => (plan.command.first())
+                .map(|p| p.rsplit('/').next().unwrap_or(p).chars().take(15).collect())
+                .unwrap_or_default(),
+            false => std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .map(|c| c.trim_end().to_string())
+                .unwrap_or_default(),
+        };
         (Place::Task(tid), Slot::Thread { comm, tid })
     };
     let gone = |pid: u32, what: &str| Error::Runtime {
@@ -50,6 +59,28 @@ pub fn places(plan: &StatPlan, launched: Option<&Launched>) -> Result<Vec<(Place
                     return Err(gone(tid, "thread"));
                 }
                 out.push(thread(tid, tid));
+            }
+            out
+        }
+        // perf's `-a --per-thread`: every thread there is when counting starts.
+        Target::Cpus(None) if plan.aggregation == Aggregation::PerThread => {
+            let mut out = Vec::new();
+            let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+                .map_err(|e| runtime_error("list /proc", e))?
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect();
+            pids.sort_unstable();
+            for pid in pids {
+                let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                    continue;
+                };
+                let mut tids: Vec<u32> = dir
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                    .collect();
+                tids.sort_unstable();
+                out.extend(tids.into_iter().map(|tid| thread(pid, tid)));
             }
             out
         }
@@ -90,7 +121,12 @@ pub fn open_all(
 ) -> Result<Opened, Error> {
     // Counters in units: a group's members together, lone events alone.
     let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut supported = vec![false; counters.len()];
     for (i, counter) in counters.iter().enumerate() {
+        if counter.tool.is_some() {
+            supported[i] = true;
+            continue;
+        }
         match (
             counter.group,
             i.checked_sub(1).and_then(|p| counters[p].group),
@@ -99,7 +135,6 @@ pub fn open_all(
             _ => groups.push(vec![i]),
         }
     }
-    let mut supported = vec![false; counters.len()];
     let mut errors: Vec<Option<perf::Error>> = (0..counters.len()).map(|_| None).collect();
     let mut units = Vec::new();
     let task = matches!(
@@ -130,7 +165,7 @@ pub fn open_all(
                     (Place::Cpu(cpu), None) => Scope::Cpu(*cpu),
                 };
                 let mut flags = counter.flags;
-                if task && plan.inherit {
+                if (task || matches!(place, Place::Task(_))) && plan.inherit {
                     flags |= flag::INHERIT;
                 }
                 // Only leaders start disabled (and enable at exec): members follow them.
@@ -186,7 +221,7 @@ pub fn open_all(
                     // A thread of a -p process that exited since it was listed.
                     Err(e)
                         if e.errno() == Some(libc::ESRCH)
-                            && matches!(plan.target, Target::Processes(_)) =>
+                            && matches!(plan.target, Target::Processes(_) | Target::Cpus(_)) =>
                     {
                         errors[c].get_or_insert(e);
                     }
@@ -313,7 +348,7 @@ pub fn open_cgroup(name: &str) -> Result<Arc<OwnedFd>, Error> {
         message: "no cgroup filesystem is mounted".into(),
         hints: vec!["mount cgroup2: `mount -t cgroup2 none /sys/fs/cgroup`".into()],
     })?;
-    let dir = root.join(name);
+    let dir = root.join(name.trim_start_matches('/'));
     let file = std::fs::File::open(&dir)
         .ok()
         .filter(|f| f.metadata().is_ok_and(|m| m.is_dir()))

@@ -44,3 +44,21 @@ pub fn file_from_fd(fd: i32) -> std::io::Result<std::fs::File> {
     let owned: OwnedFd = borrowed.try_clone_to_owned()?;
     Ok(std::fs::File::from(owned))
 }
+
+/// The thousands separator of the user's locale (`LC_ALL`, `LC_NUMERIC`, `LANG`), as perf's
+/// `%'` printf takes it from localeconv(3): empty in the C and POSIX locales.
+pub fn thousands_separator() -> String {
+    // SAFETY: setlocale with a NUL-terminated "" selects the environment's locale for
+    // LC_NUMERIC (tracer is single-threaded here, before any counting thread); localeconv
+    // returns a pointer to static data whose thousands_sep is a NUL-terminated string.
+    unsafe {
+        libc::setlocale(libc::LC_NUMERIC, c"".as_ptr());
+        let conv = libc::localeconv();
+        if conv.is_null() || (*conv).thousands_sep.is_null() {
+            return String::new();
+        }
+        std::ffi::CStr::from_ptr((*conv).thousands_sep)
+            .to_string_lossy()
+            .into_owned()
+    }
+}

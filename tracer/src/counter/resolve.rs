@@ -62,6 +62,10 @@ pub fn resolve(plan: &StatPlan, legacy: &mut Vec<LegacyKprobe>) -> Result<Vec<Co
                 scale,
                 cgroup: cgroup.as_ref().map(|(_, fd)| fd.clone()),
                 cgroup_name: cgroup.as_ref().map(|(n, _)| n.clone()),
+                tool: match spec.source {
+                    Source::Tool(tool) => Some(tool),
+                    _ => None,
+                },
             });
         }
     }
@@ -120,6 +124,14 @@ pub fn resolve_one(
             },
         ),
         Source::Raw(config) => plain(EventKind::Raw(*config), Role::Other),
+        // Never opened: the kind only fills the slot.
+        Source::Tool(_) => vec![(
+            spec.name.clone(),
+            EventKind::Software(Software::Dummy),
+            Role::Other,
+            "ns".into(),
+            1.0,
+        )],
         Source::Breakpoint { kind, addr, len } => plain(
             EventKind::Breakpoint {
                 kind: *kind,
@@ -156,8 +168,9 @@ pub fn resolve_one(
             let fs = fs()?;
             let glob = |s: &str| s.contains(['*', '?']);
             if glob(category) || glob(name) {
+                // In the kernel's directory order, as perf prints them.
                 let matches: Vec<(String, String)> = fs
-                    .tracepoints()
+                    .tracepoints_in_directory_order()
                     .into_iter()
                     .filter(|(c, n)| plan::glob_match(category, c) && plan::glob_match(name, n))
                     .collect();
@@ -289,4 +302,38 @@ pub fn resolve_probe(
         String::new(),
         1.0,
     )])
+}
+
+/// perf's `evsel__fallback` for EACCES: with `kernel.perf_event_paranoid` above 1 and neither
+/// CAP_PERFMON nor CAP_SYS_ADMIN, the kernel refuses to count kernel space for this user
+/// (perf_event_open(2), "perf_event_paranoid"), so events that count both user and kernel
+/// space count user space only, and are renamed as perf renames them (`task-clock:u`).
+/// Returns the paranoid level when it applied.
+pub fn user_only_fallback(counters: &mut [Counter]) -> Option<i32> {
+    use crate::kernel::caps;
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let mask = caps::effective();
+    if paranoid <= 1 || caps::has(mask, caps::CAP_PERFMON) || caps::has(mask, caps::CAP_SYS_ADMIN) {
+        return None;
+    }
+    let mut applied = false;
+    for counter in counters.iter_mut() {
+        if counter.tool.is_some()
+            || counter.flags & (flag::EXCLUDE_KERNEL | flag::EXCLUDE_USER) != 0
+        {
+            continue;
+        }
+        counter.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
+        let sep = match counter.name.contains('/') || counter.name.contains(':') {
+            true => "",
+            false => ":",
+        };
+        counter.name = format!("{}{sep}u", counter.name);
+        applied = true;
+    }
+    applied.then_some(paranoid)
 }

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use super::open::{enable, open_all, places, read_all};
 use super::tally::{build_lines, slot_readings, Tally};
+use super::topology::CpuPlace;
 use super::{os, Counter, Opened, Place};
 use crate::launch::{self, Launched};
 use crate::output::notes;
-use crate::output::stat::{Reading, Renderer, Slot};
-use crate::plan::stat::{Destination, StatPlan, Target};
+use crate::output::stat::{Reading, Renderer, Slot, CONSOLE_CLEAR};
+use crate::plan::stat::{Aggregation, Destination, StatPlan, Target, ToolEvent};
 use crate::session::{self, Signals};
 use crate::Error;
 
@@ -48,6 +49,8 @@ pub struct Outcome {
     pub elapsed: Duration,
     pub rusage: Option<(f64, f64)>,
     pub end: End,
+    /// The command could not be executed (its child said why): perf prints no report.
+    pub exec_failed: bool,
 }
 
 pub struct State<'a> {
@@ -55,6 +58,52 @@ pub struct State<'a> {
     pub counters: &'a [Counter],
     pub renderer: Renderer,
     pub out: Box<dyn Write>,
+    /// Where each CPU sits, for the topology aggregations (empty otherwise).
+    pub topology: Vec<(u32, CpuPlace)>,
+}
+
+/// Runs a `--pre`/`--post` shell command; perf stops when one fails.
+fn hook(flag: &str, command: &str) -> Result<(), Error> {
+    let status = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command)
+        .status()
+        .map_err(|e| runtime_error(&format!("run the {flag} command '{command}'"), e))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        code => Err(Error::Runtime {
+            message: format!(
+                "the {flag} command '{command}' failed ({})",
+                code.map_or("killed by a signal".into(), |c| format!("status {c}"))
+            ),
+            hints: vec![format!("check it alone: sh -c '{command}'")],
+        }),
+    }
+}
+
+/// The readings of the tool events (perf's `duration_time`, `user_time`, `system_time`):
+/// value, enabled and running all the measured ns, as perf prints them.
+pub fn tool_readings(
+    counters: &[Counter],
+    readings: &mut [Vec<Option<Reading>>],
+    elapsed_ns: u64,
+    rusage: Option<(f64, f64)>,
+) {
+    for (c, counter) in counters.iter().enumerate() {
+        let Some(tool) = counter.tool else { continue };
+        let ns = match tool {
+            ToolEvent::DurationTime => elapsed_ns,
+            ToolEvent::UserTime => rusage.map_or(0, |r| (r.0 * 1e9).round() as u64),
+            ToolEvent::SystemTime => rusage.map_or(0, |r| (r.1 * 1e9).round() as u64),
+        };
+        if let Some(first) = readings[c].first_mut() {
+            *first = Some(Reading {
+                value: ns,
+                enabled: ns,
+                running: ns,
+            });
+        }
+    }
 }
 
 impl State<'_> {
@@ -64,6 +113,9 @@ impl State<'_> {
         signals: &mut Signals,
     ) -> Result<Outcome, Error> {
         let plan = self.plan;
+        if let Some(pre) = &plan.pre {
+            hook("--pre", pre)?;
+        }
         // The command is forked before the counters exist and held before its exec.
         let mut launched = match plan.command.is_empty() {
             true => None,
@@ -81,11 +133,13 @@ impl State<'_> {
         };
         let before = os::children_cpu_time();
         let started = Instant::now();
-        if let Some(child) = launched.as_mut() {
-            child.release()?;
-        }
+        // Counters not enabled by the exec (-a, -p with a command) are on before the command
+        // runs its first instruction.
         if !on_exec && plan.delay.is_none() {
             enable(&opened, true)?;
+        }
+        if let Some(child) = launched.as_mut() {
+            child.release()?;
         }
         // Tests (and users attaching with -p) wait for this line before starting the work.
         if plan.verbose && plan.delay.is_none() {
@@ -104,6 +158,8 @@ impl State<'_> {
             launched.as_mut(),
             started,
         )?;
+        let exec_failed = matches!(end, End::CommandExited(_))
+            && launched.as_mut().and_then(|c| c.exec_failed()).is_some();
         // A command still running (timeout, Ctrl-C) is sent SIGTERM and reaped before the
         // counters are read, so that its children's counts are folded in.
         if matches!(end, End::Timeout | End::Interrupted | End::IntervalsDone) {
@@ -111,7 +167,7 @@ impl State<'_> {
         }
         let elapsed = started.elapsed();
         enable(&opened, false)?;
-        let readings = read_all(
+        let mut readings = read_all(
             &opened,
             self.counters.len(),
             places.len(),
@@ -121,6 +177,15 @@ impl State<'_> {
         let after = os::children_cpu_time();
         // The command has been reaped: its CPU time is in RUSAGE_CHILDREN.
         let rusage = (!plan.command.is_empty()).then_some((after.0 - before.0, after.1 - before.1));
+        tool_readings(
+            self.counters,
+            &mut readings,
+            elapsed.as_nanos() as u64,
+            rusage,
+        );
+        if let Some(post) = &plan.post {
+            hook("--post", post)?;
+        }
         if plan.verbose {
             notes::progress("stat", format_args!("run ended: {end:?}"));
         }
@@ -131,6 +196,7 @@ impl State<'_> {
             elapsed,
             rusage,
             end,
+            exec_failed,
         })
     }
 
@@ -150,8 +216,11 @@ impl State<'_> {
         let start = TokioInstant::from_std(started);
         let far = start + Duration::from_secs(86_400 * 365);
         let io_error = |e: std::io::Error| runtime_error("wait for the command", e);
+        // With a command, the command's end is the run's end (perf's `-p PID -- CMD`).
         let watched: Vec<u32> = match &plan.target {
-            Target::Processes(pids) | Target::Threads(pids) => pids.clone(),
+            Target::Processes(pids) | Target::Threads(pids) if plan.command.is_empty() => {
+                pids.clone()
+            }
             _ => Vec::new(),
         };
         let mut previous = vec![vec![Reading::default(); places.len()]; self.counters.len()];
@@ -227,7 +296,7 @@ impl State<'_> {
         started: Instant,
     ) -> Result<(), Error> {
         let plan = self.plan;
-        let now = read_all(
+        let mut now = read_all(
             opened,
             self.counters.len(),
             places.len(),
@@ -235,6 +304,7 @@ impl State<'_> {
             self.counters,
         )?;
         let at = started.elapsed().as_nanos() as u64;
+        tool_readings(self.counters, &mut now, at, None);
         let deltas: Vec<Vec<Option<Reading>>> = now
             .iter()
             .zip(previous.iter_mut())
@@ -251,7 +321,7 @@ impl State<'_> {
                     .collect()
             })
             .collect();
-        let (slots, values) = slot_readings(plan.aggregation, places, &deltas);
+        let (slots, values) = slot_readings(plan.aggregation, places, &deltas, &self.topology);
         let tallies: Vec<Vec<Tally>> = values
             .iter()
             .map(|per_slot| {
@@ -275,7 +345,14 @@ impl State<'_> {
             &tallies,
             wall,
             false,
+            skip_zero(plan),
         );
+        if plan.interval_clear {
+            // perf's CONSOLE_CLEAR, with puts(3)'s newline, on standard output.
+            let mut stdout = std::io::stdout();
+            let _ = stdout.write_all(CONSOLE_CLEAR.as_bytes());
+            let _ = stdout.flush();
+        }
         let mut text = self
             .renderer
             .interval_header(slots.first().unwrap_or(&Slot::Global));
@@ -284,6 +361,11 @@ impl State<'_> {
         }
         write(&mut self.out, &text)
     }
+}
+
+/// perf leaves out zero counts of `-a --per-thread` (every thread of the system).
+pub fn skip_zero(plan: &StatPlan) -> bool {
+    plan.aggregation == Aggregation::PerThread && matches!(plan.target, Target::Cpus(_))
 }
 
 pub fn open_destination(destination: &Destination) -> Result<Box<dyn Write>, Error> {

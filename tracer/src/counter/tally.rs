@@ -1,9 +1,10 @@
 //! Counts folded for printing: one counter's readings over `-r` runs per slot (a `Tally`),
 //! per-place readings grouped into the printed slots, and the lines in perf's order.
 
+use super::topology::{self, CpuPlace};
 use super::{Counter, Place};
 use crate::output::stat::{
-    aggregate, metric, Count, Line, Metric, MetricInput, Reading, Slot, Stats,
+    aggregate, metric, Count, Line, Metric, MetricInput, Reading, Slot, Stats, TopoId,
 };
 use crate::plan::stat::Aggregation;
 
@@ -77,7 +78,42 @@ pub fn slot_readings(
     aggregation: Aggregation,
     places: &[(Place, Slot)],
     readings: &[Vec<Option<Reading>>],
+    topology: &[(u32, CpuPlace)],
 ) -> (Vec<Slot>, Vec<Vec<Option<Reading>>>) {
+    if aggregation.is_topology() {
+        // Each CPU's group, groups in perf's order (by id), readings summed per group.
+        let group_of: Vec<Option<TopoId>> = (places.iter())
+            .map(|(place, _)| match place {
+                Place::Cpu(cpu) => (topology.iter())
+                    .find(|(c, _)| c == cpu)
+                    .and_then(|(_, p)| topology::group(p, aggregation)),
+                Place::Task(_) => None,
+            })
+            .collect();
+        let mut ids: Vec<TopoId> = group_of.iter().flatten().copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let slots = (ids.iter())
+            .map(|id| Slot::Group {
+                id: *id,
+                cpus: group_of.iter().filter(|g| *g == &Some(*id)).count() as u32,
+            })
+            .collect();
+        let values = (readings.iter())
+            .map(|per_place| {
+                (ids.iter())
+                    .map(|id| {
+                        let opened: Vec<&Reading> = (per_place.iter().zip(&group_of))
+                            .filter(|(_, g)| *g == &Some(*id))
+                            .filter_map(|(r, _)| r.as_ref())
+                            .collect();
+                        (!opened.is_empty()).then(|| aggregate(opened))
+                    })
+                    .collect()
+            })
+            .collect();
+        return (slots, values);
+    }
     match aggregation {
         Aggregation::Global => (
             vec![Slot::Global],
@@ -89,7 +125,7 @@ pub fn slot_readings(
                 })
                 .collect(),
         ),
-        Aggregation::PerCpu | Aggregation::PerThread => (
+        _ => (
             places.iter().map(|(_, slot)| slot.clone()).collect(),
             readings.to_vec(),
         ),
@@ -104,6 +140,7 @@ pub fn build_lines(
     tallies: &[Vec<Tally>],
     wall_ns: f64,
     repeated: bool,
+    skip_zero: bool,
 ) -> Vec<Line> {
     let mut lines = Vec::new();
     let metrics_of = |s: usize| -> Vec<MetricInput> {
@@ -131,6 +168,10 @@ pub fn build_lines(
         }
         for s in order {
             let tally = &tallies[c][s];
+            // perf's `-a --per-thread` leaves out the threads that counted nothing.
+            if skip_zero && (!tally.counted || tally.value.mean == 0.0) {
+                continue;
+            }
             let count = if !supported[c] {
                 Count::NotSupported
             } else if !tally.counted {
@@ -150,21 +191,29 @@ pub fn build_lines(
                 Count::Value(_) => metric(&inputs[s], c, wall_ns),
                 _ => Metric::None,
             };
-            lines.push(Line {
-                slot: slots[s].clone(),
-                count,
-                unit: counter.unit.clone(),
-                fractional: counter.scale.fract() != 0.0,
-                event: counter.name.clone(),
-                cgroup: counter.cgroup_name.clone(),
-                running,
-                enabled,
-                noise,
-                metric,
-            });
+            lines.push((
+                s,
+                Line {
+                    slot: slots[s].clone(),
+                    count,
+                    unit: counter.unit.clone(),
+                    fractional: counter.scale.fract() != 0.0,
+                    event: counter.name.clone(),
+                    cgroup: counter.cgroup_name.clone(),
+                    running,
+                    enabled,
+                    noise,
+                    metric,
+                },
+            ));
         }
     }
-    lines
+    // perf prints topology groups group by group (`print_aggr`), CPUs and threads event by
+    // event.
+    if matches!(slots.first(), Some(Slot::Group { .. })) {
+        lines.sort_by_key(|(s, _)| *s);
+    }
+    lines.into_iter().map(|(_, line)| line).collect()
 }
 
 #[cfg(test)]
@@ -186,6 +235,7 @@ mod tests {
             scale,
             cgroup: None,
             cgroup_name: None,
+            tool: None,
         }
     }
 
@@ -204,7 +254,7 @@ mod tests {
             vec![Some(reading(3, 10, 10)), Some(reading(4, 10, 5))],
             vec![None, None],
         ];
-        let (slots, values) = slot_readings(Aggregation::Global, &places, &readings);
+        let (slots, values) = slot_readings(Aggregation::Global, &places, &readings, &[]);
         assert_eq!(slots, [Slot::Global]);
         assert_eq!(values, [vec![Some(reading(7, 20, 15))], vec![None]]);
     }
@@ -248,7 +298,15 @@ mod tests {
             vec![tally(2_000_000), tally(5_000_000)],
             vec![tally(9), tally(1)],
         ];
-        let lines = build_lines(&counters, &[true, false], &slots, &tallies, 1e9, false);
+        let lines = build_lines(
+            &counters,
+            &[true, false],
+            &slots,
+            &tallies,
+            1e9,
+            false,
+            false,
+        );
         let got: Vec<(&str, u32, Count)> = (lines.iter())
             .map(|l| match &l.slot {
                 Slot::Thread { tid, .. } => (l.event.as_str(), *tid, l.count),

@@ -103,6 +103,14 @@ impl Tracefs {
 
     /// Every tracepoint as (category, name), sorted.
     pub fn tracepoints(&self) -> Vec<(String, String)> {
+        let mut all = self.tracepoints_in_directory_order();
+        all.sort();
+        all
+    }
+
+    /// Every tracepoint as (category, name) in the order readdir(3) gives them: the order
+    /// perf stat expands a glob in (`parse_events_add_tracepoint_multi_sys`).
+    pub fn tracepoints_in_directory_order(&self) -> Vec<(String, String)> {
         let mut all = Vec::new();
         let Ok(categories) = std::fs::read_dir(self.root.join("events")) else {
             return all;
@@ -120,7 +128,6 @@ impl Tracefs {
                 }
             }
         }
-        all.sort();
         all
     }
 

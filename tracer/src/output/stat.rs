@@ -318,6 +318,86 @@ pub enum Slot {
     Cpu(u32),
     /// `--per-thread`: one thread.
     Thread { comm: String, tid: u32 },
+    /// `--per-socket`, `--per-die`, `--per-core`, `--per-node`, `--per-cache`: a topology
+    /// group and the number of CPUs summed into it.
+    Group { id: TopoId, cpus: u32 },
+}
+
+/// A topology group, printed as perf names it (`S0`, `S0-D0`, `S0-D0-C1`, `N0`, `S0-D0-L3-ID0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TopoId {
+    Socket(u32),
+    Die {
+        socket: u32,
+        die: u32,
+    },
+    Core {
+        socket: u32,
+        die: u32,
+        core: u32,
+    },
+    Node(u32),
+    Cache {
+        socket: u32,
+        die: u32,
+        level: u8,
+        id: u32,
+    },
+}
+
+impl TopoId {
+    pub fn label(&self) -> String {
+        match *self {
+            TopoId::Socket(s) => format!("S{s}"),
+            TopoId::Die { socket, die } => format!("S{socket}-D{die}"),
+            TopoId::Core { socket, die, core } => format!("S{socket}-D{die}-C{core}"),
+            TopoId::Node(n) => format!("N{n}"),
+            TopoId::Cache {
+                socket,
+                die,
+                level,
+                id,
+            } => match id {
+                u32::MAX => format!("S{socket}-D{die}-L{level}-ID-1"),
+                id => format!("S{socket}-D{die}-L{level}-ID{id}"),
+            },
+        }
+    }
+
+    /// perf's JSON key for the group.
+    fn json_key(&self) -> &'static str {
+        match self {
+            TopoId::Socket(_) => "socket",
+            TopoId::Die { .. } => "die",
+            TopoId::Core { .. } => "core",
+            TopoId::Node(_) => "node",
+            TopoId::Cache { .. } => "cache",
+        }
+    }
+
+    /// The human prefix: perf 6.1's `aggr_printout` widths (`--per-cache`, absent from 6.1,
+    /// takes perf 6.3's 22-column name field).
+    fn human(&self, cpus: u32) -> String {
+        let text = match *self {
+            TopoId::Socket(s) => format!("S{s:<5}"),
+            TopoId::Die { socket, die } => format!("S{socket}-D{die:<8}"),
+            TopoId::Core { socket, die, core } => format!("S{socket}-D{die}-C{core:<8}"),
+            TopoId::Node(n) => format!("N{n:<5}"),
+            TopoId::Cache { .. } => format!("{:<22}", self.label()),
+        };
+        format!("{text} {cpus:>4} ")
+    }
+
+    /// The interval header's columns before `counts` (perf 6.1's `print_interval`).
+    fn interval_header(&self) -> &'static str {
+        match self {
+            TopoId::Socket(_) => "#           time socket cpus",
+            TopoId::Die { .. } => "#           time die          cpus",
+            TopoId::Core { .. } => "#           time core            cpus",
+            TopoId::Node(_) => "#           time node   cpus",
+            TopoId::Cache { .. } => "#           time cache                  cpus",
+        }
+    }
 }
 
 /// A counter's printed value.
@@ -361,12 +441,17 @@ pub struct Footer {
     pub null_run: bool,
 }
 
+/// perf's `--interval-clear` sequence (home, clear screen), written with puts(3).
+pub const CONSOLE_CLEAR: &str = "\x1b[H\x1b[2J\n";
+
 /// perf 6.1's column widths.
 const COUNTS_LEN: usize = 18;
 const EVNAME_LEN: usize = 32;
 /// Event name width of `<not counted>`/`<not supported>` lines.
 const BAD_EVNAME_LEN: usize = 25;
 const METRIC_LEN: usize = 35;
+/// perf's `metric_only_len`: the narrowest metric-only column.
+const METRIC_ONLY_LEN: usize = 20;
 
 /// Renders lines, headers and footers in one format.
 #[derive(Clone, Debug)]
@@ -380,10 +465,14 @@ pub struct Renderer {
     pub cgroups: bool,
     /// Interval headers printed so far (perf repeats the header every 26 intervals).
     intervals_printed: u32,
+    /// `--interval-clear`: the header on every (cleared) screen.
+    pub header_every_interval: bool,
+    /// The locale's thousands separator (perf prints counts with `%'`): none in the C locale.
+    pub thousands: String,
 }
 
-/// `1234567.891` -> `1,234,567.891` (the integer part grouped by three).
-pub fn group_thousands(text: &str) -> String {
+/// `1234567.891` -> `1,234,567.891` with `sep` `,` (the integer part grouped by three).
+pub fn group_thousands(text: &str, sep: &str) -> String {
     let (sign, rest) = match text.strip_prefix('-') {
         Some(rest) => ("-", rest),
         None => ("", text),
@@ -395,7 +484,7 @@ pub fn group_thousands(text: &str) -> String {
     let mut grouped = String::new();
     for (i, c) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
+            grouped.push_str(sep);
         }
         grouped.push(c);
     }
@@ -429,6 +518,8 @@ impl Renderer {
             repeated,
             cgroups,
             intervals_printed: 0,
+            header_every_interval: false,
+            thousands: ",".into(),
         }
     }
 
@@ -455,17 +546,17 @@ impl Renderer {
         } else {
             self.intervals_printed + 1
         };
-        if !first || !matches!(self.format, Format::Human { .. }) {
+        if !(first || self.header_every_interval) || !matches!(self.format, Format::Human { .. }) {
             return String::new();
         }
         let slot = match slot {
-            Slot::Global => String::new(),
-            Slot::Cpu(_) => format!(" {:<10}", "CPU"),
-            Slot::Thread { .. } => format!(" {:>16}-{:<8}", "comm", "pid"),
+            Slot::Global => "#           time".to_string(),
+            Slot::Cpu(_) => format!("#{:>15} {:<10}", "time", "CPU"),
+            Slot::Thread { .. } => format!("#{:>15} {:>16}-{:<8}", "time", "comm", "pid"),
+            Slot::Group { id, .. } => id.interval_header().to_string(),
         };
         format!(
-            "#{:>15}{slot} {:>COUNTS_LEN$} {:>w$} events\n",
-            "time",
+            "{slot} {:>COUNTS_LEN$} {:>w$} events\n",
             "counts",
             "unit",
             w = self.unit_width
@@ -475,13 +566,16 @@ impl Renderer {
     /// One counter line, with the interval timestamp (ns since the start) in interval mode.
     pub fn line(&self, line: &Line, interval_ns: Option<u64>) -> String {
         match &self.format {
-            Format::Human { big_num } => self.human_line(line, interval_ns, *big_num),
+            Format::Human { big_num } => {
+                let sep = Some(self.thousands.as_str()).filter(|s| *big_num && !s.is_empty());
+                self.human_line(line, interval_ns, sep)
+            }
             Format::Csv { sep } => self.csv_line(line, interval_ns, sep),
             Format::Json => self.json_line(line, interval_ns),
         }
     }
 
-    fn value_text(line: &Line, big_num: bool) -> Option<String> {
+    fn value_text(line: &Line, thousands: Option<&str>) -> Option<String> {
         match line.count {
             Count::Value(v) => {
                 let text = if line.fractional {
@@ -489,10 +583,9 @@ impl Renderer {
                 } else {
                     format!("{v:.0}")
                 };
-                Some(if big_num {
-                    group_thousands(&text)
-                } else {
-                    text
+                Some(match thousands {
+                    Some(sep) => group_thousands(&text, sep),
+                    None => text,
                 })
             }
             _ => None,
@@ -506,7 +599,7 @@ impl Renderer {
         }
     }
 
-    fn human_line(&self, line: &Line, interval_ns: Option<u64>, big_num: bool) -> String {
+    fn human_line(&self, line: &Line, interval_ns: Option<u64>, thousands: Option<&str>) -> String {
         let mut out = String::new();
         if let Some(ns) = interval_ns {
             let _ = write!(out, "{:>16} ", timestamp(ns));
@@ -519,8 +612,9 @@ impl Renderer {
             Slot::Thread { comm, tid } => {
                 let _ = write!(out, "{comm:>16}-{tid:<8} ");
             }
+            Slot::Group { id, cpus } => out.push_str(&id.human(*cpus)),
         }
-        let value = Self::value_text(line, big_num);
+        let value = Self::value_text(line, thousands);
         let counted = value.is_some();
         let value = value.unwrap_or_else(|| Self::bad_text(line.count).into());
         let name_width = if counted { EVNAME_LEN } else { BAD_EVNAME_LEN };
@@ -580,8 +674,11 @@ impl Renderer {
             Slot::Thread { comm, tid } => {
                 let _ = write!(out, "{comm}-{tid}{sep}");
             }
+            Slot::Group { id, cpus } => {
+                let _ = write!(out, "{}{sep}{cpus}{sep}", id.label());
+            }
         }
-        let value = Self::value_text(line, false);
+        let value = Self::value_text(line, None);
         let counted = value.is_some();
         let value = value.unwrap_or_else(|| Self::bad_text(line.count).into());
         let _ = write!(out, "{value}{sep}{}{sep}{}", line.unit, line.event);
@@ -640,6 +737,14 @@ impl Renderer {
                     json_string(&format!("{comm}-{tid}"))
                 );
             }
+            Slot::Group { id, cpus } => {
+                let _ = write!(
+                    out,
+                    "\"{}\" : \"{}\", \"aggregate-number\" : {cpus}, ",
+                    id.json_key(),
+                    id.label()
+                );
+            }
         }
         let counted = matches!(line.count, Count::Value(_));
         let value = match line.count {
@@ -680,6 +785,53 @@ impl Renderer {
         );
         out.push('\n');
         out
+    }
+
+    /// `--metric-only`: a row of metric names and a row of their values (perf's
+    /// `print_metric_headers` and `print_metric_only`). perf leaves rates per second, CPUs
+    /// utilized and GHz out of this mode (`valid_only_metric`), and so does this.
+    pub fn metric_only(&self, lines: &[Line]) -> String {
+        let columns: Vec<(&str, String)> = (lines.iter())
+            .filter_map(|line| match (&line.metric, line.count) {
+                (
+                    Metric::Value {
+                        value,
+                        format,
+                        unit,
+                    },
+                    Count::Value(_),
+                ) if !unit.contains("/sec")
+                    && !unit.contains("CPUs utilized")
+                    && !unit.eq_ignore_ascii_case("ghz") =>
+                {
+                    Some((unit.as_str(), format.apply(*value).trim().to_string()))
+                }
+                _ => None,
+            })
+            .collect();
+        match &self.format {
+            Format::Human { .. } => {
+                let mut head = String::new();
+                let mut values = String::new();
+                for (unit, value) in &columns {
+                    let w = unit.len().max(METRIC_ONLY_LEN);
+                    let _ = write!(head, "{unit:>w$} ");
+                    let _ = write!(values, "{value:>w$} ");
+                }
+                format!("{head}\n{values}\n")
+            }
+            Format::Csv { sep } => {
+                let head: Vec<&str> = columns.iter().map(|(u, _)| *u).collect();
+                let values: Vec<&str> = columns.iter().map(|(_, v)| v.as_str()).collect();
+                format!("{}\n{}\n", head.join(sep), values.join(sep))
+            }
+            Format::Json => {
+                let pairs: Vec<String> = (columns.iter())
+                    .map(|(u, v)| format!("{} : {}", json_string(u), json_string(v)))
+                    .collect();
+                format!("{{{}}}\n", pairs.join(", "))
+            }
+        }
     }
 
     /// The elapsed/user/sys block (human output only; interval mode has none).
@@ -1178,8 +1330,9 @@ mod tests {
             }),
             ""
         );
-        assert_eq!(group_thousands("1234567.89"), "1,234,567.89");
-        assert_eq!(group_thousands("123"), "123");
-        assert_eq!(group_thousands("-1000"), "-1,000");
+        assert_eq!(group_thousands("1234567.89", ","), "1,234,567.89");
+        assert_eq!(group_thousands("123", ","), "123");
+        assert_eq!(group_thousands("-1000", ","), "-1,000");
+        assert_eq!(group_thousands("1234567", "."), "1.234.567");
     }
 }

@@ -76,13 +76,14 @@ impl Modifiers {
                 'D' => self.pinned = true,
                 'p' => self.precise += 1,
                 'P' => self.precise = 3,
-                // Weak groups only matter for metric groups: accepted and ignored.
-                'W' => {}
+                // Weak groups only matter for metric groups, and S (read the group on
+                // samples) only for sampling: accepted and ignored, as perf stat does.
+                'W' | 'S' => {}
                 other => return Err(usage(
                     format!("unknown modifier '{other}' in event '{event}'"),
                     &[
                         "modifiers: u (user), k (kernel), h (hypervisor), G (guest), H (host), \
-                           I (exclude idle), D (pinned), p/P (precise), W (weak group)",
+                           I (exclude idle), D (pinned), p/P (precise), W (weak group), S (sample read)",
                     ],
                 )),
             }
@@ -153,6 +154,8 @@ pub enum Source {
     },
     /// `kprobe:`, `kretprobe:`, `uprobe:`, `uretprobe:` hit counts.
     Probe(ProbeSpec),
+    /// `duration_time`, `user_time`, `system_time`.
+    Tool(ToolEvent),
 }
 
 /// One event as the user wrote it.
@@ -355,6 +358,9 @@ pub fn builtin_names() -> Vec<String> {
 }
 
 fn builtin(name: &str) -> Option<Source> {
+    if let Some(tool) = ToolEvent::from_name(name) {
+        return Some(Source::Tool(tool));
+    }
     if let Some(sw) = names::software(name) {
         return Some(Source::Software(sw));
     }
@@ -503,6 +509,40 @@ fn pmu_event(spec: &str) -> Result<(Source, Option<String>, String), Error> {
     ))
 }
 
+/// `task-clock/name=foo/`, `page-faults/period=1/:u`: a named event with perf's terms. Only
+/// `name=` (the printed name) changes what stat prints; sampling terms (`period=`, `freq=`)
+/// are accepted and mean nothing when counting, as in perf stat.
+fn named_with_terms(
+    spec: &str,
+    head: &str,
+    source: Source,
+) -> Result<(Source, String, String), Error> {
+    let hint = "terms of a named event: name=NAME, period=N, freq=N, e.g. task-clock/name=busy/";
+    let rest = &spec[head.len() + 1..];
+    let (body, after) = rest
+        .split_once('/')
+        .ok_or_else(|| usage(format!("unclosed term list in '{spec}'"), &[hint]))?;
+    let mods = match after {
+        "" => "",
+        m => m
+            .strip_prefix(':')
+            .ok_or_else(|| usage(format!("unexpected '{m}' after '{spec}'"), &[hint]))?,
+    };
+    let mut name = None;
+    for term in body.split(',').filter(|t| !t.is_empty()) {
+        match term.split_once('=') {
+            Some(("name", value)) if !value.is_empty() => name = Some(value.to_string()),
+            Some(("period" | "freq", value)) if parse_number(value).is_some() => {}
+            _ => return Err(usage(format!("unknown term '{term}' in '{spec}'"), &[hint])),
+        }
+    }
+    let shown = name.unwrap_or_else(|| match mods {
+        "" => spec.to_string(),
+        m => spec[..spec.len() - m.len() - 1].to_string(),
+    });
+    Ok((source, shown, mods.to_string()))
+}
+
 fn valid_tracepoint_part(part: &str) -> bool {
     !part.is_empty()
         && part.len() <= 255
@@ -539,6 +579,9 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
         }
     }
     if let Some((head, _)) = spec.split_once('/') {
+        if let Some(source) = builtin(head) {
+            return named_with_terms(spec, head, source);
+        }
         if !head.is_empty()
             && head
                 .chars()
@@ -694,6 +737,97 @@ pub enum Aggregation {
     PerCpu,
     /// `--per-thread`
     PerThread,
+    /// `--per-socket`
+    PerSocket,
+    /// `--per-die`
+    PerDie,
+    /// `--per-core`
+    PerCore,
+    /// `--per-node`
+    PerNode,
+    /// `--per-cache[=LEVEL]`: `None` is the last level.
+    PerCache(Option<u8>),
+}
+
+impl Aggregation {
+    /// Counts summed over the CPUs of a topology group.
+    pub fn is_topology(self) -> bool {
+        matches!(
+            self,
+            Aggregation::PerSocket
+                | Aggregation::PerDie
+                | Aggregation::PerCore
+                | Aggregation::PerNode
+                | Aggregation::PerCache(_)
+        )
+    }
+}
+
+/// perf's `-d` sets (`detailed_attrs`, `very_detailed_attrs`, `very_very_detailed_attrs`).
+const DETAILED: [&[&str]; 3] = [
+    &[
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+    ],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
+
+/// The metrics `-M` knows, each computed by perf's shadow metrics from generic events:
+/// name, events, and the unit its value is printed with.
+pub const METRICS: &[(&str, &[&str], &str)] = &[
+    ("IPC", &["instructions", "cycles"], "insn per cycle"),
+    (
+        "branch_miss_rate",
+        &["branch-misses", "branches"],
+        "of all branches",
+    ),
+    (
+        "cache_miss_rate",
+        &["cache-misses", "cache-references"],
+        "of all cache refs",
+    ),
+    (
+        "l1d_miss_rate",
+        &["L1-dcache-load-misses", "L1-dcache-loads"],
+        "of all L1-dcache accesses",
+    ),
+    ("CPUs_utilized", &["task-clock"], "CPUs utilized"),
+];
+
+/// perf's transaction set (`-T`, `transaction_attrs`): TSX events of the `cpu` PMU.
+pub const TRANSACTION_EVENTS: &str =
+    "task-clock,{instructions,cycles,cpu/cycles-t/,cpu/tx-start/,cpu/el-start/,cpu/cycles-ct/}";
+
+/// perf's "tool" events: numbers tracer measures itself, printed in ns like perf's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolEvent {
+    /// Wall time of the run.
+    DurationTime,
+    /// The command's user CPU time (getrusage(2), RUSAGE_CHILDREN).
+    UserTime,
+    /// The command's system CPU time.
+    SystemTime,
+}
+
+impl ToolEvent {
+    pub fn from_name(name: &str) -> Option<ToolEvent> {
+        match name {
+            "duration_time" => Some(ToolEvent::DurationTime),
+            "user_time" => Some(ToolEvent::UserTime),
+            "system_time" => Some(ToolEvent::SystemTime),
+            _ => None,
+        }
+    }
 }
 
 /// Where the report goes.
@@ -730,6 +864,25 @@ pub struct StatPlan {
     pub scale: bool,
     pub format: Format,
     pub destination: Destination,
+    /// `--summary`: the totals after the intervals; `--no-csv-summary` drops their label.
+    pub summary: bool,
+    pub csv_summary_label: bool,
+    /// `--interval-clear`
+    pub interval_clear: bool,
+    /// `--quiet`: no report.
+    pub quiet: bool,
+    /// `--pre`/`--post`: shell commands around each run.
+    pub pre: Option<String>,
+    pub post: Option<String>,
+    /// `-M`: the known metrics asked for (their events are in `events`), and the names
+    /// no metric has.
+    pub metrics: Vec<&'static str>,
+    pub unknown_metrics: Vec<String>,
+    pub metric_only: bool,
+    pub topdown: bool,
+    pub transaction: bool,
+    /// `tracer stat record -o FILE`: the counts are also written to FILE.
+    pub record: Option<PathBuf>,
 }
 
 fn id_list(text: &str, what: &str) -> Result<Vec<u32>, Error> {
@@ -777,12 +930,7 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
         (None, None, false) if command.is_empty() => Target::Cpus(None),
         (None, None, false) => Target::Command,
     };
-    if matches!(target, Target::Processes(_) | Target::Threads(_)) && !command.is_empty() {
-        return Err(usage(
-            "-p/-t and a command cannot be combined",
-            &["count either a running process or a command tracer starts"],
-        ));
-    }
+    // -p/-t with a command: perf counts the tasks for as long as the command runs.
     let system_wide = matches!(target, Target::Cpus(_));
     let title = match (&target, &args.cpus) {
         (Target::Command, _) => format!("'{}'", command.join(" ")),
@@ -797,26 +945,134 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             &["drop -n to count the events, or -e to time the command only"],
         ));
     }
+    if args.transaction {
+        if !events.is_empty() {
+            return Err(usage("-T counts its own events: drop -e", &[]));
+        }
+        events = parse_events(&[TRANSACTION_EVENTS.to_string()])?;
+    }
+    let asked: Vec<String> = (args.metrics.iter())
+        .flat_map(|m| m.split(','))
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let mut metrics = Vec::new();
+    let mut unknown_metrics = Vec::new();
+    for name in asked {
+        match METRICS
+            .iter()
+            .find(|(m, _, _)| m.eq_ignore_ascii_case(&name))
+        {
+            Some((metric, needs, _)) => {
+                metrics.push(*metric);
+                for need in *needs {
+                    if !events.iter().any(|e| e.name == *need) {
+                        events.push(EventSpec {
+                            name: need.to_string(),
+                            source: builtin(need).expect("built-in name"),
+                            modifiers: Modifiers::default(),
+                            group: None,
+                        });
+                    }
+                }
+            }
+            None => unknown_metrics.push(name),
+        }
+    }
+    // perf counts its default events when no metric was found either.
     if events.is_empty() && !args.null_run {
         events = default_events(system_wide);
     }
-    let aggregation = match (args.no_aggr, args.per_thread) {
-        (true, true) => return Err(usage("-A and --per-thread cannot be combined", &[])),
-        (true, false) if !system_wide => {
+    if args.topdown && !system_wide {
+        return Err(usage(
+            "top down event configuration requires system-wide mode (-a)",
+            &["add -a"],
+        ));
+    }
+    if args.null_run && args.detailed > 0 {
+        return Err(usage("-n counts nothing, but -d asks for more events", &[]));
+    }
+    // -d appends its sets to the events given or the default ones, as perf's.
+    for set in DETAILED.iter().take(args.detailed.min(3) as usize) {
+        events.extend(set.iter().map(|name| EventSpec {
+            name: name.to_string(),
+            source: builtin(name).expect("built-in name"),
+            modifiers: Modifiers::default(),
+            group: None,
+        }));
+    }
+    if args.all_user || args.all_kernel {
+        for event in &mut events {
+            let m = &mut event.modifiers;
+            m.exclude_user = args.all_kernel;
+            m.exclude_kernel = args.all_user;
+            m.exclude_hv = true;
+        }
+    }
+    let per_cache = match args.per_cache.as_deref() {
+        None => None,
+        Some("") => Some(None),
+        Some(level) => {
+            let n = level
+                .strip_prefix(['L', 'l'])
+                .unwrap_or(level)
+                .parse::<u8>()
+                .ok()
+                .filter(|n| (1..=4).contains(n));
+            match n {
+                Some(n) => Some(Some(n)),
+                None => {
+                    return Err(usage(
+                        format!("--per-cache={level}: not a cache level"),
+                        &["give L1, L2 or L3, or no level for the last level cache"],
+                    ))
+                }
+            }
+        }
+    };
+    let topology = [
+        (args.per_socket, "--per-socket", Aggregation::PerSocket),
+        (args.per_die, "--per-die", Aggregation::PerDie),
+        (args.per_core, "--per-core", Aggregation::PerCore),
+        (args.per_node, "--per-node", Aggregation::PerNode),
+        (
+            per_cache.is_some(),
+            "--per-cache",
+            Aggregation::PerCache(per_cache.flatten()),
+        ),
+        (args.no_aggr, "-A", Aggregation::PerCpu),
+    ]
+    .into_iter()
+    .find(|(on, _, _)| *on);
+    let aggregation = match (topology, args.per_thread) {
+        (Some((_, flag, _)), true) => {
             return Err(usage(
-                "-A (per-CPU counts) needs system-wide counting",
+                format!("{flag} and --per-thread cannot be combined"),
+                &[],
+            ))
+        }
+        // perf: "both cgroup and no-aggregation modes only available in system-wide mode".
+        (Some((_, flag, _)), false) if !system_wide => {
+            return Err(usage(
+                format!("{flag} needs system-wide counting"),
                 &["add -a, or -C CPUS"],
             ))
         }
-        (true, false) => Aggregation::PerCpu,
-        (false, true) if !matches!(target, Target::Processes(_) | Target::Threads(_)) => {
+        (Some((_, _, aggregation)), false) => aggregation,
+        (None, true) if matches!(target, Target::Cpus(Some(_))) => {
             return Err(usage(
-                "--per-thread needs threads to count: -p or -t",
+                "--per-thread with -C is not supported",
+                &["count every thread with -a --per-thread, or give -p/-t"],
+            ))
+        }
+        (None, true) if target == Target::Command => {
+            return Err(usage(
+                "--per-thread needs threads to count: -p, -t or -a",
                 &["e.g. tracer stat --per-thread -p 1234"],
             ))
         }
-        (false, true) => Aggregation::PerThread,
-        (false, false) => Aggregation::Global,
+        (None, true) => Aggregation::PerThread,
+        (None, false) => Aggregation::Global,
     };
     // -G: one cgroup per event in order, a single one for all; empty entries mean none.
     let names: Vec<&str> = args.cgroup.iter().flat_map(|g| g.split(',')).collect();
@@ -835,8 +1091,9 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
                 &["each cgroup applies to the event in the same position; one cgroup applies to all"],
             ));
         }
-        let cgroup =
-            |n: &str| (!n.trim().is_empty()).then(|| n.trim().trim_start_matches('/').to_string());
+        // Kept as given: perf prints `/` for the root cgroup (the counter layer opens it
+        // relative to the cgroup mount).
+        let cgroup = |n: &str| (!n.trim().is_empty()).then(|| n.trim().to_string());
         if names.len() == 1 {
             vec![cgroup(names[0]); events.len()]
         } else {
@@ -901,8 +1158,17 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
     if repeat > 1 && command.is_empty() {
         return Err(usage("-r repeats a command: give one after --", &[]));
     }
-    if repeat > 1 && interval.is_some() {
-        return Err(usage("-r cannot be combined with -I", &[]));
+    if args.summary && interval.is_none() {
+        return Err(usage(
+            "--summary prints the totals after interval rows: it needs -I",
+            &["e.g. -I 1000 --summary"],
+        ));
+    }
+    if (args.pre.is_some() || args.post.is_some()) && command.is_empty() {
+        return Err(usage(
+            "--pre/--post run around a command: give one after --",
+            &[],
+        ));
     }
     let format = match (&args.separator, args.json) {
         (Some(_), true) => return Err(usage("-x and -j cannot be combined", &[])),
@@ -915,7 +1181,30 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             big_num: !args.no_big_num,
         },
     };
-    let destination = match (&args.output, args.log_fd) {
+    if args.metric_only && args.interval.is_some() {
+        return Err(usage(
+            "--metric-only is not implemented with -I in tracer stat",
+            &["drop -I, or drop --metric-only"],
+        ));
+    };
+    // `stat record`: -o names the recording, as perf stat record's -o names perf.data; the
+    // report goes where it goes without -o.
+    let record = match (args.record, &args.output) {
+        (true, Some(path)) => Some(path.clone()),
+        (true, None) => {
+            return Err(usage(
+                "tracer stat record needs -o FILE for the recording",
+                &["e.g. tracer stat record -o counts.json -- ./prog, then tracer stat report -i counts.json"],
+            ))
+        }
+        (false, _) => None,
+    };
+    let report_file = if record.is_some() {
+        None
+    } else {
+        args.output.clone()
+    };
+    let destination = match (&report_file, args.log_fd) {
         (Some(_), Some(_)) => {
             return Err(usage(
                 "-o and --log-fd cannot be combined",
@@ -953,6 +1242,18 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
         scale: !args.no_scale,
         format,
         destination,
+        summary: args.summary,
+        csv_summary_label: !args.no_csv_summary,
+        interval_clear: args.interval_clear,
+        quiet: args.quiet,
+        pre: args.pre.clone(),
+        post: args.post.clone(),
+        metrics,
+        unknown_metrics,
+        metric_only: args.metric_only,
+        topdown: args.topdown,
+        transaction: args.transaction,
+        record,
     })
 }
 
@@ -1245,7 +1546,7 @@ mod tests {
         let p = stat_plan(&args(&["-a", "-G", "a,,b", "-e", "cs,cs,cs"])).unwrap();
         assert_eq!(p.cgroups, [Some("a".into()), None, Some("b".into())]);
         let p = stat_plan(&args(&["-a", "-G", "/a", "-e", "cs,faults"])).unwrap();
-        assert_eq!(p.cgroups, [Some("a".into()), Some("a".into())]);
+        assert_eq!(p.cgroups, [Some("/a".into()), Some("/a".into())]);
         assert!(plan_error(&["-A", "--", "true"]).contains("-A"));
         assert!(plan_error(&["--per-thread", "--", "true"]).contains("--per-thread"));
         assert!(plan_error(&["-I", "5", "true"]).contains("10 ms"));
@@ -1253,8 +1554,38 @@ mod tests {
         assert!(plan_error(&["--interval-count", "2", "true"]).contains("-I"));
         assert!(plan_error(&["-r", "0", "true"]).contains("-r 0"));
         assert!(plan_error(&["-r", "2", "-a"]).contains("command"));
+        assert_eq!(
+            stat_plan(&args(&["-r", "2", "-I", "100", "true"]))
+                .unwrap()
+                .repeat,
+            2
+        );
         assert!(plan_error(&["-x,", "-j", "true"]).contains("-x"));
-        assert!(plan_error(&["-p", "1", "--", "true"]).contains("-p"));
+        let p = stat_plan(&args(&["-p", "1", "--", "true"])).unwrap();
+        assert_eq!(p.target, Target::Processes(vec![1]));
+        assert_eq!(p.command, ["true"]);
+        let p = stat_plan(&args(&["-a", "--per-core", "-d", "-e", "cs"])).unwrap();
+        assert_eq!(p.aggregation, Aggregation::PerCore);
+        assert_eq!(p.events.len(), 5);
+        let p = stat_plan(&args(&["-a", "--per-cache=L2", "-e", "cs"])).unwrap();
+        assert_eq!(p.aggregation, Aggregation::PerCache(Some(2)));
+        let p = stat_plan(&args(&["-a", "--per-thread", "-e", "cs"])).unwrap();
+        assert_eq!(p.aggregation, Aggregation::PerThread);
+        let p = stat_plan(&args(&["--all-user", "-e", "cs,faults:k", "true"])).unwrap();
+        assert!(p.events.iter().all(|e| e.modifiers.exclude_kernel));
+        assert!(p.events.iter().all(|e| !e.modifiers.exclude_user));
+        let p = stat_plan(&args(&["-M", "IPC,nope", "true"])).unwrap();
+        assert_eq!(p.metrics, ["IPC"]);
+        assert_eq!(p.unknown_metrics, ["nope"]);
+        let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["instructions", "cycles"]);
+        let p = stat_plan(&args(&["-e", "duration_time,user_time", "true"])).unwrap();
+        assert_eq!(p.events[0].source, Source::Tool(ToolEvent::DurationTime));
+        assert!(plan_error(&["--per-socket", "--", "true"]).contains("system-wide"));
+        assert!(plan_error(&["-a", "--per-cache=L9"]).contains("L9"));
+        assert!(plan_error(&["--summary", "true"]).contains("-I"));
+        assert!(plan_error(&["--pre", "true", "-a"]).contains("--pre"));
+        assert!(plan_error(&["--topdown", "true"]).contains("system-wide"));
         assert!(plan_error(&["-n", "-e", "cs", "true"]).contains("-n"));
         assert!(plan_error(&["-D", "-1", "true"]).contains("--control"));
         assert!(plan_error(&["-G", "a", "true"]).contains("-G"));
