@@ -46,13 +46,36 @@ pub fn streaming() -> Result<()> {
     // Another tracer binary (e.g. an earlier commit's) measured in the same run: A/B of a change.
     let baseline = std::env::var("TRACER_BENCH_BASELINE").ok();
     let builds = std::iter::once(("", tracer.clone())).chain(baseline.map(|b| ("baseline ", b)));
-    for ((label, binary), transport) in builds.flat_map(|b| [(b.clone(), "perf"), (b, "ringbuf")]) {
+    // `--filter`: every hit refused in the kernel (what a filtered-out hit costs), and every
+    // hit passed (what the comparison adds to a printed one). tracer's own pid is never 1.
+    let filters = [
+        ("", Vec::new()),
+        (" --filter 'pid == 1'", vec!["--filter", "pid == 1"]),
+        (" --filter 'pid != 1'", vec!["--filter", "pid != 1"]),
+    ];
+    let runs = builds.flat_map(|b| {
+        let filtered = (b.0.is_empty()).then(|| filters[1..].to_vec()).into_iter().flatten();
+        [(b.clone(), "perf", filters[0].clone()), (b.clone(), "ringbuf", filters[0].clone())]
+            .into_iter()
+            .chain(filtered.map(move |f| (b.clone(), "perf", f)))
+            .collect::<Vec<_>>()
+    });
+    for ((label, binary), transport, (shown, filter)) in runs {
+        // The output format flag of this binary: `-f` since the flags got one meaning each,
+        // `-o` before (a baseline may be older).
+        let help = capture(&s(&[&binary, "probe", "--help"])).map(|(out, _, _)| out);
+        let format = match help.is_ok_and(|h| h.contains("--format")) {
+            true => "-f",
+            false => "-o",
+        };
         let tracer_cmd = |n: u64| {
-            let argv = [&binary, "probe", "--transport", transport, "-o", "json", TP];
+            let mut argv = vec![binary.as_str(), "probe", "--transport", transport, format, "json"];
+            argv.extend(filter.iter().copied());
+            argv.push(TP);
             pinned(launching(&argv, work(n)))
         };
         rows.push(Row {
-            tool: format!("{label}tracer probe --transport {transport} -o json"),
+            tool: format!("{label}tracer probe --transport {transport}{shown}"),
             cost: per_event(&tracer_cmd, &work, BIG, SMALL),
             delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
                 let delivered = number_before(&err, " events in").context("no event count")?;
