@@ -229,6 +229,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe syscalls:sys_enter_openat --filter 'filenme ~ \"/etc/*\"' -- true",
         docs_probe_filter_typo,
     ),
+    (
+        "tracer probe --count-by probe 'syscalls:sys_enter_*' -- ./tracer-testprog getppid 1000",
+        docs_probe_every_syscall,
+    ),
     // docs/latency.md
     (
         "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --slower-than 60ms -- ./tracer-testprog sleeps 1",
@@ -2540,6 +2544,20 @@ fn docs_probe_filter_typo(ctx: &Ctx, example: &str) {
     let stderr = text(&out.stderr);
     assert_shown(example, "", &stderr, &[]);
     assert_eq!(stderr.lines().count(), 6, "{stderr}");
+}
+
+fn docs_probe_every_syscall(ctx: &Ctx, example: &str) {
+    if !has(Feature::RawTracepoints, "example docs probe every syscall") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // The count of syscall entry tracepoints is this kernel's: masked as a number.
+    assert_shown(example, &stdout, &stderr, &[]);
+    assert_eq!(
+        lines_with(&stdout, "syscalls:sys_enter_getppid "),
+        ["syscalls:sys_enter_getppid             1000"],
+        "{stdout}"
+    );
 }
 
 fn docs_latency_sleeps(ctx: &Ctx, example: &str) {
