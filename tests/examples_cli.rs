@@ -206,10 +206,22 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe --hist ret uretprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 20",
         docs_probe_hist_ret,
     ),
+    (
+        "tracer probe --hist arg0 --linear 10,0,50 uprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 100",
+        docs_probe_hist_linear,
+    ),
+    (
+        "tracer probe --hist count --comm dd syscalls:sys_enter_read -- dd if=/dev/zero of=/dev/null bs=64K count=5 status=none",
+        docs_probe_hist_bytes,
+    ),
     // docs/latency.md
     (
         "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --slower-than 60ms -- ./tracer-testprog sleeps 1",
         docs_latency_sleeps,
+    ),
+    (
+        "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --linear 1ms -- ./tracer-testprog sleeps 1",
+        docs_latency_linear,
     ),
     // docs/record.md (its `tracer report t.tracer` is `tracer report --help`'s too)
     (DOCS_RECORD_TL, docs_record_timeline),
@@ -1306,7 +1318,8 @@ fn probe_hist_interval(ctx: &Ctx, example: &str) {
             })
             .unwrap_or(0)
     };
-    assert!(bucket("4096") >= 1, "{cat}");
+    // `ret` of read is a size: its rows read `4K -> 8K`.
+    assert!(bucket("4K") >= 1, "{cat}");
     assert!(bucket("0") >= 1, "{cat}");
 }
 
@@ -2339,11 +2352,15 @@ fn docs_probe_hist_ret(ctx: &Ctx, example: &str) {
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
     assert_shown(example, &stdout, &stderr, &[]);
-    // The returns are 3 * i for i = 0..20: 0 | 3 | 6 | 9 12 15 | 18 .. 30 | 33 .. 57.
+    // The returns are 3 * i for i = 0..20: 0 | (no 1) | 3 | 6 | 9 12 15 | 18 .. 30 | 33 .. 57.
     let (count, rows) = histogram(&stdout);
     assert_eq!(count, 20, "{stdout}");
+    assert!(
+        stdout.contains("\n                           0  :        1  |*****")
+            && stdout.contains("\n                           1  :        0  |     "),
+        "0 and 1 are rows of their own: {stdout}"
+    );
     let want = [
-        ("0 -> 1", 1),
         ("2 -> 3", 1),
         ("4 -> 7", 1),
         ("8 -> 15", 3),
@@ -2357,6 +2374,81 @@ fn docs_probe_hist_ret(ctx: &Ctx, example: &str) {
             && stderr.contains("command exited with status 0; 0 not counted"),
         "{stderr}"
     );
+}
+
+fn docs_probe_hist_linear(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example docs probe --linear") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    // arg0 is 0..99: ten in each of the five buckets, fifty from 50 on.
+    let (count, rows) = histogram(&stdout);
+    assert_eq!(count, 100, "{stdout}");
+    let want = ["0 -> 9", "10 -> 19", "20 -> 29", "30 -> 39", "40 -> 49"];
+    assert_eq!(rows, want.map(|r| (r.to_string(), 10)), "{stdout}");
+    assert!(
+        stdout.contains("\n                       >= 50  :       50  |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\ncount 100, sum 4950, avg 49\n"),
+        "{stdout}"
+    );
+}
+
+fn docs_probe_hist_bytes(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe --hist bytes") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    let (_, rows) = histogram(&stdout);
+    assert!(
+        rows.contains(&("64K -> 128K".to_string(), 5)),
+        "dd's five reads of 64 KiB: {stdout}"
+    );
+}
+
+fn docs_latency_linear(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example docs latency --linear") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let slept: Vec<u64> = (stderr.lines())
+        .filter_map(|l| l.strip_prefix("slept ")?.parse().ok())
+        .collect();
+    assert_eq!(slept.len(), 35, "{stderr}");
+    // The five 70 ms sleeps are past 63 steps of 1 ms: the overflow row, up to the max.
+    let over = slept.iter().filter(|&&n| n >= 63_000_000).count() as u64;
+    assert_eq!(over, 5, "{stderr}");
+    let (count, rows) = histogram(&stdout);
+    assert_eq!(count, 35, "{stdout}");
+    let (last, n) = rows.last().unwrap();
+    assert!(last.starts_with("63.0ms -> max "), "{stdout}");
+    assert_eq!(*n, over, "{stdout}");
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("count 35, min "))
+        .unwrap();
+    let max = summary.rsplit("max ").next().unwrap();
+    assert_eq!(
+        last,
+        &format!("63.0ms -> max {max}"),
+        "the row ends at the max"
+    );
+    assert!(summary.contains(&format!("p99 ~{max} ")), "{summary}");
+    let places = shown_places(example);
+    assert!(!places.is_empty());
+    // The page's rows are the workload's design; a run the scheduler delayed is checked above.
+    let designed = slept
+        .iter()
+        .filter(|&&n| (4_000_000..5_000_000).contains(&n))
+        .count()
+        == 20;
+    if designed {
+        assert_shown(example, &stdout, &stderr, &[]);
+    }
 }
 
 fn docs_latency_sleeps(ctx: &Ctx, example: &str) {

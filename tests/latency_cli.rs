@@ -166,11 +166,89 @@ fn the_text_histogram_reads_like_bcc() {
         "the largest bucket fills the bar: {stdout}"
     );
     let summary = lines.last().unwrap();
-    assert!(summary.starts_with("count 35, avg "), "{stdout}");
+    assert!(summary.starts_with("count 35, min "), "{stdout}");
     assert!(
         summary.contains("(estimated: bucket upper bounds), max "),
         "{stdout}"
     );
+}
+
+/// The durations (ns) the workload measured, as it printed them (`slept NS`).
+fn slept(out: &Output) -> Vec<u64> {
+    let mut ns: Vec<u64> = (text(&out.stderr).lines())
+        .filter_map(|l| l.strip_prefix("slept ")?.parse().ok())
+        .collect();
+    ns.sort_unstable();
+    ns
+}
+
+/// `--linear 1ms`: the 70 ms calls go to the overflow row (from 63 ms to the exact maximum),
+/// not into a "63 ms -> 64 ms" row; min and max are exact and no percentile leaves them.
+#[test]
+fn linear_buckets_end_in_an_overflow_row_and_percentiles_stay_within_min_and_max() {
+    if !has(Feature::UprobePmu, "latency_linear") || !has(Feature::Bpf, "latency_linear") {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::testprog().display().to_string();
+    let target = format!("uprobe:{prog}:tracer_testprog_sleep");
+    let out = tracer(&[
+        "latency", &target, "--linear", "1ms", "-o", "json", "--", &prog, "sleeps", "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let line = (text(&out.stdout).lines())
+        .find(|l| l.contains("\"buckets\""))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no histogram: {}", text(&out.stderr)));
+    let doc: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let ns = slept(&out);
+    assert_eq!(ns.len(), 35);
+    let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
+    for d in &ns {
+        *expected.entry((d / 1_000_000).min(63)).or_default() += 1;
+    }
+    let rows: Vec<(u64, u64, bool)> = (doc["buckets"].as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["lo_ns"].as_u64().unwrap(),
+                b["count"].as_u64().unwrap(),
+                b["overflow"] == true,
+            )
+        })
+        .collect();
+    let wanted: Vec<(u64, u64, bool)> = (expected.iter())
+        .map(|(&b, &n)| (b * 1_000_000, n, b == 63))
+        .collect();
+    assert_eq!(rows, wanted);
+    assert_eq!(
+        rows.last(),
+        Some(&(63_000_000, 5, true)),
+        "the five 70 ms calls"
+    );
+    let (min, max) = (
+        doc["min_ns"].as_u64().unwrap(),
+        doc["max_ns"].as_u64().unwrap(),
+    );
+    let overflow = doc["buckets"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        overflow["hi_ns"].as_u64(),
+        Some(max),
+        "the overflow row ends at the max"
+    );
+    // The kernel times entry to return, the workload around the call: within microseconds.
+    assert!(min.abs_diff(ns[0]) < 100_000, "min {min}, slept {ns:?}");
+    assert!(max.abs_diff(ns[34]) < 100_000, "max {max}, slept {ns:?}");
+    // p99 (rank 35) is in the overflow row: the max, not 64 ms.
+    assert_eq!(doc["p99_ns"].as_u64(), Some(max));
+    // p50 (rank 18) is among the 4.5 ms calls: the upper bound of its 1 ms bucket.
+    assert_eq!(
+        doc["p50_ns"].as_u64(),
+        Some((ns[17] / 1_000_000 + 1) * 1_000_000 - 1)
+    );
+    for p in ["p50_ns", "p90_ns", "p99_ns"] {
+        let v = doc[p].as_u64().unwrap();
+        assert!((min..=max).contains(&v), "{p} {v} outside [{min}, {max}]");
+    }
 }
 
 #[test]

@@ -169,9 +169,14 @@ pub struct ProbeArgs {
     /// field).
     #[arg(long, value_name = "VALUE", conflicts_with = "hist")]
     pub sum: Option<String>,
-    /// A log2 histogram of this value per key (as for --sum).
+    /// A histogram of this value per key (as for --sum): log2 buckets (0, 1, 2-3, 4-7...),
+    /// or linear with --linear.
     #[arg(long, value_name = "VALUE")]
     pub hist: Option<String>,
+    /// With --hist: linear buckets of width STEP from MIN to MAX (bpftrace's lhist; default
+    /// 0 and 63 steps), with rows for values below MIN and from MAX on. K, M, G: binary units.
+    #[arg(long, value_name = "STEP[,MIN,MAX]", allow_hyphen_values = true)]
+    pub linear: Option<String>,
     /// With --count-by: only the N largest counts.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{
-    word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
-    LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
+    word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT,
+    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
 };
 
 use crate::bpf::{Bpf, Sizing, SlotKind};
@@ -209,7 +209,7 @@ impl<W: std::io::Write> LatencySink<'_, W> {
         let mut called = std::collections::HashSet::new();
         for (key, total) in totals {
             let value = match key.bucket {
-                HIST_MAX => total,
+                HIST_MAX | HIST_MIN => total,
                 _ => total - self.previous.insert(key, total).unwrap_or(0),
             };
             if key.bucket < HIST_BUCKETS && value > 0 {
@@ -227,6 +227,8 @@ impl<W: std::io::Write> LatencySink<'_, W> {
             match key.bucket {
                 HIST_SUM => h.sum_ns = value,
                 HIST_MAX => h.max_ns = value,
+                // Stored as `!min`, so the kernel keeps it by maximum.
+                HIST_MIN => h.min_ns = !value,
                 b if b < HIST_BUCKETS => h.buckets[b as usize] = value,
                 _ => {}
             }

@@ -478,6 +478,91 @@ pub struct Aggregation {
     pub value: Option<(ValueOp, String)>,
     pub top: Option<usize>,
     pub interval: Option<std::time::Duration>,
+    /// `--hist` with `--linear`: linear buckets instead of log2.
+    pub linear: Option<Linear>,
+}
+
+/// `--linear STEP[,MIN,MAX]` of a `--hist`: `buckets` buckets of `step` from `min`, with a row
+/// below `min` and one from `min + step * buckets` on (bpftrace's lhist).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Linear {
+    pub step: u64,
+    pub min: i64,
+    pub buckets: u64,
+}
+
+/// A `--linear` number: an integer, optionally with a binary size suffix (`4K`, `1M`, `2G`).
+fn linear_number(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (digits, scale) = match t.strip_suffix(['K', 'k']) {
+        Some(d) => (d, 1i64 << 10),
+        None => match t.strip_suffix('M') {
+            Some(d) => (d, 1 << 20),
+            None => match t.strip_suffix('G') {
+                Some(d) => (d, 1 << 30),
+                None => (t, 1),
+            },
+        },
+    };
+    digits.parse::<i64>().ok()?.checked_mul(scale)
+}
+
+/// Parses probe's `--linear STEP[,MIN,MAX]` (`hist`: whether `--hist` is given). Without MIN
+/// and MAX: from 0, 63 steps (as `tracer latency --linear`), then the overflow row.
+pub fn linear(text: Option<&str>, hist: bool) -> Result<Option<Linear>, Error> {
+    const HINT: &str =
+        "e.g. --linear 10 (from 0, 63 buckets of 10), --linear 4K,0,64K or --linear 5,-50,50";
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    if !hist {
+        return Err(usage(
+            "--linear shapes a --hist histogram".into(),
+            "add --hist VALUE, e.g. --hist ret --linear 10",
+        ));
+    }
+    let parts: Vec<Option<i64>> = text.split(',').map(linear_number).collect();
+    let (step, min, max) = match parts.as_slice() {
+        [Some(step)] => (*step, 0, step.saturating_mul(63)),
+        [Some(step), Some(min), Some(max)] => (*step, *min, *max),
+        _ => {
+            return Err(usage(
+                format!("--linear '{text}' is not STEP or STEP,MIN,MAX"),
+                HINT,
+            ))
+        }
+    };
+    if step <= 0 || max <= min {
+        return Err(usage(
+            format!("--linear '{text}' needs a positive STEP and MIN below MAX"),
+            HINT,
+        ));
+    }
+    let span = (max as i128) - (min as i128);
+    if span % step as i128 != 0 {
+        return Err(usage(
+            format!("--linear '{text}': MAX - MIN ({span}) is not a multiple of STEP ({step})"),
+            &format!(
+                "e.g. --linear {step},{min},{}",
+                min as i128 + (span / step as i128 + 1) * step as i128
+            ),
+        ));
+    }
+    let buckets = (span / step as i128) as u64;
+    if buckets > tracer_common::AGG_LINEAR_BUCKETS {
+        return Err(usage(
+            format!(
+                "--linear '{text}' makes {buckets} buckets, more than {}",
+                tracer_common::AGG_LINEAR_BUCKETS
+            ),
+            "use a larger STEP or a narrower MIN,MAX",
+        ));
+    }
+    Ok(Some(Linear {
+        step: step as u64,
+        min,
+        buckets,
+    }))
 }
 
 impl Aggregation {
@@ -599,6 +684,7 @@ pub fn aggregation(
         value: value.map(|(op, name)| (op, name.to_string())),
         top,
         interval,
+        linear: None,
     }))
 }
 
@@ -785,6 +871,8 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         args.top,
         args.interval,
     )?;
+    let linear = linear(args.linear.as_deref(), args.hist.is_some())?;
+    let aggregation = aggregation.map(|a| Aggregation { linear, ..a });
     Ok(ProbePlan {
         specs,
         filter,
@@ -967,6 +1055,32 @@ pub(crate) mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn linear_histograms_are_step_min_max() {
+        let l = |text| linear(Some(text), true);
+        let ok = |step, min, buckets| Some(Linear { step, min, buckets });
+        assert_eq!(l("10").unwrap(), ok(10, 0, 63));
+        assert_eq!(l("10,0,50").unwrap(), ok(10, 0, 5));
+        assert_eq!(l("4K,0,64K").unwrap(), ok(4096, 0, 16));
+        assert_eq!(l("5,-50,50").unwrap(), ok(5, -50, 20));
+        assert_eq!(linear(None, false).unwrap(), None);
+        let refused = |r: Result<Option<Linear>, Error>| match r {
+            Err(Error::Usage { message, hints }) => format!("{message} | {}", hints[0]),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused(linear(Some("10"), false)),
+            "--linear shapes a --hist histogram | add --hist VALUE, e.g. --hist ret --linear 10"
+        );
+        assert_eq!(
+            refused(l("10,0,55")),
+            "--linear '10,0,55': MAX - MIN (55) is not a multiple of STEP (10) | e.g. --linear 10,0,60"
+        );
+        assert!(refused(l("0")).starts_with("--linear '0' needs a positive STEP"));
+        assert!(refused(l("10,5")).starts_with("--linear '10,5' is not STEP or STEP,MIN,MAX"));
+        assert!(refused(l("1,0,1001")).starts_with("--linear '1,0,1001' makes 1001 buckets"));
     }
 
     #[test]

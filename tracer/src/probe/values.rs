@@ -217,6 +217,15 @@ impl Values {
         }
     }
 
+    /// The type of a named value (a parameter, `argN` or a member), as [`Values::source`]
+    /// finds it.
+    pub fn kind(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Kind, Error> {
+        match self.columns.iter().find(|c| c.name == name) {
+            Some(column) => Ok(column.kind.clone()),
+            None => Ok(self.column(name, members)?.kind),
+        }
+    }
+
     /// Where `--count-by`/`--sum`/`--hist` find a named value (a parameter, `argN` or a
     /// member, read if no column reads it yet), as a [`src`], and whether it is signed.
     pub fn source(
