@@ -119,3 +119,74 @@ fn a_closed_pipe_is_not_an_error() {
     assert_eq!(stdout(&out).trim(), "0");
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
+
+/// `-o FILE` writes the data to FILE in every command that has data (stdout then carries
+/// none), `-f json` is the format, and `-o json` is refused with the way to say it.
+#[test]
+fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
+    common::require_root();
+    for command in ["probe", "watch", "latency", "report"] {
+        let out = tracer(&[command, "x", "-o", "json"]);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            "error: -o writes the output to a file; 'json' is a format\nhint: for json output use -f json (to write a file named json, give -o ./json)\n",
+            "{command}"
+        );
+    }
+    if !common::has(Feature::Tracepoints, "dash_o_file")
+        || !common::has(Feature::Bpf, "dash_o_file")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::testprog().display().to_string();
+    let tp = "syscalls:sys_enter_getppid";
+    // probe, streamed: seven JSON lines in the file, none on stdout.
+    let file = dir.path().join("hits.json");
+    let path = file.to_str().unwrap();
+    let out = tracer(&[
+        "probe", tp, "-f", "json", "-o", path, "--", &prog, "getppid", "7",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let written = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<serde_json::Value> = (written.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 7, "{written}");
+    assert!(lines.iter().all(|l| l["probe"] == tp), "{written}");
+    // probe, counted, as text.
+    let file = dir.path().join("counts.txt");
+    let path = file.to_str().unwrap();
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "probe",
+        tp,
+        "-o",
+        path,
+        "--",
+        &prog,
+        "getppid",
+        "9",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "PROBE                       COUNT\nsyscalls:sys_enter_getppid      9\n"
+    );
+    // latency: its histogram.
+    let file = dir.path().join("latency.json");
+    let path = file.to_str().unwrap();
+    let to = "syscalls:sys_exit_getppid";
+    let out = tracer(&[
+        "latency", "--from", tp, "--to", to, "-f", "json", "-o", path, "--", &prog, "getppid", "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let doc: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
+    assert_eq!(doc["count"], 5);
+}

@@ -22,7 +22,7 @@ fn getppid_by_comm(script: &str) -> serde_json::Value {
         "probe",
         "--count-by",
         "comm",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "--",
@@ -130,7 +130,7 @@ fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
         "probe",
         "--count-by",
         "comm,probe",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "syscalls:sys_exit_getppid",
@@ -202,7 +202,7 @@ fn a_histogram_of_return_values_has_the_known_buckets() {
         "probe",
         "--hist",
         "ret",
-        "-o",
+        "-f",
         "json",
         &spec,
         "--",
@@ -266,7 +266,7 @@ fn log2_histograms_keep_0_and_1_apart() {
     let prog = testprog();
     let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
     let run = ["--", prog.to_str().unwrap(), "call", "5"];
-    let reports = counted(&[&["probe", "--hist", "arg0", "-o", "json", &spec][..], &run].concat());
+    let reports = counted(&[&["probe", "--hist", "arg0", "-f", "json", &spec][..], &run].concat());
     assert_eq!(
         hist_rows(&reports[0]),
         [(0, 0, 1), (1, 1, 1), (2, 3, 2), (4, 7, 1)]
@@ -297,7 +297,7 @@ fn linear_histograms_count_exactly_with_an_overflow_row() {
     let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
     let run = ["--", prog.to_str().unwrap(), "call", "100"];
     let hist = ["probe", "--hist", "arg0", "--linear", "10,0,50"];
-    let reports = counted(&[&hist[..], &["-o", "json", &spec], &run].concat());
+    let reports = counted(&[&hist[..], &["-f", "json", &spec], &run].concat());
     let row = &reports[0]["rows"][0];
     assert_eq!(
         hist_rows(&reports[0]),
@@ -332,7 +332,7 @@ fn linear_histograms_count_exactly_with_an_overflow_row() {
     let reports = counted(
         &[
             &[
-                "probe", "--hist", "arg0", "--linear", "10,20,50", "-o", "json", &spec,
+                "probe", "--hist", "arg0", "--linear", "10,20,50", "-f", "json", &spec,
             ][..],
             &run,
         ]
@@ -384,7 +384,7 @@ fn byte_sized_values_get_human_rows() {
         stdout.contains("\n                 64K -> 128K  :        5  |"),
         "{stdout}"
     );
-    let reports = counted(&[&hist[..], &["-o", "json"], &dd].concat());
+    let reports = counted(&[&hist[..], &["-f", "json"], &dd].concat());
     assert!(
         hist_rows(&reports[0]).contains(&(65536, 131071, 5)),
         "{reports:?}"
@@ -407,7 +407,7 @@ fn sums_and_keys_of_arguments_are_exact() {
         "arg1",
         "--top",
         "5",
-        "-o",
+        "-f",
         "json",
         &spec,
         "--",
@@ -441,8 +441,8 @@ fn interval_reports_add_up_to_every_hit() {
         "--count-by",
         "comm",
         "-I",
-        "0.2",
-        "-o",
+        "200ms",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "--",
@@ -484,8 +484,8 @@ fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
         "arg0",
         &spec,
         "-I",
-        "0.1",
-        "-o",
+        "100",
+        "-f",
         "json",
         "--",
         &prog.display().to_string(),

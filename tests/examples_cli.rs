@@ -50,7 +50,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_openat_cat,
     ),
     (
-        "tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json",
+        "tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json",
         probe_pid_json,
     ),
     (
@@ -66,7 +66,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_count_by_comm,
     ),
     (
-        "tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1",
+        "tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s",
         probe_hist_interval,
     ),
     (
@@ -93,7 +93,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_slow_calls,
     ),
     (
-        "tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1",
+        "tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1s",
         latency_read_interval,
     ),
     (
@@ -155,7 +155,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2",
         report_filtered,
     ),
-    ("tracer report t.tracer -o json | jq .", report_json_jq),
+    ("tracer report t.tracer -f json | jq .", report_json_jq),
     ("tracer report t.tracer --perfetto t.json", report_perfetto),
     // README.md
     (
@@ -175,7 +175,7 @@ const EXAMPLES: &[(&str, Check)] = &[
     // docs/probe.md (its `tracer probe syscalls:sys_enter_openat -- cat /etc/hostname` and
     // `tracer probe do_sys_open` are README's too, checked above)
     (
-        "tracer probe uprobe:./tracer-testprog:tracer_testprog_target uretprobe:./tracer-testprog:tracer_testprog_target -o json -- ./tracer-testprog call 3",
+        "tracer probe uprobe:./tracer-testprog:tracer_testprog_target uretprobe:./tracer-testprog:tracer_testprog_target -f json -- ./tracer-testprog call 3",
         docs_probe_call_json,
     ),
     (
@@ -1768,7 +1768,7 @@ fn stat_ls(ctx: &Ctx, example: &str) {
     let (_, stderr) = ok(&ctx.run(&words(example, &[])));
     // As many as `tracer probe` sees ls open, in the same directory.
     let (stdout, _) = ok(&ctx.run(&words(
-        "tracer probe syscalls:sys_enter_openat -o json -- ls",
+        "tracer probe syscalls:sys_enter_openat -f json -- ls",
         &[],
     )));
     let opens = json_lines(
@@ -1895,7 +1895,7 @@ fn stat_repeat(ctx: &Ctx, example: &str) {
 // ---- record and report ----
 
 fn report_json(ctx: &Ctx, file: &str) -> Vec<serde_json::Value> {
-    let (stdout, _) = ok(&ctx.run(&words(&format!("tracer report {file} -o json"), &[])));
+    let (stdout, _) = ok(&ctx.run(&words(&format!("tracer report {file} -f json"), &[])));
     json_lines(stdout.as_bytes())
 }
 
@@ -2119,7 +2119,7 @@ fn hit_args<'a>(stdout: &'a str, comm: &str, probe: &str) -> Vec<&'a str> {
 }
 
 fn docs_probe_call_json(ctx: &Ctx, example: &str) {
-    if !has(Feature::UprobePmu, "example docs probe -o json") {
+    if !has(Feature::UprobePmu, "example docs probe -f json") {
         return;
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));

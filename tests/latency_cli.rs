@@ -67,13 +67,13 @@ fn outliers(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// `tracer latency ARGS -o json -- tracer-testprog sleeps 1`: its histogram has exactly the
+/// `tracer latency ARGS -f json -- tracer-testprog sleeps 1`: its histogram has exactly the
 /// buckets of the durations the workload measured.
 fn matches_the_sleeps(args: &[&str]) {
     let prog = common::testprog().display().to_string();
     let mut full = vec!["latency"];
     full.extend(args);
-    full.extend(["-o", "json", "--", &prog, "sleeps", "1"]);
+    full.extend(["-f", "json", "--", &prog, "sleeps", "1"]);
     let out = tracer(&full);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(buckets(&out), measured(&out));
@@ -102,7 +102,7 @@ fn a_uprobe_pair_gives_exact_buckets_and_lists_exactly_the_slow_calls() {
         &target,
         "--slower-than",
         "60ms",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,
@@ -193,7 +193,7 @@ fn linear_buckets_end_in_an_overflow_row_and_percentiles_stay_within_min_and_max
     let prog = common::testprog().display().to_string();
     let target = format!("uprobe:{prog}:tracer_testprog_sleep");
     let out = tracer(&[
-        "latency", &target, "--linear", "1ms", "-o", "json", "--", &prog, "sleeps", "1",
+        "latency", &target, "--linear", "1ms", "-f", "json", "--", &prog, "sleeps", "1",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let line = (text(&out.stdout).lines())
@@ -281,7 +281,7 @@ fn interval_histograms_add_up_to_every_call() {
     let prog = common::testprog().display().to_string();
     let target = format!("uprobe:{prog}:tracer_testprog_sleep");
     let out = tracer(&[
-        "latency", &target, "-I", "0.2", "-o", "json", "--", &prog, "sleeps", "1",
+        "latency", &target, "-I", "200ms", "-f", "json", "--", &prog, "sleeps", "1",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let rows: Vec<serde_json::Value> = text(&out.stdout)
@@ -313,7 +313,7 @@ fn requests_handed_between_threads_are_matched_by_an_argument_key() {
         format!("uprobe:{prog}:lat_complete"),
     );
     let keyed = tracer(&[
-        "latency", "--from", &from, "--to", &to, "--key", "arg0", "-o", "json", "--", &prog,
+        "latency", "--from", &from, "--to", &to, "--key", "arg0", "-f", "json", "--", &prog,
     ]);
     assert_eq!(keyed.status.code(), Some(0), "{}", text(&keyed.stderr));
     assert_eq!(buckets(&keyed), measured_as(&keyed, "handed ", 6));
@@ -402,7 +402,7 @@ fn outliers_carry_the_stack_of_their_call_site() {
         "--slower-than",
         "50ms",
         "-s",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,

@@ -179,7 +179,7 @@ fn probe_cli(interface: &str, transport: &str) {
             interface,
             "--transport",
             transport,
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -249,7 +249,7 @@ fn do_sys_open_traces_every_open_through_its_successor() {
         .args([
             "probe",
             "do_sys_open",
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -354,7 +354,7 @@ fn failed_opens_return_a_named_errno() {
         .args([
             "probe",
             "do_sys_openat2%return",
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -450,7 +450,7 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
     let mut child = std::process::Command::new(common::tracer_bin())
         .arg("latency")
         .args(pair)
-        .args(["-p", &pid, "-o", "json"])
+        .args(["-p", &pid, "-f", "json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

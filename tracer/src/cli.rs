@@ -110,11 +110,11 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tracer probe syscalls:sys_enter_openat -- cat /etc/hostname
-  tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json
+  tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json
   tracer probe uprobe:bash:readline uretprobe:bash:readline
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
-  tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
+  tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10
   tracer probe 'do_sys_openat2(filename, how->flags)'      chosen arguments and members")]
 #[command(
@@ -134,9 +134,8 @@ pub struct ProbeArgs {
     pub tid: Option<u32>,
     #[command(flatten)]
     pub stop: Stop,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
     /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
     #[arg(long, value_name = "N")]
@@ -180,8 +179,9 @@ pub struct ProbeArgs {
     /// With --count-by: only the N largest counts.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
-    /// With --count-by/--sum/--hist: print and reset the counts every SECS seconds.
-    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    /// With --count-by/--sum/--hist: print the counts of each interval (1s, 500ms; a bare
+    /// number is milliseconds, as in perf stat).
+    #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
     pub interval: Option<Duration>,
     /// Say on stderr why the BPF programs dropped hits (which filter refused them, a full
     /// ring or count map), as `bpf:` lines: for finding out why nothing shows. Costs a
@@ -225,9 +225,8 @@ pub struct WatchArgs {
     pub len: Option<u64>,
     #[command(flatten)]
     pub stop: Stop,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub stack: StackArg,
     /// Count the hits in the kernel, by thread and instruction, and print only those counts
@@ -243,7 +242,7 @@ pub struct WatchArgs {
 #[command(after_help = "Examples:
   tracer latency vfs_read                                   a kernel function, entry to return
   tracer latency uprobe:./prog:handle --slower-than 10ms    a user function, slow calls listed
-  tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1
+  tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1s
   tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid
   tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector
   tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0
@@ -276,17 +275,17 @@ pub struct LatencyArgs {
     pub slower_than: Option<String>,
     #[command(flatten)]
     pub stack: StackArg,
-    /// Print and reset the histograms every SECS seconds.
-    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    /// Print the histograms of each interval (1s, 500ms; a bare number is milliseconds, as
+    /// in perf stat).
+    #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
     pub interval: Option<Duration>,
-    /// Stop after SECS seconds.
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub tasks: Tasks,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Start COMMAND and measure only it and its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -320,13 +319,26 @@ pub struct Tasks {
     pub cgroup: Option<PathBuf>,
 }
 
+/// Where the data goes and in what form, the same in every command: `-o FILE` (perf's) and
+/// `-f text|json` (bpftrace's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Output format: text, or json (JSON Lines: one object per line).
+    #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
+    pub format: Format,
+    /// Write the data to FILE instead of standard output (the banner and summary stay on
+    /// stderr).
+    #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
 /// When a streaming run stops on its own: after N events or after a time.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Stop {
     /// Stop after N events.
     #[arg(short, long, value_name = "N")]
     pub count: Option<u64>,
-    /// Stop after SECS seconds.
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
 }
@@ -540,7 +552,7 @@ pub struct RecordArgs {
     /// Only this process (and with -W: the process whose memory is watched).
     #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
-    /// Stop after SECS seconds.
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
@@ -563,7 +575,7 @@ pub struct RecordArgs {
 #[command(after_help = "Examples:
   tracer report t.tracer
   tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2
-  tracer report t.tracer -o json | jq .
+  tracer report t.tracer -f json | jq .
   tracer report t.tracer --perfetto t.json     then open t.json in ui.perfetto.dev")]
 pub struct ReportArgs {
     /// The recording (`-` for standard input).
@@ -586,9 +598,8 @@ pub struct ReportArgs {
     /// Only records before this many seconds into the recording.
     #[arg(long, value_name = "SECS")]
     pub until: Option<f64>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Also write the timeline as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing).
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
@@ -597,6 +608,12 @@ pub struct ReportArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 
     fn words(line: &str) -> Vec<OsString> {
         line.split_whitespace().map(OsString::from).collect()

@@ -48,11 +48,11 @@ pub fn streaming() -> Result<()> {
     let builds = std::iter::once(("", tracer.clone())).chain(baseline.map(|b| ("baseline ", b)));
     for ((label, binary), transport) in builds.flat_map(|b| [(b.clone(), "perf"), (b, "ringbuf")]) {
         let tracer_cmd = |n: u64| {
-            let argv = [&binary, "probe", "--transport", transport, "-o", "json", TP];
+            let argv = [&binary, "probe", "--transport", transport, "-f", "json", TP];
             pinned(launching(&argv, work(n)))
         };
         rows.push(Row {
-            tool: format!("{label}tracer probe --transport {transport} -o json"),
+            tool: format!("{label}tracer probe --transport {transport} -f json"),
             cost: per_event(&tracer_cmd, &work, BIG, SMALL),
             delivered: capture(&tracer_cmd(BIG)).and_then(|(_, err, secs)| {
                 let delivered = number_before(&err, " events in").context("no event count")?;

@@ -25,6 +25,7 @@ use crate::Error;
 
 pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let plan = latency_plan(&args, &session::ThisMachine)?;
+    let out = crate::output::destination(plan.output.file.as_deref())?;
     let fs = Tracefs::locate()?;
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
@@ -58,7 +59,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Exit first: an end with no start is only counted, never mismatched.
     exit.event.enable(false)?;
     entry.event.enable(false)?;
-    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan);
+    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out);
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
     let adopted = (session
@@ -128,13 +129,18 @@ struct LatencySink<'a, W: std::io::Write> {
     symbolizer: Symbolizer,
 }
 
-impl<'a> LatencySink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
-    fn new(bpf: &'a mut Bpf, rings: &'a mut OutputRings, plan: &LatencyPlan) -> Self {
+impl<'a> LatencySink<'a, Box<dyn std::io::Write>> {
+    fn new(
+        bpf: &'a mut Bpf,
+        rings: &'a mut OutputRings,
+        plan: &LatencyPlan,
+        out: Box<dyn std::io::Write>,
+    ) -> Self {
         LatencySink {
             bpf,
             rings,
-            out: std::io::BufWriter::new(std::io::stdout().lock()),
-            format: plan.output,
+            out,
+            format: plan.output.format,
             linear_step: plan.linear_step,
             by: plan.by,
             interval: plan.interval,

@@ -10,7 +10,6 @@ use tracer_common::{
 use super::{build_filter, parse_bare_spec, Machine, ProbeSpec, Target};
 use crate::cli::{LatencyArgs, LatencyBy};
 use crate::kernel::format::Format as RecordFormat;
-use crate::output::events::Format;
 use crate::stacks::Which;
 use crate::units::parse_duration_ns;
 use crate::Error;
@@ -35,12 +34,13 @@ pub struct LatencyPlan {
     pub duration: Option<Duration>,
     pub pid: Option<u32>,
     pub filter: tracer_common::SlotConfig,
-    pub output: Format,
+    pub output: super::Output,
     pub command: Vec<String>,
 }
 
 /// Every check of `tracer latency`'s input, before anything is opened.
 pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<LatencyPlan, Error> {
+    let output = super::output(&args.output)?;
     let (start, end) = pair(args)?;
     let filter = build_filter(&args.tasks, None, machine)?;
     let duration = |text: &Option<String>, example: &str| {
@@ -66,7 +66,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         duration: args.duration,
         pid: args.tasks.pid,
         filter,
-        output: args.output,
+        output,
         command: args.command.clone(),
     })
 }

@@ -427,6 +427,32 @@ pub fn similar<'a>(
 /// program slots per kind.
 pub const MAX_PROBES_PER_KIND: usize = tracer_common::PROBE_SLOTS as usize;
 
+/// Where a command's data goes, and in what form (`-o FILE`, `-f text|json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub format: crate::output::events::Format,
+    /// `None`: standard output.
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// `-o FILE` and `-f FORMAT`, checked: `-o` always names a file, so `-f json` (the format
+/// flag of older tracers, and a natural guess) is refused rather than written to a file
+/// named `json`; `-o ./json` writes that file.
+pub fn output(args: &crate::cli::OutputArgs) -> Result<Output, Error> {
+    if let Some(name) = (args.file.as_deref()).and_then(|f| f.to_str()) {
+        if matches!(name, "json" | "text") {
+            return Err(usage(
+                format!("-o writes the output to a file; '{name}' is a format"),
+                &format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})"),
+            ));
+        }
+    }
+    Ok(Output {
+        format: args.format,
+        file: args.file.clone(),
+    })
+}
+
 /// A validated `tracer probe` invocation.
 #[derive(Clone, Debug)]
 pub struct ProbePlan {
@@ -436,7 +462,7 @@ pub struct ProbePlan {
     pub command: Vec<String>,
     pub count: Option<u64>,
     pub duration: Option<std::time::Duration>,
-    pub output: crate::output::events::Format,
+    pub output: Output,
     pub ring_pages: usize,
     pub wakeup_events: Option<u32>,
     pub transport: crate::cli::Transport,
@@ -609,7 +635,7 @@ pub fn aggregation(
         if top.is_some() || interval.is_some() {
             return Err(usage(
                 "--top and -I go with --count-by, --sum or --hist".into(),
-                "e.g. --count-by comm --top 10 -I 1",
+                "e.g. --count-by comm --top 10 -I 1s",
             ));
         }
         return Ok(None);
@@ -829,6 +855,7 @@ pub fn build_filter(
 
 /// Checks every `tracer probe` argument and builds the plan.
 pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result<ProbePlan, Error> {
+    let output = output(&args.output)?;
     let mut specs = args
         .specs
         .iter()
@@ -879,7 +906,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         command: args.command.clone(),
         count: args.stop.count,
         duration: args.stop.duration,
-        output: args.output,
+        output,
         ring_pages,
         wakeup_events: args.wakeup_events,
         transport: args.transport,
