@@ -190,3 +190,96 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
         serde_json::from_str(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
     assert_eq!(doc["count"], 5);
 }
+
+/// bpftrace's spellings of what tracer does another way get a pointer to it, not "no such
+/// tracepoint", in every command that takes a probe spec.
+#[test]
+fn bpftrace_probe_types_point_at_the_tracer_way() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["probe", "watchpoint:0x1000:8:w"],
+            "error: 'watchpoint:0x1000:8:w': hardware watchpoints are `tracer watch`\nhint: e.g. tracer watch -t rw 0x1000\n",
+        ),
+        (
+            &["probe", "software:page-faults:100"],
+            "error: 'software:page-faults:100': software and hardware events are counted by `tracer stat` and sampled by `tracer record`\nhint: e.g. tracer stat -e page-faults, tracer record -o t.tracer -e page-faults\n",
+        ),
+        (
+            &["probe", "hardware:cache-misses:1000"],
+            "error: 'hardware:cache-misses:1000': software and hardware events are counted by `tracer stat` and sampled by `tracer record`\nhint: e.g. tracer stat -e cache-misses, tracer record -o t.tracer -e cache-misses\n",
+        ),
+        (
+            &["probe", "interval:s:1"],
+            "error: 'interval:s:1': periodic output is the -I flag\nhint: e.g. tracer probe --count-by comm -I 1s CAT:NAME\n",
+        ),
+        (
+            &["latency", "fentry:vfs_read"],
+            "error: 'fentry:vfs_read': kernel functions are probed by name\nhint: e.g. tracer probe vfs_read\n",
+        ),
+        (
+            &["probe", "kretprobe:vfs_read { @ns = hist(nsecs); }"],
+            "error: 'kretprobe:vfs_read { @ns = hist(nsecs); }' is a bpftrace program\nhint: tracer takes probe specs and flags, not programs: tracer probe 'kretprobe:vfs_read' prints each hit; hist(x) is --hist x; timing a function is tracer latency FUNC\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = tracer(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out), expected, "{args:?}");
+    }
+}
+
+/// Input that cannot match anything is refused before anything is attached: a CPU that is
+/// not online; `--comm` that is not the command's name is noted (a child may still match).
+#[test]
+fn input_that_cannot_match_is_refused_or_noted() {
+    common::require_root();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let out = tracer(&["probe", "-C", "1000", "syscalls:sys_enter_getppid"]);
+    assert_eq!(out.status.code(), Some(2));
+    // CPU 1000 is past -C's 64 CPUs; one past the last online CPU is refused as offline.
+    let last: u32 = (online
+        .trim()
+        .split(',')
+        .next_back()
+        .unwrap()
+        .split('-')
+        .next_back())
+    .unwrap()
+    .parse()
+    .unwrap();
+    let beyond = (last + 1).to_string();
+    let out = tracer(&["probe", "-C", &beyond, "syscalls:sys_enter_getppid"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: -C {beyond}: CPU {beyond} is not online: nothing would ever be seen there\nhint: CPUs online here: {} (/sys/devices/system/cpu/online)\n",
+            online.trim()
+        )
+    );
+    if !common::has(Feature::Tracepoints, "comm_note") || !common::has(Feature::Bpf, "comm_note") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "probe",
+        "--comm",
+        "nope",
+        "--count-by",
+        "comm",
+        "syscalls:sys_enter_getppid",
+        "--",
+        &prog,
+        "getppid",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "note: --comm nope is not the name of `{prog} getppid 3` (its task is named tracer-testprog): only its children (or itself after a rename) named nope will count\n"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "no hits\n");
+}

@@ -206,6 +206,11 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe --hist ret uretprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 20",
         docs_probe_hist_ret,
     ),
+    ("tracer probe -C 63 syscalls:sys_enter_getppid", docs_probe_offline_cpu),
+    (
+        "tracer probe --comm cat --count-by comm syscalls:sys_enter_openat -- sh -c 'cat /etc/hostname'",
+        docs_probe_comm_note,
+    ),
     (
         "tracer probe --hist arg0 --linear 10,0,50 uprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 100",
         docs_probe_hist_linear,
@@ -2374,6 +2379,43 @@ fn docs_probe_hist_ret(ctx: &Ctx, example: &str) {
             && stderr.contains("command exited with status 0; 0 not counted"),
         "{stderr}"
     );
+}
+
+fn docs_probe_offline_cpu(ctx: &Ctx, example: &str) {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if tracer::perf::cpus::online().is_ok_and(|cpus| cpus.contains(&63)) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: CPU 63 is online here: {example} not checked"
+        );
+        return;
+    }
+    let out = ctx.run(&words(example, &[]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr,
+        format!("error: -C 63: CPU 63 is not online: nothing would ever be seen there\nhint: CPUs online here: {} (/sys/devices/system/cpu/online)\n", online.trim())
+    );
+    assert_shown(example, "", &stderr, &[]);
+}
+
+fn docs_probe_comm_note(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe --comm note") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // The page shows cat's own count on this machine; the count depends on its libraries.
+    let count = lines_with(&stdout, "cat ");
+    assert_eq!(count.len(), 1, "{stdout}");
+    // cat's own output (the host name) comes first, on the same stdout.
+    assert!(stdout.contains("\nCOMM  COUNT\ncat "), "{stdout}");
+    assert!(
+        stderr.starts_with("note: --comm cat is not the name of `sh -c cat /etc/hostname` (its task is named sh): only its children (or itself after a rename) named cat will count\n"),
+        "{stderr}"
+    );
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap();
+    assert_shown(example, &stdout, &stderr, &[hostname.trim()]);
 }
 
 fn docs_probe_hist_linear(ctx: &Ctx, example: &str) {

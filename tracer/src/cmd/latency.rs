@@ -25,6 +25,7 @@ use crate::Error;
 
 pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let plan = latency_plan(&args, &session::ThisMachine)?;
+    plan.notes.iter().for_each(crate::output::notes::note);
     let out = crate::output::destination(plan.output.file.as_deref())?;
     let fs = Tracefs::locate()?;
     // Stopped right after its exec: its executable is mapped and can be read for the stacks

@@ -27,6 +27,7 @@ use crate::Error;
 
 pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let plan = plan::probe_plan(&args, &session::ThisMachine)?;
+    plan.notes.iter().for_each(crate::output::notes::note);
     let out = crate::output::destination(plan.output.file.as_deref())?;
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.specs, &fs)?;

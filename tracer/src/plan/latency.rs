@@ -36,6 +36,8 @@ pub struct LatencyPlan {
     pub filter: tracer_common::SlotConfig,
     pub output: super::Output,
     pub command: Vec<String>,
+    /// Notes to print before attaching: input that may match nothing.
+    pub notes: Vec<String>,
 }
 
 /// Every check of `tracer latency`'s input, before anything is opened.
@@ -68,6 +70,9 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         filter,
         output,
         command: args.command.clone(),
+        notes: super::comm_note(args.tasks.comm.as_deref(), &args.command)
+            .into_iter()
+            .collect(),
     })
 }
 

@@ -297,7 +297,9 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
         if spec.contains("count()") {
             hint += "; @[comm] = count() is --count-by comm";
         }
-        if spec.contains("hist(") || spec.contains("lhist(") {
+        if spec.contains("lhist(") {
+            hint += "; lhist(x, MIN, MAX, STEP) is --hist x --linear STEP,MIN,MAX";
+        } else if spec.contains("hist(") {
             hint += "; hist(x) is --hist x";
         }
         if spec.contains("nsecs") {
@@ -474,6 +476,8 @@ pub struct ProbePlan {
     pub aggregation: Option<Aggregation>,
     /// `--debug-bpf`: the programs say why they dropped hits.
     pub debug_bpf: bool,
+    /// Notes to print before attaching: input that may match nothing.
+    pub notes: Vec<String>,
 }
 
 /// One part of an aggregation key.
@@ -719,6 +723,17 @@ pub fn aggregation(
 pub trait Machine {
     /// CPUs online (at least 1).
     fn online_cpus(&self) -> usize;
+    /// Whether CPU `cpu` is online (by default: one of the first `online_cpus`).
+    fn cpu_online(&self, cpu: u32) -> bool {
+        (cpu as usize) < self.online_cpus()
+    }
+    /// The online CPUs as a list (`0-1`), for messages.
+    fn online_cpus_text(&self) -> String {
+        match self.online_cpus() {
+            1 => "0".into(),
+            n => format!("0-{}", n - 1),
+        }
+    }
     /// The id of a cgroup v2 directory (its inode number, as `bpf_get_current_cgroup_id`
     /// gives it); `None` when `dir` is not a directory.
     fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64>;
@@ -840,6 +855,26 @@ pub fn build_filter(
                 "-C filters CPUs 0 to 63",
             ));
         }
+        let offline: Vec<String> = (cpus.iter())
+            .filter(|&&c| !machine.cpu_online(c))
+            .map(u32::to_string)
+            .collect();
+        if !offline.is_empty() {
+            return Err(usage(
+                format!(
+                    "-C {list}: {} {} not online: nothing would ever be seen there",
+                    match offline.len() {
+                        1 => format!("CPU {}", offline[0]),
+                        _ => format!("CPUs {}", offline.join(", ")),
+                    },
+                    if offline.len() == 1 { "is" } else { "are" }
+                ),
+                &format!(
+                    "CPUs online here: {} (/sys/devices/system/cpu/online)",
+                    machine.online_cpus_text()
+                ),
+            ));
+        }
         filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
     }
     if let Some(path) = &tasks.cgroup {
@@ -851,6 +886,28 @@ pub fn build_filter(
         })?;
     }
     Ok(filter)
+}
+
+/// A note when `--comm NAME` is not the name the `-- COMMAND` runs under (the kernel names a
+/// task after the file it executes, its first 15 bytes): the command itself is then filtered
+/// out, and only a child of it (or itself after a rename) can match. Not refused: `-- sh -c
+/// '...'` with `--comm` naming what the shell starts is the way to trace one of its children.
+pub fn comm_note(comm: Option<&str>, command: &[String]) -> Option<String> {
+    let (comm, program) = (comm?, command.first()?);
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let name: String = base
+        .chars()
+        .scan(0, |bytes, c| {
+            *bytes += c.len_utf8();
+            (*bytes <= 15).then_some(c)
+        })
+        .collect();
+    (name != comm).then(|| {
+        format!(
+            "--comm {comm} is not the name of `{}` (its task is named {name}): only its children (or itself after a rename) named {comm} will count",
+            command.join(" ")
+        )
+    })
 }
 
 /// Checks every `tracer probe` argument and builds the plan.
@@ -915,6 +972,9 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         stack: args.stack.stack,
         aggregation,
         debug_bpf: args.debug_bpf,
+        notes: comm_note(args.tasks.comm.as_deref(), &args.command)
+            .into_iter()
+            .collect(),
     })
 }
 
@@ -1082,6 +1142,52 @@ pub(crate) mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn cpus_that_are_not_online_are_refused() {
+        let m = FakeMachine {
+            cpus: 2,
+            ..FakeMachine::CPUS_128
+        };
+        let tasks = |cpus: &str| crate::cli::Tasks {
+            cpus: Some(cpus.into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            build_filter(&tasks("0-1"), None, &m).unwrap().cpu_mask,
+            0b11
+        );
+        match build_filter(&tasks("1,3-4"), None, &m) {
+            Err(Error::Usage { message, hints }) => assert_eq!(
+                (message.as_str(), hints[0].as_str()),
+                (
+                    "-C 1,3-4: CPUs 3, 4 are not online: nothing would ever be seen there",
+                    "CPUs online here: 0-1 (/sys/devices/system/cpu/online)"
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_comm_that_the_command_does_not_have_is_noted() {
+        let command = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(comm_note(Some("prog"), &command(&["./prog", "-x"])), None);
+        assert_eq!(comm_note(Some("cat"), &[]), None, "no command");
+        assert_eq!(comm_note(None, &command(&["ls"])), None);
+        assert_eq!(
+            comm_note(Some("long-name"), &command(&["/x/tracer-testprog-long-name", "1"])),
+            Some("--comm long-name is not the name of `/x/tracer-testprog-long-name 1` (its task is named tracer-testprog): only its children (or itself after a rename) named long-name will count".into())
+        );
+        assert_eq!(
+            comm_note(
+                Some("tracer-testprog"),
+                &command(&["/x/tracer-testprog-long-name"])
+            ),
+            None,
+            "the kernel keeps 15 bytes of the name"
+        );
     }
 
     #[test]
@@ -1283,6 +1389,15 @@ pub(crate) mod tests {
         );
         assert_eq!(h, "tracer takes probe specs and flags, not programs: tracer probe 'tracepoint:syscalls:sys_enter_openat' prints each hit; @[comm] = count() is --count-by comm");
         assert!(refused("BEGIN").0.contains("bpftrace program"));
+        assert_eq!(
+            refused("hardware:cache-misses:1000000").1,
+            "e.g. tracer stat -e cache-misses, tracer record -o t.tracer -e cache-misses"
+        );
+        assert!(
+            refused("t:syscalls:sys_exit_read { @ = lhist(args.ret, 0, 100, 10); }")
+                .1
+                .ends_with("; lhist(x, MIN, MAX, STEP) is --hist x --linear STEP,MIN,MAX")
+        );
         // tracer's own spellings still parse.
         for ok in [
             "sched:sched_switch",
