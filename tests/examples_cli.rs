@@ -206,7 +206,16 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe --hist ret uretprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 20",
         docs_probe_hist_ret,
     ),
+    ("tracer probe 'watchpoint:0x1000:8:w'", docs_probe_bpftrace_pointer),
+    (
+        "tracer probe 'tracepoint:syscalls:sys_exit_read { @bytes = lhist(args.ret, 0, 4096, 512); }'",
+        docs_probe_bpftrace_pointer,
+    ),
     ("tracer probe -C 63 syscalls:sys_enter_getppid", docs_probe_offline_cpu),
+    (
+        "tracer probe syscalls:sys_enter_getppid -f json -o hits.json -- ./tracer-testprog getppid 3",
+        docs_probe_output_file,
+    ),
     (
         "tracer probe --comm cat --count-by comm syscalls:sys_enter_openat -- sh -c 'cat /etc/hostname'",
         docs_probe_comm_note,
@@ -2378,6 +2387,41 @@ fn docs_probe_hist_ret(ctx: &Ctx, example: &str) {
         stderr.contains("20 hits counted in the kernel in ")
             && stderr.contains("command exited with status 0; 0 not counted"),
         "{stderr}"
+    );
+}
+
+/// A bpftrace spelling: refused as a usage error, with exactly the page's error and hint.
+fn docs_probe_bpftrace_pointer(ctx: &Ctx, example: &str) {
+    let out = ctx.run(&words(example, &[]));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 2, "an error and its hint: {stderr}");
+    assert!(
+        stderr.starts_with("error: '") && stderr.contains("\nhint: "),
+        "{stderr}"
+    );
+    assert_shown(example, "", &stderr, &[]);
+}
+
+/// `-o FILE`: the events go to the file (stdout has none), the summary to stderr.
+fn docs_probe_output_file(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe -o FILE") {
+        return;
+    }
+    let file = ctx.path("hits.json");
+    let _ = std::fs::remove_file(&file);
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_eq!(stdout, "", "the data went to the file");
+    assert_shown(example, &stdout, &stderr, &[]);
+    let written = std::fs::read_to_string(&file).unwrap();
+    let events: Vec<serde_json::Value> = (written.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{written}");
+    assert!(
+        (events.iter())
+            .all(|e| e["probe"] == "syscalls:sys_enter_getppid" && e["comm"] == "tracer-testprog"),
+        "{written}"
     );
 }
 
