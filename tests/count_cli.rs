@@ -516,7 +516,7 @@ fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
 fn bad_aggregations_are_usage_errors_that_say_what_exists() {
     let prog = testprog();
     let uprobe = format!("uprobe:{}:tracer_testprog_target", prog.display());
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["--hist", "filename", "syscalls:sys_enter_openat"],
             "--hist filename: 'filename' of syscalls:sys_enter_openat is a string (const char *), not a number",
@@ -528,6 +528,10 @@ fn bad_aggregations_are_usage_errors_that_say_what_exists() {
         (
             &["--linear", "10", "--count-by", "comm", "syscalls:sys_enter_getppid"],
             "--linear shapes a --hist histogram",
+        ),
+        (
+            &["--hist", "count", "--linear", "5,-10,10", "syscalls:sys_enter_read"],
+            "--linear starts at -10, but 'count' of syscalls:sys_enter_read is unsigned",
         ),
         (
             &["--count-by", "comm,bogus-key", "syscalls:sys_enter_getppid"],

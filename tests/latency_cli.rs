@@ -297,6 +297,15 @@ fn interval_histograms_add_up_to_every_call() {
             .sum::<u64>(),
         35
     );
+    // Each interval's min and max are its own (both reset after each report), and its
+    // percentiles stay between them.
+    for r in &rows {
+        let (min, max) = (r["min_ns"].as_u64().unwrap(), r["max_ns"].as_u64().unwrap());
+        assert!(min > 4_000_000 && min <= max, "{r}");
+        for p in ["p50_ns", "p90_ns", "p99_ns"] {
+            assert!((min..=max).contains(&r[p].as_u64().unwrap()), "{p}: {r}");
+        }
+    }
     let times: Vec<f64> = rows.iter().map(|r| r["time_s"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
 }

@@ -406,3 +406,31 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         KeyPart::Value(_) => key.value.to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_in_bytes_are_told_by_name() {
+        let spec = |text: &str| crate::plan::parse_spec(text).unwrap();
+        let read = spec("syscalls:sys_enter_read");
+        assert!(is_bytes(&read, "count"));
+        assert!(!is_bytes(&read, "fd"));
+        assert!(is_bytes(&spec("syscalls:sys_exit_read"), "ret"));
+        assert!(is_bytes(&spec("syscalls:sys_exit_pwrite64"), "ret"));
+        assert!(!is_bytes(&spec("syscalls:sys_exit_openat"), "ret"));
+        assert!(is_bytes(&spec("vfs_read%return"), "ret"));
+        assert!(is_bytes(&spec("ksys_write%return"), "ret"));
+        assert!(is_bytes(&spec("uretprobe:/lib/libc.so.6:read"), "ret"));
+        assert!(!is_bytes(&spec("vfs_open%return"), "ret"));
+        // `count` outside syscalls may count anything.
+        assert!(!is_bytes(&spec("sched:sched_switch"), "count"));
+        let any = spec("tcp_sendmsg");
+        assert!(is_bytes(&any, "size"));
+        assert!(is_bytes(&any, "msg->msg_iter.count_bytes"));
+        assert!(is_bytes(&any, "skb->len"));
+        assert!(is_bytes(&any, "buf_len"));
+        assert!(!is_bytes(&any, "flags"));
+    }
+}
