@@ -461,6 +461,18 @@ mod tests {
     }
 
     #[test]
+    fn kinds_tell_numbers_from_strings_and_pointers() {
+        let mut v = values(&["filename"]).expect("values");
+        assert_eq!(v.kind("dfd", &mut lookup).unwrap(), Kind::Signed(4));
+        assert_eq!(v.kind("filename", &mut lookup).unwrap(), Kind::Str);
+        assert!(matches!(
+            v.kind("how", &mut lookup).unwrap(),
+            Kind::Pointer { .. }
+        ));
+        assert_eq!(v.kind("how->mode", &mut lookup).unwrap(), Kind::Unsigned(8));
+    }
+
+    #[test]
     fn untyped_registers_are_hex_and_unsigned() {
         let mut v =
             Values::new("uprobe:/bin/x:f", None, &[], Memory::User, &mut lookup).expect("values");
