@@ -189,6 +189,49 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     let doc: serde_json::Value =
         serde_json::from_str(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
     assert_eq!(doc["count"], 5);
+    // report: the timeline of a recording of four getppid calls.
+    let recording = dir.path().join("t.tracer");
+    let recording = recording.to_str().unwrap();
+    let out = tracer(&[
+        "record", "-o", recording, "-P", tp, "--", &prog, "getppid", "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = dir.path().join("timeline.json");
+    let path = file.to_str().unwrap();
+    let out = tracer(&["report", recording, "-f", "json", "-o", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let timeline = std::fs::read_to_string(&file).unwrap();
+    let probes = (timeline.lines())
+        .filter(|l| l.contains(&format!("\"source\":\"{tp}\"")))
+        .count();
+    assert_eq!(probes, 4, "{timeline}");
+    // watch: each of the six writes of the counter.
+    if !common::has(Feature::Breakpoints, "dash_o_watch") {
+        return;
+    }
+    let file = dir.path().join("writes.json");
+    let path = file.to_str().unwrap();
+    let out = tracer(&[
+        "watch",
+        "tracer_testprog_counter",
+        "-f",
+        "json",
+        "-o",
+        path,
+        "--",
+        &prog,
+        "counter",
+        "6",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let writes: Vec<serde_json::Value> = (std::fs::read_to_string(&file).unwrap().lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut new: Vec<u64> = writes.iter().map(|w| w["new"].as_u64().unwrap()).collect();
+    new.sort_unstable();
+    assert_eq!(new, [1, 2, 3, 4, 5, 6]);
 }
 
 /// bpftrace's spellings of what tracer does another way get a pointer to it, not "no such
