@@ -267,7 +267,8 @@ pub struct LatencyArgs {
     /// One histogram per comm, pid, tid or cpu.
     #[arg(long, value_enum)]
     pub by: Option<LatencyBy>,
-    /// Linear buckets of this width (e.g. 1ms) instead of powers of two.
+    /// Linear buckets of this width (e.g. 1ms) instead of powers of two: 63 of them, then an
+    /// overflow row up to the longest call.
     #[arg(long, value_name = "DURATION")]
     pub linear: Option<String>,
     /// Print each call at least this slow (e.g. 10ms), with its arguments.
