@@ -516,7 +516,7 @@ fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
 fn bad_aggregations_are_usage_errors_that_say_what_exists() {
     let prog = testprog();
     let uprobe = format!("uprobe:{}:tracer_testprog_target", prog.display());
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["--hist", "filename", "syscalls:sys_enter_openat"],
             "--hist filename: 'filename' of syscalls:sys_enter_openat is a string (const char *), not a number",
@@ -524,6 +524,10 @@ fn bad_aggregations_are_usage_errors_that_say_what_exists() {
         (
             &["--sum", "how", "syscalls:sys_enter_openat2"],
             "--sum how: 'how' of syscalls:sys_enter_openat2 is a pointer (struct open_how *), not a number",
+        ),
+        (
+            &["--count-by", "common_pid", "syscalls:sys_enter_getppid"],
+            "'common_pid' of syscalls:sys_enter_getppid cannot be read: syscall tracepoints hand BPF programs a registers pointer in place of the common fields",
         ),
         (
             &["--linear", "10", "--count-by", "comm", "syscalls:sys_enter_getppid"],

@@ -260,6 +260,16 @@ fn bad_latency_requests_are_usage_errors() {
         vec!["latency", "--from", "syscalls:sys_enter_read"],
         // -s lists the stacks of outliers: without --slower-than there are none.
         vec!["latency", "uprobe:/bin/true:main", "-s"],
+        // A syscall tracepoint's common fields are not in its BPF context.
+        vec![
+            "latency",
+            "--from",
+            "syscalls:sys_enter_read",
+            "--to",
+            "syscalls:sys_exit_read",
+            "--key",
+            "common_type",
+        ],
     ] {
         let out = tracer(&args);
         assert_eq!(
@@ -365,7 +375,18 @@ fn a_key_of_two_fields_matches_only_when_both_parts_do() {
         "--to",
         "syscalls:sys_exit_clock_nanosleep",
     ];
+    // Another process sleeps meanwhile: its ends have other keys and must not take the
+    // workload's starts. (A syscall tracepoint's BPF context holds a registers pointer where
+    // common_pid would be: read from there, every task had the same "pid", and this other
+    // process's ends matched the workload's starts.)
+    let mut other = std::process::Command::new("sh")
+        .args(["-c", "while :; do sleep 0.003; done"])
+        .spawn()
+        .unwrap();
     matches_the_sleeps(&[&pair[..], &["--key", "common_pid,__syscall_nr"]].concat());
+    matches_the_sleeps(&[&pair[..], &["--key", "common_pid"]].concat());
+    let _ = other.kill();
+    let _ = other.wait();
 
     // The second part differs at the end (the return value 0, not the syscall number 230):
     // nothing matches, and every end is counted as one without a start.

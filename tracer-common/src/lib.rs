@@ -556,6 +556,12 @@ pub const LAT_KEY_PARTS: usize = 3;
 /// A size of 0 marks an unused part; all unused: start and end are matched by thread.
 pub type LatKeySrc = u32;
 
+/// A latency key part that is the current thread id, read with a helper, not from the record:
+/// `common_pid`. Syscall tracepoints hand BPF programs their registers pointer where the
+/// record's `common_*` fields would be (perf_call_bpf_enter/exit), so `common_pid` read from
+/// the record is the upper half of a kernel pointer, the same for every task.
+pub const LAT_KEY_TID: LatKeySrc = 0xff << 8;
+
 /// What the latency programs do (`LAT_CONFIG[0]`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

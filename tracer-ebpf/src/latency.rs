@@ -63,7 +63,9 @@ fn key(parts: &[LatKeySrc; LAT_KEY_PARTS], source: &Source) -> LatKey {
     let mut i = 0;
     while i < LAT_KEY_PARTS {
         let (offset, size) = (parts[i] & 0xff, parts[i] >> 8 & 0xff);
-        if size != 0 {
+        if parts[i] == tracer_common::LAT_KEY_TID {
+            key.parts[i] = aya_ebpf::helpers::bpf_get_current_pid_tgid() & 0xffff_ffff;
+        } else if size != 0 {
             let raw = match source {
                 // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
                 Source::Record(tp) => unsafe { tp.read_at::<u64>(offset as usize) }.unwrap_or(0),

@@ -149,6 +149,19 @@ fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
                         &format!("its fields: {}", names.join(", ")),
                     ));
                 };
+                // What common_pid holds (the thread id), from the helper: a syscall
+                // tracepoint's BPF context has a pointer where the common fields are.
+                if *name == "common_pid" {
+                    *slot = tracer_common::LAT_KEY_TID;
+                    continue;
+                }
+                let syscall = matches!(&spec.target, Target::Tracepoint { category, .. } if category == "syscalls");
+                if syscall && name.starts_with("common_") {
+                    return Err(usage(
+                        format!("{}'s field '{name}' cannot be a key: syscall tracepoints hand BPF programs a registers pointer in place of the common fields", format.name),
+                        "key by the syscall's own fields, or by common_pid (the thread)",
+                    ));
+                }
                 if field.offset > 0xff || field.size == 0 || field.size > 8 {
                     return Err(usage(
                         format!(

@@ -165,6 +165,16 @@ pub fn value_source(
         }
         ProbeValues::Entry(values, lookup) => return values.source(name, *lookup),
     };
+    // perf_call_bpf_enter/exit put a registers pointer where a syscall record's common fields
+    // are: read from there, common_pid is half a kernel pointer, the same for every task.
+    let syscall =
+        matches!(&spec.target, Target::Tracepoint { category, .. } if category == "syscalls");
+    if syscall && name.starts_with("common_") {
+        return Err(Error::usage(
+            format!("'{name}' of {spec} cannot be read: syscall tracepoints hand BPF programs a registers pointer in place of the common fields"),
+            vec!["count by tid or pid (the task), or by the syscall's own fields".into()],
+        ));
+    }
     let arg = name
         .strip_prefix("arg")
         .and_then(|n| n.parse::<usize>().ok());
