@@ -326,3 +326,29 @@ fn input_that_cannot_match_is_refused_or_noted() {
     );
     assert_eq!(stdout(&out), "no hits\n");
 }
+
+/// `-I` takes a unit in stat too (a bare number stays milliseconds, as in perf stat).
+#[test]
+fn stat_intervals_take_units() {
+    common::require_root();
+    let out = tracer(&[
+        "stat",
+        "-I",
+        "200ms",
+        "--interval-count",
+        "2",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let times: Vec<f64> = (stderr(&out).lines())
+        .filter_map(|l| l.split(',').next()?.trim().parse().ok())
+        .collect();
+    assert_eq!(times.len(), 2, "{}", stderr(&out));
+    assert!((0.19..0.3).contains(&times[0]), "{times:?}");
+    assert!((0.39..0.5).contains(&times[1]), "{times:?}");
+}

@@ -463,8 +463,8 @@ pub struct StatArgs {
     /// One line per thread (with -p or -t).
     #[arg(long)]
     pub per_thread: bool,
-    /// Print the counts of each MSECS interval.
-    #[arg(short = 'I', long = "interval-print", value_name = "MSECS")]
+    /// Print the counts of each MSECS interval (or with a unit: 1s, 500ms).
+    #[arg(short = 'I', long = "interval-print", value_name = "MSECS", value_parser = crate::units::parse_millis)]
     pub interval: Option<u64>,
     /// Stop after N intervals.
     #[arg(long, value_name = "N")]

@@ -56,6 +56,18 @@ pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_nanos(ns))
 }
 
+/// Parses `tracer stat -I`: a bare number of milliseconds (perf stat's), or a duration with a
+/// unit (`1s`, `500ms`), in whole milliseconds; the stat plan checks the 10 ms floor.
+pub fn parse_millis(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.parse::<u64>() {
+        Ok(ms) => Ok(ms),
+        Err(_) => parse_duration_ns(t)
+            .map(|ns| ns / 1_000_000)
+            .map_err(|_| format!("'{text}' is not an interval like 100 (ms), 1s or 500ms")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +99,19 @@ mod tests {
             parse_seconds("2s").unwrap(),
             std::time::Duration::from_secs(2)
         );
+    }
+
+    #[test]
+    fn stat_intervals_are_whole_milliseconds() {
+        assert_eq!(parse_millis("100"), Ok(100));
+        assert_eq!(
+            parse_millis("0"),
+            Ok(0),
+            "the plan refuses it, with its message"
+        );
+        assert_eq!(parse_millis("1s"), Ok(1000));
+        assert_eq!(parse_millis("250ms"), Ok(250));
+        assert!(parse_millis("soon").is_err());
     }
 
     #[test]
