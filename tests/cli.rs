@@ -352,3 +352,20 @@ fn stat_intervals_take_units() {
     assert!((0.19..0.3).contains(&times[0]), "{times:?}");
     assert!((0.39..0.5).contains(&times[1]), "{times:?}");
 }
+
+/// `tracer stat -f json` is `-j`, as the format is spelled in the other commands.
+#[test]
+fn stat_takes_dash_f_json() {
+    common::require_root();
+    let run = |format: &str| {
+        let out = tracer(&["stat", format, "json", "-e", "page-faults", "--", "true"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let line = stderr(&out).lines().next().unwrap_or("").to_string();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        v["event"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(run("-f"), "page-faults");
+    assert_eq!(run("--format"), "page-faults");
+    let out = tracer(&["stat", "-f", "text", "-j", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -495,6 +495,9 @@ pub struct StatArgs {
     /// One JSON object per counter line.
     #[arg(short, long = "json-output", visible_alias = "json")]
     pub json: bool,
+    /// Output format: text, or json (the same as -j), as in the other commands.
+    #[arg(short = 'f', long = "format", value_enum)]
+    pub format: Option<Format>,
     /// Write the report to FILE.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
