@@ -69,7 +69,7 @@ fn args_applies_to_every_probe_without_its_own_list() {
             "probe",
             "-c",
             "4",
-            "-o",
+            "-f",
             "json",
             "--args",
             "arg0",
@@ -100,7 +100,7 @@ fn a_tracepoint_list_picks_fields_by_name_or_position() {
     let out = tracer(&[
         "probe",
         "syscalls:sys_enter_openat(flags, arg1)",
-        "-o",
+        "-f",
         "json",
         "--",
         "sh",
@@ -124,7 +124,7 @@ fn a_member_read_through_a_null_pointer_is_shown_unknown_and_counted() {
     }
     let (out, stderr) = traced_chain(
         4,
-        &["probe", "-c", "4", "-o", "json", &spec("chain_peek(p->y)")],
+        &["probe", "-c", "4", "-f", "json", &spec("chain_peek(p->y)")],
     );
     let values: Vec<serde_json::Value> = json_lines(&out.stdout)
         .iter()
@@ -158,7 +158,7 @@ fn counting_by_a_member_and_summing_a_parameter() {
         "where->y",
         "--sum",
         "count",
-        "-o",
+        "-f",
         "json",
         &spec("chain_target"),
         "--",

@@ -119,3 +119,253 @@ fn a_closed_pipe_is_not_an_error() {
     assert_eq!(stdout(&out).trim(), "0");
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
+
+/// `-o FILE` writes the data to FILE in every command that has data (stdout then carries
+/// none), `-f json` is the format, and `-o json` is refused with the way to say it.
+#[test]
+fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
+    common::require_root();
+    for command in ["probe", "watch", "latency", "report"] {
+        let out = tracer(&[command, "x", "-o", "json"]);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            "error: -o writes the output to a file; 'json' is a format\nhint: for json output use -f json (to write a file named json, give -o ./json)\n",
+            "{command}"
+        );
+    }
+    if !common::has(Feature::Tracepoints, "dash_o_file")
+        || !common::has(Feature::Bpf, "dash_o_file")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::testprog().display().to_string();
+    let tp = "syscalls:sys_enter_getppid";
+    // probe, streamed: seven JSON lines in the file, none on stdout.
+    let file = dir.path().join("hits.json");
+    let path = file.to_str().unwrap();
+    let out = tracer(&[
+        "probe", tp, "-f", "json", "-o", path, "--", &prog, "getppid", "7",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let written = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<serde_json::Value> = (written.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 7, "{written}");
+    assert!(lines.iter().all(|l| l["probe"] == tp), "{written}");
+    // probe, counted, as text.
+    let file = dir.path().join("counts.txt");
+    let path = file.to_str().unwrap();
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "probe",
+        tp,
+        "-o",
+        path,
+        "--",
+        &prog,
+        "getppid",
+        "9",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "PROBE                       COUNT\nsyscalls:sys_enter_getppid      9\n"
+    );
+    // latency: its histogram.
+    let file = dir.path().join("latency.json");
+    let path = file.to_str().unwrap();
+    let to = "syscalls:sys_exit_getppid";
+    let out = tracer(&[
+        "latency", "--from", tp, "--to", to, "-f", "json", "-o", path, "--", &prog, "getppid", "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let doc: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&file).unwrap().trim()).unwrap();
+    assert_eq!(doc["count"], 5);
+    // report: the timeline of a recording of four getppid calls.
+    let recording = dir.path().join("t.tracer");
+    let recording = recording.to_str().unwrap();
+    let out = tracer(&[
+        "record", "-o", recording, "-P", tp, "--", &prog, "getppid", "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = dir.path().join("timeline.json");
+    let path = file.to_str().unwrap();
+    let out = tracer(&["report", recording, "-f", "json", "-o", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let timeline = std::fs::read_to_string(&file).unwrap();
+    let probes = (timeline.lines())
+        .filter(|l| l.contains(&format!("\"source\":\"{tp}\"")))
+        .count();
+    assert_eq!(probes, 4, "{timeline}");
+    // watch: each of the six writes of the counter.
+    if !common::has(Feature::Breakpoints, "dash_o_watch") {
+        return;
+    }
+    let file = dir.path().join("writes.json");
+    let path = file.to_str().unwrap();
+    let out = tracer(&[
+        "watch",
+        "tracer_testprog_counter",
+        "-f",
+        "json",
+        "-o",
+        path,
+        "--",
+        &prog,
+        "counter",
+        "6",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let writes: Vec<serde_json::Value> = (std::fs::read_to_string(&file).unwrap().lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut new: Vec<u64> = writes.iter().map(|w| w["new"].as_u64().unwrap()).collect();
+    new.sort_unstable();
+    assert_eq!(new, [1, 2, 3, 4, 5, 6]);
+}
+
+/// bpftrace's spellings of what tracer does another way get a pointer to it, not "no such
+/// tracepoint", in every command that takes a probe spec.
+#[test]
+fn bpftrace_probe_types_point_at_the_tracer_way() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["probe", "watchpoint:0x1000:8:w"],
+            "error: 'watchpoint:0x1000:8:w': hardware watchpoints are `tracer watch`\nhint: e.g. tracer watch -t rw 0x1000\n",
+        ),
+        (
+            &["probe", "software:page-faults:100"],
+            "error: 'software:page-faults:100': software and hardware events are counted by `tracer stat` and sampled by `tracer record`\nhint: e.g. tracer stat -e page-faults, tracer record -o t.tracer -e page-faults\n",
+        ),
+        (
+            &["probe", "hardware:cache-misses:1000"],
+            "error: 'hardware:cache-misses:1000': software and hardware events are counted by `tracer stat` and sampled by `tracer record`\nhint: e.g. tracer stat -e cache-misses, tracer record -o t.tracer -e cache-misses\n",
+        ),
+        (
+            &["probe", "interval:s:1"],
+            "error: 'interval:s:1': periodic output is the -I flag\nhint: e.g. tracer probe --count-by comm -I 1s CAT:NAME\n",
+        ),
+        (
+            &["latency", "fentry:vfs_read"],
+            "error: 'fentry:vfs_read': kernel functions are probed by name\nhint: e.g. tracer probe vfs_read\n",
+        ),
+        (
+            &["probe", "kretprobe:vfs_read { @ns = hist(nsecs); }"],
+            "error: 'kretprobe:vfs_read { @ns = hist(nsecs); }' is a bpftrace program\nhint: tracer takes probe specs and flags, not programs: tracer probe 'kretprobe:vfs_read' prints each hit; hist(x) is --hist x; timing a function is tracer latency FUNC\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = tracer(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out), expected, "{args:?}");
+    }
+}
+
+/// Input that cannot match anything is refused before anything is attached: a CPU that is
+/// not online; `--comm` that is not the command's name is noted (a child may still match).
+#[test]
+fn input_that_cannot_match_is_refused_or_noted() {
+    common::require_root();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let out = tracer(&["probe", "-C", "1000", "syscalls:sys_enter_getppid"]);
+    assert_eq!(out.status.code(), Some(2));
+    // CPU 1000 is past -C's 64 CPUs; one past the last online CPU is refused as offline.
+    let last: u32 = (online
+        .trim()
+        .split(',')
+        .next_back()
+        .unwrap()
+        .split('-')
+        .next_back())
+    .unwrap()
+    .parse()
+    .unwrap();
+    let beyond = (last + 1).to_string();
+    let out = tracer(&["probe", "-C", &beyond, "syscalls:sys_enter_getppid"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: -C {beyond}: CPU {beyond} is not online: nothing would ever be seen there\nhint: CPUs online here: {} (/sys/devices/system/cpu/online)\n",
+            online.trim()
+        )
+    );
+    if !common::has(Feature::Tracepoints, "comm_note") || !common::has(Feature::Bpf, "comm_note") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "probe",
+        "--comm",
+        "nope",
+        "--count-by",
+        "comm",
+        "syscalls:sys_enter_getppid",
+        "--",
+        &prog,
+        "getppid",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "note: --comm nope is not the name of `{prog} getppid 3` (its task is named tracer-testprog): only its children (or itself after a rename) named nope will count\n"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "no hits\n");
+}
+
+/// `-I` takes a unit in stat too (a bare number stays milliseconds, as in perf stat).
+#[test]
+fn stat_intervals_take_units() {
+    common::require_root();
+    let out = tracer(&[
+        "stat",
+        "-I",
+        "200ms",
+        "--interval-count",
+        "2",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let times: Vec<f64> = (stderr(&out).lines())
+        .filter_map(|l| l.split(',').next()?.trim().parse().ok())
+        .collect();
+    assert_eq!(times.len(), 2, "{}", stderr(&out));
+    assert!((0.19..0.3).contains(&times[0]), "{times:?}");
+    assert!((0.39..0.5).contains(&times[1]), "{times:?}");
+}
+
+/// `tracer stat -f json` is `-j`, as the format is spelled in the other commands.
+#[test]
+fn stat_takes_dash_f_json() {
+    common::require_root();
+    let run = |format: &str| {
+        let out = tracer(&["stat", format, "json", "-e", "page-faults", "--", "true"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let line = stderr(&out).lines().next().unwrap_or("").to_string();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        v["event"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(run("-f"), "page-faults");
+    assert_eq!(run("--format"), "page-faults");
+    let out = tracer(&["stat", "-f", "text", "-j", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -22,7 +22,7 @@ fn getppid_by_comm(script: &str) -> serde_json::Value {
         "probe",
         "--count-by",
         "comm",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "--",
@@ -130,7 +130,7 @@ fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
         "probe",
         "--count-by",
         "comm,probe",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "syscalls:sys_exit_getppid",
@@ -202,7 +202,7 @@ fn a_histogram_of_return_values_has_the_known_buckets() {
         "probe",
         "--hist",
         "ret",
-        "-o",
+        "-f",
         "json",
         &spec,
         "--",
@@ -226,14 +226,15 @@ fn a_histogram_of_return_values_has_the_known_buckets() {
     let expected: Vec<(u64, u64, u64)> = {
         let mut counts = std::collections::BTreeMap::new();
         for v in (0..20u64).map(|i| 3 * i) {
-            let b = if v < 2 { 0 } else { 63 - v.leading_zeros() };
+            // 0 alone, then 2^(b-1) .. 2^b - 1.
+            let b = 64 - v.leading_zeros();
             *counts.entry(b).or_insert(0u64) += 1;
         }
         counts
             .into_iter()
             .map(|(b, n)| match b {
-                0 => (0, 1, n),
-                b => (1 << b, (1 << (b + 1)) - 1, n),
+                0 => (0, 0, n),
+                b => (1 << (b - 1), (1 << b) - 1, n),
             })
             .collect()
     };
@@ -241,6 +242,153 @@ fn a_histogram_of_return_values_has_the_known_buckets() {
     assert_eq!(row["count"], 20);
     assert_eq!(row["sum"], 3 * (0..20).sum::<u64>());
     assert_eq!(row["negative"], 0);
+}
+
+/// The `(lo, hi, count)` rows of a report's first histogram.
+fn hist_rows(report: &serde_json::Value) -> Vec<(i64, i64, u64)> {
+    (report["rows"][0]["hist"].as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["lo"].as_i64().unwrap(),
+                b["hi"].as_i64().unwrap(),
+                b["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `call 5` passes arg0 = 0, 1, 2, 3, 4: log2 buckets keep 0 and 1 apart.
+#[test]
+fn log2_histograms_keep_0_and_1_apart() {
+    if !has(Feature::UprobePmu, "hist_zero_one") || !has(Feature::Bpf, "hist_zero_one") {
+        return;
+    }
+    let prog = testprog();
+    let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
+    let run = ["--", prog.to_str().unwrap(), "call", "5"];
+    let reports = counted(&[&["probe", "--hist", "arg0", "-f", "json", &spec][..], &run].concat());
+    assert_eq!(
+        hist_rows(&reports[0]),
+        [(0, 0, 1), (1, 1, 1), (2, 3, 2), (4, 7, 1)]
+    );
+    let out = tracer(&[&["probe", "--hist", "arg0", &spec][..], &run].concat());
+    let stdout = text(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().skip(1).take(4).collect();
+    assert_eq!(
+        rows,
+        [
+            "                           0  :        1  |********************                    |",
+            "                           1  :        1  |********************                    |",
+            "                      2 -> 3  :        2  |****************************************|",
+            "                      4 -> 7  :        1  |********************                    |",
+        ],
+        "{stdout}"
+    );
+}
+
+/// `--linear 10,0,50` on arg0 = 0..99 (`call 100`): five rows of exactly 10, and the 50
+/// values from 50 on in the overflow row; the same in text, with the row that says so.
+#[test]
+fn linear_histograms_count_exactly_with_an_overflow_row() {
+    if !has(Feature::UprobePmu, "hist_linear") || !has(Feature::Bpf, "hist_linear") {
+        return;
+    }
+    let prog = testprog();
+    let spec = format!("uprobe:{}:tracer_testprog_target", prog.display());
+    let run = ["--", prog.to_str().unwrap(), "call", "100"];
+    let hist = ["probe", "--hist", "arg0", "--linear", "10,0,50"];
+    let reports = counted(&[&hist[..], &["-f", "json", &spec], &run].concat());
+    let row = &reports[0]["rows"][0];
+    assert_eq!(
+        hist_rows(&reports[0]),
+        [
+            (0, 9, 10),
+            (10, 19, 10),
+            (20, 29, 10),
+            (30, 39, 10),
+            (40, 49, 10)
+        ]
+    );
+    assert_eq!(
+        (row["above"].as_u64(), row["below"].as_u64()),
+        (Some(50), Some(0))
+    );
+    assert_eq!(
+        (row["count"].as_u64(), row["sum"].as_u64()),
+        (Some(100), Some(4950))
+    );
+    let out = tracer(&[&hist[..], &[spec.as_str()], &run].concat());
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[5..7],
+        [
+            "                    40 -> 49  :       10  |********                                |",
+            "                       >= 50  :       50  |****************************************|",
+        ],
+        "{stdout}"
+    );
+    // Values below MIN go to their own row: `--linear 10,20,50` puts 0..19 there.
+    let reports = counted(
+        &[
+            &[
+                "probe", "--hist", "arg0", "--linear", "10,20,50", "-f", "json", &spec,
+            ][..],
+            &run,
+        ]
+        .concat(),
+    );
+    let row = &reports[0]["rows"][0];
+    assert_eq!(
+        hist_rows(&reports[0]),
+        [(20, 29, 10), (30, 39, 10), (40, 49, 10)]
+    );
+    assert_eq!(
+        (row["below"].as_u64(), row["above"].as_u64()),
+        (Some(20), Some(50))
+    );
+}
+
+/// `count` of read(2) is a size: rows read `64K -> 128K`. dd reads its five 64 KiB blocks
+/// with count 65536 (the dynamic loader's and stdio's own reads are smaller).
+#[test]
+fn byte_sized_values_get_human_rows() {
+    if !has(Feature::Tracepoints, "hist_bytes") || !has(Feature::Bpf, "hist_bytes") {
+        return;
+    }
+    let dd = [
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=64K",
+        "count=5",
+        "status=none",
+    ];
+    let hist = [
+        "probe",
+        "--hist",
+        "count",
+        "--comm",
+        "dd",
+        "syscalls:sys_enter_read",
+    ];
+    let out = tracer(&[&hist[..], &dd].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("               count (bytes)       count  distribution\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n                 64K -> 128K  :        5  |"),
+        "{stdout}"
+    );
+    let reports = counted(&[&hist[..], &["-f", "json"], &dd].concat());
+    assert!(
+        hist_rows(&reports[0]).contains(&(65536, 131071, 5)),
+        "{reports:?}"
+    );
 }
 
 #[test]
@@ -259,7 +407,7 @@ fn sums_and_keys_of_arguments_are_exact() {
         "arg1",
         "--top",
         "5",
-        "-o",
+        "-f",
         "json",
         &spec,
         "--",
@@ -293,8 +441,8 @@ fn interval_reports_add_up_to_every_hit() {
         "--count-by",
         "comm",
         "-I",
-        "0.2",
-        "-o",
+        "200ms",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "--",
@@ -336,8 +484,8 @@ fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
         "arg0",
         &spec,
         "-I",
-        "0.1",
-        "-o",
+        "100",
+        "-f",
         "json",
         "--",
         &prog.display().to_string(),
@@ -368,7 +516,27 @@ fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
 fn bad_aggregations_are_usage_errors_that_say_what_exists() {
     let prog = testprog();
     let uprobe = format!("uprobe:{}:tracer_testprog_target", prog.display());
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["--hist", "filename", "syscalls:sys_enter_openat"],
+            "--hist filename: 'filename' of syscalls:sys_enter_openat is a string (const char *), not a number",
+        ),
+        (
+            &["--sum", "how", "syscalls:sys_enter_openat2"],
+            "--sum how: 'how' of syscalls:sys_enter_openat2 is a pointer (struct open_how *), not a number",
+        ),
+        (
+            &["--count-by", "common_pid", "syscalls:sys_enter_getppid"],
+            "'common_pid' of syscalls:sys_enter_getppid cannot be read: syscall tracepoints hand BPF programs a registers pointer in place of the common fields",
+        ),
+        (
+            &["--linear", "10", "--count-by", "comm", "syscalls:sys_enter_getppid"],
+            "--linear shapes a --hist histogram",
+        ),
+        (
+            &["--hist", "count", "--linear", "5,-10,10", "syscalls:sys_enter_read"],
+            "--linear starts at -10, but 'count' of syscalls:sys_enter_read is unsigned",
+        ),
         (
             &["--count-by", "comm,bogus-key", "syscalls:sys_enter_getppid"],
             "'bogus-key' is not a --count-by key",

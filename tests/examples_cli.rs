@@ -50,7 +50,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_openat_cat,
     ),
     (
-        "tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json",
+        "tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json",
         probe_pid_json,
     ),
     (
@@ -66,7 +66,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_count_by_comm,
     ),
     (
-        "tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1",
+        "tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s",
         probe_hist_interval,
     ),
     (
@@ -97,7 +97,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_slow_calls,
     ),
     (
-        "tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1",
+        "tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1s",
         latency_read_interval,
     ),
     (
@@ -166,7 +166,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2",
         report_filtered,
     ),
-    ("tracer report t.tracer -o json | jq .", report_json_jq),
+    ("tracer report t.tracer -f json | jq .", report_json_jq),
     ("tracer report t.tracer --perfetto t.json", report_perfetto),
     // README.md
     (
@@ -186,7 +186,7 @@ const EXAMPLES: &[(&str, Check)] = &[
     // docs/probe.md (its `tracer probe syscalls:sys_enter_openat -- cat /etc/hostname` and
     // `tracer probe do_sys_open` are README's too, checked above)
     (
-        "tracer probe uprobe:./tracer-testprog:tracer_testprog_target uretprobe:./tracer-testprog:tracer_testprog_target -o json -- ./tracer-testprog call 3",
+        "tracer probe uprobe:./tracer-testprog:tracer_testprog_target uretprobe:./tracer-testprog:tracer_testprog_target -f json -- ./tracer-testprog call 3",
         docs_probe_call_json,
     ),
     (
@@ -233,10 +233,36 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe --count-by probe 'syscalls:sys_enter_*' -- ./tracer-testprog getppid 1000",
         docs_probe_every_syscall,
     ),
+    ("tracer probe 'watchpoint:0x1000:8:w'", docs_probe_bpftrace_pointer),
+    (
+        "tracer probe 'tracepoint:syscalls:sys_exit_read { @bytes = lhist(args.ret, 0, 4096, 512); }'",
+        docs_probe_bpftrace_pointer,
+    ),
+    ("tracer probe -C 63 syscalls:sys_enter_getppid", docs_probe_offline_cpu),
+    (
+        "tracer probe syscalls:sys_enter_getppid -f json -o hits.json -- ./tracer-testprog getppid 3",
+        docs_probe_output_file,
+    ),
+    (
+        "tracer probe --comm cat --count-by comm syscalls:sys_enter_openat -- sh -c 'cat /etc/hostname'",
+        docs_probe_comm_note,
+    ),
+    (
+        "tracer probe --hist arg0 --linear 10,0,50 uprobe:./tracer-testprog:tracer_testprog_target -- ./tracer-testprog call 100",
+        docs_probe_hist_linear,
+    ),
+    (
+        "tracer probe --hist count --comm dd syscalls:sys_enter_read -- dd if=/dev/zero of=/dev/null bs=64K count=5 status=none",
+        docs_probe_hist_bytes,
+    ),
     // docs/latency.md
     (
         "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --slower-than 60ms -- ./tracer-testprog sleeps 1",
         docs_latency_sleeps,
+    ),
+    (
+        "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --linear 1ms -- ./tracer-testprog sleeps 1",
+        docs_latency_linear,
     ),
     // docs/record.md (its `tracer report t.tracer` is `tracer report --help`'s too)
     (DOCS_RECORD_TL, docs_record_timeline),
@@ -1341,7 +1367,8 @@ fn probe_hist_interval(ctx: &Ctx, example: &str) {
             })
             .unwrap_or(0)
     };
-    assert!(bucket("4096") >= 1, "{cat}");
+    // `ret` of read is a size: its rows read `4K -> 8K`.
+    assert!(bucket("4K") >= 1, "{cat}");
     assert!(bucket("0") >= 1, "{cat}");
 }
 
@@ -1790,7 +1817,7 @@ fn stat_ls(ctx: &Ctx, example: &str) {
     let (_, stderr) = ok(&ctx.run(&words(example, &[])));
     // As many as `tracer probe` sees ls open, in the same directory.
     let (stdout, _) = ok(&ctx.run(&words(
-        "tracer probe syscalls:sys_enter_openat -o json -- ls",
+        "tracer probe syscalls:sys_enter_openat -f json -- ls",
         &[],
     )));
     let opens = json_lines(
@@ -1996,7 +2023,7 @@ fn stat_report_per_cpu(ctx: &Ctx, example: &str) {
 // ---- record and report ----
 
 fn report_json(ctx: &Ctx, file: &str) -> Vec<serde_json::Value> {
-    let (stdout, _) = ok(&ctx.run(&words(&format!("tracer report {file} -o json"), &[])));
+    let (stdout, _) = ok(&ctx.run(&words(&format!("tracer report {file} -f json"), &[])));
     json_lines(stdout.as_bytes())
 }
 
@@ -2220,7 +2247,7 @@ fn hit_args<'a>(stdout: &'a str, comm: &str, probe: &str) -> Vec<&'a str> {
 }
 
 fn docs_probe_call_json(ctx: &Ctx, example: &str) {
-    if !has(Feature::UprobePmu, "example docs probe -o json") {
+    if !has(Feature::UprobePmu, "example docs probe -f json") {
         return;
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
@@ -2453,11 +2480,15 @@ fn docs_probe_hist_ret(ctx: &Ctx, example: &str) {
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
     assert_shown(example, &stdout, &stderr, &[]);
-    // The returns are 3 * i for i = 0..20: 0 | 3 | 6 | 9 12 15 | 18 .. 30 | 33 .. 57.
+    // The returns are 3 * i for i = 0..20: 0 | (no 1) | 3 | 6 | 9 12 15 | 18 .. 30 | 33 .. 57.
     let (count, rows) = histogram(&stdout);
     assert_eq!(count, 20, "{stdout}");
+    assert!(
+        stdout.contains("\n                           0  :        1  |*****")
+            && stdout.contains("\n                           1  :        0  |     "),
+        "0 and 1 are rows of their own: {stdout}"
+    );
     let want = [
-        ("0 -> 1", 1),
         ("2 -> 3", 1),
         ("4 -> 7", 1),
         ("8 -> 15", 3),
@@ -2558,6 +2589,153 @@ fn docs_probe_every_syscall(ctx: &Ctx, example: &str) {
         ["syscalls:sys_enter_getppid             1000"],
         "{stdout}"
     );
+}
+
+/// A bpftrace spelling: refused as a usage error, with exactly the page's error and hint.
+fn docs_probe_bpftrace_pointer(ctx: &Ctx, example: &str) {
+    let out = ctx.run(&words(example, &[]));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 2, "an error and its hint: {stderr}");
+    assert!(
+        stderr.starts_with("error: '") && stderr.contains("\nhint: "),
+        "{stderr}"
+    );
+    assert_shown(example, "", &stderr, &[]);
+}
+
+/// `-o FILE`: the events go to the file (stdout has none), the summary to stderr.
+fn docs_probe_output_file(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe -o FILE") {
+        return;
+    }
+    let file = ctx.path("hits.json");
+    let _ = std::fs::remove_file(&file);
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_eq!(stdout, "", "the data went to the file");
+    assert_shown(example, &stdout, &stderr, &[]);
+    let written = std::fs::read_to_string(&file).unwrap();
+    let events: Vec<serde_json::Value> = (written.lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{written}");
+    assert!(
+        (events.iter())
+            .all(|e| e["probe"] == "syscalls:sys_enter_getppid" && e["comm"] == "tracer-testprog"),
+        "{written}"
+    );
+}
+
+fn docs_probe_offline_cpu(ctx: &Ctx, example: &str) {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if tracer::perf::cpus::online().is_ok_and(|cpus| cpus.contains(&63)) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: CPU 63 is online here: {example} not checked"
+        );
+        return;
+    }
+    let out = ctx.run(&words(example, &[]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr,
+        format!("error: -C 63: CPU 63 is not online: nothing would ever be seen there\nhint: CPUs online here: {} (/sys/devices/system/cpu/online)\n", online.trim())
+    );
+    assert_shown(example, "", &stderr, &[]);
+}
+
+fn docs_probe_comm_note(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe --comm note") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // The page shows cat's own count on this machine; the count depends on its libraries.
+    let count = lines_with(&stdout, "cat ");
+    assert_eq!(count.len(), 1, "{stdout}");
+    // cat's own output (the host name) comes first, on the same stdout.
+    assert!(stdout.contains("\nCOMM  COUNT\ncat "), "{stdout}");
+    assert!(
+        stderr.starts_with("note: --comm cat is not the name of `sh -c cat /etc/hostname` (its task is named sh): only its children (or itself after a rename) named cat will count\n"),
+        "{stderr}"
+    );
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap();
+    assert_shown(example, &stdout, &stderr, &[hostname.trim()]);
+}
+
+fn docs_probe_hist_linear(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example docs probe --linear") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    // arg0 is 0..99: ten in each of the five buckets, fifty from 50 on.
+    let (count, rows) = histogram(&stdout);
+    assert_eq!(count, 100, "{stdout}");
+    let want = ["0 -> 9", "10 -> 19", "20 -> 29", "30 -> 39", "40 -> 49"];
+    assert_eq!(rows, want.map(|r| (r.to_string(), 10)), "{stdout}");
+    assert!(
+        stdout.contains("\n                       >= 50  :       50  |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\ncount 100, sum 4950, avg 49\n"),
+        "{stdout}"
+    );
+}
+
+fn docs_probe_hist_bytes(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example docs probe --hist bytes") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    let (_, rows) = histogram(&stdout);
+    assert!(
+        rows.contains(&("64K -> 128K".to_string(), 5)),
+        "dd's five reads of 64 KiB: {stdout}"
+    );
+}
+
+fn docs_latency_linear(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example docs latency --linear") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let slept: Vec<u64> = (stderr.lines())
+        .filter_map(|l| l.strip_prefix("slept ")?.parse().ok())
+        .collect();
+    assert_eq!(slept.len(), 35, "{stderr}");
+    // The five 70 ms sleeps are past 63 steps of 1 ms: the overflow row, up to the max.
+    let over = slept.iter().filter(|&&n| n >= 63_000_000).count() as u64;
+    assert_eq!(over, 5, "{stderr}");
+    let (count, rows) = histogram(&stdout);
+    assert_eq!(count, 35, "{stdout}");
+    let (last, n) = rows.last().unwrap();
+    assert!(last.starts_with("63.0ms -> max "), "{stdout}");
+    assert_eq!(*n, over, "{stdout}");
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("count 35, min "))
+        .unwrap();
+    let max = summary.rsplit("max ").next().unwrap();
+    assert_eq!(
+        last,
+        &format!("63.0ms -> max {max}"),
+        "the row ends at the max"
+    );
+    assert!(summary.contains(&format!("p99 ~{max} ")), "{summary}");
+    let places = shown_places(example);
+    assert!(!places.is_empty());
+    // The page's rows are the workload's design; a run the scheduler delayed is checked above.
+    let designed = slept
+        .iter()
+        .filter(|&&n| (4_000_000..5_000_000).contains(&n))
+        .count()
+        == 20;
+    if designed {
+        assert_shown(example, &stdout, &stderr, &[]);
+    }
 }
 
 fn docs_latency_sleeps(ctx: &Ctx, example: &str) {

@@ -53,7 +53,7 @@ fn failed_opens_only() {
         probe,
         "--filter",
         "ret < 0",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,
@@ -83,7 +83,7 @@ fn strings_match_globs_and_numbers_match_bits() {
     let probe = "syscalls:sys_enter_openat";
     let workload = [prog.as_str(), "open", "23", "/nonexistent/tracer-filter"];
     let with = |filter: &str| {
-        let mut args = vec!["probe", probe, "--filter", filter, "-o", "json", "--"];
+        let mut args = vec!["probe", probe, "--filter", filter, "-f", "json", "--"];
         args.extend(workload);
         run(&args)
     };
@@ -152,7 +152,7 @@ fn a_threshold_on_a_uprobe_argument_and_counting_what_passes() {
         &probe,
         "--filter",
         "a >= 990 || b == 10",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,
@@ -327,7 +327,7 @@ fn every_syscall_tracepoint_in_one_run() {
         "syscalls:sys_*",
         "--filter",
         "comm == 'tracer-testprog'",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,

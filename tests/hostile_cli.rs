@@ -504,7 +504,7 @@ fn damaged_recordings_show_what_is_valid_and_exit_1() {
     let task_at = record_at(&file, 1);
     patch(&file, task_at + 8, 9);
     let p = file.display();
-    let run = tracer(&["report", &p.to_string(), "-o", "json"]);
+    let run = tracer(&["report", &p.to_string(), "-f", "json"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let times: Vec<u64> = common::json_lines(run.stdout.as_bytes())
         .iter()
@@ -593,6 +593,12 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
             ),
         )
         .hints("write the Perfetto JSON to another file, e.g. --perfetto trace.json");
+    tracer(&["report", &p, "-o", &p])
+        .fails(
+            2,
+            &format!("error: -o {p} is the recording being read: writing it would destroy it"),
+        )
+        .hints("write the timeline to another file, e.g. -o timeline.txt");
     // The same file by another name.
     let link = dir.path().join("link.tracer");
     std::fs::hard_link(&file, &link).unwrap();

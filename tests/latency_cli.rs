@@ -67,13 +67,13 @@ fn outliers(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// `tracer latency ARGS -o json -- tracer-testprog sleeps 1`: its histogram has exactly the
+/// `tracer latency ARGS -f json -- tracer-testprog sleeps 1`: its histogram has exactly the
 /// buckets of the durations the workload measured.
 fn matches_the_sleeps(args: &[&str]) {
     let prog = common::testprog().display().to_string();
     let mut full = vec!["latency"];
     full.extend(args);
-    full.extend(["-o", "json", "--", &prog, "sleeps", "1"]);
+    full.extend(["-f", "json", "--", &prog, "sleeps", "1"]);
     let out = tracer(&full);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(buckets(&out), measured(&out));
@@ -102,7 +102,7 @@ fn a_uprobe_pair_gives_exact_buckets_and_lists_exactly_the_slow_calls() {
         &target,
         "--slower-than",
         "60ms",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,
@@ -166,11 +166,89 @@ fn the_text_histogram_reads_like_bcc() {
         "the largest bucket fills the bar: {stdout}"
     );
     let summary = lines.last().unwrap();
-    assert!(summary.starts_with("count 35, avg "), "{stdout}");
+    assert!(summary.starts_with("count 35, min "), "{stdout}");
     assert!(
         summary.contains("(estimated: bucket upper bounds), max "),
         "{stdout}"
     );
+}
+
+/// The durations (ns) the workload measured, as it printed them (`slept NS`).
+fn slept(out: &Output) -> Vec<u64> {
+    let mut ns: Vec<u64> = (text(&out.stderr).lines())
+        .filter_map(|l| l.strip_prefix("slept ")?.parse().ok())
+        .collect();
+    ns.sort_unstable();
+    ns
+}
+
+/// `--linear 1ms`: the 70 ms calls go to the overflow row (from 63 ms to the exact maximum),
+/// not into a "63 ms -> 64 ms" row; min and max are exact and no percentile leaves them.
+#[test]
+fn linear_buckets_end_in_an_overflow_row_and_percentiles_stay_within_min_and_max() {
+    if !has(Feature::UprobePmu, "latency_linear") || !has(Feature::Bpf, "latency_linear") {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::testprog().display().to_string();
+    let target = format!("uprobe:{prog}:tracer_testprog_sleep");
+    let out = tracer(&[
+        "latency", &target, "--linear", "1ms", "-f", "json", "--", &prog, "sleeps", "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let line = (text(&out.stdout).lines())
+        .find(|l| l.contains("\"buckets\""))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no histogram: {}", text(&out.stderr)));
+    let doc: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let ns = slept(&out);
+    assert_eq!(ns.len(), 35);
+    let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
+    for d in &ns {
+        *expected.entry((d / 1_000_000).min(63)).or_default() += 1;
+    }
+    let rows: Vec<(u64, u64, bool)> = (doc["buckets"].as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["lo_ns"].as_u64().unwrap(),
+                b["count"].as_u64().unwrap(),
+                b["overflow"] == true,
+            )
+        })
+        .collect();
+    let wanted: Vec<(u64, u64, bool)> = (expected.iter())
+        .map(|(&b, &n)| (b * 1_000_000, n, b == 63))
+        .collect();
+    assert_eq!(rows, wanted);
+    assert_eq!(
+        rows.last(),
+        Some(&(63_000_000, 5, true)),
+        "the five 70 ms calls"
+    );
+    let (min, max) = (
+        doc["min_ns"].as_u64().unwrap(),
+        doc["max_ns"].as_u64().unwrap(),
+    );
+    let overflow = doc["buckets"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        overflow["hi_ns"].as_u64(),
+        Some(max),
+        "the overflow row ends at the max"
+    );
+    // The kernel times entry to return, the workload around the call: within microseconds.
+    assert!(min.abs_diff(ns[0]) < 100_000, "min {min}, slept {ns:?}");
+    assert!(max.abs_diff(ns[34]) < 100_000, "max {max}, slept {ns:?}");
+    // p99 (rank 35) is in the overflow row: the max, not 64 ms.
+    assert_eq!(doc["p99_ns"].as_u64(), Some(max));
+    // p50 (rank 18) is among the 4.5 ms calls: the upper bound of its 1 ms bucket.
+    assert_eq!(
+        doc["p50_ns"].as_u64(),
+        Some((ns[17] / 1_000_000 + 1) * 1_000_000 - 1)
+    );
+    for p in ["p50_ns", "p90_ns", "p99_ns"] {
+        let v = doc[p].as_u64().unwrap();
+        assert!((min..=max).contains(&v), "{p} {v} outside [{min}, {max}]");
+    }
 }
 
 #[test]
@@ -182,6 +260,16 @@ fn bad_latency_requests_are_usage_errors() {
         vec!["latency", "--from", "syscalls:sys_enter_read"],
         // -s lists the stacks of outliers: without --slower-than there are none.
         vec!["latency", "uprobe:/bin/true:main", "-s"],
+        // A syscall tracepoint's common fields are not in its BPF context.
+        vec![
+            "latency",
+            "--from",
+            "syscalls:sys_enter_read",
+            "--to",
+            "syscalls:sys_exit_read",
+            "--key",
+            "common_type",
+        ],
     ] {
         let out = tracer(&args);
         assert_eq!(
@@ -203,7 +291,7 @@ fn interval_histograms_add_up_to_every_call() {
     let prog = common::testprog().display().to_string();
     let target = format!("uprobe:{prog}:tracer_testprog_sleep");
     let out = tracer(&[
-        "latency", &target, "-I", "0.2", "-o", "json", "--", &prog, "sleeps", "1",
+        "latency", &target, "-I", "200ms", "-f", "json", "--", &prog, "sleeps", "1",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let rows: Vec<serde_json::Value> = text(&out.stdout)
@@ -219,6 +307,15 @@ fn interval_histograms_add_up_to_every_call() {
             .sum::<u64>(),
         35
     );
+    // Each interval's min and max are its own (both reset after each report), and its
+    // percentiles stay between them.
+    for r in &rows {
+        let (min, max) = (r["min_ns"].as_u64().unwrap(), r["max_ns"].as_u64().unwrap());
+        assert!(min > 4_000_000 && min <= max, "{r}");
+        for p in ["p50_ns", "p90_ns", "p99_ns"] {
+            assert!((min..=max).contains(&r[p].as_u64().unwrap()), "{p}: {r}");
+        }
+    }
     let times: Vec<f64> = rows.iter().map(|r| r["time_s"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
 }
@@ -235,7 +332,7 @@ fn requests_handed_between_threads_are_matched_by_an_argument_key() {
         format!("uprobe:{prog}:lat_complete"),
     );
     let keyed = tracer(&[
-        "latency", "--from", &from, "--to", &to, "--key", "arg0", "-o", "json", "--", &prog,
+        "latency", "--from", &from, "--to", &to, "--key", "arg0", "-f", "json", "--", &prog,
     ]);
     assert_eq!(keyed.status.code(), Some(0), "{}", text(&keyed.stderr));
     assert_eq!(buckets(&keyed), measured_as(&keyed, "handed ", 6));
@@ -278,7 +375,18 @@ fn a_key_of_two_fields_matches_only_when_both_parts_do() {
         "--to",
         "syscalls:sys_exit_clock_nanosleep",
     ];
+    // Another process sleeps meanwhile: its ends have other keys and must not take the
+    // workload's starts. (A syscall tracepoint's BPF context holds a registers pointer where
+    // common_pid would be: read from there, every task had the same "pid", and this other
+    // process's ends matched the workload's starts.)
+    let mut other = std::process::Command::new("sh")
+        .args(["-c", "while :; do sleep 0.003; done"])
+        .spawn()
+        .unwrap();
     matches_the_sleeps(&[&pair[..], &["--key", "common_pid,__syscall_nr"]].concat());
+    matches_the_sleeps(&[&pair[..], &["--key", "common_pid"]].concat());
+    let _ = other.kill();
+    let _ = other.wait();
 
     // The second part differs at the end (the return value 0, not the syscall number 230):
     // nothing matches, and every end is counted as one without a start.
@@ -324,7 +432,7 @@ fn outliers_carry_the_stack_of_their_call_site() {
         "--slower-than",
         "50ms",
         "-s",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,

@@ -107,7 +107,7 @@ fn uprobe_and_uretprobe_report_every_call_with_arguments_and_returns() {
     let entry = format!("uprobe:{prog}:tracer_testprog_target");
     let ret = format!("uretprobe:{prog}:tracer_testprog_target");
     let out = tracer(&[
-        "probe", &entry, &ret, "-o", "json", "--", &prog, "call", "5",
+        "probe", &entry, &ret, "-f", "json", "--", &prog, "call", "5",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let mut events = json_events(&out);
@@ -144,7 +144,7 @@ fn children_of_the_command_are_traced_and_its_shell_is_not_mixed_in() {
     let out = tracer(&[
         "probe",
         "syscalls:sys_enter_getppid",
-        "-o",
+        "-f",
         "json",
         "--",
         "sh",
@@ -177,7 +177,7 @@ fn count_stops_after_exactly_n_events() {
         "syscalls:sys_enter_getppid",
         "-c",
         "3",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,
@@ -216,7 +216,7 @@ fn flood(transport: &str, pages: &str) {
         transport,
         "--ring-pages",
         pages,
-        "-o",
+        "-f",
         "json",
         "--",
         "sh",
@@ -266,7 +266,7 @@ fn every_stop_while_events_flow_accounts_for_every_hit() {
                 "syscalls:sys_enter_getppid",
                 "--transport",
                 transport,
-                "-o",
+                "-f",
                 "json",
             ];
             match stop {
@@ -392,7 +392,7 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
         let mut child = Command::new(common::tracer_bin())
             .args([
                 "probe",
-                "-o",
+                "-f",
                 "json",
                 "syscalls:sys_enter_getppid",
                 "--",
@@ -461,7 +461,7 @@ fn probe_of_a_process_ends_when_it_exits() {
         "probe",
         "-p",
         &pid,
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
     ]);
@@ -493,7 +493,7 @@ fn a_peer_counting_the_same_tracepoint_still_sees_every_hit() {
     let prog = common::testprog().display().to_string();
     let (mut streaming, _stderr, _banner) = common::tracer_started(&[
         "probe",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "sched:sched_process_exec",
@@ -539,7 +539,7 @@ fn the_ring_buffer_transport_delivers_every_event_with_its_string() {
         "syscalls:sys_enter_getppid",
         "--transport",
         "ringbuf",
-        "-o",
+        "-f",
         "json",
         "--",
         "sh",
@@ -586,7 +586,7 @@ fn a_task_that_renames_itself_is_shown_by_its_new_name() {
             "syscalls:sys_enter_getppid",
             "--transport",
             transport,
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -834,7 +834,7 @@ fn memory_does_not_grow_with_the_number_of_events() {
             "syscalls:sys_enter_getppid",
             "--comm",
             "tracer-testprog",
-            "-o",
+            "-f",
             "json",
             // A fixed, small ring: what is under test is that memory does not follow the
             // number of events. (The reader's memory does follow the ring size, up to a few

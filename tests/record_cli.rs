@@ -83,7 +83,7 @@ fn record(dir: &Path) -> (PathBuf, Tids, String) {
 }
 
 fn report(args: &[&str]) -> (Vec<serde_json::Value>, String) {
-    let out = tracer(&[&["report", "-o", "json"], args].concat());
+    let out = tracer(&[&["report", "-f", "json"], args].concat());
     assert!(out.status.success(), "report failed: {}", text(&out.stderr));
     (json_lines(&out.stdout), text(&out.stderr))
 }
@@ -445,7 +445,7 @@ fn a_live_recording_pipes_into_report() {
         .args([
             "report",
             "-",
-            "-o",
+            "-f",
             "json",
             "--source",
             "watch:*,syscalls:*",

@@ -45,7 +45,7 @@ fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {
         return;
     }
     let spec = format!("uprobe:{}:chain_target", chain_program().display());
-    let (out, stderr) = traced(3, &["probe", "-s", "user", "-c", "3", "-o", "json", &spec]);
+    let (out, stderr) = traced(3, &["probe", "-s", "user", "-c", "3", "-f", "json", &spec]);
     let events = json_lines(&out.stdout);
     assert_eq!(events.len(), 3, "{stderr}");
     // A uprobe fires on the function's first instruction, which DWARF puts on the line of `{`.
@@ -64,7 +64,7 @@ fn watchpoint_user_stacks_show_who_wrote_and_through_which_calls() {
     }
     let (out, stderr) = traced(
         4,
-        &["watch", "-s", "-c", "4", "-o", "json", "chain_counter"],
+        &["watch", "-s", "-c", "4", "-f", "json", "chain_counter"],
     );
     let events = json_lines(&out.stdout);
     assert_eq!(events.len(), 4, "{stderr}");
@@ -113,7 +113,7 @@ fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
     let out = common::tracer(&[
         "probe",
         "-s",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "--",
@@ -148,7 +148,7 @@ fn uprobe_arguments_and_returns_are_named_and_typed_from_dwarf() {
             "probe",
             "-c",
             "8",
-            "-o",
+            "-f",
             "json",
             &format!("uprobe:{chain}:chain_target"),
             &format!("uretprobe:{chain}:chain_fail"),
@@ -210,7 +210,7 @@ fn a_binary_replaced_on_disk_while_running_is_read_from_the_mapped_file() {
         "-s",
         "-c",
         "4",
-        "-o",
+        "-f",
         "json",
         "chain_counter",
         "-p",

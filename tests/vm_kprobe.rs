@@ -179,7 +179,7 @@ fn probe_cli(interface: &str, transport: &str) {
             interface,
             "--transport",
             transport,
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -249,7 +249,7 @@ fn do_sys_open_traces_every_open_through_its_successor() {
         .args([
             "probe",
             "do_sys_open",
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -348,7 +348,7 @@ fn struct_members_are_read_through_btf_offsets() {
 /// events, and the summary's FILTERED column (0 without a filter).
 fn filtered_opens(spec: &str, filter: Option<&str>) -> (Vec<serde_json::Value>, u64) {
     let prog = common::testprog().display().to_string();
-    let mut args = vec!["probe", spec, "-o", "json"];
+    let mut args = vec!["probe", spec, "-f", "json"];
     if let Some(filter) = filter {
         args.extend(["--filter", filter]);
     }
@@ -418,7 +418,7 @@ fn failed_opens_return_a_named_errno() {
         .args([
             "probe",
             "do_sys_openat2%return",
-            "-o",
+            "-f",
             "json",
             "--",
             &prog,
@@ -514,7 +514,7 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
     let mut child = std::process::Command::new(common::tracer_bin())
         .arg("latency")
         .args(pair)
-        .args(["-p", &pid, "-o", "json"])
+        .args(["-p", &pid, "-f", "json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -84,7 +84,7 @@ fn every_write_of_three_threads_to_a_global_is_reported_with_values_and_writer()
     }
     let prog = common::testprog().display().to_string();
     let out = tracer(&[
-        "watch", COUNTER, "-o", "json", "--", &prog, "counter", "300",
+        "watch", COUNTER, "-f", "json", "--", &prog, "counter", "300",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events = hits(&out.stdout);
@@ -110,7 +110,7 @@ fn a_summary_counts_every_write_in_the_kernel_by_thread_and_instruction() {
         "watch",
         COUNTER,
         "--summary",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,
@@ -156,7 +156,7 @@ fn a_running_process_is_watched_in_existing_and_new_threads_until_it_exits() {
     let mut work = Workload::batched(1, None, &["counter", "90"]);
     let pid = work.pid().to_string();
     let mut child = Command::new(common::tracer_bin())
-        .args(["watch", "-p", &pid, COUNTER, "-o", "json"])
+        .args(["watch", "-p", &pid, COUNTER, "-f", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -192,7 +192,7 @@ fn read_write_and_execute_watchpoints_count_exactly() {
     let prog = common::testprog().display().to_string();
     // fetch_add reads and writes in one instruction: one hit each.
     let out = tracer(&[
-        "watch", "-t", "rw", COUNTER, "-o", "json", "--", &prog, "counter", "30",
+        "watch", "-t", "rw", COUNTER, "-f", "json", "--", &prog, "counter", "30",
     ]);
     assert_eq!(hits(&out.stdout).len(), 30, "{}", text(&out.stderr));
     // An execute breakpoint on a function counts its calls.
@@ -201,7 +201,7 @@ fn read_write_and_execute_watchpoints_count_exactly() {
         "-t",
         "x",
         "tracer_testprog_target",
-        "-o",
+        "-f",
         "json",
         "--",
         &prog,

@@ -316,10 +316,52 @@ pub const AGG_CPU: u32 = 1 << 3;
 pub const AGG_KEY_VALUE: u32 = 1 << 4;
 /// `AggValue::sum` adds up the value at `SlotConfig::val_src` (`--sum`, `--hist`).
 pub const AGG_SUM: u32 = 1 << 5;
-/// `AggKey::bucket` is the log2 bucket of the value at `val_src` (`--hist`).
+/// `AggKey::bucket` is the bucket of the value at `val_src` (`--hist`): log2 (see
+/// [`log2_bucket`]), or linear when `SlotConfig::hist_step` is set (see [`linear_bucket`]).
 pub const AGG_HIST: u32 = 1 << 6;
-/// `AggKey::bucket` of negative values of a signed `--hist` source.
-pub const AGG_BUCKET_NEGATIVE: u64 = 64;
+/// `AggKey::bucket` of values below the histogram's range: negative values of a signed source
+/// (log2), values under `SlotConfig::hist_min` (linear).
+pub const AGG_BUCKET_BELOW: u64 = u64::MAX - 1;
+/// `AggKey::bucket` of negative values of a signed log2 `--hist`: the row below its range.
+pub const AGG_BUCKET_NEGATIVE: u64 = AGG_BUCKET_BELOW;
+/// `AggKey::bucket` of values at or past the end of a linear histogram's range.
+pub const AGG_BUCKET_ABOVE: u64 = u64::MAX;
+/// Log2 buckets of a `--hist`: 0 holds the value 0, `k` (1..=64) the values `2^(k-1)` to
+/// `2^k - 1` (so 0 and 1 are told apart).
+pub const AGG_LOG2_BUCKETS: u64 = 65;
+/// Most buckets of a linear `--hist` (`--linear STEP,MIN,MAX`), beside the two edge rows.
+pub const AGG_LINEAR_BUCKETS: u64 = 1000;
+
+/// The log2 `--hist` bucket of `value` (see [`AGG_LOG2_BUCKETS`]).
+#[inline(always)]
+pub const fn log2_bucket(value: u64) -> u64 {
+    64 - value.leading_zeros() as u64
+}
+
+/// The linear `--hist` bucket of `value`: `(value - min) / step` inside `[min, min + step *
+/// buckets)`, else [`AGG_BUCKET_BELOW`] or [`AGG_BUCKET_ABOVE`]; `min` and `value` compare as
+/// signed numbers when the source is signed.
+#[inline(always)]
+pub const fn linear_bucket(value: u64, signed: bool, min: u64, step: u64, buckets: u64) -> u64 {
+    let below = if signed {
+        (value as i64) < (min as i64)
+    } else {
+        value < min
+    };
+    if below {
+        return AGG_BUCKET_BELOW;
+    }
+    // value >= min: the difference is the distance, also for signed values.
+    let b = match value.wrapping_sub(min).checked_div(step) {
+        Some(b) => b,
+        None => 0,
+    };
+    if b >= buckets {
+        AGG_BUCKET_ABOVE
+    } else {
+        b
+    }
+}
 /// Capacity of `COUNTS` when aggregating (distinct keys of one run or interval).
 pub const AGG_ENTRIES: u32 = 10240;
 
@@ -349,7 +391,8 @@ pub struct AggKey {
     /// Stack ids (as in [`Event`]); [`NO_STACK`] when not keyed by stack.
     pub kstack: i32,
     pub ustack: i32,
-    /// `--hist`: log2 bucket of the value, or [`AGG_BUCKET_NEGATIVE`].
+    /// `--hist`: the value's bucket ([`log2_bucket`], [`linear_bucket`]), or
+    /// [`AGG_BUCKET_BELOW`] / [`AGG_BUCKET_ABOVE`].
     pub bucket: u64,
 }
 
@@ -401,6 +444,12 @@ pub struct SlotConfig {
     /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the number of the syscall counted.
     pub raw_syscall: u32,
     pub _pad: u32,
+    /// `AGG_HIST`: linear buckets of this width (`--linear STEP`); 0 for log2 buckets.
+    pub hist_step: u64,
+    /// `AGG_HIST` linear: the first bucket's low end (as `i64` for a signed source).
+    pub hist_min: u64,
+    /// `AGG_HIST` linear: buckets between the edge rows (at most [`AGG_LINEAR_BUCKETS`]).
+    pub hist_buckets: u64,
 }
 
 /// Bits of the object-wide `USES` constant: what any slot of this run may do. Userspace sets it
@@ -573,13 +622,24 @@ pub struct SchedOffsets {
     pub _pad: u32,
 }
 
-/// Histogram buckets (log2 of nanoseconds, or linear steps), then two extra "buckets": the
-/// sum of all durations and the maximum.
+/// Histogram buckets (log2 of nanoseconds, or linear steps), then three extra "buckets": the
+/// sum of all durations, the maximum and the minimum.
 pub const HIST_BUCKETS: u64 = 64;
+/// Linear latency buckets: the last one ([`HIST_BUCKETS`] - 1) is the overflow row, every
+/// duration from `(HIST_BUCKETS - 1) * step` on.
+pub const HIST_OVERFLOW: u64 = HIST_BUCKETS - 1;
 /// `HistKey::bucket` of the per-key sum of durations (ns).
 pub const HIST_SUM: u64 = 64;
 /// `HistKey::bucket` of the per-key maximum duration (ns).
 pub const HIST_MAX: u64 = 65;
+/// `HistKey::bucket` of the per-key minimum duration, stored as `!min` (`u64::MAX - min`) so
+/// that it is kept by maximum like [`HIST_MAX`], and 0 (no call) is never the minimum.
+pub const HIST_MIN: u64 = 66;
+
+/// Whether a latency cell is kept by maximum (summed over CPUs otherwise, and across reads).
+pub const fn hist_kept_by_max(bucket: u64) -> bool {
+    bucket == HIST_MAX || bucket == HIST_MIN
+}
 /// Capacity of the latency maps.
 pub const LAT_ENTRIES: u32 = 16384;
 
@@ -609,6 +669,12 @@ pub const LAT_KEY_PARTS: usize = 3;
 /// tracepoint record, or of a probe's argument registers (`argN` at `8 * N`, size 8).
 /// A size of 0 marks an unused part; all unused: start and end are matched by thread.
 pub type LatKeySrc = u32;
+
+/// A latency key part that is the current thread id, read with a helper, not from the record:
+/// `common_pid`. Syscall tracepoints hand BPF programs their registers pointer where the
+/// record's `common_*` fields would be (perf_call_bpf_enter/exit), so `common_pid` read from
+/// the record is the upper half of a kernel pointer, the same for every task.
+pub const LAT_KEY_TID: LatKeySrc = 0xff << 8;
 
 /// What the latency programs do (`LAT_CONFIG[0]`).
 #[repr(C)]
@@ -791,6 +857,29 @@ mod pod {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log2_buckets_keep_0_and_1_apart() {
+        let b: [u64; 8] = [0, 1, 2, 3, 4, 7, 8, u64::MAX].map(log2_bucket);
+        assert_eq!(b, [0, 1, 2, 2, 3, 3, 4, 64]);
+        assert_eq!(log2_bucket(1 << 63), AGG_LOG2_BUCKETS - 1);
+    }
+
+    #[test]
+    fn linear_buckets_have_edge_rows() {
+        // --linear 10,0,50: 5 buckets.
+        let b = |v| linear_bucket(v, false, 0, 10, 5);
+        assert_eq!([0, 9, 10, 49].map(b), [0, 0, 1, 4]);
+        assert_eq!(b(50), AGG_BUCKET_ABOVE);
+        assert_eq!(b(u64::MAX), AGG_BUCKET_ABOVE);
+        // --linear 5,-10,10 on a signed source: 4 buckets.
+        let s = |v: i64| linear_bucket(v as u64, true, -10i64 as u64, 5, 4);
+        assert_eq!([-10, -6, -5, 0, 9].map(s), [0, 0, 1, 2, 3]);
+        assert_eq!(s(-11), AGG_BUCKET_BELOW);
+        assert_eq!(s(10), AGG_BUCKET_ABOVE);
+        // Unsigned below min.
+        assert_eq!(linear_bucket(3, false, 4, 1, 10), AGG_BUCKET_BELOW);
+    }
 
     #[test]
     fn runs_are_counted_only_for_keys_a_task_keeps_on_a_cpu() {

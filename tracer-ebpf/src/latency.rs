@@ -8,10 +8,10 @@ use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
 use tracer_common::{
-    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_BUCKETS, HIST_MAX,
-    HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
-    LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
-    LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
+    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX, HIST_MIN,
+    HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
+    LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY,
+    LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
 };
 
 use crate::{emit_raw, passes, stack_id};
@@ -26,10 +26,10 @@ static LAT_START: LruHashMap<LatKey, LatStart> = LruHashMap::with_max_entries(1,
 #[map]
 static LAT_HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// The one histogram when there is no `--by`: buckets, then sum and max, in a per-CPU array
+/// The one histogram when there is no `--by`: buckets, then sum, max and min, in a per-CPU array
 /// (an array lookup is much cheaper than a hash lookup on this per-call path).
 #[map]
-static LAT_ARRAY: PerCpuArray<u64> = PerCpuArray::with_max_entries(HIST_MAX as u32 + 1, 0);
+static LAT_ARRAY: PerCpuArray<u64> = PerCpuArray::with_max_entries(HIST_MIN as u32 + 1, 0);
 
 #[map]
 static LAT_STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(LAT_STAT_COUNT, 0);
@@ -63,7 +63,9 @@ fn key(parts: &[LatKeySrc; LAT_KEY_PARTS], source: &Source) -> LatKey {
     let mut i = 0;
     while i < LAT_KEY_PARTS {
         let (offset, size) = (parts[i] & 0xff, parts[i] >> 8 & 0xff);
-        if size != 0 {
+        if parts[i] == tracer_common::LAT_KEY_TID {
+            key.parts[i] = aya_ebpf::helpers::bpf_get_current_pid_tgid() & 0xffff_ffff;
+        } else if size != 0 {
             let raw = match source {
                 // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
                 Source::Record(tp) => unsafe { tp.read_at::<u64>(offset as usize) }.unwrap_or(0),
@@ -121,9 +123,10 @@ fn entry(args: [u64; 6], source: &Source) {
 #[inline(always)]
 fn bucket(config: &LatConfig, delta: u64) -> u64 {
     if config.linear_step != 0 {
+        // Past the last step: the overflow row, which userspace labels as such.
         let b = delta / config.linear_step;
-        if b >= HIST_BUCKETS {
-            HIST_BUCKETS - 1
+        if b >= HIST_OVERFLOW {
+            HIST_OVERFLOW
         } else {
             b
         }
@@ -209,6 +212,11 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
                     *c = delta;
                 }
             }
+            if let Some(c) = cell(HIST_MIN) {
+                if !delta > *c {
+                    *c = !delta;
+                }
+            }
         }
     } else {
         add(
@@ -233,6 +241,14 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
                 bucket: HIST_MAX,
             },
             delta,
+            true,
+        );
+        add(
+            &HistKey {
+                group,
+                bucket: HIST_MIN,
+            },
+            !delta,
             true,
         );
     }

@@ -680,12 +680,19 @@ fn aggregate(event: &Event, config: &SlotConfig) {
         0
     };
     if uses(USES_AGG_VALUE) && agg & AGG_HIST != 0 {
-        key.bucket = if config.val_src & SRC_SIGNED != 0 && (value as i64) < 0 {
+        let signed = config.val_src & SRC_SIGNED != 0;
+        key.bucket = if config.hist_step != 0 {
+            tracer_common::linear_bucket(
+                value,
+                signed,
+                config.hist_min,
+                config.hist_step,
+                config.hist_buckets,
+            )
+        } else if signed && (value as i64) < 0 {
             AGG_BUCKET_NEGATIVE
-        } else if value == 0 {
-            0
         } else {
-            63 - value.leading_zeros() as u64
+            tracer_common::log2_bucket(value)
         };
     }
     if uses(USES_RUN_COUNT) && config.flags & SLOT_RUN_COUNT != 0 {

@@ -611,8 +611,8 @@ impl Bpf {
 
     /// The latency histograms summed over CPUs: running totals, which are never cleared
     /// (removing a cell raced with the other CPU's updates and lost calls). With `reset_max`
-    /// (interval mode) the maximum cells are zeroed after reading: the maximum is the one
-    /// statistic that has no difference of totals.
+    /// (interval mode) the maximum and minimum cells are zeroed after reading: they are the
+    /// statistics that have no difference of totals.
     pub fn latency_histogram(&mut self, reset_max: bool) -> Result<Vec<(HistKey, u64)>, Error> {
         let hist = &mut self.maps.lat_hist;
         let mut cells = Vec::new();
@@ -624,7 +624,7 @@ impl Bpf {
             cells.push((
                 key,
                 values.iter().fold(0u64, |a, v| {
-                    if key.bucket == tracer_common::HIST_MAX {
+                    if tracer_common::hist_kept_by_max(key.bucket) {
                         a.max(*v)
                     } else {
                         a + v
@@ -635,22 +635,22 @@ impl Bpf {
         if reset_max {
             for (key, _) in cells
                 .iter()
-                .filter(|(k, _)| k.bucket == tracer_common::HIST_MAX)
+                .filter(|(k, _)| tracer_common::hist_kept_by_max(k.bucket))
             {
                 let _ = hist.remove(key);
             }
         }
         // Without --by the histogram lives in a per-CPU array (cheaper per call): buckets,
-        // then sum and max, under the all-zero group.
+        // then sum, max and min, under the all-zero group.
         let array = &mut self.maps.lat_array;
-        for bucket in 0..=tracer_common::HIST_MAX {
+        for bucket in 0..=tracer_common::HIST_MIN {
             let values = array
                 .get(&(bucket as u32), 0)
                 .map_err(|source| Error::MapUpdate {
                     map: names::LAT_ARRAY,
                     source,
                 })?;
-            let value = if bucket == tracer_common::HIST_MAX {
+            let value = if tracer_common::hist_kept_by_max(bucket) {
                 values.iter().copied().max().unwrap_or(0)
             } else {
                 values.iter().sum()
@@ -663,7 +663,7 @@ impl Bpf {
                     },
                     value,
                 ));
-                if reset_max && bucket == tracer_common::HIST_MAX {
+                if reset_max && tracer_common::hist_kept_by_max(bucket) {
                     let zeros = aya::maps::PerCpuValues::try_from(vec![0u64; values.len()])
                         .map_err(|e| Error::MapUpdate {
                             map: names::LAT_ARRAY,

@@ -125,11 +125,11 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tracer probe syscalls:sys_enter_openat -- cat /etc/hostname
-  tracer probe 'syscalls:sys_enter_open*' -p 1234 -o json
+  tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json
   tracer probe uprobe:bash:readline uretprobe:bash:readline
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
-  tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1
+  tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s
   tracer probe syscalls:sys_exit_openat --filter 'ret < 0' -- cat /nonexistent   failed opens only
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10
   tracer probe 'do_sys_openat2(filename, how->flags)'      chosen arguments and members")]
@@ -150,9 +150,8 @@ pub struct ProbeArgs {
     pub tid: Option<u32>,
     #[command(flatten)]
     pub stop: Stop,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
     /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
     #[arg(long, value_name = "N")]
@@ -185,14 +184,20 @@ pub struct ProbeArgs {
     /// field).
     #[arg(long, value_name = "VALUE", conflicts_with = "hist")]
     pub sum: Option<String>,
-    /// A log2 histogram of this value per key (as for --sum).
+    /// A histogram of this value per key (as for --sum): log2 buckets (0, 1, 2-3, 4-7...),
+    /// or linear with --linear.
     #[arg(long, value_name = "VALUE")]
     pub hist: Option<String>,
+    /// With --hist: linear buckets of width STEP from MIN to MAX (bpftrace's lhist; default
+    /// 0 and 63 steps), with rows for values below MIN and from MAX on. K, M, G: binary units.
+    #[arg(long, value_name = "STEP[,MIN,MAX]", allow_hyphen_values = true)]
+    pub linear: Option<String>,
     /// With --count-by: only the N largest counts.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
-    /// With --count-by/--sum/--hist: print and reset the counts every SECS seconds.
-    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    /// With --count-by/--sum/--hist: print the counts of each interval (1s, 500ms; a bare
+    /// number is milliseconds, as in perf stat).
+    #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
     pub interval: Option<Duration>,
     /// Only hits for which EXPR holds, decided in the kernel before anything is sent or
     /// counted (ftrace's filter grammar): NAME OP VALUE with == != < <= > >= & on numbers,
@@ -242,9 +247,8 @@ pub struct WatchArgs {
     pub len: Option<u64>,
     #[command(flatten)]
     pub stop: Stop,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(flatten)]
     pub stack: StackArg,
     /// Count the hits in the kernel, by thread and instruction, and print only those counts
@@ -260,7 +264,7 @@ pub struct WatchArgs {
 #[command(after_help = "Examples:
   tracer latency vfs_read                                   a kernel function, entry to return
   tracer latency uprobe:./prog:handle --slower-than 10ms    a user function, slow calls listed
-  tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1
+  tracer latency --from syscalls:sys_enter_read --to syscalls:sys_exit_read -I 1s
   tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid
   tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector
   tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0
@@ -285,7 +289,8 @@ pub struct LatencyArgs {
     /// One histogram per comm, pid, tid or cpu.
     #[arg(long, value_enum)]
     pub by: Option<LatencyBy>,
-    /// Linear buckets of this width (e.g. 1ms) instead of powers of two.
+    /// Linear buckets of this width (e.g. 1ms) instead of powers of two: 63 of them, then an
+    /// overflow row up to the longest call.
     #[arg(long, value_name = "DURATION")]
     pub linear: Option<String>,
     /// Print each call at least this slow (e.g. 10ms), with its arguments.
@@ -293,17 +298,17 @@ pub struct LatencyArgs {
     pub slower_than: Option<String>,
     #[command(flatten)]
     pub stack: StackArg,
-    /// Print and reset the histograms every SECS seconds.
-    #[arg(short = 'I', long = "interval", value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    /// Print the histograms of each interval (1s, 500ms; a bare number is milliseconds, as
+    /// in perf stat).
+    #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
     pub interval: Option<Duration>,
-    /// Stop after SECS seconds.
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub tasks: Tasks,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Start COMMAND and measure only it and its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -337,13 +342,26 @@ pub struct Tasks {
     pub cgroup: Option<PathBuf>,
 }
 
+/// Where the data goes and in what form, the same in every command: `-o FILE` (perf's) and
+/// `-f text|json` (bpftrace's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Output format: text, or json (JSON Lines: one object per line).
+    #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
+    pub format: Format,
+    /// Write the data to FILE instead of standard output (the banner and summary stay on
+    /// stderr).
+    #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
 /// When a streaming run stops on its own: after N events or after a time.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Stop {
     /// Stop after N events.
     #[arg(short, long, value_name = "N")]
     pub count: Option<u64>,
-    /// Stop after SECS seconds.
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
 }
@@ -537,8 +555,8 @@ pub struct StatArgs {
     /// With -I: clear the screen before each interval.
     #[arg(long)]
     pub interval_clear: bool,
-    /// Print the counts of each MSECS interval.
-    #[arg(short = 'I', long = "interval-print", value_name = "MSECS")]
+    /// Print the counts of each MSECS interval (or with a unit: 1s, 500ms).
+    #[arg(short = 'I', long = "interval-print", value_name = "MSECS", value_parser = crate::units::parse_millis)]
     pub interval: Option<u64>,
     /// Stop after N intervals.
     #[arg(long, value_name = "N")]
@@ -569,6 +587,9 @@ pub struct StatArgs {
     /// One JSON object per counter line.
     #[arg(short, long = "json-output", visible_alias = "json")]
     pub json: bool,
+    /// Output format: text, or json (the same as -j), as in the other commands.
+    #[arg(short = 'f', long = "format", value_enum)]
+    pub format: Option<Format>,
     /// Write the report to FILE.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -665,7 +686,7 @@ pub struct RecordArgs {
     /// Only this process (and with -W: the process whose memory is watched).
     #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
-    /// Stop after SECS seconds.
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
     /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
@@ -688,7 +709,7 @@ pub struct RecordArgs {
 #[command(after_help = "Examples:
   tracer report t.tracer
   tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2
-  tracer report t.tracer -o json | jq .
+  tracer report t.tracer -f json | jq .
   tracer report t.tracer --perfetto t.json     then open t.json in ui.perfetto.dev")]
 pub struct ReportArgs {
     /// The recording (`-` for standard input).
@@ -711,9 +732,8 @@ pub struct ReportArgs {
     /// Only records before this many seconds into the recording.
     #[arg(long, value_name = "SECS")]
     pub until: Option<f64>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "text")]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Also write the timeline as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing).
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
@@ -722,6 +742,12 @@ pub struct ReportArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 
     fn words(line: &str) -> Vec<OsString> {
         line.split_whitespace().map(OsString::from).collect()

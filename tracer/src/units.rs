@@ -1,5 +1,6 @@
-//! Units on the command line: durations with a unit (`10ms`) and seconds (`-d 5`). Shared by
-//! the clap definitions and the plans, so neither imports the other for them.
+//! Units on the command line: durations with a unit (`10ms`), seconds (`-d 5`, `-d 500ms`) and
+//! intervals (`-I 1s`, `-I 500`: milliseconds, as perf stat's). Shared by the clap definitions
+//! and the plans, so neither imports the other for them.
 
 /// Parses a duration with a unit: `500ns`, `12us`, `10ms`, `1.5s` (nanoseconds).
 pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
@@ -25,15 +26,46 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
     Ok(ns as u64)
 }
 
-/// Parses a duration in seconds (`5`, `0.5`).
+/// Parses `-d`: a number of seconds (`5`, `0.5`) or a duration with a unit (`500ms`, `2s`).
 pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    if text.trim().ends_with(|c: char| c.is_ascii_alphabetic()) {
+        return parse_duration_ns(text).map(std::time::Duration::from_nanos);
+    }
     let secs: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+        .map_err(|_| format!("'{text}' is not a number of seconds, nor a duration like 500ms"))?;
     if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
         return Err(format!("'{text}' is not a positive number of seconds"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// Parses `-I`: a duration with a unit (`1s`, `500ms`) or a bare number of milliseconds (as
+/// perf stat's `-I`), at least 10 ms (perf's floor: shorter intervals cost more than they show).
+pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let ns = match t.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms <= 1e12 => (ms.max(0.0) * 1e6) as u64,
+        Ok(_) => return Err(format!("'{text}' is out of range")),
+        Err(_) => parse_duration_ns(t)
+            .map_err(|_| format!("'{text}' is not an interval like 1s, 500ms or 100 (ms)"))?,
+    };
+    if ns < 10_000_000 {
+        return Err(format!("-I {text}: the interval must be at least 10 ms"));
+    }
+    Ok(std::time::Duration::from_nanos(ns))
+}
+
+/// Parses `tracer stat -I`: a bare number of milliseconds (perf stat's), or a duration with a
+/// unit (`1s`, `500ms`), in whole milliseconds; the stat plan checks the 10 ms floor.
+pub fn parse_millis(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.parse::<u64>() {
+        Ok(ms) => Ok(ms),
+        Err(_) => parse_duration_ns(t)
+            .map(|ns| ns / 1_000_000)
+            .map_err(|_| format!("'{text}' is not an interval like 100 (ms), 1s or 500ms")),
+    }
 }
 
 #[cfg(test)]
@@ -59,5 +91,45 @@ mod tests {
         assert!(parse_seconds("0").is_err());
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("x").is_err());
+        assert_eq!(
+            parse_seconds("500ms").unwrap(),
+            std::time::Duration::from_millis(500)
+        );
+        assert_eq!(
+            parse_seconds("2s").unwrap(),
+            std::time::Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn stat_intervals_are_whole_milliseconds() {
+        assert_eq!(parse_millis("100"), Ok(100));
+        assert_eq!(
+            parse_millis("0"),
+            Ok(0),
+            "the plan refuses it, with its message"
+        );
+        assert_eq!(parse_millis("1s"), Ok(1000));
+        assert_eq!(parse_millis("250ms"), Ok(250));
+        assert!(parse_millis("soon").is_err());
+    }
+
+    #[test]
+    fn intervals_are_milliseconds_unless_they_say() {
+        let ms = |n| Ok(std::time::Duration::from_millis(n));
+        assert_eq!(parse_interval("1s"), ms(1000));
+        assert_eq!(parse_interval("500ms"), ms(500));
+        assert_eq!(parse_interval("100"), ms(100));
+        assert_eq!(parse_interval("1000"), ms(1000));
+        assert_eq!(parse_interval("0.5s"), ms(500));
+        assert_eq!(
+            parse_interval("1"),
+            Err("-I 1: the interval must be at least 10 ms".into())
+        );
+        assert_eq!(
+            parse_interval("0"),
+            Err("-I 0: the interval must be at least 10 ms".into())
+        );
+        assert!(parse_interval("soon").is_err());
     }
 }

@@ -263,9 +263,9 @@ pub fn watch_hit() -> Result<()> {
     type Argv<'a> = Box<dyn Fn(u64) -> Vec<String> + 'a>;
     let mut tools: Vec<(String, Argv<'_>, Caught)> = vec![
         (
-            "tracer watch -o json".into(),
+            "tracer watch -f json".into(),
             Box::new(|n| {
-                let argv = [&tracer, "watch", "tracer_testprog_counter", "-o", "json"];
+                let argv = [&tracer, "watch", "tracer_testprog_counter", "-f", "json"];
                 norand(pinned(launching(&argv, work(n))))
             }),
             |out, _| Some(out.lines().filter(|l| l.starts_with('{')).count() as u64),
@@ -278,7 +278,7 @@ pub fn watch_hit() -> Result<()> {
                     "watch",
                     "tracer_testprog_counter",
                     "--summary",
-                    "-o",
+                    "-f",
                     "json",
                 ];
                 norand(pinned(launching(&argv, work(n))))

@@ -1,9 +1,9 @@
 //! `cargo xtask bench soak`: tracer left running on two loads at once, sampled every 10 s
 //! (a benchmark, not a test: it takes `TRACER_SOAK_SECS`, 600 by default).
 //!
-//! - streaming: `tracer probe -o json` on getppid at a moderate rate (a loop of 1,000 calls
+//! - streaming: `tracer probe -f json` on getppid at a moderate rate (a loop of 1,000 calls
 //!   then 100 ms of sleep, in a fresh process each time);
-//! - churn: `tracer probe --count-by comm,pid -s user -I 10` on a uprobe hit once by each of
+//! - churn: `tracer probe --count-by comm,pid -s user -I 10s` on a uprobe hit once by each of
 //!   10,000 short children, spread over the run.
 //!
 //! Each sample: each tracer's resident memory and open file descriptors, and the churn run's
@@ -68,7 +68,7 @@ pub fn soak() -> Result<()> {
     let mut streaming = spawn(&s(&[
         &tracer,
         "probe",
-        "-o",
+        "-f",
         "json",
         "syscalls:sys_enter_getppid",
         "--",
@@ -84,8 +84,8 @@ pub fn soak() -> Result<()> {
         "-s",
         "user",
         "-I",
-        "10",
-        "-o",
+        "10s",
+        "-f",
         "json",
         &uprobe,
         "--",

@@ -54,11 +54,17 @@ pub fn streaming() -> Result<()> {
         (" --filter 'pid != 1'", vec!["--filter", "pid != 1"]),
     ];
     let runs = builds.flat_map(|b| {
-        let filtered = (b.0.is_empty()).then(|| filters[1..].to_vec()).into_iter().flatten();
-        [(b.clone(), "perf", filters[0].clone()), (b.clone(), "ringbuf", filters[0].clone())]
+        let filtered = (b.0.is_empty())
+            .then(|| filters[1..].to_vec())
             .into_iter()
-            .chain(filtered.map(move |f| (b.clone(), "perf", f)))
-            .collect::<Vec<_>>()
+            .flatten();
+        [
+            (b.clone(), "perf", filters[0].clone()),
+            (b.clone(), "ringbuf", filters[0].clone()),
+        ]
+        .into_iter()
+        .chain(filtered.map(move |f| (b.clone(), "perf", f)))
+        .collect::<Vec<_>>()
     });
     for ((label, binary), transport, (shown, filter)) in runs {
         // The output format flag of this binary: `-f` since the flags got one meaning each,
@@ -69,7 +75,14 @@ pub fn streaming() -> Result<()> {
             false => "-o",
         };
         let tracer_cmd = |n: u64| {
-            let mut argv = vec![binary.as_str(), "probe", "--transport", transport, format, "json"];
+            let mut argv = vec![
+                binary.as_str(),
+                "probe",
+                "--transport",
+                transport,
+                format,
+                "json",
+            ];
             argv.extend(filter.iter().copied());
             argv.push(TP);
             pinned(launching(&argv, work(n)))

@@ -20,9 +20,9 @@ pub fn uprobe_hit() -> Result<()> {
     let (big, small) = (60_000, 6_000);
     let mut rows = vec![
         (
-            "tracer probe -o json uprobe:...".to_string(),
+            "tracer probe -f json uprobe:...".to_string(),
             per_event(
-                &|n| pinned(launching(&[&tracer, "probe", "-o", "json", &spec], work(n))),
+                &|n| pinned(launching(&[&tracer, "probe", "-f", "json", &spec], work(n))),
                 &work,
                 big,
                 small,

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{
-    word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
-    LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
+    word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT,
+    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
 };
 
 use crate::bpf::{Bpf, Sizing, SlotKind};
@@ -25,6 +25,8 @@ use crate::Error;
 
 pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let plan = latency_plan(&args, &session::ThisMachine)?;
+    plan.notes.iter().for_each(crate::output::notes::note);
+    let out = crate::output::destination(plan.output.file.as_deref())?;
     let fs = Tracefs::locate()?;
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
@@ -58,7 +60,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Exit first: an end with no start is only counted, never mismatched.
     exit.event.enable(false)?;
     entry.event.enable(false)?;
-    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan);
+    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out);
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
     let adopted = (session
@@ -128,13 +130,18 @@ struct LatencySink<'a, W: std::io::Write> {
     symbolizer: Symbolizer,
 }
 
-impl<'a> LatencySink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
-    fn new(bpf: &'a mut Bpf, rings: &'a mut OutputRings, plan: &LatencyPlan) -> Self {
+impl<'a> LatencySink<'a, Box<dyn std::io::Write>> {
+    fn new(
+        bpf: &'a mut Bpf,
+        rings: &'a mut OutputRings,
+        plan: &LatencyPlan,
+        out: Box<dyn std::io::Write>,
+    ) -> Self {
         LatencySink {
             bpf,
             rings,
-            out: std::io::BufWriter::new(std::io::stdout().lock()),
-            format: plan.output,
+            out,
+            format: plan.output.format,
             linear_step: plan.linear_step,
             by: plan.by,
             interval: plan.interval,
@@ -209,7 +216,7 @@ impl<W: std::io::Write> LatencySink<'_, W> {
         let mut called = std::collections::HashSet::new();
         for (key, total) in totals {
             let value = match key.bucket {
-                HIST_MAX => total,
+                HIST_MAX | HIST_MIN => total,
                 _ => total - self.previous.insert(key, total).unwrap_or(0),
             };
             if key.bucket < HIST_BUCKETS && value > 0 {
@@ -227,6 +234,8 @@ impl<W: std::io::Write> LatencySink<'_, W> {
             match key.bucket {
                 HIST_SUM => h.sum_ns = value,
                 HIST_MAX => h.max_ns = value,
+                // Stored as `!min`, so the kernel keeps it by maximum.
+                HIST_MIN => h.min_ns = !value,
                 b if b < HIST_BUCKETS => h.buckets[b as usize] = value,
                 _ => {}
             }

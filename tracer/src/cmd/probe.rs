@@ -27,6 +27,8 @@ use crate::Error;
 
 pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let plan = plan::probe_plan(&args, &session::ThisMachine)?;
+    plan.notes.iter().for_each(crate::output::notes::note);
+    let out = crate::output::destination(plan.output.file.as_deref())?;
     let fs = Tracefs::locate()?;
     let specs = probe::expand(&plan.specs, &fs)?;
     crate::launch::raise_open_files(specs.len() as u64);
@@ -62,8 +64,8 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     }
     let start_ns = session::monotonic_ns();
     match &plan.aggregation {
-        Some(agg) => count(session, &bpf, &probes, agg, &plan, &rings),
-        None => stream(session, &bpf, probes, &plan, &mut rings, start_ns),
+        Some(agg) => count(session, &bpf, &probes, agg, &plan, &rings, out),
+        None => stream(session, &bpf, probes, &plan, &mut rings, start_ns, out),
     }
 }
 
@@ -140,9 +142,9 @@ fn stream(
     plan: &ProbePlan,
     rings: &mut OutputRings,
     start_ns: u64,
+    out: Box<dyn Write>,
 ) -> Result<i32, Error> {
-    let out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut writer = EventWriter::new(out, plan.output, start_ns);
+    let mut writer = EventWriter::new(out, plan.output.format, start_ns);
     // Flushed before the command runs: it writes to the same terminal.
     (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
     let mut state = LoopState {
@@ -197,6 +199,7 @@ fn count(
     agg: &Aggregation,
     plan: &ProbePlan,
     rings: &OutputRings,
+    out: Box<dyn Write>,
 ) -> Result<i32, Error> {
     let started = Instant::now();
     let mut sink = CountSink {
@@ -210,8 +213,8 @@ fn count(
             .collect(),
         agg,
         symbolizer: Symbolizer::default(),
-        out: std::io::BufWriter::new(std::io::stdout().lock()),
-        format: plan.output,
+        out,
+        format: plan.output.format,
         started,
         last: started,
         intervals: 0,

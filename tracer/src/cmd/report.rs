@@ -93,29 +93,44 @@ fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
     Ok(Box::new(std::io::BufReader::with_capacity(1 << 20, file)))
 }
 
-/// `--perfetto FILE` must not be the recording: writing it would destroy what is read.
+/// `--perfetto FILE` and `-o FILE` must not be the recording: writing it would destroy what
+/// is read.
 fn check_perfetto(args: &ReportArgs) -> Result<(), Error> {
     use std::os::unix::fs::MetadataExt;
-    let Some(out) = &args.perfetto else {
-        return Ok(());
-    };
-    let same = match (std::fs::metadata(&args.file), std::fs::metadata(out)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    };
-    match same {
-        true => Err(Error::usage(
-            format!(
-                "--perfetto {} is the recording being read: writing it would destroy it",
-                out.display()
-            ),
-            vec!["write the Perfetto JSON to another file, e.g. --perfetto trace.json".into()],
-        )),
-        false => Ok(()),
+    let outputs = [
+        (
+            "--perfetto",
+            &args.perfetto,
+            "the Perfetto JSON",
+            "trace.json",
+        ),
+        ("-o", &args.output.file, "the timeline", "timeline.txt"),
+    ];
+    for (flag, out, what, example) in outputs {
+        let Some(out) = out else {
+            continue;
+        };
+        let same = match (std::fs::metadata(&args.file), std::fs::metadata(out)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same {
+            return Err(Error::usage(
+                format!(
+                    "{flag} {} is the recording being read: writing it would destroy it",
+                    out.display()
+                ),
+                vec![format!(
+                    "write {what} to another file, e.g. {flag} {example}"
+                )],
+            ));
+        }
     }
+    Ok(())
 }
 
 pub fn run(args: ReportArgs) -> Result<i32, Error> {
+    let output = crate::plan::output(&args.output)?;
     let filter = Filter::new(&args)?;
     check_perfetto(&args)?;
     let name = args.file.display().to_string();
@@ -132,7 +147,8 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
         name,
         ..ReportSummary::default()
     };
-    let (kept, start_ns) = replay(&mut reader, &args, &filter, &mut summary)?;
+    let out = crate::output::destination(output.file.as_deref())?;
+    let (kept, start_ns) = replay(&mut reader, &args, &filter, &mut summary, out)?;
     summary.records = reader.records;
     summary.ending = reader.ending().map(Into::into);
     summary.skipped = reader.skipped.iter().map(ToString::to_string).collect();
@@ -161,9 +177,9 @@ fn replay(
     args: &ReportArgs,
     filter: &Filter,
     summary: &mut ReportSummary,
+    out: Box<dyn std::io::Write>,
 ) -> Result<(Vec<Item>, u64), Error> {
-    let stdout = || std::io::BufWriter::new(std::io::stdout().lock());
-    let mut out = TimelineWriter::new(stdout(), args.output, 0);
+    let mut out = TimelineWriter::new(out, args.output.format, 0);
     let mut decoder = ItemDecoder::default();
     let (mut start_ns, mut last_ns) = (None, 0u64);
     let mut kept = Vec::new();
@@ -180,7 +196,7 @@ fn replay(
         match &record {
             Record::Meta(meta) => {
                 start_ns = Some(meta.start_ns);
-                out = TimelineWriter::new(stdout(), args.output, meta.start_ns);
+                out.set_start(meta.start_ns);
                 out.header().map_err(Error::Output)?;
             }
             Record::Stats(s) => summary.stats = Some(s.into()),

@@ -27,6 +27,7 @@ use crate::Error;
 
 pub fn run(args: WatchArgs) -> Result<i32, Error> {
     let plan = watch_plan(&args, &session::ThisMachine)?;
+    let out = crate::output::destination(plan.output.file.as_deref())?;
     // `-- COMMAND`: started stopped right after its exec, so its symbols are mapped (PIE
     // included) and no write can be missed; it runs once the watchpoints are in place.
     let (command, pid) = match &plan.whose {
@@ -69,7 +70,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         whom: session.whom().or(Some("the kernel".into())),
         detail: Some(format!("({})", kind_name(plan.kind))),
     })?;
-    let mut sink = WatchSink::new(watches, &mut rings, &bpf, &plan)?;
+    let mut sink = WatchSink::new(watches, &mut rings, &bpf, &plan, out)?;
     if let (Some(pid), Some(process)) = (session.pid(), process) {
         sink.symbolizer.adopt(pid, process);
     }
@@ -120,7 +121,7 @@ struct WatchSink<'a, W: std::io::Write> {
     summary: bool,
 }
 
-impl<'a> WatchSink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
+impl<'a> WatchSink<'a, Box<dyn std::io::Write>> {
     /// The sink of a plan; the text header is printed (and flushed: the command writes to the
     /// same terminal) before the command runs.
     fn new(
@@ -128,9 +129,9 @@ impl<'a> WatchSink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
         rings: &'a mut OutputRings,
         bpf: &'a Bpf,
         plan: &WatchPlan,
+        mut out: Box<dyn std::io::Write>,
     ) -> Result<Self, Error> {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        if plan.output == Format::Text && !plan.summary {
+        if plan.output.format == Format::Text && !plan.summary {
             (out::header(&mut out).and_then(|()| out.flush())).map_err(Error::Output)?;
         }
         let mut symbolizer = Symbolizer::default();
@@ -141,7 +142,7 @@ impl<'a> WatchSink<'a, std::io::BufWriter<std::io::StdoutLock<'static>>> {
             watches,
             rings,
             out,
-            format: plan.output,
+            format: plan.output.format,
             start_ns: session::monotonic_ns(),
             kind: plan.kind,
             count: plan.count,

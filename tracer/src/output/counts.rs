@@ -13,9 +13,93 @@ pub struct Row {
     pub count: u64,
     /// `--sum` / `--hist`: the values added up (signed sources as two's complement).
     pub sum: Option<i128>,
-    /// `--hist`: count per log2 bucket (index 0 holds 0 and 1), and of negative values.
+    /// `--hist`: count per bucket of the report's [`Shape`], then of the values below its
+    /// range (negative values of a log2 histogram) and from its end on (linear).
     pub buckets: Vec<u64>,
-    pub negative: u64,
+    pub below: u64,
+    pub above: u64,
+}
+
+/// The buckets of a `--hist`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// [`tracer_common::AGG_LOG2_BUCKETS`] buckets: 0 alone, then `2^(k-1)..2^k - 1`.
+    Log2,
+    /// `buckets` buckets of `step` from `min` (`--linear STEP,MIN,MAX`).
+    Linear { step: u64, min: i64, buckets: u64 },
+}
+
+/// How a report's histograms are bucketed and labelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub scale: Scale,
+    /// The value is a size in bytes: rows read `4K -> 8K` (from 4096 up to, not including,
+    /// 8192) instead of `4096 -> 8191`.
+    pub bytes: bool,
+}
+
+impl Shape {
+    /// How many buckets a row holds (beside `below` and `above`).
+    pub fn buckets(&self) -> usize {
+        match self.scale {
+            Scale::Log2 => tracer_common::AGG_LOG2_BUCKETS as usize,
+            Scale::Linear { buckets, .. } => buckets as usize,
+        }
+    }
+
+    /// `[lo, hi]` of bucket `b`, inclusive.
+    pub fn range(&self, b: usize) -> (i128, i128) {
+        match self.scale {
+            Scale::Log2 => bucket_range(b),
+            Scale::Linear { step, min, .. } => {
+                let lo = i128::from(min) + b as i128 * i128::from(step);
+                (lo, lo + i128::from(step) - 1)
+            }
+        }
+    }
+
+    /// Where the buckets begin and end: the bounds of the `below` and `above` rows.
+    fn ends(&self) -> (i128, i128) {
+        (self.range(0).0, self.range(self.buckets() - 1).1 + 1)
+    }
+
+    /// A bucket's label: `lo -> hi` (inclusive), a lone value, or for bytes `4K -> 8K`.
+    fn label(&self, b: usize) -> String {
+        let (lo, hi) = self.range(b);
+        match (lo == hi, self.bytes) {
+            (true, _) => number(lo, self.bytes),
+            (false, false) => format!("{lo} -> {hi}"),
+            (false, true) => format!("{} -> {}", number(lo, true), number(hi + 1, true)),
+        }
+    }
+}
+
+/// A number as a label: in bytes, a whole number of K, M, G, T, P or E (1024-based) when it is
+/// one, else as it is.
+fn number(n: i128, bytes: bool) -> String {
+    if bytes && n != 0 {
+        for (shift, unit) in [
+            (60, "E"),
+            (50, "P"),
+            (40, "T"),
+            (30, "G"),
+            (20, "M"),
+            (10, "K"),
+        ] {
+            if n % (1i128 << shift) == 0 {
+                return format!("{}{unit}", n >> shift);
+            }
+        }
+    }
+    n.to_string()
+}
+
+/// A JSON number for a bucket bound (u64 or i64, whichever holds it).
+fn json_number(n: i128) -> serde_json::Value {
+    match u64::try_from(n) {
+        Ok(n) => n.into(),
+        Err(_) => i64::try_from(n).map_or_else(|_| n.to_string().into(), Into::into),
+    }
 }
 
 /// When a report was taken: its time, and with `-I` its number and whether it is the last.
@@ -37,7 +121,8 @@ pub struct Report {
     pub columns: Vec<String>,
     /// The summed or histogrammed value's name (`ret`), if any.
     pub value: Option<String>,
-    pub hist: bool,
+    /// `--hist`: the buckets of every row.
+    pub hist: Option<Shape>,
     /// Sorted by count, largest first, cut to `--top`.
     pub rows: Vec<Row>,
     /// Keys left out by `--top`.
@@ -46,12 +131,11 @@ pub struct Report {
     pub uncounted: u64,
 }
 
-/// `[lo, hi]` of log2 bucket `b` (bucket 0 holds 0 and 1).
-pub fn bucket_range(b: usize) -> (u64, u64) {
+/// `[lo, hi]` of log2 bucket `b`: 0 holds 0 alone, `b` the values `2^(b-1)` to `2^b - 1`.
+pub fn bucket_range(b: usize) -> (i128, i128) {
     match b {
-        0 => (0, 1),
-        63.. => (1 << 63, u64::MAX),
-        _ => (1 << b, (1 << (b + 1)) - 1),
+        0 => (0, 0),
+        _ => (1i128 << (b - 1), (1i128 << b) - 1),
     }
 }
 
@@ -61,7 +145,7 @@ impl Report {
     pub fn new(
         columns: Vec<String>,
         value: Option<String>,
-        hist: bool,
+        hist: Option<Shape>,
         mut rows: Vec<Row>,
         top: Option<usize>,
     ) -> Report {
@@ -117,9 +201,9 @@ impl Report {
         if self.rows.is_empty() {
             return "no hits\n".into();
         }
-        if self.hist {
+        if let Some(shape) = &self.hist {
             for row in &self.rows {
-                self.hist_text(&mut out, row);
+                self.hist_text(&mut out, row, shape);
             }
         } else {
             self.table_text(&mut out);
@@ -180,7 +264,7 @@ impl Report {
         }
     }
 
-    fn hist_text(&self, out: &mut String, row: &Row) {
+    fn hist_text(&self, out: &mut String, row: &Row, shape: &Shape) {
         let title: Vec<String> = self
             .columns
             .iter()
@@ -194,35 +278,35 @@ impl Report {
         let _ = stack::write_text(&mut frames, &row.stacks);
         out.push_str(&String::from_utf8_lossy(&frames));
         let value = self.value.as_deref().unwrap_or("value");
-        let peak = row
-            .buckets
-            .iter()
-            .copied()
+        let value = match shape.bytes {
+            true => format!("{value} (bytes)"),
+            false => value.to_string(),
+        };
+        let peak = (row.buckets.iter().copied())
+            .chain([row.below, row.above, 1])
             .max()
-            .unwrap_or(0)
-            .max(row.negative)
-            .max(1);
+            .unwrap_or(1);
         let bar = |n: u64| "*".repeat((n * 40).div_ceil(peak) as usize);
         // Every row puts its colon at column 30 and ends its count at column 40.
         let _ = writeln!(out, "{value:>28}  {:>10}  distribution", "count");
-        if row.negative > 0 {
-            let _ = writeln!(
-                out,
-                "{:>28}  : {:>8}  |{:<40}|",
-                "< 0",
-                row.negative,
-                bar(row.negative)
-            );
+        let (start, end) = shape.ends();
+        let line = |out: &mut String, label: &str, n: u64| {
+            let _ = writeln!(out, "{label:>28}  : {n:>8}  |{:<40}|", bar(n));
+        };
+        if row.below > 0 {
+            line(out, &format!("< {}", number(start, shape.bytes)), row.below);
         }
         let used: Vec<usize> = (0..row.buckets.len())
             .filter(|&b| row.buckets[b] > 0)
             .collect();
+        // Empty rows between the first and last used ones are shown, with a count of 0.
         if let (Some(&first), Some(&last)) = (used.first(), used.last()) {
             for b in first..=last {
-                let (lo, hi) = bucket_range(b);
-                let n = row.buckets[b];
-                let _ = writeln!(out, "{lo:>12} -> {hi:<12}  : {n:>8}  |{:<40}|", bar(n));
+                line(out, &shape.label(b), row.buckets[b]);
             }
+        }
+        if row.above > 0 {
+            line(out, &format!(">= {}", number(end, shape.bytes)), row.above);
         }
         let sum = row.sum.unwrap_or(0);
         let _ = writeln!(
@@ -253,16 +337,21 @@ impl Report {
                 if !r.stacks.is_empty() {
                     obj.insert("stack".into(), stack::json(&r.stacks));
                 }
-                if self.hist {
+                if let Some(shape) = &self.hist {
                     let buckets: Vec<serde_json::Value> = (0..r.buckets.len())
                         .filter(|&b| r.buckets[b] > 0)
                         .map(|b| {
-                            let (lo, hi) = bucket_range(b);
-                            serde_json::json!({"lo": lo, "hi": hi, "count": r.buckets[b]})
+                            let (lo, hi) = shape.range(b);
+                            serde_json::json!({"lo": json_number(lo), "hi": json_number(hi), "count": r.buckets[b]})
                         })
                         .collect();
                     obj.insert("hist".into(), buckets.into());
-                    obj.insert("negative".into(), r.negative.into());
+                    // Below the range: negative values (log2) or under MIN (linear).
+                    obj.insert("below".into(), r.below.into());
+                    obj.insert("above".into(), r.above.into());
+                    if shape.scale == Scale::Log2 {
+                        obj.insert("negative".into(), r.below.into());
+                    }
                 }
                 obj.into()
             })
@@ -285,7 +374,8 @@ mod tests {
             count,
             sum,
             buckets: Vec::new(),
-            negative: 0,
+            below: 0,
+            above: 0,
         }
     }
 
@@ -294,7 +384,7 @@ mod tests {
         let report = Report::new(
             vec!["COMM".into(), "PID".into()],
             Some("arg1".into()),
-            false,
+            None,
             vec![
                 row(&["sh", "7"], 3, Some(30)),
                 row(&["prog", "12"], 1000, Some(-5)),
@@ -312,30 +402,97 @@ mod tests {
         assert_eq!(v["hidden"], 1);
     }
 
+    const LOG2: Shape = Shape {
+        scale: Scale::Log2,
+        bytes: false,
+    };
+
     #[test]
-    fn histograms_trim_empty_edges_and_show_negatives() {
-        let mut r = row(&[], 6, Some(1 + 5 + 6 + 100 - 2 - 3));
-        r.buckets = vec![0; 64];
-        r.buckets[0] = 1;
-        r.buckets[2] = 2;
-        r.buckets[6] = 1;
-        r.negative = 2;
-        let report = Report::new(Vec::new(), Some("ret".into()), true, vec![r], None);
+    fn histograms_trim_empty_edges_keep_0_and_1_apart_and_show_negatives() {
+        let mut r = row(&[], 7, Some(1 + 5 + 6 + 100 - 2 - 3));
+        r.buckets = vec![0; 65];
+        r.buckets[0] = 1; // 0
+        r.buckets[1] = 1; // 1
+        r.buckets[3] = 2; // 5, 6
+        r.buckets[7] = 1; // 100
+        r.below = 2;
+        let report = Report::new(Vec::new(), Some("ret".into()), Some(LOG2), vec![r], None);
         let text = report.text();
         let lines: Vec<&str> = text.lines().collect();
         let expected = [
             "                         ret       count  distribution",
             "                         < 0  :        2  |****************************************|",
-            "           0 -> 1             :        1  |********************                    |",
-            "           2 -> 3             :        0  |                                        |",
-            "           4 -> 7             :        2  |****************************************|",
+            "                           0  :        1  |********************                    |",
+            "                           1  :        1  |********************                    |",
+            "                      2 -> 3  :        0  |                                        |",
+            "                      4 -> 7  :        2  |****************************************|",
+            "                     8 -> 15  :        0  |                                        |",
+            "                    16 -> 31  :        0  |                                        |",
+            "                    32 -> 63  :        0  |                                        |",
+            "                   64 -> 127  :        1  |********************                    |",
+            "count 7, sum 107, avg 15",
+            "",
         ];
-        assert_eq!(lines[..5], expected, "{text}");
-        assert!(
-            lines[8].starts_with("          64 -> 127           :        1  |****"),
-            "{text}"
+        assert_eq!(lines, expected, "{text}");
+        assert_eq!(bucket_range(64), (1 << 63, u64::MAX as i128));
+        let v = report.json(serde_json::Map::new());
+        assert_eq!(
+            v["rows"][0]["hist"][0],
+            serde_json::json!({"lo": 0, "hi": 0, "count": 1})
         );
-        assert_eq!(lines[9], "count 6, sum 107, avg 17");
-        assert_eq!(bucket_range(63), (1 << 63, u64::MAX));
+        assert_eq!(v["rows"][0]["negative"], 2);
+    }
+
+    #[test]
+    fn linear_histograms_have_edge_rows_and_bytes_read_as_sizes() {
+        let shape = Shape {
+            scale: Scale::Linear {
+                step: 10,
+                min: 0,
+                buckets: 5,
+            },
+            bytes: false,
+        };
+        let mut r = row(&[], 9, Some(0));
+        r.buckets = vec![3, 0, 2, 0, 0];
+        r.above = 4;
+        let report = Report::new(Vec::new(), Some("arg0".into()), Some(shape), vec![r], None);
+        let lines: Vec<String> = report.text().lines().map(String::from).collect();
+        assert_eq!(
+            lines[1..5],
+            [
+                "                      0 -> 9  :        3  |******************************          |",
+                "                    10 -> 19  :        0  |                                        |",
+                "                    20 -> 29  :        2  |********************                    |",
+                "                       >= 50  :        4  |****************************************|",
+            ]
+        );
+        let v = report.json(serde_json::Map::new());
+        assert_eq!(
+            (
+                v["rows"][0]["above"].as_u64(),
+                v["rows"][0]["below"].as_u64()
+            ),
+            (Some(4), Some(0))
+        );
+        let bytes = Shape {
+            scale: Scale::Log2,
+            bytes: true,
+        };
+        assert_eq!(bytes.label(13), "4K -> 8K");
+        assert_eq!(bytes.label(21), "1M -> 2M");
+        assert_eq!(bytes.label(1), "1");
+        assert_eq!(bytes.label(2), "2 -> 4");
+        assert_eq!(bytes.label(64), "8E -> 16E");
+        let linear_bytes = Shape {
+            scale: Scale::Linear {
+                step: 1536,
+                min: 0,
+                buckets: 2,
+            },
+            bytes: true,
+        };
+        assert_eq!(linear_bytes.label(1), "1536 -> 3K");
+        assert_eq!(linear_bytes.ends(), (0, 3072));
     }
 }

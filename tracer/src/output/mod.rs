@@ -79,6 +79,20 @@ pub fn failed_place(e: &io::Error) -> String {
     named.map_or("standard output".into(), |n| n.path.display().to_string())
 }
 
+/// Where a command's data goes: `-o FILE` (created, or truncated) or standard output, buffered.
+pub fn destination(file: Option<&Path>) -> Result<Box<dyn Write>, Error> {
+    Ok(match file {
+        Some(path) => {
+            let created = std::fs::File::create(path).map_err(|e| Error::Runtime {
+                message: format!("cannot create {}: {e}", path.display()),
+                hints: vec!["check that the directory exists and is writable".into()],
+            })?;
+            Box::new(io::BufWriter::new(NamedFile::new(created, path)))
+        }
+        None => Box::new(io::BufWriter::new(std::io::stdout().lock())),
+    })
+}
+
 /// Writes `text` to stdout; a closed pipe becomes an [`Error::Output`] that exits 0.
 pub fn write_stdout(text: &str) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();

@@ -49,10 +49,10 @@ pub struct Item {
     pub errno: Option<&'static str>,
 }
 
-/// JSON Lines schema version of `tracer report -o json` (field names are a contract).
+/// JSON Lines schema version of `tracer report -f json` (field names are a contract).
 pub const JSON_SCHEMA: u32 = 1;
 
-/// One `tracer report -o json` line, serialized straight into the output.
+/// One `tracer report -f json` line, serialized straight into the output.
 #[derive(serde::Serialize)]
 struct JsonItem<'a> {
     time_ns: u64,
@@ -77,6 +77,11 @@ pub struct TimelineWriter<W: Write> {
 }
 
 impl<W: Write> TimelineWriter<W> {
+    /// Times are shown from `start_ns` on (a recording's start, once its metadata is read).
+    pub fn set_start(&mut self, start_ns: u64) {
+        self.start_ns = start_ns;
+    }
+
     pub fn new(out: W, format: Format, start_ns: u64) -> TimelineWriter<W> {
         TimelineWriter {
             out,

@@ -10,7 +10,6 @@ use tracer_common::{
 use super::{build_filter, parse_bare_spec, Machine, ProbeSpec, Target};
 use crate::cli::{LatencyArgs, LatencyBy};
 use crate::kernel::format::Format as RecordFormat;
-use crate::output::events::Format;
 use crate::stacks::Which;
 use crate::units::parse_duration_ns;
 use crate::Error;
@@ -35,12 +34,15 @@ pub struct LatencyPlan {
     pub duration: Option<Duration>,
     pub pid: Option<u32>,
     pub filter: tracer_common::SlotConfig,
-    pub output: Format,
+    pub output: super::Output,
     pub command: Vec<String>,
+    /// Notes to print before attaching: input that may match nothing.
+    pub notes: Vec<String>,
 }
 
 /// Every check of `tracer latency`'s input, before anything is opened.
 pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<LatencyPlan, Error> {
+    let output = super::output(&args.output)?;
     let (start, end) = pair(args)?;
     let filter = build_filter(&args.tasks, None, machine)?;
     let duration = |text: &Option<String>, example: &str| {
@@ -66,8 +68,11 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         duration: args.duration,
         pid: args.tasks.pid,
         filter,
-        output: args.output,
+        output,
         command: args.command.clone(),
+        notes: super::comm_note(args.tasks.comm.as_deref(), &args.command)
+            .into_iter()
+            .collect(),
     })
 }
 
@@ -144,6 +149,19 @@ fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
                         &format!("its fields: {}", names.join(", ")),
                     ));
                 };
+                // What common_pid holds (the thread id), from the helper: a syscall
+                // tracepoint's BPF context has a pointer where the common fields are.
+                if *name == "common_pid" {
+                    *slot = tracer_common::LAT_KEY_TID;
+                    continue;
+                }
+                let syscall = matches!(&spec.target, Target::Tracepoint { category, .. } if category == "syscalls");
+                if syscall && name.starts_with("common_") {
+                    return Err(usage(
+                        format!("{}'s field '{name}' cannot be a key: syscall tracepoints hand BPF programs a registers pointer in place of the common fields", format.name),
+                        "key by the syscall's own fields, or by common_pid (the thread)",
+                    ));
+                }
                 if field.offset > 0xff || field.size == 0 || field.size > 8 {
                     return Err(usage(
                         format!(

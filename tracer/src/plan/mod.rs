@@ -298,7 +298,9 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
         if spec.contains("count()") {
             hint += "; @[comm] = count() is --count-by comm";
         }
-        if spec.contains("hist(") || spec.contains("lhist(") {
+        if spec.contains("lhist(") {
+            hint += "; lhist(x, MIN, MAX, STEP) is --hist x --linear STEP,MIN,MAX";
+        } else if spec.contains("hist(") {
             hint += "; hist(x) is --hist x";
         }
         if spec.contains("nsecs") {
@@ -431,6 +433,32 @@ pub const MAX_PROBES_PER_KIND: usize = tracer_common::PROBE_SLOTS as usize;
 pub const MAX_TRACEPOINTS: usize =
     (tracer_common::TRACEPOINT_SLOTS + tracer_common::DISPATCH_SLOTS) as usize;
 
+/// Where a command's data goes, and in what form (`-o FILE`, `-f text|json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub format: crate::output::events::Format,
+    /// `None`: standard output.
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// `-o FILE` and `-f FORMAT`, checked: `-o` always names a file, so `-f json` (the format
+/// flag of older tracers, and a natural guess) is refused rather than written to a file
+/// named `json`; `-o ./json` writes that file.
+pub fn output(args: &crate::cli::OutputArgs) -> Result<Output, Error> {
+    if let Some(name) = (args.file.as_deref()).and_then(|f| f.to_str()) {
+        if matches!(name, "json" | "text") {
+            return Err(usage(
+                format!("-o writes the output to a file; '{name}' is a format"),
+                &format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})"),
+            ));
+        }
+    }
+    Ok(Output {
+        format: args.format,
+        file: args.file.clone(),
+    })
+}
+
 /// A validated `tracer probe` invocation.
 #[derive(Clone, Debug)]
 pub struct ProbePlan {
@@ -440,7 +468,7 @@ pub struct ProbePlan {
     pub command: Vec<String>,
     pub count: Option<u64>,
     pub duration: Option<std::time::Duration>,
-    pub output: crate::output::events::Format,
+    pub output: Output,
     pub ring_pages: usize,
     pub wakeup_events: Option<u32>,
     pub transport: crate::cli::Transport,
@@ -454,6 +482,8 @@ pub struct ProbePlan {
     pub debug_bpf: bool,
     /// `--filter`: which hits are sent or counted, decided in the kernel.
     pub value_filter: Option<filter::FilterPlan>,
+    /// Notes to print before attaching: input that may match nothing.
+    pub notes: Vec<String>,
 }
 
 /// One part of an aggregation key.
@@ -484,6 +514,91 @@ pub struct Aggregation {
     pub value: Option<(ValueOp, String)>,
     pub top: Option<usize>,
     pub interval: Option<std::time::Duration>,
+    /// `--hist` with `--linear`: linear buckets instead of log2.
+    pub linear: Option<Linear>,
+}
+
+/// `--linear STEP[,MIN,MAX]` of a `--hist`: `buckets` buckets of `step` from `min`, with a row
+/// below `min` and one from `min + step * buckets` on (bpftrace's lhist).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Linear {
+    pub step: u64,
+    pub min: i64,
+    pub buckets: u64,
+}
+
+/// A `--linear` number: an integer, optionally with a binary size suffix (`4K`, `1M`, `2G`).
+fn linear_number(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (digits, scale) = match t.strip_suffix(['K', 'k']) {
+        Some(d) => (d, 1i64 << 10),
+        None => match t.strip_suffix('M') {
+            Some(d) => (d, 1 << 20),
+            None => match t.strip_suffix('G') {
+                Some(d) => (d, 1 << 30),
+                None => (t, 1),
+            },
+        },
+    };
+    digits.parse::<i64>().ok()?.checked_mul(scale)
+}
+
+/// Parses probe's `--linear STEP[,MIN,MAX]` (`hist`: whether `--hist` is given). Without MIN
+/// and MAX: from 0, 63 steps (as `tracer latency --linear`), then the overflow row.
+pub fn linear(text: Option<&str>, hist: bool) -> Result<Option<Linear>, Error> {
+    const HINT: &str =
+        "e.g. --linear 10 (from 0, 63 buckets of 10), --linear 4K,0,64K or --linear 5,-50,50";
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    if !hist {
+        return Err(usage(
+            "--linear shapes a --hist histogram".into(),
+            "add --hist VALUE, e.g. --hist ret --linear 10",
+        ));
+    }
+    let parts: Vec<Option<i64>> = text.split(',').map(linear_number).collect();
+    let (step, min, max) = match parts.as_slice() {
+        [Some(step)] => (*step, 0, step.saturating_mul(63)),
+        [Some(step), Some(min), Some(max)] => (*step, *min, *max),
+        _ => {
+            return Err(usage(
+                format!("--linear '{text}' is not STEP or STEP,MIN,MAX"),
+                HINT,
+            ))
+        }
+    };
+    if step <= 0 || max <= min {
+        return Err(usage(
+            format!("--linear '{text}' needs a positive STEP and MIN below MAX"),
+            HINT,
+        ));
+    }
+    let span = (max as i128) - (min as i128);
+    if span % step as i128 != 0 {
+        return Err(usage(
+            format!("--linear '{text}': MAX - MIN ({span}) is not a multiple of STEP ({step})"),
+            &format!(
+                "e.g. --linear {step},{min},{}",
+                min as i128 + (span / step as i128 + 1) * step as i128
+            ),
+        ));
+    }
+    let buckets = (span / step as i128) as u64;
+    if buckets > tracer_common::AGG_LINEAR_BUCKETS {
+        return Err(usage(
+            format!(
+                "--linear '{text}' makes {buckets} buckets, more than {}",
+                tracer_common::AGG_LINEAR_BUCKETS
+            ),
+            "use a larger STEP or a narrower MIN,MAX",
+        ));
+    }
+    Ok(Some(Linear {
+        step: step as u64,
+        min,
+        buckets,
+    }))
 }
 
 impl Aggregation {
@@ -530,7 +645,7 @@ pub fn aggregation(
         if top.is_some() || interval.is_some() {
             return Err(usage(
                 "--top and -I go with --count-by, --sum or --hist".into(),
-                "e.g. --count-by comm --top 10 -I 1",
+                "e.g. --count-by comm --top 10 -I 1s",
             ));
         }
         return Ok(None);
@@ -605,6 +720,7 @@ pub fn aggregation(
         value: value.map(|(op, name)| (op, name.to_string())),
         top,
         interval,
+        linear: None,
     }))
 }
 
@@ -613,6 +729,17 @@ pub fn aggregation(
 pub trait Machine {
     /// CPUs online (at least 1).
     fn online_cpus(&self) -> usize;
+    /// Whether CPU `cpu` is online (by default: one of the first `online_cpus`).
+    fn cpu_online(&self, cpu: u32) -> bool {
+        (cpu as usize) < self.online_cpus()
+    }
+    /// The online CPUs as a list (`0-1`), for messages.
+    fn online_cpus_text(&self) -> String {
+        match self.online_cpus() {
+            1 => "0".into(),
+            n => format!("0-{}", n - 1),
+        }
+    }
     /// The id of a cgroup v2 directory (its inode number, as `bpf_get_current_cgroup_id`
     /// gives it); `None` when `dir` is not a directory.
     fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64>;
@@ -734,6 +861,26 @@ pub fn build_filter(
                 "-C filters CPUs 0 to 63",
             ));
         }
+        let offline: Vec<String> = (cpus.iter())
+            .filter(|&&c| !machine.cpu_online(c))
+            .map(u32::to_string)
+            .collect();
+        if !offline.is_empty() {
+            return Err(usage(
+                format!(
+                    "-C {list}: {} {} not online: nothing would ever be seen there",
+                    match offline.len() {
+                        1 => format!("CPU {}", offline[0]),
+                        _ => format!("CPUs {}", offline.join(", ")),
+                    },
+                    if offline.len() == 1 { "is" } else { "are" }
+                ),
+                &format!(
+                    "CPUs online here: {} (/sys/devices/system/cpu/online)",
+                    machine.online_cpus_text()
+                ),
+            ));
+        }
         filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
     }
     if let Some(path) = &tasks.cgroup {
@@ -747,8 +894,31 @@ pub fn build_filter(
     Ok(filter)
 }
 
+/// A note when `--comm NAME` is not the name the `-- COMMAND` runs under (the kernel names a
+/// task after the file it executes, its first 15 bytes): the command itself is then filtered
+/// out, and only a child of it (or itself after a rename) can match. Not refused: `-- sh -c
+/// '...'` with `--comm` naming what the shell starts is the way to trace one of its children.
+pub fn comm_note(comm: Option<&str>, command: &[String]) -> Option<String> {
+    let (comm, program) = (comm?, command.first()?);
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let name: String = base
+        .chars()
+        .scan(0, |bytes, c| {
+            *bytes += c.len_utf8();
+            (*bytes <= 15).then_some(c)
+        })
+        .collect();
+    (name != comm).then(|| {
+        format!(
+            "--comm {comm} is not the name of `{}` (its task is named {name}): only its children (or itself after a rename) named {comm} will count",
+            command.join(" ")
+        )
+    })
+}
+
 /// Checks every `tracer probe` argument and builds the plan.
 pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result<ProbePlan, Error> {
+    let output = output(&args.output)?;
     let mut specs = args
         .specs
         .iter()
@@ -791,13 +961,15 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         args.top,
         args.interval,
     )?;
+    let linear = linear(args.linear.as_deref(), args.hist.is_some())?;
+    let aggregation = aggregation.map(|a| Aggregation { linear, ..a });
     Ok(ProbePlan {
         specs,
         filter,
         command: args.command.clone(),
         count: args.stop.count,
         duration: args.stop.duration,
-        output: args.output,
+        output,
         ring_pages,
         wakeup_events: args.wakeup_events,
         transport: args.transport,
@@ -807,6 +979,9 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         aggregation,
         debug_bpf: args.debug_bpf,
         value_filter: args.filter.as_deref().map(filter::parse).transpose()?,
+        notes: comm_note(args.tasks.comm.as_deref(), &args.command)
+            .into_iter()
+            .collect(),
     })
 }
 
@@ -974,6 +1149,78 @@ pub(crate) mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn cpus_that_are_not_online_are_refused() {
+        let m = FakeMachine {
+            cpus: 2,
+            ..FakeMachine::CPUS_128
+        };
+        let tasks = |cpus: &str| crate::cli::Tasks {
+            cpus: Some(cpus.into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            build_filter(&tasks("0-1"), None, &m).unwrap().cpu_mask,
+            0b11
+        );
+        match build_filter(&tasks("1,3-4"), None, &m) {
+            Err(Error::Usage { message, hints }) => assert_eq!(
+                (message.as_str(), hints[0].as_str()),
+                (
+                    "-C 1,3-4: CPUs 3, 4 are not online: nothing would ever be seen there",
+                    "CPUs online here: 0-1 (/sys/devices/system/cpu/online)"
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_comm_that_the_command_does_not_have_is_noted() {
+        let command = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(comm_note(Some("prog"), &command(&["./prog", "-x"])), None);
+        assert_eq!(comm_note(Some("cat"), &[]), None, "no command");
+        assert_eq!(comm_note(None, &command(&["ls"])), None);
+        assert_eq!(
+            comm_note(Some("long-name"), &command(&["/x/tracer-testprog-long-name", "1"])),
+            Some("--comm long-name is not the name of `/x/tracer-testprog-long-name 1` (its task is named tracer-testprog): only its children (or itself after a rename) named long-name will count".into())
+        );
+        assert_eq!(
+            comm_note(
+                Some("tracer-testprog"),
+                &command(&["/x/tracer-testprog-long-name"])
+            ),
+            None,
+            "the kernel keeps 15 bytes of the name"
+        );
+    }
+
+    #[test]
+    fn linear_histograms_are_step_min_max() {
+        let l = |text| linear(Some(text), true);
+        let ok = |step, min, buckets| Some(Linear { step, min, buckets });
+        assert_eq!(l("10").unwrap(), ok(10, 0, 63));
+        assert_eq!(l("10,0,50").unwrap(), ok(10, 0, 5));
+        assert_eq!(l("4K,0,64K").unwrap(), ok(4096, 0, 16));
+        assert_eq!(l("5,-50,50").unwrap(), ok(5, -50, 20));
+        assert_eq!(linear(None, false).unwrap(), None);
+        let refused = |r: Result<Option<Linear>, Error>| match r {
+            Err(Error::Usage { message, hints }) => format!("{message} | {}", hints[0]),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused(linear(Some("10"), false)),
+            "--linear shapes a --hist histogram | add --hist VALUE, e.g. --hist ret --linear 10"
+        );
+        assert_eq!(
+            refused(l("10,0,55")),
+            "--linear '10,0,55': MAX - MIN (55) is not a multiple of STEP (10) | e.g. --linear 10,0,60"
+        );
+        assert!(refused(l("0")).starts_with("--linear '0' needs a positive STEP"));
+        assert!(refused(l("10,5")).starts_with("--linear '10,5' is not STEP or STEP,MIN,MAX"));
+        assert!(refused(l("1,0,1001")).starts_with("--linear '1,0,1001' makes 1001 buckets"));
     }
 
     #[test]
@@ -1149,6 +1396,15 @@ pub(crate) mod tests {
         );
         assert_eq!(h, "tracer takes probe specs and flags, not programs: tracer probe 'tracepoint:syscalls:sys_enter_openat' prints each hit; @[comm] = count() is --count-by comm");
         assert!(refused("BEGIN").0.contains("bpftrace program"));
+        assert_eq!(
+            refused("hardware:cache-misses:1000000").1,
+            "e.g. tracer stat -e cache-misses, tracer record -o t.tracer -e cache-misses"
+        );
+        assert!(
+            refused("t:syscalls:sys_exit_read { @ = lhist(args.ret, 0, 100, 10); }")
+                .1
+                .ends_with("; lhist(x, MIN, MAX, STEP) is --hist x --linear STEP,MIN,MAX")
+        );
         // tracer's own spellings still parse.
         for ok in [
             "sched:sched_switch",

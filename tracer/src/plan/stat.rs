@@ -1170,7 +1170,14 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             &[],
         ));
     }
-    let format = match (&args.separator, args.json) {
+    // `-f json` is `-j`, as the other commands spell the format.
+    let json = match (args.format, args.json) {
+        (Some(crate::output::events::Format::Text), true) => {
+            return Err(usage("-f text and -j cannot be combined", &[]))
+        }
+        (format, json) => json || format == Some(crate::output::events::Format::Json),
+    };
+    let format = match (&args.separator, json) {
         (Some(_), true) => return Err(usage("-x and -j cannot be combined", &[])),
         (Some(sep), false) if sep.is_empty() => {
             return Err(usage("-x needs a separator", &["e.g. -x, or -x ';'"]))

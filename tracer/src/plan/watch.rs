@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use super::{check_task, is_kernel_address, parse_number, valid_name, Machine};
 use crate::cli::{WatchArgs, WatchType};
-use crate::output::events::Format;
 use crate::perf::BreakpointType;
 use crate::stacks::Which;
 use crate::Error;
@@ -38,7 +37,7 @@ pub struct WatchPlan {
     pub whose: Whose,
     pub count: Option<u64>,
     pub duration: Option<Duration>,
-    pub output: Format,
+    pub output: super::Output,
     pub stack: Option<Option<Which>>,
     /// Counted in the kernel by thread and instruction; nothing streamed.
     pub summary: bool,
@@ -60,6 +59,7 @@ pub fn breakpoint_type(kind: WatchType) -> Result<BreakpointType, Error> {
 
 /// Every check of `tracer watch`'s input, before anything is opened.
 pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, Error> {
+    let output = super::output(&args.output)?;
     let kind = breakpoint_type(args.kind)?;
     let targets = (args.targets.iter())
         .map(|t| parse_watch_target(t))
@@ -138,7 +138,7 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
         whose,
         count: args.stop.count,
         duration: args.stop.duration,
-        output: args.output,
+        output,
         stack: args.stack.stack,
         summary: args.summary,
     })

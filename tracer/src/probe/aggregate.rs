@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use hashbrown::HashMap;
 
 use tracer_common::{
-    src, AggKey, AggValue, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST,
-    AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, NO_STACK, SLOT_AGGREGATE,
+    src, AggKey, AggValue, SlotConfig, AGG_BUCKET_ABOVE, AGG_BUCKET_BELOW, AGG_COMM, AGG_CPU,
+    AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, NO_STACK, SLOT_AGGREGATE,
 };
 
 use super::values::{MemberLookup, Values};
 use crate::bpf::{Bpf, Slot};
 use crate::kernel::format::{shows_hex, Format};
 use crate::kernel::params::{Kind, Prototype};
-use crate::output::counts::{Report, Row};
-use crate::plan::{Aggregation, KeyPart, ProbeSpec, ValueOp};
+use crate::output::counts::{Report, Row, Scale, Shape};
+use crate::plan::{Aggregation, KeyPart, Linear, ProbeSpec, Target, UserAt, ValueOp};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
@@ -26,6 +26,97 @@ pub struct Sources {
     pub key_signed: bool,
     /// The summed value is signed.
     pub val_signed: bool,
+    /// The summed or histogrammed value is a size in bytes (see [`is_bytes`]).
+    pub val_bytes: bool,
+}
+
+/// Syscalls and functions whose return value is a count of bytes (or a negative errno).
+const BYTES_RETURNED: [&str; 22] = [
+    "read",
+    "write",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "sendto",
+    "recvfrom",
+    "sendmsg",
+    "recvmsg",
+    "sendfile64",
+    "splice",
+    "tee",
+    "copy_file_range",
+    "getrandom",
+    "readlink",
+    "readlinkat",
+    "getdents64",
+];
+
+/// Whether the value `name` of `spec` is a size in bytes, for human labels (`4K -> 8K`): a
+/// value named `len`, `size`, `bytes`, `nbytes`, `length` or ending in `_len`, `_size`,
+/// `_bytes`; `count` of a syscall (read's, write's: the buffer's length); `ret` of a
+/// read/write-like syscall or function (`sys_exit_read`, `vfs_read%return`, `ksys_write`...).
+pub fn is_bytes(spec: &ProbeSpec, name: &str) -> bool {
+    let leaf = name.rsplit(['>', '.']).next().unwrap_or(name);
+    if matches!(leaf, "len" | "size" | "bytes" | "nbytes" | "length")
+        || ["_len", "_size", "_bytes"]
+            .iter()
+            .any(|s| leaf.ends_with(s))
+    {
+        return true;
+    }
+    let function = match &spec.target {
+        Target::Tracepoint { category, name } if category == "syscalls" => {
+            if leaf == "count" {
+                return true;
+            }
+            name.strip_prefix("sys_exit_").unwrap_or("")
+        }
+        Target::Kernel { function, .. } => function.as_str(),
+        Target::User {
+            at: UserAt::Symbol { name, .. },
+            ..
+        } => name.as_str(),
+        _ => "",
+    };
+    let base = [
+        "__x64_sys_",
+        "__arm64_sys_",
+        "__sys_",
+        "ksys_",
+        "vfs_",
+        "sys_",
+    ]
+    .iter()
+    .find_map(|p| function.strip_prefix(p))
+    .unwrap_or(function);
+    leaf == "ret" && BYTES_RETURNED.contains(&base)
+}
+
+/// What a value is when it is not a number: a string or a pointer (`--sum` and `--hist` add
+/// up numbers only).
+fn not_a_number(values: &mut ProbeValues<'_, '_>, name: &str) -> Result<Option<String>, Error> {
+    let kind = match values {
+        ProbeValues::Record(format) => {
+            let c_type = format.field(name).map_or("", |f| f.c_type.as_str());
+            return Ok(match (c_type.contains("char *"), c_type.contains('*')) {
+                (true, _) => Some(format!("a string ({c_type})")),
+                (false, true) => Some(format!("a pointer ({c_type})")),
+                _ => None,
+            });
+        }
+        ProbeValues::Return(proto) => proto.map_or(Kind::Signed(8), |p| p.ret.clone()),
+        ProbeValues::Entry(values, lookup) => values.kind(name, lookup)?,
+    };
+    Ok(match kind {
+        Kind::Str => Some(format!("a string ({kind})")),
+        Kind::Pointer { .. } => Some(format!("a pointer ({kind})")),
+        _ => None,
+    })
 }
 
 /// What a probe's named values are read from.
@@ -74,6 +165,16 @@ pub fn value_source(
         }
         ProbeValues::Entry(values, lookup) => return values.source(name, *lookup),
     };
+    // perf_call_bpf_enter/exit put a registers pointer where a syscall record's common fields
+    // are: read from there, common_pid is half a kernel pointer, the same for every task.
+    let syscall =
+        matches!(&spec.target, Target::Tracepoint { category, .. } if category == "syscalls");
+    if syscall && name.starts_with("common_") {
+        return Err(Error::usage(
+            format!("'{name}' of {spec} cannot be read: syscall tracepoints hand BPF programs a registers pointer in place of the common fields"),
+            vec!["count by tid or pid (the task), or by the syscall's own fields".into()],
+        ));
+    }
     let arg = name
         .strip_prefix("arg")
         .and_then(|n| n.parse::<usize>().ok());
@@ -162,9 +263,36 @@ pub fn configure(
     }
     if let Some((op, name)) = &agg.value {
         let (source, signed) = value_source(spec, &mut values, name)?;
+        let flag = match op {
+            ValueOp::Sum => "--sum",
+            ValueOp::Hist => "--hist",
+        };
+        if let Some(what) = not_a_number(&mut values, name)? {
+            return Err(Error::usage(
+                format!("{flag} {name}: '{name}' of {spec} is {what}, not a number"),
+                vec![format!(
+                    "{flag} takes a number: argN, ret, a numeric parameter, PARAM->member or tracepoint field; count by the pointer with --count-by {name}"
+                )],
+            ));
+        }
         config.val_src = source;
         sources.val_signed = signed;
+        sources.val_bytes = is_bytes(spec, name);
         config.agg |= AGG_SUM | if *op == ValueOp::Hist { AGG_HIST } else { 0 };
+        if let (ValueOp::Hist, Some(linear)) = (op, &agg.linear) {
+            if linear.min < 0 && !signed {
+                return Err(Error::usage(
+                    format!(
+                        "--linear starts at {}, but '{name}' of {spec} is unsigned",
+                        linear.min
+                    ),
+                    vec!["start an unsigned value's buckets at 0 or above".into()],
+                ));
+            }
+            config.hist_step = linear.step;
+            config.hist_min = linear.min as u64;
+            config.hist_buckets = linear.buckets;
+        }
     }
     Ok(sources)
 }
@@ -209,7 +337,14 @@ pub fn report(
             cells.push((key, delta));
         }
     }
-    let hist = matches!(agg.value, Some((ValueOp::Hist, _)));
+    let hist = matches!(agg.value, Some((ValueOp::Hist, _))).then(|| Shape {
+        scale: match agg.linear {
+            Some(Linear { step, min, buckets }) => Scale::Linear { step, min, buckets },
+            None => Scale::Log2,
+        },
+        // Human sizes when every probe's value is one.
+        bytes: !probes.is_empty() && probes.iter().all(|p| p.sources.val_bytes),
+    });
     // Grouped by the shown key columns plus what is not shown but tells rows apart: the
     // stack ids, and the pid their user addresses belong to.
     let mut rows: BTreeMap<(Vec<String>, u32, i32, i32), Row> = BTreeMap::new();
@@ -229,8 +364,9 @@ pub fn report(
                 stacks: Vec::new(),
                 count: 0,
                 sum: agg.value.as_ref().map(|_| 0),
-                buckets: if hist { vec![0; 64] } else { Vec::new() },
-                negative: 0,
+                buckets: hist.map_or(Vec::new(), |shape| vec![0; shape.buckets()]),
+                below: 0,
+                above: 0,
             });
         row.count += value.count;
         if let Some(sum) = row.sum.as_mut() {
@@ -239,10 +375,11 @@ pub fn report(
                 false => i128::from(value.sum),
             };
         }
-        if hist {
+        if let Some(shape) = &hist {
             match key.bucket {
-                AGG_BUCKET_NEGATIVE => row.negative += value.count,
-                b => row.buckets[(b as usize).min(63)] += value.count,
+                AGG_BUCKET_BELOW => row.below += value.count,
+                AGG_BUCKET_ABOVE => row.above += value.count,
+                b => row.buckets[(b as usize).min(shape.buckets() - 1)] += value.count,
             }
         }
     }
@@ -281,4 +418,32 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
         KeyPart::Value(_) => key.value.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_in_bytes_are_told_by_name() {
+        let spec = |text: &str| crate::plan::parse_spec(text).unwrap();
+        let read = spec("syscalls:sys_enter_read");
+        assert!(is_bytes(&read, "count"));
+        assert!(!is_bytes(&read, "fd"));
+        assert!(is_bytes(&spec("syscalls:sys_exit_read"), "ret"));
+        assert!(is_bytes(&spec("syscalls:sys_exit_pwrite64"), "ret"));
+        assert!(!is_bytes(&spec("syscalls:sys_exit_openat"), "ret"));
+        assert!(is_bytes(&spec("vfs_read%return"), "ret"));
+        assert!(is_bytes(&spec("ksys_write%return"), "ret"));
+        assert!(is_bytes(&spec("uretprobe:/lib/libc.so.6:read"), "ret"));
+        assert!(!is_bytes(&spec("vfs_open%return"), "ret"));
+        // `count` outside syscalls may count anything.
+        assert!(!is_bytes(&spec("sched:sched_switch"), "count"));
+        let any = spec("tcp_sendmsg");
+        assert!(is_bytes(&any, "size"));
+        assert!(is_bytes(&any, "msg->msg_iter.count_bytes"));
+        assert!(is_bytes(&any, "skb->len"));
+        assert!(is_bytes(&any, "buf_len"));
+        assert!(!is_bytes(&any, "flags"));
+    }
 }

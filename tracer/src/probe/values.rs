@@ -247,6 +247,15 @@ impl Values {
         self.params.iter().map(|(n, _)| n.clone()).collect()
     }
 
+    /// The type of a named value (a parameter, `argN` or a member), as [`Values::source`]
+    /// finds it.
+    pub fn kind(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Kind, Error> {
+        match self.columns.iter().find(|c| c.name == name) {
+            Some(column) => Ok(column.kind.clone()),
+            None => Ok(self.column(name, members)?.kind),
+        }
+    }
+
     /// Where `--count-by`/`--sum`/`--hist` find a named value (a parameter, `argN` or a
     /// member, read if no column reads it yet), as a [`src`], and whether it is signed.
     pub fn source(
@@ -476,6 +485,18 @@ mod tests {
         let mut config = SlotConfig::default();
         v.configure(&mut config, false);
         assert_eq!(config.fields[0].offset, 8);
+    }
+
+    #[test]
+    fn kinds_tell_numbers_from_strings_and_pointers() {
+        let mut v = values(&["filename"]).expect("values");
+        assert_eq!(v.kind("dfd", &mut lookup).unwrap(), Kind::Signed(4));
+        assert_eq!(v.kind("filename", &mut lookup).unwrap(), Kind::Str);
+        assert!(matches!(
+            v.kind("how", &mut lookup).unwrap(),
+            Kind::Pointer { .. }
+        ));
+        assert_eq!(v.kind("how->mode", &mut lookup).unwrap(), Kind::Unsigned(8));
     }
 
     #[test]

@@ -21,6 +21,16 @@ impl crate::plan::Machine for ThisMachine {
         crate::perf::cpus::online().map_or(1, |c| c.len().max(1))
     }
 
+    fn cpu_online(&self, cpu: u32) -> bool {
+        // Unreadable: say yes, and let the kernel decide.
+        crate::perf::cpus::online().map_or(true, |c| c.contains(&cpu))
+    }
+
+    fn online_cpus_text(&self) -> String {
+        std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+    }
+
     fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64> {
         use std::os::unix::fs::MetadataExt;
         // A cgroup v2 id is the inode number of its directory (bpf_get_current_cgroup_id).
