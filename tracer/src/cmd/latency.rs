@@ -130,12 +130,12 @@ struct LatencySink<'a, W: std::io::Write> {
     symbolizer: Symbolizer,
 }
 
-impl<'a> LatencySink<'a, Box<dyn std::io::Write>> {
+impl<'a> LatencySink<'a, crate::output::Output> {
     fn new(
         bpf: &'a mut Bpf,
         rings: &'a mut OutputRings,
         plan: &LatencyPlan,
-        out: Box<dyn std::io::Write>,
+        out: crate::output::Output,
     ) -> Self {
         LatencySink {
             bpf,

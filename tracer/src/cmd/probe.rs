@@ -142,7 +142,7 @@ fn stream(
     plan: &ProbePlan,
     rings: &mut OutputRings,
     start_ns: u64,
-    out: Box<dyn Write>,
+    out: crate::output::Output,
 ) -> Result<i32, Error> {
     let mut writer = EventWriter::new(out, plan.output.format, start_ns);
     // Flushed before the command runs: it writes to the same terminal.
@@ -199,7 +199,7 @@ fn count(
     agg: &Aggregation,
     plan: &ProbePlan,
     rings: &OutputRings,
-    out: Box<dyn Write>,
+    out: crate::output::Output,
 ) -> Result<i32, Error> {
     let started = Instant::now();
     let mut sink = CountSink {

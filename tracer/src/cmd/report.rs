@@ -177,7 +177,7 @@ fn replay(
     args: &ReportArgs,
     filter: &Filter,
     summary: &mut ReportSummary,
-    out: Box<dyn std::io::Write>,
+    out: crate::output::Output,
 ) -> Result<(Vec<Item>, u64), Error> {
     let mut out = TimelineWriter::new(out, args.output.format, 0);
     let mut decoder = ItemDecoder::default();

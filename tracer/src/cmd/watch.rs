@@ -121,7 +121,7 @@ struct WatchSink<'a, W: std::io::Write> {
     summary: bool,
 }
 
-impl<'a> WatchSink<'a, Box<dyn std::io::Write>> {
+impl<'a> WatchSink<'a, crate::output::Output> {
     /// The sink of a plan; the text header is printed (and flushed: the command writes to the
     /// same terminal) before the command runs.
     fn new(
@@ -129,7 +129,7 @@ impl<'a> WatchSink<'a, Box<dyn std::io::Write>> {
         rings: &'a mut OutputRings,
         bpf: &'a Bpf,
         plan: &WatchPlan,
-        mut out: Box<dyn std::io::Write>,
+        mut out: crate::output::Output,
     ) -> Result<Self, Error> {
         if plan.output.format == Format::Text && !plan.summary {
             (out::header(&mut out).and_then(|()| out.flush())).map_err(Error::Output)?;
