@@ -370,3 +370,60 @@ fn too_many_tracepoints_of_other_kinds_are_refused_before_attaching() {
         "{stderr}"
     );
 }
+
+#[test]
+fn counting_by_syscall_names_each_syscall() {
+    if !has(Feature::Tracepoints, "counting_by_syscall") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let out = run(&[
+        "probe",
+        "--count-by",
+        "syscall",
+        "raw_syscalls:sys_enter",
+        "--",
+        &prog,
+        "getppid",
+        "1000",
+    ]);
+    let stdout = text(&out.stdout);
+    let rows: Vec<Vec<&str>> = (stdout.lines())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["SYSCALL", "COUNT"], "{stdout}");
+    assert_eq!(rows[1], ["getppid", "1000"], "{stdout}");
+    // Every row a syscall's name (none unknown on this kernel), the openat calls among them.
+    assert!(
+        rows[1..].iter().all(|r| r[0]
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')),
+        "{stdout}"
+    );
+    assert!(rows.iter().any(|r| r[0] == "openat"), "{stdout}");
+    // The same through the syscalls:* tracepoints (their own number field).
+    let out = run(&[
+        "probe",
+        "--count-by",
+        "syscall",
+        "syscalls:sys_enter_getppid",
+        "--",
+        &prog,
+        "getppid",
+        "7",
+    ]);
+    assert_eq!(text(&out.stdout), "SYSCALL  COUNT\ngetppid      7\n");
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "syscall",
+        "sched:sched_switch",
+        "-d",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: --count-by syscall: sched:sched_switch is not a syscall tracepoint\nhint: count raw_syscalls:sys_enter (every syscall, by name) or syscalls:* tracepoints by syscall\n"
+    );
+}

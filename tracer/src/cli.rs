@@ -176,8 +176,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "LIST")]
     pub args: Option<String>,
     /// Count hits in the kernel by these keys instead of printing each: comm, pid, tid, cpu,
-    /// probe, stack, argN, ret, a parameter, PARAM->member or a tracepoint field
-    /// (comma-separated).
+    /// probe, stack, syscall (by name, on syscall tracepoints), argN, ret, a parameter,
+    /// PARAM->member or a tracepoint field (comma-separated).
     #[arg(long, value_name = "KEYS")]
     pub count_by: Option<String>,
     /// Also add up this value per key (argN, ret, a parameter, PARAM->member or a tracepoint

@@ -497,6 +497,9 @@ pub enum KeyPart {
     Stack,
     /// `argN`, `ret` or a tracepoint field: resolved per probe when it is attached.
     Value(String),
+    /// The syscall of a syscall tracepoint (`raw_syscalls:*`'s `id`, `syscalls:*`'s
+    /// number), shown by name as syscount does.
+    Syscall,
 }
 
 /// What is done with a value per key.
@@ -606,6 +609,7 @@ impl Aggregation {
     pub fn key_value(&self) -> Option<&str> {
         self.keys.iter().find_map(|k| match k {
             KeyPart::Value(name) => Some(name.as_str()),
+            KeyPart::Syscall => Some("syscall"),
             _ => None,
         })
     }
@@ -629,7 +633,7 @@ pub fn aggregation(
     interval: Option<std::time::Duration>,
 ) -> Result<Option<Aggregation>, Error> {
     const KEYS_HINT: &str =
-        "keys are comm, pid, tid, cpu, probe, stack, argN (N = 0..5), ret, a parameter, PARAM->member or a tracepoint field";
+        "keys are comm, pid, tid, cpu, probe, stack, syscall (syscall tracepoints), argN (N = 0..5), ret, a parameter, PARAM->member or a tracepoint field";
     let value = match (sum, hist) {
         (Some(_), Some(_)) => {
             return Err(usage(
@@ -663,6 +667,7 @@ pub fn aggregation(
             "cpu" => KeyPart::Cpu,
             "probe" => KeyPart::Probe,
             "stack" => KeyPart::Stack,
+            "syscall" => KeyPart::Syscall,
             other
                 if valid_value_name(other) || crate::kernel::btf::parse_access(other).is_some() =>
             {
@@ -685,12 +690,12 @@ pub fn aggregation(
     }
     if keys
         .iter()
-        .filter(|k| matches!(k, KeyPart::Value(_)))
+        .filter(|k| matches!(k, KeyPart::Value(_) | KeyPart::Syscall))
         .count()
         > 1
     {
         return Err(usage(
-            "--count-by takes at most one argument, return value or field".into(),
+            "--count-by takes at most one argument, return value, field or syscall".into(),
             "count by one value, and add others with --sum or --hist",
         ));
     }

@@ -259,6 +259,25 @@ pub fn configure(
                 sources.key_signed = signed;
                 AGG_KEY_VALUE
             }
+            KeyPart::Syscall => {
+                let field = match &spec.target {
+                    Target::Tracepoint { category, .. } if category == "raw_syscalls" => "id",
+                    Target::Tracepoint { category, .. } if category == "syscalls" => {
+                        "__syscall_nr"
+                    }
+                    _ => {
+                        return Err(Error::usage(
+                            format!("--count-by syscall: {spec} is not a syscall tracepoint"),
+                            vec![
+                                "count raw_syscalls:sys_enter (every syscall, by name) or syscalls:* tracepoints by syscall".into(),
+                            ],
+                        ))
+                    }
+                };
+                let (source, _) = value_source(spec, &mut values, field)?;
+                config.key_src = source;
+                AGG_KEY_VALUE
+            }
         };
     }
     if let Some((op, name)) = &agg.value {
@@ -314,6 +333,7 @@ fn column(part: &KeyPart) -> Option<String> {
         KeyPart::Probe => "PROBE".into(),
         KeyPart::Stack => return None,
         KeyPart::Value(name) => name.to_uppercase(),
+        KeyPart::Syscall => "SYSCALL".into(),
     })
 }
 
@@ -417,6 +437,14 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         }
         KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
         KeyPart::Value(_) => key.value.to_string(),
+        // -1: a syscall the kernel did not find (raw_syscalls' id of an unknown number).
+        KeyPart::Syscall => match usize::try_from(key.value)
+            .ok()
+            .and_then(syscalls::Sysno::new)
+        {
+            Some(sysno) => sysno.name().to_string(),
+            None => (key.value as i64).to_string(),
+        },
     })
 }
 
