@@ -1253,7 +1253,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             usage_err(aggregation(Some("arg1,ret"), None, None, None, None)),
-            "--count-by takes at most one argument, return value or field"
+            "--count-by takes at most one argument, return value, field or syscall"
         );
         assert_eq!(
             usage_err(aggregation(Some("co-mm"), None, None, None, None)),
