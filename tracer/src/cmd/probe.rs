@@ -147,7 +147,11 @@ fn stream(
     let mut writer = EventWriter::new(out, plan.output.format, start_ns);
     // Flushed before the command runs: it writes to the same terminal.
     (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
+    let by_slot = (probes.iter().enumerate())
+        .map(|(i, p)| (p.slot.id, i))
+        .collect();
     let mut state = LoopState {
+        by_slot,
         probes: (probes.into_iter())
             .map(|probe| Streamed {
                 probe,
@@ -267,6 +271,8 @@ struct Streamed {
 
 struct LoopState<'a, W: std::io::Write> {
     probes: Vec<Streamed>,
+    /// Index in `probes` by slot id: a run may have hundreds of probes.
+    by_slot: HashMap<u32, usize>,
     rings: &'a mut OutputRings,
     writer: &'a mut EventWriter<W>,
     bpf: &'a Bpf,
@@ -323,7 +329,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
         self.rings.drain(|e| batch.push(*e));
         batch.sort_by_key(|e| e.time_ns);
         for event in &batch {
-            let Some(streamed) = (self.probes.iter_mut()).find(|p| p.probe.slot.id == event.slot)
+            let Some(streamed) = (self.by_slot.get(&event.slot)).map(|&i| &mut self.probes[i])
             else {
                 continue;
             };
