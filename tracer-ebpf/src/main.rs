@@ -937,6 +937,26 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     finish(ctx, event, &config);
 }
 
+/// The syscall a raw `sys_enter` (its second argument) or `sys_exit` (the registers'
+/// `orig_ax`) hit is of; `u64::MAX` when the registers cannot be read.
+#[inline(always)]
+fn syscall_nr(ctx: &RawTracePointContext, regs: u64, exit: bool) -> u64 {
+    match exit {
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        true => unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }
+            .unwrap_or(u64::MAX),
+        false => ctx.arg(1),
+    }
+}
+
+/// Whether the syscall came from 32-bit code (its `cs`), whose numbers are another table's.
+#[inline(always)]
+fn compat(regs: u64) -> bool {
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
+    cs == USER32_CS
+}
+
 /// Raw tracepoint slots on `sys_enter`/`sys_exit` (counting a `syscalls:` tracepoint only):
 /// the kernel calls them with the registers and the syscall id or return value, with no trace
 /// record to fill. They run for every syscall, so a hit of another syscall leaves at the first
@@ -951,19 +971,11 @@ fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
         return;
     };
     let regs: u64 = ctx.arg(0);
-    let id: u64 = if config.flags & SLOT_RAW_SYS_EXIT != 0 {
-        // SAFETY: the probe-read helper fails cleanly on a bad address.
-        unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }.unwrap_or(u64::MAX)
-    } else {
-        ctx.arg(1)
-    };
-    if id != config.raw_syscall as u64 {
+    if syscall_nr(ctx, regs, config.flags & SLOT_RAW_SYS_EXIT != 0) != config.raw_syscall as u64 {
         return;
     }
     // 32-bit code numbers its syscalls differently: not this one.
-    // SAFETY: as above.
-    let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
-    if cs == USER32_CS {
+    if compat(regs) {
         return;
     }
     let Some((event, config)) = begin(ctx, slot) else {
@@ -1056,18 +1068,11 @@ tracepoint_slots!(
 #[inline(always)]
 fn on_syscall_dispatch(ctx: &RawTracePointContext, exit: bool) {
     let regs: u64 = ctx.arg(0);
-    // SAFETY: the probe-read helper fails cleanly on a bad address.
-    let cs = unsafe { bpf_probe_read_kernel((regs + PT_REGS_CS) as *const u64) }.unwrap_or(0);
     // 32-bit code numbers its syscalls differently; its `syscalls:` events do not fire.
-    if cs == USER32_CS {
+    if compat(regs) {
         return;
     }
-    let nr: u64 = match exit {
-        // SAFETY: as above.
-        true => unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX) as *const u64) }
-            .unwrap_or(u64::MAX),
-        false => ctx.arg(1),
-    };
+    let nr = syscall_nr(ctx, regs, exit);
     if nr >= u64::from(SYSCALL_NRS) {
         return;
     }

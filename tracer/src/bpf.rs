@@ -429,28 +429,13 @@ impl Bpf {
         let slot = tracer_common::DISPATCH_BASE + index;
         self.set_config(slot, config)?;
         if let Some(filter) = filter {
-            (self.maps.filters.set(slot, *filter, 0)).map_err(|source| Error::MapUpdate {
-                map: names::FILTERS,
-                source,
-            })?;
+            self.write_filter(slot, filter)?;
         }
         let (name, tracepoint) = match exit {
             true => ("sys_exit_any", "sys_exit"),
             false => ("sys_enter_any", "sys_enter"),
         };
-        let program = self
-            .ebpf
-            .program_mut(name)
-            .ok_or(Error::Map { map: "program" })?;
-        let wrap = |source| Error::Program {
-            program: name.to_string(),
-            source,
-        };
-        let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
-        if p.fd().is_err() {
-            p.load().map_err(wrap)?;
-            p.attach(tracepoint).map_err(wrap)?;
-        }
+        self.attach_raw(name, tracepoint, true)?;
         let key = nr + if exit { tracer_common::SYSCALL_NRS } else { 0 };
         (self.maps.sys_slots.set(key, slot, 0)).map_err(|source| Error::MapUpdate {
             map: names::SYS_SLOTS,
@@ -477,25 +462,36 @@ impl Bpf {
         let id = base + index;
         self.set_config(id, config)?;
         let name = format!("rtp_{index}");
-        let program = self
-            .ebpf
-            .program_mut(&name)
-            .ok_or(Error::Map { map: "program" })?;
-        let wrap = |source| Error::Program {
-            program: name.clone(),
-            source,
-        };
-        let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
-        if p.fd().is_err() {
-            p.load().map_err(wrap)?;
-        }
-        p.attach(tracepoint).map_err(wrap)?;
+        self.attach_raw(&name, tracepoint, false)?;
         self.used.push(id);
         Ok(Slot {
             kind: SlotKind::Tracepoint,
             id,
             name,
         })
+    }
+
+    /// Loads raw tracepoint program `name` if it is not yet, and attaches it to `tracepoint`
+    /// with BPF_RAW_TRACEPOINT_OPEN (`once`: only when it was not loaded before, for a
+    /// program that serves many slots from one attachment).
+    fn attach_raw(&mut self, name: &str, tracepoint: &str, once: bool) -> Result<(), Error> {
+        let program = self
+            .ebpf
+            .program_mut(name)
+            .ok_or(Error::Map { map: "program" })?;
+        let wrap = |source| Error::Program {
+            program: name.to_string(),
+            source,
+        };
+        let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
+        let loaded = p.fd().is_ok();
+        if !loaded {
+            p.load().map_err(wrap)?;
+        }
+        if !(once && loaded) {
+            p.attach(tracepoint).map_err(wrap)?;
+        }
+        Ok(())
     }
 
     /// Refuses a config that needs parts of the programs the object was loaded without.
@@ -890,34 +886,36 @@ impl Bpf {
 
     /// Writes a slot's `--filter` (its config carries `SLOT_VALUE_FILTER`).
     pub fn set_filter(&mut self, slot: &Slot, filter: &tracer_common::Filter) -> Result<(), Error> {
-        (self.maps.filters.set(slot.id, *filter, 0)).map_err(|source| Error::MapUpdate {
+        self.write_filter(slot.id, filter)
+    }
+
+    fn write_filter(&mut self, id: u32, filter: &tracer_common::Filter) -> Result<(), Error> {
+        (self.maps.filters.set(id, *filter, 0)).map_err(|source| Error::MapUpdate {
             map: names::FILTERS,
             source,
         })
     }
 
-    /// Hits of a slot that its `--filter` refused, summed over CPUs.
-    pub fn slot_filtered(&self, slot: &Slot) -> Result<u64, Error> {
-        let values = (self.maps.stats.get(&stat_filtered(slot.id), 0)).map_err(|source| {
-            Error::MapUpdate {
-                map: names::STATS,
-                source,
-            }
+    /// One `STATS` counter summed over CPUs.
+    fn stat(&self, index: u32) -> Result<u64, Error> {
+        let values = (self.maps.stats.get(&index, 0)).map_err(|source| Error::MapUpdate {
+            map: names::STATS,
+            source,
         })?;
         Ok(values.iter().sum())
     }
 
+    /// Hits of a slot that its `--filter` refused, summed over CPUs.
+    pub fn slot_filtered(&self, slot: &Slot) -> Result<u64, Error> {
+        self.stat(stat_filtered(slot.id))
+    }
+
     /// A slot's counters summed over CPUs: (hits that passed the filters, failed outputs).
     pub fn slot_stats(&self, slot: &Slot) -> Result<(u64, u64), Error> {
-        let stats = &self.maps.stats;
-        let sum = |index| -> Result<u64, Error> {
-            let values = stats.get(&index, 0).map_err(|source| Error::MapUpdate {
-                map: names::STATS,
-                source,
-            })?;
-            Ok(values.iter().sum())
-        };
-        Ok((sum(stat_hits(slot.id))?, sum(stat_failed(slot.id))?))
+        Ok((
+            self.stat(stat_hits(slot.id))?,
+            self.stat(stat_failed(slot.id))?,
+        ))
     }
 
     /// Failed outputs (events lost because a ring was full) per CPU, over all taken slots:
@@ -945,30 +943,17 @@ impl Bpf {
 
     /// Hits the value filters of all taken slots refused.
     pub fn filtered(&self) -> Result<u64, Error> {
-        let mut total = 0;
-        for &id in &self.used {
-            total += self.slot_filtered(&Slot {
-                kind: SlotKind::Probe,
-                id,
-                name: String::new(),
-            })?;
-        }
-        Ok(total)
+        (self.used.iter()).try_fold(0, |n, &id| Ok(n + self.stat(stat_filtered(id))?))
     }
 
     /// All taken slots' counters summed: (hits, failed outputs).
     pub fn stats(&self) -> Result<(u64, u64), Error> {
-        let mut total = (0, 0);
-        for &id in &self.used {
-            let (hits, failed) = self.slot_stats(&Slot {
-                kind: SlotKind::Probe,
-                id,
-                name: String::new(),
-            })?;
-            total.0 += hits;
-            total.1 += failed;
-        }
-        Ok(total)
+        (self.used.iter()).try_fold((0, 0), |(hits, failed), &id| {
+            Ok((
+                hits + self.stat(stat_hits(id))?,
+                failed + self.stat(stat_failed(id))?,
+            ))
+        })
     }
 }
 
