@@ -494,7 +494,7 @@ pub const USES_VALUE_FILTER: u32 = 1 << 11;
 
 /// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
 pub mod drop {
-    /// Another process than `-p`'s.
+    /// Another process than `-p`'s (not reported: not a hit of the run).
     pub const PID: u32 = 1;
     /// Another thread than `--tid`'s.
     pub const TID: u32 = 2;
@@ -504,7 +504,7 @@ pub mod drop {
     pub const CGROUP: u32 = 4;
     /// A task whose comm is not `--comm`.
     pub const COMM: u32 = 5;
-    /// A process outside the `-- COMMAND` set.
+    /// A process outside the `-- COMMAND` set (not reported: not a hit of the run).
     pub const UNTRACKED: u32 = 6;
     /// tracer itself (never reported: saying so would make more hits of its own).
     pub const SELF: u32 = 7;

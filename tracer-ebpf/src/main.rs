@@ -291,14 +291,13 @@ fn refused_by(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> u32 {
     if config.tgid != 0 && tgid != config.tgid {
         return drop::PID;
     }
-    if uses(USES_FILTERS) {
-        let reason = refused_by_filters(config, pid_tgid, cpu);
-        if reason != 0 {
-            return reason;
-        }
-    }
+    // The run's scope before the finer filters, so that --debug-bpf names the reason a user
+    // would give: a process outside the command's tree is that, whatever its comm.
     if uses(USES_TRACKED) && config.flags & SLOT_FILTER_TRACKED != 0 && !is_tracked(pid_tgid) {
         return drop::UNTRACKED;
+    }
+    if uses(USES_FILTERS) {
+        return refused_by_filters(config, pid_tgid, cpu);
     }
     0
 }
@@ -310,7 +309,10 @@ fn refused_by(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> u32 {
 /// hundreds of instructions in every slot program, which every run loads.
 #[inline(always)]
 fn debug_dropped(slot: u32, reason: u32, pid_tgid: u64, cpu: u32) {
-    if uses(USES_DEBUG) && reason != drop::SELF {
+    // Hits outside the run (tracer's own, another process than -p's or the command's tree)
+    // are not the run's hits: saying so would bury the lines asked for under every other
+    // task's, and flood aya-log's ring, which drops what does not fit.
+    if uses(USES_DEBUG) && !matches!(reason, drop::SELF | drop::PID | drop::UNTRACKED) {
         say_dropped(drop::pack(slot, reason, cpu), pid_tgid);
     }
 }
