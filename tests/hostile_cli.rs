@@ -145,7 +145,7 @@ fn a_device_is_not_a_recording_and_a_corrupt_header_allocates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.tracer");
     let mut bytes = tracer::tracefile::MAGIC.to_vec();
-    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&tracer::tracefile::VERSION.to_le_bytes());
     bytes.extend_from_slice(&u32::MAX.to_le_bytes());
     std::fs::write(&file, &bytes).unwrap();
     tracer(&["report", file.to_str().unwrap()]).fails(
@@ -575,7 +575,7 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
     let event = |time_ns| {
         let mut e = tracer_common::Event::from_bytes(&[0u8; tracer_common::Event::SIZE]).unwrap();
         e.time_ns = time_ns;
-        Record::Event(Box::new(e))
+        Record::Event(Box::new(e), Vec::new())
     };
     let stats = Record::Stats(Stats {
         produced: 5,

@@ -253,7 +253,7 @@ fn uprobe_counts_exactly_n_calls() {
 
 /// Events of one slot from `pid`, in ring order.
 fn collect(rings: &mut OutputRings, pid: u32, slot: u32, out: &mut Vec<Event>) {
-    rings.drain(|e| {
+    rings.drain(|e, _| {
         if e.pid() == pid && e.slot == slot {
             out.push(*e);
         }
@@ -411,7 +411,7 @@ fn uprobe_and_uretprobe_programs_report_arguments_and_return_values() {
     let pid = work.pid();
     work.finish();
     let (mut entries, mut returns) = (Vec::new(), Vec::new());
-    rings.drain(|e| {
+    rings.drain(|e, _| {
         if e.pid() == pid {
             if e.slot == entry_slot.id {
                 entries.push((e.time_ns, e.data[0], e.data[1]));

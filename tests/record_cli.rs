@@ -406,7 +406,7 @@ fn truncated_newer_and_foreign_files() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr).lines().next().unwrap(),
-        format!("error: cannot read {}: written by a newer tracer (file format 7; this tracer reads format 1)", cut.display())
+        format!("error: cannot read {}: written by a newer tracer (file format 7; this tracer reads format 2)", cut.display())
     );
     let out = tracer(&["report", "/etc/hostname"]);
     assert_eq!(out.status.code(), Some(1));

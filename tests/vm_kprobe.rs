@@ -14,7 +14,7 @@ use tracer::kernel::features::{Feature, Status};
 use tracer::perf::attr::format;
 use tracer::perf::{self, EventKind, KprobeTarget, Options, Scope, Wakeup};
 use tracer::session::{Attached, OutputRings};
-use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_ARG_USER};
+use tracer_common::{str_entries, str_from, SlotConfig, StrRead, SLOT_RETURN, STRLEN_DEFAULT};
 
 const OPENS: u64 = 23;
 const PATH: &str = "/etc/hostname";
@@ -95,15 +95,20 @@ fn kprobe_programs_report_filenames_and_return_values() {
     let pid = work.pid();
     // A kprobe's BPF program runs for every hit of the probe: the tgid filter selects the child.
     let entry_slot = bpf
-        .take_slot(
-            SlotKind::Probe,
-            SlotConfig {
-                flags: SLOT_STR_ARG_USER,
-                str_arg: 1,
+        .take_slot(SlotKind::Probe, {
+            let mut config = SlotConfig {
                 tgid: pid,
+                strlen: STRLEN_DEFAULT,
                 ..Default::default()
-            },
-        )
+            };
+            // The filename, a user pointer in the second argument register.
+            config.strs[0] = StrRead {
+                at: 1,
+                from: str_from::ARG,
+                ..StrRead::default()
+            };
+            config
+        })
         .unwrap();
     let ret_slot = bpf
         .take_slot(
@@ -127,14 +132,16 @@ fn kprobe_programs_report_filenames_and_return_values() {
     work.run_batch();
     work.finish();
     let (mut names, mut fds) = (Vec::new(), Vec::new());
-    rings.drain(|e| {
+    rings.drain(|e, strings| {
         if e.pid() != pid {
             return;
         }
         if e.slot == entry_slot.id {
             assert_eq!(e.data[0] as i32, libc::AT_FDCWD, "dfd");
-            let len = (e.str_len.max(1) - 1) as usize;
-            names.push(String::from_utf8_lossy(&e.str[..len]).into_owned());
+            let entries: Vec<_> = str_entries(strings).collect();
+            assert_eq!(entries.len(), 1, "one string read");
+            assert_eq!((entries[0].read, entries[0].flags), (0, 0));
+            names.push(String::from_utf8_lossy(entries[0].bytes).into_owned());
         } else if e.slot == ret_slot.id {
             fds.push(e.data[6] as i64);
         }

@@ -113,8 +113,80 @@ pub mod names {
     ];
 }
 
-/// Bytes of one string argument captured in the kernel.
-pub const STR_LEN: usize = 64;
+/// Strings one hit reads at most: the `char *` values it prints or filters on (a `char **`
+/// array, argv or envp, is one of them).
+pub const STR_READS: usize = 4;
+/// Bytes of a string read when `--strlen` does not say.
+pub const STRLEN_DEFAULT: u32 = 256;
+/// The longest `--strlen`.
+pub const STRLEN_MAX: u32 = 4096;
+/// Elements of a `char **` array (argv, envp) read at most: execsnoop's default.
+pub const ARRAY_ELEMENTS: u32 = 20;
+/// Bytes of one hit's strings, sent behind its [`Event`]: a string that does not fit is
+/// marked [`str_flag::NO_ROOM`], not sent.
+pub const STR_AREA: usize = 8192;
+/// Bytes of a string entry's header: which read (`u8`), [`str_flag`] bits (`u8`), length
+/// (`u16`, without a NUL), then the bytes.
+pub const STR_ENTRY: usize = 4;
+/// The BPF programs' string buffer: the area, and room to read one more whole string at its
+/// last offset. A power of two at least `STR_AREA + STR_ENTRY + STRLEN_MAX + 2`, so that an
+/// offset masked into the area is all the verifier needs to see every write in bounds.
+pub const STR_BUFFER: usize = 16384;
+const _: () = assert!(STR_BUFFER >= STR_AREA + STR_ENTRY + STRLEN_MAX as usize + 2);
+/// Bytes of a string a `--filter` glob looks at: the verifier walks the matching loop once
+/// per byte it may take.
+pub const GLOB_STRLEN: usize = 256;
+
+/// Where a [`StrRead`] finds its pointer.
+pub mod str_from {
+    /// Unused read.
+    pub const NONE: u8 = 0;
+    /// Argument register `at` (kprobe/uprobe).
+    pub const ARG: u8 = 1;
+    /// The pointer at byte `at` of the tracepoint record (syscalls' `filename`, `argv`).
+    pub const RECORD: u8 = 2;
+    /// Struct member read `at` (`Event::fields`, `FUNC(file->name)`).
+    pub const FIELD: u8 = 3;
+    /// The return value (kretprobe/uretprobe of a `char *` function).
+    pub const RETURN: u8 = 4;
+}
+
+/// Which memory a [`StrRead`]'s pointer points into.
+pub mod str_mem {
+    pub const USER: u8 = 0;
+    pub const KERNEL: u8 = 1;
+    /// Told apart by the address (kernel functions whose BTF cannot say).
+    pub const AUTO: u8 = 2;
+}
+
+/// Bits of a string entry (`Event` string area).
+pub mod str_flag {
+    /// The string was longer than `--strlen`: the entry holds its first bytes.
+    pub const TRUNCATED: u8 = 1;
+    /// The pointer could not be read (NULL, bad, or paged out): no bytes.
+    pub const FAULT: u8 = 2;
+    /// An array's last entry: it had more elements than [`ARRAY_ELEMENTS`](super::ARRAY_ELEMENTS).
+    pub const MORE: u8 = 4;
+    /// The hit's string area was full: this string (and any after it) was not read.
+    pub const NO_ROOM: u8 = 8;
+    /// An array read's first entry: the elements follow, each its own entry (none: empty).
+    pub const ARRAY: u8 = 16;
+}
+
+/// One string a slot reads per hit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StrRead {
+    /// Argument index, record byte offset or field index, as `from` says.
+    pub at: u32,
+    /// A [`str_from`].
+    pub from: u8,
+    /// A [`str_mem`].
+    pub memory: u8,
+    /// 1: the pointer is a `char **` array of strings, ended by NULL (argv, envp).
+    pub array: u8,
+    pub _pad: u8,
+}
 
 /// `STATS` has three per-CPU counters per slot: hits that passed the task filters at
 /// `3 * slot`, `bpf_perf_event_output` failures (ring full) at `3 * slot + 1`, and hits the
@@ -145,13 +217,6 @@ pub const TRACK_ACTIVE: u32 = 1;
 
 /// `SlotConfig::flags`: the program reads the return value (kretprobe / uretprobe).
 pub const SLOT_RETURN: u32 = 1 << 0;
-/// `SlotConfig::flags`: `str_arg` names an argument register holding a user-space string pointer.
-pub const SLOT_STR_ARG_USER: u32 = 1 << 1;
-/// `SlotConfig::flags`: `str_arg` names a kernel-space string pointer argument.
-pub const SLOT_STR_ARG_KERNEL: u32 = 1 << 2;
-/// `SlotConfig::flags`: `str_arg` is a byte offset into the tracepoint record holding a user
-/// pointer (syscall tracepoints' `filename`).
-pub const SLOT_STR_TP_USER: u32 = 1 << 3;
 /// `SlotConfig::flags`: only count the hit in `STATS`, emit nothing.
 pub const SLOT_COUNT_ONLY: u32 = 1 << 4;
 /// `SlotConfig::flags`: only hits from processes in `TRACKED` (state active).
@@ -165,16 +230,8 @@ pub const SLOT_STACK_KERNEL: u32 = 1 << 8;
 /// `SlotConfig::flags`: capture the user stack of each hit (`Event::ustack`).
 pub const SLOT_STACK_USER: u32 = 1 << 9;
 
-/// `SlotConfig::flags`: `str_arg` names a string pointer argument in user or kernel memory,
-/// told apart by its address (kernel functions whose BTF cannot say which).
-pub const SLOT_STR_ARG_AUTO: u32 = 1 << 11;
 /// Lowest kernel address on x86-64: pointers below are user memory.
 pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
-
-/// `SlotConfig::flags`: `str_arg` is an index into `Event::fields`: the string pointer is a
-/// struct member read first (`FUNC(file->name)`); user or kernel memory as the
-/// `SLOT_STR_ARG_USER`/`SLOT_STR_ARG_AUTO` bit beside it says.
-pub const SLOT_STR_FIELD: u32 = 1 << 12;
 
 /// `SlotConfig::flags`: the slot's [`Filter`] (`--filter`) decides, after the values are
 /// read, whether the hit is sent or counted.
@@ -195,7 +252,8 @@ pub mod operand {
     pub const PID: u8 = 2;
     pub const TID: u8 = 3;
     pub const CPU: u8 = 4;
-    /// The string the slot read (`Event::str`), matched by a glob automaton.
+    /// A string the slot read (its first entry of read [`FilterAtom::src`](super::FilterAtom)
+    /// in the event's string area), matched by a glob automaton.
     pub const STRING: u8 = 5;
     /// The task's comm, matched by a glob automaton.
     pub const COMM: u8 = 6;
@@ -419,8 +477,8 @@ pub const STACK_ENTRIES: u32 = 16384;
 pub struct SlotConfig {
     /// `SLOT_*` bits.
     pub flags: u32,
-    /// Argument index (kprobe/uprobe) or record byte offset (tracepoint) of the string to read.
-    pub str_arg: u32,
+    /// Bytes of each string read (`--strlen`, at most [`STRLEN_MAX`]).
+    pub strlen: u32,
     /// Only hits from this thread group (process id).
     pub tgid: u32,
     /// Only hits from this thread.
@@ -441,6 +499,9 @@ pub struct SlotConfig {
     pub val_src: u32,
     /// Struct members to read (probe slots), into `Event::fields` in this order.
     pub fields: [FieldRead; FIELD_READS],
+    /// The strings to read, in this order, into the event's string area (after the member
+    /// reads: a string may be a member's pointer).
+    pub strs: [StrRead; STR_READS],
     /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the number of the syscall counted.
     pub raw_syscall: u32,
     pub _pad: u32,
@@ -464,7 +525,7 @@ pub const USES_AGGREGATE: u32 = 1 << 1;
 pub const USES_AGG_VALUE: u32 = 1 << 2;
 /// Stack ids (`SLOT_STACK_*`).
 pub const USES_STACKS: u32 = 1 << 3;
-/// String reads (`SLOT_STR_*`).
+/// String reads (`SlotConfig::strs`).
 pub const USES_STRINGS: u32 = 1 << 4;
 /// Struct member reads (`SlotConfig::fields`).
 pub const USES_FIELDS: u32 = 1 << 5;
@@ -491,6 +552,11 @@ pub const USES_RUN_COUNT: u32 = 1 << 9;
 pub const USES_DEBUG: u32 = 1 << 10;
 /// Value filters (`--filter`, `SLOT_VALUE_FILTER`).
 pub const USES_VALUE_FILTER: u32 = 1 << 11;
+/// More than one string read per hit (`SlotConfig::strs[1..]`): without it the verifier
+/// walks the first read only.
+pub const USES_STR_MANY: u32 = 1 << 12;
+/// `char **` string arrays (`StrRead::array`: argv, envp).
+pub const USES_STR_ARRAYS: u32 = 1 << 13;
 
 /// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
 pub mod drop {
@@ -584,10 +650,14 @@ impl SlotConfig {
         if self.flags & (SLOT_STACK_KERNEL | SLOT_STACK_USER) != 0 {
             uses |= USES_STACKS;
         }
-        let strings =
-            SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO | SLOT_STR_TP_USER;
-        if self.flags & strings != 0 {
+        if self.strs.iter().any(|r| r.from != str_from::NONE) {
             uses |= USES_STRINGS;
+        }
+        if self.strs[1..].iter().any(|r| r.from != str_from::NONE) {
+            uses |= USES_STR_MANY;
+        }
+        if self.strs.iter().any(|r| r.array != 0) {
+            uses |= USES_STR_ARRAYS;
         }
         if self.fields.iter().any(|f| f.size != 0) {
             uses |= USES_FIELDS;
@@ -737,8 +807,8 @@ pub struct Event {
     pub slot: u32,
     /// CPU the hit ran on.
     pub cpu: u32,
-    /// Length of `str` including its NUL, 0 when no string was read, negative errno on failure.
-    pub str_len: i32,
+    /// Bytes of string entries sent behind the event (0: none); see [`STR_ENTRY`].
+    pub str_bytes: i32,
     /// Kernel stack id in the `STACKS` map, [`NO_STACK`], or a negative errno.
     pub kstack: i32,
     /// User stack id in the `STACKS` map, [`NO_STACK`], or a negative errno.
@@ -747,55 +817,47 @@ pub struct Event {
     pub field_faults: u32,
     /// `bpf_get_current_comm()`.
     pub comm: [u8; 16],
-    /// The captured string argument (NUL-terminated when `str_len > 0`).
-    pub str: [u8; STR_LEN],
 }
 
-const _: () = assert!(Event::SIZE == 216, "Event must stay free of padding");
+const _: () = assert!(Event::SIZE == 152, "Event must stay free of padding");
 
 impl Event {
-    /// Size of the record a BPF program emits.
+    /// Size of an event's fixed part; its strings (`str_bytes` of them) follow it.
     pub const SIZE: usize = core::mem::size_of::<Event>();
-    /// Size of an event that carries no string: everything before `str`, which is last. Most
-    /// events are sent this short (a third less to copy into the ring and to store).
-    pub const SHORT_SIZE: usize = Self::SIZE - STR_LEN;
 
-    /// How many of the event's bytes carry anything: [`Event::SIZE`] with a string read,
-    /// [`Event::SHORT_SIZE`] without one (`str_len` 0 or a negative errno).
+    /// How many bytes the event takes on the wire: itself and its strings.
     pub fn wire_len(&self) -> usize {
-        match self.str_len > 0 {
-            true => Self::SIZE,
-            false => Self::SHORT_SIZE,
-        }
+        Self::SIZE + self.str_bytes.max(0) as usize
     }
 
-    /// Decodes an event from the bytes of a `PERF_RECORD_SAMPLE`'s raw data, which may carry
-    /// trailing padding (raw data is padded to 8 bytes). A short event's string buffer is
-    /// zero; `None` when the buffer is too short, or short but claims a string.
+    /// Decodes an event from the bytes of a `PERF_RECORD_SAMPLE`'s raw data (or a ring buffer
+    /// record), which may carry trailing padding (raw data is padded to 8 bytes). `None` when
+    /// the buffer is shorter than the event and the strings it claims.
     pub fn from_bytes(bytes: &[u8]) -> Option<Event> {
-        if bytes.len() >= Self::SIZE {
-            // SAFETY: `Event` is `repr(C)`, made only of integers and byte arrays (every bit
-            // pattern is valid), and `bytes` holds at least `size_of::<Event>()` bytes;
-            // `read_unaligned` copes with the ring's 4-byte alignment of raw data.
-            return Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<Event>()) });
-        }
-        if bytes.len() < Self::SHORT_SIZE {
+        if bytes.len() < Self::SIZE {
             return None;
         }
-        let mut whole = [0u8; Self::SIZE];
-        whole[..Self::SHORT_SIZE].copy_from_slice(&bytes[..Self::SHORT_SIZE]);
-        // SAFETY: as above, from a whole-size buffer.
-        let event: Event = unsafe { core::ptr::read_unaligned(whole.as_ptr().cast::<Event>()) };
-        match event.str_len > 0 {
-            true => None,
-            false => Some(event),
+        // SAFETY: `Event` is `repr(C)`, made only of integers and byte arrays (every bit
+        // pattern is valid), and `bytes` holds at least `size_of::<Event>()` bytes;
+        // `read_unaligned` copes with the ring's 4-byte alignment of raw data.
+        let event: Event = unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<Event>()) };
+        match event.str_bytes >= 0 && bytes.len() >= event.wire_len() {
+            true => Some(event),
+            false => None,
         }
     }
 
-    /// The event's bytes as the BPF program wrote them (what a recorded trace stores).
+    /// The string entries behind the event in `bytes` (what [`Event::from_bytes`] read it
+    /// from).
+    pub fn strings<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        bytes.get(Self::SIZE..self.wire_len()).unwrap_or(&[])
+    }
+
+    /// The event's fixed part as the BPF program wrote it (a recorded trace stores it, then
+    /// the strings).
     pub fn to_bytes(&self) -> [u8; Event::SIZE] {
         // SAFETY: `Event` is `repr(C)` with no padding (its fields are 8-byte words followed by
-        // 4-byte words and byte arrays, 216 bytes in all: checked below), so every byte of it
+        // 4-byte words and byte arrays, 152 bytes in all: checked below), so every byte of it
         // is initialized and can be read as a byte array.
         unsafe { core::mem::transmute_copy(self) }
     }
@@ -810,12 +872,6 @@ impl Event {
         self.pid_tgid as u32
     }
 
-    /// The captured string, if one was read.
-    pub fn string(&self) -> Option<&[u8]> {
-        let len = usize::try_from(self.str_len).ok()?.checked_sub(1)?;
-        self.str.get(..len)
-    }
-
     /// The task name up to its NUL.
     pub fn comm(&self) -> &[u8] {
         let end = self
@@ -824,6 +880,44 @@ impl Event {
             .position(|&b| b == 0)
             .unwrap_or(self.comm.len());
         &self.comm[..end]
+    }
+}
+
+/// One entry of an event's string area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StrEntry<'a> {
+    /// The [`StrRead`] (index in `SlotConfig::strs`) it is of.
+    pub read: u8,
+    /// [`str_flag`] bits.
+    pub flags: u8,
+    pub bytes: &'a [u8],
+}
+
+/// The entries of a string area, in the order the program wrote them; stops at a malformed
+/// one (a length past the end).
+pub fn str_entries(area: &[u8]) -> StrEntries<'_> {
+    StrEntries { area }
+}
+
+/// Iterator of [`str_entries`].
+pub struct StrEntries<'a> {
+    area: &'a [u8],
+}
+
+impl<'a> Iterator for StrEntries<'a> {
+    type Item = StrEntry<'a>;
+
+    fn next(&mut self) -> Option<StrEntry<'a>> {
+        let head = self.area.get(..STR_ENTRY)?;
+        let len = u16::from_ne_bytes([head[2], head[3]]) as usize;
+        let bytes = self.area.get(STR_ENTRY..STR_ENTRY + len)?;
+        let entry = StrEntry {
+            read: head[0],
+            flags: head[1],
+            bytes,
+        };
+        self.area = &self.area[STR_ENTRY + len..];
+        Some(entry)
     }
 }
 
@@ -856,7 +950,9 @@ mod pod {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::vec::Vec;
 
     #[test]
     fn log2_buckets_keep_0_and_1_apart() {
@@ -902,24 +998,57 @@ mod tests {
     }
 
     #[test]
-    fn an_event_without_a_string_travels_short_and_decodes_whole() {
+    fn an_event_carries_its_strings_behind_it() {
         let mut event = Event::from_bytes(&[0u8; Event::SIZE]).unwrap();
         event.pid_tgid = 42 << 32 | 43;
         event.data[7] = 7;
-        event.str_len = -14;
-        assert_eq!(event.wire_len(), Event::SHORT_SIZE);
-        let bytes = event.to_bytes();
-        // Raw data is padded to 8 bytes in the ring: trailing bytes are ignored.
-        let short = Event::from_bytes(&bytes[..Event::SHORT_SIZE + 4]).unwrap();
-        assert_eq!(short, event);
-        assert_eq!(Event::from_bytes(&bytes[..Event::SHORT_SIZE - 1]), None);
-        event.str_len = 3;
-        event.str[..3].copy_from_slice(b"ab\0");
         assert_eq!(event.wire_len(), Event::SIZE);
-        let bytes = event.to_bytes();
+        let mut bytes = event.to_bytes().to_vec();
+        // Raw data is padded to 8 bytes in the ring: trailing bytes are ignored.
+        bytes.extend_from_slice(&[0; 4]);
         assert_eq!(Event::from_bytes(&bytes).unwrap(), event);
-        // A short event that claims a string is malformed.
-        assert_eq!(Event::from_bytes(&bytes[..Event::SHORT_SIZE]), None);
+        assert_eq!(Event::from_bytes(&bytes[..Event::SIZE - 1]), None);
+        // Two entries: "ab" of read 0, and a truncated "xyz" of read 2.
+        let area = [
+            0,
+            0,
+            2,
+            0,
+            b'a',
+            b'b',
+            2,
+            str_flag::TRUNCATED,
+            3,
+            0,
+            b'x',
+            b'y',
+            b'z',
+        ];
+        event.str_bytes = area.len() as i32;
+        let mut bytes = event.to_bytes().to_vec();
+        bytes.extend_from_slice(&area);
+        let decoded = Event::from_bytes(&bytes).unwrap();
+        assert_eq!(decoded, event);
+        let entries: Vec<StrEntry> = str_entries(decoded.strings(&bytes)).collect();
+        assert_eq!(
+            entries,
+            [
+                StrEntry {
+                    read: 0,
+                    flags: 0,
+                    bytes: b"ab"
+                },
+                StrEntry {
+                    read: 2,
+                    flags: str_flag::TRUNCATED,
+                    bytes: b"xyz"
+                },
+            ]
+        );
+        // An event that claims more strings than it carries is malformed.
+        assert_eq!(Event::from_bytes(&bytes[..bytes.len() - 1]), None);
+        // An entry whose length passes the end ends the entries.
+        assert_eq!(str_entries(&area[..12]).count(), 1);
     }
 
     #[test]
@@ -938,12 +1067,15 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(hist.uses(), USES_AGGREGATE | USES_AGG_VALUE | USES_FILTERS);
-        let mut probe = SlotConfig {
-            flags: SLOT_STR_ARG_AUTO,
-            ..Default::default()
-        };
+        let mut probe = SlotConfig::default();
+        probe.strs[0].from = str_from::ARG;
         probe.fields[2].size = 4;
         assert_eq!(probe.uses(), USES_STREAM | USES_STRINGS | USES_FIELDS);
+        probe.strs[1].from = str_from::RECORD;
+        assert_eq!(probe.uses() & USES_STR_MANY, USES_STR_MANY);
+        assert_eq!(probe.uses() & USES_STR_ARRAYS, 0);
+        probe.strs[1].array = 1;
+        assert_eq!(probe.uses() & USES_STR_ARRAYS, USES_STR_ARRAYS);
         assert_eq!(
             SlotConfig {
                 flags: SLOT_COUNT_ONLY,

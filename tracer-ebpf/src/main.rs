@@ -17,10 +17,11 @@ use core::ffi::c_void;
 use aya_ebpf::bindings::{
     BPF_F_CURRENT_CPU, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
 };
+use aya_ebpf::helpers::generated;
 use aya_ebpf::helpers::{
     bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
     bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
-    bpf_probe_read_kernel_str_bytes, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
+    bpf_probe_read_user,
 };
 use aya_ebpf::macros::{kprobe, map, perf_event, raw_tracepoint};
 use aya_ebpf::maps::{
@@ -33,18 +34,19 @@ use aya_ebpf::programs::{
 use aya_ebpf::EbpfContext;
 use aya_log_ebpf::debug;
 use tracer_common::{
-    cmp, drop, operand, stat_failed, stat_filtered, stat_hits, word, AggKey, AggValue, Event,
-    Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU,
-    AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO, FIELD_READS,
-    FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, KERNEL_SPACE_START, NO_STACK,
-    PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_AGGREGATE,
-    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN,
-    SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_STR_ARG_AUTO,
-    SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_FILTER,
-    SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX,
-    TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
-    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS,
-    USES_STREAM, USES_STRINGS, USES_TRACKED, USES_VALUE_FILTER,
+    cmp, drop, operand, stat_failed, stat_filtered, stat_hits, str_flag, str_from, str_mem, word,
+    AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, StrRead,
+    AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID,
+    ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT,
+    GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS,
+    PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
+    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT,
+    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL,
+    SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS,
+    TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE,
+    USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS,
+    USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY,
+    USES_TRACKED, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -179,9 +181,40 @@ static TRACKED_CACHE: PerCpuArray<TrackedCache> = PerCpuArray::with_max_entries(
 #[map]
 static RUN_COUNT: PerCpuArray<RunCount> = PerCpuArray::with_max_entries(1, 0);
 
-/// Scratch event per CPU: an [`Event`] is too big to build comfortably on the 512-byte stack.
+/// Where a hit is built: its [`Event`], then its string entries (sent with it), then where
+/// each read's first entry starts (for `--filter`).
+#[repr(C)]
+struct Scratch {
+    event: Event,
+    area: [u8; STR_BUFFER],
+    /// Offset of read k's first entry in `area`, [`NO_ENTRY`] when it has none.
+    first: [u32; STR_READS],
+    /// The area's next free offset (see `used`).
+    used: u32,
+}
+
+/// `Scratch::first` of a read that wrote no entry.
+const NO_ENTRY: u32 = u32::MAX;
+
+/// Scratch hit per CPU: far too big for the 512-byte stack.
 #[map]
-static SCRATCH: PerCpuArray<Event> = PerCpuArray::with_max_entries(1, 0);
+static SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0);
+
+/// The scratch hit an event is part of, to read.
+#[inline(always)]
+fn scratch_of(event: &Event) -> &Scratch {
+    // SAFETY: as in `scratch`.
+    unsafe { &*(event as *const Event as *const Scratch) }
+}
+
+/// The scratch hit an event is part of.
+#[inline(always)]
+fn scratch(event: &mut Event) -> &mut Scratch {
+    // SAFETY: every `Event` these programs fill is `SCRATCH`'s (`begin` and `emit_raw` hand
+    // out no other), the first field of the `repr(C)` `Scratch`; the borrow of the event is
+    // the borrow of its scratch.
+    unsafe { &mut *(event as *mut Event as *mut Scratch) }
+}
 
 /// Processes followed for `-- COMMAND`: tgid -> TRACK_PENDING (before its exec) or TRACK_ACTIVE.
 #[map]
@@ -223,7 +256,7 @@ mod latency;
 #[inline(always)]
 fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, ustack: i32) -> bool {
     // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
-    let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut *p }) else {
+    let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut (*p).event }) else {
         return false;
     };
     // SAFETY: helpers without preconditions.
@@ -231,7 +264,7 @@ fn emit_raw<C: EbpfContext>(ctx: &C, data: &[u64; DATA_WORDS], kstack: i32, usta
     event.cpu = unsafe { bpf_get_smp_processor_id() };
     event.pid_tgid = bpf_get_current_pid_tgid();
     event.slot = tracer_common::LATENCY_SLOT;
-    event.str_len = 0;
+    event.str_bytes = 0;
     event.kstack = kstack;
     event.ustack = ustack;
     event.data = *data;
@@ -392,8 +425,12 @@ fn stack_id<C: StackIdContext>(ctx: &C, wanted: bool, flags: u64) -> i32 {
 /// Fills the common part of the scratch event, or `None` when the hit is filtered out or
 /// only counted.
 #[inline(always)]
-fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, SlotConfig)> {
-    let config = *CONFIG.get(slot)?;
+fn begin<C: StackIdContext>(
+    ctx: &C,
+    slot: u32,
+) -> Option<(&'static mut Event, &'static SlotConfig)> {
+    // By reference: a copy would take about half of the 512-byte stack.
+    let config = CONFIG.get(slot)?;
     if config.flags & SLOT_STOPPED != 0 {
         return None;
     }
@@ -406,7 +443,7 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     }
     // SAFETY: helper without preconditions.
     let cpu = unsafe { bpf_get_smp_processor_id() };
-    let refused = refused_by(&config, pid_tgid, cpu);
+    let refused = refused_by(config, pid_tgid, cpu);
     if refused != 0 {
         debug_dropped(slot, refused, pid_tgid, cpu);
         return None;
@@ -417,7 +454,7 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     }
     // SAFETY: index 0 exists (max_entries 1); the per-CPU value is only touched by this program
     // invocation until it returns.
-    let event = unsafe { &mut *SCRATCH.get_ptr_mut(0)? };
+    let event = unsafe { &mut (*SCRATCH.get_ptr_mut(0)?).event };
     // A counted hit needs only what its key uses: no timestamp (and the comm only when keyed
     // by it, in `aggregate`).
     let counted = config.flags & SLOT_AGGREGATE != 0;
@@ -428,7 +465,7 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     event.cpu = cpu;
     event.pid_tgid = pid_tgid;
     event.slot = slot;
-    event.str_len = 0;
+    event.str_bytes = 0;
     event.fields = [0; FIELD_READS];
     event.field_faults = 0;
     // The comm is filled in last (output, aggregate): the cache's hit and miss paths then
@@ -442,13 +479,13 @@ fn begin<C: StackIdContext>(ctx: &C, slot: u32) -> Option<(&'static mut Event, S
     Some((event, config))
 }
 
-/// Writes the event into the output ring (this CPU's perf ring, or the shared BPF ring
-/// buffer); false when the ring was full. Without a string, the string buffer (last) is not
-/// sent.
+/// Writes the event and its strings into the output ring (this CPU's perf ring, or the
+/// shared BPF ring buffer); false when the ring was full.
 #[inline(always)]
 fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
     event.comm = current_comm(event.pid_tgid);
-    let size = event.wire_len();
+    // Masked for the verifier: the strings never pass the area, nor then the buffer.
+    let size = Event::SIZE + (event.str_bytes as usize & (STR_BUFFER - 1));
     // SAFETY: a plain aligned read of our own static, volatile for the reason given in `uses`.
     let wakeup = unsafe { core::ptr::read_volatile(&RINGBUF_WAKEUP) };
     if wakeup != 0 {
@@ -456,14 +493,15 @@ fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
             true => BPF_RB_FORCE_WAKEUP,
             false => BPF_RB_NO_WAKEUP,
         };
-        // SAFETY: `event` is valid for `size_of::<Event>()` bytes and `size` is at most that.
+        // SAFETY: `event` is the head of its `Scratch`, valid for `size_of::<Event>()` bytes
+        // and the string buffer behind them, and `size` is at most that.
         let bytes =
             unsafe { core::slice::from_raw_parts(event as *const Event as *const u8, size) };
         return RINGBUF.output::<[u8]>(bytes, flags as u64).is_ok();
     }
     // SAFETY: EVENTS is a PERF_EVENT_ARRAY map definition (`PerfEventArray` is
-    // repr(transparent) over it); `event` is valid for `size_of::<Event>()` bytes, and `size`
-    // is at most that.
+    // repr(transparent) over it); `event` is the head of its `Scratch`, valid for
+    // `size_of::<Event>()` bytes and the string buffer behind them, and `size` is at most that.
     let ret = unsafe {
         bpf_perf_event_output(
             ctx.as_ptr(),
@@ -571,39 +609,47 @@ fn atom_holds(event: &Event, atom: &FilterAtom, string: bool) -> bool {
     }
 }
 
-/// A string comparison: the string the slot read, the comm, or a `char[N]` of the record.
+/// A string comparison: a string the slot read, the comm, or a `char[N]` of the record.
 #[inline(always)]
 fn string_holds(event: &Event, atom: &FilterAtom) -> bool {
     match atom.operand {
         operand::STRING => {
+            let scratch = scratch_of(event);
+            let at = scratch.first[(atom.src as usize) & (STR_READS - 1)];
             // A string that could not be read matches nothing (`!=` included: its value is
             // unknown).
-            let len = match event.str_len {
-                n if n > 0 => (n - 1) as usize,
-                _ => return false,
-            };
-            glob_matches(&event.str, 0, len, atom)
+            if at == NO_ENTRY {
+                return false;
+            }
+            let at = at as usize & (STR_AREA - 1);
+            let flags = scratch.area[at + 1];
+            if flags & (str_flag::FAULT | str_flag::NO_ROOM | str_flag::ARRAY) != 0 {
+                return false;
+            }
+            let len = u16::from_ne_bytes([scratch.area[at + 2], scratch.area[at + 3]]) as usize;
+            glob_matches::<STR_BUFFER, GLOB_STRLEN>(&scratch.area, at + STR_ENTRY, len, atom)
         }
         operand::COMM => {
             let comm = current_comm(event.pid_tgid);
-            glob_matches(&comm, 0, comm.len(), atom)
+            glob_matches::<16, 16>(&comm, 0, comm.len(), atom)
         }
         operand::RECORD_CHARS => {
             // SAFETY: the words are plain bytes, 8-byte aligned; u8 has no alignment.
             let head = unsafe { &*(&event.data as *const [u64; DATA_WORDS] as *const [u8; 64]) };
             let start = (atom.src & 0xff) as usize;
             let len = ((atom.src >> 8) & 0xff) as usize;
-            glob_matches(head, start, len, atom)
+            glob_matches::<64, 64>(head, start, len, atom)
         }
         _ => false,
     }
 }
 
-/// Runs the atom's glob automaton over `text` from `start`, up to `len` bytes or a NUL;
-/// `cmp::NE` inverts. `N` is a power of two: the index is masked into the buffer (the
-/// verifier needs its bound; `start + len <= N` anyway).
+/// Runs the atom's glob automaton over `text` from `start`, up to `len` bytes, a NUL or `MAX`
+/// bytes (the verifier walks the loop once per byte it may take); `cmp::NE` inverts. `N` is a
+/// power of two: the index is masked into the buffer (the verifier needs its bound;
+/// `start + len <= N` anyway).
 #[inline(always)]
-fn glob_matches<const N: usize>(
+fn glob_matches<const N: usize, const MAX: usize>(
     text: &[u8; N],
     start: usize,
     len: usize,
@@ -612,7 +658,7 @@ fn glob_matches<const N: usize>(
     let mut state: u32 = 0;
     let mut accepts = atom.signed_or_empty != 0;
     let mut i = 0;
-    while i < N {
+    while i < MAX {
         if i >= len {
             break;
         }
@@ -777,22 +823,159 @@ fn finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig) {
     }
 }
 
+/// The area's next free offset. Kept in the scratch map, not in a register: a value loaded
+/// from map memory is unknown to the verifier, so every path through a string read (read,
+/// cut, failed, no room) ends in the same state and the next read is verified once, not once
+/// per path before it (176,717 instructions verified for two reads and an array, held in a
+/// local; see `put_string`).
 #[inline(always)]
-fn read_string(event: &mut Event, ptr: u64, user: bool) {
-    let src = ptr as *const u8;
+fn used(scratch: &Scratch) -> usize {
+    // SAFETY: a plain aligned read of map memory; volatile so that LLVM keeps the load.
+    unsafe { core::ptr::read_volatile(&scratch.used) as usize }
+}
+
+/// Appends a string entry for read `read`: the string at `ptr` (up to `strlen` bytes, marked
+/// truncated when longer), or a failed one. False when the area is full: the entry then says
+/// so, if even its header fits.
+#[inline(always)]
+fn put_string(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32) -> bool {
+    let at = used(scratch);
+    if at + STR_ENTRY > STR_AREA {
+        return false;
+    }
+    // Masked, not only compared: the mask is what older verifiers keep (see `read_fields`).
+    let at = at & (STR_AREA - 1);
+    // One byte more than kept, to tell a string of exactly `strlen` bytes from a longer one.
+    let size = strlen + 2;
     // SAFETY: the probe-read helpers validate the source address themselves and fail with a
-    // negative errno instead of faulting; the destination is our own buffer.
-    let result = unsafe {
-        if user {
-            bpf_probe_read_user_str_bytes(src, &mut event.str)
-        } else {
-            bpf_probe_read_kernel_str_bytes(src, &mut event.str)
+    // negative errno instead of faulting; the destination is inside the buffer: `at` is
+    // below STR_AREA and `size` at most STRLEN_MAX + 2 (`STR_BUFFER` has room for both).
+    let n = unsafe {
+        let dst = scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void;
+        let src = ptr as *const c_void;
+        match user {
+            true => generated::bpf_probe_read_user_str(dst, size, src),
+            false => generated::bpf_probe_read_kernel_str(dst, size, src),
         }
     };
-    event.str_len = match result {
-        Ok(bytes) => (bytes.len() + 1).min(STR_LEN) as i32,
-        Err(errno) => errno as i32,
+    let (len, flags) = match n {
+        n if n <= 0 => (0, str_flag::FAULT),
+        n if n as u32 - 1 > strlen => (strlen as usize, str_flag::TRUNCATED),
+        n => (n as usize - 1, 0),
     };
+    let fits = at + STR_ENTRY + len <= STR_AREA;
+    let (len, flags) = match fits {
+        true => (len, flags),
+        false => (0, str_flag::NO_ROOM),
+    };
+    put_header(scratch, at, read, flags, len);
+    scratch.used = (at + STR_ENTRY + len) as u32;
+    fits
+}
+
+/// Appends an entry with no bytes (an array's start or end, a failed element), if it fits.
+#[inline(always)]
+fn put_mark(scratch: &mut Scratch, read: u8, flags: u8) -> bool {
+    let at = used(scratch);
+    if at + STR_ENTRY > STR_AREA {
+        return false;
+    }
+    put_header(scratch, at, read, flags, 0);
+    scratch.used = (at + STR_ENTRY) as u32;
+    true
+}
+
+/// Writes a string entry's header at `at` (below `STR_AREA`).
+#[inline(always)]
+fn put_header(scratch: &mut Scratch, at: usize, read: u8, flags: u8, len: usize) {
+    let at = at & (STR_AREA - 1);
+    let len = (len as u16).to_ne_bytes();
+    scratch.area[at] = read;
+    scratch.area[at + 1] = flags;
+    scratch.area[at + 2] = len[0];
+    scratch.area[at + 3] = len[1];
+}
+
+/// A `char **` array (argv, envp): a header entry, then each element's string up to
+/// `ARRAY_ELEMENTS`, and a `MORE` entry when there were more.
+#[inline(always)]
+fn put_array(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32) {
+    if !put_mark(scratch, read, str_flag::ARRAY) {
+        return;
+    }
+    let mut i = 0;
+    while i <= ARRAY_ELEMENTS {
+        let slot = ptr.wrapping_add(8 * u64::from(i));
+        let Some(element) = read_sized(slot, 8, user) else {
+            put_mark(scratch, read, str_flag::FAULT);
+            return;
+        };
+        if element == 0 {
+            return;
+        }
+        if i == ARRAY_ELEMENTS {
+            put_mark(scratch, read, str_flag::MORE);
+            return;
+        }
+        if !put_string(scratch, read, element, user, strlen) {
+            return;
+        }
+        i += 1;
+    }
+}
+
+/// Reads the slot's strings (`SlotConfig::strs`) into the event's string area. `record`
+/// gives the pointer at a tracepoint record's byte offset.
+#[inline(always)]
+fn read_strings(event: &mut Event, config: &SlotConfig, record: impl Fn(&Event, u32) -> u64) {
+    // 1..=STRLEN_MAX without a branch (userspace writes that range): one verifier state.
+    let strlen = ((config.strlen.wrapping_sub(1)) & (STRLEN_MAX - 1)) + 1;
+    scratch(event).used = 0;
+    // The verifier walks as many reads as this run's slots may have: one, or all.
+    let reads = match uses(USES_STR_MANY) {
+        true => STR_READS,
+        false => 1,
+    };
+    let mut k = 0;
+    while k < reads {
+        let read: StrRead = config.strs[k];
+        if read.from == str_from::NONE {
+            break;
+        }
+        // Index the captured words, not the context: the verifier refuses ctx accesses at a
+        // runtime offset, while a bounded index into map memory is fine. Masked only, as in
+        // `read_fields`.
+        let ptr = match read.from {
+            str_from::ARG => event.data[(read.at & 7) as usize],
+            str_from::FIELD => event.fields[(read.at & 3) as usize],
+            str_from::RETURN => event.data[word::RETURN],
+            _ => record(event, read.at),
+        };
+        let user = match read.memory {
+            str_mem::USER => true,
+            str_mem::KERNEL => false,
+            _ => ptr < KERNEL_SPACE_START,
+        };
+        let scratch = scratch(event);
+        let at = used(scratch);
+        scratch.first[k] = match at + STR_ENTRY <= STR_AREA {
+            true => at as u32,
+            false => NO_ENTRY,
+        };
+        if uses(USES_STR_ARRAYS) && read.array != 0 {
+            put_array(scratch, k as u8, ptr, user, strlen);
+        } else {
+            put_string(scratch, k as u8, ptr, user, strlen);
+        }
+        k += 1;
+    }
+    // Reads past the last have no entry.
+    let scratch = scratch(event);
+    while k < STR_READS {
+        scratch.first[k] = NO_ENTRY;
+        k += 1;
+    }
+    event.str_bytes = used(scratch) as i32;
 }
 
 /// `size` bytes at `addr` from user or kernel memory, zero-extended; `None` when unreadable.
@@ -875,20 +1058,8 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
     if uses(USES_FIELDS) {
         read_fields(event, &config);
     }
-    if uses(USES_STRINGS)
-        && config.flags & (SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO) != 0
-    {
-        // Index the captured registers, not the context: the verifier refuses ctx accesses at
-        // a runtime offset, while a bounded index into map memory is fine. Masked only, as in
-        // `read_fields`.
-        let ptr = if config.flags & SLOT_STR_FIELD != 0 {
-            event.fields[(config.str_arg & 3) as usize]
-        } else {
-            event.data[(config.str_arg & 7) as usize]
-        };
-        let user = config.flags & SLOT_STR_ARG_USER != 0
-            || (config.flags & SLOT_STR_ARG_AUTO != 0 && ptr < KERNEL_SPACE_START);
-        read_string(event, ptr, user);
+    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
+        read_strings(event, &config, |_, _| 0);
     }
     if filtered_out(event, &config) {
         return;
@@ -921,17 +1092,16 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     {
         read_record(ctx, event);
     }
-    // Userspace asks for the string only when it is printed or filtered on.
-    if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
+    // Userspace asks for strings only when they are printed or filtered on.
+    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
         // Syscall records keep their pointers in the words just read (streamed events always
         // read them); a pointer further in is read through the helper (the verifier refuses
         // context loads at a runtime offset).
-        let ptr = match config.str_arg {
-            offset @ 0..=63 => event.data[((offset / 8) & 7) as usize],
+        read_strings(event, &config, |event, offset| match offset {
+            0..=63 => event.data[((offset / 8) & 7) as usize],
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
             offset => unsafe { ctx.read_at::<u64>(offset as usize) }.unwrap_or(0),
-        };
-        read_string(event, ptr, true);
+        });
     }
     if filtered_out(event, &config) {
         return;
@@ -1099,9 +1269,10 @@ fn on_syscall_dispatch(ctx: &RawTracePointContext, exit: bool) {
             }
         }
     }
-    if uses(USES_STRINGS) && config.flags & SLOT_STR_TP_USER != 0 {
-        let ptr = event.data[((config.str_arg / 8) & 7) as usize];
-        read_string(event, ptr, true);
+    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
+        read_strings(event, &config, |event, offset| {
+            event.data[((offset / 8) & 7) as usize]
+        });
     }
     if filtered_out(event, &config) {
         return;

@@ -126,7 +126,7 @@ pub enum Command {
 #[command(after_help = "Examples:
   tracer probe syscalls:sys_enter_openat -- cat /etc/hostname
   tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json
-  tracer probe uprobe:bash:readline uretprobe:bash:readline
+  tracer probe 'uprobe:bash:readline(arg0:str)' 'uretprobe:bash:readline(ret:str)'   prompts, lines typed
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s
@@ -205,6 +205,11 @@ pub struct ProbeArgs {
     /// field as printed (ret, filename, argN, PARAM->member), comm, pid, tid or cpu.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Bytes of each string read (paths, char * arguments, argv elements), up to 4096; a
+    /// longer string prints cut, marked `"..."...` (JSON: named in `truncated`).
+    #[arg(long, value_name = "N", default_value_t = tracer_common::STRLEN_DEFAULT,
+          value_parser = clap::value_parser!(u32).range(1..=tracer_common::STRLEN_MAX as i64))]
+    pub strlen: u32,
     /// Say on stderr why the BPF programs dropped hits (which filter refused them, a full
     /// ring or count map), as `bpf:` lines: for finding out why nothing shows. Costs a
     /// message per dropped hit; a normal run carries none of it.

@@ -268,7 +268,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
     /// Outliers (calls slower than --slower-than), as they happen.
     fn drain(&mut self) -> Result<bool, Error> {
         let mut batch: Vec<Event> = Vec::new();
-        self.rings.drain(|e| batch.push(*e));
+        self.rings.drain(|e, _| batch.push(*e));
         batch.sort_by_key(|e| e.time_ns);
         for e in batch.iter().filter(|e| e.slot == LATENCY_SLOT) {
             self.outliers += 1;

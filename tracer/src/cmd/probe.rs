@@ -38,7 +38,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let rename = probe::rename_tracepoint(&fs);
     let mut options = attach_options(&plan, session.is_launched());
     options.dispatch = probe::attach::dispatch(&specs);
-    let mut bpf = Bpf::load_with(sizing(&plan, &options, &specs, rename.is_some()))?;
+    let mut bpf = Bpf::load_with(sizing(&plan, &options, &specs, &fs, rename.is_some()))?;
     let mut rings = OutputRings::for_transport(
         &mut bpf,
         plan.transport,
@@ -91,7 +91,13 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
 /// The BPF object's maps and reachable code for this run. The comm of each hit comes from a
 /// per-CPU cache when the rename tracepoint exists; counted hits of one task in a row on one
 /// CPU are added up in a per-CPU run first (both kept right by the same program).
-fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache: bool) -> Sizing {
+fn sizing(
+    plan: &ProbePlan,
+    options: &AttachOptions,
+    specs: &[ProbeSpec],
+    fs: &Tracefs,
+    cache: bool,
+) -> Sizing {
     let debug = match plan.debug_bpf {
         true => tracer_common::USES_DEBUG,
         false => 0,
@@ -105,7 +111,7 @@ fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache:
         stacks: plan.stack.is_some() || options.stack_keys(),
         counts: plan.aggregation.is_some(),
         latency: false,
-        uses: options.uses(specs) | caches | debug,
+        uses: options.uses(specs, fs) | caches | debug,
         ringbuf: (plan.transport == Transport::Ringbuf)
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
@@ -325,10 +331,16 @@ impl<W: std::io::Write> LoopState<'_, W> {
 
     /// Drains every ring, prints the events in time order; true once `-c` is reached.
     fn print_events(&mut self) -> Result<bool, Error> {
-        let mut batch: Vec<Event> = Vec::new();
-        self.rings.drain(|e| batch.push(*e));
-        batch.sort_by_key(|e| e.time_ns);
-        for event in &batch {
+        // The events, and their strings in one buffer (a range each): no allocation per event.
+        let mut batch: Vec<(Event, std::ops::Range<usize>)> = Vec::new();
+        let mut strings: Vec<u8> = Vec::new();
+        self.rings.drain(|e, s| {
+            let start = strings.len();
+            strings.extend_from_slice(s);
+            batch.push((*e, start..strings.len()));
+        });
+        batch.sort_by_key(|(e, _)| e.time_ns);
+        for (event, range) in &batch {
             let Some(streamed) = (self.by_slot.get(&event.slot)).map(|&i| &mut self.probes[i])
             else {
                 continue;
@@ -341,7 +353,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
             streamed.faults += u64::from(Values::faults(event));
             self.delivered += 1;
             let probe = &streamed.probe;
-            let (args, ret, errno) = probe::decode(&probe.decoder, event);
+            let (args, ret, errno) = probe::decode(&probe.decoder, event, &strings[range.clone()]);
             let stacks = self.symbolizer.stacks(self.bpf, event)?;
             let decoded = Decoded {
                 event,

@@ -43,7 +43,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     // nothing it does is missed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
     let mut bpf = Bpf::load_with(Sizing {
-        uses: uses(&plan, &specs),
+        uses: uses(&plan, &specs, &fs),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         dispatch: probe::attach::dispatch(&specs),
         ..Sizing::default()
@@ -147,7 +147,7 @@ fn counters(plan: &RecordPlan, fs: &Tracefs) -> Result<Vec<CounterSpec>, Error> 
 /// `tracer probe` works it out): with `--filter`, 5.10's verifier did not finish the
 /// tracepoint program in a minute when every other part was in it too (stacks, member reads,
 /// counting), and finishes at once without them.
-fn uses(plan: &RecordPlan, specs: &[ProbeSpec]) -> u32 {
+fn uses(plan: &RecordPlan, specs: &[ProbeSpec], fs: &Tracefs) -> u32 {
     let filter = (plan.value_filter.as_ref()).map_or(0, |_| tracer_common::USES_VALUE_FILTER);
     if !plan.watches.is_empty() {
         return tracer_common::USES_ALL | filter;
@@ -161,7 +161,7 @@ fn uses(plan: &RecordPlan, specs: &[ProbeSpec]) -> u32 {
         filter: plan.value_filter.as_ref(),
         ..AttachOptions::default()
     };
-    options.uses(specs) | tracer_common::USES_TRACKED
+    options.uses(specs, fs) | tracer_common::USES_TRACKED
 }
 
 /// Attaches the probes (filtered to the process or the command), each described as a source.

@@ -200,7 +200,7 @@ fn replay(
                 out.header().map_err(Error::Output)?;
             }
             Record::Stats(s) => summary.stats = Some(s.into()),
-            Record::Event(_) => summary.events += 1,
+            Record::Event(..) => summary.events += 1,
             Record::Unknown(kind) => summary.unknown_kind(*kind),
             _ => {}
         }

@@ -268,7 +268,7 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
 
     fn drain(&mut self) -> Result<bool, Error> {
         let mut batch: Vec<Event> = Vec::new();
-        self.rings.drain(|e| batch.push(*e));
+        self.rings.drain(|e, _| batch.push(*e));
         batch.sort_by_key(|e| e.time_ns);
         for event in &batch {
             if self.count.is_some_and(|n| self.delivered >= n) {

@@ -66,6 +66,12 @@ pub enum Value {
     /// Pointers, and integers that hold bits (`flags`, `*mask*`), where hex reads better.
     Hex(u64),
     Str(String),
+    /// The first bytes of a longer string (`--strlen`): text `"abc"...`, as strace marks
+    /// one; JSON names it in `truncated`.
+    Cut(String),
+    /// An array's elements not shown (past [`tracer_common::ARRAY_ELEMENTS`], or no room):
+    /// text `...`; left out of JSON arrays, whose name goes in `truncated`.
+    Etc,
     /// Printed as it is, without quotes: enum constants, `true`, `-ENOENT (-2)`.
     Word(String),
     Array(Vec<Value>),
@@ -608,6 +614,18 @@ impl Format {
     }
 }
 
+impl Value {
+    /// Whether the value was cut short: a string at `--strlen`, an array with elements left
+    /// out.
+    pub fn is_cut(&self) -> bool {
+        match self {
+            Value::Cut(_) | Value::Etc => true,
+            Value::Array(items) => items.iter().any(Value::is_cut),
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -615,6 +633,8 @@ impl fmt::Display for Value {
             Value::Uint(v) => write!(f, "{v}"),
             Value::Hex(v) => write!(f, "{v:#x}"),
             Value::Str(s) => write!(f, "{s:?}"),
+            Value::Cut(s) => write!(f, "{s:?}..."),
+            Value::Etc => f.write_str("..."),
             Value::Word(w) => f.write_str(w),
             Value::Array(values) => {
                 f.write_str("[")?;

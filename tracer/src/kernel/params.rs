@@ -62,7 +62,7 @@ impl fmt::Display for Kind {
 impl Kind {
     /// A register's raw bits as this kind's value. `string` is what the BPF program read for
     /// a `char *` argument (`None`: not read, the pointer is shown).
-    pub fn value(&self, raw: u64, string: Option<&[u8]>) -> Value {
+    pub fn value(&self, raw: u64, string: Option<Value>) -> Value {
         let bits = u32::from(self.size().min(8)) * 8;
         let low = if bits == 0 || bits >= 64 {
             raw
@@ -86,10 +86,7 @@ impl Kind {
                     None => Value::Int(v),
                 }
             }
-            Kind::Str => match string {
-                Some(text) => Value::Str(String::from_utf8_lossy(text).into_owned()),
-                None => Value::Hex(raw),
-            },
+            Kind::Str => string.unwrap_or(Value::Hex(raw)),
             Kind::Pointer { .. } | Kind::Other { .. } | Kind::Void => Value::Hex(raw),
         }
     }
@@ -244,7 +241,7 @@ mod tests {
         assert_eq!(color.value(5, None), Value::Word("GREEN".into()));
         assert_eq!(color.value(7, None), Value::Int(7));
         assert_eq!(
-            Kind::Str.value(0x1000, Some(b"/etc")),
+            Kind::Str.value(0x1000, Some(Value::Str("/etc".into()))),
             Value::Str("/etc".into())
         );
         assert_eq!(Kind::Str.value(0x1000, None), Value::Hex(0x1000));

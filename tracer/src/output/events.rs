@@ -40,8 +40,13 @@ pub(crate) fn json_value(value: &Value) -> serde_json::Value {
         Value::Int(v) => (*v).into(),
         Value::Uint(v) => (*v).into(),
         Value::Hex(v) => format!("{v:#x}").into(),
-        Value::Str(s) | Value::Word(s) => s.as_str().into(),
-        Value::Array(items) => items.iter().map(json_value).collect::<Vec<_>>().into(),
+        Value::Str(s) | Value::Cut(s) | Value::Word(s) => s.as_str().into(),
+        Value::Array(items) => (items.iter())
+            .filter(|v| **v != Value::Etc)
+            .map(json_value)
+            .collect::<Vec<_>>()
+            .into(),
+        Value::Etc => serde_json::Value::Null,
         Value::Missing => serde_json::Value::Null,
     }
 }
@@ -100,6 +105,24 @@ struct JsonLine<'a> {
     errno: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stack: Option<serde_json::Value>,
+    /// The values cut short (`--strlen`, array elements left out), by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    truncated: Vec<&'a str>,
+}
+
+/// The names of the values cut short, and the return value's as `ret`.
+pub(crate) fn truncated<'a, N: AsRef<str>>(
+    args: &'a [(N, Value)],
+    ret: Option<&Value>,
+) -> Vec<&'a str> {
+    let mut names: Vec<&str> = (args.iter())
+        .filter(|(_, v)| v.is_cut())
+        .map(|(n, _)| n.as_ref())
+        .collect();
+    if ret.is_some_and(Value::is_cut) {
+        names.push("ret");
+    }
+    names
 }
 
 /// Named values as a JSON object, written directly.
@@ -124,8 +147,11 @@ impl serde::Serialize for JsonValue<'_> {
             Value::Int(v) => s.serialize_i64(*v),
             Value::Uint(v) => s.serialize_u64(*v),
             Value::Hex(v) => s.collect_str(&format_args!("{v:#x}")),
-            Value::Str(text) | Value::Word(text) => s.serialize_str(text),
-            Value::Array(items) => s.collect_seq(items.iter().map(JsonValue)),
+            Value::Str(text) | Value::Cut(text) | Value::Word(text) => s.serialize_str(text),
+            Value::Array(items) => {
+                s.collect_seq(items.iter().filter(|v| **v != Value::Etc).map(JsonValue))
+            }
+            Value::Etc => s.serialize_none(),
             Value::Missing => s.serialize_none(),
         }
     }
@@ -183,6 +209,7 @@ impl<W: Write> EventWriter<W> {
                     ret: d.ret.as_ref().map(JsonValue),
                     errno: d.errno,
                     stack: (!d.stacks.is_empty()).then(|| crate::output::stack::json(&d.stacks)),
+                    truncated: truncated(&d.args, d.ret.as_ref()),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")
@@ -208,13 +235,12 @@ mod tests {
             data: [0; 8],
             slot: 16,
             cpu: 1,
-            str_len: 0,
+            str_bytes: 0,
             kstack: tracer_common::NO_STACK,
             ustack: tracer_common::NO_STACK,
             fields: [0; tracer_common::FIELD_READS],
             field_faults: 0,
             comm,
-            str: [0; 64],
         }
     }
 
@@ -268,5 +294,32 @@ mod tests {
         assert!(v["args"]["x"].is_null());
         assert_eq!(v["ret"], -2);
         assert_eq!(v["errno"], "ENOENT");
+        assert!(v.get("truncated").is_none(), "nothing was cut");
+    }
+
+    #[test]
+    fn cut_strings_are_marked_in_text_and_named_in_json() {
+        let e = event();
+        let d = Decoded {
+            event: &e,
+            probe: "syscalls:sys_enter_execve",
+            args: vec![
+                ("filename", Value::Cut("/usr/".into())),
+                (
+                    "argv",
+                    Value::Array(vec![Value::Str("ls".into()), Value::Etc]),
+                ),
+                ("envp", Value::Hex(0x7ffd_0000)),
+            ],
+            ret: None,
+            errno: None,
+            stacks: Vec::new(),
+        };
+        assert!(render(Format::Text, &d)
+            .ends_with(" filename=\"/usr/\"... argv=[\"ls\", ...] envp=0x7ffd0000\n"));
+        let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &d)).unwrap();
+        assert_eq!(v["args"]["filename"], "/usr/");
+        assert_eq!(v["args"]["argv"], serde_json::json!(["ls"]));
+        assert_eq!(v["truncated"], serde_json::json!(["filename", "argv"]));
     }
 }

@@ -68,6 +68,8 @@ struct JsonItem<'a> {
     ret: Option<JsonValue<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     errno: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    truncated: Vec<&'a str>,
 }
 
 pub struct TimelineWriter<W: Write> {
@@ -128,6 +130,7 @@ impl<W: Write> TimelineWriter<W> {
                     args: JsonArgs(&item.args),
                     ret: item.ret.as_ref().map(JsonValue),
                     errno: item.errno,
+                    truncated: super::events::truncated(&item.args, item.ret.as_ref()),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")

@@ -364,14 +364,15 @@ pub fn parse_bare_spec(spec: &str, command: &str) -> Result<ProbeSpec, Error> {
 }
 
 /// Parses a list of values to print (`--args`, or inside `FUNC(...)`): parameter or field
-/// names, `argN`, `ret`, and member accesses `PARAM->member[.member]`, comma-separated.
+/// names, `argN`, `ret`, and member accesses `PARAM->member[.member]`, comma-separated; any of
+/// them with `:str` to read it as a string.
 pub fn parse_args(list: &str) -> Result<Vec<String>, Error> {
-    const HINT: &str =
-        "name parameters, argN, ret, tracepoint fields or members: filename,how->flags";
+    const HINT: &str = "name parameters, argN, ret, tracepoint fields or members (NAME:str reads a string): filename,how->flags";
     let mut args = Vec::new();
     for word in list.split(',').map(str::trim) {
-        let plain = valid_value_name(word);
-        if !plain && crate::kernel::btf::parse_access(word).is_none() {
+        let name = word.strip_suffix(":str").unwrap_or(word);
+        let plain = valid_value_name(name);
+        if !plain && crate::kernel::btf::parse_access(name).is_none() {
             let message = match word.is_empty() {
                 true => "empty value in the argument list".to_string(),
                 false => format!("'{word}' is not a name or member access"),
@@ -941,7 +942,8 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
             spec.args = list.clone();
         }
     }
-    let filter = build_filter(&args.tasks, args.tid, machine)?;
+    let mut filter = build_filter(&args.tasks, args.tid, machine)?;
+    filter.strlen = args.strlen;
     let cpus = machine.online_cpus();
     let ring_pages = args.ring_pages.unwrap_or_else(|| match args.transport {
         crate::cli::Transport::Perf => default_ring_pages(cpus),

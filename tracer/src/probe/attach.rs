@@ -2,7 +2,9 @@
 //! (filters, strings, member reads, aggregation) and attached with `PERF_EVENT_IOC_SET_BPF`, or
 //! a raw syscall tracepoint where that counts the same for less.
 
-use tracer_common::{SlotConfig, SLOT_RETURN, SLOT_STR_TP_USER, SLOT_VALUE_FILTER};
+use tracer_common::{
+    str_from, str_mem, SlotConfig, StrRead, SLOT_RETURN, SLOT_VALUE_FILTER, STRLEN_DEFAULT,
+};
 
 use super::aggregate::{self, ProbeValues};
 use super::resolve::{open_event, tracepoint_error, KernelInterface, KprobeInterface, Opened};
@@ -52,10 +54,10 @@ impl AttachOptions<'_> {
     /// The parts of the BPF programs these probes may use (`USES_*`), worked out before any
     /// probe is opened: a superset of what [`Attacher::attach`] configures (which
     /// `Bpf::take_slot` checks), so the verifier sees only the code this run can reach.
-    pub fn uses(&self, specs: &[ProbeSpec]) -> u32 {
+    pub fn uses(&self, specs: &[ProbeSpec], fs: &Tracefs) -> u32 {
         use tracer_common::{
             USES_AGGREGATE, USES_AGG_VALUE, USES_FIELDS, USES_FILTERS, USES_STACKS, USES_STREAM,
-            USES_STRINGS, USES_TRACKED,
+            USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACKED,
         };
         let mut uses = self.base.uses() & (USES_FILTERS | USES_TRACKED);
         uses |= match self.aggregation {
@@ -69,22 +71,35 @@ impl AttachOptions<'_> {
             uses |= USES_STACKS;
         }
         if self.filter.is_some() {
-            // A filter may compare a string even where nothing prints one.
-            uses |= tracer_common::USES_VALUE_FILTER | USES_STRINGS;
+            // A filter may compare a string even where nothing prints one (any of them).
+            uses |= tracer_common::USES_VALUE_FILTER | USES_STRINGS | USES_STR_MANY;
         }
         for spec in specs {
             uses |= match &spec.target {
                 // Streamed syscall entry records carry user pointers to strings (filename,
-                // pathname); counted hits read none.
+                // pathname, argv); counted hits read none.
                 Target::Tracepoint { category, name } => {
                     let syscall_entry = category == "syscalls" && name.starts_with("sys_enter_");
-                    match syscall_entry && self.aggregation.is_none() {
-                        true => USES_STRINGS,
+                    let format = (syscall_entry && self.aggregation.is_none())
+                        .then(|| fs.format(category, name).ok())
+                        .flatten();
+                    let strings = format.as_ref().map_or(Vec::new(), |format| {
+                        let selection = tracepoint_selection(spec, format).unwrap_or_default();
+                        syscall_strings(format, &selection)
+                    });
+                    let arrays = match (strings.iter()).any(|(_, array)| *array) {
+                        true => USES_STR_ARRAYS,
                         false => 0,
-                    }
+                    };
+                    let reads = match strings.len() {
+                        0 => 0,
+                        1 => USES_STRINGS,
+                        _ => USES_STRINGS | USES_STR_MANY,
+                    };
+                    reads | arrays
                 }
-                // String arguments and struct member reads.
-                _ => USES_STRINGS | USES_FIELDS,
+                // String arguments (a return value's too) and struct member reads.
+                _ => USES_STRINGS | USES_STR_MANY | USES_FIELDS,
             };
         }
         uses
@@ -183,6 +198,9 @@ fn attach(
     };
     let (legacy, format, kernel_function) = opened;
     let mut config = options.base;
+    if config.strlen == 0 {
+        config.strlen = STRLEN_DEFAULT;
+    }
     if spec.ret {
         config.flags |= SLOT_RETURN;
     }
@@ -190,40 +208,33 @@ fn attach(
     let (kind, mut decoder) = match format {
         Some(format) => {
             let selection = tracepoint_selection(spec, &format)?;
-            // Syscall entry tracepoints carry user pointers to strings (filename, pathname):
-            // the BPF program reads the first one printed.
-            let string_field = match &spec.target {
+            // Syscall entry tracepoints carry user pointers to strings (filename, pathname,
+            // argv): the BPF program reads those printed. Only streamed events carry strings;
+            // a counted hit reads none.
+            let strings = match &spec.target {
                 Target::Tracepoint { category, name }
-                    if category == "syscalls" && name.starts_with("sys_enter_") =>
+                    if category == "syscalls"
+                        && name.starts_with("sys_enter_")
+                        && options.aggregation.is_none() =>
                 {
-                    let printed =
-                        |name: &str| selection.is_empty() || selection.iter().any(|s| s == name);
-                    format
-                        .fields
-                        .iter()
-                        .find(|f| f.c_type.contains("char *") && printed(&f.name))
-                        .map(|f| {
-                            // Only streamed events carry strings; a counted hit reads none.
-                            if options.aggregation.is_none() {
-                                config.flags |= SLOT_STR_TP_USER;
-                                config.str_arg = f.offset as u32;
-                            }
-                            f.name.clone()
-                        })
+                    (syscall_strings(&format, &selection).into_iter())
+                        .map(|(name, _)| name)
+                        .take(tracer_common::STR_READS)
+                        .collect()
                 }
-                _ => None,
+                _ => Vec::new(),
             };
             (
                 SlotKind::Tracepoint,
                 Decoder::Tracepoint {
                     format,
-                    string_field,
+                    strings,
                     selection,
                 },
             )
         }
         None if spec.ret => {
-            if spec.args.iter().any(|a| a != "ret") {
+            if spec.args.iter().any(|a| a != "ret" && a != "ret:str") {
                 return Err(Error::usage(
                     format!(
                         "{spec} sees only the return value; '{}' is gone by then",
@@ -238,7 +249,14 @@ fn attach(
                     )],
                 ));
             }
-            let proto = prototype(spec, btf);
+            let mut proto = prototype(spec, btf);
+            // `ret:str`: a `char *` the debug info does not say is one (no DWARF).
+            if spec.args.iter().any(|a| a == "ret:str") {
+                proto = Some(Prototype {
+                    params: proto.map(|p| p.params).unwrap_or_default(),
+                    ret: crate::kernel::params::Kind::Str,
+                });
+            }
             (SlotKind::Probe, Decoder::Return { proto })
         }
         None => {
@@ -277,36 +295,56 @@ fn attach(
     let filter = match options.filter {
         Some(plan) => {
             let mut lookup = member_lookup(spec, btf);
-            let mut values = match &mut decoder {
-                Decoder::Tracepoint { format, .. } => ProbeValues::Record(format),
-                Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
-                Decoder::Return { proto } => ProbeValues::Return(proto.as_ref()),
+            let mut none = Vec::new();
+            let (mut values, strings) = match &mut decoder {
+                Decoder::Tracepoint {
+                    format, strings, ..
+                } => (ProbeValues::Record(format), strings),
+                Decoder::Entry(values) => (ProbeValues::Entry(values, &mut lookup), &mut none),
+                Decoder::Return { proto } => (ProbeValues::Return(proto.as_ref()), &mut none),
             };
-            let (filter, needs) = super::filter::resolve(plan, spec, &mut values)?;
+            let (filter, needs) = super::filter::resolve(plan, spec, &mut values, strings)?;
             config.flags |= SLOT_VALUE_FILTER;
-            if let Decoder::Tracepoint {
-                format,
-                string_field,
-                ..
-            } = &mut decoder
-            {
-                if let Some(name) = needs.record_string {
-                    let field = format.field(&name).expect("resolved against this format");
-                    config.flags |= SLOT_STR_TP_USER;
-                    config.str_arg = field.offset as u32;
-                    *string_field = Some(name);
-                }
-            }
             Some((filter, needs.value_string))
         }
         None => None,
     };
-    if let Decoder::Entry(values) = &decoder {
-        let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
-        values.configure(
-            &mut config,
-            options.aggregation.is_none() || filtered_string,
-        );
+    let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
+    let streamed = options.aggregation.is_none();
+    match &decoder {
+        Decoder::Entry(values) => values.configure(&mut config, streamed || filtered_string),
+        Decoder::Tracepoint {
+            format, strings, ..
+        } => {
+            for (slot, name) in config.strs.iter_mut().zip(strings) {
+                let field = format.field(name).expect("a field of this format");
+                *slot = StrRead {
+                    at: field.offset as u32,
+                    from: str_from::RECORD,
+                    memory: str_mem::USER,
+                    array: u8::from(user_string(&field.c_type) == Some(true)),
+                    _pad: 0,
+                };
+            }
+        }
+        // A function returning `char *`: the string it returns.
+        Decoder::Return { proto } => {
+            let string = proto
+                .as_ref()
+                .is_some_and(|p| p.ret == crate::kernel::params::Kind::Str);
+            if string && (streamed || filtered_string) {
+                config.strs[0] = StrRead {
+                    at: 0,
+                    from: str_from::RETURN,
+                    memory: match spec.target {
+                        Target::User { .. } => str_mem::USER,
+                        _ => str_mem::AUTO,
+                    },
+                    array: 0,
+                    _pad: 0,
+                };
+            }
+        }
     }
     // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the raw
     // one cannot be had (all raw slots taken, a kernel without raw tracepoints). The perf
@@ -515,4 +553,49 @@ fn untyped(spec: &ProbeSpec, err: &dyn std::error::Error) -> Option<Prototype> {
         crate::describe(err)
     ));
     None
+}
+
+/// The string fields of a syscall entry record its program reads (name, and whether an
+/// array): those printed.
+fn syscall_strings(format: &Format, selection: &[String]) -> Vec<(String, bool)> {
+    // The environment only when asked for by name (strace, too, shows its pointer unless
+    // told otherwise): every exec would print all of it.
+    let printed = |name: &str| match selection.is_empty() {
+        true => name != "envp",
+        false => selection.iter().any(|s| s == name),
+    };
+    (format.fields.iter())
+        .filter(|f| printed(&f.name))
+        .filter_map(|f| Some((f.name.clone(), user_string(&f.c_type)?)))
+        .collect()
+}
+
+/// Whether a syscall tracepoint field of this C type points to a user string the call reads
+/// (`Some(false)`: `const char *`) or an array of them (`Some(true)`: `const char *const *`,
+/// argv and envp). A `char *` without `const` is a buffer the call fills (read's `buf`):
+/// nothing is in it at the entry.
+pub(super) fn user_string(c_type: &str) -> Option<bool> {
+    let words: Vec<&str> = c_type.split_whitespace().collect();
+    let t = words.join(" ");
+    let rest = t.strip_prefix("const char")?;
+    match rest.replace("const", "").replace(' ', "").as_str() {
+        "*" => Some(false),
+        "**" => Some(true),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod string_tests {
+    use super::user_string;
+
+    #[test]
+    fn syscall_string_fields_are_the_const_char_pointers() {
+        assert_eq!(user_string("const char *"), Some(false));
+        assert_eq!(user_string("const char *const *"), Some(true));
+        assert_eq!(user_string("const char * const *"), Some(true));
+        assert_eq!(user_string("char *"), None, "a buffer the call fills");
+        assert_eq!(user_string("const unsigned char *"), None);
+        assert_eq!(user_string("const char"), None);
+    }
 }

@@ -9,11 +9,16 @@ use crate::kernel::params::Kind;
 /// The event's named values, its return value, and the errno that return value stands for.
 pub type DecodedValues<'a> = (Vec<(&'a str, Value)>, Option<Value>, Option<&'static str>);
 
-pub fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
+/// The event's values; `strings` are the string entries it came with.
+pub fn decode<'a>(decoder: &'a Decoder, event: &Event, strings: &[u8]) -> DecodedValues<'a> {
+    let mut read = match strings.is_empty() {
+        true => Default::default(),
+        false => super::strings::values(strings),
+    };
     match decoder {
         Decoder::Tracepoint {
             format,
-            string_field,
+            strings,
             selection,
         } => {
             // The captured record head as bytes, on the stack: this runs for every event.
@@ -24,9 +29,12 @@ pub fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
             // Fields named __* (the syscall number) are the tracepoint's plumbing, not arguments.
             let mut args: Vec<(&str, Value)> = format.decode(&bytes);
             args.retain(|(name, _)| !name.starts_with("__"));
-            if let (Some(field), Some(text)) = (string_field, event.string()) {
-                if let Some(slot) = args.iter_mut().find(|(n, _)| *n == field.as_str()) {
-                    slot.1 = Value::Str(String::from_utf8_lossy(text).into_owned());
+            for (field, value) in strings.iter().zip(&mut read) {
+                if let (Some(slot), Some(value)) = (
+                    args.iter_mut().find(|(n, _)| *n == field.as_str()),
+                    value.take(),
+                ) {
+                    slot.1 = value;
                 }
             }
             if !selection.is_empty() {
@@ -40,10 +48,13 @@ pub fn decode<'a>(decoder: &'a Decoder, event: &Event) -> DecodedValues<'a> {
             let raw = event.data[word::RETURN];
             match proto.as_ref().map(|p| &p.ret) {
                 Some(Kind::Void) => (Vec::new(), None, None),
-                Some(kind) => (Vec::new(), Some(kind.value(raw, None)), kind.errno(raw)),
+                Some(kind) => {
+                    let value = kind.value(raw, read[0].take());
+                    (Vec::new(), Some(value), kind.errno(raw))
+                }
                 None => (Vec::new(), Some(Value::Int(raw as i64)), None),
             }
         }
-        Decoder::Entry(values) => (values.decode(event), None, None),
+        Decoder::Entry(values) => (values.decode(event, &mut read), None, None),
     }
 }

@@ -3,7 +3,7 @@
 //! cpu), its type checked against the comparison, and the whole made into its slot's BPF
 //! [`Filter`].
 
-use tracer_common::{cmp, operand, src, Filter, FilterAtom};
+use tracer_common::{cmp, operand, src, Filter, FilterAtom, STR_READS};
 
 use super::aggregate::{value_source, ProbeValues};
 use crate::kernel::format::{FieldKind, Format};
@@ -15,9 +15,8 @@ use crate::Error;
 /// What the slot must read for its filter, besides what it prints.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
-    /// A syscall tracepoint's string field (a user pointer in the record), by name.
-    pub record_string: Option<String>,
-    /// An entry probe's string parameter or member (made its one string read).
+    /// A string (a parameter, member or return value) is compared: the slot reads its
+    /// strings even when it only counts.
     pub value_string: bool,
 }
 
@@ -27,8 +26,8 @@ enum Operand {
         src: u32,
         signed: bool,
     },
-    /// The string the slot reads (`Event::str`).
-    String,
+    /// A string the slot reads: read k of its strings.
+    String(usize),
     /// A `char[N]` field of the record head.
     RecordChars {
         offset: u32,
@@ -39,10 +38,13 @@ enum Operand {
 }
 
 /// The slot's filter for `spec`, and what it needs read.
+/// `strings` are the fields a tracepoint slot reads strings of (read k the kth); a string
+/// field filtered on is added.
 pub fn resolve(
     plan: &FilterPlan,
     spec: &ProbeSpec,
     values: &mut ProbeValues<'_, '_>,
+    strings: &mut Vec<String>,
 ) -> Result<(Filter, Needs), Error> {
     let mut filter = Filter {
         table: plan.table,
@@ -50,7 +52,7 @@ pub fn resolve(
     };
     let mut needs = Needs::default();
     for (k, atom) in plan.atoms.iter().enumerate() {
-        let operand = operand(plan, atom, spec, values, &mut needs)?;
+        let operand = operand(plan, atom, spec, values, &mut needs, strings)?;
         filter.atoms[k] = compile(plan, atom, spec, operand)?;
     }
     Ok((filter, needs))
@@ -62,27 +64,36 @@ fn operand(
     spec: &ProbeSpec,
     values: &mut ProbeValues<'_, '_>,
     needs: &mut Needs,
+    strings: &mut Vec<String>,
 ) -> Result<Operand, Error> {
     let name = atom.name.as_str();
     let own = match values {
-        ProbeValues::Record(format) => record_operand(format, spec, name, needs),
+        ProbeValues::Record(format) => record_operand(format, spec, name, strings),
         ProbeValues::Entry(values, lookup) => match values.column_of(name, *lookup) {
             Ok(column) if column.kind == Kind::Str => {
-                if !values.read_string(&column) {
+                let Some(k) = values.read_string(&column) else {
                     return Err(plan.error_at(
                         atom.name_span,
-                        format_args!("{spec} reads one string per hit, and '{name}' is not it"),
-                        vec!["filter on the string argument that is printed first".into()],
+                        format_args!(
+                            "{spec} reads {STR_READS} strings per hit, and '{name}' is not one"
+                        ),
+                        vec!["filter on a string argument that is printed".into()],
                     ));
-                }
+                };
                 needs.value_string = true;
-                Ok(Operand::String)
+                Ok(Operand::String(k))
             }
             Ok(_) => values
                 .source(name, *lookup)
                 .map(|(src, signed)| Operand::Number { src, signed }),
             Err(e) => Err(e),
         },
+        ProbeValues::Return(proto)
+            if name == "ret" && proto.is_some_and(|p| p.ret == Kind::Str) =>
+        {
+            needs.value_string = true;
+            Ok(Operand::String(0))
+        }
         ProbeValues::Return(_) => {
             value_source(spec, values, name).map(|(src, signed)| Operand::Number { src, signed })
         }
@@ -132,24 +143,34 @@ fn record_operand(
     format: &Format,
     spec: &ProbeSpec,
     name: &str,
-    needs: &mut Needs,
+    strings: &mut Vec<String>,
 ) -> Result<Operand, Error> {
     if let Some(field) = format.field(name) {
         let syscall_entry = matches!(&spec.target, plan::Target::Tracepoint { category, name }
             if category == "syscalls" && name.starts_with("sys_enter_"));
-        if field.c_type.contains("char *") && syscall_entry {
-            match &needs.record_string {
-                Some(other) if other != name => {
+        match super::attach::user_string(&field.c_type) {
+            Some(false) if syscall_entry => {
+                if let Some(k) = strings.iter().position(|s| s == name) {
+                    return Ok(Operand::String(k));
+                }
+                if strings.len() == STR_READS {
                     return Err(Error::usage(
                         format!(
-                        "{spec}: one string per hit is read, and '{other}' is already filtered on"
-                    ),
-                        vec![format!("filter on '{other}' or on '{name}', not both")],
-                    ))
+                            "{spec} reads {STR_READS} strings per hit, and '{name}' is not one"
+                        ),
+                        vec![format!("print fewer: {spec}({name}, ...)")],
+                    ));
                 }
-                _ => needs.record_string = Some(name.to_string()),
+                strings.push(name.to_string());
+                return Ok(Operand::String(strings.len() - 1));
             }
-            return Ok(Operand::String);
+            Some(true) if syscall_entry => {
+                return Err(Error::usage(
+                    format!("'{name}' of {spec} is an array of strings: it cannot be compared"),
+                    vec!["filter on comm, or on a string or number field".into()],
+                ))
+            }
+            _ => {}
         }
         let head = 8 * tracer_common::DATA_WORDS;
         if let FieldKind::String { len } = field.kind {
@@ -226,7 +247,7 @@ fn compile(
         })
     };
     let (operand, src, signed) = match what {
-        Operand::String => return string(operand::STRING, 0),
+        Operand::String(k) => return string(operand::STRING, k as u32),
         Operand::Comm => return string(operand::COMM, 0),
         Operand::RecordChars { offset, len } => {
             return string(operand::RECORD_CHARS, src(offset, len, false))

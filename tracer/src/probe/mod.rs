@@ -9,6 +9,7 @@ pub mod decode;
 pub mod expand;
 pub mod filter;
 pub mod resolve;
+pub mod strings;
 pub mod tasks;
 pub mod values;
 
@@ -32,8 +33,9 @@ use values::Values;
 pub enum Decoder {
     Tracepoint {
         format: Format,
-        /// The field whose user string the BPF program read (syscall tracepoints).
-        string_field: Option<String>,
+        /// The fields whose user strings the BPF program reads (syscall tracepoints), read k
+        /// the kth.
+        strings: Vec<String>,
         /// The fields to print, in order (`CAT:NAME(a,b)`, `--args`); empty: all.
         selection: Vec<String>,
     },

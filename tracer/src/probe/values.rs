@@ -4,8 +4,8 @@
 //! a value named the same way.
 
 use tracer_common::{
-    src, word, Event, FieldRead, SlotConfig, FIELDS_OFFSET, FIELD_AUTO, FIELD_READS, FIELD_USER,
-    SLOT_STR_ARG_AUTO, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
+    src, str_from, str_mem, word, Event, FieldRead, SlotConfig, StrRead, FIELDS_OFFSET, FIELD_AUTO,
+    FIELD_READS, FIELD_USER, STR_READS,
 };
 
 use crate::kernel::btf::parse_access;
@@ -52,8 +52,10 @@ pub struct Values {
     /// What the BPF program reads; not needed to decode (a recorded trace keeps the rest).
     #[serde(skip)]
     reads: Vec<FieldRead>,
-    /// The column whose string the BPF program reads (one per hit).
-    string: Option<Place>,
+    /// The columns whose strings the BPF program reads, read k the kth (at most
+    /// [`STR_READS`]).
+    #[serde(default)]
+    strings: Vec<Place>,
     memory: Memory,
     probe: String,
 }
@@ -83,7 +85,7 @@ impl Values {
             columns: Vec::new(),
             params,
             reads: Vec::new(),
-            string: None,
+            strings: Vec::new(),
             memory,
             probe: probe.to_string(),
         };
@@ -101,25 +103,42 @@ impl Values {
                 values.columns.push(column);
             }
         }
-        values.string = (values.columns.iter())
-            .find(|c| c.kind == Kind::Str)
-            .map(|c| c.place);
-        let unread = values
-            .columns
-            .iter()
+        let strings: Vec<Column> = (values.columns.iter())
             .filter(|c| c.kind == Kind::Str)
-            .skip(1);
-        for column in unread {
-            crate::output::notes::note(format_args!(
-                "{probe}: one string is read per hit; '{}' prints as a pointer",
-                column.name
-            ));
+            .cloned()
+            .collect();
+        for column in strings {
+            if values.read_string(&column).is_none() {
+                crate::output::notes::note(format_args!(
+                    "{probe}: {STR_READS} strings are read per hit; '{}' prints as a pointer",
+                    column.name
+                ));
+            }
         }
         Ok(values)
     }
 
-    /// The column for a name: a parameter, `argN`, or a member access.
+    /// The column for a name: a parameter, `argN`, or a member access; `NAME:str` reads it
+    /// as a string (a `char *` the debug info does not type, or an untyped `argN`).
     fn column(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Column, Error> {
+        if let Some(plain) = name.strip_suffix(":str") {
+            let column = self.column(plain, members)?;
+            if column.kind.size() != 8 {
+                return Err(Error::usage(
+                    format!(
+                        "'{plain}' of {} is {}, not a pointer",
+                        self.probe, column.kind
+                    ),
+                    vec![format!(
+                        "':str' reads a pointer's string: drop it from '{name}'"
+                    )],
+                ));
+            }
+            return Ok(Column {
+                kind: Kind::Str,
+                ..column
+            });
+        }
         let Some((param, path)) = parse_access(name) else {
             let (index, kind) = self.param(name)?;
             return Ok(Column {
@@ -230,16 +249,17 @@ impl Values {
         }
     }
 
-    /// Makes `column` the string the slot reads, unless another one is read already (one per
-    /// hit); false then.
-    pub fn read_string(&mut self, column: &Column) -> bool {
-        match self.string {
-            Some(place) => place == column.place,
-            None => {
-                self.string = Some(column.place);
-                true
-            }
+    /// Makes the slot read `column`'s string; its read index, or `None` when the slot reads
+    /// [`STR_READS`] others already.
+    pub fn read_string(&mut self, column: &Column) -> Option<usize> {
+        if let Some(k) = self.strings.iter().position(|p| *p == column.place) {
+            return Some(k);
         }
+        if self.strings.len() == STR_READS {
+            return None;
+        }
+        self.strings.push(column.place);
+        Some(self.strings.len() - 1)
     }
 
     /// The parameters' names (for hints).
@@ -273,31 +293,39 @@ impl Values {
         Ok((src(offset, size, signed), signed))
     }
 
-    /// Sets what the slot reads: the member reads, and the string (unless `strings` is false:
-    /// counting never prints it).
+    /// Sets what the slot reads: the member reads, and the strings (unless `strings` is
+    /// false: counting never prints them).
     pub fn configure(&self, config: &mut SlotConfig, strings: bool) {
         for (slot, read) in config.fields.iter_mut().zip(&self.reads) {
             *slot = *read;
         }
-        let Some(place) = self.string.filter(|_| strings) else {
+        if !strings {
             return;
-        };
-        config.flags |= match self.memory {
-            Memory::User => SLOT_STR_ARG_USER,
-            Memory::ByAddress => SLOT_STR_ARG_AUTO,
-        };
-        config.str_arg = match place {
-            Place::Register(n) => n as u32,
-            Place::Field(n) => {
-                config.flags |= SLOT_STR_FIELD;
-                n as u32
-            }
-        };
+        }
+        for (slot, place) in config.strs.iter_mut().zip(&self.strings) {
+            let (from, at) = match *place {
+                Place::Register(n) => (str_from::ARG, n as u32),
+                Place::Field(n) => (str_from::FIELD, n as u32),
+            };
+            *slot = StrRead {
+                at,
+                from,
+                memory: match self.memory {
+                    Memory::User => str_mem::USER,
+                    Memory::ByAddress => str_mem::AUTO,
+                },
+                ..StrRead::default()
+            };
+        }
     }
 
-    /// The named values of one hit. A member whose read failed (a bad pointer) is
-    /// [`Value::Missing`]: `?` in text, `null` in JSON.
-    pub fn decode(&self, event: &Event) -> Vec<(&str, Value)> {
+    /// The named values of one hit, given its strings by read index (taken). A member whose
+    /// read failed (a bad pointer) is [`Value::Missing`]: `?` in text, `null` in JSON.
+    pub fn decode(
+        &self,
+        event: &Event,
+        strings: &mut [Option<Value>; STR_READS],
+    ) -> Vec<(&str, Value)> {
         (self.columns.iter())
             .map(|column| {
                 let raw = match column.place {
@@ -306,9 +334,8 @@ impl Values {
                         (event.field_faults & (1 << n) == 0).then_some(event.fields[n])
                     }
                 };
-                let string = (self.string == Some(column.place))
-                    .then(|| event.string())
-                    .flatten();
+                let string = (self.strings.iter().position(|p| *p == column.place))
+                    .and_then(|k| strings[k].clone());
                 let value = match raw.map(|raw| column.kind.value(raw, string)) {
                     // As for tracepoint fields: `flags` and `*mask*` hold bits.
                     Some(Value::Uint(bits)) if shows_hex(leaf(&column.name)) => Value::Hex(bits),
@@ -397,9 +424,21 @@ mod tests {
         event.data[1] = 0x7ffd_0000;
         event.data[2] = 0xffff_c900_0000_1000;
         event.fields = [0o2_000_000, 0o644, 0, 0];
-        event.str[..5].copy_from_slice(b"/etc\0");
-        event.str_len = 5;
         event
+    }
+
+    /// Read 0's string, as the program sends it.
+    fn strings() -> [Option<Value>; STR_READS] {
+        [Some(Value::Str("/etc".into())), None, None, None]
+    }
+
+    fn read(from: u8, at: u32) -> StrRead {
+        StrRead {
+            at,
+            from,
+            memory: str_mem::AUTO,
+            ..StrRead::default()
+        }
     }
 
     #[test]
@@ -407,11 +446,11 @@ mod tests {
         let v = values(&[]).expect("values");
         let mut config = SlotConfig::default();
         v.configure(&mut config, true);
-        assert_eq!(config.flags, SLOT_STR_ARG_AUTO);
-        assert_eq!(config.str_arg, 1);
+        assert_eq!(config.strs[0], read(str_from::ARG, 1));
+        assert_eq!(config.strs[1], StrRead::default());
         assert_eq!(config.fields, [FieldRead::default(); FIELD_READS]);
         assert_eq!(
-            v.decode(&event()),
+            v.decode(&event(), &mut strings()),
             vec![
                 ("dfd", Value::Int(-100)),
                 ("filename", Value::Str("/etc".into())),
@@ -437,7 +476,7 @@ mod tests {
         let mut hit = event();
         hit.fields = [0o644, 0o2_000_000, 0, 0];
         assert_eq!(
-            v.decode(&hit),
+            v.decode(&hit, &mut strings()),
             vec![
                 ("how->mode", Value::Uint(0o644)),
                 ("filename", Value::Str("/etc".into())),
@@ -446,7 +485,10 @@ mod tests {
             ]
         );
         hit.field_faults = 0b10;
-        assert_eq!(v.decode(&hit)[3], ("how->flags", Value::Missing));
+        assert_eq!(
+            v.decode(&hit, &mut strings())[3],
+            ("how->flags", Value::Missing)
+        );
         assert_eq!(Values::faults(&hit), 1);
     }
 
@@ -455,16 +497,15 @@ mod tests {
         let v = values(&["how->name", "dfd"]).expect("values");
         let mut config = SlotConfig::default();
         v.configure(&mut config, true);
-        assert_eq!(config.flags, SLOT_STR_ARG_AUTO | SLOT_STR_FIELD);
-        assert_eq!(config.str_arg, 0);
+        assert_eq!(config.strs[0], read(str_from::FIELD, 0));
         assert_eq!(
-            v.decode(&event())[0],
+            v.decode(&event(), &mut strings())[0],
             ("how->name", Value::Str("/etc".into()))
         );
         // Counting never prints strings, so it does not read them.
         let mut config = SlotConfig::default();
         v.configure(&mut config, false);
-        assert_eq!(config.flags, 0);
+        assert_eq!(config.strs[0], StrRead::default());
     }
 
     #[test]
@@ -504,7 +545,10 @@ mod tests {
         let mut v =
             Values::new("uprobe:/bin/x:f", None, &[], Memory::User, &mut lookup).expect("values");
         assert_eq!(v.columns.len(), 6);
-        assert_eq!(v.decode(&event())[0], ("arg0", Value::Hex(0xffff_ff9c)));
+        assert_eq!(
+            v.decode(&event(), &mut strings())[0],
+            ("arg0", Value::Hex(0xffff_ff9c))
+        );
         assert_eq!(
             v.source("arg1", &mut lookup).expect("arg1"),
             (src(8, 8, false), false)

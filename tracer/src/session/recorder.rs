@@ -220,8 +220,9 @@ impl<'a, W: Write> RecordSink<'a, W> {
 
     fn collect(&mut self) {
         let reorder = &mut self.reorder;
-        self.rings
-            .drain(|e| reorder.push(e.time_ns, Record::Event(Box::new(*e))));
+        self.rings.drain(|e, strings| {
+            reorder.push(e.time_ns, Record::Event(Box::new(*e), strings.to_vec()))
+        });
         self.side.drain(|r| {
             let t = r.time_ns().unwrap_or(0);
             reorder.push(t, r);
@@ -233,7 +234,7 @@ impl<'a, W: Write> RecordSink<'a, W> {
             return;
         }
         match &record {
-            Record::Event(e) => {
+            Record::Event(e, _) => {
                 if let Some(source) = self.slots.get(&e.slot) {
                     self.counts.per_source[*source as usize] += 1;
                 }

@@ -13,11 +13,11 @@ pub use crate::bpf::Transport;
 
 /// The BPF ring buffer of `--transport ringbuf`: `pages` pages, waking the reader when a
 /// quarter is full, or with `wakeup_events` once that many events' worth of bytes (counted at
-/// the size of an event without a string) are waiting.
+/// the size of an event without strings) are waiting.
 pub fn ringbuf_size(pages: usize, wakeup_events: Option<u32>) -> RingBufSize {
     let bytes = pages * perf::sys::page_size();
     let wakeup_bytes = match wakeup_events {
-        Some(n) => u64::from(n) * Event::SHORT_SIZE as u64,
+        Some(n) => u64::from(n) * Event::SIZE as u64,
         None => bytes as u64 / 4,
     };
     RingBufSize {
@@ -107,8 +107,9 @@ impl OutputRings {
         })
     }
 
-    /// Hands every event available now to `f`, and counts losses; returns the event count.
-    pub fn drain(&mut self, mut f: impl FnMut(&Event)) -> u64 {
+    /// Hands every event available now to `f`, with its string entries, and counts losses;
+    /// returns the event count.
+    pub fn drain(&mut self, mut f: impl FnMut(&Event, &[u8])) -> u64 {
         let mut events = 0;
         let layout = self.layout;
         let rings = match &mut self.rings {
@@ -118,7 +119,7 @@ impl OutputRings {
                 ring.drain(|bytes| match Event::from_bytes(bytes) {
                     Some(event) => {
                         events += 1;
-                        f(&event);
+                        f(&event, event.strings(bytes));
                     }
                     None => *malformed += 1,
                 });
@@ -130,19 +131,23 @@ impl OutputRings {
             let malformed = &mut self.losses.malformed;
             let stats = ring.drain(|bytes| {
                 // The hot path: BPF output samples without building a full Sample.
-                if let Some(event) = record::raw_sample(bytes, &layout).and_then(Event::from_bytes)
-                {
-                    events += 1;
-                    f(&event);
-                    return;
+                if let Some(raw) = record::raw_sample(bytes, &layout) {
+                    if let Some(event) = Event::from_bytes(raw) {
+                        events += 1;
+                        f(&event, event.strings(raw));
+                        return;
+                    }
                 }
                 match record::parse(bytes, &layout) {
                     Ok(parsed) => match parsed.record {
                         record::Record::Sample(sample) => {
-                            match sample.raw.and_then(Event::from_bytes) {
-                                Some(event) => {
+                            match sample
+                                .raw
+                                .and_then(|raw| Some((Event::from_bytes(raw)?, raw)))
+                            {
+                                Some((event, raw)) => {
                                     events += 1;
-                                    f(&event);
+                                    f(&event, event.strings(raw));
                                 }
                                 None => *malformed += 1,
                             }

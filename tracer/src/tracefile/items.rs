@@ -56,7 +56,7 @@ impl ItemDecoder {
                 self.symbols.insert((s.pid, s.addr), s);
                 None
             }
-            Record::Event(e) => self.event(&e),
+            Record::Event(e, strings) => self.event(&e, &strings),
             Record::Sample(s) => Some(Item {
                 time_ns: s.time_ns,
                 cpu: s.cpu,
@@ -129,7 +129,7 @@ impl ItemDecoder {
         }
     }
 
-    fn event(&mut self, e: &Event) -> Option<Item> {
+    fn event(&mut self, e: &Event, strings: &[u8]) -> Option<Item> {
         let comm = comm_of(&e.comm);
         if !comm.is_empty() {
             self.comms.insert(e.tid(), comm.clone());
@@ -153,7 +153,7 @@ impl ItemDecoder {
                 if matches!(decoder, probe::Decoder::Return { .. }) {
                     item.kind = Kind::Return;
                 }
-                let (args, ret, errno) = probe::decode(decoder, e);
+                let (args, ret, errno) = probe::decode(decoder, e, strings);
                 item.args = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
                 item.ret = ret;
                 item.errno = errno;

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use crate::probe::Decoder;
 
 pub const MAGIC: &[u8; 8] = b"tracer\0T";
-/// The layout version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The layout version this build writes and reads (2: events carry any number of string
+/// entries behind them, where 1 had one 64-byte string).
+pub const VERSION: u32 = 2;
 const HEADER_LEN: u32 = 16;
 
 /// Record kinds.
@@ -56,12 +57,7 @@ fn kind_name(k: u32) -> &'static str {
 /// kinds, of any length up to [`MAX_PAYLOAD`]). A layout change bumps the version, so any
 /// other length is a corrupt length, not a newer record.
 fn fixed_lengths(k: u32) -> Option<&'static [u32]> {
-    const EVENT: [u32; 2] = [
-        tracer_common::Event::SHORT_SIZE as u32,
-        tracer_common::Event::SIZE as u32,
-    ];
     match k {
-        kind::EVENT => Some(&EVENT),
         kind::SAMPLE => Some(&[32]),
         kind::SWITCH => Some(&[24]),
         kind::TASK => Some(&[48]),
@@ -74,6 +70,14 @@ fn fixed_lengths(k: u32) -> Option<&'static [u32]> {
 fn bad_length(k: u32, len: u32) -> Option<String> {
     if len > MAX_PAYLOAD {
         return Some(format!("claims {len} bytes (at most {MAX_PAYLOAD})"));
+    }
+    if k == kind::EVENT {
+        let (min, max) = (
+            tracer_common::Event::SIZE as u32,
+            (tracer_common::Event::SIZE + tracer_common::STR_AREA) as u32,
+        );
+        return (!(min..=max).contains(&len))
+            .then(|| format!("claims {len} bytes; an event record has {min} to {max}"));
     }
     let lengths = fixed_lengths(k)?;
     (!lengths.contains(&len)).then(|| {
@@ -238,7 +242,8 @@ impl From<&Stats> for crate::output::report::Stats {
 pub enum Record {
     Meta(Meta),
     Source(Source),
-    Event(Box<tracer_common::Event>),
+    /// A probe hit and its string entries.
+    Event(Box<tracer_common::Event>, Vec<u8>),
     Sample(Sample),
     Switch(Switch),
     Task(Task),
@@ -253,7 +258,7 @@ impl Record {
     /// The record's timestamp, for the ones on the timeline.
     pub fn time_ns(&self) -> Option<u64> {
         match self {
-            Record::Event(e) => Some(e.time_ns),
+            Record::Event(e, _) => Some(e.time_ns),
             Record::Sample(s) => Some(s.time_ns),
             Record::Switch(s) => Some(s.time_ns),
             Record::Task(t) => Some(t.time_ns),
@@ -268,6 +273,8 @@ pub enum Error {
     NotATrace,
     #[error("written by a newer tracer (file format {found}; this tracer reads format {VERSION})")]
     Newer { found: u32 },
+    #[error("written by an older tracer (file format {found}; this tracer reads format {VERSION}): record it again")]
+    Older { found: u32 },
     #[error("the file ends before the end of the tracer header (empty or cut short)")]
     ShortHeader,
     #[error("the tracer header is corrupt: {why}")]
@@ -326,8 +333,11 @@ pub fn encode(record: &Record, out: &mut Vec<u8>) {
             json(out, s);
             kind::STATS
         }
-        Record::Event(e) => {
-            out.extend_from_slice(&e.to_bytes()[..e.wire_len()]);
+        Record::Event(e, strings) => {
+            let mut e = **e;
+            e.str_bytes = strings.len() as i32;
+            out.extend_from_slice(&e.to_bytes());
+            out.extend_from_slice(strings);
             kind::EVENT
         }
         Record::Sample(s) => {
@@ -397,16 +407,17 @@ pub fn decode(kind: u32, p: &[u8]) -> Result<Record, String> {
         kind::SOURCE => Record::Source(serde_json::from_slice(p).map_err(json_error)?),
         kind::SYMBOL => Record::Symbol(serde_json::from_slice(p).map_err(json_error)?),
         kind::STATS => Record::Stats(serde_json::from_slice(p).map_err(json_error)?),
-        kind::EVENT => Record::Event(Box::new(tracer_common::Event::from_bytes(p).ok_or_else(
-            || {
+        kind::EVENT => {
+            let event = tracer_common::Event::from_bytes(p).ok_or_else(|| {
                 format!(
-                    "{} bytes, needs {} ({} with a string)",
+                    "{} bytes, needs {} and the strings it claims",
                     p.len(),
-                    tracer_common::Event::SHORT_SIZE,
-                    tracer_common::Event::SIZE
+                    tracer_common::Event::SIZE,
                 )
-            },
-        )?)),
+            })?;
+            let strings = event.strings(p).to_vec();
+            Record::Event(Box::new(event), strings)
+        }
         kind::SAMPLE => {
             need(32)?;
             let mut b = p;
@@ -589,6 +600,9 @@ impl<R: Read> Reader<R> {
         if version > VERSION {
             return Err(Error::Newer { found: version });
         }
+        if (1..VERSION).contains(&version) {
+            return Err(Error::Older { found: version });
+        }
         if version == 0 {
             return Err(Error::BadHeader {
                 why: "it claims file format 0 (formats start at 1)".into(),
@@ -764,7 +778,7 @@ mod tests {
                     initial: Some(0),
                 },
             }),
-            Record::Event(Box::new(event(100))),
+            Record::Event(Box::new(event(100)), Vec::new()),
             Record::Sample(Sample {
                 source: 4,
                 cpu: 1,
@@ -875,10 +889,15 @@ mod tests {
     #[test]
     fn a_newer_version_is_refused_and_unknown_kinds_are_skipped() {
         let mut bytes = file(&sample_records(), true);
-        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
         assert!(matches!(
             Reader::new(&bytes[..]).err(),
-            Some(Error::Newer { found: 2 })
+            Some(Error::Newer { found: 3 })
+        ));
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert!(matches!(
+            Reader::new(&bytes[..]).err(),
+            Some(Error::Older { found: 1 })
         ));
         assert!(matches!(
             Reader::new(&b"#!/bin/sh\necho hello\n"[..]).err(),
@@ -890,10 +909,11 @@ mod tests {
         ));
         let mut unknown = file(&[], false);
         encode(&Record::Unknown(99), &mut unknown);
-        unknown.extend_from_slice(&file(&[Record::Event(Box::new(event(1)))], true)[16..]);
+        unknown
+            .extend_from_slice(&file(&[Record::Event(Box::new(event(1)), Vec::new())], true)[16..]);
         let (back, ending) = read_all(&unknown);
         assert!(matches!(back[0], Record::Unknown(99)));
-        assert!(matches!(&back[1], Record::Event(e) if e.time_ns == 1));
+        assert!(matches!(&back[1], Record::Event(e, _) if e.time_ns == 1));
         assert_eq!(ending, Ending::Complete);
     }
 
