@@ -198,6 +198,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         docs_probe_execve_argv,
     ),
     (
+        "tracer probe --count-by filename syscalls:sys_enter_openat -- ./tracer-testprog open 3 /etc/hostname",
+        docs_probe_count_by_filename,
+    ),
+    (
         "tracer probe --strlen 8 -f json 'syscalls:sys_enter_openat(filename)' --filter 'filename ~ \"/etc/h*\"' -- cat /etc/hostname",
         docs_probe_strlen_json,
     ),
@@ -2320,6 +2324,32 @@ fn docs_probe_execve_argv(ctx: &Ctx, example: &str) {
     assert_eq!(lines.len(), 1, "{stdout}");
     assert!(
         lines[0].contains(r#" filename="/bin/true" argv=["/bin/true", "one", "two"] envp=0x"#),
+        "{stdout}"
+    );
+}
+
+fn docs_probe_count_by_filename(ctx: &Ctx, example: &str) {
+    if !has(
+        Feature::Tracepoints,
+        "example docs probe --count-by filename",
+    ) {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // The row of the 3 opens (the loader's own opens are rows of their own, in any order).
+    let rows: Vec<Vec<&str>> = (stdout.lines().skip(1))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(
+        rows.iter().any(|r| *r == ["\"/etc/hostname\"", "3"]),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stdout
+            .lines()
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["FILENAME", "COUNT"]),
         "{stdout}"
     );
 }

@@ -411,9 +411,17 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
         (child, stderr)
     };
     let (mut killed, _stderr) = start();
-    let command: Vec<u32> = (processes_with("999999929").into_iter())
-        .filter(|&p| p != killed.id())
-        .collect();
+    // Until it execs, tracer's child has tracer's command line too: wait for the one command.
+    let mut command = Vec::new();
+    for _ in 0..200 {
+        command = (processes_with("999999929").into_iter())
+            .filter(|&p| p != killed.id())
+            .collect();
+        if command.len() == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(command.len(), 1, "{command:?}");
     killed.kill().unwrap();
     killed.wait().unwrap();

@@ -206,3 +206,78 @@ fn strlen_out_of_range_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn counts_are_keyed_by_a_strings_content() {
+    if !has(Feature::Tracepoints, "counts_keyed_by_a_string") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    // A path past the key's 128 bytes counts under its first 128, marked.
+    let (_dir, long) = path_of_len(200);
+    let script = format!("{prog} open 7 /etc/hostname; {prog} open 3 {long}");
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "filename",
+        "syscalls:sys_enter_openat",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stdout = text(&out.stdout);
+    let rows: Vec<(String, u64)> = (stdout.lines().skip(1))
+        .filter_map(|l| {
+            let (key, count) = l.trim_end().rsplit_once(' ')?;
+            Some((key.trim().to_string(), count.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(
+        stdout
+            .lines()
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["FILENAME", "COUNT"]),
+        "{stdout}"
+    );
+    let count = |key: &str| rows.iter().find(|(k, _)| k == key).map(|r| r.1);
+    assert_eq!(count("\"/etc/hostname\""), Some(7), "{stdout}");
+    assert_eq!(
+        count(&format!("\"{}\"...", &long[..128])),
+        Some(3),
+        "{stdout}"
+    );
+    // Every hit is in a row.
+    let total: u64 = rows.iter().map(|r| r.1).sum();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("\n{total} hits counted in the kernel in ")),
+        "{total}\n{stdout}\n{stderr}"
+    );
+
+    // JSON: the strings themselves, cut ones named in `truncated`; --strlen cuts keys too.
+    let out = tracer(&[
+        "probe",
+        "--strlen",
+        "8",
+        "-f",
+        "json",
+        "--count-by",
+        "filename",
+        "syscalls:sys_enter_openat",
+        "--",
+        &prog,
+        "open",
+        "7",
+        "/etc/hostname",
+    ]);
+    let report = &json_lines(&out.stdout)[0];
+    let rows = report["rows"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["filename"] == "/etc/hos")
+        .expect("the row");
+    assert_eq!(row["count"], 7, "{report}");
+    assert_eq!(row["truncated"], serde_json::json!(["filename"]));
+}

@@ -86,9 +86,10 @@ pub mod names {
     pub const FILTERS: &str = "FILTERS";
     pub const GLOBS: &str = "GLOBS";
     pub const SYS_SLOTS: &str = "SYS_SLOTS";
+    pub const STR_COUNTS: &str = "STR_COUNTS";
     pub const FILTER_SHAPE: &str = "FILTER_SHAPE";
     /// Every name above.
-    pub const ALL: [&str; 21] = [
+    pub const ALL: [&str; 22] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -110,6 +111,7 @@ pub mod names {
         GLOBS,
         SYS_SLOTS,
         FILTER_SHAPE,
+        STR_COUNTS,
     ];
 }
 
@@ -377,6 +379,11 @@ pub const AGG_SUM: u32 = 1 << 5;
 /// `AggKey::bucket` is the bucket of the value at `val_src` (`--hist`): log2 (see
 /// [`log2_bucket`]), or linear when `SlotConfig::hist_step` is set (see [`linear_bucket`]).
 pub const AGG_HIST: u32 = 1 << 6;
+/// Keyed by a string's content (`--count-by filename`): `key_src` is the index of the string
+/// read, and the hit is counted in `STR_COUNTS` under a [`StrAggKey`].
+pub const AGG_KEY_STRING: u32 = 1 << 7;
+/// Bytes of a string that key a count: longer strings count under their first bytes, marked.
+pub const KEY_STRLEN: usize = 128;
 /// `AggKey::bucket` of values below the histogram's range: negative values of a signed source
 /// (log2), values under `SlotConfig::hist_min` (linear).
 pub const AGG_BUCKET_BELOW: u64 = u64::MAX - 1;
@@ -452,6 +459,25 @@ pub struct AggKey {
     /// `--hist`: the value's bucket ([`log2_bucket`], [`linear_bucket`]), or
     /// [`AGG_BUCKET_BELOW`] / [`AGG_BUCKET_ABOVE`].
     pub bucket: u64,
+}
+
+/// A `STR_COUNTS` key: the parts of an [`AggKey`], and the string's first [`KEY_STRLEN`] bytes
+/// (zero-padded); `key.value` holds the string entry's [`str_flag`] bits, with
+/// [`str_flag::TRUNCATED`] also for a string longer than the key keeps.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StrAggKey {
+    pub key: AggKey,
+    pub text: [u8; KEY_STRLEN],
+}
+
+impl Default for StrAggKey {
+    fn default() -> StrAggKey {
+        StrAggKey {
+            key: AggKey::default(),
+            text: [0; KEY_STRLEN],
+        }
+    }
 }
 
 /// Per-CPU counters of one [`AggKey`].
@@ -940,6 +966,8 @@ mod pod {
     unsafe impl aya::Pod for super::AggKey {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::AggValue {}
+    // SAFETY: as above (an AggKey, 8-byte aligned, then bytes: 56 + 128, no padding).
+    unsafe impl aya::Pod for super::StrAggKey {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::FieldRead {}
     // SAFETY: as above (the key is 8-byte aligned after four u64s).

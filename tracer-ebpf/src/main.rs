@@ -15,7 +15,8 @@
 use core::ffi::c_void;
 
 use aya_ebpf::bindings::{
-    BPF_F_CURRENT_CPU, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
+    BPF_F_CURRENT_CPU, BPF_F_NO_PREALLOC, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP,
+    BPF_RB_NO_WAKEUP,
 };
 use aya_ebpf::helpers::generated;
 use aya_ebpf::helpers::{
@@ -35,18 +36,18 @@ use aya_ebpf::EbpfContext;
 use aya_log_ebpf::debug;
 use tracer_common::{
     cmp, drop, operand, stat_failed, stat_filtered, stat_hits, str_flag, str_from, str_mem, word,
-    AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, StrRead,
-    AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID,
-    ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT,
-    GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS,
-    PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
-    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT,
-    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL,
-    SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS,
-    TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE,
-    USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS,
-    USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY,
-    USES_TRACKED, USES_VALUE_FILTER,
+    AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, StrAggKey,
+    StrRead, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_ENTRIES, AGG_HIST, AGG_KEY_STRING,
+    AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS,
+    FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
+    KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
+    SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
+    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER,
+    SLOT_STOPPED, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX,
+    STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX,
+    TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
+    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS,
+    USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACKED, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -191,6 +192,12 @@ struct Scratch {
     first: [u32; STR_READS],
     /// The area's next free offset (see `used`).
     used: u32,
+    _pad: u32,
+    /// A `STR_COUNTS` key being built.
+    str_key: StrAggKey,
+    /// Room past the key's text for the verifier: the copy's length is masked to under
+    /// twice the text (it is at most the text's, as it compares).
+    _slack: [u8; KEY_STRLEN],
 }
 
 /// `Scratch::first` of a read that wrote no entry.
@@ -230,6 +237,12 @@ static STACKS: StackTrace = StackTrace::with_max_entries(1, 0);
 /// costs one hash lookup and two adds, with no atomics. Sized by userspace only when used.
 #[map]
 static COUNTS: PerCpuHashMap<AggKey, AggValue> = PerCpuHashMap::with_max_entries(1, 0);
+
+/// `COUNTS` for counts keyed by a string's content (`AGG_KEY_STRING`). Not preallocated, so it costs nothing unless a run counts by a string: entries are made as
+/// keys are first seen (a slower first hit of each string; the rest find it).
+#[map]
+static STR_COUNTS: PerCpuHashMap<StrAggKey, AggValue> =
+    PerCpuHashMap::with_max_entries(AGG_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// Offsets in scheduler tracepoint records, set by userspace from tracefs.
 #[map]
@@ -697,7 +710,7 @@ fn filtered_out(event: &Event, config: &SlotConfig) -> bool {
 /// Counts a hit in `COUNTS` under the key parts the slot asks for; a full map counts as a
 /// failed output (reported as not counted).
 #[inline(always)]
-fn aggregate(event: &Event, config: &SlotConfig) {
+fn aggregate(event: &mut Event, config: &SlotConfig) {
     // Read before the key's comm: a rename after it ends the run this hit may begin.
     let stamp = generation_stamp();
     let agg = config.agg;
@@ -754,7 +767,57 @@ fn aggregate(event: &Event, config: &SlotConfig) {
             return;
         }
     }
+    if uses(USES_STRINGS) && agg & AGG_KEY_STRING != 0 {
+        count_string(event, &key, config.key_src, value);
+        return;
+    }
     add_count(&key, 1, value);
+}
+
+/// Counts the hit under `key` and the content of its string read `read` (`AGG_KEY_STRING`).
+#[inline(always)]
+fn count_string(event: &mut Event, key: &AggKey, read: u32, sum: u64) {
+    let scratch = scratch(event);
+    scratch.str_key.key = *key;
+    scratch.str_key.text = [0; KEY_STRLEN];
+    let at = scratch.first[(read as usize) & (STR_READS - 1)];
+    let mut flags = str_flag::FAULT;
+    if at != NO_ENTRY {
+        let at = at as usize & (STR_AREA - 1);
+        flags = scratch.area[at + 1];
+        let len = u16::from_ne_bytes([scratch.area[at + 2], scratch.area[at + 3]]) as usize;
+        let len = match len > KEY_STRLEN {
+            true => {
+                flags |= str_flag::TRUNCATED;
+                KEY_STRLEN
+            }
+            false => len & (2 * KEY_STRLEN - 1),
+        };
+        // SAFETY: both buffers are ours; `len` is at most KEY_STRLEN, the key text's size,
+        // and the source range lies in the string buffer (`at` below STR_AREA).
+        unsafe {
+            let src = scratch.area.as_ptr().add(at + STR_ENTRY) as *const c_void;
+            let dst = scratch.str_key.text.as_mut_ptr() as *mut c_void;
+            generated::bpf_probe_read_kernel(dst, len as u32, src);
+        }
+    }
+    scratch.str_key.key.value = u64::from(flags);
+    match STR_COUNTS.get_ptr_mut(&scratch.str_key) {
+        Some(cell) => {
+            // SAFETY: a per-CPU value of this CPU; these programs do not nest on one CPU.
+            unsafe {
+                (*cell).count += 1;
+                (*cell).sum = (*cell).sum.wrapping_add(sum);
+            }
+        }
+        None => {
+            let cell = AggValue { count: 1, sum };
+            if STR_COUNTS.insert(&scratch.str_key, &cell, 0).is_err() {
+                add(stat_failed(key.slot), 1);
+                debug_dropped(key.slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
+            }
+        }
+    }
 }
 
 /// Counts the hit in this CPU's run when it continues it: the same slot, task and generation.
@@ -1087,7 +1150,7 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
     // A counted hit reads the record only when a key or value comes from it.
     let counted = config.flags & SLOT_AGGREGATE != 0;
     if !counted
-        || config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) != 0
+        || config.agg & (AGG_KEY_VALUE | AGG_KEY_STRING | AGG_SUM | AGG_HIST) != 0
         || config.flags & SLOT_VALUE_FILTER != 0
     {
         read_record(ctx, event);

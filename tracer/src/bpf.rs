@@ -203,6 +203,7 @@ struct Maps {
     tracked: HashMap<MapData, u32, u32>,
     run_count: PerCpuArray<MapData, RunCount>,
     counts: PerCpuHashMap<MapData, AggKey, AggValue>,
+    str_counts: PerCpuHashMap<MapData, tracer_common::StrAggKey, AggValue>,
     stacks: StackTraceMap<MapData>,
     sched_offsets: Array<MapData, SchedOffsets>,
     lat_config: std::cell::RefCell<Array<MapData, LatConfig>>,
@@ -232,6 +233,7 @@ impl Maps {
             tracked: typed(ebpf, names::TRACKED)?,
             run_count: typed(ebpf, names::RUN_COUNT)?,
             counts: typed(ebpf, names::COUNTS)?,
+            str_counts: typed(ebpf, names::STR_COUNTS)?,
             stacks: typed(ebpf, names::STACKS)?,
             sched_offsets: typed(ebpf, names::SCHED_OFFSETS)?,
             lat_config: std::cell::RefCell::new(typed(ebpf, names::LAT_CONFIG)?),
@@ -744,6 +746,23 @@ impl Bpf {
         for item in self.maps.counts.iter() {
             let (key, values) = item.map_err(|source| Error::MapUpdate {
                 map: names::COUNTS,
+                source,
+            })?;
+            let total = values.iter().fold(AggValue::default(), |a, v| AggValue {
+                count: a.count + v.count,
+                sum: a.sum.wrapping_add(v.sum),
+            });
+            cells.push((key, total));
+        }
+        Ok(cells)
+    }
+
+    /// `STR_COUNTS` (counts keyed by a string's content), summed over CPUs.
+    pub fn str_counts(&self) -> Result<Vec<(tracer_common::StrAggKey, AggValue)>, Error> {
+        let mut cells = Vec::new();
+        for item in self.maps.str_counts.iter() {
+            let (key, values) = item.map_err(|source| Error::MapUpdate {
+                map: names::STR_COUNTS,
                 source,
             })?;
             let total = values.iter().fold(AggValue::default(), |a, v| AggValue {

@@ -9,7 +9,7 @@ use hashbrown::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use tracer_common::{AggKey, AggValue, Event};
+use tracer_common::{AggValue, Event};
 
 use crate::bpf::{Bpf, Sizing};
 use crate::cli::ProbeArgs;
@@ -498,7 +498,7 @@ struct CountSink<'a, W: Write> {
     last: Instant,
     intervals: u64,
     /// Totals at the last report (intervals print the difference).
-    previous: HashMap<AggKey, AggValue>,
+    previous: HashMap<aggregate::CellKey, AggValue>,
 }
 
 impl<W: Write> CountSink<'_, W> {

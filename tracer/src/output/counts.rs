@@ -325,8 +325,25 @@ impl Report {
             .iter()
             .map(|r| {
                 let mut obj = serde_json::Map::new();
+                let mut truncated = Vec::new();
                 for (c, k) in self.columns.iter().zip(&r.keys) {
-                    obj.insert(c.to_lowercase(), k.clone().into());
+                    // A string key (`"text"`, cut `"text"...`) as the string itself; a cut one
+                    // is named in `truncated`, as in event lines.
+                    let (text, cut) = match k.strip_suffix("...") {
+                        Some(quoted) if quoted.starts_with('"') => (quoted, true),
+                        _ => (k.as_str(), false),
+                    };
+                    let value = match text.starts_with('"') && text.ends_with('"') {
+                        true => serde_json::from_str::<String>(text).map_or(k.clone(), |s| s),
+                        false => k.clone(),
+                    };
+                    if cut {
+                        truncated.push(serde_json::Value::from(c.to_lowercase()));
+                    }
+                    obj.insert(c.to_lowercase(), value.into());
+                }
+                if !truncated.is_empty() {
+                    obj.insert("truncated".into(), truncated.into());
                 }
                 obj.insert("count".into(), r.count.into());
                 if let Some(sum) = r.sum {

@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use hashbrown::HashMap;
 
 use tracer_common::{
-    src, AggKey, AggValue, SlotConfig, AGG_BUCKET_ABOVE, AGG_BUCKET_BELOW, AGG_COMM, AGG_CPU,
-    AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, NO_STACK, SLOT_AGGREGATE,
+    src, str_flag, AggKey, AggValue, SlotConfig, AGG_BUCKET_ABOVE, AGG_BUCKET_BELOW, AGG_COMM,
+    AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, KEY_STRLEN, NO_STACK,
+    SLOT_AGGREGATE,
 };
 
 use super::values::{MemberLookup, Values};
 use crate::bpf::{Bpf, Slot};
-use crate::kernel::format::{shows_hex, Format};
+use crate::kernel::format::{shows_hex, Format, Value};
 use crate::kernel::params::{Kind, Prototype};
 use crate::output::counts::{Report, Row, Scale, Shape};
 use crate::plan::{Aggregation, KeyPart, Linear, ProbeSpec, Target, UserAt, ValueOp};
@@ -28,6 +29,55 @@ pub struct Sources {
     pub val_signed: bool,
     /// The summed or histogrammed value is a size in bytes (see [`is_bytes`]).
     pub val_bytes: bool,
+    /// The keyed value is a string, counted by its content (`AGG_KEY_STRING`): a
+    /// tracepoint's is the field named, whose read the caller sets up (`key_src`).
+    pub key_string: bool,
+}
+
+/// Whether `name` is a string counted by its content, and its read index where this can say
+/// (entries, returns); a tracepoint's is left to the caller. An array of strings is refused.
+fn string_key(
+    spec: &ProbeSpec,
+    values: &mut ProbeValues<'_, '_>,
+    name: &str,
+) -> Result<Option<Option<usize>>, Error> {
+    match values {
+        ProbeValues::Record(format) => {
+            let syscall_entry = matches!(&spec.target, Target::Tracepoint { category, name }
+                if category == "syscalls" && name.starts_with("sys_enter_"));
+            let c_type = format.field(name).map_or("", |f| f.c_type.as_str());
+            match super::attach::user_string(c_type) {
+                Some(false) if syscall_entry => Ok(Some(None)),
+                Some(true) if syscall_entry => Err(Error::usage(
+                    format!("--count-by {name}: '{name}' of {spec} is an array of strings"),
+                    vec!["count by a string field, or by comm".into()],
+                )),
+                _ => Ok(None),
+            }
+        }
+        ProbeValues::Return(proto) if name == "ret" => {
+            Ok(proto.is_some_and(|p| p.ret == Kind::Str).then_some(Some(0)))
+        }
+        ProbeValues::Return(_) => Ok(None),
+        ProbeValues::Entry(values, lookup) => {
+            let Ok(column) = values.column_of(name, lookup) else {
+                return Ok(None);
+            };
+            if column.kind != Kind::Str {
+                return Ok(None);
+            }
+            match values.read_string(&column) {
+                Some(k) => Ok(Some(Some(k))),
+                None => Err(Error::usage(
+                    format!(
+                        "--count-by {name}: {spec} reads {} strings per hit, and '{name}' is not one",
+                        tracer_common::STR_READS
+                    ),
+                    vec!["pick fewer string arguments".into()],
+                )),
+            }
+        }
+    }
 }
 
 /// Syscalls and functions whose return value is a count of bytes (or a negative errno).
@@ -253,12 +303,19 @@ pub fn configure(
                     0
                 }
             }
-            KeyPart::Value(name) => {
-                let (source, signed) = value_source(spec, &mut values, name)?;
-                config.key_src = source;
-                sources.key_signed = signed;
-                AGG_KEY_VALUE
-            }
+            KeyPart::Value(name) => match string_key(spec, &mut values, name)? {
+                Some(read) => {
+                    config.key_src = read.unwrap_or(0) as u32;
+                    sources.key_string = true;
+                    tracer_common::AGG_KEY_STRING
+                }
+                None => {
+                    let (source, signed) = value_source(spec, &mut values, name)?;
+                    config.key_src = source;
+                    sources.key_signed = signed;
+                    AGG_KEY_VALUE
+                }
+            },
             KeyPart::Syscall => {
                 let field = match &spec.target {
                     Target::Tracepoint { category, .. } if category == "raw_syscalls" => "id",
@@ -337,17 +394,22 @@ fn column(part: &KeyPart) -> Option<String> {
     })
 }
 
-/// Reads `COUNTS` into a report: one row per distinct visible key, of what was counted since
-/// the totals in `previous` (which are then updated).
+/// A counted cell: its key, and the string it is keyed by (`STR_COUNTS`).
+pub type CellKey = (AggKey, Option<[u8; KEY_STRLEN]>);
+
+/// Reads `COUNTS` (and `STR_COUNTS`) into a report: one row per distinct visible key, of what
+/// was counted since the totals in `previous` (which are then updated).
 pub fn report(
     bpf: &Bpf,
     probes: &[Counted<'_>],
     agg: &Aggregation,
     symbolizer: &mut Symbolizer,
-    previous: &mut HashMap<AggKey, AggValue>,
+    previous: &mut HashMap<CellKey, AggValue>,
 ) -> Result<Report, Error> {
     let mut cells = Vec::new();
-    for (key, total) in bpf.counts()? {
+    let plain = bpf.counts()?.into_iter().map(|(k, v)| ((k, None), v));
+    let strings = (bpf.str_counts()?.into_iter()).map(|(k, v)| ((k.key, Some(k.text)), v));
+    for (key, total) in plain.chain(strings) {
         let before = previous.insert(key, total).unwrap_or_default();
         let delta = AggValue {
             count: total.count - before.count,
@@ -368,14 +430,14 @@ pub fn report(
     // Grouped by the shown key columns plus what is not shown but tells rows apart: the
     // stack ids, and the pid their user addresses belong to.
     let mut rows: BTreeMap<(Vec<String>, u32, i32, i32), Row> = BTreeMap::new();
-    for (key, value) in cells {
+    for ((key, text), value) in cells {
         let Some(probe) = probes.iter().find(|p| p.slot.id == key.slot) else {
             continue;
         };
         let keys: Vec<String> = agg
             .keys
             .iter()
-            .filter_map(|part| shown(part, &key, probe))
+            .filter_map(|part| shown(part, &key, text.as_ref(), probe))
             .collect();
         let row = rows
             .entry((keys.clone(), key.pid, key.kstack, key.ustack))
@@ -419,8 +481,13 @@ pub fn report(
     ))
 }
 
-/// A key part as its column shows it.
-fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
+/// A key part as its column shows it; `text` is the string keyed by.
+fn shown(
+    part: &KeyPart,
+    key: &AggKey,
+    text: Option<&[u8; KEY_STRLEN]>,
+    probe: &Counted<'_>,
+) -> Option<String> {
     Some(match part {
         KeyPart::Comm => {
             let end = key.comm.iter().position(|&b| b == 0).unwrap_or(16);
@@ -431,6 +498,21 @@ fn shown(part: &KeyPart, key: &AggKey, probe: &Counted<'_>) -> Option<String> {
         KeyPart::Cpu => key.cpu.to_string(),
         KeyPart::Probe => probe.name.to_string(),
         KeyPart::Stack => return None,
+        // As in event lines: quoted, and marked when cut (at --strlen, or at the key's
+        // length); `?` for a string that could not be read.
+        KeyPart::Value(_) if probe.sources.key_string => {
+            let flags = key.value as u8;
+            let text = text.map_or(&[][..], |t| &t[..]);
+            let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+            let value = match flags {
+                f if f & str_flag::FAULT != 0 => Value::Missing,
+                f if f & (str_flag::TRUNCATED | str_flag::NO_ROOM) != 0 => {
+                    Value::Cut(String::from_utf8_lossy(&text[..end]).into_owned())
+                }
+                _ => Value::Str(String::from_utf8_lossy(&text[..end]).into_owned()),
+            };
+            value.to_string()
+        }
         // As in event lines: `flags` and `*mask*` hold bits (even when their C type is int).
         KeyPart::Value(name) if shows_hex(name.rsplit(['>', '.']).next().unwrap_or(name)) => {
             format!("{:#x}", key.value)

@@ -80,7 +80,9 @@ impl AttachOptions<'_> {
                 // pathname, argv); counted hits read none.
                 Target::Tracepoint { category, name } => {
                     let syscall_entry = category == "syscalls" && name.starts_with("sys_enter_");
-                    let format = (syscall_entry && self.aggregation.is_none())
+                    // Counted hits read a string only to key by it.
+                    let keyed = self.aggregation.is_some_and(|a| a.key_value().is_some());
+                    let format = (syscall_entry && (self.aggregation.is_none() || keyed))
                         .then(|| fs.format(category, name).ok())
                         .flatten();
                     let strings = format.as_ref().map_or(Vec::new(), |format| {
@@ -288,7 +290,21 @@ fn attach(
                 Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
                 Decoder::Return { proto } => ProbeValues::Return(proto.as_ref()),
             };
-            aggregate::configure(&mut config, agg, spec, values, stack_flags)?
+            let sources = aggregate::configure(&mut config, agg, spec, values, stack_flags)?;
+            // A tracepoint's string key: its field becomes one of the strings read.
+            if let (true, Some(name), Decoder::Tracepoint { strings, .. }) =
+                (sources.key_string, agg.key_value(), &mut decoder)
+            {
+                let k = match strings.iter().position(|s| s == name) {
+                    Some(k) => k,
+                    None => {
+                        strings.push(name.to_string());
+                        strings.len() - 1
+                    }
+                };
+                config.key_src = k as u32;
+            }
+            sources
         }
         None => Default::default(),
     };
@@ -310,7 +326,7 @@ fn attach(
         None => None,
     };
     let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
-    let streamed = options.aggregation.is_none();
+    let streamed = options.aggregation.is_none() || sources.key_string;
     match &decoder {
         Decoder::Entry(values) => values.configure(&mut config, streamed || filtered_string),
         Decoder::Tracepoint {
@@ -394,10 +410,10 @@ fn attach(
 /// calls dominate; docs/benchmarks.md). `None` when a key or value needs the record, or the
 /// number is not known for the name.
 fn raw_syscall(spec: &ProbeSpec, config: &SlotConfig) -> Option<(&'static str, u32, bool)> {
-    use tracer_common::{AGG_HIST, AGG_KEY_VALUE, AGG_SUM, SLOT_AGGREGATE};
-    // A value filter needs the record.
+    use tracer_common::{AGG_HIST, AGG_KEY_STRING, AGG_KEY_VALUE, AGG_SUM, SLOT_AGGREGATE};
+    // A value filter needs the record, and so does a string key (its pointer).
     let counted_only = config.flags & SLOT_AGGREGATE != 0
-        && config.agg & (AGG_KEY_VALUE | AGG_SUM | AGG_HIST) == 0
+        && config.agg & (AGG_KEY_VALUE | AGG_KEY_STRING | AGG_SUM | AGG_HIST) == 0
         && config.flags & tracer_common::SLOT_VALUE_FILTER == 0;
     match counted_only {
         true => syscall_of(spec),
