@@ -357,18 +357,80 @@ fn every_syscall_tracepoint_in_one_run() {
     );
 }
 
+/// Past 16 tracepoints of other kinds than syscalls', each further one gets a slot of the
+/// cookie program, attached through a BPF link whose cookie names the slot (Linux 5.15+).
 #[test]
-fn too_many_tracepoints_of_other_kinds_are_refused_before_attaching() {
-    if !has(Feature::Tracepoints, "too_many_tracepoints_of_other_kinds") {
+fn more_than_16_tracepoints_of_other_kinds_attach_through_cookies() {
+    if !has(Feature::Tracepoints, "many_tracepoints_of_other_kinds") {
         return;
     }
-    let out = tracer(&["probe", "sched:*", "--", "true"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let prog = testprog().display().to_string();
+    let out = run(&[
+        "probe", "-f", "json", "sched:*", "--", &prog, "getppid", "3",
+    ]);
+    let stderr = text(&out.stderr);
+    let attached: usize = (stderr.split("Tracing ").nth(1))
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(attached > 16, "{stderr}");
+    // The command exits once: its one sched_process_exit, whichever slot it went through.
+    let exits: Vec<_> = (json_lines(&out.stdout).into_iter())
+        .filter(|e| e["probe"] == "sched:sched_process_exit")
+        .collect();
+    assert_eq!(exits.len(), 1, "{}", text(&out.stdout));
+    assert_eq!(exits[0]["comm"], "tracer-testprog");
+    assert!(stderr.contains("; 0 lost"), "{stderr}");
+}
+
+/// More than 16 user probes: the ones past the constant slots are attached through cookies,
+/// and count exactly (the workload's target is listed last, so it gets one).
+#[test]
+fn more_than_16_uprobes_attach_through_cookies() {
+    if !has(Feature::UprobePmu, "many_uprobes") {
+        return;
+    }
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    if !std::path::Path::new(libc).exists() {
+        eprintln!("skipped: more_than_16_uprobes needs {libc}");
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let out = run(&[
+        "probe",
+        "-f",
+        "json",
+        &format!("uprobe:{libc}:str*"),
+        &format!("uprobe:{prog}:tracer_testprog_target"),
+        "--",
+        &prog,
+        "call",
+        "5",
+    ]);
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("tracepoints other than syscalls' in one run; at most 16 can be attached\nhint: narrow the patterns: the first are sched:"),
+        stderr.contains(&format!("uprobe:{libc}:str*' matches ")),
         "{stderr}"
     );
+    let calls: Vec<(u64, u64)> = (json_lines(&out.stdout).into_iter())
+        .filter(|e| {
+            e["probe"]
+                .as_str()
+                .is_some_and(|p| p.ends_with(":tracer_testprog_target"))
+        })
+        .map(|e| {
+            (
+                e["args"]["a"].as_u64().unwrap(),
+                e["args"]["b"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        (0..5).map(|i| (i, 2 * i)).collect::<Vec<_>>(),
+        "{stderr}"
+    );
+    assert!(stderr.contains("; 0 lost"), "{stderr}");
 }
 
 #[test]

@@ -415,6 +415,44 @@ fn filters_pick_kernel_strings_and_return_values() {
     assert_eq!(filtered, (all.len() - enoent) as u64);
 }
 
+/// More than 16 kernel probes in one run: past the constant slots, each is attached through
+/// a BPF link whose cookie names its slot (Linux 5.15+); an older kernel says why it stops.
+#[test]
+fn more_than_16_kprobes_attach_through_cookies() {
+    if !has(Feature::KprobePmu, "many_kprobes") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .args(["probe", "-f", "json", "vfs_*", "do_sys_openat2", "--"])
+        .args([&prog, "open", "7", "/nonexistent/many"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut version = release
+        .split(['.', '-'])
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (version.next().unwrap(), version.next().unwrap());
+    if (major, minor) < (5, 15) {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("need BPF attach cookies (Linux 5.15)"),
+            "{stderr}"
+        );
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("vfs_*' matches "), "{stderr}");
+    // The last probe listed gets a cookie slot: the workload's 7 opens, exactly.
+    let opens = (String::from_utf8_lossy(&out.stdout).lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["probe"] == "kprobe:do_sys_openat2")
+        .filter(|e| e["args"]["filename"] == "/nonexistent/many")
+        .count();
+    assert_eq!(opens, 7, "{stderr}");
+}
+
 #[test]
 fn failed_opens_return_a_named_errno() {
     if !has(Feature::KprobePmu, "typed_errno") {

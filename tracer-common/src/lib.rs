@@ -384,6 +384,8 @@ pub const AGG_HIST: u32 = 1 << 6;
 pub const AGG_KEY_STRING: u32 = 1 << 7;
 /// Bytes of a string that key a count: longer strings count under their first bytes, marked.
 pub const KEY_STRLEN: usize = 128;
+/// Capacity of `STR_COUNTS` when a run counts by a named value (which may be a string).
+pub const STR_COUNT_ENTRIES: u32 = 4096;
 /// `AggKey::bucket` of values below the histogram's range: negative values of a signed source
 /// (log2), values under `SlotConfig::hist_min` (linear).
 pub const AGG_BUCKET_BELOW: u64 = u64::MAX - 1;

@@ -15,8 +15,7 @@
 use core::ffi::c_void;
 
 use aya_ebpf::bindings::{
-    BPF_F_CURRENT_CPU, BPF_F_NO_PREALLOC, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP,
-    BPF_RB_NO_WAKEUP,
+    BPF_F_CURRENT_CPU, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
 };
 use aya_ebpf::helpers::generated;
 use aya_ebpf::helpers::{
@@ -37,17 +36,17 @@ use aya_log_ebpf::debug;
 use tracer_common::{
     cmp, drop, operand, stat_failed, stat_filtered, stat_hits, str_flag, str_from, str_mem, word,
     AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, StrAggKey,
-    StrRead, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_ENTRIES, AGG_HIST, AGG_KEY_STRING,
-    AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS,
-    FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
-    KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
-    SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER,
-    SLOT_STOPPED, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX,
-    STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX,
-    TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
-    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS,
-    USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACKED, USES_VALUE_FILTER,
+    StrRead, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_STRING, AGG_KEY_VALUE,
+    AGG_PID, AGG_SUM, AGG_TID, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER,
+    FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START, KEY_STRLEN,
+    NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS,
+    SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT,
+    SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
+    SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER,
+    STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
+    USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS,
+    USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS,
+    USES_STR_MANY, USES_TRACKED, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -238,11 +237,11 @@ static STACKS: StackTrace = StackTrace::with_max_entries(1, 0);
 #[map]
 static COUNTS: PerCpuHashMap<AggKey, AggValue> = PerCpuHashMap::with_max_entries(1, 0);
 
-/// `COUNTS` for counts keyed by a string's content (`AGG_KEY_STRING`). Not preallocated, so it costs nothing unless a run counts by a string: entries are made as
-/// keys are first seen (a slower first hit of each string; the rest find it).
+/// `COUNTS` for counts keyed by a string's content (`AGG_KEY_STRING`), sized by userspace
+/// only for runs counted by a named value. Preallocated: 5.10's verifier refuses a
+/// perf_event program that uses a hash map allocated at run time (and warns for the others).
 #[map]
-static STR_COUNTS: PerCpuHashMap<StrAggKey, AggValue> =
-    PerCpuHashMap::with_max_entries(AGG_ENTRIES, BPF_F_NO_PREALLOC);
+static STR_COUNTS: PerCpuHashMap<StrAggKey, AggValue> = PerCpuHashMap::with_max_entries(1, 0);
 
 /// Offsets in scheduler tracepoint records, set by userspace from tracefs.
 #[map]
@@ -1270,6 +1269,27 @@ macro_rules! slots {
 slots!(kprobe, ProbeContext, on_probe, 0;
     kp_0 = 0, kp_1 = 1, kp_2 = 2, kp_3 = 3, kp_4 = 4, kp_5 = 5, kp_6 = 6, kp_7 = 7,
     kp_8 = 8, kp_9 = 9, kp_10 = 10, kp_11 = 11, kp_12 = 12, kp_13 = 13, kp_14 = 14, kp_15 = 15);
+
+/// The slot a program attached through a BPF perf link serves: the link's attach cookie
+/// (Linux 5.15+), so one program serves any number of slots past the constant ones.
+#[inline(always)]
+fn cookie_slot<C: EbpfContext>(ctx: &C) -> u32 {
+    // SAFETY: the helper reads the cookie of the link this program runs from; the context
+    // pointer is the program's own.
+    unsafe { generated::bpf_get_attach_cookie(ctx.as_ptr()) as u32 }
+}
+
+/// Kernel and user probes past the 16 constant slots (`kp_N`), one slot per attach cookie.
+#[kprobe]
+pub fn kp_cookie(ctx: ProbeContext) -> u32 {
+    on_probe(&ctx, cookie_slot(&ctx));
+    0
+}
+
+tracepoint_program!(tp_cookie => |ctx| {
+    on_tracepoint(&ctx, cookie_slot(&ctx));
+    TRACEPOINT_PASS
+});
 macro_rules! tracepoint_slots {
     ($($name:ident = $index:literal),*) => {$(
         tracepoint_program!($name => |ctx| {

@@ -48,6 +48,17 @@ pub enum Error {
     #[error("no free {kind} program slot: at most {max} such probes at once")]
     NoSlot { kind: &'static str, max: u32 },
     #[error(
+        "more than {max} {kind} in one run need BPF attach cookies (Linux 5.15), and this \
+         kernel refused the program that reads them"
+    )]
+    NoCookies {
+        kind: &'static str,
+        max: u32,
+        #[source]
+        source: ProgramError,
+    },
+
+    #[error(
         "a probe needs parts of tracer's BPF programs this run left out \
          (needs USES {needed:#x}, loaded with {loaded:#x})"
     )]
@@ -102,6 +113,10 @@ impl Error {
             Some(libc::ENOSYS) => vec!["this kernel was built without CONFIG_BPF_SYSCALL".into()],
             _ => match self {
                 Error::NoSlot { .. } => vec!["trace fewer distinct probes in one run".into()],
+                Error::NoCookies { max, .. } => vec![format!(
+                    "trace at most {max} such probes per run on this kernel (syscalls:* \
+                     tracepoints have no such limit)"
+                )],
                 Error::NotLoaded { .. } => vec![
                     "this is a bug in tracer (its plan missed a feature): please report the \
                      command line"
@@ -151,6 +166,8 @@ pub struct Sizing {
     pub stacks: bool,
     /// Room for [`AGG_ENTRIES`] keys of in-kernel counts.
     pub counts: bool,
+    /// Room for [`tracer_common::STR_COUNT_ENTRIES`] counts keyed by a string's content.
+    pub str_counts: bool,
     /// Room for [`LAT_ENTRIES`] calls in flight and histogram keys (`tracer latency`).
     pub latency: bool,
     /// `USES_*` bits: the parts of the programs any slot of this run may use; the verifier
@@ -181,6 +198,7 @@ impl Default for Sizing {
         Sizing {
             stacks: false,
             counts: false,
+            str_counts: false,
             latency: false,
             uses: tracer_common::USES_ALL,
             ringbuf: None,
@@ -331,6 +349,9 @@ impl Bpf {
         if sizing.counts {
             loader.map_max_entries(names::COUNTS, AGG_ENTRIES);
         }
+        if sizing.str_counts {
+            loader.map_max_entries(names::STR_COUNTS, tracer_common::STR_COUNT_ENTRIES);
+        }
         if sizing.dispatch {
             loader.map_max_entries(names::SYS_SLOTS, 2 * tracer_common::SYSCALL_NRS);
         }
@@ -395,17 +416,68 @@ impl Bpf {
     }
 
     /// Takes a free slot of `kind`, writes its config and loads its program.
+    ///
+    /// Past the constant slots of its kind, a kernel or user probe or a tracepoint gets a slot
+    /// of the cookie programs (`kp_cookie`, `tp_cookie`): one program for all of them, told
+    /// the slot by the attach cookie of its BPF link (`perf::Event::link_bpf`), with an id from
+    /// the same range as the dispatched syscalls'.
     pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
         let config = self.counting_runs(config);
         self.check_uses(&config)?;
         let (base, count) = kind.range();
-        let index = self.free_index(base, count, kind.prefix())?;
+        let index = match self.free_index(base, count, kind.prefix()) {
+            Ok(index) => index,
+            Err(Error::NoSlot { .. }) if kind != SlotKind::PerfEvent => {
+                return self.take_cookie_slot(kind, config)
+            }
+            Err(e) => return Err(e),
+        };
         let id = base + index;
         self.set_config(id, config)?;
         let name = format!("{}_{index}", kind.prefix());
         self.load_program(&name, kind)?;
         self.used.push(id);
-        Ok(Slot { kind, id, name })
+        Ok(Slot {
+            kind,
+            id,
+            name,
+            cookie: false,
+        })
+    }
+
+    /// A slot of the cookie programs ([`Bpf::take_slot`]), loading the program on first use.
+    fn take_cookie_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
+        let index = self.dispatched;
+        if index >= tracer_common::DISPATCH_SLOTS {
+            return Err(Error::NoSlot {
+                kind: kind.prefix(),
+                max: kind.range().1 + tracer_common::DISPATCH_SLOTS,
+            });
+        }
+        let name = format!("{}_cookie", kind.prefix());
+        let loaded = (self.ebpf.program(&name)).is_some_and(|p| p.fd().is_ok());
+        if !loaded {
+            if let Err(Error::Program { source, .. }) = self.load_program(&name, kind) {
+                return Err(Error::NoCookies {
+                    kind: match kind {
+                        SlotKind::Probe => "kernel or user probes",
+                        _ => "tracepoints other than syscalls'",
+                    },
+                    max: kind.range().1,
+                    source,
+                });
+            }
+        }
+        let id = tracer_common::DISPATCH_BASE + index;
+        self.set_config(id, config)?;
+        self.dispatched += 1;
+        self.used.push(id);
+        Ok(Slot {
+            kind,
+            id,
+            name,
+            cookie: true,
+        })
     }
 
     /// Takes a slot of the dispatching syscall programs for syscall `nr`'s entry or exit
@@ -449,6 +521,7 @@ impl Bpf {
             kind: SlotKind::Tracepoint,
             id: slot,
             name: name.to_string(),
+            cookie: false,
         })
     }
 
@@ -470,6 +543,7 @@ impl Bpf {
             kind: SlotKind::Tracepoint,
             id,
             name,
+            cookie: false,
         })
     }
 
@@ -1001,6 +1075,8 @@ pub struct Slot {
     /// The global slot id: what [`tracer_common::Event::slot`] carries.
     pub id: u32,
     name: String,
+    /// A slot of a cookie program: attached with [`Bpf::link`], not `PERF_EVENT_IOC_SET_BPF`.
+    pub cookie: bool,
 }
 
 /// The separate object of feature-probe programs (see tracer-ebpf/src/features.rs).

@@ -110,6 +110,7 @@ fn sizing(
     Sizing {
         stacks: plan.stack.is_some() || options.stack_keys(),
         counts: plan.aggregation.is_some(),
+        str_counts: (plan.aggregation.as_ref()).is_some_and(|a| a.key_value().is_some()),
         latency: false,
         uses: options.uses(specs, fs) | caches | debug,
         ringbuf: (plan.transport == Transport::Ringbuf)

@@ -230,6 +230,17 @@ impl Event {
         .map(drop)
     }
 
+    /// Attaches a loaded BPF program to this event through a BPF link carrying `cookie`
+    /// (Linux 5.15+; the program reads it with `bpf_get_attach_cookie`). The program stays
+    /// attached while the returned link is open.
+    pub fn link_bpf(&self, prog: BorrowedFd<'_>, cookie: u64) -> Result<OwnedFd, Error> {
+        sys::bpf_link_perf_event(prog, self.fd.as_fd(), cookie).map_err(|source| Error::Ioctl {
+            what: "attach BPF program (BPF_LINK_CREATE)",
+            event: self.name.clone(),
+            source,
+        })
+    }
+
     /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: stop (true) or resume (false) writing to the ring.
     pub fn pause_output(&self, pause: bool) -> Result<(), Error> {
         self.ioctl("pause output", ioc::PAUSE_OUTPUT, pause.into())

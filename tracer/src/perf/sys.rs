@@ -1,5 +1,5 @@
 //! The only place the perf layer makes system calls: perf_event_open, ioctl, read, mmap, prctl,
-//! membarrier.
+//! membarrier, and bpf(BPF_LINK_CREATE) to attach a program to an event with a cookie.
 //!
 //! Everything above this module is safe code over owned file descriptors.
 #![allow(unsafe_code)]
@@ -199,4 +199,51 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
     } else {
         Ok(ret as usize)
     }
+}
+
+/// bpf(BPF_LINK_CREATE) for a perf event (BPF_PERF_EVENT, Linux 5.15+): attaches program
+/// `prog` to `event` through a BPF link whose attach cookie the program reads
+/// (`bpf_get_attach_cookie`). Closing the link detaches the program.
+pub fn bpf_link_perf_event(
+    prog: BorrowedFd<'_>,
+    event: BorrowedFd<'_>,
+    cookie: u64,
+) -> io::Result<OwnedFd> {
+    /// `union bpf_attr` as BPF_LINK_CREATE reads it for a perf event (include/uapi/linux/
+    /// bpf.h): the program, the target, the attach type, flags, then the cookie.
+    #[repr(C)]
+    struct LinkCreate {
+        prog_fd: u32,
+        target_fd: u32,
+        attach_type: u32,
+        flags: u32,
+        bpf_cookie: u64,
+        /// The rest of the union as far as this size goes: zero, as the kernel requires.
+        _rest: [u64; 4],
+    }
+    const BPF_LINK_CREATE: libc::c_long = 28;
+    const BPF_PERF_EVENT: u32 = 41;
+    let attr = LinkCreate {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_fd: event.as_raw_fd() as u32,
+        attach_type: BPF_PERF_EVENT,
+        flags: 0,
+        bpf_cookie: cookie,
+        _rest: [0; 4],
+    };
+    // SAFETY: `attr` is a live, fully initialised `union bpf_attr` prefix of the size passed,
+    // which the kernel only reads; both fds are open for the duration of the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_LINK_CREATE,
+            &attr as *const LinkCreate,
+            std::mem::size_of::<LinkCreate>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd the kernel just returned, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }

@@ -427,9 +427,10 @@ pub fn similar<'a>(
     scored.into_iter().take(max).map(|(_, c)| c).collect()
 }
 
-/// Probes of one kind (kernel/user probes, tracepoints) one run can attach: the BPF object's
-/// program slots per kind.
-pub const MAX_PROBES_PER_KIND: usize = tracer_common::PROBE_SLOTS as usize;
+/// Kernel and user probes one run can attach: the constant slots, then the cookie program's
+/// (Linux 5.15+; an older kernel stops at the constant ones, and says so).
+pub const MAX_PROBES_PER_KIND: usize =
+    (tracer_common::PROBE_SLOTS + tracer_common::DISPATCH_SLOTS) as usize;
 /// Tracepoints one run can attach: the constant slots, then the shared program's.
 pub const MAX_TRACEPOINTS: usize =
     (tracer_common::TRACEPOINT_SLOTS + tracer_common::DISPATCH_SLOTS) as usize;

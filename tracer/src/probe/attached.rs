@@ -7,6 +7,8 @@ use crate::Error;
 /// A perf event with a BPF program attached: dropping it detaches the program.
 pub struct Attached {
     pub slot: Slot,
+    /// A cookie slot's BPF link (closed before the event: the program is detached first).
+    _link: Option<std::os::fd::OwnedFd>,
     /// The perf event the program is attached to; `None` for a raw tracepoint slot, which
     /// runs from its attach on.
     pub event: Option<perf::Event>,
@@ -21,18 +23,30 @@ impl Attached {
     }
 
     /// Attaches without enabling: the program runs once [`Attached::enable`] is called, so a
-    /// command can attach all its probes first and start them together.
+    /// command can attach all its probes first and start them together. A cookie slot is
+    /// attached through a BPF link carrying its id ([`Bpf::link`]).
     pub fn disabled(bpf: &Bpf, slot: Slot, event: perf::Event) -> Result<Attached, Error> {
-        event.set_bpf(bpf.program_fd(&slot)?)?;
+        let link = match slot.cookie {
+            true => Some(event.link_bpf(bpf.program_fd(&slot)?, u64::from(slot.id))?),
+            false => {
+                event.set_bpf(bpf.program_fd(&slot)?)?;
+                None
+            }
+        };
         Ok(Attached {
             slot,
+            _link: link,
             event: Some(event),
         })
     }
 
     /// A slot attached to a raw tracepoint ([`Bpf::take_raw_slot`]).
     pub fn raw(slot: Slot) -> Attached {
-        Attached { slot, event: None }
+        Attached {
+            slot,
+            _link: None,
+            event: None,
+        }
     }
 
     pub fn enable(&self) -> Result<(), Error> {

@@ -79,36 +79,7 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
         crate::output::notes::note(format_args!("'{spec}' matches {} probes", expanded.len()));
         out.extend(expanded);
     }
-    check_slots(&out)?;
     Ok(out)
-}
-
-/// Refuses a run with more tracepoints than it can attach: syscall tracepoints share two
-/// programs when there are many, every other one takes a program slot of its own.
-fn check_slots(specs: &[ProbeSpec]) -> Result<(), Error> {
-    let own: Vec<&ProbeSpec> = (specs.iter())
-        .filter(|s| matches!(s.target, Target::Tracepoint { .. }))
-        .filter(|s| !super::attach::dispatchable(s))
-        .collect();
-    let cap = tracer_common::TRACEPOINT_SLOTS as usize;
-    if own.len() <= cap || !super::attach::dispatch(specs) {
-        return Ok(());
-    }
-    Err(Error::usage(
-        format!(
-            "{} tracepoints other than syscalls' in one run; at most {cap} can be attached",
-            own.len()
-        ),
-        vec![
-            format!(
-                "narrow the patterns: the first are {}",
-                (own.iter().take(5).map(ToString::to_string))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "syscalls:* tracepoints have no such limit (they share two programs)".into(),
-        ],
-    ))
 }
 
 /// Kernel functions that a kernel version turned into a thin wrapper its compiler inlines into
