@@ -276,6 +276,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --linear 1ms -- ./tracer-testprog sleeps 1",
         docs_latency_linear,
     ),
+    (
+        "tracer latency uprobe:./tracer-testprog:tracer_testprog_sleep --filter 'us >= 17500' -- ./tracer-testprog sleeps 1",
+        docs_latency_filter,
+    ),
     // docs/record.md (its `tracer report t.tracer` is `tracer report --help`'s too)
     (DOCS_RECORD_TL, docs_record_timeline),
     // docs/stat.md
@@ -2777,6 +2781,20 @@ fn docs_probe_hist_bytes(ctx: &Ctx, example: &str) {
     assert!(
         rows.contains(&("64K -> 128K".to_string(), 5)),
         "dd's five reads of 64 KiB: {stdout}"
+    );
+}
+
+fn docs_latency_filter(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example docs latency --filter") {
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    // The 10 calls of 17.5 ms and 5 of 70 ms; the 20 of 4.5 ms are refused.
+    assert!(
+        stderr.contains("15 calls measured in ")
+            && stderr.contains("; 35 starts, 20 calls filtered out, 0 ends without a start"),
+        "{stderr}"
     );
 }
 

@@ -473,3 +473,75 @@ fn untimed(stderr: &str) -> String {
     let after = rest.find(" s,").map_or(0, |i| i + " s".len());
     format!("{} calls measured{}", &stderr[..at], &rest[after..])
 }
+
+/// `--filter` decides in the kernel, when a call ends, on the start's named arguments and the
+/// end's return value: exactly the calls it names are measured, the others counted apart.
+#[test]
+fn a_filter_measures_exactly_the_calls_it_names() {
+    if !has(Feature::UprobePmu, "latency_filter") || !has(Feature::Bpf, "latency_filter") {
+        return;
+    }
+    let _timing = timing();
+    let prog = common::testprog().display().to_string();
+    let target = format!("uprobe:{prog}:tracer_testprog_sleep");
+    // 20 calls of 4.5 ms, 10 of 17.5 ms, 5 of 70 ms: by argument, by return value, both.
+    for (filter, measured) in [
+        ("us >= 17500", 15),
+        ("ret == 4500", 20),
+        (
+            "us > 4500 && ret < 70000 && comm == \"tracer-testprog\"",
+            10,
+        ),
+    ] {
+        let out = tracer(&[
+            "latency", &target, "--filter", filter, "-f", "json", "--", &prog, "sleeps", "1",
+        ]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{measured} calls measured in "))
+                && stderr.contains(&format!(
+                    "35 starts, {} calls filtered out, 0 ends without a start",
+                    35 - measured
+                )),
+            "{filter}: {stderr}"
+        );
+        let counted: u64 = buckets(&out).iter().map(|(_, n)| n).sum();
+        assert_eq!(counted, measured, "{filter}");
+    }
+    // What latency cannot see is refused before anything is attached.
+    for (filter, says) in [
+        ("name ~ \"x*\"", "has no parameter 'name'"),
+        ("us->x == 1", "is a struct member: latency reads none"),
+    ] {
+        let out = tracer(&[
+            "latency", &target, "--filter", filter, "--", &prog, "sleeps", "1",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{filter}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(says),
+            "{filter}: {}",
+            text(&out.stderr)
+        );
+    }
+    let pair = ["--from", &target, "--to", &target];
+    let out = tracer(
+        &[
+            &["latency"][..],
+            &pair,
+            &["--filter", "ret == 1", "--", &prog, "sleeps", "1"],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not a return probe"),
+        "{}",
+        text(&out.stderr)
+    );
+}

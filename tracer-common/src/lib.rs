@@ -758,7 +758,11 @@ pub const LAT_STAT_OUTLIER_LOST: u32 = 3;
 /// Starts that replaced a start of the same key whose end never came (a missed return:
 /// kretprobe maxactive overflow, recursion, a thread that left the call another way).
 pub const LAT_STAT_REPLACED: u32 = 4;
-pub const LAT_STAT_COUNT: u32 = 5;
+/// Calls `--filter` refused (not measured).
+pub const LAT_STAT_FILTERED: u32 = 5;
+pub const LAT_STAT_COUNT: u32 = 6;
+/// The `FILTERS` entry of `tracer latency --filter` (a latency run takes no probe slot).
+pub const LAT_FILTER_SLOT: u32 = 0;
 
 /// Parts of a latency key (`--key dev,sector`).
 pub const LAT_KEY_PARTS: usize = 3;

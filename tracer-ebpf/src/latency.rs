@@ -8,13 +8,14 @@ use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
 use tracer_common::{
-    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX, HIST_MIN,
-    HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
-    LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY,
-    LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
+    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS, HIST_MAX,
+    HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
+    LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
+    LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED,
+    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_VALUE_FILTER,
 };
 
-use crate::{emit_raw, passes, stack_id};
+use crate::{emit_raw, filter_passes, passes, stack_id, uses, SCRATCH};
 
 #[map]
 static LAT_CONFIG: Array<LatConfig> = Array::with_max_entries(1, 0);
@@ -180,6 +181,30 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
         return;
     };
     let _ = LAT_START.remove(&k);
+    // `--filter`: on the start's argument registers, the end's return value and the task,
+    // laid out as a probe hit's (arguments, then the return value), so it compiles the same.
+    if uses(USES_VALUE_FILTER) && config.filter.flags & SLOT_VALUE_FILTER != 0 {
+        // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
+        let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut (*p).event }) else {
+            return;
+        };
+        event.pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
+        // SAFETY: helper without preconditions.
+        event.cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
+        event.str_bytes = 0;
+        event.fields = [0; FIELD_READS];
+        let mut i = 0;
+        while i < word::ARGS {
+            event.data[word::ARG0 + i] = start.args[i];
+            i += 1;
+        }
+        event.data[word::RETURN] = ret;
+        event.data[DATA_WORDS - 1] = 0;
+        if !filter_passes(event, LAT_FILTER_SLOT) {
+            count(LAT_STAT_FILTERED);
+            return;
+        }
+    }
     count(LAT_STAT_EXITS);
     // SAFETY: helpers without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };

@@ -57,7 +57,7 @@ static USES: u32 = USES_ALL;
 
 /// Whether this run may use `bit`; a constant to the verifier.
 #[inline(always)]
-fn uses(bit: u32) -> bool {
+pub(crate) fn uses(bit: u32) -> bool {
     // SAFETY: a plain aligned read of our own static. Volatile, so that LLVM does not fold in
     // the compiled-in default: the value is the one userspace wrote before loading.
     unsafe { core::ptr::read_volatile(&USES) & bit != 0 }
@@ -184,8 +184,8 @@ static RUN_COUNT: PerCpuArray<RunCount> = PerCpuArray::with_max_entries(1, 0);
 /// Where a hit is built: its [`Event`], then its string entries (sent with it), then where
 /// each read's first entry starts (for `--filter`).
 #[repr(C)]
-struct Scratch {
-    event: Event,
+pub(crate) struct Scratch {
+    pub(crate) event: Event,
     area: [u8; STR_BUFFER],
     /// Offset of read k's first entry in `area`, [`NO_ENTRY`] when it has none.
     first: [u32; STR_READS],
@@ -204,7 +204,7 @@ const NO_ENTRY: u32 = u32::MAX;
 
 /// Scratch hit per CPU: far too big for the 512-byte stack.
 #[map]
-static SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0);
+pub(crate) static SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0);
 
 /// The scratch hit an event is part of, to read.
 #[inline(always)]
@@ -567,7 +567,7 @@ fn read_src(event: &Event, src: u32) -> u64 {
 /// (a shift of the table, not an index), so the verifier need not track their values, and
 /// the paths through the comparisons prune at the loop's head.
 #[inline(always)]
-fn filter_passes(event: &Event, slot: u32) -> bool {
+pub(crate) fn filter_passes(event: &Event, slot: u32) -> bool {
     let Some(filter) = FILTERS.get(slot) else {
         return true;
     };

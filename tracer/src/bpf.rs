@@ -982,6 +982,11 @@ impl Bpf {
         self.write_filter(slot.id, filter)
     }
 
+    /// `tracer latency --filter` (the object must have been loaded with the filter's sizing).
+    pub fn set_latency_filter(&mut self, filter: &tracer_common::Filter) -> Result<(), Error> {
+        self.write_filter(tracer_common::LAT_FILTER_SLOT, filter)
+    }
+
     fn write_filter(&mut self, id: u32, filter: &tracer_common::Filter) -> Result<(), Error> {
         (self.maps.filters.set(id, *filter, 0)).map_err(|source| Error::MapUpdate {
             map: names::FILTERS,

@@ -301,6 +301,11 @@ pub struct LatencyArgs {
     /// Print each call at least this slow (e.g. 10ms), with its arguments.
     #[arg(long, value_name = "DURATION")]
     pub slower_than: Option<String>,
+    /// Only calls for which EXPR holds, decided in the kernel when the call ends (tracer
+    /// probe's --filter grammar): on the start's arguments (named, or argN), the end's ret,
+    /// comm, pid, tid, cpu. Refused calls are counted apart.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     #[command(flatten)]
     pub stack: StackArg,
     /// Print the histograms of each interval (1s, 500ms; a bare number is milliseconds, as

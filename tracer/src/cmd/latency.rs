@@ -17,7 +17,7 @@ use crate::output::latency::{Histograms, Outlier};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::latency::{keys, latency_plan, LatencyPlan};
 use crate::plan::Target;
-use crate::probe::{open_event, Opened};
+use crate::probe::{self, open_event, Opened};
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 
 use crate::stacks::Symbolizer;
@@ -31,16 +31,28 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
+    let filter = (plan.value_filter.as_ref())
+        .map(|f| probe::filter::resolve_latency(f, &plan.start, &plan.end))
+        .transpose()?;
     let mut bpf = Bpf::load_with(Sizing {
         latency: true,
         stacks: plan.stack.is_some(),
+        uses: tracer_common::USES_ALL | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER),
+        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         ..Sizing::default()
     })?;
+    if let (Some(filter), Some(plan)) = (&filter, &plan.value_filter) {
+        bpf.set_globs(&plan.globs)?;
+        bpf.set_latency_filter(filter)?;
+    }
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
     let mut interface = None;
     let entry = open_event(&fs, &plan.start, &mut interface, None, plan.pid, 0)?;
     let exit = open_event(&fs, &plan.end, &mut interface, None, plan.pid, 1)?;
-    let config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
+    let mut config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
+    if filter.is_some() {
+        config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
+    }
     let kind = |opened: &Opened| match opened.format {
         Some(_) => SlotKind::Tracepoint,
         None => SlotKind::Probe,
@@ -159,7 +171,8 @@ impl<'a> LatencySink<'a, crate::output::Output> {
 impl<W: std::io::Write> LatencySink<'_, W> {
     /// Calls measured, starts, ends without a start, and what else went unmatched.
     fn summary(&self, outcome: &Outcome, plan: &LatencyPlan) -> Result<Summary, Error> {
-        let [entries, exits, no_entry, outliers_lost, replaced] = self.bpf.latency_stats()?;
+        let [entries, exits, no_entry, outliers_lost, replaced, filtered] =
+            self.bpf.latency_stats()?;
         let in_flight = self.bpf.latency_in_flight()?;
         let unmatched = match plan.key {
             Some(_) => "tracing began mid-call, or no start had its key",
@@ -188,7 +201,12 @@ impl<W: std::io::Write> LatencySink<'_, W> {
             unit: "calls measured".into(),
             seconds: outcome.elapsed.as_secs_f64(),
             why: outcome.why(exits, "calls"),
-            tail: format!("{entries} starts, {no_entry} ends without a start ({unmatched})"),
+            tail: match plan.value_filter {
+                Some(_) => format!(
+                    "{entries} starts, {filtered} calls filtered out, {no_entry} ends without a start ({unmatched})"
+                ),
+                None => format!("{entries} starts, {no_entry} ends without a start ({unmatched})"),
+            },
             table: None,
             notes,
         })

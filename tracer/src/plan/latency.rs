@@ -38,6 +38,8 @@ pub struct LatencyPlan {
     pub command: Vec<String>,
     /// Notes to print before attaching: input that may match nothing.
     pub notes: Vec<String>,
+    /// `--filter`: which calls are measured, decided in the kernel.
+    pub value_filter: Option<super::filter::FilterPlan>,
 }
 
 /// Every check of `tracer latency`'s input, before anything is opened.
@@ -73,6 +75,9 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         notes: super::comm_note(args.tasks.comm.as_deref(), &args.command)
             .into_iter()
             .collect(),
+        value_filter: (args.filter.as_deref())
+            .map(super::filter::parse)
+            .transpose()?,
     })
 }
 

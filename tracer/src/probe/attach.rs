@@ -459,7 +459,7 @@ fn syscall_of(spec: &ProbeSpec) -> Option<(&'static str, u32, bool)> {
 
 /// Resolves `PARAM->member` for a probe: kernel BTF for kernel functions, the binary's DWARF
 /// for user functions.
-fn member_lookup<'a>(
+pub(super) fn member_lookup<'a>(
     spec: &'a ProbeSpec,
     btf: &'a Option<Option<KernelBtf>>,
 ) -> impl FnMut(usize, &[&str]) -> Result<Member, Error> + 'a {
@@ -530,7 +530,10 @@ fn tracepoint_selection(spec: &ProbeSpec, format: &Format) -> Result<Vec<String>
 
 /// The prototype of a probe on a function's entry or return: BTF for kernel functions, DWARF
 /// for user functions; `None` (arg0..arg5) when neither describes it.
-fn prototype(spec: &ProbeSpec, btf: &mut Option<Option<KernelBtf>>) -> Option<Prototype> {
+pub(super) fn prototype(
+    spec: &ProbeSpec,
+    btf: &mut Option<Option<KernelBtf>>,
+) -> Option<Prototype> {
     match &spec.target {
         Target::Kernel {
             function,

@@ -58,6 +58,88 @@ pub fn resolve(
     Ok((filter, needs))
 }
 
+/// `tracer latency --filter`: names resolved against what the latency programs have when a
+/// call ends: the start's argument registers (named by its prototype when it is a function),
+/// the end's return value (`ret`, when it is a return probe), and the task's comm, pid, tid
+/// and cpu. They read no strings and no struct members: those are refused.
+pub fn resolve_latency(
+    plan: &FilterPlan,
+    start: &ProbeSpec,
+    end: &ProbeSpec,
+) -> Result<Filter, Error> {
+    use super::values::{Memory, Values};
+    let mut btf = None;
+    let function = !matches!(start.target, plan::Target::Tracepoint { .. }) && !start.ret;
+    let start_proto = function
+        .then(|| super::attach::prototype(start, &mut btf))
+        .flatten();
+    let end_proto = end
+        .ret
+        .then(|| super::attach::prototype(end, &mut btf))
+        .flatten();
+    let memory = match start.target {
+        plan::Target::User { .. } => Memory::User,
+        _ => Memory::ByAddress,
+    };
+    let mut values = Values::new(
+        &start.to_string(),
+        start_proto.as_ref(),
+        &[],
+        memory,
+        &mut |_, _| Err(Error::usage("no member reads", Vec::new())),
+    )?;
+    let mut filter = Filter {
+        table: plan.table,
+        ..Filter::default()
+    };
+    let mut needs = Needs::default();
+    let mut strings = Vec::new();
+    let refuse = |atom: &Atom, why: &str| {
+        Err(plan.error_at(
+            atom.name_span,
+            format_args!("tracer latency --filter: '{}' {why}", atom.name),
+            vec![format!(
+                "name the start's arguments{}, comm, pid, tid or cpu",
+                if end.ret { ", ret" } else { "" }
+            )],
+        ))
+    };
+    for (k, atom) in plan.atoms.iter().enumerate() {
+        let name = atom.name.as_str();
+        let what = match name {
+            "ret" if end.ret => {
+                let mut ret = ProbeValues::Return(end_proto.as_ref());
+                operand(plan, atom, end, &mut ret, &mut needs, &mut strings)?
+            }
+            "ret" => return refuse(atom, &format!("is not known: {end} is not a return probe")),
+            _ if !function && !matches!(name, "comm" | "pid" | "tid" | "cpu") => {
+                return refuse(
+                    atom,
+                    &format!("is not known: {start} has no argument registers"),
+                )
+            }
+            _ if name.contains("->") || name.contains('.') => {
+                return refuse(atom, "is a struct member: latency reads none")
+            }
+            _ => {
+                let mut lookup = |_: usize, _: &[&str]| -> Result<_, Error> {
+                    Err(Error::usage("latency reads no struct members", Vec::new()))
+                };
+                let mut own = ProbeValues::Entry(&mut values, &mut lookup);
+                operand(plan, atom, start, &mut own, &mut needs, &mut strings)?
+            }
+        };
+        if let Operand::String(_) = what {
+            return refuse(
+                atom,
+                "is a string: latency reads none (compare comm, or numbers)",
+            );
+        }
+        filter.atoms[k] = compile(plan, atom, start, what)?;
+    }
+    Ok(filter)
+}
+
 fn operand(
     plan: &FilterPlan,
     atom: &Atom,
