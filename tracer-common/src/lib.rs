@@ -87,8 +87,9 @@ pub mod names {
     pub const GLOBS: &str = "GLOBS";
     pub const SYS_SLOTS: &str = "SYS_SLOTS";
     pub const FILTER_SHAPE: &str = "FILTER_SHAPE";
+    pub const USDT_ARGS: &str = "USDT_ARGS";
     /// Every name above.
-    pub const ALL: [&str; 21] = [
+    pub const ALL: [&str; 22] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -110,6 +111,7 @@ pub mod names {
         GLOBS,
         SYS_SLOTS,
         FILTER_SHAPE,
+        USDT_ARGS,
     ];
 }
 
@@ -179,6 +181,45 @@ pub const SLOT_STR_FIELD: u32 = 1 << 12;
 /// `SlotConfig::flags`: the slot's [`Filter`] (`--filter`) decides, after the values are
 /// read, whether the hit is sent or counted.
 pub const SLOT_VALUE_FILTER: u32 = 1 << 16;
+
+/// `SlotConfig::flags` (probe slots): a USDT probe. Its argument words are not the ABI's
+/// argument registers but what the probe's note says (`-4@%eax`, `8@-16(%rbp)`, `-4@$5`),
+/// read as the slot's entry in `USDT_ARGS` ([`UsdtArgs`]) describes.
+pub const SLOT_USDT: u32 = 1 << 17;
+
+/// [`UsdtArg::kind`]: no such argument (its word is 0).
+pub const USDT_NONE: u8 = 0;
+/// [`UsdtArg::kind`]: a constant, [`UsdtArg::value`] (`-4@$5`).
+pub const USDT_CONST: u8 = 1;
+/// [`UsdtArg::kind`]: the register at pt_regs offset [`UsdtArg::reg`] (`-4@%eax`).
+pub const USDT_REG: u8 = 2;
+/// [`UsdtArg::kind`]: [`UsdtArg::size`] bytes of user memory at that register plus
+/// [`UsdtArg::value`] (`8@-16(%rbp)`; a `sym(%rip)` operand is the instruction pointer plus
+/// the symbol's distance from the probe).
+pub const USDT_MEM: u8 = 3;
+
+/// Where one USDT argument is (the note's `SIZE@OPERAND`, decoded by userspace).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtArg {
+    /// The constant ([`USDT_CONST`]) or the displacement ([`USDT_MEM`]).
+    pub value: i64,
+    /// Byte offset of the register in `struct pt_regs` ([`USDT_REG`], [`USDT_MEM`]).
+    pub reg: u16,
+    /// A `USDT_*` kind.
+    pub kind: u8,
+    /// Bytes read from memory: 1, 2, 4 or 8.
+    pub size: u8,
+    pub _pad: u32,
+}
+
+/// The arguments of one USDT probe slot: `Event::data[i]` is argument `i`, its upper bits as
+/// the register held them (userspace types each by its size and sign).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtArgs {
+    pub args: [UsdtArg; word::ARGS],
+}
 
 /// Comparisons in one [`Filter`]: `--filter`'s expression is these, combined by a truth table
 /// of one word (2^6 combinations). More would take a table lookup at an index the verifier
@@ -491,6 +532,8 @@ pub const USES_RUN_COUNT: u32 = 1 << 9;
 pub const USES_DEBUG: u32 = 1 << 10;
 /// Value filters (`--filter`, `SLOT_VALUE_FILTER`).
 pub const USES_VALUE_FILTER: u32 = 1 << 11;
+/// USDT argument reads (`SLOT_USDT`).
+pub const USES_USDT: u32 = 1 << 12;
 
 /// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
 pub mod drop {
@@ -607,6 +650,9 @@ impl SlotConfig {
         }
         if self.flags & SLOT_VALUE_FILTER != 0 {
             uses |= USES_VALUE_FILTER;
+        }
+        if self.flags & SLOT_USDT != 0 {
+            uses |= USES_USDT;
         }
         uses
     }
@@ -852,6 +898,8 @@ mod pod {
     unsafe impl aya::Pod for super::RunCount {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::Filter {}
+    // SAFETY: as above (`_pad` written as zero).
+    unsafe impl aya::Pod for super::UsdtArgs {}
 }
 
 #[cfg(test)]

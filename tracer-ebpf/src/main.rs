@@ -34,17 +34,18 @@ use aya_ebpf::EbpfContext;
 use aya_log_ebpf::debug;
 use tracer_common::{
     cmp, drop, operand, stat_failed, stat_filtered, stat_hits, word, AggKey, AggValue, Event,
-    Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU,
-    AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO, FIELD_READS,
-    FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, KERNEL_SPACE_START, NO_STACK,
-    PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_AGGREGATE,
-    SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RETURN,
-    SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_STR_ARG_AUTO,
-    SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_VALUE_FILTER,
-    SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STR_LEN, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX,
-    TRACK_ACTIVE, TRACK_PENDING, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
-    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS,
-    USES_STREAM, USES_STRINGS, USES_TRACKED, USES_VALUE_FILTER,
+    Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, UsdtArgs, AGG_BUCKET_NEGATIVE,
+    AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, DATA_WORDS, FIELD_AUTO,
+    FIELD_READS, FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, KERNEL_SPACE_START,
+    NO_STACK, PERF_EVENT_BASE, PROBE_SLOTS, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
+    SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
+    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER,
+    SLOT_STOPPED, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
+    SLOT_STR_TP_USER, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT,
+    STR_LEN, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_CONST,
+    USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE,
+    USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS,
+    USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -123,6 +124,10 @@ static GLOBS: Array<[u8; GLOB_ROW]> = Array::with_max_entries(1, 0);
 /// dispatching raw syscall programs. Sized by userspace only when used.
 #[map]
 static SYS_SLOTS: Array<u32> = Array::with_max_entries(1, 0);
+
+/// Where each USDT probe slot's arguments are (`SLOT_USDT`), by probe slot id.
+#[map]
+static USDT_ARGS: Array<UsdtArgs> = Array::with_max_entries(PROBE_SLOTS, 0);
 
 /// Per-CPU counters per slot: hits that passed the filters, and outputs that failed.
 #[map]
@@ -854,16 +859,60 @@ fn read_fields(event: &mut Event, config: &SlotConfig) {
     const _: () = assert!(FIELD_READS == 4, "one field! per read");
 }
 
+/// A USDT probe's arguments, as its note describes them (`USDT_ARGS`), into the argument
+/// words: a constant, a register, or user memory at a register plus a displacement. A failed
+/// memory read leaves 0 and sets bit `8 + i` of `field_faults` (printed as `?`).
+#[inline(always)]
+fn read_usdt_args(ctx: &ProbeContext, slot: u32, event: &mut Event) {
+    let mut i = 0;
+    while i < word::ARGS {
+        event.data[word::ARG0 + i] = 0;
+        i += 1;
+    }
+    let Some(spec) = USDT_ARGS.get(slot) else {
+        return;
+    };
+    let regs = ctx.regs as u64;
+    let mut i = 0;
+    while i < word::ARGS {
+        let arg = spec.args[i];
+        if arg.kind == USDT_CONST {
+            event.data[word::ARG0 + i] = arg.value as u64;
+        } else if arg.kind == USDT_REG || arg.kind == USDT_MEM {
+            // The register's offset in pt_regs varies per argument: the verifier refuses
+            // context loads at a runtime offset, so it is read with the helper (as libbpf's
+            // usdt.bpf.h does). Masked to stay inside pt_regs (168 bytes on x86-64).
+            let at = regs + (arg.reg as u64 & 0xf8).min(160);
+            // SAFETY: the helper validates the address itself and fails instead of faulting;
+            // `regs` is this hit's pt_regs.
+            let reg = unsafe { bpf_probe_read_kernel(at as *const u64) }.unwrap_or(0);
+            if arg.kind == USDT_REG {
+                event.data[word::ARG0 + i] = reg;
+            } else {
+                match read_sized(reg.wrapping_add(arg.value as u64), arg.size, true) {
+                    Some(value) => event.data[word::ARG0 + i] = value,
+                    None => event.field_faults |= 1 << (8 + i),
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
 /// Kprobe, kretprobe, uprobe and uretprobe slots (all BPF_PROG_TYPE_KPROBE).
 #[inline(always)]
 fn on_probe(ctx: &ProbeContext, slot: u32) {
     let Some((event, config)) = begin(ctx, slot) else {
         return;
     };
-    let mut i = 0;
-    while i < word::ARGS {
-        event.data[word::ARG0 + i] = ctx.arg::<u64>(i).unwrap_or(0);
-        i += 1;
+    if uses(USES_USDT) && config.flags & SLOT_USDT != 0 {
+        read_usdt_args(ctx, slot, event);
+    } else {
+        let mut i = 0;
+        while i < word::ARGS {
+            event.data[word::ARG0 + i] = ctx.arg::<u64>(i).unwrap_or(0);
+            i += 1;
+        }
     }
     event.data[word::RETURN] = if config.flags & SLOT_RETURN != 0 {
         RetProbeContext::new(ctx.regs as *mut c_void).ret::<u64>()

@@ -55,7 +55,7 @@ impl AttachOptions<'_> {
     pub fn uses(&self, specs: &[ProbeSpec]) -> u32 {
         use tracer_common::{
             USES_AGGREGATE, USES_AGG_VALUE, USES_FIELDS, USES_FILTERS, USES_STACKS, USES_STREAM,
-            USES_STRINGS, USES_TRACKED,
+            USES_STRINGS, USES_TRACKED, USES_USDT,
         };
         let mut uses = self.base.uses() & (USES_FILTERS | USES_TRACKED);
         uses |= match self.aggregation {
@@ -83,6 +83,10 @@ impl AttachOptions<'_> {
                         false => 0,
                     }
                 }
+                Target::User {
+                    at: UserAt::Usdt { .. },
+                    ..
+                } => USES_STRINGS | USES_USDT,
                 // String arguments and struct member reads.
                 _ => USES_STRINGS | USES_FIELDS,
             };
@@ -183,6 +187,27 @@ fn attach(
     };
     let (legacy, format, kernel_function) = opened;
     let mut config = options.base;
+    let usdt = match &spec.target {
+        Target::User {
+            file,
+            at:
+                UserAt::Usdt {
+                    provider,
+                    name,
+                    site,
+                },
+        } => {
+            config.flags |= tracer_common::SLOT_USDT;
+            Some(super::usdt::site(
+                spec,
+                file,
+                provider.as_deref(),
+                name,
+                *site,
+            )?)
+        }
+        _ => None,
+    };
     if spec.ret {
         config.flags |= SLOT_RETURN;
     }
@@ -242,7 +267,10 @@ fn attach(
             (SlotKind::Probe, Decoder::Return { proto })
         }
         None => {
-            let proto = prototype(spec, btf);
+            let proto = match &usdt {
+                Some(site) => Some(site.proto.clone()),
+                None => prototype(spec, btf),
+            };
             let memory = match spec.target {
                 Target::User { .. } => Memory::User,
                 // gcc-built kernels' BTF does not mark __user pointers: the address tells.
@@ -331,6 +359,9 @@ fn attach(
         (None, None, None) => unreachable!("only dispatched syscalls open no event"),
         (None, None, Some(event)) => {
             let slot = bpf.take_slot(kind, config)?;
+            if let Some(site) = &usdt {
+                bpf.set_usdt_args(&slot, &site.places)?;
+            }
             if let Some((filter, _)) = &filter {
                 bpf.set_filter(&slot, filter)?;
             }

@@ -10,6 +10,7 @@ pub mod expand;
 pub mod filter;
 pub mod resolve;
 pub mod tasks;
+pub mod usdt;
 pub mod values;
 
 pub use attach::{AttachOptions, Attacher};

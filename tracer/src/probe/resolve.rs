@@ -143,7 +143,20 @@ pub fn event_kind(
             }
         }
         Target::User { file, at } => {
-            let (path, offset) = uprobe_location(file, at)?;
+            let (path, offset, semaphore) = match at {
+                UserAt::Usdt {
+                    provider,
+                    name,
+                    site,
+                } => {
+                    let site = super::usdt::site(spec, file, provider.as_deref(), name, *site)?;
+                    (site.path, site.offset, site.semaphore)
+                }
+                _ => {
+                    let (path, offset) = uprobe_location(file, at)?;
+                    (path, offset, None)
+                }
+            };
             let pmu = perf::pmu::Pmus::default()
                 .get("uprobe")?
                 .ok_or_else(|| Error::Runtime {
@@ -158,9 +171,29 @@ pub fn event_kind(
                     .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
                 offset,
                 retprobe_bit: retprobe_bit("uprobe", pmu.flag_bit("retprobe"), spec.ret)?,
+                ref_ctr: match semaphore {
+                    Some(at) => semaphore_bits(&pmu, spec, at)?,
+                    None => 0,
+                },
             };
             Ok(plain(kind, None))
         }
+    }
+}
+
+/// The uprobe PMU's `config` bits that have the kernel raise a USDT probe's semaphore while
+/// the probe is armed (`ref_ctr_offset`, Linux 4.20).
+fn semaphore_bits(pmu: &perf::pmu::Pmu, spec: &ProbeSpec, offset: u64) -> Result<u64, Error> {
+    match pmu.encode(&[("ref_ctr_offset".to_string(), offset)]) {
+        Ok([config, 0, 0]) if config != 0 => Ok(config),
+        _ => Err(Error::Runtime {
+            message: format!(
+                "cannot probe {spec}: its semaphore needs the uprobe PMU's ref_ctr_offset (Linux 4.20), which this kernel lacks"
+            ),
+            hints: vec![
+                "the program only runs a semaphore-guarded probe's code while its semaphore is set; probe a function near it with uprobe:PATH:SYMBOL".into(),
+            ],
+        }),
     }
 }
 
@@ -286,6 +319,7 @@ pub fn uprobe_location(file: &str, at: &UserAt) -> Result<(std::path::PathBuf, u
                 )
             })?,
         UserAt::Address(addr) => *addr,
+        UserAt::Usdt { .. } => unreachable!("USDT sites are found by usdt::site"),
     };
     Ok((path.clone(), elf::code_offset(&data, &path, vaddr)?))
 }

@@ -120,6 +120,14 @@ impl Values {
 
     /// The column for a name: a parameter, `argN`, or a member access.
     fn column(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Column, Error> {
+        if let Some(inner) = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')')) {
+            let (index, _) = self.param(inner)?;
+            return Ok(Column {
+                name: inner.to_string(),
+                place: Place::Register(index),
+                kind: Kind::Str,
+            });
+        }
         let Some((param, path)) = parse_access(name) else {
             let (index, kind) = self.param(name)?;
             return Ok(Column {
@@ -301,7 +309,9 @@ impl Values {
         (self.columns.iter())
             .map(|column| {
                 let raw = match column.place {
-                    Place::Register(n) => Some(event.data[word::ARG0 + n]),
+                    // Bit 8 + n: a USDT argument in memory that could not be read.
+                    Place::Register(n) => (event.field_faults & (1 << (8 + n)) == 0)
+                        .then_some(event.data[word::ARG0 + n]),
                     Place::Field(n) => {
                         (event.field_faults & (1 << n) == 0).then_some(event.fields[n])
                     }
