@@ -52,6 +52,7 @@ fn matches(note: &Note, provider: Option<&str>, name: &str) -> bool {
 /// The spec's probe, not found: the binary's probes, the nearest first.
 fn unknown(spec: &ProbeSpec, path: &Path, notes: &[Note]) -> Error {
     let mut names: Vec<String> = notes.iter().map(Note::full_name).collect();
+    names.sort();
     names.dedup();
     let wanted = match &spec.target {
         Target::User {
@@ -63,13 +64,24 @@ fn unknown(spec: &ProbeSpec, path: &Path, notes: &[Note]) -> Error {
         },
         _ => spec.to_string(),
     };
-    let mut hints: Vec<String> = plan::did_you_mean(&wanted, names.iter().map(String::as_str))
+    // Near names of the same provider (or of any, when none is given), shown as specs.
+    let (provider, bare) = match wanted.split_once(':') {
+        Some((provider, name)) => (Some(provider), name),
+        None => (None, wanted.as_str()),
+    };
+    let candidates: Vec<&str> = (notes.iter())
+        .filter(|n| provider.is_none_or(|p| plan::glob_match(p, &n.provider)))
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut hints: Vec<String> = plan::did_you_mean(bare, candidates)
+        .map(|near| match provider {
+            Some(p) => near
+                .replace(": ", &format!(": {p}:"))
+                .replace(", ", &format!(", {p}:")),
+            None => near,
+        })
         .into_iter()
         .collect();
-    if hints.is_empty() && !wanted.contains(':') {
-        let bare: Vec<&str> = notes.iter().map(|n| n.name.as_str()).collect();
-        hints.extend(plan::did_you_mean(&wanted, bare));
-    }
     const SHOWN: usize = 12;
     let mut list = names
         .iter()
@@ -217,6 +229,7 @@ pub type Listed = (String, Vec<(String, String)>);
 
 /// A binary's USDT probes whose `PROVIDER:NAME` matches `pattern` (a glob; `None`: all), as
 /// `tracer probe` accepts them (a probe compiled in at several places once per place, `#N`),
+/// sorted by name,
 /// each with its arguments' types and specs, and its semaphore.
 pub fn listing(file: &str, pattern: Option<&str>) -> Result<Vec<Listed>, Error> {
     let (path, notes) = notes_of(file)?;
@@ -246,9 +259,11 @@ pub fn listing(file: &str, pattern: Option<&str>) -> Result<Vec<Listed>, Error> 
                 format!("{:#x} (raised while traced)", note.semaphore),
             ));
         }
-        out.push((spec, fields));
+        out.push(((note.full_name(), index), (spec, fields)));
     }
-    Ok(out)
+    // By name, then site: a listing to read, whatever order the linker left them in.
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out.into_iter().map(|(_, listed)| listed).collect())
 }
 
 /// Where the BPF program reads each argument. A `sym(%rip)` operand is read at the

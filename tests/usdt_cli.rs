@@ -1,0 +1,217 @@
+//! Tier 4: USDT probes through the real binary: a C workload's probes (tests/workloads/usdt.c)
+//! with known arguments in every operand form, one behind a semaphore, and Python's
+//! `function__entry`, each hit exactly once with its arguments decoded.
+
+mod common;
+
+use std::process::Output;
+
+use common::{has, text, tracer, usdt_program};
+use tracer::kernel::features::Feature;
+
+/// The ARGS of each event line of `probe` on stdout, in order.
+fn hits(out: &Output, probe: &str) -> Vec<String> {
+    let marker = format!(" {probe} ");
+    text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(&marker).map(|(_, args)| args.to_string()))
+        .collect()
+}
+
+fn prog() -> String {
+    usdt_program().display().to_string()
+}
+
+#[test]
+fn usdt_arguments_are_decoded_from_their_specs() {
+    if !has(
+        Feature::UprobePmu,
+        "usdt_arguments_are_decoded_from_their_specs",
+    ) {
+        return;
+    }
+    let prog = prog();
+    let tick = format!("usdt:{prog}:tracer:tick");
+    let mixed = format!("usdt:{prog}:mixed(arg0, arg1, str(arg2))");
+    let global = format!("usdt:{prog}:tracer:global");
+    let out = tracer(&["probe", &tick, &mixed, &global, "--", &prog]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // -4@-4(%rbp) and -4@%eax: memory at a register plus a displacement, and a register.
+    let expected: Vec<String> = (0..5).map(|i| format!("arg0={i} arg1={}", -i)).collect();
+    assert_eq!(hits(&out, &tick), expected);
+    // -4@$42, -8@%rax and a string at 8@-32(%rbp), named without its provider.
+    let expected: Vec<String> = (1..=3)
+        .map(|i| format!("arg0=42 arg1={i} arg2=\"chain\""))
+        .collect();
+    assert_eq!(hits(&out, &format!("usdt:{prog}:tracer:mixed")), expected);
+    // -8@counter(%rip) and -2@6+small(%rip): globals read where the file is loaded (PIE).
+    assert_eq!(hits(&out, &global), ["arg0=3 arg1=-4"]);
+    // The guarded probe was not traced: its semaphore stayed 0, its code never ran.
+    assert!(
+        text(&out.stdout).contains("guarded 0\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_semaphore_guarded_probe_fires_only_while_traced() {
+    if !has(
+        Feature::UprobePmu,
+        "a_semaphore_guarded_probe_fires_only_while_traced",
+    ) {
+        return;
+    }
+    let prog = prog();
+    let alone = std::process::Command::new(&prog)
+        .arg("7")
+        .output()
+        .expect("run the USDT workload");
+    assert_eq!(text(&alone.stdout), "guarded 0\n");
+    let guarded = format!("usdt:{prog}:tracer:guarded");
+    let out = tracer(&["probe", &guarded, "--", &prog, "7"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let expected: Vec<String> = (0..7).map(|i| format!("arg0={i}")).collect();
+    assert_eq!(hits(&out, &guarded), expected);
+    assert!(
+        text(&out.stdout).contains("guarded 7\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn usdt_arguments_are_counted_in_the_kernel() {
+    if !has(
+        Feature::UprobePmu,
+        "usdt_arguments_are_counted_in_the_kernel",
+    ) {
+        return;
+    }
+    let prog = prog();
+    let tick = format!("usdt:{prog}:tracer:tick");
+    let out = tracer(&["probe", "--count-by", "arg1", &tick, "--", &prog, "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let mut rows: Vec<(i64, u64)> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("ARG1"))
+        .skip(1)
+        .filter_map(|l| {
+            let mut cells = l.split_whitespace();
+            Some((cells.next()?.parse().ok()?, cells.next()?.parse().ok()?))
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(rows, [(-3, 1), (-2, 1), (-1, 1), (0, 1)], "{stdout}");
+}
+
+#[test]
+fn list_shows_each_probe_with_its_argument_specs() {
+    let prog = prog();
+    let out = tracer(&["list", &format!("usdt:{prog}")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The semaphore's address is the linker's to choose: read it from the note.
+    let data = std::fs::read(&prog).expect("read the workload");
+    let notes = tracer::kernel::usdt::notes(&data, std::path::Path::new(&prog)).expect("notes");
+    let semaphore = notes
+        .iter()
+        .find(|n| n.name == "guarded")
+        .expect("guarded")
+        .semaphore;
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "usdt:{prog}:tracer:global\n    s64 arg0 (-8@counter(%rip))\n    s16 arg1 (-2@6+small(%rip))\n\
+             usdt:{prog}:tracer:guarded\n    s32 arg0 (-4@-4(%rbp))\n    semaphore {semaphore:#x} (raised while traced)\n\
+             usdt:{prog}:tracer:mixed\n    s32 arg0 (-4@$42)\n    s64 arg1 (-8@%rax)\n    u64 arg2 (8@-32(%rbp))\n\
+             usdt:{prog}:tracer:tick\n    s32 arg0 (-4@-4(%rbp))\n    s32 arg1 (-4@%eax)\n"
+        )
+    );
+}
+
+#[test]
+fn unknown_probes_and_binaries_without_notes_are_explained() {
+    let prog = prog();
+    let out = tracer(&["probe", &format!("usdt:{prog}:tracer:tik"), "--", &prog]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: no USDT probe 'tracer:tik' in {prog}\n\
+             hint: did you mean: tracer:tick\n\
+             hint: its probes: tracer:global, tracer:guarded, tracer:mixed, tracer:tick\n"
+        )
+    );
+    let plain = common::testprog().display().to_string();
+    let out = tracer(&["probe", &format!("usdt:{plain}:tick"), "--", &plain]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: {plain} has no USDT probes (no .note.stapsdt section)\n\
+             hint: USDT probes are compiled in with <sys/sdt.h> (DTRACE_PROBE, STAP_PROBE); Debian's python3 has them\n\
+             hint: probe its functions instead: tracer list --binary {plain}\n"
+        )
+    );
+}
+
+/// Debian's python3, if it has USDT probes (other builds may not).
+fn python() -> Option<String> {
+    let path = std::fs::canonicalize("/usr/bin/python3").ok()?;
+    let data = std::fs::read(&path).ok()?;
+    let notes = tracer::kernel::usdt::notes(&data, &path).ok()?;
+    notes
+        .iter()
+        .any(|n| n.provider == "python" && n.name == "function__entry")
+        .then(|| path.display().to_string())
+}
+
+#[test]
+fn python_function_entry_names_the_file_function_and_line() {
+    let test = "python_function_entry_names_the_file_function_and_line";
+    if !has(Feature::UprobePmu, test) {
+        return;
+    }
+    let Some(python) = python() else {
+        eprintln!("SKIPPED {test}: /usr/bin/python3 has no python:function__entry USDT probe (not Debian's build)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("ticks.py");
+    // A generator's frame starts in the interpreter loop, where Python 3.11 fires
+    // function__entry (calls of plain functions from Python code are inlined there and fire
+    // nothing, for bpftrace too).
+    std::fs::write(
+        &script,
+        "def tick(n):\n    yield n * 2\n\nfor i in range(7):\n    next(tick(i))\n",
+    )
+    .expect("write the script");
+    let script = script.display().to_string();
+    let probe = format!("usdt:{python}:python:function__entry");
+    // One string is read per hit: the function's name, then the file's.
+    let out = tracer(&[
+        "probe",
+        &format!("{probe}(arg1, arg2)"),
+        "--",
+        &python,
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ticks: Vec<String> = (hits(&out, &probe).into_iter())
+        .filter(|h| h.starts_with("arg1=\"tick\""))
+        .collect();
+    assert_eq!(ticks, vec!["arg1=\"tick\" arg2=2".to_string(); 7]);
+    let out = tracer(&[
+        "probe",
+        &format!("{probe}(arg0, arg2)"),
+        "--",
+        &python,
+        &script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let from_script: Vec<String> = (hits(&out, &probe).into_iter())
+        .filter(|h| h.starts_with(&format!("arg0=\"{script}\"")))
+        .collect();
+    assert_eq!(from_script, vec![format!("arg0=\"{script}\" arg2=2"); 7]);
+}
