@@ -18,8 +18,13 @@ fn hits(out: &Output, probe: &str) -> Vec<String> {
         .collect()
 }
 
-fn prog() -> String {
-    usdt_program().display().to_string()
+/// The USDT workload, copied for one test: a probe traced by one test raises its semaphore
+/// in every process of that file (uprobes are armed by inode, and a `-- COMMAND` run arms
+/// them system-wide, filtering in BPF), so tests that run side by side use their own files.
+fn prog_for(test: &str) -> String {
+    let copy = common::bin_dir().join(format!("tracer-usdt-{test}.{}", std::process::id()));
+    std::fs::copy(usdt_program(), &copy).expect("copy the USDT workload");
+    copy.display().to_string()
 }
 
 #[test]
@@ -30,7 +35,7 @@ fn usdt_arguments_are_decoded_from_their_specs() {
     ) {
         return;
     }
-    let prog = prog();
+    let prog = prog_for("decoded");
     let tick = format!("usdt:{prog}:tracer:tick");
     let mixed = format!("usdt:{prog}:mixed(arg0, arg1, str(arg2))");
     let global = format!("usdt:{prog}:tracer:global");
@@ -62,7 +67,7 @@ fn a_semaphore_guarded_probe_fires_only_while_traced() {
     ) {
         return;
     }
-    let prog = prog();
+    let prog = prog_for("semaphore");
     let alone = std::process::Command::new(&prog)
         .arg("7")
         .output()
@@ -88,7 +93,7 @@ fn usdt_arguments_are_counted_in_the_kernel() {
     ) {
         return;
     }
-    let prog = prog();
+    let prog = prog_for("counted");
     let tick = format!("usdt:{prog}:tracer:tick");
     let out = tracer(&["probe", "--count-by", "arg1", &tick, "--", &prog, "4"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -108,7 +113,7 @@ fn usdt_arguments_are_counted_in_the_kernel() {
 
 #[test]
 fn list_shows_each_probe_with_its_argument_specs() {
-    let prog = prog();
+    let prog = prog_for("list");
     let out = tracer(&["list", &format!("usdt:{prog}")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The semaphore's address is the linker's to choose: read it from the note.
@@ -132,7 +137,7 @@ fn list_shows_each_probe_with_its_argument_specs() {
 
 #[test]
 fn unknown_probes_and_binaries_without_notes_are_explained() {
-    let prog = prog();
+    let prog = prog_for("unknown");
     let out = tracer(&["probe", &format!("usdt:{prog}:tracer:tik"), "--", &prog]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
@@ -214,4 +219,136 @@ fn python_function_entry_names_the_file_function_and_line() {
         .filter(|h| h.starts_with(&format!("arg0=\"{script}\"")))
         .collect();
     assert_eq!(from_script, vec![format!("arg0=\"{script}\" arg2=2"); 7]);
+}
+
+/// tests/workloads/usdt_lib.c built as a shared library and a program linked to it, in a
+/// directory of this test binary's.
+fn library_program() -> (String, String) {
+    let source =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/usdt_lib.c");
+    let dir = common::bin_dir().join(format!("usdt-lib.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create the library's directory");
+    let lib = dir.join("libtracer-usdt.so");
+    let prog = dir.join("usdt-lib-prog");
+    let cc = |args: &[&str]| {
+        let status = std::process::Command::new("cc")
+            .args(args)
+            .status()
+            .expect("run cc");
+        assert!(status.success(), "cc {args:?}");
+    };
+    let (src, lib_s, prog_s) = (
+        source.display().to_string(),
+        lib.display().to_string(),
+        prog.display().to_string(),
+    );
+    cc(&["-g", "-O0", "-shared", "-fPIC", "-o", &lib_s, &src]);
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    cc(&[
+        "-g",
+        "-O0",
+        "-DMAIN",
+        "-o",
+        &prog_s,
+        &src,
+        &libdir,
+        "-ltracer-usdt",
+        &rpath,
+    ]);
+    (lib_s, prog_s)
+}
+
+#[test]
+fn a_library_probe_in_a_running_process_raises_its_semaphore_only_while_traced() {
+    use std::io::{BufRead, Read, Write};
+    let test = "a_library_probe_in_a_running_process_raises_its_semaphore_only_while_traced";
+    if !has(Feature::UprobePmu, test) {
+        return;
+    }
+    let (lib, prog) = library_program();
+    let mut child = std::process::Command::new(&prog)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the library workload");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("ready");
+    assert_eq!(line, "ready\n");
+    let mut batch = |line: &mut String| {
+        line.clear();
+        stdin
+            .write_all(b"go\n")
+            .and_then(|()| stdin.flush())
+            .expect("send go");
+        stdout.read_line(line).expect("the batch's count");
+        line.clone()
+    };
+    assert_eq!(batch(&mut line), "guarded 0\n", "untraced");
+    let pid = child.id().to_string();
+    // Named by its path: the probe is in the library, armed in this process only.
+    let spec = format!("usdt:{lib}:tick");
+    let (tracer, mut stderr, banner) =
+        common::tracer_started(&["probe", "-p", &pid, "-c", "5", &spec]);
+    assert!(banner.contains("Tracing"), "{banner}");
+    assert_eq!(batch(&mut line), "guarded 5\n", "traced");
+    let out = tracer.wait_with_output().expect("tracer ends after -c 5");
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).expect("stderr");
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    let expected: Vec<String> = (0..5).map(|i| format!("arg0={i}")).collect();
+    assert_eq!(hits(&out, &format!("usdt:{lib}:tracer_lib:tick")), expected);
+    // Detached: the kernel lowered the semaphore again.
+    assert_eq!(batch(&mut line), "guarded 0\n", "after tracing");
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+}
+
+#[test]
+fn usdt_latency_pairs_starts_and_ends_by_an_argument() {
+    if !has(
+        Feature::UprobePmu,
+        "usdt_latency_pairs_starts_and_ends_by_an_argument",
+    ) {
+        return;
+    }
+    let prog = prog_for("latency");
+    let from = format!("usdt:{prog}:tracer:tick");
+    let to = format!("usdt:{prog}:tracer:guarded");
+    let out = tracer(&[
+        "latency",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--key",
+        "arg0",
+        "--slower-than",
+        "1ns",
+        "--",
+        &prog,
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // tick(i) pairs with guarded(i): each start's arguments are the note's, not registers.
+    let starts: Vec<String> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            Some(
+                l.split_once(" args (")?
+                    .1
+                    .split(", ")
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
+        })
+        .collect();
+    let expected: Vec<String> = (0..5u32)
+        .map(|i| format!("{i:#x},{:#x}", (-(i as i32)) as u32))
+        .collect();
+    assert_eq!(starts, expected, "{}", text(&out.stdout));
+    assert!(stderr.contains("\n5 calls measured"), "{stderr}");
 }

@@ -735,11 +735,20 @@ pub struct LatConfig {
     /// The key parts read at the start and at the end, in the same order.
     pub entry_key: [LatKeySrc; LAT_KEY_PARTS],
     pub exit_key: [LatKeySrc; LAT_KEY_PARTS],
+    /// `LAT_USDT_*` bits: which end is a USDT probe, whose argument words are read as
+    /// `USDT_ARGS` entry [`LAT_USDT_START`] or [`LAT_USDT_END`] says.
+    pub usdt: u32,
+    pub _pad: u32,
     /// Linear buckets of this many ns (0: log2 buckets).
     pub linear_step: u64,
     /// Calls at least this long (ns) are streamed as outliers (0: none).
     pub slower_than: u64,
 }
+
+/// `LatConfig::usdt` bit, and `USDT_ARGS` index, of a USDT start.
+pub const LAT_USDT_START: u32 = 1;
+/// `LatConfig::usdt` bit, and `USDT_ARGS` index, of a USDT end.
+pub const LAT_USDT_END: u32 = 2;
 
 /// The key of a call in flight: the thread (`pid_tgid` in the first part), or the values of
 /// the `--key` parts, zero-extended.

@@ -11,7 +11,8 @@ use tracer_common::{
     word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX, HIST_MIN,
     HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
     LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_NO_ENTRY,
-    LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
+    LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, SLOT_STOPPED, USES_USDT,
 };
 
 use crate::{emit_raw, passes, stack_id};
@@ -273,9 +274,18 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
     }
 }
 
+/// The argument words of a start or end probe (`end`: [`LAT_USDT_END`]): a USDT probe's as its
+/// note says, else the argument registers.
 #[inline(always)]
-fn registers(ctx: &ProbeContext) -> [u64; 6] {
+fn registers(ctx: &ProbeContext, end: u32) -> [u64; 6] {
     let mut args = [0u64; 6];
+    if crate::uses(USES_USDT) {
+        let usdt = LAT_CONFIG.get(0).map_or(0, |c| c.usdt);
+        if usdt & end != 0 {
+            crate::usdt_args(ctx, end, &mut args);
+            return args;
+        }
+    }
     let mut i = 0;
     while i < 6 {
         args[i] = ctx.arg::<u64>(i).unwrap_or(0);
@@ -286,7 +296,7 @@ fn registers(ctx: &ProbeContext) -> [u64; 6] {
 
 #[kprobe]
 pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
-    let args = registers(&ctx);
+    let args = registers(&ctx, LAT_USDT_START);
     entry(args, &Source::Args(&args));
     0
 }
@@ -294,7 +304,7 @@ pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
 /// The end at a kprobe or uprobe (not a return probe): the key may be an argument.
 #[kprobe]
 pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
-    let args = registers(&ctx);
+    let args = registers(&ctx, LAT_USDT_END);
     exit(&ctx, &Source::Args(&args), 0);
     0
 }

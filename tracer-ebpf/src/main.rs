@@ -56,7 +56,7 @@ static USES: u32 = USES_ALL;
 
 /// Whether this run may use `bit`; a constant to the verifier.
 #[inline(always)]
-fn uses(bit: u32) -> bool {
+pub(crate) fn uses(bit: u32) -> bool {
     // SAFETY: a plain aligned read of our own static. Volatile, so that LLVM does not fold in
     // the compiled-in default: the value is the one userspace wrote before loading.
     unsafe { core::ptr::read_volatile(&USES) & bit != 0 }
@@ -859,25 +859,26 @@ fn read_fields(event: &mut Event, config: &SlotConfig) {
     const _: () = assert!(FIELD_READS == 4, "one field! per read");
 }
 
-/// A USDT probe's arguments, as its note describes them (`USDT_ARGS`), into the argument
-/// words: a constant, a register, or user memory at a register plus a displacement. A failed
-/// memory read leaves 0 and sets bit `8 + i` of `field_faults` (printed as `?`).
+/// A USDT probe's arguments, as `USDT_ARGS[index]` describes its note's specs: a constant, a
+/// register, or user memory at a register plus a displacement. A failed memory read leaves 0
+/// and sets bit `8 + i` of the returned faults (`Event::field_faults`: printed as `?`).
 #[inline(always)]
-fn read_usdt_args(ctx: &ProbeContext, slot: u32, event: &mut Event) {
+pub(crate) fn usdt_args(ctx: &ProbeContext, index: u32, args: &mut [u64; word::ARGS]) -> u32 {
+    let mut faults = 0;
     let mut i = 0;
     while i < word::ARGS {
-        event.data[word::ARG0 + i] = 0;
+        args[i] = 0;
         i += 1;
     }
-    let Some(spec) = USDT_ARGS.get(slot) else {
-        return;
+    let Some(spec) = USDT_ARGS.get(index) else {
+        return faults;
     };
     let regs = ctx.regs as u64;
     let mut i = 0;
     while i < word::ARGS {
         let arg = spec.args[i];
         if arg.kind == USDT_CONST {
-            event.data[word::ARG0 + i] = arg.value as u64;
+            args[i] = arg.value as u64;
         } else if arg.kind == USDT_REG || arg.kind == USDT_MEM {
             // The register's offset in pt_regs varies per argument: the verifier refuses
             // context loads at a runtime offset, so it is read with the helper (as libbpf's
@@ -887,16 +888,17 @@ fn read_usdt_args(ctx: &ProbeContext, slot: u32, event: &mut Event) {
             // `regs` is this hit's pt_regs.
             let reg = unsafe { bpf_probe_read_kernel(at as *const u64) }.unwrap_or(0);
             if arg.kind == USDT_REG {
-                event.data[word::ARG0 + i] = reg;
+                args[i] = reg;
             } else {
                 match read_sized(reg.wrapping_add(arg.value as u64), arg.size, true) {
-                    Some(value) => event.data[word::ARG0 + i] = value,
-                    None => event.field_faults |= 1 << (8 + i),
+                    Some(value) => args[i] = value,
+                    None => faults |= 1 << (8 + i),
                 }
             }
         }
         i += 1;
     }
+    faults
 }
 
 /// Kprobe, kretprobe, uprobe and uretprobe slots (all BPF_PROG_TYPE_KPROBE).
@@ -906,7 +908,13 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         return;
     };
     if uses(USES_USDT) && config.flags & SLOT_USDT != 0 {
-        read_usdt_args(ctx, slot, event);
+        let mut args = [0u64; word::ARGS];
+        event.field_faults |= usdt_args(ctx, slot, &mut args);
+        let mut i = 0;
+        while i < word::ARGS {
+            event.data[word::ARG0 + i] = args[i];
+            i += 1;
+        }
     } else {
         let mut i = 0;
         while i < word::ARGS {

@@ -893,7 +893,21 @@ impl Bpf {
         slot: &Slot,
         args: &tracer_common::UsdtArgs,
     ) -> Result<(), Error> {
-        (self.maps.usdt_args.set(slot.id, *args, 0)).map_err(|source| Error::MapUpdate {
+        self.write_usdt_args(slot.id, args)
+    }
+
+    /// Where a USDT start or end of the latency programs finds its arguments (`end`:
+    /// `LAT_USDT_START` or `LAT_USDT_END`, also set in `LatConfig::usdt`).
+    pub fn set_latency_usdt_args(
+        &mut self,
+        end: u32,
+        args: &tracer_common::UsdtArgs,
+    ) -> Result<(), Error> {
+        self.write_usdt_args(end, args)
+    }
+
+    fn write_usdt_args(&mut self, index: u32, args: &tracer_common::UsdtArgs) -> Result<(), Error> {
+        (self.maps.usdt_args.set(index, *args, 0)).map_err(|source| Error::MapUpdate {
             map: names::USDT_ARGS,
             source,
         })

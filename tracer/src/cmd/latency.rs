@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use tracer_common::{
     word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT,
-    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
+    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, LAT_USDT_END, LAT_USDT_START,
+    SLOT_FILTER_TRACKED,
 };
 
 use crate::bpf::{Bpf, Sizing, SlotKind};
@@ -17,7 +18,7 @@ use crate::output::latency::{Histograms, Outlier};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::latency::{keys, latency_plan, LatencyPlan};
 use crate::plan::Target;
-use crate::probe::{open_event, Opened};
+use crate::probe::{self, open_event, Opened};
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 
 use crate::stacks::Symbolizer;
@@ -31,16 +32,28 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
+    let usdt = [(&plan.start, LAT_USDT_START), (&plan.end, LAT_USDT_END)]
+        .into_iter()
+        .filter_map(|(spec, end)| Some(probe::usdt::of_spec(spec)?.map(|site| (site, end))))
+        .collect::<Result<Vec<_>, Error>>()?;
     let mut bpf = Bpf::load_with(Sizing {
         latency: true,
         stacks: plan.stack.is_some(),
+        uses: match usdt.is_empty() {
+            true => Sizing::default().uses,
+            false => Sizing::default().uses | tracer_common::USES_USDT,
+        },
         ..Sizing::default()
     })?;
+    for (site, end) in &usdt {
+        bpf.set_latency_usdt_args(*end, &site.places)?;
+    }
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
     let mut interface = None;
     let entry = open_event(&fs, &plan.start, &mut interface, None, plan.pid, 0)?;
     let exit = open_event(&fs, &plan.end, &mut interface, None, plan.pid, 1)?;
-    let config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
+    let mut config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
+    config.usdt = usdt.iter().map(|(_, end)| end).sum();
     let kind = |opened: &Opened| match opened.format {
         Some(_) => SlotKind::Tracepoint,
         None => SlotKind::Probe,
@@ -106,6 +119,8 @@ fn lat_config(
         exit_key,
         linear_step: plan.linear_step.unwrap_or(0),
         slower_than: plan.slower_than.unwrap_or(0),
+        usdt: 0,
+        _pad: 0,
     })
 }
 

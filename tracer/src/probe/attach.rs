@@ -187,27 +187,10 @@ fn attach(
     };
     let (legacy, format, kernel_function) = opened;
     let mut config = options.base;
-    let usdt = match &spec.target {
-        Target::User {
-            file,
-            at:
-                UserAt::Usdt {
-                    provider,
-                    name,
-                    site,
-                },
-        } => {
-            config.flags |= tracer_common::SLOT_USDT;
-            Some(super::usdt::site(
-                spec,
-                file,
-                provider.as_deref(),
-                name,
-                *site,
-            )?)
-        }
-        _ => None,
-    };
+    let usdt = super::usdt::of_spec(spec).transpose()?;
+    if usdt.is_some() {
+        config.flags |= tracer_common::SLOT_USDT;
+    }
     if spec.ret {
         config.flags |= SLOT_RETURN;
     }

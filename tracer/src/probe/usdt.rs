@@ -224,6 +224,22 @@ pub fn site(
     })
 }
 
+/// The site of a spec if it is a USDT probe (`None` for any other spec).
+pub fn of_spec(spec: &ProbeSpec) -> Option<Result<Site, Error>> {
+    match &spec.target {
+        Target::User {
+            file,
+            at:
+                UserAt::Usdt {
+                    provider,
+                    name,
+                    site: which,
+                },
+        } => Some(site(spec, file, provider.as_deref(), name, *which)),
+        _ => None,
+    }
+}
+
 /// One listed probe: its spec and, per argument, (type, `argN (SPEC)`), then its semaphore.
 pub type Listed = (String, Vec<(String, String)>);
 
