@@ -99,10 +99,11 @@ pub enum Command {
     Report(ReportArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
-        after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
+        after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'\n  tracer list usdt:/usr/bin/python3   its USDT probes, with their arguments"
     )]
     List {
-        /// Only specs matching this glob or spec (a plain word matches anywhere).
+        /// Only specs matching this glob or spec (a plain word matches anywhere);
+        /// `usdt:PATH[:PATTERN]` lists a binary's USDT probes with their argument specs.
         pattern: Option<String>,
         /// Show each tracepoint's fields.
         #[arg(short, long)]
@@ -139,8 +140,9 @@ pub enum Command {
 )]
 pub struct ProbeArgs {
     /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
-    /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, CAT:NAME
-    /// (tracepoint); * and ? expand against the kernel's lists.
+    /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR,
+    /// usdt:PATH:[PROVIDER:]NAME (USDT; str(argN) reads an argument as a string), CAT:NAME
+    /// (tracepoint); * and ? expand against the kernel's lists and the binary's notes.
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<String>,
     #[command(flatten)]

@@ -248,7 +248,7 @@ pub type Listed = (String, Vec<(String, String)>);
 /// sorted by name,
 /// each with its arguments' types and specs, and its semaphore.
 pub fn listing(file: &str, pattern: Option<&str>) -> Result<Vec<Listed>, Error> {
-    let (path, notes) = notes_of(file)?;
+    let (_, notes) = notes_of(file)?;
     let mut out = Vec::new();
     for (i, note) in notes.iter().enumerate() {
         if pattern.is_some_and(|p| {
@@ -259,7 +259,8 @@ pub fn listing(file: &str, pattern: Option<&str>) -> Result<Vec<Listed>, Error> 
         let same = |n: &&Note| n.provider == note.provider && n.name == note.name;
         let sites = notes.iter().filter(same).count();
         let index = notes[..i].iter().filter(same).count();
-        let mut spec = format!("usdt:{}:{}", path.display(), note.full_name());
+        // The file as the user named it, as `tracer probe` shows it.
+        let mut spec = format!("usdt:{file}:{}", note.full_name());
         if sites > 1 {
             spec += &format!("#{index}");
         }
