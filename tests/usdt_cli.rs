@@ -86,6 +86,48 @@ fn a_semaphore_guarded_probe_fires_only_while_traced() {
 }
 
 #[test]
+fn a_probe_compiled_in_twice_is_two_sites() {
+    if !has(Feature::UprobePmu, "a_probe_compiled_in_twice_is_two_sites") {
+        return;
+    }
+    let prog = prog_for("sites");
+    let out = tracer(&["probe", &format!("usdt:{prog}:twice"), "--", &prog]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let site = |n: u32| format!("usdt:{prog}:tracer:twice#{n}");
+    assert_eq!(hits(&out, &site(0)), ["arg0=1"]);
+    assert_eq!(hits(&out, &site(1)), ["arg0=2"]);
+    assert!(
+        text(&out.stderr).starts_with(&format!(
+            "note: 'usdt:{prog}:twice' matches 2 probe sites\n"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tracer(&["probe", &site(1), "--", &prog]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(hits(&out, &site(0)), Vec::<String>::new());
+    assert_eq!(hits(&out, &site(1)), ["arg0=2"]);
+    // A command that attaches to one site is told to pick.
+    let out = tracer(&[
+        "latency",
+        "--from",
+        &format!("usdt:{prog}:twice"),
+        "--to",
+        &site(1),
+        "--",
+        &prog,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: usdt:{prog}:twice names 2 probe sites; this command attaches to one\n\
+             hint: pick one: usdt:{prog}:twice#0, usdt:{prog}:twice#1\n"
+        )
+    );
+}
+
+#[test]
 fn usdt_arguments_are_counted_in_the_kernel() {
     if !has(
         Feature::UprobePmu,
@@ -130,7 +172,9 @@ fn list_shows_each_probe_with_its_argument_specs() {
             "usdt:{prog}:tracer:global\n    s64 arg0 (-8@counter(%rip))\n    s16 arg1 (-2@6+small(%rip))\n\
              usdt:{prog}:tracer:guarded\n    s32 arg0 (-4@-4(%rbp))\n    semaphore {semaphore:#x} (raised while traced)\n\
              usdt:{prog}:tracer:mixed\n    s32 arg0 (-4@$42)\n    s64 arg1 (-8@%rax)\n    u64 arg2 (8@-32(%rbp))\n\
-             usdt:{prog}:tracer:tick\n    s32 arg0 (-4@-4(%rbp))\n    s32 arg1 (-4@%eax)\n"
+             usdt:{prog}:tracer:tick\n    s32 arg0 (-4@-4(%rbp))\n    s32 arg1 (-4@%eax)\n\
+             usdt:{prog}:tracer:twice#0\n    s32 arg0 (-4@-40(%rbp))\n\
+             usdt:{prog}:tracer:twice#1\n    s32 arg0 (-4@-36(%rbp))\n"
         )
     );
 }
@@ -145,7 +189,7 @@ fn unknown_probes_and_binaries_without_notes_are_explained() {
         format!(
             "error: no USDT probe 'tracer:tik' in {prog}\n\
              hint: did you mean: tracer:tick\n\
-             hint: its probes: tracer:global, tracer:guarded, tracer:mixed, tracer:tick\n"
+             hint: its probes: tracer:global, tracer:guarded, tracer:mixed, tracer:tick, tracer:twice\n"
         )
     );
     let plain = common::testprog().display().to_string();

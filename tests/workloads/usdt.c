@@ -7,7 +7,9 @@
  *    %rip-relative, and a string ("chain").
  * 3. tracer:global(counter, small[3]) once, from a function built with -O1 so that the
  *    compiler names the globals in place: `-8@counter(%rip) -2@6+small(%rip)`, values 3, -4.
- * 4. tracer:guarded(i) for i = 0..N-1, in usdt_guarded.c: behind its semaphore, so the probe
+ * 4. tracer:twice(k) from an inlined function, once from each of its two call sites (k = 1, then
+ *    2): one probe compiled in at two places, two notes.
+ * 5. tracer:guarded(i) for i = 0..N-1, in usdt_guarded.c: behind its semaphore, so the probe
  *    (and the count of runs it guards) happens only while it is traced.
  * Then prints "guarded N" (how many times the guarded code ran) on stdout and exits 0. */
 #include <stdio.h>
@@ -21,6 +23,10 @@ int guarded_run(int i); /* usdt_guarded.c: 1 when the probe was enabled */
 
 __attribute__((noinline, optimize("O1"))) void global_probe(void) {
     DTRACE_PROBE2(tracer, global, counter, small[3]);
+}
+
+static inline __attribute__((always_inline)) void twice(int k) {
+    DTRACE_PROBE1(tracer, twice, k);
 }
 
 int main(int argc, char **argv) {
@@ -37,6 +43,8 @@ int main(int argc, char **argv) {
         DTRACE_PROBE3(tracer, mixed, 42, counter, name);
     }
     global_probe();
+    twice(1);
+    twice(2);
     int guarded = 0;
     for (int i = 0; i < n; i++) {
         guarded += guarded_run(i);
