@@ -282,7 +282,8 @@ fn registers(ctx: &ProbeContext, end: u32) -> [u64; 6] {
     if crate::uses(USES_USDT) {
         let usdt = LAT_CONFIG.get(0).map_or(0, |c| c.usdt);
         if usdt & end != 0 {
-            crate::usdt_args(ctx, end, &mut args);
+            let mut faults = 0;
+            crate::usdt_args(ctx, end, &mut args, &mut faults);
             return args;
         }
     }

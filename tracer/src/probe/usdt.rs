@@ -203,7 +203,7 @@ pub fn site(
     for (i, arg) in args.iter().enumerate() {
         if let Operand::Unsupported(text) = &arg.operand {
             crate::output::notes::note(format_args!(
-                "{spec}: arg{i} ('{text}') is not readable by tracer; it prints as ?"
+                "{spec}: arg{i} ('{text}') is not readable by tracer; it prints as 0x0"
             ));
         }
     }

@@ -510,6 +510,32 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_usdt_argument_is_missing_and_str_reads_a_string() {
+        let selection = ["arg0".to_string(), "str(arg1)".to_string()];
+        let v = Values::new(
+            "usdt:/bin/x:p:n",
+            None,
+            &selection,
+            Memory::User,
+            &mut lookup,
+        )
+        .expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        assert_eq!((config.flags, config.str_arg), (SLOT_STR_ARG_USER, 1));
+        let mut hit = event();
+        // Bit 8 + n: argument n's memory could not be read (USDT).
+        hit.field_faults = 1 << 8;
+        assert_eq!(
+            v.decode(&hit),
+            vec![
+                ("arg0", Value::Missing),
+                ("arg1", Value::Str("/etc".into()))
+            ]
+        );
+    }
+
+    #[test]
     fn untyped_registers_are_hex_and_unsigned() {
         let mut v =
             Values::new("uprobe:/bin/x:f", None, &[], Memory::User, &mut lookup).expect("values");
