@@ -426,3 +426,42 @@ fn usdt_argument_reads_cost_the_verifier_little() {
     // per path through the arguments before it (50 ms of start-up instead of 6).
     assert!(usdt < 5 * plain, "{usdt} !< 5 * {plain}");
 }
+
+#[test]
+fn stat_counts_usdt_probes_and_raises_their_semaphores() {
+    if !has(
+        Feature::UprobePmu,
+        "stat_counts_usdt_probes_and_raises_their_semaphores",
+    ) {
+        return;
+    }
+    let prog = prog_for("stat");
+    let guarded = format!("usdt:{prog}:tracer:guarded");
+    let tick = format!("usdt:{prog}:tracer:tick");
+    let out = tracer(&[
+        "stat",
+        "-x,",
+        "-e",
+        &format!("{guarded},{tick}"),
+        "--",
+        &prog,
+        "7",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&out.stdout), "guarded 7\n");
+    // perf stat's CSV: value,unit,event,...
+    let counts: Vec<(String, String)> = stderr
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            Some((cells.get(2)?.to_string(), cells.first()?.to_string()))
+        })
+        .filter(|(event, _)| event.starts_with("usdt:"))
+        .collect();
+    assert_eq!(
+        counts,
+        [(guarded, "7".to_string()), (tick, "7".to_string())],
+        "{stderr}"
+    );
+}
