@@ -464,8 +464,7 @@ pub struct StatArgs {
     /// Events, comma-separated (repeatable): NAME[:MODS] (task-clock, page-faults, cycles,
     /// L1-dcache-load-misses...), CAT:NAME tracepoints, rHEX raw, PMU/TERM=VAL,.../,
     /// mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL, usdt:PATH:[PROVIDER:]NAME;
-    /// {a,b} is a group. Modifiers:
-    /// u, k, h, G, H, I, D, p.
+    /// {a,b} is a group. Modifiers: u, k, h, G, H, I, D, p.
     #[arg(short, long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Count every task on every CPU.
