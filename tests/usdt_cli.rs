@@ -465,3 +465,31 @@ fn stat_counts_usdt_probes_and_raises_their_semaphores() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_global_argument_of_a_stripped_binary_is_said_and_shown_raw() {
+    if !has(
+        Feature::UprobePmu,
+        "a_global_argument_of_a_stripped_binary_is_said_and_shown_raw",
+    ) {
+        return;
+    }
+    let prog = prog_for("stripped");
+    let status = std::process::Command::new("strip")
+        .arg(&prog)
+        .status()
+        .expect("run strip (binutils)");
+    assert!(status.success());
+    let global = format!("usdt:{prog}:tracer:global");
+    let out = tracer(&["probe", &global, "--", &prog]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // `counter` and `small` were in .symtab only: said once each, read as nothing.
+    for symbol in ["counter", "small"] {
+        let note = format!(
+            "note: {global}: no symbol '{symbol}' in {prog} (stripped?): an argument read at it prints as 0x0\n"
+        );
+        assert_eq!(stderr.matches(&note).count(), 1, "{stderr}");
+    }
+    assert_eq!(hits(&out, &global), ["arg0=0x0 arg1=0x0"]);
+}

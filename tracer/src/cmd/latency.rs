@@ -32,28 +32,29 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
-    let usdt = [(&plan.start, LAT_USDT_START), (&plan.end, LAT_USDT_END)]
-        .into_iter()
-        .filter_map(|(spec, end)| Some(probe::usdt::of_spec(spec)?.map(|site| (site, end))))
-        .collect::<Result<Vec<_>, Error>>()?;
+    // Whether an end is a USDT probe, known before loading (the programs' USES must say);
+    // its site is found when it is opened below.
+    let usdt = probe::usdt::is_usdt(&plan.start) || probe::usdt::is_usdt(&plan.end);
     let mut bpf = Bpf::load_with(Sizing {
         latency: true,
         stacks: plan.stack.is_some(),
-        uses: match usdt.is_empty() {
-            true => Sizing::default().uses,
-            false => Sizing::default().uses | tracer_common::USES_USDT,
+        uses: match usdt {
+            false => Sizing::default().uses,
+            true => Sizing::default().uses | tracer_common::USES_USDT,
         },
         ..Sizing::default()
     })?;
-    for (site, end) in &usdt {
-        bpf.set_latency_usdt_args(*end, &site.places)?;
-    }
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
     let mut interface = None;
     let entry = open_event(&fs, &plan.start, &mut interface, None, plan.pid, 0)?;
     let exit = open_event(&fs, &plan.end, &mut interface, None, plan.pid, 1)?;
     let mut config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
-    config.usdt = usdt.iter().map(|(_, end)| end).sum();
+    for (opened, end) in [(&entry, LAT_USDT_START), (&exit, LAT_USDT_END)] {
+        if let Some(site) = &opened.usdt {
+            bpf.set_latency_usdt_args(end, &site.places)?;
+            config.usdt |= end;
+        }
+    }
     let kind = |opened: &Opened| match opened.format {
         Some(_) => SlotKind::Tracepoint,
         None => SlotKind::Probe,

@@ -166,7 +166,7 @@ fn attach(
         (Some(_), Target::Tracepoint { category, name }) => {
             let format =
                 (fs.format(category, name)).map_err(|e| tracepoint_error(e, fs, category, name))?;
-            (None, (None, Some(format), None))
+            (None, (None, Some(format), None, None))
         }
         _ => {
             let Opened {
@@ -174,6 +174,7 @@ fn attach(
                 legacy,
                 format,
                 kernel_function,
+                usdt,
             } = open_event(
                 fs,
                 spec,
@@ -182,12 +183,11 @@ fn attach(
                 options.pid,
                 index,
             )?;
-            (Some(event), (legacy, format, kernel_function))
+            (Some(event), (legacy, format, kernel_function, usdt))
         }
     };
-    let (legacy, format, kernel_function) = opened;
+    let (legacy, format, kernel_function, usdt) = opened;
     let mut config = options.base;
-    let usdt = super::usdt::of_spec(spec).transpose()?;
     if usdt.is_some() {
         config.flags |= tracer_common::SLOT_USDT;
     }

@@ -34,6 +34,8 @@ pub struct Opened {
     pub format: Option<Format>,
     /// Kernel probes by name: the function (for hints).
     pub kernel_function: Option<String>,
+    /// USDT probes: the site (where the slot reads the arguments, their types).
+    pub usdt: Option<super::usdt::Site>,
 }
 
 /// What one probe spec becomes before it is opened: the event, the legacy kprobe it may need
@@ -43,6 +45,7 @@ pub struct ProbeEvent {
     pub legacy: Option<LegacyKprobe>,
     pub format: Option<Format>,
     pub kernel_function: Option<String>,
+    pub usdt: Option<super::usdt::Site>,
 }
 
 /// The retprobe format bit of a PMU for a return probe (`None` for an entry probe); an error
@@ -75,6 +78,7 @@ pub fn event_kind(
         legacy: None,
         format,
         kernel_function: None,
+        usdt: None,
     };
     match &spec.target {
         Target::Tracepoint {
@@ -123,6 +127,7 @@ pub fn event_kind(
                         legacy: None,
                         format: None,
                         kernel_function: function,
+                        usdt: None,
                     })
                 }
                 (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
@@ -134,6 +139,7 @@ pub fn event_kind(
                         legacy: Some(legacy),
                         format: None,
                         kernel_function: Some(function.clone()),
+                        usdt: None,
                     })
                 }
                 (KernelInterface::Tracefs, _) => Err(Error::usage(
@@ -143,16 +149,10 @@ pub fn event_kind(
             }
         }
         Target::User { file, at } => {
-            let (path, offset, semaphore) = match at {
-                UserAt::Usdt {
-                    provider,
-                    name,
-                    site,
-                } => {
-                    let site = super::usdt::site(spec, file, provider.as_deref(), name, *site)?;
-                    (site.path, site.offset, site.semaphore)
-                }
-                _ => {
+            let usdt = super::usdt::of_spec(spec).transpose()?;
+            let (path, offset, semaphore) = match &usdt {
+                Some(site) => (site.path.clone(), site.offset, site.semaphore),
+                None => {
                     let (path, offset) = uprobe_location(file, at)?;
                     (path, offset, None)
                 }
@@ -176,7 +176,10 @@ pub fn event_kind(
                     None => 0,
                 },
             };
-            Ok(plain(kind, None))
+            Ok(ProbeEvent {
+                usdt,
+                ..plain(kind, None)
+            })
         }
     }
 }
@@ -242,6 +245,7 @@ pub fn open_event(
         legacy: resolved.legacy,
         format: resolved.format,
         kernel_function: resolved.kernel_function,
+        usdt: resolved.usdt,
     })
 }
 

@@ -197,9 +197,25 @@ pub fn site(
     };
     let args = usdt::parse_args(&note.args);
     let places = places(&args, note.address, &mut |symbol| {
-        elf::symbol_address(&data, &path, symbol).ok()
+        let found = elf::symbol_address(&data, &path, symbol).ok();
+        if found.is_none() {
+            crate::output::notes::note(format_args!(
+                "{spec}: no symbol '{symbol}' in {} (stripped?): an argument read at it prints as 0x0",
+                path.display()
+            ));
+        }
+        found
     });
-    let proto = prototype(note, &args);
+    let mut proto = prototype(note, &args);
+    // What cannot be read prints as a raw 0x0, not as a typed 0.
+    let texts = note.args.split_whitespace();
+    for ((param, place), text) in proto.params.iter_mut().zip(&places.args).zip(texts) {
+        if place.kind == USDT_NONE {
+            param.kind = Kind::Other {
+                name: text.to_string(),
+            };
+        }
+    }
     for (i, arg) in args.iter().enumerate() {
         if let Operand::Unsupported(text) = &arg.operand {
             crate::output::notes::note(format_args!(
@@ -222,6 +238,17 @@ pub fn site(
         places,
         proto,
     })
+}
+
+/// Whether a spec names a USDT probe.
+pub fn is_usdt(spec: &ProbeSpec) -> bool {
+    matches!(
+        spec.target,
+        Target::User {
+            at: UserAt::Usdt { .. },
+            ..
+        }
+    )
 }
 
 /// The site of a spec if it is a USDT probe (`None` for any other spec).
