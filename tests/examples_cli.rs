@@ -189,7 +189,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         usdt_guarded,
     ),
     (
-        "tracer probe 'usdt:/usr/bin/python3:python:function__entry(arg1, arg2)' -- /usr/bin/python3 ticks.py",
+        "tracer probe usdt:/usr/bin/python3:python:function__entry -- /usr/bin/python3 ticks.py",
         usdt_python,
     ),
     (
@@ -1199,9 +1199,19 @@ fn usdt_python(ctx: &Ctx, example: &str) {
         return;
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
-    let ticks = lines_with(&stdout, "arg1=\"tick\"");
+    // Python names the script by its absolute path: here, the examples' directory.
+    let script = ctx.path("ticks.py").display().to_string();
+    let ticks = lines_with(&stdout, "arg1=\"tick\" arg2=2");
     assert_eq!(ticks.len(), 3, "{stdout}");
-    assert_shown(example, &stdout, &stderr, &[]);
+    assert!(
+        ticks.iter().all(|l| l.ends_with(&format!(
+            " usdt:/usr/bin/python3:python:function__entry arg0=\"{script}\" arg1=\"tick\" arg2=2"
+        ))),
+        "{stdout}"
+    );
+    // The page shows the script in /home/me; the rest as printed.
+    let shown = "0.025274   0   23633/23633     python3          usdt:/usr/bin/python3:python:function__entry arg0=\"/home/me/ticks.py\" arg1=\"tick\" arg2=2";
+    assert_shown(example, &stdout, &stderr, &[shown]);
 }
 
 fn usdt_count_by(ctx: &Ctx, example: &str) {

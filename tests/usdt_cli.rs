@@ -223,7 +223,11 @@ fn python_function_entry_names_the_file_function_and_line() {
         return;
     }
     let Some(python) = python() else {
-        eprintln!("SKIPPED {test}: /usr/bin/python3 has no python:function__entry USDT probe (not Debian's build)");
+        // Straight to stderr: libtest captures eprintln! of passing tests, and a skip must show.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("SKIPPED {test}: /usr/bin/python3 has no python:function__entry USDT probe (not Debian's build)\n").as_bytes(),
+        );
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -238,31 +242,23 @@ fn python_function_entry_names_the_file_function_and_line() {
     .expect("write the script");
     let script = script.display().to_string();
     let probe = format!("usdt:{python}:python:function__entry");
-    // One string is read per hit: the function's name, then the file's.
-    let out = tracer(&[
-        "probe",
-        &format!("{probe}(arg1, arg2)"),
-        "--",
-        &python,
-        &script,
-    ]);
+    // The file and the function are both read (the second string in the member words), and
+    // the line: (char *filename, char *funcname, int lineno).
+    let out = tracer(&["probe", &probe, "--", &python, &script]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let ticks: Vec<String> = (hits(&out, &probe).into_iter())
-        .filter(|h| h.starts_with("arg1=\"tick\""))
+        .filter(|h| h.contains("arg1=\"tick\""))
         .collect();
-    assert_eq!(ticks, vec!["arg1=\"tick\" arg2=2".to_string(); 7]);
-    let out = tracer(&[
-        "probe",
-        &format!("{probe}(arg0, arg2)"),
-        "--",
-        &python,
-        &script,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let from_script: Vec<String> = (hits(&out, &probe).into_iter())
+    assert_eq!(
+        ticks,
+        vec![format!("arg0=\"{script}\" arg1=\"tick\" arg2=2"); 7]
+    );
+    // The interpreter's own frames come from its frozen modules, none from the script.
+    let from_script = hits(&out, &probe)
+        .iter()
         .filter(|h| h.starts_with(&format!("arg0=\"{script}\"")))
-        .collect();
-    assert_eq!(from_script, vec![format!("arg0=\"{script}\" arg2=2"); 7]);
+        .count();
+    assert_eq!(from_script, 7);
 }
 
 /// tests/workloads/usdt_lib.c built as a shared library and a program linked to it, in a

@@ -182,6 +182,16 @@ pub const SLOT_STR_FIELD: u32 = 1 << 12;
 /// read, whether the hit is sent or counted.
 pub const SLOT_VALUE_FILTER: u32 = 1 << 16;
 
+/// `SlotConfig::flags` (probe slots without member reads): argument `str_arg2` is a second
+/// string pointer, read into `Event::fields` as bytes ([`STR2_LEN`] at most, NUL included),
+/// from user or kernel memory as for the first; a failed read sets [`STR2_FAULT`] in
+/// `Event::field_faults`.
+pub const SLOT_STR2_FIELDS: u32 = 1 << 18;
+/// Bytes of a second string (`SLOT_STR2_FIELDS`), its NUL included: `Event::fields`.
+pub const STR2_LEN: usize = 8 * FIELD_READS;
+/// `Event::field_faults` bit: the second string could not be read.
+pub const STR2_FAULT: u32 = 1 << 16;
+
 /// `SlotConfig::flags` (probe slots): a USDT probe. Its argument words are not the ABI's
 /// argument registers but what the probe's note says (`-4@%eax`, `8@-16(%rbp)`, `-4@$5`),
 /// read as the slot's entry in `USDT_ARGS` ([`UsdtArgs`]) describes.
@@ -484,7 +494,8 @@ pub struct SlotConfig {
     pub fields: [FieldRead; FIELD_READS],
     /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the number of the syscall counted.
     pub raw_syscall: u32,
-    pub _pad: u32,
+    /// With [`SLOT_STR2_FIELDS`]: the argument index of a second string.
+    pub str_arg2: u32,
     /// `AGG_HIST`: linear buckets of this width (`--linear STEP`); 0 for log2 buckets.
     pub hist_step: u64,
     /// `AGG_HIST` linear: the first bucket's low end (as `i64` for a signed source).
@@ -627,8 +638,11 @@ impl SlotConfig {
         if self.flags & (SLOT_STACK_KERNEL | SLOT_STACK_USER) != 0 {
             uses |= USES_STACKS;
         }
-        let strings =
-            SLOT_STR_ARG_USER | SLOT_STR_ARG_KERNEL | SLOT_STR_ARG_AUTO | SLOT_STR_TP_USER;
+        let strings = SLOT_STR_ARG_USER
+            | SLOT_STR_ARG_KERNEL
+            | SLOT_STR_ARG_AUTO
+            | SLOT_STR_TP_USER
+            | SLOT_STR2_FIELDS;
         if self.flags & strings != 0 {
             uses |= USES_STRINGS;
         }

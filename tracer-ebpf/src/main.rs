@@ -40,12 +40,12 @@ use tracer_common::{
     NO_STACK, PERF_EVENT_BASE, PROBE_SLOTS, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
     SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
     SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER,
-    SLOT_STOPPED, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
-    SLOT_STR_TP_USER, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT,
-    STR_LEN, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM,
-    USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG,
-    USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS,
-    USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
+    SLOT_STOPPED, SLOT_STR2_FIELDS, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_KERNEL, SLOT_STR_ARG_USER,
+    SLOT_STR_FIELD, SLOT_STR_TP_USER, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED,
+    STAT_COUNT, STR2_FAULT, STR2_LEN, STR_LEN, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX,
+    TRACK_ACTIVE, TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE,
+    USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_STACKS,
+    USES_STREAM, USES_STRINGS, USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -804,6 +804,28 @@ fn read_string(event: &mut Event, ptr: u64, user: bool) {
     };
 }
 
+/// A second string into `event.fields`, as bytes (`SLOT_STR2_FIELDS`: a slot without member
+/// reads, whose words are free); a failed read sets `STR2_FAULT`.
+#[inline(always)]
+fn read_string2(event: &mut Event, ptr: u64, user: bool) {
+    // SAFETY: `fields` is STR2_LEN bytes of u64 words, viewed as bytes (which need no
+    // alignment) for the helper's write only.
+    let bytes = unsafe { &mut *(event.fields.as_mut_ptr() as *mut [u8; STR2_LEN]) };
+    let src = ptr as *const u8;
+    // SAFETY: the probe-read helpers validate the source address themselves and fail with a
+    // negative errno instead of faulting; the destination is our own buffer.
+    let result = unsafe {
+        if user {
+            bpf_probe_read_user_str_bytes(src, bytes)
+        } else {
+            bpf_probe_read_kernel_str_bytes(src, bytes)
+        }
+    };
+    if result.is_err() {
+        event.field_faults |= STR2_FAULT;
+    }
+}
+
 /// `size` bytes at `addr` from user or kernel memory, zero-extended; `None` when unreadable.
 #[inline(always)]
 fn read_sized(addr: u64, size: u8, user: bool) -> Option<u64> {
@@ -985,6 +1007,13 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         let user = config.flags & SLOT_STR_ARG_USER != 0
             || (config.flags & SLOT_STR_ARG_AUTO != 0 && ptr < KERNEL_SPACE_START);
         read_string(event, ptr, user);
+        if config.flags & SLOT_STR2_FIELDS != 0 {
+            // Masked only, as above.
+            let ptr = event.data[(config.str_arg2 & 7) as usize];
+            let user = config.flags & SLOT_STR_ARG_USER != 0
+                || (config.flags & SLOT_STR_ARG_AUTO != 0 && ptr < KERNEL_SPACE_START);
+            read_string2(event, ptr, user);
+        }
     }
     if filtered_out(event, &config) {
         return;

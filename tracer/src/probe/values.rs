@@ -5,7 +5,7 @@
 
 use tracer_common::{
     src, word, Event, FieldRead, SlotConfig, FIELDS_OFFSET, FIELD_AUTO, FIELD_READS, FIELD_USER,
-    SLOT_STR_ARG_AUTO, SLOT_STR_ARG_USER, SLOT_STR_FIELD,
+    SLOT_STR2_FIELDS, SLOT_STR_ARG_AUTO, SLOT_STR_ARG_USER, SLOT_STR_FIELD, STR2_FAULT,
 };
 
 use crate::kernel::btf::parse_access;
@@ -54,6 +54,10 @@ pub struct Values {
     reads: Vec<FieldRead>,
     /// The column whose string the BPF program reads (one per hit).
     string: Option<Place>,
+    /// A second string column (an argument register), read into the member words when the
+    /// probe reads no members (`SLOT_STR2_FIELDS`).
+    #[serde(default)]
+    string2: Option<Place>,
     memory: Memory,
     probe: String,
 }
@@ -84,6 +88,7 @@ impl Values {
             params,
             reads: Vec::new(),
             string: None,
+            string2: None,
             memory,
             probe: probe.to_string(),
         };
@@ -101,17 +106,24 @@ impl Values {
                 values.columns.push(column);
             }
         }
-        values.string = (values.columns.iter())
-            .find(|c| c.kind == Kind::Str)
-            .map(|c| c.place);
-        let unread = values
-            .columns
-            .iter()
+        let mut strings = (values.columns.iter()).filter(|c| c.kind == Kind::Str);
+        values.string = strings.next().map(|c| c.place);
+        // Without member reads their words are free for a second string (an argument).
+        let second = strings
+            .next()
+            .filter(|c| values.reads.is_empty() && matches!(c.place, Place::Register(_)));
+        values.string2 = second.map(|c| c.place);
+        let skip = 1 + usize::from(values.string2.is_some());
+        let unread = (values.columns.iter())
             .filter(|c| c.kind == Kind::Str)
-            .skip(1);
+            .skip(skip);
         for column in unread {
+            let read = match skip {
+                1 => "one string is read per hit",
+                _ => "two strings are read per hit",
+            };
             crate::output::notes::note(format_args!(
-                "{probe}: one string is read per hit; '{}' prints as a pointer",
+                "{probe}: {read}; '{}' prints as a pointer",
                 column.name
             ));
         }
@@ -170,6 +182,8 @@ impl Values {
         let slot = match self.reads.iter().position(|r| *r == read) {
             Some(slot) => slot,
             None if self.reads.len() < FIELD_READS => {
+                // The member words held the second string: it prints as a pointer now.
+                self.string2 = None;
                 self.reads.push(read);
                 self.reads.len() - 1
             }
@@ -294,6 +308,10 @@ impl Values {
             Memory::User => SLOT_STR_ARG_USER,
             Memory::ByAddress => SLOT_STR_ARG_AUTO,
         };
+        if let Some(Place::Register(n)) = self.string2 {
+            config.flags |= SLOT_STR2_FIELDS;
+            config.str_arg2 = n as u32;
+        }
         config.str_arg = match place {
             Place::Register(n) => n as u32,
             Place::Field(n) => {
@@ -316,9 +334,15 @@ impl Values {
                         (event.field_faults & (1 << n) == 0).then_some(event.fields[n])
                     }
                 };
-                let string = (self.string == Some(column.place))
-                    .then(|| event.string())
+                let second = (self.string2 == Some(column.place) && self.string != self.string2)
+                    .then(|| string2(event))
                     .flatten();
+                let string = match second {
+                    Some(ref bytes) => Some(bytes.as_slice()),
+                    None => (self.string == Some(column.place))
+                        .then(|| event.string())
+                        .flatten(),
+                };
                 let value = match raw.map(|raw| column.kind.value(raw, string)) {
                     // As for tracepoint fields: `flags` and `*mask*` hold bits.
                     Some(Value::Uint(bits)) if shows_hex(leaf(&column.name)) => Value::Hex(bits),
@@ -332,8 +356,19 @@ impl Values {
 
     /// Member reads of one hit that failed.
     pub fn faults(event: &Event) -> u32 {
-        event.field_faults.count_ones()
+        // The member reads' bits only (USDT arguments and a second string have their own).
+        (event.field_faults & ((1 << FIELD_READS) - 1)).count_ones()
     }
+}
+
+/// The second string of a hit (`SLOT_STR2_FIELDS`), up to its NUL; `None` when its read failed.
+fn string2(event: &Event) -> Option<Vec<u8>> {
+    if event.field_faults & STR2_FAULT != 0 {
+        return None;
+    }
+    let bytes: Vec<u8> = event.fields.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    Some(bytes[..end].to_vec())
 }
 
 /// The last name of a member path (`flags` of `how->flags`).
@@ -533,6 +568,41 @@ mod tests {
                 ("arg1", Value::Str("/etc".into()))
             ]
         );
+    }
+
+    #[test]
+    fn a_second_string_is_read_into_the_member_words_when_no_member_is_read() {
+        let selection: Vec<String> = ["str(arg0)", "str(arg1)", "str(arg2)"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let v = Values::new(
+            "usdt:/bin/x:p:n",
+            None,
+            &selection,
+            Memory::User,
+            &mut lookup,
+        )
+        .expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        assert_eq!(config.flags, SLOT_STR_ARG_USER | SLOT_STR2_FIELDS);
+        assert_eq!((config.str_arg, config.str_arg2), (0, 1));
+        let mut hit = event();
+        hit.fields = [u64::from_le_bytes(*b"tick\0\0\0\0"), 0, 0, 0];
+        let decoded = v.decode(&hit);
+        assert_eq!(decoded[0], ("arg0", Value::Str("/etc".into())));
+        assert_eq!(decoded[1], ("arg1", Value::Str("tick".into())));
+        // A third string prints as its pointer.
+        assert_eq!(decoded[2], ("arg2", Value::Hex(0xffff_c900_0000_1000)));
+        // A failed read prints the pointer too.
+        hit.field_faults = STR2_FAULT;
+        assert_eq!(v.decode(&hit)[1], ("arg1", Value::Hex(0x7ffd_0000)));
+        // With a member read, the member words are the member's: one string.
+        let v = values(&["filename", "how->name", "how->flags"]).expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        assert_eq!(config.flags & SLOT_STR2_FIELDS, 0);
     }
 
     #[test]
