@@ -69,19 +69,25 @@ fn unknown(spec: &ProbeSpec, path: &Path, notes: &[Note]) -> Error {
         Some((provider, name)) => (Some(provider), name),
         None => (None, wanted.as_str()),
     };
-    let candidates: Vec<&str> = (notes.iter())
+    let of_provider: Vec<&Note> = (notes.iter())
         .filter(|n| provider.is_none_or(|p| plan::glob_match(p, &n.provider)))
-        .map(|n| n.name.as_str())
         .collect();
-    let mut hints: Vec<String> = plan::did_you_mean(bare, candidates)
-        .map(|near| match provider {
-            Some(p) => near
-                .replace(": ", &format!(": {p}:"))
-                .replace(", ", &format!(", {p}:")),
-            None => near,
-        })
-        .into_iter()
-        .collect();
+    let mut near: Vec<String> = Vec::new();
+    for name in plan::similar(bare, of_provider.iter().map(|n| n.name.as_str()), 4) {
+        for note in of_provider.iter().filter(|n| n.name == name) {
+            let shown = match provider {
+                Some(_) => note.full_name(),
+                None => note.name.clone(),
+            };
+            if !near.contains(&shown) {
+                near.push(shown);
+            }
+        }
+    }
+    let mut hints: Vec<String> = Vec::new();
+    if !near.is_empty() {
+        hints.push(format!("did you mean: {}", near.join(", ")));
+    }
     const SHOWN: usize = 12;
     let mut list = names
         .iter()
