@@ -44,6 +44,7 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer list 'syscalls:sys_enter_open*'", list_glob),
     ("tracer list -v sched_switch", list_verbose),
     ("tracer list --binary /usr/bin/bash 'read*'", list_binary),
+    ("tracer list usdt:/usr/bin/python3", list_usdt_python),
     // tracer probe --help
     (
         "tracer probe syscalls:sys_enter_openat -- cat /etc/hostname",
@@ -54,7 +55,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_pid_json,
     ),
     (
-        "tracer probe 'uprobe:bash:readline(arg0:str)' 'uretprobe:bash:readline(ret:str)'",
+        "tracer probe 'uprobe:bash:readline(str(arg0))' 'uretprobe:bash:readline(str(ret))'",
         probe_bash_readline,
     ),
     (
@@ -177,6 +178,24 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer probe do_sys_open", readme_no_kprobes),
     ("tracer probe --transport ringbuf", readme_ringbuf),
     ("tracer probe uprobe:./prog:handle", readme_uprobe_args),
+    // docs/probe.md, USDT probes
+    ("tracer list usdt:./usdt", shown_as_documented),
+    (
+        "tracer probe usdt:./usdt:tracer:tick 'usdt:./usdt:mixed(arg0, str(arg2))' usdt:./usdt:tracer:global -- ./usdt",
+        shown_as_documented,
+    ),
+    (
+        "tracer probe usdt:./usdt:tracer:guarded -- ./usdt 3",
+        usdt_guarded,
+    ),
+    (
+        "tracer probe usdt:/usr/bin/python3:python:function__entry -- /usr/bin/python3 ticks.py",
+        usdt_python,
+    ),
+    (
+        "tracer probe --count-by arg1 usdt:./usdt:tracer:tick -- ./usdt",
+        usdt_count_by,
+    ),
     (
         "tracer stat -e syscalls:sys_enter_getppid,page-faults -- ./prog",
         stat_getppid,
@@ -777,12 +796,19 @@ impl Ctx {
             assert!(status.success(), "cc failed on {name}.c");
         }
         std::fs::write(dir.path().join("Makefile"), "all:\n\t@true\n").unwrap();
+        // docs/probe.md's Python script: the generator `tick` started three times.
+        std::fs::write(
+            dir.path().join("ticks.py"),
+            "def tick(n):\n    yield n * 2\n\nfor i in range(3):\n    next(tick(i))\n",
+        )
+        .unwrap();
         // The docs' workloads, under the names the docs give them.
         for (name, built) in [
             ("tracer-testprog", testprog()),
             ("chain", common::chain_program()),
             ("tracer-chain", common::chain_program()),
             ("tl", common::timeline_program()),
+            ("usdt", common::usdt_program()),
         ] {
             std::fs::copy(&built, dir.path().join(name))
                 .unwrap_or_else(|e| panic!("copy {} to {name}: {e}", built.display()));
@@ -1130,6 +1156,96 @@ fn list_binary(ctx: &Ctx, example: &str) {
     );
 }
 
+fn list_usdt_python(ctx: &Ctx, example: &str) {
+    let out = ctx.run(&words(example, &[]));
+    let python = std::fs::canonicalize("/usr/bin/python3").expect("/usr/bin/python3");
+    let data = std::fs::read(&python).expect("read python3");
+    let notes = tracer::kernel::usdt::notes(&data, &python).expect("python3's notes");
+    if notes.is_empty() {
+        // Not Debian's build: the documented refusal.
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("has no USDT probes"),
+            "{}",
+            text(&out.stderr)
+        );
+        return;
+    }
+    let (stdout, _) = ok(&out);
+    // Every probe, by name, with Python's documented strings typed.
+    let specs: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+    let mut names: Vec<String> = notes
+        .iter()
+        .map(|n| format!("usdt:/usr/bin/python3:{}:{}", n.provider, n.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(specs, names);
+    let entry = stdout
+        .split("usdt:/usr/bin/python3:python:function__entry\n")
+        .nth(1)
+        .expect("function__entry listed");
+    let args: Vec<&str> = entry.lines().take(2).collect();
+    assert!(args[0].starts_with("    char * arg0 ("), "{stdout}");
+    assert!(args[1].starts_with("    char * arg1 ("), "{stdout}");
+}
+
+/// Runs the example as written and checks that it prints what its page shows.
+fn shown_as_documented(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+fn usdt_guarded(ctx: &Ctx, example: &str) {
+    // Untraced, the guarded code never runs; traced, it runs each time.
+    let alone = Command::new(ctx.path("usdt")).arg("3").output().unwrap();
+    assert_eq!(text(&alone.stdout), "guarded 0\n");
+    shown_as_documented(ctx, example);
+}
+
+fn usdt_python(ctx: &Ctx, example: &str) {
+    let python = std::fs::canonicalize("/usr/bin/python3").expect("/usr/bin/python3");
+    let data = std::fs::read(&python).expect("read python3");
+    let notes = tracer::kernel::usdt::notes(&data, &python).expect("python3's notes");
+    if !notes.iter().any(|n| n.name == "function__entry") {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {example}: /usr/bin/python3 has no function__entry probe (not Debian's build)"
+        );
+        return;
+    }
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // Python names the script by its absolute path: here, the examples' directory.
+    let script = ctx.path("ticks.py").display().to_string();
+    let ticks = lines_with(&stdout, "arg1=\"tick\" arg2=2");
+    assert_eq!(ticks.len(), 3, "{stdout}");
+    assert!(
+        ticks.iter().all(|l| l.ends_with(&format!(
+            " usdt:/usr/bin/python3:python:function__entry arg0=\"{script}\" arg1=\"tick\" arg2=2"
+        ))),
+        "{stdout}"
+    );
+    // The page shows the script in /home/me; the rest as printed.
+    let shown = "0.025274   0   23633/23633     python3          usdt:/usr/bin/python3:python:function__entry arg0=\"/home/me/ticks.py\" arg1=\"tick\" arg2=2";
+    assert_shown(example, &stdout, &stderr, &[shown]);
+}
+
+fn usdt_count_by(ctx: &Ctx, example: &str) {
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    let mut rows: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("ARG1"))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    rows.sort();
+    let rows: Vec<String> = rows
+        .iter()
+        .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(rows, ["-1 1", "-2 1", "-3 1", "-4 1", "0 1"], "{stdout}");
+}
+
 fn readme_list(ctx: &Ctx, _example: &str) {
     // `[PATTERN]` is optional: without one, and with one.
     let (all, _) = ok(&ctx.run(&words("tracer list", &[])));
@@ -1256,7 +1372,7 @@ fn probe_bash_readline(ctx: &Ctx, example: &str) {
     assert_eq!(entries.len(), returns.len(), "{stdout}");
     assert!(entries.iter().all(|l| l.contains(" bash ")), "{stdout}");
     // The prompt read as a string, and the two lines typed, in order (bash has no DWARF:
-    // `:str` says they are strings).
+    // `str()` says they are strings).
     assert!(entries.iter().all(|l| l.contains(" arg0=\"")), "{stdout}");
     let typed: Vec<&str> = (returns.iter())
         .filter_map(|l| l.split_once(" ret=").map(|(_, r)| r))

@@ -50,6 +50,7 @@ fn testprog_uprobe(ret: bool) -> EventKind {
         } else {
             None
         },
+        ref_ctr: 0,
     }
 }
 

@@ -180,6 +180,30 @@ pub fn latency_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/usdt.c` with `usdt_guarded.c` (USDT probes with known
+/// arguments, one behind a semaphore), compiled once per test binary. Needs <sys/sdt.h>
+/// (Debian's systemtap-sdt-dev, which `cargo xtask setup` installs).
+#[allow(dead_code)]
+pub fn usdt_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads");
+    let header = Command::new("sh")
+        .args([
+            "-c",
+            "echo '#include <sys/sdt.h>' | cc -E -x c - -o /dev/null",
+        ])
+        .status()
+        .expect("run cc");
+    assert!(
+        header.success(),
+        "the USDT workload needs <sys/sdt.h>: apt-get install systemtap-sdt-dev (cargo xtask setup does)"
+    );
+    let guarded = dir.join("usdt_guarded.c").display().to_string();
+    BUILT
+        .get_or_init(|| build_c("tracer-usdt", &dir.join("usdt.c"), &[&guarded]))
+        .clone()
+}
+
 /// `tests/workloads/latency.c`.
 pub fn latency_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/latency.c")

@@ -88,8 +88,9 @@ pub mod names {
     pub const SYS_SLOTS: &str = "SYS_SLOTS";
     pub const STR_COUNTS: &str = "STR_COUNTS";
     pub const FILTER_SHAPE: &str = "FILTER_SHAPE";
+    pub const USDT_ARGS: &str = "USDT_ARGS";
     /// Every name above.
-    pub const ALL: [&str; 22] = [
+    pub const ALL: [&str; 23] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -112,6 +113,7 @@ pub mod names {
         SYS_SLOTS,
         FILTER_SHAPE,
         STR_COUNTS,
+        USDT_ARGS,
     ];
 }
 
@@ -238,6 +240,45 @@ pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
 /// `SlotConfig::flags`: the slot's [`Filter`] (`--filter`) decides, after the values are
 /// read, whether the hit is sent or counted.
 pub const SLOT_VALUE_FILTER: u32 = 1 << 16;
+
+/// `SlotConfig::flags` (probe slots): a USDT probe. Its argument words are not the ABI's
+/// argument registers but what the probe's note says (`-4@%eax`, `8@-16(%rbp)`, `-4@$5`),
+/// read as the slot's entry in `USDT_ARGS` ([`UsdtArgs`]) describes.
+pub const SLOT_USDT: u32 = 1 << 17;
+
+/// [`UsdtArg::kind`]: no such argument (its word is 0).
+pub const USDT_NONE: u8 = 0;
+/// [`UsdtArg::kind`]: a constant, [`UsdtArg::value`] (`-4@$5`).
+pub const USDT_CONST: u8 = 1;
+/// [`UsdtArg::kind`]: the register at pt_regs offset [`UsdtArg::reg`] (`-4@%eax`).
+pub const USDT_REG: u8 = 2;
+/// [`UsdtArg::kind`]: [`UsdtArg::size`] bytes of user memory at that register plus
+/// [`UsdtArg::value`] (`8@-16(%rbp)`; a `sym(%rip)` operand is the instruction pointer plus
+/// the symbol's distance from the probe).
+pub const USDT_MEM: u8 = 3;
+
+/// Where one USDT argument is (the note's `SIZE@OPERAND`, decoded by userspace).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtArg {
+    /// The constant ([`USDT_CONST`]) or the displacement ([`USDT_MEM`]).
+    pub value: i64,
+    /// Byte offset of the register in `struct pt_regs` ([`USDT_REG`], [`USDT_MEM`]).
+    pub reg: u16,
+    /// A `USDT_*` kind.
+    pub kind: u8,
+    /// Bytes read from memory: 1, 2, 4 or 8.
+    pub size: u8,
+    pub _pad: u32,
+}
+
+/// The arguments of one USDT probe slot: `Event::data[i]` is argument `i`, its upper bits as
+/// the register held them (userspace types each by its size and sign).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtArgs {
+    pub args: [UsdtArg; word::ARGS],
+}
 
 /// Comparisons in one [`Filter`]: `--filter`'s expression is these, combined by a truth table
 /// of one word (2^6 combinations). More would take a table lookup at an index the verifier
@@ -585,6 +626,8 @@ pub const USES_VALUE_FILTER: u32 = 1 << 11;
 pub const USES_STR_MANY: u32 = 1 << 12;
 /// `char **` string arrays (`StrRead::array`: argv, envp).
 pub const USES_STR_ARRAYS: u32 = 1 << 13;
+/// USDT argument reads (`SLOT_USDT`).
+pub const USES_USDT: u32 = 1 << 14;
 
 /// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
 pub mod drop {
@@ -706,6 +749,9 @@ impl SlotConfig {
         if self.flags & SLOT_VALUE_FILTER != 0 {
             uses |= USES_VALUE_FILTER;
         }
+        if self.flags & SLOT_USDT != 0 {
+            uses |= USES_USDT;
+        }
         uses
     }
 }
@@ -791,11 +837,20 @@ pub struct LatConfig {
     /// The key parts read at the start and at the end, in the same order.
     pub entry_key: [LatKeySrc; LAT_KEY_PARTS],
     pub exit_key: [LatKeySrc; LAT_KEY_PARTS],
+    /// `LAT_USDT_*` bits: which end is a USDT probe, whose argument words are read as
+    /// `USDT_ARGS` entry [`LAT_USDT_START`] or [`LAT_USDT_END`] says.
+    pub usdt: u32,
+    pub _pad: u32,
     /// Linear buckets of this many ns (0: log2 buckets).
     pub linear_step: u64,
     /// Calls at least this long (ns) are streamed as outliers (0: none).
     pub slower_than: u64,
 }
+
+/// `LatConfig::usdt` bit, and `USDT_ARGS` index, of a USDT start.
+pub const LAT_USDT_START: u32 = 1;
+/// `LatConfig::usdt` bit, and `USDT_ARGS` index, of a USDT end.
+pub const LAT_USDT_END: u32 = 2;
 
 /// The key of a call in flight: the thread (`pid_tgid` in the first part), or the values of
 /// the `--key` parts, zero-extended.
@@ -980,6 +1035,8 @@ mod pod {
     unsafe impl aya::Pod for super::RunCount {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::Filter {}
+    // SAFETY: as above (`_pad` written as zero).
+    unsafe impl aya::Pod for super::UsdtArgs {}
 }
 
 #[cfg(test)]

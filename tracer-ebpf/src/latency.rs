@@ -11,8 +11,9 @@ use tracer_common::{
     word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS, HIST_MAX,
     HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
     LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
-    LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED,
-    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_VALUE_FILTER,
+    LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
+    LAT_USDT_START, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_USDT,
+    USES_VALUE_FILTER,
 };
 
 use crate::{emit_raw, filter_passes, passes, stack_id, uses, SCRATCH};
@@ -298,9 +299,19 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
     }
 }
 
+/// The argument words of a start or end probe (`end`: [`LAT_USDT_END`]): a USDT probe's as its
+/// note says, else the argument registers.
 #[inline(always)]
-fn registers(ctx: &ProbeContext) -> [u64; 6] {
+fn registers(ctx: &ProbeContext, end: u32) -> [u64; 6] {
     let mut args = [0u64; 6];
+    if crate::uses(USES_USDT) {
+        let usdt = LAT_CONFIG.get(0).map_or(0, |c| c.usdt);
+        if usdt & end != 0 {
+            let mut faults = 0;
+            crate::usdt_args(ctx, end, &mut args, &mut faults);
+            return args;
+        }
+    }
     let mut i = 0;
     while i < 6 {
         args[i] = ctx.arg::<u64>(i).unwrap_or(0);
@@ -311,7 +322,7 @@ fn registers(ctx: &ProbeContext) -> [u64; 6] {
 
 #[kprobe]
 pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
-    let args = registers(&ctx);
+    let args = registers(&ctx, LAT_USDT_START);
     entry(args, &Source::Args(&args));
     0
 }
@@ -319,7 +330,7 @@ pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
 /// The end at a kprobe or uprobe (not a return probe): the key may be an argument.
 #[kprobe]
 pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
-    let args = registers(&ctx);
+    let args = registers(&ctx, LAT_USDT_END);
     exit(&ctx, &Source::Args(&args), 0);
     0
 }

@@ -232,6 +232,7 @@ struct Maps {
     sys_slots: Array<MapData, u32>,
     filters: Array<MapData, tracer_common::Filter>,
     globs: Array<MapData, [u8; tracer_common::GLOB_ROW]>,
+    usdt_args: Array<MapData, tracer_common::UsdtArgs>,
     /// Moved out by [`Bpf::take_ringbuf`].
     ringbuf: Option<Map>,
 }
@@ -262,6 +263,7 @@ impl Maps {
             sys_slots: typed(ebpf, names::SYS_SLOTS)?,
             filters: typed(ebpf, names::FILTERS)?,
             globs: typed(ebpf, names::GLOBS)?,
+            usdt_args: typed(ebpf, names::USDT_ARGS)?,
             ringbuf: ebpf.take_map(names::RINGBUF),
         })
     }
@@ -978,6 +980,32 @@ impl Bpf {
     }
 
     /// Writes a slot's `--filter` (its config carries `SLOT_VALUE_FILTER`).
+    /// Where a USDT probe slot (`SLOT_USDT`) finds its arguments.
+    pub fn set_usdt_args(
+        &mut self,
+        slot: &Slot,
+        args: &tracer_common::UsdtArgs,
+    ) -> Result<(), Error> {
+        self.write_usdt_args(slot.id, args)
+    }
+
+    /// Where a USDT start or end of the latency programs finds its arguments (`end`:
+    /// `LAT_USDT_START` or `LAT_USDT_END`, also set in `LatConfig::usdt`).
+    pub fn set_latency_usdt_args(
+        &mut self,
+        end: u32,
+        args: &tracer_common::UsdtArgs,
+    ) -> Result<(), Error> {
+        self.write_usdt_args(end, args)
+    }
+
+    fn write_usdt_args(&mut self, index: u32, args: &tracer_common::UsdtArgs) -> Result<(), Error> {
+        (self.maps.usdt_args.set(index, *args, 0)).map_err(|source| Error::MapUpdate {
+            map: names::USDT_ARGS,
+            source,
+        })
+    }
+
     pub fn set_filter(&mut self, slot: &Slot, filter: &tracer_common::Filter) -> Result<(), Error> {
         self.write_filter(slot.id, filter)
     }

@@ -99,10 +99,11 @@ pub enum Command {
     Report(ReportArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
-        after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'"
+        after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'\n  tracer list usdt:/usr/bin/python3   its USDT probes, with their arguments"
     )]
     List {
-        /// Only specs matching this glob or spec (a plain word matches anywhere).
+        /// Only specs matching this glob or spec (a plain word matches anywhere);
+        /// `usdt:PATH[:PATTERN]` lists a binary's USDT probes with their argument specs.
         pattern: Option<String>,
         /// Show each tracepoint's fields.
         #[arg(short, long)]
@@ -126,7 +127,7 @@ pub enum Command {
 #[command(after_help = "Examples:
   tracer probe syscalls:sys_enter_openat -- cat /etc/hostname
   tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json
-  tracer probe 'uprobe:bash:readline(arg0:str)' 'uretprobe:bash:readline(ret:str)'   prompts, lines typed
+  tracer probe 'uprobe:bash:readline(str(arg0))' 'uretprobe:bash:readline(str(ret))'   prompts, lines typed
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
   tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s
@@ -139,8 +140,9 @@ pub enum Command {
 )]
 pub struct ProbeArgs {
     /// What to probe: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, kprobe:0xADDR,
-    /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, CAT:NAME
-    /// (tracepoint); * and ? expand against the kernel's lists.
+    /// uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR,
+    /// usdt:PATH:[PROVIDER:]NAME (USDT; str(argN) reads an argument as a string), CAT:NAME
+    /// (tracepoint); * and ? expand against the kernel's lists and the binary's notes.
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<String>,
     #[command(flatten)]
@@ -471,8 +473,8 @@ Examples:
 pub struct StatArgs {
     /// Events, comma-separated (repeatable): NAME[:MODS] (task-clock, page-faults, cycles,
     /// L1-dcache-load-misses...), CAT:NAME tracepoints, rHEX raw, PMU/TERM=VAL,.../,
-    /// mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL; {a,b} is a group. Modifiers:
-    /// u, k, h, G, H, I, D, p.
+    /// mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL, usdt:PATH:[PROVIDER:]NAME;
+    /// {a,b} is a group. Modifiers: u, k, h, G, H, I, D, p.
     #[arg(short, long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Count every task on every CPU.

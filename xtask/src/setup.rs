@@ -10,7 +10,8 @@ use crate::run_cmd;
 /// Debian packages: LLVM 22 for bpf-linker (and the llvm-objcopy that strips the BPF object),
 /// qemu and busybox for the VM tier, cpio/xz/zstd to build initramfs images and unpack kernel
 /// modules, linux-perf for the `tracer stat` tests that compare with /usr/bin/perf, gcc for the
-/// C workload the stack and DWARF tests trace.
+/// C workload the stack and DWARF tests trace, systemtap-sdt-dev for the <sys/sdt.h> of the USDT
+/// workload, Debian's python3 (built with USDT probes) for the Python probe test.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libzstd-dev",
@@ -22,6 +23,8 @@ const APT_PACKAGES: &[&str] = &[
     "zstd",
     "linux-perf",
     "gcc",
+    "systemtap-sdt-dev",
+    "python3",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

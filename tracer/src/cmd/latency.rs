@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use tracer_common::{
     word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT,
-    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, SLOT_FILTER_TRACKED,
+    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, LAT_USDT_END, LAT_USDT_START,
+    SLOT_FILTER_TRACKED,
 };
 
 use crate::bpf::{Bpf, Sizing, SlotKind};
@@ -34,10 +35,15 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let filter = (plan.value_filter.as_ref())
         .map(|f| probe::filter::resolve_latency(f, &plan.start, &plan.end))
         .transpose()?;
+    // Whether an end is a USDT probe, known before loading (the programs' USES must say);
+    // its site is found when it is opened below.
+    let usdt = probe::usdt::is_usdt(&plan.start) || probe::usdt::is_usdt(&plan.end);
     let mut bpf = Bpf::load_with(Sizing {
         latency: true,
         stacks: plan.stack.is_some(),
-        uses: tracer_common::USES_ALL | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER),
+        uses: tracer_common::USES_ALL
+            | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER)
+            | if usdt { tracer_common::USES_USDT } else { 0 },
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         ..Sizing::default()
     })?;
@@ -52,6 +58,12 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let mut config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
     if filter.is_some() {
         config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
+    }
+    for (opened, end) in [(&entry, LAT_USDT_START), (&exit, LAT_USDT_END)] {
+        if let Some(site) = &opened.usdt {
+            bpf.set_latency_usdt_args(end, &site.places)?;
+            config.usdt |= end;
+        }
     }
     let kind = |opened: &Opened| match opened.format {
         Some(_) => SlotKind::Tracepoint,
@@ -118,6 +130,8 @@ fn lat_config(
         exit_key,
         linear_step: plan.linear_step.unwrap_or(0),
         slower_than: plan.slower_than.unwrap_or(0),
+        usdt: 0,
+        _pad: 0,
     })
 }
 

@@ -22,9 +22,11 @@ pub fn run(args: ListArgs) -> Result<(), Error> {
     let mut out = Vec::new();
     // Why tracepoints and kernel functions are missing from the list, if they are.
     let mut unlisted = None;
-    match &args.binary {
-        Some(binary) => binary_lines(binary, &pattern, &mut out)?,
-        None => {
+    let usdt = (args.pattern.as_deref()).and_then(|p| p.strip_prefix("usdt:"));
+    match (&args.binary, usdt) {
+        (_, Some(rest)) => usdt_lines(rest, &mut out)?,
+        (Some(binary), None) => binary_lines(binary, &pattern, &mut out)?,
+        (None, None) => {
             match Tracefs::locate() {
                 Ok(fs) => kernel_lines(&fs, &pattern, args.verbose, &mut out),
                 Err(e) => unlisted = Some(e),
@@ -32,7 +34,7 @@ pub fn run(args: ListArgs) -> Result<(), Error> {
             event_lines(&pattern, &mut out);
         }
     }
-    if let (true, Some(p), None) = (out.is_empty(), &args.pattern, &args.binary) {
+    if let (true, Some(p), None, None) = (out.is_empty(), &args.pattern, &args.binary, usdt) {
         // Nothing matches what could be read: the unreadable part may hold the match.
         if let Some(e @ crate::kernel::Error::TracefsDenied { .. }) = unlisted {
             return Err(e.into());
@@ -48,6 +50,31 @@ pub fn run(args: ListArgs) -> Result<(), Error> {
         ));
     }
     output::write_stdout(&output::list::text(&out))
+}
+
+/// `usdt:PATH[:PATTERN]`: the binary's USDT probes (matching `PROVIDER:NAME` or `NAME`
+/// globs), each with its arguments' types and specs.
+fn usdt_lines(rest: &str, out: &mut Vec<Entry>) -> Result<(), Error> {
+    let (file, pattern) = match rest.split_once(':') {
+        Some((file, pattern)) => (file, Some(pattern)),
+        None => (rest, None),
+    };
+    let listing = crate::probe::usdt::listing(file, pattern)?;
+    if listing.is_empty() {
+        return Err(Error::usage(
+            format!(
+                "no USDT probe of {file} matches '{}'",
+                pattern.unwrap_or("*")
+            ),
+            vec![format!("list them all with `tracer list usdt:{file}`")],
+        ));
+    }
+    for (spec, fields) in listing {
+        let mut entry = Entry::new(spec);
+        entry.fields = fields;
+        out.push(entry);
+    }
+    Ok(())
 }
 
 /// `--binary`: its function symbols as uprobe specs.

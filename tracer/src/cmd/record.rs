@@ -150,7 +150,8 @@ fn counters(plan: &RecordPlan, fs: &Tracefs) -> Result<Vec<CounterSpec>, Error> 
 fn uses(plan: &RecordPlan, specs: &[ProbeSpec], fs: &Tracefs) -> u32 {
     let filter = (plan.value_filter.as_ref()).map_or(0, |_| tracer_common::USES_VALUE_FILTER);
     if !plan.watches.is_empty() {
-        return tracer_common::USES_ALL | filter;
+        let usdt = AttachOptions::default().uses(specs, fs) & tracer_common::USES_USDT;
+        return tracer_common::USES_ALL | filter | usdt;
     }
     let options = AttachOptions {
         base: tracer_common::SlotConfig {

@@ -58,6 +58,19 @@ pub fn code_offset(data: &[u8], path: &Path, vaddr: u64) -> Result<u64, Error> {
     }
 }
 
+/// File offset of data at virtual address `vaddr` in `path` (a USDT semaphore: the uprobe
+/// PMU's `ref_ctr_offset` is a file offset too); its bytes must be in the file.
+pub fn data_offset(data: &[u8], path: &Path, vaddr: u64) -> Result<u64, Error> {
+    let file = object::File::parse(data).map_err(|e| parse_error(path, e))?;
+    match segment_of(&file, vaddr) {
+        Some((Some(offset), _)) => Ok(offset),
+        _ => Err(parse_error(
+            path,
+            format!("{vaddr:#x} is in no loaded segment's bytes"),
+        )),
+    }
+}
+
 /// Link-time address of `symbol` (from .symtab, else .dynsym) in the ELF file `data`.
 pub fn symbol_address(data: &[u8], path: &Path, symbol: &str) -> Result<u64, Error> {
     let file = object::File::parse(data).map_err(|e| parse_error(path, e))?;

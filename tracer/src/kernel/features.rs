@@ -255,6 +255,7 @@ fn check_uprobe_pmu() -> Result<String, String> {
         path,
         offset,
         retprobe_bit: None,
+        ref_ctr: 0,
     };
     perf::Event::open(
         "uprobe:self",

@@ -11,6 +11,7 @@ pub mod kprobe_events;
 pub mod params;
 pub mod symbols;
 pub mod tracefs;
+pub mod usdt;
 
 use std::io;
 

@@ -268,6 +268,10 @@ pub enum EventKind {
         path: std::ffi::CString,
         offset: u64,
         retprobe_bit: Option<u32>,
+        /// `config` bits of the PMU's `ref_ctr_offset` field (a USDT semaphore's file offset,
+        /// as the PMU's format encodes it), 0 for none: the kernel increments the counter in
+        /// every process the probe is armed in while it is, and decrements it after.
+        ref_ctr: u64,
     },
     /// Any other PMU by type number with config words already encoded from its format terms.
     Pmu {
@@ -375,8 +379,9 @@ impl EventKind {
                 path,
                 offset,
                 retprobe_bit,
+                ref_ctr,
             } => {
-                let config = retprobe_bit.map_or(0, |bit| 1u64 << bit);
+                let config = retprobe_bit.map_or(0, |bit| 1u64 << bit) | ref_ctr;
                 (*pmu_type, config, path.as_ptr() as u64, *offset, 0)
             }
             EventKind::Pmu {

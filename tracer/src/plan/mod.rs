@@ -37,6 +37,14 @@ pub enum UserAt {
     },
     /// A virtual address as the ELF file's symbols give it (converted to a file offset later).
     Address(u64),
+    /// A USDT probe (`.note.stapsdt`): `PROVIDER:NAME` or `NAME` of any provider (globs
+    /// allowed). `site` picks one of several places the same probe is compiled in (after
+    /// expansion; `None`: the only one).
+    Usdt {
+        provider: Option<String>,
+        name: String,
+        site: Option<usize>,
+    },
 }
 
 /// One probe as the user asked for it.
@@ -61,6 +69,10 @@ impl ProbeSpec {
                 at: UserAt::Symbol { name, .. },
                 ..
             } => glob(name),
+            Target::User {
+                at: UserAt::Usdt { provider, name, .. },
+                ..
+            } => glob(name) || provider.as_deref().is_some_and(glob),
             _ => false,
         }
     }
@@ -96,6 +108,21 @@ impl fmt::Display for ProbeSpec {
                         write!(f, "{kind}:{file}:{name}{}", offset(off))
                     }
                     UserAt::Address(addr) => write!(f, "{kind}:{file}:{addr:#x}"),
+                    UserAt::Usdt {
+                        provider,
+                        name,
+                        site,
+                    } => {
+                        write!(f, "usdt:{file}:")?;
+                        if let Some(provider) = provider {
+                            write!(f, "{provider}:")?;
+                        }
+                        write!(f, "{name}")?;
+                        match site {
+                            Some(site) => write!(f, "#{site}"),
+                            None => Ok(()),
+                        }
+                    }
                 }
             }
         }
@@ -108,7 +135,7 @@ fn usage(message: String, hint: &str) -> Error {
 
 const SPEC_HINT: &str = "probe specs: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, \
      kprobe:0xADDR, uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, \
-     CAT:NAME or tracepoint:CAT:NAME (globs * and ? allowed in names)";
+     usdt:PATH:[PROVIDER:]NAME, CAT:NAME or tracepoint:CAT:NAME (globs * and ? allowed in names)";
 
 /// Whether `addr` can be a kernel address: on x86-64 the kernel's half of the address space
 /// has the top bit set (with 4- and 5-level paging alike), the user's half has it clear.
@@ -225,6 +252,51 @@ fn user(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
     })
 }
 
+/// `usdt:PATH:PROVIDER:NAME` or `usdt:PATH:NAME` (the part after `usdt:`).
+fn usdt(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
+    let hint = "USDT probes are usdt:PATH:PROVIDER:NAME or usdt:PATH:NAME (globs allowed); \
+                `tracer list usdt:PATH` lists a binary's";
+    let parts: Vec<&str> = rest.splitn(3, ':').collect();
+    let (file, provider, name) = match parts[..] {
+        [file, name] => (file, None, name),
+        [file, provider, name] => (file, Some(provider), name),
+        _ => {
+            return Err(usage(
+                format!("probe '{spec}' needs PATH:[PROVIDER:]NAME"),
+                hint,
+            ))
+        }
+    };
+    let (name, site) = match name.split_once('#') {
+        Some((name, site)) => match site.parse::<usize>() {
+            Ok(site) => (name, Some(site)),
+            Err(_) => {
+                return Err(usage(
+                    format!("invalid site '#{site}' in probe '{spec}'"),
+                    "#N picks the Nth place a probe is compiled in (0, 1, ...)",
+                ))
+            }
+        },
+        None => (name, None),
+    };
+    let bad = |part: &str| part.is_empty() || !valid_name(part);
+    if file.is_empty() || bad(name) || provider.is_some_and(bad) {
+        return Err(usage(format!("invalid USDT probe '{spec}'"), hint));
+    }
+    Ok(ProbeSpec {
+        target: Target::User {
+            file: file.to_string(),
+            at: UserAt::Usdt {
+                provider: provider.map(str::to_string),
+                name: name.to_string(),
+                site,
+            },
+        },
+        ret: false,
+        args: Vec::new(),
+    })
+}
+
 fn tracepoint(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
     match rest.split_once(':') {
         Some((category, name)) if valid_name(category) && valid_name(name) => Ok(ProbeSpec {
@@ -275,6 +347,7 @@ pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
             "uprobe" | "u" => return user(rest, false, spec),
             "uretprobe" | "ur" => return user(rest, true, spec),
             "tracepoint" | "t" => return tracepoint(rest, spec),
+            "usdt" | "U" => return usdt(rest, spec),
             _ => {}
         }
     }
@@ -338,10 +411,6 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
             "tracepoints are CAT:NAME (tracer uses raw tracepoints itself where they are cheaper)",
             "tracer list 'CAT:*' lists them".to_string(),
         ),
-        "usdt" | "U" => (
-            "USDT probes are not supported yet",
-            "probe the function around the USDT site with uprobe:PATH:SYMBOL".to_string(),
-        ),
         _ => return None,
     };
     Some(usage(format!("'{spec}': {message}"), &hint))
@@ -365,12 +434,14 @@ pub fn parse_bare_spec(spec: &str, command: &str) -> Result<ProbeSpec, Error> {
 
 /// Parses a list of values to print (`--args`, or inside `FUNC(...)`): parameter or field
 /// names, `argN`, `ret`, and member accesses `PARAM->member[.member]`, comma-separated; any of
-/// them with `:str` to read it as a string.
+/// them as `str(NAME)` to read it as a string.
 pub fn parse_args(list: &str) -> Result<Vec<String>, Error> {
-    const HINT: &str = "name parameters, argN, ret, tracepoint fields or members (NAME:str reads a string): filename,how->flags";
+    const HINT: &str = "name parameters, argN, ret, tracepoint fields or members (str(NAME) reads a string): filename,how->flags";
     let mut args = Vec::new();
     for word in list.split(',').map(str::trim) {
-        let name = word.strip_suffix(":str").unwrap_or(word);
+        // `str(NAME)`: a value read as a string (a `char *` the debug info does not type, an
+        // untyped argN, a USDT argument), as bpftrace spells it.
+        let name = (word.strip_prefix("str(").and_then(|w| w.strip_suffix(')'))).unwrap_or(word);
         let plain = valid_value_name(name);
         if !plain && crate::kernel::btf::parse_access(name).is_none() {
             let message = match word.is_empty() {
@@ -1394,9 +1465,36 @@ pub(crate) mod tests {
             "e.g. tracer probe vfs_read%return"
         );
         assert!(refused("profile:hz:99").0.contains("cpu-clock"));
-        assert!(refused("usdt:/bin/python3:function__entry")
-            .0
-            .contains("not supported yet"));
+        let usdt = |provider: Option<&str>, name: &str, site| Target::User {
+            file: "/usr/bin/python3".into(),
+            at: UserAt::Usdt {
+                provider: provider.map(str::to_string),
+                name: name.into(),
+                site,
+            },
+        };
+        let python = parse_spec("usdt:/usr/bin/python3:python:function__entry").unwrap();
+        assert_eq!(python.target, usdt(Some("python"), "function__entry", None));
+        assert_eq!(
+            python.to_string(),
+            "usdt:/usr/bin/python3:python:function__entry"
+        );
+        let bare = parse_spec("U:/usr/bin/python3:function__*(arg1)").unwrap();
+        assert_eq!(bare.target, usdt(None, "function__*", None));
+        assert!(bare.is_glob());
+        assert_eq!(bare.args, ["arg1"]);
+        let site = parse_spec("usdt:/usr/bin/python3:python:line#1").unwrap();
+        assert_eq!(site.target, usdt(Some("python"), "line", Some(1)));
+        assert_eq!(site.to_string(), "usdt:/usr/bin/python3:python:line#1");
+        for bad in [
+            "usdt:/bin/x",
+            "usdt::p:n",
+            "usdt:/bin/x:p:",
+            "usdt:/bin/x:n#x",
+            "usdt:/x:a b",
+        ] {
+            assert!(matches!(parse_spec(bad), Err(Error::Usage { .. })), "{bad}");
+        }
         let (m, h) = refused("tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }");
         assert_eq!(
             m,

@@ -18,7 +18,7 @@ fn usage(message: impl Into<String>, hints: &[&str]) -> Error {
 
 const EVENT_HINT: &str =
     "events are NAME[:MODS] (see `tracer list`), CAT:NAME tracepoints, rHEX raw \
-     events, PMU/TERM=VAL,.../, mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL; \
+     events, PMU/TERM=VAL,.../, mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL, usdt:PATH:[PROVIDER:]NAME; \
      {a,b} counts a group together";
 
 /// What the privilege modifiers leave counted (perf-list(1), "EVENT MODIFIERS"), applied
@@ -566,7 +566,7 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
         };
         return Ok((source, name, mods));
     }
-    for prefix in ["kprobe:", "kretprobe:", "uprobe:", "uretprobe:"] {
+    for prefix in ["kprobe:", "kretprobe:", "uprobe:", "uretprobe:", "usdt:"] {
         if spec.starts_with(prefix) {
             let probe = plan::parse_bare_spec(spec, "stat")?;
             if probe.is_glob() {

@@ -57,7 +57,7 @@ impl AttachOptions<'_> {
     pub fn uses(&self, specs: &[ProbeSpec], fs: &Tracefs) -> u32 {
         use tracer_common::{
             USES_AGGREGATE, USES_AGG_VALUE, USES_FIELDS, USES_FILTERS, USES_STACKS, USES_STREAM,
-            USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACKED,
+            USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACKED, USES_USDT,
         };
         let mut uses = self.base.uses() & (USES_FILTERS | USES_TRACKED);
         uses |= match self.aggregation {
@@ -100,6 +100,10 @@ impl AttachOptions<'_> {
                     };
                     reads | arrays
                 }
+                Target::User {
+                    at: UserAt::Usdt { .. },
+                    ..
+                } => USES_STRINGS | USES_STR_MANY | USES_USDT,
                 // String arguments (a return value's too) and struct member reads.
                 _ => USES_STRINGS | USES_STR_MANY | USES_FIELDS,
             };
@@ -179,7 +183,7 @@ fn attach(
         (Some(_), Target::Tracepoint { category, name }) => {
             let format =
                 (fs.format(category, name)).map_err(|e| tracepoint_error(e, fs, category, name))?;
-            (None, (None, Some(format), None))
+            (None, (None, Some(format), None, None))
         }
         _ => {
             let Opened {
@@ -187,6 +191,7 @@ fn attach(
                 legacy,
                 format,
                 kernel_function,
+                usdt,
             } = open_event(
                 fs,
                 spec,
@@ -195,13 +200,16 @@ fn attach(
                 options.pid,
                 index,
             )?;
-            (Some(event), (legacy, format, kernel_function))
+            (Some(event), (legacy, format, kernel_function, usdt))
         }
     };
-    let (legacy, format, kernel_function) = opened;
+    let (legacy, format, kernel_function, usdt) = opened;
     let mut config = options.base;
     if config.strlen == 0 {
         config.strlen = STRLEN_DEFAULT;
+    }
+    if usdt.is_some() {
+        config.flags |= tracer_common::SLOT_USDT;
     }
     if spec.ret {
         config.flags |= SLOT_RETURN;
@@ -236,7 +244,7 @@ fn attach(
             )
         }
         None if spec.ret => {
-            if spec.args.iter().any(|a| a != "ret" && a != "ret:str") {
+            if spec.args.iter().any(|a| a != "ret" && a != "str(ret)") {
                 return Err(Error::usage(
                     format!(
                         "{spec} sees only the return value; '{}' is gone by then",
@@ -252,8 +260,8 @@ fn attach(
                 ));
             }
             let mut proto = prototype(spec, btf);
-            // `ret:str`: a `char *` the debug info does not say is one (no DWARF).
-            if spec.args.iter().any(|a| a == "ret:str") {
+            // `str(ret)`: a `char *` the debug info does not say is one (no DWARF).
+            if spec.args.iter().any(|a| a == "str(ret)") {
                 proto = Some(Prototype {
                     params: proto.map(|p| p.params).unwrap_or_default(),
                     ret: crate::kernel::params::Kind::Str,
@@ -262,7 +270,10 @@ fn attach(
             (SlotKind::Probe, Decoder::Return { proto })
         }
         None => {
-            let proto = prototype(spec, btf);
+            let proto = match &usdt {
+                Some(site) => Some(site.proto.clone()),
+                None => prototype(spec, btf),
+            };
             let memory = match spec.target {
                 Target::User { .. } => Memory::User,
                 // gcc-built kernels' BTF does not mark __user pointers: the address tells.
@@ -385,6 +396,9 @@ fn attach(
         (None, None, None) => unreachable!("only dispatched syscalls open no event"),
         (None, None, Some(event)) => {
             let slot = bpf.take_slot(kind, config)?;
+            if let Some(site) = &usdt {
+                bpf.set_usdt_args(&slot, &site.places)?;
+            }
             if let Some((filter, _)) = &filter {
                 bpf.set_filter(&slot, filter)?;
             }

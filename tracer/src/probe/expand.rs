@@ -10,6 +10,41 @@ use crate::Error;
 pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error> {
     let mut out = Vec::new();
     for spec in specs {
+        // A USDT spec names probes in a note, each compiled in at one or more places: always
+        // expanded, into one uprobe per place.
+        if let Target::User {
+            at: UserAt::Usdt { .. },
+            ..
+        } = &spec.target
+        {
+            let sites = super::usdt::expand(spec)?;
+            if sites.len() > plan::MAX_PROBES_PER_KIND {
+                return Err(Error::usage(
+                    format!(
+                        "'{spec}' matches {} probe sites; at most {} can be attached in one run",
+                        sites.len(),
+                        plan::MAX_PROBES_PER_KIND
+                    ),
+                    vec![format!(
+                        "narrow the pattern; the first matches are: {}",
+                        sites
+                            .iter()
+                            .take(5)
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )],
+                ));
+            }
+            if sites.len() > 1 {
+                crate::output::notes::note(format_args!(
+                    "'{spec}' matches {} probe sites",
+                    sites.len()
+                ));
+            }
+            out.extend(sites);
+            continue;
+        }
         if !spec.is_glob() {
             out.push(successor(spec, fs).unwrap_or_else(|| spec.clone()));
             continue;

@@ -11,6 +11,7 @@ pub mod filter;
 pub mod resolve;
 pub mod strings;
 pub mod tasks;
+pub mod usdt;
 pub mod values;
 
 pub use attach::{AttachOptions, Attacher};

@@ -34,6 +34,8 @@ pub struct Opened {
     pub format: Option<Format>,
     /// Kernel probes by name: the function (for hints).
     pub kernel_function: Option<String>,
+    /// USDT probes: the site (where the slot reads the arguments, their types).
+    pub usdt: Option<super::usdt::Site>,
 }
 
 /// What one probe spec becomes before it is opened: the event, the legacy kprobe it may need
@@ -43,6 +45,7 @@ pub struct ProbeEvent {
     pub legacy: Option<LegacyKprobe>,
     pub format: Option<Format>,
     pub kernel_function: Option<String>,
+    pub usdt: Option<super::usdt::Site>,
 }
 
 /// The retprobe format bit of a PMU for a return probe (`None` for an entry probe); an error
@@ -75,6 +78,7 @@ pub fn event_kind(
         legacy: None,
         format,
         kernel_function: None,
+        usdt: None,
     };
     match &spec.target {
         Target::Tracepoint {
@@ -123,6 +127,7 @@ pub fn event_kind(
                         legacy: None,
                         format: None,
                         kernel_function: function,
+                        usdt: None,
                     })
                 }
                 (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
@@ -134,6 +139,7 @@ pub fn event_kind(
                         legacy: Some(legacy),
                         format: None,
                         kernel_function: Some(function.clone()),
+                        usdt: None,
                     })
                 }
                 (KernelInterface::Tracefs, _) => Err(Error::usage(
@@ -143,7 +149,14 @@ pub fn event_kind(
             }
         }
         Target::User { file, at } => {
-            let (path, offset) = uprobe_location(file, at)?;
+            let usdt = super::usdt::of_spec(spec).transpose()?;
+            let (path, offset, semaphore) = match &usdt {
+                Some(site) => (site.path.clone(), site.offset, site.semaphore),
+                None => {
+                    let (path, offset) = uprobe_location(file, at)?;
+                    (path, offset, None)
+                }
+            };
             let pmu = perf::pmu::Pmus::default()
                 .get("uprobe")?
                 .ok_or_else(|| Error::Runtime {
@@ -158,9 +171,32 @@ pub fn event_kind(
                     .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
                 offset,
                 retprobe_bit: retprobe_bit("uprobe", pmu.flag_bit("retprobe"), spec.ret)?,
+                ref_ctr: match semaphore {
+                    Some(at) => semaphore_bits(&pmu, spec, at)?,
+                    None => 0,
+                },
             };
-            Ok(plain(kind, None))
+            Ok(ProbeEvent {
+                usdt,
+                ..plain(kind, None)
+            })
         }
+    }
+}
+
+/// The uprobe PMU's `config` bits that have the kernel raise a USDT probe's semaphore while
+/// the probe is armed (`ref_ctr_offset`, Linux 4.20).
+fn semaphore_bits(pmu: &perf::pmu::Pmu, spec: &ProbeSpec, offset: u64) -> Result<u64, Error> {
+    match pmu.encode(&[("ref_ctr_offset".to_string(), offset)]) {
+        Ok([config, 0, 0]) if config != 0 => Ok(config),
+        _ => Err(Error::Runtime {
+            message: format!(
+                "cannot probe {spec}: its semaphore needs the uprobe PMU's ref_ctr_offset (Linux 4.20), which this kernel lacks"
+            ),
+            hints: vec![
+                "the program only runs a semaphore-guarded probe's code while its semaphore is set; probe a function near it with uprobe:PATH:SYMBOL".into(),
+            ],
+        }),
     }
 }
 
@@ -209,6 +245,7 @@ pub fn open_event(
         legacy: resolved.legacy,
         format: resolved.format,
         kernel_function: resolved.kernel_function,
+        usdt: resolved.usdt,
     })
 }
 
@@ -286,6 +323,7 @@ pub fn uprobe_location(file: &str, at: &UserAt) -> Result<(std::path::PathBuf, u
                 )
             })?,
         UserAt::Address(addr) => *addr,
+        UserAt::Usdt { .. } => unreachable!("USDT sites are found by usdt::site"),
     };
     Ok((path.clone(), elf::code_offset(&data, &path, vaddr)?))
 }

@@ -118,20 +118,19 @@ impl Values {
         Ok(values)
     }
 
-    /// The column for a name: a parameter, `argN`, or a member access; `NAME:str` reads it
-    /// as a string (a `char *` the debug info does not type, or an untyped `argN`).
+    /// The column for a name: a parameter, `argN`, or a member access; `str(NAME)` reads it
+    /// as a string (a `char *` the debug info does not type, an untyped `argN`, a USDT
+    /// argument), as bpftrace spells it.
     fn column(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Column, Error> {
-        if let Some(plain) = name.strip_suffix(":str") {
-            let column = self.column(plain, members)?;
+        if let Some(inner) = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')')) {
+            let column = self.column(inner, members)?;
             if column.kind.size() != 8 {
                 return Err(Error::usage(
                     format!(
-                        "'{plain}' of {} is {}, not a pointer",
+                        "'{inner}' of {} is {}, not a pointer",
                         self.probe, column.kind
                     ),
-                    vec![format!(
-                        "':str' reads a pointer's string: drop it from '{name}'"
-                    )],
+                    vec![format!("str() reads a pointer's string: write '{inner}'")],
                 ));
             }
             return Ok(Column {
@@ -329,7 +328,9 @@ impl Values {
         (self.columns.iter())
             .map(|column| {
                 let raw = match column.place {
-                    Place::Register(n) => Some(event.data[word::ARG0 + n]),
+                    // Bit 8 + n: a USDT argument in memory that could not be read.
+                    Place::Register(n) => (event.field_faults & (1 << (8 + n)) == 0)
+                        .then_some(event.data[word::ARG0 + n]),
                     Place::Field(n) => {
                         (event.field_faults & (1 << n) == 0).then_some(event.fields[n])
                     }
@@ -349,7 +350,8 @@ impl Values {
 
     /// Member reads of one hit that failed.
     pub fn faults(event: &Event) -> u32 {
-        event.field_faults.count_ones()
+        // The member reads' bits only (USDT arguments and a second string have their own).
+        (event.field_faults & ((1 << FIELD_READS) - 1)).count_ones()
     }
 }
 
@@ -538,6 +540,91 @@ mod tests {
             Kind::Pointer { .. }
         ));
         assert_eq!(v.kind("how->mode", &mut lookup).unwrap(), Kind::Unsigned(8));
+    }
+
+    #[test]
+    fn an_unreadable_usdt_argument_is_missing_and_str_reads_a_string() {
+        let selection = ["arg0".to_string(), "str(arg1)".to_string()];
+        let v = Values::new(
+            "usdt:/bin/x:p:n",
+            None,
+            &selection,
+            Memory::User,
+            &mut lookup,
+        )
+        .expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        assert_eq!(
+            config.strs[0],
+            StrRead {
+                at: 1,
+                from: str_from::ARG,
+                memory: str_mem::USER,
+                ..StrRead::default()
+            }
+        );
+        let mut hit = event();
+        // Bit 8 + n: argument n's memory could not be read (USDT).
+        hit.field_faults = 1 << 8;
+        assert_eq!(
+            v.decode(&hit, &mut strings()),
+            vec![
+                ("arg0", Value::Missing),
+                ("arg1", Value::Str("/etc".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn str_reads_untyped_registers_as_strings_up_to_four() {
+        let selection: Vec<String> = ["str(arg0)", "str(arg1)", "str(arg2)", "arg3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let v = Values::new(
+            "usdt:/bin/x:p:n",
+            None,
+            &selection,
+            Memory::User,
+            &mut lookup,
+        )
+        .expect("values");
+        let mut config = SlotConfig::default();
+        v.configure(&mut config, true);
+        let user = |at| StrRead {
+            at,
+            from: str_from::ARG,
+            memory: str_mem::USER,
+            ..StrRead::default()
+        };
+        assert_eq!(config.strs[..3], [user(0), user(1), user(2)]);
+        assert_eq!(config.strs[3], StrRead::default());
+        let mut read = [
+            Some(Value::Str("/etc".into())),
+            Some(Value::Str("tick".into())),
+            None,
+            None,
+        ];
+        let decoded = v.decode(&event(), &mut read);
+        assert_eq!(decoded[0], ("arg0", Value::Str("/etc".into())));
+        assert_eq!(decoded[1], ("arg1", Value::Str("tick".into())));
+        // A string that could not be read prints as its pointer.
+        assert_eq!(decoded[2], ("arg2", Value::Hex(0xffff_c900_0000_1000)));
+        // str() of something that is not a pointer is refused.
+        let err = Values::new(
+            "kprobe:do_sys_openat2",
+            Some(&proto()),
+            &["str(dfd)".to_string()],
+            Memory::ByAddress,
+            &mut lookup,
+        )
+        .expect_err("an int");
+        assert!(
+            err.to_string()
+                .contains("'dfd' of kprobe:do_sys_openat2 is s32, not a pointer"),
+            "{err}"
+        );
     }
 
     #[test]
