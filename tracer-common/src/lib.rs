@@ -87,8 +87,10 @@ pub mod names {
     pub const GLOBS: &str = "GLOBS";
     pub const SYS_SLOTS: &str = "SYS_SLOTS";
     pub const FILTER_SHAPE: &str = "FILTER_SHAPE";
+    pub const OFFCPU_CONFIG: &str = "OFFCPU_CONFIG";
+    pub const OFFCPU_START: &str = "OFFCPU_START";
     /// Every name above.
-    pub const ALL: [&str; 21] = [
+    pub const ALL: [&str; 23] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -110,6 +112,8 @@ pub mod names {
         GLOBS,
         SYS_SLOTS,
         FILTER_SHAPE,
+        OFFCPU_CONFIG,
+        OFFCPU_START,
     ];
 }
 
@@ -827,6 +831,46 @@ impl Event {
     }
 }
 
+/// `tracer profile --off-cpu`: the global slot id whose `CONFIG` entry (task filters, stack
+/// bits) and `STATS` cells the off-CPU program on `sched:sched_switch` uses: hits are blocks
+/// counted, filtered are blocks shorter than the minimum, failed are blocks that found the
+/// start map or `COUNTS` full. It is the last perf-event slot, which an off-CPU run does not
+/// otherwise take (on-CPU sampling takes the first).
+pub const OFFCPU_SLOT: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS - 1;
+/// Threads blocked at once that `OFFCPU_START` can follow (an LRU map: the oldest block is
+/// forgotten first, and counted by userspace as what it is, a block never seen to end).
+pub const OFFCPU_ENTRIES: u32 = 16384;
+
+/// `OFFCPU_CONFIG`: where `sched:sched_switch` keeps its fields (from tracefs) and which blocks
+/// count.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuConfig {
+    /// Blocks shorter than this (ns) are counted as filtered, not by stack.
+    pub min_ns: u64,
+    /// Record offset of `prev_state` (a `long`).
+    pub prev_state: u32,
+    /// Record offset of `next_pid`.
+    pub next_pid: u32,
+}
+
+/// `OFFCPU_START`, by thread id: a blocked thread's switch-out, with the stack it blocked in
+/// (captured then: at the switch-in the tracepoint runs in the other task).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuStart {
+    pub time_ns: u64,
+    pub pid_tgid: u64,
+    pub kstack: i32,
+    pub ustack: i32,
+    pub comm: [u8; 16],
+}
+
+/// Bits of `sched_switch`'s `prev_state` that say the task blocked: any task state
+/// (`TASK_REPORT`, S D T t X Z P I). A preempted task reports `TASK_REPORT_MAX` (0x100, "R+"),
+/// a task that yields 0 ("R"): both are runnable, waiting for a CPU, not blocked.
+pub const SWITCH_BLOCKED_MASK: u64 = 0xff;
+
 #[cfg(feature = "user")]
 mod pod {
     // SAFETY: plain old data, `repr(C)`, no implicit padding (explicit `_pad` fields are
@@ -852,6 +896,10 @@ mod pod {
     unsafe impl aya::Pod for super::RunCount {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::Filter {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::OffCpuConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::OffCpuStart {}
 }
 
 #[cfg(test)]

@@ -200,6 +200,32 @@ impl Symbolizer {
         self.processes.insert(pid, Some(process));
     }
 
+    /// Rereads the mappings of `pid` while it runs (read first if unknown), so that its
+    /// stacks still resolve, libraries included, when they are only read after it exited
+    /// (counted stacks are symbolized at the end of a run).
+    pub fn keep_mapped(&mut self, pid: u32) {
+        match self.processes.get_mut(&pid) {
+            Some(Some(process)) => {
+                let _ = process.refresh();
+            }
+            _ => {
+                if let Ok(process) = Process::new(pid) {
+                    self.processes.insert(pid, Some(process));
+                }
+            }
+        }
+    }
+
+    /// Reads the mappings of `pid` if it is not known yet (and runs); a process known, or
+    /// gone, is left as it is.
+    pub fn remember(&mut self, pid: u32) {
+        if !self.processes.contains_key(&pid) {
+            if let Ok(process) = Process::new(pid) {
+                self.processes.insert(pid, Some(process));
+            }
+        }
+    }
+
     /// A line for the end-of-run summary when stacks were missing or unresolved.
     pub fn summary(&self) -> Option<String> {
         let mut parts = Vec::new();

@@ -110,6 +110,7 @@ fn sizing(plan: &ProbePlan, options: &AttachOptions, specs: &[ProbeSpec], cache:
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         dispatch: probe::attach::dispatch(specs),
+        offcpu: false,
     }
 }
 

@@ -179,11 +179,16 @@ impl Process {
         })
     }
 
-    /// Rereads `/proc/PID/maps` (after the process mapped more libraries).
+    /// Rereads `/proc/PID/maps` (after the process mapped more libraries). A process that is
+    /// exiting has no mappings left to read: the last ones read are kept, so that its
+    /// addresses still resolve.
     pub fn refresh(&mut self) -> Result<(), Error> {
         let path = format!("/proc/{}/maps", self.pid);
         let text = std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })?;
-        self.maps = parse_maps(&text);
+        let maps = parse_maps(&text);
+        if !maps.is_empty() {
+            self.maps = maps;
+        }
         Ok(())
     }
 

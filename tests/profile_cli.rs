@@ -1,0 +1,310 @@
+//! Tier 4: `tracer profile` against tests/workloads/profile.c, which burns a known amount of
+//! its own CPU time in two call chains (3:1) and sleeps known times in two functions.
+//!
+//! On-CPU expectations come from the clock: with cpu-clock (this kernel has no hardware
+//! counters) at -F HZ, a command's or a process's tasks are sampled by per-task clock events,
+//! which run only while their task does: a task that ran T s of CPU gets T * HZ samples, less
+//! the part of one period left over at its end. The workload reports T itself (its thread CPU
+//! time), so the expectation holds however busy the machine is. Where the samples land between
+//! the two chains (3 ms and 1 ms of every 4 ms round, sampled every 10.1 ms) drifts by up to a
+//! few samples, so the tolerance is 5 samples or 10%, whichever is more. Off-CPU totals are at
+//! least the time asked for (nanosleep never returns early) and at most 5% more (timer slack,
+//! the run queue).
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use common::{profile_program, text, tracer, tracer_bin, tracer_started, Workload};
+
+/// `cpu_ns=N hot_ns=N cold_ns=N`, the workload's own account, from `stderr`.
+fn cpu_account(stderr: &str) -> (u64, u64, u64) {
+    let line = (stderr.lines())
+        .find(|l| l.starts_with("cpu_ns="))
+        .unwrap_or_else(|| panic!("no cpu_ns= line in:\n{stderr}"));
+    let field = |name: &str| -> u64 {
+        (line.split_whitespace())
+            .find_map(|w| w.strip_prefix(name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+    };
+    (field("cpu_ns="), field("hot_ns="), field("cold_ns="))
+}
+
+/// Samples expected for `ns` of CPU time at `hz`.
+fn expected(ns: u64, hz: u64) -> f64 {
+    ns as f64 * hz as f64 / 1e9
+}
+
+fn assert_near(what: &str, got: u64, want: f64, context: &str) {
+    let tolerance = (want * 0.10).max(5.0);
+    assert!(
+        (got as f64 - want).abs() <= tolerance,
+        "{what}: {got} samples, expected {want:.1} +- {tolerance:.1}\n{context}"
+    );
+}
+
+/// Folded lines of `comm` as (frames, count).
+fn folded(stdout: &str, comm: &str) -> Vec<(String, u64)> {
+    (stdout.lines())
+        .filter(|l| l.starts_with(&format!("{comm};")))
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').expect("`stack N`");
+            (stack.to_string(), n.parse().expect("a count"))
+        })
+        .collect()
+}
+
+/// Samples of folded lines whose stack runs through `chain` (`;main;f;g`), deeper frames
+/// (a syscall or an interrupt under the leaf) included.
+fn through(lines: &[(String, u64)], chain: &str) -> u64 {
+    (lines.iter())
+        .filter(|(stack, _)| stack.contains(&format!("{chain};")) || stack.ends_with(chain))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+const HOT: &str = ";main;profile_hot;profile_hot_inner;profile_spin";
+const COLD: &str = ";main;profile_cold;profile_spin";
+
+#[test]
+fn on_cpu_shares_of_a_command_follow_its_cpu_time() {
+    let prog = profile_program().display().to_string();
+    let out = tracer(&[
+        "profile", "-F", "99", "-f", "folded", "--", &prog, "1000", "0", "0", "0", "0",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (cpu, hot, cold) = cpu_account(&stderr);
+    let lines = folded(&stdout, "tracer-profile");
+    let total: u64 = lines.iter().map(|(_, n)| n).sum();
+    assert_near("all", total, expected(cpu, 99), &context);
+    assert_near("hot", through(&lines, HOT), expected(hot, 99), &context);
+    assert_near("cold", through(&lines, COLD), expected(cold, 99), &context);
+    // The heaviest line is the hot chain exactly, root first, down to the leaf.
+    assert!(lines[0].0.ends_with(HOT), "{context}");
+    // Nothing else was profiled: the command only.
+    assert!(
+        stdout.lines().all(|l| l.starts_with("tracer-profile;")),
+        "{context}"
+    );
+    // Every sample accounted: the summary's count is the folded total.
+    assert!(
+        stderr.contains(&format!("\n{total} samples in ")),
+        "{context}"
+    );
+    assert!(stderr.contains("0 not counted (map full)"), "{context}");
+}
+
+#[test]
+fn on_cpu_of_a_running_process_as_json() {
+    let mut cmd = Command::new(profile_program());
+    cmd.args(["1000", "0", "0", "0", "0"])
+        .stderr(Stdio::piped());
+    let mut work = Workload::start(cmd);
+    let mut work_err = work.child.stderr.take().unwrap();
+    let pid = work.pid().to_string();
+    let (child, mut stderr, banner) =
+        tracer_started(&["profile", "-p", &pid, "-F", "199", "-f", "json"]);
+    assert!(
+        banner.contains(&format!("Sampling on-CPU stacks in process {pid}")),
+        "{banner}"
+    );
+    work.run_batch();
+    // SAFETY: kill(2) on our own child, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).unwrap();
+    work.finish();
+    let mut account = String::new();
+    work_err.read_to_string(&mut account).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    let stdout = text(&out.stdout);
+    let context = format!("stdout:\n{stdout}\nstderr:\n{rest}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let (cpu, hot, _) = cpu_account(&account);
+    assert_eq!(json["mode"], "on-cpu");
+    assert_eq!(json["hz"], 199);
+    let stacks = json["stacks"].as_array().unwrap();
+    let samples: u64 = stacks.iter().map(|s| s["value"].as_u64().unwrap()).sum();
+    assert_near("all", samples, expected(cpu, 199), &context);
+    // Innermost first: the hot chain's user frames, as the text report lists them.
+    let user = |s: &serde_json::Value| -> Vec<String> {
+        (s["frames"].as_array().unwrap().iter())
+            .filter(|f| f["kernel"] == false)
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let hot_samples: u64 = (stacks.iter())
+        .filter(|s| {
+            user(s)
+                .windows(4)
+                .any(|w| w == ["profile_spin", "profile_hot_inner", "profile_hot", "main"])
+        })
+        .map(|s| s["value"].as_u64().unwrap())
+        .sum();
+    assert_near("hot", hot_samples, expected(hot, 199), &context);
+    assert!(stacks
+        .iter()
+        .all(|s| s["pid"].as_u64() == Some(work_pid(&pid))));
+    // Every sample the program counted is in a stack, idle or not counted.
+    let a = &json["accounting"];
+    let counted: u64 = stacks.iter().map(|s| s["count"].as_u64().unwrap()).sum();
+    assert_eq!(
+        a["counted"].as_u64().unwrap(),
+        counted + a["idle"].as_u64().unwrap() + a["not_counted"].as_u64().unwrap(),
+        "{context}"
+    );
+}
+
+fn work_pid(pid: &str) -> u64 {
+    pid.parse().unwrap()
+}
+
+#[test]
+fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
+    let prog = profile_program().display().to_string();
+    let out = tracer(&[
+        "profile",
+        "--off-cpu",
+        "--min-block",
+        "1ms",
+        "-f",
+        "folded",
+        "--",
+        &prog,
+        "0",
+        "5",
+        "200",
+        "4",
+        "50",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let lines = folded(&stdout, "tracer-profile");
+    // Microseconds, by the user function that slept, through the kernel's sleep.
+    let slept = |function: &str| -> u64 {
+        (lines.iter())
+            .filter(|(stack, _)| {
+                stack.contains(&format!(";main;{function};")) && stack.contains("do_nanosleep_[k]")
+            })
+            .map(|(_, us)| us)
+            .sum()
+    };
+    let within = |got: u64, want: u64| got >= want && got <= want + want / 20;
+    assert!(within(slept("profile_nap"), 1_000_000), "{context}");
+    assert!(within(slept("profile_doze"), 200_000), "{context}");
+    assert!(
+        stderr.contains("9 blocks in") || stderr.contains("blocks counted"),
+        "{context}"
+    );
+}
+
+#[test]
+fn off_cpu_text_names_the_blocks() {
+    let prog = profile_program().display().to_string();
+    let out = tracer(&[
+        "profile",
+        "--off-cpu",
+        "--user-only",
+        "--",
+        &prog,
+        "0",
+        "3",
+        "100",
+        "0",
+        "0",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let first: Vec<&str> = stdout.lines().take(3).collect();
+    assert!(
+        first[0].starts_with("#1   ") && first[0].contains(" in 3 blocks ("),
+        "{stdout}"
+    );
+    assert!(
+        first[0].contains(" ms in ") || first[0].contains(" s in "),
+        "{stdout}"
+    );
+    assert!(
+        first[1].trim().starts_with("profile_nap (profile.c:"),
+        "{stdout}"
+    );
+    assert!(first[2].trim().starts_with("main (profile.c:"), "{stdout}");
+}
+
+#[test]
+fn the_flame_graph_is_an_svg_of_the_stacks() {
+    let prog = profile_program().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("cpu.svg");
+    let out = tracer(&[
+        "profile",
+        "-f",
+        "svg",
+        "-o",
+        svg.to_str().unwrap(),
+        "--",
+        &prog,
+        "300",
+        "0",
+        "0",
+        "0",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "-o takes the data");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<?xml"), "{}", &svg[..200.min(svg.len())]);
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("On-CPU profile"));
+    assert!(svg.contains("<title>profile_hot_inner ("), "{svg}");
+}
+
+#[test]
+fn bad_input_is_refused_with_a_hint() {
+    let usage = |args: &[&str], message: &str, hint: &str| {
+        let out = Command::new(tracer_bin()).args(args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("hint: {hint}")),
+            "{args:?}: {stderr}"
+        );
+    };
+    usage(
+        &["profile", "-F", "0"],
+        "error: -F 0: the sampling rate must be 1 to 50000 per second",
+        "99 (the default)",
+    );
+    usage(
+        &["profile", "--off-cpu", "-F", "99"],
+        "--off-cpu measures every block, unsampled",
+        "drop -F",
+    );
+    usage(
+        &["profile", "--min-block", "1ms"],
+        "--min-block filters the blocks of --off-cpu",
+        "add --off-cpu",
+    );
+    usage(
+        &["profile", "--off-cpu", "--min-block", "soon"],
+        "soon",
+        "e.g. --min-block 1ms",
+    );
+    usage(
+        &["profile", "-o", "folded"],
+        "'folded' is a format",
+        "for folded output use -f folded",
+    );
+    usage(
+        &["profile", "-p", "1", "--", "true"],
+        "cannot be used with",
+        "trace either a running process (-p) or a command tracer starts (-- COMMAND)",
+    );
+}

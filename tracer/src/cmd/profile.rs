@@ -1,0 +1,204 @@
+//! `tracer profile`: what is on CPU, as sampled stacks counted in the kernel (a perf-event
+//! slot on cycles or cpu-clock events, per CPU or per task, `PERF_EVENT_IOC_SET_BPF`), or,
+//! with `--off-cpu`, how long tasks block and where (a program on `sched:sched_switch`).
+//! Nothing streams: the counts and stacks are read and symbolized once, at the end.
+
+use std::io::Write as _;
+
+use crate::bpf::{Bpf, Sizing, Slot};
+use crate::cli::{ProfileArgs, ProfileFormat};
+use crate::kernel::tracefs::Tracefs;
+use crate::output::profile::{self as out, Measure, Profile};
+use crate::output::summary::{Banner, Summary};
+use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Whose};
+use crate::probe::profile::{self as sampling, Sampled, Sampler};
+use crate::session::{self, Hold, Session, Sink};
+use crate::stacks::Symbolizer;
+use crate::Error;
+
+pub fn run(args: ProfileArgs) -> Result<i32, Error> {
+    let plan = profile_plan(&args, &session::ThisMachine)?;
+    let mut output = crate::output::destination(plan.file.as_deref())?;
+    let (command, pid) = match &plan.whose {
+        Whose::Command(command) => (command.as_slice(), None),
+        Whose::Process(pid) => (&[][..], Some(*pid)),
+        Whose::All => (&[][..], None),
+    };
+    // Held right after its exec: its executable is mapped, so its stacks resolve even when it
+    // is gone by the end of the run.
+    let mut session = Session::start(command, pid, Hold::AfterExec)?;
+    let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
+    let mut bpf = Bpf::load_with(Sizing {
+        stacks: true,
+        counts: true,
+        offcpu: off_cpu,
+        ..Sizing::default()
+    })?;
+    let launched = session.is_launched();
+    let fs = match launched || off_cpu {
+        true => Some(Tracefs::locate()?),
+        false => None,
+    };
+    if let Some(fs) = fs.as_ref().filter(|_| launched) {
+        session.follow(&mut bpf, fs)?;
+    }
+    let stack_flags = (if plan.kernel {
+        tracer_common::SLOT_STACK_KERNEL
+    } else {
+        0
+    }) | if plan.user {
+        tracer_common::SLOT_STACK_USER
+    } else {
+        0
+    };
+    let tgid = match plan.whose {
+        Whose::Process(pid) => pid,
+        _ => 0,
+    };
+    let config = sampling::slot_config(stack_flags, tgid, launched);
+    let (sampler, offcpu, measure) = match plan.mode {
+        Mode::OnCpu { hz } => {
+            let sampled = match (&plan.whose, session.pid()) {
+                (Whose::Process(pid), _) => Sampled::Tasks(sampling::threads(*pid)),
+                (Whose::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
+                _ => Sampled::AllCpus,
+            };
+            let sampler = Sampler::open(&mut bpf, config, hz, &sampled)?;
+            let event = sampler.event;
+            (Some(sampler), None, Measure::OnCpu { hz, event })
+        }
+        Mode::OffCpu { min_block_ns } => {
+            let fs = fs.as_ref().expect("located for --off-cpu");
+            let started = sampling::start_offcpu(&mut bpf, fs, config, min_block_ns)?;
+            (None, Some(started), Measure::OffCpu { min_block_ns })
+        }
+    };
+    session.begin(&banner(&plan, measure, session.whom()))?;
+    let slot = match (&sampler, &offcpu) {
+        (Some(sampler), _) => sampler.slot.clone(),
+        (_, Some((_, slot))) => slot.clone(),
+        _ => unreachable!("one of the two modes"),
+    };
+    let mut sink = ProfileSink {
+        bpf: &bpf,
+        slot: &slot,
+        symbolizer: Symbolizer::default(),
+        pid: session.pid(),
+        symbolized: std::time::Instant::now(),
+    };
+    if let Some(pid) = sink.pid {
+        sink.symbolizer.keep_mapped(pid);
+    }
+    if let Some(sampler) = &sampler {
+        sampler.enable()?;
+    }
+    let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
+    let (entries, accounting) = sampling::entries(
+        &bpf,
+        &slot,
+        &mut sink.symbolizer,
+        plan.whose == Whose::All && !off_cpu,
+        off_cpu,
+    )?;
+    drop((sampler, offcpu));
+    let profile = Profile {
+        measure,
+        entries,
+        accounting,
+        seconds: outcome.elapsed.as_secs_f64(),
+    };
+    let written = match plan.format {
+        ProfileFormat::Text => write!(output, "{}", profile.text(plan.top)),
+        ProfileFormat::Folded => profile
+            .folded()
+            .iter()
+            .try_for_each(|line| writeln!(output, "{line}")),
+        ProfileFormat::Svg => profile.svg(&mut output),
+        ProfileFormat::Json => writeln!(output, "{}", profile.json()),
+    };
+    written
+        .and_then(|()| output.flush())
+        .map_err(Error::Output)?;
+    let (count, unit) = match measure {
+        Measure::OnCpu { .. } => (profile.total_value(), "samples"),
+        Measure::OffCpu { .. } => (profile.accounting.total, "blocks"),
+    };
+    Summary {
+        count,
+        unit: unit.into(),
+        seconds: profile.seconds,
+        why: outcome.why(count, unit),
+        tail: match measure {
+            Measure::OnCpu { .. } => format!("{} lost", profile.accounting.not_counted),
+            Measure::OffCpu { .. } => format!(
+                "{} blocked; {} lost",
+                out::duration(profile.total_value()),
+                profile.accounting.not_counted
+            ),
+        },
+        table: None,
+        notes: profile.summary_notes(),
+    }
+    .print();
+    Ok(outcome.exit_code())
+}
+
+fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner {
+    let sides = match (plan.kernel, plan.user) {
+        (true, true) => "",
+        (true, false) => " (kernel stacks)",
+        _ => " (user stacks)",
+    };
+    match measure {
+        Measure::OnCpu { hz, event } => Banner {
+            verb: "Sampling",
+            what: format!("on-CPU stacks{sides}"),
+            whom: whom.or(Some("every task".into())),
+            detail: Some(match plan.whose {
+                Whose::All => format!("({event} at {hz} Hz on each CPU)"),
+                _ => format!("({event} at {hz} Hz of its CPU time)"),
+            }),
+        },
+        Measure::OffCpu { min_block_ns } => Banner {
+            verb: "Timing",
+            what: format!("off-CPU stacks{sides}"),
+            whom: whom.or(Some("every task".into())),
+            detail: Some(format!(
+                "(sched:sched_switch, blocks of {} and more)",
+                out::duration(min_block_ns)
+            )),
+        },
+    }
+}
+
+/// Nothing streams: the run keeps the target's mappings fresh, reads those of every new
+/// process counted every 250 ms (a process that exits before the end keeps its frames), and
+/// stops the programs at its end.
+struct ProfileSink<'a> {
+    bpf: &'a Bpf,
+    slot: &'a Slot,
+    symbolizer: Symbolizer,
+    pid: Option<u32>,
+    symbolized: std::time::Instant,
+}
+
+impl Sink for ProfileSink<'_> {
+    fn drain(&mut self) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    fn tick(&mut self) -> Result<bool, Error> {
+        if let Some(pid) = self.pid.filter(|&pid| session::alive(pid)) {
+            self.symbolizer.keep_mapped(pid);
+        }
+        if self.symbolized.elapsed() >= std::time::Duration::from_millis(250) {
+            sampling::remember_processes(self.bpf, self.slot, &mut self.symbolizer)?;
+            self.symbolized = std::time::Instant::now();
+        }
+        Ok(false)
+    }
+
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+}
