@@ -226,6 +226,18 @@ impl Symbolizer {
         }
     }
 
+    /// Takes `maps` (from the kernel's mmap records) as the mappings of `pid` when it was not
+    /// read from /proc (it exited first): its frames are then named from those files.
+    pub fn remember_maps(&mut self, pid: u32, maps: Vec<crate::kernel::symbols::Mapping>) {
+        if !matches!(self.processes.get(&pid), Some(Some(_))) && !maps.is_empty() {
+            if self.processes.remove(&pid).is_some() {
+                self.exited = self.exited.saturating_sub(1);
+            }
+            self.processes
+                .insert(pid, Some(Process::with_maps(pid, maps)));
+        }
+    }
+
     /// A line for the end-of-run summary when stacks were missing or unresolved.
     pub fn summary(&self) -> Option<String> {
         let mut parts = Vec::new();

@@ -55,7 +55,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         Whose::Process(pid) => pid,
         _ => 0,
     };
-    let config = sampling::slot_config(stack_flags, tgid, launched);
+    let config = sampling::slot_config(stack_flags, tgid, launched, off_cpu);
     let (sampler, offcpu, measure) = match plan.mode {
         Mode::OnCpu { hz } => {
             let sampled = match (&plan.whose, session.pid()) {
@@ -73,6 +73,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
             (None, Some(started), Measure::OffCpu { min_block_ns })
         }
     };
+    // The mappings of processes that come and go during the run, from the kernel's records.
+    let tracker = sampling::MapsTracker::open(match plan.whose {
+        Whose::Command(_) => session.pid(),
+        _ => None,
+    })?;
     session.begin(&banner(&plan, measure, session.whom()))?;
     let slot = match (&sampler, &offcpu) {
         (Some(sampler), _) => sampler.slot.clone(),
@@ -85,6 +90,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         symbolizer: Symbolizer::default(),
         pid: session.pid(),
         symbolized: std::time::Instant::now(),
+        tracker,
     };
     if let Some(pid) = sink.pid {
         sink.symbolizer.keep_mapped(pid);
@@ -93,14 +99,22 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         sampler.enable()?;
     }
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
-    let (entries, accounting) = sampling::entries(
+    let ProfileSink {
+        mut symbolizer,
+        tracker,
+        ..
+    } = sink;
+    let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
+    tracker.lend(&mut symbolizer);
+    let (entries, mut accounting) = sampling::entries(
         &bpf,
         &slot,
-        &mut sink.symbolizer,
+        &mut symbolizer,
         plan.whose == Whose::All && !off_cpu,
         off_cpu,
     )?;
     drop((sampler, offcpu));
+    accounting.maps_lost = maps_lost + maps_malformed;
     let profile = Profile {
         measure,
         entries,
@@ -180,10 +194,12 @@ struct ProfileSink<'a> {
     symbolizer: Symbolizer,
     pid: Option<u32>,
     symbolized: std::time::Instant,
+    tracker: sampling::MapsTracker,
 }
 
 impl Sink for ProfileSink<'_> {
     fn drain(&mut self) -> Result<bool, Error> {
+        self.tracker.drain();
         Ok(false)
     }
 

@@ -50,10 +50,14 @@ pub struct Accounting {
     pub stacks_lost: u64,
     /// On-CPU with every task: samples of the idle task (CPU idle), left out of the stacks.
     pub idle: u64,
+    /// On-CPU with every task: samples of tracer itself, left out of the stacks.
+    pub own: u64,
     /// Off-CPU: blocks shorter than the minimum, left out.
     pub short: u64,
     /// Processes gone before their user stacks were read (frames `[unknown]`).
     pub exited: u64,
+    /// Mapping records lost (a full ring) or malformed: some frames may be `[unknown]`.
+    pub maps_lost: u64,
 }
 
 /// A finished profile.
@@ -178,8 +182,10 @@ impl Profile {
                 "not_counted": self.accounting.not_counted,
                 "stacks_lost": self.accounting.stacks_lost,
                 "idle": self.accounting.idle,
+                "own": self.accounting.own,
                 "short": self.accounting.short,
                 "exited": self.accounting.exited,
+                "maps_lost": self.accounting.maps_lost,
             },
             "stacks": self.entries.iter().map(|e| serde_json::json!({
                 "comm": e.comm,
@@ -254,6 +260,9 @@ impl Profile {
         if a.idle > 0 {
             parts.push(format!("{} of the idle task left out", a.idle));
         }
+        if a.own > 0 {
+            parts.push(format!("{} of tracer itself left out", a.own));
+        }
         if a.short > 0 {
             parts.push(format!("{} shorter than the minimum left out", a.short));
         }
@@ -267,6 +276,12 @@ impl Profile {
                  process (-p, -- COMMAND) or one side (--user-only, --kernel-only)"
                     .into(),
             );
+        }
+        if a.maps_lost > 0 {
+            notes.push(format!(
+                "{} mapping records lost: frames of processes started during the run may be [unknown]",
+                a.maps_lost
+            ));
         }
         if a.exited > 0 {
             notes.push(format!(

@@ -8,6 +8,7 @@ use tracer_common::{
 };
 
 use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::kernel::symbols::Mapping;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::profile::{Accounting, Entry, Frame};
 use crate::output::stack::{Space, Stack};
@@ -16,9 +17,10 @@ use crate::stacks::Symbolizer;
 use crate::Error;
 
 /// The slot config of a profile: counted by process, comm and the stacks in `stack_flags`
-/// (`SLOT_STACK_*`), with the run's task filters (`tgid`, `SLOT_FILTER_TRACKED`) and tracer
-/// itself left out.
-pub fn slot_config(stack_flags: u32, tgid: u32, tracked: bool) -> SlotConfig {
+/// (`SLOT_STACK_*`), with the run's task filters (`tgid`, `SLOT_FILTER_TRACKED`). With
+/// `exclude_self`, tracer's own hits are dropped in the kernel (its blocks, off-CPU); else
+/// they are counted, and [`entries`] sets them apart, so that every sample is accounted for.
+pub fn slot_config(stack_flags: u32, tgid: u32, tracked: bool, exclude_self: bool) -> SlotConfig {
     SlotConfig {
         flags: SLOT_AGGREGATE
             | stack_flags
@@ -29,7 +31,11 @@ pub fn slot_config(stack_flags: u32, tgid: u32, tracked: bool) -> SlotConfig {
             },
         agg: AGG_PID | AGG_COMM,
         tgid,
-        exclude_tgid: std::process::id(),
+        // No process has the largest id: 0 would leave out the idle task.
+        exclude_tgid: match exclude_self {
+            true => std::process::id(),
+            false => u32::MAX,
+        },
         ..SlotConfig::default()
     }
 }
@@ -149,6 +155,154 @@ pub fn threads(pid: u32) -> Vec<u32> {
     tids
 }
 
+/// The mappings of the processes profiled, from the kernel's `PERF_RECORD_MMAP2`, `COMM` (exec)
+/// and `FORK` records on a dummy event per CPU: a process that lives for milliseconds, and is
+/// gone before `/proc/PID/maps` could be read, still has its frames named (perf's way).
+pub struct MapsTracker {
+    rings: Vec<perf::Ring>,
+    maps: hashbrown::HashMap<u32, Vec<Mapping>>,
+    /// Records lost when a ring was full, and records that did not parse.
+    pub lost: u64,
+    pub malformed: u64,
+}
+
+impl MapsTracker {
+    /// One dummy event and 256 KiB ring per online CPU, every task's records (`task`: only
+    /// that task and, with `inherit`, what it starts). Nothing wakes tracer for them: the
+    /// rings are drained every 100 ms.
+    pub fn open(task: Option<u32>) -> Result<MapsTracker, Error> {
+        use perf::attr::flag;
+        let mut rings = Vec::new();
+        for cpu in perf::cpus::online()? {
+            let (scope, inherit) = match task {
+                Some(pid) => (
+                    Scope::Task {
+                        pid,
+                        cpu: Some(cpu),
+                    },
+                    flag::INHERIT,
+                ),
+                None => (Scope::Cpu(cpu), 0),
+            };
+            let options = Options {
+                // MMAP_DATA too: an ELF file's offset-0 mapping, which places its symbols, is
+                // not executable with separate code segments.
+                flags: flag::MMAP
+                    | flag::MMAP2
+                    | flag::MMAP_DATA
+                    | flag::COMM
+                    | flag::TASK
+                    | inherit,
+                ..Options::default()
+            };
+            let event = perf::Event::open(
+                format!("mappings on CPU {cpu}"),
+                &EventKind::Software(Software::Dummy),
+                &options,
+                &scope,
+            )?;
+            rings.push(perf::Ring::new(event, 64)?);
+        }
+        Ok(MapsTracker {
+            rings,
+            maps: hashbrown::HashMap::new(),
+            lost: 0,
+            malformed: 0,
+        })
+    }
+
+    /// Reads the records waiting in the rings.
+    pub fn drain(&mut self) {
+        use perf::record::{self as rec, Mmap2File, Record};
+        let layout = rec::Layout::default();
+        let (maps, lost, malformed) = (&mut self.maps, &mut self.lost, &mut self.malformed);
+        for ring in &mut self.rings {
+            let stats = ring.drain(|bytes| {
+                let Ok(parsed) = rec::parse(bytes, &layout) else {
+                    *malformed += 1;
+                    return;
+                };
+                match parsed.record {
+                    Record::Mmap2 {
+                        pid,
+                        addr,
+                        len,
+                        pgoff,
+                        file,
+                        prot,
+                        filename,
+                        ..
+                    } => {
+                        let (dev, inode) = match file {
+                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino),
+                            Mmap2File::BuildId(_) => ((0, 0), 0),
+                        };
+                        let name = filename.split(|&b| b == 0).next().unwrap_or_default();
+                        let path = (name.first() == Some(&b'/')).then(|| {
+                            use std::os::unix::ffi::OsStrExt;
+                            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
+                        });
+                        let perms = format!(
+                            "{}{}{}p",
+                            if prot & libc::PROT_READ as u32 != 0 {
+                                'r'
+                            } else {
+                                '-'
+                            },
+                            if prot & libc::PROT_WRITE as u32 != 0 {
+                                'w'
+                            } else {
+                                '-'
+                            },
+                            if prot & libc::PROT_EXEC as u32 != 0 {
+                                'x'
+                            } else {
+                                '-'
+                            },
+                        );
+                        maps.entry(pid).or_default().push(Mapping {
+                            start: addr,
+                            end: addr.saturating_add(len),
+                            offset: pgoff,
+                            perms,
+                            dev,
+                            inode,
+                            path,
+                        });
+                    }
+                    // An exec replaces the process's mappings (perf_event_open(2): misc
+                    // PERF_RECORD_MISC_COMM_EXEC).
+                    Record::Comm { pid, .. } if parsed.header.misc & rec::misc::BIT13 != 0 => {
+                        maps.remove(&pid);
+                    }
+                    // A new process starts with its parent's mappings.
+                    Record::Fork(t) if t.pid != t.ppid => {
+                        if let Some(parent) = maps.get(&t.ppid).cloned() {
+                            maps.insert(t.pid, parent);
+                        }
+                    }
+                    Record::Lost { lost: n, .. } => *lost += n,
+                    _ => {}
+                }
+            });
+            if stats.corrupt {
+                *malformed += 1;
+            }
+        }
+    }
+
+    /// Hands the symbolizer the mappings seen of every process it could not read itself.
+    pub fn lend(mut self, symbolizer: &mut Symbolizer) {
+        self.drain();
+        for (pid, mut maps) in self.maps {
+            // The latest mapping of an address range first: a range unmapped and mapped again
+            // holds the later file.
+            maps.reverse();
+            symbolizer.remember_maps(pid, maps);
+        }
+    }
+}
+
 /// No hardware cycles to sample here (the errnos perf_event_open(2) gives for a missing or
 /// non-sampling PMU).
 fn hardware_missing(e: &perf::Error) -> bool {
@@ -244,6 +398,10 @@ pub fn entries(
     for (key, value) in counts {
         if skip_idle && key.pid == 0 {
             accounting.idle += value.count;
+            continue;
+        }
+        if key.pid == std::process::id() {
+            accounting.own += value.count;
             continue;
         }
         let ((kstack, klost), (ustack, ulost)) = (side(key.kstack), side(key.ustack));
