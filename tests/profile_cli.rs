@@ -8,8 +8,8 @@
 //! time), so the expectation holds however busy the machine is. Where the samples land between
 //! the two chains (3 ms and 1 ms of every 4 ms round, sampled every 10.1 ms) drifts by up to a
 //! few samples, so the tolerance is 5 samples or 10%, whichever is more. Off-CPU totals are at
-//! least the time asked for (nanosleep never returns early) and at most 5% more (timer slack,
-//! the run queue).
+//! least the time asked for (nanosleep never returns early) and at most 10 ms more per block
+//! (timer slack, the run queue).
 
 mod common;
 
@@ -198,9 +198,13 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
             .map(|(_, us)| us)
             .sum()
     };
-    let within = |got: u64, want: u64| got >= want && got <= want + want / 20;
-    assert!(within(slept("profile_nap"), 1_000_000), "{context}");
-    assert!(within(slept("profile_doze"), 200_000), "{context}");
+    // Each block lasts at least the time asked for, and at most 10 ms more: timer slack
+    // (50 us) and, under load, the wait on the run queue between the wakeup and the switch
+    // back in, which is part of a block (observed up to about 5 ms with two spinning tasks
+    // per CPU).
+    let within = |got: u64, want: u64, blocks: u64| got >= want && got <= want + blocks * 10_000;
+    assert!(within(slept("profile_nap"), 1_000_000, 5), "{context}");
+    assert!(within(slept("profile_doze"), 200_000, 4), "{context}");
     assert!(
         stderr.contains("9 blocks in") || stderr.contains("blocks counted"),
         "{context}"
