@@ -365,3 +365,28 @@ fn short_lived_children_are_symbolized() {
     assert!(named * 100 >= total * 90, "{context}");
     assert!(!stderr.contains("exited before"), "{context}");
 }
+
+#[test]
+fn interval_reports_add_up_to_the_run() {
+    let prog = profile_program().display().to_string();
+    let out = tracer(&[
+        "profile", "-I", "300ms", "--top", "1000", "--", &prog, "1000", "0", "0", "0", "0",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let heads: Vec<&str> = stdout.lines().filter(|l| l.starts_with("--- ")).collect();
+    assert!(heads.len() >= 3, "{stdout}");
+    assert!(heads[0].ends_with("s (interval 1) ---"), "{stdout}");
+    assert!(heads.last().unwrap().contains("(last interval"), "{stdout}");
+    // Every sample of the run is in exactly one interval's stacks.
+    let samples: u64 = (stdout.lines())
+        .filter(|l| l.starts_with('#'))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        stderr.contains(&format!("\n{samples} samples in ")),
+        "{samples}\n{stdout}\n{stderr}"
+    );
+    let (cpu, _, _) = cpu_account(&stderr);
+    assert_near("all", samples, expected(cpu, 99), &stderr);
+}

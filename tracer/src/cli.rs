@@ -336,6 +336,10 @@ pub struct ProfileArgs {
     /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
+    /// Print the top stacks of each interval (1s, 500ms; a bare number is milliseconds, as in
+    /// perf stat); text only.
+    #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
+    pub interval: Option<Duration>,
     /// Kernel stacks only.
     #[arg(long, conflicts_with = "user_only")]
     pub kernel_only: bool,

@@ -220,7 +220,8 @@ impl Symbolizer {
     /// gone, is left as it is.
     pub fn remember(&mut self, pid: u32) {
         if !self.processes.contains_key(&pid) {
-            if let Ok(process) = Process::new(pid) {
+            // A process that is exiting has no mappings left to read: not known yet, then.
+            if let Some(process) = Process::new(pid).ok().filter(|p| !p.maps().is_empty()) {
                 self.processes.insert(pid, Some(process));
             }
         }
@@ -229,7 +230,8 @@ impl Symbolizer {
     /// Takes `maps` (from the kernel's mmap records) as the mappings of `pid` when it was not
     /// read from /proc (it exited first): its frames are then named from those files.
     pub fn remember_maps(&mut self, pid: u32, maps: Vec<crate::kernel::symbols::Mapping>) {
-        if !matches!(self.processes.get(&pid), Some(Some(_))) && !maps.is_empty() {
+        let known = matches!(self.processes.get(&pid), Some(Some(p)) if !p.maps().is_empty());
+        if !known && !maps.is_empty() {
             if self.processes.remove(&pid).is_some() {
                 self.exited = self.exited.saturating_sub(1);
             }

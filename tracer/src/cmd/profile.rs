@@ -4,6 +4,7 @@
 //! Nothing streams: the counts and stacks are read and symbolized once, at the end.
 
 use std::io::Write as _;
+use std::time::Instant;
 
 use crate::bpf::{Bpf, Sizing, Slot};
 use crate::cli::{ProfileArgs, ProfileFormat};
@@ -18,7 +19,7 @@ use crate::Error;
 
 pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let plan = profile_plan(&args, &session::ThisMachine)?;
-    let mut output = crate::output::destination(plan.file.as_deref())?;
+    let output = crate::output::destination(plan.file.as_deref())?;
     let (command, pid) = match &plan.whose {
         Whose::Command(command) => (command.as_slice(), None),
         Whose::Process(pid) => (&[][..], Some(*pid)),
@@ -84,13 +85,25 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         (_, Some((_, slot))) => slot.clone(),
         _ => unreachable!("one of the two modes"),
     };
+    let skip_idle = plan.whose == Whose::All && !off_cpu;
     let mut sink = ProfileSink {
         bpf: &bpf,
         slot: &slot,
         symbolizer: Symbolizer::default(),
         pid: session.pid(),
-        symbolized: std::time::Instant::now(),
+        symbolized: Instant::now(),
         tracker,
+        output,
+        intervals: plan.interval.map(|every| Intervals {
+            every,
+            started: Instant::now(),
+            last: Instant::now(),
+            reports: 0,
+            previous: hashbrown::HashMap::new(),
+            top: plan.top,
+            measure,
+            skip_idle,
+        }),
     };
     if let Some(pid) = sink.pid {
         sink.symbolizer.keep_mapped(pid);
@@ -99,20 +112,21 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         sampler.enable()?;
     }
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
+    if sink.intervals.is_some() {
+        sink.tracker.drain();
+        sink.report(true)?;
+    }
     let ProfileSink {
         mut symbolizer,
         tracker,
+        mut output,
+        intervals,
         ..
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
     tracker.lend(&mut symbolizer);
-    let (entries, mut accounting) = sampling::entries(
-        &bpf,
-        &slot,
-        &mut symbolizer,
-        plan.whose == Whose::All && !off_cpu,
-        off_cpu,
-    )?;
+    let (entries, mut accounting) =
+        sampling::entries(&bpf, &slot, &mut symbolizer, skip_idle, off_cpu)?;
     drop((sampler, offcpu));
     accounting.maps_lost = maps_lost + maps_malformed;
     let profile = Profile {
@@ -122,6 +136,8 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         seconds: outcome.elapsed.as_secs_f64(),
     };
     let written = match plan.format {
+        // With -I the intervals were the report.
+        ProfileFormat::Text if intervals.is_some() => Ok(()),
         ProfileFormat::Text => write!(output, "{}", profile.text(plan.top)),
         ProfileFormat::Folded => profile
             .folded()
@@ -186,15 +202,74 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
 }
 
 /// Nothing streams: the run keeps the target's mappings fresh, reads those of every new
-/// process counted every 250 ms (a process that exits before the end keeps its frames), and
-/// stops the programs at its end.
+/// process counted every 250 ms (a process that exits before the end keeps its frames), with
+/// `-I` prints what each interval added, and stops the programs at its end.
 struct ProfileSink<'a> {
     bpf: &'a Bpf,
     slot: &'a Slot,
     symbolizer: Symbolizer,
     pid: Option<u32>,
-    symbolized: std::time::Instant,
+    symbolized: Instant,
     tracker: sampling::MapsTracker,
+    output: crate::output::Output,
+    intervals: Option<Intervals>,
+}
+
+/// `-I`: when the last report was printed, and the counts it covered.
+struct Intervals {
+    every: std::time::Duration,
+    started: Instant,
+    last: Instant,
+    reports: u64,
+    previous: hashbrown::HashMap<tracer_common::AggKey, tracer_common::AggValue>,
+    top: usize,
+    measure: Measure,
+    skip_idle: bool,
+}
+
+impl ProfileSink<'_> {
+    /// Prints the top stacks of what was counted since the last report, under a
+    /// `--- T s (interval N) ---` line (as `tracer probe -I` heads its reports).
+    fn report(&mut self, last: bool) -> Result<(), Error> {
+        let Some(iv) = self.intervals.as_mut() else {
+            return Ok(());
+        };
+        let grown = sampling::since(
+            sampling::slot_counts(self.bpf, self.slot)?,
+            &mut iv.previous,
+        );
+        let timed = matches!(iv.measure, Measure::OffCpu { .. });
+        let mut accounting = out::Accounting::default();
+        let entries = sampling::entries_of(
+            self.bpf,
+            grown,
+            &mut self.symbolizer,
+            iv.skip_idle,
+            timed,
+            &mut accounting,
+        )?;
+        iv.reports += 1;
+        let profile = Profile {
+            measure: iv.measure,
+            entries,
+            accounting,
+            seconds: iv.last.elapsed().as_secs_f64(),
+        };
+        iv.last = Instant::now();
+        let what = if last { "last interval" } else { "interval" };
+        let body = match profile.entries.is_empty() {
+            true => "no stacks\n".to_string(),
+            false => profile.text(iv.top),
+        };
+        let time = iv.started.elapsed().as_secs_f64();
+        (write!(
+            self.output,
+            "--- {time:.2} s ({what} {}) ---\n{body}",
+            iv.reports
+        ))
+        .and_then(|()| self.output.flush())
+        .map_err(Error::Output)
+    }
 }
 
 impl Sink for ProfileSink<'_> {
@@ -209,7 +284,10 @@ impl Sink for ProfileSink<'_> {
         }
         if self.symbolized.elapsed() >= std::time::Duration::from_millis(250) {
             sampling::remember_processes(self.bpf, self.slot, &mut self.symbolizer)?;
-            self.symbolized = std::time::Instant::now();
+            self.symbolized = Instant::now();
+        }
+        if (self.intervals.as_ref()).is_some_and(|iv| iv.last.elapsed() >= iv.every) {
+            self.report(false)?;
         }
         Ok(false)
     }

@@ -49,6 +49,8 @@ pub struct ProfilePlan {
     pub kernel: bool,
     pub user: bool,
     pub duration: Option<Duration>,
+    /// `-I`: a text report of each interval.
+    pub interval: Option<Duration>,
     pub top: usize,
     pub format: ProfileFormat,
     pub file: Option<std::path::PathBuf>,
@@ -109,6 +111,21 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
             ))
         }
     };
+    if args.interval.is_some() && args.format != ProfileFormat::Text {
+        let name = match args.format {
+            ProfileFormat::Folded => "folded",
+            ProfileFormat::Svg => "svg",
+            _ => "json",
+        };
+        return Err(usage(
+            format!(
+                "-I prints a text report of each interval; -f {name} is written once, at the end"
+            ),
+            &format!(
+                "drop -I for one {name} profile of the whole run, or drop -f for text reports"
+            ),
+        ));
+    }
     if args.top == 0 {
         return Err(usage(
             "--top 0 would show no stacks",
@@ -121,6 +138,7 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
         kernel: !args.user_only,
         user: !args.kernel_only,
         duration: args.duration,
+        interval: args.interval,
         top: args.top,
         format: args.format,
         file: args.file.clone(),
@@ -191,6 +209,11 @@ mod tests {
         assert!(refused("--off-cpu --min-block soon").1[0].contains("--min-block 1ms"));
         assert!(refused("-o svg").1[0].contains("-f svg"));
         assert!(refused("--top 0").0.contains("--top 0"));
+        assert!(refused("-I 1s -f svg").1[0].contains("drop -I"));
+        assert_eq!(
+            plan("-I 500ms").unwrap().interval,
+            Some(Duration::from_millis(500))
+        );
         assert!(refused("-p 0").0.contains("--pid 0"));
         assert!(refused("-p 300").0.contains("has exited"));
         assert_eq!(plan("-p 100").unwrap().whose, Whose::Process(100));

@@ -384,9 +384,7 @@ pub fn entries(
     skip_idle: bool,
     timed: bool,
 ) -> Result<(Vec<Entry>, Accounting), Error> {
-    let counts: Vec<(AggKey, AggValue)> = (bpf.counts()?.into_iter())
-        .filter(|(key, _)| key.slot == slot.id)
-        .collect();
+    let counts = slot_counts(bpf, slot)?;
     let (hits, failed) = bpf.slot_stats(slot)?;
     let mut accounting = Accounting {
         total: hits,
@@ -394,6 +392,45 @@ pub fn entries(
         short: bpf.slot_filtered(slot)?,
         ..Accounting::default()
     };
+    let entries = entries_of(bpf, counts, symbolizer, skip_idle, timed, &mut accounting)?;
+    Ok((entries, accounting))
+}
+
+/// The counts of `slot` so far (totals: cells are never cleared).
+pub fn slot_counts(bpf: &Bpf, slot: &Slot) -> Result<Vec<(AggKey, AggValue)>, Error> {
+    Ok((bpf.counts()?.into_iter())
+        .filter(|(key, _)| key.slot == slot.id)
+        .collect())
+}
+
+/// The growth of each count since `previous` (`-I`), which becomes `now`.
+pub fn since(
+    now: Vec<(AggKey, AggValue)>,
+    previous: &mut hashbrown::HashMap<AggKey, AggValue>,
+) -> Vec<(AggKey, AggValue)> {
+    let mut grown = Vec::new();
+    for (key, value) in now {
+        let before = previous.insert(key, value).unwrap_or_default();
+        let delta = AggValue {
+            count: value.count.saturating_sub(before.count),
+            sum: value.sum.wrapping_sub(before.sum),
+        };
+        if delta.count > 0 {
+            grown.push((key, delta));
+        }
+    }
+    grown
+}
+
+/// `counts` as symbolized entries, heaviest first; what is left out is added to `accounting`.
+pub fn entries_of(
+    bpf: &Bpf,
+    counts: Vec<(AggKey, AggValue)>,
+    symbolizer: &mut Symbolizer,
+    skip_idle: bool,
+    timed: bool,
+    accounting: &mut Accounting,
+) -> Result<Vec<Entry>, Error> {
     let mut entries = Vec::new();
     for (key, value) in counts {
         if skip_idle && key.pid == 0 {
@@ -442,7 +479,7 @@ pub fn entries(
     accounting.exited = symbolizer.exited;
     let mut entries = merged(entries);
     entries.sort_by(|a, b| (b.value, a.pid, &a.comm).cmp(&(a.value, b.pid, &b.comm)));
-    Ok((entries, accounting))
+    Ok(entries)
 }
 
 /// Entries of the same process, comm and functions added up: the kernel keeps a stack per
@@ -502,6 +539,25 @@ mod tests {
             count: value,
             value,
         }
+    }
+
+    #[test]
+    fn intervals_count_what_grew() {
+        let key = |pid| AggKey {
+            pid,
+            ..AggKey::default()
+        };
+        let value = |count, sum| AggValue { count, sum };
+        let mut previous = hashbrown::HashMap::new();
+        let first = since(vec![(key(1), value(3, 30))], &mut previous);
+        assert_eq!(first, [(key(1), value(3, 30))]);
+        let second = since(
+            vec![(key(1), value(3, 30)), (key(2), value(1, 5))],
+            &mut previous,
+        );
+        assert_eq!(second, [(key(2), value(1, 5))]);
+        let third = since(vec![(key(1), value(7, 90))], &mut previous);
+        assert_eq!(third, [(key(1), value(4, 60))]);
     }
 
     #[test]
