@@ -1,7 +1,8 @@
 //! `tracer profile`: what is on CPU, as sampled stacks counted in the kernel (a perf-event
 //! slot on cycles or cpu-clock events, per CPU or per task, `PERF_EVENT_IOC_SET_BPF`), or,
 //! with `--off-cpu`, how long tasks block and where (a program on `sched:sched_switch`).
-//! Nothing streams: the counts and stacks are read and symbolized once, at the end.
+//! Nothing streams: the counts and stacks are read and symbolized once, at the end (or per
+//! `-I` interval).
 
 use std::io::Write as _;
 use std::time::Instant;
@@ -43,15 +44,13 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     if let Some(fs) = fs.as_ref().filter(|_| launched) {
         session.follow(&mut bpf, fs)?;
     }
-    let stack_flags = (if plan.kernel {
-        tracer_common::SLOT_STACK_KERNEL
-    } else {
-        0
-    }) | if plan.user {
-        tracer_common::SLOT_STACK_USER
-    } else {
-        0
-    };
+    let stack_flags = [
+        (plan.kernel, tracer_common::SLOT_STACK_KERNEL),
+        (plan.user, tracer_common::SLOT_STACK_USER),
+    ]
+    .iter()
+    .filter(|(wanted, _)| *wanted)
+    .fold(0, |flags, (_, bit)| flags | bit);
     let tgid = match plan.whose {
         Whose::Process(pid) => pid,
         _ => 0,
@@ -283,7 +282,8 @@ impl Sink for ProfileSink<'_> {
             self.symbolizer.keep_mapped(pid);
         }
         if self.symbolized.elapsed() >= std::time::Duration::from_millis(250) {
-            sampling::remember_processes(self.bpf, self.slot, &mut self.symbolizer)?;
+            let sampled = sampling::remember_processes(self.bpf, self.slot, &mut self.symbolizer)?;
+            self.tracker.prune(&sampled);
             self.symbolized = Instant::now();
         }
         if (self.intervals.as_ref()).is_some_and(|iv| iv.last.elapsed() >= iv.every) {

@@ -161,6 +161,8 @@ pub fn threads(pid: u32) -> Vec<u32> {
 pub struct MapsTracker {
     rings: Vec<perf::Ring>,
     maps: hashbrown::HashMap<u32, Vec<Mapping>>,
+    /// Processes whose exit was seen since the last [`MapsTracker::prune`].
+    exited: Vec<u32>,
     /// Records lost when a ring was full, and records that did not parse.
     pub lost: u64,
     pub malformed: u64,
@@ -206,6 +208,7 @@ impl MapsTracker {
         Ok(MapsTracker {
             rings,
             maps: hashbrown::HashMap::new(),
+            exited: Vec::new(),
             lost: 0,
             malformed: 0,
         })
@@ -216,6 +219,7 @@ impl MapsTracker {
         use perf::record::{self as rec, Mmap2File, Record};
         let layout = rec::Layout::default();
         let (maps, lost, malformed) = (&mut self.maps, &mut self.lost, &mut self.malformed);
+        let exited = &mut self.exited;
         for ring in &mut self.rings {
             let stats = ring.drain(|bytes| {
                 let Ok(parsed) = rec::parse(bytes, &layout) else {
@@ -281,12 +285,25 @@ impl MapsTracker {
                             maps.insert(t.pid, parent);
                         }
                     }
+                    // A process (not a thread) ended.
+                    Record::Exit(t) if t.pid == t.tid => exited.push(t.pid),
                     Record::Lost { lost: n, .. } => *lost += n,
                     _ => {}
                 }
             });
             if stats.corrupt {
                 *malformed += 1;
+            }
+        }
+    }
+
+    /// Forgets the mappings of the processes that exited without a sample (`sampled` says
+    /// which had one; their samples were counted before they exited): what the run keeps then
+    /// grows with the processes profiled, not with every process the machine ran.
+    pub fn prune(&mut self, sampled: &hashbrown::HashSet<u32>) {
+        for pid in self.exited.drain(..) {
+            if !sampled.contains(&pid) {
+                self.maps.remove(&pid);
             }
         }
     }
@@ -360,18 +377,24 @@ fn side(id: i32) -> (i32, bool) {
 
 /// Reads the mappings of every process with stacks counted so far that tracer does not know
 /// yet, while it runs: one that exits before the end of the run (when stacks are symbolized)
-/// keeps its frames. Only `/proc/PID/maps` is read here; symbols wait for the end.
+/// keeps its frames. Only `/proc/PID/maps` is read here; symbols wait for the end. Returns
+/// the processes with samples so far.
 pub fn remember_processes(
     bpf: &Bpf,
     slot: &Slot,
     symbolizer: &mut Symbolizer,
-) -> Result<(), Error> {
+) -> Result<hashbrown::HashSet<u32>, Error> {
+    let mut sampled = hashbrown::HashSet::new();
     for key in bpf.count_keys()? {
-        if key.slot == slot.id && key.pid != 0 && side(key.ustack).0 != NO_STACK {
+        if key.slot == slot.id
+            && key.pid != 0
+            && sampled.insert(key.pid)
+            && side(key.ustack).0 != NO_STACK
+        {
             symbolizer.remember(key.pid);
         }
     }
-    Ok(())
+    Ok(sampled)
 }
 
 /// The counts of `slot` as symbolized entries, heaviest first, and where every counted sample
