@@ -3,8 +3,8 @@
  *
  * usage: profile [CPU_MS NAPS NAP_MS DOZES DOZE_MS]   (default: 1000 5 200 4 50)
  * Burns CPU_MS ms of its own CPU time (CLOCK_THREAD_CPUTIME_ID: whatever else runs on the
- * machine) in rounds of 3 ms in main -> profile_hot -> profile_hot_inner -> profile_spin and
- * 1 ms in main -> profile_cold -> profile_spin: a 3:1 share. Then sleeps NAPS times NAP_MS ms
+ * machine) in rounds of 0.33 ms in main -> profile_hot -> profile_hot_inner -> profile_spin
+ * and 0.11 ms in main -> profile_cold -> profile_spin: a 3:1 share. Then sleeps NAPS times NAP_MS ms
  * in main -> profile_nap (nanosleep(2)) and DOZES times DOZE_MS in main -> profile_doze. At
  * the end it writes `cpu_ns=N hot_ns=N cold_ns=N` to stderr: the CPU time each part really
  * took, which a profile's samples must match.
@@ -25,12 +25,13 @@ static long long cpu_now(void) {
 
 volatile unsigned long profile_sink;
 
-/* Spins until `ns` of this thread's CPU time have passed; the clock is read every 20,000
- * iterations, so nearly every sample lands in this loop rather than in the clock's syscall. */
+/* Spins until `ns` of this thread's CPU time have passed; the clock is read every 5,000
+ * iterations (a few microseconds), so most samples land in this loop rather than in the
+ * clock's syscall. */
 __attribute__((noinline)) long long profile_spin(long long ns) {
     long long start = cpu_now(), now = start;
     while (now - start < ns) {
-        for (int i = 0; i < 20000; i++)
+        for (int i = 0; i < 5000; i++)
             profile_sink += i;
         now = cpu_now();
     }
@@ -78,9 +79,12 @@ int main(int argc, char **argv) {
     if (driven && (write(1, "r", 1) != 1 || read(0, &byte, 1) != 1))
         return 2;
     long long hot = 0, cold = 0, begin = cpu_now();
-    for (long long round = 0; round < cpu_ms / 4; round++) {
-        hot += profile_hot(3000000);
-        cold += profile_cold(1000000);
+    /* Rounds far shorter than a sampling period (10.1 ms at 99 Hz, 1.001 ms at 999 Hz) and
+     * of no simple ratio to either, so that where a period ends within a round is as good as
+     * random, whatever the scheduler does. */
+    for (long long round = 0; round < cpu_ms * 100 / 44; round++) {
+        hot += profile_hot(330000);
+        cold += profile_cold(110000);
     }
     long long cpu = cpu_now() - begin;
     for (int i = 0; i < naps; i++)

@@ -863,6 +863,23 @@ impl Bpf {
         Ok(fd.as_fd())
     }
 
+    /// How many times the kernel skipped program `name` because another BPF program was
+    /// running on that CPU (`recursion_misses` in its fdinfo, Linux 5.12+; 0 when unknown):
+    /// each is a hit the program never saw.
+    pub fn recursion_misses(&self, name: &str) -> u64 {
+        let Ok(fd) = self.named_program_fd(name) else {
+            return 0;
+        };
+        let path = format!("/proc/self/fdinfo/{}", fd.as_raw_fd());
+        (std::fs::read_to_string(path).ok())
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("recursion_misses:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
         self.maps
             .config

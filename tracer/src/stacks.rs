@@ -228,11 +228,18 @@ impl Symbolizer {
     }
 
     /// Takes `maps` (from the kernel's mmap records) as the mappings of `pid` when it was not
-    /// read from /proc (it exited first): its frames are then named from those files.
-    pub fn remember_maps(&mut self, pid: u32, maps: Vec<crate::kernel::symbols::Mapping>) {
+    /// read from /proc (it exited first), or `whole` (they are all it mapped since its exec):
+    /// its frames are then named from those files.
+    pub fn remember_maps(
+        &mut self,
+        pid: u32,
+        maps: Vec<crate::kernel::symbols::Mapping>,
+        whole: bool,
+    ) {
         let known = matches!(self.processes.get(&pid), Some(Some(p)) if !p.maps().is_empty());
-        if !known && !maps.is_empty() {
-            if self.processes.remove(&pid).is_some() {
+        if (whole || !known) && !maps.is_empty() {
+            // Counted as exited when /proc could not be read: it is not, now.
+            if let Some(None) = self.processes.remove(&pid) {
                 self.exited = self.exited.saturating_sub(1);
             }
             self.processes

@@ -126,6 +126,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     tracker.lend(&mut symbolizer);
     let (entries, mut accounting) =
         sampling::entries(&bpf, &slot, &mut symbolizer, skip_idle, off_cpu)?;
+    if offcpu.is_some() {
+        accounting.missed = bpf.recursion_misses("offcpu_switch");
+    }
     drop((sampler, offcpu));
     accounting.maps_lost = maps_lost + maps_malformed;
     let profile = Profile {

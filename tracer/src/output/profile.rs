@@ -54,6 +54,9 @@ pub struct Accounting {
     pub own: u64,
     /// Off-CPU: blocks shorter than the minimum, left out.
     pub short: u64,
+    /// Off-CPU: context switches the program never saw (the kernel skips a tracepoint's
+    /// program while another BPF program runs on that CPU): each may have lost a block.
+    pub missed: u64,
     /// Processes gone before their user stacks were read (frames `[unknown]`).
     pub exited: u64,
     /// Mapping records lost (a full ring) or malformed: some frames may be `[unknown]`.
@@ -184,6 +187,7 @@ impl Profile {
                 "idle": self.accounting.idle,
                 "own": self.accounting.own,
                 "short": self.accounting.short,
+                "missed": self.accounting.missed,
                 "exited": self.accounting.exited,
                 "maps_lost": self.accounting.maps_lost,
             },
@@ -267,6 +271,12 @@ impl Profile {
             parts.push(format!("{} shorter than the minimum left out", a.short));
         }
         parts.push(format!("{} not counted (map full)", a.not_counted));
+        if a.missed > 0 {
+            parts.push(format!(
+                "{} context switches missed (another BPF program was running on that CPU)",
+                a.missed
+            ));
+        }
         parts.push(format!("{} with a stack lost", a.stacks_lost));
         notes.push(parts.join(", "));
         if a.not_counted > 0 || a.stacks_lost * 100 > a.total {

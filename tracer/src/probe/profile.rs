@@ -163,6 +163,9 @@ pub struct MapsTracker {
     maps: hashbrown::HashMap<u32, Vec<Mapping>>,
     /// Processes whose exit was seen since the last [`MapsTracker::prune`].
     exited: Vec<u32>,
+    /// Processes that exec'd during the run: their mappings since are all in `maps`, and
+    /// better than what /proc said before the exec.
+    execed: hashbrown::HashSet<u32>,
     /// Records lost when a ring was full, and records that did not parse.
     pub lost: u64,
     pub malformed: u64,
@@ -194,7 +197,10 @@ impl MapsTracker {
                     | flag::MMAP_DATA
                     | flag::COMM
                     | flag::TASK
+                    | flag::SAMPLE_ID_ALL
                     | inherit,
+                // Timestamps, to apply the records of all CPUs in the order they happened.
+                sample_type: perf::attr::sample::TIME,
                 ..Options::default()
             };
             let event = perf::Event::open(
@@ -209,24 +215,32 @@ impl MapsTracker {
             rings,
             maps: hashbrown::HashMap::new(),
             exited: Vec::new(),
+            execed: hashbrown::HashSet::new(),
             lost: 0,
             malformed: 0,
         })
     }
 
-    /// Reads the records waiting in the rings.
+    /// Reads the records waiting in the rings, in time order: each CPU has its own ring, and
+    /// a process that moved between CPUs while it exec'd wrote its exec on one and the
+    /// mappings of its new program on another.
     pub fn drain(&mut self) {
         use perf::record::{self as rec, Mmap2File, Record};
-        let layout = rec::Layout::default();
-        let (maps, lost, malformed) = (&mut self.maps, &mut self.lost, &mut self.malformed);
-        let exited = &mut self.exited;
+        let layout = rec::Layout {
+            sample_type: perf::attr::sample::TIME,
+            sample_id_all: true,
+            ..rec::Layout::default()
+        };
+        let mut changes: Vec<(u64, Change)> = Vec::new();
+        let (lost, malformed) = (&mut self.lost, &mut self.malformed);
         for ring in &mut self.rings {
             let stats = ring.drain(|bytes| {
                 let Ok(parsed) = rec::parse(bytes, &layout) else {
                     *malformed += 1;
                     return;
                 };
-                match parsed.record {
+                let time = parsed.sample_id.time.unwrap_or(0);
+                let change = match parsed.record {
                     Record::Mmap2 {
                         pid,
                         addr,
@@ -246,53 +260,61 @@ impl MapsTracker {
                             use std::os::unix::ffi::OsStrExt;
                             std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
                         });
+                        let flag = |bit: i32, c: char| if prot & bit as u32 != 0 { c } else { '-' };
                         let perms = format!(
                             "{}{}{}p",
-                            if prot & libc::PROT_READ as u32 != 0 {
-                                'r'
-                            } else {
-                                '-'
-                            },
-                            if prot & libc::PROT_WRITE as u32 != 0 {
-                                'w'
-                            } else {
-                                '-'
-                            },
-                            if prot & libc::PROT_EXEC as u32 != 0 {
-                                'x'
-                            } else {
-                                '-'
-                            },
+                            flag(libc::PROT_READ, 'r'),
+                            flag(libc::PROT_WRITE, 'w'),
+                            flag(libc::PROT_EXEC, 'x')
                         );
-                        maps.entry(pid).or_default().push(Mapping {
-                            start: addr,
-                            end: addr.saturating_add(len),
-                            offset: pgoff,
-                            perms,
-                            dev,
-                            inode,
-                            path,
-                        });
+                        Change::Mapped(
+                            pid,
+                            Mapping {
+                                start: addr,
+                                end: addr.saturating_add(len),
+                                offset: pgoff,
+                                perms,
+                                dev,
+                                inode,
+                                path,
+                            },
+                        )
                     }
                     // An exec replaces the process's mappings (perf_event_open(2): misc
                     // PERF_RECORD_MISC_COMM_EXEC).
                     Record::Comm { pid, .. } if parsed.header.misc & rec::misc::BIT13 != 0 => {
-                        maps.remove(&pid);
+                        Change::Exec(pid)
                     }
                     // A new process starts with its parent's mappings.
-                    Record::Fork(t) if t.pid != t.ppid => {
-                        if let Some(parent) = maps.get(&t.ppid).cloned() {
-                            maps.insert(t.pid, parent);
-                        }
-                    }
+                    Record::Fork(t) if t.pid != t.ppid => Change::Fork(t.pid, t.ppid),
                     // A process (not a thread) ended.
-                    Record::Exit(t) if t.pid == t.tid => exited.push(t.pid),
-                    Record::Lost { lost: n, .. } => *lost += n,
-                    _ => {}
-                }
+                    Record::Exit(t) if t.pid == t.tid => Change::Exit(t.pid),
+                    Record::Lost { lost: n, .. } => {
+                        *lost += n;
+                        return;
+                    }
+                    _ => return,
+                };
+                changes.push((time, change));
             });
             if stats.corrupt {
                 *malformed += 1;
+            }
+        }
+        changes.sort_by_key(|(time, _)| *time);
+        for (_, change) in changes {
+            match change {
+                Change::Mapped(pid, mapping) => self.maps.entry(pid).or_default().push(mapping),
+                Change::Exec(pid) => {
+                    self.maps.remove(&pid);
+                    self.execed.insert(pid);
+                }
+                Change::Fork(pid, parent) => {
+                    if let Some(parent) = self.maps.get(&parent).cloned() {
+                        self.maps.insert(pid, parent);
+                    }
+                }
+                Change::Exit(pid) => self.exited.push(pid),
             }
         }
     }
@@ -304,20 +326,32 @@ impl MapsTracker {
         for pid in self.exited.drain(..) {
             if !sampled.contains(&pid) {
                 self.maps.remove(&pid);
+                self.execed.remove(&pid);
             }
         }
     }
 
-    /// Hands the symbolizer the mappings seen of every process it could not read itself.
+    /// Hands the symbolizer the mappings seen of every process it could not read itself, and
+    /// of every process that exec'd during the run (/proc may have been read before the exec:
+    /// a child of a shell, still the shell).
     pub fn lend(mut self, symbolizer: &mut Symbolizer) {
         self.drain();
         for (pid, mut maps) in self.maps {
             // The latest mapping of an address range first: a range unmapped and mapped again
             // holds the later file.
             maps.reverse();
-            symbolizer.remember_maps(pid, maps);
+            symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
         }
     }
+}
+
+/// What one side-band record says of a process's mappings.
+enum Change {
+    Mapped(u32, Mapping),
+    Exec(u32),
+    /// A new process and its parent.
+    Fork(u32, u32),
+    Exit(u32),
 }
 
 /// No hardware cycles to sample here (the errnos perf_event_open(2) gives for a missing or
