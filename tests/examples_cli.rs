@@ -327,6 +327,18 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer watch tracer_testprog_counter --summary -- ./tracer-testprog counter 3000",
         docs_watch_summary,
     ),
+    // tracer profile --help, README.md and docs/profile.md
+    ("tracer profile -- ./busy", profile_command),
+    ("tracer profile -a -d 2 -f svg -o cpu.svg", profile_all_svg),
+    ("tracer profile -f svg -o cpu.svg -- ./busy", profile_command_svg),
+    (
+        "tracer profile -p 1234 -F 999 -d 10 -f folded",
+        profile_pid_folded,
+    ),
+    (
+        "tracer profile --off-cpu --min-block 1ms -p 1234 -d 10",
+        profile_off_cpu_pid,
+    ),
 ];
 
 /// docs/record.md's example, its `\` continuation lines joined.
@@ -809,6 +821,7 @@ impl Ctx {
             ("tracer-chain", common::chain_program()),
             ("tl", common::timeline_program()),
             ("usdt", common::usdt_program()),
+            ("busy", common::profile_program()),
         ] {
             std::fs::copy(&built, dir.path().join(name))
                 .unwrap_or_else(|e| panic!("copy {} to {name}: {e}", built.display()));
@@ -839,6 +852,8 @@ impl Ctx {
                 || l.starts_with("Watching")
                 || l.starts_with("Counting")
                 || l.starts_with("Recording")
+                || l.starts_with("Sampling")
+                || l.starts_with("Timing")
         });
         running
     }
@@ -3392,4 +3407,123 @@ fn docs_watch_summary(ctx: &Ctx, example: &str) {
             && stderr.contains("command exited with status 0; 0 lost"),
         "{stderr}"
     );
+}
+
+/// The user frames under the `#1` line of `tracer profile`'s text report.
+fn top_stack(stdout: &str) -> (String, Vec<String>) {
+    let mut lines = stdout.lines();
+    let head = lines.next().unwrap_or_default().to_string();
+    let frames = lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().split(" (").next().unwrap().to_string())
+        .collect();
+    (head, frames)
+}
+
+/// `./busy` (tests/workloads/profile.c) burns 1 s of CPU, 3:1 in its hot and cold chains: the
+/// report's first stack is the hot chain, with about 3/4 of about 99 samples.
+fn profile_command(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let (head, frames) = top_stack(&stdout);
+    assert!(
+        head.starts_with("#1 ") && head.contains(" busy ["),
+        "{stdout}"
+    );
+    assert_eq!(
+        frames[..4],
+        ["profile_spin", "profile_hot_inner", "profile_hot", "main"],
+        "{stdout}"
+    );
+    let samples: u64 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!((60..=85).contains(&samples), "{stdout}");
+    assert!(stderr.contains("command exited with status 0"), "{stderr}");
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// Every CPU for 2 s, with `./busy` started after the banner: the SVG names its hot chain.
+fn profile_all_svg(ctx: &Ctx, example: &str) {
+    let svg = ctx.path("cpu.svg");
+    let _ = std::fs::remove_file(&svg);
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload("./busy", &["400", "0", "0", "0", "0"]);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stdout.is_empty(), "-o takes the data: {stdout}");
+    let svg = std::fs::read_to_string(&svg).expect("cpu.svg written");
+    assert!(svg.starts_with("<?xml") && svg.contains("On-CPU profile"));
+    assert!(svg.contains("<title>profile_hot_inner ("), "{stderr}");
+    assert!(stderr.contains("of the idle task left out") || stderr.contains("samples counted"));
+}
+
+/// `./busy 500 ...` run by pid (1234): folded lines of its chains, about 999 * 0.5 samples.
+fn profile_pid_folded(ctx: &Ctx, example: &str) {
+    let mut cmd = Command::new(ctx.path("busy"));
+    cmd.args(["500", "0", "0", "0", "0"]).stderr(Stdio::null());
+    let mut work = Workload::start(cmd);
+    let pid = work.pid().to_string();
+    let running = ctx.start(&words(example, &[("1234", &pid)]));
+    work.run_batch();
+    work.finish();
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("process {pid} exited")),
+        "{stderr}"
+    );
+    let lines: Vec<(&str, u64)> = (stdout.lines())
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            (stack, n.parse().unwrap())
+        })
+        .collect();
+    assert!(
+        lines.iter().all(|(stack, _)| stack.starts_with("busy;")),
+        "{stdout}"
+    );
+    let total: u64 = lines.iter().map(|(_, n)| n).sum();
+    assert!((420..=520).contains(&total), "{total}\n{stdout}");
+    let hot: u64 = (lines.iter())
+        .filter(|(s, _)| s.contains(";main;profile_hot;profile_hot_inner;profile_spin"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        hot * 100 >= total * 65 && hot * 100 <= total * 85,
+        "{stdout}"
+    );
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// docs/profile.md's flame graph of `./busy`: written to cpu.svg, nothing on stdout.
+fn profile_command_svg(ctx: &Ctx, example: &str) {
+    let svg = ctx.path("cpu.svg");
+    let _ = std::fs::remove_file(&svg);
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(stdout.is_empty(), "-o takes the data: {stdout}");
+    let svg = std::fs::read_to_string(&svg).expect("cpu.svg written");
+    assert!(svg.contains("<title>profile_hot_inner ("), "{svg}");
+    assert!(svg.contains("<title>profile_cold ("), "{svg}");
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// `./busy 0 3 100 2 20` by pid: 300 ms blocked in profile_nap (3 blocks), 40 in profile_doze.
+fn profile_off_cpu_pid(ctx: &Ctx, example: &str) {
+    let mut cmd = Command::new(ctx.path("busy"));
+    cmd.args(["0", "3", "100", "2", "20"]).stderr(Stdio::null());
+    let mut work = Workload::start(cmd);
+    let pid = work.pid().to_string();
+    let running = ctx.start(&words(example, &[("1234", &pid)]));
+    work.run_batch();
+    work.finish();
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let (head, frames) = top_stack(&stdout);
+    assert!(head.contains(" in 3 blocks ("), "{stdout}");
+    let user = frames.iter().skip_while(|f| *f != "--").skip(1);
+    assert_eq!(
+        user.take(2).collect::<Vec<_>>(),
+        ["profile_nap", "main"],
+        "{stdout}"
+    );
+    assert!(stdout.contains(" in 2 blocks ("), "{stdout}");
+    assert_shown(example, &stdout, &stderr, &[]);
 }

@@ -340,3 +340,13 @@ pub fn debug_bpf_drops(spec: &str, workload: &[&str]) -> (Vec<String>, String) {
         .collect();
     (lines, stderr)
 }
+
+/// The C workload `tests/workloads/profile.c` (known CPU shares in known call chains, known
+/// sleeps), compiled once per test binary.
+pub fn profile_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/profile.c");
+    BUILT
+        .get_or_init(|| build_c("tracer-profile", &source, &[]))
+        .clone()
+}

@@ -89,8 +89,10 @@ pub mod names {
     pub const STR_COUNTS: &str = "STR_COUNTS";
     pub const FILTER_SHAPE: &str = "FILTER_SHAPE";
     pub const USDT_ARGS: &str = "USDT_ARGS";
+    pub const OFFCPU_CONFIG: &str = "OFFCPU_CONFIG";
+    pub const OFFCPU_START: &str = "OFFCPU_START";
     /// Every name above.
-    pub const ALL: [&str; 23] = [
+    pub const ALL: [&str; 25] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -114,6 +116,8 @@ pub mod names {
         FILTER_SHAPE,
         STR_COUNTS,
         USDT_ARGS,
+        OFFCPU_CONFIG,
+        OFFCPU_START,
     ];
 }
 
@@ -1008,6 +1012,46 @@ impl<'a> Iterator for StrEntries<'a> {
     }
 }
 
+/// `tracer profile --off-cpu`: the global slot id whose `CONFIG` entry (task filters, stack
+/// bits) and `STATS` cells the off-CPU program on `sched:sched_switch` uses: hits are blocks
+/// counted, filtered are blocks shorter than the minimum, failed are blocks that found the
+/// start map or `COUNTS` full. It is the last perf-event slot, which an off-CPU run does not
+/// otherwise take (on-CPU sampling takes the first).
+pub const OFFCPU_SLOT: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS - 1;
+/// Threads blocked at once that `OFFCPU_START` can follow (an LRU map: the oldest block is
+/// forgotten first, and counted by userspace as what it is, a block never seen to end).
+pub const OFFCPU_ENTRIES: u32 = 16384;
+
+/// `OFFCPU_CONFIG`: where `sched:sched_switch` keeps its fields (from tracefs) and which blocks
+/// count.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuConfig {
+    /// Blocks shorter than this (ns) are counted as filtered, not by stack.
+    pub min_ns: u64,
+    /// Record offset of `prev_state` (a `long`).
+    pub prev_state: u32,
+    /// Record offset of `next_pid`.
+    pub next_pid: u32,
+}
+
+/// `OFFCPU_START`, by thread id: a blocked thread's switch-out, with the stack it blocked in
+/// (captured then: at the switch-in the tracepoint runs in the other task).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuStart {
+    pub time_ns: u64,
+    pub pid_tgid: u64,
+    pub kstack: i32,
+    pub ustack: i32,
+    pub comm: [u8; 16],
+}
+
+/// Bits of `sched_switch`'s `prev_state` that say the task blocked: any task state
+/// (`TASK_REPORT`, S D T t X Z P I). A preempted task reports `TASK_REPORT_MAX` (0x100, "R+"),
+/// a task that yields 0 ("R"): both are runnable, waiting for a CPU, not blocked.
+pub const SWITCH_BLOCKED_MASK: u64 = 0xff;
+
 #[cfg(feature = "user")]
 mod pod {
     // SAFETY: plain old data, `repr(C)`, no implicit padding (explicit `_pad` fields are
@@ -1037,6 +1081,10 @@ mod pod {
     unsafe impl aya::Pod for super::Filter {}
     // SAFETY: as above (`_pad` written as zero).
     unsafe impl aya::Pod for super::UsdtArgs {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::OffCpuConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::OffCpuStart {}
 }
 
 #[cfg(test)]

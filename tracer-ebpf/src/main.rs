@@ -271,6 +271,7 @@ fn add(index: u32, n: u64) {
 }
 
 mod latency;
+mod profile;
 
 /// Emits a bare event (slot `LATENCY_SLOT`) with `data` and stack ids from a latency program;
 /// false when the ring was full.

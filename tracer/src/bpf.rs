@@ -8,9 +8,9 @@ use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
     names, stat_failed, stat_filtered, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey,
-    LatStart, RunCount, SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES, LAT_STAT_COUNT,
-    PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES, TRACEPOINT_BASE,
-    TRACEPOINT_SLOTS,
+    LatStart, OffCpuConfig, RunCount, SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES,
+    LAT_STAT_COUNT, PERF_EVENT_BASE, PERF_EVENT_SLOTS, PROBE_BASE, PROBE_SLOTS, STACK_ENTRIES,
+    TRACEPOINT_BASE, TRACEPOINT_SLOTS,
 };
 
 /// Where the BPF programs write events for tracer to read.
@@ -181,6 +181,9 @@ pub struct Sizing {
     /// More tracepoints than constant slots: room in `SYS_SLOTS` for the dispatching syscall
     /// programs.
     pub dispatch: bool,
+    /// `tracer profile --off-cpu`: room in `OFFCPU_START` for [`tracer_common::OFFCPU_ENTRIES`]
+    /// threads blocked at once.
+    pub offcpu: bool,
 }
 
 /// The BPF ring buffer's size and wakeup point (`--transport ringbuf`).
@@ -204,6 +207,7 @@ impl Default for Sizing {
             ringbuf: None,
             filter_globs: None,
             dispatch: false,
+            offcpu: false,
         }
     }
 }
@@ -233,6 +237,7 @@ struct Maps {
     filters: Array<MapData, tracer_common::Filter>,
     globs: Array<MapData, [u8; tracer_common::GLOB_ROW]>,
     usdt_args: Array<MapData, tracer_common::UsdtArgs>,
+    offcpu_config: Array<MapData, OffCpuConfig>,
     /// Moved out by [`Bpf::take_ringbuf`].
     ringbuf: Option<Map>,
 }
@@ -264,6 +269,7 @@ impl Maps {
             filters: typed(ebpf, names::FILTERS)?,
             globs: typed(ebpf, names::GLOBS)?,
             usdt_args: typed(ebpf, names::USDT_ARGS)?,
+            offcpu_config: typed(ebpf, names::OFFCPU_CONFIG)?,
             ringbuf: ebpf.take_map(names::RINGBUF),
         })
     }
@@ -361,6 +367,9 @@ impl Bpf {
             loader.map_max_entries(names::FILTERS, tracer_common::SLOTS);
             loader.map_max_entries(names::GLOBS, (*rows).max(1));
             loader.override_global(names::FILTER_SHAPE, shape, true);
+        }
+        if sizing.offcpu {
+            loader.map_max_entries(names::OFFCPU_START, tracer_common::OFFCPU_ENTRIES);
         }
         if sizing.latency {
             loader.map_max_entries(names::LAT_START, LAT_ENTRIES);
@@ -651,6 +660,43 @@ impl Bpf {
         Ok(names)
     }
 
+    /// Configures and loads the off-CPU program (`tracer profile --off-cpu`, for
+    /// `sched:sched_switch`): `config` (task filters, stack bits) goes to the reserved slot
+    /// [`tracer_common::OFFCPU_SLOT`], which [`Bpf::stop`] then stops and whose counters
+    /// [`Bpf::slot_stats`] reads. Returns the program's name for [`Bpf::named_program_fd`] and
+    /// the slot.
+    pub fn load_offcpu(
+        &mut self,
+        config: SlotConfig,
+        offcpu: OffCpuConfig,
+    ) -> Result<(&'static str, Slot), Error> {
+        self.check_uses(&config)?;
+        let id = tracer_common::OFFCPU_SLOT;
+        if self.used.contains(&id) {
+            return Err(Error::NoSlot {
+                kind: "off-cpu",
+                max: 1,
+            });
+        }
+        self.set_config(id, config)?;
+        (self.maps.offcpu_config.set(0, offcpu, 0)).map_err(|source| Error::MapUpdate {
+            map: names::OFFCPU_CONFIG,
+            source,
+        })?;
+        let name = "offcpu_switch";
+        self.load_program(name, SlotKind::Tracepoint)?;
+        self.used.push(id);
+        Ok((
+            name,
+            Slot {
+                kind: SlotKind::Tracepoint,
+                id,
+                name: name.to_string(),
+                cookie: false,
+            },
+        ))
+    }
+
     /// Configures and loads the latency programs for a start of kind `entry` and an end of
     /// kind `exit` (a return probe when `exit_ret`); returns (entry, exit) program names for
     /// [`Bpf::named_program_fd`].
@@ -816,6 +862,19 @@ impl Bpf {
         }
     }
 
+    /// The keys in `COUNTS` now, without their per-CPU values (one syscall per key: cheap
+    /// enough to look for new processes while a profile runs).
+    pub fn count_keys(&self) -> Result<Vec<AggKey>, Error> {
+        (self.maps.counts.keys())
+            .map(|key| {
+                key.map_err(|source| Error::MapUpdate {
+                    map: names::COUNTS,
+                    source,
+                })
+            })
+            .collect()
+    }
+
     /// `COUNTS`, summed over CPUs.
     fn counted(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
         let mut cells = Vec::new();
@@ -898,6 +957,23 @@ impl Bpf {
             source,
         })?;
         Ok(fd.as_fd())
+    }
+
+    /// How many times the kernel skipped program `name` because another BPF program was
+    /// running on that CPU (`recursion_misses` in its fdinfo, Linux 5.12+; 0 when unknown):
+    /// each is a hit the program never saw.
+    pub fn recursion_misses(&self, name: &str) -> u64 {
+        let Ok(fd) = self.named_program_fd(name) else {
+            return 0;
+        };
+        let path = format!("/proc/self/fdinfo/{}", fd.as_raw_fd());
+        (std::fs::read_to_string(path).ok())
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("recursion_misses:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0)
     }
 
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {

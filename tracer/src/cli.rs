@@ -86,6 +86,9 @@ pub enum Command {
     Watch(WatchArgs),
     /// How long calls take: in-kernel histograms of a function, or of a start/end pair.
     Latency(LatencyArgs),
+    /// What is on CPU (sampled stacks, counted in the kernel), or, with --off-cpu, where tasks
+    /// block and for how long: a top-N report, folded stacks, a flame graph or JSON.
+    Profile(ProfileArgs),
     /// Count events like perf stat: software, hardware, cache, raw, PMU, breakpoint,
     /// tracepoint and probe counters for a command, processes, threads, CPUs or cgroups.
     Stat(StatArgs),
@@ -324,6 +327,67 @@ pub struct LatencyArgs {
     /// Start COMMAND and measure only it and its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer profile -- ./busy                        on-CPU stacks of a command, busiest first
+  tracer profile -a -d 2 -f svg -o cpu.svg        every CPU for 2 s, as a flame graph
+  tracer profile -p 1234 -F 999 -d 10 -f folded   folded stacks, for flamegraph.pl or inferno
+  tracer profile --off-cpu --min-block 1ms -p 1234 -d 10   where it blocks, and how long")]
+pub struct ProfileArgs {
+    /// Samples per second on each CPU (on-CPU; default 99).
+    #[arg(short = 'F', long = "freq", value_name = "HZ")]
+    pub freq: Option<u64>,
+    /// Every task on every CPU (the default without -p or -- COMMAND).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "command"])]
+    pub all: bool,
+    /// Only this process (all its threads).
+    #[arg(short, long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Print the top stacks of each interval (1s, 500ms; a bare number is milliseconds, as in
+    /// perf stat); text only.
+    #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
+    pub interval: Option<Duration>,
+    /// Kernel stacks only.
+    #[arg(long, conflicts_with = "user_only")]
+    pub kernel_only: bool,
+    /// User stacks only.
+    #[arg(long)]
+    pub user_only: bool,
+    /// Time blocked off CPU, by stack (from sched_switch out to back in), instead of samples.
+    #[arg(long)]
+    pub off_cpu: bool,
+    /// With --off-cpu: leave out blocks shorter than this (e.g. 1ms; a bare number is
+    /// nanoseconds; default 1us).
+    #[arg(long, value_name = "DURATION")]
+    pub min_block: Option<String>,
+    /// The text report's number of stacks.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Output format: text (top stacks), folded (`comm;frame;frame N`), svg (flame graph),
+    /// json (one object).
+    #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
+    pub format: ProfileFormat,
+    /// Write the data to FILE instead of standard output (the banner and summary stay on
+    /// stderr).
+    #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Start COMMAND and profile only it and its children.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `tracer profile -f`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileFormat {
+    Text,
+    Folded,
+    Svg,
+    Json,
 }
 
 /// Watchpoint access types (`-t`), as the user spells them; the watch plan maps them to

@@ -200,6 +200,53 @@ impl Symbolizer {
         self.processes.insert(pid, Some(process));
     }
 
+    /// Rereads the mappings of `pid` while it runs (read first if unknown), so that its
+    /// stacks still resolve, libraries included, when they are only read after it exited
+    /// (counted stacks are symbolized at the end of a run).
+    pub fn keep_mapped(&mut self, pid: u32) {
+        match self.processes.get_mut(&pid) {
+            Some(Some(process)) => {
+                let _ = process.refresh();
+            }
+            _ => {
+                if let Ok(process) = Process::new(pid) {
+                    self.processes.insert(pid, Some(process));
+                }
+            }
+        }
+    }
+
+    /// Reads the mappings of `pid` if it is not known yet (and runs); a process known, or
+    /// gone, is left as it is.
+    pub fn remember(&mut self, pid: u32) {
+        if !self.processes.contains_key(&pid) {
+            // A process that is exiting has no mappings left to read: not known yet, then.
+            if let Some(process) = Process::new(pid).ok().filter(|p| !p.maps().is_empty()) {
+                self.processes.insert(pid, Some(process));
+            }
+        }
+    }
+
+    /// Takes `maps` (from the kernel's mmap records) as the mappings of `pid` when it was not
+    /// read from /proc (it exited first), or `whole` (they are all it mapped since its exec):
+    /// its frames are then named from those files.
+    pub fn remember_maps(
+        &mut self,
+        pid: u32,
+        maps: Vec<crate::kernel::symbols::Mapping>,
+        whole: bool,
+    ) {
+        let known = matches!(self.processes.get(&pid), Some(Some(p)) if !p.maps().is_empty());
+        if (whole || !known) && !maps.is_empty() {
+            // Counted as exited when /proc could not be read: it is not, now.
+            if let Some(None) = self.processes.remove(&pid) {
+                self.exited = self.exited.saturating_sub(1);
+            }
+            self.processes
+                .insert(pid, Some(Process::with_maps(pid, maps)));
+        }
+    }
+
     /// A line for the end-of-run summary when stacks were missing or unresolved.
     pub fn summary(&self) -> Option<String> {
         let mut parts = Vec::new();

@@ -4,6 +4,7 @@ pub mod features;
 pub mod latency;
 pub mod list;
 pub mod probe;
+pub mod profile;
 pub mod record;
 pub mod report;
 pub mod stat;
@@ -19,6 +20,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::Probe(args) => probe::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Latency(args) => latency::run(args),
+        Command::Profile(args) => profile::run(args),
         Command::Stat(args) => stat::run(args),
         Command::StatReport(args) => stat::report(args),
         Command::Record(args) => record::run(args),

@@ -117,6 +117,7 @@ fn sizing(
             .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         dispatch: probe::attach::dispatch(specs),
+        offcpu: false,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Addresses in a running process: `/proc/PID/maps`, ELF symbols placed at their load bias,
 //! and instruction pointers turned back into `function+0xoff`.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
@@ -129,13 +131,27 @@ impl ElfSymbols {
     }
 }
 
-/// A process's mappings and the symbols of its mapped files (loaded on first use).
+/// A mapped file, whatever its path: (device major, minor, inode).
+type FileId = (u32, u32, u64);
+
+thread_local! {
+    /// Symbols of mapped files by [`FileId`], shared by every process that maps them: a
+    /// library that hundreds of processes map is read once (a system-wide profile read the
+    /// same large libraries once per process: gigabytes).
+    static ELF_CACHE: RefCell<HashMap<FileId, Option<Rc<ElfSymbols>>>> = RefCell::default();
+    /// DWARF line tables by [`FileId`], shared the same way.
+    static LINE_CACHE: RefCell<HashMap<FileId, Option<Rc<addr2line::Loader>>>> =
+        RefCell::default();
+}
+
+/// A process's mappings and the symbols of its mapped files (loaded on first use, shared
+/// with the other processes that map the same file).
 pub struct Process {
     pid: u32,
     maps: Vec<Mapping>,
-    elfs: HashMap<PathBuf, Option<ElfSymbols>>,
+    elfs: HashMap<PathBuf, Option<Rc<ElfSymbols>>>,
     /// DWARF line tables per file (`None`: no debug info).
-    lines: HashMap<PathBuf, Option<addr2line::Loader>>,
+    lines: HashMap<PathBuf, Option<Rc<addr2line::Loader>>>,
     /// Where each mapped path is read from (see [`Process::source`]).
     sources: HashMap<PathBuf, Option<PathBuf>>,
 }
@@ -163,6 +179,18 @@ impl Process {
         Ok(process)
     }
 
+    /// A process known by `maps` (the kernel's mmap records) rather than by /proc: one that
+    /// has exited. Its files are read from their paths while they are the files it mapped.
+    pub fn with_maps(pid: u32, maps: Vec<Mapping>) -> Process {
+        Process {
+            pid,
+            maps,
+            elfs: HashMap::new(),
+            lines: HashMap::new(),
+            sources: HashMap::new(),
+        }
+    }
+
     /// [`Process::new`] for a process the user named (`-p PID`): one that is gone, or that
     /// this user may not read, is said to be so.
     pub fn adopt(pid: u32) -> Result<Process, Error> {
@@ -179,11 +207,16 @@ impl Process {
         })
     }
 
-    /// Rereads `/proc/PID/maps` (after the process mapped more libraries).
+    /// Rereads `/proc/PID/maps` (after the process mapped more libraries). A process that is
+    /// exiting has no mappings left to read: the last ones read are kept, so that its
+    /// addresses still resolve.
     pub fn refresh(&mut self) -> Result<(), Error> {
         let path = format!("/proc/{}/maps", self.pid);
         let text = std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })?;
-        self.maps = parse_maps(&text);
+        let maps = parse_maps(&text);
+        if !maps.is_empty() {
+            self.maps = maps;
+        }
         Ok(())
     }
 
@@ -230,12 +263,31 @@ impl Process {
         source
     }
 
+    /// Which file is mapped at `path` (`None` for an inode 0: nothing to share by).
+    fn file_id(&self, path: &Path) -> Option<FileId> {
+        let m = self.maps.iter().find(|m| m.path.as_deref() == Some(path))?;
+        (m.inode != 0).then_some((m.dev.0, m.dev.1, m.inode))
+    }
+
     fn elf(&mut self, path: &Path) -> Option<&ElfSymbols> {
         if !self.elfs.contains_key(path) {
-            let loaded = self.source(path).and_then(|s| ElfSymbols::load(&s).ok());
+            let id = self.file_id(path);
+            let cached = id.and_then(|id| ELF_CACHE.with(|c| c.borrow().get(&id).cloned()));
+            let loaded = match cached {
+                Some(loaded) => loaded,
+                None => {
+                    let loaded = (self.source(path))
+                        .and_then(|s| ElfSymbols::load(&s).ok())
+                        .map(Rc::new);
+                    if let Some(id) = id {
+                        ELF_CACHE.with(|c| c.borrow_mut().insert(id, loaded.clone()));
+                    }
+                    loaded
+                }
+            };
             self.elfs.insert(path.to_path_buf(), loaded);
         }
-        self.elfs.get(path)?.as_ref()
+        self.elfs.get(path)?.as_deref()
     }
 
     /// The GNU build-id of the file mapped at `path`, as hex (to fetch its debug info).
@@ -357,11 +409,24 @@ impl Process {
     pub fn location(&mut self, addr: u64) -> Option<(String, u32)> {
         let (path, bias) = self.placed(addr)?;
         if !self.lines.contains_key(&path) {
-            let loader = self
-                .source(&path)
-                // The loader maps the file: a device or FIFO mapped into a process is not one.
-                .filter(|s| super::file::check_regular(s).is_ok())
-                .and_then(|s| addr2line::Loader::new(&s).ok());
+            let id = self.file_id(&path);
+            let cached = id.and_then(|id| LINE_CACHE.with(|c| c.borrow().get(&id).cloned()));
+            let loader = match cached {
+                Some(loader) => loader,
+                None => {
+                    let loader = self
+                        .source(&path)
+                        // The loader maps the file: a device or FIFO mapped into a process is
+                        // not one.
+                        .filter(|s| super::file::check_regular(s).is_ok())
+                        .and_then(|s| addr2line::Loader::new(&s).ok())
+                        .map(Rc::new);
+                    if let Some(id) = id {
+                        LINE_CACHE.with(|c| c.borrow_mut().insert(id, loader.clone()));
+                    }
+                    loader
+                }
+            };
             self.lines.insert(path.clone(), loader);
         }
         let loader = self.lines.get(&path)?.as_ref()?;

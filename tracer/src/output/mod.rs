@@ -8,6 +8,7 @@ pub mod latency;
 pub mod list;
 pub mod notes;
 pub mod perfetto;
+pub mod profile;
 pub mod report;
 pub mod stack;
 pub mod stat;

@@ -3,6 +3,7 @@
 pub mod filter;
 pub mod latency;
 pub mod list;
+pub mod profile;
 pub mod record;
 pub mod stat;
 pub mod watch;

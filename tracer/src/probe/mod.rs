@@ -8,6 +8,7 @@ mod attached;
 pub mod decode;
 pub mod expand;
 pub mod filter;
+pub mod profile;
 pub mod resolve;
 pub mod strings;
 pub mod tasks;

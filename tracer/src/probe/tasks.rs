@@ -19,7 +19,12 @@ pub fn start_comm_cache(bpf: &mut Bpf, id: u64) -> Result<perf::Event, Error> {
 /// Runs the loaded `program` on every hit of tracepoint `id` (named `name`), on every CPU (a
 /// tracepoint's BPF programs run wherever it fires, whichever CPU the perf event is bound to),
 /// until the returned event is closed.
-fn run_on_tracepoint(bpf: &Bpf, name: &str, id: u64, program: &str) -> Result<perf::Event, Error> {
+pub(super) fn run_on_tracepoint(
+    bpf: &Bpf,
+    name: &str,
+    id: u64,
+    program: &str,
+) -> Result<perf::Event, Error> {
     let event = perf::Event::open(
         name.to_string(),
         &EventKind::Tracepoint(id),

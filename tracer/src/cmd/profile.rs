@@ -1,0 +1,301 @@
+//! `tracer profile`: what is on CPU, as sampled stacks counted in the kernel (a perf-event
+//! slot on cycles or cpu-clock events, per CPU or per task, `PERF_EVENT_IOC_SET_BPF`), or,
+//! with `--off-cpu`, how long tasks block and where (a program on `sched:sched_switch`).
+//! Nothing streams: the counts and stacks are read and symbolized once, at the end (or per
+//! `-I` interval).
+
+use std::io::Write as _;
+use std::time::Instant;
+
+use crate::bpf::{Bpf, Sizing, Slot};
+use crate::cli::{ProfileArgs, ProfileFormat};
+use crate::kernel::tracefs::Tracefs;
+use crate::output::profile::{self as out, Measure, Profile};
+use crate::output::summary::{Banner, Summary};
+use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Whose};
+use crate::probe::profile::{self as sampling, Sampled, Sampler};
+use crate::session::{self, Hold, Session, Sink};
+use crate::stacks::Symbolizer;
+use crate::Error;
+
+pub fn run(args: ProfileArgs) -> Result<i32, Error> {
+    let plan = profile_plan(&args, &session::ThisMachine)?;
+    let output = crate::output::destination(plan.file.as_deref())?;
+    let (command, pid) = match &plan.whose {
+        Whose::Command(command) => (command.as_slice(), None),
+        Whose::Process(pid) => (&[][..], Some(*pid)),
+        Whose::All => (&[][..], None),
+    };
+    // Held right after its exec: its executable is mapped, so its stacks resolve even when it
+    // is gone by the end of the run.
+    let mut session = Session::start(command, pid, Hold::AfterExec)?;
+    let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
+    let mut bpf = Bpf::load_with(Sizing {
+        stacks: true,
+        counts: true,
+        offcpu: off_cpu,
+        ..Sizing::default()
+    })?;
+    let launched = session.is_launched();
+    let fs = match launched || off_cpu {
+        true => Some(Tracefs::locate()?),
+        false => None,
+    };
+    if let Some(fs) = fs.as_ref().filter(|_| launched) {
+        session.follow(&mut bpf, fs)?;
+    }
+    let stack_flags = [
+        (plan.kernel, tracer_common::SLOT_STACK_KERNEL),
+        (plan.user, tracer_common::SLOT_STACK_USER),
+    ]
+    .iter()
+    .filter(|(wanted, _)| *wanted)
+    .fold(0, |flags, (_, bit)| flags | bit);
+    let tgid = match plan.whose {
+        Whose::Process(pid) => pid,
+        _ => 0,
+    };
+    let config = sampling::slot_config(stack_flags, tgid, launched, off_cpu);
+    let (sampler, offcpu, measure) = match plan.mode {
+        Mode::OnCpu { hz } => {
+            let sampled = match (&plan.whose, session.pid()) {
+                (Whose::Process(pid), _) => Sampled::Tasks(sampling::threads(*pid)),
+                (Whose::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
+                _ => Sampled::AllCpus,
+            };
+            let sampler = Sampler::open(&mut bpf, config, hz, &sampled)?;
+            let event = sampler.event;
+            (Some(sampler), None, Measure::OnCpu { hz, event })
+        }
+        Mode::OffCpu { min_block_ns } => {
+            let fs = fs.as_ref().expect("located for --off-cpu");
+            let started = sampling::start_offcpu(&mut bpf, fs, config, min_block_ns)?;
+            (None, Some(started), Measure::OffCpu { min_block_ns })
+        }
+    };
+    // The mappings of processes that come and go during the run, from the kernel's records.
+    let tracker = sampling::MapsTracker::open(match plan.whose {
+        Whose::Command(_) => session.pid(),
+        _ => None,
+    })?;
+    session.begin(&banner(&plan, measure, session.whom()))?;
+    let slot = match (&sampler, &offcpu) {
+        (Some(sampler), _) => sampler.slot.clone(),
+        (_, Some((_, slot))) => slot.clone(),
+        _ => unreachable!("one of the two modes"),
+    };
+    let skip_idle = plan.whose == Whose::All && !off_cpu;
+    let mut sink = ProfileSink {
+        bpf: &bpf,
+        slot: &slot,
+        symbolizer: Symbolizer::default(),
+        pid: session.pid(),
+        symbolized: Instant::now(),
+        tracker,
+        output,
+        intervals: plan.interval.map(|every| Intervals {
+            every,
+            started: Instant::now(),
+            last: Instant::now(),
+            reports: 0,
+            previous: hashbrown::HashMap::new(),
+            top: plan.top,
+            measure,
+            skip_idle,
+        }),
+    };
+    if let Some(pid) = sink.pid {
+        sink.symbolizer.keep_mapped(pid);
+    }
+    if let Some(sampler) = &sampler {
+        sampler.enable()?;
+    }
+    let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
+    if sink.intervals.is_some() {
+        sink.tracker.drain();
+        sink.report(true)?;
+    }
+    let ProfileSink {
+        mut symbolizer,
+        tracker,
+        mut output,
+        intervals,
+        ..
+    } = sink;
+    let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
+    tracker.lend(&mut symbolizer);
+    let (entries, mut accounting) =
+        sampling::entries(&bpf, &slot, &mut symbolizer, skip_idle, off_cpu)?;
+    if offcpu.is_some() {
+        accounting.missed = bpf.recursion_misses("offcpu_switch");
+    }
+    drop((sampler, offcpu));
+    accounting.maps_lost = maps_lost + maps_malformed;
+    let profile = Profile {
+        measure,
+        entries,
+        accounting,
+        seconds: outcome.elapsed.as_secs_f64(),
+    };
+    let written = match plan.format {
+        // With -I the intervals were the report.
+        ProfileFormat::Text if intervals.is_some() => Ok(()),
+        ProfileFormat::Text => write!(output, "{}", profile.text(plan.top)),
+        ProfileFormat::Folded => profile
+            .folded()
+            .iter()
+            .try_for_each(|line| writeln!(output, "{line}")),
+        ProfileFormat::Svg => profile.svg(&mut output),
+        ProfileFormat::Json => writeln!(output, "{}", profile.json()),
+    };
+    written
+        .and_then(|()| output.flush())
+        .map_err(Error::Output)?;
+    let (count, unit) = match measure {
+        Measure::OnCpu { .. } => (profile.total_value(), "samples"),
+        Measure::OffCpu { .. } => (profile.accounting.total, "blocks"),
+    };
+    Summary {
+        count,
+        unit: unit.into(),
+        seconds: profile.seconds,
+        why: outcome.why(count, unit),
+        tail: match measure {
+            Measure::OnCpu { .. } => format!("{} lost", profile.accounting.not_counted),
+            Measure::OffCpu { .. } => format!(
+                "{} blocked; {} lost",
+                out::duration(profile.total_value()),
+                profile.accounting.not_counted
+            ),
+        },
+        table: None,
+        notes: profile.summary_notes(),
+    }
+    .print();
+    Ok(outcome.exit_code())
+}
+
+fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner {
+    let sides = match (plan.kernel, plan.user) {
+        (true, true) => "",
+        (true, false) => " (kernel stacks)",
+        _ => " (user stacks)",
+    };
+    match measure {
+        Measure::OnCpu { hz, event } => Banner {
+            verb: "Sampling",
+            what: format!("on-CPU stacks{sides}"),
+            whom: whom.or(Some("every task".into())),
+            detail: Some(match plan.whose {
+                Whose::All => format!("({event} at {hz} Hz on each CPU)"),
+                _ => format!("({event} at {hz} Hz of its CPU time)"),
+            }),
+        },
+        Measure::OffCpu { min_block_ns } => Banner {
+            verb: "Timing",
+            what: format!("off-CPU stacks{sides}"),
+            whom: whom.or(Some("every task".into())),
+            detail: Some(format!(
+                "(sched:sched_switch, blocks of {} and more)",
+                out::duration(min_block_ns)
+            )),
+        },
+    }
+}
+
+/// Nothing streams: the run keeps the target's mappings fresh, reads those of every new
+/// process counted every 250 ms (a process that exits before the end keeps its frames), with
+/// `-I` prints what each interval added, and stops the programs at its end.
+struct ProfileSink<'a> {
+    bpf: &'a Bpf,
+    slot: &'a Slot,
+    symbolizer: Symbolizer,
+    pid: Option<u32>,
+    symbolized: Instant,
+    tracker: sampling::MapsTracker,
+    output: crate::output::Output,
+    intervals: Option<Intervals>,
+}
+
+/// `-I`: when the last report was printed, and the counts it covered.
+struct Intervals {
+    every: std::time::Duration,
+    started: Instant,
+    last: Instant,
+    reports: u64,
+    previous: hashbrown::HashMap<tracer_common::AggKey, tracer_common::AggValue>,
+    top: usize,
+    measure: Measure,
+    skip_idle: bool,
+}
+
+impl ProfileSink<'_> {
+    /// Prints the top stacks of what was counted since the last report, under a
+    /// `--- T s (interval N) ---` line (as `tracer probe -I` heads its reports).
+    fn report(&mut self, last: bool) -> Result<(), Error> {
+        let Some(iv) = self.intervals.as_mut() else {
+            return Ok(());
+        };
+        let grown = sampling::since(
+            sampling::slot_counts(self.bpf, self.slot)?,
+            &mut iv.previous,
+        );
+        let timed = matches!(iv.measure, Measure::OffCpu { .. });
+        let mut accounting = out::Accounting::default();
+        let entries = sampling::entries_of(
+            self.bpf,
+            grown,
+            &mut self.symbolizer,
+            iv.skip_idle,
+            timed,
+            &mut accounting,
+        )?;
+        iv.reports += 1;
+        let profile = Profile {
+            measure: iv.measure,
+            entries,
+            accounting,
+            seconds: iv.last.elapsed().as_secs_f64(),
+        };
+        iv.last = Instant::now();
+        let what = if last { "last interval" } else { "interval" };
+        let body = match profile.entries.is_empty() {
+            true => "no stacks\n".to_string(),
+            false => profile.text(iv.top),
+        };
+        let time = iv.started.elapsed().as_secs_f64();
+        (write!(
+            self.output,
+            "--- {time:.2} s ({what} {}) ---\n{body}",
+            iv.reports
+        ))
+        .and_then(|()| self.output.flush())
+        .map_err(Error::Output)
+    }
+}
+
+impl Sink for ProfileSink<'_> {
+    fn drain(&mut self) -> Result<bool, Error> {
+        self.tracker.drain();
+        Ok(false)
+    }
+
+    fn tick(&mut self) -> Result<bool, Error> {
+        if let Some(pid) = self.pid.filter(|&pid| session::alive(pid)) {
+            self.symbolizer.keep_mapped(pid);
+        }
+        if self.symbolized.elapsed() >= std::time::Duration::from_millis(250) {
+            let sampled = sampling::remember_processes(self.bpf, self.slot, &mut self.symbolizer)?;
+            self.tracker.prune(&sampled);
+            self.symbolized = Instant::now();
+        }
+        if (self.intervals.as_ref()).is_some_and(|iv| iv.last.elapsed() >= iv.every) {
+            self.report(false)?;
+        }
+        Ok(false)
+    }
+
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+}

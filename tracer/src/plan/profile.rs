@@ -1,0 +1,230 @@
+//! `tracer profile` input -> a profile plan: on-CPU sampling or off-CPU time, whose tasks,
+//! which stacks, for how long, and the report's form.
+
+use std::time::Duration;
+
+use super::{check_task, parse_duration_ns, Machine};
+use crate::cli::{ProfileArgs, ProfileFormat};
+use crate::Error;
+
+fn usage(message: impl Into<String>, hint: &str) -> Error {
+    Error::usage(message, vec![hint.to_string()])
+}
+
+/// On-CPU samples per second when `-F` is not given: 99, as perf's and BCC's profilers, off
+/// the kernel's timer tick so samples do not lock step with periodic work.
+pub const DEFAULT_HZ: u64 = 99;
+/// The highest `-F` accepted: perf's default `kernel.perf_event_max_sample_rate` (100,000)
+/// halved, the rate above which the kernel starts throttling sampling events.
+pub const MAX_HZ: u64 = 50_000;
+/// `--off-cpu` blocks shorter than this are left out unless `--min-block` says otherwise
+/// (offcputime's default, 1 us: below it a switch is scheduling noise).
+pub const DEFAULT_MIN_BLOCK_NS: u64 = 1_000;
+
+/// Whose stacks are profiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// `-a`, or nothing given: every task on every CPU.
+    All,
+    /// `-p PID`, all its threads.
+    Process(u32),
+    /// `-- COMMAND` and its children.
+    Command(Vec<String>),
+}
+
+/// What is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Samples of what runs, `hz` per second on each CPU.
+    OnCpu { hz: u64 },
+    /// Time blocked, by stack, for blocks of at least `min_block_ns`.
+    OffCpu { min_block_ns: u64 },
+}
+
+/// A validated `tracer profile`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfilePlan {
+    pub mode: Mode,
+    pub whose: Whose,
+    pub kernel: bool,
+    pub user: bool,
+    pub duration: Option<Duration>,
+    /// `-I`: a text report of each interval.
+    pub interval: Option<Duration>,
+    pub top: usize,
+    pub format: ProfileFormat,
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// Every check of `tracer profile`'s input, before anything is opened.
+pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<ProfilePlan, Error> {
+    if let Some(name) = (args.file.as_deref()).and_then(|f| f.to_str()) {
+        if matches!(name, "json" | "text" | "folded" | "svg") {
+            return Err(usage(
+                format!("-o writes the output to a file; '{name}' is a format"),
+                &format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})"),
+            ));
+        }
+    }
+    let mode = match (args.off_cpu, args.freq, &args.min_block) {
+        (true, Some(_), _) => {
+            return Err(usage(
+                "-F sets the on-CPU sampling rate; --off-cpu measures every block, unsampled",
+                "drop -F, or drop --off-cpu to sample what runs",
+            ))
+        }
+        (false, _, Some(_)) => {
+            return Err(usage(
+                "--min-block filters the blocks of --off-cpu",
+                "add --off-cpu, e.g. tracer profile --off-cpu --min-block 1ms -p PID",
+            ))
+        }
+        (true, None, min) => Mode::OffCpu {
+            min_block_ns: match min {
+                Some(text) => parse_duration_ns(text)
+                    .map_err(|e| usage(e, "e.g. --min-block 1ms, --min-block 500us"))?,
+                None => DEFAULT_MIN_BLOCK_NS,
+            },
+        },
+        (false, hz, None) => {
+            let hz = hz.unwrap_or(DEFAULT_HZ);
+            if hz == 0 || hz > MAX_HZ {
+                return Err(usage(
+                    format!("-F {hz}: the sampling rate must be 1 to {MAX_HZ} per second"),
+                    "99 (the default) costs almost nothing; 999 gives finer shares",
+                ));
+            }
+            Mode::OnCpu { hz }
+        }
+    };
+    let whose = match (args.pid, args.command.is_empty()) {
+        (Some(pid), true) => {
+            check_task(pid, false, machine)?;
+            Whose::Process(pid)
+        }
+        (None, false) => Whose::Command(args.command.clone()),
+        (None, true) => Whose::All,
+        (Some(_), false) => {
+            return Err(usage(
+                "give either -p PID or -- COMMAND",
+                "profile either a running process (-p) or a command tracer starts (-- COMMAND)",
+            ))
+        }
+    };
+    if args.interval.is_some() && args.format != ProfileFormat::Text {
+        let name = match args.format {
+            ProfileFormat::Folded => "folded",
+            ProfileFormat::Svg => "svg",
+            _ => "json",
+        };
+        return Err(usage(
+            format!(
+                "-I prints a text report of each interval; -f {name} is written once, at the end"
+            ),
+            &format!(
+                "drop -I for one {name} profile of the whole run, or drop -f for text reports"
+            ),
+        ));
+    }
+    if args.top == 0 {
+        return Err(usage(
+            "--top 0 would show no stacks",
+            "give the number of stacks to list, e.g. --top 20",
+        ));
+    }
+    Ok(ProfilePlan {
+        mode,
+        whose,
+        kernel: !args.user_only,
+        user: !args.kernel_only,
+        duration: args.duration,
+        interval: args.interval,
+        top: args.top,
+        format: args.format,
+        file: args.file.clone(),
+    })
+}
+
+/// The sampling period of `hz` samples per second of a clock event (cpu-clock counts
+/// nanoseconds): a fixed period, so each sample stands for exactly this much CPU time.
+pub fn clock_period_ns(hz: u64) -> u64 {
+    1_000_000_000 / hz.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::FakeMachine;
+
+    fn plan(line: &str) -> Result<ProfilePlan, Error> {
+        let mut words = vec!["tracer", "profile"];
+        words.extend(line.split_whitespace());
+        let cli = crate::cli::parse(words.into_iter().map(Into::into).collect())
+            .map_err(|(e, _)| Error::usage(e.to_string(), vec![]))?;
+        let crate::cli::Command::Profile(args) = cli.command else {
+            unreachable!()
+        };
+        profile_plan(&args, &FakeMachine::CPUS_128)
+    }
+
+    fn refused(line: &str) -> (String, Vec<String>) {
+        match plan(line) {
+            Err(Error::Usage { message, hints }) => (message, hints),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_sample_every_cpu_at_99_hz_with_both_stacks() {
+        let p = plan("").unwrap();
+        assert_eq!(p.mode, Mode::OnCpu { hz: 99 });
+        assert_eq!(p.whose, Whose::All);
+        assert!(p.kernel && p.user);
+        assert_eq!(p.top, 10);
+        assert_eq!(clock_period_ns(99), 10_101_010);
+    }
+
+    #[test]
+    fn off_cpu_takes_a_minimum_block_time() {
+        let p = plan("--off-cpu --min-block 2ms -- sleep 1").unwrap();
+        assert_eq!(
+            p.mode,
+            Mode::OffCpu {
+                min_block_ns: 2_000_000
+            }
+        );
+        assert_eq!(p.whose, Whose::Command(vec!["sleep".into(), "1".into()]));
+        assert_eq!(
+            plan("--off-cpu").unwrap().mode,
+            Mode::OffCpu { min_block_ns: 1000 }
+        );
+    }
+
+    #[test]
+    fn bad_input_is_explained() {
+        assert!(refused("-F 0").0.contains("1 to 50000"));
+        assert!(refused("-F 1000000").0.contains("-F 1000000"));
+        assert!(refused("--off-cpu -F 99").1[0].contains("drop -F"));
+        assert!(refused("--min-block 1ms").1[0].contains("--off-cpu"));
+        assert!(refused("--off-cpu --min-block soon").1[0].contains("--min-block 1ms"));
+        assert!(refused("-o svg").1[0].contains("-f svg"));
+        assert!(refused("--top 0").0.contains("--top 0"));
+        assert!(refused("-I 1s -f svg").1[0].contains("drop -I"));
+        assert_eq!(
+            plan("-I 500ms").unwrap().interval,
+            Some(Duration::from_millis(500))
+        );
+        assert!(refused("-p 0").0.contains("--pid 0"));
+        assert!(refused("-p 300").0.contains("has exited"));
+        assert_eq!(plan("-p 100").unwrap().whose, Whose::Process(100));
+    }
+
+    #[test]
+    fn stack_sides_can_be_narrowed() {
+        let p = plan("--kernel-only").unwrap();
+        assert!(p.kernel && !p.user);
+        let p = plan("--user-only -F 999").unwrap();
+        assert!(!p.kernel && p.user);
+        assert_eq!(p.mode, Mode::OnCpu { hz: 999 });
+    }
+}

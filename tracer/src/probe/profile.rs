@@ -1,0 +1,634 @@
+//! The profile layer: sampling perf events per CPU or per task (hardware cycles where the CPU has them,
+//! else the cpu-clock software event) with a perf-event slot attached that counts each sample
+//! in the kernel under its process, comm and stacks; the off-CPU program on
+//! `sched:sched_switch`; and the counts read back as symbolized stacks.
+
+use tracer_common::{
+    AggKey, AggValue, OffCpuConfig, SlotConfig, AGG_COMM, AGG_PID, NO_STACK, SLOT_AGGREGATE,
+};
+
+use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::kernel::symbols::Mapping;
+use crate::kernel::tracefs::Tracefs;
+use crate::output::profile::{Accounting, Entry, Frame};
+use crate::output::stack::{Space, Stack};
+use crate::perf::{self, EventKind, Hardware, Options, Sampling, Scope, Software};
+use crate::stacks::Symbolizer;
+use crate::Error;
+
+/// The slot config of a profile: counted by process, comm and the stacks in `stack_flags`
+/// (`SLOT_STACK_*`), with the run's task filters (`tgid`, `SLOT_FILTER_TRACKED`). With
+/// `exclude_self`, tracer's own hits are dropped in the kernel (its blocks, off-CPU); else
+/// they are counted, and [`entries`] sets them apart, so that every sample is accounted for.
+pub fn slot_config(stack_flags: u32, tgid: u32, tracked: bool, exclude_self: bool) -> SlotConfig {
+    SlotConfig {
+        flags: SLOT_AGGREGATE
+            | stack_flags
+            | if tracked {
+                tracer_common::SLOT_FILTER_TRACKED
+            } else {
+                0
+            },
+        agg: AGG_PID | AGG_COMM,
+        tgid,
+        // No process has the largest id: 0 would leave out the idle task.
+        exclude_tgid: match exclude_self {
+            true => std::process::id(),
+            false => u32::MAX,
+        },
+        ..SlotConfig::default()
+    }
+}
+
+/// Sampling events on every online CPU, with their slot: dropping it detaches.
+pub struct Sampler {
+    pub slot: Slot,
+    /// `cycles` or `cpu-clock`.
+    pub event: &'static str,
+    events: Vec<perf::Event>,
+}
+
+/// Where the sampling events go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sampled {
+    /// Every task: one event per online CPU.
+    AllCpus,
+    /// These tasks (a command held at its exec; the threads of `-p PID`), each with `inherit`,
+    /// so that the threads and children they start are sampled too. A per-task clock event runs
+    /// only while its task does, so each sample stands for one period of that task's CPU time,
+    /// however busy the CPU is with others.
+    Tasks(Vec<u32>),
+}
+
+impl Sampler {
+    /// Opens the sampling events (disabled) and attaches `slot`'s program to each. Hardware
+    /// cycles at `hz` (frequency mode) when the CPU has them; otherwise cpu-clock with a fixed
+    /// period of 1/`hz` s, so each sample stands for exactly that much CPU time. Call
+    /// [`Sampler::enable`] once the target is ready.
+    pub fn open(
+        bpf: &mut Bpf,
+        config: SlotConfig,
+        hz: u64,
+        sampled: &Sampled,
+    ) -> Result<Sampler, Error> {
+        let slot = bpf.take_slot(SlotKind::PerfEvent, config)?;
+        let (scopes, flags) = match sampled {
+            Sampled::AllCpus => (
+                (perf::cpus::online()?.into_iter())
+                    .map(Scope::Cpu)
+                    .collect::<Vec<_>>(),
+                perf::attr::flag::DISABLED,
+            ),
+            Sampled::Tasks(tids) => (
+                (tids.iter())
+                    .map(|&pid| Scope::Task { pid, cpu: None })
+                    .collect(),
+                perf::attr::flag::DISABLED | perf::attr::flag::INHERIT,
+            ),
+        };
+        let cycles = (
+            "cycles",
+            EventKind::Hardware(Hardware::CpuCycles),
+            Options {
+                sampling: Sampling::Frequency(hz),
+                flags,
+                ..Options::default()
+            },
+        );
+        let clock = (
+            "cpu-clock",
+            EventKind::Software(Software::CpuClock),
+            Options {
+                sampling: Sampling::Period(crate::plan::profile::clock_period_ns(hz)),
+                flags,
+                ..Options::default()
+            },
+        );
+        // The first scope decides: no cycles there (ENOENT on this VM, EOPNOTSUPP without a
+        // sampling PMU) means none anywhere.
+        let first = scopes.first().cloned().unwrap_or(Scope::Cpu(0));
+        let (event, kind, options) = match perf::Event::open("cycles", &cycles.1, &cycles.2, &first)
+        {
+            Ok(_) => cycles,
+            Err(e) if hardware_missing(&e) => clock,
+            Err(e) => return Err(e.into()),
+        };
+        let mut events = Vec::new();
+        for scope in &scopes {
+            let opened = match perf::Event::open(event, &kind, &options, scope) {
+                Ok(opened) => opened,
+                // A thread of -p that exited since it was listed.
+                Err(e) if e.errno() == Some(libc::ESRCH) && scopes.len() > 1 => continue,
+                Err(e) => return Err(e.into()),
+            };
+            opened.set_bpf(bpf.program_fd(&slot)?)?;
+            events.push(opened);
+        }
+        Ok(Sampler {
+            slot,
+            event,
+            events,
+        })
+    }
+
+    /// Starts sampling.
+    pub fn enable(&self) -> Result<(), Error> {
+        for event in &self.events {
+            event.enable(false)?;
+        }
+        Ok(())
+    }
+}
+
+/// The threads of process `pid` now (itself when they cannot be listed).
+pub fn threads(pid: u32) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if tids.is_empty() {
+        tids.push(pid);
+    }
+    tids.sort_unstable();
+    tids
+}
+
+/// The mappings of the processes profiled, from the kernel's `PERF_RECORD_MMAP2`, `COMM` (exec)
+/// and `FORK` records on a dummy event per CPU: a process that lives for milliseconds, and is
+/// gone before `/proc/PID/maps` could be read, still has its frames named (perf's way).
+pub struct MapsTracker {
+    rings: Vec<perf::Ring>,
+    maps: hashbrown::HashMap<u32, Vec<Mapping>>,
+    /// Processes whose exit was seen since the last [`MapsTracker::prune`].
+    exited: Vec<u32>,
+    /// Processes that exec'd during the run: their mappings since are all in `maps`, and
+    /// better than what /proc said before the exec.
+    execed: hashbrown::HashSet<u32>,
+    /// Records lost when a ring was full, and records that did not parse.
+    pub lost: u64,
+    pub malformed: u64,
+}
+
+impl MapsTracker {
+    /// One dummy event and 256 KiB ring per online CPU, every task's records (`task`: only
+    /// that task and, with `inherit`, what it starts). Nothing wakes tracer for them: the
+    /// rings are drained every 100 ms.
+    pub fn open(task: Option<u32>) -> Result<MapsTracker, Error> {
+        use perf::attr::flag;
+        let mut rings = Vec::new();
+        for cpu in perf::cpus::online()? {
+            let (scope, inherit) = match task {
+                Some(pid) => (
+                    Scope::Task {
+                        pid,
+                        cpu: Some(cpu),
+                    },
+                    flag::INHERIT,
+                ),
+                None => (Scope::Cpu(cpu), 0),
+            };
+            let options = Options {
+                // MMAP_DATA too: an ELF file's offset-0 mapping, which places its symbols, is
+                // not executable with separate code segments.
+                flags: flag::MMAP
+                    | flag::MMAP2
+                    | flag::MMAP_DATA
+                    | flag::COMM
+                    | flag::TASK
+                    | flag::SAMPLE_ID_ALL
+                    | inherit,
+                // Timestamps, to apply the records of all CPUs in the order they happened.
+                sample_type: perf::attr::sample::TIME,
+                ..Options::default()
+            };
+            let event = perf::Event::open(
+                format!("mappings on CPU {cpu}"),
+                &EventKind::Software(Software::Dummy),
+                &options,
+                &scope,
+            )?;
+            rings.push(perf::Ring::new(event, 64)?);
+        }
+        Ok(MapsTracker {
+            rings,
+            maps: hashbrown::HashMap::new(),
+            exited: Vec::new(),
+            execed: hashbrown::HashSet::new(),
+            lost: 0,
+            malformed: 0,
+        })
+    }
+
+    /// Reads the records waiting in the rings, in time order: each CPU has its own ring, and
+    /// a process that moved between CPUs while it exec'd wrote its exec on one and the
+    /// mappings of its new program on another.
+    pub fn drain(&mut self) {
+        use perf::record::{self as rec, Mmap2File, Record};
+        let layout = rec::Layout {
+            sample_type: perf::attr::sample::TIME,
+            sample_id_all: true,
+            ..rec::Layout::default()
+        };
+        let mut changes: Vec<(u64, Change)> = Vec::new();
+        let (lost, malformed) = (&mut self.lost, &mut self.malformed);
+        for ring in &mut self.rings {
+            let stats = ring.drain(|bytes| {
+                let Ok(parsed) = rec::parse(bytes, &layout) else {
+                    *malformed += 1;
+                    return;
+                };
+                let time = parsed.sample_id.time.unwrap_or(0);
+                let change = match parsed.record {
+                    Record::Mmap2 {
+                        pid,
+                        addr,
+                        len,
+                        pgoff,
+                        file,
+                        prot,
+                        filename,
+                        ..
+                    } => {
+                        let (dev, inode) = match file {
+                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino),
+                            Mmap2File::BuildId(_) => ((0, 0), 0),
+                        };
+                        let name = filename.split(|&b| b == 0).next().unwrap_or_default();
+                        let path = (name.first() == Some(&b'/')).then(|| {
+                            use std::os::unix::ffi::OsStrExt;
+                            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
+                        });
+                        let flag = |bit: i32, c: char| if prot & bit as u32 != 0 { c } else { '-' };
+                        let perms = format!(
+                            "{}{}{}p",
+                            flag(libc::PROT_READ, 'r'),
+                            flag(libc::PROT_WRITE, 'w'),
+                            flag(libc::PROT_EXEC, 'x')
+                        );
+                        Change::Mapped(
+                            pid,
+                            Mapping {
+                                start: addr,
+                                end: addr.saturating_add(len),
+                                offset: pgoff,
+                                perms,
+                                dev,
+                                inode,
+                                path,
+                            },
+                        )
+                    }
+                    // An exec replaces the process's mappings (perf_event_open(2): misc
+                    // PERF_RECORD_MISC_COMM_EXEC).
+                    Record::Comm { pid, .. } if parsed.header.misc & rec::misc::BIT13 != 0 => {
+                        Change::Exec(pid)
+                    }
+                    // A new process starts with its parent's mappings.
+                    Record::Fork(t) if t.pid != t.ppid => Change::Fork(t.pid, t.ppid),
+                    // A process (not a thread) ended.
+                    Record::Exit(t) if t.pid == t.tid => Change::Exit(t.pid),
+                    Record::Lost { lost: n, .. } => {
+                        *lost += n;
+                        return;
+                    }
+                    _ => return,
+                };
+                changes.push((time, change));
+            });
+            if stats.corrupt {
+                *malformed += 1;
+            }
+        }
+        changes.sort_by_key(|(time, _)| *time);
+        for (_, change) in changes {
+            match change {
+                Change::Mapped(pid, mapping) => self.maps.entry(pid).or_default().push(mapping),
+                Change::Exec(pid) => {
+                    self.maps.remove(&pid);
+                    self.execed.insert(pid);
+                }
+                Change::Fork(pid, parent) => {
+                    if let Some(parent) = self.maps.get(&parent).cloned() {
+                        self.maps.insert(pid, parent);
+                    }
+                }
+                Change::Exit(pid) => self.exited.push(pid),
+            }
+        }
+    }
+
+    /// Forgets the mappings of the processes that exited without a sample (`sampled` says
+    /// which had one; their samples were counted before they exited): what the run keeps then
+    /// grows with the processes profiled, not with every process the machine ran.
+    pub fn prune(&mut self, sampled: &hashbrown::HashSet<u32>) {
+        for pid in self.exited.drain(..) {
+            if !sampled.contains(&pid) {
+                self.maps.remove(&pid);
+                self.execed.remove(&pid);
+            }
+        }
+    }
+
+    /// Hands the symbolizer the mappings seen of every process it could not read itself, and
+    /// of every process that exec'd during the run (/proc may have been read before the exec:
+    /// a child of a shell, still the shell).
+    pub fn lend(mut self, symbolizer: &mut Symbolizer) {
+        self.drain();
+        for (pid, mut maps) in self.maps {
+            // The latest mapping of an address range first: a range unmapped and mapped again
+            // holds the later file.
+            maps.reverse();
+            symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
+        }
+    }
+}
+
+/// What one side-band record says of a process's mappings.
+enum Change {
+    Mapped(u32, Mapping),
+    Exec(u32),
+    /// A new process and its parent.
+    Fork(u32, u32),
+    Exit(u32),
+}
+
+/// No hardware cycles to sample here (the errnos perf_event_open(2) gives for a missing or
+/// non-sampling PMU).
+fn hardware_missing(e: &perf::Error) -> bool {
+    matches!(
+        e.errno(),
+        Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV | libc::EINVAL)
+    )
+}
+
+/// Attaches the off-CPU program to `sched:sched_switch`, with the run's task filters and
+/// stacks in `config`, counting blocks of at least `min_ns`; it runs until the returned event
+/// is closed.
+pub fn start_offcpu(
+    bpf: &mut Bpf,
+    fs: &Tracefs,
+    config: SlotConfig,
+    min_ns: u64,
+) -> Result<(perf::Event, Slot), Error> {
+    let format = fs.format("sched", "sched_switch")?;
+    let field = |name: &str| {
+        format
+            .field(name)
+            .map(|f| f.offset as u32)
+            .ok_or_else(|| Error::Runtime {
+                message: format!("sched:sched_switch has no {name} field"),
+                hints: vec![
+                    "this kernel's sched_switch record is not supported by --off-cpu".into(),
+                ],
+            })
+    };
+    let offsets = OffCpuConfig {
+        min_ns,
+        prev_state: field("prev_state")?,
+        next_pid: field("next_pid")?,
+    };
+    let (program, slot) = bpf.load_offcpu(config, offsets)?;
+    let id = fs.tracepoint_id("sched", "sched_switch")?;
+    let event = super::tasks::run_on_tracepoint(bpf, "sched:sched_switch", id, program)?;
+    Ok((event, slot))
+}
+
+/// `bpf_get_stackid`'s answer for a side the task was not on (a user-mode sample's kernel
+/// stack, a kernel thread's user stack): not a loss.
+const NO_FRAMES: i32 = -libc::EFAULT;
+
+/// A key's stack id for the symbolizer, and whether the stack was lost: [`NO_FRAMES`] is no
+/// stack on that side, other errnos are losses (EEXIST: the bucket was taken by another stack).
+fn side(id: i32) -> (i32, bool) {
+    match id {
+        NO_FRAMES => (NO_STACK, false),
+        id if id < 0 && id != NO_STACK => (NO_STACK, true),
+        id => (id, false),
+    }
+}
+
+/// Reads the mappings of every process with stacks counted so far that tracer does not know
+/// yet, while it runs: one that exits before the end of the run (when stacks are symbolized)
+/// keeps its frames. Only `/proc/PID/maps` is read here; symbols wait for the end. Returns
+/// the processes with samples so far.
+pub fn remember_processes(
+    bpf: &Bpf,
+    slot: &Slot,
+    symbolizer: &mut Symbolizer,
+) -> Result<hashbrown::HashSet<u32>, Error> {
+    let mut sampled = hashbrown::HashSet::new();
+    for key in bpf.count_keys()? {
+        if key.slot == slot.id
+            && key.pid != 0
+            && sampled.insert(key.pid)
+            && side(key.ustack).0 != NO_STACK
+        {
+            symbolizer.remember(key.pid);
+        }
+    }
+    Ok(sampled)
+}
+
+/// The counts of `slot` as symbolized entries, heaviest first, and where every counted sample
+/// went. With `skip_idle`, samples of the idle task (pid 0) are counted apart; `timed`
+/// (off-CPU) values are the nanoseconds summed, else the samples.
+pub fn entries(
+    bpf: &Bpf,
+    slot: &Slot,
+    symbolizer: &mut Symbolizer,
+    skip_idle: bool,
+    timed: bool,
+) -> Result<(Vec<Entry>, Accounting), Error> {
+    let counts = slot_counts(bpf, slot)?;
+    let (hits, failed) = bpf.slot_stats(slot)?;
+    let mut accounting = Accounting {
+        total: hits,
+        not_counted: failed,
+        short: bpf.slot_filtered(slot)?,
+        ..Accounting::default()
+    };
+    let entries = entries_of(bpf, counts, symbolizer, skip_idle, timed, &mut accounting)?;
+    Ok((entries, accounting))
+}
+
+/// The counts of `slot` so far (totals: cells are never cleared).
+pub fn slot_counts(bpf: &Bpf, slot: &Slot) -> Result<Vec<(AggKey, AggValue)>, Error> {
+    Ok((bpf.counts()?.into_iter())
+        .filter(|(key, _)| key.slot == slot.id)
+        .collect())
+}
+
+/// The growth of each count since `previous` (`-I`), which becomes `now`.
+pub fn since(
+    now: Vec<(AggKey, AggValue)>,
+    previous: &mut hashbrown::HashMap<AggKey, AggValue>,
+) -> Vec<(AggKey, AggValue)> {
+    let mut grown = Vec::new();
+    for (key, value) in now {
+        let before = previous.insert(key, value).unwrap_or_default();
+        let delta = AggValue {
+            count: value.count.saturating_sub(before.count),
+            sum: value.sum.wrapping_sub(before.sum),
+        };
+        if delta.count > 0 {
+            grown.push((key, delta));
+        }
+    }
+    grown
+}
+
+/// `counts` as symbolized entries, heaviest first; what is left out is added to `accounting`.
+pub fn entries_of(
+    bpf: &Bpf,
+    counts: Vec<(AggKey, AggValue)>,
+    symbolizer: &mut Symbolizer,
+    skip_idle: bool,
+    timed: bool,
+    accounting: &mut Accounting,
+) -> Result<Vec<Entry>, Error> {
+    let mut entries = Vec::new();
+    for (key, value) in counts {
+        if skip_idle && key.pid == 0 {
+            accounting.idle += value.count;
+            continue;
+        }
+        if key.pid == std::process::id() {
+            accounting.own += value.count;
+            continue;
+        }
+        let ((kstack, klost), (ustack, ulost)) = (side(key.kstack), side(key.ustack));
+        if klost || ulost {
+            accounting.stacks_lost += value.count;
+        }
+        let mut frames = Vec::new();
+        let stacks = symbolizer.stacks_of(bpf, key.pid, kstack, ustack)?;
+        let lost = |kernel| Frame {
+            name: "[lost]".into(),
+            kernel,
+            source: None,
+        };
+        if klost {
+            frames.push(lost(true));
+        }
+        for stack in stacks {
+            if let Stack::Frames(list) = stack {
+                frames.extend(list.iter().map(|f| Frame {
+                    name: f.symbol.clone().unwrap_or_else(|| "[unknown]".into()),
+                    kernel: f.space == Space::Kernel,
+                    source: f.source(),
+                }));
+            }
+        }
+        if ulost {
+            frames.push(lost(false));
+        }
+        let comm_end = key.comm.iter().position(|&b| b == 0).unwrap_or(16);
+        entries.push(Entry {
+            comm: String::from_utf8_lossy(&key.comm[..comm_end]).into_owned(),
+            pid: key.pid,
+            frames,
+            count: value.count,
+            value: if timed { value.sum } else { value.count },
+        });
+    }
+    accounting.exited = symbolizer.exited;
+    let mut entries = merged(entries);
+    entries.sort_by(|a, b| (b.value, a.pid, &a.comm).cmp(&(a.value, b.pid, &b.comm)));
+    Ok(entries)
+}
+
+/// Entries of the same process, comm and functions added up: the kernel keeps a stack per
+/// distinct return address, a report shows one per call chain. A frame whose merged entries
+/// were at different lines keeps only its file.
+fn merged(entries: Vec<Entry>) -> Vec<Entry> {
+    // (pid, comm, function names and sides) -> index in `out`.
+    type Chain = (u32, String, Vec<(String, bool)>);
+    let mut index: hashbrown::HashMap<Chain, usize> = hashbrown::HashMap::new();
+    let mut out: Vec<Entry> = Vec::new();
+    for entry in entries {
+        let names = (entry.frames.iter())
+            .map(|f| (f.name.clone(), f.kernel))
+            .collect::<Vec<_>>();
+        match index.entry((entry.pid, entry.comm.clone(), names)) {
+            hashbrown::hash_map::Entry::Occupied(at) => {
+                let kept = &mut out[*at.get()];
+                kept.count += entry.count;
+                kept.value += entry.value;
+                fn file(source: &Option<String>) -> Option<&str> {
+                    let source = source.as_deref()?;
+                    Some(source.rsplit_once(':').map_or(source, |(file, _)| file))
+                }
+                for (frame, other) in kept.frames.iter_mut().zip(&entry.frames) {
+                    if frame.source != other.source {
+                        frame.source = match (file(&frame.source), file(&other.source)) {
+                            (Some(a), Some(b)) if a == b => Some(a.to_string()),
+                            _ => None,
+                        };
+                    }
+                }
+            }
+            hashbrown::hash_map::Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push(entry);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pid: u32, names: &[(&str, &str)], value: u64) -> Entry {
+        Entry {
+            comm: "prog".into(),
+            pid,
+            frames: (names.iter())
+                .map(|(name, source)| Frame {
+                    name: name.to_string(),
+                    kernel: false,
+                    source: Some(source.to_string()),
+                })
+                .collect(),
+            count: value,
+            value,
+        }
+    }
+
+    #[test]
+    fn intervals_count_what_grew() {
+        let key = |pid| AggKey {
+            pid,
+            ..AggKey::default()
+        };
+        let value = |count, sum| AggValue { count, sum };
+        let mut previous = hashbrown::HashMap::new();
+        let first = since(vec![(key(1), value(3, 30))], &mut previous);
+        assert_eq!(first, [(key(1), value(3, 30))]);
+        let second = since(
+            vec![(key(1), value(3, 30)), (key(2), value(1, 5))],
+            &mut previous,
+        );
+        assert_eq!(second, [(key(2), value(1, 5))]);
+        let third = since(vec![(key(1), value(7, 90))], &mut previous);
+        assert_eq!(third, [(key(1), value(4, 60))]);
+    }
+
+    #[test]
+    fn stacks_of_one_call_chain_are_merged() {
+        let merged = merged(vec![
+            entry(7, &[("spin", "p.c:33"), ("main", "p.c:69")], 40),
+            entry(7, &[("spin", "p.c:34"), ("main", "p.c:69")], 26),
+            entry(8, &[("spin", "p.c:34"), ("main", "p.c:69")], 1),
+            entry(7, &[("spin", "p.c:35"), ("main", "p.c:69")], 2),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].value, 68);
+        assert_eq!(merged[0].frames[0].source.as_deref(), Some("p.c"));
+        assert_eq!(merged[0].frames[1].source.as_deref(), Some("p.c:69"));
+        assert_eq!(merged[1].pid, 8);
+    }
+}
