@@ -1155,8 +1155,15 @@ fn interval_clear_clears_the_screen_before_each_interval() {
     ];
     let (ours, theirs) = both(&args);
     assert_eq!(text(&ours.stdout), "\x1b[H\x1b[2J\n".repeat(2));
-    assert_eq!(text(&ours.stdout), text(&theirs.stdout));
     assert_eq!(lines_with(&ours, "#           time").len(), 2);
+    // Debian's perf 6.1.192 refuses the flag whatever the output ("--interval-clear does not
+    // work with output", with no -o given: its check reads the wrong option), where 6.1.187
+    // cleared the screen as above; compared with a perf that accepts it.
+    if text(&theirs.stderr).contains("--interval-clear does not work with output") {
+        eprintln!("interval_clear: not compared with this perf, which refuses --interval-clear");
+        return;
+    }
+    assert_eq!(text(&ours.stdout), text(&theirs.stdout));
     assert_eq!(headers(&ours), headers(&theirs));
 }
 
