@@ -26,7 +26,11 @@ const TARGET_MREC_S: f64 = 20.0;
 /// Size of one BPF output sample as the kernel writes it (perf_prepare_sample and
 /// perf_output_sample in kernel/events/core.c): the u32 size plus the raw data are padded
 /// with zeros to a multiple of 8, and the size field counts the data and that padding.
-const RAW_SIZE: usize = (4 + Event::SIZE).next_multiple_of(8) - 4;
+/// The string each event carries behind it, as one entry of read 0.
+const STRING: &[u8] = b"/etc/passwd";
+/// An event and its string entry, as the BPF program sends it.
+const WIRE: usize = Event::SIZE + tracer_common::STR_ENTRY + STRING.len();
+const RAW_SIZE: usize = (4 + WIRE).next_multiple_of(8) - 4;
 const RECORD_BYTES: usize = Header::SIZE + 4 + RAW_SIZE;
 
 /// A full ring of back-to-back samples, as `bpf_perf_event_output` leaves it.
@@ -39,9 +43,9 @@ struct Ring {
 
 /// The bytes of the `i`th event, written field by field at its `repr(C)` offsets (checked
 /// against `Event::from_bytes` in `fill`) so the bench needs no unsafe.
-fn event_bytes(i: u64) -> [u8; Event::SIZE] {
+fn event_bytes(i: u64) -> [u8; WIRE] {
     use std::mem::offset_of;
-    let mut b = [0u8; Event::SIZE];
+    let mut b = [0u8; WIRE];
     let mut put = |at: usize, bytes: &[u8]| b[at..at + bytes.len()].copy_from_slice(bytes);
     put(
         offset_of!(Event, time_ns),
@@ -59,9 +63,12 @@ fn event_bytes(i: u64) -> [u8; Event::SIZE] {
     }
     put(offset_of!(Event, slot), &3u32.to_ne_bytes());
     put(offset_of!(Event, cpu), &1u32.to_ne_bytes());
-    put(offset_of!(Event, str_len), &12i32.to_ne_bytes());
+    let strings = (tracer_common::STR_ENTRY + STRING.len()) as i32;
+    put(offset_of!(Event, str_bytes), &strings.to_ne_bytes());
     put(offset_of!(Event, comm), b"testprg");
-    put(offset_of!(Event, str), b"/etc/passwd\0");
+    put(Event::SIZE, &[0, 0]);
+    put(Event::SIZE + 2, &(STRING.len() as u16).to_ne_bytes());
+    put(Event::SIZE + tracer_common::STR_ENTRY, STRING);
     b
 }
 
@@ -79,18 +86,20 @@ fn fill(tail: u64) -> Ring {
         record[6..8].copy_from_slice(&(RECORD_BYTES as u16).to_ne_bytes());
         record[8..12].copy_from_slice(&(RAW_SIZE as u32).to_ne_bytes());
         let event = event_bytes(records);
-        record[12..12 + Event::SIZE].copy_from_slice(&event);
+        record[12..12 + WIRE].copy_from_slice(&event);
         // The padding stays zero, as the kernel writes it.
         for (j, &b) in record.iter().enumerate() {
             data[((head + j as u64) & mask) as usize] = b;
         }
-        let decoded = Event::from_bytes(&event).expect("Event::SIZE bytes");
+        let decoded = Event::from_bytes(&event).expect("an event and its string");
         assert_eq!(decoded.time_ns, 1_000_000_000 + records * 1000);
         assert_eq!(
             (decoded.pid(), decoded.tid(), decoded.slot),
             (4242, 4243, 3)
         );
-        assert_eq!(decoded.string(), Some(&b"/etc/passwd"[..]));
+        let entries: Vec<_> = tracer_common::str_entries(decoded.strings(&event)).collect();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].bytes, STRING);
         head += RECORD_BYTES as u64;
         records += 1;
     }
