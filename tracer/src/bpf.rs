@@ -275,6 +275,23 @@ impl Maps {
     }
 }
 
+/// The cells of a per-CPU count map (`name`), each summed over CPUs.
+fn summed<K: aya::Pod>(
+    map: &PerCpuHashMap<MapData, K, AggValue>,
+    name: &'static str,
+) -> Result<Vec<(K, AggValue)>, Error> {
+    let mut cells = Vec::new();
+    for item in map.iter() {
+        let (key, values) = item.map_err(|source| Error::MapUpdate { map: name, source })?;
+        let total = values.iter().fold(AggValue::default(), |a, v| AggValue {
+            count: a.count + v.count,
+            sum: a.sum.wrapping_add(v.sum),
+        });
+        cells.push((key, total));
+    }
+    Ok(cells)
+}
+
 /// Moves map `name` out of the object as a `T`.
 fn typed<T: TryFrom<Map>>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, Error> {
     let map = ebpf.take_map(name).ok_or(Error::Map { map: name })?;
@@ -877,36 +894,12 @@ impl Bpf {
 
     /// `COUNTS`, summed over CPUs.
     fn counted(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
-        let mut cells = Vec::new();
-        for item in self.maps.counts.iter() {
-            let (key, values) = item.map_err(|source| Error::MapUpdate {
-                map: names::COUNTS,
-                source,
-            })?;
-            let total = values.iter().fold(AggValue::default(), |a, v| AggValue {
-                count: a.count + v.count,
-                sum: a.sum.wrapping_add(v.sum),
-            });
-            cells.push((key, total));
-        }
-        Ok(cells)
+        summed(&self.maps.counts, names::COUNTS)
     }
 
     /// `STR_COUNTS` (counts keyed by a string's content), summed over CPUs.
     pub fn str_counts(&self) -> Result<Vec<(tracer_common::StrAggKey, AggValue)>, Error> {
-        let mut cells = Vec::new();
-        for item in self.maps.str_counts.iter() {
-            let (key, values) = item.map_err(|source| Error::MapUpdate {
-                map: names::STR_COUNTS,
-                source,
-            })?;
-            let total = values.iter().fold(AggValue::default(), |a, v| AggValue {
-                count: a.count + v.count,
-                sum: a.sum.wrapping_add(v.sum),
-            });
-            cells.push((key, total));
-        }
-        Ok(cells)
+        summed(&self.maps.str_counts, names::STR_COUNTS)
     }
 
     /// Each CPU's run count (`RUN_COUNT`).
