@@ -1079,7 +1079,10 @@ fn summaries_follow_the_intervals_as_perfs() {
         "--",
         &tp,
         "getppid",
-        "1000",
+        // Long enough that perf has enabled its counters before the workload ends (with -I it
+        // enables them itself after the fork; 1000 calls sometimes ended first: `<not
+        // counted>`, no interval header).
+        "20000",
     ];
     let with = |extra: &[&'static str]| -> Vec<String> {
         extra
@@ -1100,7 +1103,7 @@ fn summaries_follow_the_intervals_as_perfs() {
     assert_eq!(last[0], theirs_last[0], "{r:?}\n{p:?}");
     assert_eq!(
         last[..4],
-        ["summary", "1000", "", "syscalls:sys_enter_getppid"],
+        ["summary", "20000", "", "syscalls:sys_enter_getppid"],
         "{r:?}"
     );
     let (ours, theirs) = run(&with(&["-x,", "--no-csv-summary"]));
@@ -1108,7 +1111,7 @@ fn summaries_follow_the_intervals_as_perfs() {
     assert_eq!(r.last().unwrap().len(), p.last().unwrap().len());
     assert_eq!(
         r.last().unwrap()[..3],
-        ["1000", "", "syscalls:sys_enter_getppid"],
+        ["20000", "", "syscalls:sys_enter_getppid"],
         "{r:?}"
     );
     let (ours, theirs) = run(&with(&["-j"]));
