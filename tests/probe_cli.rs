@@ -459,22 +459,39 @@ fn probe_of_a_process_ends_when_it_exits() {
         return;
     }
     let prog = common::testprog().display().to_string();
-    // Exec'd by the shell: the pid given to -p is the workload's, after a pause for tracer.
-    let mut work = Command::new("sh")
-        .args(["-c", &format!("sleep 0.5; exec {prog} getppid 9")])
+    // Exec'd by the shell: the pid given to -p is the workload's, once tracer says it traces
+    // (the shell waits for a file the test makes then: a fixed pause was too short under load).
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.01; done; exec {prog} getppid 9",
+        go.display()
+    );
+    common::require_root();
+    let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let pid = work.id().to_string();
+    let mut child = Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "-p",
+            &pid,
+            "-f",
+            "json",
+            "syscalls:sys_enter_getppid",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = work.id().to_string();
-    let out = tracer(&[
-        "probe",
-        "-p",
-        &pid,
-        "-f",
-        "json",
-        "syscalls:sys_enter_getppid",
-    ]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    std::fs::write(&go, b"").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
     let _ = work.wait();
-    let stderr = text(&out.stderr);
+    let stderr = banner + &rest;
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.starts_with(&format!(
