@@ -637,19 +637,21 @@ fn string_holds(event: &Event, atom: &FilterAtom) -> bool {
     match atom.operand {
         operand::STRING => {
             let scratch = scratch_of(event);
-            let at = scratch.first[(atom.src as usize) & (STR_READS - 1)];
             // A string that could not be read matches nothing (`!=` included: its value is
             // unknown).
-            if at == NO_ENTRY {
-                return false;
+            match entry_of(scratch, atom.src) {
+                Some((at, flags, len))
+                    if flags & (str_flag::FAULT | str_flag::NO_ROOM | str_flag::ARRAY) == 0 =>
+                {
+                    glob_matches::<STR_BUFFER, GLOB_STRLEN>(
+                        &scratch.area,
+                        at + STR_ENTRY,
+                        len,
+                        atom,
+                    )
+                }
+                _ => false,
             }
-            let at = at as usize & (STR_AREA - 1);
-            let flags = scratch.area[at + 1];
-            if flags & (str_flag::FAULT | str_flag::NO_ROOM | str_flag::ARRAY) != 0 {
-                return false;
-            }
-            let len = u16::from_ne_bytes([scratch.area[at + 2], scratch.area[at + 3]]) as usize;
-            glob_matches::<STR_BUFFER, GLOB_STRLEN>(&scratch.area, at + STR_ENTRY, len, atom)
         }
         operand::COMM => {
             let comm = current_comm(event.pid_tgid);
@@ -789,12 +791,9 @@ fn count_string(event: &mut Event, key: &AggKey, read: u32, sum: u64) {
     let scratch = scratch(event);
     scratch.str_key.key = *key;
     scratch.str_key.text = [0; KEY_STRLEN];
-    let at = scratch.first[(read as usize) & (STR_READS - 1)];
     let mut flags = str_flag::FAULT;
-    if at != NO_ENTRY {
-        let at = at as usize & (STR_AREA - 1);
-        flags = scratch.area[at + 1];
-        let len = u16::from_ne_bytes([scratch.area[at + 2], scratch.area[at + 3]]) as usize;
+    if let Some((at, entry_flags, len)) = entry_of(scratch, read) {
+        flags = entry_flags;
         let len = match len > KEY_STRLEN {
             true => {
                 flags |= str_flag::TRUNCATED;
@@ -811,22 +810,7 @@ fn count_string(event: &mut Event, key: &AggKey, read: u32, sum: u64) {
         }
     }
     scratch.str_key.key.value = u64::from(flags);
-    match STR_COUNTS.get_ptr_mut(&scratch.str_key) {
-        Some(cell) => {
-            // SAFETY: a per-CPU value of this CPU; these programs do not nest on one CPU.
-            unsafe {
-                (*cell).count += 1;
-                (*cell).sum = (*cell).sum.wrapping_add(sum);
-            }
-        }
-        None => {
-            let cell = AggValue { count: 1, sum };
-            if STR_COUNTS.insert(&scratch.str_key, &cell, 0).is_err() {
-                add(stat_failed(key.slot), 1);
-                debug_dropped(key.slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
-            }
-        }
-    }
+    add_cell(&STR_COUNTS, &scratch.str_key, key.slot, 1, sum);
 }
 
 /// Counts the hit in this CPU's run when it continues it: the same slot, task and generation.
@@ -865,7 +849,14 @@ fn begin_run(run: &mut RunCount, key: &AggKey, pid_tgid: u64, stamp: u64) {
 /// failed.
 #[inline(always)]
 fn add_count(key: &AggKey, count: u64, sum: u64) {
-    match COUNTS.get_ptr_mut(key) {
+    add_cell(&COUNTS, key, key.slot, count, sum);
+}
+
+/// Adds `count` hits and `sum` to `key`'s cell of a count map (`COUNTS`, `STR_COUNTS`); hits
+/// that find it full are counted as failed for `slot`.
+#[inline(always)]
+fn add_cell<K>(map: &PerCpuHashMap<K, AggValue>, key: &K, slot: u32, count: u64, sum: u64) {
+    match map.get_ptr_mut(key) {
         Some(cell) => {
             // SAFETY: a per-CPU value of this CPU; these programs do not nest on one CPU.
             unsafe {
@@ -875,9 +866,9 @@ fn add_count(key: &AggKey, count: u64, sum: u64) {
         }
         None => {
             let cell = AggValue { count, sum };
-            if COUNTS.insert(key, &cell, 0).is_err() {
-                add(stat_failed(key.slot), count);
-                debug_dropped(key.slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
+            if map.insert(key, &cell, 0).is_err() {
+                add(stat_failed(slot), count);
+                debug_dropped(slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
             }
         }
     }
@@ -893,6 +884,19 @@ fn finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig) {
     } else if uses(USES_STREAM) {
         emit(ctx, event);
     }
+}
+
+/// Read `read`'s first string entry in the area: its offset (masked into the area), flag bits
+/// and length; `None` when the read wrote none.
+#[inline(always)]
+fn entry_of(scratch: &Scratch, read: u32) -> Option<(usize, u8, usize)> {
+    let at = scratch.first[(read as usize) & (STR_READS - 1)];
+    if at == NO_ENTRY {
+        return None;
+    }
+    let at = at as usize & (STR_AREA - 1);
+    let len = u16::from_ne_bytes([scratch.area[at + 2], scratch.area[at + 3]]) as usize;
+    Some((at, scratch.area[at + 1], len))
 }
 
 /// The area's next free offset. Kept in the scratch map, not in a register: a value loaded
