@@ -91,8 +91,11 @@ pub mod names {
     pub const USDT_ARGS: &str = "USDT_ARGS";
     pub const OFFCPU_CONFIG: &str = "OFFCPU_CONFIG";
     pub const OFFCPU_START: &str = "OFFCPU_START";
+    pub const TRACE_START: &str = "TRACE_START";
+    pub const TRACE_SAVED: &str = "TRACE_SAVED";
+    pub const TRACE_STATS: &str = "TRACE_STATS";
     /// Every name above.
-    pub const ALL: [&str; 25] = [
+    pub const ALL: [&str; 28] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -118,6 +121,9 @@ pub mod names {
         USDT_ARGS,
         OFFCPU_CONFIG,
         OFFCPU_START,
+        TRACE_START,
+        TRACE_SAVED,
+        TRACE_STATS,
     ];
 }
 
@@ -193,7 +199,18 @@ pub struct StrRead {
     pub memory: u8,
     /// 1: the pointer is a `char **` array of strings, ended by NULL (argv, envp).
     pub array: u8,
-    pub _pad: u8,
+    /// 0: a NUL-terminated string. Otherwise a buffer of bytes (`tracer trace`: what
+    /// write(2) was given, what read(2) filled), as long as [`buffer_len`] says, cut at
+    /// `SlotConfig::buflen`.
+    pub len_from: u8,
+}
+
+/// Where a buffer read ([`StrRead::len_from`]) finds its length.
+pub mod buffer_len {
+    /// Argument `i` holds the length: `ARG0 + i` (write's `count`).
+    pub const ARG0: u8 = 1;
+    /// The return value, when positive (read's byte count).
+    pub const RETURN: u8 = 7;
 }
 
 /// `STATS` has three per-CPU counters per slot: hits that passed the task filters at
@@ -577,7 +594,8 @@ pub struct SlotConfig {
     pub strs: [StrRead; STR_READS],
     /// Raw tracepoint slots on `sys_enter`/`sys_exit`: the number of the syscall counted.
     pub raw_syscall: u32,
-    pub _pad: u32,
+    /// Bytes of a buffer read ([`StrRead::len_from`]) kept at most (`tracer trace -s`).
+    pub buflen: u32,
     /// `AGG_HIST`: linear buckets of this width (`--linear STEP`); 0 for log2 buckets.
     pub hist_step: u64,
     /// `AGG_HIST` linear: the first bucket's low end (as `i64` for a signed source).
@@ -632,6 +650,75 @@ pub const USES_STR_MANY: u32 = 1 << 12;
 pub const USES_STR_ARRAYS: u32 = 1 << 13;
 /// USDT argument reads (`SLOT_USDT`).
 pub const USES_USDT: u32 = 1 << 14;
+/// `tracer trace`: the paired `sys_enter`/`sys_exit` programs and buffer reads
+/// ([`StrRead::len_from`]).
+pub const USES_TRACE: u32 = 1 << 15;
+
+/// `SlotConfig::flags` (`tracer trace`): the call's strings are read when it enters, kept in
+/// `TRACE_SAVED` and sent with its end (execve: after a successful exec its strings are gone).
+pub const SLOT_TRACE_AT_ENTRY: u32 = 1 << 18;
+/// `SlotConfig::flags` (`tracer trace`): the call never returns (exit, exit_group): it is sent
+/// when it enters, with [`trace_kind::NO_RETURN`].
+pub const SLOT_TRACE_NO_RETURN: u32 = 1 << 19;
+
+/// `SlotConfig::flags` (`tracer trace --failed`): only calls that failed (returned -4095..-1)
+/// are sent or counted; the others count as filtered.
+pub const SLOT_TRACE_FAILED: u32 = 1 << 20;
+
+/// `SlotConfig::flags` (`tracer trace`: clone, clone3, fork, vfork): a new task returns from
+/// the call without having entered it; that end is the child's start, not a lost entry.
+pub const SLOT_TRACE_FORKS: u32 = 1 << 21;
+
+/// What the words of a `tracer trace` [`Event`] hold: one completed system call, sent when it
+/// returns. `data[0..6]` are its arguments, [`word::RETURN`] its return value.
+pub mod trace_word {
+    /// `data`: nanoseconds from entry to exit.
+    pub const DURATION: usize = 7;
+    /// `fields`: a [`trace_kind`](super::trace_kind).
+    pub const KIND: usize = 0;
+    /// `fields`: 1 when the call failed (returned -4095..-1), for `-c`'s error column.
+    pub const FAILED: usize = 1;
+}
+
+/// `fields[trace_word::KIND]` of a `tracer trace` event.
+pub mod trace_kind {
+    /// Entered and returned; `time_ns` is the entry's.
+    pub const COMPLETE: u64 = 0;
+    /// Never returns (exit, exit_group): sent at entry, no return value.
+    pub const NO_RETURN: u64 = 1;
+}
+
+/// A `tracer trace` call in flight (`TRACE_START`, by `pid_tgid`): what its end needs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceStart {
+    pub time_ns: u64,
+    pub args: [u64; word::ARGS],
+    pub nr: u32,
+    /// [`TRACE_SAVED_STRINGS`]: its strings are in `TRACE_SAVED`.
+    pub flags: u32,
+    /// With [`TRACE_SAVED_STRINGS`]: the string area's length and each read's first entry.
+    pub used: u32,
+    pub first: [u32; STR_READS],
+    pub _pad: u32,
+}
+
+/// [`TraceStart::flags`]: the strings were read at entry and saved.
+pub const TRACE_SAVED_STRINGS: u32 = 1;
+/// Calls in flight `TRACE_START` holds: threads inside a traced syscall at once.
+pub const TRACE_ENTRIES: u32 = 16384;
+/// Strings saved at entry (execve) at once.
+pub const TRACE_SAVED_ENTRIES: u32 = 64;
+/// `TRACE_STATS` counters (per CPU).
+pub mod trace_stat {
+    /// A traced task's call ended with no entry seen (it began before tracing did).
+    pub const NO_ENTRY: u32 = 0;
+    /// A call's entry found `TRACE_START` full: its end is not paired (also a `NO_ENTRY`).
+    pub const START_FULL: u32 = 1;
+    /// An execve's strings found `TRACE_SAVED` full: they are read at its end instead.
+    pub const SAVED_FULL: u32 = 2;
+    pub const COUNT: u32 = 3;
+}
 
 /// Why a hit was dropped (`--debug-bpf`): the filter that refused it.
 pub mod drop {
@@ -755,6 +842,9 @@ impl SlotConfig {
         }
         if self.flags & SLOT_USDT != 0 {
             uses |= USES_USDT;
+        }
+        if self.strs.iter().any(|r| r.len_from != 0) {
+            uses |= USES_TRACE;
         }
         uses
     }
@@ -1085,6 +1175,8 @@ mod pod {
     unsafe impl aya::Pod for super::OffCpuConfig {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::OffCpuStart {}
+    // SAFETY: as above (`_pad` written as zero; 8 + 48 + 4 * 8 bytes, no implicit padding).
+    unsafe impl aya::Pod for super::TraceStart {}
 }
 
 #[cfg(test)]

@@ -34,9 +34,9 @@ use aya_ebpf::programs::{
 use aya_ebpf::EbpfContext;
 use aya_log_ebpf::debug;
 use tracer_common::{
-    cmp, drop, operand, stat_failed, stat_filtered, stat_hits, str_flag, str_from, str_mem, word,
-    AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig, StrAggKey,
-    StrRead, UsdtArgs, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_STRING,
+    buffer_len, cmp, drop, operand, stat_failed, stat_filtered, stat_hits, str_flag, str_from,
+    str_mem, word, AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig,
+    StrAggKey, StrRead, UsdtArgs, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_STRING,
     AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS,
     FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
     KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
@@ -47,7 +47,7 @@ use tracer_common::{
     TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE,
     USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS,
     USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY,
-    USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
+    USES_TRACE, USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -272,6 +272,7 @@ fn add(index: u32, n: u64) {
 
 mod latency;
 mod profile;
+mod trace;
 
 /// Emits a bare event (slot `LATENCY_SLOT`) with `data` and stack ids from a latency program;
 /// false when the ring was full.
@@ -949,6 +950,50 @@ fn put_string(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32
     fits
 }
 
+/// The return value as a buffer length: 0 for an error.
+#[inline(always)]
+fn event_ret(scratch: &Scratch) -> u64 {
+    let ret = scratch.event.data[word::RETURN] as i64;
+    ret.max(0) as u64
+}
+
+/// Appends a buffer entry for read `read` (`tracer trace`): the first of the `len` bytes at
+/// user address `ptr`, at most `buflen` (and [`STRLEN_MAX`]), marked truncated when cut.
+#[inline(always)]
+fn put_buffer(scratch: &mut Scratch, read: u8, ptr: u64, len: u64, buflen: u32) {
+    let at = used(scratch);
+    if at + STR_ENTRY > STR_AREA {
+        return;
+    }
+    let at = at & (STR_AREA - 1);
+    let keep = (buflen as u64).min(STRLEN_MAX as u64);
+    let (size, flags) = match len > keep {
+        true => (keep, str_flag::TRUNCATED),
+        false => (len, 0),
+    };
+    // Bounded for the verifier: at most STRLEN_MAX (a power of two), so the mask keeps it.
+    let size = (size as usize) & (2 * STRLEN_MAX as usize - 1);
+    let size = size.min(STRLEN_MAX as usize);
+    let fits = at + STR_ENTRY + size <= STR_AREA;
+    let (size, flags) = match fits {
+        true => (size, flags),
+        false => (0, str_flag::NO_ROOM),
+    };
+    // SAFETY: the helper validates the source address itself and fails with a negative
+    // errno instead of faulting; the destination is inside the buffer: `at` below STR_AREA
+    // and `size` at most STRLEN_MAX (`STR_BUFFER` has room for both).
+    let n = unsafe {
+        let dst = scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void;
+        generated::bpf_probe_read_user(dst, size as u32, ptr as *const c_void)
+    };
+    let (size, flags) = match n {
+        0 => (size, flags),
+        _ => (0, str_flag::FAULT),
+    };
+    put_header(scratch, at, read, flags, size);
+    scratch.used = (at + STR_ENTRY + size) as u32;
+}
+
 /// Appends an entry with no bytes (an array's start or end, a failed element), if it fits.
 #[inline(always)]
 fn put_mark(scratch: &mut Scratch, read: u8, flags: u8) -> bool {
@@ -1038,7 +1083,13 @@ fn read_strings(event: &mut Event, config: &SlotConfig, record: impl Fn(&Event, 
             true => at as u32,
             false => NO_ENTRY,
         };
-        if uses(USES_STR_ARRAYS) && read.array != 0 {
+        if uses(USES_TRACE) && read.len_from != 0 {
+            let len = match read.len_from {
+                buffer_len::RETURN => event_ret(scratch),
+                from => scratch.event.data[((from - buffer_len::ARG0) & 7) as usize],
+            };
+            put_buffer(scratch, k as u8, ptr, len, config.buflen);
+        } else if uses(USES_STR_ARRAYS) && read.array != 0 {
             put_array(scratch, k as u8, ptr, user, strlen);
         } else {
             put_string(scratch, k as u8, ptr, user, strlen);

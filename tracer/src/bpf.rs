@@ -184,6 +184,9 @@ pub struct Sizing {
     /// `tracer profile --off-cpu`: room in `OFFCPU_START` for [`tracer_common::OFFCPU_ENTRIES`]
     /// threads blocked at once.
     pub offcpu: bool,
+    /// `tracer trace`: room for [`tracer_common::TRACE_ENTRIES`] calls in flight, saved
+    /// execve strings, and `SYS_SLOTS`.
+    pub trace: bool,
 }
 
 /// The BPF ring buffer's size and wakeup point (`--transport ringbuf`).
@@ -208,6 +211,7 @@ impl Default for Sizing {
             filter_globs: None,
             dispatch: false,
             offcpu: false,
+            trace: false,
         }
     }
 }
@@ -238,6 +242,8 @@ struct Maps {
     globs: Array<MapData, [u8; tracer_common::GLOB_ROW]>,
     usdt_args: Array<MapData, tracer_common::UsdtArgs>,
     offcpu_config: Array<MapData, OffCpuConfig>,
+    trace_start: HashMap<MapData, u64, tracer_common::TraceStart>,
+    trace_stats: PerCpuArray<MapData, u64>,
     /// Moved out by [`Bpf::take_ringbuf`].
     ringbuf: Option<Map>,
 }
@@ -270,6 +276,8 @@ impl Maps {
             globs: typed(ebpf, names::GLOBS)?,
             usdt_args: typed(ebpf, names::USDT_ARGS)?,
             offcpu_config: typed(ebpf, names::OFFCPU_CONFIG)?,
+            trace_start: typed(ebpf, names::TRACE_START)?,
+            trace_stats: typed(ebpf, names::TRACE_STATS)?,
             ringbuf: ebpf.take_map(names::RINGBUF),
         })
     }
@@ -377,8 +385,12 @@ impl Bpf {
         if sizing.str_counts {
             loader.map_max_entries(names::STR_COUNTS, tracer_common::STR_COUNT_ENTRIES);
         }
-        if sizing.dispatch {
+        if sizing.dispatch || sizing.trace {
             loader.map_max_entries(names::SYS_SLOTS, 2 * tracer_common::SYSCALL_NRS);
+        }
+        if sizing.trace {
+            loader.map_max_entries(names::TRACE_START, tracer_common::TRACE_ENTRIES);
+            loader.map_max_entries(names::TRACE_SAVED, tracer_common::TRACE_SAVED_ENTRIES);
         }
         if let Some((rows, shape)) = &sizing.filter_globs {
             loader.map_max_entries(names::FILTERS, tracer_common::SLOTS);
@@ -551,6 +563,71 @@ impl Bpf {
             name: name.to_string(),
             cookie: false,
         })
+    }
+
+    /// Takes a `tracer trace` slot for syscall `nr` (the object loaded with
+    /// [`Sizing::trace`]): its config (and filter) is written, the paired `trace_exit` and
+    /// `trace_enter` programs are attached to the raw `sys_exit` and `sys_enter` tracepoints on
+    /// the first call (the exit first: an entry is never left without its exit's program),
+    /// and `SYS_SLOTS` then sends the syscall's calls to the slot.
+    pub fn take_trace_slot(
+        &mut self,
+        config: SlotConfig,
+        nr: u32,
+        filter: Option<&tracer_common::Filter>,
+    ) -> Result<Slot, Error> {
+        self.check_uses(&config)?;
+        let index = self.dispatched;
+        if index >= tracer_common::DISPATCH_SLOTS || nr >= tracer_common::SYSCALL_NRS {
+            return Err(Error::NoSlot {
+                kind: "syscall",
+                max: tracer_common::DISPATCH_SLOTS,
+            });
+        }
+        let slot = tracer_common::DISPATCH_BASE + index;
+        self.set_config(slot, config)?;
+        if let Some(filter) = filter {
+            self.write_filter(slot, filter)?;
+        }
+        self.attach_raw("trace_exit", "sys_exit", true)?;
+        self.attach_raw("trace_enter", "sys_enter", true)?;
+        (self.maps.sys_slots.set(nr, slot, 0)).map_err(|source| Error::MapUpdate {
+            map: names::SYS_SLOTS,
+            source,
+        })?;
+        self.dispatched += 1;
+        self.used.push(slot);
+        Ok(Slot {
+            kind: SlotKind::Tracepoint,
+            id: slot,
+            name: "trace".to_string(),
+            cookie: false,
+        })
+    }
+
+    /// The `tracer trace` calls still in flight (entered, not returned), by thread.
+    pub fn trace_in_flight(&self) -> Result<Vec<(u64, tracer_common::TraceStart)>, Error> {
+        let wrap = |source| Error::MapUpdate {
+            map: names::TRACE_START,
+            source,
+        };
+        (self.maps.trace_start.iter())
+            .map(|item| item.map_err(wrap))
+            .collect()
+    }
+
+    /// The `tracer trace` counters ([`tracer_common::trace_stat`]), summed over CPUs.
+    pub fn trace_stats(&self) -> Result<[u64; tracer_common::trace_stat::COUNT as usize], Error> {
+        let mut out = [0; tracer_common::trace_stat::COUNT as usize];
+        for (i, total) in out.iter_mut().enumerate() {
+            let values =
+                (self.maps.trace_stats.get(&(i as u32), 0)).map_err(|source| Error::MapUpdate {
+                    map: names::TRACE_STATS,
+                    source,
+                })?;
+            *total = values.iter().sum();
+        }
+        Ok(out)
     }
 
     /// Takes a free tracepoint slot for its raw twin (`rtp_N`: the same global id as `tp_N`),

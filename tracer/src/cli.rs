@@ -82,6 +82,9 @@ pub struct Cli {
 pub enum Command {
     /// Trace kernel functions, user functions and tracepoints: one line per hit.
     Probe(ProbeArgs),
+    /// Trace a program's system calls like strace: one line per call, arguments decoded,
+    /// return value, errno and time spent, paired in the kernel.
+    Trace(TraceArgs),
     /// Watch variables or addresses with hardware breakpoints: who touched them, and the value.
     Watch(WatchArgs),
     /// How long calls take: in-kernel histograms of a function, or of a start/end pair.
@@ -416,6 +419,68 @@ pub struct Tasks {
     /// Only tasks in this cgroup (v2 directory).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:
+  tracer trace -- cat /etc/hostname                   every call of cat, strace's way
+  tracer trace -e openat,read --failed -- ls /nope     failed opens and reads only
+  tracer trace -e %file -e '!stat' -- ls /etc          calls that take a path, but stat
+  tracer trace -c -- sh -c 'ls / > /dev/null'          counts, errors and time per call
+  tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname
+  tracer trace -p 1234 -d 5s -o calls.txt             a running process, all its threads
+  tracer trace -f json -- true | jq .name             (tracer's output is on stderr: see -o)")]
+pub struct TraceArgs {
+    /// Which calls: names (openat,read), strace's classes (%file, %process, %network,
+    /// %memory, %signal, %desc, %ipc), `!` before one to leave it out; repeatable; strace's
+    /// `trace=` prefix is accepted. Default: every call.
+    #[arg(
+        short = 'e',
+        long = "expr",
+        value_name = "SET",
+        allow_hyphen_values = true
+    )]
+    pub sets: Vec<String>,
+    /// Trace these running processes (comma-separated), all their threads and the children
+    /// they start from now on.
+    #[arg(short, long, value_name = "PID[,PID]", conflicts_with = "command")]
+    pub pid: Option<String>,
+    /// Only failed calls (strace's -Z), decided in the kernel.
+    #[arg(short = 'Z', long)]
+    pub failed: bool,
+    /// Only calls for which EXPR holds, decided in the kernel: the filter grammar of `tracer
+    /// probe` over the call's arguments by name (filename, fd, flags, count...), ret, comm,
+    /// pid, tid and cpu.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Count calls, errors and time per call instead of printing them (strace's -c), in the
+    /// kernel.
+    #[arg(short = 'c', long)]
+    pub summary: bool,
+    /// Bytes of each buffer (read, write) and string argument shown, as strace's -s; paths
+    /// are read whole (up to 4096 bytes).
+    #[arg(short = 's', long = "string-limit", value_name = "N", default_value_t = 32,
+          value_parser = clap::value_parser!(u32).range(1..=tracer_common::STRLEN_MAX as i64))]
+    pub strsize: u32,
+    /// Prefix each line with the time of day (strace's -tt: HH:MM:SS.microseconds).
+    #[arg(short = 't', long = "time")]
+    pub time: bool,
+    /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
+    #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
+    pub duration: Option<Duration>,
+    /// Output format: text (strace's lines), or json (one object per call).
+    #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
+    pub format: Format,
+    /// Write the calls to FILE instead of standard error (where strace writes them: the
+    /// traced program keeps standard output to itself).
+    #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Pages per the shared BPF ring buffer (a power of two).
+    #[arg(long, value_name = "N")]
+    pub ring_pages: Option<usize>,
+    /// The command to start and trace, with its children and threads (strace -f).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Where the data goes and in what form, the same in every command: `-o FILE` (perf's) and

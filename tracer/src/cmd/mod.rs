@@ -8,6 +8,7 @@ pub mod profile;
 pub mod record;
 pub mod report;
 pub mod stat;
+pub mod trace;
 pub mod watch;
 
 use crate::cli::Command;
@@ -18,6 +19,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
     match command {
         Command::Features { json } => features::run(json).map(|()| 0),
         Command::Probe(args) => probe::run(args),
+        Command::Trace(args) => trace::run(args),
         Command::Watch(args) => watch::run(args),
         Command::Latency(args) => latency::run(args),
         Command::Profile(args) => profile::run(args),

@@ -118,6 +118,7 @@ fn sizing(
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         dispatch: probe::attach::dispatch(specs),
         offcpu: false,
+        trace: false,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod format;
 pub mod kprobe_events;
 pub mod params;
 pub mod symbols;
+pub mod syscalls;
 pub mod tracefs;
 pub mod usdt;
 

@@ -13,7 +13,9 @@ pub mod report;
 pub mod stack;
 pub mod stat;
 pub mod summary;
+pub mod syscall;
 pub mod timeline;
+pub mod trace;
 pub mod watch;
 
 use std::io::{self, Write};

@@ -6,6 +6,7 @@ pub mod list;
 pub mod profile;
 pub mod record;
 pub mod stat;
+pub mod trace;
 pub mod watch;
 
 pub use crate::units::{parse_duration_ns, parse_seconds};

@@ -350,7 +350,7 @@ fn attach(
                     from: str_from::RECORD,
                     memory: str_mem::USER,
                     array: u8::from(user_string(&field.c_type) == Some(true)),
-                    _pad: 0,
+                    len_from: 0,
                 };
             }
         }
@@ -368,7 +368,7 @@ fn attach(
                         _ => str_mem::AUTO,
                     },
                     array: 0,
-                    _pad: 0,
+                    len_from: 0,
                 };
             }
         }
@@ -453,22 +453,10 @@ fn syscall_of(spec: &ProbeSpec) -> Option<(&'static str, u32, bool)> {
         Some(call) => ("sys_enter", false, call),
         None => ("sys_exit", true, name.strip_prefix("sys_exit_")?),
     };
-    // The kernel only creates syscalls:* events for entry points in the 64-bit table, named
-    // after their SYSCALL_DEFINE; the table's names (the crate's) are the same but for these.
-    const RENAMED: [(&str, &str); 6] = [
-        ("newstat", "stat"),
-        ("newfstat", "fstat"),
-        ("newlstat", "lstat"),
-        ("newuname", "uname"),
-        ("sendfile64", "sendfile"),
-        ("umount", "umount2"),
-    ];
-    let call = RENAMED
-        .iter()
-        .find(|(k, _)| *k == call)
-        .map_or(call, |(_, t)| *t);
-    let nr = call.parse::<syscalls::Sysno>().ok()?.id();
-    Some((tracepoint, u32::try_from(nr).ok()?, exit))
+    // The kernel only creates syscalls:* events for entry points in the 64-bit table.
+    let call = crate::kernel::syscalls::table_name(call);
+    let nr = crate::kernel::syscalls::number(call)?;
+    Some((tracepoint, nr, exit))
 }
 
 /// Resolves `PARAM->member` for a probe: kernel BTF for kernel functions, the binary's DWARF

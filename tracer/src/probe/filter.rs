@@ -140,6 +140,68 @@ pub fn resolve_latency(
     Ok(filter)
 }
 
+/// One argument of a system call, as `tracer trace --filter` names it.
+#[derive(Clone, Debug)]
+pub struct CallParam<'a> {
+    pub name: &'a str,
+    /// The string read of it (read k), for strings and buffers.
+    pub string: Option<usize>,
+    /// Bytes of the register that hold it (4 for an `int`), and whether it is signed.
+    pub size: u32,
+    pub signed: bool,
+}
+
+/// `tracer trace --filter` for one system call: names resolved against its arguments (by
+/// the names its tracepoint gives them, or `argN`), `ret`, `duration` (ns) and the task's
+/// comm, pid, tid and cpu. `Ok(None)` when the call has no argument of a name the filter
+/// uses: its calls cannot pass. Errors are about the expression itself (a string compared
+/// with <).
+pub fn resolve_trace(
+    plan: &FilterPlan,
+    call: &str,
+    params: &[CallParam<'_>],
+) -> Result<Option<Filter>, Error> {
+    let mut filter = Filter {
+        table: plan.table,
+        ..Filter::default()
+    };
+    for (k, atom) in plan.atoms.iter().enumerate() {
+        let name = atom.name.as_str();
+        let numbered = name
+            .strip_prefix("arg")
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|i| params.get(i));
+        let param = params.iter().find(|p| p.name == name).or(numbered);
+        let what = match (name, param) {
+            (_, Some(p)) => match p.string {
+                Some(read) => Operand::String(read),
+                None => {
+                    let i = params.iter().position(|q| q.name == p.name).unwrap_or(0);
+                    Operand::Number {
+                        src: src(8 * i as u32, p.size, p.signed),
+                        signed: p.signed,
+                    }
+                }
+            },
+            ("ret", None) => Operand::Number {
+                src: src(8 * tracer_common::word::RETURN as u32, 8, true),
+                signed: true,
+            },
+            ("duration", None) => Operand::Number {
+                src: src(8 * tracer_common::trace_word::DURATION as u32, 8, false),
+                signed: false,
+            },
+            ("comm", None) => Operand::Comm,
+            ("pid", None) => Operand::Task(operand::PID),
+            ("tid", None) => Operand::Task(operand::TID),
+            ("cpu", None) => Operand::Task(operand::CPU),
+            (_, None) => return Ok(None),
+        };
+        filter.atoms[k] = compile(plan, atom, &call, what)?;
+    }
+    Ok(Some(filter))
+}
+
 fn operand(
     plan: &FilterPlan,
     atom: &Atom,
@@ -297,7 +359,7 @@ fn record_operand(
 fn compile(
     plan: &FilterPlan,
     atom: &Atom,
-    spec: &ProbeSpec,
+    spec: &dyn std::fmt::Display,
     what: Operand,
 ) -> Result<FilterAtom, Error> {
     let name = &atom.name;

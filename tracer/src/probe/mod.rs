@@ -11,6 +11,7 @@ pub mod filter;
 pub mod profile;
 pub mod resolve;
 pub mod strings;
+pub mod syscall;
 pub mod tasks;
 pub mod usdt;
 pub mod values;

@@ -101,6 +101,30 @@ impl Session {
         Ok(bpf.track(pid, state)?)
     }
 
+    /// `-p PID[,PID]` followed the way a `-- COMMAND` is: each process, all its threads, and
+    /// the children it starts from now on.
+    pub fn follow_adopted(
+        &mut self,
+        bpf: &mut Bpf,
+        fs: &Tracefs,
+        pids: &[u32],
+    ) -> Result<(), Error> {
+        if pids.is_empty() {
+            return Ok(());
+        }
+        self.helpers.extend(probe::start_tracking(bpf, fs)?);
+        for &pid in pids {
+            if !alive(pid) {
+                return Err(Error::usage(
+                    format!("no process {pid}"),
+                    vec!["check the id with `ps -p PID`".into()],
+                ));
+            }
+            bpf.track(pid, TRACK_ACTIVE)?;
+        }
+        Ok(())
+    }
+
     /// Starts the signal handlers (from now on Ctrl-C ends the run cleanly) and prints the
     /// banner. The command is still held.
     pub fn begin(&mut self, banner: &Banner) -> Result<(), Error> {

@@ -1,0 +1,293 @@
+//! `tracer trace`: each system call's entry and exit paired in the kernel, per thread. The
+//! entry keeps the arguments and the time (`TRACE_START`, by thread); the exit sends one
+//! [`Event`] for the whole call (arguments, return value, duration, strings read after the
+//! call: paths, what read(2) filled), through the probes' filters, `--filter` and counting.
+//! The syscall's slot comes from `SYS_SLOTS` by its number: one pair of raw tracepoint
+//! programs serves every traced syscall.
+
+use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns};
+use aya_ebpf::macros::{map, raw_tracepoint};
+use aya_ebpf::maps::{HashMap, PerCpuArray};
+use aya_ebpf::programs::RawTracePointContext;
+use tracer_common::{
+    drop, stat_filtered, trace_kind, trace_stat, trace_word, word, Event, SlotConfig, TraceStart,
+    PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY,
+    SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STR_AREA, STR_READS, SYSCALL_NRS,
+    TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS, USES_TRACE,
+};
+
+use crate::{
+    begin, bump, compat, filtered_out, finish, read_strings, refused_by, scratch, syscall_nr, uses,
+    CONFIG, SYS_SLOTS, TRACKED,
+};
+
+/// Calls in flight, by `pid_tgid`. Userspace sizes it ([`tracer_common::TRACE_ENTRIES`]) and
+/// reads what is left at the end: the calls still blocked, shown unfinished.
+#[map]
+static TRACE_START: HashMap<u64, TraceStart> = HashMap::with_max_entries(1, 0);
+
+/// The strings of calls read at entry (execve), by `pid_tgid`.
+#[map]
+static TRACE_SAVED: HashMap<u64, [u8; STR_AREA]> = HashMap::with_max_entries(1, 0);
+
+/// [`trace_stat`] counters.
+#[map]
+static TRACE_STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(trace_stat::COUNT, 0);
+
+#[inline(always)]
+fn count(index: u32) {
+    if let Some(c) = TRACE_STATS.get_ptr_mut(index) {
+        // SAFETY: per-CPU counter; these programs do not nest on one CPU.
+        unsafe { *c += 1 };
+    }
+}
+
+/// The traced syscall's slot and config, or `None` when `nr` is not traced (or the run is
+/// ending).
+#[inline(always)]
+fn slot_of(nr: u64) -> Option<(u32, &'static SlotConfig)> {
+    if nr >= u64::from(SYSCALL_NRS) {
+        return None;
+    }
+    let slot = match SYS_SLOTS.get(nr as u32) {
+        Some(&slot) if slot != 0 => slot,
+        _ => return None,
+    };
+    let config = CONFIG.get(slot)?;
+    match config.flags & SLOT_STOPPED {
+        0 => Some((slot, config)),
+        _ => None,
+    }
+}
+
+/// The launched command's own exec: its process is still pending (held before the exec), and
+/// the exec is the first call of the command.
+#[inline(always)]
+fn pending_exec(config: &SlotConfig, pid_tgid: u64) -> bool {
+    if config.flags & (SLOT_FILTER_TRACKED | SLOT_TRACE_AT_ENTRY)
+        != SLOT_FILTER_TRACKED | SLOT_TRACE_AT_ENTRY
+    {
+        return false;
+    }
+    let tgid = (pid_tgid >> 32) as u32;
+    // SAFETY: the value is copied out at once.
+    matches!(unsafe { TRACKED.get(&tgid) }, Some(&state) if state == TRACK_PENDING)
+}
+
+/// The six argument registers of the x86-64 syscall ABI.
+#[inline(always)]
+fn arguments(regs: u64) -> [u64; word::ARGS] {
+    let mut args = [0u64; word::ARGS];
+    for (i, offset) in PT_REGS_SYSCALL_ARGS.iter().enumerate() {
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        args[i] =
+            unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((regs + offset) as *const u64) }
+                .unwrap_or(0);
+    }
+    args
+}
+
+/// `--failed` refuses a call that did not fail (counted as filtered).
+#[inline(always)]
+fn refused_as_not_failed(event: &Event, config: &SlotConfig) -> bool {
+    if config.flags & SLOT_TRACE_FAILED != 0 && event.fields[trace_word::FAILED] == 0 {
+        bump(stat_filtered(event.slot));
+        return true;
+    }
+    false
+}
+
+/// Fills a call's event words: arguments, return value, duration and kind.
+#[inline(always)]
+fn fill(event: &mut Event, start: &TraceStart, ret: u64, now: u64, kind: u64) {
+    event.time_ns = start.time_ns;
+    event.data[..word::ARGS].copy_from_slice(&start.args);
+    event.data[word::RETURN] = ret;
+    event.data[trace_word::DURATION] = now.wrapping_sub(start.time_ns);
+    event.fields[trace_word::KIND] = kind;
+    let failed = (ret as i64) < 0 && (ret as i64) >= -4095;
+    event.fields[trace_word::FAILED] = u64::from(failed);
+}
+
+#[raw_tracepoint]
+pub fn trace_enter(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_TRACE) {
+        on_enter(&ctx);
+    }
+    0
+}
+
+#[raw_tracepoint]
+pub fn trace_exit(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_TRACE) {
+        on_exit(&ctx);
+    }
+    0
+}
+
+#[inline(always)]
+fn on_enter(ctx: &RawTracePointContext) {
+    let regs: u64 = ctx.arg(0);
+    // 32-bit code numbers its syscalls from another table.
+    if compat(regs) {
+        return;
+    }
+    let nr = syscall_nr(ctx, regs, false);
+    let Some((slot, config)) = slot_of(nr) else {
+        return;
+    };
+    let pid_tgid = bpf_get_current_pid_tgid();
+    // SAFETY: helper without preconditions.
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    let refused = refused_by(config, pid_tgid, cpu);
+    if refused != 0 && !(refused == drop::UNTRACKED && pending_exec(config, pid_tgid)) {
+        return;
+    }
+    // SAFETY: helper without preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    let mut start = TraceStart {
+        time_ns: now,
+        args: arguments(regs),
+        nr: nr as u32,
+        ..TraceStart::default()
+    };
+    if config.flags & SLOT_TRACE_NO_RETURN != 0 {
+        // Sent now: no exit will come.
+        let Some((event, config)) = begin(ctx, slot) else {
+            return;
+        };
+        fill(event, &start, 0, now, trace_kind::NO_RETURN);
+        event.data[trace_word::DURATION] = 0;
+        if refused_as_not_failed(event, config) {
+            return;
+        }
+        if uses(USES_STRINGS) {
+            read_strings(event, config, |_, _| 0);
+        }
+        if filtered_out(event, config) {
+            return;
+        }
+        finish(ctx, event, config);
+        return;
+    }
+    if uses(USES_STRINGS) && config.flags & SLOT_TRACE_AT_ENTRY != 0 {
+        save_strings(&mut start, config, pid_tgid);
+    }
+    if TRACE_START.insert(&pid_tgid, &start, 0).is_err() {
+        count(trace_stat::START_FULL);
+    }
+}
+
+/// Reads an execve's strings now (its memory is gone once it succeeds) into `TRACE_SAVED`.
+#[inline(always)]
+fn save_strings(start: &mut TraceStart, config: &SlotConfig, pid_tgid: u64) {
+    // SAFETY: index 0 exists; the per-CPU value is only touched by this program invocation
+    // until it returns.
+    let Some(scratch_ptr) = crate::SCRATCH.get_ptr_mut(0) else {
+        return;
+    };
+    // SAFETY: as above.
+    let event = unsafe { &mut (*scratch_ptr).event };
+    event.data[..word::ARGS].copy_from_slice(&start.args);
+    event.data[word::RETURN] = 0;
+    read_strings(event, config, |_, _| 0);
+    let scratch = scratch(event);
+    // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`.
+    let area = unsafe { &*(scratch.area.as_ptr() as *const [u8; STR_AREA]) };
+    if TRACE_SAVED.insert(&pid_tgid, area, 0).is_err() {
+        count(trace_stat::SAVED_FULL);
+        return;
+    }
+    start.flags |= TRACE_SAVED_STRINGS;
+    start.used = scratch.used;
+    start.first = scratch.first;
+}
+
+#[inline(always)]
+fn on_exit(ctx: &RawTracePointContext) {
+    let regs: u64 = ctx.arg(0);
+    if compat(regs) {
+        return;
+    }
+    let nr = syscall_nr(ctx, regs, true);
+    let Some((slot, config)) = slot_of(nr) else {
+        return;
+    };
+    let pid_tgid = bpf_get_current_pid_tgid();
+    // SAFETY: the value is copied out at once.
+    let Some(start) = (unsafe { TRACE_START.get(&pid_tgid) }).copied() else {
+        // SAFETY: helper without preconditions.
+        let cpu = unsafe { bpf_get_smp_processor_id() };
+        if config.flags & SLOT_TRACE_FORKS == 0 && refused_by(config, pid_tgid, cpu) == 0 {
+            count(trace_stat::NO_ENTRY);
+        }
+        return;
+    };
+    let _ = TRACE_START.remove(&pid_tgid);
+    // SAFETY: helper without preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    let ret: u64 = ctx.arg(1);
+    let saved = start.flags & TRACE_SAVED_STRINGS != 0;
+    if start.nr as u64 != nr {
+        if saved {
+            let _ = TRACE_SAVED.remove(&pid_tgid);
+        }
+        count(trace_stat::NO_ENTRY);
+        return;
+    }
+    let Some((event, config)) = begin(ctx, slot) else {
+        if saved {
+            let _ = TRACE_SAVED.remove(&pid_tgid);
+        }
+        return;
+    };
+    fill(event, &start, ret, now, trace_kind::COMPLETE);
+    if refused_as_not_failed(event, config) {
+        if saved {
+            let _ = TRACE_SAVED.remove(&pid_tgid);
+        }
+        return;
+    }
+    if uses(USES_STRINGS) {
+        if saved {
+            restore_strings(event, &start, pid_tgid);
+        } else {
+            read_strings(event, config, |_, _| 0);
+        }
+    }
+    if filtered_out(event, config) {
+        return;
+    }
+    finish(ctx, event, config);
+}
+
+/// The strings `save_strings` kept, back into the event's area.
+#[inline(always)]
+fn restore_strings(event: &mut Event, start: &TraceStart, pid_tgid: u64) {
+    let scratch = scratch(event);
+    // SAFETY: the value is copied into the scratch area (map memory) at once, by the
+    // probe-read helper (one call, where a copy loop would be 1,024 loads and stores); the
+    // destination is `STR_BUFFER` bytes, more than `STR_AREA`.
+    let copied = match unsafe { TRACE_SAVED.get(&pid_tgid) } {
+        Some(area) => unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+                scratch.area.as_mut_ptr() as *mut core::ffi::c_void,
+                STR_AREA as u32,
+                area.as_ptr() as *const core::ffi::c_void,
+            ) == 0
+        },
+        None => false,
+    };
+    match copied {
+        true => {
+            scratch.used = start.used & (STR_AREA as u32 * 2 - 1);
+            scratch.first = start.first;
+        }
+        false => {
+            scratch.used = 0;
+            scratch.first = [u32::MAX; STR_READS];
+        }
+    }
+    let _ = TRACE_SAVED.remove(&pid_tgid);
+    event.str_bytes = (scratch.used as usize).min(STR_AREA) as i32;
+}

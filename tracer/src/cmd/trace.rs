@@ -1,0 +1,315 @@
+//! `tracer trace`: a program's system calls, one strace line each. The `trace_enter` and
+//! `trace_exit` programs pair each call's entry and exit per thread in the kernel and send it
+//! whole through the shared ring buffer (in the order calls end); `-c` counts them in the
+//! kernel instead. The calls go to stderr (or `-o FILE`), as strace's do.
+
+use hashbrown::HashMap;
+
+use tracer_common::{Event, TraceStart};
+
+use crate::bpf::{Bpf, Sizing};
+use crate::cli::TraceArgs;
+use crate::kernel::tracefs::Tracefs;
+use crate::output::summary::{self, Banner, Summary};
+use crate::output::trace::{self as show, CallWriter, End, Row};
+use crate::plan::trace::{trace_plan, TracePlan};
+use crate::probe::syscall::{Layout, Options};
+use crate::session::{self, Hold, OutputRings, Session, Sink, Transport};
+use crate::Error;
+
+pub fn run(args: TraceArgs) -> Result<i32, Error> {
+    let plan = trace_plan(&args)?;
+    let fs = Tracefs::locate()?;
+    let mut layouts: Vec<Layout> = (plan.calls.iter())
+        .filter_map(|&nr| Layout::of(nr, &fs))
+        .collect();
+    let filters = filters(&plan, &mut layouts)?;
+    let out = calls_output(&plan)?;
+    let adopted = match plan.pids.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    };
+    let mut session = Session::start(&plan.command, adopted, Hold::BeforeExec)?;
+    let options = Options {
+        tracked: true,
+        failed: plan.failed,
+        filter: plan.filter.is_some(),
+        summary: plan.summary,
+        strsize: plan.strsize,
+    };
+    let configs: Vec<_> = layouts.iter().map(|l| l.config(&options)).collect();
+    let uses = configs
+        .iter()
+        .fold(tracer_common::USES_TRACE, |u, c| u | c.uses());
+    let rename = crate::probe::rename_tracepoint(&fs);
+    let cache = match rename {
+        Some(_) => tracer_common::USES_COMM_CACHE,
+        None => 0,
+    };
+    let mut bpf = Bpf::load_with(Sizing {
+        counts: plan.summary,
+        uses: uses | cache,
+        ringbuf: Some(session::ringbuf_size(plan.ring_pages, None)),
+        filter_globs: plan.filter.as_ref().map(|f| f.sizing()),
+        trace: true,
+        ..Sizing::default()
+    })?;
+    let mut rings =
+        OutputRings::for_transport(&mut bpf, Transport::Ringbuf, plan.ring_pages, None)?;
+    session.cache_comms(&mut bpf, rename)?;
+    if let Some(filter) = &plan.filter {
+        bpf.set_globs(&filter.globs)?;
+    }
+    let mut by_slot = HashMap::new();
+    for ((layout, config), filter) in layouts.iter().zip(configs).zip(&filters) {
+        let slot = bpf.take_trace_slot(config, layout.nr, filter.as_ref())?;
+        by_slot.insert(slot.id, by_slot.len());
+    }
+    session.follow(&mut bpf, &fs)?;
+    session.follow_adopted(&mut bpf, &fs, &plan.pids)?;
+    let banner = Banner {
+        verb: if plan.summary { "Counting" } else { "Tracing" },
+        what: match layouts.as_slice() {
+            [one] => format!("{} calls", one.name),
+            _ if layouts.len() <= 4 => {
+                let names: Vec<&str> = layouts.iter().map(|l| l.name).collect();
+                format!("system calls ({})", names.join(", "))
+            }
+            _ => format!("{} system calls", layouts.len()),
+        },
+        whom: session
+            .whom()
+            .or_else(|| (plan.pids.len() > 1).then(|| format!("processes {}", join(&plan.pids)))),
+        detail: None,
+    };
+    session.begin(&banner)?;
+    let wall_offset_ns = plan.time.then(wall_offset_ns);
+    let mut sink = TraceSink {
+        bpf: &bpf,
+        rings: &mut rings,
+        layouts: &layouts,
+        by_slot,
+        writer: CallWriter::new(out, plan.format, wall_offset_ns),
+        printed: 0,
+        reported_lost: 0,
+    };
+    let ring_fds = sink.rings.raw_fds();
+    let outcome = session.run(&mut sink, ring_fds, plan.duration)?;
+    let unfinished = sink.unfinished()?;
+    if let (session::End::CommandExited(code), false) = (outcome.end, plan.summary) {
+        let line = match code {
+            0..=127 => format!("+++ exited with {code} +++"),
+            _ => format!(
+                "+++ killed by {} +++",
+                crate::output::syscall::signal(code as u64 - 128)
+            ),
+        };
+        sink.writer.note(&line).map_err(Error::Output)?;
+    }
+    if plan.summary {
+        let rows = summary_rows(&bpf, &layouts, &sink.by_slot)?;
+        let table = show::summary_table(rows);
+        sink.writer.note(table.trim_end()).map_err(Error::Output)?;
+    }
+    sink.writer.flush().map_err(Error::Output)?;
+    let printed = sink.printed;
+    let (hits, lost) = bpf.stats()?;
+    let filtered = bpf.filtered()?;
+    let stats = bpf.trace_stats()?;
+    let no_entry = stats[tracer_common::trace_stat::NO_ENTRY as usize];
+    let mut notes = Vec::new();
+    if lost > 0 {
+        notes.push(format!(
+            "lost {lost} calls: the ring buffer was full; raise --ring-pages (now {})",
+            plan.ring_pages
+        ));
+    }
+    let unpaired = stats[tracer_common::trace_stat::START_FULL as usize];
+    if unpaired > 0 {
+        notes.push(format!(
+            "{unpaired} calls found {} calls in flight already and were not paired",
+            tracer_common::TRACE_ENTRIES
+        ));
+    }
+    let (count, unit) = match plan.summary {
+        true => (hits - filtered - lost, "calls counted in the kernel"),
+        false => (printed, "calls"),
+    };
+    Summary {
+        count,
+        unit: unit.into(),
+        seconds: outcome.elapsed.as_secs_f64(),
+        why: outcome.why(0, "calls"),
+        tail: format!(
+            "{lost} lost, {filtered} filtered out, {unfinished} unfinished, {no_entry} ended without their start"
+        ),
+        table: None,
+        notes,
+    }
+    .print();
+    Ok(outcome.exit_code())
+}
+
+/// `--filter` per call: a call without an argument of a name the filter uses cannot pass and
+/// is not traced (said once); none left is an error.
+fn filters(
+    plan: &TracePlan,
+    layouts: &mut Vec<Layout>,
+) -> Result<Vec<Option<tracer_common::Filter>>, Error> {
+    let Some(filter) = &plan.filter else {
+        return Ok(vec![None; layouts.len()]);
+    };
+    let mut kept = Vec::new();
+    let mut filters = Vec::new();
+    let mut dropped = 0;
+    for layout in layouts.drain(..) {
+        match crate::probe::filter::resolve_trace(filter, layout.name, &layout.filter_params())? {
+            Some(f) => {
+                filters.push(Some(f));
+                kept.push(layout);
+            }
+            None => dropped += 1,
+        }
+    }
+    if kept.is_empty() {
+        let names: Vec<&str> = filter.atoms.iter().map(|a| a.name.as_str()).collect();
+        return Err(Error::usage(
+            format!(
+                "--filter: no traced call has an argument named {}",
+                names.join(" or ")
+            ),
+            vec![
+                "name arguments as the calls' tracepoints do (`tracer list -v syscalls:sys_enter_openat`), or ret, duration, comm, pid, tid, cpu".into(),
+            ],
+        ));
+    }
+    if dropped > 0 {
+        crate::output::notes::note(format!(
+            "--filter: {dropped} of the selected calls have no such argument and are not traced"
+        ));
+    }
+    *layouts = kept;
+    Ok(filters)
+}
+
+/// Where the calls go: `-o FILE`, else standard error (strace's habit: the program's own
+/// output stays alone on standard output).
+fn calls_output(plan: &TracePlan) -> Result<crate::output::Output, Error> {
+    match &plan.file {
+        Some(path) => crate::output::destination(Some(path)),
+        None => Ok(std::io::BufWriter::new(Box::new(std::io::stderr()))),
+    }
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC now, in ns.
+fn wall_offset_ns() -> i128 {
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    real - session::monotonic_ns() as i128
+}
+
+fn join(pids: &[u32]) -> String {
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    pids.join(",")
+}
+
+/// `-c`'s rows from the kernel's counts: each call's slot, failed or not, and its time.
+fn summary_rows(
+    bpf: &Bpf,
+    layouts: &[Layout],
+    by_slot: &HashMap<u32, usize>,
+) -> Result<Vec<Row>, Error> {
+    let mut rows: HashMap<usize, Row> = HashMap::new();
+    for (key, value) in bpf.counts()? {
+        let Some(&i) = by_slot.get(&key.slot) else {
+            continue;
+        };
+        let row = rows.entry(i).or_insert_with(|| Row {
+            name: layouts[i].name.to_string(),
+            ..Row::default()
+        });
+        row.calls += value.count;
+        row.total_ns += value.sum;
+        if key.value != 0 {
+            row.errors += value.count;
+        }
+    }
+    Ok(rows.into_values().collect())
+}
+
+struct TraceSink<'a> {
+    bpf: &'a Bpf,
+    rings: &'a mut OutputRings,
+    layouts: &'a [Layout],
+    /// Index in `layouts` by slot id.
+    by_slot: HashMap<u32, usize>,
+    writer: CallWriter<crate::output::Output>,
+    printed: u64,
+    reported_lost: u64,
+}
+
+impl Sink for TraceSink<'_> {
+    fn stop(&mut self) -> Result<(), Error> {
+        Ok(self.bpf.stop()?)
+    }
+
+    fn drain(&mut self) -> Result<bool, Error> {
+        let mut batch: Vec<(Event, Vec<u8>)> = Vec::new();
+        self.rings.drain(|e, s| batch.push((*e, s.to_vec())));
+        for (event, strings) in &batch {
+            let Some(&i) = self.by_slot.get(&event.slot) else {
+                continue;
+            };
+            let comm = String::from_utf8_lossy(event.comm()).into_owned();
+            let call = self.layouts[i].call(event, strings, &comm);
+            self.writer.write(&call).map_err(Error::Output)?;
+            self.printed += 1;
+        }
+        self.writer.flush().map_err(Error::Output)?;
+        Ok(false)
+    }
+
+    fn tick(&mut self) -> Result<bool, Error> {
+        let (_, lost) = self.bpf.stats()?;
+        if lost > self.reported_lost {
+            summary::note(format!(
+                "lost {} calls (ring buffer full): raise --ring-pages",
+                lost - self.reported_lost
+            ));
+            self.reported_lost = lost;
+        }
+        Ok(false)
+    }
+}
+
+impl TraceSink<'_> {
+    /// Prints the calls still in flight when tracing ended, oldest first; returns how many.
+    fn unfinished(&mut self) -> Result<u64, Error> {
+        let mut open: Vec<(u64, TraceStart)> = self.bpf.trace_in_flight()?;
+        open.sort_by_key(|(_, s)| s.time_ns);
+        let by_nr: HashMap<u32, &Layout> = self.layouts.iter().map(|l| (l.nr, l)).collect();
+        let mut shown = 0;
+        for (pid_tgid, start) in &open {
+            let Some(layout) = by_nr.get(&start.nr) else {
+                continue;
+            };
+            let mut event = Event::from_bytes(&[0u8; Event::SIZE]).expect("a zeroed event");
+            event.pid_tgid = *pid_tgid;
+            event.time_ns = start.time_ns;
+            event.data[..tracer_common::word::ARGS].copy_from_slice(&start.args);
+            let comm = task_comm(*pid_tgid as u32);
+            let call = layout.shown(&event, &[], &comm, End::Unfinished);
+            self.writer.write(&call).map_err(Error::Output)?;
+            shown += 1;
+        }
+        Ok(shown)
+    }
+}
+
+/// A thread's name now (for calls still in flight, which sent no event).
+fn task_comm(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .map(|c| c.trim_end().to_string())
+        .unwrap_or_else(|_| "?".into())
+}

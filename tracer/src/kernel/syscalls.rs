@@ -1,0 +1,437 @@
+//! What the x86-64 system calls take and return, as strace shows them: each common call's
+//! arguments by kind (a path, a buffer, open flags, a signal...), its return value's kind, and
+//! strace's classes (`%file`, `%process`, `%network`, `%memory`, `%signal`, `%desc`). Calls not
+//! listed are shown from their tracepoint's format (`const char *` a path, pointers in hex,
+//! numbers in decimal).
+
+use ::syscalls::Sysno;
+
+/// How one argument is read and shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// A signed int (the low 32 bits of the register).
+    Int,
+    /// A size or count (`size_t`, the whole register).
+    UInt,
+    /// A signed long (offsets).
+    Long,
+    /// An address or other opaque number, in hex; NULL for 0.
+    Ptr,
+    /// A flag word shown in hex.
+    Hex,
+    /// A file descriptor.
+    Fd,
+    /// A directory fd of the `*at` calls: `AT_FDCWD` by name.
+    DirFd,
+    /// A NUL-terminated path or name, read after the call (before it for execve).
+    Path,
+    /// Bytes given to the call, as long as argument `.0` says (write's buffer).
+    BufIn(usize),
+    /// Bytes the call filled, as long as it returned (read's buffer).
+    BufOut,
+    /// A `char **` array: argv.
+    Argv,
+    /// A `char **` array: envp, shown as its length (strace's `/* N vars */`).
+    Envp,
+    /// A file mode in octal.
+    Mode,
+    /// open(2)'s flags (`O_RDONLY|O_CLOEXEC`).
+    OpenFlags,
+    /// open(2)'s mode: shown only when the flags create a file (argument `.0` is the flags).
+    OpenMode(usize),
+    /// `AT_*` flags.
+    AtFlags,
+    /// access(2)'s mode (`R_OK|W_OK`, `F_OK`).
+    AccessMode,
+    /// `PROT_*`.
+    Prot,
+    /// `MAP_*`.
+    MapFlags,
+    /// `CLONE_*` and the exit signal.
+    CloneFlags,
+    /// A signal number (`SIGTERM`).
+    Signal,
+    /// lseek(2)'s whence (`SEEK_SET`).
+    Whence,
+    /// sigprocmask's how (`SIG_BLOCK`).
+    SigHow,
+    /// An address family (`AF_INET`).
+    Domain,
+    /// A socket type and its flags (`SOCK_STREAM|SOCK_CLOEXEC`).
+    SockType,
+    /// fcntl(2)'s command (`F_GETFL`).
+    FcntlCmd,
+    /// A clock id (`CLOCK_MONOTONIC`).
+    Clock,
+    /// futex(2)'s operation (`FUTEX_WAIT_PRIVATE`).
+    FutexOp,
+    /// A resource limit (`RLIMIT_NOFILE`).
+    Rlimit,
+    /// arch_prctl(2)'s code (`ARCH_SET_FS`).
+    ArchCode,
+    /// wait4's options (`WNOHANG`).
+    WaitOptions,
+}
+
+/// How the return value is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ret {
+    /// A number (or `-1 ERRNO (message)`).
+    Int,
+    /// An address in hex (mmap, brk), or an error.
+    Hex,
+    /// Never returns (`= ?`).
+    None,
+}
+
+/// strace's classes of calls (`-e trace=%file`).
+pub mod class {
+    pub const FILE: u8 = 1 << 0;
+    pub const PROCESS: u8 = 1 << 1;
+    pub const NETWORK: u8 = 1 << 2;
+    pub const MEMORY: u8 = 1 << 3;
+    pub const SIGNAL: u8 = 1 << 4;
+    pub const DESC: u8 = 1 << 5;
+    pub const IPC: u8 = 1 << 6;
+    /// `%name` spellings, as strace takes them.
+    pub const NAMES: [(&str, u8); 8] = [
+        ("file", FILE),
+        ("process", PROCESS),
+        ("network", NETWORK),
+        ("net", NETWORK),
+        ("memory", MEMORY),
+        ("signal", SIGNAL),
+        ("desc", DESC),
+        ("ipc", IPC),
+    ];
+}
+
+/// One call's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub name: &'static str,
+    pub classes: u8,
+    pub args: &'static [Arg],
+    pub ret: Ret,
+}
+
+use class::{DESC as D, FILE as F, IPC as I, MEMORY as M, NETWORK as N, PROCESS as P, SIGNAL as S};
+use Arg::*;
+
+const fn shape(name: &'static str, classes: u8, args: &'static [Arg], ret: Ret) -> Shape {
+    Shape {
+        name,
+        classes,
+        args,
+        ret,
+    }
+}
+
+/// The calls strace users meet first, by name (as in the kernel's syscall table).
+pub const SHAPES: &[Shape] = &[
+    shape("read", D, &[Fd, BufOut, UInt], Ret::Int),
+    shape("write", D, &[Fd, BufIn(2), UInt], Ret::Int),
+    shape("open", F | D, &[Path, OpenFlags, OpenMode(1)], Ret::Int),
+    shape("close", D, &[Fd], Ret::Int),
+    shape("stat", F, &[Path, Ptr], Ret::Int),
+    shape("fstat", D, &[Fd, Ptr], Ret::Int),
+    shape("lstat", F, &[Path, Ptr], Ret::Int),
+    shape("poll", D, &[Ptr, UInt, Int], Ret::Int),
+    shape("lseek", D, &[Fd, Long, Whence], Ret::Int),
+    shape(
+        "mmap",
+        M | D,
+        &[Ptr, UInt, Prot, MapFlags, Fd, Hex],
+        Ret::Hex,
+    ),
+    shape("mprotect", M, &[Ptr, UInt, Prot], Ret::Int),
+    shape("munmap", M, &[Ptr, UInt], Ret::Int),
+    shape("brk", M, &[Ptr], Ret::Hex),
+    shape("rt_sigaction", S, &[Signal, Ptr, Ptr, UInt], Ret::Int),
+    shape("rt_sigprocmask", S, &[SigHow, Ptr, Ptr, UInt], Ret::Int),
+    shape("rt_sigreturn", S, &[], Ret::Int),
+    shape("ioctl", D, &[Fd, Hex, Ptr], Ret::Int),
+    shape("pread64", D, &[Fd, BufOut, UInt, Long], Ret::Int),
+    shape("pwrite64", D, &[Fd, BufIn(2), UInt, Long], Ret::Int),
+    shape("readv", D, &[Fd, Ptr, Int], Ret::Int),
+    shape("writev", D, &[Fd, Ptr, Int], Ret::Int),
+    shape("access", F, &[Path, AccessMode], Ret::Int),
+    shape("pipe", D, &[Ptr], Ret::Int),
+    shape("select", D, &[Int, Ptr, Ptr, Ptr, Ptr], Ret::Int),
+    shape("sched_yield", 0, &[], Ret::Int),
+    shape("mremap", M, &[Ptr, UInt, UInt, Hex, Ptr], Ret::Hex),
+    shape("msync", M, &[Ptr, UInt, Hex], Ret::Int),
+    shape("madvise", M, &[Ptr, UInt, Int], Ret::Int),
+    shape("dup", D, &[Fd], Ret::Int),
+    shape("dup2", D, &[Fd, Fd], Ret::Int),
+    shape("pause", S, &[], Ret::Int),
+    shape("nanosleep", 0, &[Ptr, Ptr], Ret::Int),
+    shape("getpid", 0, &[], Ret::Int),
+    shape("sendfile", D | N, &[Fd, Fd, Ptr, UInt], Ret::Int),
+    shape("socket", N, &[Domain, SockType, Int], Ret::Int),
+    shape("connect", N | D, &[Fd, Ptr, UInt], Ret::Int),
+    shape("accept", N | D, &[Fd, Ptr, Ptr], Ret::Int),
+    shape(
+        "sendto",
+        N | D,
+        &[Fd, BufIn(2), UInt, Hex, Ptr, UInt],
+        Ret::Int,
+    ),
+    shape(
+        "recvfrom",
+        N | D,
+        &[Fd, BufOut, UInt, Hex, Ptr, Ptr],
+        Ret::Int,
+    ),
+    shape("sendmsg", N | D, &[Fd, Ptr, Hex], Ret::Int),
+    shape("recvmsg", N | D, &[Fd, Ptr, Hex], Ret::Int),
+    shape("shutdown", N | D, &[Fd, Int], Ret::Int),
+    shape("bind", N | D, &[Fd, Ptr, UInt], Ret::Int),
+    shape("listen", N | D, &[Fd, Int], Ret::Int),
+    shape("getsockname", N | D, &[Fd, Ptr, Ptr], Ret::Int),
+    shape("getpeername", N | D, &[Fd, Ptr, Ptr], Ret::Int),
+    shape("socketpair", N, &[Domain, SockType, Int, Ptr], Ret::Int),
+    shape("setsockopt", N | D, &[Fd, Int, Int, Ptr, UInt], Ret::Int),
+    shape("getsockopt", N | D, &[Fd, Int, Int, Ptr, Ptr], Ret::Int),
+    shape("clone", P, &[CloneFlags, Ptr, Ptr, Ptr, Ptr], Ret::Int),
+    shape("fork", P, &[], Ret::Int),
+    shape("vfork", P, &[], Ret::Int),
+    shape("execve", F | P, &[Path, Argv, Envp], Ret::Int),
+    shape("exit", P, &[Int], Ret::None),
+    shape("wait4", P, &[Int, Ptr, WaitOptions, Ptr], Ret::Int),
+    shape("kill", P | S, &[Int, Signal], Ret::Int),
+    shape("uname", 0, &[Ptr], Ret::Int),
+    shape("fcntl", D, &[Fd, FcntlCmd, Hex], Ret::Int),
+    shape("flock", D, &[Fd, Int], Ret::Int),
+    shape("fsync", D, &[Fd], Ret::Int),
+    shape("fdatasync", D, &[Fd], Ret::Int),
+    shape("truncate", F, &[Path, Long], Ret::Int),
+    shape("ftruncate", D, &[Fd, Long], Ret::Int),
+    shape("getcwd", F, &[Path, UInt], Ret::Int),
+    shape("chdir", F, &[Path], Ret::Int),
+    shape("fchdir", D, &[Fd], Ret::Int),
+    shape("rename", F, &[Path, Path], Ret::Int),
+    shape("mkdir", F, &[Path, Mode], Ret::Int),
+    shape("rmdir", F, &[Path], Ret::Int),
+    shape("creat", F | D, &[Path, Mode], Ret::Int),
+    shape("link", F, &[Path, Path], Ret::Int),
+    shape("unlink", F, &[Path], Ret::Int),
+    shape("symlink", F, &[Path, Path], Ret::Int),
+    shape("readlink", F, &[Path, BufOut, UInt], Ret::Int),
+    shape("chmod", F, &[Path, Mode], Ret::Int),
+    shape("fchmod", D, &[Fd, Mode], Ret::Int),
+    shape("chown", F, &[Path, Int, Int], Ret::Int),
+    shape("fchown", D, &[Fd, Int, Int], Ret::Int),
+    shape("lchown", F, &[Path, Int, Int], Ret::Int),
+    shape("umask", 0, &[Mode], Ret::Int),
+    shape("getrlimit", 0, &[Rlimit, Ptr], Ret::Int),
+    shape("getrusage", 0, &[Int, Ptr], Ret::Int),
+    shape("getuid", 0, &[], Ret::Int),
+    shape("getgid", 0, &[], Ret::Int),
+    shape("geteuid", 0, &[], Ret::Int),
+    shape("getegid", 0, &[], Ret::Int),
+    shape("getppid", 0, &[], Ret::Int),
+    shape("getpgrp", 0, &[], Ret::Int),
+    shape("setsid", 0, &[], Ret::Int),
+    shape("rt_sigpending", S, &[Ptr, UInt], Ret::Int),
+    shape("rt_sigsuspend", S, &[Ptr, UInt], Ret::Int),
+    shape("sigaltstack", S, &[Ptr, Ptr], Ret::Int),
+    shape("statfs", F, &[Path, Ptr], Ret::Int),
+    shape("fstatfs", D, &[Fd, Ptr], Ret::Int),
+    shape("prctl", 0, &[Int, Hex, Hex, Hex, Hex], Ret::Int),
+    shape("arch_prctl", 0, &[ArchCode, Ptr], Ret::Int),
+    shape("chroot", F, &[Path], Ret::Int),
+    shape("gettid", 0, &[], Ret::Int),
+    shape("tkill", P | S, &[Int, Signal], Ret::Int),
+    shape("futex", 0, &[Ptr, FutexOp, Int, Ptr, Ptr, Int], Ret::Int),
+    shape("getdents64", D, &[Fd, Ptr, UInt], Ret::Int),
+    shape("set_tid_address", 0, &[Ptr], Ret::Int),
+    shape("fadvise64", D, &[Fd, Long, UInt, Int], Ret::Int),
+    shape("clock_gettime", 0, &[Clock, Ptr], Ret::Int),
+    shape("clock_nanosleep", 0, &[Clock, Hex, Ptr, Ptr], Ret::Int),
+    shape("exit_group", P, &[Int], Ret::None),
+    shape("epoll_wait", D, &[Fd, Ptr, Int, Int], Ret::Int),
+    shape("epoll_ctl", D, &[Fd, Int, Fd, Ptr], Ret::Int),
+    shape("tgkill", P | S, &[Int, Int, Signal], Ret::Int),
+    shape("waitid", P, &[Int, Int, Ptr, WaitOptions, Ptr], Ret::Int),
+    shape(
+        "openat",
+        F | D,
+        &[DirFd, Path, OpenFlags, OpenMode(2)],
+        Ret::Int,
+    ),
+    shape("mkdirat", F | D, &[DirFd, Path, Mode], Ret::Int),
+    shape(
+        "fchownat",
+        F | D,
+        &[DirFd, Path, Int, Int, AtFlags],
+        Ret::Int,
+    ),
+    shape("newfstatat", F | D, &[DirFd, Path, Ptr, AtFlags], Ret::Int),
+    shape("unlinkat", F | D, &[DirFd, Path, AtFlags], Ret::Int),
+    shape("renameat", F | D, &[DirFd, Path, DirFd, Path], Ret::Int),
+    shape(
+        "linkat",
+        F | D,
+        &[DirFd, Path, DirFd, Path, AtFlags],
+        Ret::Int,
+    ),
+    shape("symlinkat", F | D, &[Path, DirFd, Path], Ret::Int),
+    shape("readlinkat", F | D, &[DirFd, Path, BufOut, UInt], Ret::Int),
+    shape("fchmodat", F | D, &[DirFd, Path, Mode], Ret::Int),
+    shape("faccessat", F | D, &[DirFd, Path, AccessMode], Ret::Int),
+    shape("pselect6", D, &[Int, Ptr, Ptr, Ptr, Ptr, Ptr], Ret::Int),
+    shape("ppoll", D, &[Ptr, UInt, Ptr, Ptr, UInt], Ret::Int),
+    shape("set_robust_list", 0, &[Ptr, UInt], Ret::Int),
+    shape("utimensat", F | D, &[DirFd, Path, Ptr, AtFlags], Ret::Int),
+    shape("epoll_pwait", D, &[Fd, Ptr, Int, Int, Ptr, UInt], Ret::Int),
+    shape("accept4", N | D, &[Fd, Ptr, Ptr, SockType], Ret::Int),
+    shape("eventfd2", D, &[UInt, Hex], Ret::Int),
+    shape("epoll_create1", D, &[Hex], Ret::Int),
+    shape("dup3", D, &[Fd, Fd, OpenFlags], Ret::Int),
+    shape("pipe2", D, &[Ptr, OpenFlags], Ret::Int),
+    shape("prlimit64", 0, &[Int, Rlimit, Ptr, Ptr], Ret::Int),
+    shape(
+        "renameat2",
+        F | D,
+        &[DirFd, Path, DirFd, Path, Hex],
+        Ret::Int,
+    ),
+    shape("getrandom", 0, &[BufOut, UInt, Hex], Ret::Int),
+    shape("memfd_create", D, &[Path, Hex], Ret::Int),
+    shape(
+        "execveat",
+        F | P | D,
+        &[DirFd, Path, Argv, Envp, AtFlags],
+        Ret::Int,
+    ),
+    shape("statx", F | D, &[DirFd, Path, AtFlags, Hex, Ptr], Ret::Int),
+    shape("rseq", 0, &[Ptr, UInt, Int, Hex], Ret::Int),
+    shape("clone3", P, &[Ptr, UInt], Ret::Int),
+    shape("close_range", D, &[Fd, Fd, Hex], Ret::Int),
+    shape("openat2", F | D, &[DirFd, Path, Ptr, UInt], Ret::Int),
+    shape(
+        "faccessat2",
+        F | D,
+        &[DirFd, Path, AccessMode, AtFlags],
+        Ret::Int,
+    ),
+    shape("shmget", I, &[Int, UInt, Hex], Ret::Int),
+    shape("shmat", I | M, &[Int, Ptr, Hex], Ret::Hex),
+    shape("shmdt", I | M, &[Ptr], Ret::Int),
+    shape("mlock", M, &[Ptr, UInt], Ret::Int),
+    shape("munlock", M, &[Ptr, UInt], Ret::Int),
+    shape("mlockall", M, &[Hex], Ret::Int),
+    shape("munlockall", M, &[], Ret::Int),
+    shape("mincore", M, &[Ptr, UInt, Ptr], Ret::Int),
+    shape("rt_sigtimedwait", S, &[Ptr, Ptr, Ptr, UInt], Ret::Int),
+    shape("rt_sigqueueinfo", P | S, &[Int, Signal, Ptr], Ret::Int),
+    shape("signalfd4", D | S, &[Fd, Ptr, UInt, Hex], Ret::Int),
+    shape("pidfd_open", D | P, &[Int, Hex], Ret::Int),
+    shape(
+        "pidfd_send_signal",
+        D | P | S,
+        &[Fd, Signal, Ptr, Hex],
+        Ret::Int,
+    ),
+    shape("inotify_add_watch", F | D, &[Fd, Path, Hex], Ret::Int),
+    shape("mknodat", F | D, &[DirFd, Path, Mode, UInt], Ret::Int),
+    shape("mknod", F, &[Path, Mode, UInt], Ret::Int),
+];
+
+/// The shape of `name`, when it is one of [`SHAPES`].
+pub fn shape_of(name: &str) -> Option<&'static Shape> {
+    SHAPES.iter().find(|s| s.name == name)
+}
+
+/// Syscall numbers by name in this architecture's table.
+pub fn number(name: &str) -> Option<u32> {
+    name.parse::<Sysno>().ok().map(|s| s.id() as u32)
+}
+
+/// The name of syscall `nr`.
+pub fn name(nr: u32) -> Option<&'static str> {
+    Sysno::new(nr as usize).map(|s| s.name())
+}
+
+/// Every syscall of the table, by number.
+pub fn all() -> impl Iterator<Item = (u32, &'static str)> {
+    Sysno::iter().map(|s| (s.id() as u32, s.name()))
+}
+
+/// The calls of a class (`class::FILE`...).
+pub fn in_class(bits: u8) -> impl Iterator<Item = &'static str> {
+    SHAPES
+        .iter()
+        .filter(move |s| s.classes & bits != 0)
+        .map(|s| s.name)
+}
+
+/// The kernel names its `syscalls:` events after each entry point's SYSCALL_DEFINE, which
+/// differs from the table's name for these (event name, table name).
+pub const EVENT_NAMES: [(&str, &str); 6] = [
+    ("newstat", "stat"),
+    ("newfstat", "fstat"),
+    ("newlstat", "lstat"),
+    ("newuname", "uname"),
+    ("sendfile64", "sendfile"),
+    ("umount", "umount2"),
+];
+
+/// The table's name of a `syscalls:` event's call (`newstat` -> `stat`).
+pub fn table_name(event: &str) -> &str {
+    EVENT_NAMES
+        .iter()
+        .find(|(e, _)| *e == event)
+        .map_or(event, |(_, t)| *t)
+}
+
+/// The `syscalls:` event name of a table call (`stat` -> `newstat`).
+pub fn event_name(call: &str) -> &str {
+    EVENT_NAMES
+        .iter()
+        .find(|(_, t)| *t == call)
+        .map_or(call, |(e, _)| *e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shape_is_a_syscall_of_this_table_once() {
+        for s in SHAPES {
+            assert!(number(s.name).is_some(), "{} is not a syscall", s.name);
+            assert_eq!(
+                SHAPES.iter().filter(|t| t.name == s.name).count(),
+                1,
+                "{}",
+                s.name
+            );
+        }
+        assert_eq!(number("openat"), Some(257));
+        assert_eq!(name(59), Some("execve"));
+    }
+
+    #[test]
+    fn open_mode_and_buffer_lengths_name_arguments_that_exist() {
+        for s in SHAPES {
+            for a in s.args {
+                if let OpenMode(i) | BufIn(i) = a {
+                    assert!(*i < s.args.len(), "{}", s.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn classes_hold_the_calls_strace_puts_there() {
+        let file: Vec<_> = in_class(class::FILE).collect();
+        assert!(file.contains(&"openat") && file.contains(&"execve"));
+        assert!(!file.contains(&"read"));
+        let net: Vec<_> = in_class(class::NETWORK).collect();
+        assert!(net.contains(&"connect") && !net.contains(&"openat"));
+        assert_eq!(table_name("newstat"), "stat");
+        assert_eq!(event_name("stat"), "newstat");
+    }
+}

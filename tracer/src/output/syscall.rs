@@ -1,0 +1,693 @@
+//! One system call's values as strace writes them: flags by name (`O_RDONLY|O_CLOEXEC`),
+//! `AT_FDCWD`, octal modes, strings escaped strace's way and marked when cut (`"abc"...`),
+//! and return values with their errno (`-1 ENOENT (No such file or directory)`).
+
+use tracer_common::str_flag;
+
+use crate::kernel::syscalls::{Arg, Ret};
+
+/// What was read of one string argument (a path, a buffer, an array's elements).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Read {
+    /// The bytes and flags of each entry (one, or an array's elements).
+    pub entries: Vec<(Vec<u8>, u8)>,
+    /// An array (`argv`): its elements are `entries`.
+    pub array: bool,
+    /// The array had more elements than were read.
+    pub more: bool,
+}
+
+impl Read {
+    /// A read's entries from the event's string area, in order (the first is an array's
+    /// header when [`str_flag::ARRAY`] is set).
+    pub fn from_entries<'a>(entries: impl Iterator<Item = tracer_common::StrEntry<'a>>) -> Read {
+        let mut read = Read::default();
+        for e in entries {
+            if e.flags & str_flag::ARRAY != 0 {
+                read.array = true;
+            } else if e.flags & str_flag::MORE != 0 {
+                read.more = true;
+            } else {
+                read.entries.push((e.bytes.to_vec(), e.flags));
+            }
+        }
+        read
+    }
+}
+
+/// `bytes` quoted and escaped as strace does: `\n`, `\t`, `\"`, `\\`, and octal for other
+/// unprintable bytes (`\0`, `\177`; three digits when a digit follows).
+pub fn quote(bytes: &[u8], out: &mut String) {
+    out.push('"');
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                let next_digit = bytes.get(i + 1).is_some_and(|n| (b'0'..=b'7').contains(n));
+                match next_digit {
+                    true => out.push_str(&format!("\\{b:03o}")),
+                    false => out.push_str(&format!("\\{b:o}")),
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+/// One string entry as strace shows it: quoted, `...` after a cut one; the address when it
+/// could not be read.
+fn string(bytes: &[u8], flags: u8, raw: u64, out: &mut String) {
+    if flags & (str_flag::FAULT | str_flag::NO_ROOM) != 0 {
+        out.push_str(&pointer(raw));
+        return;
+    }
+    quote(bytes, out);
+    if flags & str_flag::TRUNCATED != 0 {
+        out.push_str("...");
+    }
+}
+
+/// An address: `NULL` or hex.
+pub fn pointer(raw: u64) -> String {
+    match raw {
+        0 => "NULL".into(),
+        _ => format!("{raw:#x}"),
+    }
+}
+
+/// Flag bits by name, in order; bits left over in hex. `zero` is shown for no bits.
+fn flags(value: u64, names: &[(u64, &str)], zero: &str) -> String {
+    if value == 0 {
+        return zero.into();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut left = value;
+    for &(bits, name) in names {
+        if bits != 0 && left & bits == bits {
+            parts.push(name.into());
+            left &= !bits;
+        }
+    }
+    if left != 0 {
+        parts.push(format!("{left:#x}"));
+    }
+    parts.join("|")
+}
+
+/// One value of a table, else the number.
+fn named(value: i64, names: &[(i64, &str)]) -> String {
+    (names.iter().find(|(v, _)| *v == value)).map_or(value.to_string(), |(_, n)| (*n).to_string())
+}
+
+const O_CREAT: u64 = 0o100;
+const O_TMPFILE_BIT: u64 = 0o20000000;
+
+const OPEN_FLAGS: [(u64, &str); 17] = [
+    (0o20200000, "O_TMPFILE"),
+    (0o4010000, "O_SYNC"),
+    (0o100, "O_CREAT"),
+    (0o200, "O_EXCL"),
+    (0o400, "O_NOCTTY"),
+    (0o1000, "O_TRUNC"),
+    (0o2000, "O_APPEND"),
+    (0o4000, "O_NONBLOCK"),
+    (0o10000, "O_DSYNC"),
+    (0o20000, "O_ASYNC"),
+    (0o40000, "O_DIRECT"),
+    (0o100000, "O_LARGEFILE"),
+    (0o200000, "O_DIRECTORY"),
+    (0o400000, "O_NOFOLLOW"),
+    (0o1000000, "O_NOATIME"),
+    (0o2000000, "O_CLOEXEC"),
+    (0o10000000, "O_PATH"),
+];
+
+/// open(2) flags: the access mode, then the other bits (strace's order: by value, the
+/// composite O_TMPFILE and O_SYNC by name).
+pub fn open_flags(raw: u64) -> String {
+    let raw = raw & 0xffff_ffff;
+    let mode = match raw & 3 {
+        0 => "O_RDONLY",
+        1 => "O_WRONLY",
+        2 => "O_RDWR",
+        _ => "O_ACCMODE",
+    };
+    let rest = raw & !3;
+    // Composites first so their bits are taken together; shown in value order.
+    let mut parts = vec![mode.to_string()];
+    let mut left = rest;
+    let mut named: Vec<(u64, &str)> = Vec::new();
+    for &(bits, name) in &OPEN_FLAGS {
+        if left & bits == bits {
+            named.push((bits, name));
+            left &= !bits;
+        }
+    }
+    named.sort_by_key(|(bits, _)| *bits);
+    parts.extend(named.into_iter().map(|(_, n)| n.to_string()));
+    if left != 0 {
+        parts.push(format!("{left:#o}"));
+    }
+    parts.join("|")
+}
+
+const AT_FLAGS: [(u64, &str); 7] = [
+    (0x100, "AT_SYMLINK_NOFOLLOW"),
+    (0x200, "AT_REMOVEDIR"),
+    (0x400, "AT_SYMLINK_FOLLOW"),
+    (0x800, "AT_NO_AUTOMOUNT"),
+    (0x1000, "AT_EMPTY_PATH"),
+    (0x2000, "AT_STATX_FORCE_SYNC"),
+    (0x4000, "AT_STATX_DONT_SYNC"),
+];
+
+const PROT: [(u64, &str); 5] = [
+    (1, "PROT_READ"),
+    (2, "PROT_WRITE"),
+    (4, "PROT_EXEC"),
+    (0x0100_0000, "PROT_GROWSDOWN"),
+    (0x0200_0000, "PROT_GROWSUP"),
+];
+
+const MAP_FLAGS: [(u64, &str); 14] = [
+    (0x10, "MAP_FIXED"),
+    (0x20, "MAP_ANONYMOUS"),
+    (0x40, "MAP_32BIT"),
+    (0x100, "MAP_GROWSDOWN"),
+    (0x800, "MAP_DENYWRITE"),
+    (0x1000, "MAP_EXECUTABLE"),
+    (0x2000, "MAP_LOCKED"),
+    (0x4000, "MAP_NORESERVE"),
+    (0x8000, "MAP_POPULATE"),
+    (0x10000, "MAP_NONBLOCK"),
+    (0x20000, "MAP_STACK"),
+    (0x40000, "MAP_HUGETLB"),
+    (0x80000, "MAP_SYNC"),
+    (0x100000, "MAP_FIXED_NOREPLACE"),
+];
+
+const CLONE_FLAGS: [(u64, &str); 24] = [
+    (0x100, "CLONE_VM"),
+    (0x200, "CLONE_FS"),
+    (0x400, "CLONE_FILES"),
+    (0x800, "CLONE_SIGHAND"),
+    (0x1000, "CLONE_PIDFD"),
+    (0x2000, "CLONE_PTRACE"),
+    (0x4000, "CLONE_VFORK"),
+    (0x8000, "CLONE_PARENT"),
+    (0x10000, "CLONE_THREAD"),
+    (0x20000, "CLONE_NEWNS"),
+    (0x40000, "CLONE_SYSVSEM"),
+    (0x80000, "CLONE_SETTLS"),
+    (0x100000, "CLONE_PARENT_SETTID"),
+    (0x200000, "CLONE_CHILD_CLEARTID"),
+    (0x400000, "CLONE_DETACHED"),
+    (0x800000, "CLONE_UNTRACED"),
+    (0x1000000, "CLONE_CHILD_SETTID"),
+    (0x2000000, "CLONE_NEWCGROUP"),
+    (0x4000000, "CLONE_NEWUTS"),
+    (0x8000000, "CLONE_NEWIPC"),
+    (0x10000000, "CLONE_NEWUSER"),
+    (0x20000000, "CLONE_NEWPID"),
+    (0x40000000, "CLONE_NEWNET"),
+    (0x80000000, "CLONE_IO"),
+];
+
+const SIGNALS: [&str; 32] = [
+    "0",
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+/// A signal's name (`SIGTERM`; real-time ones as strace names them, `SIGRT_2`).
+pub fn signal(raw: u64) -> String {
+    let n = raw as u32 as i32;
+    match n {
+        1..=31 => SIGNALS[n as usize].into(),
+        32..=64 => format!("SIGRT_{}", n - 32),
+        _ => n.to_string(),
+    }
+}
+
+fn clone_flags(raw: u64) -> String {
+    let sig = raw & 0xff;
+    let mut text = flags(raw & !0xff, &CLONE_FLAGS, "");
+    if sig != 0 {
+        if !text.is_empty() {
+            text.push('|');
+        }
+        text.push_str(&signal(sig));
+    }
+    if text.is_empty() {
+        text.push('0');
+    }
+    text
+}
+
+fn sock_type(raw: u64) -> String {
+    let raw = raw & 0xffff_ffff;
+    let kind = named(
+        (raw & 0xf) as i64,
+        &[
+            (1, "SOCK_STREAM"),
+            (2, "SOCK_DGRAM"),
+            (3, "SOCK_RAW"),
+            (4, "SOCK_RDM"),
+            (5, "SOCK_SEQPACKET"),
+            (10, "SOCK_PACKET"),
+        ],
+    );
+    let rest = flags(
+        raw & !0xf,
+        &[(0o4000, "SOCK_NONBLOCK"), (0o2000000, "SOCK_CLOEXEC")],
+        "",
+    );
+    match (raw & 0xf, rest.is_empty()) {
+        (0, false) => rest,
+        (_, true) => kind,
+        _ => format!("{kind}|{rest}"),
+    }
+}
+
+fn futex_op(raw: u64) -> String {
+    let raw = raw as u32;
+    const OPS: [&str; 14] = [
+        "FUTEX_WAIT",
+        "FUTEX_WAKE",
+        "FUTEX_FD",
+        "FUTEX_REQUEUE",
+        "FUTEX_CMP_REQUEUE",
+        "FUTEX_WAKE_OP",
+        "FUTEX_LOCK_PI",
+        "FUTEX_UNLOCK_PI",
+        "FUTEX_TRYLOCK_PI",
+        "FUTEX_WAIT_BITSET",
+        "FUTEX_WAKE_BITSET",
+        "FUTEX_WAIT_REQUEUE_PI",
+        "FUTEX_CMP_REQUEUE_PI",
+        "FUTEX_LOCK_PI2",
+    ];
+    let cmd = (raw & 0x7f) as usize;
+    let mut text = match OPS.get(cmd) {
+        Some(op) => op.to_string(),
+        None => (raw & 0x7f).to_string(),
+    };
+    if raw & 128 != 0 {
+        text.push_str("_PRIVATE");
+    }
+    if raw & 256 != 0 {
+        text.push_str("|FUTEX_CLOCK_REALTIME");
+    }
+    text
+}
+
+/// A file mode as C's `%#03o` writes it, as strace does: `0644`, `000`.
+fn mode(raw: u64) -> String {
+    format!("{:0>3}", format!("0{:o}", raw as u32))
+}
+
+/// An argument of kind `arg` with register value `raw`; `read` is what was read of it (a
+/// string argument), `args` all the call's registers (for lengths).
+pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
+    let int = raw as u32 as i32;
+    match arg {
+        Arg::Int => int.to_string(),
+        Arg::Fd => int.to_string(),
+        Arg::UInt => raw.to_string(),
+        Arg::Long => (raw as i64).to_string(),
+        Arg::Ptr => pointer(raw),
+        Arg::Hex => match raw {
+            0 => "0".into(),
+            _ => format!("{raw:#x}"),
+        },
+        Arg::DirFd => match int {
+            -100 => "AT_FDCWD".into(),
+            fd => fd.to_string(),
+        },
+        Arg::Path | Arg::BufIn(_) | Arg::BufOut => {
+            // A buffer the call filled is only there when it succeeded.
+            let failed = arg == Arg::BufOut && ret.is_none_or(|r| r < 0);
+            match (read.and_then(|r| r.entries.first()), raw, failed) {
+                (_, 0, _) => "NULL".into(),
+                (Some((bytes, flags)), _, false) => {
+                    let mut out = String::new();
+                    string(bytes, *flags, raw, &mut out);
+                    out
+                }
+                _ => pointer(raw),
+            }
+        }
+        Arg::Argv => match read {
+            Some(r) if r.array => {
+                let mut out = String::from("[");
+                for (i, (bytes, flags)) in r.entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    string(bytes, *flags, 0, &mut out);
+                }
+                if r.more {
+                    out.push_str(if r.entries.is_empty() { "..." } else { ", ..." });
+                }
+                out.push(']');
+                out
+            }
+            _ => pointer(raw),
+        },
+        Arg::Envp => match read {
+            Some(r) if r.array => match r.more {
+                true => format!("{} /* {}+ vars */", pointer(raw), r.entries.len()),
+                false => format!("{} /* {} vars */", pointer(raw), r.entries.len()),
+            },
+            _ => pointer(raw),
+        },
+        Arg::Mode | Arg::OpenMode(_) => mode(raw),
+        Arg::OpenFlags => open_flags(raw),
+        Arg::AtFlags => flags(raw & 0xffff_ffff, &AT_FLAGS, "0"),
+        Arg::AccessMode => flags(
+            raw & 0xffff_ffff,
+            &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")],
+            "F_OK",
+        ),
+        Arg::Prot => flags(raw & 0xffff_ffff, &PROT, "PROT_NONE"),
+        Arg::MapFlags => {
+            let kind = match raw & 0xf {
+                1 => "MAP_SHARED",
+                2 => "MAP_PRIVATE",
+                3 => "MAP_SHARED_VALIDATE",
+                _ => "",
+            };
+            let rest = flags(raw & 0xffff_fff0, &MAP_FLAGS, "");
+            match (kind.is_empty(), rest.is_empty()) {
+                (true, true) => format!("{:#x}", raw & 0xf),
+                (false, true) => kind.into(),
+                (true, false) => rest,
+                (false, false) => format!("{kind}|{rest}"),
+            }
+        }
+        Arg::CloneFlags => clone_flags(raw),
+        Arg::Signal => signal(raw),
+        Arg::Whence => named(
+            int.into(),
+            &[
+                (0, "SEEK_SET"),
+                (1, "SEEK_CUR"),
+                (2, "SEEK_END"),
+                (3, "SEEK_DATA"),
+                (4, "SEEK_HOLE"),
+            ],
+        ),
+        Arg::SigHow => named(
+            int.into(),
+            &[(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")],
+        ),
+        Arg::Domain => named(
+            int.into(),
+            &[
+                (0, "AF_UNSPEC"),
+                (1, "AF_UNIX"),
+                (2, "AF_INET"),
+                (10, "AF_INET6"),
+                (16, "AF_NETLINK"),
+                (17, "AF_PACKET"),
+            ],
+        ),
+        Arg::SockType => sock_type(raw),
+        Arg::FcntlCmd => named(
+            int.into(),
+            &[
+                (0, "F_DUPFD"),
+                (1, "F_GETFD"),
+                (2, "F_SETFD"),
+                (3, "F_GETFL"),
+                (4, "F_SETFL"),
+                (5, "F_GETLK"),
+                (6, "F_SETLK"),
+                (7, "F_SETLKW"),
+                (8, "F_SETOWN"),
+                (9, "F_GETOWN"),
+                (1030, "F_DUPFD_CLOEXEC"),
+                (1031, "F_SETPIPE_SZ"),
+                (1032, "F_GETPIPE_SZ"),
+                (1033, "F_ADD_SEALS"),
+                (1034, "F_GET_SEALS"),
+            ],
+        ),
+        Arg::Clock => named(
+            int.into(),
+            &[
+                (0, "CLOCK_REALTIME"),
+                (1, "CLOCK_MONOTONIC"),
+                (2, "CLOCK_PROCESS_CPUTIME_ID"),
+                (3, "CLOCK_THREAD_CPUTIME_ID"),
+                (4, "CLOCK_MONOTONIC_RAW"),
+                (5, "CLOCK_REALTIME_COARSE"),
+                (6, "CLOCK_MONOTONIC_COARSE"),
+                (7, "CLOCK_BOOTTIME"),
+            ],
+        ),
+        Arg::FutexOp => futex_op(raw),
+        Arg::Rlimit => named(
+            int.into(),
+            &[
+                (0, "RLIMIT_CPU"),
+                (1, "RLIMIT_FSIZE"),
+                (2, "RLIMIT_DATA"),
+                (3, "RLIMIT_STACK"),
+                (4, "RLIMIT_CORE"),
+                (5, "RLIMIT_RSS"),
+                (6, "RLIMIT_NPROC"),
+                (7, "RLIMIT_NOFILE"),
+                (8, "RLIMIT_MEMLOCK"),
+                (9, "RLIMIT_AS"),
+                (10, "RLIMIT_LOCKS"),
+                (11, "RLIMIT_SIGPENDING"),
+                (12, "RLIMIT_MSGQUEUE"),
+                (13, "RLIMIT_NICE"),
+                (14, "RLIMIT_RTPRIO"),
+                (15, "RLIMIT_RTTIME"),
+            ],
+        ),
+        Arg::ArchCode => named(
+            int.into(),
+            &[
+                (0x1001, "ARCH_SET_GS"),
+                (0x1002, "ARCH_SET_FS"),
+                (0x1003, "ARCH_GET_FS"),
+                (0x1004, "ARCH_GET_GS"),
+                (0x1011, "ARCH_GET_CPUID"),
+                (0x1012, "ARCH_SET_CPUID"),
+                (0x3001, "ARCH_CET_STATUS"),
+                (0x5001, "ARCH_SHSTK_ENABLE"),
+                (0x5002, "ARCH_SHSTK_DISABLE"),
+                (0x5003, "ARCH_SHSTK_LOCK"),
+                (0x5004, "ARCH_SHSTK_UNLOCK"),
+                (0x5005, "ARCH_SHSTK_STATUS"),
+            ],
+        ),
+        Arg::WaitOptions => flags(
+            raw & 0xffff_ffff,
+            &[
+                (1, "WNOHANG"),
+                (2, "WSTOPPED"),
+                (4, "WEXITED"),
+                (8, "WCONTINUED"),
+                (0x0100_0000, "WNOWAIT"),
+                (0x2000_0000, "__WNOTHREAD"),
+                (0x4000_0000, "__WALL"),
+                (0x8000_0000, "__WCLONE"),
+            ],
+            "0",
+        ),
+    }
+}
+
+/// Whether argument `arg` is shown at all: open's mode only when the flags create a file, as
+/// strace does.
+pub fn shown(arg: Arg, args: &[u64]) -> bool {
+    match arg {
+        Arg::OpenMode(flags) => {
+            let flags = args.get(flags).copied().unwrap_or(0);
+            flags & O_CREAT != 0 || flags & O_TMPFILE_BIT != 0
+        }
+        _ => true,
+    }
+}
+
+/// The errno of a failed call's return value (-4095..-1), as its number.
+pub fn errno_of(ret: i64) -> Option<i64> {
+    (-4095..0).contains(&ret).then_some(-ret)
+}
+
+/// The kernel-internal restart codes a call interrupted by a signal returns (never seen by the
+/// program): name and strace's words.
+fn restart(errno: i64) -> Option<(&'static str, &'static str)> {
+    match errno {
+        512 => Some(("ERESTARTSYS", "To be restarted if SA_RESTART is set")),
+        513 => Some(("ERESTARTNOINTR", "To be restarted")),
+        514 => Some(("ERESTARTNOHAND", "To be restarted if no handler")),
+        516 => Some(("ERESTART_RESTARTBLOCK", "Interrupted by signal")),
+        _ => None,
+    }
+}
+
+/// The name of errno `n` (`ENOENT`), also the kernel's restart codes.
+pub fn errno_name(n: i64) -> Option<&'static str> {
+    restart(n)
+        .map(|(name, _)| name)
+        .or_else(|| crate::kernel::params::errno_name(n))
+}
+
+/// The system's words for errno `n` (`No such file or directory`).
+pub fn errno_message(n: i64) -> String {
+    if let Some((_, words)) = restart(n) {
+        return words.into();
+    }
+    let text = std::io::Error::from_raw_os_error(n as i32).to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// The return value as strace shows it: `3`, `0x7f..` (addresses), `-1 ENOENT (No such file
+/// or directory)`, `? ERESTARTSYS (...)`, or `?` (no return).
+pub fn ret(kind: Ret, raw: u64) -> String {
+    let value = raw as i64;
+    if kind == Ret::None {
+        return "?".into();
+    }
+    if let Some(errno) = errno_of(value) {
+        let name = errno_name(errno).map_or(format!("E{errno}"), str::to_string);
+        let lead = match restart(errno) {
+            Some(_) => "?",
+            None => "-1",
+        };
+        return format!("{lead} {name} ({})", errno_message(errno));
+    }
+    match kind {
+        Ret::Hex => format!("{raw:#x}"),
+        _ => value.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_flags_read_as_strace_writes_them() {
+        assert_eq!(open_flags(0o2000000), "O_RDONLY|O_CLOEXEC");
+        assert_eq!(open_flags(0o1101), "O_WRONLY|O_CREAT|O_TRUNC");
+        assert_eq!(open_flags(0o20200002), "O_RDWR|O_TMPFILE");
+        assert_eq!(open_flags(0o4010000), "O_RDONLY|O_SYNC");
+        assert_eq!(
+            open_flags(0o2202000),
+            "O_RDONLY|O_APPEND|O_DIRECTORY|O_CLOEXEC"
+        );
+    }
+
+    #[test]
+    fn strings_are_escaped_and_cut_ones_marked() {
+        let mut s = String::new();
+        quote(b"a\"b\\\n\x7fELF\x02\x01\x00", &mut s);
+        assert_eq!(s, r#""a\"b\\\n\177ELF\2\1\0""#);
+        let mut s = String::new();
+        quote(b"\x001", &mut s);
+        assert_eq!(s, r#""\0001""#);
+        let read = Read {
+            entries: vec![(b"root:x".to_vec(), str_flag::TRUNCATED)],
+            ..Read::default()
+        };
+        assert_eq!(
+            arg(Arg::BufOut, 0x1000, Some(&read), Some(32)),
+            r#""root:x"..."#
+        );
+        // A failed read filled nothing: the address.
+        assert_eq!(arg(Arg::BufOut, 0x1000, Some(&read), Some(-9)), "0x1000");
+    }
+
+    #[test]
+    fn numbers_flags_and_names() {
+        assert_eq!(arg(Arg::DirFd, 0xffff_ff9c, None, None), "AT_FDCWD");
+        assert_eq!(arg(Arg::DirFd, (-100i64) as u64, None, None), "AT_FDCWD");
+        assert_eq!(arg(Arg::Prot, 3, None, None), "PROT_READ|PROT_WRITE");
+        assert_eq!(arg(Arg::Prot, 0, None, None), "PROT_NONE");
+        assert_eq!(
+            arg(Arg::MapFlags, 0x22, None, None),
+            "MAP_PRIVATE|MAP_ANONYMOUS"
+        );
+        assert_eq!(
+            arg(Arg::MapFlags, 0x812, None, None),
+            "MAP_PRIVATE|MAP_FIXED|MAP_DENYWRITE"
+        );
+        assert_eq!(arg(Arg::Mode, 0o644, None, None), "0644");
+        assert_eq!(arg(Arg::Mode, 0, None, None), "000");
+        assert_eq!(arg(Arg::AccessMode, 0, None, None), "F_OK");
+        assert_eq!(arg(Arg::AccessMode, 6, None, None), "R_OK|W_OK");
+        assert_eq!(
+            arg(Arg::CloneFlags, 0x1200011, None, None),
+            "CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD"
+        );
+        assert_eq!(arg(Arg::Signal, 15, None, None), "SIGTERM");
+        assert_eq!(arg(Arg::FutexOp, 128, None, None), "FUTEX_WAIT_PRIVATE");
+        assert_eq!(arg(Arg::Ptr, 0, None, None), "NULL");
+        assert_eq!(
+            arg(Arg::SockType, 0o2000001, None, None),
+            "SOCK_STREAM|SOCK_CLOEXEC"
+        );
+        assert!(!shown(Arg::OpenMode(2), &[0, 0, 0o2000000, 0]));
+        assert!(shown(Arg::OpenMode(2), &[0, 0, 0o101, 0o644]));
+    }
+
+    #[test]
+    fn return_values_with_their_errno() {
+        assert_eq!(ret(Ret::Int, 3), "3");
+        assert_eq!(
+            ret(Ret::Int, (-2i64) as u64),
+            "-1 ENOENT (No such file or directory)"
+        );
+        assert_eq!(ret(Ret::Hex, 0x7f00_0000_0000), "0x7f0000000000");
+        assert_eq!(
+            ret(Ret::Int, (-512i64) as u64),
+            "? ERESTARTSYS (To be restarted if SA_RESTART is set)"
+        );
+        assert_eq!(ret(Ret::None, 0), "?");
+    }
+}

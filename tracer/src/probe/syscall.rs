@@ -1,0 +1,346 @@
+//! System calls as `tracer trace` sees them: each traced call's layout (its arguments' names
+//! from its tracepoint, their kinds from the syscall table or the tracepoint's C types, the
+//! strings read), the slot config its calls run under, and one call's event decoded into the
+//! output model.
+
+use tracer_common::{
+    buffer_len, src, str_entries, str_from, str_mem, trace_kind, trace_word, word, Event,
+    SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
+    SLOT_FILTER_TRACKED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS,
+    SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
+};
+
+use crate::kernel::format::Format;
+use crate::kernel::syscalls::{self, Arg, Ret};
+use crate::kernel::tracefs::Tracefs;
+use crate::output::syscall::{self as show, Read};
+use crate::output::trace::{Call, End, Shown};
+
+/// One argument of a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub kind: Arg,
+}
+
+/// How one traced call is read and shown.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub nr: u32,
+    pub name: &'static str,
+    pub params: Vec<Param>,
+    pub ret: Ret,
+    /// Read k's argument index.
+    pub reads: Vec<usize>,
+}
+
+impl Layout {
+    /// The layout of call `nr`: the table's kinds when it has the call, else kinds from the
+    /// tracepoint's C types; names from the tracepoint (`argN` without one).
+    pub fn of(nr: u32, fs: &Tracefs) -> Option<Layout> {
+        let name = syscalls::name(nr)?;
+        let format = fs.format(
+            "syscalls",
+            &format!("sys_enter_{}", syscalls::event_name(name)),
+        );
+        let fields: Vec<(String, String)> = match &format {
+            Ok(f) => own_fields(f),
+            Err(_) => Vec::new(),
+        };
+        let (kinds, ret): (Vec<Arg>, Ret) = match syscalls::shape_of(name) {
+            Some(shape) => (shape.args.to_vec(), shape.ret),
+            None => (
+                fields.iter().map(|(n, t)| kind_of(n, t)).collect(),
+                Ret::Int,
+            ),
+        };
+        let params: Vec<Param> = (kinds.iter().enumerate())
+            .map(|(i, &kind)| Param {
+                name: fields.get(i).map_or(format!("arg{i}"), |(n, _)| n.clone()),
+                kind,
+            })
+            .collect();
+        let reads = (params.iter().enumerate())
+            .filter(|(_, p)| read_kind(p.kind))
+            .map(|(i, _)| i)
+            .take(STR_READS)
+            .collect();
+        Some(Layout {
+            nr,
+            name,
+            params,
+            ret,
+            reads,
+        })
+    }
+
+    /// Whether the call's strings must be read when it enters: exec replaces the memory
+    /// they are in.
+    pub fn strings_at_entry(&self) -> bool {
+        matches!(self.name, "execve" | "execveat")
+    }
+
+    /// The `--filter` view of the call's arguments.
+    pub fn filter_params(&self) -> Vec<crate::probe::filter::CallParam<'_>> {
+        (self.params.iter().enumerate())
+            .map(|(i, p)| {
+                let (size, signed) = register(p.kind);
+                crate::probe::filter::CallParam {
+                    name: &p.name,
+                    string: self.reads.iter().position(|&r| r == i),
+                    size,
+                    signed,
+                }
+            })
+            .collect()
+    }
+
+    /// The slot config of the call's calls.
+    pub fn config(&self, options: &Options) -> SlotConfig {
+        let mut config = SlotConfig {
+            exclude_tgid: std::process::id(),
+            strlen: STRLEN_MAX,
+            buflen: options.strsize,
+            ..SlotConfig::default()
+        };
+        if options.tracked {
+            config.flags |= SLOT_FILTER_TRACKED;
+        }
+        if options.failed {
+            config.flags |= SLOT_TRACE_FAILED;
+        }
+        if options.filter {
+            config.flags |= SLOT_VALUE_FILTER;
+        }
+        if self.ret == Ret::None {
+            config.flags |= SLOT_TRACE_NO_RETURN;
+        }
+        if matches!(self.name, "clone" | "clone3" | "fork" | "vfork") {
+            config.flags |= SLOT_TRACE_FORKS;
+        }
+        if options.summary {
+            // Counted by the call's slot and whether it failed, its time summed.
+            config.flags |= SLOT_AGGREGATE;
+            config.agg = AGG_KEY_VALUE | AGG_SUM;
+            config.key_src = src(FIELDS_OFFSET + 8 * trace_word::FAILED as u32, 8, false);
+            config.val_src = src(8 * trace_word::DURATION as u32, 8, false);
+        }
+        // Counted calls read strings only for a filter on them.
+        if !options.summary || options.filter {
+            for (k, &at) in self.reads.iter().enumerate() {
+                let kind = self.params[at].kind;
+                config.strs[k] = StrRead {
+                    at: at as u32,
+                    from: str_from::ARG,
+                    memory: str_mem::USER,
+                    array: u8::from(kind == Arg::Argv),
+                    len_from: match kind {
+                        Arg::BufIn(len) => buffer_len::ARG0 + len as u8,
+                        Arg::BufOut => buffer_len::RETURN,
+                        _ => 0,
+                    },
+                };
+            }
+            if self.strings_at_entry() && !self.reads.is_empty() {
+                config.flags |= SLOT_TRACE_AT_ENTRY;
+            }
+        }
+        config
+    }
+
+    /// A call's event (or a call still in flight: `end` unfinished, `strings` empty) as the
+    /// output model's call.
+    pub fn call<'a>(&'a self, event: &Event, strings: &[u8], comm: &'a str) -> Call<'a> {
+        let kind = event.fields[trace_word::KIND];
+        let end = match kind {
+            trace_kind::NO_RETURN => End::NoReturn,
+            _ => End::Returned,
+        };
+        self.shown(event, strings, comm, end)
+    }
+
+    /// The call as shown, ending as `end` says.
+    pub fn shown<'a>(&'a self, event: &Event, strings: &[u8], comm: &'a str, end: End) -> Call<'a> {
+        let mut reads = vec![Read::default(); self.reads.len()];
+        for (k, read) in reads.iter_mut().enumerate() {
+            *read = Read::from_entries(str_entries(strings).filter(|e| usize::from(e.read) == k));
+        }
+        let raw_ret = event.data[word::RETURN];
+        let ret = (end == End::Returned).then_some(raw_ret as i64);
+        let args: &[u64] = &event.data[..word::ARGS];
+        let shown_args = (self.params.iter().enumerate())
+            .filter(|(_, p)| show::shown(p.kind, args))
+            .map(|(i, p)| {
+                let read = self.reads.iter().position(|&r| r == i).map(|k| &reads[k]);
+                let raw = args[i];
+                let (size, signed) = register(p.kind);
+                let value = match (size, signed) {
+                    (4, true) => i128::from(raw as u32 as i32),
+                    (_, true) => i128::from(raw as i64),
+                    _ => i128::from(raw),
+                };
+                Shown {
+                    name: p.name.clone(),
+                    value,
+                    text: show::arg(p.kind, raw, read, ret),
+                }
+            })
+            .collect();
+        let (ret_text, errno) = match end {
+            End::Returned => (
+                show::ret(self.ret, raw_ret),
+                show::errno_of(raw_ret as i64).and_then(show::errno_name),
+            ),
+            _ => ("?".into(), None),
+        };
+        Call {
+            time_ns: event.time_ns,
+            pid: event.pid(),
+            tid: event.tid(),
+            comm,
+            name: self.name,
+            args: shown_args,
+            end,
+            ret: raw_ret as i64,
+            ret_text,
+            errno,
+            duration_ns: event.data[trace_word::DURATION],
+        }
+    }
+}
+
+/// What every traced call shares.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Only the `-- COMMAND`'s or `-p`'s process trees (`TRACKED`).
+    pub tracked: bool,
+    pub failed: bool,
+    pub filter: bool,
+    pub summary: bool,
+    pub strsize: u32,
+}
+
+/// The tracepoint's own fields (after `__syscall_nr`): name and C type.
+fn own_fields(format: &Format) -> Vec<(String, String)> {
+    (format.fields.iter())
+        .filter(|f| f.name != "__syscall_nr")
+        .map(|f| (f.name.clone(), f.c_type.clone()))
+        .collect()
+}
+
+/// Whether an argument of this kind is read as a string or buffer.
+fn read_kind(kind: Arg) -> bool {
+    matches!(kind, Arg::Path | Arg::BufIn(_) | Arg::BufOut | Arg::Argv)
+}
+
+/// Bytes of the register an argument of this kind holds, and whether it is signed.
+fn register(kind: Arg) -> (u32, bool) {
+    match kind {
+        Arg::Int
+        | Arg::Fd
+        | Arg::DirFd
+        | Arg::Signal
+        | Arg::Whence
+        | Arg::SigHow
+        | Arg::Domain
+        | Arg::FcntlCmd
+        | Arg::Clock
+        | Arg::Rlimit
+        | Arg::ArchCode => (4, true),
+        Arg::Long => (8, true),
+        _ => (8, false),
+    }
+}
+
+/// A call the table does not know: its argument's kind from the tracepoint's C type.
+fn kind_of(name: &str, c_type: &str) -> Arg {
+    let t = c_type.trim();
+    if t.contains("char *const *") || t.contains("char * const *") {
+        return match name {
+            "envp" => Arg::Envp,
+            _ => Arg::Argv,
+        };
+    }
+    if t.contains("const char *") {
+        return Arg::Path;
+    }
+    if t.contains('*') {
+        return Arg::Ptr;
+    }
+    match name {
+        "fd" | "oldfd" | "newfd" | "fd_in" | "fd_out" | "epfd" => return Arg::Fd,
+        "dfd" | "olddfd" | "newdfd" | "dirfd" => return Arg::DirFd,
+        "mode" => return Arg::Mode,
+        _ => {}
+    }
+    match t {
+        "int" | "pid_t" | "key_t" | "clockid_t" | "timer_t" | "uid_t" | "gid_t" | "qid_t" => {
+            Arg::Int
+        }
+        "long" | "loff_t" | "off_t" => Arg::Long,
+        "umode_t" => Arg::Mode,
+        _ => Arg::UInt,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_calls_take_their_kinds_from_the_c_types() {
+        assert_eq!(kind_of("filename", "const char *"), Arg::Path);
+        assert_eq!(kind_of("argv", "const char *const *"), Arg::Argv);
+        assert_eq!(kind_of("envp", "const char *const *"), Arg::Envp);
+        assert_eq!(kind_of("buf", "char *"), Arg::Ptr);
+        assert_eq!(kind_of("fd", "unsigned int"), Arg::Fd);
+        assert_eq!(kind_of("dfd", "int"), Arg::DirFd);
+        assert_eq!(kind_of("pid", "pid_t"), Arg::Int);
+        assert_eq!(kind_of("len", "size_t"), Arg::UInt);
+    }
+
+    #[test]
+    fn a_call_decodes_as_strace_shows_it() {
+        let layout = Layout {
+            nr: 257,
+            name: "openat",
+            params: [
+                ("dfd", Arg::DirFd),
+                ("filename", Arg::Path),
+                ("flags", Arg::OpenFlags),
+                ("mode", Arg::OpenMode(2)),
+            ]
+            .iter()
+            .map(|(n, k)| Param {
+                name: n.to_string(),
+                kind: *k,
+            })
+            .collect(),
+            ret: Ret::Int,
+            reads: vec![1],
+        };
+        let mut event = Event::from_bytes(&[0u8; Event::SIZE]).unwrap();
+        event.data[0] = (-100i64) as u64;
+        event.data[1] = 0x1000;
+        event.data[2] = 0o2000000;
+        event.data[word::RETURN] = 3;
+        event.data[trace_word::DURATION] = 12_000;
+        let mut strings = vec![0u8, 0, 13, 0];
+        strings.extend_from_slice(b"/etc/hostname");
+        let call = layout.call(&event, &strings, "cat");
+        let args: Vec<&str> = call.args.iter().map(|a| a.text.as_str()).collect();
+        assert_eq!(
+            args,
+            ["AT_FDCWD", "\"/etc/hostname\"", "O_RDONLY|O_CLOEXEC"]
+        );
+        assert_eq!(call.ret_text, "3");
+        assert_eq!(call.args[0].value, -100);
+        let config = layout.config(&Options {
+            strsize: 32,
+            ..Options::default()
+        });
+        assert_eq!(config.strs[0].at, 1);
+        assert_eq!(config.strs[0].len_from, 0);
+        assert_eq!(config.buflen, 32);
+    }
+}
