@@ -204,6 +204,17 @@ pub fn usdt_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/syscalls.c` (a fixed sequence of system calls), compiled
+/// once per test binary.
+#[allow(dead_code)]
+pub fn syscalls_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/syscalls.c");
+    BUILT
+        .get_or_init(|| build_c("tracer-syscalls", &source, &[]))
+        .clone()
+}
+
 /// `tests/workloads/latency.c`.
 pub fn latency_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/latency.c")

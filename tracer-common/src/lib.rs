@@ -654,8 +654,9 @@ pub const USES_USDT: u32 = 1 << 14;
 /// ([`StrRead::len_from`]).
 pub const USES_TRACE: u32 = 1 << 15;
 
-/// `SlotConfig::flags` (`tracer trace`): the call's strings are read when it enters, kept in
-/// `TRACE_SAVED` and sent with its end (execve: after a successful exec its strings are gone).
+/// `SlotConfig::flags` (`tracer trace`: execve, execveat): the call's strings are read when it
+/// enters, kept in `TRACE_SAVED` and sent with its end (after a successful exec they are
+/// gone); and the launched command's own exec, made while it is still pending, is traced.
 pub const SLOT_TRACE_AT_ENTRY: u32 = 1 << 18;
 /// `SlotConfig::flags` (`tracer trace`): the call never returns (exit, exit_group): it is sent
 /// when it enters, with [`trace_kind::NO_RETURN`].

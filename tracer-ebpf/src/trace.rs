@@ -10,8 +10,8 @@ use aya_ebpf::macros::{map, raw_tracepoint};
 use aya_ebpf::maps::{HashMap, PerCpuArray};
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
-    drop, stat_filtered, trace_kind, trace_stat, trace_word, word, Event, SlotConfig, TraceStart,
-    PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY,
+    drop, stat_filtered, str_from, trace_kind, trace_stat, trace_word, word, Event, SlotConfig,
+    TraceStart, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY,
     SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STR_AREA, STR_READS, SYSCALL_NRS,
     TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS, USES_TRACE,
 };
@@ -170,7 +170,10 @@ fn on_enter(ctx: &RawTracePointContext) {
         finish(ctx, event, config);
         return;
     }
-    if uses(USES_STRINGS) && config.flags & SLOT_TRACE_AT_ENTRY != 0 {
+    if uses(USES_STRINGS)
+        && config.flags & SLOT_TRACE_AT_ENTRY != 0
+        && config.strs[0].from != str_from::NONE
+    {
         save_strings(&mut start, config, pid_tgid);
     }
     if TRACE_START.insert(&pid_tgid, &start, 0).is_err() {

@@ -141,9 +141,10 @@ impl Layout {
                     },
                 };
             }
-            if self.strings_at_entry() && !self.reads.is_empty() {
-                config.flags |= SLOT_TRACE_AT_ENTRY;
-            }
+        }
+        // Also without strings: the flag lets the launched command's own exec be seen.
+        if self.strings_at_entry() {
+            config.flags |= SLOT_TRACE_AT_ENTRY;
         }
         config
     }
