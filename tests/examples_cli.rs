@@ -45,6 +45,17 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer list -v sched_switch", list_verbose),
     ("tracer list --binary /usr/bin/bash 'read*'", list_binary),
     ("tracer list usdt:/usr/bin/python3", list_usdt_python),
+    // tracer trace --help
+    ("tracer trace -- cat /etc/hostname", trace_cat),
+    ("tracer trace -e openat,read --failed -- cat /nope", trace_failed),
+    ("tracer trace -e %file -e '!access' -- ls /etc", trace_file_class),
+    ("tracer trace -c -- ls /", trace_summary),
+    (
+        "tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname",
+        trace_filter,
+    ),
+    ("tracer trace -p 1234 -d 2s -o calls.txt", trace_pid),
+    ("tracer trace -f json -o calls.json -- true", trace_json),
     // tracer probe --help
     (
         "tracer probe syscalls:sys_enter_openat -- cat /etc/hostname",
@@ -1340,6 +1351,148 @@ fn readme_ringbuf(ctx: &Ctx, example: &str) {
     let full = format!("{example} syscalls:sys_enter_openat -- cat /etc/hostname");
     let (stdout, stderr) = ok(&ctx.run(&words(&full, &[])));
     check_openat_cat(&stdout, &stderr);
+}
+
+/// `tracer trace`'s call lines (on stderr): those that look like `name(...`.
+fn call_lines(stderr: &str) -> Vec<&str> {
+    (stderr.lines())
+        .filter(|l| {
+            l.split('(').next().is_some_and(|n| {
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+        })
+        .collect()
+}
+
+fn trace_cat(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // cat's output alone on stdout; the calls on stderr.
+    let host = std::fs::read_to_string("/etc/hostname").unwrap();
+    assert_eq!(stdout, host, "{stderr}");
+    let opened = call_lines(&stderr)
+        .into_iter()
+        .filter(|l| l.starts_with("openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 3 <"))
+        .count();
+    assert_eq!(opened, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "write(1, {:?}, {}) = {}",
+            host,
+            host.len(),
+            host.len()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("+++ exited with 0 +++"), "{stderr}");
+}
+
+fn trace_failed(ctx: &Ctx, example: &str) {
+    let out = ctx.run(&words(example, &[]));
+    // cat's own status passes through.
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let calls = call_lines(&stderr);
+    assert!(!calls.is_empty(), "{stderr}");
+    assert!(calls.iter().all(|l| l.contains(") = -1 E")), "{stderr}");
+    assert!(
+        calls.contains(
+            &"openat(AT_FDCWD, \"/nope\", O_RDONLY) = -1 ENOENT (No such file or directory)"
+        ) || calls.iter().any(|l| l.starts_with(
+            "openat(AT_FDCWD, \"/nope\", O_RDONLY) = -1 ENOENT (No such file or directory) <"
+        )),
+        "{stderr}"
+    );
+}
+
+fn trace_file_class(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let calls = call_lines(&stderr);
+    assert!(
+        calls.iter().any(|l| l.starts_with(
+            "openat(AT_FDCWD, \"/etc\", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY) = 3"
+        )),
+        "{stderr}"
+    );
+    assert!(calls.iter().all(|l| !l.starts_with("access(")), "{stderr}");
+    // Not in %file: read, write, close.
+    assert!(
+        calls
+            .iter()
+            .all(|l| !l.starts_with("read(") && !l.starts_with("close(")),
+        "{stderr}"
+    );
+    assert!(stdout.lines().any(|l| l == "hostname"), "{stdout}");
+}
+
+fn trace_summary(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(
+        stderr.contains("% time     seconds  usecs/call     calls    errors syscall"),
+        "{stderr}"
+    );
+    let row = |name: &str| {
+        stderr
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .map(|l| l.split_whitespace().nth(3).unwrap().to_string())
+    };
+    assert_eq!(row("execve").as_deref(), Some("1"), "{stderr}");
+    assert_eq!(row("exit_group").as_deref(), Some("1"), "{stderr}");
+    assert!(row("total").is_some(), "{stderr}");
+    assert!(call_lines(&stderr).is_empty(), "{stderr}");
+    assert!(stdout.lines().any(|l| l == "etc"), "{stdout}");
+}
+
+fn trace_filter(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let calls = call_lines(&stderr);
+    assert!(!calls.is_empty(), "{stderr}");
+    assert!(
+        calls
+            .iter()
+            .all(|l| l.starts_with("openat(AT_FDCWD, \"/etc/")),
+        "{stderr}"
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|l| l.starts_with("openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 3")),
+        "{stderr}"
+    );
+}
+
+fn trace_pid(ctx: &Ctx, example: &str) {
+    const OPENS: u64 = 23;
+    let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), "/etc/hostname"]);
+    let pid = work.pid().to_string();
+    let running = ctx.start(&words(example, &[("1234", &pid)]));
+    work.run_batch();
+    work.finish();
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let calls = std::fs::read_to_string(ctx.path("calls.txt")).unwrap();
+    let opens = calls
+        .lines()
+        .filter(|l| l.contains("openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY"))
+        .count();
+    assert_eq!(opens as u64, OPENS, "{calls}");
+}
+
+fn trace_json(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let calls = json_lines(
+        std::fs::read_to_string(ctx.path("calls.json"))
+            .unwrap()
+            .as_bytes(),
+    );
+    assert_eq!(calls[0]["name"], "execve", "{stderr}");
+    assert_eq!(calls[0]["ret"], 0);
+    assert_eq!(calls[0]["args"][1]["text"], "[\"true\"]");
+    let last = calls.last().unwrap();
+    assert_eq!(last["name"], "exit_group");
+    assert!(last["ret"].is_null());
 }
 
 fn probe_pid_json(ctx: &Ctx, example: &str) {

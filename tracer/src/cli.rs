@@ -423,13 +423,13 @@ pub struct Tasks {
 
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:
-  tracer trace -- cat /etc/hostname                   every call of cat, strace's way
-  tracer trace -e openat,read --failed -- ls /nope     failed opens and reads only
-  tracer trace -e %file -e '!stat' -- ls /etc          calls that take a path, but stat
-  tracer trace -c -- sh -c 'ls / > /dev/null'          counts, errors and time per call
+  tracer trace -- cat /etc/hostname                        every call of cat, strace's way
+  tracer trace -e openat,read --failed -- cat /nope         failed opens and reads only
+  tracer trace -e %file -e '!access' -- ls /etc             calls that take a path, but access
+  tracer trace -c -- ls /                                   calls, errors and time per call
   tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname
-  tracer trace -p 1234 -d 5s -o calls.txt             a running process, all its threads
-  tracer trace -f json -- true | jq .name             (tracer's output is on stderr: see -o)")]
+  tracer trace -p 1234 -d 2s -o calls.txt                  a running process, its threads, its children
+  tracer trace -f json -o calls.json -- true               one JSON object per call")]
 pub struct TraceArgs {
     /// Which calls: names (openat,read), strace's classes (%file, %process, %network,
     /// %memory, %signal, %desc, %ipc), `!` before one to leave it out; repeatable; strace's
