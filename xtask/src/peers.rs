@@ -794,3 +794,99 @@ pub fn record_throughput() -> Result<()> {
         &serde_json::Value::Array(json).to_string(),
     )
 }
+
+/// `tracer trace` against strace and perf trace: the time each adds per system call of a
+/// workload making getppid calls (every call traced and written to /dev/null, or counted
+/// with `-c`), workload on CPU 0 and tool on CPU 1; a run of `true` from the tool's start to
+/// its exit (start-up, attach, teardown); and tracer's losses on the biggest run.
+pub fn trace_call() -> Result<()> {
+    section("bench: tracer trace vs strace and perf trace (getppid calls)");
+    let (tracer, prog) = build()?;
+    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
+    let (big, small) = (100_000, 10_000);
+    let tool = |argv: Vec<String>| {
+        move |n: u64| {
+            pinned(launching(
+                &argv.iter().map(String::as_str).collect::<Vec<_>>(),
+                base(n),
+            ))
+        }
+    };
+    let mut tools: Vec<(String, Vec<String>)> = vec![
+        (
+            "tracer trace -o /dev/null".into(),
+            s(&[&tracer, "trace", "-o", "/dev/null"]),
+        ),
+        (
+            "tracer trace -c".into(),
+            s(&[&tracer, "trace", "-c", "-o", "/dev/null"]),
+        ),
+    ];
+    if peer("strace", "strace") {
+        tools.push((
+            "strace -f -o /dev/null".into(),
+            s(&["strace", "-f", "-o", "/dev/null"]),
+        ));
+        tools.push((
+            "strace -f -c -o /dev/null".into(),
+            s(&["strace", "-f", "-c", "-o", "/dev/null"]),
+        ));
+    }
+    if peer("perf", "linux-perf") {
+        tools.push((
+            "perf trace -o /dev/null".into(),
+            s(&["perf", "trace", "-o", "/dev/null"]),
+        ));
+    }
+    let mut rows = Vec::new();
+    for (name, argv) in &tools {
+        rows.push((
+            name.clone(),
+            per_event(&tool(argv.clone()), &base, big, small),
+        ));
+    }
+    let per_call = report(
+        "trace: time added per traced call, median of 5 rounds",
+        "call",
+        &rows,
+    );
+    // Start to exit around `true`: what a user waits for a one-line command.
+    println!("\nstart-up to exit, tracing `true` (median of 5 runs)");
+    let mut startup = Vec::new();
+    for (name, argv) in &tools {
+        let mut walls = Vec::new();
+        for _ in 0..5 {
+            let argv = launching(
+                &argv.iter().map(String::as_str).collect::<Vec<_>>(),
+                s(&["true"]),
+            );
+            walls.push(capture(&argv).map(|(_, _, secs)| secs));
+        }
+        let mut ok: Vec<f64> = walls.into_iter().filter_map(Result::ok).collect();
+        ok.sort_by(f64::total_cmp);
+        match ok.get(ok.len() / 2) {
+            Some(median) => {
+                println!("{name:<44} {:>9.1} ms", median * 1e3);
+                startup.push(
+                    serde_json::json!({"tool": name, "median_ms": (median * 1e4).round() / 10.0}),
+                );
+            }
+            None => println!("{name:<44} failed"),
+        }
+    }
+    let (_, stderr, _) = capture(&launching(
+        &[&tracer, "trace", "-o", "/dev/null"],
+        base(big),
+    ))?;
+    let summary = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains(" lost, "))
+        .unwrap_or("")
+        .to_string();
+    println!("\ntracer trace on {big} calls: {summary}");
+    crate::bench::save(
+        "trace_call",
+        &serde_json::json!({"bench": "trace_call", "version": 1, "rows": per_call, "startup": startup, "summary": summary}).to_string(),
+    )
+}
