@@ -1021,12 +1021,12 @@ mod tests {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tracer serve serve.toml                              /metrics on 127.0.0.1:9435
-  tracer serve serve.toml --listen 0.0.0.0:9435        every interface
-  kill -HUP $(pidof tracer)                            reload the config
+  tracer serve serve.toml --listen 0.0.0.0:9435        on every interface
 
-A config is [[metric]] tables (docs/serve.md):
+SIGHUP reloads CONFIG (unchanged metrics keep counting); SIGTERM detaches and exits 0.
+A config holds one [[metric]] table per metric (docs/serve.md):
   [[metric]]
-  name = \"syscalls_getppid\"             # tracer_syscalls_getppid_total
+  name = \"syscalls_getppid\"             # exported as tracer_syscalls_getppid_total
   probe = \"syscalls:sys_enter_getppid\"
   count_by = [\"comm\"]")]
 pub struct ServeArgs {

@@ -24,10 +24,10 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
     crate::output::summary::print_banner(&crate::output::summary::Banner {
         verb: "Serving",
         what: format!(
-            "{} metrics on http://{}/metrics (SIGHUP reloads {})",
+            "{} metrics of {} on http://{}/metrics",
             metrics.len(),
+            args.config.display(),
             plan.listen,
-            args.config.display()
         ),
         whom: None,
         detail: None,
