@@ -16,7 +16,7 @@ use crate::{root, run_cmd, section};
 type Bench = fn() -> Result<()>;
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, Bench); 9] = [
+const BENCHES: [(&str, Bench); 10] = [
     ("startup", crate::startup::startup),
     ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),
@@ -25,6 +25,7 @@ const BENCHES: [(&str, Bench); 9] = [
     ("latency_call", crate::peers::latency_call),
     ("count_event", crate::peers::count_event),
     ("record_throughput", crate::peers::record_throughput),
+    ("serve", crate::serve::serve),
     // Ten minutes: run only when named (`cargo xtask bench soak`).
     ("soak", crate::soak::soak),
 ];
