@@ -421,6 +421,44 @@ max_series = 2
     served.stop();
 }
 
+#[test]
+fn a_reload_that_fails_keeps_the_running_metrics() {
+    require_root();
+    let counter = "[[metric]]\nname = \"getppid\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = [\"comm\"]\n";
+    let mut served = Served::start(counter);
+    let dir = tempfile::tempdir().unwrap();
+    getppid(dir.path(), "srv-reload", 300);
+    // A probe that does not exist: nothing changes, the error says why.
+    let note = served.reload(&format!(
+        "{counter}\n[[metric]]\nname = \"nothing\"\nprobe = \"syscalls:sys_enter_no_such_call\"\n"
+    ));
+    assert!(
+        note.starts_with(&format!(
+            "error: reload of {} failed, the running metrics stay: ",
+            served.config.display()
+        )),
+        "{note}"
+    );
+    // An invalid file: its line and key.
+    let note = served.reload(&format!("{counter}count_by = 3\n"));
+    assert_eq!(
+        note,
+        format!(
+            "error: reload of {0} failed, the running metrics stay: {0}:5: key 'count_by': duplicate key",
+            served.config.display()
+        )
+    );
+    getppid(dir.path(), "srv-reload", 200);
+    let text = served.scrape().unwrap();
+    assert_eq!(
+        sample(&text, "tracer_getppid_total{comm=\"srv-reload\"}"),
+        Some(500),
+        "{text}"
+    );
+    assert!(!text.contains("tracer_nothing"));
+    served.stop();
+}
+
 /// A Debian `prometheus` server scraping `target` every second, with its own storage.
 struct Prometheus {
     child: Child,

@@ -17,6 +17,9 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
     let plan = read_plan(&args.config, &args.listen)?;
     let listener = exporter::listen(plan.listen)?;
     let fs = Tracefs::locate()?;
+    // Each metric's object holds its maps' and programs' fds, each probe an event, each
+    // scraper a connection, and a reload attaches before it detaches.
+    crate::launch::raise_open_files(1024);
     let mut metrics = Vec::new();
     for m in plan.metrics.clone() {
         metrics.push(Metric::attach(m, &fs, plan.idle_timeout)?);

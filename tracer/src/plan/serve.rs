@@ -207,7 +207,18 @@ impl Place<'_> {
     /// TOML's own error (syntax, a wrong type, an unknown or missing key), with its line and the
     /// key it is about.
     fn toml(&self, err: &toml::de::Error) -> Error {
-        let message = err.message().trim().replace('`', "'");
+        let message = err
+            .message()
+            .trim()
+            .replace('`', "'")
+            .replace(
+                "data did not match any variant of untagged enum OneOrMany",
+                "expected a string or a list of strings",
+            )
+            .replace(
+                "data did not match any variant of untagged enum Number",
+                "expected a number or a string",
+            );
         let span = err.span().unwrap_or(0..0);
         // serde names a missing or unknown key in its message; otherwise the key is the one
         // assigned on the line the span points at.
@@ -782,8 +793,10 @@ latency = "vfs_read"
             "serve.toml:4: key 'count_by' of metric 'a': 'no such' is not a count_by key"
         );
         assert_eq!(
-            message("[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = 5\n"),
-            "serve.toml:4: key 'count_by': data did not match any variant of untagged enum OneOrMany"
+            message(
+                "[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = 5\n"
+            ),
+            "serve.toml:4: key 'count_by': expected a string or a list of strings"
         );
         assert_eq!(
             message("[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\ncout_by = [\"comm\"]\n"),
