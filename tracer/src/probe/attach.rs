@@ -135,16 +135,16 @@ impl AttachOptions<'_> {
             (true, None) => tracer_common::USES_COMM_CACHE,
             (false, _) => 0,
         };
+        // The other commands' parts (latency, off-CPU...) stay as the default leaves them.
         crate::bpf::Sizing {
             stacks: self.stack.is_some() || self.stack_keys(),
             counts: self.aggregation.is_some(),
             str_counts: (self.aggregation).is_some_and(|a| a.key_value().is_some()),
-            latency: false,
             uses: self.uses(specs, fs) | caches | debug,
             ringbuf,
             filter_globs: self.filter.map(|f| f.sizing()),
             dispatch: dispatch(specs),
-            offcpu: false,
+            ..crate::bpf::Sizing::default()
         }
     }
 }
