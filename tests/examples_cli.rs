@@ -102,6 +102,9 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer watch -t x my_function -- ./prog", watch_execute),
     ("tracer watch -s counter -- ./prog", watch_stack),
     ("tracer watch --kernel jiffies -c 5", watch_kernel_jiffies),
+    // tracer serve --help, docs/serve.md
+    ("tracer serve serve.toml", serve_docs_config),
+    ("tracer serve serve.toml --listen 0.0.0.0:9435", serve_docs_config),
     // tracer latency --help
     ("tracer latency vfs_read", needs_kprobes),
     (
@@ -1998,6 +2001,60 @@ fn latency_prog(ctx: &Ctx, example: &str, stacks: bool) {
         }
     }
     assert!(stderr.contains("2 outliers shown"), "{stderr}");
+}
+
+/// docs/serve.md's config, as the page shows it (the check fails when they differ).
+const SERVE_TOML: &str = r#"[[metric]]
+name = "syscalls_getppid"
+help = "getppid calls by command"
+probe = "syscalls:sys_enter_getppid"
+count_by = ["comm"]
+filter = 'comm != "sshd"'
+
+[[metric]]
+name = "read_bytes"
+help = "bytes returned by read(2)"
+probe = "syscalls:sys_exit_read"
+hist = "ret"
+
+[[metric]]
+name = "read_latency_seconds"
+help = "read(2) latency by command"
+from = "syscalls:sys_enter_read"
+to = "syscalls:sys_exit_read"
+count_by = ["comm"]
+"#;
+
+/// `tracer serve serve.toml [--listen ...]` with the page's config: 500 getppid calls of
+/// `./tracer-testprog` are on /metrics (loopback port 9435 either way), exactly; Ctrl-C ends it
+/// with 0.
+fn serve_docs_config(ctx: &Ctx, example: &str) {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/serve.md")).unwrap();
+    assert!(
+        page.contains(SERVE_TOML),
+        "docs/serve.md's config is not SERVE_TOML"
+    );
+    std::fs::write(ctx.path("serve.toml"), SERVE_TOML).unwrap();
+    let mut running = Running::spawn(ctx.tracer(&words(example, &[])));
+    running.wait_for(|l| l.starts_with("Serving"));
+    ctx.workload("./tracer-testprog", &["getppid", "500"]);
+    let mut stream = std::net::TcpStream::connect("127.0.0.1:9435").unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    stream.read_to_string(&mut body).unwrap();
+    assert!(
+        body.contains("\ntracer_syscalls_getppid_total{comm=\"tracer-testprog\"} 500\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("\n# TYPE tracer_read_latency_seconds histogram\n"),
+        "{body}"
+    );
+    let (stdout, stderr) = running.interrupted();
+    assert_shown(example, &stdout, &stderr, &[]);
 }
 
 fn latency_slow_calls(ctx: &Ctx, example: &str) {

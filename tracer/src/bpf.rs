@@ -979,6 +979,53 @@ impl Bpf {
         summed(&self.maps.str_counts, names::STR_COUNTS)
     }
 
+    /// Removes counted cells (`tracer serve`: series idle past their timeout), a string-keyed
+    /// cell from `STR_COUNTS`. A cell that some CPU's current run still adds to is kept: its
+    /// run would recreate it later with part of its hits. Returns the cells left in place.
+    ///
+    /// A hit that lands between the caller's last read and the removal is lost with the cell:
+    /// callers remove only cells that have not changed for a long time.
+    pub fn forget_counts(
+        &mut self,
+        cells: &[(AggKey, Option<[u8; tracer_common::KEY_STRLEN]>)],
+    ) -> Result<usize, Error> {
+        let running: Vec<AggKey> = match self.uses & tracer_common::USES_RUN_COUNT {
+            0 => Vec::new(),
+            _ => (self.runs()?.into_iter())
+                .filter(|r| r.count != 0)
+                .map(|r| r.key)
+                .collect(),
+        };
+        let mut kept = 0;
+        for (key, text) in cells {
+            if running.contains(key) {
+                kept += 1;
+                continue;
+            }
+            // Already gone (ENOENT) is what was asked.
+            let _ = match text {
+                Some(text) => self.maps.str_counts.remove(&tracer_common::StrAggKey {
+                    key: *key,
+                    text: *text,
+                }),
+                None => self.maps.counts.remove(key),
+            };
+        }
+        Ok(kept)
+    }
+
+    /// Removes the latency histogram cells of `groups` (`tracer serve`: idle series).
+    pub fn forget_latency_groups(&mut self, groups: &[[u8; 16]]) -> Result<(), Error> {
+        let keys: Vec<HistKey> = (self.maps.lat_hist.keys())
+            .filter_map(Result::ok)
+            .filter(|k| groups.contains(&k.group))
+            .collect();
+        for key in keys {
+            let _ = self.maps.lat_hist.remove(&key);
+        }
+        Ok(())
+    }
+
     /// Each CPU's run count (`RUN_COUNT`).
     fn runs(&self) -> Result<Vec<RunCount>, Error> {
         let values = self

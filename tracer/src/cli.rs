@@ -103,6 +103,9 @@ pub enum Command {
     Record(RecordArgs),
     /// Read a `tracer record` file: the merged timeline as text or JSON, or a Perfetto trace.
     Report(ReportArgs),
+    /// Export in-kernel counts and histograms as Prometheus metrics: a long-running exporter
+    /// of the metrics a TOML config names, on /metrics.
+    Serve(ServeArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
         after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'\n  tracer list usdt:/usr/bin/python3   its USDT probes, with their arguments"
@@ -1078,4 +1081,24 @@ mod tests {
             (Some(3), Some(Duration::from_secs(2)))
         );
     }
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  tracer serve serve.toml                              /metrics on 127.0.0.1:9435
+  tracer serve serve.toml --listen 0.0.0.0:9435        on every interface
+
+SIGHUP reloads CONFIG (unchanged metrics keep counting); SIGTERM detaches and exits 0.
+A config holds one [[metric]] table per metric (docs/serve.md):
+  [[metric]]
+  name = \"syscalls_getppid\"             # exported as tracer_syscalls_getppid_total
+  probe = \"syscalls:sys_enter_getppid\"
+  count_by = [\"comm\"]")]
+pub struct ServeArgs {
+    /// The TOML config: one [[metric]] table per metric.
+    #[arg(value_name = "CONFIG")]
+    pub config: PathBuf,
+    /// Where to serve /metrics and / (IP:PORT).
+    #[arg(long, value_name = "ADDR", default_value = crate::plan::serve::DEFAULT_LISTEN)]
+    pub listen: String,
 }

@@ -4,6 +4,7 @@
 mod bench;
 mod fuzz;
 mod peers;
+mod serve;
 mod setup;
 mod soak;
 mod startup;

@@ -613,7 +613,7 @@ fn bcc_count(work: &dyn Fn(u64) -> Vec<String>, n: u64) -> Result<Spread> {
 /// and count the kernel keeps per program while `kernel.bpf_stats_enabled` is 1 (read from the
 /// tool's fdinfo once `runs` runs are counted). The workload must keep the tool alive a while
 /// after its `runs` events.
-fn bpf_run_time(argv: &[String], runs: u64) -> Result<Spread> {
+pub(crate) fn bpf_run_time(argv: &[String], runs: u64) -> Result<Spread> {
     const STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
     let before = std::fs::read_to_string(STATS).context("no kernel.bpf_stats_enabled")?;
     std::fs::write(STATS, "1").context("cannot enable kernel.bpf_stats_enabled")?;

@@ -25,6 +25,8 @@ const APT_PACKAGES: &[&str] = &[
     "gcc",
     "systemtap-sdt-dev",
     "python3",
+    // `tracer serve`'s integration test scrapes it with a real Prometheus server.
+    "prometheus",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

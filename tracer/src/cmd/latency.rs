@@ -4,21 +4,20 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{
-    word, Event, HistKey, LatConfig, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT,
-    LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, LAT_USDT_END, LAT_USDT_START,
-    SLOT_FILTER_TRACKED,
+    word, Event, HistKey, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
+    LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID,
 };
 
-use crate::bpf::{Bpf, Sizing, SlotKind};
+use crate::bpf::Bpf;
 use crate::cli::LatencyArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::events::Format;
 use crate::output::hist::Histogram;
 use crate::output::latency::{Histograms, Outlier};
 use crate::output::summary::{Banner, Summary};
-use crate::plan::latency::{keys, latency_plan, LatencyPlan};
+use crate::plan::latency::{latency_plan, LatencyPlan};
 use crate::plan::Target;
-use crate::probe::{self, open_event, Opened};
+use crate::probe;
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 
 use crate::stacks::Symbolizer;
@@ -32,47 +31,8 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
-    let filter = (plan.value_filter.as_ref())
-        .map(|f| probe::filter::resolve_latency(f, &plan.start, &plan.end))
-        .transpose()?;
-    // Whether an end is a USDT probe, known before loading (the programs' USES must say);
-    // its site is found when it is opened below.
-    let usdt = probe::usdt::is_usdt(&plan.start) || probe::usdt::is_usdt(&plan.end);
-    let mut bpf = Bpf::load_with(Sizing {
-        latency: true,
-        stacks: plan.stack.is_some(),
-        uses: tracer_common::USES_ALL
-            | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER)
-            | if usdt { tracer_common::USES_USDT } else { 0 },
-        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
-        ..Sizing::default()
-    })?;
-    if let (Some(filter), Some(plan)) = (&filter, &plan.value_filter) {
-        bpf.set_globs(&plan.globs)?;
-        bpf.set_latency_filter(filter)?;
-    }
+    let (mut bpf, pair) = probe::latency::attach(&plan, &fs, session.is_launched())?;
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
-    let mut interface = None;
-    let entry = open_event(&fs, &plan.start, &mut interface, None, plan.pid, 0)?;
-    let exit = open_event(&fs, &plan.end, &mut interface, None, plan.pid, 1)?;
-    let mut config = lat_config(&plan, session.is_launched(), (&entry, &exit))?;
-    if filter.is_some() {
-        config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
-    }
-    for (opened, end) in [(&entry, LAT_USDT_START), (&exit, LAT_USDT_END)] {
-        if let Some(site) = &opened.usdt {
-            bpf.set_latency_usdt_args(end, &site.places)?;
-            config.usdt |= end;
-        }
-    }
-    let kind = |opened: &Opened| match opened.format {
-        Some(_) => SlotKind::Tracepoint,
-        None => SlotKind::Probe,
-    };
-    let (entry_prog, exit_prog) =
-        bpf.load_latency(kind(&entry), kind(&exit), plan.end.ret, config)?;
-    entry.event.set_bpf(bpf.named_program_fd(entry_prog)?)?;
-    exit.event.set_bpf(bpf.named_program_fd(exit_prog)?)?;
     session.follow(&mut bpf, &fs)?;
     let what = format!("latency of {} -> {}", plan.start, plan.end);
     session.begin(&Banner {
@@ -81,9 +41,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         whom: session.whom(),
         detail: None,
     })?;
-    // Exit first: an end with no start is only counted, never mismatched.
-    exit.event.enable(false)?;
-    entry.event.enable(false)?;
+    pair.enable()?;
     let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out);
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
@@ -99,40 +57,8 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     sink.print_histograms()?;
     sink.summary(&outcome, &plan)?.print();
     drop(sink);
-    drop((entry, exit));
+    drop(pair);
     Ok(outcome.exit_code())
-}
-
-/// The latency programs' configuration: filters (tracer itself excluded, a `-- COMMAND`
-/// followed), grouping, stacks, where each end reads its key, buckets and threshold.
-fn lat_config(
-    plan: &LatencyPlan,
-    launched: bool,
-    (entry, exit): (&Opened, &Opened),
-) -> Result<LatConfig, Error> {
-    let mut filter = plan.filter;
-    filter.exclude_tgid = std::process::id();
-    if launched {
-        filter.flags |= SLOT_FILTER_TRACKED;
-    }
-    let (entry_key, exit_key) = match &plan.key {
-        None => Default::default(),
-        Some(key) => keys(key, (&plan.start, &entry.format), (&plan.end, &exit.format))?,
-    };
-    Ok(LatConfig {
-        filter,
-        by: plan.by,
-        stack_flags: crate::stacks::flags_for(
-            plan.stack,
-            matches!(plan.end.target, Target::User { .. }),
-        ),
-        entry_key,
-        exit_key,
-        linear_step: plan.linear_step.unwrap_or(0),
-        slower_than: plan.slower_than.unwrap_or(0),
-        usdt: 0,
-        _pad: 0,
-    })
 }
 
 struct LatencySink<'a, W: std::io::Write> {

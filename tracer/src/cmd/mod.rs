@@ -7,6 +7,7 @@ pub mod probe;
 pub mod profile;
 pub mod record;
 pub mod report;
+pub mod serve;
 pub mod stat;
 pub mod trace;
 pub mod watch;
@@ -27,6 +28,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::StatReport(args) => stat::report(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::List {
             pattern,
             verbose,

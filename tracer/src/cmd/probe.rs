@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use tracer_common::{AggValue, Event};
 
-use crate::bpf::{Bpf, Sizing};
+use crate::bpf::Bpf;
 use crate::cli::ProbeArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::counts::Stamp;
 use crate::output::events::{Decoded, EventWriter, Format as OutputFormat};
 use crate::output::summary::{self, Banner, Summary, Table};
-use crate::plan::{self, Aggregation, ProbePlan, ProbeSpec};
+use crate::plan::{self, Aggregation, ProbePlan};
 use crate::probe::aggregate::{self, Counted};
 use crate::probe::values::Values;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
@@ -38,7 +38,10 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let rename = probe::rename_tracepoint(&fs);
     let mut options = attach_options(&plan, session.is_launched());
     options.dispatch = probe::attach::dispatch(&specs);
-    let mut bpf = Bpf::load_with(sizing(&plan, &options, &specs, &fs, rename.is_some()))?;
+    let ringbuf = (plan.transport == Transport::Ringbuf)
+        .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events));
+    let sizing = options.sizing(&specs, &fs, rename.is_some(), plan.debug_bpf, ringbuf);
+    let mut bpf = Bpf::load_with(sizing)?;
     let mut rings = OutputRings::for_transport(
         &mut bpf,
         plan.transport,
@@ -85,40 +88,6 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
         aggregation: plan.aggregation.as_ref(),
         filter: plan.value_filter.as_ref(),
         dispatch: false,
-    }
-}
-
-/// The BPF object's maps and reachable code for this run. The comm of each hit comes from a
-/// per-CPU cache when the rename tracepoint exists; counted hits of one task in a row on one
-/// CPU are added up in a per-CPU run first (both kept right by the same program).
-fn sizing(
-    plan: &ProbePlan,
-    options: &AttachOptions,
-    specs: &[ProbeSpec],
-    fs: &Tracefs,
-    cache: bool,
-) -> Sizing {
-    let debug = match plan.debug_bpf {
-        true => tracer_common::USES_DEBUG,
-        false => 0,
-    };
-    let caches = match (cache, &plan.aggregation) {
-        (true, Some(_)) => tracer_common::USES_COMM_CACHE | tracer_common::USES_RUN_COUNT,
-        (true, None) => tracer_common::USES_COMM_CACHE,
-        (false, _) => 0,
-    };
-    Sizing {
-        stacks: plan.stack.is_some() || options.stack_keys(),
-        counts: plan.aggregation.is_some(),
-        str_counts: (plan.aggregation.as_ref()).is_some_and(|a| a.key_value().is_some()),
-        latency: false,
-        uses: options.uses(specs, fs) | caches | debug,
-        ringbuf: (plan.transport == Transport::Ringbuf)
-            .then(|| session::ringbuf_size(plan.ring_pages, plan.wakeup_events)),
-        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
-        dispatch: probe::attach::dispatch(specs),
-        offcpu: false,
-        trace: false,
     }
 }
 

@@ -6,6 +6,7 @@ pub mod features;
 pub mod hist;
 pub mod latency;
 pub mod list;
+pub mod metrics;
 pub mod notes;
 pub mod perfetto;
 pub mod profile;

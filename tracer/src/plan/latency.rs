@@ -45,7 +45,11 @@ pub struct LatencyPlan {
 /// Every check of `tracer latency`'s input, before anything is opened.
 pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<LatencyPlan, Error> {
     let output = super::output(&args.output)?;
-    let (start, end) = pair(args)?;
+    let (start, end) = pair(
+        args.target.as_deref(),
+        args.from.as_deref(),
+        args.to.as_deref(),
+    )?;
     let filter = build_filter(&args.tasks, None, machine)?;
     let duration = |text: &Option<String>, example: &str| {
         (text.as_deref().map(parse_duration_ns).transpose()).map_err(|e| usage(e, example))
@@ -81,9 +85,13 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
     })
 }
 
-/// The start and end probes of what is measured.
-fn pair(args: &LatencyArgs) -> Result<(ProbeSpec, ProbeSpec), Error> {
-    match (&args.target, &args.from, &args.to) {
+/// The start and end probes of what is measured: a function, or a `from`/`to` pair.
+pub fn pair(
+    target: Option<&str>,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<(ProbeSpec, ProbeSpec), Error> {
+    match (target, from, to) {
         (Some(target), None, None) => {
             let spec = parse_bare_spec(target, "latency")?;
             match spec.target {

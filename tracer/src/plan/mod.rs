@@ -5,6 +5,7 @@ pub mod latency;
 pub mod list;
 pub mod profile;
 pub mod record;
+pub mod serve;
 pub mod stat;
 pub mod trace;
 pub mod watch;

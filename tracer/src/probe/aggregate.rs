@@ -481,6 +481,38 @@ pub fn report(
     ))
 }
 
+/// One counted cell as an exporter needs it: where it is, the values of its key parts (the
+/// report's columns, in order), and its running total.
+pub struct Cell {
+    pub key: CellKey,
+    pub labels: Vec<String>,
+    pub value: AggValue,
+    /// The summed value is signed (`value.sum` is two's complement).
+    pub signed: bool,
+}
+
+/// Every cell of `COUNTS` and `STR_COUNTS` with its key parts shown as the report shows them:
+/// running totals, never reset (`tracer serve` exports them as counters).
+pub fn cells(bpf: &Bpf, probes: &[Counted<'_>], agg: &Aggregation) -> Result<Vec<Cell>, Error> {
+    let plain = bpf.counts()?.into_iter().map(|(k, v)| ((k, None), v));
+    let strings = (bpf.str_counts()?.into_iter()).map(|(k, v)| ((k.key, Some(k.text)), v));
+    let mut cells = Vec::new();
+    for ((key, text), value) in plain.chain(strings) {
+        let Some(probe) = probes.iter().find(|p| p.slot.id == key.slot) else {
+            continue;
+        };
+        cells.push(Cell {
+            labels: (agg.keys.iter())
+                .filter_map(|part| shown(part, &key, text.as_ref(), probe))
+                .collect(),
+            key: (key, text),
+            value,
+            signed: probe.sources.val_signed,
+        });
+    }
+    Ok(cells)
+}
+
 /// A key part as its column shows it; `text` is the string keyed by.
 fn shown(
     part: &KeyPart,

@@ -112,6 +112,43 @@ impl AttachOptions<'_> {
     }
 }
 
+impl AttachOptions<'_> {
+    /// The BPF object's maps and reachable code for these probes. `comm_cache`: the rename
+    /// tracepoint exists, so the comm of each hit comes from a per-CPU cache, and counted hits
+    /// of one task in a row on one CPU are added up in a per-CPU run first (both kept right by
+    /// the same program); `debug`: `--debug-bpf`; `ringbuf`: streamed through the BPF ring
+    /// buffer.
+    pub fn sizing(
+        &self,
+        specs: &[ProbeSpec],
+        fs: &Tracefs,
+        comm_cache: bool,
+        debug: bool,
+        ringbuf: Option<crate::bpf::RingBufSize>,
+    ) -> crate::bpf::Sizing {
+        let debug = match debug {
+            true => tracer_common::USES_DEBUG,
+            false => 0,
+        };
+        let caches = match (comm_cache, self.aggregation) {
+            (true, Some(_)) => tracer_common::USES_COMM_CACHE | tracer_common::USES_RUN_COUNT,
+            (true, None) => tracer_common::USES_COMM_CACHE,
+            (false, _) => 0,
+        };
+        // The other commands' parts (latency, off-CPU...) stay as the default leaves them.
+        crate::bpf::Sizing {
+            stacks: self.stack.is_some() || self.stack_keys(),
+            counts: self.aggregation.is_some(),
+            str_counts: (self.aggregation).is_some_and(|a| a.key_value().is_some()),
+            uses: self.uses(specs, fs) | caches | debug,
+            ringbuf,
+            filter_globs: self.filter.map(|f| f.sizing()),
+            dispatch: dispatch(specs),
+            ..crate::bpf::Sizing::default()
+        }
+    }
+}
+
 /// Whether `specs` need the dispatching syscall programs (more tracepoints than constant
 /// slots: [`crate::bpf::Sizing::dispatch`]).
 pub fn dispatch(specs: &[ProbeSpec]) -> bool {

@@ -3,6 +3,7 @@
 //! them detaches) and the output rings, drained with every loss counted.
 
 mod event_loop;
+pub mod exporter;
 mod lifecycle;
 pub mod recorder;
 mod rings;

@@ -1,0 +1,623 @@
+//! `tracer serve`: config errors with their line and key, `--listen` checked, `/metrics` and `/`
+//! scraped directly, label-set caps and idle timeouts, and Debian's real Prometheus server
+//! scraping it every second, queried through its HTTP API for exact counts, before and after
+//! a SIGHUP reload.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{require_root, testprog, tracer, tracer_bin};
+
+/// A free loopback port (bound, then released for the server to take).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `testprog` under a known name: the kernel names a task after the file it executed.
+fn named(dir: &Path, comm: &str) -> PathBuf {
+    let path = dir.join(comm);
+    if !path.exists() {
+        std::os::unix::fs::symlink(testprog(), &path).unwrap();
+    }
+    path
+}
+
+/// Runs `N` getppid calls under `comm`, to its end.
+fn getppid(dir: &Path, comm: &str, calls: u64) {
+    let status = Command::new(named(dir, comm))
+        .args(["getppid", &calls.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// One HTTP/1.1 GET: (status, headers, body); `None` when nothing answers.
+fn get(addr: &str, path: &str, accept: Option<&str>) -> Option<(u16, String, String)> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok()?;
+    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{accept}\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, head.to_lowercase(), body.to_string()))
+}
+
+/// Polls `what` every 100 ms until it gives a value, or fails the test after `secs`.
+fn poll<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(value) = f() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs} s: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A running `tracer serve`, ended with SIGTERM (and checked to exit 0) when the test ends.
+struct Served {
+    child: Child,
+    addr: String,
+    config: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    /// Starts `tracer serve` on a free port with `config`, and waits until it answers (it
+    /// accepts connections only once every metric is attached).
+    fn start(config: &str) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("serve.toml");
+        std::fs::write(&path, config).unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let child = Command::new(tracer_bin())
+            .args(["serve", path.to_str().unwrap(), "--listen", &addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut served = Served {
+            child,
+            addr,
+            config: path,
+            _dir: dir,
+        };
+        poll(60, "tracer serve answers /metrics", || {
+            if let Ok(Some(status)) = served.child.try_wait() {
+                panic!("tracer serve exited: {status}");
+            }
+            served.scrape()
+        });
+        served
+    }
+
+    /// `/metrics` in the Prometheus text format.
+    fn scrape(&self) -> Option<String> {
+        get(&self.addr, "/metrics", None)
+            .filter(|(status, _, _)| *status == 200)
+            .map(|(_, _, body)| body)
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+
+    /// SIGHUP with `config` in place, then waits for the reload's note on stderr.
+    fn reload(&mut self, config: &str) -> String {
+        std::fs::write(&self.config, config).unwrap();
+        self.signal(libc::SIGHUP);
+        let stderr = self.child.stderr.as_mut().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        loop {
+            let line = lines.next().expect("tracer serve's stderr").unwrap();
+            if line.starts_with("note: reloaded ") || line.starts_with("error: reload of ") {
+                return line;
+            }
+        }
+    }
+
+    /// SIGTERM: detaches and exits 0.
+    fn stop(mut self) {
+        self.signal(libc::SIGTERM);
+        let status = poll(20, "tracer serve exits after SIGTERM", || {
+            self.child.try_wait().unwrap()
+        });
+        assert_eq!(status.code(), Some(0), "tracer serve's exit after SIGTERM");
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of the sample of `metric` (name and labels exactly as exposed) in `text`.
+fn sample(text: &str, metric: &str) -> Option<u64> {
+    (text.lines())
+        .find_map(|l| l.strip_prefix(metric)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
+#[test]
+fn config_errors_name_the_line_and_the_key_and_attach_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "[[metric]]\nname = \"ok\"\nprobe = \"syscalls:sys_enter_getppid\"\n\n[[metric]]\nname = \"bad\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = [\"comm\", \"no such\"]\n",
+    )
+    .unwrap();
+    let out = tracer(&["serve", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = common::text(&out.stderr);
+    assert_eq!(
+        stderr.lines().next().unwrap(),
+        format!(
+            "error: {}:8: key 'count_by' of metric 'bad': 'no such' is not a count_by key",
+            path.display()
+        )
+    );
+    assert!(
+        stderr
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("hint: keys are comm, pid, tid, cpu"),
+        "{stderr}"
+    );
+    // Nothing was attached: the first metric, valid, never started (no banner).
+    assert!(!stderr.contains("Serving"), "{stderr}");
+
+    std::fs::write(
+        &path,
+        "[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\nhist = 3\n",
+    )
+    .unwrap();
+    let out = tracer(&["serve", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::text(&out.stderr).lines().next().unwrap(),
+        format!(
+            "error: {}:4: key 'hist': invalid type: integer '3', expected a string",
+            path.display()
+        )
+    );
+
+    let out = tracer(&["serve", "/nonexistent/serve.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::text(&out.stderr).lines().next().unwrap(),
+        "error: cannot read config /nonexistent/serve.toml: No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn bad_listen_addresses_are_refused_before_anything_is_attached() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("serve.toml");
+    std::fs::write(
+        &path,
+        "[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\n",
+    )
+    .unwrap();
+    let config = path.to_str().unwrap();
+    let out = tracer(&["serve", config, "--listen", "localhost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::text(&out.stderr),
+        "error: --listen 'localhost' is not an address and port\nhint: give IP:PORT, e.g. --listen 127.0.0.1:9435 (this machine only) or --listen 0.0.0.0:9435 (every interface)\n"
+    );
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = tracer(&["serve", config, "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::text(&out.stderr),
+        format!("error: cannot listen on {addr}: Address already in use (os error 98)\nhint: another program (another tracer serve?) listens there: give another port with --listen\n")
+    );
+}
+
+#[test]
+fn metrics_and_the_index_are_scraped_directly() {
+    require_root();
+    let served = Served::start(
+        r#"
+[[metric]]
+name = "getppid"
+help = "getppid calls by command"
+probe = "syscalls:sys_enter_getppid"
+count_by = ["comm"]
+
+[[metric]]
+name = "getppid_ret"
+probe = "syscalls:sys_exit_getppid"
+hist = "ret"
+count_by = ["comm"]
+filter = 'comm == "srv-direct"'
+"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    getppid(dir.path(), "srv-direct", 1234);
+    // The calls are over: their counts are in the kernel's maps, read at each scrape.
+    let text = served.scrape().unwrap();
+    assert_eq!(
+        sample(&text, "tracer_getppid_total{comm=\"srv-direct\"}"),
+        Some(1234),
+        "{text}"
+    );
+    assert!(text.contains("# HELP tracer_getppid_total getppid calls by command\n# TYPE tracer_getppid_total counter\n"));
+    assert_eq!(
+        sample(&text, "tracer_getppid_ret_count{comm=\"srv-direct\"}"),
+        Some(1234)
+    );
+    // getppid returns the parent's pid: every call in one log2 bucket, that of its value.
+    let buckets: Vec<(&str, u64)> = (text.lines())
+        .filter(|l| l.starts_with("tracer_getppid_ret_bucket{comm=\"srv-direct\""))
+        .map(|l| {
+            let (labels, value) = l.rsplit_once(' ').unwrap();
+            (labels, value.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        buckets.last().unwrap(),
+        &(
+            "tracer_getppid_ret_bucket{comm=\"srv-direct\",le=\"+Inf\"}",
+            1234
+        )
+    );
+    assert_eq!(
+        buckets.iter().filter(|(_, n)| *n == 0).count(),
+        buckets.len() - 2
+    );
+    assert_eq!(
+        sample(&text, "tracer_hits_total{metric=\"tracer_getppid_ret\"}"),
+        Some(1234)
+    );
+    assert!(sample(
+        &text,
+        "tracer_filtered_hits_total{metric=\"tracer_getppid_ret\"}"
+    )
+    .is_some());
+    assert_eq!(
+        sample(
+            &text,
+            "tracer_lost_hits_total{metric=\"tracer_getppid\",reason=\"map_full\"}"
+        ),
+        Some(0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "tracer_probe_attached{metric=\"tracer_getppid\",probe=\"syscalls:sys_enter_getppid\"}"
+        ),
+        Some(1)
+    );
+    assert!(text.contains(&format!(
+        "tracer_build_info{{version=\"{}\"}} 1\n",
+        env!("CARGO_PKG_VERSION")
+    )));
+    // Monotonic: another scrape does not reset anything.
+    getppid(dir.path(), "srv-direct", 66);
+    let text = served.scrape().unwrap();
+    assert_eq!(
+        sample(&text, "tracer_getppid_total{comm=\"srv-direct\"}"),
+        Some(1300)
+    );
+
+    let (status, head, body) = get(&served.addr, "/metrics", None).unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    assert!(!body.contains("# EOF"));
+    let prometheus_accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let (status, head, body) = get(&served.addr, "/metrics", Some(prometheus_accept)).unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        "{head}"
+    );
+    assert!(body.contains("# TYPE tracer_getppid counter\n"));
+    assert!(body.contains("tracer_getppid_total{comm=\"srv-direct\"} 1300\n"));
+    assert!(body.ends_with("# EOF\n"));
+    let (status, head, body) = get(&served.addr, "/", None).unwrap();
+    assert_eq!(status, 200);
+    assert!(head.contains("content-type: text/html"));
+    assert!(
+        body.contains("<td><code>tracer_getppid_ret</code></td><td>histogram</td>"),
+        "{body}"
+    );
+    assert_eq!(get(&served.addr, "/nothing", None).unwrap().0, 404);
+    served.stop();
+}
+
+#[test]
+fn label_sets_are_capped_and_idle_ones_dropped() {
+    require_root();
+    let served = Served::start(
+        r#"
+idle_timeout = "2s"
+
+[[metric]]
+name = "by_pid"
+probe = "syscalls:sys_enter_getppid"
+count_by = ["pid"]
+filter = 'comm == "srv-capped"'
+max_series = 2
+"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..3 {
+        getppid(dir.path(), "srv-capped", 10);
+    }
+    let text = served.scrape().unwrap();
+    let series = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("tracer_by_pid_total{"))
+            .count()
+    };
+    assert_eq!(series(&text), 2, "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            "tracer_dropped_series_total{metric=\"tracer_by_pid\"}"
+        ),
+        Some(1)
+    );
+    assert_eq!(
+        sample(&text, "tracer_series{metric=\"tracer_by_pid\"}"),
+        Some(2)
+    );
+    assert_eq!(
+        sample(&text, "tracer_hits_total{metric=\"tracer_by_pid\"}"),
+        Some(30)
+    );
+    // The processes exited: 2 s without a change drops their series.
+    let text = poll(20, "idle series dropped", || {
+        served.scrape().filter(|t| series(t) == 0)
+    });
+    assert_eq!(
+        sample(&text, "tracer_series{metric=\"tracer_by_pid\"}"),
+        Some(0)
+    );
+    // Room again: a new process's series is exported; the refused one stays counted once.
+    getppid(dir.path(), "srv-capped", 7);
+    let text = served.scrape().unwrap();
+    assert_eq!(series(&text), 1, "{text}");
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("tracer_by_pid_total{pid=") && l.ends_with("} 7")));
+    assert_eq!(
+        sample(
+            &text,
+            "tracer_dropped_series_total{metric=\"tracer_by_pid\"}"
+        ),
+        Some(1)
+    );
+    served.stop();
+}
+
+#[test]
+fn a_reload_that_fails_keeps_the_running_metrics() {
+    require_root();
+    let counter = "[[metric]]\nname = \"getppid\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = [\"comm\"]\n";
+    let mut served = Served::start(counter);
+    let dir = tempfile::tempdir().unwrap();
+    getppid(dir.path(), "srv-reload", 300);
+    // A probe that does not exist: nothing changes, the error says why.
+    let note = served.reload(&format!(
+        "{counter}\n[[metric]]\nname = \"nothing\"\nprobe = \"syscalls:sys_enter_no_such_call\"\n"
+    ));
+    assert!(
+        note.starts_with(&format!(
+            "error: reload of {} failed, the running metrics stay: ",
+            served.config.display()
+        )),
+        "{note}"
+    );
+    // An invalid file: its line and key.
+    let note = served.reload(&format!("{counter}count_by = 3\n"));
+    assert_eq!(
+        note,
+        format!(
+            "error: reload of {0} failed, the running metrics stay: {0}:5: key 'count_by': duplicate key",
+            served.config.display()
+        )
+    );
+    getppid(dir.path(), "srv-reload", 200);
+    let text = served.scrape().unwrap();
+    assert_eq!(
+        sample(&text, "tracer_getppid_total{comm=\"srv-reload\"}"),
+        Some(500),
+        "{text}"
+    );
+    assert!(!text.contains("tracer_nothing"));
+    served.stop();
+}
+
+/// A Debian `prometheus` server scraping `target` every second, with its own storage.
+struct Prometheus {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn binary() -> Option<PathBuf> {
+        let path = PathBuf::from("/usr/bin/prometheus");
+        path.exists().then_some(path)
+    }
+
+    fn start(binary: &Path, target: &str) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: tracer\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let prometheus = Prometheus {
+            child,
+            addr,
+            _dir: dir,
+        };
+        poll(60, "prometheus is ready", || {
+            get(&prometheus.addr, "/-/ready", None).filter(|(status, _, _)| *status == 200)
+        });
+        prometheus
+    }
+
+    /// An instant query: each result's labels and value.
+    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
+        let encoded: String = (promql.bytes())
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (status, _, body) = poll(20, "prometheus answers a query", || {
+            get(&self.addr, &format!("/api/v1/query?query={encoded}"), None)
+        });
+        assert_eq!(status, 200, "{promql}: {body}");
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        (json["data"]["result"].as_array().unwrap().iter())
+            .map(|r| {
+                let value = r["value"][1].as_str().unwrap().parse().unwrap();
+                (r["metric"].clone(), value)
+            })
+            .collect()
+    }
+
+    /// The value of `series` in the first scrape that began after `after` (Unix seconds),
+    /// waiting for that scrape.
+    fn settled(&self, series: &str, after: f64) -> f64 {
+        poll(
+            30,
+            &format!("a scrape of {series} after the workload"),
+            || {
+                let stamp = self.query(&format!("timestamp({series})"));
+                let [(_, at)] = stamp.as_slice() else {
+                    return None;
+                };
+                (*at > after).then_some(())
+            },
+        );
+        let values = self.query(series);
+        assert_eq!(values.len(), 1, "{series}: {values:?}");
+        values[0].1
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn prometheus_scrapes_exact_counts_before_and_after_a_reload() {
+    require_root();
+    let Some(binary) = Prometheus::binary() else {
+        println!("skipped: /usr/bin/prometheus is missing (Debian package prometheus: cargo xtask setup installs it)");
+        return;
+    };
+    let counter = r#"
+[[metric]]
+name = "getppid"
+help = "getppid calls by command"
+probe = "syscalls:sys_enter_getppid"
+count_by = ["comm"]
+"#;
+    let latency = r#"
+[[metric]]
+name = "getppid_seconds"
+from = "syscalls:sys_enter_getppid"
+to = "syscalls:sys_exit_getppid"
+count_by = ["comm"]
+"#;
+    let mut served = Served::start(&format!("{counter}{latency}"));
+    let prometheus = Prometheus::start(&binary, &served.addr);
+    let dir = tempfile::tempdir().unwrap();
+    getppid(dir.path(), "srv-prom", 2345);
+    let done = unix_now();
+    let count = prometheus.settled("tracer_getppid_total{comm=\"srv-prom\"}", done);
+    assert_eq!(count, 2345.0);
+    let calls = prometheus.settled("tracer_getppid_seconds_count{comm=\"srv-prom\"}", done);
+    assert_eq!(calls, 2345.0);
+    let up = prometheus.query("up{job=\"tracer\"}");
+    assert_eq!(up.len(), 1);
+    assert_eq!(up[0].1, 1.0);
+
+    // The counter stays; the latency metric goes; a histogram of return values comes.
+    let hist = r#"
+[[metric]]
+name = "getppid_ret"
+probe = "syscalls:sys_exit_getppid"
+hist = "ret"
+count_by = ["comm"]
+"#;
+    let note = served.reload(&format!("{counter}{hist}"));
+    assert!(
+        note.ends_with(": 1 metrics kept counting, 1 attached, 1 detached"),
+        "{note}"
+    );
+    getppid(dir.path(), "srv-prom", 1000);
+    let done = unix_now();
+    // Kept counting across the reload: both runs.
+    let count = prometheus.settled("tracer_getppid_total{comm=\"srv-prom\"}", done);
+    assert_eq!(count, 3345.0);
+    // Attached by the reload: the second run alone.
+    let calls = prometheus.settled("tracer_getppid_ret_count{comm=\"srv-prom\"}", done);
+    assert_eq!(calls, 1000.0);
+    let text = served.scrape().unwrap();
+    assert!(!text.contains("tracer_getppid_seconds"), "{text}");
+    served.stop();
+}

@@ -1,0 +1,164 @@
+//! `tracer serve`: the config's metrics counted in the kernel, exported to Prometheus; SIGHUP
+//! reloads the config (the unchanged metrics keep counting), SIGTERM ends it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::cli::ServeArgs;
+use crate::kernel::tracefs::Tracefs;
+use crate::output::metrics::{self, Format, IndexRow};
+use crate::output::notes;
+use crate::plan::serve::{serve_plan, ServePlan};
+use crate::probe::metric::{self as metric, Metric};
+use crate::session::exporter::{self, Exporter};
+use crate::Error;
+
+pub fn run(args: ServeArgs) -> Result<i32, Error> {
+    let plan = read_plan(&args.config, &args.listen)?;
+    let listener = exporter::listen(plan.listen)?;
+    let fs = Tracefs::locate()?;
+    // Each metric's object holds its maps' and programs' fds, each probe an event, each
+    // scraper a connection, and a reload attaches before it detaches.
+    crate::launch::raise_open_files(1024);
+    let mut metrics = Vec::new();
+    for m in plan.metrics.clone() {
+        metrics.push(Metric::attach(m, &fs, plan.idle_timeout)?);
+    }
+    crate::output::summary::print_banner(&crate::output::summary::Banner {
+        verb: "Serving",
+        what: format!(
+            "{} metrics of {} on http://{}/metrics",
+            metrics.len(),
+            args.config.display(),
+            plan.listen,
+        ),
+        whom: None,
+        detail: None,
+    });
+    // Idle series are looked for ten times per timeout, at most every 10 s.
+    let tick = (plan.idle_timeout / 10).clamp(Duration::from_millis(100), Duration::from_secs(10));
+    let served = Served {
+        config: args.config,
+        listen: args.listen,
+        plan,
+        fs,
+        metrics,
+    };
+    exporter::run(listener, served, tick)?;
+    Ok(0)
+}
+
+/// Reads and checks the config; nothing is attached before the whole file is valid.
+fn read_plan(config: &PathBuf, listen: &str) -> Result<ServePlan, Error> {
+    let text = std::fs::read_to_string(config).map_err(|e| {
+        Error::usage(
+            format!("cannot read config {}: {e}", config.display()),
+            vec!["give a TOML file of [[metric]] tables (docs/serve.md)".into()],
+        )
+    })?;
+    serve_plan(&config.display().to_string(), &text, listen)
+}
+
+struct Served {
+    config: PathBuf,
+    listen: String,
+    plan: ServePlan,
+    fs: Tracefs,
+    metrics: Vec<Metric>,
+}
+
+impl Served {
+    /// Applies the config as it is now: metrics whose table did not change keep counting;
+    /// the new and changed ones are attached before any is detached, and if one cannot be,
+    /// the running set stays as it was.
+    fn apply(&mut self) -> Result<(usize, usize, usize), Error> {
+        let plan = read_plan(&self.config, &self.listen)?;
+        if plan.listen != self.plan.listen {
+            notes::note(format!(
+                "--listen is fixed for the process: still on {}",
+                self.plan.listen
+            ));
+        }
+        // Names are unique in a config, and an identity holds the name: one match at most.
+        let kept: Vec<Option<usize>> = (plan.metrics.iter())
+            .map(|m| (self.metrics.iter()).position(|o| o.plan.identity == m.identity))
+            .collect();
+        let mut attached = Vec::new();
+        for (m, _) in plan.metrics.iter().zip(&kept).filter(|(_, k)| k.is_none()) {
+            // On failure the ones attached so far are dropped (detached) with `attached`.
+            attached.push(Metric::attach(m.clone(), &self.fs, plan.idle_timeout)?);
+        }
+        let added = attached.len();
+        let mut attached = attached.into_iter();
+        let mut running: Vec<Option<Metric>> = self.metrics.drain(..).map(Some).collect();
+        for k in &kept {
+            let metric = match k {
+                Some(i) => running[*i].take(),
+                None => attached.next(),
+            };
+            self.metrics.extend(metric);
+        }
+        let removed = running.iter().flatten().count();
+        drop(running);
+        self.plan = plan;
+        Ok((self.metrics.len() - added, added, removed))
+    }
+}
+
+impl Exporter for Served {
+    fn metrics(&mut self, format: Format) -> Result<String, Error> {
+        let now = Instant::now();
+        let mut families = Vec::with_capacity(self.metrics.len() + 7);
+        for m in &mut self.metrics {
+            families.push(m.read(now)?);
+        }
+        families.extend(metric::own_families(&self.metrics)?);
+        Ok(metrics::render(families, format))
+    }
+
+    fn index(&mut self) -> String {
+        let rows: Vec<IndexRow> = (self.metrics.iter())
+            .map(|m| IndexRow {
+                name: m.plan.family(),
+                kind: if m.plan.is_histogram() {
+                    "histogram"
+                } else {
+                    "counter"
+                },
+                help: m.plan.help.clone(),
+                probes: m.probes(),
+                series: m.series_counts().1,
+            })
+            .collect();
+        metrics::index_html(&rows, &self.config.display().to_string())
+    }
+
+    fn reload(&mut self) {
+        match self.apply() {
+            Ok((kept, added, removed)) => notes::note(format!(
+                "reloaded {}: {kept} metrics kept counting, {added} attached, {removed} detached",
+                self.config.display()
+            )),
+            Err(e) => {
+                let mut text = format!(
+                    "error: reload of {} failed, the running metrics stay: {}",
+                    self.config.display(),
+                    crate::describe(&e)
+                );
+                for hint in e.hints() {
+                    text.push_str(&format!("\nhint: {hint}"));
+                }
+                eprintln!("{text}");
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        let now = Instant::now();
+        for m in &mut self.metrics {
+            if let Err(e) = m.expire(now) {
+                notes::note(format!("{}: {}", m.plan.family(), crate::describe(&e)));
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `cargo xtask bench serve`: what `tracer serve` costs. A counted hit (getppid by comm) against
+//! `tracer probe --count-by comm` on the same workload, as workload time and as the kernel's
+//! own accounting of the BPF program's run time; and the time of one scrape of 10,000 series.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::peers::{bpf_run_time, build, launching, per_event, pinned, report, s, time, Spread};
+use crate::section;
+
+const ADDR: &str = "127.0.0.1:19435";
+const TP: &str = "syscalls:sys_enter_getppid";
+
+pub fn serve() -> Result<()> {
+    section("bench: tracer serve (a counted hit; a scrape of 10,000 series)");
+    let (tracer, prog) = build()?;
+    let dir = std::env::temp_dir().join("tracer-bench-serve");
+    std::fs::create_dir_all(&dir).context("cannot create the bench's config directory")?;
+    let getppid = dir.join("getppid.toml");
+    std::fs::write(
+        &getppid,
+        format!("[[metric]]\nname = \"getppid\"\nprobe = \"{TP}\"\ncount_by = [\"comm\"]\n"),
+    )?;
+    let getppid = getppid.display().to_string();
+    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
+    let (big, small) = (1_000_000, 100_000);
+    let rows = vec![
+        (
+            "tracer probe --count-by comm".to_string(),
+            per_event(
+                &|n| {
+                    pinned(launching(
+                        &[&tracer, "probe", "--count-by", "comm", TP],
+                        base(n),
+                    ))
+                },
+                &base,
+                big,
+                small,
+            ),
+        ),
+        (
+            "tracer serve, count_by = [\"comm\"]".to_string(),
+            served_per_event(&tracer, &getppid, &base, big, small),
+        ),
+    ];
+    let json = report(
+        "counted hit: cost per event, median of 5 rounds",
+        "event",
+        &rows,
+    );
+    let runs = 1_000_000;
+    let script = dir.join("getppid.sh");
+    std::fs::write(&script, format!("{prog} getppid {runs}\nsleep 1\n"))?;
+    let script = script.display().to_string();
+    let bpf_rows = vec![
+        (
+            "tracer probe --count-by comm".to_string(),
+            bpf_run_time(
+                &s(&[&tracer, "probe", "--count-by", "comm", TP, "--", "/bin/sh", &script]),
+                runs,
+            ),
+        ),
+        (
+            "tracer serve, count_by = [\"comm\"]".to_string(),
+            // The shell becomes tracer serve (exec), whose programs' run time is read; the
+            // workload starts a second later, once it is attached.
+            bpf_run_time(
+                &s(&[
+                    "/bin/sh",
+                    "-c",
+                    &format!(
+                        "(sleep 1; /bin/sh {script}) & exec {tracer} serve {getppid} --listen {ADDR}"
+                    ),
+                ]),
+                runs,
+            ),
+        ),
+    ];
+    let bpf_json = report(
+        "counted hit: BPF program run time per hit (kernel.bpf_stats_enabled), median of 5",
+        "hit",
+        &bpf_rows,
+    );
+    let scrape = scrape_time(&tracer, &prog, &dir);
+    let scrape_json = match &scrape {
+        Ok((series, (median, min, max))) => {
+            println!(
+                "scrape of {series} series: median {median:.1} ms ({min:.1}..{max:.1}), target < 50 ms"
+            );
+            serde_json::json!({"series": series, "median_ms": median, "min_ms": min, "max_ms": max})
+        }
+        Err(e) => {
+            println!("scrape of 10,000 series: failed: {e:#}");
+            serde_json::json!({"error": format!("{e:#}")})
+        }
+    };
+    crate::bench::save(
+        "serve",
+        &serde_json::json!({"bench": "serve", "version": 1, "rows": json, "bpf_rows": bpf_json, "scrape": scrape_json})
+            .to_string(),
+    )?;
+    scrape.map(|_| ())
+}
+
+/// ns per event of `work` while `tracer serve CONFIG` (on CPU 1) counts it, over the same
+/// work with nothing attached; each round starts and stops its own exporter.
+fn served_per_event(
+    tracer: &str,
+    config: &str,
+    work: &dyn Fn(u64) -> Vec<String>,
+    big: u64,
+    small: u64,
+) -> Result<Spread> {
+    let mut costs = Vec::new();
+    for _ in 0..crate::peers::ROUNDS {
+        let served = Served::start(tracer, config)?;
+        let traced = time(&work(big))? - time(&work(small))?;
+        served.stop()?;
+        let untraced = time(&work(big))? - time(&work(small))?;
+        costs.push((traced - untraced) * 1e9 / (big - small) as f64);
+    }
+    costs.sort_by(f64::total_cmp);
+    let n = costs.len();
+    Ok((costs[n / 2], costs[0], costs[n - 1]))
+}
+
+/// Milliseconds per `GET /metrics` of a metric with 10,000 label sets (a uprobe counted by its
+/// first argument, called with 10,000 values): median, min and max of 20 scrapes.
+fn scrape_time(tracer: &str, prog: &str, dir: &std::path::Path) -> Result<(usize, Spread)> {
+    let config = dir.join("calls.toml");
+    std::fs::write(
+        &config,
+        format!("[[metric]]\nname = \"calls\"\nprobe = \"uprobe:{prog}:tracer_testprog_target\"\ncount_by = [\"arg0\"]\n"),
+    )?;
+    let served = Served::start(tracer, &config.display().to_string())?;
+    let status = Command::new(prog)
+        .args(["call", "10000"])
+        .stdout(Stdio::null())
+        .status()?;
+    if !status.success() {
+        bail!("{prog} call 10000: {status}");
+    }
+    let body = get_metrics()?;
+    let series = body
+        .lines()
+        .filter(|l| l.starts_with("tracer_calls_total{"))
+        .count();
+    let mut times = Vec::new();
+    for _ in 0..20 {
+        let start = Instant::now();
+        get_metrics()?;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    served.stop()?;
+    times.sort_by(f64::total_cmp);
+    Ok((
+        series,
+        (times[times.len() / 2], times[0], times[times.len() - 1]),
+    ))
+}
+
+/// `GET /metrics` of the exporter on [`ADDR`]: the body.
+fn get_metrics() -> Result<String> {
+    let mut stream = TcpStream::connect(ADDR)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    match text.split_once("\r\n\r\n") {
+        Some((head, body)) if head.starts_with("HTTP/1.1 200") => Ok(body.to_string()),
+        _ => bail!(
+            "GET /metrics: {}",
+            text.lines().next().unwrap_or("no answer")
+        ),
+    }
+}
+
+/// `tracer serve CONFIG` on CPU 1, answering on [`ADDR`].
+struct Served(Child);
+
+impl Served {
+    fn start(tracer: &str, config: &str) -> Result<Served> {
+        let child = Command::new("taskset")
+            .args(["-c", "1", tracer, "serve", config, "--listen", ADDR])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot run tracer serve")?;
+        let mut served = Served(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while get_metrics().is_err() {
+            if Instant::now() > deadline || served.0.try_wait()?.is_some() {
+                bail!("tracer serve {config} did not answer on {ADDR}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(served)
+    }
+
+    /// SIGTERM, and its exit.
+    fn stop(mut self) -> Result<()> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()?;
+        if !status.success() {
+            bail!("kill -TERM {}: {status}", self.0.id());
+        }
+        self.0.wait()?;
+        Ok(())
+    }
+}
