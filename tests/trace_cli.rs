@@ -154,10 +154,8 @@ fn the_workloads_calls_are_shown_as_it_made_them() {
     let (out, calls) = traced(&dir, &["-e", &set]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let lines: Vec<&str> = calls.lines().collect();
-    // The parent: its own section, in order (its lines are the ones of its comm).
-    let parent: Vec<String> = (lines.iter())
-        .filter(|l| !l.starts_with("[pid") || l.contains(" tracer-syscall"))
-        .filter_map(|l| normalized(l))
+    // The parent: its own section, in order.
+    let parent: Vec<String> = (parent_lines(&calls).into_iter())
         .filter(|l| !l.starts_with("clone(") && !l.starts_with("wait4("))
         .collect();
     assert_eq!(section(&parent, d), expected_parent(d), "{calls}");

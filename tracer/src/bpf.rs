@@ -532,49 +532,38 @@ impl Bpf {
         filter: Option<&tracer_common::Filter>,
     ) -> Result<Slot, Error> {
         let config = self.counting_runs(config);
-        self.check_uses(&config)?;
-        let index = self.dispatched;
-        if index >= tracer_common::DISPATCH_SLOTS || nr >= tracer_common::SYSCALL_NRS {
-            return Err(Error::NoSlot {
-                kind: "syscall",
-                max: tracer_common::DISPATCH_SLOTS,
-            });
-        }
-        let slot = tracer_common::DISPATCH_BASE + index;
-        self.set_config(slot, config)?;
-        if let Some(filter) = filter {
-            self.write_filter(slot, filter)?;
-        }
-        let (name, tracepoint) = match exit {
+        let program = match exit {
             true => ("sys_exit_any", "sys_exit"),
             false => ("sys_enter_any", "sys_enter"),
         };
-        self.attach_raw(name, tracepoint, true)?;
         let key = nr + if exit { tracer_common::SYSCALL_NRS } else { 0 };
-        (self.maps.sys_slots.set(key, slot, 0)).map_err(|source| Error::MapUpdate {
-            map: names::SYS_SLOTS,
-            source,
-        })?;
-        self.dispatched += 1;
-        self.used.push(slot);
-        Ok(Slot {
-            kind: SlotKind::Tracepoint,
-            id: slot,
-            name: name.to_string(),
-            cookie: false,
-        })
+        self.dispatched_slot(config, nr, key, filter, &[program])
     }
 
     /// Takes a `tracer trace` slot for syscall `nr` (the object loaded with
-    /// [`Sizing::trace`]): its config (and filter) is written, the paired `trace_exit` and
-    /// `trace_enter` programs are attached to the raw `sys_exit` and `sys_enter` tracepoints on
-    /// the first call (the exit first: an entry is never left without its exit's program),
-    /// and `SYS_SLOTS` then sends the syscall's calls to the slot.
+    /// [`Sizing::trace`]): as [`Bpf::take_syscall_slot`], with the paired `trace_exit` and
+    /// `trace_enter` programs (the exit attached first: an entry is never left without its
+    /// exit's program), found by the entry's key.
     pub fn take_trace_slot(
         &mut self,
         config: SlotConfig,
         nr: u32,
         filter: Option<&tracer_common::Filter>,
+    ) -> Result<Slot, Error> {
+        let programs = [("trace_exit", "sys_exit"), ("trace_enter", "sys_enter")];
+        self.dispatched_slot(config, nr, nr, filter, &programs)
+    }
+
+    /// The next slot of the range the syscall programs share: config and filter written,
+    /// `programs` (name, raw tracepoint) attached on their first use, and `SYS_SLOTS[key]`
+    /// pointing at it.
+    fn dispatched_slot(
+        &mut self,
+        config: SlotConfig,
+        nr: u32,
+        key: u32,
+        filter: Option<&tracer_common::Filter>,
+        programs: &[(&str, &str)],
     ) -> Result<Slot, Error> {
         self.check_uses(&config)?;
         let index = self.dispatched;
@@ -589,9 +578,10 @@ impl Bpf {
         if let Some(filter) = filter {
             self.write_filter(slot, filter)?;
         }
-        self.attach_raw("trace_exit", "sys_exit", true)?;
-        self.attach_raw("trace_enter", "sys_enter", true)?;
-        (self.maps.sys_slots.set(nr, slot, 0)).map_err(|source| Error::MapUpdate {
+        for (name, tracepoint) in programs {
+            self.attach_raw(name, tracepoint, true)?;
+        }
+        (self.maps.sys_slots.set(key, slot, 0)).map_err(|source| Error::MapUpdate {
             map: names::SYS_SLOTS,
             source,
         })?;
@@ -600,7 +590,7 @@ impl Bpf {
         Ok(Slot {
             kind: SlotKind::Tracepoint,
             id: slot,
-            name: "trace".to_string(),
+            name: programs.last().map_or("", |(name, _)| name).to_string(),
             cookie: false,
         })
     }

@@ -9,7 +9,7 @@ use hashbrown::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use tracer_common::{AggValue, Event};
+use tracer_common::AggValue;
 
 use crate::bpf::Bpf;
 use crate::cli::ProbeArgs;
@@ -303,16 +303,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
 
     /// Drains every ring, prints the events in time order; true once `-c` is reached.
     fn print_events(&mut self) -> Result<bool, Error> {
-        // The events, and their strings in one buffer (a range each): no allocation per event.
-        let mut batch: Vec<(Event, std::ops::Range<usize>)> = Vec::new();
-        let mut strings: Vec<u8> = Vec::new();
-        self.rings.drain(|e, s| {
-            let start = strings.len();
-            strings.extend_from_slice(s);
-            batch.push((*e, start..strings.len()));
-        });
-        batch.sort_by_key(|(e, _)| e.time_ns);
-        for (event, range) in &batch {
+        let mut batch = self.rings.drain_batch();
+        batch.events.sort_by_key(|(e, _)| e.time_ns);
+        let strings = &batch.strings;
+        for (event, range) in &batch.events {
             let Some(streamed) = (self.by_slot.get(&event.slot)).map(|&i| &mut self.probes[i])
             else {
                 continue;

@@ -255,14 +255,13 @@ impl Sink for TraceSink<'_> {
     }
 
     fn drain(&mut self) -> Result<bool, Error> {
-        let mut batch: Vec<(Event, Vec<u8>)> = Vec::new();
-        self.rings.drain(|e, s| batch.push((*e, s.to_vec())));
-        for (event, strings) in &batch {
+        let batch = self.rings.drain_batch();
+        for (event, range) in &batch.events {
             let Some(&i) = self.by_slot.get(&event.slot) else {
                 continue;
             };
-            let comm = String::from_utf8_lossy(event.comm()).into_owned();
-            let call = self.layouts[i].call(event, strings, &comm);
+            let comm = String::from_utf8_lossy(event.comm());
+            let call = self.layouts[i].call(event, &batch.strings[range.clone()], &comm);
             self.writer.write(&call).map_err(Error::Output)?;
             self.printed += 1;
         }

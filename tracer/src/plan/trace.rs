@@ -113,7 +113,11 @@ pub fn selection(sets: &[String]) -> Result<Vec<u32>, Error> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
-    let everything = || syscalls::all().map(|(nr, _)| nr).filter(|&nr| nr < 1024);
+    let everything = || {
+        syscalls::all()
+            .map(|(nr, _)| nr)
+            .filter(|&nr| nr < tracer_common::SYSCALL_NRS)
+    };
     let only_exclusions = items.iter().all(|i| i.starts_with('!'));
     let mut chosen: std::collections::BTreeSet<u32> = match only_exclusions {
         true => everything().collect(),

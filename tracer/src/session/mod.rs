@@ -12,7 +12,7 @@ pub mod side;
 pub use crate::probe::Attached;
 pub use event_loop::{monotonic_ns, readable, End, EventLoop, Signals, Sink};
 pub use lifecycle::{alive, Hold, Outcome, Session};
-pub use rings::{quarter_full, ringbuf_size, Losses, OutputRings, Transport};
+pub use rings::{quarter_full, ringbuf_size, Batch, Losses, OutputRings, Transport};
 
 /// The machine the plans ask about: this one, read when a plan asks.
 pub struct ThisMachine;

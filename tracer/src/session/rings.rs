@@ -5,6 +5,14 @@ use std::os::fd::AsFd;
 
 use tracer_common::Event;
 
+/// Events drained at once ([`OutputRings::drain_batch`]): each with the range of its string
+/// entries in `strings`.
+#[derive(Default)]
+pub struct Batch {
+    pub events: Vec<(Event, std::ops::Range<usize>)>,
+    pub strings: Vec<u8>,
+}
+
 use crate::bpf::{Bpf, RingBufSize, SharedRing};
 use crate::perf::{self, record, Ring, Wakeup};
 use crate::Error;
@@ -105,6 +113,18 @@ impl OutputRings {
             rings: Rings::Shared(bpf.take_ringbuf()?),
             layout: perf::bpf_output_layout(),
         })
+    }
+
+    /// Every event available now, with its strings kept in one buffer (a range each): no
+    /// allocation per event.
+    pub fn drain_batch(&mut self) -> Batch {
+        let mut batch = Batch::default();
+        self.drain(|e, s| {
+            let start = batch.strings.len();
+            batch.strings.extend_from_slice(s);
+            batch.events.push((*e, start..batch.strings.len()));
+        });
+        batch
     }
 
     /// Hands every event available now to `f`, with its string entries, and counts losses;
