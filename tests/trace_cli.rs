@@ -48,12 +48,12 @@ const SET: &str = "openat,write,read,close,mmap,munmap,getppid,unlink";
 /// (`ADDR`), getppid's value (`PPID`); `None` for other lines.
 fn normalized(line: &str) -> Option<String> {
     let mut line = line.trim_end();
-    // tracer's `[pid N comm] `, strace -f's `N ` in a file.
+    // tracer's `[pid N comm] `, strace -f's `N ` in a file (the pid padded to 5 columns).
     if let Some(rest) = line.strip_prefix("[pid ") {
         line = rest.split_once("] ")?.1;
     } else if let Some((pid, rest)) = line.split_once(' ') {
         if pid.chars().all(|c| c.is_ascii_digit()) {
-            line = rest;
+            line = rest.trim_start();
         }
     }
     if !line.contains('(') || line.starts_with("+++") {

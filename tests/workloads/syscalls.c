@@ -46,11 +46,9 @@ int main(int argc, char **argv) {
         syscall(SYS_getppid);
     pid_t child = fork();
     if (child == 0) {
-        /* On the stack: a forked child has not mapped the binary's read-only data yet, and
-         * execve's strings are read when it enters, where BPF cannot fault pages in. */
-        char prog[] = "/bin/true", arg0[] = "true", arg1[] = "x";
-        char *args[] = {arg0, arg1, NULL};
-        execv(prog, args);
+        /* String literals: the fork did not map the binary's read-only data into the child,
+         * so execve's entry cannot read them; tracer reads them from the new image. */
+        execl("/bin/true", "true", "x", (char *)NULL);
         _exit(127);
     }
     int status;

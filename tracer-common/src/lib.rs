@@ -396,6 +396,11 @@ pub const SLOT_STOPPED: u32 = 1 << 15;
 /// x86-64 `struct pt_regs` offsets the raw syscall slots read: `orig_ax` and `cs`.
 pub const PT_REGS_ORIG_AX: u64 = 120;
 pub const PT_REGS_CS: u64 = 136;
+/// x86-64 `struct pt_regs` offset of the user stack pointer: after a successful exec, the new
+/// image's `argc`, then its `argv` pointers.
+pub const PT_REGS_SP: u64 = 152;
+/// The auxiliary vector's `AT_EXECFN`: the path the exec was given, on the new stack.
+pub const AT_EXECFN: u64 = 31;
 /// x86-64 `struct pt_regs` offsets of a syscall's six arguments: di, si, dx, r10, r8, r9.
 pub const PT_REGS_SYSCALL_ARGS: [u64; 6] = [112, 104, 96, 56, 72, 64];
 /// `cs` of 32-bit user code (`__USER32_CS`): its syscalls have other numbers and are not

@@ -10,15 +10,16 @@ use aya_ebpf::macros::{map, raw_tracepoint};
 use aya_ebpf::maps::{HashMap, PerCpuArray};
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
-    drop, stat_filtered, str_from, trace_kind, trace_stat, trace_word, word, Event, SlotConfig,
-    TraceStart, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY,
-    SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STR_AREA, STR_READS, SYSCALL_NRS,
-    TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS, USES_TRACE,
+    drop, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word, Event,
+    SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED,
+    SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN,
+    STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS,
+    USES_TRACE,
 };
 
 use crate::{
-    begin, bump, compat, filtered_out, finish, read_strings, refused_by, scratch, syscall_nr, uses,
-    CONFIG, SYS_SLOTS, TRACKED,
+    begin, bump, compat, filtered_out, finish, put_array, put_string, read_strings, refused_by,
+    scratch, syscall_nr, used, uses, CONFIG, NO_ENTRY, SYS_SLOTS, TRACKED,
 };
 
 /// Calls in flight, by `pid_tgid`. Userspace sizes it ([`tracer_common::TRACE_ENTRIES`]) and
@@ -254,6 +255,9 @@ fn on_exit(ctx: &RawTracePointContext) {
     if uses(USES_STRINGS) {
         if saved {
             restore_strings(event, &start, pid_tgid);
+            if ret == 0 {
+                from_new_image(event, config, regs);
+            }
         } else {
             read_strings(event, config, |_, _| 0);
         }
@@ -293,4 +297,89 @@ fn restore_strings(event: &mut Event, start: &TraceStart, pid_tgid: u64) {
     }
     let _ = TRACE_SAVED.remove(&pid_tgid);
     event.str_bytes = (scratch.used as usize).min(STR_AREA) as i32;
+}
+
+/// Environment pointers walked past to find the auxiliary vector, and its entries searched for
+/// `AT_EXECFN`: bounds for the verifier, far above what a shell passes (a longer environment
+/// leaves an unreadable path as its address).
+const ENV_WALK: u32 = 512;
+const AUXV_WALK: u32 = 64;
+
+/// A successful exec's strings, from the image it built. Read at entry, a string in a page the
+/// process had not touched yet (a forked child's string literals: the fork did not map the
+/// binary's read-only data into it) could not be read, since BPF cannot fault pages in. The
+/// new stack was just written by the kernel: `argv` is read there (`sp` points at `argc`, the
+/// pointers follow), and a path the entry could not read is the new image's `AT_EXECFN`.
+/// The exec's reads are the path (read 0) and `argv` (read 1, the last), as
+/// `probe::syscall` lays them out.
+#[inline(always)]
+fn from_new_image(event: &mut Event, config: &SlotConfig, regs: u64) {
+    let (path, argv) = (config.strs[0], config.strs[1]);
+    if argv.array == 0 || path.array != 0 || path.len_from != 0 {
+        return;
+    }
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let Ok(sp) =
+        (unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SP) as *const u64) })
+    else {
+        return;
+    };
+    let strlen = ((config.strlen.wrapping_sub(1)) & (STRLEN_MAX - 1)) + 1;
+    let scratch = scratch(event);
+    let path_at = scratch.first[0];
+    let path_read = (path_at as usize) < STR_AREA
+        && scratch.area[(path_at as usize + 1) & (STR_AREA - 1)] & str_flag::FAULT == 0;
+    match path_read {
+        true if (scratch.first[1] as usize) < STR_AREA => scratch.used = scratch.first[1],
+        true => return,
+        false => {
+            scratch.used = 0;
+            scratch.first[0] = 0;
+            put_string(scratch, 0, exec_fn(sp), true, strlen);
+        }
+    }
+    let at = used(scratch);
+    scratch.first[1] = match at + tracer_common::STR_ENTRY <= STR_AREA {
+        true => at as u32,
+        false => NO_ENTRY,
+    };
+    put_array(scratch, 1, sp.wrapping_add(8), true, strlen);
+    event.str_bytes = used(scratch) as i32;
+}
+
+/// The new image's `AT_EXECFN` (0 when not found): past `argc`, the `argv` and environment
+/// pointers and their NULLs, in the auxiliary vector's pairs.
+#[inline(always)]
+fn exec_fn(sp: u64) -> u64 {
+    let user = |addr: u64| -> Option<u64> {
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        unsafe { aya_ebpf::helpers::bpf_probe_read_user(addr as *const u64) }.ok()
+    };
+    let Some(argc) = user(sp) else {
+        return 0;
+    };
+    let mut at = sp.wrapping_add(8 * argc.wrapping_add(2));
+    let mut i = 0;
+    while i < ENV_WALK {
+        match user(at) {
+            Some(0) => break,
+            Some(_) => at = at.wrapping_add(8),
+            None => return 0,
+        }
+        i += 1;
+    }
+    if i == ENV_WALK {
+        return 0;
+    }
+    at = at.wrapping_add(8);
+    let mut j = 0;
+    while j < AUXV_WALK {
+        match (user(at), user(at.wrapping_add(8))) {
+            (Some(AT_EXECFN), Some(value)) => return value,
+            (Some(0), _) | (None, _) | (_, None) => return 0,
+            _ => at = at.wrapping_add(16),
+        }
+        j += 1;
+    }
+    0
 }

@@ -72,6 +72,35 @@ pub(crate) fn pinned(argv: Vec<String>) -> Vec<String> {
     [s(&["taskset", "-c", "1"]), argv].concat()
 }
 
+/// Seconds from `argv`'s start to the first line on its stderr that shows a call (`name(...)`,
+/// after any notes), and to its exit.
+pub(crate) fn first_line(argv: &[String]) -> Result<(f64, f64)> {
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    let mut first = None;
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines() {
+            let line = line?;
+            if first.is_none() && line.contains('(') && line.contains(") = ") {
+                first = Some(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    let status = child.wait()?;
+    let exit = start.elapsed().as_secs_f64();
+    match (status.success(), first) {
+        (true, Some(first)) => Ok((first, exit)),
+        (false, _) => bail!("`{}` failed: {status}", argv.join(" ")),
+        (true, None) => bail!("`{}` printed no call", argv.join(" ")),
+    }
+}
+
 /// Median, min and max ns per event of `tool` over `baseline`, with `big` and `small` events.
 pub(crate) fn per_event(
     tool: &dyn Fn(u64) -> Vec<String>,
@@ -802,16 +831,7 @@ pub fn record_throughput() -> Result<()> {
 pub fn trace_call() -> Result<()> {
     section("bench: tracer trace vs strace and perf trace (getppid calls)");
     let (tracer, prog) = build()?;
-    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let (big, small) = (100_000, 10_000);
-    let tool = |argv: Vec<String>| {
-        move |n: u64| {
-            pinned(launching(
-                &argv.iter().map(String::as_str).collect::<Vec<_>>(),
-                base(n),
-            ))
-        }
-    };
     let mut tools: Vec<(String, Vec<String>)> = vec![
         (
             "tracer trace -o /dev/null".into(),
@@ -838,40 +858,83 @@ pub fn trace_call() -> Result<()> {
             s(&["perf", "trace", "-o", "/dev/null"]),
         ));
     }
-    let mut rows = Vec::new();
-    for (name, argv) in &tools {
-        rows.push((
-            name.clone(),
-            per_event(&tool(argv.clone()), &base, big, small),
-        ));
-    }
-    let per_call = report(
-        "trace: time added per traced call, median of 5 rounds",
-        "call",
-        &rows,
-    );
-    // Start to exit around `true`: what a user waits for a one-line command.
-    println!("\nstart-up to exit, tracing `true` (median of 5 runs)");
-    let mut startup = Vec::new();
-    for (name, argv) in &tools {
-        let mut walls = Vec::new();
-        for _ in 0..5 {
-            let argv = launching(
-                &argv.iter().map(String::as_str).collect::<Vec<_>>(),
-                s(&["true"]),
-            );
-            walls.push(capture(&argv).map(|(_, _, secs)| secs));
-        }
-        let mut ok: Vec<f64> = walls.into_iter().filter_map(Result::ok).collect();
-        ok.sort_by(f64::total_cmp);
-        match ok.get(ok.len() / 2) {
-            Some(median) => {
-                println!("{name:<44} {:>9.1} ms", median * 1e3);
-                startup.push(
-                    serde_json::json!({"tool": name, "median_ms": (median * 1e4).round() / 10.0}),
-                );
+    // As a user runs it (the scheduler places tool and workload), then pinned (workload on
+    // CPU 0, tool on CPU 1), which separates the tool's own work from migrations.
+    let mut per_call = serde_json::Map::new();
+    for pin in [false, true] {
+        let prog = &prog;
+        let base = move |n: u64| {
+            let mut argv = s(&[&prog, "--elapsed"]);
+            if pin {
+                argv.extend(s(&["--cpu", "0"]));
             }
-            None => println!("{name:<44} failed"),
+            argv.extend(s(&["getppid", &n.to_string()]));
+            argv
+        };
+        let mut rows = Vec::new();
+        for (name, argv) in &tools {
+            let tool = |n: u64| {
+                let argv = launching(
+                    &argv.iter().map(String::as_str).collect::<Vec<_>>(),
+                    base(n),
+                );
+                if pin {
+                    pinned(argv)
+                } else {
+                    argv
+                }
+            };
+            rows.push((name.clone(), per_event(&tool, &base, big, small)));
+        }
+        let mode = if pin { "pinned" } else { "unpinned" };
+        per_call.insert(
+            mode.into(),
+            report(
+                &format!("trace: time added per traced call, {mode}, median of 5 rounds"),
+                "call",
+                &rows,
+            ),
+        );
+        println!();
+    }
+    let base = |n: u64| s(&[&prog, "--elapsed", "getppid", &n.to_string()]);
+    // Around `true`: the time to the first call's line (the exec), which is what a user waits
+    // for, and to the tool's exit (start-up, attach, teardown). Each tool writes to stderr.
+    println!("\ntracing `true`, median of 5 runs (min..max)");
+    println!("{:<44} {:>14} {:>14}", "tool", "first line ms", "exit ms");
+    let mut startup = Vec::new();
+    for (name, argv) in tools.iter().filter(|(name, _)| !name.contains(" -c")) {
+        let argv: Vec<&str> = argv
+            .iter()
+            .map(String::as_str)
+            .filter(|a| !["-o", "/dev/null"].contains(a))
+            .collect();
+        let mut firsts = Vec::new();
+        let mut exits = Vec::new();
+        for _ in 0..5 {
+            if let Ok((first, exit)) = first_line(&launching(&argv, s(&["true"]))) {
+                firsts.push(first * 1e3);
+                exits.push(exit * 1e3);
+            }
+        }
+        let spread = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).map(|m| (*m, v[0], v[v.len() - 1]))
+        };
+        match (spread(&mut firsts), spread(&mut exits)) {
+            (Some(f), Some(e)) => {
+                println!(
+                    "{name:<44} {:>14} {:>14}",
+                    format!("{:.1} ({:.1}..{:.1})", f.0, f.1, f.2),
+                    format!("{:.1} ({:.1}..{:.1})", e.0, e.1, e.2)
+                );
+                startup.push(serde_json::json!({"tool": name,
+                    "first_line_ms": (f.0 * 10.0).round() / 10.0,
+                    "first_line_min_ms": (f.1 * 10.0).round() / 10.0,
+                    "first_line_max_ms": (f.2 * 10.0).round() / 10.0,
+                    "exit_ms": (e.0 * 10.0).round() / 10.0}));
+            }
+            _ => println!("{name:<44} failed"),
         }
     }
     let (_, stderr, _) = capture(&launching(
