@@ -856,14 +856,15 @@ impl SlotConfig {
     }
 }
 
-/// Byte offsets in scheduler tracepoint records, which differ between kernel versions; read
-/// by userspace from tracefs and stored in the `SCHED_OFFSETS` array map.
+/// Byte offsets the fork tracking reads, which differ between kernel versions; found by
+/// userspace and stored in the `SCHED_OFFSETS` array map.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SchedOffsets {
-    /// `sched:sched_process_fork`: offset of `child_pid`.
+    /// `sched:sched_process_fork`'s record (tracefs): offset of `child_pid`.
     pub fork_child_pid: u32,
-    pub _pad: u32,
+    /// `struct task_struct` (BTF): offset of `pid`, for the raw tracepoint's `child` argument.
+    pub task_pid: u32,
 }
 
 /// Histogram buckets (log2 of nanoseconds, or linear steps), then three extra "buckets": the

@@ -323,12 +323,12 @@ fn current_comm(pid_tgid: u64) -> [u8; 16] {
     cache.comm
 }
 
-tracepoint_program!(comm_renamed => comm_renamed_hit);
-/// `task:task_rename` (`USES_COMM_CACHE`): a task is being renamed, so every cached comm may be
+#[raw_tracepoint]
+/// `task_rename` (`USES_COMM_CACHE`): a task is being renamed, so every cached comm may be
 /// stale.
-fn comm_renamed_hit(_ctx: TracePointContext) -> u32 {
+pub fn comm_renamed(_ctx: RawTracePointContext) -> u32 {
     next_generation();
-    TRACEPOINT_PASS
+    0
 }
 
 /// Does the current task pass the slot's filters?
@@ -1535,10 +1535,14 @@ slots!(raw_tracepoint, RawTracePointContext, on_raw_syscall, TRACEPOINT_BASE;
 slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE;
     pe_0 = 0, pe_1 = 1, pe_2 = 2, pe_3 = 3);
 
-tracepoint_program!(track_exec => track_exec_hit);
-/// `sched:sched_process_exec`: the launched command becomes traced at its exec, so nothing it
-/// did before (in tracer's fork) is reported.
-fn track_exec_hit(_ctx: TracePointContext) -> u32 {
+// The tracking programs and the comm cache's are raw tracepoints: detaching one returns at
+// once, where closing a perf tracepoint event waits for an RCU grace period (about 75 ms here,
+// one after another under the kernel's event_mutex), which every run paid at its exit.
+
+#[raw_tracepoint]
+/// `sched_process_exec`: the launched command becomes traced at its exec, so nothing it did
+/// before (in tracer's fork) is reported.
+pub fn track_exec(_ctx: RawTracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is copied out at once.
     if let Some(&state) = unsafe { TRACKED.get(&tgid) } {
@@ -1547,40 +1551,55 @@ fn track_exec_hit(_ctx: TracePointContext) -> u32 {
             next_generation();
         }
     }
-    TRACEPOINT_PASS
+    0
 }
 
-tracepoint_program!(track_fork => track_fork_hit);
-/// `sched:sched_process_fork` (runs in the parent): children of traced processes are traced.
-fn track_fork_hit(ctx: TracePointContext) -> u32 {
+/// Children of traced processes are traced (`parent` is the current task's process).
+#[inline(always)]
+fn tracked_fork(child: u32) {
     let parent = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is copied out at once.
     let active = matches!(unsafe { TRACKED.get(&parent) }, Some(&s) if s == TRACK_ACTIVE);
-    if !active {
-        return 0;
+    if active && child != 0 {
+        let _ = TRACKED.insert(&child, &TRACK_ACTIVE, 0);
+        next_generation();
     }
+}
+
+#[raw_tracepoint]
+/// `sched_process_fork(parent, child)`, where BTF gives `task_struct`'s `pid` offset.
+pub fn track_fork(ctx: RawTracePointContext) -> u32 {
     let Some(offsets) = SCHED_OFFSETS.get(0) else {
         return 0;
     };
-    // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
-    if let Ok(child) = unsafe { ctx.read_at::<u32>(offsets.fork_child_pid as usize) } {
-        if child != 0 {
-            let _ = TRACKED.insert(&child, &TRACK_ACTIVE, 0);
-            next_generation();
-        }
+    let child: u64 = ctx.arg(1);
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let pid = unsafe { bpf_probe_read_kernel((child + u64::from(offsets.task_pid)) as *const u32) };
+    tracked_fork(pid.unwrap_or(0));
+    0
+}
+
+tracepoint_program!(track_fork_record => track_fork_record_hit);
+/// `sched:sched_process_fork` (runs in the parent) as a perf tracepoint event, for a kernel
+/// without BTF: the child's pid from the record.
+fn track_fork_record_hit(ctx: TracePointContext) -> u32 {
+    if let Some(offsets) = SCHED_OFFSETS.get(0) {
+        // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
+        let child = unsafe { ctx.read_at::<u32>(offsets.fork_child_pid as usize) };
+        tracked_fork(child.unwrap_or(0));
     }
     TRACEPOINT_PASS
 }
 
-tracepoint_program!(track_exit => track_exit_hit);
-/// `sched:sched_process_exit` (per thread): forget exited tasks so the map does not fill up.
-fn track_exit_hit(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint]
+/// `sched_process_exit` (per thread): forget exited tasks so the map does not fill up.
+pub fn track_exit(_ctx: RawTracePointContext) -> u32 {
     let tid = bpf_get_current_pid_tgid() as u32;
     // A run counted for this process must not go on for another that gets its pid.
     if TRACKED.remove(&tid).is_ok() {
         next_generation();
     }
-    TRACEPOINT_PASS
+    0
 }
 
 #[cfg(not(test))]

@@ -719,17 +719,21 @@ impl Bpf {
         }
     }
 
-    /// Loads the program that keeps the per-CPU comm caches honest (`USES_COMM_CACHE`), for
-    /// `task:task_rename`; returns its name for [`Bpf::named_program_fd`].
-    pub fn load_comm_cache(&mut self) -> Result<&'static str, Error> {
-        let name = "comm_renamed";
-        self.load_program(name, SlotKind::Tracepoint)?;
-        Ok(name)
+    /// Attaches the program that keeps the per-CPU comm caches honest (`USES_COMM_CACHE`) to
+    /// the raw tracepoint `task_rename`, until the object is dropped.
+    pub fn attach_comm_cache(&mut self) -> Result<(), Error> {
+        self.attach_raw("comm_renamed", "task_rename", true)
     }
 
-    /// Loads the process-tracking tracepoint programs (`-- COMMAND`): returns their names in
-    /// the order exec, fork, exit, for [`Bpf::named_program_fd`].
-    pub fn load_tracking(&mut self, offsets: SchedOffsets) -> Result<[&'static str; 3], Error> {
+    /// Attaches the process-tracking programs (`-- COMMAND`, `-p`) to the raw tracepoints of
+    /// exec, fork and exit, until the object is dropped. Without `task_struct`'s `pid` offset
+    /// (`offsets.task_pid` 0: no BTF), the fork program is loaded for a perf tracepoint event
+    /// instead, which reads the record's `child_pid`: its name is returned for
+    /// [`Bpf::named_program_fd`].
+    pub fn attach_tracking(
+        &mut self,
+        offsets: SchedOffsets,
+    ) -> Result<Option<&'static str>, Error> {
         self.maps
             .sched_offsets
             .set(0, offsets, 0)
@@ -737,11 +741,15 @@ impl Bpf {
                 map: names::SCHED_OFFSETS,
                 source,
             })?;
-        let names = ["track_exec", "track_fork", "track_exit"];
-        for name in names {
-            self.load_program(name, SlotKind::Tracepoint)?;
+        self.attach_raw("track_exec", "sched_process_exec", true)?;
+        self.attach_raw("track_exit", "sched_process_exit", true)?;
+        if offsets.task_pid != 0 {
+            self.attach_raw("track_fork", "sched_process_fork", true)?;
+            return Ok(None);
         }
-        Ok(names)
+        let name = "track_fork_record";
+        self.load_program(name, SlotKind::Tracepoint)?;
+        Ok(Some(name))
     }
 
     /// Configures and loads the off-CPU program (`tracer profile --off-cpu`, for

@@ -203,6 +203,19 @@ impl KernelBtf {
         })
     }
 
+    /// The byte offset of `member` in vmlinux's `struct strukt` (anonymous members searched
+    /// through); `Ok(None)` when BTF has no such struct or member, or it is a bitfield.
+    pub fn struct_member_offset(&self, strukt: &str, member: &str) -> Result<Option<u32>, Error> {
+        for id in self.vmlinux.resolve_ids_by_name(strukt)? {
+            if let Type::Struct(s) = self.vmlinux.resolve_type_by_id(id)? {
+                return Ok(find_member(&self.vmlinux, &s, member, 0)?
+                    .filter(|found| !found.bitfield)
+                    .map(|found| found.bit_offset / 8));
+            }
+        }
+        Ok(None)
+    }
+
     /// The BTF holding `function`'s FUNC, and its prototype.
     fn find(&self, function: &str) -> Result<Option<(&Btf, FuncProto)>, Error> {
         let ids = self.vmlinux.resolve_ids_by_name(function)?;

@@ -25,16 +25,8 @@ use crate::Error;
 // One per metric, never moved once attached: its size does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Attached {
-    Counted {
-        probes: Vec<Probe>,
-        /// The comm cache's program on the rename tracepoint, when it exists.
-        _cache: Option<crate::perf::Event>,
-        bpf: Bpf,
-    },
-    Latency {
-        _pair: LatencyPair,
-        bpf: Bpf,
-    },
+    Counted { probes: Vec<Probe>, bpf: Bpf },
+    Latency { _pair: LatencyPair, bpf: Bpf },
 }
 
 /// One metric, counting.
@@ -97,18 +89,14 @@ impl Metric {
                 let mut bpf =
                     Bpf::load_with(options.sizing(&specs, fs, rename.is_some(), false, None))?;
                 // Before any probe: a rename the cache missed would stay cached.
-                let cache = rename
-                    .map(|id| super::start_comm_cache(&mut bpf, id))
-                    .transpose()?;
+                if rename.is_some() {
+                    super::start_comm_cache(&mut bpf)?;
+                }
                 let probes = Attacher::new(fs, options).attach_all(&mut bpf, &specs)?;
                 for probe in &probes {
                     probe.enable()?;
                 }
-                Attached::Counted {
-                    probes,
-                    _cache: cache,
-                    bpf,
-                }
+                Attached::Counted { probes, bpf }
             }
             Source::Latency(latency) => {
                 let (bpf, pair) = super::latency::attach(latency, fs, false)?;

@@ -4,16 +4,16 @@
 use tracer_common::SchedOffsets;
 
 use crate::bpf::Bpf;
+use crate::kernel::btf::KernelBtf;
 use crate::kernel::tracefs::Tracefs;
 use crate::perf::{self, EventKind, Options};
 use crate::Error;
 
-/// Attaches the comm cache's invalidation (`comm_renamed`) to `task:task_rename`, whose
-/// tracepoint id is `id`; it runs until the returned event is closed. Call it before any
-/// probe is attached: a rename it missed would leave a stale name cached.
-pub fn start_comm_cache(bpf: &mut Bpf, id: u64) -> Result<perf::Event, Error> {
-    let program = bpf.load_comm_cache()?;
-    run_on_tracepoint(bpf, "task:task_rename", id, program)
+/// Attaches the comm cache's invalidation (`comm_renamed`) to `task_rename`; it runs until the
+/// object is dropped. Call it before any probe is attached: a rename it missed would leave a
+/// stale name cached.
+pub fn start_comm_cache(bpf: &mut Bpf) -> Result<(), Error> {
+    Ok(bpf.attach_comm_cache()?)
 }
 
 /// Runs the loaded `program` on every hit of tracepoint `id` (named `name`), on every CPU (a
@@ -36,35 +36,38 @@ pub(super) fn run_on_tracepoint(
     Ok(event)
 }
 
-/// Attaches the fork/exec/exit tracking programs to the scheduler tracepoints.
-pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Vec<perf::Event>, Error> {
-    let fork = fs.format("sched", "sched_process_fork")?;
-    let child = fork.field("child_pid").ok_or_else(|| Error::Runtime {
-        message: "sched:sched_process_fork has no child_pid field".into(),
-        hints: vec![
-            "this kernel's scheduler tracepoints are not supported for -- COMMAND; use -p PID"
-                .into(),
-        ],
+/// Attaches the fork/exec/exit tracking programs to the scheduler's raw tracepoints. The
+/// returned event (a perf tracepoint event for fork, on a kernel without BTF) runs the fork
+/// program until it is closed.
+pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>, Error> {
+    let task_pid = KernelBtf::open().ok().and_then(|btf| {
+        btf.struct_member_offset("task_struct", "pid")
+            .ok()
+            .flatten()
+    });
+    let fork_child_pid = match task_pid {
+        Some(_) => 0,
+        None => {
+            let fork = fs.format("sched", "sched_process_fork")?;
+            let child = fork.field("child_pid").ok_or_else(|| Error::Runtime {
+                message: "sched:sched_process_fork has no child_pid field".into(),
+                hints: vec![
+                    "this kernel's scheduler tracepoints are not supported for -- COMMAND; use -p PID"
+                        .into(),
+                ],
+            })?;
+            child.offset as u32
+        }
+    };
+    let record = bpf.attach_tracking(SchedOffsets {
+        fork_child_pid,
+        task_pid: task_pid.unwrap_or(0),
     })?;
-    let names = bpf.load_tracking(SchedOffsets {
-        fork_child_pid: child.offset as u32,
-        _pad: 0,
-    })?;
-    let mut events = Vec::new();
-    for (program, tracepoint) in names.iter().zip([
-        "sched_process_exec",
-        "sched_process_fork",
-        "sched_process_exit",
-    ]) {
-        let id = fs.tracepoint_id("sched", tracepoint)?;
-        events.push(run_on_tracepoint(
-            bpf,
-            &format!("sched:{tracepoint}"),
-            id,
-            program,
-        )?);
-    }
-    Ok(events)
+    let Some(program) = record else {
+        return Ok(None);
+    };
+    let id = fs.tracepoint_id("sched", "sched_process_fork")?;
+    run_on_tracepoint(bpf, "sched:sched_process_fork", id, program).map(Some)
 }
 
 /// The id of `task:task_rename`, whose program keeps the comm cache right; `None` without it

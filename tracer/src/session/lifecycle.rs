@@ -81,8 +81,8 @@ impl Session {
         bpf: &mut Bpf,
         rename_tracepoint: Option<u64>,
     ) -> Result<(), Error> {
-        if let Some(id) = rename_tracepoint {
-            self.helpers.push(probe::start_comm_cache(bpf, id)?);
+        if rename_tracepoint.is_some() {
+            probe::start_comm_cache(bpf)?;
         }
         Ok(())
     }
