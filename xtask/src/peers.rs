@@ -864,7 +864,7 @@ pub fn trace_call() -> Result<()> {
     for pin in [false, true] {
         let prog = &prog;
         let base = move |n: u64| {
-            let mut argv = s(&[&prog, "--elapsed"]);
+            let mut argv = s(&[prog, "--elapsed"]);
             if pin {
                 argv.extend(s(&["--cpu", "0"]));
             }
