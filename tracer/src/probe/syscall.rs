@@ -125,8 +125,9 @@ impl Layout {
             config.key_src = src(FIELDS_OFFSET + 8 * trace_word::FAILED as u32, 8, false);
             config.val_src = src(8 * trace_word::DURATION as u32, 8, false);
         }
-        // Counted calls read strings only for a filter on them.
-        if !options.summary || options.filter {
+        // Counted calls read strings only for a filter on them; a call that does not return
+        // reads none (the entry program sends it without its string reads).
+        if (!options.summary || options.filter) && self.ret != Ret::None {
             for (k, &at) in self.reads.iter().enumerate() {
                 let kind = self.params[at].kind;
                 config.strs[k] = StrRead {
