@@ -147,7 +147,19 @@ fn syscall_counts_go_through_raw_tracepoints_and_stay_exact() {
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     assert_eq!(status.code(), Some(0), "{banner}{rest}");
-    assert_eq!(links, ["sys_enter", "sys_enter", "sys_exit"]);
+    // Beside them, the comm cache's program and the -- COMMAND tracking programs, raw too.
+    assert_eq!(
+        links,
+        [
+            "sched_process_exec",
+            "sched_process_exit",
+            "sched_process_fork",
+            "sys_enter",
+            "sys_enter",
+            "sys_exit",
+            "task_rename"
+        ]
+    );
     let mut stdout = String::new();
     child
         .stdout

@@ -155,11 +155,17 @@ impl EventLoop {
                 None => None,
             };
             let mut tick = tokio::time::interval(Duration::from_millis(100));
+            // Events too sparse to fill a ring to its wakeup point are drained every 10 ms, so
+            // that one shows within about that of its firing; a flood still wakes the reader
+            // by the watermark, in batches. A drain of empty rings reads two words per ring.
+            let mut sparse = tokio::time::interval(SPARSE_DRAIN);
+            sparse.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
             tokio::pin!(deadline);
             loop {
                 tokio::select! {
                     _ = rx.recv() => { if sink.drain()? { return Ok::<End, Error>(End::Count); } }
+                    _ = sparse.tick() => { if sink.drain()? { return Ok(End::Count); } }
                     _ = tick.tick() => {
                         if sink.drain()? { return Ok(End::Count); }
                         // An adopted process (-p) that exits ends the run.
@@ -187,6 +193,9 @@ impl EventLoop {
         Ok((end, ended))
     }
 }
+
+/// How often the rings are drained when no wakeup came: the most a sparse event waits.
+const SPARSE_DRAIN: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `bpf_ktime_get_ns()`.
 #[allow(unsafe_code)]
