@@ -21,8 +21,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   setup                      install what builds and tests need (idempotent)
-  test [--all-kernels]       set up, then run every test tier: unit, host kernel, CLI, fuzz, VM
-                             (VM kernels: 6.1 and 7.3; --all-kernels adds 5.10 and 6.12)
+  test [--kernels LIST]      set up, then run every test tier: unit, host kernel, CLI, fuzz, VM
+                             (VM kernels: 5.10, 6.1, 6.12 and 7.3, two at a time; --kernels
+                             6.1,7.3 runs only those)
   run [-- ARGS...]           set up, build in release mode, run `tracer ARGS` (default: features)
   vm KERNEL -- CMD...        run CMD as root inside a VM booting a Debian kernel
                              (KERNEL: 5.10, 6.1, 6.12, 7.3)
@@ -81,10 +82,26 @@ fn cargo() -> Command {
 }
 
 fn test(args: &[String]) -> Result<()> {
-    let all_kernels = args.iter().any(|a| a == "--all-kernels");
-    if let Some(bad) = args.iter().find(|a| *a != "--all-kernels") {
-        bail!("unknown test option '{bad}'\n{USAGE}");
-    }
+    let kernels = match args {
+        [] => vm::ALL_KERNELS
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>(),
+        [flag, list] if flag == "--kernels" => {
+            let kernels: Vec<String> = list.split(',').map(str::to_string).collect();
+            if let Some(bad) = kernels
+                .iter()
+                .find(|k| !vm::ALL_KERNELS.contains(&k.as_str()))
+            {
+                bail!(
+                    "unknown kernel '{bad}': choose from {}\n{USAGE}",
+                    vm::ALL_KERNELS.join(",")
+                );
+            }
+            kernels
+        }
+        _ => bail!("unknown test options '{}'\n{USAGE}", args.join(" ")),
+    };
     setup::all()?;
     section("tier 1, 2 and 4: unit, host-kernel and CLI tests");
     // The default members exclude tracer-ebpf, which only builds for the BPF target. Build
@@ -98,34 +115,42 @@ fn test(args: &[String]) -> Result<()> {
     fuzz::run(fuzz::DEFAULT_SECONDS)?;
 
     section("tier 3: VM tests on Debian kernels");
-    let kernels: &[&str] = if all_kernels {
-        &vm::ALL_KERNELS
-    } else {
-        &vm::DEFAULT_KERNELS
-    };
     let binary = test_binary("vm_kprobe")?;
-    let mut failed = Vec::new();
-    for kernel in kernels {
-        println!("--- kernel {kernel}: {}", binary.display());
-        // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
-        let cmd = vec![
-            "env".to_string(),
-            "TRACER_REQUIRE=kprobes,kprobe_events".to_string(),
-            binary.display().to_string(),
-            "--test-threads=1".to_string(),
-        ];
-        match vm::run(kernel, &cmd) {
-            Ok(0) => println!("--- kernel {kernel}: passed"),
-            Ok(code) => {
-                println!("--- kernel {kernel}: FAILED with exit status {code}");
-                failed.push(kernel.to_string());
-            }
-            Err(err) => {
-                println!("--- kernel {kernel}: FAILED: {err:#}");
-                failed.push(kernel.to_string());
-            }
+    // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
+    let cmd = vec![
+        "env".to_string(),
+        "TRACER_REQUIRE=kprobes,kprobe_events".to_string(),
+        binary.display().to_string(),
+        "--test-threads=1".to_string(),
+    ];
+    // Two VMs at a time: each is one single-threaded TCG process, so two keep both cores
+    // busy and four kernels take the time two took one after another. Their consoles are
+    // told apart by a `[KERNEL]` prefix.
+    let queue = std::sync::Mutex::new(kernels.clone());
+    let failed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..VM_PARALLEL.min(kernels.len()) {
+            scope.spawn(|| loop {
+                let Some(kernel) = queue.lock().expect("queue").pop() else {
+                    break;
+                };
+                println!("--- kernel {kernel}: {}", binary.display());
+                let failure = match vm::run(&kernel, &cmd) {
+                    Ok(0) => None,
+                    Ok(code) => Some(format!("exit status {code}")),
+                    Err(err) => Some(format!("{err:#}")),
+                };
+                match failure {
+                    None => println!("--- kernel {kernel}: passed"),
+                    Some(why) => {
+                        println!("--- kernel {kernel}: FAILED: {why}");
+                        failed.lock().expect("failed").push(kernel);
+                    }
+                }
+            });
         }
-    }
+    });
+    let failed = failed.into_inner().expect("failed");
     let passed = kernels.len() - failed.len();
     println!("vm: {passed} passed, {} failed", failed.len());
     if !failed.is_empty() {
@@ -133,6 +158,9 @@ fn test(args: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+/// VMs booted at once by the VM tier.
+const VM_PARALLEL: usize = 2;
 
 /// Builds an integration test binary and returns its path (cargo's JSON artifact message).
 fn test_binary(name: &str) -> Result<PathBuf> {

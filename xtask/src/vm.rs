@@ -15,7 +15,6 @@ use anyhow::{bail, Context, Result};
 
 use crate::run_cmd;
 
-pub const DEFAULT_KERNELS: [&str; 2] = ["6.1", "7.3"];
 pub const ALL_KERNELS: [&str; 4] = ["5.10", "6.1", "6.12", "7.3"];
 
 /// A hung guest is killed after this long.
@@ -195,11 +194,12 @@ fn boot(kernel: &str, image: &Path, initramfs: &Path, cmd: &[String]) -> Result<
         .context("cannot start qemu-system-x86_64 (run `cargo xtask setup`)")?;
     let stdout = child.stdout.take().context("qemu stdout")?;
     let marker = format!(" nonce={nonce} ");
+    let tag = kernel.to_string();
     let reader = std::thread::spawn(move || {
         let (mut began, mut exit) = (false, None);
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let line = line.trim_end_matches('\r').to_string();
-            println!("{line}");
+            println!("[{tag}] {line}");
             // Markers carry a per-run nonce, so test output cannot forge them; console noise
             // (SeaBIOS escapes) may precede them on the same line.
             if line.contains("VMTEST-START") && line.contains(&marker) {
