@@ -4,40 +4,11 @@
 
 mod common;
 
-use common::{chain_line, chain_program, has, json_lines, text, traced_chain as traced};
+use common::{
+    chain_line, chain_program, expected_chain, has, json_lines, text, traced_chain as traced,
+    user_frames,
+};
 use tracer::kernel::features::Feature;
-
-/// The (symbol, line) of each user frame of an event's `stack`.
-fn user_frames(event: &serde_json::Value) -> Vec<(String, Option<u64>)> {
-    event["stack"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no stack in {event}"))
-        .iter()
-        .filter(|f| f["space"] == "user")
-        .map(|f| {
-            (
-                f["symbol"].as_str().unwrap_or("[unknown]").to_string(),
-                f["line"].as_u64(),
-            )
-        })
-        .collect()
-}
-
-/// The chain as the stack must show it, innermost first, with the line of each call site.
-fn expected_chain(innermost_line: u32) -> Vec<(String, Option<u64>)> {
-    vec![
-        ("chain_target".into(), Some(innermost_line as u64)),
-        (
-            "chain_b".into(),
-            Some(chain_line("return chain_target(i,") as u64),
-        ),
-        (
-            "chain_a".into(),
-            Some(chain_line("return chain_b(i);") as u64),
-        ),
-        ("main".into(), Some(chain_line("sum += chain_a(i)") as u64)),
-    ]
-}
 
 #[test]
 fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {

@@ -720,3 +720,63 @@ fn help_example_watches_a_kernel_variable() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// A uprobe on a function's first instruction: kernels before 6.12 unwind the user stack from
+/// the caller's frame pointer there and skip the direct caller; tracer puts it back from the
+/// stack pointer. The chain is whole on every kernel, streamed and counted.
+#[test]
+fn uprobe_stacks_at_function_entry_keep_the_direct_caller() {
+    use common::{
+        chain_line, chain_program, expected_chain, json_lines, traced_chain, tracer_started,
+        user_frames,
+    };
+    if !has(Feature::UprobePmu, "entry_stacks") || !has(Feature::Bpf, "entry_stacks") {
+        return;
+    }
+    let spec = format!("uprobe:{}:chain_target", chain_program().display());
+    let first = chain_line("_Bool odd, enum color shade) {");
+    let (out, stderr) = traced_chain(3, &["probe", "-s", "user", "-c", "3", "-f", "json", &spec]);
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    for event in &events {
+        assert_eq!(
+            user_frames(event)[..4],
+            expected_chain(first)[..],
+            "{event}"
+        );
+    }
+    // Counted by stack: the caller is part of the key.
+    let mut cmd = std::process::Command::new(chain_program());
+    cmd.arg("3");
+    let mut work = Workload::start(cmd);
+    let pid = work.pid().to_string();
+    let (child, _, banner) = tracer_started(&[
+        "probe",
+        "--count-by",
+        "comm",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        &spec,
+        "-p",
+        &pid,
+    ]);
+    work.run_batch();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{banner}", String::from_utf8_lossy(&out.stdout)));
+    let rows = report["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{report}");
+    assert_eq!(rows[0]["count"], 3, "{report}");
+    assert_eq!(
+        user_frames(&rows[0])[..4],
+        expected_chain(first)[..],
+        "{report}"
+    );
+}

@@ -226,6 +226,38 @@ pub fn chain_source_path() -> PathBuf {
 }
 
 /// The line of `tests/workloads/chain.c` that contains `needle` (1-based).
+/// The (symbol, line) of each user frame of an event's `stack`.
+pub fn user_frames(event: &serde_json::Value) -> Vec<(String, Option<u64>)> {
+    event["stack"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no stack in {event}"))
+        .iter()
+        .filter(|f| f["space"] == "user")
+        .map(|f| {
+            (
+                f["symbol"].as_str().unwrap_or("[unknown]").to_string(),
+                f["line"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// The chain as the stack must show it, innermost first, with the line of each call site.
+pub fn expected_chain(innermost_line: u32) -> Vec<(String, Option<u64>)> {
+    vec![
+        ("chain_target".into(), Some(innermost_line as u64)),
+        (
+            "chain_b".into(),
+            Some(chain_line("return chain_target(i,") as u64),
+        ),
+        (
+            "chain_a".into(),
+            Some(chain_line("return chain_b(i);") as u64),
+        ),
+        ("main".into(), Some(chain_line("sum += chain_a(i)") as u64)),
+    ]
+}
+
 pub fn chain_line(needle: &str) -> u32 {
     let text = std::fs::read_to_string(chain_source_path()).expect("read chain.c");
     text.lines()

@@ -59,6 +59,11 @@ pub mod word {
     pub const LAT_ARG0: usize = 1;
     /// Latency outlier: the end's return value.
     pub const LAT_RETURN: usize = 7;
+    /// Uprobe at a function's first instruction with user stacks ([`SLOT_STACK_AT_ENTRY`]):
+    /// the return address at the stack pointer, the direct caller; 0 otherwise.
+    ///
+    /// [`SLOT_STACK_AT_ENTRY`]: super::SLOT_STACK_AT_ENTRY
+    pub const ENTRY_RET: usize = 7;
 }
 
 /// The BPF object's maps and globals, by the names userspace looks them up with: each is the
@@ -528,6 +533,9 @@ pub struct AggKey {
     /// `--hist`: the value's bucket ([`log2_bucket`], [`linear_bucket`]), or
     /// [`AGG_BUCKET_BELOW`] / [`AGG_BUCKET_ABOVE`].
     pub bucket: u64,
+    /// With [`SLOT_STACK_AT_ENTRY`]: the user stack's missing direct caller
+    /// ([`word::ENTRY_RET`]); 0 otherwise.
+    pub entry_ret: u64,
 }
 
 /// A `STR_COUNTS` key: the parts of an [`AggKey`], and the string's first [`KEY_STRLEN`] bytes
@@ -674,6 +682,12 @@ pub const SLOT_TRACE_FAILED: u32 = 1 << 20;
 /// `SlotConfig::flags` (`tracer trace`: clone, clone3, fork, vfork): a new task returns from
 /// the call without having entered it; that end is the child's start, not a lost entry.
 pub const SLOT_TRACE_FORKS: u32 = 1 << 21;
+/// `SlotConfig::flags`: a uprobe on a function's first instruction, with user stacks. There the
+/// function has not pushed its frame yet, so a frame-pointer walk from it skips its direct
+/// caller (Debian's 5.10 unwinds so; 6.1 on handle it); the program sends the return address
+/// at the stack pointer in [`word::ENTRY_RET`] (and in [`AggKey::entry_ret`]), and userspace
+/// puts it back where the kernel's walk left it out.
+pub const SLOT_STACK_AT_ENTRY: u32 = 1 << 22;
 
 /// What the words of a `tracer trace` [`Event`] hold: one completed system call, sent when it
 /// returns. `data[0..6]` are its arguments, [`word::RETURN`] its return value.

@@ -41,13 +41,13 @@ use tracer_common::{
     FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
     KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
     SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_KERNEL, SLOT_STACK_USER,
-    SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT,
-    STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE,
-    TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE,
-    USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS,
-    USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY,
-    USES_TRACE, USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
+    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED,
+    STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS,
+    TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS,
+    USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS,
+    USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS,
+    USES_STR_MANY, USES_TRACE, USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -732,6 +732,9 @@ fn aggregate(event: &mut Event, config: &SlotConfig) {
         ustack: event.ustack,
         ..AggKey::default()
     };
+    if config.flags & SLOT_STACK_AT_ENTRY != 0 {
+        key.entry_ret = event.data[word::ENTRY_RET];
+    }
     if agg & AGG_CPU != 0 {
         key.cpu = event.cpu;
     }
@@ -1268,8 +1271,14 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
     } else {
         0
     };
-    // The last word carries nothing for a probe hit.
-    event.data[DATA_WORDS - 1] = 0;
+    // The last word: at a function's first instruction, the return address at the stack
+    // pointer (the direct caller, which a frame-pointer walk from there skips).
+    event.data[word::ENTRY_RET] = match config.flags & SLOT_STACK_AT_ENTRY {
+        0 => 0,
+        // SAFETY: `regs` is the probe's context (a fixed-offset load the verifier checks);
+        // the probe-read helper fails cleanly on a bad user address.
+        _ => unsafe { bpf_probe_read_user((*ctx.regs).rsp as *const u64) }.unwrap_or(0),
+    };
     if uses(USES_FIELDS) {
         read_fields(event, &config);
     }

@@ -40,6 +40,16 @@ pub fn flags_for(choice: Option<Option<Which>>, user_probe: bool) -> u32 {
     }
 }
 
+/// Puts a function-entry hit's direct caller (`entry_ret`, the return address at the stack
+/// pointer; 0 for none) back as the stack's second frame, where a frame-pointer walk from the
+/// entry skipped it. Kernels that already unwind it there (Debian's 6.1 on) leave nothing to
+/// add.
+fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
+    if entry_ret != 0 && !ips.is_empty() && ips.get(1) != Some(&entry_ret) {
+        ips.insert(1, entry_ret);
+    }
+}
+
 /// Resolves the stacks of events. Stack ids are never reused within a run (the BPF side does
 /// not pass BPF_F_REUSE_STACKID), so each id is read from the map once; a process is read
 /// from /proc when its first stack arrives, and an address outside its known mappings makes
@@ -51,8 +61,9 @@ pub struct Symbolizer {
     processes: HashMap<u32, Option<Process>>,
     /// Instruction pointers by stack id.
     ips: HashMap<u32, Vec<u64>>,
-    /// Symbolized user stacks by (pid, id), kernel stacks by (0, id) (pid 0 is never a user).
-    frames: HashMap<(u32, u32), Vec<Frame>>,
+    /// Symbolized user stacks by (pid, id, entry caller), kernel stacks by (0, id, 0) (pid 0 is
+    /// never a user).
+    frames: HashMap<(u32, u32, u64), Vec<Frame>>,
     /// Single addresses (watchpoint hits) by (pid, address).
     addresses: HashMap<(u32, u64), Frame>,
     /// Stacks that `bpf_get_stackid` could not capture.
@@ -66,17 +77,26 @@ pub struct Symbolizer {
 
 impl Symbolizer {
     /// The stacks of `event`: kernel first, then user, each only when it was captured.
-    pub fn stacks(&mut self, bpf: &Bpf, event: &Event) -> Result<Vec<Stack>, Error> {
-        self.stacks_of(bpf, event.pid(), event.kstack, event.ustack)
+    /// `entry_ret`: the user stack's direct caller when the hit was at a function's entry
+    /// (`word::ENTRY_RET` of a probe with `SLOT_STACK_AT_ENTRY`), else 0.
+    pub fn stacks(
+        &mut self,
+        bpf: &Bpf,
+        event: &Event,
+        entry_ret: u64,
+    ) -> Result<Vec<Stack>, Error> {
+        self.stacks_of(bpf, event.pid(), event.kstack, event.ustack, entry_ret)
     }
 
-    /// The stacks with these ids ([`NO_STACK`] for none) of process `pid`.
+    /// The stacks with these ids ([`NO_STACK`] for none) of process `pid`; `entry_ret` as for
+    /// [`Symbolizer::stacks`].
     pub fn stacks_of(
         &mut self,
         bpf: &Bpf,
         pid: u32,
         kstack: i32,
         ustack: i32,
+        entry_ret: u64,
     ) -> Result<Vec<Stack>, Error> {
         let mut out = Vec::new();
         for (id, space) in [(kstack, Space::Kernel), (ustack, Space::User)] {
@@ -88,15 +108,15 @@ impl Symbolizer {
                 out.push(Stack::NotCaptured(id));
                 continue;
             };
-            let pid = match space {
-                Space::Kernel => 0,
-                Space::User => pid,
+            let (pid, entry_ret) = match space {
+                Space::Kernel => (0, 0),
+                Space::User => (pid, entry_ret),
             };
-            if let Some(frames) = self.frames.get(&(pid, id)) {
+            if let Some(frames) = self.frames.get(&(pid, id, entry_ret)) {
                 out.push(Stack::Frames(frames.clone()));
                 continue;
             }
-            let ips = match self.ips.get(&id) {
+            let mut ips = match self.ips.get(&id) {
                 Some(ips) => ips.clone(),
                 None => {
                     let ips = bpf.stack(id)?.unwrap_or_default();
@@ -104,11 +124,12 @@ impl Symbolizer {
                     ips
                 }
             };
+            with_entry_caller(&mut ips, entry_ret);
             let frames = match space {
                 Space::Kernel => self.kernel_frames(&ips),
                 Space::User => self.user_frames(pid, &ips),
             };
-            self.frames.insert((pid, id), frames.clone());
+            self.frames.insert((pid, id, entry_ret), frames.clone());
             out.push(Stack::Frames(frames));
         }
         Ok(out)
@@ -263,5 +284,29 @@ impl Symbolizer {
             ));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_entry_caller;
+
+    #[test]
+    fn an_entry_hit_gets_its_caller_back_once() {
+        // 5.10: the walk from the entry skipped the caller (0x20).
+        let mut ips = vec![0x10, 0x30, 0x40];
+        with_entry_caller(&mut ips, 0x20);
+        assert_eq!(ips, [0x10, 0x20, 0x30, 0x40]);
+        // 6.1 on: the kernel already has it.
+        let mut ips = vec![0x10, 0x20, 0x30];
+        with_entry_caller(&mut ips, 0x20);
+        assert_eq!(ips, [0x10, 0x20, 0x30]);
+        // Not an entry hit, or the read failed; an empty stack stays empty.
+        let mut ips = vec![0x10, 0x30];
+        with_entry_caller(&mut ips, 0);
+        assert_eq!(ips, [0x10, 0x30]);
+        let mut ips = Vec::new();
+        with_entry_caller(&mut ips, 0x20);
+        assert!(ips.is_empty());
     }
 }

@@ -243,7 +243,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                         .collect()
                 }),
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
-                stacks: self.symbolizer.stacks(self.bpf, e)?,
+                stacks: self.symbolizer.stacks(self.bpf, e, 0)?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;
         }

@@ -320,7 +320,11 @@ impl<W: std::io::Write> LoopState<'_, W> {
             self.delivered += 1;
             let probe = &streamed.probe;
             let (args, ret, errno) = probe::decode(&probe.decoder, event, &strings[range.clone()]);
-            let stacks = self.symbolizer.stacks(self.bpf, event)?;
+            let entry_ret = match probe.at_entry {
+                true => event.data[tracer_common::word::ENTRY_RET],
+                false => 0,
+            };
+            let stacks = self.symbolizer.stacks(self.bpf, event, entry_ret)?;
             let decoded = Decoded {
                 event,
                 probe: &probe.name,

@@ -193,7 +193,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
             at,
             source,
             change,
-            stacks: self.symbolizer.stacks(self.bpf, event)?,
+            stacks: self.symbolizer.stacks(self.bpf, event, 0)?,
         };
         (hit.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)
     }

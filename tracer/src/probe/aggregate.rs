@@ -337,6 +337,11 @@ pub fn configure(
             }
         };
     }
+    // Counted user stacks (`-s` with any key): their addresses mean something only within one
+    // process, so the pid is in the key, as for `--count-by stack`, and the rows symbolize.
+    if config.flags & tracer_common::SLOT_STACK_USER != 0 {
+        config.agg |= AGG_PID;
+    }
     if let Some((op, name)) = &agg.value {
         let (source, signed) = value_source(spec, &mut values, name)?;
         let flag = match op {
@@ -429,7 +434,7 @@ pub fn report(
     });
     // Grouped by the shown key columns plus what is not shown but tells rows apart: the
     // stack ids, and the pid their user addresses belong to.
-    let mut rows: BTreeMap<(Vec<String>, u32, i32, i32), Row> = BTreeMap::new();
+    let mut rows: BTreeMap<(Vec<String>, u32, i32, i32, u64), Row> = BTreeMap::new();
     for ((key, text), value) in cells {
         let Some(probe) = probes.iter().find(|p| p.slot.id == key.slot) else {
             continue;
@@ -440,7 +445,7 @@ pub fn report(
             .filter_map(|part| shown(part, &key, text.as_ref(), probe))
             .collect();
         let row = rows
-            .entry((keys.clone(), key.pid, key.kstack, key.ustack))
+            .entry((keys.clone(), key.pid, key.kstack, key.ustack, key.entry_ret))
             .or_insert_with(|| Row {
                 keys,
                 stacks: Vec::new(),
@@ -466,9 +471,9 @@ pub fn report(
         }
     }
     let mut out = Vec::with_capacity(rows.len());
-    for ((_, pid, kstack, ustack), mut row) in rows {
+    for ((_, pid, kstack, ustack, entry_ret), mut row) in rows {
         if kstack != NO_STACK || ustack != NO_STACK {
-            row.stacks = symbolizer.stacks_of(bpf, pid, kstack, ustack)?;
+            row.stacks = symbolizer.stacks_of(bpf, pid, kstack, ustack, entry_ret)?;
         }
         out.push(row);
     }

@@ -252,6 +252,9 @@ fn attach(
         config.flags |= SLOT_RETURN;
     }
     config.flags |= stacks::flags_for(options.stack, matches!(spec.target, Target::User { .. }));
+    if config.flags & tracer_common::SLOT_STACK_USER != 0 && at_function_entry(spec) {
+        config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
+    }
     let (kind, mut decoder) = match format {
         Some(format) => {
             let selection = tracepoint_selection(spec, &format)?;
@@ -445,6 +448,7 @@ fn attach(
     let slot = attached.slot.clone();
     Ok(Probe {
         name: spec.to_string(),
+        at_entry: config.flags & tracer_common::SLOT_STACK_AT_ENTRY != 0,
         slot,
         decoder,
         kernel_function,
@@ -452,6 +456,18 @@ fn attach(
         attached,
         _legacy: legacy,
     })
+}
+
+/// A uprobe on a function's first instruction (`uprobe:BIN:FUNC`, no offset, not a return
+/// probe): its user stacks need the return address at the stack pointer.
+fn at_function_entry(spec: &ProbeSpec) -> bool {
+    matches!(
+        &spec.target,
+        Target::User {
+            at: UserAt::Symbol { offset: 0, .. },
+            ..
+        }
+    ) && !spec.ret
 }
 
 /// Counting a `syscalls:` tracepoint by task, CPU or stack only: the raw tracepoint

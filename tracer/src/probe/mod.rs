@@ -56,6 +56,9 @@ pub enum Decoder {
 /// kprobe it uses.
 pub struct Probe {
     pub name: String,
+    /// A uprobe at a function's entry with user stacks: each hit's `word::ENTRY_RET` is its
+    /// stack's missing direct caller.
+    pub at_entry: bool,
     pub slot: Slot,
     pub decoder: Decoder,
     /// Kernel probes by name: the function (for the "may be inlined" hint).

@@ -503,7 +503,7 @@ pub fn entries_of(
             accounting.stacks_lost += value.count;
         }
         let mut frames = Vec::new();
-        let stacks = symbolizer.stacks_of(bpf, key.pid, kstack, ustack)?;
+        let stacks = symbolizer.stacks_of(bpf, key.pid, kstack, ustack, 0)?;
         let lost = |kernel| Frame {
             name: "[lost]".into(),
             kernel,
