@@ -52,11 +52,16 @@ fn tp() -> String {
 }
 
 /// CSV rows of a report (perf and tracer print the report on stderr); other stderr lines
-/// (warnings, `-v`) have fewer fields.
+/// (warnings, `-v`) have fewer fields, or are tracer's notes.
 fn rows(out: &Output, sep: char) -> Vec<Vec<String>> {
     text(&out.stderr)
         .lines()
-        .filter(|l| !l.starts_with("tracer stat:") && l.split(sep).count() >= 6)
+        .filter(|l| {
+            !["tracer stat:", "note:", "hint:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .filter(|l| l.split(sep).count() >= 6)
         .map(|l| l.split(sep).map(|f| f.trim().to_string()).collect())
         .collect()
 }
@@ -1298,6 +1303,142 @@ fn metrics_are_noted_where_this_machine_lacks_their_events() {
         }
         assert_eq!(ours.status.code(), Some(1));
     }
+}
+
+/// A report with its timestamps masked (`0.100441216` -> `T`): what must be the same in both.
+fn masked(out: &Output) -> Vec<String> {
+    (text(&out.stderr).lines())
+        .map(|line| {
+            let mut masked = String::new();
+            let mut rest = line;
+            while let Some(dot) = rest.find('.') {
+                let digits = rest[..dot].len()
+                    - rest[..dot]
+                        .trim_end_matches(|c: char| c.is_ascii_digit())
+                        .len();
+                let frac = rest[dot + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .count();
+                if digits > 0 && frac == 9 {
+                    masked.push_str(&rest[..dot - digits]);
+                    masked.push('T');
+                } else {
+                    masked.push_str(&rest[..dot + 1 + frac]);
+                }
+                rest = &rest[dot + 1 + frac..];
+            }
+            masked.push_str(rest);
+            masked
+        })
+        .collect()
+}
+
+#[test]
+fn metric_only_intervals_are_perfs_rows() {
+    // System-wide, every counter runs in every interval: each column is deterministic (a
+    // counter that did not count is one empty column, task-clock and software rates have none).
+    for mode in [
+        &[][..],
+        &["-A"],
+        &["--per-core"],
+        &["--per-socket"],
+        &["--per-node"],
+    ] {
+        for format in [&[][..], &["-x,"], &["-x;"], &["-j"]] {
+            let args: Vec<&str> = ["--metric-only", "-a", "-I", "100", "--interval-count", "2"]
+                .into_iter()
+                .chain(mode.iter().copied())
+                .chain(format.iter().copied())
+                .chain(["--", "sleep", "0.5"])
+                .collect();
+            let (ours, theirs) = both(&args);
+            assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+            assert_eq!(masked(&ours), masked(&theirs), "{args:?}");
+            // A header, then one row per slot and interval.
+            let slots = match mode.first() {
+                Some(&"-A") | Some(&"--per-core") => tracer::perf::cpus::online().unwrap().len(),
+                _ => 1,
+            };
+            assert_eq!(masked(&ours).len(), 1 + 2 * slots, "{args:?}");
+        }
+    }
+    // -A names the metrics of the counters as perf does, supported here or not.
+    let args = [
+        "--metric-only",
+        "-a",
+        "-A",
+        "-I",
+        "100",
+        "--interval-count",
+        "1",
+        "-x,",
+        "-e",
+        "task-clock,cycles,instructions,branches,branch-misses",
+        "--",
+        "sleep",
+        "0.5",
+    ];
+    let (ours, theirs) = both(&args);
+    assert_eq!(masked(&ours), masked(&theirs));
+    let hw = matches!(Feature::HardwareCounters.check(), Status::Available { .. });
+    if !hw {
+        assert_eq!(
+            masked(&ours)[0],
+            " time,cpu,GHz,insn per cycle,branch-misses of all branches,"
+        );
+    }
+    // --summary: the whole run's row after the intervals, without a header (in CSV labelled
+    // before each counter, as perf labels it).
+    for format in [&[][..], &["-x,"], &["-x,", "--no-csv-summary"]] {
+        let args: Vec<&str> = [
+            "--metric-only",
+            "-a",
+            "-I",
+            "100",
+            "--interval-count",
+            "1",
+            "--summary",
+            "-e",
+            "task-clock,cycles",
+        ]
+        .into_iter()
+        .chain(format.iter().copied())
+        .chain(["--", "sleep", "0.5"])
+        .collect();
+        let (ours, theirs) = both(&args);
+        assert_eq!(masked(&ours), masked(&theirs), "{args:?}");
+    }
+    // The header comes again every 25 intervals, in both modes.
+    for metric_only in [&["--metric-only"][..], &[]] {
+        let args: Vec<&str> = (metric_only.iter().copied())
+            .chain([
+                "-a",
+                "-I",
+                "10",
+                "--interval-count",
+                "30",
+                "-e",
+                "task-clock",
+            ])
+            .chain(["--", "sleep", "1"])
+            .collect();
+        let (ours, theirs) = both(&args);
+        let at = |out: &Output| -> Vec<usize> {
+            (masked(out).iter().enumerate())
+                .filter(|(_, l)| l.starts_with('#'))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        assert_eq!(at(&ours), vec![0, 26], "{args:?}");
+        assert_eq!(at(&ours), at(&theirs), "{args:?}");
+    }
+    // perf's refusal, with perf's words (perf exits 234, tracer 129 as for every usage error).
+    let (ours, theirs) = both(&["--metric-only", "-a", "--per-thread", "--", "true"]);
+    for out in [&ours, &theirs] {
+        assert!(text(&out.stderr).contains("--metric-only is not supported with --per-thread"));
+    }
+    assert_eq!(ours.status.code(), Some(129));
 }
 
 #[test]

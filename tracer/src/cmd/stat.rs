@@ -11,11 +11,12 @@ use crate::cli::{StatArgs, StatReportArgs};
 use crate::counter::resolve::{resolve, user_only_fallback};
 use crate::counter::run::{open_destination, skip_zero, write, End, State};
 use crate::counter::saved::Saved;
+use crate::counter::tally::{build_lines, metric_header_units, slot_readings, Totals};
 use crate::counter::Place;
-use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Totals, topology};
+use crate::counter::{os, topology};
 use crate::output::notes;
 use crate::output::stat::Format;
-use crate::output::stat::{Footer, Renderer, Stats};
+use crate::output::stat::{Footer, Renderer, Slot, Stats};
 use crate::plan;
 use crate::plan::stat::Aggregation;
 use crate::plan::stat::{Destination, Target, METRICS};
@@ -174,7 +175,17 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         _ => state.renderer.header(&plan.title, plan.repeat),
     };
     if plan.metric_only {
-        text.push_str(&state.renderer.metric_only(&lines));
+        let units = metric_header_units(
+            &counters,
+            &totals.supported,
+            &totals.slots,
+            &totals.tallies,
+            elapsed.mean,
+        );
+        let slot = totals.slots.first().unwrap_or(&Slot::Global);
+        text.push_str(&state.renderer.metric_only_header(slot, &units, false));
+        let label = summary_rows && plan.csv_summary_label;
+        text.push_str(&state.renderer.metric_only_rows(&lines, None, label));
     } else {
         for line in &lines {
             let row = state.renderer.line(line, None);

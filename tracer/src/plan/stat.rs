@@ -1071,6 +1071,13 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
                 &["e.g. tracer stat --per-thread -p 1234"],
             ))
         }
+        // perf's words (it exits 234).
+        (None, true) if args.metric_only => {
+            return Err(usage(
+                "--metric-only is not supported with --per-thread",
+                &["drop --per-thread, or drop --metric-only"],
+            ))
+        }
         (None, true) => Aggregation::PerThread,
         (None, false) => Aggregation::Global,
     };
@@ -1188,12 +1195,7 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             big_num: !args.no_big_num,
         },
     };
-    if args.metric_only && args.interval.is_some() {
-        return Err(usage(
-            "--metric-only is not implemented with -I in tracer stat",
-            &["drop -I, or drop --metric-only"],
-        ));
-    };
+
     // `stat record`: -o names the recording, as perf stat record's -o names perf.data; the
     // report goes where it goes without -o.
     let record = match (args.record, &args.output) {
@@ -1556,6 +1558,12 @@ mod tests {
         assert_eq!(p.cgroups, [Some("/a".into()), Some("/a".into())]);
         assert!(plan_error(&["-A", "--", "true"]).contains("-A"));
         assert!(plan_error(&["--per-thread", "--", "true"]).contains("--per-thread"));
+        assert_eq!(
+            plan_error(&["-a", "--per-thread", "--metric-only"]),
+            "--metric-only is not supported with --per-thread"
+        );
+        let p = stat_plan(&args(&["-a", "-A", "--metric-only", "-I", "100"])).unwrap();
+        assert!(p.metric_only && p.interval.is_some());
         assert!(plan_error(&["-I", "5", "true"]).contains("10 ms"));
         assert!(plan_error(&["-I", "100", "--timeout", "100", "true"]).contains("--timeout"));
         assert!(plan_error(&["--interval-count", "2", "true"]).contains("-I"));
