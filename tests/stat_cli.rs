@@ -1441,6 +1441,67 @@ fn metric_only_intervals_are_perfs_rows() {
     assert_eq!(ours.status.code(), Some(129));
 }
 
+/// `perf list metrics` / `perf list metricgroups`: the names perf's table for this CPU has.
+fn perf_list(what: &str) -> Vec<String> {
+    let out = Command::new(PERF)
+        .args(["list", what])
+        .output()
+        .expect("run perf list");
+    let listing = text(&out.stdout);
+    match what {
+        "metrics" => (listing.lines())
+            .filter(|l| l.starts_with("  ") && !l.trim_start().starts_with('['))
+            .map(|l| l.trim().to_string())
+            .collect(),
+        _ => (listing.lines())
+            .skip_while(|l| !l.starts_with("Metric Groups:"))
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.trim().trim_end_matches(':').to_string())
+            .collect(),
+    }
+}
+
+#[test]
+fn metrics_of_perfs_cpu_table_are_known_by_name() {
+    use tracer::counter::cpu_metrics::running_table;
+    let Some(table) = running_table() else {
+        eprintln!(
+            "skipped: tracer carries no perf metric table for this CPU (AMD family 19h only)"
+        );
+        return;
+    };
+    // The table is the one perf picks here: the same metric and group names.
+    let mut names: Vec<String> = table.metrics.iter().map(|m| m.name.to_string()).collect();
+    names.sort();
+    let mut theirs = perf_list("metrics");
+    theirs.sort();
+    assert_eq!(names, theirs);
+    assert_eq!(table.groups(), perf_list("metricgroups"));
+    // Every name perf has is accepted, with a note saying why it is not computed; perf's
+    // `Cannot find` for the names it has not; the default events counted in both.
+    let cpu_pmu = Path::new("/sys/bus/event_source/devices/cpu").exists();
+    let asked = (names.iter().cloned())
+        .chain(table.groups().into_iter().map(|g| g.to_uppercase()))
+        .chain(["all".into(), "TopdownL1".into(), "NoSuchMetric".into()]);
+    for name in asked {
+        let (ours, theirs) = both(&["-M", &name, "-x,", "--", "true"]);
+        assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+        let (stderr, perfs) = (text(&ours.stderr), text(&theirs.stderr));
+        let unknown = format!("Cannot find metric or group `{name}'");
+        assert_eq!(
+            stderr.contains(&unknown),
+            perfs.contains(&unknown),
+            "{stderr}\n{perfs}"
+        );
+        if !perfs.contains(&unknown) {
+            assert!(stderr.contains("is not computed"), "{stderr}");
+            assert_eq!(stderr.contains("not supported here"), !cpu_pmu, "{stderr}");
+        }
+        assert_columns_line_up(&rows(&ours, ','), &rows(&theirs, ','), &name);
+    }
+}
+
 #[test]
 fn the_root_cgroup_keeps_its_slash() {
     let (ours, theirs) = both(&["-a", "-e", "cs", "-G", "/", "-x,", "--", "sleep", "0.05"]);
