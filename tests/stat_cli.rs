@@ -897,6 +897,37 @@ fn topology_modes_have_perfs_columns_fields_and_keys() {
 }
 
 #[test]
+fn a_group_that_did_not_count_names_one_cpu_as_perf_does() {
+    // perf counts a group's CPUs while summing its counter and stops at the first that did not
+    // run: `S0,1,<not supported>,,cycles` beside `S0,2,...,task-clock`.
+    for mode in ["--per-socket", "--per-die", "--per-node", "--per-core"] {
+        let args = [
+            "-a",
+            mode,
+            "-x,",
+            "-e",
+            "cycles,task-clock",
+            "--",
+            "sleep",
+            "0.05",
+        ];
+        let (ours, theirs) = both(&args);
+        assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+        let named = |out: &Output| -> Vec<(String, String, String)> {
+            (rows(out, ',').into_iter())
+                .map(|r| (r[0].clone(), r[1].clone(), r[4].clone()))
+                .collect()
+        };
+        assert_eq!(named(&ours), named(&theirs), "{mode}");
+        if !matches!(Feature::HardwareCounters.check(), Status::Available { .. }) {
+            assert!(named(&ours)
+                .iter()
+                .all(|(_, cpus, event)| event != "cycles" || cpus == "1"));
+        }
+    }
+}
+
+#[test]
 fn per_cache_groups_cpus_by_their_last_level_cache() {
     // perf 6.1 has no --per-cache (perf 6.3 added it): tracer's own structure, perf 6.3's.
     let out = tracer(&["-a", "--per-cache", "-x,", "-e", "task-clock", "--", "true"]);

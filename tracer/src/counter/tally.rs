@@ -191,10 +191,18 @@ pub fn build_lines(
                 Count::Value(_) => metric(&inputs[s], c, wall_ns),
                 _ => Metric::None,
             };
+            // perf counts a group's CPUs as it sums them (`aggr_cb`) and stops at the first
+            // whose counter did not run: a counter that ran on none of them shows 1.
+            let slot = match (&slots[s], count) {
+                (Slot::Group { id, .. }, Count::NotSupported | Count::NotCounted) => {
+                    Slot::Group { id: *id, cpus: 1 }
+                }
+                (slot, _) => slot.clone(),
+            };
             lines.push((
                 s,
                 Line {
-                    slot: slots[s].clone(),
+                    slot,
                     count,
                     unit: counter.unit.clone(),
                     fractional: counter.scale.fract() != 0.0,
@@ -402,5 +410,36 @@ mod tests {
         // perf 6.1 names none outside -A.
         let global = [Slot::Global];
         assert!(metric_header_units(&counters, &supported, &global, &tallies, 1e8).is_empty());
+    }
+
+    #[test]
+    fn a_group_line_that_did_not_count_names_one_cpu_as_perfs() {
+        let counters = [
+            counter("cycles", Role::Cycles, "", 1.0),
+            counter("task-clock", Role::Clock, "msec", 1e-6),
+        ];
+        let mut counted = Tally::default();
+        counted.push(reading(2_000_000, 100, 100), true);
+        let tallies = vec![vec![Tally::default()], vec![counted]];
+        let socket = Slot::Group {
+            id: TopoId::Socket(0),
+            cpus: 2,
+        };
+        let lines = build_lines(
+            &counters,
+            &[false, true],
+            std::slice::from_ref(&socket),
+            &tallies,
+            1e8,
+            false,
+            false,
+        );
+        let cpus: Vec<u32> = (lines.iter())
+            .map(|l| match l.slot {
+                Slot::Group { cpus, .. } => cpus,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(cpus, [1, 2]);
     }
 }

@@ -967,23 +967,22 @@ impl Renderer {
         interval_ns: Option<u64>,
         summary: bool,
     ) -> String {
+        // A group's lines can differ in its CPU count (see `tally::build_lines`): the row is
+        // the group's, named as its first counter's line names it.
+        let same = |a: &Slot, b: &Slot| match (a, b) {
+            (Slot::Group { id: x, .. }, Slot::Group { id: y, .. }) => x == y,
+            (a, b) => a == b,
+        };
         let mut slots: Vec<&Slot> = Vec::new();
         for line in lines {
-            if !slots.contains(&&line.slot) {
+            if !slots.iter().any(|s| same(s, &line.slot)) {
                 slots.push(&line.slot);
             }
         }
         let mut out = String::new();
         for slot in slots {
-            let row: Vec<&Line> = lines.iter().filter(|l| &l.slot == slot).collect();
-            // perf counts a group's CPUs with its first counter, and stops at its first CPU
-            // that did not count (`aggr_cb`): 1 when that counter is not counted at all.
-            let cpus = match (slot, row.first().map(|l| l.count)) {
-                (Slot::Group { .. }, Some(Count::Value(_))) | (_, None) => None,
-                (Slot::Group { .. }, Some(_)) => Some(1),
-                _ => None,
-            };
-            out.push_str(&self.metric_only_prefix(slot, cpus, interval_ns));
+            let row: Vec<&Line> = lines.iter().filter(|l| same(&l.slot, slot)).collect();
+            out.push_str(&self.metric_only_prefix(slot, interval_ns));
             for line in row {
                 if let (Format::Csv { sep }, true) = (&self.format, summary) {
                     let _ = write!(out, "{:>16}{sep}", "summary");
@@ -998,12 +997,7 @@ impl Renderer {
     }
 
     /// The timestamp and the slot's name before a metric-only row.
-    fn metric_only_prefix(
-        &self,
-        slot: &Slot,
-        cpus: Option<u32>,
-        interval_ns: Option<u64>,
-    ) -> String {
+    fn metric_only_prefix(&self, slot: &Slot, interval_ns: Option<u64>) -> String {
         let mut out = String::new();
         match (&self.format, interval_ns) {
             (Format::Human { .. }, Some(ns)) => {
@@ -1030,23 +1024,20 @@ impl Renderer {
             (Format::Json, Slot::Cpu(cpu)) => {
                 let _ = write!(out, "\"cpu\" : \"{cpu}\", ");
             }
-            (format, Slot::Group { id, cpus: all }) => {
-                let cpus = cpus.unwrap_or(*all);
-                match format {
-                    Format::Human { .. } => out.push_str(&id.human(cpus)),
-                    Format::Csv { sep } => {
-                        let _ = write!(out, "{}{sep}{cpus}{sep}", id.label());
-                    }
-                    Format::Json => {
-                        let _ = write!(
-                            out,
-                            "\"{}\" : \"{}\", \"aggregate-number\" : {cpus}, ",
-                            id.json_key(),
-                            id.label()
-                        );
-                    }
+            (format, Slot::Group { id, cpus }) => match format {
+                Format::Human { .. } => out.push_str(&id.human(*cpus)),
+                Format::Csv { sep } => {
+                    let _ = write!(out, "{}{sep}{cpus}{sep}", id.label());
                 }
-            }
+                Format::Json => {
+                    let _ = write!(
+                        out,
+                        "\"{}\" : \"{}\", \"aggregate-number\" : {cpus}, ",
+                        id.json_key(),
+                        id.label()
+                    );
+                }
+            },
         }
         out
     }
@@ -1440,7 +1431,7 @@ mod tests {
             json.metric_only_rows(&lines[1..4], None, false),
             "{\"metric-value\" : \"0.62\"}{\"metric-value\" : \"1.50\"}{\"metric-value\" : \"\"}\n"
         );
-        // One row per CPU; a group's CPUs counted by its first counter, 1 when it did not count.
+        // One row per CPU; a group's row named by its first counter's line.
         let per_cpu: Vec<Line> = (0..2)
             .flat_map(|cpu| {
                 [at(
@@ -1457,11 +1448,12 @@ mod tests {
             id: TopoId::Socket(0),
             cpus: 2,
         };
+        let alone = Slot::Group {
+            id: TopoId::Socket(0),
+            cpus: 1,
+        };
         let grouped = [
-            at(
-                socket.clone(),
-                line("cycles", Count::NotSupported, Metric::None),
-            ),
+            at(alone, line("cycles", Count::NotSupported, Metric::None)),
             at(socket, task_clock()),
         ];
         assert_eq!(csv().metric_only_rows(&grouped, None, false), "S0,1,,\n");
