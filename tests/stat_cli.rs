@@ -928,6 +928,30 @@ fn a_group_that_did_not_count_names_one_cpu_as_perf_does() {
 }
 
 #[test]
+fn the_interval_count_waits_for_the_command_as_perf_does() {
+    // perf stops printing after the count and waits for the command: its output, its status.
+    let args = [
+        "-I",
+        "100",
+        "--interval-count",
+        "1",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; echo done; exit 3",
+    ];
+    let (ours, theirs) = both(&args);
+    for out in [&ours, &theirs] {
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "done\n");
+        assert_eq!(rows(out, ',').len(), 1, "{}", text(&out.stderr));
+    }
+}
+
+#[test]
 fn per_cache_groups_cpus_by_their_last_level_cache() {
     // perf 6.1 has no --per-cache (perf 6.3 added it): tracer's own structure, perf 6.3's.
     let out = tracer(&["-a", "--per-cache", "-x,", "-e", "task-clock", "--", "true"]);
@@ -1369,6 +1393,7 @@ fn masked(out: &Output) -> Vec<String> {
 fn metric_only_intervals_are_perfs_rows() {
     // System-wide, every counter runs in every interval: each column is deterministic (a
     // counter that did not count is one empty column, task-clock and software rates have none).
+    // Without a command both stop after --interval-count intervals.
     for mode in [
         &[][..],
         &["-A"],
@@ -1381,7 +1406,6 @@ fn metric_only_intervals_are_perfs_rows() {
                 .into_iter()
                 .chain(mode.iter().copied())
                 .chain(format.iter().copied())
-                .chain(["--", "sleep", "0.5"])
                 .collect();
             let (ours, theirs) = both(&args);
             assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
@@ -1406,9 +1430,6 @@ fn metric_only_intervals_are_perfs_rows() {
         "-x,",
         "-e",
         "task-clock,cycles,instructions,branches,branch-misses",
-        "--",
-        "sleep",
-        "0.5",
     ];
     let (ours, theirs) = both(&args);
     assert_eq!(masked(&ours), masked(&theirs));
@@ -1435,7 +1456,6 @@ fn metric_only_intervals_are_perfs_rows() {
         ]
         .into_iter()
         .chain(format.iter().copied())
-        .chain(["--", "sleep", "0.5"])
         .collect();
         let (ours, theirs) = both(&args);
         assert_eq!(masked(&ours), masked(&theirs), "{args:?}");
@@ -1452,7 +1472,6 @@ fn metric_only_intervals_are_perfs_rows() {
                 "-e",
                 "task-clock",
             ])
-            .chain(["--", "sleep", "1"])
             .collect();
         let (ours, theirs) = both(&args);
         let at = |out: &Output| -> Vec<usize> {

@@ -246,10 +246,15 @@ impl State<'_> {
                     _ = sleep_until(tick.unwrap_or(far)), if tick.is_some() => {
                         self.print_interval(opened, places, &mut previous, started)?;
                         printed += 1;
-                        if plan.interval_count.is_some_and(|n| printed >= n) {
-                            return Ok(End::IntervalsDone);
-                        }
                         tick = tick.zip(plan.interval).map(|(t, d)| t + d);
+                        if plan.interval_count.is_some_and(|n| printed >= n) {
+                            // perf stops printing and, with a command, waits for it
+                            // (`wait4` after its loop): its status is the run's.
+                            if launched.is_none() {
+                                return Ok(End::IntervalsDone);
+                            }
+                            tick = None;
+                        }
                     }
                     _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                         return Ok(End::Timeout);
