@@ -1483,12 +1483,25 @@ fn metric_only_intervals_are_perfs_rows() {
         assert_eq!(at(&ours), vec![0, 26], "{args:?}");
         assert_eq!(at(&ours), at(&theirs), "{args:?}");
     }
-    // perf's refusal, with perf's words (perf exits 234, tracer 129 as for every usage error).
-    let (ours, theirs) = both(&["--metric-only", "-a", "--per-thread", "--", "true"]);
-    for out in [&ours, &theirs] {
-        assert!(text(&out.stderr).contains("--metric-only is not supported with --per-thread"));
+    // perf's refusals, with perf's words (perf exits 234, tracer 129 as for every usage error).
+    for (args, words) in [
+        (
+            &["-a", "--per-thread"][..],
+            "--metric-only is not supported with --per-thread",
+        ),
+        (&["-r", "2"][..], "--metric-only is not supported with -r"),
+    ] {
+        let args: Vec<&str> = ["--metric-only"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .chain(["--", "true"])
+            .collect();
+        let (ours, theirs) = both(&args);
+        for out in [&ours, &theirs] {
+            assert!(text(&out.stderr).contains(words), "{}", text(&out.stderr));
+        }
+        assert_eq!(ours.status.code(), Some(129));
     }
-    assert_eq!(ours.status.code(), Some(129));
 }
 
 /// `perf list metrics` / `perf list metricgroups`: the names perf's table for this CPU has.

@@ -1162,6 +1162,13 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             &["tracer stat does not repeat forever (perf's -r 0)"],
         ));
     }
+    if repeat > 1 && args.metric_only {
+        // perf's words (it exits 234).
+        return Err(usage(
+            "--metric-only is not supported with -r",
+            &["drop -r, or drop --metric-only"],
+        ));
+    }
     if repeat > 1 && command.is_empty() {
         return Err(usage("-r repeats a command: give one after --", &[]));
     }
@@ -1561,6 +1568,10 @@ mod tests {
         assert_eq!(
             plan_error(&["-a", "--per-thread", "--metric-only"]),
             "--metric-only is not supported with --per-thread"
+        );
+        assert_eq!(
+            plan_error(&["--metric-only", "-r", "2", "--", "true"]),
+            "--metric-only is not supported with -r"
         );
         let p = stat_plan(&args(&["-a", "-A", "--metric-only", "-I", "100"])).unwrap();
         assert!(p.metric_only && p.interval.is_some());
