@@ -332,6 +332,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer stat -x, -I 100 --summary -e syscalls:sys_enter_getppid -- ./tracer-testprog getppid 1000",
         docs_stat_summary,
     ),
+    (
+        "tracer stat -a -A -I 100 --interval-count 2 --metric-only -x, -- sleep 1",
+        docs_stat_metric_only,
+    ),
     // docs/watch.md
     (
         "tracer watch tracer_testprog_counter -- ./tracer-testprog counter 6",
@@ -3509,6 +3513,33 @@ fn docs_stat_summary(ctx: &Ctx, example: &str) {
         ["         summary", "1000", "", "syscalls:sys_enter_getppid"],
         "{stderr}"
     );
+}
+
+fn docs_stat_metric_only(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    // docs/stat.md shows this machine: two CPUs, no hardware counters, so empty columns.
+    let hw = available(Feature::HardwareCounters);
+    let online = tracer::perf::cpus::online().unwrap();
+    if !hw && online.len() == 2 {
+        assert_shown(example, "", &stderr, &[]);
+    }
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1 + 2 * online.len(), "{stderr}");
+    assert_eq!(
+        lines[0], " time,cpu,GHz,insn per cycle,branch-misses of all branches,",
+        "{stderr}"
+    );
+    for (i, row) in lines[1..].iter().enumerate() {
+        let fields: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            fields[1],
+            format!("CPU{}", online[i % online.len()]),
+            "{stderr}"
+        );
+        // Counted, cycles, instructions and branch-misses have a column each (branches has a
+        // rate per second, none); not counted, each of the four is one empty column.
+        assert_eq!(fields.len(), if hw { 6 } else { 7 }, "{stderr}");
+    }
 }
 
 fn docs_watch_counter(ctx: &Ctx, example: &str) {

@@ -52,11 +52,16 @@ fn tp() -> String {
 }
 
 /// CSV rows of a report (perf and tracer print the report on stderr); other stderr lines
-/// (warnings, `-v`) have fewer fields.
+/// (warnings, `-v`) have fewer fields, or are tracer's notes.
 fn rows(out: &Output, sep: char) -> Vec<Vec<String>> {
     text(&out.stderr)
         .lines()
-        .filter(|l| !l.starts_with("tracer stat:") && l.split(sep).count() >= 6)
+        .filter(|l| {
+            !["tracer stat:", "note:", "hint:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .filter(|l| l.split(sep).count() >= 6)
         .map(|l| l.split(sep).map(|f| f.trim().to_string()).collect())
         .collect()
 }
@@ -892,6 +897,61 @@ fn topology_modes_have_perfs_columns_fields_and_keys() {
 }
 
 #[test]
+fn a_group_that_did_not_count_names_one_cpu_as_perf_does() {
+    // perf counts a group's CPUs while summing its counter and stops at the first that did not
+    // run: `S0,1,<not supported>,,cycles` beside `S0,2,...,task-clock`.
+    for mode in ["--per-socket", "--per-die", "--per-node", "--per-core"] {
+        let args = [
+            "-a",
+            mode,
+            "-x,",
+            "-e",
+            "cycles,task-clock",
+            "--",
+            "sleep",
+            "0.05",
+        ];
+        let (ours, theirs) = both(&args);
+        assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+        let named = |out: &Output| -> Vec<(String, String, String)> {
+            (rows(out, ',').into_iter())
+                .map(|r| (r[0].clone(), r[1].clone(), r[4].clone()))
+                .collect()
+        };
+        assert_eq!(named(&ours), named(&theirs), "{mode}");
+        if !matches!(Feature::HardwareCounters.check(), Status::Available { .. }) {
+            assert!(named(&ours)
+                .iter()
+                .all(|(_, cpus, event)| event != "cycles" || cpus == "1"));
+        }
+    }
+}
+
+#[test]
+fn the_interval_count_waits_for_the_command_as_perf_does() {
+    // perf stops printing after the count and waits for the command: its output, its status.
+    let args = [
+        "-I",
+        "100",
+        "--interval-count",
+        "1",
+        "-x,",
+        "-e",
+        "task-clock",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; echo done; exit 3",
+    ];
+    let (ours, theirs) = both(&args);
+    for out in [&ours, &theirs] {
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "done\n");
+        assert_eq!(rows(out, ',').len(), 1, "{}", text(&out.stderr));
+    }
+}
+
+#[test]
 fn per_cache_groups_cpus_by_their_last_level_cache() {
     // perf 6.1 has no --per-cache (perf 6.3 added it): tracer's own structure, perf 6.3's.
     let out = tracer(&["-a", "--per-cache", "-x,", "-e", "task-clock", "--", "true"]);
@@ -1297,6 +1357,211 @@ fn metrics_are_noted_where_this_machine_lacks_their_events() {
             );
         }
         assert_eq!(ours.status.code(), Some(1));
+    }
+}
+
+/// A report with its timestamps masked (`0.100441216` -> `T`): what must be the same in both.
+fn masked(out: &Output) -> Vec<String> {
+    (text(&out.stderr).lines())
+        .map(|line| {
+            let mut masked = String::new();
+            let mut rest = line;
+            while let Some(dot) = rest.find('.') {
+                let digits = rest[..dot].len()
+                    - rest[..dot]
+                        .trim_end_matches(|c: char| c.is_ascii_digit())
+                        .len();
+                let frac = rest[dot + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .count();
+                if digits > 0 && frac == 9 {
+                    masked.push_str(&rest[..dot - digits]);
+                    masked.push('T');
+                } else {
+                    masked.push_str(&rest[..dot + 1 + frac]);
+                }
+                rest = &rest[dot + 1 + frac..];
+            }
+            masked.push_str(rest);
+            masked
+        })
+        .collect()
+}
+
+#[test]
+fn metric_only_intervals_are_perfs_rows() {
+    // System-wide, every counter runs in every interval: each column is deterministic (a
+    // counter that did not count is one empty column, task-clock and software rates have none).
+    // Without a command both stop after --interval-count intervals.
+    for mode in [
+        &[][..],
+        &["-A"],
+        &["--per-core"],
+        &["--per-socket"],
+        &["--per-node"],
+    ] {
+        for format in [&[][..], &["-x,"], &["-x;"], &["-j"]] {
+            let args: Vec<&str> = ["--metric-only", "-a", "-I", "100", "--interval-count", "2"]
+                .into_iter()
+                .chain(mode.iter().copied())
+                .chain(format.iter().copied())
+                .collect();
+            let (ours, theirs) = both(&args);
+            assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+            assert_eq!(masked(&ours), masked(&theirs), "{args:?}");
+            // A header, then one row per slot and interval.
+            let slots = match mode.first() {
+                Some(&"-A") | Some(&"--per-core") => tracer::perf::cpus::online().unwrap().len(),
+                _ => 1,
+            };
+            assert_eq!(masked(&ours).len(), 1 + 2 * slots, "{args:?}");
+        }
+    }
+    // -A names the metrics of the counters as perf does, supported here or not.
+    let args = [
+        "--metric-only",
+        "-a",
+        "-A",
+        "-I",
+        "100",
+        "--interval-count",
+        "1",
+        "-x,",
+        "-e",
+        "task-clock,cycles,instructions,branches,branch-misses",
+    ];
+    let (ours, theirs) = both(&args);
+    assert_eq!(masked(&ours), masked(&theirs));
+    let hw = matches!(Feature::HardwareCounters.check(), Status::Available { .. });
+    if !hw {
+        assert_eq!(
+            masked(&ours)[0],
+            " time,cpu,GHz,insn per cycle,branch-misses of all branches,"
+        );
+    }
+    // --summary: the whole run's row after the intervals, without a header (in CSV labelled
+    // before each counter, as perf labels it).
+    for format in [&[][..], &["-x,"], &["-x,", "--no-csv-summary"]] {
+        let args: Vec<&str> = [
+            "--metric-only",
+            "-a",
+            "-I",
+            "100",
+            "--interval-count",
+            "1",
+            "--summary",
+            "-e",
+            "task-clock,cycles",
+        ]
+        .into_iter()
+        .chain(format.iter().copied())
+        .collect();
+        let (ours, theirs) = both(&args);
+        assert_eq!(masked(&ours), masked(&theirs), "{args:?}");
+    }
+    // The header comes again every 25 intervals, in both modes.
+    for metric_only in [&["--metric-only"][..], &[]] {
+        let args: Vec<&str> = (metric_only.iter().copied())
+            .chain([
+                "-a",
+                "-I",
+                "10",
+                "--interval-count",
+                "30",
+                "-e",
+                "task-clock",
+            ])
+            .collect();
+        let (ours, theirs) = both(&args);
+        let at = |out: &Output| -> Vec<usize> {
+            (masked(out).iter().enumerate())
+                .filter(|(_, l)| l.starts_with('#'))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        assert_eq!(at(&ours), vec![0, 26], "{args:?}");
+        assert_eq!(at(&ours), at(&theirs), "{args:?}");
+    }
+    // perf's refusals, with perf's words (perf exits 234, tracer 129 as for every usage error).
+    for (args, words) in [
+        (
+            &["-a", "--per-thread"][..],
+            "--metric-only is not supported with --per-thread",
+        ),
+        (&["-r", "2"][..], "--metric-only is not supported with -r"),
+    ] {
+        let args: Vec<&str> = ["--metric-only"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .chain(["--", "true"])
+            .collect();
+        let (ours, theirs) = both(&args);
+        for out in [&ours, &theirs] {
+            assert!(text(&out.stderr).contains(words), "{}", text(&out.stderr));
+        }
+        assert_eq!(ours.status.code(), Some(129));
+    }
+}
+
+/// `perf list metrics` / `perf list metricgroups`: the names perf's table for this CPU has.
+fn perf_list(what: &str) -> Vec<String> {
+    let out = Command::new(PERF)
+        .args(["list", what])
+        .output()
+        .expect("run perf list");
+    let listing = text(&out.stdout);
+    match what {
+        "metrics" => (listing.lines())
+            .filter(|l| l.starts_with("  ") && !l.trim_start().starts_with('['))
+            .map(|l| l.trim().to_string())
+            .collect(),
+        _ => (listing.lines())
+            .skip_while(|l| !l.starts_with("Metric Groups:"))
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.trim().trim_end_matches(':').to_string())
+            .collect(),
+    }
+}
+
+#[test]
+fn metrics_of_perfs_cpu_table_are_known_by_name() {
+    use tracer::counter::cpu_metrics::running_table;
+    let Some(table) = running_table() else {
+        eprintln!(
+            "skipped: tracer carries no perf metric table for this CPU (AMD family 19h only)"
+        );
+        return;
+    };
+    // The table is the one perf picks here: the same metric and group names.
+    let mut names: Vec<String> = table.metrics.iter().map(|m| m.name.to_string()).collect();
+    names.sort();
+    let mut theirs = perf_list("metrics");
+    theirs.sort();
+    assert_eq!(names, theirs);
+    assert_eq!(table.groups(), perf_list("metricgroups"));
+    // Every name perf has is accepted, with a note saying why it is not computed; perf's
+    // `Cannot find` for the names it has not; the default events counted in both.
+    let cpu_pmu = Path::new("/sys/bus/event_source/devices/cpu").exists();
+    let asked = (names.iter().cloned())
+        .chain(table.groups().into_iter().map(|g| g.to_uppercase()))
+        .chain(["all".into(), "TopdownL1".into(), "NoSuchMetric".into()]);
+    for name in asked {
+        let (ours, theirs) = both(&["-M", &name, "-x,", "--", "true"]);
+        assert_eq!(ours.status.code(), Some(0), "{}", text(&ours.stderr));
+        let (stderr, perfs) = (text(&ours.stderr), text(&theirs.stderr));
+        let unknown = format!("Cannot find metric or group `{name}'");
+        assert_eq!(
+            stderr.contains(&unknown),
+            perfs.contains(&unknown),
+            "{stderr}\n{perfs}"
+        );
+        if !perfs.contains(&unknown) {
+            assert!(stderr.contains("is not computed"), "{stderr}");
+            assert_eq!(stderr.contains("not supported here"), !cpu_pmu, "{stderr}");
+        }
+        assert_columns_line_up(&rows(&ours, ','), &rows(&theirs, ','), &name);
     }
 }
 

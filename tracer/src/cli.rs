@@ -656,8 +656,8 @@ pub struct StatArgs {
     /// iTLB; -ddd adds L1-dcache prefetches.
     #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
     pub detailed: u8,
-    /// Metrics or metric groups (comma-separated): IPC, CPI, branch_miss_rate, ... computed
-    /// from their events where this machine has them.
+    /// Metrics or metric groups (comma-separated): IPC, branch_miss_rate, cache_miss_rate,
+    /// l1d_miss_rate, CPUs_utilized, computed from their events where this machine has them.
     #[arg(short = 'M', long = "metrics", value_name = "METRICS")]
     pub metrics: Vec<String>,
     /// Only print the computed metrics, no raw counts.

@@ -11,11 +11,12 @@ use crate::cli::{StatArgs, StatReportArgs};
 use crate::counter::resolve::{resolve, user_only_fallback};
 use crate::counter::run::{open_destination, skip_zero, write, End, State};
 use crate::counter::saved::Saved;
+use crate::counter::tally::{build_lines, metric_header_units, slot_readings, Totals};
 use crate::counter::Place;
-use crate::counter::{os, tally::build_lines, tally::slot_readings, tally::Totals, topology};
+use crate::counter::{cpu_metrics, os, topology};
 use crate::output::notes;
 use crate::output::stat::Format;
-use crate::output::stat::{Footer, Renderer, Stats};
+use crate::output::stat::{Footer, Renderer, Slot, Stats};
 use crate::plan;
 use crate::plan::stat::Aggregation;
 use crate::plan::stat::{Destination, Target, METRICS};
@@ -23,9 +24,23 @@ use crate::Error;
 
 pub fn run(args: StatArgs) -> Result<i32, Error> {
     let plan = plan::stat::stat_plan(&args)?;
+    let table = match plan.unknown_metrics.is_empty() {
+        true => None,
+        false => cpu_metrics::running_table(),
+    };
     for name in &plan.unknown_metrics {
         // perf's words; it then counts as if -M had not been given.
-        notes::note(format_args!("Cannot find metric or group `{name}'"));
+        match table.map(|t| (t, t.lookup(name))) {
+            Some((table, found)) if !found.is_empty() => note_table_metric(name, table, &found),
+            Some(_) => notes::note(format_args!("Cannot find metric or group `{name}'")),
+            None => {
+                notes::note(format_args!("Cannot find metric or group `{name}'"));
+                notes::hint(
+                    "tracer has perf's metric names for AMD family 19h CPUs only: \
+                     `perf list metrics` lists this CPU's",
+                );
+            }
+        }
     }
     if plan.topdown && !std::path::Path::new(TOPDOWN_EVENT).exists() {
         notes::note("System does not support topdown: --topdown needs the CPU's topdown events");
@@ -174,7 +189,17 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         _ => state.renderer.header(&plan.title, plan.repeat),
     };
     if plan.metric_only {
-        text.push_str(&state.renderer.metric_only(&lines));
+        let units = metric_header_units(
+            &counters,
+            &totals.supported,
+            &totals.slots,
+            &totals.tallies,
+            elapsed.mean,
+        );
+        let slot = totals.slots.first().unwrap_or(&Slot::Global);
+        text.push_str(&state.renderer.metric_only_header(slot, &units, false));
+        let label = summary_rows && plan.csv_summary_label;
+        text.push_str(&state.renderer.metric_only_rows(&lines, None, label));
     } else {
         for line in &lines {
             let row = state.renderer.line(line, None);
@@ -199,6 +224,53 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     write(&mut state.out, &text)?;
     Ok(status)
 }
+
+/// `-M NAME` where NAME is a metric or group of perf's table for this CPU: tracer has the
+/// names, not the events' encodings, and counts what perf counts when it cannot set a metric
+/// up (the events given, or the default ones). perf says `Cannot find PMU` of the first
+/// event it cannot parse; tracer names the metrics and what they need.
+fn note_table_metric(name: &str, table: &cpu_metrics::Table, found: &[&cpu_metrics::TableMetric]) {
+    let what = match found {
+        [one] if one.name.eq_ignore_ascii_case(name) => format!("metric {}", one.name),
+        _ => {
+            let names: Vec<&str> = found.iter().map(|m| m.name).collect();
+            format!("metric group {name} ({})", names.join(", "))
+        }
+    };
+    let mut events: Vec<&str> = found
+        .iter()
+        .flat_map(|m| m.events.iter().copied())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    events.retain(|e| seen.insert(*e));
+    // A group's events can run to dozens: the first few name the kind.
+    let mut events: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+    if events.len() > 6 {
+        let more = events.len() - 4;
+        events.truncate(4);
+        events.push(format!("{more} more"));
+    }
+    match std::path::Path::new(CPU_PMU).exists() {
+        false => notes::note(format_args!(
+            "{what} of perf's {} table for this CPU is not computed: its events are not \
+             supported here, without the CPU's PMU ({})",
+            table.name,
+            events.join(", ")
+        )),
+        true => {
+            notes::note(format_args!(
+                "{what} of perf's {} table for this CPU is not computed: tracer has perf's \
+                 metric names, not its event tables ({})",
+                table.name,
+                events.join(", ")
+            ));
+            notes::hint(format_args!("`perf stat -M {name}` computes it"));
+        }
+    }
+}
+
+/// The CPU's core PMU, where the kernel lists it: the events of perf's tables are its.
+const CPU_PMU: &str = "/sys/bus/event_source/devices/cpu";
 
 /// Where the kernel lists a CPU's topdown events (perf's `topdown_sys_has_perf_metrics`).
 const TOPDOWN_EVENT: &str = "/sys/bus/event_source/devices/cpu/events/topdown-total-slots";

@@ -2,6 +2,7 @@
 //! tracepoints, probes, breakpoints), opened per task, CPU or cgroup in perf's groups,
 //! enabled together and read with `PERF_FORMAT_GROUP`.
 
+pub mod cpu_metrics;
 pub mod open;
 pub mod os;
 pub mod resolve;

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use super::open::{enable, open_all, places, read_all};
-use super::tally::{build_lines, slot_readings, Tally};
+use super::tally::{build_lines, metric_header_units, slot_readings, Tally};
 use super::topology::CpuPlace;
 use super::{os, Counter, Opened, Place};
 use crate::launch::{self, Launched};
@@ -246,10 +246,15 @@ impl State<'_> {
                     _ = sleep_until(tick.unwrap_or(far)), if tick.is_some() => {
                         self.print_interval(opened, places, &mut previous, started)?;
                         printed += 1;
-                        if plan.interval_count.is_some_and(|n| printed >= n) {
-                            return Ok(End::IntervalsDone);
-                        }
                         tick = tick.zip(plan.interval).map(|(t, d)| t + d);
+                        if plan.interval_count.is_some_and(|n| printed >= n) {
+                            // perf stops printing and, with a command, waits for it
+                            // (`wait4` after its loop): its status is the run's.
+                            if launched.is_none() {
+                                return Ok(End::IntervalsDone);
+                            }
+                            tick = None;
+                        }
                     }
                     _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
                         return Ok(End::Timeout);
@@ -353,12 +358,23 @@ impl State<'_> {
             let _ = stdout.write_all(CONSOLE_CLEAR.as_bytes());
             let _ = stdout.flush();
         }
-        let mut text = self
-            .renderer
-            .interval_header(slots.first().unwrap_or(&Slot::Global));
-        for line in &lines {
-            text.push_str(&self.renderer.line(line, Some(at)));
-        }
+        let slot = slots.first().unwrap_or(&Slot::Global);
+        let text = match plan.metric_only {
+            true => {
+                let units =
+                    metric_header_units(self.counters, &opened.supported, &slots, &tallies, wall);
+                let mut text = self.renderer.metric_only_header(slot, &units, true);
+                text.push_str(&self.renderer.metric_only_rows(&lines, Some(at), false));
+                text
+            }
+            false => {
+                let mut text = self.renderer.interval_header(slot);
+                for line in &lines {
+                    text.push_str(&self.renderer.line(line, Some(at)));
+                }
+                text
+            }
+        };
         write(&mut self.out, &text)
     }
 }

@@ -4,7 +4,7 @@
 use super::topology::{self, CpuPlace};
 use super::{Counter, Place};
 use crate::output::stat::{
-    aggregate, metric, Count, Line, Metric, MetricInput, Reading, Slot, Stats, TopoId,
+    aggregate, fixunit, metric, Count, Line, Metric, MetricInput, Reading, Slot, Stats, TopoId,
 };
 use crate::plan::stat::Aggregation;
 
@@ -191,10 +191,18 @@ pub fn build_lines(
                 Count::Value(_) => metric(&inputs[s], c, wall_ns),
                 _ => Metric::None,
             };
+            // perf counts a group's CPUs as it sums them (`aggr_cb`) and stops at the first
+            // whose counter did not run: a counter that ran on none of them shows 1.
+            let slot = match (&slots[s], count) {
+                (Slot::Group { id, .. }, Count::NotSupported | Count::NotCounted) => {
+                    Slot::Group { id: *id, cpus: 1 }
+                }
+                (slot, _) => slot.clone(),
+            };
             lines.push((
                 s,
                 Line {
-                    slot: slots[s].clone(),
+                    slot,
                     count,
                     unit: counter.unit.clone(),
                     fractional: counter.scale.fract() != 0.0,
@@ -214,6 +222,42 @@ pub fn build_lines(
         lines.sort_by_key(|(s, _)| *s);
     }
     lines.into_iter().map(|(_, line)| line).collect()
+}
+
+/// The names of a `--metric-only` header, counter by counter. perf 6.1 asks each counter's
+/// metric with a zero count against the first slot's other counts (`print_metric_headers`:
+/// `perf_stat__print_shadow_stats(config, counter, 0, 0, ...)`), so a counter that is not
+/// supported still names its metric (`Ghz` where no clock was counted, as perf spells it).
+/// perf 6.1 names them with -A only: in the other modes its metric-only header has no names
+/// (Debian's perf 6.1 on the test machine), and tracer's neither.
+pub fn metric_header_units(
+    counters: &[Counter],
+    supported: &[bool],
+    slots: &[Slot],
+    tallies: &[Vec<Tally>],
+    wall_ns: f64,
+) -> Vec<String> {
+    if !matches!(slots.first(), Some(Slot::Cpu(_))) {
+        return Vec::new();
+    }
+    let first: Vec<MetricInput> = (counters.iter().enumerate())
+        .map(|(c, counter)| MetricInput {
+            role: counter.role,
+            context: counter.context,
+            value: (supported[c] && tallies[c][0].value.n > 0).then_some(tallies[c][0].value.mean),
+        })
+        .collect();
+    (counters.iter().enumerate())
+        .filter_map(|(c, counter)| {
+            let mut inputs = first.clone();
+            inputs[c].value = Some(0.0);
+            match metric(&inputs, c, wall_ns) {
+                Metric::Value { unit, .. } => Some(fixunit(&unit, &counter.name)),
+                Metric::Blank(unit) => Some(fixunit(unit, &counter.name)),
+                Metric::None => None,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -324,5 +368,78 @@ mod tests {
         );
         assert!(lines[0].fractional && !lines[2].fractional);
         assert_eq!((lines[2].running, lines[2].enabled), (0, 0));
+    }
+
+    #[test]
+    fn metric_only_headers_name_metrics_per_cpu_only() {
+        let counters = [
+            counter("task-clock", Role::Clock, "msec", 1e-6),
+            counter("cycles", Role::Cycles, "", 1.0),
+            counter("instructions", Role::Instructions, "", 1.0),
+            counter("page-faults", Role::Other, "", 1.0),
+            counter("branch-misses", Role::BranchMisses, "", 1.0),
+        ];
+        let supported = [true, false, false, true, false];
+        let counted = |value: u64| {
+            let mut t = Tally::default();
+            t.push(reading(value, 100, 100), true);
+            t
+        };
+        let tallies: Vec<Vec<Tally>> = [2_000_000, 0, 0, 7, 0]
+            .iter()
+            .map(|v| vec![counted(*v), counted(*v)])
+            .collect();
+        let cpus = [Slot::Cpu(0), Slot::Cpu(1)];
+        // Named whether counted or not, as perf's `print_metric_headers` names them.
+        assert_eq!(
+            metric_header_units(&counters, &supported, &cpus, &tallies, 1e8),
+            [
+                "CPUs utilized",
+                "GHz",
+                "insn per cycle",
+                "/sec",
+                "branch-misses of all branches"
+            ]
+        );
+        // Without a counted clock, perf's spelling.
+        let no_clock = [false, false, false, true, false];
+        assert_eq!(
+            metric_header_units(&counters, &no_clock, &cpus, &tallies, 1e8)[1],
+            "Ghz"
+        );
+        // perf 6.1 names none outside -A.
+        let global = [Slot::Global];
+        assert!(metric_header_units(&counters, &supported, &global, &tallies, 1e8).is_empty());
+    }
+
+    #[test]
+    fn a_group_line_that_did_not_count_names_one_cpu_as_perfs() {
+        let counters = [
+            counter("cycles", Role::Cycles, "", 1.0),
+            counter("task-clock", Role::Clock, "msec", 1e-6),
+        ];
+        let mut counted = Tally::default();
+        counted.push(reading(2_000_000, 100, 100), true);
+        let tallies = vec![vec![Tally::default()], vec![counted]];
+        let socket = Slot::Group {
+            id: TopoId::Socket(0),
+            cpus: 2,
+        };
+        let lines = build_lines(
+            &counters,
+            &[false, true],
+            std::slice::from_ref(&socket),
+            &tallies,
+            1e8,
+            false,
+            false,
+        );
+        let cpus: Vec<u32> = (lines.iter())
+            .map(|l| match l.slot {
+                Slot::Group { cpus, .. } => cpus,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(cpus, [1, 2]);
     }
 }

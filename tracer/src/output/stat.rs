@@ -453,6 +453,105 @@ const METRIC_LEN: usize = 35;
 /// perf's `metric_only_len`: the narrowest metric-only column.
 const METRIC_ONLY_LEN: usize = 20;
 
+/// perf's `valid_only_metric`: rates per second and CPUs utilized are no metric-only columns.
+pub fn valid_only_metric(unit: &str) -> bool {
+    !unit.contains("/sec") && !unit.contains("CPUs utilized")
+}
+
+/// perf's `fixunit`: a ratio `of all ...` is named after its event in metric-only headers.
+pub fn fixunit(unit: &str, event: &str) -> String {
+    match unit.starts_with("of all") {
+        true => format!("{event} {unit}"),
+        false => unit.to_string(),
+    }
+}
+
+/// One metric-only column.
+#[derive(Clone, Debug, PartialEq)]
+enum OnlyColumn {
+    /// A counter that did not count in the period.
+    Empty,
+    /// A metric: perf's formatted value (empty where its other operand was not counted) and
+    /// its name, whose length can widen the column.
+    Value { text: String, unit: String },
+}
+
+impl OnlyColumn {
+    /// The number alone, as perf's CSV and JSON print it (`  1.23%` -> `1.23`).
+    fn digits(&self) -> String {
+        match self {
+            OnlyColumn::Empty => String::new(),
+            OnlyColumn::Value { text, .. } => (text.trim_start().chars())
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect(),
+        }
+    }
+}
+
+/// A line's metric-only columns.
+fn metric_only_columns(line: &Line) -> Vec<OnlyColumn> {
+    if !matches!(line.count, Count::Value(_)) {
+        return vec![OnlyColumn::Empty];
+    }
+    let (text, unit) = match &line.metric {
+        Metric::Value {
+            value,
+            format,
+            unit,
+        } => (format.apply(*value), unit.as_str()),
+        Metric::Blank(unit) => (String::new(), *unit),
+        Metric::None => return Vec::new(),
+    };
+    match valid_only_metric(unit) {
+        true => vec![OnlyColumn::Value {
+            text,
+            unit: fixunit(unit, &line.event),
+        }],
+        false => Vec::new(),
+    }
+}
+
+/// perf 6.1's `print_interval` columns before a metric-only header's names.
+fn metric_only_interval_columns(slot: &Slot) -> String {
+    match slot {
+        Slot::Global => "#           time".into(),
+        Slot::Cpu(_) => "#           time CPU    ".into(),
+        Slot::Thread { .. } => "#           time             comm-pid".into(),
+        Slot::Group { id, .. } => id.interval_header().into(),
+    }
+}
+
+/// perf 6.1's `aggr_header_lens`: the indent of a metric-only header outside interval mode
+/// (`--per-cache`, not in 6.1, as wide as `--per-core`'s).
+fn metric_only_indent(slot: &Slot) -> usize {
+    match slot {
+        Slot::Global | Slot::Thread { .. } => 0,
+        Slot::Cpu(_) => 6,
+        Slot::Group { id, .. } => match id {
+            TopoId::Socket(_) => 12,
+            TopoId::Die { .. } => 18,
+            TopoId::Core { .. } | TopoId::Cache { .. } => 24,
+            TopoId::Node(_) => 6,
+        },
+    }
+}
+
+/// perf 6.1's `aggr_header_csv`, commas and all (whatever -x says; `--per-cache`, not in
+/// 6.1, named as the others).
+fn metric_only_csv_columns(slot: &Slot) -> &'static str {
+    match slot {
+        Slot::Global | Slot::Thread { .. } => "",
+        Slot::Cpu(_) => "cpu,",
+        Slot::Group { id, .. } => match id {
+            TopoId::Socket(_) => "socket,cpus",
+            TopoId::Die { .. } => "die,cpus",
+            TopoId::Core { .. } => "core,cpus,",
+            TopoId::Cache { .. } => "cache,cpus,",
+            TopoId::Node(_) => "node,",
+        },
+    }
+}
+
 /// Renders lines, headers and footers in one format.
 #[derive(Clone, Debug)]
 pub struct Renderer {
@@ -463,8 +562,10 @@ pub struct Renderer {
     pub repeated: bool,
     /// `-G`: lines carry a cgroup column.
     pub cgroups: bool,
-    /// Interval headers printed so far (perf repeats the header every 26 intervals).
+    /// Intervals printed so far, modulo perf's 25 between headers.
     intervals_printed: u32,
+    /// `--metric-only` reports printed so far, modulo perf's 26.
+    metric_only_reports: u32,
     /// `--interval-clear`: the header on every (cleared) screen.
     pub header_every_interval: bool,
     /// The locale's thousands separator (perf prints counts with `%'`): none in the C locale.
@@ -518,6 +619,7 @@ impl Renderer {
             repeated,
             cgroups,
             intervals_printed: 0,
+            metric_only_reports: 0,
             header_every_interval: false,
             thousands: ",".into(),
         }
@@ -538,15 +640,18 @@ impl Renderer {
         }
     }
 
-    /// The column header of interval output (human only; repeated every 26 intervals).
-    pub fn interval_header(&mut self, slot: &Slot) -> String {
+    /// Whether this interval prints the header: perf prints it on the first of every 25
+    /// intervals (`print_interval`'s `num_print_interval`), or on every one with
+    /// `--interval-clear`.
+    fn interval_turn(&mut self) -> bool {
         let first = self.intervals_printed == 0;
-        self.intervals_printed = if self.intervals_printed == 25 {
-            0
-        } else {
-            self.intervals_printed + 1
-        };
-        if !(first || self.header_every_interval) || !matches!(self.format, Format::Human { .. }) {
+        self.intervals_printed = (self.intervals_printed + 1) % 25;
+        first || self.header_every_interval
+    }
+
+    /// The column header of interval output (human only; repeated every 25 intervals).
+    pub fn interval_header(&mut self, slot: &Slot) -> String {
+        if !self.interval_turn() || !matches!(self.format, Format::Human { .. }) {
             return String::new();
         }
         let slot = match slot {
@@ -787,49 +892,170 @@ impl Renderer {
         out
     }
 
-    /// `--metric-only`: a row of metric names and a row of their values (perf's
-    /// `print_metric_headers` and `print_metric_only`). perf leaves rates per second, CPUs
-    /// utilized and GHz out of this mode (`valid_only_metric`), and so does this.
-    pub fn metric_only(&self, lines: &[Line]) -> String {
-        let columns: Vec<(&str, String)> = (lines.iter())
-            .filter_map(|line| match (&line.metric, line.count) {
-                (
-                    Metric::Value {
-                        value,
-                        format,
-                        unit,
-                    },
-                    Count::Value(_),
-                ) if !unit.contains("/sec")
-                    && !unit.contains("CPUs utilized")
-                    && !unit.eq_ignore_ascii_case("ghz") =>
-                {
-                    Some((unit.as_str(), format.apply(*value).trim().to_string()))
-                }
-                _ => None,
-            })
-            .collect();
+    /// `--metric-only`'s header line: in interval mode perf 6.1's `print_interval` columns
+    /// (the human `#  time` columns on the first of every 25 intervals, CSV's `time,`), then its
+    /// `print_metric_headers`: the aggregation's columns and one name per metric column.
+    /// `units` are the names counter by counter (see `tally::metric_header_units`); human and
+    /// CSV headers leave out what [`valid_only_metric`] leaves out, JSON's keep all of them.
+    /// Empty in interval mode between repeats of the header.
+    pub fn metric_only_header(&mut self, slot: &Slot, units: &[String], interval: bool) -> String {
+        // perf counts its metric-only reports (`num_print_iv`, 26 to a cycle) and heads a
+        // report outside interval mode on the first of a cycle only: a `--summary` after
+        // intervals has no header.
+        let report = self.metric_only_reports;
+        self.metric_only_reports = (report + 1) % 26;
+        if interval && !self.interval_turn() || !interval && report != 0 {
+            return String::new();
+        }
+        let named: Vec<&str> = match self.format {
+            Format::Json => units.iter().map(String::as_str).collect(),
+            _ => (units.iter())
+                .map(String::as_str)
+                .filter(|u| valid_only_metric(u))
+                .collect(),
+        };
         match &self.format {
             Format::Human { .. } => {
-                let mut head = String::new();
-                let mut values = String::new();
-                for (unit, value) in &columns {
-                    let w = unit.len().max(METRIC_ONLY_LEN);
-                    let _ = write!(head, "{unit:>w$} ");
-                    let _ = write!(values, "{value:>w$} ");
+                let mut out = match interval {
+                    // `print_interval`'s columns, then the headers' " " prefix.
+                    true => format!("{} ", metric_only_interval_columns(slot)),
+                    false => " ".repeat(metric_only_indent(slot)),
+                };
+                for unit in named {
+                    let _ = write!(out, "{unit:>METRIC_ONLY_LEN$} ");
                 }
-                format!("{head}\n{values}\n")
+                out.push('\n');
+                out
             }
             Format::Csv { sep } => {
-                let head: Vec<&str> = columns.iter().map(|(u, _)| *u).collect();
-                let values: Vec<&str> = columns.iter().map(|(_, v)| v.as_str()).collect();
-                format!("{}\n{}\n", head.join(sep), values.join(sep))
+                let mut out = match interval {
+                    // perf writes these commas whatever -x says.
+                    true => " time,".to_string(),
+                    false => String::new(),
+                };
+                out.push_str(metric_only_csv_columns(slot));
+                for unit in named {
+                    let _ = write!(out, "{unit}{sep}");
+                }
+                out.push('\n');
+                out
             }
             Format::Json => {
-                let pairs: Vec<String> = (columns.iter())
-                    .map(|(u, v)| format!("{} : {}", json_string(u), json_string(v)))
+                let indent = match interval {
+                    true => String::new(),
+                    false => " ".repeat(metric_only_indent(slot)),
+                };
+                let keys: Vec<String> = (named.iter())
+                    .map(|u| format!("\"unit\" : {}", json_string(u)))
                     .collect();
-                format!("{{{}}}\n", pairs.join(", "))
+                format!("{{{indent}{}}}\n", keys.join(", "))
+            }
+        }
+    }
+
+    /// `--metric-only`'s rows: one per slot (the global sum, a CPU, a topology group), each
+    /// counter's metric columns in counter order, with the interval timestamp in interval mode
+    /// (perf 6.1's `print_metric_only*`, `print_no_aggr_metric` and `print_aggr`). A counter
+    /// that did not count in the period (`<not supported>`, `<not counted>`) is one empty
+    /// column; a counted one has a column per metric [`valid_only_metric`] keeps, none for
+    /// rates per second and CPUs utilized.
+    /// `summary`: `--summary`'s CSV label before each counter's columns, as perf's `printout`
+    /// writes it.
+    pub fn metric_only_rows(
+        &self,
+        lines: &[Line],
+        interval_ns: Option<u64>,
+        summary: bool,
+    ) -> String {
+        // A group's lines can differ in its CPU count (see `tally::build_lines`): the row is
+        // the group's, named as its first counter's line names it.
+        let same = |a: &Slot, b: &Slot| match (a, b) {
+            (Slot::Group { id: x, .. }, Slot::Group { id: y, .. }) => x == y,
+            (a, b) => a == b,
+        };
+        let mut slots: Vec<&Slot> = Vec::new();
+        for line in lines {
+            if !slots.iter().any(|s| same(s, &line.slot)) {
+                slots.push(&line.slot);
+            }
+        }
+        let mut out = String::new();
+        for slot in slots {
+            let row: Vec<&Line> = lines.iter().filter(|l| same(&l.slot, slot)).collect();
+            out.push_str(&self.metric_only_prefix(slot, interval_ns));
+            for line in row {
+                if let (Format::Csv { sep }, true) = (&self.format, summary) {
+                    let _ = write!(out, "{:>16}{sep}", "summary");
+                }
+                for column in metric_only_columns(line) {
+                    out.push_str(&self.metric_only_column(&column));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The timestamp and the slot's name before a metric-only row.
+    fn metric_only_prefix(&self, slot: &Slot, interval_ns: Option<u64>) -> String {
+        let mut out = String::new();
+        match (&self.format, interval_ns) {
+            (Format::Human { .. }, Some(ns)) => {
+                let _ = write!(out, "{:>16} ", timestamp(ns));
+            }
+            (Format::Csv { sep }, Some(ns)) => {
+                let _ = write!(out, "{:>16}{sep}", timestamp(ns));
+            }
+            (Format::Json, Some(ns)) => {
+                let _ = write!(out, "{{\"interval\" : {}}}", timestamp(ns));
+            }
+            // perf's `aggr_printout` opens the JSON object, outside interval mode only.
+            (Format::Json, None) if *slot != Slot::Global => out.push('{'),
+            _ => {}
+        }
+        match (&self.format, slot) {
+            (_, Slot::Global) | (_, Slot::Thread { .. }) => {}
+            (Format::Human { .. }, Slot::Cpu(cpu)) => {
+                let _ = write!(out, "CPU{cpu:<7} ");
+            }
+            (Format::Csv { sep }, Slot::Cpu(cpu)) => {
+                let _ = write!(out, "CPU{cpu}{sep}");
+            }
+            (Format::Json, Slot::Cpu(cpu)) => {
+                let _ = write!(out, "\"cpu\" : \"{cpu}\", ");
+            }
+            (format, Slot::Group { id, cpus }) => match format {
+                Format::Human { .. } => out.push_str(&id.human(*cpus)),
+                Format::Csv { sep } => {
+                    let _ = write!(out, "{}{sep}{cpus}{sep}", id.label());
+                }
+                Format::Json => {
+                    let _ = write!(
+                        out,
+                        "\"{}\" : \"{}\", \"aggregate-number\" : {cpus}, ",
+                        id.json_key(),
+                        id.label()
+                    );
+                }
+            },
+        }
+        out
+    }
+
+    fn metric_only_column(&self, column: &OnlyColumn) -> String {
+        match (&self.format, column) {
+            (Format::Human { .. }, OnlyColumn::Empty) => format!("{:METRIC_ONLY_LEN$} ", ""),
+            (Format::Human { .. }, OnlyColumn::Value { text, unit }) => {
+                // perf widens a column whose name is longer than the narrowest width.
+                let width = match unit.len() > METRIC_ONLY_LEN {
+                    true => unit.len() + 1,
+                    false => METRIC_ONLY_LEN,
+                };
+                format!("{text:>width$} ")
+            }
+            (Format::Csv { sep }, column) => format!("{}{sep}", column.digits()),
+            (Format::Json, column) => {
+                format!("{{\"metric-value\" : {}}}", json_string(&column.digits()))
             }
         }
     }
@@ -1155,13 +1381,128 @@ mod tests {
             }),
             "#           time             comm-pid                  counts unit events\n"
         );
-        // The header repeats every 26 intervals.
+        // The header repeats every 25 intervals.
         let mut many = human();
         let printed: Vec<bool> = (0..60)
             .map(|_| !many.interval_header(&Slot::Global).is_empty())
             .collect();
         let at: Vec<usize> = (0..60).filter(|&i| printed[i]).collect();
-        assert_eq!(at, vec![0, 26, 52]);
+        assert_eq!(at, vec![0, 25, 50]);
+    }
+
+    #[test]
+    fn metric_only_columns_are_perfs() {
+        let at = |slot: Slot, l: Line| Line { slot, ..l };
+        let ipc = Line {
+            metric: Metric::Value {
+                value: 0.625,
+                format: MetricFormat::PerCycle,
+                unit: "insn per cycle".into(),
+            },
+            ..line("instructions", Count::Value(5.0), Metric::None)
+        };
+        let misses = line(
+            "branch-misses",
+            Count::Value(3.0),
+            Metric::Value {
+                value: 1.5,
+                format: MetricFormat::Percent,
+                unit: "of all branches".into(),
+            },
+        );
+        let cycles = line("cycles", Count::NotSupported, Metric::None);
+        let blank = line("cycles", Count::Value(1.0), Metric::Blank("Ghz"));
+        let rates = line("cs", Count::Value(1.0), rate(2.0, "K/sec"));
+        let lines = [task_clock(), ipc, misses, cycles, blank, rates];
+        // Human: 20 columns, wider for a longer name; perf's formats kept whole; an empty
+        // column for the counter that did not count; none for CPUs utilized and rates.
+        let row = human().metric_only_rows(&lines, None, false);
+        assert_eq!(
+            row,
+            format!(
+                "{:>20} {:>30} {:20} {:20} \n",
+                "   0.62 ", "   1.50%", "", ""
+            )
+        );
+        let row = csv().metric_only_rows(&lines, Some(100_000_000), false);
+        assert_eq!(row, "     0.100000000,0.62,1.50,,,\n");
+        let json = Renderer::new(Format::Json, &[], false, false);
+        assert_eq!(
+            json.metric_only_rows(&lines[1..4], None, false),
+            "{\"metric-value\" : \"0.62\"}{\"metric-value\" : \"1.50\"}{\"metric-value\" : \"\"}\n"
+        );
+        // One row per CPU; a group's row named by its first counter's line.
+        let per_cpu: Vec<Line> = (0..2)
+            .flat_map(|cpu| {
+                [at(
+                    Slot::Cpu(cpu),
+                    line("cycles", Count::NotSupported, Metric::None),
+                )]
+            })
+            .collect();
+        assert_eq!(
+            csv().metric_only_rows(&per_cpu, None, false),
+            "CPU0,,\nCPU1,,\n"
+        );
+        let socket = Slot::Group {
+            id: TopoId::Socket(0),
+            cpus: 2,
+        };
+        let alone = Slot::Group {
+            id: TopoId::Socket(0),
+            cpus: 1,
+        };
+        let grouped = [
+            at(alone, line("cycles", Count::NotSupported, Metric::None)),
+            at(socket, task_clock()),
+        ];
+        assert_eq!(csv().metric_only_rows(&grouped, None, false), "S0,1,,\n");
+        assert_eq!(
+            json.metric_only_rows(&grouped, Some(1_000_000_000), false),
+            "{\"interval\" : 1.000000000}\"socket\" : \"S0\", \"aggregate-number\" : 1, {\"metric-value\" : \"\"}\n"
+        );
+        // --summary's CSV label before each counter, as perf writes it.
+        let summed = [
+            task_clock(),
+            line("cycles", Count::NotSupported, Metric::None),
+        ];
+        assert_eq!(
+            csv().metric_only_rows(&summed, None, true),
+            "         summary,         summary,,\n"
+        );
+        // Headers: perf's columns, names filtered as in the rows (not in JSON).
+        let units: Vec<String> = ["CPUs utilized", "GHz", "branch-misses of all branches"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            human().metric_only_header(&Slot::Cpu(0), &units, false),
+            format!(
+                "{:6}{:>20} {:>20} \n",
+                "", "GHz", "branch-misses of all branches"
+            )
+        );
+        assert_eq!(
+            human().metric_only_header(&Slot::Cpu(0), &units, true),
+            format!(
+                "#           time CPU     {:>20} {:>20} \n",
+                "GHz", "branch-misses of all branches"
+            )
+        );
+        let mut semi = Renderer::new(Format::Csv { sep: ";".into() }, &[], false, false);
+        assert_eq!(
+            semi.metric_only_header(&Slot::Cpu(0), &units, true),
+            " time,cpu,GHz;branch-misses of all branches;\n"
+        );
+        assert_eq!(semi.metric_only_header(&Slot::Cpu(0), &units, true), "");
+        let mut json = json;
+        assert_eq!(
+            json.metric_only_header(&Slot::Cpu(0), &units[..2], false),
+            "{      \"unit\" : \"CPUs utilized\", \"unit\" : \"GHz\"}\n"
+        );
+        // A report after intervals (--summary) has no header.
+        let mut after = human();
+        after.metric_only_header(&Slot::Global, &[], true);
+        assert_eq!(after.metric_only_header(&Slot::Global, &[], false), "");
     }
 
     impl Line {

@@ -1071,6 +1071,13 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
                 &["e.g. tracer stat --per-thread -p 1234"],
             ))
         }
+        // perf's words (it exits 234).
+        (None, true) if args.metric_only => {
+            return Err(usage(
+                "--metric-only is not supported with --per-thread",
+                &["drop --per-thread, or drop --metric-only"],
+            ))
+        }
         (None, true) => Aggregation::PerThread,
         (None, false) => Aggregation::Global,
     };
@@ -1155,6 +1162,13 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             &["tracer stat does not repeat forever (perf's -r 0)"],
         ));
     }
+    if repeat > 1 && args.metric_only {
+        // perf's words (it exits 234).
+        return Err(usage(
+            "--metric-only is not supported with -r",
+            &["drop -r, or drop --metric-only"],
+        ));
+    }
     if repeat > 1 && command.is_empty() {
         return Err(usage("-r repeats a command: give one after --", &[]));
     }
@@ -1188,12 +1202,7 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
             big_num: !args.no_big_num,
         },
     };
-    if args.metric_only && args.interval.is_some() {
-        return Err(usage(
-            "--metric-only is not implemented with -I in tracer stat",
-            &["drop -I, or drop --metric-only"],
-        ));
-    };
+
     // `stat record`: -o names the recording, as perf stat record's -o names perf.data; the
     // report goes where it goes without -o.
     let record = match (args.record, &args.output) {
@@ -1556,6 +1565,16 @@ mod tests {
         assert_eq!(p.cgroups, [Some("/a".into()), Some("/a".into())]);
         assert!(plan_error(&["-A", "--", "true"]).contains("-A"));
         assert!(plan_error(&["--per-thread", "--", "true"]).contains("--per-thread"));
+        assert_eq!(
+            plan_error(&["-a", "--per-thread", "--metric-only"]),
+            "--metric-only is not supported with --per-thread"
+        );
+        assert_eq!(
+            plan_error(&["--metric-only", "-r", "2", "--", "true"]),
+            "--metric-only is not supported with -r"
+        );
+        let p = stat_plan(&args(&["-a", "-A", "--metric-only", "-I", "100"])).unwrap();
+        assert!(p.metric_only && p.interval.is_some());
         assert!(plan_error(&["-I", "5", "true"]).contains("10 ms"));
         assert!(plan_error(&["-I", "100", "--timeout", "100", "true"]).contains("--timeout"));
         assert!(plan_error(&["--interval-count", "2", "true"]).contains("-I"));
