@@ -17,7 +17,9 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        _ => return Err(format!("'{text}' needs a unit: ns, us, ms or s")),
+        "m" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(format!("'{text}' needs a unit: ns, us, ms, s, m or h")),
     };
     let ns = value * scale;
     if !ns.is_finite() || !(1.0..=1e18).contains(&ns) {
@@ -77,6 +79,8 @@ mod tests {
         assert_eq!(parse_duration_ns("10ms"), Ok(10_000_000));
         assert_eq!(parse_duration_ns("1.5us"), Ok(1_500));
         assert_eq!(parse_duration_ns("2s"), Ok(2_000_000_000));
+        assert_eq!(parse_duration_ns("1.5m"), Ok(90_000_000_000));
+        assert_eq!(parse_duration_ns("2h"), Ok(7_200_000_000_000));
         assert!(parse_duration_ns("10").is_err());
         assert!(parse_duration_ns("ms").is_err());
         assert!(parse_duration_ns("0ns").is_err());

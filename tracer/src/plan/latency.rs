@@ -250,7 +250,7 @@ mod tests {
         );
         assert_eq!(
             err(&["f", "--linear", "5"]),
-            "'5' needs a unit: ns, us, ms or s"
+            "'5' needs a unit: ns, us, ms, s, m or h"
         );
     }
 }

@@ -264,21 +264,12 @@ fn as_keys(text: &str) -> String {
         .replace("--key", "key")
 }
 
-/// A duration of seconds to hours: `90s`, `10m`, `1h`, or any unit of `parse_duration_ns`.
+/// A duration of seconds to hours: `90s`, `10m`, `1h`, or any other unit of
+/// `parse_duration_ns`.
 fn long_duration(text: &str) -> Option<Duration> {
-    let t = text.trim();
-    let scaled = |number: &str, seconds: f64| {
-        let n: f64 = number.trim().parse().ok()?;
-        (n.is_finite() && n > 0.0 && n * seconds < 1e9)
-            .then(|| Duration::from_secs_f64(n * seconds))
-    };
-    match (t.strip_suffix('h'), t.strip_suffix('m')) {
-        (Some(hours), _) => scaled(hours, 3600.0),
-        (None, Some(minutes)) if !minutes.ends_with('m') => scaled(minutes, 60.0),
-        _ => crate::units::parse_duration_ns(t)
-            .ok()
-            .map(Duration::from_nanos),
-    }
+    crate::units::parse_duration_ns(text)
+        .ok()
+        .map(Duration::from_nanos)
 }
 
 /// A metric name: exported as `tracer_NAME`, so letters, digits and `_`, not starting with a
