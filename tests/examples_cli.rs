@@ -1975,7 +1975,7 @@ fn latency_prog(ctx: &Ctx, example: &str, stacks: bool) {
     let slow: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].starts_with("slow: "))
         .collect();
-    // Calls 5 and 6 spin 20 ms; the first argument is the call's number.
+    // Calls 5 and 6 spin 20 ms; the argument, named and typed from DWARF, is the call's number.
     assert_eq!(slow.len(), 2, "{stdout}");
     for (&i, n) in slow.iter().zip([5, 6]) {
         // At least 20 ms of wall time (20 ms of CPU time: more on a loaded machine).
@@ -1989,7 +1989,7 @@ fn latency_prog(ctx: &Ctx, example: &str, stacks: bool) {
             lines[i]
         );
         assert!(
-            lines[i].contains(&format!("ms args (0x{n}, ")),
+            lines[i].contains(&format!("ms args (i={n}) ret ")),
             "{}",
             lines[i]
         );
@@ -3231,7 +3231,7 @@ fn docs_latency_sleeps(ctx: &Ctx, example: &str) {
     for (l, us) in slow.iter().zip(&want_slow) {
         assert!(
             l.contains(" tracer-testprog took ")
-                && l.contains(&format!(" args (0x{us:x}, "))
+                && l.contains(&format!(" args (us={us}) "))
                 && l.ends_with(&format!(" ret {us}")),
             "{l}"
         );

@@ -372,24 +372,16 @@ fn usdt_latency_pairs_starts_and_ends_by_an_argument() {
     ]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    // tick(i) pairs with guarded(i): each start's arguments are the note's, not registers.
-    let starts: Vec<String> = text(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            Some(
-                l.split_once(" args (")?
-                    .1
-                    .split(", ")
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join(","),
-            )
-        })
+    // tick(i) pairs with guarded(i): each start's arguments are the note's (sized and signed
+    // as its argument specs say), not registers.
+    let stdout = text(&out.stdout);
+    let starts: Vec<&str> = (stdout.lines())
+        .filter_map(|l| l.split_once(" args (")?.1.strip_suffix(')'))
         .collect();
-    let expected: Vec<String> = (0..5u32)
-        .map(|i| format!("{i:#x},{:#x}", (-(i as i32)) as u32))
+    let expected: Vec<String> = (0..5i32)
+        .map(|i| format!("arg0={i}, arg1={}", -i))
         .collect();
-    assert_eq!(starts, expected, "{}", text(&out.stdout));
+    assert_eq!(starts, expected, "{stdout}");
     assert!(stderr.contains("\n5 calls measured"), "{stderr}");
 }
 

@@ -10,13 +10,13 @@ use tracer_common::{
 
 use crate::bpf::Bpf;
 use crate::cli::LatencyArgs;
+use crate::kernel::format::Value;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::events::Format;
 use crate::output::hist::Histogram;
 use crate::output::latency::{Histograms, Outlier};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::latency::{latency_plan, LatencyPlan};
-use crate::plan::Target;
 use crate::probe;
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 
@@ -31,7 +31,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
     let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
-    let (mut bpf, pair) = probe::latency::attach(&plan, &fs, session.is_launched())?;
+    let (mut bpf, mut pair) = probe::latency::attach(&plan, &fs, session.is_launched())?;
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
     session.follow(&mut bpf, &fs)?;
     let what = format!("latency of {} -> {}", plan.start, plan.end);
@@ -43,6 +43,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     })?;
     pair.enable()?;
     let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out);
+    sink.start_values = pair.start_values.take();
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
     let adopted = (session
@@ -74,12 +75,25 @@ struct LatencySink<'a, W: std::io::Write> {
     outliers: u64,
     /// Totals at the last report, per cell (-I prints differences).
     previous: std::collections::HashMap<HistKey, u64>,
-    /// The start is a probe: outliers show its argument registers.
-    start_args: bool,
+    /// The start is a probe: outliers show its arguments, named and typed.
+    start_values: Option<probe::values::Values>,
     /// The end is a return probe: outliers show the return value.
     end_ret: bool,
     /// Outlier stacks (-s).
     symbolizer: Symbolizer,
+}
+
+/// An outlier's start arguments (`word::LAT_ARG0..`) as the start probe's values decode them.
+fn start_args(values: &probe::values::Values, e: &Event) -> Vec<(String, Value)> {
+    let mut call = *e;
+    call.data = [0; tracer_common::DATA_WORDS];
+    call.data[word::ARG0..word::ARG0 + word::ARGS]
+        .copy_from_slice(&e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS]);
+    call.fields = [0; tracer_common::FIELD_READS];
+    call.field_faults = 0;
+    (values.decode(&call, &mut Default::default()).into_iter())
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
 }
 
 impl<'a> LatencySink<'a, crate::output::Output> {
@@ -101,7 +115,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             previous: Default::default(),
             start_ns: session::monotonic_ns(),
             outliers: 0,
-            start_args: !matches!(plan.start.target, Target::Tracepoint { .. }),
+            start_values: None,
             end_ret: plan.end.ret,
             symbolizer: Symbolizer::default(),
         }
@@ -236,12 +250,10 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 tid: e.tid(),
                 comm: String::from_utf8_lossy(e.comm()).into_owned(),
                 duration_ns: e.data[word::LAT_DURATION],
-                args: (self.start_args).then(|| {
-                    e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS]
-                        .iter()
-                        .map(|a| format!("{a:#x}"))
-                        .collect()
-                }),
+                args: self
+                    .start_values
+                    .as_ref()
+                    .map(|values| start_args(values, e)),
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
                 stacks: self.symbolizer.stacks(self.bpf, e, 0)?,
             };

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::events::Format;
 use super::hist::{human, Histogram};
 use super::stack::{self, Stack};
+use crate::kernel::format::Value;
 
 /// The histograms of one report: one per group (`--by`), or one unnamed.
 pub struct Histograms<'a> {
@@ -59,9 +60,9 @@ pub struct Outlier {
     pub tid: u32,
     pub comm: String,
     pub duration_ns: u64,
-    /// The start probe's argument registers (a probe start only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub args: Option<Vec<String>>,
+    /// The start probe's arguments, named and typed (a probe start only).
+    #[serde(skip)]
+    pub args: Option<Vec<(String, Value)>>,
     /// The end's return value (a return probe end only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ret: Option<i64>,
@@ -83,6 +84,9 @@ impl Outlier {
                     human(self.duration_ns)
                 );
                 if let Some(args) = &self.args {
+                    let args: Vec<String> = (args.iter())
+                        .map(|(name, value)| format!("{name}={value}"))
+                        .collect();
                     line += &format!(" args ({})", args.join(", "));
                 }
                 if let Some(ret) = self.ret {
@@ -94,6 +98,12 @@ impl Outlier {
             Format::Json => {
                 let mut v = serde_json::to_value(self).expect("an outlier serializes");
                 v["outlier"] = true.into();
+                if let Some(args) = &self.args {
+                    v["args"] = (args.iter())
+                        .map(|(name, value)| (name.clone(), super::events::json_value(value)))
+                        .collect::<serde_json::Map<_, _>>()
+                        .into();
+                }
                 if !self.stacks.is_empty() {
                     v["stack"] = stack::json(&self.stacks);
                 }
@@ -115,7 +125,10 @@ mod tests {
             tid: 6,
             comm: "prog".into(),
             duration_ns: 12_000_000,
-            args: Some(vec!["0x1".into()]),
+            args: Some(vec![
+                ("fd".into(), Value::Int(3)),
+                ("buf".into(), Value::Hex(0x10)),
+            ]),
             ret: Some(-2),
             stacks: Vec::new(),
         };
@@ -126,12 +139,12 @@ mod tests {
             text.starts_with("slow: 1.000000   5/6 prog took "),
             "{text}"
         );
-        assert!(text.ends_with(" args (0x1) ret -2\n"), "{text}");
+        assert!(text.ends_with(" args (fd=3, buf=0x10) ret -2\n"), "{text}");
         let mut json = Vec::new();
         outlier.write(&mut json, Format::Json, 0).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
-            "{\"args\":[\"0x1\"],\"comm\":\"prog\",\"duration_ns\":12000000,\"outlier\":true,\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000}\n"
+            "{\"args\":{\"buf\":\"0x10\",\"fd\":3},\"comm\":\"prog\",\"duration_ns\":12000000,\"outlier\":true,\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000}\n"
         );
     }
 

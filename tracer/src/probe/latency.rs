@@ -7,17 +7,22 @@ use tracer_common::{
     LAT_USDT_START, SLOT_FILTER_TRACKED,
 };
 
+use super::values::{Memory, Values};
 use super::{open_event, Opened};
 use crate::bpf::{Bpf, Sizing, SlotKind};
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::latency::{keys, LatencyPlan};
-use crate::plan::Target;
+use crate::plan::{ProbeSpec, Target};
 use crate::Error;
 
 /// The start and end of a measured call, each a perf event running a latency program.
 pub struct LatencyPair {
     pub entry: Opened,
     pub exit: Opened,
+    /// The start's parameters, named and typed as `tracer probe` shows them (BTF for kernel
+    /// functions, DWARF for user functions, the note for USDT; `arg0..` untyped otherwise);
+    /// `None` when the start is a tracepoint or a return probe.
+    pub start_values: Option<Values>,
 }
 
 impl LatencyPair {
@@ -58,6 +63,7 @@ pub fn attach(
     }
     let mut interface = None;
     let entry = open_event(fs, &plan.start, &mut interface, None, plan.pid, 0)?;
+    let start_values = start_values(&plan.start, &entry)?;
     let exit = open_event(fs, &plan.end, &mut interface, None, plan.pid, 1)?;
     let mut config = lat_config(plan, launched, (&entry, &exit))?;
     if filter.is_some() {
@@ -77,7 +83,32 @@ pub fn attach(
         bpf.load_latency(kind(&entry), kind(&exit), plan.end.ret, config)?;
     entry.event.set_bpf(bpf.named_program_fd(entry_prog)?)?;
     exit.event.set_bpf(bpf.named_program_fd(exit_prog)?)?;
-    Ok((bpf, LatencyPair { entry, exit }))
+    Ok((
+        bpf,
+        LatencyPair {
+            entry,
+            exit,
+            start_values,
+        },
+    ))
+}
+
+/// The start's parameters as an entry probe decodes them (see [`LatencyPair::start_values`]).
+fn start_values(spec: &ProbeSpec, opened: &Opened) -> Result<Option<Values>, Error> {
+    if opened.format.is_some() || spec.ret {
+        return Ok(None);
+    }
+    let mut btf = None;
+    let proto = match &opened.usdt {
+        Some(site) => Some(site.proto.clone()),
+        None => super::attach::prototype(spec, &mut btf),
+    };
+    let memory = match spec.target {
+        Target::User { .. } => Memory::User,
+        _ => Memory::ByAddress,
+    };
+    let mut members = super::attach::member_lookup(spec, &btf);
+    Values::new(&spec.to_string(), proto.as_ref(), &[], memory, &mut members).map(Some)
 }
 
 /// The latency programs' configuration: filters (tracer itself excluded, a `-- COMMAND`
