@@ -549,8 +549,9 @@ fn a_kprobe_start_pairs_with_a_tracepoint_end() {
     );
 }
 
-/// `tracer latency PAIR -p PID` over a process making OPENS opens: a histogram of exactly
-/// OPENS calls, announced by `banner`.
+/// `tracer latency PAIR -p PID --slower-than 1ns` over a process making OPENS opens: a
+/// histogram of exactly OPENS calls, announced by `banner`, and each call an outlier with the
+/// start's arguments named and typed from BTF (`dfd` is AT_FDCWD).
 fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
     use std::io::BufRead;
     // A running process (ready after its loader's opens), so only its OPENS opens count.
@@ -559,7 +560,7 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
     let mut child = std::process::Command::new(common::tracer_bin())
         .arg("latency")
         .args(pair)
-        .args(["-p", &pid, "-f", "json"])
+        .args(["-p", &pid, "-f", "json", "--slower-than", "1ns"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -588,6 +589,14 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
         .map(|b| b["count"].as_u64().unwrap())
         .sum();
     assert_eq!(total, OPENS);
+    let outliers: Vec<serde_json::Value> = (stdout.lines())
+        .filter(|l| l.contains("\"outlier\":true"))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(outliers.len() as u64, OPENS, "{stdout}");
+    for call in &outliers {
+        assert_eq!(call["args"]["dfd"], libc::AT_FDCWD, "{call}");
+    }
 }
 
 /// Runs a help example as written (`tracer` is the binary under test), with `workload` run once
