@@ -524,6 +524,70 @@ fn hits_the_full_count_map_cannot_hold_are_reported_per_interval() {
     assert!(stderr.contains("it does not empty the map"), "{stderr}");
 }
 
+/// `-I` forgets processes that have exited once their counts are printed: 12 processes one
+/// after the other, each counting 1,000 keys, make 12,000 keys in the run, more than the
+/// count map holds (10,240), and every hit is counted, each process's exactly, its stack
+/// still shown. Without the eviction, 1,760 went uncounted.
+#[test]
+fn exited_processes_make_room_in_the_count_map_at_each_interval() {
+    if !has(Feature::UprobePmu, "count_map_evicted") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let spec = format!("uprobe:{prog}:tracer_testprog_target");
+    // Each process runs for a few ms; the pauses span several intervals, so that at most a
+    // few processes' keys are in the map at once.
+    let script = format!(
+        "i=0; while [ $i -lt 12 ]; do {prog} call 1000 >/dev/null; sleep 0.3; i=$((i+1)); done"
+    );
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "pid,arg0",
+        "-s",
+        "user",
+        "-I",
+        "100ms",
+        "-f",
+        "json",
+        &spec,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let reports: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut by_pid = std::collections::BTreeMap::<String, u64>::new();
+    for row in reports.iter().flat_map(|r| r["rows"].as_array().unwrap()) {
+        *by_pid
+            .entry(row["pid"].as_str().unwrap().to_string())
+            .or_default() += row["count"].as_u64().unwrap();
+        let stack = row["stack"].as_array().unwrap();
+        assert!(
+            !stack.is_empty() && stack.iter().all(|f| f.get("error").is_none()),
+            "{row}"
+        );
+    }
+    let uncounted: u64 = reports
+        .iter()
+        .map(|r| r["uncounted"].as_u64().unwrap())
+        .sum();
+    assert_eq!(uncounted, 0, "{stderr}");
+    assert_eq!(by_pid.len(), 12, "{by_pid:?}");
+    assert!(by_pid.values().all(|&n| n == 1000), "{by_pid:?}");
+    assert!(
+        stderr.contains("12000 hits counted in the kernel"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("; 0 not counted"), "{stderr}");
+    assert!(!stderr.contains("stacks lost"), "{stderr}");
+}
+
 #[test]
 fn bad_aggregations_are_usage_errors_that_say_what_exists() {
     let prog = testprog();

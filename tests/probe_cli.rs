@@ -378,6 +378,50 @@ fn the_command_and_its_children_are_stopped_when_tracing_ends() {
     assert_eq!(processes_with("999999937"), Vec::<u32>::new(), "{stderr}");
 }
 
+/// With --leave-running, -c ends tracing but not the command: it is not signalled, and it
+/// outlives tracer (no PR_SET_PDEATHSIG: tracer's exit would have sent it SIGKILL), and the
+/// headline gives its pid.
+#[test]
+fn leave_running_leaves_the_command_running_when_tracing_ends() {
+    if !has(Feature::Tracepoints, "leave_running") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    // A count no other test uses marks the workload; its output does not hold tracer's pipes
+    // open (the test reads them to their end).
+    let script = format!("exec {prog} getppid 999999913 >/dev/null 2>&1");
+    let out = tracer(&[
+        "probe",
+        "-c",
+        "1",
+        "--leave-running",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let pid: u32 = stderr
+        .split_once("after 1 events (-c), command left running (pid ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(pid, _)| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no left-running headline: {stderr}"));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    // Running, and no SIGKILL on its way (bit 9 of the pending sets): tracer has exited.
+    let pending_kill = status
+        .lines()
+        .filter_map(|l| l.strip_prefix("SigPnd:").or(l.strip_prefix("ShdPnd:")))
+        .any(|mask| u64::from_str_radix(mask.trim(), 16).unwrap_or(0) & (1 << 8) != 0);
+    let alive = running(pid);
+    let found = processes_with("999999913");
+    // SAFETY: a plain signal to the test's workload, whatever the assertions find.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    assert!(alive && !pending_kill, "{status}\n{stderr}");
+    assert_eq!(found, vec![pid], "{stderr}");
+}
+
 /// tracer killed outright (SIGKILL) takes its command along (PR_SET_PDEATHSIG); SIGHUP and
 /// SIGQUIT end a run cleanly, with the summary, like SIGTERM.
 #[test]

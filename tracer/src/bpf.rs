@@ -300,6 +300,9 @@ fn summed<K: aya::Pod>(
     Ok(cells)
 }
 
+/// A counted cell: its key, and the string it is keyed by (`STR_COUNTS`).
+pub type CellKey = (AggKey, Option<[u8; tracer_common::KEY_STRLEN]>);
+
 /// Moves map `name` out of the object as a `T`.
 fn typed<T: TryFrom<Map>>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, Error> {
     let map = ebpf.take_map(name).ok_or(Error::Map { map: name })?;
@@ -967,6 +970,18 @@ impl Bpf {
             .collect()
     }
 
+    /// The keys in `STR_COUNTS` now, without their values (as [`Bpf::count_keys`]).
+    pub fn str_count_keys(&self) -> Result<Vec<tracer_common::StrAggKey>, Error> {
+        (self.maps.str_counts.keys())
+            .map(|key| {
+                key.map_err(|source| Error::MapUpdate {
+                    map: names::STR_COUNTS,
+                    source,
+                })
+            })
+            .collect()
+    }
+
     /// `COUNTS`, summed over CPUs.
     fn counted(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
         summed(&self.maps.counts, names::COUNTS)
@@ -1010,6 +1025,60 @@ impl Bpf {
             };
         }
         Ok(kept)
+    }
+
+    /// Removes counted cells whose owner is gone (`-I` reports, see
+    /// `probe::aggregate::evict`): each only while its total is still the `expected` one the
+    /// caller read and reported, and no CPU's current run adds to it (its run would recreate
+    /// it with hits already reported). Returns, per cell, whether it was removed.
+    pub fn evict_counts(&mut self, cells: &[(CellKey, AggValue)]) -> Result<Vec<bool>, Error> {
+        let running: Vec<AggKey> = match self.uses & tracer_common::USES_RUN_COUNT {
+            0 => Vec::new(),
+            _ => (self.runs()?.into_iter())
+                .filter(|r| r.count != 0)
+                .map(|r| r.key)
+                .collect(),
+        };
+        let total = |values: &[AggValue]| {
+            values.iter().fold(AggValue::default(), |a, v| AggValue {
+                count: a.count + v.count,
+                sum: a.sum.wrapping_add(v.sum),
+            })
+        };
+        let mut removed = Vec::with_capacity(cells.len());
+        for ((key, text), expected) in cells {
+            if running.contains(key) {
+                removed.push(false);
+                continue;
+            }
+            // A cell that changed since it was read (its pid taken by a new process) is kept.
+            let done = match text {
+                Some(text) => {
+                    let key = tracer_common::StrAggKey {
+                        key: *key,
+                        text: *text,
+                    };
+                    let now = self.maps.str_counts.get(&key, 0).map(|v| total(&v));
+                    now.is_ok_and(|now| now == *expected)
+                        && self.maps.str_counts.remove(&key).is_ok()
+                }
+                None => {
+                    let now = self.maps.counts.get(key, 0).map(|v| total(&v));
+                    now.is_ok_and(|now| now == *expected) && self.maps.counts.remove(key).is_ok()
+                }
+            };
+            removed.push(done);
+        }
+        Ok(removed)
+    }
+
+    /// Removes stacks from `STACKS` (their counts are reported and gone): their buckets take
+    /// new stacks again, and each id may come back holding another stack.
+    pub fn forget_stacks(&mut self, ids: &[u32]) {
+        for id in ids {
+            // Already gone (ENOENT) is what was asked.
+            let _ = self.maps.stacks.remove(id);
+        }
     }
 
     /// Removes the latency histogram cells of `groups` (`tracer serve`: idle series).

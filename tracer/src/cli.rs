@@ -229,6 +229,8 @@ pub struct ProbeArgs {
     /// How kernel functions are probed (tests use it to exercise the fallback).
     #[arg(long, value_enum, hide = true)]
     pub kprobe_interface: Option<KprobeInterface>,
+    #[command(flatten)]
+    pub command_end: CommandEnd,
     /// Start COMMAND and trace only it and its children; stop when it exits.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -271,6 +273,8 @@ pub struct WatchArgs {
     /// (on stdout) at the end: no line per hit, the cheapest way to watch a busy location.
     #[arg(long)]
     pub summary: bool,
+    #[command(flatten)]
+    pub command_end: CommandEnd,
     /// Start COMMAND stopped right after its exec, watch it from its first instruction.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -330,6 +334,8 @@ pub struct LatencyArgs {
     pub tasks: Tasks,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub command_end: CommandEnd,
     /// Start COMMAND and measure only it and its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -341,6 +347,7 @@ pub struct LatencyArgs {
   tracer profile -a -d 2 -f svg -o cpu.svg        every CPU for 2 s, as a flame graph
   tracer profile -p 1234 -F 999 -d 10 -f folded   folded stacks, for flamegraph.pl or inferno
   tracer profile --off-cpu --min-block 1ms -p 1234 -d 10   where it blocks, and how long")]
+#[command(mut_arg("leave_running", |a| a.conflicts_with("all")))]
 pub struct ProfileArgs {
     /// Samples per second on each CPU (on-CPU; default 99).
     #[arg(short = 'F', long = "freq", value_name = "HZ")]
@@ -382,6 +389,8 @@ pub struct ProfileArgs {
     /// stderr).
     #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
     pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub command_end: CommandEnd,
     /// Start COMMAND and profile only it and its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -481,6 +490,8 @@ pub struct TraceArgs {
     /// Pages per the shared BPF ring buffer (a power of two).
     #[arg(long, value_name = "N")]
     pub ring_pages: Option<usize>,
+    #[command(flatten)]
+    pub command_end: CommandEnd,
     /// The command to start and trace, with its children and threads (strace -f).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -510,6 +521,25 @@ pub struct Stop {
     pub duration: Option<Duration>,
 }
 
+/// What becomes of a `-- COMMAND` still running when tracing ends (`-c`, `-d`, Ctrl-C), the
+/// same in every command that starts one.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommandEnd {
+    /// Leave COMMAND running when tracing ends before it does (by default it and the
+    /// processes it started get SIGTERM, and it dies with tracer).
+    #[arg(long, requires = "command", conflicts_with = "pid")]
+    pub leave_running: bool,
+}
+
+impl CommandEnd {
+    pub fn at_end(&self) -> crate::launch::AtEnd {
+        match self.leave_running {
+            true => crate::launch::AtEnd::LeaveRunning,
+            false => crate::launch::AtEnd::Stop,
+        }
+    }
+}
+
 /// `-s`/`--stack [WHICH]` (each command says in its help what `-s` alone takes).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StackArg {
@@ -525,14 +555,21 @@ const CONFLICT_HINTS: &[(&str, &[&str], &str)] = &[
     ("--pid", &["[COMMAND]"], "trace either a running process (-p) or a command tracer starts (-- COMMAND)"),
     ("--sum", &["--hist"], "--hist also reports the sum and average of each histogram: drop --sum"),
     ("--count", &["--count-by", "--sum", "--hist"], "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
+    ("--leave-running", &["--pid", "--all-cpus"], "--leave-running is about a command tracer starts (-- COMMAND); a process traced with -p is never stopped"),
     ("--freq", &["--period"], "sample either at a frequency (-F HZ) or every N events (--period N)"),
 ];
 
 /// The hint for a flag clap found missing (another flag `requires` it).
-const REQUIRED_HINTS: &[(&str, &str)] = &[(
-    "--slower-than",
-    "-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s",
-)];
+const REQUIRED_HINTS: &[(&str, &str)] = &[
+    (
+        "--slower-than",
+        "-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s",
+    ),
+    (
+        "<COMMAND>",
+        "--leave-running is about a command tracer starts (-- COMMAND); a process traced with -p is never stopped",
+    ),
+];
 
 /// Parses the command line; a usage error comes back with tracer's hints for it.
 pub fn parse(args: Vec<OsString>) -> Result<Cli, (clap::Error, Vec<String>)> {
@@ -844,6 +881,8 @@ pub struct RecordArgs {
     /// Also print the timeline as it is recorded, as `tracer report` would.
     #[arg(long)]
     pub live: bool,
+    #[command(flatten)]
+    pub command_end: CommandEnd,
     /// The command to launch and record (its whole process tree).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -1038,6 +1077,43 @@ mod tests {
                 vec!["-s prints the stacks of the slow calls: add --slower-than DURATION, e.g. --slower-than 10ms -s".to_string()]
             )
         );
+        let leave = "--leave-running is about a command tracer starts (-- COMMAND); a process traced with -p is never stopped";
+        for line in [
+            "tracer probe --leave-running tp:x",
+            "tracer latency --leave-running f",
+            "tracer record -o t --leave-running -e cs",
+        ] {
+            assert_eq!(
+                refused(line),
+                (MissingRequiredArgument, vec![leave.to_string()]),
+                "{line}"
+            );
+        }
+        for line in [
+            "tracer probe --leave-running -p 1 tp:x",
+            "tracer watch --leave-running -p 1 counter",
+            "tracer latency -p 1 --leave-running f",
+            "tracer trace --leave-running -p 1",
+            "tracer profile --leave-running -p 1",
+            "tracer profile --leave-running -a",
+            "tracer record -o t --leave-running -p 1 -e cs",
+        ] {
+            assert_eq!(
+                refused(line),
+                (ArgumentConflict, vec![leave.to_string()]),
+                "{line}"
+            );
+        }
+        for line in [
+            "tracer probe --leave-running -c 1 tp:x -- ls",
+            "tracer watch --leave-running counter -- ./prog",
+            "tracer latency --leave-running f -- ls",
+            "tracer profile --leave-running -- ls",
+            "tracer trace --leave-running -- ls",
+            "tracer record -o t --leave-running -e cs -- ls",
+        ] {
+            assert!(parse(words(line)).is_ok(), "{line}");
+        }
         assert_eq!(
             refused("tracer record -o t -e cs -F 9 --period 2"),
             (

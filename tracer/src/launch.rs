@@ -20,6 +20,17 @@ pub struct Launched {
     /// Read end of a close-on-exec pipe: a successful exec closes it empty, a failed one
     /// leaves the errno in it.
     exec_status: Option<OwnedFd>,
+    at_end: AtEnd,
+}
+
+/// What becomes of a command still running when tracing ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AtEnd {
+    /// SIGTERM to it and its descendants, and it dies with tracer (`PR_SET_PDEATHSIG`).
+    #[default]
+    Stop,
+    /// `--leave-running`: it runs on, untraced, and outlives tracer.
+    LeaveRunning,
 }
 
 /// Why `execvp` failed, as a message and hints: the errnos of execve(2) a user meets.
@@ -116,11 +127,17 @@ pub fn take_stdout() -> Result<std::fs::File, Error> {
     Ok(std::fs::File::from(data))
 }
 
-/// Forks a child that waits for [`Launched::release`] and then executes `argv`.
+/// Forks a child that waits for [`Launched::release`] and then executes `argv`; it is
+/// stopped if it still runs when tracing ends.
 ///
 /// Must be called before any other thread exists (before the async runtime starts): after
 /// fork the child only makes async-signal-safe calls (read, execvp, write, _exit).
 pub fn launch(argv: &[String]) -> Result<Launched, Error> {
+    launch_held(argv, AtEnd::Stop)
+}
+
+/// [`launch`], with what becomes of the command when tracing ends first.
+pub fn launch_held(argv: &[String], at_end: AtEnd) -> Result<Launched, Error> {
     let args: Vec<CString> = argv
         .iter()
         .map(|a| CString::new(a.as_str()))
@@ -169,7 +186,7 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
         // SAFETY: in the child, prctl/getppid/read/close/execvp/write/_exit on fds and buffers
         // prepared above.
         unsafe {
-            tie_to_parent(parent);
+            tie_to_parent(parent, at_end);
             let mut byte = 0u8;
             libc::close(write_end.as_raw_fd());
             let n = libc::read(read_end.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
@@ -196,6 +213,7 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
         traced: false,
         reaped: false,
         exec_status: Some(status_read),
+        at_end,
     })
 }
 
@@ -204,7 +222,7 @@ pub fn launch(argv: &[String]) -> Result<Launched, Error> {
 /// it has run. [`Launched::release`] detaches and lets it run.
 ///
 /// Must be called before any other thread exists (see [`launch`]).
-pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
+pub fn launch_stopped_at_exec(argv: &[String], at_end: AtEnd) -> Result<Launched, Error> {
     let args: Vec<CString> = argv
         .iter()
         .map(|a| CString::new(a.as_str()))
@@ -236,7 +254,7 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
         // SAFETY: in the child, prctl, ptrace(TRACEME), execvp and write on memory and fds
         // prepared before the fork; a successful exec stops us with SIGTRAP for the parent.
         unsafe {
-            tie_to_parent(parent);
+            tie_to_parent(parent, at_end);
             libc::ptrace(
                 libc::PTRACE_TRACEME,
                 0,
@@ -256,6 +274,7 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
         traced: true,
         reaped: false,
         exec_status: None,
+        at_end,
     };
     let mut status = 0;
     // SAFETY: waiting for our own child with a valid status pointer.
@@ -286,21 +305,24 @@ pub fn launch_stopped_at_exec(argv: &[String]) -> Result<Launched, Error> {
 
 /// In the child, before exec: the command dies with tracer. If tracer is killed (SIGKILL,
 /// a crash), the kernel sends the command SIGKILL (PR_SET_PDEATHSIG, kept across exec), so
-/// it never runs on untraced. tracer may already have died between the fork and the prctl:
-/// then the child has been reparented and exits at once.
+/// it never runs on untraced; with [`AtEnd::LeaveRunning`] it outlives tracer instead. tracer
+/// may already have died between the fork and the prctl: then the child has been reparented
+/// and exits at once.
 ///
 /// # Safety
 /// Only async-signal-safe calls: for the child of a fork.
-unsafe fn tie_to_parent(parent: libc::pid_t) {
+unsafe fn tie_to_parent(parent: libc::pid_t, at_end: AtEnd) {
     // SAFETY: prctl with integer arguments and getppid/_exit have no memory preconditions.
     unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
+        if at_end == AtEnd::Stop {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+        }
         if libc::getppid() != parent {
             libc::_exit(125);
         }
@@ -339,12 +361,15 @@ pub enum Fate {
     /// It was still running: it and its descendants were sent SIGTERM (SIGKILL after a
     /// second for those that did not end).
     Stopped,
+    /// It was still running and was left so (`--leave-running`): not signalled, not reaped.
+    LeftRunning,
 }
 
 impl Launched {
     /// Ends the command if it still runs when tracing ends: SIGTERM to it and every process
     /// it started (a shell's background jobs would otherwise run on untraced), SIGKILL after
-    /// a second to what is left; then it is reaped. A command never released is killed.
+    /// a second to what is left; then it is reaped. A command never released is killed; a
+    /// released one launched with [`AtEnd::LeaveRunning`] is left to run.
     pub fn stop(&mut self) -> Fate {
         if self.reaped || self.try_wait().is_some() {
             return Fate::Exited;
@@ -352,6 +377,11 @@ impl Launched {
         // A ptrace-stopped child cannot act on SIGTERM until its tracer lets it run, nor can
         // one still held before its exec: only SIGKILL ends them.
         let held = self.go.is_some() || self.traced;
+        if !held && self.at_end == AtEnd::LeaveRunning {
+            // Nothing waits for it any more: when tracer exits, init reaps it.
+            self.reaped = true;
+            return Fate::LeftRunning;
+        }
         let pid = self.pid as libc::pid_t;
         // Found before any is signalled, while the command still holds them as its children.
         let tree = descendants(self.pid);

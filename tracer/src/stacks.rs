@@ -1,7 +1,7 @@
 //! Stack ids captured in BPF -> symbolized frames: kernel frames from kallsyms, user frames
 //! from the process's mappings, ELF symbols and DWARF lines, each cached for the run.
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use tracer_common::{Event, NO_STACK};
 
@@ -50,10 +50,11 @@ fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
     }
 }
 
-/// Resolves the stacks of events. Stack ids are never reused within a run (the BPF side does
-/// not pass BPF_F_REUSE_STACKID), so each id is read from the map once; a process is read
-/// from /proc when its first stack arrives, and an address outside its known mappings makes
-/// it reread them once (a library loaded later).
+/// Resolves the stacks of events. Stack ids are not reused within a run (the BPF side does
+/// not pass BPF_F_REUSE_STACKID) unless tracer removes them from the map ([`Symbolizer::forget`]
+/// is told), so each id is read from the map once; a process is read from /proc when its
+/// first stack arrives, and an address outside its known mappings makes it reread them once
+/// (a library loaded later).
 #[derive(Default)]
 pub struct Symbolizer {
     kallsyms: Option<Kallsyms>,
@@ -68,6 +69,11 @@ pub struct Symbolizer {
     addresses: HashMap<(u32, u64), Frame>,
     /// Stacks that `bpf_get_stackid` could not capture.
     pub not_captured: u64,
+    /// Counted stacks, as (pid, kernel id, user id), whose id was removed from the stack map
+    /// while they were still being counted (see `probe::aggregate::evict`): shown as lost.
+    lost: HashSet<(u32, i32, i32)>,
+    /// Counted stacks shown as lost for that reason.
+    pub evicted: u64,
     /// Processes gone before their stacks could be symbolized.
     pub exited: u64,
     /// The innermost ip is just past the instruction of interest (data watchpoints trap after
@@ -98,6 +104,9 @@ impl Symbolizer {
         ustack: i32,
         entry_ret: u64,
     ) -> Result<Vec<Stack>, Error> {
+        if self.lost.contains(&(pid, kstack, ustack)) {
+            return Ok(vec![Stack::Evicted]);
+        }
         let mut out = Vec::new();
         for (id, space) in [(kstack, Space::Kernel), (ustack, Space::User)] {
             if id == NO_STACK {
@@ -268,6 +277,26 @@ impl Symbolizer {
         }
     }
 
+    /// Forgets processes that have exited and whose stacks are printed (their mappings, stacks
+    /// and addresses: a new process that takes the pid is read afresh), and stacks removed
+    /// from the stack map (the id may come back holding another stack).
+    pub fn forget(&mut self, pids: &HashSet<u32>, ids: &HashSet<u32>) {
+        self.processes.retain(|pid, _| !pids.contains(pid));
+        self.frames
+            .retain(|(pid, id, _), _| !pids.contains(pid) && !ids.contains(id));
+        self.addresses.retain(|(pid, _), _| !pids.contains(pid));
+        self.ips.retain(|id, _| !ids.contains(id));
+        self.lost.retain(|(pid, _, _)| !pids.contains(pid));
+    }
+
+    /// Marks the counted stack (`pid`, `kstack`, `ustack`) lost: one of its ids was removed
+    /// from the stack map after it began to be counted.
+    pub fn mark_lost(&mut self, pid: u32, kstack: i32, ustack: i32) {
+        if self.lost.insert((pid, kstack, ustack)) {
+            self.evicted += 1;
+        }
+    }
+
     /// A line for the end-of-run summary when stacks were missing or unresolved.
     pub fn summary(&self) -> Option<String> {
         let mut parts = Vec::new();
@@ -275,6 +304,12 @@ impl Symbolizer {
             parts.push(format!(
                 "{} stacks not captured (stack map full or hash bucket taken)",
                 self.not_captured
+            ));
+        }
+        if self.evicted > 0 {
+            parts.push(format!(
+                "{} counted stacks lost: removed from the stack map when a process that shared them was evicted",
+                self.evicted
             ));
         }
         if self.exited > 0 {

@@ -253,11 +253,11 @@ pub(crate) fn report(
 
 pub(crate) fn build() -> Result<(String, String)> {
     run_cmd(crate::cargo().args(["build", "--release", "-p", "tracer", "-p", "testprog"]))?;
-    let tracer = root().join("target/release/tracer").display().to_string();
-    let prog = root()
-        .join("target/release/tracer-testprog")
-        .display()
-        .to_string();
+    // Where cargo put them: CARGO_TARGET_DIR when set (relative to the root, where cargo ran).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root().join("target"), |dir| root().join(dir));
+    let tracer = target.join("release/tracer").display().to_string();
+    let prog = target.join("release/tracer-testprog").display().to_string();
     Ok((tracer, prog))
 }
 

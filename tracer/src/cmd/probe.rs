@@ -34,7 +34,12 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     crate::launch::raise_open_files(specs.len() as u64);
     // Fork the command (held before exec) before any thread exists.
     let pid = (plan.filter.tgid != 0).then_some(plan.filter.tgid);
-    let mut session = Session::start(&plan.command, pid, Hold::BeforeExec)?;
+    let mut session = Session::start(
+        &plan.command,
+        pid,
+        Hold::BeforeExec,
+        args.command_end.at_end(),
+    )?;
     let rename = probe::rename_tracepoint(&fs);
     let mut options = attach_options(&plan, session.is_launched());
     options.dispatch = probe::attach::dispatch(&specs);
@@ -67,7 +72,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     }
     let start_ns = session::monotonic_ns();
     match &plan.aggregation {
-        Some(agg) => count(session, &bpf, &probes, agg, &plan, &rings, out),
+        Some(agg) => count(session, &mut bpf, &probes, agg, &plan, &rings, out),
         None => stream(session, &bpf, probes, &plan, &mut rings, start_ns, out),
     }
 }
@@ -176,7 +181,7 @@ fn stream(
 /// counted (map full).
 fn count(
     mut session: Session,
-    bpf: &Bpf,
+    bpf: &mut Bpf,
     probes: &[Probe],
     agg: &Aggregation,
     plan: &ProbePlan,
@@ -204,14 +209,15 @@ fn count(
         uncounted: 0,
     };
     let outcome = session.run(&mut sink, rings.raw_fds(), plan.duration)?;
-    debug_notes(bpf, sink.probes.iter().map(|p| (p.slot.id, p.name)));
+    debug_notes(sink.bpf, sink.probes.iter().map(|p| (p.slot.id, p.name)));
     sink.print(false)?;
+    let bpf = &*sink.bpf;
     let (hits, failed) = bpf.stats()?;
     let filtered = bpf.filtered()?;
     let mut notes = Vec::new();
     if failed > 0 {
         notes.push(format!(
-            "not counted: the count map holds {} keys, each kept for the whole run (-I reports what changed; it does not empty the map); use fewer or coarser --count-by keys",
+            "not counted: the count map holds {} keys, each kept while its process runs (-I reports what changed; it does not empty the map: it frees the keys of processes that have exited); use fewer or coarser --count-by keys",
             tracer_common::AGG_ENTRIES
         ));
     }
@@ -458,7 +464,7 @@ fn stream_summary<W: std::io::Write>(
 struct CountSink<'a, W: Write> {
     /// Hits not counted (count map full) up to the last report.
     uncounted: u64,
-    bpf: &'a Bpf,
+    bpf: &'a mut Bpf,
     probes: Vec<Counted<'a>>,
     agg: &'a Aggregation,
     symbolizer: Symbolizer,
@@ -474,6 +480,12 @@ struct CountSink<'a, W: Write> {
 impl<W: Write> CountSink<'_, W> {
     /// Prints a report of what was counted since the last one (`interval`) or in all.
     fn print(&mut self, interval: bool) -> Result<(), Error> {
+        // Interval reports forget exited processes once their last hits are printed (the run
+        // holds the recent ones only); asked before the read, which then has all their hits.
+        let gone = match interval {
+            true => aggregate::gone(&self.previous),
+            false => Default::default(),
+        };
         let mut report = aggregate::report(
             self.bpf,
             &self.probes,
@@ -495,7 +507,11 @@ impl<W: Write> CountSink<'_, W> {
             .out
             .write_all(text.as_bytes())
             .and_then(|()| self.out.flush()))
-        .map_err(Error::Output)
+        .map_err(Error::Output)?;
+        if !gone.is_empty() {
+            aggregate::evict(self.bpf, &mut self.previous, &gone, &mut self.symbolizer)?;
+        }
+        Ok(())
     }
 }
 

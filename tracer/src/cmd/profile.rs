@@ -28,7 +28,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     };
     // Held right after its exec: its executable is mapped, so its stacks resolve even when it
     // is gone by the end of the run.
-    let mut session = Session::start(command, pid, Hold::AfterExec)?;
+    let mut session = Session::start(command, pid, Hold::AfterExec, args.command_end.at_end())?;
     let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
     let mut bpf = Bpf::load_with(Sizing {
         stacks: true,

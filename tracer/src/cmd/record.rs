@@ -41,7 +41,12 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     };
     // Stopped at its exec (before any thread exists), so the watched symbols are mapped and
     // nothing it does is missed.
-    let mut session = Session::start(&plan.command, plan.pid, Hold::AfterExec)?;
+    let mut session = Session::start(
+        &plan.command,
+        plan.pid,
+        Hold::AfterExec,
+        args.command_end.at_end(),
+    )?;
     let mut bpf = Bpf::load_with(Sizing {
         uses: uses(&plan, &specs, &fs),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),

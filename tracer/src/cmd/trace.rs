@@ -29,7 +29,12 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         [one] => Some(*one),
         _ => None,
     };
-    let mut session = Session::start(&plan.command, adopted, Hold::BeforeExec)?;
+    let mut session = Session::start(
+        &plan.command,
+        adopted,
+        Hold::BeforeExec,
+        args.command_end.at_end(),
+    )?;
     let options = Options {
         tracked: true,
         failed: plan.failed,

@@ -35,7 +35,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         Whose::Process(pid) => (&[][..], Some(*pid)),
         Whose::Kernel => (&[][..], None),
     };
-    let mut session = Session::start(command, pid, Hold::AfterExec)?;
+    let mut session = Session::start(command, pid, Hold::AfterExec, args.command_end.at_end())?;
     let mut process = match session.pid() {
         Some(pid) => Some(Process::adopt(pid)?),
         None => None,

@@ -30,6 +30,9 @@ pub enum Stack {
     Frames(Vec<Frame>),
     /// `bpf_get_stackid` failed with this errno (e.g. EEXIST: the stack map bucket was taken).
     NotCaptured(i32),
+    /// Its id was removed from the stack map while it was still counted (`-I` forgets the
+    /// stacks of exited processes): shown as `[lost]`.
+    Evicted,
 }
 
 impl Frame {
@@ -85,6 +88,7 @@ pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Resul
                 "        [stack not captured: {}]",
                 std::io::Error::from_raw_os_error(-errno)
             )?,
+            Stack::Evicted => writeln!(out, "        [lost] (stack evicted while counted)")?,
         }
     }
     Ok(())
@@ -99,6 +103,9 @@ pub fn json(stacks: &[Stack]) -> serde_json::Value {
             Stack::Frames(frames) => out.extend(frames.iter().map(Frame::json)),
             Stack::NotCaptured(errno) => out.push(serde_json::json!({
                 "error": std::io::Error::from_raw_os_error(-errno).to_string(),
+            })),
+            Stack::Evicted => out.push(serde_json::json!({
+                "error": "stack evicted while counted",
             })),
         }
     }

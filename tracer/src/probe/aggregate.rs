@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use tracer_common::{
     src, str_flag, AggKey, AggValue, SlotConfig, AGG_BUCKET_ABOVE, AGG_BUCKET_BELOW, AGG_COMM,
@@ -399,8 +399,7 @@ fn column(part: &KeyPart) -> Option<String> {
     })
 }
 
-/// A counted cell: its key, and the string it is keyed by (`STR_COUNTS`).
-pub type CellKey = (AggKey, Option<[u8; KEY_STRLEN]>);
+pub use crate::bpf::CellKey;
 
 /// Reads `COUNTS` (and `STR_COUNTS`) into a report: one row per distinct visible key, of what
 /// was counted since the totals in `previous` (which are then updated).
@@ -484,6 +483,83 @@ pub fn report(
         out,
         agg.top,
     ))
+}
+
+/// The process (or, keyed by tid alone, the thread) a cell counts hits of; `None` when the
+/// key has neither (pid 0 is the idle task, never gone).
+fn owner(key: &AggKey) -> Option<u32> {
+    [key.pid, key.tid].into_iter().find(|&id| id != 0)
+}
+
+/// The owners of cells already reported that are gone now (no /proc entry: reaped, so they
+/// cannot hit again). Asked before the next read: every hit of theirs is then in it.
+pub fn gone(previous: &HashMap<CellKey, AggValue>) -> HashSet<u32> {
+    let owners: HashSet<u32> = previous.keys().filter_map(|(key, _)| owner(key)).collect();
+    (owners.into_iter())
+        .filter(|id| !std::path::Path::new(&format!("/proc/{id}")).exists())
+        .collect()
+}
+
+/// Evicts, after a report, the cells of `gone` owners (see [`gone`]): they are removed from
+/// the count maps and from `previous`, their stacks from the stack map when no cell left
+/// refers to them, and the symbolizer forgets those processes and stacks, so that a run
+/// that sees many short processes holds only the recent ones. Nothing reported is lost: a
+/// cell that changed since it was read stays (its pid taken by a new process) and a stack
+/// that a new cell began to count before its removal is shown as lost and counted. Returns
+/// the cells removed.
+pub fn evict(
+    bpf: &mut Bpf,
+    previous: &mut HashMap<CellKey, AggValue>,
+    gone: &HashSet<u32>,
+    symbolizer: &mut Symbolizer,
+) -> Result<usize, Error> {
+    let cells: Vec<(CellKey, AggValue)> = (previous.iter())
+        .filter(|((key, _), _)| owner(key).is_some_and(|id| gone.contains(&id)))
+        .map(|(key, value)| (*key, *value))
+        .collect();
+    if cells.is_empty() {
+        return Ok(0);
+    }
+    let removed = bpf.evict_counts(&cells)?;
+    let mut ids: HashSet<u32> = HashSet::new();
+    let mut kept: HashSet<u32> = HashSet::new();
+    for ((key, _), removed) in cells.iter().zip(&removed) {
+        match removed {
+            true => {
+                previous.remove(key);
+                ids.extend(stack_ids(&key.0));
+            }
+            false => kept.extend(owner(&key.0)),
+        }
+    }
+    // Stacks other cells still count stay.
+    for (key, _) in previous.keys() {
+        for id in stack_ids(key) {
+            ids.remove(&id);
+        }
+    }
+    let dropped: Vec<u32> = ids.iter().copied().collect();
+    bpf.forget_stacks(&dropped);
+    if !dropped.is_empty() {
+        // A cell that began between the read and the removal may hold a removed id: its
+        // stack is lost (the id may now hold another stack).
+        let strings = bpf.str_count_keys()?.into_iter().map(|k| k.key);
+        for key in bpf.count_keys()?.into_iter().chain(strings) {
+            if stack_ids(&key).any(|id| ids.contains(&id)) {
+                symbolizer.mark_lost(key.pid, key.kstack, key.ustack);
+            }
+        }
+    }
+    let pids: HashSet<u32> = gone.difference(&kept).copied().collect();
+    symbolizer.forget(&pids, &ids);
+    Ok(removed.iter().filter(|&&r| r).count())
+}
+
+/// The stack ids a cell refers to (none for [`NO_STACK`] or a failed capture).
+fn stack_ids(key: &AggKey) -> impl Iterator<Item = u32> {
+    [key.kstack, key.ustack]
+        .into_iter()
+        .filter_map(|id| u32::try_from(id).ok())
 }
 
 /// One counted cell as an exporter needs it: where it is, the values of its key parts (the

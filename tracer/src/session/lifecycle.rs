@@ -9,7 +9,7 @@ use tracer_common::{TRACK_ACTIVE, TRACK_PENDING};
 use super::event_loop::{End, EventLoop, Sink};
 use crate::bpf::Bpf;
 use crate::kernel::tracefs::Tracefs;
-use crate::launch::{self, Fate, Launched};
+use crate::launch::{self, AtEnd, Fate, Launched};
 use crate::output::summary::Banner;
 use crate::perf;
 use crate::probe;
@@ -38,13 +38,19 @@ pub struct Session {
 }
 
 impl Session {
-    /// Forks `command` held at `hold` (when there is one), else adopts `pid`. Call before any
-    /// thread exists: the child of a fork may only make async-signal-safe calls.
-    pub fn start(command: &[String], pid: Option<u32>, hold: Hold) -> Result<Session, Error> {
+    /// Forks `command` held at `hold` (when there is one), else adopts `pid`; `at_end` says
+    /// what becomes of the command if tracing ends first. Call before any thread exists: the
+    /// child of a fork may only make async-signal-safe calls.
+    pub fn start(
+        command: &[String],
+        pid: Option<u32>,
+        hold: Hold,
+        at_end: AtEnd,
+    ) -> Result<Session, Error> {
         let launched = match (command.is_empty(), hold) {
             (true, _) => None,
-            (false, Hold::BeforeExec) => Some(launch::launch(command)?),
-            (false, Hold::AfterExec) => Some(launch::launch_stopped_at_exec(command)?),
+            (false, Hold::BeforeExec) => Some(launch::launch_held(command, at_end)?),
+            (false, Hold::AfterExec) => Some(launch::launch_stopped_at_exec(command, at_end)?),
         };
         Ok(Session {
             launched,
@@ -164,20 +170,23 @@ impl Session {
         )?;
         // The run's length: up to its end, before the stop and the last drain.
         let elapsed = ended.duration_since(started);
-        let mut stopped = false;
+        let mut fate = Fate::Exited;
         if let Some(child) = self.launched.as_mut() {
             if end == End::Interrupted {
                 if let Some(code) = child.exits_within(Duration::from_millis(200)) {
                     end = End::CommandExited(code);
                 }
             }
-            stopped = !matches!(end, End::CommandExited(_)) && child.stop() == Fate::Stopped;
+            if !matches!(end, End::CommandExited(_)) {
+                fate = child.stop();
+            }
         }
         Ok(Outcome {
             end,
             elapsed,
             adopted: self.adopted,
-            stopped,
+            stopped: fate == Fate::Stopped,
+            left_running: (fate == Fate::LeftRunning).then(|| self.pid()).flatten(),
         })
     }
 }
@@ -202,6 +211,9 @@ pub struct Outcome {
     adopted: Option<u32>,
     /// The launched command was still running when the run ended, and was stopped.
     pub stopped: bool,
+    /// The launched command (this pid) was still running when the run ended, and was left
+    /// running (`--leave-running`).
+    pub left_running: Option<u32>,
 }
 
 impl Outcome {
@@ -211,6 +223,7 @@ impl Outcome {
             elapsed,
             adopted,
             stopped: false,
+            left_running: None,
         }
     }
 
@@ -218,9 +231,10 @@ impl Outcome {
     /// `unit`s.
     pub fn why(&self, counted: u64, unit: &str) -> String {
         let why = self.end_reason(counted, unit);
-        match self.stopped {
-            true => format!("{why}, command stopped (SIGTERM to it and its children)"),
-            false => why,
+        match (self.stopped, self.left_running) {
+            (true, _) => format!("{why}, command stopped (SIGTERM to it and its children)"),
+            (false, Some(pid)) => format!("{why}, command left running (pid {pid})"),
+            (false, None) => why,
         }
     }
 
@@ -273,6 +287,12 @@ mod tests {
         assert_eq!(
             stopped.why(0, "events"),
             "after 1.5 s (-d), command stopped (SIGTERM to it and its children)"
+        );
+        let mut left = at(End::Count, None);
+        left.left_running = Some(4321);
+        assert_eq!(
+            left.why(1, "events"),
+            "after 1 events (-c), command left running (pid 4321)"
         );
     }
 
