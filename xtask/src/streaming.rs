@@ -1,5 +1,6 @@
-//! Streaming every event to userspace: a workload pinned to CPU 0 calls getppid N times, the
-//! tool runs on CPU 1 and delivers one record per call. Cost per event as in
+//! Streaming every event to userspace: a workload calls getppid N times and the tool delivers
+//! one record per call; first as a user runs it (no pinning), then with the workload pinned to
+//! CPU 0 and the tool to CPU 1. Cost per event as in
 //! [`crate::peers::per_event`] (two sizes, so start-up cancels out), plus delivered and lost
 //! events of one run at the larger size, counted from each tool's own output.
 //!
@@ -38,14 +39,42 @@ fn number_before(text: &str, label: &str) -> Option<u64> {
 }
 
 pub fn streaming() -> Result<()> {
-    section("bench: streaming every event (getppid on CPU 0, the tool on CPU 1)");
+    section("bench: streaming every event (getppid), as a user runs it and pinned");
     let (tracer, prog) = build()?;
-    let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
-    let mut rows = Vec::new();
+    let mut modes = serde_json::Map::new();
+    // As a user runs it (the scheduler places tool and workload), then pinned (workload on
+    // CPU 0, tool on CPU 1), which separates the tool's own work from migrations.
+    for pin in [false, true] {
+        let mode = if pin { "pinned" } else { "unpinned" };
+        println!("\nstreaming, {mode}:");
+        modes.insert(
+            mode.into(),
+            serde_json::Value::Array(table(pin, &tracer, &prog)),
+        );
+    }
+    crate::bench::save(
+        "streaming",
+        &serde_json::json!({"bench": "streaming", "version": 2, "rounds": ROUNDS, "modes": modes})
+            .to_string(),
+    )
+}
 
+/// One mode's rows, printed; returns them as JSON.
+fn table(pin: bool, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
+    let place = |argv: Vec<String>| if pin { pinned(argv) } else { argv };
+    let work = |n: u64| {
+        let mut argv = s(&[prog, "--elapsed"]);
+        if pin {
+            argv.extend(s(&["--cpu", "0"]));
+        }
+        argv.extend(s(&["getppid", &n.to_string()]));
+        argv
+    };
+    let mut rows = Vec::new();
     // Another tracer binary (e.g. an earlier commit's) measured in the same run: A/B of a change.
     let baseline = std::env::var("TRACER_BENCH_BASELINE").ok();
-    let builds = std::iter::once(("", tracer.clone())).chain(baseline.map(|b| ("baseline ", b)));
+    let builds =
+        std::iter::once(("", tracer.to_string())).chain(baseline.map(|b| ("baseline ", b)));
     // `--filter`: every hit refused in the kernel (what a filtered-out hit costs), and every
     // hit passed (what the comparison adds to a printed one). tracer's own pid is never 1.
     let filters = [
@@ -85,7 +114,7 @@ pub fn streaming() -> Result<()> {
             ];
             argv.extend(filter.iter().copied());
             argv.push(TP);
-            pinned(launching(&argv, work(n)))
+            place(launching(&argv, work(n)))
         };
         rows.push(Row {
             tool: format!("{label}tracer probe --transport {transport}{shown}"),
@@ -100,7 +129,7 @@ pub fn streaming() -> Result<()> {
 
     if peer("bpftrace", "bpftrace") {
         let script = format!("tracepoint:{TP} /pid == cpid/ {{ printf(\"%d %d\\n\", pid, tid); }}");
-        let cmd = |n: u64| pinned(s(&["bpftrace", "-e", &script, "-c", &work(n).join(" ")]));
+        let cmd = |n: u64| place(s(&["bpftrace", "-e", &script, "-c", &work(n).join(" ")]));
         rows.push(Row {
             tool: "bpftrace printf".into(),
             cost: per_event(&cmd, &work, BIG, SMALL),
@@ -117,7 +146,7 @@ pub fn streaming() -> Result<()> {
         let data = crate::root().join("target/bench/streaming-perf.data");
         let data = data.display().to_string();
         let cmd = |n: u64| {
-            pinned(launching(
+            place(launching(
                 &["perf", "record", "-q", "-o", &data, "-e", TP],
                 work(n),
             ))
@@ -135,7 +164,8 @@ pub fn streaming() -> Result<()> {
         });
     }
 
-    if peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
+    // BCC's rows attach first and pin themselves: measured once, with the pinned table.
+    if pin && peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
         for kind in ["perf", "ring"] {
             rows.push(bcc_row(kind, &work));
         }
@@ -174,11 +204,7 @@ pub fn streaming() -> Result<()> {
             "lost": row.delivered.as_ref().ok().map(|d| d.1),
         }));
     }
-    crate::bench::save(
-        "streaming",
-        &serde_json::json!({"bench": "streaming", "version": 1, "rounds": ROUNDS, "rows": json})
-            .to_string(),
-    )
+    json
 }
 
 /// The number after the word `word` on the first line that has it (`"Lost 12 events"`).
