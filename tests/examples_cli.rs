@@ -1989,7 +1989,7 @@ fn latency_prog(ctx: &Ctx, example: &str, stacks: bool) {
             lines[i]
         );
         assert!(
-            lines[i].contains(&format!("ms args (i={n}) ret ")),
+            lines[i].contains(&format!("ms args (count={n}, ")),
             "{}",
             lines[i]
         );
