@@ -210,3 +210,43 @@ fn a_binary_replaced_on_disk_while_running_is_read_from_the_mapped_file() {
         assert_eq!(first["build_id"], build_id.as_str(), "{event}");
     }
 }
+
+/// Counted user stacks are symbolized at the report, when the short processes that made them
+/// are gone: their mappings come from the kernel's mmap and exec records. Two runs of the
+/// chain under a shell, 2 and 3 calls: one row each, both named down to main.
+#[test]
+fn counted_stacks_of_processes_gone_by_the_report_are_named() {
+    if !has(Feature::UprobePmu, "counted_stacks") || !has(Feature::Bpf, "counted_stacks") {
+        return;
+    }
+    common::require_root();
+    let chain = chain_program();
+    let spec = format!("uprobe:{}:chain_target", chain.display());
+    let c = chain.display();
+    let script = format!("{c} 2 </dev/null >/dev/null; {c} 3 </dev/null >/dev/null");
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "--count-by",
+            "comm",
+            "-s",
+            "user",
+            "-f",
+            "json",
+            &spec,
+        ])
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let rows = report["rows"].as_array().expect("rows");
+    let mut counts: Vec<u64> = rows.iter().map(|r| r["count"].as_u64().unwrap()).collect();
+    counts.sort();
+    assert_eq!(counts, [2, 3], "one row per process: {report}");
+    let first = chain_line("_Bool odd, enum color shade) {");
+    for row in rows {
+        assert_eq!(user_frames(row)[..4], expected_chain(first)[..], "{row}");
+    }
+}

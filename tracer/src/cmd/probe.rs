@@ -188,8 +188,20 @@ fn count(
     rings: &OutputRings,
     out: crate::output::Output,
 ) -> Result<i32, Error> {
+    // Counted user stacks are symbolized at the reports, when short processes are gone:
+    // their mappings come from the kernel's mmap/exec/fork records (opened before the
+    // command is let go, to see its exec).
+    let user_stacks = plan.specs.iter().any(|spec| {
+        let user = matches!(spec.target, plan::Target::User { .. });
+        crate::stacks::flags_for(plan.stack, user) & tracer_common::SLOT_STACK_USER != 0
+    });
+    let tracker = match user_stacks {
+        true => Some(probe::profile::MapsTracker::open(session.pid())?),
+        false => None,
+    };
     let started = Instant::now();
     let mut sink = CountSink {
+        tracker,
         bpf,
         probes: (probes.iter())
             .map(|p| Counted {
@@ -462,6 +474,8 @@ fn stream_summary<W: std::io::Write>(
 /// The event loop's sink in aggregation mode: nothing is streamed; reports are printed every
 /// interval and once at the end.
 struct CountSink<'a, W: Write> {
+    /// With user stacks: the mappings of processes from the kernel's records.
+    tracker: Option<probe::profile::MapsTracker>,
     /// Hits not counted (count map full) up to the last report.
     uncounted: u64,
     bpf: &'a mut Bpf,
@@ -486,6 +500,9 @@ impl<W: Write> CountSink<'_, W> {
             true => aggregate::gone(&self.previous),
             false => Default::default(),
         };
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.lend_to(&mut self.symbolizer);
+        }
         let mut report = aggregate::report(
             self.bpf,
             &self.probes,
@@ -511,6 +528,12 @@ impl<W: Write> CountSink<'_, W> {
         if !gone.is_empty() {
             aggregate::evict(self.bpf, &mut self.previous, &gone, &mut self.symbolizer)?;
         }
+        if let Some(tracker) = self.tracker.as_mut() {
+            // Exited processes that own no cell are not wanted again; those printed and
+            // evicted are forgotten with them.
+            tracker.forget(&gone);
+            tracker.prune(&aggregate::owners(&self.previous));
+        }
         Ok(())
     }
 }
@@ -526,6 +549,9 @@ impl<W: Write> Sink for CountSink<'_, W> {
 
     fn tick(&mut self) -> Result<bool, Error> {
         debug_notes(self.bpf, self.probes.iter().map(|p| (p.slot.id, p.name)));
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.drain();
+        }
         if let Some(interval) = self.agg.interval {
             if self.last.elapsed() >= interval {
                 self.last = Instant::now();

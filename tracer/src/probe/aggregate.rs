@@ -491,11 +491,15 @@ fn owner(key: &AggKey) -> Option<u32> {
     [key.pid, key.tid].into_iter().find(|&id| id != 0)
 }
 
+/// The processes (or threads) that own cells already reported.
+pub fn owners(previous: &HashMap<CellKey, AggValue>) -> HashSet<u32> {
+    previous.keys().filter_map(|(key, _)| owner(key)).collect()
+}
+
 /// The owners of cells already reported that are gone now (no /proc entry: reaped, so they
 /// cannot hit again). Asked before the next read: every hit of theirs is then in it.
 pub fn gone(previous: &HashMap<CellKey, AggValue>) -> HashSet<u32> {
-    let owners: HashSet<u32> = previous.keys().filter_map(|(key, _)| owner(key)).collect();
-    (owners.into_iter())
+    (owners(previous).into_iter())
         .filter(|id| !std::path::Path::new(&format!("/proc/{id}")).exists())
         .collect()
 }

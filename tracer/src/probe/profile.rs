@@ -166,6 +166,8 @@ pub struct MapsTracker {
     /// Processes that exec'd during the run: their mappings since are all in `maps`, and
     /// better than what /proc said before the exec.
     execed: hashbrown::HashSet<u32>,
+    /// Processes whose mappings changed since the last [`MapsTracker::lend_to`].
+    changed: hashbrown::HashSet<u32>,
     /// Records lost when a ring was full, and records that did not parse.
     pub lost: u64,
     pub malformed: u64,
@@ -216,6 +218,7 @@ impl MapsTracker {
             maps: hashbrown::HashMap::new(),
             exited: Vec::new(),
             execed: hashbrown::HashSet::new(),
+            changed: hashbrown::HashSet::new(),
             lost: 0,
             malformed: 0,
         })
@@ -304,14 +307,19 @@ impl MapsTracker {
         changes.sort_by_key(|(time, _)| *time);
         for (_, change) in changes {
             match change {
-                Change::Mapped(pid, mapping) => self.maps.entry(pid).or_default().push(mapping),
+                Change::Mapped(pid, mapping) => {
+                    self.maps.entry(pid).or_default().push(mapping);
+                    self.changed.insert(pid);
+                }
                 Change::Exec(pid) => {
                     self.maps.remove(&pid);
                     self.execed.insert(pid);
+                    self.changed.insert(pid);
                 }
                 Change::Fork(pid, parent) => {
                     if let Some(parent) = self.maps.get(&parent).cloned() {
                         self.maps.insert(pid, parent);
+                        self.changed.insert(pid);
                     }
                 }
                 Change::Exit(pid) => self.exited.push(pid),
@@ -329,6 +337,27 @@ impl MapsTracker {
                 self.execed.remove(&pid);
             }
         }
+    }
+
+    /// [`MapsTracker::lend`] of the processes whose mappings changed since the last call, the
+    /// tracker kept: for reports made while the run goes on (`tracer probe --count-by -s
+    /// user -I`), whose processes may be gone before /proc could be read.
+    pub fn lend_to(&mut self, symbolizer: &mut Symbolizer) {
+        self.drain();
+        for pid in std::mem::take(&mut self.changed) {
+            if let Some(maps) = self.maps.get(&pid) {
+                let mut maps = maps.clone();
+                maps.reverse();
+                symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
+            }
+        }
+    }
+
+    /// Forgets `pids` (processes whose counts were printed and evicted).
+    pub fn forget(&mut self, pids: &hashbrown::HashSet<u32>) {
+        self.maps.retain(|pid, _| !pids.contains(pid));
+        self.execed.retain(|pid| !pids.contains(pid));
+        self.changed.retain(|pid| !pids.contains(pid));
     }
 
     /// Hands the symbolizer the mappings seen of every process it could not read itself, and
