@@ -530,9 +530,12 @@ impl<W: Write> CountSink<'_, W> {
         }
         if let Some(tracker) = self.tracker.as_mut() {
             // Exited processes that own no cell are not wanted again; those printed and
-            // evicted are forgotten with them.
+            // evicted are forgotten with them; the symbolizer keeps only the owners' maps.
+            let owners = aggregate::owners(&self.previous);
             tracker.forget(&gone);
-            tracker.prune(&aggregate::owners(&self.previous));
+            tracker.prune(&owners);
+            let unowned = tracker.take_back(&owners);
+            self.symbolizer.forget(&unowned, &Default::default());
         }
         Ok(())
     }

@@ -168,6 +168,8 @@ pub struct MapsTracker {
     execed: hashbrown::HashSet<u32>,
     /// Processes whose mappings changed since the last [`MapsTracker::lend_to`].
     changed: hashbrown::HashSet<u32>,
+    /// Processes lent to the symbolizer by [`MapsTracker::lend_to`] and not taken back.
+    lent: hashbrown::HashSet<u32>,
     /// Records lost when a ring was full, and records that did not parse.
     pub lost: u64,
     pub malformed: u64,
@@ -219,6 +221,7 @@ impl MapsTracker {
             exited: Vec::new(),
             execed: hashbrown::HashSet::new(),
             changed: hashbrown::HashSet::new(),
+            lent: hashbrown::HashSet::new(),
             lost: 0,
             malformed: 0,
         })
@@ -335,6 +338,7 @@ impl MapsTracker {
             if !sampled.contains(&pid) {
                 self.maps.remove(&pid);
                 self.execed.remove(&pid);
+                self.changed.remove(&pid);
             }
         }
     }
@@ -349,8 +353,27 @@ impl MapsTracker {
                 let mut maps = maps.clone();
                 maps.reverse();
                 symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
+                self.lent.insert(pid);
             }
         }
+    }
+
+    /// The processes lent since that are not in `keep` (those whose stacks a report holds):
+    /// for the symbolizer to forget, since most processes a tracker sees never hit a probe.
+    /// The tracker keeps their mappings (until [`MapsTracker::prune`]) and lends them again
+    /// at the next [`MapsTracker::lend_to`].
+    pub fn take_back(&mut self, keep: &hashbrown::HashSet<u32>) -> hashbrown::HashSet<u32> {
+        let back: hashbrown::HashSet<u32> = (self.lent.iter())
+            .filter(|pid| !keep.contains(*pid))
+            .copied()
+            .collect();
+        for pid in &back {
+            self.lent.remove(pid);
+            if self.maps.contains_key(pid) {
+                self.changed.insert(*pid);
+            }
+        }
+        back
     }
 
     /// Forgets `pids` (processes whose counts were printed and evicted).
@@ -358,6 +381,7 @@ impl MapsTracker {
         self.maps.retain(|pid, _| !pids.contains(pid));
         self.execed.retain(|pid| !pids.contains(pid));
         self.changed.retain(|pid| !pids.contains(pid));
+        self.lent.retain(|pid| !pids.contains(pid));
     }
 
     /// Hands the symbolizer the mappings seen of every process it could not read itself, and
