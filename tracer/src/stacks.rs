@@ -149,6 +149,20 @@ impl Symbolizer {
         frame
     }
 
+    /// The frame of one address of a sampled call chain of `pid` (a perf sample's): `exact`
+    /// for an interrupted instruction (the sample's ip), else a return address, looked up at
+    /// the call before it. Kernel addresses are named from kallsyms. Not cached: the caller
+    /// names each address once.
+    pub fn sampled_frame(&mut self, pid: u32, addr: u64, exact: bool) -> Frame {
+        if addr >= tracer_common::KERNEL_SPACE_START {
+            return self.kernel_frames(&[addr]).remove(0);
+        }
+        let trap_after = std::mem::replace(&mut self.trap_after, !exact);
+        let frame = self.user_frames(pid, &[addr]).remove(0);
+        self.trap_after = trap_after;
+        frame
+    }
+
     fn kernel_frames(&mut self, ips: &[u64]) -> Vec<Frame> {
         let kallsyms = self
             .kallsyms

@@ -63,14 +63,22 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     let counter_ids = counter_sources(counters, plan.sampling, &mut sources);
     // `inherit`: threads and children created from now on are recorded too.
     let task = session.pid().map(|p| (p, true));
-    let mut side = SideRings::open(&counter_ids, plan.sampling, plan.switches, task, pages)?;
+    let mut side = SideRings::open(
+        &counter_ids,
+        plan.sampling,
+        (plan.switches, plan.call_graph),
+        task,
+        pages,
+    )?;
     session.follow(&mut bpf, &fs)?;
     // Created once everything is attached: a failed start leaves no empty file behind.
     let out = recorder::create_output(&plan, data_out)?;
     let start_ns = session::monotonic_ns();
-    let comms = session
-        .pid()
-        .map_or_else(Vec::new, |pid| recorder::current_comms(pid, start_ns));
+    // The names of the tasks running now: the recorded process's threads, or every task.
+    let comms = match session.pid() {
+        Some(pid) => recorder::current_comms(pid, start_ns),
+        None => recorder::all_comms(start_ns),
+    };
     let writer = recorder::write_header(out, &plan, start_ns, &sources, &comms)?;
     for probe in &probes {
         probe.enable()?;
@@ -82,6 +90,12 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     symbolizer.trap_after = true;
     if let (Some(pid), Some(process)) = (session.pid(), process) {
         symbolizer.adopt(pid, process);
+    }
+    // Samples are named as they are drained: a command that has exited by then is still
+    // named from its program's mappings, read now (libraries it maps later are read when its
+    // first sample is, while it lives).
+    if let (Some(pid), false) = (session.pid(), plan.counters.is_empty()) {
+        symbolizer.remember(pid);
     }
     let live = match plan.live {
         true => Some(recorder::live_view(&sources, comms, start_ns)?),

@@ -118,6 +118,23 @@ pub fn current_comms(pid: u32, time_ns: u64) -> Vec<Record> {
         .collect()
 }
 
+/// A comm record for every thread on the machine (a recording of every task): perf reports a
+/// comm only when it changes, so without these the samples and switches of tasks started
+/// before the recording would have no name. Threads gone while /proc is read are left out.
+pub fn all_comms(time_ns: u64) -> Vec<Record> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    (pids.into_iter())
+        .flat_map(|pid| current_comms(pid, time_ns))
+        .filter(|r| matches!(r, Record::Task(t) if t.comm[0] != 0))
+        .collect()
+}
+
 fn read_trim(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
@@ -242,7 +259,10 @@ impl<'a, W: Write> RecordSink<'a, W> {
                     self.snapshot_symbol(e);
                 }
             }
-            Record::Sample(s) => self.counts.per_source[s.source as usize] += 1,
+            Record::Sample(s) => {
+                self.counts.per_source[s.source as usize] += 1;
+                self.snapshot_sample(s);
+            }
             Record::Switch(_) => self.counts.switches += 1,
             Record::Task(_) => self.counts.tasks += 1,
             _ => {}
@@ -282,6 +302,40 @@ impl<'a, W: Write> RecordSink<'a, W> {
             self.error = Some(e);
         }
         self.show(record);
+    }
+
+    /// A sample's ip and call chain, named now: each address once per process (kernel
+    /// addresses once, under pid 0). Addresses no symbol holds are left to be shown in hex.
+    fn snapshot_sample(&mut self, s: &tracefile::Sample) {
+        // The interrupted instructions (the ip, and the user instruction a kernel sample
+        // returns to) are named as they are; the other frames are return addresses.
+        let exact = |i: usize| i == 0;
+        let addresses = (std::iter::once((s.ip, true)))
+            .chain(s.kernel.iter().enumerate().map(|(i, &a)| (a, exact(i))))
+            .chain(s.user.iter().enumerate().map(|(i, &a)| (a, exact(i))));
+        let mut records = Vec::new();
+        for (addr, exact) in addresses {
+            let kernel = addr >= tracer_common::KERNEL_SPACE_START;
+            let pid = if kernel { 0 } else { s.pid };
+            if addr == 0 || !self.symbolized.insert((pid, addr)) {
+                continue;
+            }
+            let frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
+            if frame.symbol.is_some() {
+                records.push(Record::Symbol(tracefile::Symbol {
+                    pid,
+                    addr,
+                    at: frame.place(),
+                    source: frame.source(),
+                }));
+            }
+        }
+        for record in records {
+            if let Err(e) = self.writer.write(&record) {
+                self.error.get_or_insert(e);
+            }
+            self.show(record);
+        }
     }
 
     pub fn finish(&mut self) -> Result<(), Error> {
