@@ -844,3 +844,71 @@ fn samples_of_tasks_running_before_a_system_wide_recording_have_their_comm() {
         "{context}"
     );
 }
+
+#[test]
+fn kernel_frames_come_first_and_are_named_from_kallsyms() {
+    const TEST: &str = "kernel_frames_come_first_and_are_named_from_kallsyms";
+    if !(has(Feature::Bpf, TEST) && has(Feature::SoftwareEvents, TEST)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.tracer");
+    // Kernel-mode samples only, of a program that spends its time in getppid(2).
+    let out = tracer(&[
+        "record",
+        "-o",
+        file.to_str().unwrap(),
+        "-e",
+        "cpu-clock:k",
+        "-F",
+        "999",
+        "-g",
+        "--",
+        common::testprog().to_str().unwrap(),
+        "getppid",
+        "200000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (items, _) = report(&[file.to_str().unwrap()]);
+    let context = format!("{items:#?}");
+    let samples: Vec<&serde_json::Value> = items.iter().filter(|i| i["type"] == "sample").collect();
+    assert!(
+        !samples.is_empty(),
+        "no kernel-mode sample in 200000 getppid calls"
+    );
+    let mut in_getppid = 0;
+    for sample in &samples {
+        let stack = sample["stack"].as_array().expect("a stack with -g");
+        let spaces: Vec<&str> = stack.iter().map(|f| f["space"].as_str().unwrap()).collect();
+        // Taken in the kernel: its frames first (the first is the ip), then the user ones.
+        assert_eq!(spaces[0], "kernel", "{sample}");
+        let kernel = spaces.iter().take_while(|&&s| s == "kernel").count();
+        assert!(spaces[kernel..].iter().all(|&s| s == "user"), "{sample}");
+        assert!(
+            stack[..kernel].iter().all(|f| f["symbol"].is_string()),
+            "a kernel frame kallsyms does not name: {sample}"
+        );
+        let ip = sample["args"]["ip"].as_str().unwrap();
+        assert_eq!(
+            ip,
+            format!(
+                "{}+{:#x}",
+                stack[0]["symbol"].as_str().unwrap(),
+                stack[0]["offset"].as_u64().unwrap()
+            )
+        );
+        // Inside getppid(2): the user side is libc's getppid, named from libc's symbols.
+        let through = |name: &str| stack[..kernel].iter().any(|f| f["symbol"] == name);
+        if through("__x64_sys_getppid") {
+            assert_eq!(stack[kernel]["symbol"], "getppid", "{sample}");
+        }
+        if through("do_syscall_64") && stack[kernel]["symbol"] == "getppid" {
+            in_getppid += 1;
+        }
+    }
+    // Nearly all of its kernel time is in its getppid calls.
+    assert!(
+        in_getppid >= 1,
+        "no sample in a getppid system call: {context}"
+    );
+}

@@ -83,7 +83,6 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     for probe in &probes {
         probe.enable()?;
     }
-    session.begin(&banner(&plan, &sources, session.whom()))?;
     // A data breakpoint traps after the access: the instruction that made it ends just before
     // the reported ip.
     let mut symbolizer = Symbolizer::default();
@@ -92,11 +91,13 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         symbolizer.adopt(pid, process);
     }
     // Samples are named as they are drained: a command that has exited by then is still
-    // named from its program's mappings, read now (libraries it maps later are read when its
-    // first sample is, while it lives).
+    // named from its program's mappings, read now, while it is held at its exec (read once
+    // it runs, they could catch the dynamic loader mid-way; libraries it maps later are read
+    // when its first sample is, while it lives).
     if let (Some(pid), false) = (session.pid(), plan.counters.is_empty()) {
         symbolizer.remember(pid);
     }
+    session.begin(&banner(&plan, &sources, session.whom()))?;
     let live = match plan.live {
         true => Some(recorder::live_view(&sources, comms, start_ns)?),
         false => None,

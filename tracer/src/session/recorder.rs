@@ -308,11 +308,12 @@ impl<'a, W: Write> RecordSink<'a, W> {
     /// addresses once, under pid 0). Addresses no symbol holds are left to be shown in hex.
     fn snapshot_sample(&mut self, s: &tracefile::Sample) {
         // The interrupted instructions (the ip, and the user instruction a kernel sample
-        // returns to) are named as they are; the other frames are return addresses.
+        // returns to) are named as they are; the other frames are return addresses. User
+        // addresses first: the process may exit while kallsyms loads for the first kernel one.
         let exact = |i: usize| i == 0;
-        let addresses = (std::iter::once((s.ip, true)))
-            .chain(s.kernel.iter().enumerate().map(|(i, &a)| (a, exact(i))))
-            .chain(s.user.iter().enumerate().map(|(i, &a)| (a, exact(i))));
+        let addresses = (s.user.iter().enumerate().map(|(i, &a)| (a, exact(i))))
+            .chain(std::iter::once((s.ip, true)))
+            .chain(s.kernel.iter().enumerate().map(|(i, &a)| (a, exact(i))));
         let mut records = Vec::new();
         for (addr, exact) in addresses {
             let kernel = addr >= tracer_common::KERNEL_SPACE_START;
