@@ -912,3 +912,53 @@ fn kernel_frames_come_first_and_are_named_from_kallsyms() {
         "no sample in a getppid system call: {context}"
     );
 }
+
+#[test]
+fn a_short_lived_child_is_named_from_its_mmap_records() {
+    const TEST: &str = "a_short_lived_child_is_named_from_its_mmap_records";
+    if !(has(Feature::Bpf, TEST) && has(Feature::SoftwareEvents, TEST) && two_cpus(TEST)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("child.tracer");
+    // The shell forks a child that execs the workload, which lives for milliseconds: gone
+    // before its samples are named, its frames can only come from the kernel's mmap records.
+    let script = format!("{} {ROUNDS} >/dev/null; true", timeline_program().display());
+    let out = tracer(&[
+        "record",
+        "-o",
+        file.to_str().unwrap(),
+        "-e",
+        "page-faults",
+        "--period",
+        "1",
+        "-g",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (items, _) = report(&[file.to_str().unwrap(), "--comm", "tracer-timeline"]);
+    let context = format!("{items:#?}");
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/timeline.c"),
+    )
+    .unwrap();
+    let line = 1 + source
+        .lines()
+        .position(|l| l.contains("fresh[p * page] = 1;"))
+        .unwrap();
+    // Each round touches 4 fresh pages in main, at that line.
+    let touches: Vec<&serde_json::Value> = (items.iter())
+        .filter(|i| i["type"] == "sample")
+        .filter(|i| {
+            let ip = i["args"]["ip"].as_str().unwrap();
+            ip.starts_with("main+0x") && ip.ends_with(&format!("(timeline.c:{line})"))
+        })
+        .collect();
+    assert_eq!(touches.len(), 4 * ROUNDS, "{context}");
+    for sample in touches {
+        assert_eq!(sample["stack"][0]["symbol"], "main", "{sample}");
+    }
+}

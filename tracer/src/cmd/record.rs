@@ -21,6 +21,7 @@ use crate::perf::{BreakpointType, EventKind, Sampling};
 use crate::plan::record::{record_plan, RecordPlan};
 use crate::plan::stat::Source as StatSource;
 use crate::plan::{build_filter, ProbeSpec};
+use crate::probe::profile::MapsTracker;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
 use crate::session::recorder::{self, Counts, RecordSink};
 use crate::session::side::{CounterSpec, SideRings};
@@ -97,6 +98,13 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     if let (Some(pid), false) = (session.pid(), plan.counters.is_empty()) {
         symbolizer.remember(pid);
     }
+    // The mappings every process makes from now on (perf record's mmap records): a process
+    // gone before its samples are named, or a library it mapped after its last sample was
+    // read, is still named from them.
+    let maps = match plan.counters.is_empty() {
+        true => None,
+        false => Some(MapsTracker::open(session.pid())?),
+    };
     session.begin(&banner(&plan, &sources, session.whom()))?;
     let live = match plan.live {
         true => Some(recorder::live_view(&sources, comms, start_ns)?),
@@ -115,6 +123,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         symbolizer,
     );
     sink.watch_slots = watched.iter().map(|w| w.slot.id).collect();
+    sink.maps = maps;
     let mut fds = sink.rings.raw_fds();
     fds.extend(sink.side.raw_fds());
     let outcome = session.run(&mut sink, fds, plan.duration)?;
@@ -356,6 +365,12 @@ fn summary(
         notes.push(format!(
             "{} records arrived after their reorder window and are out of order: raise --reorder-window",
             stats.late
+        ));
+    }
+    if counts.maps_lost > 0 {
+        notes.push(format!(
+            "lost {} mmap records: frames of processes that exited may be unnamed",
+            counts.maps_lost
         ));
     }
     if stats.malformed > 0 {

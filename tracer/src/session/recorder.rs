@@ -10,10 +10,12 @@ use std::io::Write;
 use tracer_common::{word, Event};
 
 use crate::bpf::Bpf;
+use crate::kernel::symbols::Mapping;
 use crate::output::events::Format;
 use crate::output::timeline::TimelineWriter;
 use crate::perf;
 use crate::plan::record::RecordPlan;
+use crate::probe::profile::MapsTracker;
 use crate::session::side::SideRings;
 use crate::session::{self, OutputRings, Sink};
 use crate::stacks::Symbolizer;
@@ -141,12 +143,13 @@ fn read_trim(path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Records written per source, context switches, task records.
+/// Records written per source, context switches, task records; mmap records lost.
 #[derive(Default)]
 pub struct Counts {
     pub per_source: Vec<u64>,
     pub switches: u64,
     pub tasks: u64,
+    pub maps_lost: u64,
 }
 
 pub type Live = (ItemDecoder, TimelineWriter<std::io::StdoutLock<'static>>);
@@ -167,6 +170,13 @@ pub struct RecordSink<'a, W: Write> {
     /// (pid, ip) already written as symbol records.
     symbolized: HashSet<(u32, u64)>,
     symbolizer: Symbolizer,
+    /// With sampled counters: the mappings the kernel reports, for the frames of processes
+    /// gone before their samples are named.
+    pub maps: Option<MapsTracker>,
+    /// How many of each process's file mappings the symbolizer was given.
+    lent: HashMap<u32, usize>,
+    /// Processes with samples (their mappings are kept).
+    sampled: HashSet<u32>,
     error: Option<std::io::Error>,
 }
 
@@ -209,6 +219,9 @@ impl<'a, W: Write> RecordSink<'a, W> {
             },
             symbolized: HashSet::new(),
             symbolizer,
+            maps: None,
+            lent: HashMap::new(),
+            sampled: HashSet::new(),
             error: None,
         }
     }
@@ -219,11 +232,13 @@ impl<'a, W: Write> RecordSink<'a, W> {
         // Hits the value filter refused were never produced.
         let (hits, _) = bpf.stats()?;
         let produced = hits - bpf.filtered()?;
+        let (maps_lost, maps_malformed) =
+            (self.maps.as_ref()).map_or((0, 0), |t| (t.lost, t.malformed));
         let stats = tracefile::Stats {
             lost_side: self.side.lost.iter().map(|(c, n)| (*c, *n)).collect(),
             lost_bpf: bpf.lost_per_cpu()?,
             late: self.reorder.late,
-            malformed: self.side.malformed + self.rings.losses().malformed,
+            malformed: self.side.malformed + self.rings.losses().malformed + maps_malformed,
             produced,
         };
         let mut writer = self.writer;
@@ -232,7 +247,9 @@ impl<'a, W: Write> RecordSink<'a, W> {
             .map_err(Error::Output)?;
         let (records, bytes) = (writer.records + 1, writer.bytes + 8);
         writer.finish().map_err(Error::Output)?;
-        Ok((records, bytes, stats, self.counts))
+        let mut counts = self.counts;
+        counts.maps_lost = maps_lost;
+        Ok((records, bytes, stats, counts))
     }
 
     fn collect(&mut self) {
@@ -244,6 +261,27 @@ impl<'a, W: Write> RecordSink<'a, W> {
             let t = r.time_ns().unwrap_or(0);
             reorder.push(t, r);
         });
+        // After the samples: the mappings they may need are in.
+        if let Some(tracker) = self.maps.as_mut() {
+            tracker.drain();
+        }
+    }
+
+    /// Gives the symbolizer the file mappings the kernel reported of `pid` since it was last
+    /// given them; `false` when there are none new.
+    fn lend(&mut self, pid: u32) -> bool {
+        let Some(tracker) = self.maps.as_ref() else {
+            return false;
+        };
+        let (maps, execed) = tracker.mappings(pid);
+        let files: Vec<Mapping> = maps.iter().filter(|m| m.path.is_some()).cloned().collect();
+        let lent = self.lent.entry(pid).or_default();
+        if files.is_empty() || files.len() == *lent {
+            return false;
+        }
+        *lent = files.len();
+        self.symbolizer.add_maps(pid, &files, execed);
+        true
     }
 
     fn write(&mut self, record: Record) {
@@ -315,13 +353,19 @@ impl<'a, W: Write> RecordSink<'a, W> {
             .chain(std::iter::once((s.ip, true)))
             .chain(s.kernel.iter().enumerate().map(|(i, &a)| (a, exact(i))));
         let mut records = Vec::new();
+        self.sampled.insert(s.pid);
         for (addr, exact) in addresses {
             let kernel = addr >= tracer_common::KERNEL_SPACE_START;
             let pid = if kernel { 0 } else { s.pid };
             if addr == 0 || !self.symbolized.insert((pid, addr)) {
                 continue;
             }
-            let frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
+            let mut frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
+            // Unnamed from what /proc said (or could not say: the process is gone): from the
+            // mappings the kernel reported.
+            if frame.symbol.is_none() && !kernel && self.lend(s.pid) {
+                frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
+            }
             if frame.symbol.is_some() {
                 records.push(Record::Symbol(tracefile::Symbol {
                     pid,
@@ -359,6 +403,14 @@ impl<'a, W: Write> RecordSink<'a, W> {
 impl<W: Write> Sink for RecordSink<'_, W> {
     fn stop(&mut self) -> Result<(), Error> {
         Ok(self.bpf.stop()?)
+    }
+
+    fn tick(&mut self) -> Result<bool, Error> {
+        // The mappings of processes that exited without a sample are not needed.
+        if let Some(tracker) = self.maps.as_mut() {
+            tracker.prune(&self.sampled);
+        }
+        Ok(false)
     }
 
     fn drain(&mut self) -> Result<bool, Error> {
