@@ -163,6 +163,27 @@ impl Symbolizer {
         frame
     }
 
+    /// Adds mappings the kernel reported of `pid` (`maps`, oldest first: its mmap records) to
+    /// those known of it, so that the libraries of a process gone before its frames are named
+    /// are still named; with `whole` (it exec'd, and they are all it mapped since) they replace
+    /// what is known. Nothing changes when they are all known already.
+    pub fn add_maps(&mut self, pid: u32, maps: &[crate::kernel::symbols::Mapping], whole: bool) {
+        let known = match self.processes.get(&pid) {
+            Some(Some(p)) if !whole => p.maps().to_vec(),
+            _ => Vec::new(),
+        };
+        // The latest mapping of an address range first, as `remember_maps` takes them.
+        let mut all: Vec<_> = (maps.iter().rev())
+            .filter(|m| !known.contains(m))
+            .cloned()
+            .collect();
+        if all.is_empty() {
+            return;
+        }
+        all.extend(known);
+        self.remember_maps(pid, all, true);
+    }
+
     fn kernel_frames(&mut self, ips: &[u64]) -> Vec<Frame> {
         let kallsyms = self
             .kallsyms
@@ -280,27 +301,6 @@ impl Symbolizer {
             self.processes
                 .insert(pid, Some(Process::with_maps(pid, maps)));
         }
-    }
-
-    /// Adds mappings the kernel reported of `pid` (`maps`, oldest first: its mmap records) to
-    /// those known of it, so that the libraries of a process gone before its frames are named
-    /// are still named; with `whole` (it exec'd, and they are all it mapped since) they replace
-    /// what is known. Nothing changes when they are all known already.
-    pub fn add_maps(&mut self, pid: u32, maps: &[crate::kernel::symbols::Mapping], whole: bool) {
-        let known = match self.processes.get(&pid) {
-            Some(Some(p)) if !whole => p.maps().to_vec(),
-            _ => Vec::new(),
-        };
-        // The latest mapping of an address range first, as `remember_maps` takes them.
-        let mut all: Vec<_> = (maps.iter().rev())
-            .filter(|m| !known.contains(m))
-            .cloned()
-            .collect();
-        if all.is_empty() {
-            return;
-        }
-        all.extend(known);
-        self.remember_maps(pid, all, true);
     }
 
     /// A line for the end-of-run summary when stacks were missing or unresolved.
