@@ -173,9 +173,11 @@ pub struct RecordSink<'a, W: Write> {
     /// With sampled counters: the mappings the kernel reports, for the frames of processes
     /// gone before their samples are named.
     pub maps: Option<MapsTracker>,
-    /// How many of each process's file mappings the symbolizer was given.
-    lent: HashMap<u32, usize>,
-    /// Processes with samples (their mappings are kept).
+    /// How many of each process's file mappings the symbolizer was given, and whether they
+    /// were those since an exec.
+    lent: HashMap<u32, (usize, bool)>,
+    /// Processes with samples, from when they are read from the rings (their mappings are
+    /// kept).
     sampled: HashSet<u32>,
     error: Option<std::io::Error>,
 }
@@ -253,18 +255,25 @@ impl<'a, W: Write> RecordSink<'a, W> {
     }
 
     fn collect(&mut self) {
-        let reorder = &mut self.reorder;
+        // The mappings first: a process whose exit they show took all its samples before,
+        // and those are in the side rings now, so its pid is in `sampled` before the next
+        // prune (which would otherwise drop the mappings of a process whose samples still
+        // wait in the reorder window). Samples name their addresses a reorder window later,
+        // by when the mappings made before them have been read.
+        if let Some(tracker) = self.maps.as_mut() {
+            tracker.drain();
+        }
+        let (reorder, sampled) = (&mut self.reorder, &mut self.sampled);
         self.rings.drain(|e, strings| {
             reorder.push(e.time_ns, Record::Event(Box::new(*e), strings.to_vec()))
         });
         self.side.drain(|r| {
+            if let Record::Sample(s) = &r {
+                sampled.insert(s.pid);
+            }
             let t = r.time_ns().unwrap_or(0);
             reorder.push(t, r);
         });
-        // After the samples: the mappings they may need are in.
-        if let Some(tracker) = self.maps.as_mut() {
-            tracker.drain();
-        }
     }
 
     /// Gives the symbolizer the file mappings the kernel reported of `pid` since it was last
@@ -275,11 +284,13 @@ impl<'a, W: Write> RecordSink<'a, W> {
         };
         let (maps, execed) = tracker.mappings(pid);
         let files: Vec<Mapping> = maps.iter().filter(|m| m.path.is_some()).cloned().collect();
+        // A shell's child given its parent's mappings before its exec has as many after it,
+        // at some point: the exec makes them new too.
         let lent = self.lent.entry(pid).or_default();
-        if files.is_empty() || files.len() == *lent {
+        if files.is_empty() || (files.len(), execed) == *lent {
             return false;
         }
-        *lent = files.len();
+        *lent = (files.len(), execed);
         self.symbolizer.add_maps(pid, &files, execed);
         true
     }
@@ -353,7 +364,6 @@ impl<'a, W: Write> RecordSink<'a, W> {
             .chain(std::iter::once((s.ip, true)))
             .chain(s.kernel.iter().enumerate().map(|(i, &a)| (a, exact(i))));
         let mut records = Vec::new();
-        self.sampled.insert(s.pid);
         for (addr, exact) in addresses {
             let kernel = addr >= tracer_common::KERNEL_SPACE_START;
             let pid = if kernel { 0 } else { s.pid };
