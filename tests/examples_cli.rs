@@ -315,6 +315,8 @@ const EXAMPLES: &[(&str, Check)] = &[
     ),
     // docs/record.md (its `tracer report t.tracer` is `tracer report --help`'s too)
     (DOCS_RECORD_TL, docs_record_timeline),
+    (DOCS_RECORD_STACKS, docs_record_stacks),
+    ("tracer report s.tracer", docs_report_stacks),
     // docs/stat.md
     (
         "tracer stat -e syscalls:sys_enter_getppid,task-clock,page-faults,cycles -- ./tracer-testprog getppid 1000",
@@ -840,6 +842,7 @@ impl Ctx {
             ("tl", common::timeline_program()),
             ("usdt", common::usdt_program()),
             ("busy", common::profile_program()),
+            ("spin", common::spin_program()),
         ] {
             std::fs::copy(&built, dir.path().join(name))
                 .unwrap_or_else(|e| panic!("copy {} to {name}: {e}", built.display()));
@@ -3325,6 +3328,58 @@ fn record_timeline(ctx: &Ctx) -> Option<(u64, u64)> {
         "{stderr}"
     );
     Some((main, worker))
+}
+
+/// docs/record.md's sampled-stacks example.
+const DOCS_RECORD_STACKS: &str = "tracer record -o s.tracer -e cpu-clock -F 999 -g -- ./spin";
+
+/// Records ./spin as docs/record.md does and checks what it shows; returns the report's JSON.
+fn record_stacks(ctx: &Ctx) -> Vec<serde_json::Value> {
+    let (stdout, stderr) = ok(&ctx.run(&words(DOCS_RECORD_STACKS, &[])));
+    assert_shown(DOCS_RECORD_STACKS, &stdout, &stderr, &[]);
+    let records = report_json(ctx, "s.tracer");
+    let samples: Vec<&serde_json::Value> =
+        records.iter().filter(|r| r["type"] == "sample").collect();
+    assert!(!samples.is_empty(), "{stderr}");
+    // The command, named from the start; every sample taken in the loop has its chain.
+    assert!(samples.iter().all(|s| s["comm"] == "spin"), "{records:?}");
+    let in_loop: Vec<&&serde_json::Value> = (samples.iter())
+        .filter(|s| s["args"]["ip"].as_str().unwrap().starts_with("spin_inner+"))
+        .collect();
+    assert!(!in_loop.is_empty(), "{records:?}");
+    for sample in in_loop {
+        let symbols: Vec<&str> = (sample["stack"].as_array().unwrap().iter())
+            .filter(|f| f["space"] == "user")
+            .map(|f| f["symbol"].as_str().unwrap_or("?"))
+            .collect();
+        assert_eq!(
+            symbols[..3],
+            ["spin_inner", "spin_outer", "main"],
+            "{sample}"
+        );
+    }
+    records
+}
+
+fn docs_record_stacks(ctx: &Ctx, example: &str) {
+    assert_eq!(example, DOCS_RECORD_STACKS);
+    record_stacks(ctx);
+}
+
+/// `tracer report s.tracer` as docs/record.md shows it.
+fn docs_report_stacks(ctx: &Ctx, example: &str) {
+    let records = record_stacks(ctx);
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_shown(example, &stdout, &stderr, &[]);
+    // One line per record, and one per frame under each sample.
+    let frames: usize = (records.iter())
+        .map(|r| r["stack"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(
+        stdout.lines().count(),
+        1 + records.len() + frames,
+        "{stdout}"
+    );
 }
 
 fn docs_record_timeline(ctx: &Ctx, example: &str) {

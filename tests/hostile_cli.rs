@@ -463,6 +463,9 @@ fn sample(time_ns: u64) -> tracer::tracefile::Record {
         tid: 7,
         time_ns,
         period: 1,
+        ip: 0x40_1136,
+        kernel: Vec::new(),
+        user: Vec::new(),
     })
 }
 
@@ -521,14 +524,15 @@ fn damaged_recordings_show_what_is_valid_and_exit_1() {
     // A flipped bit in a sample's length: a corrupt length, not a cut file.
     let file = recording(dir.path(), "length.tracer", &records);
     let sample_at = record_at(&file, 2);
-    patch(&file, sample_at + 4, 32 | 4);
+    patch(&file, sample_at + 4, 48 | 4);
     let p = file.display();
     let run = tracer(&["report", &p.to_string()]);
     run.fails(
         1,
         &format!(
-            "error: {p}: record 2 (kind 4) at byte {sample_at} is corrupt: claims 36 bytes; a \
-             sample record has 32; the records before it are shown"
+            "error: {p}: record 2 (kind 4) at byte {sample_at} is corrupt: claims 52 bytes; a \
+             sample record has 48 and 8 per frame, up to 127 frames (1064); the records before \
+             it are shown"
         ),
     );
     assert!(!run.stderr.contains("mid-write"), "{}", run.stderr);

@@ -406,7 +406,7 @@ fn truncated_newer_and_foreign_files() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr).lines().next().unwrap(),
-        format!("error: cannot read {}: written by a newer tracer (file format 7; this tracer reads format 2)", cut.display())
+        format!("error: cannot read {}: written by a newer tracer (file format 7; this tracer reads format 3)", cut.display())
     );
     let out = tracer(&["report", "/etc/hostname"]);
     assert_eq!(out.status.code(), Some(1));
@@ -531,6 +531,22 @@ fn bad_record_and_report_input_is_a_usage_error() {
             "error: --live prints to standard output, where -o - writes the recording",
         ),
         (
+            vec!["record", "-o", "/tmp/x.tracer", "--switches", "-g"],
+            "error: -g records the call chains of sampled counters, and none is given",
+        ),
+        (
+            vec![
+                "record",
+                "-o",
+                "/tmp/x.tracer",
+                "-e",
+                "cpu-clock",
+                "--call-graph",
+                "dwarf",
+            ],
+            "error: --call-graph dwarf is not supported: tracer records frame-pointer call chains",
+        ),
+        (
             vec!["report", "/tmp/x.tracer", "--since", "2", "--until", "1"],
             "error: --until is not after --since",
         ),
@@ -544,5 +560,405 @@ fn bad_record_and_report_input_is_a_usage_error() {
         );
         assert_eq!(text(&out.stderr).lines().next(), Some(message), "{args:?}");
         assert!(!Path::new("/tmp/x.tracer").exists(), "{args:?} left a file");
+    }
+}
+
+/// The size of `function` in `program` (`nm -S`), to check that sampled ips fall inside it.
+fn function_size(program: &Path, function: &str) -> u64 {
+    let out = Command::new("nm")
+        .args(["-S", "--defined-only"])
+        .arg(program)
+        .output()
+        .expect("run nm (binutils, installed with cc)");
+    let listing = text(&out.stdout);
+    listing
+        .lines()
+        .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, size, _, name] if name == function => u64::from_str_radix(size, 16).ok(),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {function} with a size in nm's listing:\n{listing}"))
+}
+
+/// Records the spin workload, already running before the recording starts, while it runs
+/// spin_inner once (with `markers`, a uprobe and a uretprobe on it mark when); `extra` adds
+/// to the command line.
+/// Returns the report's JSON lines, the workload's pid and tracer record's stderr.
+fn record_spin(
+    dir: &Path,
+    name: &str,
+    (system_wide, markers): (bool, bool),
+    extra: &[&str],
+) -> (Vec<serde_json::Value>, u32, String) {
+    use std::io::Read;
+    let program = common::spin_program();
+    let mut cmd = Command::new(&program);
+    cmd.arg("300");
+    let mut work = common::Workload::start(cmd);
+    let pid = work.pid();
+    let file = dir.join(name);
+    let uprobe = format!("uprobe:{}:spin_inner", program.display());
+    let uretprobe = format!("uretprobe:{}:spin_inner", program.display());
+    let pid_arg = pid.to_string();
+    let mut args = vec!["record", "-o", file.to_str().unwrap()];
+    if markers {
+        args.extend(["-P", &uprobe, "-P", &uretprobe]);
+    }
+    if !system_wide {
+        args.extend(["-p", &pid_arg]);
+    }
+    args.extend(extra);
+    let (child, mut stderr, banner) = common::tracer_started(&args);
+    assert!(banner.starts_with("Recording "), "{banner}");
+    // spin_inner runs and returns while the recording runs.
+    work.run_batch();
+    // SAFETY: kill(2) on our own child, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).unwrap();
+    work.finish();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    let (items, _) = report(&[file.to_str().unwrap(), "--pid", &pid_arg]);
+    (items, pid, rest)
+}
+
+/// The samples of `pid` taken while spin_inner ran (between its uprobe and uretprobe hits).
+fn inside_spin_inner(items: &[serde_json::Value], context: &str) -> Vec<serde_json::Value> {
+    let time_of = |prefix: &str| -> u64 {
+        let hits: Vec<u64> = (items.iter())
+            .filter(|i| i["source"].as_str().unwrap().starts_with(prefix))
+            .map(|i| i["time_ns"].as_u64().unwrap())
+            .collect();
+        assert_eq!(hits.len(), 1, "one {prefix} hit: {context}");
+        hits[0]
+    };
+    let (entry, exit) = (time_of("uprobe:"), time_of("uretprobe:"));
+    let inside: Vec<serde_json::Value> = (items.iter())
+        .filter(|i| i["type"] == "sample")
+        .filter(|i| (entry..exit).contains(&i["time_ns"].as_u64().unwrap()))
+        .cloned()
+        .collect();
+    assert!(
+        !inside.is_empty(),
+        "no cpu-clock sample while spin_inner ran (300 million iterations): {context}"
+    );
+    inside
+}
+
+/// `function+0xOFF` -> OFF, asserting the function.
+fn offset_in(place: &str, function: &str) -> u64 {
+    let place = place.split(' ').next().unwrap();
+    let offset = place
+        .strip_prefix(&format!("{function}+0x"))
+        .unwrap_or_else(|| panic!("{place} is not in {function}"));
+    u64::from_str_radix(offset, 16).unwrap()
+}
+
+#[test]
+fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
+    const TEST: &str = "sampled_stacks_of_a_running_process_end_in_its_known_chain";
+    if !(has(Feature::Bpf, TEST)
+        && has(Feature::UprobePmu, TEST)
+        && has(Feature::SoftwareEvents, TEST))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // User-mode samples only (`:u`): a sample taken while the kernel preempts the loop has
+    // kernel frames on top.
+    let (items, pid, stderr) = record_spin(
+        dir.path(),
+        "g.tracer",
+        (false, true),
+        &["-e", "cpu-clock:u", "-F", "999", "-g"],
+    );
+    let context = format!("{stderr}\n{items:#?}");
+    let size = function_size(&common::spin_program(), "spin_inner");
+    // The process was running before the recording: its name comes from the start-up comm
+    // records, on every record of it.
+    assert!(
+        items.iter().all(|i| i["comm"] == "tracer-spin"),
+        "{context}"
+    );
+    let samples: Vec<&serde_json::Value> = items.iter().filter(|i| i["type"] == "sample").collect();
+    assert!(
+        samples
+            .iter()
+            .all(|s| s["pid"] == pid && s["source"] == "cpu-clock:u"),
+        "{context}"
+    );
+    for sample in inside_spin_inner(&items, &context) {
+        let ip = sample["args"]["ip"].as_str().unwrap();
+        assert!(
+            offset_in(ip, "spin_inner") < size,
+            "{ip} past spin_inner's {size} bytes"
+        );
+        // spin.c's lines 18 to 21 are spin_inner.
+        let line: u32 = (ip.split_once("(spin.c:"))
+            .and_then(|(_, l)| l.strip_suffix(')')?.parse().ok())
+            .unwrap_or_else(|| panic!("{ip} has no spin.c line"));
+        assert!((18..=21).contains(&line), "{ip}");
+        let stack = sample["stack"].as_array().expect("a stack with -g");
+        assert!(stack.iter().all(|f| f["space"] == "user"), "{sample}");
+        let symbols: Vec<&str> = stack
+            .iter()
+            .map(|f| f["symbol"].as_str().unwrap_or("?"))
+            .collect();
+        // Innermost first: the loop, its caller, main (then libc's start-up frames).
+        assert_eq!(
+            symbols[..3],
+            ["spin_inner", "spin_outer", "main"],
+            "{sample}"
+        );
+        assert_eq!(
+            format!("spin_inner+{:#x}", stack[0]["offset"].as_u64().unwrap()),
+            ip.split(' ').next().unwrap()
+        );
+        assert_eq!(
+            (stack[1]["file"].as_str(), stack[1]["line"].as_u64()),
+            (Some("spin.c"), Some(23))
+        );
+    }
+
+    // The Perfetto export: each sample an instant whose `sf` names a node of `stackFrames`,
+    // whose parents lead to the root without a cycle.
+    let file = dir.path().join("g.tracer");
+    let json = dir.path().join("g.json");
+    let out = tracer(&[
+        "report",
+        file.to_str().unwrap(),
+        "--perfetto",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let frames = doc["stackFrames"]
+        .as_object()
+        .expect("a stackFrames dictionary");
+    for (id, node) in frames {
+        assert!(
+            node["name"].is_string() && node["category"].is_string(),
+            "{id}: {node}"
+        );
+        if let Some(parent) = node.get("parent") {
+            assert!(
+                frames.contains_key(parent.as_str().unwrap()),
+                "{id}: dangling parent {parent}"
+            );
+        }
+    }
+    let chain = |sf: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut at = Some(sf.to_string());
+        while let Some(id) = at {
+            assert!(out.len() <= frames.len(), "a cycle through {id}");
+            let node = &frames[&id];
+            out.push(node["name"].as_str().unwrap().to_string());
+            at = node.get("parent").map(|p| p.as_str().unwrap().to_string());
+        }
+        out
+    };
+    let exported: Vec<&serde_json::Value> = (doc["traceEvents"].as_array().unwrap().iter())
+        .filter(|e| e["cat"] == "sample" && e["pid"] == pid)
+        .collect();
+    assert_eq!(exported.len(), samples.len(), "one instant per sample");
+    let mut in_loop = 0;
+    for event in &exported {
+        assert_eq!(
+            (&event["ph"], &event["s"], &event["tid"]),
+            (&"i".into(), &"t".into(), &pid.into())
+        );
+        assert!(event["ts"].is_f64(), "{event}");
+        let names = chain(event["sf"].as_str().expect("sf on every sample"));
+        assert_eq!(
+            names.len(),
+            event["args"]["stack"].as_array().unwrap().len(),
+            "{event}"
+        );
+        if names[0] == "spin_inner" {
+            assert_eq!(names[..3], ["spin_inner", "spin_outer", "main"], "{event}");
+            in_loop += 1;
+        }
+    }
+    assert!(in_loop >= 1, "no exported sample in spin_inner");
+}
+
+#[test]
+fn every_sample_has_its_ip_and_no_stack_without_g() {
+    const TEST: &str = "every_sample_has_its_ip_and_no_stack_without_g";
+    if !(has(Feature::Bpf, TEST)
+        && has(Feature::UprobePmu, TEST)
+        && has(Feature::SoftwareEvents, TEST))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (items, _, stderr) = record_spin(
+        dir.path(),
+        "ip.tracer",
+        (false, true),
+        &["-e", "cpu-clock:u", "-F", "999"],
+    );
+    let context = format!("{stderr}\n{items:#?}");
+    let size = function_size(&common::spin_program(), "spin_inner");
+    for sample in inside_spin_inner(&items, &context) {
+        assert!(offset_in(sample["args"]["ip"].as_str().unwrap(), "spin_inner") < size);
+        assert!(sample.get("stack").is_none(), "{sample}");
+    }
+}
+
+#[test]
+fn samples_of_tasks_running_before_a_system_wide_recording_have_their_comm() {
+    const TEST: &str = "samples_of_tasks_running_before_a_system_wide_recording_have_their_comm";
+    if !(has(Feature::Bpf, TEST)
+        && has(Feature::UprobePmu, TEST)
+        && has(Feature::SoftwareEvents, TEST))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Every task on the machine, and no probe (a probe hit carries its task's name): the
+    // workload never changes its name during the recording, so only the start-up comm
+    // records can name its samples.
+    let (items, pid, stderr) = record_spin(
+        dir.path(),
+        "all.tracer",
+        (true, false),
+        &["-e", "cpu-clock", "-F", "999"],
+    );
+    let context = format!("{stderr}\n{items:#?}");
+    let samples: Vec<&serde_json::Value> = items.iter().filter(|i| i["type"] == "sample").collect();
+    assert!(
+        !samples.is_empty(),
+        "no sample of the workload in 300 million iterations: {context}"
+    );
+    assert!(
+        samples
+            .iter()
+            .all(|s| s["pid"] == pid && s["comm"] == "tracer-spin"),
+        "{context}"
+    );
+    assert!(
+        items.iter().all(|i| i["comm"] == "tracer-spin"),
+        "{context}"
+    );
+}
+
+#[test]
+fn kernel_frames_come_first_and_are_named_from_kallsyms() {
+    const TEST: &str = "kernel_frames_come_first_and_are_named_from_kallsyms";
+    if !(has(Feature::Bpf, TEST) && has(Feature::SoftwareEvents, TEST)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.tracer");
+    // Kernel-mode samples only, of a program that spends its time in getppid(2).
+    let out = tracer(&[
+        "record",
+        "-o",
+        file.to_str().unwrap(),
+        "-e",
+        "cpu-clock:k",
+        "-F",
+        "999",
+        "-g",
+        "--",
+        common::testprog().to_str().unwrap(),
+        "getppid",
+        "200000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (items, _) = report(&[file.to_str().unwrap()]);
+    let context = format!("{items:#?}");
+    let samples: Vec<&serde_json::Value> = items.iter().filter(|i| i["type"] == "sample").collect();
+    assert!(
+        !samples.is_empty(),
+        "no kernel-mode sample in 200000 getppid calls"
+    );
+    let mut in_getppid = 0;
+    for sample in &samples {
+        let stack = sample["stack"].as_array().expect("a stack with -g");
+        let spaces: Vec<&str> = stack.iter().map(|f| f["space"].as_str().unwrap()).collect();
+        // Taken in the kernel: its frames first (the first is the ip), then the user ones.
+        assert_eq!(spaces[0], "kernel", "{sample}");
+        let kernel = spaces.iter().take_while(|&&s| s == "kernel").count();
+        assert!(spaces[kernel..].iter().all(|&s| s == "user"), "{sample}");
+        assert!(
+            stack[..kernel].iter().all(|f| f["symbol"].is_string()),
+            "a kernel frame kallsyms does not name: {sample}"
+        );
+        let ip = sample["args"]["ip"].as_str().unwrap();
+        assert_eq!(
+            ip,
+            format!(
+                "{}+{:#x}",
+                stack[0]["symbol"].as_str().unwrap(),
+                stack[0]["offset"].as_u64().unwrap()
+            )
+        );
+        // Inside getppid(2): the user side is libc's getppid, named from libc's symbols.
+        let through = |name: &str| stack[..kernel].iter().any(|f| f["symbol"] == name);
+        if through("__x64_sys_getppid") {
+            assert_eq!(stack[kernel]["symbol"], "getppid", "{sample}");
+        }
+        if through("do_syscall_64") && stack[kernel]["symbol"] == "getppid" {
+            in_getppid += 1;
+        }
+    }
+    // Nearly all of its kernel time is in its getppid calls.
+    assert!(
+        in_getppid >= 1,
+        "no sample in a getppid system call: {context}"
+    );
+}
+
+#[test]
+fn a_short_lived_child_is_named_from_its_mmap_records() {
+    const TEST: &str = "a_short_lived_child_is_named_from_its_mmap_records";
+    if !(has(Feature::Bpf, TEST) && has(Feature::SoftwareEvents, TEST) && two_cpus(TEST)) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("child.tracer");
+    // The shell forks a child that execs the workload, which lives for milliseconds: gone
+    // before its samples are named, its frames can only come from the kernel's mmap records.
+    let script = format!("{} {ROUNDS} >/dev/null; true", timeline_program().display());
+    let out = tracer(&[
+        "record",
+        "-o",
+        file.to_str().unwrap(),
+        "-e",
+        "page-faults",
+        "--period",
+        "1",
+        "-g",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (items, _) = report(&[file.to_str().unwrap(), "--comm", "tracer-timeline"]);
+    let context = format!("{items:#?}");
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/timeline.c"),
+    )
+    .unwrap();
+    let line = 1 + source
+        .lines()
+        .position(|l| l.contains("fresh[p * page] = 1;"))
+        .unwrap();
+    // Each round touches 4 fresh pages in main, at that line.
+    let touches: Vec<&serde_json::Value> = (items.iter())
+        .filter(|i| i["type"] == "sample")
+        .filter(|i| {
+            let ip = i["args"]["ip"].as_str().unwrap();
+            ip.starts_with("main+0x") && ip.ends_with(&format!("(timeline.c:{line})"))
+        })
+        .collect();
+    assert_eq!(touches.len(), 4 * ROUNDS, "{context}");
+    for sample in touches {
+        assert_eq!(sample["stack"][0]["symbol"], "main", "{sample}");
     }
 }

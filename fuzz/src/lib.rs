@@ -24,5 +24,10 @@ pub fn layout(u: &mut Unstructured<'_>) -> Result<Layout> {
         branch_hw_index: flags & 2 != 0,
         regs_user: u.int_in_range(0..=64)?,
         regs_intr: u.int_in_range(0..=64)?,
+        // A cap on callchain entries, or none (only the record's size bounds them).
+        max_callchain: match flags & 4 != 0 {
+            true => Some(u.int_in_range(0..=200)?),
+            false => None,
+        },
     })
 }

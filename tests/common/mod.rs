@@ -384,6 +384,16 @@ pub fn debug_bpf_drops(spec: &str, workload: &[&str]) -> (Vec<String>, String) {
     (lines, stderr)
 }
 
+/// The C workload `tests/workloads/spin.c` (main -> spin_outer -> spin_inner, a loop with no
+/// calls), compiled once per test binary.
+pub fn spin_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/spin.c");
+    BUILT
+        .get_or_init(|| build_c("tracer-spin", &source, &[]))
+        .clone()
+}
+
 /// The C workload `tests/workloads/profile.c` (known CPU shares in known call chains, known
 /// sleeps), compiled once per test binary.
 pub fn profile_program() -> PathBuf {

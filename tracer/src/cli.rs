@@ -861,6 +861,14 @@ pub struct RecordArgs {
     /// Sample counters every N events.
     #[arg(long, value_name = "N")]
     pub period: Option<u64>,
+    /// Record each sample's call chain, kernel and user, walked by frame pointers (as `perf
+    /// record -g`; every sample has its instruction pointer without it).
+    #[arg(short = 'g')]
+    pub call_graph_fp: bool,
+    /// How to record samples' call chains: `fp` (frame pointers, the same as -g; perf's
+    /// `dwarf` and `lbr` are not recorded).
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
     /// Record scheduler context switches (in and out, per thread).
     #[arg(long)]
     pub switches: bool,

@@ -158,6 +158,41 @@ impl Symbolizer {
         frame
     }
 
+    /// The frame of one address of a sampled call chain of `pid` (a perf sample's): `exact`
+    /// for an interrupted instruction (the sample's ip), else a return address, looked up at
+    /// the call before it. Kernel addresses are named from kallsyms. Not cached: the caller
+    /// names each address once.
+    pub fn sampled_frame(&mut self, pid: u32, addr: u64, exact: bool) -> Frame {
+        if addr >= tracer_common::KERNEL_SPACE_START {
+            return self.kernel_frames(&[addr]).remove(0);
+        }
+        let trap_after = std::mem::replace(&mut self.trap_after, !exact);
+        let frame = self.user_frames(pid, &[addr]).remove(0);
+        self.trap_after = trap_after;
+        frame
+    }
+
+    /// Adds mappings the kernel reported of `pid` (`maps`, oldest first: its mmap records) to
+    /// those known of it, so that the libraries of a process gone before its frames are named
+    /// are still named; with `whole` (it exec'd, and they are all it mapped since) they replace
+    /// what is known. Nothing changes when they are all known already.
+    pub fn add_maps(&mut self, pid: u32, maps: &[crate::kernel::symbols::Mapping], whole: bool) {
+        let known = match self.processes.get(&pid) {
+            Some(Some(p)) if !whole => p.maps().to_vec(),
+            _ => Vec::new(),
+        };
+        // The latest mapping of an address range first, as `remember_maps` takes them.
+        let mut all: Vec<_> = (maps.iter().rev())
+            .filter(|m| !known.contains(m))
+            .cloned()
+            .collect();
+        if all.is_empty() {
+            return;
+        }
+        all.extend(known);
+        self.remember_maps(pid, all, true);
+    }
+
     fn kernel_frames(&mut self, ips: &[u64]) -> Vec<Frame> {
         let kallsyms = self
             .kallsyms

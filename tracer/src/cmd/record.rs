@@ -21,6 +21,7 @@ use crate::perf::{BreakpointType, EventKind, Sampling};
 use crate::plan::record::{record_plan, RecordPlan};
 use crate::plan::stat::Source as StatSource;
 use crate::plan::{build_filter, ProbeSpec};
+use crate::probe::profile::MapsTracker;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
 use crate::session::recorder::{self, Counts, RecordSink};
 use crate::session::side::{CounterSpec, SideRings};
@@ -68,19 +69,26 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     let counter_ids = counter_sources(counters, plan.sampling, &mut sources);
     // `inherit`: threads and children created from now on are recorded too.
     let task = session.pid().map(|p| (p, true));
-    let mut side = SideRings::open(&counter_ids, plan.sampling, plan.switches, task, pages)?;
+    let mut side = SideRings::open(
+        &counter_ids,
+        plan.sampling,
+        (plan.switches, plan.call_graph),
+        task,
+        pages,
+    )?;
     session.follow(&mut bpf, &fs)?;
     // Created once everything is attached: a failed start leaves no empty file behind.
     let out = recorder::create_output(&plan, data_out)?;
     let start_ns = session::monotonic_ns();
-    let comms = session
-        .pid()
-        .map_or_else(Vec::new, |pid| recorder::current_comms(pid, start_ns));
+    // The names of the tasks running now: the recorded process's threads, or every task.
+    let comms = match session.pid() {
+        Some(pid) => recorder::current_comms(pid, start_ns),
+        None => recorder::all_comms(start_ns),
+    };
     let writer = recorder::write_header(out, &plan, start_ns, &sources, &comms)?;
     for probe in &probes {
         probe.enable()?;
     }
-    session.begin(&banner(&plan, &sources, session.whom()))?;
     // A data breakpoint traps after the access: the instruction that made it ends just before
     // the reported ip.
     let mut symbolizer = Symbolizer::default();
@@ -88,6 +96,21 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     if let (Some(pid), Some(process)) = (session.pid(), process) {
         symbolizer.adopt(pid, process);
     }
+    // Samples are named as they are drained: a command that has exited by then is still
+    // named from its program's mappings, read now, while it is held at its exec (read once
+    // it runs, they could catch the dynamic loader mid-way; libraries it maps later are read
+    // when its first sample is, while it lives).
+    if let (Some(pid), false) = (session.pid(), plan.counters.is_empty()) {
+        symbolizer.remember(pid);
+    }
+    // The mappings every process makes from now on (perf record's mmap records): a process
+    // gone before its samples are named, or a library it mapped after its last sample was
+    // read, is still named from them.
+    let maps = match plan.counters.is_empty() {
+        true => None,
+        false => Some(MapsTracker::open(session.pid())?),
+    };
+    session.begin(&banner(&plan, &sources, session.whom()))?;
     let live = match plan.live {
         true => Some(recorder::live_view(&sources, comms, start_ns)?),
         false => None,
@@ -105,6 +128,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         symbolizer,
     );
     sink.watch_slots = watched.iter().map(|w| w.slot.id).collect();
+    sink.maps = maps;
     let mut fds = sink.rings.raw_fds();
     fds.extend(sink.side.raw_fds());
     let outcome = session.run(&mut sink, fds, plan.duration)?;
@@ -346,6 +370,12 @@ fn summary(
         notes.push(format!(
             "{} records arrived after their reorder window and are out of order: raise --reorder-window",
             stats.late
+        ));
+    }
+    if counts.maps_lost > 0 {
+        notes.push(format!(
+            "lost {} mmap records: frames of processes that exited may be unnamed",
+            counts.maps_lost
         ));
     }
     if stats.malformed > 0 {

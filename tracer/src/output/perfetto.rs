@@ -2,13 +2,17 @@
 //! chrome://tracing open): a track per thread named by its comm, probe and watch hits as
 //! instant events, entry/return pairs (probe and `%return`, `sys_enter_X` and `sys_exit_X`)
 //! as complete slices, time on CPU (switch in to switch out) as `running` slices, and each
-//! sampled counter as a counter track per process (running total).
+//! sampled counter as a counter track per process (running total), with each sample also an
+//! instant on its thread carrying its ip and stack: as arguments (the frames, innermost first,
+//! which Perfetto's UI lists) and as an `sf` reference into the trace's `stackFrames`
+//! dictionary (the trace-event format's stacks, which chrome://tracing draws).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Map, Value as Json};
 
 use crate::output::events::json_value;
+use crate::output::stack::{Frame, Space};
 use crate::output::timeline::{Item, Kind};
 
 /// The function (or syscall) a probe name is about, and whether it is its return side.
@@ -69,10 +73,60 @@ fn instant(item: &Item, start_ns: u64, category: &str) -> Json {
     })
 }
 
+/// The trace-event format's `stackFrames` dictionary: one node per (caller node, frame), so
+/// stacks that share their outer frames share nodes; ids are strings, as the format has them.
+#[derive(Default)]
+struct StackFrames {
+    ids: HashMap<(Option<usize>, String, &'static str), usize>,
+    nodes: Map<String, Json>,
+}
+
+impl StackFrames {
+    /// The id of the innermost node of `frames` (innermost first), adding the nodes missing.
+    fn intern(&mut self, frames: &[Frame]) -> Option<usize> {
+        let mut parent = None;
+        for frame in frames.iter().rev() {
+            let name = match &frame.symbol {
+                Some(symbol) => symbol.clone(),
+                None => format!("[unknown] {:#x}", frame.addr),
+            };
+            let category = match frame.space {
+                Space::Kernel => "kernel",
+                Space::User => "user",
+            };
+            let next = self.ids.len();
+            let id = *(self.ids.entry((parent, name.clone(), category))).or_insert(next);
+            if id == next {
+                let mut node = json!({ "name": name, "category": category });
+                if let Some(p) = parent {
+                    node["parent"] = p.to_string().into();
+                }
+                self.nodes.insert(id.to_string(), node);
+            }
+            parent = Some(id);
+        }
+        parent
+    }
+}
+
+/// A sample as an instant on its thread: its arguments, its frames, and its stack node.
+fn sample_instant(item: &Item, start_ns: u64, frames: &mut StackFrames) -> Json {
+    let mut event = instant(item, start_ns, "sample");
+    if !item.stack.is_empty() {
+        let texts: Vec<String> = item.stack.iter().map(Frame::text).collect();
+        event["args"]["stack"] = texts.into();
+    }
+    if let Some(id) = frames.intern(&item.stack) {
+        event["sf"] = id.to_string().into();
+    }
+    event
+}
+
 /// The whole trace document for `items` (in time order); times are microseconds since
 /// `start_ns`.
 pub fn document(items: &[Item], start_ns: u64) -> Json {
     let mut events: Vec<Json> = Vec::new();
+    let mut frames = StackFrames::default();
     // Open entries per (tid, function): the entry item, awaiting its return.
     let mut open: HashMap<(u32, String), Vec<&Item>> = HashMap::new();
     // Switch-in per tid.
@@ -152,6 +206,10 @@ pub fn document(items: &[Item], start_ns: u64) -> Json {
                     "pid": item.pid,
                     "args": { "total": *total },
                 }));
+                // Recordings before samples had an ip (file format 2) have only the counter.
+                if item.args.iter().any(|(name, _)| name == "ip") {
+                    events.push(sample_instant(item, start_ns, &mut frames));
+                }
             }
         }
     }
@@ -174,7 +232,11 @@ pub fn document(items: &[Item], start_ns: u64) -> Json {
         }
         events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": format!("{comm} {tid}")}}));
     }
-    json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+    let mut doc = json!({ "traceEvents": events, "displayTimeUnit": "ns" });
+    if !frames.nodes.is_empty() {
+        doc["stackFrames"] = Json::Object(frames.nodes);
+    }
+    doc
 }
 
 #[cfg(test)]
@@ -194,7 +256,90 @@ mod tests {
             args: Vec::new(),
             ret: None,
             errno: None,
+            stack: Vec::new(),
         }
+    }
+
+    fn frame(symbol: &str, space: Space) -> Frame {
+        Frame {
+            addr: 0x10,
+            space,
+            symbol: Some(symbol.into()),
+            offset: 4,
+            file: None,
+            line: None,
+            build_id: None,
+        }
+    }
+
+    #[test]
+    fn samples_share_stack_frame_nodes_from_the_root() {
+        let sample = |time_ns, stack: &[(&str, Space)]| {
+            let mut s = item(time_ns, 11, "cpu-clock", Kind::Sample);
+            s.args = vec![
+                ("period".into(), Value::Uint(1)),
+                ("ip".into(), Value::Word(format!("{}+0x4", stack[0].0))),
+            ];
+            s.stack = stack.iter().map(|(n, sp)| frame(n, *sp)).collect();
+            s
+        };
+        let user = Space::User;
+        let items = vec![
+            sample(1_000, &[("hot", user), ("outer", user), ("main", user)]),
+            sample(2_000, &[("cold", user), ("outer", user), ("main", user)]),
+            sample(
+                3_000,
+                &[
+                    ("tick", Space::Kernel),
+                    ("hot", user),
+                    ("outer", user),
+                    ("main", user),
+                ],
+            ),
+        ];
+        let doc = document(&items, 0);
+        let frames = doc["stackFrames"].as_object().unwrap();
+        // main, outer, hot, cold, tick: shared outer frames are one node each.
+        assert_eq!(frames.len(), 5);
+        let chain = |sf: &Json| {
+            let mut out = Vec::new();
+            let mut at = sf.as_str().map(str::to_string);
+            while let Some(id) = at {
+                let node = &frames[&id];
+                out.push(format!(
+                    "{}:{}",
+                    node["category"].as_str().unwrap(),
+                    node["name"].as_str().unwrap()
+                ));
+                at = node["parent"].as_str().map(str::to_string);
+            }
+            out.join(" ")
+        };
+        let samples: Vec<&Json> = (doc["traceEvents"].as_array().unwrap().iter())
+            .filter(|e| e["cat"] == "sample")
+            .collect();
+        let chains: Vec<String> = samples.iter().map(|e| chain(&e["sf"])).collect();
+        assert_eq!(
+            chains,
+            [
+                "user:hot user:outer user:main",
+                "user:cold user:outer user:main",
+                "kernel:tick user:hot user:outer user:main"
+            ]
+        );
+        assert_eq!(samples[0]["ph"], "i");
+        assert_eq!(samples[0]["args"]["ip"], "hot+0x4");
+        assert_eq!(
+            samples[0]["args"]["stack"],
+            json!(["hot+0x4", "outer+0x4", "main+0x4"])
+        );
+        // The counter track is still there.
+        assert_eq!(
+            (doc["traceEvents"].as_array().unwrap().iter())
+                .filter(|e| e["ph"] == "C")
+                .count(),
+            3
+        );
     }
 
     #[test]

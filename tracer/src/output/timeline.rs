@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use crate::kernel::format::Value;
 use crate::output::events::{Format, JsonArgs, JsonValue, TextLine};
+use crate::output::stack::Frame;
 
 /// What kind of record an item came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,8 @@ pub struct Item {
     pub args: Vec<(String, Value)>,
     pub ret: Option<Value>,
     pub errno: Option<&'static str>,
+    /// A sample's call chain (`record -g`), innermost first: kernel frames, then user frames.
+    pub stack: Vec<Frame>,
 }
 
 /// JSON Lines schema version of `tracer report -f json` (field names are a contract).
@@ -70,6 +73,9 @@ struct JsonItem<'a> {
     errno: Option<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     truncated: Vec<&'a str>,
+    /// A sample's frames, as `tracer probe -s` writes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack: Option<serde_json::Value>,
 }
 
 pub struct TimelineWriter<W: Write> {
@@ -117,7 +123,10 @@ impl<W: Write> TimelineWriter<W> {
                 ret: item.ret.as_ref(),
                 errno: item.errno,
             }
-            .write(&mut self.out),
+            .write(&mut self.out)
+            .and_then(|()| {
+                (item.stack.iter()).try_for_each(|f| writeln!(self.out, "        {}", f.text()))
+            }),
             Format::Json => {
                 let line = JsonItem {
                     time_ns: item.time_ns,
@@ -131,6 +140,9 @@ impl<W: Write> TimelineWriter<W> {
                     ret: item.ret.as_ref().map(JsonValue),
                     errno: item.errno,
                     truncated: super::events::truncated(&item.args, item.ret.as_ref()),
+                    stack: (!item.stack.is_empty()).then(|| {
+                        super::stack::json(&[super::stack::Stack::Frames(item.stack.clone())])
+                    }),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")
@@ -163,6 +175,7 @@ mod tests {
             ],
             ret: None,
             errno: None,
+            stack: Vec::new(),
         }
     }
 

@@ -81,6 +81,53 @@ pub struct Layout {
     pub regs_intr: u32,
     /// `PERF_SAMPLE_BRANCH_HW_INDEX` in `branch_sample_type`: branch stacks carry `hw_idx`.
     pub branch_hw_index: bool,
+    /// The most callchain entries a sample may claim (the event's `sample_max_stack` plus its
+    /// context markers); `None`: only the record's size bounds it.
+    pub max_callchain: Option<u64>,
+}
+
+/// The callchain's context markers (`enum perf_callchain_context` in
+/// include/uapi/linux/perf_event.h): the entries after one are of that context.
+pub mod callchain {
+    #[doc(alias = "PERF_CONTEXT_HV")]
+    pub const HV: u64 = -32i64 as u64;
+    #[doc(alias = "PERF_CONTEXT_KERNEL")]
+    pub const KERNEL: u64 = -128i64 as u64;
+    #[doc(alias = "PERF_CONTEXT_USER")]
+    pub const USER: u64 = -512i64 as u64;
+    #[doc(alias = "PERF_CONTEXT_MAX")]
+    pub const MAX: u64 = -4095i64 as u64;
+    /// The kernel's default `kernel.perf_event_max_stack` (`PERF_MAX_STACK_DEPTH`).
+    #[doc(alias = "PERF_MAX_STACK_DEPTH")]
+    pub const MAX_STACK_DEPTH: u16 = 127;
+    /// The kernel's default `kernel.perf_event_max_contexts_per_stack`
+    /// (`PERF_MAX_CONTEXTS_PER_STACK`): markers a callchain may hold besides its frames.
+    #[doc(alias = "PERF_MAX_CONTEXTS_PER_STACK")]
+    pub const MAX_CONTEXTS: u64 = 8;
+
+    /// Splits a callchain into its kernel and user frames, innermost first; frames of other
+    /// contexts (hypervisor, guest) are left out.
+    pub fn split(chain: &[u64]) -> (Vec<u64>, Vec<u64>) {
+        let (mut kernel, mut user) = (Vec::new(), Vec::new());
+        // Before any marker: the kernel writes one first, so no frame is taken unmarked.
+        let mut into: Option<bool> = None;
+        for &ip in chain {
+            if ip >= MAX {
+                into = match ip {
+                    KERNEL => Some(true),
+                    USER => Some(false),
+                    _ => None,
+                };
+                continue;
+            }
+            match into {
+                Some(true) => kernel.push(ip),
+                Some(false) => user.push(ip),
+                None => {}
+            }
+        }
+        (kernel, user)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +136,8 @@ pub enum ParseError {
     Truncated { type_: u32, size: usize },
     #[error("record header claims {claimed} bytes but {available} are available")]
     BadSize { claimed: usize, available: usize },
+    #[error("sample claims a callchain of {nr} entries (at most {max})")]
+    CallchainTooLong { nr: u64, max: u64 },
 }
 
 /// `struct sample_id`: the trailer of non-sample records with `sample_id_all`.
@@ -451,6 +500,9 @@ fn parse_sample<'a>(c: &mut Cursor<'a>, layout: &Layout) -> Result<Sample<'a>, P
     }
     if has(sample::CALLCHAIN) {
         let nr = c.u64()?;
+        if let Some(max) = layout.max_callchain.filter(|&max| nr > max) {
+            return Err(ParseError::CallchainTooLong { nr, max });
+        }
         s.callchain = Some(c.u64s(nr)?);
     }
     if has(sample::RAW) {

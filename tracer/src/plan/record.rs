@@ -24,6 +24,8 @@ pub struct RecordPlan {
     /// Sampled counters (software, hardware, cache, raw, single tracepoints).
     pub counters: Vec<EventSpec>,
     pub sampling: Sampling,
+    /// `-g`: samples carry their call chains (frame pointers).
+    pub call_graph: bool,
     pub switches: bool,
     pub pid: Option<u32>,
     pub command: Vec<String>,
@@ -92,6 +94,13 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
         (None, None) => Sampling::Frequency(1000),
     };
     let counters = counters(args)?;
+    let call_graph = call_graph(args)?;
+    if call_graph && counters.is_empty() {
+        return Err(usage(
+            "-g records the call chains of sampled counters, and none is given",
+            "add a counter to sample, e.g. -e cpu-clock -F 999 -g",
+        ));
+    }
     let stdout = args.output.as_os_str() == "-";
     if stdout && args.live {
         return Err(usage(
@@ -108,6 +117,7 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
         watches,
         counters,
         sampling,
+        call_graph,
         switches: args.switches,
         pid: args.pid,
         command: args.command.clone(),
@@ -122,6 +132,24 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
             .map(super::filter::parse)
             .transpose()?,
     })
+}
+
+/// `-g` or `--call-graph fp`: frame-pointer call chains, the one kind tracer records.
+fn call_graph(args: &RecordArgs) -> Result<bool, Error> {
+    match args.call_graph.as_deref() {
+        None => Ok(args.call_graph_fp),
+        Some("fp") => Ok(true),
+        Some(mode @ ("dwarf" | "lbr")) => Err(usage(
+            format!(
+                "--call-graph {mode} is not supported: tracer records frame-pointer call chains"
+            ),
+            "use --call-graph fp (or -g), with the program built with -fno-omit-frame-pointer",
+        )),
+        Some(mode) => Err(usage(
+            format!("unknown --call-graph mode '{mode}'"),
+            "use --call-graph fp (or -g): call chains walked by frame pointers",
+        )),
+    }
 }
 
 /// The sampled counters: events `tracer record` can sample (a probe goes in -P).
@@ -221,5 +249,25 @@ mod tests {
             err(&["-o", "-", "--live", "--switches"]),
             "--live prints to standard output, where -o - writes the recording"
         );
+        assert_eq!(
+            err(&["-o", "t", "--switches", "-g"]),
+            "-g records the call chains of sampled counters, and none is given"
+        );
+        assert_eq!(
+            err(&["-o", "t", "-e", "cpu-clock", "--call-graph", "dwarf"]),
+            "--call-graph dwarf is not supported: tracer records frame-pointer call chains"
+        );
+        assert_eq!(
+            err(&["-o", "t", "-e", "cpu-clock", "--call-graph", "fq"]),
+            "unknown --call-graph mode 'fq'"
+        );
+    }
+
+    #[test]
+    fn call_chains_are_asked_with_g_or_call_graph_fp() {
+        let g = |line: &[&str]| plan(line).unwrap().call_graph;
+        assert!(!g(&["-o", "t", "-e", "cpu-clock"]));
+        assert!(g(&["-o", "t", "-e", "cpu-clock", "-g"]));
+        assert!(g(&["-o", "t", "-e", "cpu-clock", "--call-graph", "fp"]));
     }
 }

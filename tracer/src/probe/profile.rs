@@ -330,6 +330,13 @@ impl MapsTracker {
         }
     }
 
+    /// The mappings seen of `pid` (since tracking began, or since its exec), oldest first,
+    /// and whether it exec'd during the run (then they are all it has mapped since).
+    pub fn mappings(&self, pid: u32) -> (&[Mapping], bool) {
+        let maps = self.maps.get(&pid).map_or(&[][..], Vec::as_slice);
+        (maps, self.execed.contains(&pid))
+    }
+
     /// Forgets the mappings of the processes that exited without a sample (`sampled` says
     /// which had one; their samples were counted before they exited): what the run keeps then
     /// grows with the processes profiled, not with every process the machine ran.

@@ -10,10 +10,12 @@ use std::io::Write;
 use tracer_common::{word, Event};
 
 use crate::bpf::Bpf;
+use crate::kernel::symbols::Mapping;
 use crate::output::events::Format;
 use crate::output::timeline::TimelineWriter;
 use crate::perf;
 use crate::plan::record::RecordPlan;
+use crate::probe::profile::MapsTracker;
 use crate::session::side::SideRings;
 use crate::session::{self, OutputRings, Sink};
 use crate::stacks::Symbolizer;
@@ -118,18 +120,36 @@ pub fn current_comms(pid: u32, time_ns: u64) -> Vec<Record> {
         .collect()
 }
 
+/// A comm record for every thread on the machine (a recording of every task): perf reports a
+/// comm only when it changes, so without these the samples and switches of tasks started
+/// before the recording would have no name. Threads gone while /proc is read are left out.
+pub fn all_comms(time_ns: u64) -> Vec<Record> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    (pids.into_iter())
+        .flat_map(|pid| current_comms(pid, time_ns))
+        .filter(|r| matches!(r, Record::Task(t) if t.comm[0] != 0))
+        .collect()
+}
+
 fn read_trim(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
 }
 
-/// Records written per source, context switches, task records.
+/// Records written per source, context switches, task records; mmap records lost.
 #[derive(Default)]
 pub struct Counts {
     pub per_source: Vec<u64>,
     pub switches: u64,
     pub tasks: u64,
+    pub maps_lost: u64,
 }
 
 pub type Live = (ItemDecoder, TimelineWriter<std::io::StdoutLock<'static>>);
@@ -150,6 +170,15 @@ pub struct RecordSink<'a, W: Write> {
     /// (pid, ip) already written as symbol records.
     symbolized: HashSet<(u32, u64)>,
     symbolizer: Symbolizer,
+    /// With sampled counters: the mappings the kernel reports, for the frames of processes
+    /// gone before their samples are named.
+    pub maps: Option<MapsTracker>,
+    /// How many of each process's file mappings the symbolizer was given, and whether they
+    /// were those since an exec.
+    lent: HashMap<u32, (usize, bool)>,
+    /// Processes with samples, from when they are read from the rings (their mappings are
+    /// kept).
+    sampled: HashSet<u32>,
     error: Option<std::io::Error>,
 }
 
@@ -192,6 +221,9 @@ impl<'a, W: Write> RecordSink<'a, W> {
             },
             symbolized: HashSet::new(),
             symbolizer,
+            maps: None,
+            lent: HashMap::new(),
+            sampled: HashSet::new(),
             error: None,
         }
     }
@@ -202,11 +234,13 @@ impl<'a, W: Write> RecordSink<'a, W> {
         // Hits the value filter refused were never produced.
         let (hits, _) = bpf.stats()?;
         let produced = hits - bpf.filtered()?;
+        let (maps_lost, maps_malformed) =
+            (self.maps.as_ref()).map_or((0, 0), |t| (t.lost, t.malformed));
         let stats = tracefile::Stats {
             lost_side: self.side.lost.iter().map(|(c, n)| (*c, *n)).collect(),
             lost_bpf: bpf.lost_per_cpu()?,
             late: self.reorder.late,
-            malformed: self.side.malformed + self.rings.losses().malformed,
+            malformed: self.side.malformed + self.rings.losses().malformed + maps_malformed,
             produced,
         };
         let mut writer = self.writer;
@@ -215,18 +249,50 @@ impl<'a, W: Write> RecordSink<'a, W> {
             .map_err(Error::Output)?;
         let (records, bytes) = (writer.records + 1, writer.bytes + 8);
         writer.finish().map_err(Error::Output)?;
-        Ok((records, bytes, stats, self.counts))
+        let mut counts = self.counts;
+        counts.maps_lost = maps_lost;
+        Ok((records, bytes, stats, counts))
     }
 
     fn collect(&mut self) {
-        let reorder = &mut self.reorder;
+        // The mappings first: a process whose exit they show took all its samples before,
+        // and those are in the side rings now, so its pid is in `sampled` before the next
+        // prune (which would otherwise drop the mappings of a process whose samples still
+        // wait in the reorder window). Samples name their addresses a reorder window later,
+        // by when the mappings made before them have been read.
+        if let Some(tracker) = self.maps.as_mut() {
+            tracker.drain();
+        }
+        let (reorder, sampled) = (&mut self.reorder, &mut self.sampled);
         self.rings.drain(|e, strings| {
             reorder.push(e.time_ns, Record::Event(Box::new(*e), strings.to_vec()))
         });
         self.side.drain(|r| {
+            if let Record::Sample(s) = &r {
+                sampled.insert(s.pid);
+            }
             let t = r.time_ns().unwrap_or(0);
             reorder.push(t, r);
         });
+    }
+
+    /// Gives the symbolizer the file mappings the kernel reported of `pid` since it was last
+    /// given them; `false` when there are none new.
+    fn lend(&mut self, pid: u32) -> bool {
+        let Some(tracker) = self.maps.as_ref() else {
+            return false;
+        };
+        let (maps, execed) = tracker.mappings(pid);
+        let files: Vec<Mapping> = maps.iter().filter(|m| m.path.is_some()).cloned().collect();
+        // A shell's child given its parent's mappings before its exec has as many after it,
+        // at some point: the exec makes them new too.
+        let lent = self.lent.entry(pid).or_default();
+        if files.is_empty() || (files.len(), execed) == *lent {
+            return false;
+        }
+        *lent = (files.len(), execed);
+        self.symbolizer.add_maps(pid, &files, execed);
+        true
     }
 
     fn write(&mut self, record: Record) {
@@ -242,7 +308,10 @@ impl<'a, W: Write> RecordSink<'a, W> {
                     self.snapshot_symbol(e);
                 }
             }
-            Record::Sample(s) => self.counts.per_source[s.source as usize] += 1,
+            Record::Sample(s) => {
+                self.counts.per_source[s.source as usize] += 1;
+                self.snapshot_sample(s);
+            }
             Record::Switch(_) => self.counts.switches += 1,
             Record::Task(_) => self.counts.tasks += 1,
             _ => {}
@@ -284,6 +353,46 @@ impl<'a, W: Write> RecordSink<'a, W> {
         self.show(record);
     }
 
+    /// A sample's ip and call chain, named now: each address once per process (kernel
+    /// addresses once, under pid 0). Addresses no symbol holds are left to be shown in hex.
+    fn snapshot_sample(&mut self, s: &tracefile::Sample) {
+        // The interrupted instructions (the ip, and the user instruction a kernel sample
+        // returns to) are named as they are; the other frames are return addresses. User
+        // addresses first: the process may exit while kallsyms loads for the first kernel one.
+        let exact = |i: usize| i == 0;
+        let addresses = (s.user.iter().enumerate().map(|(i, &a)| (a, exact(i))))
+            .chain(std::iter::once((s.ip, true)))
+            .chain(s.kernel.iter().enumerate().map(|(i, &a)| (a, exact(i))));
+        let mut records = Vec::new();
+        for (addr, exact) in addresses {
+            let kernel = addr >= tracer_common::KERNEL_SPACE_START;
+            let pid = if kernel { 0 } else { s.pid };
+            if addr == 0 || !self.symbolized.insert((pid, addr)) {
+                continue;
+            }
+            let mut frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
+            // Unnamed from what /proc said (or could not say: the process is gone): from the
+            // mappings the kernel reported.
+            if frame.symbol.is_none() && !kernel && self.lend(s.pid) {
+                frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
+            }
+            if frame.symbol.is_some() {
+                records.push(Record::Symbol(tracefile::Symbol {
+                    pid,
+                    addr,
+                    at: frame.place(),
+                    source: frame.source(),
+                }));
+            }
+        }
+        for record in records {
+            if let Err(e) = self.writer.write(&record) {
+                self.error.get_or_insert(e);
+            }
+            self.show(record);
+        }
+    }
+
     pub fn finish(&mut self) -> Result<(), Error> {
         self.collect();
         let mut ready = Vec::new();
@@ -304,6 +413,14 @@ impl<'a, W: Write> RecordSink<'a, W> {
 impl<W: Write> Sink for RecordSink<'_, W> {
     fn stop(&mut self) -> Result<(), Error> {
         Ok(self.bpf.stop()?)
+    }
+
+    fn tick(&mut self) -> Result<bool, Error> {
+        // The mappings of processes that exited without a sample are not needed.
+        if let Some(tracker) = self.maps.as_mut() {
+            tracker.prune(&self.sampled);
+        }
+        Ok(false)
     }
 
     fn drain(&mut self) -> Result<bool, Error> {

@@ -12,12 +12,37 @@ use crate::tracefile::{self, Record};
 use crate::Error;
 
 /// The side rings' sample layout: the identifier first, so samples of several counters
-/// sharing one ring can be told apart (perf_event_open(2), PERF_SAMPLE_IDENTIFIER).
+/// sharing one ring can be told apart (perf_event_open(2), PERF_SAMPLE_IDENTIFIER). The
+/// dummy event that owns a ring writes no samples; its records' `sample_id` trailer holds
+/// only the bits below that `struct sample_id` has.
 const SIDE_SAMPLE_TYPE: u64 = attr::sample::IDENTIFIER
     | attr::sample::TID
     | attr::sample::TIME
     | attr::sample::CPU
     | attr::sample::PERIOD;
+
+/// What the counters' samples carry beyond the side layout: always the instruction pointer,
+/// and with `-g` the call chain (frame pointers, walked by the kernel), as `perf record`.
+fn counter_sample_type(call_graph: bool) -> u64 {
+    let chain = if call_graph {
+        attr::sample::CALLCHAIN
+    } else {
+        0
+    };
+    SIDE_SAMPLE_TYPE | attr::sample::IP | chain
+}
+
+/// The deepest call chain asked of the kernel: PERF_MAX_STACK_DEPTH, or the
+/// `kernel.perf_event_max_stack` sysctl when it is lower (a larger `sample_max_stack` fails
+/// with EOVERFLOW, perf_event_open(2)).
+fn max_stack() -> u16 {
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|s| s.trim().parse::<u16>().ok());
+    sysctl.map_or(rec::callchain::MAX_STACK_DEPTH, |n| {
+        n.min(rec::callchain::MAX_STACK_DEPTH)
+    })
+}
 
 /// One sampled counter: its name, event and modifier flags.
 pub struct CounterSpec {
@@ -49,14 +74,16 @@ impl SideRings {
     /// One dummy event per CPU owns the ring and reports comm/fork/exit (and context switches
     /// with `switches`); counters on the same CPU write into it. `task`: the command or
     /// process recorded (`inherit` follows its children), else every task.
+    /// `call_graph`: the counters' samples carry their call chains (`-g`).
     pub fn open(
         counters: &[(u32, CounterSpec)],
         sampling: Sampling,
-        switches: bool,
+        (switches, call_graph): (bool, bool),
         task: Option<(u32, bool)>,
         pages: usize,
     ) -> Result<SideRings, Error> {
         let cpus = perf::cpus::online()?;
+        let stack_depth = max_stack();
         let scope = |cpu| match task {
             Some((pid, _)) => Scope::Task {
                 pid,
@@ -72,8 +99,10 @@ impl SideRings {
             rings: Vec::new(),
             ids: HashMap::new(),
             layout: rec::Layout {
-                sample_type: SIDE_SAMPLE_TYPE,
+                sample_type: counter_sample_type(call_graph),
                 sample_id_all: true,
+                // A chain longer than asked for is corrupt, not trusted.
+                max_callchain: Some(u64::from(stack_depth) + rec::callchain::MAX_CONTEXTS),
                 ..rec::Layout::default()
             },
             _counters: Vec::new(),
@@ -101,6 +130,8 @@ impl SideRings {
                 let options = Options {
                     flags: spec.flags | attr::flag::SAMPLE_ID_ALL | inherit,
                     sampling,
+                    sample_type: counter_sample_type(call_graph),
+                    sample_max_stack: if call_graph { stack_depth } else { 0 },
                     ..clock_options()
                 };
                 let event =
@@ -160,6 +191,8 @@ impl SideRings {
                             *malformed += 1;
                             return;
                         };
+                        let (kernel, user) =
+                            rec::callchain::split(s.callchain.as_deref().unwrap_or_default());
                         f(Record::Sample(tracefile::Sample {
                             source: *source,
                             cpu: s.cpu.unwrap_or(cpu),
@@ -167,6 +200,9 @@ impl SideRings {
                             tid: s.tid.unwrap_or(0),
                             time_ns: s.time.unwrap_or(0),
                             period: s.period.unwrap_or(0),
+                            ip: s.ip.unwrap_or(0),
+                            kernel,
+                            user,
                         }));
                     }
                     rec::Record::Comm {

@@ -8,6 +8,7 @@ use tracer_common::{word, Event};
 use super::{Record, SourceKind};
 use crate::breakpoint;
 use crate::kernel::format::Value;
+use crate::output::stack::{Frame, Space};
 use crate::output::timeline::{Item, Kind};
 use crate::probe;
 use crate::tracefile;
@@ -35,6 +36,30 @@ impl ItemDecoder {
         self.comms.get(&tid).cloned().unwrap_or_default()
     }
 
+    /// A sampled address of process `pid` as its symbol record named it (kernel addresses
+    /// under pid 0), or unnamed.
+    fn frame(&self, pid: u32, addr: u64) -> Frame {
+        let kernel = addr >= tracer_common::KERNEL_SPACE_START;
+        let symbol = self.symbols.get(&(if kernel { 0 } else { pid }, addr));
+        // `function+0xoff`, as `Frame::place` wrote it.
+        let named = symbol.and_then(|s| {
+            let (name, offset) = s.at.rsplit_once("+0x")?;
+            Some((name.to_string(), u64::from_str_radix(offset, 16).ok()?))
+        });
+        let location = (symbol.and_then(|s| s.source.as_deref()))
+            .and_then(|l| l.rsplit_once(':'))
+            .and_then(|(file, line)| Some((file.to_string(), line.parse().ok()?)));
+        Frame {
+            addr,
+            space: if kernel { Space::Kernel } else { Space::User },
+            offset: named.as_ref().map_or(0, |(_, offset)| *offset),
+            symbol: named.map(|(name, _)| name),
+            file: location.as_ref().map(|(file, _)| file.clone()),
+            line: location.map(|(_, line)| line),
+            build_id: None,
+        }
+    }
+
     /// The timeline item of a record (`None` for descriptions, which are kept).
     pub fn item(&mut self, record: Record) -> Option<Item> {
         match record {
@@ -57,19 +82,33 @@ impl ItemDecoder {
                 None
             }
             Record::Event(e, strings) => self.event(&e, &strings),
-            Record::Sample(s) => Some(Item {
-                time_ns: s.time_ns,
-                cpu: s.cpu,
-                pid: s.pid,
-                tid: s.tid,
-                comm: self.comm(s.tid),
-                source: (self.sources.get(&s.source))
-                    .map_or_else(|| format!("counter#{}", s.source), |c| c.name.clone()),
-                kind: Kind::Sample,
-                args: vec![("period".into(), Value::Uint(s.period))],
-                ret: None,
-                errno: None,
-            }),
+            Record::Sample(s) => {
+                let ip = self.frame(s.pid, s.ip);
+                let ip = match ip.symbol {
+                    Some(_) => ip.text(),
+                    None => format!("{:#x}", s.ip),
+                };
+                let stack = (s.kernel.iter().chain(&s.user))
+                    .map(|&addr| self.frame(s.pid, addr))
+                    .collect();
+                Some(Item {
+                    time_ns: s.time_ns,
+                    cpu: s.cpu,
+                    pid: s.pid,
+                    tid: s.tid,
+                    comm: self.comm(s.tid),
+                    source: (self.sources.get(&s.source))
+                        .map_or_else(|| format!("counter#{}", s.source), |c| c.name.clone()),
+                    kind: Kind::Sample,
+                    args: vec![
+                        ("period".into(), Value::Uint(s.period)),
+                        ("ip".into(), Value::Word(ip)),
+                    ],
+                    ret: None,
+                    errno: None,
+                    stack,
+                })
+            }
             Record::Switch(s) => Some(Item {
                 time_ns: s.time_ns,
                 cpu: s.cpu,
@@ -90,6 +129,7 @@ impl ItemDecoder {
                 },
                 ret: None,
                 errno: None,
+                stack: Vec::new(),
             }),
             Record::Task(t) => {
                 let (source, args) = match t.what {
@@ -123,6 +163,7 @@ impl ItemDecoder {
                     args,
                     ret: None,
                     errno: None,
+                    stack: Vec::new(),
                 })
             }
             Record::Meta(_) | Record::Stats(_) | Record::End | Record::Unknown(_) => None,
@@ -147,6 +188,7 @@ impl ItemDecoder {
             args: Vec::new(),
             ret: None,
             errno: None,
+            stack: Vec::new(),
         };
         match &source.what {
             SourceKind::Probe { decoder, .. } => {

@@ -20,8 +20,9 @@ use crate::probe::Decoder;
 
 pub const MAGIC: &[u8; 8] = b"tracer\0T";
 /// The layout version this build writes and reads (2: events carry any number of string
-/// entries behind them, where 1 had one 64-byte string).
-pub const VERSION: u32 = 2;
+/// entries behind them, where 1 had one 64-byte string; 3: samples carry their instruction
+/// pointer and call chain, where 2 had neither).
+pub const VERSION: u32 = 3;
 const HEADER_LEN: u32 = 16;
 
 /// Record kinds.
@@ -58,7 +59,6 @@ fn kind_name(k: u32) -> &'static str {
 /// other length is a corrupt length, not a newer record.
 fn fixed_lengths(k: u32) -> Option<&'static [u32]> {
     match k {
-        kind::SAMPLE => Some(&[32]),
         kind::SWITCH => Some(&[24]),
         kind::TASK => Some(&[48]),
         kind::END => Some(&[0]),
@@ -70,6 +70,17 @@ fn fixed_lengths(k: u32) -> Option<&'static [u32]> {
 fn bad_length(k: u32, len: u32) -> Option<String> {
     if len > MAX_PAYLOAD {
         return Some(format!("claims {len} bytes (at most {MAX_PAYLOAD})"));
+    }
+    if k == kind::SAMPLE {
+        let max = SAMPLE_LEN + 8 * MAX_SAMPLE_FRAMES;
+        return (!(SAMPLE_LEN..=max).contains(&len) || !(len - SAMPLE_LEN).is_multiple_of(8)).then(
+            || {
+                format!(
+                    "claims {len} bytes; a sample record has {SAMPLE_LEN} and 8 per frame, up to \
+                 {MAX_SAMPLE_FRAMES} frames ({max})"
+                )
+            },
+        );
     }
     if k == kind::EVENT {
         let (min, max) = (
@@ -104,6 +115,12 @@ fn json_ends_early(k: u32, partial: &[u8]) -> Option<usize> {
         _ => None,
     }
 }
+
+/// A sample record without frames: source, cpu, pid, tid, time, period, ip, and the number
+/// of kernel and user frames that follow it.
+const SAMPLE_LEN: u32 = 48;
+/// The most frames a sample record holds (the deepest chain `tracer record` asks of perf).
+pub const MAX_SAMPLE_FRAMES: u32 = crate::perf::record::callchain::MAX_STACK_DEPTH as u32;
 
 /// A record's payload may not exceed this (a corrupt length must not allocate gigabytes).
 const MAX_PAYLOAD: u32 = 16 << 20;
@@ -156,8 +173,9 @@ pub enum SourceKind {
     },
 }
 
-/// A sampled counter's overflow (`PERF_RECORD_SAMPLE` with TID, TIME, CPU, PERIOD).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A sampled counter's overflow (`PERF_RECORD_SAMPLE` with IP, TID, TIME, CPU, PERIOD, and
+/// CALLCHAIN with `-g`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sample {
     pub source: u32,
     pub cpu: u32,
@@ -165,6 +183,12 @@ pub struct Sample {
     pub tid: u32,
     pub time_ns: u64,
     pub period: u64,
+    /// The instruction the counter overflowed at.
+    pub ip: u64,
+    /// The call chain (`-g`), innermost first: kernel frames, then user frames (empty
+    /// without `-g`; the first frame is `ip`'s). Together at most [`MAX_SAMPLE_FRAMES`].
+    pub kernel: Vec<u64>,
+    pub user: Vec<u64>,
 }
 
 /// `PERF_RECORD_SWITCH`: the thread on `cpu` was switched out or in.
@@ -200,7 +224,8 @@ pub enum TaskWhat {
     Exit,
 }
 
-/// A symbol snapshot: what an address of a process meant when it was recorded.
+/// A symbol snapshot: what an address of a process meant when it was recorded (kernel
+/// addresses under pid 0: they mean the same in every process).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Symbol {
     pub pid: u32,
@@ -346,6 +371,16 @@ pub fn encode(record: &Record, out: &mut Vec<u8>) {
             }
             out.put_u64_le(s.time_ns);
             out.put_u64_le(s.period);
+            out.put_u64_le(s.ip);
+            // A longer chain is cut at its outermost frames: the record stays readable.
+            let kernel = &s.kernel[..s.kernel.len().min(MAX_SAMPLE_FRAMES as usize)];
+            let room = MAX_SAMPLE_FRAMES as usize - kernel.len();
+            let user = &s.user[..s.user.len().min(room)];
+            out.put_u32_le(kernel.len() as u32);
+            out.put_u32_le(user.len() as u32);
+            for &ip in kernel.iter().chain(user) {
+                out.put_u64_le(ip);
+            }
             kind::SAMPLE
         }
         Record::Switch(s) => {
@@ -419,15 +454,37 @@ pub fn decode(kind: u32, p: &[u8]) -> Result<Record, String> {
             Record::Event(Box::new(event), strings)
         }
         kind::SAMPLE => {
-            need(32)?;
+            need(SAMPLE_LEN as usize)?;
             let mut b = p;
+            let (source, cpu, pid, tid) = (
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+                b.get_u32_le(),
+            );
+            let (time_ns, period, ip) = (b.get_u64_le(), b.get_u64_le(), b.get_u64_le());
+            let (nk, nu) = (b.get_u32_le() as usize, b.get_u32_le() as usize);
+            // The counts must add up to the frames the length framed (checked before any
+            // is read, so a corrupt count allocates nothing).
+            if nk.checked_add(nu) != Some(b.remaining() / 8) {
+                return Err(format!(
+                    "claims {nk} kernel and {nu} user frames; its length holds {}",
+                    b.remaining() / 8
+                ));
+            }
+            let mut frames = |n: usize| (0..n).map(|_| b.get_u64_le()).collect::<Vec<u64>>();
+            let kernel = frames(nk);
+            let user = frames(nu);
             Record::Sample(Sample {
-                source: b.get_u32_le(),
-                cpu: b.get_u32_le(),
-                pid: b.get_u32_le(),
-                tid: b.get_u32_le(),
-                time_ns: b.get_u64_le(),
-                period: b.get_u64_le(),
+                source,
+                cpu,
+                pid,
+                tid,
+                time_ns,
+                period,
+                ip,
+                kernel,
+                user,
             })
         }
         kind::SWITCH => {
@@ -786,6 +843,9 @@ mod tests {
                 tid: 9,
                 time_ns: 101,
                 period: 1_000_123,
+                ip: 0xffff_ffff_8100_0010,
+                kernel: vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0200],
+                user: vec![0x40_1136, 0x40_1200],
             }),
             Record::Switch(Switch {
                 cpu: 0,
@@ -889,16 +949,22 @@ mod tests {
     #[test]
     fn a_newer_version_is_refused_and_unknown_kinds_are_skipped() {
         let mut bytes = file(&sample_records(), true);
-        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
         assert!(matches!(
             Reader::new(&bytes[..]).err(),
-            Some(Error::Newer { found: 3 })
+            Some(Error::Newer { found: 4 })
         ));
-        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-        assert!(matches!(
-            Reader::new(&bytes[..]).err(),
-            Some(Error::Older { found: 1 })
-        ));
+        for old in [1u32, 2] {
+            bytes[8..12].copy_from_slice(&old.to_le_bytes());
+            assert!(matches!(
+                Reader::new(&bytes[..]).err(),
+                Some(Error::Older { found }) if found == old
+            ));
+        }
+        assert_eq!(
+            Reader::new(&bytes[..]).err().unwrap().to_string(),
+            "written by an older tracer (file format 2; this tracer reads format 3): record it again"
+        );
         assert!(matches!(
             Reader::new(&b"#!/bin/sh\necho hello\n"[..]).err(),
             Some(Error::NotATrace)
@@ -943,6 +1009,9 @@ mod tests {
             tid: 1,
             time_ns,
             period: 1,
+            ip: 0x40_1136,
+            kernel: Vec::new(),
+            user: Vec::new(),
         })
     }
 
@@ -972,11 +1041,21 @@ mod tests {
     #[test]
     fn a_corrupt_length_is_an_error_with_its_place_not_a_cut() {
         let mut bytes = file(&[sample(1), sample(2)], true);
-        // The first sample's length: 4 bytes (too short) and 36 (a flipped bit).
+        // The first sample's length: 4 bytes (too short), 52 (a flipped bit: not whole
+        // frames) and 48 + 8 * 128 (more frames than a sample has).
+        let sample_why = |len| {
+            format!(
+                "claims {len} bytes; a sample record has 48 and 8 per frame, up to 127 frames (1064)"
+            )
+        };
         for (len, why) in [
-            (4u32, "claims 4 bytes; a sample record has 32"),
-            (36, "claims 36 bytes; a sample record has 32"),
-            (32 | 1 << 30, "claims 1073741856 bytes (at most 16777216)"),
+            (4u32, sample_why(4)),
+            (52, sample_why(52)),
+            (48 + 8 * 128, sample_why(48 + 8 * 128)),
+            (
+                48 | 1 << 30,
+                "claims 1073741872 bytes (at most 16777216)".into(),
+            ),
         ] {
             bytes[20..24].copy_from_slice(&len.to_le_bytes());
             let (back, skipped, error, ending) = read_damaged(&bytes);
@@ -996,7 +1075,7 @@ mod tests {
             error.unwrap(),
             format!(
                 "record 0 (kind 1) at byte 16 is corrupt: claims {} bytes, but its JSON ends \
-                 after {json_len} and the file 40 later",
+                 after {json_len} and the file 56 later",
                 json_len + 1000
             )
         );
@@ -1034,7 +1113,7 @@ mod tests {
         assert_eq!(error, None);
         assert_eq!(ending, Some(Ending::Complete));
         assert!(
-            matches!(back[..], [Record::Meta(_), Record::Sample(s), Record::End] if s.time_ns == 7)
+            matches!(back[..], [Record::Meta(_), Record::Sample(ref s), Record::End] if s.time_ns == 7)
         );
         assert_eq!(
             skipped,
@@ -1058,6 +1137,47 @@ mod tests {
                  record after it does not start where its length ends"
             )
         );
+    }
+
+    #[test]
+    fn sample_frame_counts_must_match_the_length_and_long_chains_are_cut() {
+        let with_frames = |kernel: Vec<u64>, user: Vec<u64>| {
+            Record::Sample(Sample {
+                source: 1,
+                cpu: 0,
+                pid: 1,
+                tid: 1,
+                time_ns: 9,
+                period: 1,
+                ip: 0x10,
+                kernel,
+                user,
+            })
+        };
+        let mut bytes = file(
+            &[meta(), with_frames(vec![], vec![0x10, 0x20]), sample(10)],
+            true,
+        );
+        let at = 16 + 8 + u32_at(&bytes, 5) as usize;
+        // The user frame count (payload word 11) claims 3 where the length holds 2.
+        bytes[at + 8 + 44..at + 8 + 48].copy_from_slice(&3u32.to_le_bytes());
+        let (back, skipped, error, _) = read_damaged(&bytes);
+        assert_eq!(error, None);
+        assert!(
+            matches!(back[..], [Record::Meta(_), Record::Sample(ref s), Record::End] if s.time_ns == 10)
+        );
+        assert_eq!(
+            skipped[0].why,
+            "claims 0 kernel and 3 user frames; its length holds 2"
+        );
+        // A chain deeper than a record holds keeps its innermost frames, kernel first.
+        let deep = with_frames(vec![1; 100], (0..100).collect());
+        let (back, _) = read_all(&file(&[deep], true));
+        let Record::Sample(s) = &back[0] else {
+            panic!("not a sample: {back:?}")
+        };
+        assert_eq!((s.kernel.len(), s.user.len()), (100, 27));
+        assert_eq!(s.user, (0..27).collect::<Vec<u64>>());
     }
 
     #[test]

@@ -106,7 +106,7 @@ fn sample_with_every_field_in_documented_order() {
     let raw = [1u8, 2, 3, 4];
     let bytes = Rec::default()
         .u64(100) // identifier
-        .u64(0xffff_1234) // ip
+        .u64(0xffff_0001234) // ip
         .u32(7)
         .u32(8) // pid, tid
         .u64(999) // time
@@ -157,7 +157,7 @@ fn sample_with_every_field_in_documented_order() {
         panic!("not a sample")
     };
     assert_eq!(s.identifier, Some(100));
-    assert_eq!(s.ip, Some(0xffff_1234));
+    assert_eq!(s.ip, Some(0xffff_0001234));
     assert_eq!((s.pid, s.tid), (Some(7), Some(8)));
     assert_eq!(s.time, Some(999));
     assert_eq!(s.addr, Some(0xdead));
@@ -286,6 +286,46 @@ fn hostile_counts_do_not_allocate_or_panic() {
     assert!(parse(&read, &group).is_err());
     assert!(parse(&[], &Layout::default()).is_err());
     assert!(parse(&[1, 0, 0, 0, 0, 0, 4, 0], &Layout::default()).is_err());
+}
+
+#[test]
+fn a_callchain_longer_than_its_cap_is_refused_though_the_record_holds_it() {
+    let chain = |nr: u64| {
+        let mut r = Rec::default().u64(nr);
+        for i in 0..nr {
+            r = r.u64(0x1000 + i);
+        }
+        r.finish(kind::SAMPLE, 0)
+    };
+    let capped = Layout {
+        sample_type: sample::CALLCHAIN,
+        max_callchain: Some(135),
+        ..Layout::default()
+    };
+    let bytes = chain(135);
+    let Record::Sample(s) = parse(&bytes, &capped).unwrap().record else {
+        panic!("not a sample")
+    };
+    assert_eq!(s.callchain.map(|c| c.len()), Some(135));
+    assert_eq!(
+        parse(&chain(136), &capped).unwrap_err(),
+        ParseError::CallchainTooLong { nr: 136, max: 135 }
+    );
+    // Without a cap, only the record's size bounds it.
+    assert!(parse(&chain(136), &layout(sample::CALLCHAIN)).is_ok());
+}
+
+#[test]
+fn callchains_split_at_their_context_markers() {
+    use super::callchain::{split, HV, KERNEL, USER};
+    assert_eq!(
+        split(&[KERNEL, 0xffff_0001, 0xffff_0002, USER, 0x4001, 0x4002]),
+        (vec![0xffff_0001, 0xffff_0002], vec![0x4001, 0x4002])
+    );
+    assert_eq!(split(&[USER, 0x4001]), (vec![], vec![0x4001]));
+    // Unmarked and hypervisor frames belong to neither.
+    assert_eq!(split(&[0x1, HV, 0x2, USER, 0x3]), (vec![], vec![0x3]));
+    assert_eq!(split(&[]), (vec![], vec![]));
 }
 
 #[test]
