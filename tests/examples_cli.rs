@@ -907,7 +907,19 @@ struct Running {
     child: Child,
     lines: mpsc::Receiver<String>,
     stderr: String,
-    stdout: std::thread::JoinHandle<Vec<u8>>,
+    /// Taken by [`Running::finish`].
+    stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+/// A check that fails (panics) before `finish` leaves no tracer behind: a `tracer serve`
+/// still listening on its port would fail the next example that wants it.
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Running {
@@ -936,7 +948,7 @@ impl Running {
             child,
             lines,
             stderr: String::new(),
-            stdout,
+            stdout: Some(stdout),
         }
     }
 
@@ -972,12 +984,12 @@ impl Running {
     /// Waits for the exit; returns the status, stdout and the whole stderr.
     fn finish(mut self) -> (ExitStatus, String, String) {
         let status = self.child.wait().unwrap();
-        let stdout = text(&self.stdout.join().unwrap());
+        let stdout = self.stdout.take().expect("finished once").join().unwrap();
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
             self.stderr.push_str(&line);
             self.stderr.push('\n');
         }
-        (status, stdout, self.stderr)
+        (status, text(&stdout), std::mem::take(&mut self.stderr))
     }
 
     fn interrupted(self) -> (String, String) {
