@@ -77,6 +77,13 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
         pages,
     )?;
     session.follow(&mut bpf, &fs)?;
+    // The mappings every process makes from now on (perf record's mmap records): a process
+    // gone before its samples are named, or a library it mapped after its last sample was
+    // read, is still named from them.
+    let maps = match plan.counters.is_empty() {
+        true => None,
+        false => Some(MapsTracker::open(session.pid())?),
+    };
     // Created once everything is attached: a failed start leaves no empty file behind.
     let out = recorder::create_output(&plan, data_out)?;
     let start_ns = session::monotonic_ns();
@@ -103,13 +110,6 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     if let (Some(pid), false) = (session.pid(), plan.counters.is_empty()) {
         symbolizer.remember(pid);
     }
-    // The mappings every process makes from now on (perf record's mmap records): a process
-    // gone before its samples are named, or a library it mapped after its last sample was
-    // read, is still named from them.
-    let maps = match plan.counters.is_empty() {
-        true => None,
-        false => Some(MapsTracker::open(session.pid())?),
-    };
     session.begin(&banner(&plan, &sources, session.whom()))?;
     let live = match plan.live {
         true => Some(recorder::live_view(&sources, comms, start_ns)?),
