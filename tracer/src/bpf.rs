@@ -284,6 +284,16 @@ impl Maps {
 }
 
 /// The cells of a per-CPU count map (`name`), each summed over CPUs.
+/// The keys of a per-CPU count map, without their values.
+fn keys<K: aya::Pod>(
+    map: &PerCpuHashMap<MapData, K, AggValue>,
+    name: &'static str,
+) -> Result<Vec<K>, Error> {
+    (map.keys())
+        .map(|key| key.map_err(|source| Error::MapUpdate { map: name, source }))
+        .collect()
+}
+
 fn summed<K: aya::Pod>(
     map: &PerCpuHashMap<MapData, K, AggValue>,
     name: &'static str,
@@ -960,26 +970,12 @@ impl Bpf {
     /// The keys in `COUNTS` now, without their per-CPU values (one syscall per key: cheap
     /// enough to look for new processes while a profile runs).
     pub fn count_keys(&self) -> Result<Vec<AggKey>, Error> {
-        (self.maps.counts.keys())
-            .map(|key| {
-                key.map_err(|source| Error::MapUpdate {
-                    map: names::COUNTS,
-                    source,
-                })
-            })
-            .collect()
+        keys(&self.maps.counts, names::COUNTS)
     }
 
     /// The keys in `STR_COUNTS` now, without their values (as [`Bpf::count_keys`]).
     pub fn str_count_keys(&self) -> Result<Vec<tracer_common::StrAggKey>, Error> {
-        (self.maps.str_counts.keys())
-            .map(|key| {
-                key.map_err(|source| Error::MapUpdate {
-                    map: names::STR_COUNTS,
-                    source,
-                })
-            })
-            .collect()
+        keys(&self.maps.str_counts, names::STR_COUNTS)
     }
 
     /// `COUNTS`, summed over CPUs.

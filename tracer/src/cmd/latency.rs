@@ -47,8 +47,8 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         detail: None,
     })?;
     pair.enable()?;
-    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out);
-    sink.start_values = pair.start_values.take();
+    let start_values = pair.start_values.take();
+    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out, start_values);
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
     let adopted = (session
@@ -107,6 +107,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
         rings: &'a mut OutputRings,
         plan: &LatencyPlan,
         out: crate::output::Output,
+        start_values: Option<probe::values::Values>,
     ) -> Self {
         LatencySink {
             bpf,
@@ -120,7 +121,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             previous: Default::default(),
             start_ns: session::monotonic_ns(),
             outliers: 0,
-            start_values: None,
+            start_values,
             end_ret: plan.end.ret,
             symbolizer: Symbolizer::default(),
         }
