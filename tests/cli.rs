@@ -238,7 +238,7 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
 /// tracepoint", in every command that takes a probe spec.
 #[test]
 fn bpftrace_probe_types_point_at_the_tracer_way() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["probe", "watchpoint:0x1000:8:w"],
             "error: 'watchpoint:0x1000:8:w': hardware watchpoints are `tracer watch`\nhint: e.g. tracer watch -t rw 0x1000\n",
@@ -256,8 +256,12 @@ fn bpftrace_probe_types_point_at_the_tracer_way() {
             "error: 'interval:s:1': periodic output is the -I flag\nhint: e.g. tracer probe --count-by comm -I 1s CAT:NAME\n",
         ),
         (
-            &["latency", "fentry:vfs_read"],
-            "error: 'fentry:vfs_read': kernel functions are probed by name\nhint: e.g. tracer probe vfs_read\n",
+            &["latency", "fentry:vfs_read+4"],
+            "error: probe 'fentry:vfs_read+4': fentry attaches to a function by name, at its entry or return\nhint: name the function alone (fentry:vfs_read), or use kprobe:FUNC+OFF / kprobe:0xADDR\n",
+        ),
+        (
+            &["probe", "profile:hz:99"],
+            "error: 'profile:hz:99': CPU profiles are `tracer profile`\nhint: e.g. tracer profile -F 99 -- COMMAND\n",
         ),
         (
             &["probe", "kretprobe:vfs_read { @ns = hist(nsecs); }"],

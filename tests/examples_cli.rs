@@ -243,6 +243,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         needs_kprobes,
     ),
     (
+        "tracer probe fentry:do_sys_openat2 fexit:do_sys_openat2 -- cat /etc/hostname",
+        needs_fentry,
+    ),
+    (
         "tracer probe 'uprobe:./chain:chain_target(where->y, where->label, count)' -- ./chain 2",
         docs_probe_chain_members,
     ),
@@ -1702,6 +1706,34 @@ fn probe_hist_interval(ctx: &Ctx, example: &str) {
     // `ret` of read is a size: its rows read `4K -> 8K`.
     assert!(bucket("4K") >= 1, "{cat}");
     assert!(bucket("0") >= 1, "{cat}");
+}
+
+/// A fentry example: it runs in tests/vm_kprobe.rs where the kernel permits tracer's
+/// trampoline programs; here (where it does not) it is refused with the reason, exit 1.
+fn needs_fentry(ctx: &Ctx, example: &str) {
+    let vm = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/vm_kprobe.rs"
+    ))
+    .unwrap();
+    assert!(
+        vm.contains(&format!("{example:?}")),
+        "tests/vm_kprobe.rs must run {example:?} in the VM tier"
+    );
+    if available(Feature::Fentry) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: `{example}` runs in tests/vm_kprobe.rs (fentry is available here too)"
+        );
+        return;
+    }
+    let out = ctx.tracer(&words(example, &[])).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot attach fentry:do_sys_openat2 through fentry/fexit: "),
+        "{stderr}"
+    );
 }
 
 fn needs_kprobes(ctx: &Ctx, example: &str) {

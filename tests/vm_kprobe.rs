@@ -176,41 +176,52 @@ fn an_unknown_function_is_a_clear_error() {
 /// `tracer probe FUNC FUNC%return -- COMMAND` through one kprobe interface and one transport,
 /// as a user runs it.
 fn probe_cli(interface: &str, transport: &str) {
-    let prog = common::testprog().display().to_string();
-    let out = std::process::Command::new(common::tracer_bin())
-        .args([
-            "probe",
+    let via = "(via kprobe, kretprobe)";
+    probe_opens(
+        &[
             "do_sys_openat2",
             "do_sys_openat2%return",
             "--kprobe-interface",
             interface,
             "--transport",
             transport,
-            "-f",
-            "json",
-            "--",
-            &prog,
-            "open",
-            &OPENS.to_string(),
-            PATH,
-        ])
+        ],
+        ("kprobe:do_sys_openat2", "kretprobe:do_sys_openat2"),
+        via,
+    );
+}
+
+/// `tracer probe ARGS -f json -- testprog open OPENS PATH`, whose banner ends in `via`: the
+/// `names` (entry, return) of every open of the workload, with its typed arguments and fd.
+fn probe_opens(args: &[&str], names: (&str, &str), via: &str) {
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .arg("probe")
+        .args(args)
+        .args(["-f", "json", "--", &prog, "open", &OPENS.to_string(), PATH])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let banner = stderr
+        .lines()
+        .find(|l| l.starts_with("Tracing"))
+        .unwrap_or_default();
+    assert!(
+        banner.ends_with(&format!("{via}... Hit Ctrl-C to end.")),
+        "{stderr}"
+    );
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // The loader's own opens (ld.so.cache, libc) come first; the workload's are the last OPENS.
-    let entries: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["probe"] == "kprobe:do_sys_openat2")
-        .collect();
+    let entries: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["probe"] == names.0).collect();
     let returns: Vec<i64> = events
         .iter()
-        .filter(|e| e["probe"] == "kretprobe:do_sys_openat2")
+        .filter(|e| e["probe"] == names.1)
         .map(|e| e["ret"].as_i64().unwrap())
         .collect();
     assert_eq!(entries.len(), returns.len(), "{stderr}");
@@ -514,6 +525,109 @@ fn probe_command_traces_opens_through_the_kprobe_pmu() {
     }
 }
 
+/// Whether this kernel permits tracer's trampoline programs (6.1 and later here); when not,
+/// says why (a skip of the fentry half of a test).
+fn fentry_permitted(test: &str) -> bool {
+    has(Feature::Fentry, test) && has(Feature::Fexit, test)
+}
+
+/// Kernel functions go through their BPF trampolines where the kernel permits tracer's
+/// programs there (fentry, fexit): the banner says so, and the events are the kprobes' own,
+/// every open with its path and fd, under the names asked for. Where it does not (5.10: no
+/// `bpf_get_func_arg`) they go through kprobes, and `fentry:` is refused with the reason.
+#[test]
+fn kernel_functions_go_through_fentry_and_fexit_where_permitted() {
+    if !has(Feature::KprobePmu, "fentry_default") {
+        return;
+    }
+    let default = ["do_sys_openat2", "do_sys_openat2%return"];
+    let names = ("kprobe:do_sys_openat2", "kretprobe:do_sys_openat2");
+    if !fentry_permitted("fentry_default") {
+        probe_opens(&default, names, "(via kprobe, kretprobe)");
+        let Status::Unavailable { reason, .. } = Feature::Fentry.check() else {
+            unreachable!("checked above")
+        };
+        let out = std::process::Command::new(common::tracer_bin())
+            .args(["probe", "fentry:do_sys_openat2", "--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let refused = format!("cannot attach fentry:do_sys_openat2 through fentry/fexit: {reason}");
+        assert!(stderr.contains(&refused), "{stderr}");
+        return;
+    }
+    probe_opens(&default, names, "(via fentry, fexit)");
+    probe_opens(
+        &[
+            "fentry:do_sys_openat2",
+            "fexit:do_sys_openat2",
+            "--transport",
+            "ringbuf",
+        ],
+        ("fentry:do_sys_openat2", "fexit:do_sys_openat2"),
+        "(via fentry, fexit)",
+    );
+    let Status::Available { detail } = Feature::Fentry.check() else {
+        unreachable!("checked above")
+    };
+    assert_eq!(detail, "tracer's fentry program attached to vfs_read");
+}
+
+/// Kernel stacks at fentry start at the function, at fexit at (or just above) it: the
+/// trampoline's own frames are not shown. A kernel that cannot unwind through a kretprobe
+/// (5.10) gives a return probe a one-frame stack, and the summary says why.
+#[test]
+fn trampoline_stacks_start_at_the_traced_function() {
+    if !has(Feature::KprobePmu, "fentry_stacks") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "do_sys_openat2",
+            "do_sys_openat2%return",
+            "-s",
+            "kernel",
+        ])
+        .args(["-f", "json", "--", &prog, "open", "1", PATH])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events: Vec<serde_json::Value> = (String::from_utf8_lossy(&out.stdout).lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stack = |probe: &str| -> Vec<String> {
+        let last = (events.iter().rev())
+            .find(|e| e["probe"] == probe)
+            .unwrap_or_else(|| panic!("no {probe} in {events:?}"));
+        (last["stack"].as_array().expect("a stack").iter())
+            .map(|f| f["symbol"].as_str().unwrap_or("[unknown]").to_string())
+            .collect()
+    };
+    let (entry, exit) = (
+        stack("kprobe:do_sys_openat2"),
+        stack("kretprobe:do_sys_openat2"),
+    );
+    if !fentry_permitted("fentry_stacks") {
+        if exit == ["kretprobe_trampoline"] {
+            assert!(
+                stderr.contains("kernel stacks end at kretprobe_trampoline"),
+                "{stderr}"
+            );
+        }
+        return;
+    }
+    assert_eq!(entry[0], "do_sys_openat2", "{entry:?}");
+    let syscall = |frames: &[String]| frames.iter().any(|f| f.starts_with("__x64_sys_open"));
+    assert!(syscall(&entry) && syscall(&exit), "{entry:?} {exit:?}");
+    for frames in [&entry, &exit] {
+        assert!(!frames.iter().any(|f| f.contains("[bpf]")), "{frames:?}");
+    }
+}
+
 #[test]
 fn probe_command_falls_back_to_tracefs_kprobe_events() {
     if !has(Feature::KprobeEvents, "probe_cli_tracefs") {
@@ -527,9 +641,17 @@ fn latency_of_a_kernel_function_counts_exactly_the_calls() {
     if !has(Feature::KprobePmu, "latency_kprobe") || !has(Feature::Bpf, "latency_kprobe") {
         return;
     }
+    let banner = "Tracing latency of kprobe:do_sys_openat2 -> kretprobe:do_sys_openat2";
+    let via = match fentry_permitted("latency_fentry") {
+        true => "(via fentry, fexit)",
+        false => "(via kprobe, kretprobe)",
+    };
+    latency_counts_every_open(&["do_sys_openat2"], banner, via);
+    // The kprobe pair, asked for, on the same kernel.
     latency_counts_every_open(
-        &["do_sys_openat2"],
-        "Tracing latency of kprobe:do_sys_openat2 -> kretprobe:do_sys_openat2",
+        &["do_sys_openat2", "--kprobe-interface", "pmu"],
+        banner,
+        "(via kprobe, kretprobe)",
     );
 }
 
@@ -546,13 +668,17 @@ fn a_kprobe_start_pairs_with_a_tracepoint_end() {
             "syscalls:sys_exit_openat",
         ],
         "Tracing latency of kprobe:do_sys_openat2 -> syscalls:sys_exit_openat",
+        match fentry_permitted("latency_mixed_fentry") {
+            true => "(via fentry)",
+            false => "(via kprobe)",
+        },
     );
 }
 
 /// `tracer latency PAIR -p PID --slower-than 1ns` over a process making OPENS opens: a
 /// histogram of exactly OPENS calls, announced by `banner`, and each call an outlier with the
 /// start's arguments named and typed from BTF (`dfd` is AT_FDCWD).
-fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
+fn latency_counts_every_open(pair: &[&str], banner_start: &str, via: &str) {
     use std::io::BufRead;
     // A running process (ready after its loader's opens), so only its OPENS opens count.
     let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), PATH]);
@@ -569,6 +695,7 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str) {
     let mut banner = String::new();
     stderr.read_line(&mut banner).unwrap();
     assert!(banner.starts_with(banner_start), "{banner}");
+    assert!(banner.contains(via), "{banner}");
     work.run_batch();
     work.finish();
     // The run ends by itself when the process has exited.
@@ -711,6 +838,32 @@ fn docs_example_with_kernel_functions_runs() {
         })
         .count();
     assert_eq!(ours, 1, "{stdout}\n{stderr}");
+}
+
+/// docs/probe.md's fentry example (tests/examples_cli.rs checks its error where fentry is
+/// refused): cat's three opens, each with its path at fentry and its fd at fexit.
+#[test]
+fn docs_example_with_fentry_runs() {
+    if !has(Feature::Bpf, "docs_example_fentry") || !fentry_permitted("docs_example_fentry") {
+        return;
+    }
+    let (stdout, stderr) = help_example(
+        "tracer probe fentry:do_sys_openat2 fexit:do_sys_openat2 -- cat /etc/hostname",
+        || {},
+        true,
+    );
+    assert!(
+        stderr.contains("(via fentry, fexit)... Hit Ctrl-C"),
+        "{stderr}"
+    );
+    let ours = |end: &str| {
+        (stdout.lines())
+            .filter(|l| l.contains(" cat ") && l.contains(end))
+            .count()
+    };
+    let path = format!(r#"fentry:do_sys_openat2 dfd=-100 filename="{PATH}" how=0x"#);
+    assert_eq!(ours(&path), 1, "{stdout}\n{stderr}");
+    assert_eq!(ours("fexit:do_sys_openat2 ret=3"), 3, "{stdout}\n{stderr}");
 }
 
 /// `tracer watch --kernel jiffies -c 5` (`tracer watch --help`): Debian kernels list variables in

@@ -686,7 +686,10 @@ pub const SLOT_TRACE_FORKS: u32 = 1 << 21;
 /// function has not pushed its frame yet, so a frame-pointer walk from it skips its direct
 /// caller (Debian's 5.10 unwinds so; 6.1 on handle it); the program sends the return address
 /// at the stack pointer in [`word::ENTRY_RET`] (and in [`AggKey::entry_ret`]), and userspace
-/// puts it back where the kernel's walk left it out.
+/// puts it back where the kernel's walk left it out. On a fentry slot with kernel stacks, the
+/// word is the traced function's address instead (`bpf_get_func_ip`), which userspace puts
+/// first where the unwinder from the trampoline left the function out: a kernel address,
+/// never a user return address, so one word tells them apart.
 pub const SLOT_STACK_AT_ENTRY: u32 = 1 << 22;
 
 /// What the words of a `tracer trace` [`Event`] hold: one completed system call, sent when it

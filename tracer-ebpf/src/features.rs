@@ -1,9 +1,11 @@
-//! Programs `tracer features` loads to learn, for real, which attach types the kernel permits.
+//! Programs `tracer features` loads to learn, for real, which attach types the kernel permits
+//! (fentry and fexit are checked with tracer's own trampoline programs: see
+//! `kernel::features`).
 #![no_std]
 #![no_main]
 
-use aya_ebpf::macros::{btf_tracepoint, fentry, fexit, raw_tracepoint};
-use aya_ebpf::programs::{BtfTracePointContext, FEntryContext, FExitContext, RawTracePointContext};
+use aya_ebpf::macros::{btf_tracepoint, raw_tracepoint};
+use aya_ebpf::programs::{BtfTracePointContext, RawTracePointContext};
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn feature_raw_tp(_ctx: RawTracePointContext) -> i32 {
@@ -12,16 +14,6 @@ pub fn feature_raw_tp(_ctx: RawTracePointContext) -> i32 {
 
 #[btf_tracepoint(function = "sys_enter")]
 pub fn feature_tp_btf(_ctx: BtfTracePointContext) -> i32 {
-    0
-}
-
-#[fentry(function = "vfs_read")]
-pub fn feature_fentry(_ctx: FEntryContext) -> u32 {
-    0
-}
-
-#[fexit(function = "vfs_read")]
-pub fn feature_fexit(_ctx: FExitContext) -> u32 {
     0
 }
 

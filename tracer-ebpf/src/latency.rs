@@ -3,10 +3,14 @@
 //! slower than a threshold. Included into the probes object, which owns the maps they share.
 
 use aya_ebpf::bindings::BPF_F_USER_STACK;
-use aya_ebpf::macros::{kprobe, map};
+use aya_ebpf::helpers::generated;
+use aya_ebpf::macros::{fentry, fexit, kprobe, map};
 use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::tracing::StackIdContext;
-use aya_ebpf::programs::{ProbeContext, RetProbeContext, TracePointContext};
+use aya_ebpf::programs::{
+    FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext,
+};
+use aya_ebpf::EbpfContext;
 use tracer_common::{
     word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS, HIST_MAX,
     HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
@@ -339,6 +343,47 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
 #[kprobe]
 pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
+    exit(&ctx, &Source::Thread, ret);
+    0
+}
+
+/// A kernel function's argument words through its trampoline (0 past its last argument).
+#[inline(always)]
+fn function_args<C: EbpfContext>(ctx: &C) -> [u64; 6] {
+    let mut args = [0u64; 6];
+    let mut i = 0;
+    while i < 6 {
+        // SAFETY: the helper reads the trampoline's saved arguments through our own context
+        // into a valid stack slot, and fails cleanly past the function's last argument.
+        unsafe { generated::bpf_get_func_arg(ctx.as_ptr(), i as u32, &mut args[i]) };
+        i += 1;
+    }
+    args
+}
+
+/// The start at a kernel function's entry through fentry (loaded for that function).
+#[fentry]
+pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
+    let args = function_args(&ctx);
+    entry(args, &Source::Args(&args));
+    0
+}
+
+/// The end at a kernel function's entry through fentry: the key may be an argument.
+#[fentry]
+pub fn lat_fn_end(ctx: FEntryContext) -> u32 {
+    let args = function_args(&ctx);
+    exit(&ctx, &Source::Args(&args), 0);
+    0
+}
+
+/// The end at a kernel function's return through fexit: keyed by thread, with the return
+/// value.
+#[fexit]
+pub fn lat_fn_exit(ctx: FExitContext) -> u32 {
+    let mut ret = 0u64;
+    // SAFETY: the helper reads the return value the trampoline saved into a valid stack slot.
+    unsafe { generated::bpf_get_func_ret(ctx.as_ptr(), &mut ret) };
     exit(&ctx, &Source::Thread, ret);
     0
 }

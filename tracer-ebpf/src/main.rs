@@ -23,13 +23,14 @@ use aya_ebpf::helpers::{
     bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output, bpf_probe_read_kernel,
     bpf_probe_read_user,
 };
-use aya_ebpf::macros::{kprobe, map, perf_event, raw_tracepoint};
+use aya_ebpf::macros::{fentry, fexit, kprobe, map, perf_event, raw_tracepoint};
 use aya_ebpf::maps::{
     Array, HashMap, PerCpuArray, PerCpuHashMap, PerfEventArray, RingBuf, StackTrace,
 };
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::programs::{
-    PerfEventContext, ProbeContext, RawTracePointContext, RetProbeContext, TracePointContext,
+    FEntryContext, FExitContext, PerfEventContext, ProbeContext, RawTracePointContext,
+    RetProbeContext, TracePointContext,
 };
 use aya_ebpf::EbpfContext;
 use aya_log_ebpf::debug;
@@ -1445,6 +1446,68 @@ fn cookie_slot<C: EbpfContext>(ctx: &C) -> u32 {
 #[kprobe]
 pub fn kp_cookie(ctx: ProbeContext) -> u32 {
     on_probe(&ctx, cookie_slot(&ctx));
+    0
+}
+
+/// A kernel function's arguments through its BPF trampoline (`bpf_get_func_arg`, Linux 5.17:
+/// a number past the function's own is refused at run time, read as 0), and with `exit` its
+/// return value (`bpf_get_func_ret`).
+#[inline(always)]
+fn function_words<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig, exit: bool) {
+    let mut i = 0;
+    while i < word::ARGS {
+        let mut value = 0u64;
+        // SAFETY: the helper reads the trampoline's saved arguments through our own context
+        // and writes one u64 to a valid stack slot; it fails cleanly past the last argument.
+        unsafe { generated::bpf_get_func_arg(ctx.as_ptr(), i as u32, &mut value) };
+        event.data[word::ARG0 + i] = value;
+        i += 1;
+    }
+    let mut ret = 0u64;
+    if exit {
+        // SAFETY: as above; this program is attached as fexit, where the helper is allowed.
+        unsafe { generated::bpf_get_func_ret(ctx.as_ptr(), &mut ret) };
+    }
+    event.data[word::RETURN] = ret;
+    // At the entry, with kernel stacks: the function's own address, for the kernels whose
+    // unwinder skips the function's frame from the trampoline (7.3 with an fexit beside it).
+    event.data[word::ENTRY_RET] = match config.flags & SLOT_STACK_AT_ENTRY {
+        0 => 0,
+        // SAFETY: helper on our own context (fentry: the traced function's address).
+        _ => unsafe { generated::bpf_get_func_ip(ctx.as_ptr()) },
+    };
+}
+
+/// A kernel function slot served through fentry or fexit (BPF_PROG_TYPE_TRACING): loaded once
+/// per function (a trampoline program's target is fixed at load), told its slot by the
+/// tracing link's attach cookie (Linux 5.19).
+#[inline(always)]
+fn on_function<C: StackIdContext>(ctx: &C, exit: bool) {
+    let Some((event, config)) = begin(ctx, cookie_slot(ctx)) else {
+        return;
+    };
+    function_words(ctx, event, config, exit);
+    if uses(USES_FIELDS) {
+        read_fields(event, &config);
+    }
+    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
+        read_strings(event, &config, |_, _| 0);
+    }
+    if filtered_out(event, &config) {
+        return;
+    }
+    finish(ctx, event, &config);
+}
+
+#[fentry]
+pub fn fn_entry(ctx: FEntryContext) -> u32 {
+    on_function(&ctx, false);
+    0
+}
+
+#[fexit]
+pub fn fn_exit(ctx: FExitContext) -> u32 {
+    on_function(&ctx, true);
     0
 }
 

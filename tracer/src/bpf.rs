@@ -1,11 +1,13 @@
 //! The one place that touches aya: load the embedded BPF object, hand out program fds for
 //! `PERF_EVENT_IOC_SET_BPF`, wire per-CPU output rings into the `EVENTS` map, read counters.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBuf, StackTraceMap};
-use aya::programs::{KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
+use aya::programs::{FEntry, FExit, KProbe, PerfEvent, ProgramError, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
+
+use crate::perf::sys::{bpf_link_tracing, TracingAttach};
 use tracer_common::{
     names, stat_failed, stat_filtered, stat_hits, AggKey, AggValue, HistKey, LatConfig, LatKey,
     LatStart, OffCpuConfig, RunCount, SchedOffsets, SlotConfig, AGG_ENTRIES, LAT_ENTRIES,
@@ -58,6 +60,13 @@ pub enum Error {
         source: ProgramError,
     },
 
+    #[error("cannot attach {attach} to kernel function '{function}' (BPF_LINK_CREATE)")]
+    Trampoline {
+        attach: &'static str,
+        function: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(
         "a probe needs parts of tracer's BPF programs this run left out \
          (needs USES {needed:#x}, loaded with {loaded:#x})"
@@ -66,6 +75,42 @@ pub enum Error {
 }
 
 impl Error {
+    /// Why the kernel refused a trampoline program ([`Bpf::take_function_slot`]), in a line:
+    /// the kernel feature it lacks where that is known, else the errno and the verifier's
+    /// first word.
+    pub fn refusal(&self) -> String {
+        match self {
+            Error::Program {
+                source:
+                    ProgramError::LoadError {
+                        io_error,
+                        verifier_log,
+                    },
+                ..
+            } => {
+                let log = verifier_log.to_string();
+                // An unknown helper: `unknown func bpf_get_func_arg#183`, or on older
+                // verifiers `call unknown#174` (tracing programs got the attach cookie in 5.19).
+                if log.contains("unknown func ") || log.contains("call unknown#") {
+                    return "this kernel's BPF lacks helpers tracer's fentry/fexit programs call \
+                            (bpf_get_attach_cookie, bpf_get_func_arg: Linux 5.19 has them)"
+                        .into();
+                }
+                let first = (log.lines().map(str::trim))
+                    .find(|l| l.contains("invalid") || l.contains("unknown") || l.contains("not"));
+                match first {
+                    Some(line) => format!("BPF_PROG_LOAD failed: {io_error} (verifier: {line})"),
+                    None => format!("BPF_PROG_LOAD failed: {io_error}"),
+                }
+            }
+            Error::Trampoline { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => {
+                "the kernel refused a tracing link with an attach cookie (Linux 5.19)".into()
+            }
+            Error::Trampoline { source, .. } => format!("BPF_LINK_CREATE failed: {source}"),
+            other => crate::describe(other),
+        }
+    }
+
     pub fn hints(&self) -> Vec<String> {
         let os_errno = match self {
             Error::Load(aya::EbpfError::MapError(aya::maps::MapError::CreateError {
@@ -137,6 +182,9 @@ pub enum SlotKind {
     Tracepoint,
     /// Breakpoints and software events (BPF_PROG_TYPE_PERF_EVENT).
     PerfEvent,
+    /// Kernel functions through their BPF trampoline: fentry, fexit (BPF_PROG_TYPE_TRACING),
+    /// one program load per function, the slot in the link's cookie.
+    Function,
 }
 
 impl SlotKind {
@@ -145,6 +193,7 @@ impl SlotKind {
             SlotKind::Probe => "kp",
             SlotKind::Tracepoint => "tp",
             SlotKind::PerfEvent => "pe",
+            SlotKind::Function => "fn",
         }
     }
 
@@ -154,6 +203,8 @@ impl SlotKind {
             SlotKind::Probe => (PROBE_BASE, PROBE_SLOTS),
             SlotKind::Tracepoint => (TRACEPOINT_BASE, TRACEPOINT_SLOTS),
             SlotKind::PerfEvent => (PERF_EVENT_BASE, PERF_EVENT_SLOTS),
+            // Ids of the cookie range ([`Bpf::take_function_slot`]), never constant slots.
+            SlotKind::Function => (tracer_common::DISPATCH_BASE, 0),
         }
     }
 }
@@ -729,7 +780,105 @@ impl Bpf {
                 let p: &mut PerfEvent = program.try_into().map_err(wrap)?;
                 p.load().map_err(wrap)
             }
+            SlotKind::Function => unreachable!("function slots load per function"),
         }
+    }
+
+    /// Takes a slot for kernel function `function` (vmlinux BTF id `btf_id`) served through
+    /// its BPF trampoline: fentry at its entry, fexit (`exit`) at its return. The program is
+    /// loaded for that function and linked with the slot's id as attach cookie (its config
+    /// and value filter written first); the returned link runs it from now on, until closed.
+    pub fn take_function_slot(
+        &mut self,
+        config: SlotConfig,
+        filter: Option<&tracer_common::Filter>,
+        function: &str,
+        btf_id: u32,
+        exit: bool,
+    ) -> Result<(Slot, OwnedFd), Error> {
+        let config = self.counting_runs(config);
+        self.check_uses(&config)?;
+        let index = self.dispatched;
+        if index >= tracer_common::DISPATCH_SLOTS {
+            return Err(Error::NoSlot {
+                kind: "kernel function",
+                max: tracer_common::DISPATCH_SLOTS,
+            });
+        }
+        let id = tracer_common::DISPATCH_BASE + index;
+        self.set_config(id, config)?;
+        if let Some(filter) = filter {
+            self.write_filter(id, filter)?;
+        }
+        let name = if exit { "fn_exit" } else { "fn_entry" };
+        let link = self.link_function(name, function, btf_id, exit, u64::from(id))?;
+        self.dispatched += 1;
+        self.used.push(id);
+        let slot = Slot {
+            kind: SlotKind::Function,
+            id,
+            name: name.to_string(),
+            cookie: true,
+        };
+        Ok((slot, link))
+    }
+
+    /// Loads tracing program `name` (an fentry, or with `exit` an fexit, program) for kernel
+    /// function `function` (vmlinux BTF id `btf_id`) and links it to the function's
+    /// trampoline with `cookie`. The object's copy is unloaded again at once (the link holds
+    /// the program in the kernel), so the same program can be loaded for the next function.
+    fn link_function(
+        &mut self,
+        name: &'static str,
+        function: &str,
+        btf_id: u32,
+        exit: bool,
+        cookie: u64,
+    ) -> Result<OwnedFd, Error> {
+        let program = (self.ebpf.program_mut(name)).ok_or(Error::Map { map: "program" })?;
+        let wrap = |source| Error::Program {
+            program: name.to_string(),
+            source,
+        };
+        macro_rules! link {
+            ($type:ty, $attach:expr) => {{
+                let p: &mut $type = program.try_into().map_err(wrap)?;
+                if p.fd().is_ok() {
+                    p.unload().map_err(wrap)?;
+                }
+                p.load_by_id(btf_id).map_err(wrap)?;
+                let linked = bpf_link_tracing(p.fd().map_err(wrap)?.as_fd(), $attach, cookie);
+                p.unload().map_err(wrap)?;
+                linked
+            }};
+        }
+        let linked = match exit {
+            false => link!(FEntry, TracingAttach::Fentry),
+            true => link!(FExit, TracingAttach::Fexit),
+        };
+        linked.map_err(|source| Error::Trampoline {
+            attach: if exit { "fexit" } else { "fentry" },
+            function: function.to_string(),
+            source,
+        })
+    }
+
+    /// Links the latency program for one end at kernel function `function` (vmlinux BTF id
+    /// `btf_id`) through its trampoline: the start (`end` None), or an end at its entry
+    /// (`Some(false)`) or return (`Some(true)`, fexit). [`Bpf::set_latency_config`] first:
+    /// it runs from its link on.
+    pub fn link_latency_function(
+        &mut self,
+        function: &str,
+        btf_id: u32,
+        end: Option<bool>,
+    ) -> Result<OwnedFd, Error> {
+        let name = match end {
+            None => "lat_fn_entry",
+            Some(false) => "lat_fn_end",
+            Some(true) => "lat_fn_exit",
+        };
+        self.link_function(name, function, btf_id, end == Some(true), 0)
     }
 
     /// Attaches the program that keeps the per-CPU comm caches honest (`USES_COMM_CACHE`) to
@@ -802,36 +951,31 @@ impl Bpf {
         ))
     }
 
-    /// Configures and loads the latency programs for a start of kind `entry` and an end of
-    /// kind `exit` (a return probe when `exit_ret`); returns (entry, exit) program names for
-    /// [`Bpf::named_program_fd`].
-    pub fn load_latency(
+    /// Writes the latency programs' configuration (before any of them runs).
+    pub fn set_latency_config(&mut self, config: LatConfig) -> Result<(), Error> {
+        (self.maps.lat_config.get_mut().set(0, config, 0)).map_err(|source| Error::MapUpdate {
+            map: names::LAT_CONFIG,
+            source,
+        })
+    }
+
+    /// Loads the latency program for one end at a perf event of kind `kind`: the start
+    /// (`end` None), or the end at an entry (`Some(false)`) or a return (`Some(true)`).
+    /// Returns its name for [`Bpf::named_program_fd`].
+    pub fn load_latency_program(
         &mut self,
-        entry: SlotKind,
-        exit: SlotKind,
-        exit_ret: bool,
-        config: LatConfig,
-    ) -> Result<(&'static str, &'static str), Error> {
-        self.maps
-            .lat_config
-            .get_mut()
-            .set(0, config, 0)
-            .map_err(|source| Error::MapUpdate {
-                map: names::LAT_CONFIG,
-                source,
-            })?;
-        let start = match entry {
-            SlotKind::Tracepoint => "lat_tp_entry",
-            _ => "lat_kp_entry",
+        kind: SlotKind,
+        end: Option<bool>,
+    ) -> Result<&'static str, Error> {
+        let name = match (kind, end) {
+            (SlotKind::Tracepoint, None) => "lat_tp_entry",
+            (_, None) => "lat_kp_entry",
+            (SlotKind::Tracepoint, Some(_)) => "lat_tp_exit",
+            (_, Some(true)) => "lat_kp_exit",
+            (_, Some(false)) => "lat_kp_end",
         };
-        let end = match (exit, exit_ret) {
-            (SlotKind::Tracepoint, _) => "lat_tp_exit",
-            (_, true) => "lat_kp_exit",
-            (_, false) => "lat_kp_end",
-        };
-        self.load_program(start, entry)?;
-        self.load_program(end, exit)?;
-        Ok((start, end))
+        self.load_program(name, kind)?;
+        Ok(name)
     }
 
     /// The latency histograms summed over CPUs: running totals, which are never cleared
@@ -1377,14 +1521,12 @@ static FEATURES_OBJECT: &[u8] =
 pub enum ProbeType {
     RawTracepoint,
     BtfTracepoint,
-    Fentry,
-    Fexit,
 }
 
 /// Loads and attaches the feature program for `kind` (then detaches it); the error says why
 /// the kernel refused. Kernel BTF is needed for all but raw tracepoints.
 pub fn probe_attach_type(kind: ProbeType) -> Result<(), String> {
-    use aya::programs::{BtfTracePoint, FEntry, FExit, RawTracePoint};
+    use aya::programs::{BtfTracePoint, RawTracePoint};
     use aya::Btf;
     let describe = |e: &dyn std::error::Error| {
         let mut text = e.to_string();
@@ -1405,8 +1547,6 @@ pub fn probe_attach_type(kind: ProbeType) -> Result<(), String> {
     let name = match kind {
         ProbeType::RawTracepoint => "feature_raw_tp",
         ProbeType::BtfTracepoint => "feature_tp_btf",
-        ProbeType::Fentry => "feature_fentry",
-        ProbeType::Fexit => "feature_fexit",
     };
     let program = ebpf
         .program_mut(name)
@@ -1438,16 +1578,6 @@ pub fn probe_attach_type(kind: ProbeType) -> Result<(), String> {
         ProbeType::BtfTracepoint => {
             let p: &mut BtfTracePoint = program.try_into().map_err(err)?;
             p.load("sys_enter", &btf()?).map_err(err)?;
-            p.attach().map_err(err)?;
-        }
-        ProbeType::Fentry => {
-            let p: &mut FEntry = program.try_into().map_err(err)?;
-            p.load("vfs_read", &btf()?).map_err(err)?;
-            p.attach().map_err(err)?;
-        }
-        ProbeType::Fexit => {
-            let p: &mut FExit = program.try_into().map_err(err)?;
-            p.load("vfs_read", &btf()?).map_err(err)?;
             p.attach().map_err(err)?;
         }
     }

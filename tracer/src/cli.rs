@@ -226,8 +226,10 @@ pub struct ProbeArgs {
     /// message per dropped hit; a normal run carries none of it.
     #[arg(long)]
     pub debug_bpf: bool,
-    /// How kernel functions are probed (tests use it to exercise the fallback).
-    #[arg(long, value_enum, hide = true)]
+    /// How kernel functions are attached: fentry (BPF trampolines: fentry/fexit), pmu (the
+    /// kprobe PMU) or tracefs (kprobe_events). Default: fentry where the kernel permits it
+    /// (the banner says which), kprobes otherwise.
+    #[arg(long, value_enum, value_name = "HOW")]
     pub kprobe_interface: Option<KprobeInterface>,
     #[command(flatten)]
     pub command_end: CommandEnd,
@@ -330,6 +332,10 @@ pub struct LatencyArgs {
     /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
+    /// How kernel functions are attached: fentry (fentry/fexit), pmu (the kprobe PMU) or
+    /// tracefs (kprobe_events). Default: fentry where the kernel permits it, else kprobes.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub kprobe_interface: Option<KprobeInterface>,
     #[command(flatten)]
     pub tasks: Tasks,
     #[command(flatten)]

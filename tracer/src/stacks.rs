@@ -76,15 +76,33 @@ pub struct Symbolizer {
     pub evicted: u64,
     /// Processes gone before their stacks could be symbolized.
     pub exited: u64,
+    /// Kernel stacks cut short at a return probe's trampoline: kernels before 5.15 cannot
+    /// unwind through `kretprobe_trampoline` (it stands in for the return address).
+    pub kretprobe_cut: u64,
     /// The innermost ip is just past the instruction of interest (data watchpoints trap after
     /// the access), so it is looked up like a return address.
     pub trap_after: bool,
 }
 
+/// A stack taken in a BPF trampoline program (fentry, fexit) starts in the program and the
+/// trampoline (`bpf_prog_..._fn_entry [bpf]`, `bpf_trampoline_... [bpf]`): tracer's machinery,
+/// not the traced code. Those leading frames go, so the stack starts at the function (fentry:
+/// `vfs_read+0x9`) or, at its return, at its caller (fexit), as kprobe stacks do.
+fn without_trampoline(frames: &mut Vec<Frame>) {
+    let bpf = |f: &Frame| f.symbol.as_deref().is_some_and(|s| s.ends_with(" [bpf]"));
+    if let Some(last) = (frames.iter().take(4)).rposition(bpf) {
+        if last + 1 < frames.len() {
+            frames.drain(..=last);
+        }
+    }
+}
+
 impl Symbolizer {
     /// The stacks of `event`: kernel first, then user, each only when it was captured.
-    /// `entry_ret`: the user stack's direct caller when the hit was at a function's entry
-    /// (`word::ENTRY_RET` of a probe with `SLOT_STACK_AT_ENTRY`), else 0.
+    /// `entry_ret`: `word::ENTRY_RET` of a probe with `SLOT_STACK_AT_ENTRY`, else 0: a user
+    /// address is the user stack's direct caller at a uprobe on a function's entry, put back
+    /// second; a kernel address is a fentry hit's function, put first where the unwinder from
+    /// the trampoline left it out.
     pub fn stacks(
         &mut self,
         bpf: &Bpf,
@@ -117,9 +135,13 @@ impl Symbolizer {
                 out.push(Stack::NotCaptured(id));
                 continue;
             };
-            let (pid, entry_ret) = match space {
-                Space::Kernel => (0, 0),
-                Space::User => (pid, entry_ret),
+            // A kernel `entry_ret` is a fentry hit's function; a user one a uprobe's caller.
+            let kernel_entry = entry_ret >= tracer_common::KERNEL_SPACE_START;
+            let (pid, entry_ret) = match (space, kernel_entry) {
+                (Space::Kernel, true) => (0, entry_ret),
+                (Space::Kernel, false) => (0, 0),
+                (Space::User, true) => (pid, 0),
+                (Space::User, false) => (pid, entry_ret),
             };
             if let Some(frames) = self.frames.get(&(pid, id, entry_ret)) {
                 out.push(Stack::Frames(frames.clone()));
@@ -133,10 +155,21 @@ impl Symbolizer {
                     ips
                 }
             };
-            with_entry_caller(&mut ips, entry_ret);
             let frames = match space {
-                Space::Kernel => self.kernel_frames(&ips),
-                Space::User => self.user_frames(pid, &ips),
+                Space::Kernel => {
+                    let mut frames = self.kernel_frames(&ips);
+                    if entry_ret != 0 {
+                        let function = self.kernel_frames(&[entry_ret]).remove(0);
+                        if frames.first().map(|f| &f.symbol) != Some(&function.symbol) {
+                            frames.insert(0, function);
+                        }
+                    }
+                    frames
+                }
+                Space::User => {
+                    with_entry_caller(&mut ips, entry_ret);
+                    self.user_frames(pid, &ips)
+                }
             };
             self.frames.insert((pid, id, entry_ret), frames.clone());
             out.push(Stack::Frames(frames));
@@ -197,7 +230,8 @@ impl Symbolizer {
         let kallsyms = self
             .kallsyms
             .get_or_insert_with(|| Kallsyms::load().unwrap_or_default());
-        ips.iter()
+        let mut frames: Vec<Frame> = ips
+            .iter()
             .map(|&addr| {
                 let symbol = kallsyms.containing(addr);
                 Frame {
@@ -210,7 +244,16 @@ impl Symbolizer {
                     build_id: None,
                 }
             })
-            .collect()
+            .collect();
+        without_trampoline(&mut frames);
+        let last = frames.last().and_then(|f| f.symbol.as_deref());
+        if matches!(
+            last,
+            Some("kretprobe_trampoline" | "__kretprobe_trampoline")
+        ) {
+            self.kretprobe_cut += 1;
+        }
+        frames
     }
 
     fn user_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
@@ -353,13 +396,52 @@ impl Symbolizer {
                 self.exited
             ));
         }
+        if self.kretprobe_cut > 0 {
+            parts.push(format!(
+                "{} kernel stacks end at kretprobe_trampoline: this kernel cannot unwind through \
+                 a return probe (Linux 5.15 can; fexit, which tracer uses where the kernel \
+                 permits, needs 5.19)",
+                self.kretprobe_cut
+            ));
+        }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::with_entry_caller;
+    use super::{with_entry_caller, without_trampoline, Frame, Space};
+
+    #[test]
+    fn trampoline_frames_leave_the_stack() {
+        let frame = |symbol: &str| Frame {
+            addr: 1,
+            space: Space::Kernel,
+            symbol: Some(symbol.to_string()),
+            offset: 0,
+            file: None,
+            line: None,
+            build_id: None,
+        };
+        let names = |frames: &[Frame]| -> Vec<String> {
+            frames.iter().map(|f| f.symbol.clone().unwrap()).collect()
+        };
+        let mut frames = vec![
+            frame("bpf_prog_f76b4b433cba6a05_fn_entry [bpf]"),
+            frame("bpf_trampoline_6442575054 [bpf]"),
+            frame("vfs_read"),
+            frame("ksys_read"),
+        ];
+        without_trampoline(&mut frames);
+        assert_eq!(names(&frames), ["vfs_read", "ksys_read"]);
+        // A kprobe's stack, and a stack that would be left empty, stay as they are.
+        let mut frames = vec![frame("vfs_read"), frame("ksys_read")];
+        without_trampoline(&mut frames);
+        assert_eq!(names(&frames), ["vfs_read", "ksys_read"]);
+        let mut frames = vec![frame("bpf_trampoline_1 [bpf]")];
+        without_trampoline(&mut frames);
+        assert_eq!(names(&frames), ["bpf_trampoline_1 [bpf]"]);
+    }
 
     #[test]
     fn an_entry_hit_gets_its_caller_back_once() {

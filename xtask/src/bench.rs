@@ -16,11 +16,13 @@ use crate::{root, run_cmd, section};
 type Bench = fn() -> Result<()>;
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, Bench); 11] = [
+const BENCHES: [(&str, Bench); 12] = [
     ("startup", crate::startup::startup),
     ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),
     ("uprobe_hit", crate::uprobe::uprobe_hit),
+    // In VMs (kprobes and fentry are missing here): a few minutes.
+    ("fentry_hit", crate::trampoline::fentry_hit),
     ("watch_hit", crate::peers::watch_hit),
     ("latency_call", crate::peers::latency_call),
     ("count_event", crate::peers::count_event),

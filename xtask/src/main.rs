@@ -9,6 +9,7 @@ mod setup;
 mod soak;
 mod startup;
 mod streaming;
+mod trampoline;
 mod uprobe;
 mod vm;
 
@@ -48,6 +49,8 @@ fn run() -> Result<()> {
         "run" => run_tracer(rest),
         "vm" => vm_command(rest),
         "bench" => bench::run(rest),
+        // Inside a VM, for `bench fentry_hit` (not for users).
+        "guest-bench" => trampoline::guest(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(())
@@ -117,12 +120,20 @@ fn test(args: &[String]) -> Result<()> {
     section("tier 3: VM tests on Debian kernels");
     let binary = test_binary("vm_kprobe")?;
     // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
-    let cmd = vec![
-        "env".to_string(),
-        "TRACER_REQUIRE=kprobes,kprobe_events".to_string(),
-        binary.display().to_string(),
-        "--test-threads=1".to_string(),
-    ];
+    // and on the kernels whose BPF has what tracer's trampoline programs need (5.19+), so
+    // must fentry and fexit.
+    let cmd = |kernel: &str| {
+        let required = match vm::has_trampolines(kernel) {
+            true => "kprobes,kprobe_events,fentry,fexit",
+            false => "kprobes,kprobe_events",
+        };
+        vec![
+            "env".to_string(),
+            format!("TRACER_REQUIRE={required}"),
+            binary.display().to_string(),
+            "--test-threads=1".to_string(),
+        ]
+    };
     // Two VMs at a time: each is one single-threaded TCG process, so two keep both cores
     // busy and four kernels take the time two took one after another. Their consoles are
     // told apart by a `[KERNEL]` prefix.
@@ -135,7 +146,7 @@ fn test(args: &[String]) -> Result<()> {
                     break;
                 };
                 println!("--- kernel {kernel}: {}", binary.display());
-                let failure = match vm::run(&kernel, &cmd) {
+                let failure = match vm::run(&kernel, &cmd(&kernel)) {
                     Ok(0) => None,
                     Ok(code) => Some(format!("exit status {code}")),
                     Err(err) => Some(format!("{err:#}")),

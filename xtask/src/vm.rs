@@ -17,6 +17,13 @@ use crate::run_cmd;
 
 pub const ALL_KERNELS: [&str; 4] = ["5.10", "6.1", "6.12", "7.3"];
 
+/// Whether tracer's fentry/fexit programs load and link on this kernel: `bpf_get_func_arg`
+/// (5.17) and tracing-link cookies (5.19). 5.10 has neither, so kernel functions go through
+/// kprobes there.
+pub fn has_trampolines(kernel: &str) -> bool {
+    kernel != "5.10"
+}
+
 /// A hung guest is killed after this long.
 const TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -105,6 +112,12 @@ fn nonce() -> Result<String> {
 /// Runs `cmd` (host paths; the working directory is kept) as root in a VM booting Debian
 /// kernel `kernel`, streaming the console. Returns the command's exit status.
 pub fn run(kernel: &str, cmd: &[String]) -> Result<i32> {
+    run_capture(kernel, cmd).map(|(code, _)| code)
+}
+
+/// [`run`], also returning the command's console lines (from its start marker on), for a
+/// caller that reads what the command printed.
+pub fn run_capture(kernel: &str, cmd: &[String]) -> Result<(i32, Vec<String>)> {
     if !ALL_KERNELS.contains(&kernel) {
         bail!(
             "unknown kernel '{kernel}': choose one of {}",
@@ -117,7 +130,7 @@ pub fn run(kernel: &str, cmd: &[String]) -> Result<i32> {
     // boot is tried again, up to 3 boots; a command that started is never run twice.
     for attempt in 1..=3 {
         match boot(kernel, &image, &initramfs, cmd)? {
-            Some(code) => return Ok(code),
+            Some(done) => return Ok(done),
             None if attempt < 3 => {
                 println!("vm: kernel {kernel} died while booting, before the command started: booting it again")
             }
@@ -127,9 +140,14 @@ pub fn run(kernel: &str, cmd: &[String]) -> Result<i32> {
     bail!("kernel {kernel} died 3 times while booting, before the command started (console above)")
 }
 
-/// One boot running `cmd`: its exit status, or `None` when the kernel died before the command
-/// started.
-fn boot(kernel: &str, image: &Path, initramfs: &Path, cmd: &[String]) -> Result<Option<i32>> {
+/// One boot running `cmd`: its exit status and console lines, or `None` when the kernel died
+/// before the command started.
+fn boot(
+    kernel: &str,
+    image: &Path,
+    initramfs: &Path,
+    cmd: &[String],
+) -> Result<Option<(i32, Vec<String>)>> {
     let runs = cache_root().join("runs");
     std::fs::create_dir_all(&runs)?;
     let nonce = nonce()?;
@@ -196,10 +214,13 @@ fn boot(kernel: &str, image: &Path, initramfs: &Path, cmd: &[String]) -> Result<
     let marker = format!(" nonce={nonce} ");
     let tag = kernel.to_string();
     let reader = std::thread::spawn(move || {
-        let (mut began, mut exit) = (false, None);
+        let (mut began, mut exit, mut lines) = (false, None, Vec::new());
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let line = line.trim_end_matches('\r').to_string();
             println!("[{tag}] {line}");
+            if began {
+                lines.push(line.clone());
+            }
             // Markers carry a per-run nonce, so test output cannot forge them; console noise
             // (SeaBIOS escapes) may precede them on the same line.
             if line.contains("VMTEST-START") && line.contains(&marker) {
@@ -215,7 +236,7 @@ fn boot(kernel: &str, image: &Path, initramfs: &Path, cmd: &[String]) -> Result<
                 }
             }
         }
-        (began, exit)
+        (began, exit, lines)
     });
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -228,7 +249,7 @@ fn boot(kernel: &str, image: &Path, initramfs: &Path, cmd: &[String]) -> Result<
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let (began, exit) = reader.join().unwrap_or((false, None));
+    let (began, exit, lines) = reader.join().unwrap_or((false, None, Vec::new()));
     let _ = std::fs::remove_file(&script);
     println!(
         "vm: kernel {kernel}: {:.1} s",
@@ -239,7 +260,7 @@ fn boot(kernel: &str, image: &Path, initramfs: &Path, cmd: &[String]) -> Result<
             "the VM hung and was killed after {} s (console above)",
             TIMEOUT.as_secs()
         ),
-        (_, Some(code)) => Ok(Some(code)),
+        (_, Some(code)) => Ok(Some((code, lines))),
         (Some(_), None) if !began => Ok(None),
         (Some(status), None) => {
             bail!("the VM ended ({status}) without reporting an exit status (console above)")

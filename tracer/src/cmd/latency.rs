@@ -44,7 +44,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         verb: "Tracing",
         what,
         whom: session.whom(),
-        detail: None,
+        detail: probe::trampoline::banner_detail(pair.via.iter().copied()),
     })?;
     pair.enable()?;
     let start_values = pair.start_values.take();

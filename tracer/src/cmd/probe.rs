@@ -113,7 +113,7 @@ fn banner(plan: &ProbePlan, probes: &[Probe], whom: Option<String>) -> Banner {
             }
         },
         whom,
-        detail: None,
+        detail: probe::trampoline::banner_detail(probes.iter().map(|p| p.via)),
     }
 }
 

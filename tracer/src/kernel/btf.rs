@@ -216,6 +216,18 @@ impl KernelBtf {
         Ok(None)
     }
 
+    /// The type id of `function`'s BTF FUNC in vmlinux (not modules): what a fentry or fexit
+    /// program is loaded against. `Ok(None)` when vmlinux's BTF has no such FUNC (a module's
+    /// function, or one pahole left out).
+    pub fn vmlinux_function_id(&self, function: &str) -> Result<Option<u32>, Error> {
+        for id in self.vmlinux.resolve_ids_by_name(function)? {
+            if let Type::Func(_) = self.vmlinux.resolve_type_by_id(id)? {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+
     /// The BTF holding `function`'s FUNC, and its prototype.
     fn find(&self, function: &str) -> Result<Option<(&Btf, FuncProto)>, Error> {
         let ids = self.vmlinux.resolve_ids_by_name(function)?;

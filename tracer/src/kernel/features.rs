@@ -103,10 +103,8 @@ impl Feature {
             Feature::KprobePmu => check_kprobe_pmu(),
             Feature::UprobePmu => check_uprobe_pmu(),
             Feature::KprobeEvents => check_kprobe_events(),
-            Feature::Fentry => bpf::probe_attach_type(bpf::ProbeType::Fentry)
-                .map(|()| "fentry on vfs_read attached".into()),
-            Feature::Fexit => bpf::probe_attach_type(bpf::ProbeType::Fexit)
-                .map(|()| "fexit on vfs_read attached".into()),
+            Feature::Fentry => check_trampoline(false),
+            Feature::Fexit => check_trampoline(true),
             Feature::RawTracepoints => bpf::probe_attach_type(bpf::ProbeType::RawTracepoint)
                 .map(|()| "raw_tp sys_enter attached".into()),
             Feature::BtfTracepoints => bpf::probe_attach_type(bpf::ProbeType::BtfTracepoint)
@@ -177,6 +175,26 @@ fn check_bpf() -> Result<String, String> {
         .take_slot(bpf::SlotKind::Tracepoint, Default::default())
         .map_err(|e| crate::describe(&e))?;
     Ok("maps created, tracepoint program loaded".into())
+}
+
+/// Links tracer's own trampoline program (the one `tracer probe` uses for kernel functions:
+/// arguments through `bpf_get_func_arg`, the slot through the link's cookie) to `vfs_read`,
+/// stopped, then lets it go: what the kernel permits tracer, not only the attach type.
+fn check_trampoline(exit: bool) -> Result<String, String> {
+    let btf = crate::kernel::btf::KernelBtf::open().map_err(|e| crate::describe(&e))?;
+    let id = (btf.vmlinux_function_id("vfs_read"))
+        .map_err(|e| crate::describe(&e))?
+        .ok_or("vmlinux's BTF has no vfs_read")?;
+    let mut loaded = bpf::Bpf::load().map_err(|e| crate::describe(&e))?;
+    let config = tracer_common::SlotConfig {
+        flags: tracer_common::SLOT_STOPPED,
+        ..Default::default()
+    };
+    loaded
+        .take_function_slot(config, None, "vfs_read", id, exit)
+        .map_err(|e| e.refusal())?;
+    let kind = if exit { "fexit" } else { "fentry" };
+    Ok(format!("tracer's {kind} program attached to vfs_read"))
 }
 
 fn check_btf() -> Result<String, String> {

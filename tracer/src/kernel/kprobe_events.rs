@@ -13,6 +13,9 @@ pub enum KprobeInterface {
     Pmu,
     /// Legacy tracefs kprobe_events.
     Tracefs,
+    /// BPF trampolines: fentry at a function's entry, fexit at its return (no kprobe
+    /// fallback; the default uses them where the kernel permits, kprobes otherwise).
+    Fentry,
 }
 
 /// The tracefs event group tracer's legacy probes live in.

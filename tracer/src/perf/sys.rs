@@ -247,3 +247,67 @@ pub fn bpf_link_perf_event(
     // SAFETY: a new fd the kernel just returned, owned by no one else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
+
+/// Which end of a kernel function a tracing link attaches at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TracingAttach {
+    #[doc(alias = "BPF_TRACE_FENTRY")]
+    Fentry,
+    #[doc(alias = "BPF_TRACE_FEXIT")]
+    Fexit,
+}
+
+/// bpf(BPF_LINK_CREATE) for a tracing program (fentry/fexit) loaded for its target function:
+/// attaches it to that function's BPF trampoline through a link whose attach cookie the
+/// program reads (`bpf_get_attach_cookie`; the `tracing.cookie` field, Linux 5.19: an older
+/// kernel refuses the non-zero field with EINVAL). Closing the link detaches the program.
+pub fn bpf_link_tracing(
+    prog: BorrowedFd<'_>,
+    attach: TracingAttach,
+    cookie: u64,
+) -> io::Result<OwnedFd> {
+    /// `union bpf_attr` as BPF_LINK_CREATE reads it for a tracing program (include/uapi/
+    /// linux/bpf.h): the program, no target fd, the attach type, flags, then `tracing`: a
+    /// target BTF id (0: the one the program was loaded for), padding and the cookie.
+    #[repr(C)]
+    struct LinkCreate {
+        prog_fd: u32,
+        target_fd: u32,
+        attach_type: u32,
+        flags: u32,
+        target_btf_id: u32,
+        padding: u32,
+        cookie: u64,
+        /// The rest of the union as far as this size goes: zero, as the kernel requires.
+        _rest: [u64; 3],
+    }
+    const BPF_LINK_CREATE: libc::c_long = 28;
+    let attr = LinkCreate {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_fd: 0,
+        attach_type: match attach {
+            TracingAttach::Fentry => 24,
+            TracingAttach::Fexit => 25,
+        },
+        flags: 0,
+        target_btf_id: 0,
+        padding: 0,
+        cookie,
+        _rest: [0; 3],
+    };
+    // SAFETY: `attr` is a live, fully initialised `union bpf_attr` prefix of the size passed,
+    // which the kernel only reads; the program fd is open for the duration of the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_LINK_CREATE,
+            &attr as *const LinkCreate,
+            std::mem::size_of::<LinkCreate>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd the kernel just returned, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}

@@ -40,6 +40,9 @@ pub struct LatencyPlan {
     pub notes: Vec<String>,
     /// `--filter`: which calls are measured, decided in the kernel.
     pub value_filter: Option<super::filter::FilterPlan>,
+    /// `--kprobe-interface`: how kernel functions are attached (default: fentry where
+    /// permitted).
+    pub kprobe_interface: Option<crate::cli::KprobeInterface>,
 }
 
 /// Every check of `tracer latency`'s input, before anything is opened.
@@ -76,6 +79,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         filter,
         output,
         command: args.command.clone(),
+        kprobe_interface: args.kprobe_interface,
         notes: super::comm_note(args.tasks.comm.as_deref(), &args.command)
             .into_iter()
             .collect(),

@@ -20,8 +20,14 @@ use crate::Error;
 /// Where a probe goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// A kernel function (kprobe), by name and offset.
-    Kernel { function: String, offset: u64 },
+    /// A kernel function, by name and offset: through its BPF trampoline (fentry/fexit) where
+    /// the kernel permits, a kprobe otherwise. `fentry`: `fentry:`/`fexit:` asked for the
+    /// trampoline (no kprobe fallback).
+    Kernel {
+        function: String,
+        offset: u64,
+        fentry: bool,
+    },
     /// A kernel address (kprobe).
     KernelAddr(u64),
     /// A user-space function or address in an ELF file (uprobe). `file` is as the user wrote it
@@ -96,8 +102,14 @@ impl fmt::Display for ProbeSpec {
             Target::Kernel {
                 function,
                 offset: off,
+                fentry,
             } => {
-                let kind = if self.ret { "kretprobe" } else { "kprobe" };
+                let kind = match (fentry, self.ret) {
+                    (true, false) => "fentry",
+                    (true, true) => "fexit",
+                    (false, false) => "kprobe",
+                    (false, true) => "kretprobe",
+                };
                 write!(f, "{kind}:{function}{}", offset(off))
             }
             Target::KernelAddr(addr) => {
@@ -137,6 +149,7 @@ fn usage(message: String, hint: &str) -> Error {
 }
 
 const SPEC_HINT: &str = "probe specs: FUNC[+OFF], FUNC%return, kprobe:FUNC, kretprobe:FUNC, \
+     fentry:FUNC, fexit:FUNC, \
      kprobe:0xADDR, uprobe:PATH:SYMBOL[+OFF], uretprobe:PATH:SYMBOL, uprobe:PATH:0xADDR, \
      usdt:PATH:[PROVIDER:]NAME, CAT:NAME or tracepoint:CAT:NAME (globs * and ? allowed in names)";
 
@@ -189,6 +202,24 @@ fn name_offset(text: &str, spec: &str) -> Result<(String, u64), Error> {
 }
 
 fn kernel(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
+    kernel_via(rest, ret, false, spec)
+}
+
+/// `fentry:FUNC` / `fexit:FUNC`: a kernel function through its BPF trampoline only.
+fn trampoline(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
+    if rest.starts_with("0x") || rest.contains('+') {
+        let kind = if ret { "fexit" } else { "fentry" };
+        return Err(usage(
+            format!(
+                "probe '{spec}': {kind} attaches to a function by name, at its entry or return"
+            ),
+            "name the function alone (fentry:vfs_read), or use kprobe:FUNC+OFF / kprobe:0xADDR",
+        ));
+    }
+    kernel_via(rest, ret, true, spec)
+}
+
+fn kernel_via(rest: &str, ret: bool, fentry: bool, spec: &str) -> Result<ProbeSpec, Error> {
     let target = if rest.starts_with("0x") {
         let addr = parse_number(rest)
             .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?;
@@ -208,7 +239,11 @@ fn kernel(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
                 "a kretprobe fires when the function returns: drop the +OFF",
             ));
         }
-        Target::Kernel { function, offset }
+        Target::Kernel {
+            function,
+            offset,
+            fentry,
+        }
     };
     Ok(ProbeSpec {
         target,
@@ -347,6 +382,9 @@ pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
         match kind {
             "kprobe" | "k" => return kernel(rest, false, spec),
             "kretprobe" | "kr" => return kernel(rest, true, spec),
+            // bpftrace's names, and its older kfunc/kretfunc.
+            "fentry" | "f" | "kfunc" => return trampoline(rest, false, spec),
+            "fexit" | "fr" | "kretfunc" => return trampoline(rest, true, spec),
             "uprobe" | "u" => return user(rest, false, spec),
             "uretprobe" | "ur" => return user(rest, true, spec),
             "tracepoint" | "t" => return tracepoint(rest, spec),
@@ -399,16 +437,8 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
             "e.g. tracer probe --count-by comm -I 1s CAT:NAME".to_string(),
         ),
         "profile" | "p" => (
-            "CPU sampling is `tracer record -e cpu-clock`",
-            "e.g. tracer record -o t.tracer -e cpu-clock -F 99 -- COMMAND".to_string(),
-        ),
-        "kfunc" | "fentry" | "f" => (
-            "kernel functions are probed by name",
-            format!("e.g. tracer probe {rest}"),
-        ),
-        "kretfunc" | "fexit" | "fr" => (
-            "kernel function returns are FUNC%return",
-            format!("e.g. tracer probe {rest}%return"),
+            "CPU profiles are `tracer profile`",
+            format!("e.g. tracer profile -F {} -- COMMAND", rest.trim_start_matches("hz:").split(':').next().filter(|f| !f.is_empty()).unwrap_or("99")),
         ),
         "rawtracepoint" | "rt" => (
             "tracepoints are CAT:NAME (tracer uses raw tracepoints itself where they are cheaper)",
@@ -1363,6 +1393,7 @@ pub(crate) mod tests {
             target: Target::Kernel {
                 function: function.into(),
                 offset,
+                fentry: false,
             },
             ret,
             args: Vec::new(),
@@ -1462,12 +1493,39 @@ pub(crate) mod tests {
             refused("interval:s:1").1,
             "e.g. tracer probe --count-by comm -I 1s CAT:NAME"
         );
-        assert_eq!(refused("kfunc:vfs_read").1, "e.g. tracer probe vfs_read");
+        let (m, h) = refused("profile:hz:999");
+        assert!(m.contains("`tracer profile`"), "{m}");
+        assert_eq!(h, "e.g. tracer profile -F 999 -- COMMAND");
+        // bpftrace's fentry names (and its older kfunc) are tracer's too.
+        let fentry = |function: &str, ret| ProbeSpec {
+            target: Target::Kernel {
+                function: function.into(),
+                offset: 0,
+                fentry: true,
+            },
+            ret,
+            args: Vec::new(),
+        };
         assert_eq!(
-            refused("fexit:vfs_read").1,
-            "e.g. tracer probe vfs_read%return"
+            parse_spec("fentry:vfs_read").unwrap(),
+            fentry("vfs_read", false)
         );
-        assert!(refused("profile:hz:99").0.contains("cpu-clock"));
+        assert_eq!(
+            parse_spec("kfunc:vfs_read").unwrap(),
+            fentry("vfs_read", false)
+        );
+        assert_eq!(
+            parse_spec("fexit:vfs_read").unwrap(),
+            fentry("vfs_read", true)
+        );
+        assert_eq!(
+            parse_spec("fr:vfs_read").unwrap().to_string(),
+            "fexit:vfs_read"
+        );
+        for offset in ["fentry:vfs_read+4", "fexit:0xffffffff81000000"] {
+            let err = parse_spec(offset).unwrap_err().to_string();
+            assert!(err.contains("attaches to a function by name"), "{err}");
+        }
         let usdt = |provider: Option<&str>, name: &str, site| Target::User {
             file: "/usr/bin/python3".into(),
             at: UserAt::Usdt {

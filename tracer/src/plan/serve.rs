@@ -671,6 +671,7 @@ fn latency_source(
             command: Vec::new(),
             notes: Vec::new(),
             value_filter,
+            kprobe_interface: None,
         })),
         labels,
     ))

@@ -8,6 +8,7 @@ use tracer_common::{
 
 use super::aggregate::{self, ProbeValues};
 use super::resolve::{open_event, tracepoint_error, KernelInterface, KprobeInterface, Opened};
+use super::trampoline::{Trampolines, Via};
 use super::values::{Memory, Values};
 use super::Attached;
 use super::{Decoder, Probe};
@@ -164,6 +165,8 @@ pub struct Attacher<'a> {
     fs: &'a Tracefs,
     options: AttachOptions<'a>,
     interface: Option<KernelInterface>,
+    /// Which kernel functions go through their trampolines (fentry/fexit).
+    trampolines: Trampolines,
     /// Kernel BTF, opened at the first kernel function (`None` inside: not available).
     btf: Option<Option<KernelBtf>>,
     attached: usize,
@@ -175,6 +178,7 @@ impl<'a> Attacher<'a> {
             fs,
             options,
             interface: None,
+            trampolines: Trampolines::new(options.kprobe_interface),
             btf: None,
             attached: 0,
         }
@@ -191,7 +195,7 @@ impl<'a> Attacher<'a> {
             self.fs,
             spec,
             &self.options,
-            &mut self.interface,
+            (&mut self.interface, &mut self.trampolines),
             index,
             &mut self.btf,
         )?;
@@ -210,18 +214,21 @@ fn attach(
     fs: &Tracefs,
     spec: &ProbeSpec,
     options: &AttachOptions<'_>,
-    interface: &mut Option<KernelInterface>,
+    (interface, trampolines): (&mut Option<KernelInterface>, &mut Trampolines),
     index: usize,
     btf: &mut Option<Option<KernelBtf>>,
 ) -> Result<Probe, Error> {
     // A syscall tracepoint served by the dispatching programs needs its format, not an event.
     let dispatched = syscall_of(spec).filter(|_| options.dispatch);
-    let (event, opened) = match (&dispatched, &spec.target) {
-        (Some(_), Target::Tracepoint { category, name }) => {
+    // A kernel function through its trampoline opens no perf event either.
+    let trampoline = trampolines.target(spec, btf)?;
+    let (event, opened) = match (&dispatched, &spec.target, &trampoline) {
+        (Some(_), Target::Tracepoint { category, name }, _) => {
             let format =
                 (fs.format(category, name)).map_err(|e| tracepoint_error(e, fs, category, name))?;
             (None, (None, Some(format), None, None))
         }
+        (_, _, Some(target)) => (None, (None, None, Some(target.function.clone()), None)),
         _ => {
             let Opened {
                 event,
@@ -240,7 +247,7 @@ fn attach(
             (Some(event), (legacy, format, kernel_function, usdt))
         }
     };
-    let (legacy, format, kernel_function, usdt) = opened;
+    let (mut legacy, format, kernel_function, usdt) = opened;
     let mut config = options.base;
     if config.strlen == 0 {
         config.strlen = STRLEN_DEFAULT;
@@ -427,13 +434,58 @@ fn attach(
             bpf.take_raw_slot(raw_config, tracepoint).ok()
         }),
     };
+    let mut via = (kernel_function.is_some() || matches!(spec.target, Target::KernelAddr(_)))
+        .then(|| Via::kprobe(spec));
+    // Through the trampoline; or, where the kernel refuses it there (and it was not asked for
+    // by name), the kprobe's event, opened now.
+    let mut event = event;
+    let mut linked = None;
+    if let Some(target) = &trampoline {
+        let filter = filter.as_ref().map(|(f, _)| f);
+        // At the entry, kernel stacks get the function's address to begin with (see
+        // `SLOT_STACK_AT_ENTRY`).
+        let mut linked_config = config;
+        if !spec.ret && config.flags & tracer_common::SLOT_STACK_KERNEL != 0 {
+            linked_config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
+        }
+        match bpf.take_function_slot(
+            linked_config,
+            filter,
+            &target.function,
+            target.btf_id,
+            spec.ret,
+        ) {
+            Ok(slot_link) => {
+                via = Some(if spec.ret { Via::Fexit } else { Via::Fentry });
+                linked = Some(slot_link);
+                config = linked_config;
+            }
+            Err(e) => {
+                trampolines.failed(spec, target, e)?;
+                let opened = open_event(
+                    fs,
+                    spec,
+                    interface,
+                    options.kprobe_interface,
+                    options.pid,
+                    index,
+                )?;
+                legacy = opened.legacy;
+                event = Some(opened.event);
+            }
+        }
+    }
     let attached = match (raw, dispatched, event) {
         (Some(slot), _, _) => Attached::raw(slot),
         (None, Some((_, nr, exit)), _) => {
             let filter = filter.as_ref().map(|(f, _)| f);
             Attached::raw(bpf.take_syscall_slot(config, nr, exit, filter)?)
         }
-        (None, None, None) => unreachable!("only dispatched syscalls open no event"),
+        (None, None, None) => {
+            let (slot, link) =
+                linked.expect("only dispatched syscalls and trampolines open no event");
+            Attached::linked(slot, link)
+        }
         (None, None, Some(event)) => {
             let slot = bpf.take_slot(kind, config)?;
             if let Some(site) = &usdt {
@@ -448,6 +500,7 @@ fn attach(
     let slot = attached.slot.clone();
     Ok(Probe {
         name: spec.to_string(),
+        via,
         at_entry: config.flags & tracer_common::SLOT_STACK_AT_ENTRY != 0,
         slot,
         decoder,
@@ -522,6 +575,7 @@ pub(super) fn member_lookup<'a>(
         Target::Kernel {
             function,
             offset: 0,
+            ..
         } => match btf {
             Some(Some(btf)) => btf
                 .member(function, arg, path)
@@ -593,6 +647,7 @@ pub(super) fn prototype(
         Target::Kernel {
             function,
             offset: 0,
+            ..
         } => {
             let btf = btf.get_or_insert_with(|| match KernelBtf::open() {
                 Ok(btf) => Some(btf),

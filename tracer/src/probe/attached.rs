@@ -40,6 +40,16 @@ impl Attached {
         })
     }
 
+    /// A kernel function slot linked to its trampoline ([`Bpf::take_function_slot`]): it
+    /// runs from its link on.
+    pub fn linked(slot: Slot, link: std::os::fd::OwnedFd) -> Attached {
+        Attached {
+            slot,
+            _link: Some(link),
+            event: None,
+        }
+    }
+
     /// A slot attached to a raw tracepoint ([`Bpf::take_raw_slot`]).
     pub fn raw(slot: Slot) -> Attached {
         Attached {

@@ -60,13 +60,18 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
                     args: spec.args.clone(),
                 })
                 .collect(),
-            Target::Kernel { function, offset } => functions(fs)
+            Target::Kernel {
+                function,
+                offset,
+                fentry,
+            } => functions(fs)
                 .into_iter()
                 .filter(|f| plan::glob_match(function, f))
                 .map(|f| ProbeSpec {
                     target: Target::Kernel {
                         function: f,
                         offset: *offset,
+                        fentry: *fentry,
                     },
                     ret: spec.ret,
                     args: spec.args.clone(),
@@ -134,6 +139,7 @@ fn successor(spec: &ProbeSpec, fs: &Tracefs) -> Option<ProbeSpec> {
     let Target::Kernel {
         function,
         offset: 0,
+        fentry,
     } = &spec.target
     else {
         return None;
@@ -151,6 +157,7 @@ fn successor(spec: &ProbeSpec, fs: &Tracefs) -> Option<ProbeSpec> {
         target: Target::Kernel {
             function: next.to_string(),
             offset: 0,
+            fentry: *fentry,
         },
         ret: spec.ret,
         args: Vec::new(),

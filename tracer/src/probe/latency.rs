@@ -7,30 +7,50 @@ use tracer_common::{
     LAT_USDT_START, SLOT_FILTER_TRACKED,
 };
 
+use super::trampoline::{FunctionTarget, Trampolines, Via};
 use super::values::{Memory, Values};
 use super::{open_event, Opened};
 use crate::bpf::{Bpf, Sizing, SlotKind};
+use crate::kernel::format::Format;
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::latency::{keys, LatencyPlan};
 use crate::plan::{ProbeSpec, Target};
 use crate::Error;
 
-/// The start and end of a measured call, each a perf event running a latency program.
+/// One end of a measured call: a perf event running a latency program (enabled with the
+/// pair), or a kernel function's trampoline link (running from its link on).
+pub enum End {
+    Event(Box<Opened>),
+    Linked(std::os::fd::OwnedFd),
+}
+
+impl End {
+    fn enable(&self) -> Result<(), Error> {
+        match self {
+            End::Event(opened) => Ok(opened.event.enable(false)?),
+            End::Linked(_) => Ok(()),
+        }
+    }
+}
+
+/// The start and end of a measured call.
 pub struct LatencyPair {
-    pub entry: Opened,
-    pub exit: Opened,
+    pub entry: End,
+    pub exit: End,
     /// The start's parameters, named and typed as `tracer probe` shows them (BTF for kernel
     /// functions, DWARF for user functions, the note for USDT; `arg0..` untyped otherwise);
     /// `None` when the start is a tracepoint or a return probe.
     pub start_values: Option<Values>,
+    /// How each end is served, where it is a kernel function (for the banner).
+    pub via: [Option<Via>; 2],
 }
 
 impl LatencyPair {
     /// Starts both ends: the exit first, so that an end with no start is only counted, never
-    /// mismatched.
+    /// mismatched. (Linked ends run from their link on, made in the same order.)
     pub fn enable(&self) -> Result<(), Error> {
-        self.exit.event.enable(false)?;
-        self.entry.event.enable(false)?;
+        self.exit.enable()?;
+        self.entry.enable()?;
         Ok(())
     }
 }
@@ -61,45 +81,130 @@ pub fn attach(
         bpf.set_globs(&plan.globs)?;
         bpf.set_latency_filter(filter)?;
     }
+    // Kernel functions through their trampolines where the kernel permits (a start at a
+    // return has no trampoline program: a kprobe); the rest open their perf events.
+    let mut trampolines = Trampolines::new(plan.kprobe_interface);
+    let mut btf = None;
     let mut interface = None;
-    let entry = open_event(fs, &plan.start, &mut interface, None, plan.pid, 0)?;
-    let start_values = start_values(&plan.start, &entry)?;
-    let exit = open_event(fs, &plan.end, &mut interface, None, plan.pid, 1)?;
-    let mut config = lat_config(plan, launched, (&entry, &exit))?;
+    let start_target = match plan.start.ret {
+        false => trampolines.target(&plan.start, &mut btf)?,
+        true => None,
+    };
+    let end_target = trampolines.target(&plan.end, &mut btf)?;
+    let mut open = |spec: &ProbeSpec, index| {
+        open_event(
+            fs,
+            spec,
+            &mut interface,
+            plan.kprobe_interface,
+            plan.pid,
+            index,
+        )
+    };
+    let entry = match start_target {
+        Some(_) => None,
+        None => Some(open(&plan.start, 0)?),
+    };
+    let start_values = start_values(
+        &plan.start,
+        entry.as_ref().and_then(|o| o.format.as_ref()),
+        entry.as_ref().and_then(|o| o.usdt.as_ref()),
+    )?;
+    let exit = match end_target {
+        Some(_) => None,
+        None => Some(open(&plan.end, 1)?),
+    };
+    let formats = (
+        entry.as_ref().and_then(|o| o.format.as_ref()),
+        exit.as_ref().and_then(|o| o.format.as_ref()),
+    );
+    let mut config = lat_config(plan, launched, formats)?;
     if filter.is_some() {
         config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
     }
     for (opened, end) in [(&entry, LAT_USDT_START), (&exit, LAT_USDT_END)] {
-        if let Some(site) = &opened.usdt {
+        if let Some(site) = opened.as_ref().and_then(|o| o.usdt.as_ref()) {
             bpf.set_latency_usdt_args(end, &site.places)?;
             config.usdt |= end;
         }
     }
-    let kind = |opened: &Opened| match opened.format {
-        Some(_) => SlotKind::Tracepoint,
-        None => SlotKind::Probe,
-    };
-    let (entry_prog, exit_prog) =
-        bpf.load_latency(kind(&entry), kind(&exit), plan.end.ret, config)?;
-    entry.event.set_bpf(bpf.named_program_fd(entry_prog)?)?;
-    exit.event.set_bpf(bpf.named_program_fd(exit_prog)?)?;
+    bpf.set_latency_config(config)?;
+    // The end first, as `LatencyPair::enable` starts them.
+    let (exit, exit_via) = end_of(
+        &mut bpf,
+        (&plan.end, Some(plan.end.ret)),
+        (exit, end_target),
+        &mut trampolines,
+        &mut |spec| open(spec, 1),
+    )?;
+    let (entry, entry_via) = end_of(
+        &mut bpf,
+        (&plan.start, None),
+        (entry, start_target),
+        &mut trampolines,
+        &mut |spec| open(spec, 0),
+    )?;
     Ok((
         bpf,
         LatencyPair {
             entry,
             exit,
             start_values,
+            via: [entry_via, exit_via],
         },
     ))
 }
 
+/// Attaches one end's latency program: through the function's trampoline (`target`), or to
+/// its perf event (`opened`; opened now by `open` where the kernel refused the trampoline).
+/// `end`: None for the start, else whether the end is at a return.
+fn end_of(
+    bpf: &mut Bpf,
+    (spec, end): (&ProbeSpec, Option<bool>),
+    (opened, target): (Option<Opened>, Option<FunctionTarget>),
+    trampolines: &mut Trampolines,
+    open: &mut dyn FnMut(&ProbeSpec) -> Result<Opened, Error>,
+) -> Result<(End, Option<Via>), Error> {
+    let kernel = matches!(spec.target, Target::Kernel { .. } | Target::KernelAddr(_));
+    let opened = match (opened, target) {
+        (Some(opened), _) => opened,
+        (None, Some(target)) => {
+            match bpf.link_latency_function(&target.function, target.btf_id, end) {
+                Ok(link) => {
+                    let via = if spec.ret { Via::Fexit } else { Via::Fentry };
+                    return Ok((End::Linked(link), Some(via)));
+                }
+                Err(e) => {
+                    trampolines.failed(spec, &target, e)?;
+                    open(spec)?
+                }
+            }
+        }
+        (None, None) => unreachable!("an end is opened or has a trampoline"),
+    };
+    let kind = match opened.format {
+        Some(_) => SlotKind::Tracepoint,
+        None => SlotKind::Probe,
+    };
+    let program = bpf.load_latency_program(kind, end)?;
+    opened.event.set_bpf(bpf.named_program_fd(program)?)?;
+    Ok((
+        End::Event(Box::new(opened)),
+        kernel.then(|| Via::kprobe(spec)),
+    ))
+}
+
 /// The start's parameters as an entry probe decodes them (see [`LatencyPair::start_values`]).
-fn start_values(spec: &ProbeSpec, opened: &Opened) -> Result<Option<Values>, Error> {
-    if opened.format.is_some() || spec.ret {
+fn start_values(
+    spec: &ProbeSpec,
+    format: Option<&Format>,
+    usdt: Option<&super::usdt::Site>,
+) -> Result<Option<Values>, Error> {
+    if format.is_some() || spec.ret {
         return Ok(None);
     }
     let mut btf = None;
-    let proto = match &opened.usdt {
+    let proto = match usdt {
         Some(site) => Some(site.proto.clone()),
         None => super::attach::prototype(spec, &mut btf),
     };
@@ -116,7 +221,7 @@ fn start_values(spec: &ProbeSpec, opened: &Opened) -> Result<Option<Values>, Err
 fn lat_config(
     plan: &LatencyPlan,
     launched: bool,
-    (entry, exit): (&Opened, &Opened),
+    (entry, exit): (Option<&Format>, Option<&Format>),
 ) -> Result<LatConfig, Error> {
     let mut filter = plan.filter;
     filter.exclude_tgid = std::process::id();
@@ -125,7 +230,11 @@ fn lat_config(
     }
     let (entry_key, exit_key) = match &plan.key {
         None => Default::default(),
-        Some(key) => keys(key, (&plan.start, &entry.format), (&plan.end, &exit.format))?,
+        Some(key) => keys(
+            key,
+            (&plan.start, &entry.cloned()),
+            (&plan.end, &exit.cloned()),
+        )?,
     };
     Ok(LatConfig {
         filter,

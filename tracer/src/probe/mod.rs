@@ -16,6 +16,7 @@ pub mod series;
 pub mod strings;
 pub mod syscall;
 pub mod tasks;
+pub mod trampoline;
 pub mod usdt;
 pub mod values;
 
@@ -56,6 +57,8 @@ pub enum Decoder {
 /// kprobe it uses.
 pub struct Probe {
     pub name: String,
+    /// A kernel probe: how it is served (fentry, fexit, kprobe, kretprobe), for the banner.
+    pub via: Option<trampoline::Via>,
     /// A uprobe at a function's entry with user stacks: each hit's `word::ENTRY_RET` is its
     /// stack's missing direct caller.
     pub at_entry: bool,

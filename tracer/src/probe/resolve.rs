@@ -103,7 +103,9 @@ pub fn event_kind(
                     target,
                 ) => {
                     let (target, function) = match target {
-                        Target::Kernel { function, offset } => {
+                        Target::Kernel {
+                            function, offset, ..
+                        } => {
                             let name = CString::new(function.as_str())
                                 .map_err(|_| Error::usage("NUL in function name", Vec::new()))?;
                             (
@@ -130,7 +132,12 @@ pub fn event_kind(
                         usdt: None,
                     })
                 }
-                (KernelInterface::Tracefs, Target::Kernel { function, offset }) => {
+                (
+                    KernelInterface::Tracefs,
+                    Target::Kernel {
+                        function, offset, ..
+                    },
+                ) => {
                     LegacyKprobe::remove_stale(fs);
                     let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
                         .map_err(|e| unknown_function(e.into(), fs, function))?;
@@ -355,9 +362,9 @@ fn kernel_interface(
         _ => (String::new(), spec.to_string()),
     };
     let fentry = match Feature::Fentry.check() {
-        Status::Available { .. } => {
-            "fentry is available, but tracer cannot attach through it yet".to_string()
-        }
+        Status::Available { .. } => "fentry cannot serve this probe (an offset, an address, \
+             or a function vmlinux's BTF does not have)"
+            .to_string(),
         Status::Unavailable { reason, .. } => {
             format!("fentry is not permitted either ({reason})")
         }

@@ -78,6 +78,15 @@ impl FExit {
         load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FEXIT, data)
     }
 
+    /// Loads the program for the kernel function whose BTF `FUNC` has type id `btf_id` in
+    /// vmlinux's BTF: [`Self::load`] for a caller that has already looked the id up, without
+    /// parsing the kernel's BTF again. (Patched in by tracer: see PATCHED.md.)
+    pub fn load_by_id(&mut self, btf_id: u32) -> Result<(), ProgramError> {
+        let Self { data } = self;
+        data.attach_btf_id = Some(btf_id);
+        load_program_with_attach_type(BPF_PROG_TYPE_TRACING, BPF_TRACE_FEXIT, data)
+    }
+
     /// Attaches the program.
     ///
     /// The returned value can be used to detach, see [`FExit::detach`].
