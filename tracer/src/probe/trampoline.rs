@@ -132,7 +132,9 @@ impl Trampolines {
             _ => Err(Error::usage(
                 format!("{spec}: vmlinux's BTF has no function '{function}'"),
                 vec![
-                    "a module's function, or one the compiler inlined everywhere: probe it as kprobe:FUNC".into(),
+                    "a module's function, one inlined everywhere, or one pahole leaves out of BTF \
+                     (the syscall wrappers __x64_sys_*): probe it as kprobe:FUNC"
+                        .into(),
                     format!("list traceable functions with `tracer list 'kprobe:{function}*'`"),
                 ],
             )),
