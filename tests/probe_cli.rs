@@ -291,16 +291,32 @@ fn every_stop_while_events_flow_accounts_for_every_hit() {
                     .filter(|l| l.starts_with('{'))
                     .count() as u64
             });
+            // Stderr read as it comes: the banner says the probes are on (and the signal
+            // handlers set), however long start-up takes (seconds in an emulated VM).
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut head = String::new();
+            while !head.contains("Hit Ctrl-C to end.") {
+                if stderr.read_line(&mut head).unwrap() == 0 {
+                    break;
+                }
+            }
+            let rest = std::thread::spawn(move || {
+                let mut rest = String::new();
+                let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+                rest
+            });
             if let Some(signal) = match stop {
                 "SIGINT" => Some(libc::SIGINT),
                 "SIGTERM" => Some(libc::SIGTERM),
                 _ => None,
             } {
-                std::thread::sleep(std::time::Duration::from_millis(700));
+                // Events flowing when the signal comes.
+                std::thread::sleep(std::time::Duration::from_millis(300));
                 // SAFETY: a plain signal to our own child.
                 unsafe { libc::kill(child.id() as i32, signal) };
             }
-            let out = child.wait_with_output().unwrap();
+            let mut out = child.wait_with_output().unwrap();
+            out.stderr = (head + &rest.join().unwrap()).into_bytes();
             let printed = lines.join().unwrap();
             let what = format!("{transport} {stop}: {}", text(&out.stderr));
             assert_eq!(out.status.code(), Some(0), "{what}");
