@@ -374,3 +374,36 @@ fn stat_takes_dash_f_json() {
     let out = tracer(&["stat", "-f", "text", "-j", "--", "true"]);
     assert_eq!(out.status.code(), Some(129));
 }
+
+/// A return probe that asks for arguments: a uretprobe never has them (usage error, with the
+/// entry probe to add); a kernel function's return has them only through fexit, so where the
+/// kernel refuses fentry (this host) the refusal and its reason are the error.
+#[test]
+fn arguments_at_a_return_need_fexit() {
+    common::require_root();
+    let prog = common::testprog().display().to_string();
+    let spec = format!("uretprobe:{prog}:tracer_testprog_target(a)");
+    let out = tracer(&["probe", &spec, "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: {spec_name} sees only the return value; 'a' is gone by then\n\
+             hint: probe the entry too: 'uprobe:{prog}:tracer_testprog_target(a)' beside the return probe\n",
+            spec_name = format!("uretprobe:{prog}:tracer_testprog_target")
+        )
+    );
+    let Status::Unavailable { reason, .. } = Feature::Fexit.check() else {
+        eprintln!("SKIPPED the kernel half: fexit is permitted here (tests/vm_kprobe.rs runs it)");
+        return;
+    };
+    let out = tracer(&["probe", "vfs_read%return(count)", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "error: cannot read the arguments of kretprobe:vfs_read at its return: fexit was refused ({reason})"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}

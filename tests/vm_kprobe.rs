@@ -555,6 +555,19 @@ fn kernel_functions_go_through_fentry_and_fexit_where_permitted() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         let refused = format!("cannot attach fentry:do_sys_openat2 through fentry/fexit: {reason}");
         assert!(stderr.contains(&refused), "{stderr}");
+        // Arguments at a return need fexit: refused with the reason, not printed as nothing.
+        let out = std::process::Command::new(common::tracer_bin())
+            .args(["probe", "do_sys_openat2%return(filename)", "--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "error: cannot read the arguments of kretprobe:do_sys_openat2 at its return: fexit was refused ({reason})"
+            )),
+            "{stderr}"
+        );
         return;
     }
     probe_opens(&default, names, "(via fentry, fexit)");
@@ -572,6 +585,33 @@ fn kernel_functions_go_through_fentry_and_fexit_where_permitted() {
         unreachable!("checked above")
     };
     assert_eq!(detail, "tracer's fentry program attached to vfs_read");
+    // fexit sees the arguments and the return value together: each of the workload's opens
+    // with its path (read from user memory at the return) and its fd.
+    let prog = common::testprog().display().to_string();
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "fexit:do_sys_openat2(filename, how->flags, ret)",
+            "-f",
+            "json",
+        ])
+        .args(["--", &prog, "open", &OPENS.to_string(), PATH])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events: Vec<serde_json::Value> = (String::from_utf8_lossy(&out.stdout).lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ours: Vec<&serde_json::Value> = (events.iter())
+        .filter(|e| e["args"]["filename"] == PATH)
+        .collect();
+    assert_eq!(ours.len() as u64, OPENS, "{events:?}");
+    for e in &ours {
+        assert_eq!(e["args"]["how->flags"], "0x8000", "{e}");
+        assert_eq!(e["ret"], ours[0]["ret"], "{e}");
+        assert!(e["ret"].as_i64().is_some_and(|fd| fd >= 3), "{e}");
+    }
 }
 
 /// Kernel stacks at fentry start at the function, at fexit at (or just above) it: the

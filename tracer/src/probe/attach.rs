@@ -291,22 +291,47 @@ fn attach(
             )
         }
         None if spec.ret => {
-            if spec.args.iter().any(|a| a != "ret" && a != "str(ret)") {
+            let asked: Vec<String> = (spec.args.iter())
+                .filter(|a| *a != "ret" && *a != "str(ret)")
+                .cloned()
+                .collect();
+            // At fexit the trampoline still has the arguments (checked again below, should
+            // the kernel refuse the trampoline for a kretprobe).
+            if !asked.is_empty() && trampoline.is_none() {
+                let mut hints = vec![format!(
+                    "probe the entry too: '{}({})' beside the return probe",
+                    spec.to_string()
+                        .replace("kretprobe:", "")
+                        .replace("uretprobe:", "uprobe:"),
+                    spec.args.join(", ")
+                )];
+                if matches!(spec.target, Target::Kernel { .. }) {
+                    hints.push(
+                        "fexit sees a kernel function's arguments and return value together \
+                         (fexit:FUNC(a, ret)), where the kernel permits fentry (`tracer \
+                         features`)"
+                            .into(),
+                    );
+                }
                 return Err(Error::usage(
                     format!(
                         "{spec} sees only the return value; '{}' is gone by then",
                         spec.args.join(", ")
                     ),
-                    vec![format!(
-                        "probe the entry too: '{}({})' beside the return probe",
-                        spec.to_string()
-                            .replace("kretprobe:", "")
-                            .replace("uretprobe:", "uprobe:"),
-                        spec.args.join(", ")
-                    )],
+                    hints,
                 ));
             }
             let mut proto = prototype(spec, btf);
+            let args = match asked.is_empty() {
+                true => None,
+                false => Some(Values::new(
+                    &spec.to_string(),
+                    proto.as_ref(),
+                    &asked,
+                    Memory::ByAddress,
+                    &mut member_lookup(spec, btf),
+                )?),
+            };
             // `str(ret)`: a `char *` the debug info does not say is one (no DWARF).
             if spec.args.iter().any(|a| a == "str(ret)") {
                 proto = Some(Prototype {
@@ -314,7 +339,7 @@ fn attach(
                     ret: crate::kernel::params::Kind::Str,
                 });
             }
-            (SlotKind::Probe, Decoder::Return { proto })
+            (SlotKind::Probe, Decoder::Return { proto, args })
         }
         None => {
             let proto = match &usdt {
@@ -346,7 +371,7 @@ fn attach(
             let values = match &mut decoder {
                 Decoder::Tracepoint { format, .. } => ProbeValues::Record(format),
                 Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
-                Decoder::Return { proto } => ProbeValues::Return(proto.as_ref()),
+                Decoder::Return { proto, .. } => ProbeValues::Return(proto.as_ref()),
             };
             let sources = aggregate::configure(&mut config, agg, spec, values, stack_flags)?;
             // A tracepoint's string key: its field becomes one of the strings read.
@@ -375,7 +400,7 @@ fn attach(
                     format, strings, ..
                 } => (ProbeValues::Record(format), strings),
                 Decoder::Entry(values) => (ProbeValues::Entry(values, &mut lookup), &mut none),
-                Decoder::Return { proto } => (ProbeValues::Return(proto.as_ref()), &mut none),
+                Decoder::Return { proto, .. } => (ProbeValues::Return(proto.as_ref()), &mut none),
             };
             let (filter, needs) = super::filter::resolve(plan, spec, &mut values, strings)?;
             config.flags |= SLOT_VALUE_FILTER;
@@ -401,13 +426,19 @@ fn attach(
                 };
             }
         }
-        // A function returning `char *`: the string it returns.
-        Decoder::Return { proto } => {
+        // A function returning `char *`: the string it returns, after the arguments' (fexit).
+        Decoder::Return { proto, args } => {
+            if let Some(values) = args {
+                values.configure(&mut config, streamed || filtered_string);
+            }
+            let at = args.as_ref().map_or(0, Values::string_reads);
             let string = proto
                 .as_ref()
                 .is_some_and(|p| p.ret == crate::kernel::params::Kind::Str);
-            if string && (streamed || filtered_string) {
-                config.strs[0] = StrRead {
+            if let (true, true, Some(slot)) =
+                (string, streamed || filtered_string, config.strs.get_mut(at))
+            {
+                *slot = StrRead {
                     at: 0,
                     from: str_from::RETURN,
                     memory: match spec.target {
@@ -461,7 +492,21 @@ fn attach(
                 config = linked_config;
             }
             Err(e) => {
+                let reason = e.refusal();
                 trampolines.failed(spec, target, e)?;
+                if let Decoder::Return { args: Some(_), .. } = &decoder {
+                    return Err(Error::Runtime {
+                        message: format!(
+                            "cannot read the arguments of {spec} at its return: fexit was \
+                             refused ({reason}), and a kretprobe sees only the return value"
+                        ),
+                        hints: vec![format!(
+                            "probe the entry too: '{}({})' beside '{spec}'",
+                            spec.to_string().replace("kretprobe:", ""),
+                            spec.args.join(", ")
+                        )],
+                    });
+                }
                 let opened = open_event(
                     fs,
                     spec,

@@ -2,6 +2,7 @@
 
 use tracer_common::{word, Event};
 
+use super::values::Values;
 use super::Decoder;
 use crate::kernel::format::Value;
 use crate::kernel::params::Kind;
@@ -44,15 +45,22 @@ pub fn decode<'a>(decoder: &'a Decoder, event: &Event, strings: &[u8]) -> Decode
             }
             (args, None, None)
         }
-        Decoder::Return { proto } => {
+        Decoder::Return { proto, args } => {
             let raw = event.data[word::RETURN];
+            // The return value's string is read after the arguments' strings.
+            let ret_string = args.as_ref().map_or(0, Values::string_reads);
+            let ret_string = read.get_mut(ret_string).and_then(Option::take);
+            let args = match args {
+                Some(values) => values.decode(event, &mut read),
+                None => Vec::new(),
+            };
             match proto.as_ref().map(|p| &p.ret) {
-                Some(Kind::Void) => (Vec::new(), None, None),
+                Some(Kind::Void) => (args, None, None),
                 Some(kind) => {
-                    let value = kind.value(raw, read[0].take());
-                    (Vec::new(), Some(value), kind.errno(raw))
+                    let value = kind.value(raw, ret_string);
+                    (args, Some(value), kind.errno(raw))
                 }
-                None => (Vec::new(), Some(Value::Int(raw as i64)), None),
+                None => (args, Some(Value::Int(raw as i64)), None),
             }
         }
         Decoder::Entry(values) => (values.decode(event, &mut read), None, None),

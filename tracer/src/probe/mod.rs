@@ -49,8 +49,13 @@ pub enum Decoder {
     /// kprobe/uprobe entries: the registers and struct members, named and typed by the
     /// function's prototype when BTF or DWARF has it (else arg0..arg5).
     Entry(Values),
-    /// kretprobe/uretprobe: the return value, typed by the prototype.
-    Return { proto: Option<Prototype> },
+    /// kretprobe/uretprobe/fexit: the return value, typed by the prototype; at fexit also
+    /// the arguments asked for (`fexit:FUNC(a, b->c, ret)`), which the trampoline still has.
+    Return {
+        proto: Option<Prototype>,
+        #[serde(default)]
+        args: Option<Values>,
+    },
 }
 
 /// One attached probe. Field order is drop order: the perf event goes before the legacy

@@ -292,6 +292,11 @@ impl Values {
         Ok((src(offset, size, signed), signed))
     }
 
+    /// How many strings the slot reads for these values (the first of [`STR_READS`]).
+    pub fn string_reads(&self) -> usize {
+        self.strings.len()
+    }
+
     /// Sets what the slot reads: the member reads, and the strings (unless `strings` is
     /// false: counting never prints them).
     pub fn configure(&self, config: &mut SlotConfig, strings: bool) {
