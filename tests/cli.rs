@@ -385,14 +385,12 @@ fn arguments_at_a_return_need_fexit() {
     let spec = format!("uretprobe:{prog}:tracer_testprog_target(a)");
     let out = tracer(&["probe", &spec, "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "error: {spec_name} sees only the return value; 'a' is gone by then\n\
-             hint: probe the entry too: 'uprobe:{prog}:tracer_testprog_target(a)' beside the return probe\n",
-            spec_name = format!("uretprobe:{prog}:tracer_testprog_target")
-        )
+    let expected = format!(
+        "error: uretprobe:{prog}:tracer_testprog_target sees only the return value; 'a' is gone \
+         by then\nhint: probe the entry too: 'uprobe:{prog}:tracer_testprog_target(a)' beside \
+         the return probe\n"
     );
+    assert_eq!(stderr(&out), expected);
     let Status::Unavailable { reason, .. } = Feature::Fexit.check() else {
         eprintln!("SKIPPED the kernel half: fexit is permitted here (tests/vm_kprobe.rs runs it)");
         return;
