@@ -347,24 +347,10 @@ pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     0
 }
 
-/// A kernel function's argument words through its trampoline (0 past its last argument).
-#[inline(always)]
-fn function_args<C: EbpfContext>(ctx: &C) -> [u64; 6] {
-    let mut args = [0u64; 6];
-    let mut i = 0;
-    while i < 6 {
-        // SAFETY: the helper reads the trampoline's saved arguments through our own context
-        // into a valid stack slot, and fails cleanly past the function's last argument.
-        unsafe { generated::bpf_get_func_arg(ctx.as_ptr(), i as u32, &mut args[i]) };
-        i += 1;
-    }
-    args
-}
-
 /// The start at a kernel function's entry through fentry (loaded for that function).
 #[fentry]
 pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
-    let args = function_args(&ctx);
+    let args = crate::function_args(&ctx);
     entry(args, &Source::Args(&args));
     0
 }
@@ -372,7 +358,7 @@ pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
 /// The end at a kernel function's entry through fentry: the key may be an argument.
 #[fentry]
 pub fn lat_fn_end(ctx: FEntryContext) -> u32 {
-    let args = function_args(&ctx);
+    let args = crate::function_args(&ctx);
     exit(&ctx, &Source::Args(&args), 0);
     0
 }

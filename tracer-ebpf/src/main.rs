@@ -1246,6 +1246,22 @@ pub(crate) fn usdt_args(
     }
 }
 
+/// The end of a kernel or user probe's hit, its argument words in place: the member reads and
+/// strings, the value filter, then the output or the count.
+#[inline(always)]
+fn read_then_finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig) {
+    if uses(USES_FIELDS) {
+        read_fields(event, config);
+    }
+    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
+        read_strings(event, config, |_, _| 0);
+    }
+    if filtered_out(event, config) {
+        return;
+    }
+    finish(ctx, event, config);
+}
+
 /// Kprobe, kretprobe, uprobe and uretprobe slots (all BPF_PROG_TYPE_KPROBE).
 #[inline(always)]
 fn on_probe(ctx: &ProbeContext, slot: u32) {
@@ -1280,16 +1296,7 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
         // the probe-read helper fails cleanly on a bad user address.
         _ => unsafe { bpf_probe_read_user((*ctx.regs).rsp as *const u64) }.unwrap_or(0),
     };
-    if uses(USES_FIELDS) {
-        read_fields(event, &config);
-    }
-    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
-        read_strings(event, &config, |_, _| 0);
-    }
-    if filtered_out(event, &config) {
-        return;
-    }
-    finish(ctx, event, &config);
+    read_then_finish(ctx, event, config);
 }
 
 /// The record's first `DATA_WORDS` words. Through the probe-read helper, not plain context
@@ -1454,13 +1461,10 @@ pub fn kp_cookie(ctx: ProbeContext) -> u32 {
 /// return value (`bpf_get_func_ret`).
 #[inline(always)]
 fn function_words<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig, exit: bool) {
+    let args = function_args(ctx);
     let mut i = 0;
     while i < word::ARGS {
-        let mut value = 0u64;
-        // SAFETY: the helper reads the trampoline's saved arguments through our own context
-        // and writes one u64 to a valid stack slot; it fails cleanly past the last argument.
-        unsafe { generated::bpf_get_func_arg(ctx.as_ptr(), i as u32, &mut value) };
-        event.data[word::ARG0 + i] = value;
+        event.data[word::ARG0 + i] = args[i];
         i += 1;
     }
     let mut ret = 0u64;
@@ -1478,6 +1482,20 @@ fn function_words<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfi
     };
 }
 
+/// A kernel function's argument words through its trampoline (0 past its last argument).
+#[inline(always)]
+pub(crate) fn function_args<C: EbpfContext>(ctx: &C) -> [u64; word::ARGS] {
+    let mut args = [0u64; word::ARGS];
+    let mut i = 0;
+    while i < word::ARGS {
+        // SAFETY: the helper reads the trampoline's saved arguments through our own context
+        // into a valid stack slot, and fails cleanly past the function's last argument.
+        unsafe { generated::bpf_get_func_arg(ctx.as_ptr(), i as u32, &mut args[i]) };
+        i += 1;
+    }
+    args
+}
+
 /// A kernel function slot served through fentry or fexit (BPF_PROG_TYPE_TRACING): loaded once
 /// per function (a trampoline program's target is fixed at load), told its slot by the
 /// tracing link's attach cookie (Linux 5.19).
@@ -1487,16 +1505,7 @@ fn on_function<C: StackIdContext>(ctx: &C, exit: bool) {
         return;
     };
     function_words(ctx, event, config, exit);
-    if uses(USES_FIELDS) {
-        read_fields(event, &config);
-    }
-    if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
-        read_strings(event, &config, |_, _| 0);
-    }
-    if filtered_out(event, &config) {
-        return;
-    }
-    finish(ctx, event, &config);
+    read_then_finish(ctx, event, config);
 }
 
 #[fentry]

@@ -75,6 +75,27 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a trampoline program's load failed for a reason of the kernel's, not of the
+    /// function's: a permission error, or helpers the kernel lacks.
+    pub fn kernel_refusal(&self) -> bool {
+        match self {
+            Error::Program {
+                source:
+                    ProgramError::LoadError {
+                        io_error,
+                        verifier_log,
+                    },
+                ..
+            } => {
+                let log = verifier_log.to_string();
+                matches!(io_error.raw_os_error(), Some(libc::EPERM | libc::EACCES))
+                    || log.contains("unknown func ")
+                    || log.contains("call unknown#")
+            }
+            _ => false,
+        }
+    }
+
     /// Why the kernel refused a trampoline program ([`Bpf::take_function_slot`]), in a line:
     /// the kernel feature it lacks where that is known, else the errno and the verifier's
     /// first word.
@@ -848,18 +869,24 @@ impl Bpf {
                 }
                 p.load_by_id(btf_id).map_err(wrap)?;
                 let linked = bpf_link_tracing(p.fd().map_err(wrap)?.as_fd(), $attach, cookie);
-                p.unload().map_err(wrap)?;
-                linked
+                // A failed unload must not hide a failed link (the link's error says what
+                // went wrong); after a good link, it is an error of its own.
+                let unloaded = p.unload();
+                match linked {
+                    Ok(link) => unloaded.map(|()| link).map_err(wrap)?,
+                    Err(source) => {
+                        return Err(Error::Trampoline {
+                            attach: if exit { "fexit" } else { "fentry" },
+                            function: function.to_string(),
+                            source,
+                        })
+                    }
+                }
             }};
         }
-        let linked = match exit {
+        Ok(match exit {
             false => link!(FEntry, TracingAttach::Fentry),
             true => link!(FExit, TracingAttach::Fexit),
-        };
-        linked.map_err(|source| Error::Trampoline {
-            attach: if exit { "fexit" } else { "fentry" },
-            function: function.to_string(),
-            source,
         })
     }
 

@@ -221,7 +221,6 @@ pub fn bpf_link_perf_event(
         /// The rest of the union as far as this size goes: zero, as the kernel requires.
         _rest: [u64; 4],
     }
-    const BPF_LINK_CREATE: libc::c_long = 28;
     const BPF_PERF_EVENT: u32 = 41;
     let attr = LinkCreate {
         prog_fd: prog.as_raw_fd() as u32,
@@ -231,21 +230,9 @@ pub fn bpf_link_perf_event(
         bpf_cookie: cookie,
         _rest: [0; 4],
     };
-    // SAFETY: `attr` is a live, fully initialised `union bpf_attr` prefix of the size passed,
-    // which the kernel only reads; both fds are open for the duration of the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_LINK_CREATE,
-            &attr as *const LinkCreate,
-            std::mem::size_of::<LinkCreate>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new fd the kernel just returned, owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    // SAFETY: `attr` is a fully initialised `union bpf_attr` prefix for BPF_LINK_CREATE;
+    // both fds are open for the duration of the call.
+    unsafe { link_create(&attr) }
 }
 
 /// Which end of a kernel function a tracing link attaches at.
@@ -281,7 +268,6 @@ pub fn bpf_link_tracing(
         /// The rest of the union as far as this size goes: zero, as the kernel requires.
         _rest: [u64; 3],
     }
-    const BPF_LINK_CREATE: libc::c_long = 28;
     let attr = LinkCreate {
         prog_fd: prog.as_raw_fd() as u32,
         target_fd: 0,
@@ -295,14 +281,26 @@ pub fn bpf_link_tracing(
         cookie,
         _rest: [0; 3],
     };
-    // SAFETY: `attr` is a live, fully initialised `union bpf_attr` prefix of the size passed,
-    // which the kernel only reads; the program fd is open for the duration of the call.
+    // SAFETY: `attr` is a fully initialised `union bpf_attr` prefix for BPF_LINK_CREATE; the
+    // program fd is open for the duration of the call.
+    unsafe { link_create(&attr) }
+}
+
+/// bpf(BPF_LINK_CREATE) with `attr`; the new link's fd.
+///
+/// # Safety
+/// `attr` must be a fully initialised `union bpf_attr` prefix as BPF_LINK_CREATE reads it,
+/// whose fds stay open for the call.
+unsafe fn link_create<T>(attr: &T) -> io::Result<OwnedFd> {
+    const BPF_LINK_CREATE: libc::c_long = 28;
+    // SAFETY: the caller's contract: a live attr of the size passed, which the kernel only
+    // reads.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_bpf,
             BPF_LINK_CREATE,
-            &attr as *const LinkCreate,
-            std::mem::size_of::<LinkCreate>(),
+            attr as *const T,
+            std::mem::size_of::<T>(),
         )
     };
     if fd < 0 {

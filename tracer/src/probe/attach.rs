@@ -298,13 +298,7 @@ fn attach(
             // At fexit the trampoline still has the arguments (checked again below, should
             // the kernel refuse the trampoline for a kretprobe).
             if !asked.is_empty() && trampoline.is_none() {
-                let mut hints = vec![format!(
-                    "probe the entry too: '{}({})' beside the return probe",
-                    spec.to_string()
-                        .replace("kretprobe:", "")
-                        .replace("uretprobe:", "uprobe:"),
-                    spec.args.join(", ")
-                )];
+                let mut hints = vec![entry_hint(spec)];
                 if matches!(spec.target, Target::Kernel { .. }) {
                     hints.push(
                         "fexit sees a kernel function's arguments and return value together \
@@ -361,6 +355,24 @@ fn attach(
             (SlotKind::Probe, Decoder::Entry(values))
         }
     };
+    // At fexit with string arguments, the return value's string is read after theirs, where
+    // the filter and the keys (which read string 0) do not look yet.
+    if let Decoder::Return {
+        args: Some(values),
+        proto: Some(proto),
+    } = &decoder
+    {
+        let string_ret = proto.ret == crate::kernel::params::Kind::Str;
+        if string_ret
+            && values.string_reads() > 0
+            && (options.filter.is_some() || options.aggregation.is_some())
+        {
+            return Err(Error::usage(
+                format!("{spec}: --filter and --count-by cannot use a string return value beside string arguments yet"),
+                vec!["drop the string arguments from the list, or the --filter / --count-by".into()],
+            ));
+        }
+    }
     let sources = match options.aggregation {
         Some(agg) => {
             let stack_flags = stacks::flags_for(
@@ -487,6 +499,7 @@ fn attach(
             spec.ret,
         ) {
             Ok(slot_link) => {
+                trampolines.linked();
                 via = Some(if spec.ret { Via::Fexit } else { Via::Fentry });
                 linked = Some(slot_link);
                 config = linked_config;
@@ -500,11 +513,7 @@ fn attach(
                             "cannot read the arguments of {spec} at its return: fexit was \
                              refused ({reason}), and a kretprobe sees only the return value"
                         ),
-                        hints: vec![format!(
-                            "probe the entry too: '{}({})' beside '{spec}'",
-                            spec.to_string().replace("kretprobe:", ""),
-                            spec.args.join(", ")
-                        )],
+                        hints: vec![entry_hint(spec)],
                     });
                 }
                 let opened = open_event(
@@ -554,6 +563,18 @@ fn attach(
         attached,
         _legacy: legacy,
     })
+}
+
+/// The hint for arguments asked of a return probe that cannot see them: the entry probe that
+/// can, beside it.
+fn entry_hint(spec: &ProbeSpec) -> String {
+    let entry = (spec.to_string())
+        .replace("kretprobe:", "")
+        .replace("uretprobe:", "uprobe:");
+    format!(
+        "probe the entry too: '{entry}({})' beside the return probe",
+        spec.args.join(", ")
+    )
 }
 
 /// A uprobe on a function's first instruction (`uprobe:BIN:FUNC`, no offset, not a return

@@ -86,9 +86,19 @@ pub fn attach(
     let mut trampolines = Trampolines::new(plan.kprobe_interface);
     let mut btf = None;
     let mut interface = None;
-    let start_target = match plan.start.ret {
-        false => trampolines.target(&plan.start, &mut btf)?,
-        true => None,
+    let start_target = trampolines.target(&plan.start, &mut btf)?;
+    let start_target = match (plan.start.ret, start_target) {
+        (true, Some(target)) if target.forced => {
+            return Err(Error::usage(
+                format!(
+                    "{}: a latency start at a return has no fentry program",
+                    plan.start
+                ),
+                vec!["start at the entry (fentry:FUNC), or at kretprobe:FUNC".into()],
+            ))
+        }
+        (true, _) => None,
+        (false, target) => target,
     };
     let end_target = trampolines.target(&plan.end, &mut btf)?;
     let mut open = |spec: &ProbeSpec, index| {

@@ -354,6 +354,12 @@ fn kernel_interface(
             })
         }
         (None, None) if fs.has_kprobe_events() => return Ok(KernelInterface::Tracefs),
+        (Some(KprobeInterface::Fentry), _) => {
+            return Err(Error::usage(
+                format!("{spec} cannot go through fentry, which --kprobe-interface fentry asks"),
+                vec!["leave out --kprobe-interface fentry to use a kprobe".into()],
+            ))
+        }
         _ => {}
     }
     let (function, what) = match &spec.target {

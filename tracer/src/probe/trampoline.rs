@@ -50,6 +50,8 @@ pub struct FunctionTarget {
     /// `fentry:`/`fexit:` or `--kprobe-interface fentry`: a refusal is an error, not a
     /// fallback to kprobes.
     pub forced: bool,
+    /// Forced by `--kprobe-interface fentry` (the hint then says to leave it out).
+    pub by_flag: bool,
 }
 
 /// The run's choice between trampolines and kprobes.
@@ -59,6 +61,9 @@ pub struct Trampolines {
     /// Why the kernel refused a trampoline program, once it has: the rest of the run uses
     /// kprobes without trying again.
     refused: Option<String>,
+    /// A function has been linked this run: a later EINVAL is that function's, not a kernel
+    /// without tracing-link cookies.
+    linked: bool,
 }
 
 impl Trampolines {
@@ -66,6 +71,7 @@ impl Trampolines {
         Trampolines {
             choice,
             refused: None,
+            linked: false,
         }
     }
 
@@ -108,7 +114,7 @@ impl Trampolines {
         }
         if let Some(reason) = &self.refused {
             return match forced {
-                true => Err(refused(spec, reason)),
+                true => Err(refused(spec, reason, forced_all)),
                 false => Ok(None),
             };
         }
@@ -118,6 +124,7 @@ impl Trampolines {
                 true => Err(refused(
                     spec,
                     "the kernel has no BTF (/sys/kernel/btf/vmlinux)",
+                    forced_all,
                 )),
                 false => Ok(None),
             };
@@ -127,6 +134,7 @@ impl Trampolines {
                 function: function.clone(),
                 btf_id,
                 forced,
+                by_flag: forced_all,
             })),
             _ if !forced => Ok(None),
             _ => Err(Error::usage(
@@ -141,34 +149,38 @@ impl Trampolines {
         }
     }
 
+    /// `target` was linked: later failures are that function's own, not the kernel's.
+    pub fn linked(&mut self) {
+        self.linked = true;
+    }
+
     /// Linking `target` failed with `err`. Asked for: the error, with its cause. Otherwise
-    /// the probe falls back to a kprobe (`Ok`); a refusal of the program itself (a load
-    /// error, or EINVAL from a kernel without tracing-link cookies) sends the rest of the run
-    /// there too, without loading again.
+    /// the probe falls back to a kprobe (`Ok`). A refusal of the kernel's (a permission error,
+    /// helpers it lacks, EINVAL at the first link: no tracing-link cookies) sends the rest of
+    /// the run there too, without loading again; one function's refusal (its prototype, a
+    /// deny list) only that function. What is no refusal at all (no slot left, a map that
+    /// cannot be written) is the error it is.
     pub fn failed(
         &mut self,
         spec: &ProbeSpec,
         target: &FunctionTarget,
         err: crate::bpf::Error,
     ) -> Result<(), Error> {
-        if target.forced {
-            return Err(refused(spec, &err.refusal()));
-        }
+        use crate::bpf::Error as Bpf;
         let whole_run = match &err {
-            crate::bpf::Error::Trampoline { source, .. } => {
-                source.raw_os_error() == Some(libc::EINVAL)
+            Bpf::Program { .. } => err.kernel_refusal(),
+            Bpf::Trampoline { source, .. } => {
+                !self.linked && source.raw_os_error() == Some(libc::EINVAL)
             }
-            _ => true,
+            _ => return Err(err.into()),
         };
+        if target.forced {
+            return Err(refused(spec, &err.refusal(), target.by_flag));
+        }
         if whole_run && self.refused.is_none() {
             self.refused = Some(err.refusal());
         }
         Ok(())
-    }
-
-    /// Why the kernel refused trampoline programs this run, if it did.
-    pub fn refused(&self) -> Option<&str> {
-        self.refused.as_deref()
     }
 }
 
@@ -184,11 +196,15 @@ pub fn banner_detail(vias: impl Iterator<Item = Option<Via>>) -> Option<String> 
     (!names.is_empty()).then(|| format!("(via {})", names.join(", ")))
 }
 
-fn refused(spec: &ProbeSpec, reason: &str) -> Error {
+fn refused(spec: &ProbeSpec, reason: &str, by_flag: bool) -> Error {
+    let instead = match by_flag {
+        true => "leave out --kprobe-interface fentry to use kprobes where fentry cannot serve",
+        false => "kprobe:FUNC / kretprobe:FUNC use kprobes instead",
+    };
     Error::Runtime {
         message: format!("cannot attach {spec} through fentry/fexit: {reason}"),
-        hints: vec![
-            "kprobe:FUNC / kretprobe:FUNC use kprobes instead; `tracer features` says which this kernel permits".into(),
-        ],
+        hints: vec![format!(
+            "{instead}; `tracer features` says which this kernel permits"
+        )],
     }
 }
