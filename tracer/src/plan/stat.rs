@@ -566,6 +566,18 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
         };
         return Ok((source, name, mods));
     }
+    for prefix in ["fentry:", "fexit:", "kfunc:", "kretfunc:"] {
+        if let Some(function) = spec.strip_prefix(prefix) {
+            let ret = matches!(prefix, "fexit:" | "kretfunc:");
+            return Err(usage(
+                format!("'{spec}': tracer stat counts a kernel function's hits with a kprobe counter; fentry and fexit have none"),
+                &[&format!(
+                    "tracer stat -e {}:{function}, or count through fentry with tracer probe --count-by comm {spec}",
+                    if ret { "kretprobe" } else { "kprobe" }
+                )],
+            ));
+        }
+    }
     for prefix in ["kprobe:", "kretprobe:", "uprobe:", "uretprobe:", "usdt:"] {
         if spec.starts_with(prefix) {
             let probe = plan::parse_bare_spec(spec, "stat")?;
@@ -1496,6 +1508,15 @@ mod tests {
         assert!(usage_hints("zzzzzz")
             .iter()
             .any(|h| h.contains("tracer list")));
+    }
+
+    #[test]
+    fn fentry_names_point_at_the_kprobe_counter() {
+        assert_eq!(
+            usage_hints("fexit:vfs_read"),
+            ["tracer stat -e kretprobe:vfs_read, or count through fentry with tracer probe --count-by comm fexit:vfs_read"]
+        );
+        assert!(usage_hints("kfunc:vfs_read")[0].starts_with("tracer stat -e kprobe:vfs_read,"));
     }
 
     #[test]
