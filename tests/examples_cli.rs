@@ -1708,9 +1708,8 @@ fn probe_hist_interval(ctx: &Ctx, example: &str) {
     assert!(bucket("0") >= 1, "{cat}");
 }
 
-/// A fentry example: it runs in tests/vm_kprobe.rs where the kernel permits tracer's
-/// trampoline programs; here (where it does not) it is refused with the reason, exit 1.
-fn needs_fentry(ctx: &Ctx, example: &str) {
+/// An example the VM tier must run as written (tests/vm_kprobe.rs names it).
+fn assert_runs_in_vm(example: &str) {
     let vm = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../tests/vm_kprobe.rs"
@@ -1720,6 +1719,12 @@ fn needs_fentry(ctx: &Ctx, example: &str) {
         vm.contains(&format!("{example:?}")),
         "tests/vm_kprobe.rs must run {example:?} in the VM tier"
     );
+}
+
+/// A fentry example: it runs in tests/vm_kprobe.rs where the kernel permits tracer's
+/// trampoline programs; here (where it does not) it is refused with the reason, exit 1.
+fn needs_fentry(ctx: &Ctx, example: &str) {
+    assert_runs_in_vm(example);
     if available(Feature::Fentry) {
         let _ = writeln!(
             std::io::stderr(),
@@ -1737,15 +1742,7 @@ fn needs_fentry(ctx: &Ctx, example: &str) {
 }
 
 fn needs_kprobes(ctx: &Ctx, example: &str) {
-    let vm = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/vm_kprobe.rs"
-    ))
-    .unwrap();
-    assert!(
-        vm.contains(&format!("{example:?}")),
-        "tests/vm_kprobe.rs must run {example:?} in the VM tier"
-    );
+    assert_runs_in_vm(example);
     if available(Feature::KprobePmu) || available(Feature::KprobeEvents) {
         let _ = writeln!(
             std::io::stderr(),

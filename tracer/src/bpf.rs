@@ -24,6 +24,12 @@ pub enum Transport {
     Ringbuf,
 }
 
+/// A verifier log that names a helper the kernel lacks: `unknown func bpf_get_func_arg#183`,
+/// or on older verifiers `call unknown#174` (tracing programs got the attach cookie in 5.19).
+fn unknown_helper(log: &str) -> bool {
+    log.contains("unknown func ") || log.contains("call unknown#")
+}
+
 /// The BPF object built from `tracer-ebpf` by build.rs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-probes"));
 
@@ -78,6 +84,14 @@ impl Error {
     /// Whether a trampoline program's load failed for a reason of the kernel's, not of the
     /// function's: a permission error, or helpers the kernel lacks.
     pub fn kernel_refusal(&self) -> bool {
+        self.load_error().is_some_and(|(io_error, log)| {
+            matches!(io_error.raw_os_error(), Some(libc::EPERM | libc::EACCES))
+                || unknown_helper(&log)
+        })
+    }
+
+    /// A refused program load: its errno and the verifier's log.
+    fn load_error(&self) -> Option<(&std::io::Error, String)> {
         match self {
             Error::Program {
                 source:
@@ -86,13 +100,8 @@ impl Error {
                         verifier_log,
                     },
                 ..
-            } => {
-                let log = verifier_log.to_string();
-                matches!(io_error.raw_os_error(), Some(libc::EPERM | libc::EACCES))
-                    || log.contains("unknown func ")
-                    || log.contains("call unknown#")
-            }
-            _ => false,
+            } => Some((io_error, verifier_log.to_string())),
+            _ => None,
         }
     }
 
@@ -100,30 +109,20 @@ impl Error {
     /// the kernel feature it lacks where that is known, else the errno and the verifier's
     /// first word.
     pub fn refusal(&self) -> String {
-        match self {
-            Error::Program {
-                source:
-                    ProgramError::LoadError {
-                        io_error,
-                        verifier_log,
-                    },
-                ..
-            } => {
-                let log = verifier_log.to_string();
-                // An unknown helper: `unknown func bpf_get_func_arg#183`, or on older
-                // verifiers `call unknown#174` (tracing programs got the attach cookie in 5.19).
-                if log.contains("unknown func ") || log.contains("call unknown#") {
-                    return "this kernel's BPF lacks helpers tracer's fentry/fexit programs call \
-                            (bpf_get_attach_cookie, bpf_get_func_arg: Linux 5.19 has them)"
-                        .into();
-                }
-                let first = (log.lines().map(str::trim))
-                    .find(|l| l.contains("invalid") || l.contains("unknown") || l.contains("not"));
-                match first {
-                    Some(line) => format!("BPF_PROG_LOAD failed: {io_error} (verifier: {line})"),
-                    None => format!("BPF_PROG_LOAD failed: {io_error}"),
-                }
+        if let Some((io_error, log)) = self.load_error() {
+            if unknown_helper(&log) {
+                return "this kernel's BPF lacks helpers tracer's fentry/fexit programs call \
+                        (bpf_get_attach_cookie, bpf_get_func_arg: Linux 5.19 has them)"
+                    .into();
             }
+            let first = (log.lines().map(str::trim))
+                .find(|l| l.contains("invalid") || l.contains("unknown") || l.contains("not"));
+            return match first {
+                Some(line) => format!("BPF_PROG_LOAD failed: {io_error} (verifier: {line})"),
+                None => format!("BPF_PROG_LOAD failed: {io_error}"),
+            };
+        }
+        match self {
             Error::Trampoline { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => {
                 "the kernel refused a tracing link with an attach cookie (Linux 5.19)".into()
             }

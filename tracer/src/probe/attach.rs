@@ -220,8 +220,19 @@ fn attach(
 ) -> Result<Probe, Error> {
     // A syscall tracepoint served by the dispatching programs needs its format, not an event.
     let dispatched = syscall_of(spec).filter(|_| options.dispatch);
-    // A kernel function through its trampoline opens no perf event either.
+    // A kernel function through its trampoline opens no perf event either (unless the kernel
+    // refuses it there: then its kprobe's, below).
     let trampoline = trampolines.target(spec, btf)?;
+    let open = |interface: &mut Option<KernelInterface>| {
+        open_event(
+            fs,
+            spec,
+            interface,
+            options.kprobe_interface,
+            options.pid,
+            index,
+        )
+    };
     let (event, opened) = match (&dispatched, &spec.target, &trampoline) {
         (Some(_), Target::Tracepoint { category, name }, _) => {
             let format =
@@ -236,14 +247,7 @@ fn attach(
                 format,
                 kernel_function,
                 usdt,
-            } = open_event(
-                fs,
-                spec,
-                interface,
-                options.kprobe_interface,
-                options.pid,
-                index,
-            )?;
+            } = open(interface)?;
             (Some(event), (legacy, format, kernel_function, usdt))
         }
     };
@@ -516,14 +520,7 @@ fn attach(
                         hints: vec![entry_hint(spec)],
                     });
                 }
-                let opened = open_event(
-                    fs,
-                    spec,
-                    interface,
-                    options.kprobe_interface,
-                    options.pid,
-                    index,
-                )?;
+                let opened = open(interface)?;
                 legacy = opened.legacy;
                 event = Some(opened.event);
             }
