@@ -419,3 +419,96 @@ fn interval_reports_add_up_to_the_run() {
     let (cpu, _, _) = cpu_account(&stderr);
     assert_near("all", samples, expected(cpu, 99), &stderr);
 }
+
+/// A stripped copy of the workload whose debug info is in `.debug/busy.debug` beside it, found
+/// through its `.gnu_debuglink` (as Debian's -dbg packages are found by build-id): its
+/// functions are named, with lines, in profiles and uprobe stacks, its uprobe arguments are
+/// typed, and its functions can be probed by name. Without the debug file none of that holds.
+#[test]
+fn a_stripped_program_is_named_from_its_debug_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let busy = dir.path().join("busy");
+    let debug = dir.path().join(".debug");
+    std::fs::create_dir(&debug).unwrap();
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/profile.c");
+    let run = |cmd: &mut Command| {
+        let status = cmd
+            .current_dir(dir.path())
+            .status()
+            .expect("run the toolchain");
+        assert!(status.success(), "{cmd:?}");
+    };
+    run(Command::new("cc")
+        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o", "busy"])
+        .arg(&source));
+    run(Command::new("objcopy").args(["--only-keep-debug", "busy", ".debug/busy.debug"]));
+    run(Command::new("strip").args(["--strip-all", "busy"]));
+    run(Command::new("objcopy").args(["--add-gnu-debuglink=.debug/busy.debug", "busy"]));
+    let prog = busy.display().to_string();
+
+    let out = tracer(&[
+        "profile", "-F", "999", "-f", "folded", "--", &prog, "300", "0", "0", "0", "0",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (cpu, hot, cold) = cpu_account(&stderr);
+    let lines = folded(&stdout, "busy");
+    let total: u64 = lines.iter().map(|(_, n)| n).sum();
+    assert_near("all", total, expected(cpu, 999), &context);
+    assert_chain(
+        "hot",
+        through(&lines, HOT),
+        expected(hot, 999),
+        total,
+        &context,
+    );
+    assert_chain(
+        "cold",
+        through(&lines, COLD),
+        expected(cold, 999),
+        total,
+        &context,
+    );
+
+    let probe = |function: &str| {
+        let spec = format!("uprobe:{prog}:{function}");
+        tracer(&[
+            "probe", "-s", "user", &spec, "--", &prog, "0", "2", "1", "0", "0",
+        ])
+    };
+    let out = probe("profile_nap");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let hits: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(":profile_nap "))
+        .collect();
+    assert_eq!(hits.len(), 2, "{stdout}");
+    assert!(
+        hits.iter().all(|l| l.ends_with(":profile_nap ms=1")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\n        profile_nap+0x0 (profile.c:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n        main+0x"), "{stdout}");
+
+    // Without the debug file: no names of its own, and nothing to probe by name.
+    std::fs::remove_dir_all(&debug).unwrap();
+    let out = tracer(&[
+        "profile", "-F", "999", "-f", "folded", "--", &prog, "100", "0", "0", "0", "0",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!stdout.contains("profile_"), "{stdout}");
+    let out = probe("profile_nap");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("error: no function 'profile_nap' in "),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -16,7 +16,7 @@ use crate::{root, run_cmd, section};
 type Bench = fn() -> Result<()>;
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, Bench); 12] = [
+const BENCHES: [(&str, Bench); 15] = [
     ("startup", crate::startup::startup),
     ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),
@@ -28,6 +28,10 @@ const BENCHES: [(&str, Bench); 12] = [
     ("count_event", crate::peers::count_event),
     ("record_throughput", crate::peers::record_throughput),
     ("trace_call", crate::peers::trace_call),
+    ("profile", crate::profile::profile),
+    // A minute per tool.
+    ("profile_memory", crate::profile::profile_memory),
+    ("symbolize", crate::symbolize::symbolize),
     ("serve", crate::serve::serve),
     // Ten minutes: run only when named (`cargo xtask bench soak`).
     ("soak", crate::soak::soak),

@@ -4,11 +4,13 @@
 mod bench;
 mod fuzz;
 mod peers;
+mod profile;
 mod serve;
 mod setup;
 mod soak;
 mod startup;
 mod streaming;
+mod symbolize;
 mod trampoline;
 mod uprobe;
 mod vm;
@@ -78,7 +80,7 @@ pub fn run_cmd(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(root());
     cmd

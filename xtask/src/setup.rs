@@ -11,7 +11,9 @@ use crate::run_cmd;
 /// qemu and busybox for the VM tier, cpio/xz/zstd to build initramfs images and unpack kernel
 /// modules, linux-perf for the `tracer stat` tests that compare with /usr/bin/perf, gcc for the
 /// C workload the stack and DWARF tests trace, systemtap-sdt-dev for the <sys/sdt.h> of the USDT
-/// workload, Debian's python3 (built with USDT probes) for the Python probe test.
+/// workload, Debian's python3 (built with USDT probes) for the Python probe test, libc6-dbg
+/// (libc's separate debug info, found by build-id) so that user stacks name libc's own
+/// functions with their lines, as the docs show and the stack tests expect.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libzstd-dev",
@@ -25,6 +27,7 @@ const APT_PACKAGES: &[&str] = &[
     "gcc",
     "systemtap-sdt-dev",
     "python3",
+    "libc6-dbg",
     // `tracer serve`'s integration test scrapes it with a real Prometheus server.
     "prometheus",
 ];

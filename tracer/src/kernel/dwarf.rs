@@ -78,8 +78,9 @@ impl Error {
                 ]
             }
             Error::NoDebugInfo { path } => format!(
-                "rebuild {path} with -g; debug info in a separate file (.gnu_debuglink, \
-                 debuginfod) is not read"
+                "rebuild {path} with -g, or install its debug package (found by build-id \
+                 under /usr/lib/debug/.build-id/ or by .gnu_debuglink); split DWARF and \
+                 debuginfod are not read"
             ),
             Error::NoSymbol { path, .. } => {
                 format!("list its symbols with `tracer list --binary {path}`")
@@ -166,14 +167,24 @@ fn with_function<T>(
         path: path_str(),
         reason: e.to_string(),
     };
-    let file = object::File::parse(&*data).map_err(elf_error)?;
+    let own = object::File::parse(&*data).map_err(elf_error)?;
+    // A stripped file's DWARF (and full symbol table) is in its separate debug file, where one
+    // is installed (by build-id or .gnu_debuglink: `symbols::debug_file`).
+    let debug = match own.section_by_name(".debug_info") {
+        Some(_) => None,
+        None => super::symbols::debug_file(path, &own).and_then(|d| super::file::map(&d).ok()),
+    };
+    let file = match &debug {
+        Some(debug) => object::File::parse(&**debug).map_err(elf_error)?,
+        None => own,
+    };
     if let Some((original, _)) = CLONES.iter().find_map(|c| function.split_once(c)) {
         return Err(Error::CompilerClone {
             function: function.into(),
             original: original.into(),
         });
     }
-    // Debug info in a separate file (.gnu_debuglink, split DWARF) is not looked up.
+    // Split DWARF (.dwo) and debuginfod are not looked up.
     if file.section_by_name(".debug_info").is_none() {
         return Err(Error::NoDebugInfo { path: path_str() });
     }

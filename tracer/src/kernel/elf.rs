@@ -71,13 +71,21 @@ pub fn data_offset(data: &[u8], path: &Path, vaddr: u64) -> Result<u64, Error> {
     }
 }
 
-/// Link-time address of `symbol` (from .symtab, else .dynsym) in the ELF file `data`.
+/// Link-time address of `symbol` (from .symtab, else .dynsym, else the symbol table of the
+/// file's separate debug info: a stripped program's own functions) in the ELF file `data`.
 pub fn symbol_address(data: &[u8], path: &Path, symbol: &str) -> Result<u64, Error> {
     let file = object::File::parse(data).map_err(|e| parse_error(path, e))?;
-    file.symbols()
-        .chain(file.dynamic_symbols())
-        .find(|s| s.name() == Ok(symbol) && s.address() != 0)
-        .map(|s| s.address())
+    let find = |file: &object::File| {
+        (file.symbols().chain(file.dynamic_symbols()))
+            .find(|s| s.name() == Ok(symbol) && s.address() != 0)
+            .map(|s| s.address())
+    };
+    find(&file)
+        .or_else(|| {
+            let debug = super::symbols::debug_file(path, &file)?;
+            let data = super::file::map(&debug).ok()?;
+            find(&object::File::parse(&*data).ok()?)
+        })
         .ok_or_else(|| Error::NoSymbol {
             path: path.display().to_string(),
             symbol: symbol.to_string(),
@@ -140,16 +148,25 @@ pub fn resolve_file(file: &str) -> Result<std::path::PathBuf, Error> {
     Err(not_found())
 }
 
-/// Function symbols of an ELF file (`.symtab` and `.dynsym`), sorted and deduplicated.
+/// Function symbols of an ELF file (`.symtab` and `.dynsym`, and its separate debug info's
+/// `.symtab`), sorted and deduplicated.
 pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
     let data = super::file::map(path)?;
     let file = object::File::parse(&*data).map_err(|e| parse_error(path, e))?;
-    let mut names: Vec<String> = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
-        .filter_map(|s| s.name().ok().map(str::to_string))
-        .collect();
+    let functions = |file: &object::File| -> Vec<String> {
+        (file.symbols().chain(file.dynamic_symbols()))
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            .collect()
+    };
+    let mut names = functions(&file);
+    if let Some(debug) = super::symbols::debug_file(path, &file) {
+        if let Ok(data) = super::file::map(&debug) {
+            if let Ok(file) = object::File::parse(&*data) {
+                names.extend(functions(&file));
+            }
+        }
+    }
     names.sort();
     names.dedup();
     Ok(names)

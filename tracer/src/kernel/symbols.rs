@@ -70,40 +70,125 @@ pub struct ElfSymbols {
     base: u64,
     /// The GNU build-id note, as hex.
     pub build_id: Option<String>,
+    /// The file's separate debug info (see [`debug_file`]): its full symbol table was read
+    /// too, and its DWARF gives the lines.
+    pub debug: Option<PathBuf>,
 }
 
-impl ElfSymbols {
-    pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
-        let data = super::file::map(path)?;
-        let file = object::File::parse(&*data).map_err(|e| Error::Parse {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        let mut symbols: Vec<Symbol> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.address() != 0 && matches!(s.kind(), SymbolKind::Text | SymbolKind::Data))
-            .filter_map(|s| {
-                Some(Symbol {
-                    name: s.name().ok()?.to_string(),
+/// Where distributions keep separate debug info (Debian's -dbg and -dbgsym packages).
+const DEBUG_ROOT: &str = "/usr/lib/debug";
+
+fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, Error> {
+    object::File::parse(data).map_err(|e| Error::Parse {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The text and data symbols of `file` (its symbol table and its dynamic one), each with how
+/// good a name it is for its address (see [`name_rank`]).
+fn symbols_of<'a>(file: &'a object::File) -> impl Iterator<Item = (u8, Symbol)> + 'a {
+    (file.symbols().chain(file.dynamic_symbols()))
+        .filter(|s| s.address() != 0 && matches!(s.kind(), SymbolKind::Text | SymbolKind::Data))
+        .filter_map(|s| {
+            let name = s.name().ok()?.to_string();
+            Some((
+                name_rank(&name, s.is_global()),
+                Symbol {
+                    name,
                     addr: s.address(),
                     size: s.size(),
                     code: s.kind() == SymbolKind::Text,
+                },
+            ))
+        })
+}
+
+/// Of the names one address has (libc's debug symbols give `clock_gettime`,
+/// `clock_gettime@GLIBC_2.2.5`, `__clock_gettime` and `__GI___clock_gettime` to one function),
+/// the one a frame shows ranks highest, as perf chooses: an unversioned name over a versioned
+/// one, a global over a local, fewer leading underscores.
+fn name_rank(name: &str, global: bool) -> u8 {
+    let underscores = name.len() - name.trim_start_matches('_').len();
+    (u8::from(!name.contains('@')) << 5)
+        | (u8::from(global) << 4)
+        | (15 - underscores.min(15) as u8)
+}
+
+/// The separate debug file of `file` (mapped as `named`) when `file` has no DWARF of its own,
+/// searched where gdb and perf search: by build-id under /usr/lib/debug/.build-id/, else by
+/// its `.gnu_debuglink` name beside `named`, in `.debug/` beside it, and under /usr/lib/debug
+/// with `named`'s directory. A candidate with another build-id than `file` belongs to another
+/// build and is passed over.
+pub fn debug_file(named: &Path, file: &object::File) -> Option<PathBuf> {
+    if file.section_by_name(".debug_info").is_some() {
+        return None;
+    }
+    let build_id = file.build_id().ok().flatten().filter(|id| id.len() >= 2);
+    if let Some(id) = build_id.map(hex) {
+        let path = Path::new(DEBUG_ROOT).join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..]));
+        if path.is_file() {
+            return Some(path);
+        }
+    }
+    let (link, _crc) = file.gnu_debuglink().ok().flatten()?;
+    let link = Path::new(std::str::from_utf8(link).ok()?);
+    let dir = named.parent()?;
+    let candidates = [
+        dir.join(link),
+        dir.join(".debug").join(link),
+        Path::new(DEBUG_ROOT)
+            .join(dir.strip_prefix("/").ok()?)
+            .join(link),
+    ];
+    candidates.into_iter().find(|path| {
+        path != named
+            && super::file::check_regular(path).is_ok()
+            && super::file::map(path).is_ok_and(|data| {
+                parse(path, &data).is_ok_and(|debug| {
+                    let theirs = debug.build_id().ok().flatten();
+                    build_id.is_none() || theirs.is_none() || theirs == build_id
                 })
             })
-            .collect();
-        symbols.sort_by(|a, b| a.addr.cmp(&b.addr).then(a.name.cmp(&b.name)));
+    })
+}
+
+impl ElfSymbols {
+    /// The symbols of the file at `path`, with those of its separate debug file when it has
+    /// one (a stripped binary keeps only its dynamic symbols: its own functions are named
+    /// from the debug file's table). `named` is the path the file is known by (where a
+    /// `.gnu_debuglink` is looked for), when `path` is another way to it.
+    pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
+        ElfSymbols::load_named(path, path)
+    }
+
+    pub fn load_named(path: &Path, named: &Path) -> Result<ElfSymbols, Error> {
+        let data = super::file::map(path)?;
+        let file = parse(path, &data)?;
+        let mut ranked: Vec<(u8, Symbol)> = symbols_of(&file).collect();
+        let debug = debug_file(named, &file);
+        if let Some(debug) = &debug {
+            if let Ok(data) = super::file::map(debug) {
+                if let Ok(file) = parse(debug, &data) {
+                    ranked.extend(symbols_of(&file));
+                }
+            }
+        }
+        // By address, and at one address the best name last: `containing` takes the last.
+        ranked.sort_by(|(ra, a), (rb, b)| (a.addr, ra, &a.name).cmp(&(b.addr, rb, &b.name)));
+        let mut symbols: Vec<Symbol> = ranked.into_iter().map(|(_, s)| s).collect();
         symbols.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
         let base = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
-        let build_id = file
-            .build_id()
-            .ok()
-            .flatten()
-            .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
+        let build_id = file.build_id().ok().flatten().map(hex);
         Ok(ElfSymbols {
             symbols,
             base,
             build_id,
+            debug,
         })
     }
 
@@ -276,8 +361,10 @@ impl Process {
             let loaded = match cached {
                 Some(loaded) => loaded,
                 None => {
+                    let text = path.to_string_lossy();
+                    let named = PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text));
                     let loaded = (self.source(path))
-                        .and_then(|s| ElfSymbols::load(&s).ok())
+                        .and_then(|s| ElfSymbols::load_named(&s, &named).ok())
                         .map(Rc::new);
                     if let Some(id) = id {
                         ELF_CACHE.with(|c| c.borrow_mut().insert(id, loaded.clone()));
@@ -414,8 +501,10 @@ impl Process {
             let loader = match cached {
                 Some(loader) => loader,
                 None => {
-                    let loader = self
-                        .source(&path)
+                    // The separate debug file's DWARF when the file has one, else its own.
+                    let debug = self.elf(&path).and_then(|elf| elf.debug.clone());
+                    let loader = debug
+                        .or_else(|| self.source(&path))
                         // The loader maps the file: a device or FIFO mapped into a process is
                         // not one.
                         .filter(|s| super::file::check_regular(s).is_ok())
