@@ -284,7 +284,7 @@ fn rss_kib(pid: u32) -> Option<(u64, u64)> {
 }
 
 /// tracer's memory over a profile of a shell that starts `CHILDREN` processes one after
-/// another, each burning 40 ms of CPU (a new process, with its own mappings, about every 60
+/// another, each burning 55 ms of CPU (a new process, with its own mappings, about every 60
 /// ms): its RSS each second, which must stay flat, and what the report says it counted.
 pub fn profile_memory() -> Result<()> {
     const CHILDREN: u32 = 1000;
@@ -292,9 +292,12 @@ pub fn profile_memory() -> Result<()> {
     let (tracer, _) = build()?;
     let busy = busy()?;
     let script = format!(
-        "i=0; while [ $i -lt {CHILDREN} ]; do {} 40 0 0 0 0 2>/dev/null; i=$((i+1)); done",
+        "i=0; while [ $i -lt {CHILDREN} ]; do {} 55 0 0 0 0 2>/dev/null; i=$((i+1)); done",
         busy.display()
     );
+    // bpftrace's -c splits its command at spaces, quotes and all: the loop goes in a file.
+    let file = crate::root().join("target/bench/children.sh");
+    std::fs::write(&file, &script).context("cannot write the children script")?;
     let mut rows = Vec::new();
     let mut tools: Vec<(String, Vec<String>)> = vec![(
         "tracer profile -F 99".into(),
@@ -309,7 +312,7 @@ pub fn profile_memory() -> Result<()> {
                 "-e",
                 program,
                 "-c",
-                &format!("sh -c '{script}'"),
+                &format!("/bin/sh {}", file.display()),
             ]),
         ));
     }
@@ -345,21 +348,23 @@ pub fn profile_memory() -> Result<()> {
                 .or(series.last())
                 .map_or(0, |(_, rss)| *rss)
         };
-        let (early, last) = (at(10.0), series.last().map_or(0, |(_, rss)| *rss));
+        let (early, middle, last) = (at(10.0), at(30.0), series.last().map_or(0, |(_, rss)| *rss));
         let summary = stderr
             .lines()
             .find(|l| l.contains(" samples in "))
             .unwrap_or("")
             .to_string();
         println!(
-            "{name:<40} {secs:>6.1} s  RSS at 10 s {:>7.1} MiB, at the end {:>7.1} MiB, peak {:>7.1} MiB  {summary}",
+            "{name:<40} {secs:>6.1} s  RSS at 10 s {:>6.1} MiB, at 30 s {:>6.1} MiB, at the end {:>6.1} MiB, peak {:>6.1} MiB  {summary}",
             early as f64 / 1024.0,
+            middle as f64 / 1024.0,
             last as f64 / 1024.0,
             hwm as f64 / 1024.0
         );
         rows.push(serde_json::json!({
             "tool": name, "seconds": (secs * 10.0).round() / 10.0,
             "rss_10s_mib": (early as f64 / 102.4).round() / 10.0,
+            "rss_30s_mib": (middle as f64 / 102.4).round() / 10.0,
             "rss_end_mib": (last as f64 / 102.4).round() / 10.0,
             "peak_mib": (hwm as f64 / 102.4).round() / 10.0,
             "summary": summary,
