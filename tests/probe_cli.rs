@@ -872,7 +872,10 @@ fn list_shows_tracepoints_with_fields_and_binary_symbols() {
     // Functions only: the data symbol tracer_testprog_counter is not listed.
     assert_eq!(
         text(&out.stdout),
-        format!("uprobe:{prog}:tracer_testprog_bump\nuprobe:{prog}:tracer_testprog_sleep\nuprobe:{prog}:tracer_testprog_target\n")
+        format!(
+            "uprobe:{prog}:tracer_testprog_bump\nuprobe:{prog}:tracer_testprog_sleep\n\
+             uprobe:{prog}:tracer_testprog_target\nuprobe:{prog}:tracer_testprog_work\n"
+        )
     );
     let out = tracer(&["list", "no_such_thing_anywhere"]);
     assert_eq!(out.status.code(), Some(2));

@@ -48,6 +48,39 @@ fn watchpoint_user_stacks_show_who_wrote_and_through_which_calls() {
     }
 }
 
+/// An execute breakpoint on chain_target's first instruction traps before the function
+/// pushed its frame: the frame-pointer walk from there skips chain_b (the kernel repairs this
+/// for uprobes, not for breakpoints), and the caller read at the stack pointer puts it back.
+/// Both `-p` (per-CPU breakpoints) and the same chain as the uprobe's.
+#[test]
+fn execute_breakpoint_stacks_at_a_function_entry_keep_the_direct_caller() {
+    if !has(Feature::Breakpoints, "exec_stacks") || !has(Feature::Bpf, "exec_stacks") {
+        return;
+    }
+    let (out, stderr) = traced(
+        3,
+        &[
+            "watch",
+            "-t",
+            "x",
+            "-s",
+            "-c",
+            "3",
+            "-f",
+            "json",
+            "chain_target",
+        ],
+    );
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    let first = chain_line("_Bool odd, enum color shade) {");
+    for event in &events {
+        let frames = user_frames(event);
+        assert!(frames.len() >= 4, "{frames:?}");
+        assert_eq!(frames[..4], expected_chain(first)[..], "{event}");
+    }
+}
+
 #[test]
 fn text_output_prints_each_frame_under_its_event() {
     if !has(Feature::UprobePmu, "stack_text") || !has(Feature::Bpf, "stack_text") {

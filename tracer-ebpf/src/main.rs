@@ -1419,6 +1419,13 @@ fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
                 event.data[word::WATCH_VALUE_READ] = 1;
             }
         }
+        // An execute breakpoint on a function's first instruction traps before the function
+        // pushed its frame: the return address at the stack pointer is its direct caller,
+        // which the frame-pointer walk skips (the kernel puts it back for uprobes only).
+        if config.flags & SLOT_STACK_AT_ENTRY != 0 {
+            let sp = core::ptr::read_volatile(&(*data).regs.rsp);
+            event.data[word::ENTRY_RET] = bpf_probe_read_user(sp as *const u64).unwrap_or(0);
+        }
     }
     finish(ctx, event, &config);
 }

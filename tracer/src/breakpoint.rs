@@ -184,8 +184,19 @@ fn attach_at(
     // every thread, existing or new, and the filter drops other processes that touch the same
     // virtual address.
     let per_task = launched && pid.is_some();
+    // An execute breakpoint on a function's first byte, with user stacks: the program reads
+    // the direct caller at the stack pointer (`word::ENTRY_RET`), as uprobes at an entry do.
+    let at_entry = kind == BreakpointType::Execute
+        && template.flags & tracer_common::SLOT_STACK_USER != 0
+        && process.is_some_and(|p| p.symbol_at(addr).is_some_and(|(_, offset)| offset == 0));
     let config = SlotConfig {
-        flags: template.flags | if kernel { SLOT_VALUE_KERNEL } else { 0 },
+        flags: template.flags
+            | if kernel { SLOT_VALUE_KERNEL } else { 0 }
+            | if at_entry {
+                tracer_common::SLOT_STACK_AT_ENTRY
+            } else {
+                0
+            },
         tgid: if per_task { 0 } else { pid.unwrap_or(0) },
         ..template
     };

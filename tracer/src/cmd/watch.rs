@@ -193,7 +193,8 @@ impl<W: std::io::Write> WatchSink<'_, W> {
             at,
             source,
             change,
-            stacks: self.symbolizer.stacks(self.bpf, event, 0)?,
+            // Set by the program only for an execute breakpoint at a function's entry.
+            stacks: (self.symbolizer).stacks(self.bpf, event, event.data[word::ENTRY_RET])?,
         };
         (hit.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)
     }
