@@ -224,16 +224,24 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
         .and_then(|s| s.parse::<f64>().ok())
         .map(|s| (s * 1e6) as u64)
         .expect("N blocks in S s");
-    // A block is lost only with a context switch the kernel did not run the program for
-    // (another BPF program was running on that CPU: other tracers on this machine), and the
-    // summary says so.
+    // The workload counts its own sleeps that blocked (voluntary context switches): 9, unless
+    // a sleep was preempted before it blocked and kept off the CPU past its end (a loaded
+    // machine), which is time waiting for a CPU, not blocked. A block is lost only with a
+    // context switch the kernel did not run the program for (another BPF program was running
+    // on that CPU), and the summary says so.
+    let blocked: u64 = (stderr.lines())
+        .find_map(|l| l.strip_prefix("blocked=")?.parse().ok())
+        .expect("the workload's blocked= line");
+    assert!(blocked <= 9, "{context}");
     let missed = stderr.contains("context switches missed");
-    assert!((nap >= 1_000_000 && doze >= 200_000) || missed, "{context}");
-    assert!(nap + doze <= ran_us + 10_000, "{context}");
     assert!(
-        stderr.contains("9 blocks in") || stderr.contains("blocks counted"),
+        stderr.contains(&format!("\n{blocked} blocks in ")) || missed,
         "{context}"
     );
+    if blocked == 9 && !missed {
+        assert!(nap >= 1_000_000 && doze >= 200_000, "{context}");
+    }
+    assert!(nap + doze <= ran_us + 10_000, "{context}");
 }
 
 #[test]

@@ -7,7 +7,7 @@
  * and 0.11 ms in main -> profile_cold -> profile_spin: a 3:1 share. Then sleeps NAPS times NAP_MS ms
  * in main -> profile_nap (nanosleep(2)) and DOZES times DOZE_MS in main -> profile_doze. At
  * the end it writes `cpu_ns=N hot_ns=N cold_ns=N` to stderr: the CPU time each part really
- * took, which a profile's samples must match.
+ * took, which a profile's samples must match; then `blocked=N`, the sleeps that blocked.
  * When stdin is a pipe (a test driving it for -p), it first writes "r" and waits for one byte
  * (go), and afterwards writes "d" and waits for stdin to close, so that a tracer can still
  * read its mappings. */
@@ -59,6 +59,19 @@ __attribute__((noinline)) long long profile_cold(long long ns) { return profile_
 __attribute__((noinline)) void profile_nap(long ms) { SLEEP_MS(ms); }
 __attribute__((noinline)) void profile_doze(long ms) { SLEEP_MS(ms); }
 
+/* This thread's voluntary context switches so far: each sleep that really blocked is one. A
+ * sleep preempted before it blocked, and kept off the CPU past its end, never blocks. */
+static long voluntary_switches(void) {
+    char line[128];
+    long n = -1;
+    FILE *status = fopen("/proc/thread-self/status", "r");
+    while (status && fgets(line, sizeof line, status))
+        sscanf(line, "voluntary_ctxt_switches: %ld", &n);
+    if (status)
+        fclose(status);
+    return n;
+}
+
 int main(int argc, char **argv) {
     /* Without arguments (the docs' `./busy`): 1 s of CPU, 5 naps of 200 ms, 4 dozes of 50 ms. */
     char *defaults[] = {argv[0], "1000", "5", "200", "4", "50"};
@@ -87,11 +100,14 @@ int main(int argc, char **argv) {
         cold += profile_cold(110000);
     }
     long long cpu = cpu_now() - begin;
+    long switched = voluntary_switches();
     for (int i = 0; i < naps; i++)
         profile_nap(nap_ms);
     for (int i = 0; i < dozes; i++)
         profile_doze(doze_ms);
     fprintf(stderr, "cpu_ns=%lld hot_ns=%lld cold_ns=%lld\n", cpu, hot, cold);
+    if (naps + dozes > 0)
+        fprintf(stderr, "blocked=%ld\n", voluntary_switches() - switched);
     if (driven) {
         if (write(1, "d", 1) != 1)
             return 2;

@@ -81,11 +81,7 @@ pub fn symbol_address(data: &[u8], path: &Path, symbol: &str) -> Result<u64, Err
             .map(|s| s.address())
     };
     find(&file)
-        .or_else(|| {
-            let debug = super::symbols::debug_file(path, &file)?;
-            let data = super::file::map(&debug).ok()?;
-            find(&object::File::parse(&*data).ok()?)
-        })
+        .or_else(|| super::symbols::in_debug_file(path, &file, find)?.1)
         .ok_or_else(|| Error::NoSymbol {
             path: path.display().to_string(),
             symbol: symbol.to_string(),
@@ -160,12 +156,8 @@ pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
             .collect()
     };
     let mut names = functions(&file);
-    if let Some(debug) = super::symbols::debug_file(path, &file) {
-        if let Ok(data) = super::file::map(&debug) {
-            if let Ok(file) = object::File::parse(&*data) {
-                names.extend(functions(&file));
-            }
-        }
+    if let Some((_, more)) = super::symbols::in_debug_file(path, &file, functions) {
+        names.extend(more);
     }
     names.sort();
     names.dedup();

@@ -157,6 +157,19 @@ pub fn debug_file(named: &Path, file: &object::File) -> Option<PathBuf> {
     })
 }
 
+/// `read` applied to the separate debug file of `file` (see [`debug_file`]) when it has one
+/// that parses, with its path.
+pub fn in_debug_file<T>(
+    named: &Path,
+    file: &object::File,
+    read: impl FnOnce(&object::File) -> T,
+) -> Option<(PathBuf, T)> {
+    let debug = debug_file(named, file)?;
+    let data = super::file::map(&debug).ok()?;
+    let value = read(&parse(&debug, &data).ok()?);
+    Some((debug, value))
+}
+
 impl ElfSymbols {
     /// The symbols of the file at `path`, with those of its separate debug file when it has
     /// one (a stripped binary keeps only its dynamic symbols: its own functions are named
@@ -170,14 +183,8 @@ impl ElfSymbols {
         let data = super::file::map(path)?;
         let file = parse(path, &data)?;
         let mut ranked: Vec<(u8, Symbol)> = symbols_of(&file).collect();
-        let debug = debug_file(named, &file);
-        if let Some(debug) = &debug {
-            if let Ok(data) = super::file::map(debug) {
-                if let Ok(file) = parse(debug, &data) {
-                    ranked.extend(symbols_of(&file));
-                }
-            }
-        }
+        let debug = in_debug_file(named, &file, |debug| ranked.extend(symbols_of(debug)))
+            .map(|(path, ())| path);
         // By address, and at one address the best name last: `containing` takes the last.
         ranked.sort_by(|(ra, a), (rb, b)| (a.addr, ra, &a.name).cmp(&(b.addr, rb, &b.name)));
         let mut symbols: Vec<Symbol> = ranked.into_iter().map(|(_, s)| s).collect();
