@@ -430,8 +430,9 @@ fn interval_reports_add_up_to_the_run() {
 
 /// A stripped copy of the workload whose debug info is in `.debug/busy.debug` beside it, found
 /// through its `.gnu_debuglink` (as Debian's -dbg packages are found by build-id): its
-/// functions are named, with lines, in profiles and uprobe stacks, its uprobe arguments are
-/// typed, and its functions can be probed by name. Without the debug file none of that holds.
+/// functions are named, with lines, in profiles and uprobe stacks, and can be probed by name.
+/// Without the debug file neither holds. (Arguments are not typed from a debug file: each
+/// function would walk the whole file's DWARF again; they print as arg0..arg5.)
 #[test]
 fn a_stripped_program_is_named_from_its_debug_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -495,7 +496,7 @@ fn a_stripped_program_is_named_from_its_debug_file() {
         .collect();
     assert_eq!(hits.len(), 2, "{stdout}");
     assert!(
-        hits.iter().all(|l| l.ends_with(":profile_nap ms=1")),
+        hits.iter().all(|l| l.contains(":profile_nap arg0=0x1 ")),
         "{stdout}"
     );
     assert!(

@@ -40,6 +40,10 @@ pub fn flags_for(choice: Option<Option<Which>>, user_probe: bool) -> u32 {
     }
 }
 
+/// `bpf_get_stackid`'s answer for a side the task was not on (a user-mode hit's kernel stack,
+/// a kernel thread's user stack): no frames on that side, not a loss.
+pub const NO_FRAMES: i32 = -libc::EFAULT;
+
 /// Puts a function-entry hit's direct caller (`entry_ret`, the return address at the stack
 /// pointer; 0 for none) back as the stack's second frame, where a frame-pointer walk from the
 /// entry skipped it. Kernels that already unwind it there (Debian's 6.1 on) leave nothing to
@@ -127,7 +131,7 @@ impl Symbolizer {
         }
         let mut out = Vec::new();
         for (id, space) in [(kstack, Space::Kernel), (ustack, Space::User)] {
-            if id == NO_STACK {
+            if id == NO_STACK || id == NO_FRAMES {
                 continue;
             }
             let Ok(id) = u32::try_from(id) else {

@@ -16,8 +16,9 @@ use crate::{root, run_cmd, section};
 type Bench = fn() -> Result<()>;
 
 /// Every benchmark, by the name `cargo xtask bench NAME` selects it with.
-const BENCHES: [(&str, Bench); 15] = [
+const BENCHES: [(&str, Bench); 16] = [
     ("startup", crate::startup::startup),
+    ("attach", crate::attach::attach),
     ("streaming", crate::streaming::streaming),
     ("ring_drain", ring_drain),
     ("uprobe_hit", crate::uprobe::uprobe_hit),

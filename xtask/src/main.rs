@@ -1,6 +1,7 @@
 //! Project tasks: `setup` a fresh machine, `test` every tier, `run` the tool, `vm` a command
 //! in a distribution kernel.
 
+mod attach;
 mod bench;
 mod fuzz;
 mod peers;

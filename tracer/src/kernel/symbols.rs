@@ -46,7 +46,7 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
                     u32::from_str_radix(minor, 16).ok()?,
                 ),
                 inode: inode.parse().ok()?,
-                path: path.starts_with('/').then(|| PathBuf::from(path)),
+                path: (path.starts_with('/') || path == VDSO).then(|| PathBuf::from(path)),
             })
         })
         .collect()
@@ -75,6 +75,11 @@ pub struct ElfSymbols {
     pub debug: Option<PathBuf>,
 }
 
+/// How /proc/PID/maps names the vDSO: the kernel's ELF image mapped into every process, where
+/// `clock_gettime` and `gettimeofday` run without a system call. Its symbols are read from the
+/// process's memory.
+pub const VDSO: &str = "[vdso]";
+
 /// Where distributions keep separate debug info (Debian's -dbg and -dbgsym packages).
 const DEBUG_ROOT: &str = "/usr/lib/debug";
 
@@ -97,7 +102,7 @@ fn symbols_of<'a>(file: &'a object::File) -> impl Iterator<Item = (u8, Symbol)> 
         .filter_map(|s| {
             let name = s.name().ok()?.to_string();
             Some((
-                name_rank(&name, s.is_global()),
+                name_rank(&name, s.is_global() && !s.is_weak()),
                 Symbol {
                     name,
                     addr: s.address(),
@@ -111,7 +116,7 @@ fn symbols_of<'a>(file: &'a object::File) -> impl Iterator<Item = (u8, Symbol)> 
 /// Of the names one address has (libc's debug symbols give `clock_gettime`,
 /// `clock_gettime@GLIBC_2.2.5`, `__clock_gettime` and `__GI___clock_gettime` to one function),
 /// the one a frame shows ranks highest, as perf chooses: an unversioned name over a versioned
-/// one, a global over a local, fewer leading underscores.
+/// one, a global over a weak or local one, fewer leading underscores.
 fn name_rank(name: &str, global: bool) -> u8 {
     let underscores = name.len() - name.trim_start_matches('_').len();
     (u8::from(!name.contains('@')) << 5)
@@ -181,9 +186,16 @@ impl ElfSymbols {
 
     pub fn load_named(path: &Path, named: &Path) -> Result<ElfSymbols, Error> {
         let data = super::file::map(path)?;
-        let file = parse(path, &data)?;
+        ElfSymbols::parse(path, &data, Some(named))
+    }
+
+    /// The symbols of the ELF image `data` (read from `path`), and with `named` those of its
+    /// separate debug file.
+    fn parse(path: &Path, data: &[u8], named: Option<&Path>) -> Result<ElfSymbols, Error> {
+        let file = parse(path, data)?;
         let mut ranked: Vec<(u8, Symbol)> = symbols_of(&file).collect();
-        let debug = in_debug_file(named, &file, |debug| ranked.extend(symbols_of(debug)))
+        let debug = named
+            .and_then(|named| in_debug_file(named, &file, |debug| ranked.extend(symbols_of(debug))))
             .map(|(path, ())| path);
         // By address, and at one address the best name last: `containing` takes the last.
         ranked.sort_by(|(ra, a), (rb, b)| (a.addr, ra, &a.name).cmp(&(b.addr, rb, &b.name)));
@@ -367,6 +379,7 @@ impl Process {
             let cached = id.and_then(|id| ELF_CACHE.with(|c| c.borrow().get(&id).cloned()));
             let loaded = match cached {
                 Some(loaded) => loaded,
+                None if path == Path::new(VDSO) => self.vdso().map(Rc::new),
                 None => {
                     let text = path.to_string_lossy();
                     let named = PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text));
@@ -382,6 +395,30 @@ impl Process {
             self.elfs.insert(path.to_path_buf(), loaded);
         }
         self.elfs.get(path)?.as_deref()
+    }
+
+    /// The vDSO's symbols, from the image mapped in this process (or, once it is gone, from
+    /// tracer's own: every 64-bit process of a kernel maps the same image, and one of another
+    /// size is another image).
+    fn vdso(&self) -> Option<ElfSymbols> {
+        let mapping = (self.maps.iter()).find(|m| m.path.as_deref() == Some(Path::new(VDSO)))?;
+        let len = (mapping.end - mapping.start) as usize;
+        let image = |pid: &str, start: u64| {
+            use std::os::unix::fs::FileExt;
+            let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+            let mut data = vec![0; len];
+            mem.read_exact_at(&mut data, start).ok()?;
+            Some(data)
+        };
+        let own = || {
+            let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+            let mine = parse_maps(&maps).into_iter().find(|m| {
+                m.path.as_deref() == Some(Path::new(VDSO)) && m.end - m.start == len as u64
+            })?;
+            image("self", mine.start)
+        };
+        let data = image(&self.pid.to_string(), mapping.start).or_else(own)?;
+        ElfSymbols::parse(Path::new(VDSO), &data, None).ok()
     }
 
     /// The GNU build-id of the file mapped at `path`, as hex (to fetch its debug info).
@@ -415,7 +452,8 @@ impl Process {
             files.push(exe);
         }
         for m in &self.maps {
-            if let Some(p) = &m.path {
+            // Symbols are looked up in files, to probe them: the vDSO is no file.
+            if let Some(p) = m.path.as_ref().filter(|p| *p != Path::new(VDSO)) {
                 if !files.contains(p) {
                     files.push(p.clone());
                 }
@@ -669,6 +707,23 @@ mod tests {
             maps[2].path.as_deref(),
             Some(Path::new("/lib/with space.so"))
         );
+    }
+
+    #[test]
+    fn the_vdso_is_named_from_memory() {
+        let mut me = Process::new(std::process::id()).unwrap();
+        let vdso = me.vdso().expect("this process maps a vDSO");
+        // x86-64's vDSO exports __vdso_clock_gettime and its weak alias clock_gettime: the
+        // global name is shown, as perf shows it.
+        let addr = vdso.find("__vdso_clock_gettime").expect("in the vDSO").addr;
+        let start = (me.maps().iter())
+            .find(|m| m.path.as_deref() == Some(Path::new(VDSO)))
+            .unwrap()
+            .start;
+        let at = start.wrapping_sub(vdso.base) + addr + 1;
+        assert_eq!(me.symbol_at(at), Some(("__vdso_clock_gettime".into(), 1)));
+        // It is no file to probe.
+        assert!(me.files().iter().all(|f| f != Path::new(VDSO)));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::kernel::tracefs::Tracefs;
 use crate::output::profile::{Accounting, Entry, Frame};
 use crate::output::stack::{Space, Stack};
 use crate::perf::{self, EventKind, Hardware, Options, Sampling, Scope, Software};
-use crate::stacks::Symbolizer;
+use crate::stacks::{Symbolizer, NO_FRAMES};
 use crate::Error;
 
 /// The slot config of a profile: counted by process, comm and the stacks in `stack_flags`
@@ -454,10 +454,6 @@ pub fn start_offcpu(
     let event = super::tasks::run_on_tracepoint(bpf, "sched:sched_switch", id, program)?;
     Ok((event, slot))
 }
-
-/// `bpf_get_stackid`'s answer for a side the task was not on (a user-mode sample's kernel
-/// stack, a kernel thread's user stack): not a loss.
-const NO_FRAMES: i32 = -libc::EFAULT;
 
 /// A key's stack id for the symbolizer, and whether the stack was lost: [`NO_FRAMES`] is no
 /// stack on that side, other errnos are losses (EEXIST: the bucket was taken by another stack).

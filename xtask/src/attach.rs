@@ -1,0 +1,179 @@
+//! `attach`: how long probes take to attach and to detach, by kind and count: from the
+//! tool's exec to its ready line (tracer's banner; bpftrace's `BEGIN`, which runs once every
+//! probe is attached), and from SIGINT to its exit. tracer against bpftrace on the same
+//! probes, in one run.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::peers::{build, peer, s, Spread, ROUNDS};
+use crate::section;
+
+/// One run: ms from exec to the first line containing `ready`, and ms from SIGINT to exit.
+fn one(argv: &[String], ready: &str) -> Result<(f64, f64)> {
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let pipes: [Box<dyn Read + Send>; 2] = [
+        Box::new(child.stdout.take().context("no stdout")?),
+        Box::new(child.stderr.take().context("no stderr")?),
+    ];
+    for pipe in pipes {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let deadline = start + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let attached = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains(ready) => break Some(start.elapsed()),
+            Ok(line) => seen.push(line),
+            Err(_) => break None,
+        }
+    };
+    let Some(attached) = attached else {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!(
+            "`{}` never printed {ready:?}: {}",
+            argv.join(" "),
+            seen.join(" | ")
+        );
+    };
+    let signalled = Instant::now();
+    // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid is its.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().context("cannot wait for the tool")?;
+    let detached = signalled.elapsed();
+    if !status.success() && status.code() != Some(130) {
+        bail!("`{}` failed at SIGINT: {status}", argv.join(" "));
+    }
+    Ok((attached.as_secs_f64() * 1e3, detached.as_secs_f64() * 1e3))
+}
+
+fn spread(mut v: Vec<f64>) -> Spread {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+/// Medians over `ROUNDS` runs: (attach, detach).
+fn measure(argv: &[String], ready: &str) -> Result<(Spread, Spread)> {
+    let (mut attach, mut detach) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let (a, d) = one(argv, ready)?;
+        attach.push(a);
+        detach.push(d);
+    }
+    Ok((spread(attach), spread(detach)))
+}
+
+pub fn attach() -> Result<()> {
+    section("bench: attach and detach time by probe kind and count");
+    let (tracer, _) = build()?;
+    let syscalls = std::fs::read_dir("/sys/kernel/tracing/events/syscalls")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("sys_enter_"))
+                .count()
+        })
+        .unwrap_or(0);
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    let uprobes = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("{tracer} list --binary {libc} 'str*' | wc -l"),
+        ])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<usize>()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
+    // (case, tracer's probe spec, bpftrace's probe)
+    let cases = [
+        (
+            "1 tracepoint".to_string(),
+            "syscalls:sys_enter_getppid".to_string(),
+            "tracepoint:syscalls:sys_enter_getppid".to_string(),
+        ),
+        (
+            format!("{syscalls} tracepoints (syscalls:sys_enter_*)"),
+            "syscalls:sys_enter_*".to_string(),
+            "tracepoint:syscalls:sys_enter_*".to_string(),
+        ),
+        (
+            "1 uprobe (libc strlen)".to_string(),
+            format!("uprobe:{libc}:strlen"),
+            format!("uprobe:{libc}:strlen"),
+        ),
+        (
+            format!("{uprobes} uprobes (libc str*)"),
+            format!("uprobe:{libc}:str*"),
+            format!("uprobe:{libc}:str*"),
+        ),
+    ];
+    let bpftrace = peer("bpftrace", "bpftrace");
+    println!(
+        "{:<44} {:<9} {:>10} {:>15} {:>10} {:>15}",
+        "case", "tool", "attach ms", "min..max", "detach ms", "min..max"
+    );
+    let mut rows = Vec::new();
+    for (case, spec, probe) in &cases {
+        let mut tools = vec![(
+            "tracer",
+            s(&[&tracer, "probe", "--count-by", "comm", spec]),
+            "Hit Ctrl-C to end.",
+        )];
+        if bpftrace {
+            let script =
+                format!("{probe} {{ @[comm] = count(); }} BEGIN {{ printf(\"ready\\n\"); }}");
+            tools.push(("bpftrace", s(&["bpftrace", "-e", &script]), "ready"));
+        }
+        for (tool, argv, ready) in tools {
+            match measure(&argv, ready) {
+                Ok((a, d)) => {
+                    println!(
+                        "{case:<44} {tool:<9} {:>10.0} {:>15} {:>10.0} {:>15}",
+                        a.0,
+                        format!("{:.0}..{:.0}", a.1, a.2),
+                        d.0,
+                        format!("{:.0}..{:.0}", d.1, d.2)
+                    );
+                    rows.push(serde_json::json!({
+                        "case": format!("{case}: {tool}"),
+                        "attach_ms": a.0.round(), "attach_min": a.1.round(), "attach_max": a.2.round(),
+                        "detach_ms": d.0.round(), "detach_min": d.1.round(), "detach_max": d.2.round(),
+                    }));
+                }
+                Err(e) => {
+                    println!("{case:<44} {tool:<9} failed: {e:#}");
+                    rows.push(serde_json::json!({"case": format!("{case}: {tool}"), "error": format!("{e:#}")}));
+                }
+            }
+        }
+    }
+    crate::bench::save(
+        "attach",
+        &serde_json::json!({"bench": "attach", "version": 1, "rows": rows}).to_string(),
+    )
+}
