@@ -3,60 +3,28 @@
 //! probe is attached), and from SIGINT to its exit. tracer against bpftrace on the same
 //! probes, in one run.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
 use crate::peers::{build, peer, s, Spread, ROUNDS};
 use crate::section;
+use crate::startup::until_line;
 
 /// One run: ms from exec to the first line containing `ready`, and ms from SIGINT to exit.
 fn one(argv: &[String], ready: &str) -> Result<(f64, f64)> {
-    let start = Instant::now();
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    let (tx, rx) = mpsc::channel::<String>();
-    let pipes: [Box<dyn Read + Send>; 2] = [
-        Box::new(child.stdout.take().context("no stdout")?),
-        Box::new(child.stderr.take().context("no stderr")?),
-    ];
-    for pipe in pipes {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-    }
-    drop(tx);
-    let deadline = start + Duration::from_secs(60);
-    let mut seen = Vec::new();
-    let attached = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) if line.contains(ready) => break Some(start.elapsed()),
-            Ok(line) => seen.push(line),
-            Err(_) => break None,
+    let (mut child, attached) = until_line(argv, Instant::now(), |line| line.contains(ready))?;
+    let attached = match attached {
+        Ok(attached) => attached,
+        Err(seen) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "`{}` never printed {ready:?}: {}",
+                argv.join(" "),
+                seen.join(" | ")
+            );
         }
-    };
-    let Some(attached) = attached else {
-        let _ = child.kill();
-        let _ = child.wait();
-        bail!(
-            "`{}` never printed {ready:?}: {}",
-            argv.join(" "),
-            seen.join(" | ")
-        );
     };
     let signalled = Instant::now();
     // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid is its.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::peers::{build, peer, s, ROUNDS};
 use crate::section;
@@ -19,6 +19,28 @@ const MARKER: &str = "/tmp/tracer-bench-startup-marker";
 /// first output line that contains every string of `event`.
 fn one(argv: &[String], event: &[&str]) -> Result<(f64, u64)> {
     let start = Instant::now();
+    let (mut child, found) =
+        until_line(argv, start, |line| event.iter().all(|e| line.contains(e)))?;
+    let rss = peak_rss_kib(child.id());
+    stop(&mut child);
+    let elapsed = found.map_err(|seen| {
+        anyhow::anyhow!(
+            "`{}` showed no line with {event:?} within 30 s; it said: {}",
+            argv.join(" "),
+            seen.join(" | ")
+        )
+    })?;
+    Ok((elapsed.as_secs_f64() * 1e3, rss?))
+}
+
+/// Starts `argv` with its stdout and stderr read line by line, and waits (30 s at most from
+/// `start`) for the first line `wanted` accepts: the child, still running, and the time from
+/// `start` to that line, or the first lines it printed instead.
+pub(crate) fn until_line(
+    argv: &[String],
+    start: Instant,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<(Child, std::result::Result<Duration, Vec<String>>)> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
@@ -33,11 +55,11 @@ fn one(argv: &[String], event: &[&str]) -> Result<(f64, u64)> {
     ];
     for pipe in pipes {
         let tx = tx.clone();
+        // Read to the end even once nobody listens: the tool keeps writing (its summary at
+        // SIGINT) and must not meet a closed pipe.
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
+                let _ = tx.send(line);
             }
         });
     }
@@ -47,25 +69,16 @@ fn one(argv: &[String], event: &[&str]) -> Result<(f64, u64)> {
     let found = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(line) if event.iter().all(|e| line.contains(e)) => break Some(start.elapsed()),
+            Ok(line) if wanted(&line) => break Ok(start.elapsed()),
             Ok(line) => {
                 if seen.len() < 5 {
                     seen.push(line);
                 }
             }
-            Err(_) => break None,
+            Err(_) => break Err(seen),
         }
     };
-    let rss = peak_rss_kib(child.id());
-    stop(&mut child);
-    let Some(elapsed) = found else {
-        bail!(
-            "`{}` showed no line with {event:?} within 30 s; it said: {}",
-            argv.join(" "),
-            seen.join(" | ")
-        );
-    };
-    Ok((elapsed.as_secs_f64() * 1e3, rss?))
+    Ok((child, found))
 }
 
 /// VmHWM (the peak resident set) of a running process, in KiB.
