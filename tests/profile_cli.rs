@@ -83,22 +83,32 @@ fn assert_chain(what: &str, got: u64, want: f64, total: u64, context: &str) {
 const HOT: &str = ";main;profile_hot;profile_hot_inner;profile_spin";
 const COLD: &str = ";main;profile_cold;profile_spin";
 
-#[test]
-fn on_cpu_shares_of_a_command_follow_its_cpu_time() {
-    let prog = profile_program().display().to_string();
+/// `tracer profile -F 999 -f folded -- PROG CPU_MS 0 0 0 0` (its comm `comm`): the total is
+/// the workload's CPU time at 999 Hz and the chains share it as the workload says. Returns
+/// stdout, stderr and the folded lines.
+fn on_cpu_shares(prog: &str, comm: &str, cpu_ms: &str) -> (String, String, Vec<(String, u64)>) {
     let out = tracer(&[
-        "profile", "-F", "999", "-f", "folded", "--", &prog, "1000", "0", "0", "0", "0",
+        "profile", "-F", "999", "-f", "folded", "--", prog, cpu_ms, "0", "0", "0", "0",
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
     let (cpu, hot, cold) = cpu_account(&stderr);
-    let lines = folded(&stdout, "tracer-profile");
+    let lines = folded(&stdout, comm);
     let total: u64 = lines.iter().map(|(_, n)| n).sum();
     assert_near("all", total, expected(cpu, 999), &context);
     let (hot, cold) = (expected(hot, 999), expected(cold, 999));
     assert_chain("hot", through(&lines, HOT), hot, total, &context);
     assert_chain("cold", through(&lines, COLD), cold, total, &context);
+    (stdout, stderr, lines)
+}
+
+#[test]
+fn on_cpu_shares_of_a_command_follow_its_cpu_time() {
+    let prog = profile_program().display().to_string();
+    let (stdout, stderr, lines) = on_cpu_shares(&prog, "tracer-profile", "1000");
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let total: u64 = lines.iter().map(|(_, n)| n).sum();
     // The heaviest line is the hot chain exactly, root first, down to the leaf.
     assert!(lines[0].0.ends_with(HOT), "{context}");
     // Nothing else was profiled: the command only.
@@ -456,30 +466,7 @@ fn a_stripped_program_is_named_from_its_debug_file() {
     run(Command::new("objcopy").args(["--add-gnu-debuglink=.debug/busy.debug", "busy"]));
     let prog = busy.display().to_string();
 
-    let out = tracer(&[
-        "profile", "-F", "999", "-f", "folded", "--", &prog, "300", "0", "0", "0", "0",
-    ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
-    let (cpu, hot, cold) = cpu_account(&stderr);
-    let lines = folded(&stdout, "busy");
-    let total: u64 = lines.iter().map(|(_, n)| n).sum();
-    assert_near("all", total, expected(cpu, 999), &context);
-    assert_chain(
-        "hot",
-        through(&lines, HOT),
-        expected(hot, 999),
-        total,
-        &context,
-    );
-    assert_chain(
-        "cold",
-        through(&lines, COLD),
-        expected(cold, 999),
-        total,
-        &context,
-    );
+    on_cpu_shares(&prog, "busy", "300");
 
     let probe = |function: &str| {
         let spec = format!("uprobe:{prog}:{function}");

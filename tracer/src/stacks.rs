@@ -46,8 +46,8 @@ pub const NO_FRAMES: i32 = -libc::EFAULT;
 
 /// Puts a function-entry hit's direct caller (`entry_ret`, the return address at the stack
 /// pointer; 0 for none) back as the stack's second frame, where a frame-pointer walk from the
-/// entry skipped it. Kernels that already unwind it there (Debian's 6.1 on) leave nothing to
-/// add.
+/// entry skipped it. Kernels that already unwind it there for uprobes (Debian's 6.1 on)
+/// leave nothing to add; for execute breakpoints none does.
 fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
     if entry_ret != 0 && !ips.is_empty() && ips.get(1) != Some(&entry_ret) {
         ips.insert(1, entry_ret);
@@ -103,9 +103,9 @@ fn without_trampoline(frames: &mut Vec<Frame>) {
 
 impl Symbolizer {
     /// The stacks of `event`: kernel first, then user, each only when it was captured.
-    /// `entry_ret`: `word::ENTRY_RET` of a probe with `SLOT_STACK_AT_ENTRY`, else 0: a user
-    /// address is the user stack's direct caller at a uprobe on a function's entry, put back
-    /// second; a kernel address is a fentry hit's function, put first where the unwinder from
+    /// `entry_ret`: `word::ENTRY_RET` of a slot with `SLOT_STACK_AT_ENTRY`, else 0: a user
+    /// address is the user stack's direct caller at a function's entry (a uprobe, an execute
+    /// breakpoint), put back second; a kernel address is a fentry hit's function, put first where the unwinder from
     /// the trampoline left it out.
     pub fn stacks(
         &mut self,

@@ -128,37 +128,38 @@ fn name_rank(name: &str, global: bool) -> u8 {
 /// searched where gdb and perf search: by build-id under /usr/lib/debug/.build-id/, else by
 /// its `.gnu_debuglink` name beside `named`, in `.debug/` beside it, and under /usr/lib/debug
 /// with `named`'s directory. A candidate with another build-id than `file` belongs to another
-/// build and is passed over.
-pub fn debug_file(named: &Path, file: &object::File) -> Option<PathBuf> {
+/// build and is passed over (that check stands for the link's CRC, which is not computed).
+/// The file is returned mapped, with its path.
+fn debug_file(named: &Path, file: &object::File) -> Option<(PathBuf, super::file::Mapped)> {
     if file.section_by_name(".debug_info").is_some() {
         return None;
     }
     let build_id = file.build_id().ok().flatten().filter(|id| id.len() >= 2);
-    if let Some(id) = build_id.map(hex) {
-        let path = Path::new(DEBUG_ROOT).join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..]));
-        if path.is_file() {
-            return Some(path);
+    let by_id = build_id
+        .map(hex)
+        .map(|id| Path::new(DEBUG_ROOT).join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..])));
+    let linked = || -> Option<Vec<PathBuf>> {
+        let (link, _crc) = file.gnu_debuglink().ok().flatten()?;
+        let link = Path::new(std::str::from_utf8(link).ok()?);
+        let dir = named.parent()?;
+        let under_root = Path::new(DEBUG_ROOT).join(dir.strip_prefix("/").ok()?);
+        Some(vec![
+            dir.join(link),
+            dir.join(".debug").join(link),
+            under_root.join(link),
+        ])
+    };
+    let candidates = match by_id.filter(|p| p.is_file()) {
+        Some(path) => vec![path],
+        None => linked()?,
+    };
+    candidates.into_iter().find_map(|path| {
+        if path == named {
+            return None;
         }
-    }
-    let (link, _crc) = file.gnu_debuglink().ok().flatten()?;
-    let link = Path::new(std::str::from_utf8(link).ok()?);
-    let dir = named.parent()?;
-    let candidates = [
-        dir.join(link),
-        dir.join(".debug").join(link),
-        Path::new(DEBUG_ROOT)
-            .join(dir.strip_prefix("/").ok()?)
-            .join(link),
-    ];
-    candidates.into_iter().find(|path| {
-        path != named
-            && super::file::check_regular(path).is_ok()
-            && super::file::map(path).is_ok_and(|data| {
-                parse(path, &data).is_ok_and(|debug| {
-                    let theirs = debug.build_id().ok().flatten();
-                    build_id.is_none() || theirs.is_none() || theirs == build_id
-                })
-            })
+        let data = super::file::map(&path).ok()?;
+        let theirs = parse(&path, &data).ok()?.build_id().ok().flatten();
+        (build_id.is_none() || theirs.is_none() || theirs == build_id).then_some((path, data))
     })
 }
 
@@ -169,21 +170,28 @@ pub fn in_debug_file<T>(
     file: &object::File,
     read: impl FnOnce(&object::File) -> T,
 ) -> Option<(PathBuf, T)> {
-    let debug = debug_file(named, file)?;
-    let data = super::file::map(&debug).ok()?;
+    let (debug, data) = debug_file(named, file)?;
     let value = read(&parse(&debug, &data).ok()?);
     Some((debug, value))
+}
+
+/// The path of a mapped file as the maps name it, without the ` (deleted)` the kernel adds to
+/// one replaced or removed since.
+fn on_disk(path: &Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text))
 }
 
 impl ElfSymbols {
     /// The symbols of the file at `path`, with those of its separate debug file when it has
     /// one (a stripped binary keeps only its dynamic symbols: its own functions are named
-    /// from the debug file's table). `named` is the path the file is known by (where a
-    /// `.gnu_debuglink` is looked for), when `path` is another way to it.
+    /// from the debug file's table).
     pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
         ElfSymbols::load_named(path, path)
     }
 
+    /// [`ElfSymbols::load`] of a file read at `path` (`/proc/PID/map_files/...`) but known
+    /// by `named`, beside which a `.gnu_debuglink` is looked for.
     pub fn load_named(path: &Path, named: &Path) -> Result<ElfSymbols, Error> {
         let data = super::file::map(path)?;
         ElfSymbols::parse(path, &data, Some(named))
@@ -347,8 +355,7 @@ impl Process {
             .iter()
             .find(|m| m.path.as_deref() == Some(path))?
             .clone();
-        let text = path.to_string_lossy();
-        let on_disk = PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text));
+        let on_disk = on_disk(path);
         let same = std::fs::metadata(&on_disk).is_ok_and(|md| {
             use std::os::unix::fs::MetadataExt;
             md.ino() == mapping.inode
@@ -381,10 +388,8 @@ impl Process {
                 Some(loaded) => loaded,
                 None if path == Path::new(VDSO) => self.vdso().map(Rc::new),
                 None => {
-                    let text = path.to_string_lossy();
-                    let named = PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text));
                     let loaded = (self.source(path))
-                        .and_then(|s| ElfSymbols::load_named(&s, &named).ok())
+                        .and_then(|s| ElfSymbols::load_named(&s, &on_disk(path)).ok())
                         .map(Rc::new);
                     if let Some(id) = id {
                         ELF_CACHE.with(|c| c.borrow_mut().insert(id, loaded.clone()));
