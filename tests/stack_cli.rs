@@ -10,6 +10,25 @@ use common::{
 };
 use tracer::kernel::features::Feature;
 
+/// `latency -s`: each slow call's stack is taken at its end, here chain_target's first
+/// instruction; the chain is whole, down to main, with lines (the VM tier runs this on 5.10,
+/// whose kernel does not put the direct caller back itself).
+#[test]
+fn latency_outlier_stacks_at_a_function_entry_keep_the_direct_caller() {
+    if !has(Feature::UprobePmu, "latency_stacks") || !has(Feature::Bpf, "latency_stacks") {
+        return;
+    }
+    let first = chain_line("_Bool odd, enum color shade) {");
+    for outlier in common::chain_latency_outliers(3) {
+        assert!(outlier["duration_ns"].as_u64().unwrap() > 0, "{outlier}");
+        assert_eq!(
+            user_frames(&outlier)[..4],
+            expected_chain(first)[..],
+            "{outlier}"
+        );
+    }
+}
+
 #[test]
 fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {
     if !has(Feature::UprobePmu, "uprobe_stacks") || !has(Feature::Bpf, "uprobe_stacks") {

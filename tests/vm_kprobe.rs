@@ -981,4 +981,12 @@ fn uprobe_stacks_at_function_entry_keep_the_direct_caller() {
         expected_chain(first)[..],
         "{report}"
     );
+    // A latency outlier's stack, taken at an end on chain_target's entry.
+    for outlier in common::chain_latency_outliers(3) {
+        assert_eq!(
+            user_frames(&outlier)[..4],
+            expected_chain(first)[..],
+            "{outlier}"
+        );
+    }
 }

@@ -351,6 +351,57 @@ pub fn traced_chain(calls: u32, args: &[&str]) -> (std::process::Output, String)
     (out, rest)
 }
 
+/// `tracer latency --from chain_a --to chain_target --slower-than 1ns -s user -p PID` over
+/// `calls` calls of the chain workload, stopped with SIGINT: every call is an outlier, its stack
+/// taken at the end, a uprobe on chain_target's first instruction (where the frame-pointer walk
+/// skips the direct caller, chain_b, unless the kernel or tracer puts it back). Returns the
+/// outlier lines.
+#[allow(dead_code)]
+pub fn chain_latency_outliers(calls: u32) -> Vec<serde_json::Value> {
+    let chain = chain_program().display().to_string();
+    let mut cmd = Command::new(chain_program());
+    cmd.arg(calls.to_string());
+    let mut work = Workload::start(cmd);
+    let pid = work.pid().to_string();
+    let (from, to) = (
+        format!("uprobe:{chain}:chain_a"),
+        format!("uprobe:{chain}:chain_target"),
+    );
+    let (child, mut stderr, banner) = tracer_started(&[
+        "latency",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--slower-than",
+        "1ns",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        "-p",
+        &pid,
+    ]);
+    work.run_batch();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("tracer ends on SIGINT");
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).unwrap();
+    work.finish();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    // The outliers, then the histogram.
+    let lines = json_lines(&out.stdout);
+    let (outliers, histograms): (Vec<_>, Vec<_>) =
+        lines.into_iter().partition(|l| l["outlier"] == true);
+    assert_eq!(histograms.len(), 1, "{histograms:?}\n{rest}");
+    assert_eq!(outliers.len(), calls as usize, "{outliers:?}\n{rest}");
+    outliers
+}
+
 /// `tracer probe --debug-bpf` with a `--comm` that matches nothing: the workload's hits are all
 /// dropped, and the programs say so, one `bpf:` line each naming the probe and the filter.
 /// Returns those lines and the run's stderr.

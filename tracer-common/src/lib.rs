@@ -59,8 +59,9 @@ pub mod word {
     pub const LAT_ARG0: usize = 1;
     /// Latency outlier: the end's return value.
     pub const LAT_RETURN: usize = 7;
-    /// Uprobe at a function's first instruction with user stacks ([`SLOT_STACK_AT_ENTRY`]):
-    /// the return address at the stack pointer, the direct caller; 0 otherwise.
+    /// Uprobe at a function's first instruction with user stacks ([`SLOT_STACK_AT_ENTRY`]; a
+    /// latency outlier whose end is one, in place of [`LAT_RETURN`]): the return address at the
+    /// stack pointer, the direct caller; 0 otherwise.
     ///
     /// [`SLOT_STACK_AT_ENTRY`]: super::SLOT_STACK_AT_ENTRY
     pub const ENTRY_RET: usize = 7;
@@ -950,7 +951,8 @@ pub struct LatConfig {
     pub filter: SlotConfig,
     /// `LAT_BY_*`.
     pub by: u32,
-    /// `SLOT_STACK_*` bits: stacks captured (at the end) for outliers.
+    /// `SLOT_STACK_*` bits: stacks captured (at the end) for outliers; `SLOT_STACK_AT_ENTRY`
+    /// when the end is a uprobe at a function's first instruction.
     pub stack_flags: u32,
     /// The key parts read at the start and at the end, in the same order.
     pub entry_key: [LatKeySrc; LAT_KEY_PARTS],

@@ -3,7 +3,7 @@
 //! slower than a threshold. Included into the probes object, which owns the maps they share.
 
 use aya_ebpf::bindings::BPF_F_USER_STACK;
-use aya_ebpf::helpers::generated;
+use aya_ebpf::helpers::{bpf_probe_read_user, generated};
 use aya_ebpf::macros::{fentry, fexit, kprobe, map};
 use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::tracing::StackIdContext;
@@ -16,8 +16,8 @@ use tracer_common::{
     HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
     LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
     LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
-    LAT_USDT_START, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_USDT,
-    USES_VALUE_FILTER,
+    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
+    SLOT_VALUE_FILTER, USES_USDT, USES_VALUE_FILTER,
 };
 
 use crate::{emit_raw, filter_passes, passes, stack_id, uses, SCRATCH};
@@ -165,8 +165,11 @@ fn add(key: &HistKey, value: u64, max: bool) {
     }
 }
 
+/// `ret`: the end's return value (a return probe), else 0. `entry_sp`: a uprobe end's stack
+/// pointer, else 0: at a function's first instruction ([`SLOT_STACK_AT_ENTRY`]) the word there
+/// is the direct caller, which the frame-pointer walk skips on kernels that do not repair it.
 #[inline(always)]
-fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
+fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
@@ -291,6 +294,12 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64) {
             i += 1;
         }
         data[word::LAT_RETURN] = ret;
+        // An end at a function's entry has no return value: the word carries its caller.
+        if config.stack_flags & SLOT_STACK_AT_ENTRY != 0 {
+            // SAFETY: the probe-read helper fails cleanly on a bad user address.
+            data[word::ENTRY_RET] =
+                unsafe { bpf_probe_read_user(entry_sp as *const u64) }.unwrap_or(0);
+        }
         let kstack = stack_id(ctx, config.stack_flags & SLOT_STACK_KERNEL != 0, 0);
         let ustack = stack_id(
             ctx,
@@ -335,7 +344,9 @@ pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
 #[kprobe]
 pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_END);
-    exit(&ctx, &Source::Args(&args), 0);
+    // SAFETY: `regs` is the probe's context (a fixed-offset load the verifier checks).
+    let sp = unsafe { (*ctx.regs).rsp };
+    exit(&ctx, &Source::Args(&args), 0, sp);
     0
 }
 
@@ -343,7 +354,7 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
 #[kprobe]
 pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
-    exit(&ctx, &Source::Thread, ret);
+    exit(&ctx, &Source::Thread, ret, 0);
     0
 }
 
@@ -359,7 +370,7 @@ pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
 #[fentry]
 pub fn lat_fn_end(ctx: FEntryContext) -> u32 {
     let args = crate::function_args(&ctx);
-    exit(&ctx, &Source::Args(&args), 0);
+    exit(&ctx, &Source::Args(&args), 0, 0);
     0
 }
 
@@ -370,7 +381,7 @@ pub fn lat_fn_exit(ctx: FExitContext) -> u32 {
     let mut ret = 0u64;
     // SAFETY: the helper reads the return value the trampoline saved into a valid stack slot.
     unsafe { generated::bpf_get_func_ret(ctx.as_ptr(), &mut ret) };
-    exit(&ctx, &Source::Thread, ret);
+    exit(&ctx, &Source::Thread, ret, 0);
     0
 }
 
@@ -382,6 +393,6 @@ fn lat_tp_entry_hit(ctx: TracePointContext) -> u32 {
 
 crate::tracepoint_program!(lat_tp_exit => lat_tp_exit_hit);
 fn lat_tp_exit_hit(ctx: TracePointContext) -> u32 {
-    exit(&ctx, &Source::Record(&ctx), 0);
+    exit(&ctx, &Source::Record(&ctx), 0, 0);
     crate::TRACEPOINT_PASS
 }

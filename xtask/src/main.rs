@@ -139,7 +139,7 @@ fn test(args: &[String]) -> Result<()> {
     };
     // Two VMs at a time: each is one single-threaded TCG process, so two keep both cores
     // busy and four kernels take the time two took one after another. Their consoles are
-    // told apart by a `[KERNEL]` prefix.
+    // told apart by a `[KERNEL SECONDS]` prefix.
     let queue = std::sync::Mutex::new(kernels.clone());
     let failed = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {

@@ -129,6 +129,15 @@ impl<'a> LatencySink<'a, crate::output::Output> {
 }
 
 impl<W: std::io::Write> LatencySink<'_, W> {
+    /// The direct caller an outlier's user stack is missing (`word::ENTRY_RET`, set by an end
+    /// at a function's first instruction), or 0. At a return end that word is the return value.
+    fn entry_ret(&self, e: &Event) -> u64 {
+        match self.end_ret {
+            true => 0,
+            false => e.data[word::ENTRY_RET],
+        }
+    }
+
     /// Calls measured, starts, ends without a start, and what else went unmatched.
     fn summary(&self, outcome: &Outcome, plan: &LatencyPlan) -> Result<Summary, Error> {
         let [entries, exits, no_entry, outliers_lost, replaced, filtered] =
@@ -261,7 +270,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                     .as_ref()
                     .map(|values| start_args(values, e)),
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
-                stacks: self.symbolizer.stacks(self.bpf, e, 0)?,
+                stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e))?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;
         }

@@ -576,7 +576,7 @@ fn entry_hint(spec: &ProbeSpec) -> String {
 
 /// A uprobe on a function's first instruction (`uprobe:BIN:FUNC`, no offset, not a return
 /// probe): its user stacks need the return address at the stack pointer.
-fn at_function_entry(spec: &ProbeSpec) -> bool {
+pub(super) fn at_function_entry(spec: &ProbeSpec) -> bool {
     matches!(
         &spec.target,
         Target::User {

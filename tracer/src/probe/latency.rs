@@ -4,7 +4,7 @@
 
 use tracer_common::{
     HistKey, LatConfig, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, LAT_USDT_END,
-    LAT_USDT_START, SLOT_FILTER_TRACKED,
+    LAT_USDT_START, SLOT_FILTER_TRACKED, SLOT_STACK_USER,
 };
 
 use super::trampoline::{FunctionTarget, Trampolines, Via};
@@ -249,10 +249,7 @@ fn lat_config(
     Ok(LatConfig {
         filter,
         by: plan.by,
-        stack_flags: crate::stacks::flags_for(
-            plan.stack,
-            matches!(plan.end.target, Target::User { .. }),
-        ),
+        stack_flags: end_stack_flags(plan),
         entry_key,
         exit_key,
         linear_step: plan.linear_step.unwrap_or(0),
@@ -260,6 +257,17 @@ fn lat_config(
         usdt: 0,
         _pad: 0,
     })
+}
+
+/// The stacks outliers capture at the end: a uprobe end at a function's first instruction also
+/// reads its direct caller (`SLOT_STACK_AT_ENTRY`), as a probe there does.
+fn end_stack_flags(plan: &LatencyPlan) -> u32 {
+    let user = matches!(plan.end.target, Target::User { .. });
+    let flags = crate::stacks::flags_for(plan.stack, user);
+    match flags & SLOT_STACK_USER != 0 && super::attach::at_function_entry(&plan.end) {
+        true => flags | tracer_common::SLOT_STACK_AT_ENTRY,
+        false => flags,
+    }
 }
 
 /// A histogram group's value under `by` (`LAT_BY_*`): the command name, or the number; empty
