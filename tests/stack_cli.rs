@@ -276,8 +276,54 @@ fn counted_stacks_of_processes_gone_by_the_report_are_named() {
     if !has(Feature::UprobePmu, "counted_stacks") || !has(Feature::Bpf, "counted_stacks") {
         return;
     }
+    counted_stacks_of_short_runs_are_named(&chain_program());
+}
+
+/// The same from a program on overlayfs, as in a container: the kernel's mmap records give the
+/// device of the layer the file is on, `stat` the overlay's; the file is known by its build-id
+/// (5.12+), or by its inode number on overlayfs. (The VM tier's root is an overlay too.)
+#[test]
+fn counted_stacks_of_gone_processes_on_overlayfs_are_named() {
+    if !has(Feature::UprobePmu, "overlay_stacks") || !has(Feature::Bpf, "overlay_stacks") {
+        return;
+    }
     common::require_root();
-    let chain = chain_program();
+    let dir = tempfile::tempdir().unwrap();
+    let [lower, upper, work, merged] = ["lower", "upper", "work", "merged"].map(|d| {
+        let path = dir.path().join(d);
+        std::fs::create_dir(&path).unwrap();
+        path
+    });
+    std::fs::copy(chain_program(), lower.join("tracer-chain")).unwrap();
+    let options = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        lower.display(),
+        upper.display(),
+        work.display()
+    );
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o", &options])
+        .arg(&merged)
+        .status()
+        .unwrap();
+    if !mounted.success() {
+        println!("SKIPPED overlay_stacks: cannot mount overlayfs here");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&merged);
+    counted_stacks_of_short_runs_are_named(&merged.join("tracer-chain"));
+}
+
+/// Two runs of the chain at `chain` under a shell, 2 and 3 calls, counted by stack: one row
+/// each, both named down to main at the report, when both processes are gone.
+fn counted_stacks_of_short_runs_are_named(chain: &std::path::Path) {
+    common::require_root();
     let spec = format!("uprobe:{}:chain_target", chain.display());
     let c = chain.display();
     let script = format!("{c} 2 </dev/null >/dev/null; {c} 3 </dev/null >/dev/null");

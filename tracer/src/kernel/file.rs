@@ -91,6 +91,21 @@ pub fn check_regular(path: &Path) -> Result<(), Error> {
     refuse(path, meta.file_type())
 }
 
+/// Whether `path` is on overlayfs, where `stat` gives the overlay's device while the kernel's
+/// maps and mmap records give the device of the layer the file lives on (its inode number is
+/// the layer's, unless overlayfs was mounted with `xino`).
+pub fn on_overlayfs(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut fs = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and `fs` is a writable statfs the call fills.
+    let rc = unsafe { libc::statfs(path.as_ptr(), fs.as_mut_ptr()) };
+    // SAFETY: statfs filled the struct when it returned 0.
+    rc == 0 && unsafe { fs.assume_init() }.f_type == libc::OVERLAYFS_SUPER_MAGIC
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,10 @@ pub struct Mapping {
     /// its path now.
     pub dev: (u32, u32),
     pub inode: u64,
+    /// The mapped file's GNU build-id as hex, where the kernel's mmap record carried it in
+    /// place of the device and inode (`perf_event_attr.build_id`, 5.12+); `None` from
+    /// /proc/PID/maps.
+    pub build_id: Option<String>,
     /// As the kernel prints it: a file replaced or removed since it was mapped ends in
     /// ` (deleted)`.
     pub path: Option<PathBuf>,
@@ -46,6 +50,7 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
                     u32::from_str_radix(minor, 16).ok()?,
                 ),
                 inode: inode.parse().ok()?,
+                build_id: None,
                 path: (path.starts_with('/') || path == VDSO).then(|| PathBuf::from(path)),
             })
         })
@@ -90,7 +95,7 @@ fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, Error> {
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -243,8 +248,20 @@ impl ElfSymbols {
     }
 }
 
-/// A mapped file, whatever its path: (device major, minor, inode).
-type FileId = (u32, u32, u64);
+/// A mapped file, whatever its path: by (device major, minor, inode), or by build-id where
+/// the kernel's mmap record gave that instead.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum FileId {
+    Inode(u32, u32, u64),
+    Build(String),
+}
+
+/// The GNU build-id of the ELF file at `path`, as hex.
+fn file_build_id(path: &Path) -> Option<String> {
+    let data = super::file::map(path).ok()?;
+    let id = parse(path, &data).ok()?.build_id().ok().flatten()?;
+    Some(hex(id))
+}
 
 thread_local! {
     /// Symbols of mapped files by [`FileId`], shared by every process that maps them: a
@@ -356,10 +373,20 @@ impl Process {
             .find(|m| m.path.as_deref() == Some(path))?
             .clone();
         let on_disk = on_disk(path);
+        // The same file: the same device and inode; or, where the record gave a build-id,
+        // the same build-id (a container's overlayfs reports another device than `stat`);
+        // or on overlayfs without build-ids (before 5.12), the same inode number.
         let same = std::fs::metadata(&on_disk).is_ok_and(|md| {
             use std::os::unix::fs::MetadataExt;
-            md.ino() == mapping.inode
-                && (libc::major(md.dev()), libc::minor(md.dev())) == mapping.dev
+            let dev = (libc::major(md.dev()), libc::minor(md.dev()));
+            let built = || {
+                let ids = self.maps.iter().filter(|m| m.path.as_deref() == Some(path));
+                let wanted = ids.filter_map(|m| m.build_id.as_deref()).next();
+                wanted.is_some_and(|id| file_build_id(&on_disk).as_deref() == Some(id))
+            };
+            (md.ino() == mapping.inode && dev == mapping.dev)
+                || built()
+                || (md.ino() == mapping.inode && super::file::on_overlayfs(&on_disk))
         });
         let source = if same {
             Some(on_disk)
@@ -374,16 +401,23 @@ impl Process {
         source
     }
 
-    /// Which file is mapped at `path` (`None` for an inode 0: nothing to share by).
+    /// Which file is mapped at `path` (`None` for an inode 0 without a build-id: nothing to
+    /// share by).
     fn file_id(&self, path: &Path) -> Option<FileId> {
-        let m = self.maps.iter().find(|m| m.path.as_deref() == Some(path))?;
-        (m.inode != 0).then_some((m.dev.0, m.dev.1, m.inode))
+        let mut maps = self.maps.iter().filter(|m| m.path.as_deref() == Some(path));
+        let by_inode = maps.clone().find(|m| m.inode != 0);
+        match by_inode {
+            Some(m) => Some(FileId::Inode(m.dev.0, m.dev.1, m.inode)),
+            None => maps.find_map(|m| m.build_id.clone()).map(FileId::Build),
+        }
     }
 
     fn elf(&mut self, path: &Path) -> Option<&ElfSymbols> {
         if !self.elfs.contains_key(path) {
             let id = self.file_id(path);
-            let cached = id.and_then(|id| ELF_CACHE.with(|c| c.borrow().get(&id).cloned()));
+            let cached = id
+                .as_ref()
+                .and_then(|id| ELF_CACHE.with(|c| c.borrow().get(id).cloned()));
             let loaded = match cached {
                 Some(loaded) => loaded,
                 None if path == Path::new(VDSO) => self.vdso().map(Rc::new),
@@ -547,7 +581,9 @@ impl Process {
         let (path, bias) = self.placed(addr)?;
         if !self.lines.contains_key(&path) {
             let id = self.file_id(&path);
-            let cached = id.and_then(|id| LINE_CACHE.with(|c| c.borrow().get(&id).cloned()));
+            let cached = id
+                .as_ref()
+                .and_then(|id| LINE_CACHE.with(|c| c.borrow().get(id).cloned()));
             let loader = match cached {
                 Some(loader) => loader,
                 None => {

@@ -8,7 +8,7 @@ use tracer_common::{
 };
 
 use crate::bpf::{Bpf, Slot, SlotKind};
-use crate::kernel::symbols::Mapping;
+use crate::kernel::symbols::{self, Mapping};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::profile::{Accounting, Entry, Frame};
 use crate::output::stack::{Space, Stack};
@@ -193,7 +193,7 @@ impl MapsTracker {
                 ),
                 None => (Scope::Cpu(cpu), 0),
             };
-            let options = Options {
+            let options = |build_id: u64| Options {
                 // MMAP_DATA too: an ELF file's offset-0 mapping, which places its symbols, is
                 // not executable with separate code segments.
                 flags: flag::MMAP
@@ -202,17 +202,27 @@ impl MapsTracker {
                     | flag::COMM
                     | flag::TASK
                     | flag::SAMPLE_ID_ALL
+                    | build_id
                     | inherit,
                 // Timestamps, to apply the records of all CPUs in the order they happened.
                 sample_type: perf::attr::sample::TIME,
                 ..Options::default()
             };
-            let event = perf::Event::open(
-                format!("mappings on CPU {cpu}"),
-                &EventKind::Software(Software::Dummy),
-                &options,
-                &scope,
-            )?;
+            let open = |build_id: u64| {
+                perf::Event::open(
+                    format!("mappings on CPU {cpu}"),
+                    &EventKind::Software(Software::Dummy),
+                    &options(build_id),
+                    &scope,
+                )
+            };
+            // Build-ids in the mmap records (5.12+) where the kernel has them: they tell the
+            // mapped file apart where its device does not match `stat`'s (overlayfs, as in
+            // containers) once the process is gone. Older kernels refuse the bit.
+            let event = match open(flag::BUILD_ID) {
+                Ok(event) => event,
+                Err(_) => open(0)?,
+            };
             rings.push(perf::Ring::new(event, 64)?);
         }
         Ok(MapsTracker {
@@ -257,9 +267,9 @@ impl MapsTracker {
                         filename,
                         ..
                     } => {
-                        let (dev, inode) = match file {
-                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino),
-                            Mmap2File::BuildId(_) => ((0, 0), 0),
+                        let (dev, inode, build_id) = match file {
+                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino, None),
+                            Mmap2File::BuildId(id) => ((0, 0), 0, Some(symbols::hex(id))),
                         };
                         let name = filename.split(|&b| b == 0).next().unwrap_or_default();
                         let path = (name.first() == Some(&b'/')).then(|| {
@@ -282,6 +292,7 @@ impl MapsTracker {
                                 perms,
                                 dev,
                                 inode,
+                                build_id,
                                 path,
                             },
                         )
