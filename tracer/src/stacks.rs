@@ -73,6 +73,10 @@ pub struct Symbolizer {
     addresses: HashMap<(u32, u64), Frame>,
     /// Stacks that `bpf_get_stackid` could not capture.
     pub not_captured: u64,
+    /// Hits whose every stack asked for had no frames ([`NO_FRAMES`]): not a side the task
+    /// was off, since no other side had any (a syscall tracepoint's kernel stack on kernels
+    /// before 6.12, which hand BPF the user registers there).
+    pub no_frames: u64,
     /// Counted stacks, as (pid, kernel id, user id), whose id was removed from the stack map
     /// while they were still being counted (see `probe::aggregate::evict`): shown as lost.
     lost: HashSet<(u32, i32, i32)>,
@@ -130,8 +134,16 @@ impl Symbolizer {
             return Ok(vec![Stack::Evicted]);
         }
         let mut out = Vec::new();
+        // A side without frames is the side the task was not on only when the other side has
+        // a stack; alone, it is a stack the kernel did not give, and said so.
+        let neither = |id: i32| id == NO_STACK || id == NO_FRAMES;
+        if neither(kstack) && neither(ustack) && (kstack == NO_FRAMES || ustack == NO_FRAMES) {
+            self.no_frames += 1;
+            out.push(Stack::NotCaptured(NO_FRAMES));
+            return Ok(out);
+        }
         for (id, space) in [(kstack, Space::Kernel), (ustack, Space::User)] {
-            if id == NO_STACK || id == NO_FRAMES {
+            if neither(id) {
                 continue;
             }
             let Ok(id) = u32::try_from(id) else {
@@ -386,6 +398,14 @@ impl Symbolizer {
             parts.push(format!(
                 "{} stacks not captured (stack map full or hash bucket taken)",
                 self.not_captured
+            ));
+        }
+        if self.no_frames > 0 {
+            parts.push(format!(
+                "{} hits without frames: the kernel gave no stack there (for a syscalls: \
+                 tracepoint before Linux 6.12, which hands BPF the user registers, \
+                 raw_syscalls:sys_enter with --filter 'id == N' has kernel stacks)",
+                self.no_frames
             ));
         }
         if self.evicted > 0 {

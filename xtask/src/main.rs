@@ -121,7 +121,10 @@ fn test(args: &[String]) -> Result<()> {
     fuzz::run(fuzz::DEFAULT_SECONDS)?;
 
     section("tier 3: VM tests on Debian kernels");
-    let binary = test_binary("vm_kprobe")?;
+    let binaries = VM_SUITES
+        .iter()
+        .map(|name| test_binary(name))
+        .collect::<Result<Vec<_>>>()?;
     // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
     // and on the kernels whose BPF has what tracer's trampoline programs need (5.19+), so
     // must fentry and fexit.
@@ -130,12 +133,17 @@ fn test(args: &[String]) -> Result<()> {
             true => "kprobes,kprobe_events,fentry,fexit",
             false => "kprobes,kprobe_events",
         };
-        vec![
+        // Every suite runs, one after another; the VM's exit status is 1 if any failed.
+        let mut cmd = vec![
             "env".to_string(),
             format!("TRACER_REQUIRE={required}"),
-            binary.display().to_string(),
-            "--test-threads=1".to_string(),
-        ]
+            "sh".to_string(),
+            "-c".to_string(),
+            r#"rc=0; for b; do "$b" --test-threads=1 || rc=1; done; exit $rc"#.to_string(),
+            "sh".to_string(),
+        ];
+        cmd.extend(binaries.iter().map(|b| b.display().to_string()));
+        cmd
     };
     // Two VMs at a time: each is one single-threaded TCG process, so two keep both cores
     // busy and four kernels take the time two took one after another. Their consoles are
@@ -148,7 +156,7 @@ fn test(args: &[String]) -> Result<()> {
                 let Some(kernel) = queue.lock().expect("queue").pop() else {
                     break;
                 };
-                println!("--- kernel {kernel}: {}", binary.display());
+                println!("--- kernel {kernel}: {}", VM_SUITES.join(", "));
                 let failure = match vm::run(&kernel, &cmd(&kernel)) {
                     Ok(0) => None,
                     Ok(code) => Some(format!("exit status {code}")),
@@ -172,6 +180,20 @@ fn test(args: &[String]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The test suites the VM tier runs on every kernel: the kernel-function tests, and the host
+/// suites of probes, stacks, strings and arguments (6-8 minutes of TCG per kernel in all).
+/// Not yet: `latency_cli` and `profile_cli` assert timings that emulation distorts (17 ms
+/// sleeps measured as 18; CPU shares skewed by the emulated clock); `count_cli`, `filter_cli`,
+/// `trace_cli`, `record_cli`, `watch_cli` and `usdt_cli` each fail a test on some kernel
+/// (issue notes of 2026-11-25).
+const VM_SUITES: [&str; 5] = [
+    "vm_kprobe",
+    "stack_cli",
+    "probe_cli",
+    "strings_cli",
+    "args_cli",
+];
 
 /// VMs booted at once by the VM tier.
 const VM_PARALLEL: usize = 2;

@@ -75,6 +75,15 @@ impl Frame {
 }
 
 /// Prints stacks under an event line, one frame per line, indented like bcc's and perf's.
+/// Why a stack is missing: `bpf_get_stackid`'s error. EFAULT is the kernel walking no frames
+/// at all (the task was not on that side, or the hit's registers gave nothing to walk).
+fn not_captured(errno: i32) -> String {
+    match -errno {
+        libc::EFAULT => "the kernel gave no frames here".to_string(),
+        e => std::io::Error::from_raw_os_error(e).to_string(),
+    }
+}
+
 pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
     for stack in stacks {
         match stack {
@@ -86,7 +95,7 @@ pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Resul
             Stack::NotCaptured(errno) => writeln!(
                 out,
                 "        [stack not captured: {}]",
-                std::io::Error::from_raw_os_error(-errno)
+                not_captured(*errno)
             )?,
             Stack::Evicted => writeln!(out, "        [lost] (stack evicted while counted)")?,
         }
@@ -102,7 +111,7 @@ pub fn json(stacks: &[Stack]) -> serde_json::Value {
         match stack {
             Stack::Frames(frames) => out.extend(frames.iter().map(Frame::json)),
             Stack::NotCaptured(errno) => out.push(serde_json::json!({
-                "error": std::io::Error::from_raw_os_error(-errno).to_string(),
+                "error": not_captured(*errno),
             })),
             Stack::Evicted => out.push(serde_json::json!({
                 "error": "stack evicted while counted",
