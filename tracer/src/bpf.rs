@@ -1326,6 +1326,16 @@ impl Bpf {
             .unwrap_or(0)
     }
 
+    /// Hits that no program of this object saw: the sum of every loaded program's
+    /// [`Bpf::recursion_misses`]. Where the kernel runs a program preemptibly (the syscall
+    /// tracepoints of Debian's 7.3, lazy preemption), a task preempted inside it makes the
+    /// kernel skip it for every other task on that CPU until it resumes.
+    pub fn missed(&self) -> u64 {
+        (self.ebpf.programs())
+            .map(|(name, _)| self.recursion_misses(name))
+            .sum()
+    }
+
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
         self.maps
             .config

@@ -226,7 +226,8 @@ fn count(
     let bpf = &*sink.bpf;
     let (hits, failed) = bpf.stats()?;
     let filtered = bpf.filtered()?;
-    let mut notes = Vec::new();
+    let missed = bpf.missed();
+    let mut notes: Vec<String> = crate::output::notes::missed(missed).into_iter().collect();
     if failed > 0 {
         notes.push(format!(
             "not counted: the count map holds {} keys, each kept while its process runs (-I reports what changed; it does not empty the map: it frees the keys of processes that have exited); use fewer or coarser --count-by keys",
@@ -239,8 +240,8 @@ fn count(
             .map(|line| format!("stacks: {line}")),
     );
     let tail = match plan.value_filter {
-        Some(_) => format!("{failed} not counted, {filtered} filtered out"),
-        None => format!("{failed} not counted"),
+        Some(_) => format!("{failed} not counted, {missed} missed, {filtered} filtered out"),
+        None => format!("{failed} not counted, {missed} missed"),
     };
     Summary {
         count: hits - filtered,
@@ -428,6 +429,7 @@ fn stream_summary<W: std::io::Write>(
     if silent > 0 {
         notes.push(format!("{silent} probes without hits not listed"));
     }
+    notes.extend(crate::output::notes::missed(bpf.missed()));
     for s in state.probes.iter().filter(|p| p.faults > 0) {
         notes.push(format!(
             "{}: {} struct member reads failed (bad or paged-out pointers), printed as ?",

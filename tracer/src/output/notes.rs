@@ -32,6 +32,17 @@ pub fn render_progress(command: &str, text: &dyn Display) -> String {
     format!("tracer {command}: {text}\n")
 }
 
+/// The note for hits no program saw ([`crate::bpf::Bpf::missed`]), if there were any.
+pub fn missed(hits: u64) -> Option<String> {
+    (hits > 0).then(|| {
+        format!(
+            "{hits} hits missed: the kernel skipped tracer's program because one was already \
+             running on that CPU (a task preempted inside it: Linux runs syscall tracepoint \
+             programs preemptibly since 6.13 with lazy or full preemption)"
+        )
+    })
+}
+
 /// Prints a note on stderr (a failed write to stderr has nowhere to be reported).
 pub fn note(text: impl Display) {
     emit(&render(Kind::Note, &text));
