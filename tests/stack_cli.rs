@@ -154,15 +154,7 @@ fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
     assert_eq!(events.len(), 2, "{}", text(&out.stderr));
     // Before 6.12 the kernel hands a syscall tracepoint's BPF program the user registers, so
     // it walks no kernel frames (5.10 and 6.1 in the VM tier): said, never silent.
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut numbers = release
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|n| n.parse::<u32>());
-    let version = (
-        numbers.next().unwrap().unwrap(),
-        numbers.next().unwrap().unwrap(),
-    );
-    if version < (6, 12) {
+    if common::kernel_version() < (6, 12) {
         for event in &events {
             let error = serde_json::json!([{"error": "the kernel gave no frames here"}]);
             assert_eq!(event["stack"], error, "{event}");

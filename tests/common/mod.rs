@@ -305,6 +305,22 @@ pub fn testprog_symbol(symbol: &str) -> u64 {
         .expect("symbol in tracer-testprog")
 }
 
+/// The running kernel's (major, minor) version, from /proc/sys/kernel/osrelease.
+#[allow(dead_code)]
+pub fn kernel_version() -> (u32, u32) {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>());
+    let mut next = || {
+        numbers
+            .next()
+            .and_then(Result::ok)
+            .expect("a version number")
+    };
+    (next(), next())
+}
+
 /// Runs the `tracer` binary (tier-2 and up tests are root) and collects its output.
 pub fn tracer(args: &[&str]) -> std::process::Output {
     require_root();
