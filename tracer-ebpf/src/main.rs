@@ -983,9 +983,15 @@ fn put_buffer(scratch: &mut Scratch, read: u8, ptr: u64, len: u64, buflen: u32) 
         true => (size, flags),
         false => (0, str_flag::NO_ROOM),
     };
+    // Masked again through a volatile read: LLVM drops a mask it can prove redundant (size is
+    // at most `keep`), and 5.10's verifier does not learn a bound from a comparison of two
+    // registers (`len > keep`), so without it the size was unbounded there and the program
+    // refused. The value is unchanged.
+    // SAFETY: a read of a local.
+    let size = unsafe { core::ptr::read_volatile(&size) } & (2 * STRLEN_MAX as usize - 1);
     // SAFETY: the helper validates the source address itself and fails with a negative
     // errno instead of faulting; the destination is inside the buffer: `at` below STR_AREA
-    // and `size` at most STRLEN_MAX (`STR_BUFFER` has room for both).
+    // and `size` below 2 * STRLEN_MAX (`Scratch` has room for both).
     let n = unsafe {
         let dst = scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void;
         generated::bpf_probe_read_user(dst, size as u32, ptr as *const c_void)
