@@ -468,10 +468,13 @@ fn a_stripped_program_is_named_from_its_debug_file() {
 
     on_cpu_shares(&prog, "busy", "300");
 
+    // Two 1 ms naps, then a 300 ms doze: the process is still there when its hits are read
+    // (a streamed stack is named from /proc/PID/maps; one of a process already gone is
+    // [unknown], and said so, which is not what this test is about).
     let probe = |function: &str| {
         let spec = format!("uprobe:{prog}:{function}");
         tracer(&[
-            "probe", "-s", "user", &spec, "--", &prog, "0", "2", "1", "0", "0",
+            "probe", "-s", "user", &spec, "--", &prog, "0", "2", "1", "1", "300",
         ])
     };
     let out = probe("profile_nap");

@@ -37,8 +37,9 @@ pub fn missed(hits: u64) -> Option<String> {
     (hits > 0).then(|| {
         format!(
             "{hits} hits missed: the kernel skipped tracer's program because one was already \
-             running on that CPU (a task preempted inside it: Linux runs syscall tracepoint \
-             programs preemptibly since 6.13 with lazy or full preemption)"
+             running on that CPU (a task preempted inside it: kernels that run syscall \
+             tracepoint programs preemptibly, such as Debian's 7.3, skip it for the other \
+             tasks on that CPU until it resumes)"
         )
     })
 }
