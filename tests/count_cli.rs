@@ -39,20 +39,21 @@ fn getppid_by_comm(script: &str) -> (serde_json::Value, u64) {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     assert_eq!(reports.len(), 1, "{reports:?}");
-    let missed = (stderr.split(" not counted, ").nth(1))
+    let missed = (stderr.split(" not counted, up to ").nth(1))
         .and_then(|rest| rest.split(" missed").next()?.parse().ok())
         .unwrap_or_else(|| panic!("no missed count in {stderr}"));
     if missed > 0 {
         assert!(
-            stderr.contains(&format!("{missed} hits missed: ")),
+            stderr.contains(&format!("up to {missed} hits missed: ")),
             "{stderr}"
         );
     }
     (reports.remove(0), missed)
 }
 
-/// Each comm counted `want` times, or, when the kernel skipped `missed` hits, each at most that
-/// and all of them with the misses exactly the calls made.
+/// Each comm counted `want` times, or, when the kernel skipped tracer's program `missed` times,
+/// each at most that, and the misses at least the calls not counted (at most: the program the
+/// kernel skipped also serves the other system calls, whose skips are in `missed` too).
 fn assert_counts(report: &serde_json::Value, missed: u64, want: &[(&str, u64)]) {
     let counts: Vec<u64> = want
         .iter()
@@ -67,9 +68,8 @@ fn assert_counts(report: &serde_json::Value, missed: u64, want: &[(&str, u64)]) 
             "{report}"
         );
         let made: u64 = expected.iter().sum();
-        assert_eq!(
-            counts.iter().sum::<u64>() + missed,
-            made,
+        assert!(
+            counts.iter().sum::<u64>() + missed >= made,
             "{missed} missed: {report}"
         );
     }
@@ -108,10 +108,12 @@ fn counts_by_comm_equal_each_process_s_syscalls() {
         b.display()
     );
     let (report, missed) = getppid_by_comm(&script);
+    // The shell (dash) calls getppid once, at its start.
     let want = [
         ("tracer-cnt-a", 100),
         ("tracer-cnt-c", 200),
         ("tracer-cnt-b", 700),
+        ("sh", 1),
     ];
     assert_counts(&report, missed, &want);
     // Rows are sorted by count, largest first.
@@ -136,7 +138,11 @@ fn processes_taking_turns_on_one_cpu_are_each_counted_exactly() {
     assert_counts(
         &report,
         missed,
-        &[("tracer-turn-a", 200_000), ("tracer-turn-b", 300_000)],
+        &[
+            ("tracer-turn-a", 200_000),
+            ("tracer-turn-b", 300_000),
+            ("sh", 1),
+        ],
     );
 }
 

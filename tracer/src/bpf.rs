@@ -31,6 +31,17 @@ fn unknown_helper(log: &str) -> bool {
 }
 
 /// The BPF object built from `tracer-ebpf` by build.rs.
+/// The programs that keep the process set and the comm cache (attached by
+/// [`Bpf::attach_comm_cache`] and [`Bpf::attach_tracking`]), not probes: their misses are not
+/// hits.
+const BOOKKEEPING: [&str; 5] = [
+    "comm_renamed",
+    "track_exec",
+    "track_exit",
+    "track_fork",
+    "track_fork_record",
+];
+
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-probes"));
 
 #[derive(Debug, thiserror::Error)]
@@ -1326,12 +1337,15 @@ impl Bpf {
             .unwrap_or(0)
     }
 
-    /// Hits that no program of this object saw: the sum of every loaded program's
-    /// [`Bpf::recursion_misses`]. Where the kernel runs a program preemptibly (the syscall
-    /// tracepoints of Debian's 7.3, lazy preemption), a task preempted inside it makes the
-    /// kernel skip it for every other task on that CPU until it resumes.
+    /// Probe hits that no program of this object saw: the sum of [`Bpf::recursion_misses`]
+    /// over the loaded programs that serve probes (not the process-set and comm bookkeeping
+    /// ones, whose misses are forks, execs and renames, not hits). Where the kernel runs a
+    /// program preemptibly (the syscall tracepoints of Debian's 7.3, lazy preemption), a task
+    /// preempted inside it makes the kernel skip it for every other task on that CPU until it
+    /// resumes.
     pub fn missed(&self) -> u64 {
         (self.ebpf.programs())
+            .filter(|(name, _)| !BOOKKEEPING.contains(name))
             .map(|(name, _)| self.recursion_misses(name))
             .sum()
     }

@@ -240,8 +240,8 @@ fn count(
             .map(|line| format!("stacks: {line}")),
     );
     let tail = match plan.value_filter {
-        Some(_) => format!("{failed} not counted, {missed} missed, {filtered} filtered out"),
-        None => format!("{failed} not counted, {missed} missed"),
+        Some(_) => format!("{failed} not counted, up to {missed} missed, {filtered} filtered out"),
+        None => format!("{failed} not counted, up to {missed} missed"),
     };
     Summary {
         count: hits - filtered,

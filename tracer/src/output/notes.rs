@@ -32,11 +32,13 @@ pub fn render_progress(command: &str, text: &dyn Display) -> String {
     format!("tracer {command}: {text}\n")
 }
 
-/// The note for hits no program saw ([`crate::bpf::Bpf::missed`]), if there were any.
-pub fn missed(hits: u64) -> Option<String> {
-    (hits > 0).then(|| {
+/// The note for hits no program saw ([`crate::bpf::Bpf::missed`]), if there were any: an upper
+/// bound, since a program that serves every system call (the raw syscall programs of
+/// `--count-by`) is skipped for calls that are not traced too.
+pub fn missed(runs: u64) -> Option<String> {
+    (runs > 0).then(|| {
         format!(
-            "{hits} hits missed: the kernel skipped tracer's program because one was already \
+            "up to {runs} hits missed: the kernel skipped tracer's programs {runs} times because one was already \
              running on that CPU (a task preempted inside it: kernels that run syscall \
              tracepoint programs preemptibly, such as Debian's 7.3, skip it for the other \
              tasks on that CPU until it resumes)"
