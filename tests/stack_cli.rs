@@ -164,6 +164,30 @@ fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
             "{}",
             text(&out.stderr)
         );
+        // The way round the note names: the raw syscall tracepoint has kernel stacks there.
+        let out = common::tracer(&[
+            "probe",
+            "-s",
+            "-f",
+            "json",
+            "raw_syscalls:sys_enter",
+            "--filter",
+            "id == 110",
+            "--",
+            common::testprog().to_str().unwrap(),
+            "getppid",
+            "2",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let events = json_lines(&out.stdout);
+        assert_eq!(events.len(), 2, "{}", text(&out.stderr));
+        for event in &events {
+            let frames = event["stack"].as_array().expect("stack");
+            assert!(
+                frames.iter().any(|f| f["symbol"] == "do_syscall_64"),
+                "{event}"
+            );
+        }
         return;
     }
     for event in &events {

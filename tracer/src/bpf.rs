@@ -30,7 +30,6 @@ fn unknown_helper(log: &str) -> bool {
     log.contains("unknown func ") || log.contains("call unknown#")
 }
 
-/// The BPF object built from `tracer-ebpf` by build.rs.
 /// The programs that keep the process set and the comm cache (attached by
 /// [`Bpf::attach_comm_cache`] and [`Bpf::attach_tracking`]), not probes: their misses are not
 /// hits.
@@ -42,6 +41,7 @@ const BOOKKEEPING: [&str; 5] = [
     "track_fork_record",
 ];
 
+/// The BPF object built from `tracer-ebpf` by build.rs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-probes"));
 
 #[derive(Debug, thiserror::Error)]

@@ -109,8 +109,8 @@ impl Symbolizer {
     /// The stacks of `event`: kernel first, then user, each only when it was captured.
     /// `entry_ret`: `word::ENTRY_RET` of a slot with `SLOT_STACK_AT_ENTRY`, else 0: a user
     /// address is the user stack's direct caller at a function's entry (a uprobe, an execute
-    /// breakpoint), put back second; a kernel address is a fentry hit's function, put first where the unwinder from
-    /// the trampoline left it out.
+    /// breakpoint), put back second; a kernel address is a fentry hit's function, put first
+    /// where the unwinder from the trampoline left it out.
     pub fn stacks(
         &mut self,
         bpf: &Bpf,

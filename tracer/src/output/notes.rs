@@ -38,10 +38,10 @@ pub fn render_progress(command: &str, text: &dyn Display) -> String {
 pub fn missed(runs: u64) -> Option<String> {
     (runs > 0).then(|| {
         format!(
-            "up to {runs} hits missed: the kernel skipped tracer's programs {runs} times because one was already \
-             running on that CPU (a task preempted inside it: kernels that run syscall \
-             tracepoint programs preemptibly, such as Debian's 7.3, skip it for the other \
-             tasks on that CPU until it resumes)"
+            "up to {runs} hits missed: the kernel skipped tracer's programs {runs} times \
+             because one was already running on that CPU (a task preempted inside it: \
+             kernels that run syscall tracepoint programs preemptibly, such as Debian's 7.3, \
+             skip it for the other tasks on that CPU until it resumes)"
         )
     })
 }

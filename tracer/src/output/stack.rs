@@ -74,7 +74,6 @@ impl Frame {
     }
 }
 
-/// Prints stacks under an event line, one frame per line, indented like bcc's and perf's.
 /// Why a stack is missing: `bpf_get_stackid`'s error. EFAULT is the kernel walking no frames
 /// at all (the task was not on that side, or the hit's registers gave nothing to walk).
 fn not_captured(errno: i32) -> String {
@@ -84,6 +83,7 @@ fn not_captured(errno: i32) -> String {
     }
 }
 
+/// Prints stacks under an event line, one frame per line, indented like bcc's and perf's.
 pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
     for stack in stacks {
         match stack {
