@@ -688,8 +688,23 @@ fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
             .all(|s| s["pid"] == pid && s["source"] == "cpu-clock:u"),
         "{context}"
     );
+    // Before 6.11 the kernel's user stacks show the uretprobe trampoline in place of the
+    // return address it replaced: the caller of a function whose uretprobe is pending.
+    let caller = match common::kernel_version() < (6, 11) {
+        true => "[uprobes]",
+        false => "spin_outer",
+    };
+    let mut in_loop = 0;
     for sample in inside_spin_inner(&items, &context) {
         let ip = sample["args"]["ip"].as_str().unwrap();
+        // The timer can fire in the uprobes page: in the out-of-line copy of spin_inner's
+        // first instruction after its uprobe, or in the return trampoline before its
+        // uretprobe (seen under emulation, whose timer ticks coarsely).
+        if ip.starts_with("[uprobes]+0x") {
+            assert_eq!(sample["stack"][0]["symbol"], "[uprobes]", "{sample}");
+            continue;
+        }
+        in_loop += 1;
         assert!(
             offset_in(ip, "spin_inner") < size,
             "{ip} past spin_inner's {size} bytes"
@@ -706,20 +721,19 @@ fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
             .map(|f| f["symbol"].as_str().unwrap_or("?"))
             .collect();
         // Innermost first: the loop, its caller, main (then libc's start-up frames).
-        assert_eq!(
-            symbols[..3],
-            ["spin_inner", "spin_outer", "main"],
-            "{sample}"
-        );
+        assert_eq!(symbols[..3], ["spin_inner", caller, "main"], "{sample}");
         assert_eq!(
             format!("spin_inner+{:#x}", stack[0]["offset"].as_u64().unwrap()),
             ip.split(' ').next().unwrap()
         );
-        assert_eq!(
-            (stack[1]["file"].as_str(), stack[1]["line"].as_u64()),
-            (Some("spin.c"), Some(23))
-        );
+        if caller == "spin_outer" {
+            assert_eq!(
+                (stack[1]["file"].as_str(), stack[1]["line"].as_u64()),
+                (Some("spin.c"), Some(23))
+            );
+        }
     }
+    assert!(in_loop > 0, "no sample in spin_inner's loop: {context}");
 
     // The Perfetto export: each sample an instant whose `sf` names a node of `stackFrames`,
     // whose parents lead to the root without a cycle.
@@ -777,7 +791,7 @@ fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
             "{event}"
         );
         if names[0] == "spin_inner" {
-            assert_eq!(names[..3], ["spin_inner", "spin_outer", "main"], "{event}");
+            assert_eq!(names[..3], ["spin_inner", caller, "main"], "{event}");
             in_loop += 1;
         }
     }
@@ -803,8 +817,12 @@ fn every_sample_has_its_ip_and_no_stack_without_g() {
     let context = format!("{stderr}\n{items:#?}");
     let size = function_size(&common::spin_program(), "spin_inner");
     for sample in inside_spin_inner(&items, &context) {
-        assert!(offset_in(sample["args"]["ip"].as_str().unwrap(), "spin_inner") < size);
         assert!(sample.get("stack").is_none(), "{sample}");
+        // Or in the uprobes page (see sampled_stacks_of_a_running_process_end_in_its_known_chain).
+        let ip = sample["args"]["ip"].as_str().unwrap();
+        if !ip.starts_with("[uprobes]+0x") {
+            assert!(offset_in(ip, "spin_inner") < size, "{ip}");
+        }
     }
 }
 

@@ -407,7 +407,16 @@ fn usdt_argument_reads_cost_the_verifier_little() {
         let slot = bpf.take_slot(SlotKind::Probe, config).unwrap();
         bpf.verified_instructions(&slot).unwrap()
     };
-    let plain = verified(USES_STREAM | USES_STRINGS, 0).unwrap();
+    let Some(plain) = verified(USES_STREAM | USES_STRINGS, 0) else {
+        // Straight to stderr: libtest captures the output of passing tests.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED usdt_argument_reads_cost_the_verifier_little: this kernel does not say \
+             how many instructions its verifier walked (bpf_prog_info.verified_insns, 5.16+)"
+        );
+        return;
+    };
     let usdt = verified(USES_STREAM | USES_STRINGS | USES_USDT, SLOT_USDT).unwrap();
     println!("verifier: {plain} instructions for a uprobe slot, {usdt} with USDT arguments");
     // 1,694 and 4,886 here (kernel 6.18); 38,827 when each argument's paths were walked once

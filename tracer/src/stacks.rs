@@ -286,17 +286,22 @@ impl Symbolizer {
             .map(|(depth, &addr)| {
                 // Outer frames hold return addresses, which point after the call: look up
                 // the call itself, so a call that ends a function is not put in the next one.
-                let at = if depth == 0 && !trap_after {
+                // A library mapped after the process was first read: reread its maps.
+                if let Some(p) = process.as_mut().filter(|p| !p.is_mapped(addr)) {
+                    let _ = p.refresh();
+                }
+                // A return address that is the uretprobe trampoline (the uprobes page's
+                // start) has no call before it to look up.
+                let in_uprobes = process
+                    .as_ref()
+                    .is_some_and(|p| p.uprobes_page(addr).is_some());
+                let at = if (depth == 0 && !trap_after) || in_uprobes {
                     addr
                 } else {
                     addr.saturating_sub(1)
                 };
                 let (symbol, location, build_id) = match process.as_mut() {
                     Some(p) => {
-                        // A library mapped after the process was first read: reread its maps.
-                        if !p.is_mapped(at) {
-                            let _ = p.refresh();
-                        }
                         let file = p.file_at(at).map(std::path::Path::to_path_buf);
                         let build_id = file.and_then(|f| p.build_id(&f));
                         (p.symbol_at(at), p.location(at), build_id)

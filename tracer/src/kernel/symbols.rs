@@ -51,7 +51,7 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
                 ),
                 inode: inode.parse().ok()?,
                 build_id: None,
-                path: (path.starts_with('/') || path == VDSO).then(|| PathBuf::from(path)),
+                path: kept_path(&path).then(|| PathBuf::from(path)),
             })
         })
         .collect()
@@ -84,6 +84,18 @@ pub struct ElfSymbols {
 /// `clock_gettime` and `gettimeofday` run without a system call. Its symbols are read from the
 /// process's memory.
 pub const VDSO: &str = "[vdso]";
+
+/// How /proc/PID/maps names the page the kernel maps into a process at its first uprobe hit:
+/// the return trampoline of uretprobes (its first slot) and the out-of-line copies of probed
+/// instructions. A frame there is named after it, as perf does: before 6.11 the kernel's
+/// stacks show the trampoline in place of the caller of a function whose uretprobe is
+/// pending.
+pub const UPROBES: &str = "[uprobes]";
+
+/// Whether a mapping's name is kept: files, and the kernel's mappings frames can be in.
+pub fn kept_path(name: &str) -> bool {
+    name.starts_with('/') || name == VDSO || name == UPROBES
+}
 
 /// Where distributions keep separate debug info (Debian's -dbg and -dbgsym packages).
 const DEBUG_ROOT: &str = "/usr/lib/debug";
@@ -421,6 +433,7 @@ impl Process {
             let loaded = match cached {
                 Some(loaded) => loaded,
                 None if path == Path::new(VDSO) => self.vdso().map(Rc::new),
+                None if path == Path::new(UPROBES) => None,
                 None => {
                     let loaded = (self.source(path))
                         .and_then(|s| ElfSymbols::load_named(&s, &on_disk(path)).ok())
@@ -491,8 +504,10 @@ impl Process {
             files.push(exe);
         }
         for m in &self.maps {
-            // Symbols are looked up in files, to probe them: the vDSO is no file.
-            if let Some(p) = m.path.as_ref().filter(|p| *p != Path::new(VDSO)) {
+            // Symbols are looked up in files, to probe them: the vDSO is no file, nor is
+            // the uprobes page.
+            let file = |p: &&PathBuf| *p != Path::new(VDSO) && *p != Path::new(UPROBES);
+            if let Some(p) = m.path.as_ref().filter(file) {
                 if !files.contains(p) {
                     files.push(p.clone());
                 }
@@ -560,6 +575,9 @@ impl Process {
     /// The function holding runtime address `addr` (Rust names demangled without their hash,
     /// others as they are) and the offset into it; `None` when no mapped file's symbol holds it.
     pub fn symbol_at(&mut self, addr: u64) -> Option<(String, u64)> {
+        if let Some(start) = self.uprobes_page(addr) {
+            return Some((UPROBES.to_string(), addr - start));
+        }
         let (path, bias) = self.placed(addr)?;
         let (symbol, offset) = self.elf(&path)?.containing(addr.wrapping_sub(bias))?;
         Some((
@@ -621,6 +639,15 @@ impl Process {
     pub fn source_line(&mut self, addr: u64) -> Option<String> {
         let (file, line) = self.location(addr)?;
         Some(format!("{file}:{line}"))
+    }
+
+    /// Where the uprobes page starts, when `addr` is in it (see [`UPROBES`]).
+    pub fn uprobes_page(&self, addr: u64) -> Option<u64> {
+        (self.maps.iter())
+            .find(|m| {
+                m.path.as_deref() == Some(Path::new(UPROBES)) && (m.start..m.end).contains(&addr)
+            })
+            .map(|m| m.start)
     }
 
     /// Is `addr` inside a mapping of the process?
@@ -748,6 +775,22 @@ mod tests {
             maps[2].path.as_deref(),
             Some(Path::new("/lib/with space.so"))
         );
+    }
+
+    #[test]
+    fn frames_in_the_uprobes_page_are_named_after_it() {
+        let text = "7fffffffe000-7ffffffff000 r-xp 00000000 00:00 0  [uprobes]\n";
+        let mut p = Process::with_maps(1, parse_maps(text));
+        assert_eq!(p.uprobes_page(0x7fff_ffff_e000), Some(0x7fff_ffff_e000));
+        assert_eq!(p.uprobes_page(0x7fff_ffff_dfff), None);
+        // The return trampoline (the page's first slot), and an out-of-line copy.
+        assert_eq!(p.symbol_at(0x7fff_ffff_e000), Some((UPROBES.into(), 0)));
+        assert_eq!(
+            p.symbolize(0x7fff_ffff_e080).as_deref(),
+            Some("[uprobes]+0x80")
+        );
+        // No file to look symbols up in when probing.
+        assert!(p.files().is_empty());
     }
 
     #[test]

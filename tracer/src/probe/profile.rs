@@ -272,10 +272,12 @@ impl MapsTracker {
                             Mmap2File::BuildId(id) => ((0, 0), 0, Some(symbols::hex(id))),
                         };
                         let name = filename.split(|&b| b == 0).next().unwrap_or_default();
-                        let path = (name.first() == Some(&b'/')).then(|| {
-                            use std::os::unix::ffi::OsStrExt;
-                            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
-                        });
+                        let path = std::str::from_utf8(name)
+                            .map_or(name.first() == Some(&b'/'), symbols::kept_path)
+                            .then(|| {
+                                use std::os::unix::ffi::OsStrExt;
+                                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
+                            });
                         let flag = |bit: i32, c: char| if prot & bit as u32 != 0 { c } else { '-' };
                         let perms = format!(
                             "{}{}{}p",
