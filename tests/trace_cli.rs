@@ -379,8 +379,9 @@ fn unfinished_calls_and_calls_whose_start_was_missed() {
     );
     assert!(stderr.contains(", 1 unfinished,"), "{stderr}");
 
-    // A process asleep when tracing begins: its nanosleep ends without a start.
-    let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
+    // A process asleep when tracing begins: its nanosleep ends without a start. Asleep long
+    // enough for tracer to start in an emulated VM too (2-3 s there).
+    let mut sleeper = Command::new("sleep").arg("4").spawn().unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let pid = sleeper.id().to_string();
     let out = run_tracer(&["trace", "-p", &pid]);

@@ -969,7 +969,10 @@ fn put_buffer(scratch: &mut Scratch, read: u8, ptr: u64, len: u64, buflen: u32) 
     if at + STR_ENTRY > STR_AREA {
         return;
     }
-    let at = at & (STR_AREA - 1);
+    // Masked through a volatile read, as `size` below: the comparison above lets LLVM drop a
+    // plain mask, and 5.10's verifier then saw the destination unbounded.
+    // SAFETY: a read of a local.
+    let at = unsafe { core::ptr::read_volatile(&at) } & (STR_AREA - 1);
     let keep = (buflen as u64).min(STRLEN_MAX as u64);
     let (size, flags) = match len > keep {
         true => (keep, str_flag::TRUNCATED),
@@ -1058,13 +1061,17 @@ fn put_array(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32)
 /// Reads the slot's strings (`SlotConfig::strs`) into the event's string area. `record`
 /// gives the pointer at a tracepoint record's byte offset.
 #[inline(always)]
-fn read_strings(event: &mut Event, config: &SlotConfig, record: impl Fn(&Event, u32) -> u64) {
+fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS: usize>(
+    event: &mut Event,
+    config: &SlotConfig,
+    record: impl Fn(&Event, u32) -> u64,
+) {
     // 1..=STRLEN_MAX without a branch (userspace writes that range): one verifier state.
     let strlen = ((config.strlen.wrapping_sub(1)) & (STRLEN_MAX - 1)) + 1;
     scratch(event).used = 0;
     // The verifier walks as many reads as this run's slots may have: one, or all.
     let reads = match uses(USES_STR_MANY) {
-        true => STR_READS,
+        true => READS,
         false => 1,
     };
     let mut k = 0;
@@ -1093,13 +1100,13 @@ fn read_strings(event: &mut Event, config: &SlotConfig, record: impl Fn(&Event, 
             true => at as u32,
             false => NO_ENTRY,
         };
-        if uses(USES_TRACE) && read.len_from != 0 {
+        if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
             let len = match read.len_from {
                 buffer_len::RETURN => event_ret(scratch),
                 from => scratch.event.data[((from - buffer_len::ARG0) & 7) as usize],
             };
             put_buffer(scratch, k as u8, ptr, len, config.buflen);
-        } else if uses(USES_STR_ARRAYS) && read.array != 0 {
+        } else if ARRAYS && uses(USES_STR_ARRAYS) && read.array != 0 {
             put_array(scratch, k as u8, ptr, user, strlen);
         } else {
             put_string(scratch, k as u8, ptr, user, strlen);
@@ -1260,7 +1267,7 @@ fn read_then_finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotCon
         read_fields(event, config);
     }
     if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
-        read_strings(event, config, |_, _| 0);
+        read_strings::<true, true, STR_READS>(event, config, |_, _| 0);
     }
     if filtered_out(event, config) {
         return;
@@ -1335,7 +1342,7 @@ fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
         // Syscall records keep their pointers in the words just read (streamed events always
         // read them); a pointer further in is read through the helper (the verifier refuses
         // context loads at a runtime offset).
-        read_strings(event, &config, |event, offset| match offset {
+        read_strings::<true, true, STR_READS>(event, &config, |event, offset| match offset {
             0..=63 => event.data[((offset / 8) & 7) as usize],
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
             offset => unsafe { ctx.read_at::<u64>(offset as usize) }.unwrap_or(0),
@@ -1600,7 +1607,7 @@ fn on_syscall_dispatch(ctx: &RawTracePointContext, exit: bool) {
         }
     }
     if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
-        read_strings(event, &config, |event, offset| {
+        read_strings::<true, true, STR_READS>(event, &config, |event, offset| {
             event.data[((offset / 8) & 7) as usize]
         });
     }

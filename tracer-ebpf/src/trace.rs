@@ -13,8 +13,8 @@ use tracer_common::{
     drop, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word, Event,
     SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED,
     SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN,
-    STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS,
-    USES_TRACE,
+    STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_ENTRY_READS, TRACE_SAVED_STRINGS,
+    TRACK_PENDING, USES_STRINGS, USES_TRACE,
 };
 
 use crate::{
@@ -194,7 +194,9 @@ fn save_strings(start: &mut TraceStart, config: &SlotConfig, pid_tgid: u64) {
     let event = unsafe { &mut (*scratch_ptr).event };
     event.data[..word::ARGS].copy_from_slice(&start.args);
     event.data[word::RETURN] = 0;
-    read_strings(event, config, |_, _| 0);
+    // An exec's reads (`probe::syscall`): its path and `argv`, no buffer. Verified for those
+    // only: 32,323 instructions walked on 6.18 for all four reads of every kind, 14,696 now.
+    read_strings::<true, false, TRACE_ENTRY_READS>(event, config, |_, _| 0);
     let scratch = scratch(event);
     // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`.
     let area = unsafe { &*(scratch.area.as_ptr() as *const [u8; STR_AREA]) };
@@ -259,7 +261,10 @@ fn on_exit(ctx: &RawTracePointContext) {
                 from_new_image(event, config, regs);
             }
         } else {
-            read_strings(event, config, |_, _| 0);
+            // An array is read at entry only (an exec's argv: `SLOT_TRACE_AT_ENTRY`): its loop
+            // left out here halves this program's verification (6.18: 51,360 instructions
+            // walked for execve, 24,498 now).
+            read_strings::<false, true, STR_READS>(event, config, |_, _| 0);
         }
     }
     if filtered_out(event, config) {

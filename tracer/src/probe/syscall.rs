@@ -145,6 +145,8 @@ impl Layout {
         }
         // Also without strings: the flag lets the launched command's own exec be seen.
         if self.strings_at_entry() {
+            // The entry program reads no more (a verifier budget, not a format's limit).
+            debug_assert!(self.reads.len() <= tracer_common::TRACE_ENTRY_READS);
             config.flags |= SLOT_TRACE_AT_ENTRY;
         }
         config
