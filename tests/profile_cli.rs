@@ -274,7 +274,7 @@ fn off_cpu_text_names_the_blocks() {
     let first: Vec<&str> = stdout.lines().take(3).collect();
     assert!(
         first[0].starts_with("#1   ") && first[0].contains(" in 3 blocks ("),
-        "{stdout}"
+        "{stdout}\n{stderr}"
     );
     assert!(
         first[0].contains(" ms in ") || first[0].contains(" s in "),

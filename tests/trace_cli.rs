@@ -340,6 +340,33 @@ fn failed_and_filter_are_decided_in_the_kernel_and_counted() {
     assert!(stderr.contains("2 calls in "), "{stderr}");
 }
 
+/// A failed exec's arguments are read from the caller's memory at its exit, a successful
+/// one's from the image it built (the test above).
+#[test]
+fn a_failed_exec_shows_its_arguments() {
+    require_root();
+    let out = run_tracer(&[
+        "trace",
+        "-e",
+        "execve",
+        "--",
+        "sh",
+        "-c",
+        "exec /nonexistent/tracer a 'b c'",
+    ]);
+    let stderr = text(&out.stderr);
+    let failed: Vec<&str> = (stderr.lines())
+        .filter(|l| l.starts_with("execve(\"/nonexistent/tracer\""))
+        .collect();
+    assert_eq!(failed.len(), 1, "{stderr}");
+    assert!(
+        failed[0].starts_with(
+            "execve(\"/nonexistent/tracer\", [\"/nonexistent/tracer\", \"a\", \"b c\"], 0x"
+        ) && failed[0].contains(") = -1 ENOENT (No such file or directory) <"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn the_programs_output_stays_on_stdout() {
     require_root();

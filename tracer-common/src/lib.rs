@@ -137,9 +137,6 @@ pub mod names {
 /// array, argv or envp, is one of them).
 pub const STR_READS: usize = 4;
 
-/// Strings `tracer trace` reads at a call's entry at most: an exec's path and `argv` (the
-/// entry program is verified for these only).
-pub const TRACE_ENTRY_READS: usize = 2;
 /// Bytes of a string read when `--strlen` does not say.
 pub const STRLEN_DEFAULT: u32 = 256;
 /// The longest `--strlen`.

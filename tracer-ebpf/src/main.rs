@@ -918,7 +918,7 @@ fn used(scratch: &Scratch) -> usize {
 /// Appends a string entry for read `read`: the string at `ptr` (up to `strlen` bytes, marked
 /// truncated when longer), or a failed one. False when the area is full: the entry then says
 /// so, if even its header fits.
-#[inline(always)]
+#[inline(never)]
 fn put_string(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32) -> bool {
     let at = used(scratch);
     if at + STR_ENTRY > STR_AREA {
@@ -1032,7 +1032,7 @@ fn put_header(scratch: &mut Scratch, at: usize, read: u8, flags: u8, len: usize)
 
 /// A `char **` array (argv, envp): a header entry, then each element's string up to
 /// `ARRAY_ELEMENTS`, and a `MORE` entry when there were more.
-#[inline(always)]
+#[inline(never)]
 fn put_array(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32) {
     if !put_mark(scratch, read, str_flag::ARRAY) {
         return;

@@ -13,8 +13,8 @@ use tracer_common::{
     drop, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word, Event,
     SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED,
     SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN,
-    STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_ENTRY_READS, TRACE_SAVED_STRINGS,
-    TRACK_PENDING, USES_STRINGS, USES_TRACE,
+    STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS,
+    USES_TRACE,
 };
 
 use crate::{
@@ -194,9 +194,11 @@ fn save_strings(start: &mut TraceStart, config: &SlotConfig, pid_tgid: u64) {
     let event = unsafe { &mut (*scratch_ptr).event };
     event.data[..word::ARGS].copy_from_slice(&start.args);
     event.data[word::RETURN] = 0;
-    // An exec's reads (`probe::syscall`): its path and `argv`, no buffer. Verified for those
-    // only: 32,323 instructions walked on 6.18 for all four reads of every kind, 14,696 now.
-    read_strings::<true, false, TRACE_ENTRY_READS>(event, config, |_, _| 0);
+    // An exec's reads (`probe::syscall`) are its path and `argv`: only the path is read here,
+    // and `argv` at the exit (`exec_argv`). With the array's loop read here too, 6.1's and
+    // 5.10's verifiers gave up on this program (a million instructions walked; 32,323 on
+    // 6.18 for every read of every kind, 1,998 now).
+    read_strings::<false, false, 1>(event, config, |_, _| 0);
     let scratch = scratch(event);
     // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`.
     let area = unsafe { &*(scratch.area.as_ptr() as *const [u8; STR_AREA]) };
@@ -257,13 +259,11 @@ fn on_exit(ctx: &RawTracePointContext) {
     if uses(USES_STRINGS) {
         if saved {
             restore_strings(event, &start, pid_tgid);
-            if ret == 0 {
-                from_new_image(event, config, regs);
-            }
+            exec_argv(event, config, regs, ret);
         } else {
-            // An array is read at entry only (an exec's argv: `SLOT_TRACE_AT_ENTRY`): its loop
-            // left out here halves this program's verification (6.18: 51,360 instructions
-            // walked for execve, 24,498 now).
+            // An array is read by `exec_argv` only (an exec's argv: `SLOT_TRACE_AT_ENTRY`):
+            // one copy of its loop here, not two, halves this program's verification (6.18:
+            // 51,360 instructions walked for execve, about 24,000 now).
             read_strings::<false, true, STR_READS>(event, config, |_, _| 0);
         }
     }
@@ -310,45 +310,48 @@ fn restore_strings(event: &mut Event, start: &TraceStart, pid_tgid: u64) {
 const ENV_WALK: u32 = 512;
 const AUXV_WALK: u32 = 64;
 
-/// A successful exec's strings, from the image it built. Read at entry, a string in a page the
+/// An exec's `argv` (read 1, the last, after the path the entry read: `probe::syscall` lays
+/// them out so), read at its exit. A failed exec's is in the caller's memory, unchanged. A
+/// successful one's is read from the image it built: the kernel just wrote the new stack
+/// (`sp` points at `argc`, the pointers follow). Read at entry, a string in a page the
 /// process had not touched yet (a forked child's string literals: the fork did not map the
-/// binary's read-only data into it) could not be read, since BPF cannot fault pages in. The
-/// new stack was just written by the kernel: `argv` is read there (`sp` points at `argc`, the
-/// pointers follow), and a path the entry could not read is the new image's `AT_EXECFN`.
-/// The exec's reads are the path (read 0) and `argv` (read 1, the last), as
-/// `probe::syscall` lays them out.
+/// binary's read-only data into it) could not be read, since BPF cannot fault pages in; so a
+/// path the entry could not read is the new image's `AT_EXECFN`.
 #[inline(always)]
-fn from_new_image(event: &mut Event, config: &SlotConfig, regs: u64) {
+fn exec_argv(event: &mut Event, config: &SlotConfig, regs: u64, ret: u64) {
     let (path, argv) = (config.strs[0], config.strs[1]);
     if argv.array == 0 || path.array != 0 || path.len_from != 0 {
         return;
     }
-    // SAFETY: the probe-read helper fails cleanly on a bad address.
-    let Ok(sp) =
-        (unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SP) as *const u64) })
-    else {
-        return;
-    };
     let strlen = ((config.strlen.wrapping_sub(1)) & (STRLEN_MAX - 1)) + 1;
-    let scratch = scratch(event);
-    let path_at = scratch.first[0];
-    let path_read = (path_at as usize) < STR_AREA
-        && scratch.area[(path_at as usize + 1) & (STR_AREA - 1)] & str_flag::FAULT == 0;
-    match path_read {
-        true if (scratch.first[1] as usize) < STR_AREA => scratch.used = scratch.first[1],
-        true => return,
-        false => {
-            scratch.used = 0;
-            scratch.first[0] = 0;
-            put_string(scratch, 0, exec_fn(sp), true, strlen);
+    let ptr = match ret {
+        0 => {
+            // SAFETY: the probe-read helper fails cleanly on a bad address.
+            let Ok(sp) = (unsafe {
+                aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SP) as *const u64)
+            }) else {
+                return;
+            };
+            let scratch = scratch(event);
+            let path_at = scratch.first[0];
+            let path_read = (path_at as usize) < STR_AREA
+                && scratch.area[(path_at as usize + 1) & (STR_AREA - 1)] & str_flag::FAULT == 0;
+            if !path_read {
+                scratch.used = 0;
+                scratch.first[0] = 0;
+                put_string(scratch, 0, exec_fn(sp), true, strlen);
+            }
+            sp.wrapping_add(8)
         }
-    }
+        _ => event.data[(argv.at & 7) as usize],
+    };
+    let scratch = scratch(event);
     let at = used(scratch);
     scratch.first[1] = match at + tracer_common::STR_ENTRY <= STR_AREA {
         true => at as u32,
         false => NO_ENTRY,
     };
-    put_array(scratch, 1, sp.wrapping_add(8), true, strlen);
+    put_array(scratch, 1, ptr, true, strlen);
     event.str_bytes = used(scratch) as i32;
 }
 

@@ -145,8 +145,9 @@ impl Layout {
         }
         // Also without strings: the flag lets the launched command's own exec be seen.
         if self.strings_at_entry() {
-            // The entry program reads no more (a verifier budget, not a format's limit).
-            debug_assert!(self.reads.len() <= tracer_common::TRACE_ENTRY_READS);
+            // The entry program reads the path (read 0), the exit program `argv` (read 1,
+            // the last): `tracer-ebpf/src/trace.rs`.
+            debug_assert!(self.reads.len() <= 2);
             config.flags |= SLOT_TRACE_AT_ENTRY;
         }
         config
