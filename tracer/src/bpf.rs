@@ -1350,6 +1350,13 @@ impl Bpf {
             .sum()
     }
 
+    /// The times the kernel skipped the bookkeeping programs, as [`Bpf::missed`] counts them:
+    /// (forks, execs and exits the process set did not see; renames the comm cache did not).
+    pub fn bookkeeping_missed(&self) -> (u64, u64) {
+        let sum = |names: &[&str]| names.iter().map(|n| self.recursion_misses(n)).sum();
+        (sum(&BOOKKEEPING[1..]), sum(&BOOKKEEPING[..1]))
+    }
+
     fn set_config(&mut self, index: u32, config: SlotConfig) -> Result<(), Error> {
         self.maps
             .config

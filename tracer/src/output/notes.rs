@@ -46,6 +46,26 @@ pub fn missed(runs: u64) -> Option<String> {
     })
 }
 
+/// What the kernel's skips of the bookkeeping programs ([`crate::bpf::Bpf::bookkeeping_missed`])
+/// may have cost: hits of processes the process set did not see, names of renamed tasks.
+pub fn bookkeeping_missed((tracking, renames): (u64, u64)) -> Vec<String> {
+    let mut notes = Vec::new();
+    if tracking > 0 {
+        notes.push(format!(
+            "the kernel skipped tracer's process-set programs {tracking} times (one was \
+             already running on that CPU): hits of processes whose fork or exec they did not \
+             see may have been filtered out"
+        ));
+    }
+    if renames > 0 {
+        notes.push(format!(
+            "the kernel skipped tracer's rename program {renames} times (one was already \
+             running on that CPU): some hits may show a task's former name"
+        ));
+    }
+    notes
+}
+
 /// Prints a note on stderr (a failed write to stderr has nowhere to be reported).
 pub fn note(text: impl Display) {
     emit(&render(Kind::Note, &text));
@@ -132,6 +152,21 @@ mod tests {
             "slot 9: a hit of 5/5 on CPU 0: lost: the output ring was full"
         );
         assert_eq!(describe_drop("other", probes.iter().copied()), "other");
+    }
+
+    #[test]
+    fn bookkeeping_misses_say_what_they_may_have_cost() {
+        assert!(bookkeeping_missed((0, 0)).is_empty());
+        assert_eq!(
+            bookkeeping_missed((2, 1)),
+            [
+                "the kernel skipped tracer's process-set programs 2 times (one was already \
+                 running on that CPU): hits of processes whose fork or exec they did not see \
+                 may have been filtered out",
+                "the kernel skipped tracer's rename program 1 times (one was already running \
+                 on that CPU): some hits may show a task's former name"
+            ]
+        );
     }
 
     #[test]
