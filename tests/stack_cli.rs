@@ -306,6 +306,47 @@ fn a_binary_replaced_on_disk_while_running_is_read_from_the_mapped_file() {
     }
 }
 
+/// Streamed user stacks of processes gone before their events are read are named from the
+/// kernel's mmap and exec records too. Two runs of the chain under a shell, 2 and 3 calls:
+/// each exits within microseconds of its hits, long before the reader wakes (every frame was
+/// `[unknown]` when only /proc was read).
+#[test]
+fn streamed_stacks_of_processes_gone_before_the_read_are_named() {
+    if !has(Feature::UprobePmu, "streamed_gone") || !has(Feature::Bpf, "streamed_gone") {
+        return;
+    }
+    common::require_root();
+    let chain = chain_program();
+    let spec = format!("uprobe:{}:chain_target", chain.display());
+    let c = chain.display();
+    let script = format!("{c} 2 </dev/null >/dev/null; {c} 3 </dev/null >/dev/null");
+    let out = std::process::Command::new(common::tracer_bin())
+        .args(["probe", "-s", "user", "-f", "json", &spec])
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<serde_json::Value> = (text(&out.stdout).lines())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let mut pids: Vec<u64> = events.iter().map(|e| e["pid"].as_u64().unwrap()).collect();
+    pids.dedup();
+    assert_eq!(
+        (events.len(), pids.len()),
+        (5, 2),
+        "5 hits of 2 processes: {}",
+        text(&out.stdout)
+    );
+    let first = chain_line("_Bool odd, enum color shade) {");
+    for event in &events {
+        assert_eq!(
+            user_frames(event)[..4],
+            expected_chain(first)[..],
+            "{event}"
+        );
+    }
+}
+
 /// Counted user stacks are symbolized at the report, when the short processes that made them
 /// are gone: their mappings come from the kernel's mmap and exec records. Two runs of the
 /// chain under a shell, 2 and 3 calls: one row each, both named down to main.

@@ -133,7 +133,14 @@ fn stream(
     let by_slot = (probes.iter().enumerate())
         .map(|(i, p)| (p.slot.id, i))
         .collect();
+    // Streamed user stacks of a process gone before its events are read (a short command, a
+    // loaded machine) are named from the kernel's mmap records, as counted ones are.
+    let tracker = match user_stacks(plan) {
+        true => Some(probe::profile::MapsTracker::open(session.pid())?),
+        false => None,
+    };
     let mut state = LoopState {
+        tracker,
         by_slot,
         probes: (probes.into_iter())
             .map(|probe| Streamed {
@@ -191,11 +198,7 @@ fn count(
     // Counted user stacks are symbolized at the reports, when short processes are gone:
     // their mappings come from the kernel's mmap/exec/fork records (opened before the
     // command is let go, to see its exec).
-    let user_stacks = plan.specs.iter().any(|spec| {
-        let user = matches!(spec.target, plan::Target::User { .. });
-        crate::stacks::flags_for(plan.stack, user) & tracer_common::SLOT_STACK_USER != 0
-    });
-    let tracker = match user_stacks {
+    let tracker = match user_stacks(plan) {
         true => Some(probe::profile::MapsTracker::open(session.pid())?),
         false => None,
     };
@@ -269,7 +272,17 @@ struct Streamed {
     after_count: u64,
 }
 
+/// Whether any probe of the plan takes user stacks.
+fn user_stacks(plan: &ProbePlan) -> bool {
+    plan.specs.iter().any(|spec| {
+        let user = matches!(spec.target, plan::Target::User { .. });
+        crate::stacks::flags_for(plan.stack, user) & tracer_common::SLOT_STACK_USER != 0
+    })
+}
+
 struct LoopState<'a, W: std::io::Write> {
+    /// With user stacks: the mappings of processes from the kernel's records.
+    tracker: Option<probe::profile::MapsTracker>,
     probes: Vec<Streamed>,
     /// Index in `probes` by slot id: a run may have hundreds of probes.
     by_slot: HashMap<u32, usize>,
@@ -301,6 +314,10 @@ impl<W: std::io::Write> Sink for LoopState<'_, W> {
                 .map(|p| (p.probe.slot.id, p.probe.name.as_str())),
         );
         self.report_losses()?;
+        // Records drained on time, whether events come or not (its rings are not woken).
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.drain();
+        }
         if !self.hinted && self.started.elapsed() > Duration::from_secs(3) {
             self.hinted = true;
             self.no_hit_hints();
@@ -327,6 +344,19 @@ impl<W: std::io::Write> LoopState<'_, W> {
     fn print_events(&mut self) -> Result<bool, Error> {
         let mut batch = self.rings.drain_batch();
         batch.events.sort_by_key(|(e, _)| e.time_ns);
+        if let Some(tracker) = self.tracker.as_mut().filter(|_| !batch.events.is_empty()) {
+            // Processes whose exit was seen before this batch's read made all their events
+            // before it: once lent, the tracker forgets them, and the symbolizer those
+            // without an event in this batch.
+            let exited = tracker.take_exited();
+            // Drained after the events: an event's process has its records by now.
+            tracker.lend_to(&mut self.symbolizer);
+            tracker.forget(&exited);
+            let in_batch: hashbrown::HashSet<u32> =
+                batch.events.iter().map(|(e, _)| e.pid()).collect();
+            let done = exited.difference(&in_batch).copied().collect();
+            self.symbolizer.forget(&done, &Default::default());
+        }
         let strings = &batch.strings;
         for (event, range) in &batch.events {
             let Some(streamed) = (self.by_slot.get(&event.slot)).map(|&i| &mut self.probes[i])

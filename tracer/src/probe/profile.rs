@@ -363,6 +363,12 @@ impl MapsTracker {
         }
     }
 
+    /// The processes whose exit the drains so far saw (each said once): for a stream, whose
+    /// events of them were all read by its next batch.
+    pub fn take_exited(&mut self) -> hashbrown::HashSet<u32> {
+        self.exited.drain(..).collect()
+    }
+
     /// [`MapsTracker::lend`] of the processes whose mappings changed since the last call, the
     /// tracker kept: for reports made while the run goes on (`tracer probe --count-by -s
     /// user -I`), whose processes may be gone before /proc could be read.
