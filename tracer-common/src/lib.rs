@@ -136,7 +136,6 @@ pub mod names {
 /// Strings one hit reads at most: the `char *` values it prints or filters on (a `char **`
 /// array, argv or envp, is one of them).
 pub const STR_READS: usize = 4;
-
 /// Bytes of a string read when `--strlen` does not say.
 pub const STRLEN_DEFAULT: u32 = 256;
 /// The longest `--strlen`.

@@ -197,7 +197,7 @@ fn save_strings(start: &mut TraceStart, config: &SlotConfig, pid_tgid: u64) {
     // An exec's reads (`probe::syscall`) are its path and `argv`: only the path is read here,
     // and `argv` at the exit (`exec_argv`). With the array's loop read here too, 6.1's and
     // 5.10's verifiers gave up on this program (a million instructions walked; 32,323 on
-    // 6.18 for every read of every kind, 1,998 now).
+    // 6.18 for every read of every kind, 1,996 now).
     read_strings::<false, false, 1>(event, config, |_, _| 0);
     let scratch = scratch(event);
     // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`.
