@@ -711,11 +711,12 @@ fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
         }
         let offset = offset_in(ip, "spin_inner");
         assert!(offset < size, "{ip} past spin_inner's {size} bytes");
-        // Before `push %rbp; mov %rsp,%rbp` (offsets 0 and 1) the frame pointer still holds
-        // the caller's frame, so a frame-pointer walk (the kernel's, as perf's) goes from
-        // spin_inner to main: seen on 5.10 under emulation, right after the uprobe's
-        // out-of-line step of the first instruction.
-        if offset < 4 {
+        // Before `push %rbp; mov %rsp,%rbp` (offsets 0 and 1), and at the `ret` after
+        // `pop %rbp` (the last byte), the frame pointer holds the caller's frame, so a
+        // frame-pointer walk (the kernel's, as perf's) goes from spin_inner to main: seen on
+        // 5.10 under emulation, right after the uprobe's out-of-line step of the first
+        // instruction.
+        if offset < 4 || offset == size - 1 {
             assert_eq!(sample["stack"][1]["symbol"], "main", "{sample}");
             prologue += 1;
             continue;
