@@ -133,25 +133,25 @@ fn text_output_prints_each_frame_under_its_event() {
     assert!(lines[4].trim_start().starts_with("main+0x"), "{stdout}");
 }
 
+/// `tracer probe -s -f json PROBE...` over two getppid calls: its output and its two events.
+fn stacks_of_two_getppids(probe: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
+    let prog = common::testprog();
+    let mut args = vec!["probe", "-s", "-f", "json"];
+    args.extend(probe);
+    args.extend(["--", prog.to_str().unwrap(), "getppid", "2"]);
+    let out = common::tracer(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 2, "{}", text(&out.stderr));
+    (out, events)
+}
+
 #[test]
 fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
     if !has(Feature::Tracepoints, "kernel_stacks") || !has(Feature::Bpf, "kernel_stacks") {
         return;
     }
-    let out = common::tracer(&[
-        "probe",
-        "-s",
-        "-f",
-        "json",
-        "syscalls:sys_enter_getppid",
-        "--",
-        common::testprog().to_str().unwrap(),
-        "getppid",
-        "2",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let events = json_lines(&out.stdout);
-    assert_eq!(events.len(), 2, "{}", text(&out.stderr));
+    let (out, events) = stacks_of_two_getppids(&["syscalls:sys_enter_getppid"]);
     // Before 6.12 the kernel hands a syscall tracepoint's BPF program the user registers, so
     // it walks no kernel frames (5.10 and 6.1 in the VM tier): said, never silent.
     if common::kernel_version() < (6, 12) {
@@ -165,22 +165,8 @@ fn kernel_stacks_of_a_syscall_tracepoint_go_through_the_syscall_entry() {
             text(&out.stderr)
         );
         // The way round the note names: the raw syscall tracepoint has kernel stacks there.
-        let out = common::tracer(&[
-            "probe",
-            "-s",
-            "-f",
-            "json",
-            "raw_syscalls:sys_enter",
-            "--filter",
-            "id == 110",
-            "--",
-            common::testprog().to_str().unwrap(),
-            "getppid",
-            "2",
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let events = json_lines(&out.stdout);
-        assert_eq!(events.len(), 2, "{}", text(&out.stderr));
+        let (_, events) =
+            stacks_of_two_getppids(&["raw_syscalls:sys_enter", "--filter", "id == 110"]);
         for event in &events {
             let frames = event["stack"].as_array().expect("stack");
             assert!(
