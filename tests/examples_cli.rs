@@ -190,7 +190,7 @@ const EXAMPLES: &[(&str, Check)] = &[
     ),
     ("cargo xtask test", xtask_test),
     ("tracer probe do_sys_open", readme_no_kprobes),
-    ("tracer probe --transport ringbuf", readme_ringbuf),
+    ("tracer probe --transport perf", readme_transport),
     ("tracer probe uprobe:./prog:handle", readme_uprobe_args),
     // docs/probe.md, USDT probes
     ("tracer list usdt:./usdt", shown_as_documented),
@@ -1386,7 +1386,7 @@ fn xtask_test(_ctx: &Ctx, example: &str) {
     );
 }
 
-fn readme_ringbuf(ctx: &Ctx, example: &str) {
+fn readme_transport(ctx: &Ctx, example: &str) {
     // README names the option; completed with the probe and command of its quick start.
     let full = format!("{example} syscalls:sys_enter_openat -- cat /etc/hostname");
     let (stdout, stderr) = ok(&ctx.run(&words(&full, &[])));
@@ -3211,8 +3211,15 @@ fn docs_latency_linear(ctx: &Ctx, example: &str) {
         return;
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // `slept NS DELAY`: the duration is the first number.
     let slept: Vec<u64> = (stderr.lines())
-        .filter_map(|l| l.strip_prefix("slept ")?.parse().ok())
+        .filter_map(|l| {
+            l.strip_prefix("slept ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .collect();
     assert_eq!(slept.len(), 35, "{stderr}");
     // The five 70 ms sleeps are past 63 steps of 1 ms: the overflow row, up to the max.
@@ -3256,7 +3263,7 @@ fn docs_latency_sleeps(ctx: &Ctx, example: &str) {
     // holds exactly those, in log2 buckets of nanoseconds.
     let slept: Vec<u64> = stderr
         .lines()
-        .filter_map(|l| l.strip_prefix("slept "))
+        .filter_map(|l| l.strip_prefix("slept ")?.split_whitespace().next())
         .map(|n| n.parse().unwrap())
         .collect();
     assert_eq!(slept.len(), 35, "{stderr}");

@@ -335,9 +335,11 @@ fn an_object_loaded_for_streaming_verifies_less_and_refuses_counting_slots() {
     println!(
         "verifier processed {all:?} instructions with every part, {streaming:?} streaming only"
     );
-    // The kernel reports the count from 5.16 on; this one is 6.18.
-    let (all, streaming) = (all.unwrap(), streaming.unwrap());
-    assert!(streaming < all, "{streaming} !< {all}");
+    // The kernel reports the count (`bpf_prog_info.verified_insns`) from 5.16 on.
+    match (all, streaming) {
+        (Some(all), Some(streaming)) => assert!(streaming < all, "{streaming} !< {all}"),
+        _ => common::skip("SKIPPED narrowed_object's instruction counts: this kernel does not report verified instructions (5.16+)"),
+    }
 
     let mut bpf = Bpf::load_with(Sizing {
         uses: USES_STREAM,

@@ -40,6 +40,22 @@ fn expected(ns: u64, hz: u64) -> f64 {
 
 fn assert_near(what: &str, got: u64, want: f64, context: &str) {
     let tolerance = (want * 0.10).max(5.0);
+    // Emulated CPUs take a timer interrupt when the emulator gets to it, and a sampling timer
+    // that fires more than a period late counts one sample for the periods it missed: a full
+    // VM-tier run sampled 569 for 932 and 1805 for 2924 expected (5.10, both vCPUs and the
+    // host busy), within 10% in a run of the suite alone. There samples are checked to be no
+    // more than twice the CPU time's (the dynamic loader, outside the workload's account, is
+    // slow there too: 394 for 354.6 on 5.10) and at least a third of them.
+    if common::emulated(
+        what,
+        "samples checked within a third and twice the CPU time's (timer interrupts land late)",
+    ) {
+        assert!(
+            got as f64 <= 2.0 * want + tolerance && got as f64 >= want / 3.0,
+            "{what}: {got} samples, expected between a third and twice {want:.1}\n{context}"
+        );
+        return;
+    }
     assert!(
         (got as f64 - want).abs() <= tolerance,
         "{what}: {got} samples, expected {want:.1} +- {tolerance:.1}\n{context}"
@@ -71,7 +87,19 @@ fn through(lines: &[(String, u64)], chain: &str) -> u64 {
 /// each period ends is as good as random: a chain with share p of `total` samples gets
 /// total * p of them, with a standard deviation of sqrt(total * p * (1 - p)); the bound is 4 of
 /// those (a false alarm about once in 16,000 runs), plus 2 for the end of the run.
+///
+/// On emulated CPUs the split is not checked (the total still is): the vCPUs take turns on one
+/// host thread, and a timer interrupt is taken when the emulator next looks, well past the
+/// point it fell due and not at random within a round. The VM tier measured the hot chain at
+/// 8-9% over its CPU time on 5.10 and 6.12, and in another run the cold chain at 30 samples
+/// for 95.6 ms of CPU (5.10).
 fn assert_chain(what: &str, got: u64, want: f64, total: u64, context: &str) {
+    if common::emulated(
+        &format!("{what} chain"),
+        "not checked: timer interrupts land late on emulated CPUs, skewing sub-ms shares",
+    ) {
+        return;
+    }
     let p = want / total.max(1) as f64;
     let tolerance = 4.0 * (want * (1.0 - p)).max(0.0).sqrt() + 2.0;
     assert!(
@@ -202,7 +230,7 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
         "--min-block",
         "1ms",
         "-f",
-        "folded",
+        "json",
         "--",
         &prog,
         "0",
@@ -214,21 +242,31 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
-    let lines = folded(&stdout, "tracer-profile");
-    // Microseconds, by the user function that slept, through the kernel's sleep.
-    let slept = |function: &str| -> u64 {
-        (lines.iter())
-            .filter(|(stack, _)| {
-                stack.contains(&format!(";main;{function};")) && stack.contains("do_nanosleep_[k]")
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let stacks = json["stacks"].as_array().unwrap();
+    // (microseconds, blocks) of the stacks where the user function slept in the kernel's
+    // sleep; frames are innermost first.
+    let slept = |function: &str| -> (u64, u64) {
+        (stacks.iter())
+            .filter(|s| {
+                let names: Vec<&str> = (s["frames"].as_array().unwrap().iter())
+                    .map(|f| f["name"].as_str().unwrap())
+                    .collect();
+                names.windows(2).any(|w| w == [function, "main"]) && names.contains(&"do_nanosleep")
             })
-            .map(|(_, us)| us)
-            .sum()
+            .map(|s| {
+                (
+                    s["value"].as_u64().unwrap() / 1000,
+                    s["count"].as_u64().unwrap(),
+                )
+            })
+            .fold((0, 0), |(us, n), (u, c)| (us + u, n + c))
     };
     // Each block lasts at least the time asked for; it ends when the task is switched back
     // in, so it also holds the wait on the run queue after the wakeup: about 50 us on an
     // idle machine, 16 ms a block at a load average of 6 on these 2 CPUs. So the upper bound
     // is the run itself: blocked time cannot exceed the time the command ran.
-    let (nap, doze) = (slept("profile_nap"), slept("profile_doze"));
+    let ((nap, naps), (doze, dozes)) = (slept("profile_nap"), slept("profile_doze"));
     let ran_us = (stderr.split(" blocks in ").nth(1))
         .and_then(|rest| rest.split(" s,").next())
         .and_then(|s| s.parse::<f64>().ok())
@@ -238,14 +276,24 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
     // a sleep was preempted before it blocked and kept off the CPU past its end (a loaded
     // machine), which is time waiting for a CPU, not blocked. A block is lost only with a
     // context switch the kernel did not run the program for (another BPF program was running
-    // on that CPU), and the summary says so.
+    // on that CPU), and the summary says so. The command blocks elsewhere too where its
+    // files are slow to open (the VM tier's root is on 9p): those are not the sleeps'.
     let blocked: u64 = (stderr.lines())
         .find_map(|l| l.strip_prefix("blocked=")?.parse().ok())
         .expect("the workload's blocked= line");
     assert!(blocked <= 9, "{context}");
     let missed = stderr.contains("context switches missed");
+    assert!(naps + dozes == blocked || missed, "{context}");
+    // Every block of the summary's count is in a stack, or accounted as not in one.
+    let a = &json["accounting"];
+    let counted = a["counted"].as_u64().unwrap();
+    let in_stacks: u64 = stacks.iter().map(|s| s["count"].as_u64().unwrap()).sum();
+    let elsewhere: u64 = (["idle", "own", "not_counted"].iter())
+        .map(|k| a[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, in_stacks + elsewhere, "{context}");
     assert!(
-        stderr.contains(&format!("\n{blocked} blocks in ")) || missed,
+        stderr.contains(&format!("\n{counted} blocks in ")),
         "{context}"
     );
     if blocked == 9 && !missed {
@@ -394,21 +442,41 @@ fn short_lived_children_are_symbolized() {
     // 20 children of 20 ms of CPU each, every one gone long before the end of the run: their
     // mappings come from the kernel's mmap records, so their frames are named.
     let prog = profile_program().display().to_string();
-    let script = format!("for i in $(seq 20); do {prog} 20 0 0 0 0 2>/dev/null; done");
+    // Each child's own account of its CPU time goes to a file: `hot_ns` and `cold_ns`, the two
+    // chains'. The dynamic loader's share before them is about 1 ms here and 30-50 ms on an
+    // emulated CPU, so the total of the samples is not a child's 20 ms.
+    let dir = tempfile::tempdir().unwrap();
+    let accounts = dir.path().join("accounts");
+    let script = format!(
+        "for i in $(seq 20); do {prog} 20 0 0 0 0 2>>{}; done",
+        accounts.display()
+    );
     let out = tracer(&[
         "profile", "-F", "999", "-f", "folded", "--", "sh", "-c", &script,
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    let mut chains = 0;
+    let accounts = std::fs::read_to_string(&accounts).unwrap();
+    for line in accounts.lines().filter(|l| l.starts_with("cpu_ns=")) {
+        let (_, hot, cold) = cpu_account(line);
+        chains += hot + cold;
+    }
+    assert_eq!(accounts.matches("cpu_ns=").count(), 20, "{accounts}");
     let lines = folded(&stdout, "tracer-profile");
-    let total: u64 = lines.iter().map(|(_, n)| n).sum();
-    assert_near("children", total, expected(20 * 20_000_000, 999), &context);
-    // All but the samples of the children's start (the dynamic loader) and exit; without the
-    // mmap records, or with them applied out of order across CPUs (an exec on one, the new
-    // program's mappings on another), up to a quarter were unnamed.
+    // The two chains' samples, named, are the chains' CPU time: without the mmap records, or
+    // with them applied out of order across CPUs (an exec on one, the new program's mappings
+    // on another), up to a quarter of them were unnamed.
     let named = through(&lines, HOT) + through(&lines, COLD);
-    assert!(named * 100 >= total * 90, "{context}");
+    assert_near("children's chains", named, expected(chains, 999), &context);
+    // And no sample has libc calling an unnamed `main`: the program's own mappings were known
+    // for every child (the dynamic loader's entry, before libc, has no symbol).
+    let unnamed: u64 = (lines.iter())
+        .filter(|(stack, _)| stack.contains("__libc_start_call_main;[unknown]"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(unnamed, 0, "{context}");
     assert!(!stderr.contains("exited before"), "{context}");
 }
 

@@ -1019,7 +1019,10 @@ fn per_thread_system_wide_prints_the_threads_that_counted() {
         .iter()
         .find(|r| r[0].starts_with("per-thread-all-"))
         .unwrap_or_else(|| panic!("{threads:?}"));
-    assert_eq!(ours[1], "1000", "{threads:?}");
+    // 1000, and one more when the launched child's own check that tracer is alive (a getppid
+    // right after its fork, before its exec: launch.rs `tie_to_parent`) ran after counting
+    // began: under -a it is a getppid of that thread too, named after its exec.
+    assert!(["1000", "1001"].contains(&ours[1].as_str()), "{threads:?}");
     // Threads that counted nothing are left out, as perf leaves them out.
     assert!(threads.iter().all(|r| r[1] != "0"), "{threads:?}");
     // The rows have perf's fields.
@@ -1033,9 +1036,12 @@ fn per_thread_system_wide_prints_the_threads_that_counted() {
         "sleep",
         "0.2",
     ]);
+    // perf itself printed no row at all in about one run of five here (perf 6.x, `-a
+    // --per-thread` around a 0.2 s command): tracer's rows must be there, perf's are checked
+    // when it printed them.
+    assert!(!rows(&ours, ',').is_empty(), "{}", text(&ours.stderr));
     for out in [&ours, &theirs] {
         let rows = rows(out, ',');
-        assert!(!rows.is_empty());
         assert!(
             rows.iter().all(|r| r.len() == 8 && r[3] == "task-clock"),
             "{rows:?}"

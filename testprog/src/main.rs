@@ -99,23 +99,35 @@ pub extern "C" fn tracer_testprog_sleep(us: u64) -> u64 {
 /// each duration sits just above a power-of-two boundary with most of its log2 bucket above it
 /// as headroom for scheduling delays (4.19-8.39 ms, 16.8-33.6 ms, 67.1-134 ms).
 ///
-/// Each call's duration as measured here is printed to stderr (`slept NS`), so tests can
+/// Each call's duration as measured here is printed to stderr (`slept NS DELAY`), so tests can
 /// compare a tracer's histogram with what actually happened, whatever the scheduler did.
+/// DELAY is the time this thread waited for a CPU meanwhile (the scheduler's `run_delay`):
+/// a wait between a clock read and the call is in NS but not in the call itself.
 fn sleeps(rounds: u64) {
     let mut measured = Vec::new();
     for _ in 0..rounds {
         for (us, times) in [(4_500, 20), (17_500, 10), (70_000, 5)] {
             for _ in 0..times {
+                let waited = run_delay_ns();
                 let start = std::time::Instant::now();
                 tracer_testprog_sleep(us);
-                measured.push(start.elapsed().as_nanos());
+                let ns = start.elapsed().as_nanos();
+                measured.push((ns, run_delay_ns().saturating_sub(waited)));
             }
         }
     }
     let mut err = std::io::stderr().lock();
-    for ns in measured {
-        let _ = writeln!(err, "slept {ns}");
+    for (ns, delay) in measured {
+        let _ = writeln!(err, "slept {ns} {delay}");
     }
+}
+
+/// Nanoseconds this thread has waited on a run queue (`/proc/thread-self/schedstat`, second
+/// field); 0 where the kernel does not say.
+fn run_delay_ns() -> u64 {
+    (std::fs::read_to_string("/proc/thread-self/schedstat").ok())
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// `touch N`: N fresh anonymous pages, mapped (not touched) before the work starts, with huge

@@ -69,6 +69,24 @@ pub fn has(feature: Feature, test: &str) -> bool {
     }
 }
 
+/// Prints why a test (or part of one) is skipped, straight to stderr: libtest captures
+/// `eprintln!` of passing tests, and a skip must show.
+pub fn skip(why: &str) {
+    let _ = writeln!(std::io::stderr(), "{why}");
+}
+
+/// True inside the VM tier's guests (TRACER_EMULATED, set by the VM runner), whose two CPUs
+/// are emulated by one host thread taking turns: a vCPU can stand still for milliseconds
+/// while the other runs, and a timer interrupt lands late. A test that loosens a timing
+/// check there says which and why (`what`), on stderr, so the run shows it.
+pub fn emulated(test: &str, what: &str) -> bool {
+    let on = std::env::var_os("TRACER_EMULATED").is_some();
+    if on {
+        let _ = writeln!(std::io::stderr(), "EMULATED {test}: {what}");
+    }
+    on
+}
+
 /// A workload child started in `--batch` mode: each `run_batch` lets it do one batch.
 pub struct Workload {
     pub child: Child,

@@ -163,18 +163,20 @@ pub struct ProbeArgs {
     pub stop: Stop,
     #[command(flatten)]
     pub output: OutputArgs,
-    /// Data pages per CPU ring (a power of two): more pages, fewer lost events [default:
-    /// 8192 / CPUs, from 64 to 1024: 4 MiB per CPU on up to 8 CPUs]
+    /// Data pages of the ring buffer, or of each CPU's ring with --transport perf (a power of
+    /// two): more pages, fewer lost events [default: 8192 / CPUs per CPU, from 64 to 1024 (4
+    /// MiB per CPU on up to 8 CPUs); the ring buffer has that times the CPUs]
     #[arg(long, value_name = "N")]
     pub ring_pages: Option<usize>,
-    /// Wake the reader every N events (default: when a quarter of the ring is full, and every 100 ms;
-    /// with --transport ringbuf, once N events without a string would fill what is waiting).
+    /// Wake the reader once N events without a string would fill what is waiting (default:
+    /// when a quarter of the ring is full, and every 10 ms; with --transport perf, every N
+    /// events).
     #[arg(long, value_name = "N")]
     pub wakeup_events: Option<u32>,
-    /// How events reach tracer: perf rings (one per CPU) or one BPF ring buffer shared by the
-    /// CPUs (Linux 5.8+; cheaper per event; --ring-pages then sizes the one ring [default:
-    /// the per-CPU default times the CPUs]).
-    #[arg(long, value_enum, default_value = "perf")]
+    /// How events reach tracer: one BPF ring buffer shared by the CPUs (the default; Linux 5.8+,
+    /// which tracer needs anyway), or perf rings, one per CPU (`PERF_COUNT_SW_BPF_OUTPUT`;
+    /// each CPU's events keep their own room; about 1.5x the cost per event).
+    #[arg(long, value_enum, default_value = "ringbuf")]
     pub transport: Transport,
     /// Exit with status 1 if any event was lost.
     #[arg(long)]

@@ -353,6 +353,18 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
+/// Whether process or thread `pid` still runs: not gone, not a zombie (it has exited and
+/// only awaits its reaper).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name's closing parenthesis.
+        Ok(stat) => (stat.rsplit_once(')'))
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| !matches!(state, "Z" | "X")),
+        Err(_) => false,
+    }
+}
+
 /// What became of a launched command when tracing ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fate {
@@ -383,32 +395,72 @@ impl Launched {
             return Fate::LeftRunning;
         }
         let pid = self.pid as libc::pid_t;
-        // Found before any is signalled, while the command still holds them as its children.
-        let tree = descendants(self.pid);
         let signal = if held { libc::SIGKILL } else { libc::SIGTERM };
-        for &below in &tree {
+        // Found before any is signalled, while the command still holds them as its children,
+        // and frozen first (SIGSTOP, level by level): a process forked after the list was read
+        // would otherwise be missed, and its parent's death would hand it to init, running
+        // (a shell's second background job did, under emulation).
+        let stop = |p: libc::pid_t| {
             // SAFETY: kill with a pid and a signal number; a pid that has gone is ESRCH.
-            unsafe { libc::kill(below as libc::pid_t, signal) };
+            unsafe { libc::kill(p, libc::SIGSTOP) };
+        };
+        stop(pid);
+        let mut tree: Vec<u32> = Vec::new();
+        loop {
+            let found: Vec<u32> = (descendants(self.pid).into_iter())
+                .filter(|p| !tree.contains(p))
+                .collect();
+            if found.is_empty() {
+                break;
+            }
+            found.iter().for_each(|&p| stop(p as libc::pid_t));
+            tree.extend(found);
+        }
+        for &below in &tree {
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(below as libc::pid_t, signal);
+                libc::kill(below as libc::pid_t, libc::SIGCONT);
+            }
         }
         // SAFETY: as above; our child is not reaped yet, so its pid is still its own.
-        unsafe { libc::kill(pid, signal) };
+        unsafe {
+            libc::kill(pid, signal);
+            libc::kill(pid, libc::SIGCONT);
+        }
+        // The whole tree, not only our child: once the command is reaped its children are
+        // init's, and a run that ends must not leave them running past "command stopped"
+        // (under emulation one outlived tracer's exit).
         for _ in 0..100 {
-            if self.try_wait().is_some() {
+            // Reaped now or on an earlier turn (`try_wait` answers once).
+            let reaped = self.try_wait().is_some() || self.reaped;
+            if reaped && !tree.iter().any(|&p| alive(p)) {
                 return Fate::Stopped;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        for below in descendants(self.pid) {
-            // SAFETY: as above: processes still below our unreaped child.
+        let mut left = descendants(self.pid);
+        left.extend(tree.iter().copied().filter(|&p| alive(p)));
+        for &below in &left {
+            // SAFETY: as above: processes of the command's tree still running.
             unsafe { libc::kill(below as libc::pid_t, libc::SIGKILL) };
         }
-        let mut status = 0;
-        // SAFETY: our own unreaped child: SIGKILL ends it, waitpid reaps it.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, &mut status, 0);
+        if !self.reaped {
+            let mut status = 0;
+            // SAFETY: our own unreaped child: SIGKILL ends it, waitpid reaps it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            self.reaped = true;
         }
-        self.reaped = true;
+        // SIGKILL cannot be refused: wait for them to be gone, a second at most.
+        for _ in 0..100 {
+            if !left.iter().any(|&p| alive(p)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         Fate::Stopped
     }
 
@@ -527,5 +579,29 @@ pub fn raise_open_files(needed: u64) {
         }
         limit.rlim_cur = limit.rlim_max;
         let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alive;
+
+    #[test]
+    fn a_process_runs_until_it_exits_and_a_zombie_does_not() {
+        assert!(alive(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Exited but not reaped: a zombie, which `alive` does not count.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while alive(pid) {
+            assert!(std::time::Instant::now() < deadline, "`true` ran for 10 s");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            std::fs::metadata(format!("/proc/{pid}")).is_ok(),
+            "still unreaped"
+        );
+        child.wait().unwrap();
+        assert!(!alive(pid));
     }
 }

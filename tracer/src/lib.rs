@@ -8,6 +8,7 @@ pub mod breakpoint;
 pub mod cli;
 pub mod cmd;
 pub mod counter;
+pub mod detach;
 pub mod kernel;
 pub mod launch;
 pub mod output;

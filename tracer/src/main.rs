@@ -30,5 +30,8 @@ fn main() {
             code
         }
     };
+    // Tracepoint and probe events whose close waits for the kernel are closed by a child
+    // after this process exits.
+    tracer::detach::close_after_exit(tracer::perf::detach::take());
     std::process::exit(code);
 }

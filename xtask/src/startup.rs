@@ -15,6 +15,12 @@ use crate::section;
 
 const MARKER: &str = "/tmp/tracer-bench-startup-marker";
 
+/// The pause before each round: a run starts as a user's does, after the last one's events
+/// are gone. tracer closes its tracepoint events after it exits (`tracer-detach`), and a run
+/// started within that close's grace period waits for it when it opens its own (the kernel's
+/// trace event mutex): back to back, tracer's first event came after 42 ms instead of 19.
+const SETTLE: Duration = Duration::from_millis(300);
+
 /// One tool's start-up: (ms to the first event, peak RSS in KiB). The first event is the
 /// first output line that contains every string of `event`.
 fn one(argv: &[String], event: &[&str]) -> Result<(f64, u64)> {
@@ -110,7 +116,7 @@ fn stop(child: &mut Child) {
 
 pub fn startup() -> Result<()> {
     section("bench: start-up to the first event (tracepoint syscalls:sys_enter_openat)");
-    let (tracer, _) = build()?;
+    let (tracer, prog) = build()?;
     let stop_opens = Arc::new(AtomicBool::new(false));
     let opener = {
         let stop = stop_opens.clone();
@@ -172,6 +178,7 @@ pub fn startup() -> Result<()> {
         let mut runs = Vec::new();
         let mut failure = None;
         for _ in 0..ROUNDS {
+            std::thread::sleep(SETTLE);
             match one(&pinned, event) {
                 Ok(run) => runs.push(run),
                 Err(e) => {
@@ -199,8 +206,75 @@ pub fn startup() -> Result<()> {
     }
     stop_opens.store(true, Ordering::Relaxed);
     let _ = opener.join();
+    let exit = exit_rows(&tracer, &prog)?;
     crate::bench::save(
         "startup",
-        &serde_json::json!({"bench": "startup", "version": 1, "rows": json}).to_string(),
+        &serde_json::json!({"bench": "startup", "version": 1, "rows": json, "exit": exit})
+            .to_string(),
     )
+}
+
+/// From exec to the first event and to the tool's exit, for one event and done: `tracer probe
+/// -c 1` on a syscall tracepoint around a workload making one call (and the same with
+/// TRACER_BENCH_BASELINE), and bpftrace's `exit()` after its first hit. Not pinned.
+fn exit_rows(tracer: &str, prog: &str) -> Result<Vec<serde_json::Value>> {
+    let workload = s(&[prog, "getppid", "1"]);
+    let probe = |bin: &str| {
+        let tool = s(&[
+            bin,
+            "probe",
+            "-c",
+            "1",
+            "-f",
+            "json",
+            "syscalls:sys_enter_getppid",
+        ]);
+        [tool, s(&["--"]), workload.clone()].concat()
+    };
+    let mut tools = vec![("tracer probe -c 1".to_string(), probe(tracer), "{")];
+    if let Ok(baseline) = std::env::var("TRACER_BENCH_BASELINE") {
+        tools.push((format!("baseline {baseline}"), probe(&baseline), "{"));
+    }
+    if peer("bpftrace", "bpftrace") {
+        let script =
+            "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf(\"hit\\n\"); exit(); }";
+        let argv = s(&["bpftrace", "-e", script, "-c", &workload.join(" ")]);
+        tools.push(("bpftrace ... exit()".into(), argv, "hit"));
+    }
+    println!("\none event, then exit (median of {ROUNDS}, min..max, not pinned)");
+    println!("{:<46} {:>22} {:>22}", "tool", "first event ms", "exit ms");
+    let mut rows = Vec::new();
+    for (name, argv, line) in &tools {
+        let mut firsts = Vec::new();
+        let mut exits = Vec::new();
+        for _ in 0..ROUNDS {
+            std::thread::sleep(SETTLE);
+            let start = Instant::now();
+            let (mut child, found) = until_line(argv, start, |l| l.contains(line))?;
+            let status = child.wait()?;
+            if let (Ok(first), true) = (found, status.success()) {
+                firsts.push(first.as_secs_f64() * 1e3);
+                exits.push(start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        if firsts.is_empty() {
+            println!("{name:<46} failed");
+            continue;
+        }
+        let spread = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        let (f, e) = (spread(&mut firsts), spread(&mut exits));
+        println!(
+            "{name:<46} {:>22} {:>22}",
+            format!("{:.1} ({:.1}..{:.1})", f.0, f.1, f.2),
+            format!("{:.1} ({:.1}..{:.1})", e.0, e.1, e.2)
+        );
+        rows.push(
+            serde_json::json!({"tool": name, "first_ms": f.0, "exit_ms": e.0,
+            "exit_min_ms": e.1, "exit_max_ms": e.2}),
+        );
+    }
+    Ok(rows)
 }

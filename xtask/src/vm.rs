@@ -157,14 +157,15 @@ fn boot(
     std::fs::create_dir_all(&runs)?;
     let nonce = nonce()?;
     // The command travels as a script on the host filesystem, which the guest sees over 9p at
-    // the same path: no quoting through the kernel command line.
+    // the same path: no quoting through the kernel command line. TRACER_EMULATED tells the
+    // tests their CPUs are emulated (see `common::emulated`).
     let script = runs.join(format!("run-{nonce}.sh"));
     let cwd = std::env::current_dir()?;
     let quoted: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
     std::fs::write(
         &script,
         format!(
-            "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb\n\
+            "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb TRACER_EMULATED=tcg\n\
              cd {} || exit 254\nexec {}\n",
             shell_quote(&cwd.display().to_string()),
             quoted.join(" ")

@@ -146,6 +146,8 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
             break;
         }
     }
+    // Every run is read: tracepoint counters close after tracer exits.
+    crate::perf::detach::defer_from_now();
     if let (Some(path), Some(file)) = (&plan.record, &saved) {
         file.write(path)?;
     }

@@ -23,6 +23,7 @@ use crate::plan::watch::{watch_plan, WatchPlan, Whose};
 use crate::probe;
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 use crate::stacks::Symbolizer;
+use crate::tracefile::reorder::Reorder;
 use crate::Error;
 
 pub fn run(args: WatchArgs) -> Result<i32, Error> {
@@ -119,7 +120,22 @@ struct WatchSink<'a, W: std::io::Write> {
     symbolizer: Symbolizer,
     /// Counted in the kernel (`--summary`): nothing streams, the counts are read at the end.
     summary: bool,
+    /// Hits waiting until every CPU's earlier hits are in hand: a hit's old value is the
+    /// value after the hit before it, so they are printed in the order they happened.
+    order: Reorder<Event>,
+    /// Per CPU: hits received, and the newest one's timestamp.
+    received: Vec<(u64, u64)>,
+    /// Per watch: the timestamp of the last hit printed.
+    printed_ns: Vec<u64>,
+    /// Hits printed after a later one of their watch (held past [`HOLD_NS`]): old value unknown.
+    late: u64,
+    /// The sources are stopped: the next drain is the last.
+    stopped: bool,
 }
+
+/// The longest a hit waits for an earlier one that a CPU has counted but not yet written; a
+/// hit that comes later still is printed with its old value unknown, and counted.
+const HOLD_NS: u64 = 1_000_000_000;
 
 impl<'a> WatchSink<'a, crate::output::Output> {
     /// The sink of a plan; the text header is printed (and flushed: the command writes to the
@@ -139,6 +155,7 @@ impl<'a> WatchSink<'a, crate::output::Output> {
         // before the reported ip, so that is where the hit's function and line are looked up.
         symbolizer.trap_after = plan.kind != BreakpointType::Execute;
         Ok(WatchSink {
+            printed_ns: vec![0; watches.len()],
             watches,
             rings,
             out,
@@ -150,6 +167,10 @@ impl<'a> WatchSink<'a, crate::output::Output> {
             bpf,
             symbolizer,
             summary: plan.summary,
+            order: Reorder::new(HOLD_NS),
+            received: Vec::new(),
+            late: 0,
+            stopped: false,
         })
     }
 }
@@ -166,12 +187,21 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         let watch = &mut self.watches[index];
         let new = (event.data[word::WATCH_VALUE_READ] == 1 && kind != BreakpointType::Execute)
             .then(|| mask(event.data[word::WATCH_VALUE], watch.len));
-        let old = watch.last;
+        // A hit that happened before the last one printed (it came after its wait) does not
+        // know the value before it, and does not change what the next hit follows.
+        let in_order = event.time_ns >= self.printed_ns[index];
+        let old = watch.last.filter(|_| in_order);
         watch.hits += 1;
         *watch.by_tid.entry(event.tid()).or_default() += 1;
         watch.by_ip.entry(ip).or_insert((0, at.clone())).0 += 1;
-        if new.is_some() {
-            watch.last = new;
+        match in_order {
+            true => {
+                self.printed_ns[index] = event.time_ns;
+                if new.is_some() {
+                    watch.last = new;
+                }
+            }
+            false => self.late += 1,
         }
         let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
         let change = match (kind, old, new) {
@@ -217,12 +247,11 @@ impl<W: std::io::Write> WatchSink<'_, W> {
             why: outcome.why(self.delivered, "hits"),
             tail: format!("{lost} lost"),
             table: None,
-            notes: (self
-                .symbolizer
-                .summary()
+            notes: (self.symbolizer.summary())
                 .map(|l| format!("stacks: {l}"))
-                .into_iter())
-            .collect(),
+                .into_iter()
+                .chain(out::late_note(self.late))
+                .collect(),
         }
         .print();
         for watch in &self.watches {
@@ -239,6 +268,18 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         }
         self.out.flush().map_err(Error::Output)
     }
+}
+
+/// The newest time up to which every CPU's hits are in hand: `now` when each CPU's received
+/// hits reach what it had written when `now` was taken; otherwise a CPU still writing holds
+/// back everything after the newest hit received from it (its next one is stamped later).
+fn settled_until(written: &[u64], received: &[(u64, u64)], now: u64) -> u64 {
+    (written.iter().enumerate())
+        .filter_map(|(cpu, &n)| {
+            let (got, newest) = received.get(cpu).copied().unwrap_or((0, 0));
+            (got < n).then_some(newest)
+        })
+        .fold(now, u64::min)
 }
 
 /// A watch's hits by thread and by instruction.
@@ -264,14 +305,38 @@ fn counts(watch: &Watch, trapped: Option<u64>) -> Counts<'_> {
 
 impl<W: std::io::Write> Sink for WatchSink<'_, W> {
     fn stop(&mut self) -> Result<(), Error> {
+        self.stopped = true;
         Ok(self.bpf.stop()?)
     }
 
     fn drain(&mut self) -> Result<bool, Error> {
-        let mut batch: Vec<Event> = Vec::new();
-        self.rings.drain(|e, _| batch.push(*e));
-        batch.sort_by_key(|e| e.time_ns);
-        for event in &batch {
+        // Read before the rings: every hit stamped before `now` was counted by then.
+        let now = session::monotonic_ns();
+        let written = match self.stopped {
+            true => None,
+            false => Some(self.bpf.written_per_cpu()?),
+        };
+        let (order, received) = (&mut self.order, &mut self.received);
+        self.rings.drain(|e, _| {
+            let cpu = e.cpu as usize;
+            if received.len() <= cpu {
+                received.resize(cpu + 1, (0, 0));
+            }
+            received[cpu].0 += 1;
+            received[cpu].1 = received[cpu].1.max(e.time_ns);
+            order.push(e.time_ns, *e);
+        });
+        let mut ready = Vec::new();
+        match written {
+            // The last drain after the sources stopped: everything is in hand.
+            None => self.order.finish(|e| ready.push(e)),
+            Some(written) => {
+                let limit = settled_until(&written, &self.received, now);
+                (self.order)
+                    .release_until(limit.max(now.saturating_sub(HOLD_NS)), |e| ready.push(e));
+            }
+        }
+        for event in &ready {
             if self.count.is_some_and(|n| self.delivered >= n) {
                 break;
             }
@@ -280,5 +345,22 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
         }
         self.out.flush().map_err(Error::Output)?;
         Ok(self.count.is_some_and(|n| self.delivered >= n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settled_until;
+
+    #[test]
+    fn hits_wait_for_a_cpu_that_has_counted_more_than_it_delivered() {
+        // Every CPU delivered what it had counted: everything up to `now` is in hand.
+        assert_eq!(settled_until(&[3, 2], &[(3, 90), (2, 95)], 100), 100);
+        // CPU 1 counted a third hit it has not written yet: it is stamped after 95.
+        assert_eq!(settled_until(&[3, 3], &[(3, 90), (2, 95)], 100), 95);
+        // A CPU nothing has come from yet holds back everything.
+        assert_eq!(settled_until(&[3, 1], &[(3, 90)], 100), 0);
+        // A CPU that has not counted anything holds back nothing.
+        assert_eq!(settled_until(&[3, 0, 0], &[(3, 90)], 100), 100);
     }
 }

@@ -123,9 +123,33 @@ impl Counts<'_> {
     }
 }
 
+/// The summary's note on hits that came after a later hit of their watch was printed (a CPU
+/// held its hit for over a second): their old values are unknown.
+pub fn late_note(late: u64) -> Option<String> {
+    (late > 0).then(|| {
+        format!(
+            "{late} hit{} arrived after a later hit of the same watch was printed: old value shown as ?",
+            if late == 1 { "" } else { "s" }
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn late_hits_are_noted_only_when_there_were_some() {
+        assert_eq!(late_note(0), None);
+        assert_eq!(
+            late_note(1).unwrap(),
+            "1 hit arrived after a later hit of the same watch was printed: old value shown as ?"
+        );
+        assert_eq!(
+            late_note(2).unwrap(),
+            "2 hits arrived after a later hit of the same watch was printed: old value shown as ?"
+        );
+    }
 
     #[test]
     fn counts_render_as_text_and_json() {

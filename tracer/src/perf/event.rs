@@ -55,6 +55,17 @@ pub mod ioc {
     pub const FLAG_GROUP: libc::c_ulong = 1;
 }
 
+/// Whether closing an event of `kind` waits for the kernel's grace period (trace events:
+/// tracepoints, kprobes, uprobes), and nothing looks for its effect at once: a uprobe with a
+/// USDT semaphore lowers it at its close.
+fn slow_to_close(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Tracepoint(_) | EventKind::Kprobe { .. } => true,
+        EventKind::Uprobe { ref_ctr, .. } => *ref_ctr == 0,
+        _ => false,
+    }
+}
+
 /// An open perf event. Closing it (drop) detaches everything attached to it.
 #[derive(Debug)]
 pub struct Event {
@@ -66,6 +77,18 @@ pub struct Event {
     read_format: u64,
     /// Members opened with this event as group leader, in order (for group reads).
     members: usize,
+    /// Closed after tracer exits once closes are deferred (see [`super::detach`]).
+    close_later: bool,
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // The duplicate set aside keeps the file open: the close of `fd` that follows only
+        // drops a reference.
+        if self.close_later {
+            super::detach::set_aside(self.fd.as_fd());
+        }
+    }
 }
 
 impl Event {
@@ -128,7 +151,14 @@ impl Event {
             attr: raw,
             read_format: options.read_format,
             members: 0,
+            close_later: slow_to_close(kind),
         })
+    }
+
+    /// Closed when dropped, even once closes are deferred: a legacy kprobe's tracefs
+    /// definition can be removed only after its event is closed.
+    pub fn close_on_drop(&mut self) {
+        self.close_later = false;
     }
 
     pub fn name(&self) -> &str {

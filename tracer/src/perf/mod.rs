@@ -6,6 +6,7 @@
 
 pub mod attr;
 pub mod cpus;
+pub mod detach;
 pub mod error;
 pub mod event;
 pub mod names;

@@ -240,13 +240,16 @@ pub fn open_event(
         flags: perf::attr::flag::DISABLED,
         ..Options::default()
     };
-    let event =
+    let mut event =
         perf::Event::open(spec.to_string(), &resolved.kind, &options, &scope).map_err(|e| {
             match &resolved.kernel_function {
                 Some(f) if e.errno() == Some(libc::ENOENT) => unknown_function(e.into(), fs, f),
                 _ => e.into(),
             }
         })?;
+    if resolved.legacy.is_some() {
+        event.close_on_drop();
+    }
     Ok(Opened {
         event,
         legacy: resolved.legacy,

@@ -163,18 +163,18 @@ impl EventLoop {
             let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
             tokio::pin!(deadline);
             loop {
+                // The drivers that see signals, timers and the command's exit run only when
+                // the loop yields: under a flood a wakeup is always waiting, and without this
+                // they ran once per 128 drains, tokio's budget (`-d 0.5` ended after 5.5 s on
+                // an emulated CPU, each drain taking ~40 ms there).
+                tokio::task::yield_now().await;
+                // In this order: the ring wakeups are always ready under a flood, and a fair
+                // pick among ready branches would take a signal or the deadline only now and
+                // then. The 100 ms tick comes before the wakeups, which would starve it.
                 tokio::select! {
-                    _ = rx.recv() => { if sink.drain()? { return Ok::<End, Error>(End::Count); } }
-                    _ = sparse.tick() => { if sink.drain()? { return Ok(End::Count); } }
-                    _ = tick.tick() => {
-                        if sink.drain()? { return Ok(End::Count); }
-                        // An adopted process (-p) that exits ends the run.
-                        if sink.tick()? || adopted.is_some_and(|pid| !super::alive(pid)) {
-                            return Ok(End::TargetGone);
-                        }
-                    }
+                    biased;
                     _ = signals.recv() => return Ok(End::Interrupted),
-                    _ = &mut deadline, if duration.is_some() => return Ok(End::Duration),
+                    _ = &mut deadline, if duration.is_some() => return Ok::<End, Error>(End::Duration),
                     ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
                         let mut guard = ready.map_err(io_error)?;
                         guard.clear_ready();
@@ -182,6 +182,15 @@ impl EventLoop {
                             return Ok(End::CommandExited(code));
                         }
                     }
+                    _ = tick.tick() => {
+                        if sink.drain()? { return Ok(End::Count); }
+                        // An adopted process (-p) that exits ends the run.
+                        if sink.tick()? || adopted.is_some_and(|pid| !super::alive(pid)) {
+                            return Ok(End::TargetGone);
+                        }
+                    }
+                    _ = rx.recv() => { if sink.drain()? { return Ok(End::Count); } }
+                    _ = sparse.tick() => { if sink.drain()? { return Ok(End::Count); } }
                 }
             }
         })?;
@@ -190,6 +199,8 @@ impl EventLoop {
         // then read what they left in the rings.
         sink.stop()?;
         sink.drain()?;
+        // Nothing more comes from the sources: their slow closes can wait for tracer's exit.
+        crate::perf::detach::defer_from_now();
         Ok((end, ended))
     }
 }

@@ -191,17 +191,9 @@ impl Session {
     }
 }
 
-/// Whether process or thread `pid` still runs: not gone, not a zombie (an adopted `-p PID`
-/// that exits ends the run, though its parent has not reaped it yet).
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| !matches!(state, "Z" | "X")),
-        Err(_) => false,
-    }
-}
+/// Whether process or thread `pid` still runs (an adopted `-p PID` that exits ends the run,
+/// though its parent has not reaped it yet).
+pub use crate::launch::alive;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -73,7 +73,8 @@ impl<T> Reorder<T> {
         self.release_until(u64::MAX, f);
     }
 
-    fn release_until(&mut self, limit: u64, mut f: impl FnMut(T)) {
+    /// Hands `f` every record stamped at or before `limit`, oldest first.
+    pub fn release_until(&mut self, limit: u64, mut f: impl FnMut(T)) {
         while self.heap.peek().is_some_and(|p| p.0.time_ns <= limit) {
             let Reverse(p) = self.heap.pop().expect("peeked");
             if p.time_ns < self.last_ns {

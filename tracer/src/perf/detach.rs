@@ -1,0 +1,47 @@
+//! Slow-to-close events set aside at the end of a run, to be closed after the process exits.
+//!
+//! The last close of a tracepoint, kprobe or uprobe event waits for the kernel to be sure no
+//! CPU still runs its callback (`perf_trace_event_unreg` synchronizes RCU), under the trace
+//! event mutex, one event after another: 60-75 ms for a tracepoint, about 108 ms a uprobe.
+//! That was most of the time from a run's end to the prompt (`tracer probe -c 1` on a
+//! syscall tracepoint: 150 ms from exec to exit, 14 of them to the first event).
+//!
+//! Once a run is over and its sources are stopped ([`defer_from_now`]), such events are not
+//! closed when dropped: their file is kept by a duplicate set aside here, and at exit
+//! `crate::detach::close_after_exit` has a child close them after tracer has exited, off the
+//! user's clock. Nothing is lost by the wait: the programs attached to those events were
+//! stopped before the last drain and output nothing more.
+//!
+//! Events whose close has an effect someone may look for at once close as before: a uprobe
+//! raising a USDT semaphore (the kernel lowers it at the close), and a legacy kprobe whose
+//! tracefs definition is removed after its event is closed ([`super::Event::close_on_drop`]).
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+static DEFERRING: AtomicBool = AtomicBool::new(false);
+static SET_ASIDE: Mutex<Vec<OwnedFd>> = Mutex::new(Vec::new());
+
+/// From now on, slow-to-close events dropped are closed after the process exits. Called when
+/// a run has ended and its sources are stopped; before that (feature probes, a failed attach)
+/// an event closes when dropped.
+pub fn defer_from_now() {
+    DEFERRING.store(true, Ordering::Relaxed);
+}
+
+/// Keeps `fd`'s file open past its drop when closes are deferred. When they are not (or the
+/// duplicate failed), the caller's close is the real one.
+pub(super) fn set_aside(fd: BorrowedFd<'_>) {
+    if !DEFERRING.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Ok(copy) = fd.try_clone_to_owned() {
+        (SET_ASIDE.lock().unwrap_or_else(|e| e.into_inner())).push(copy);
+    }
+}
+
+/// The files set aside so far (none are left here).
+pub fn take() -> Vec<OwnedFd> {
+    std::mem::take(&mut *SET_ASIDE.lock().unwrap_or_else(|e| e.into_inner()))
+}
