@@ -1,18 +1,41 @@
 //! `attach`: how long probes take to attach and to detach, by kind and count: from the
 //! tool's exec to its ready line (tracer's banner; bpftrace's `BEGIN`, which runs once every
-//! probe is attached), and from SIGINT to its exit. tracer against bpftrace on the same
-//! probes, in one run.
+//! probe is attached), from SIGINT to its exit, and from SIGINT until every probe is closed
+//! (tracer hands its slow closes to a `tracer-detach` child that outlives it). tracer against
+//! bpftrace on the same probes, in one run, unpinned and then with the tool on CPU 1.
 
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::peers::{build, peer, s, Spread, ROUNDS};
+use crate::peers::{build, peer, s, Place, Spread, ROUNDS};
 use crate::section;
 use crate::startup::until_line;
 
-/// One run: ms from exec to the first line containing `ready`, and ms from SIGINT to exit.
-fn one(argv: &[String], ready: &str) -> Result<(f64, f64)> {
+/// Whether a `tracer-detach` child is still closing a run's events.
+fn closing() -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|entry| {
+        std::fs::read_to_string(entry.path().join("comm"))
+            .is_ok_and(|c| c.trim() == "tracer-detach")
+    })
+}
+
+/// Waits (a minute at most) until no `tracer-detach` child is left.
+fn until_closed() {
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while closing() && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// One run, after the last one's probes are all closed (each round starts on a clean kernel):
+/// ms from exec to the first line containing `ready`, from SIGINT to exit, and from SIGINT
+/// until every probe is closed.
+fn one(argv: &[String], ready: &str) -> Result<(f64, f64, f64)> {
+    until_closed();
     let (mut child, attached) = until_line(argv, Instant::now(), |line| line.contains(ready))?;
     let attached = match attached {
         Ok(attached) => attached,
@@ -34,7 +57,10 @@ fn one(argv: &[String], ready: &str) -> Result<(f64, f64)> {
     if !status.success() && status.code() != Some(130) {
         bail!("`{}` failed at SIGINT: {status}", argv.join(" "));
     }
-    Ok((attached.as_secs_f64() * 1e3, detached.as_secs_f64() * 1e3))
+    until_closed();
+    let closed = signalled.elapsed();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    Ok((ms(attached), ms(detached), ms(closed)))
 }
 
 fn spread(mut v: Vec<f64>) -> Spread {
@@ -42,15 +68,16 @@ fn spread(mut v: Vec<f64>) -> Spread {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
-/// Medians over `ROUNDS` runs: (attach, detach).
-fn measure(argv: &[String], ready: &str) -> Result<(Spread, Spread)> {
-    let (mut attach, mut detach) = (Vec::new(), Vec::new());
+/// Medians over `ROUNDS` runs: (attach, detach, closed).
+fn measure(argv: &[String], ready: &str) -> Result<(Spread, Spread, Spread)> {
+    let (mut attach, mut detach, mut closed) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        let (a, d) = one(argv, ready)?;
+        let (a, d, c) = one(argv, ready)?;
         attach.push(a);
         detach.push(d);
+        closed.push(c);
     }
-    Ok((spread(attach), spread(detach)))
+    Ok((spread(attach), spread(detach), spread(closed)))
 }
 
 pub fn attach() -> Result<()> {
@@ -101,47 +128,57 @@ pub fn attach() -> Result<()> {
         ),
     ];
     let bpftrace = peer("bpftrace", "bpftrace");
-    println!(
-        "{:<44} {:<9} {:>10} {:>15} {:>10} {:>15}",
-        "case", "tool", "attach ms", "min..max", "detach ms", "min..max"
-    );
-    let mut rows = Vec::new();
-    for (case, spec, probe) in &cases {
-        let mut tools = vec![(
-            "tracer",
-            s(&[&tracer, "probe", "--count-by", "comm", spec]),
-            "Hit Ctrl-C to end.",
-        )];
-        if bpftrace {
-            let script =
-                format!("{probe} {{ @[comm] = count(); }} BEGIN {{ printf(\"ready\\n\"); }}");
-            tools.push(("bpftrace", s(&["bpftrace", "-e", &script]), "ready"));
-        }
-        for (tool, argv, ready) in tools {
-            match measure(&argv, ready) {
-                Ok((a, d)) => {
-                    println!(
-                        "{case:<44} {tool:<9} {:>10.0} {:>15} {:>10.0} {:>15}",
-                        a.0,
-                        format!("{:.0}..{:.0}", a.1, a.2),
-                        d.0,
-                        format!("{:.0}..{:.0}", d.1, d.2)
-                    );
-                    rows.push(serde_json::json!({
-                        "case": format!("{case}: {tool}"),
-                        "attach_ms": a.0.round(), "attach_min": a.1.round(), "attach_max": a.2.round(),
-                        "detach_ms": d.0.round(), "detach_min": d.1.round(), "detach_max": d.2.round(),
-                    }));
-                }
-                Err(e) => {
-                    println!("{case:<44} {tool:<9} failed: {e:#}");
-                    rows.push(serde_json::json!({"case": format!("{case}: {tool}"), "error": format!("{e:#}")}));
+    let mut tables = serde_json::Map::new();
+    for place in Place::BOTH {
+        println!(
+            "\nattach and detach, {} (the tool on CPU 1 when pinned):",
+            place.name()
+        );
+        println!(
+            "{:<44} {:<9} {:>10} {:>15} {:>10} {:>15} {:>10}",
+            "case", "tool", "attach ms", "min..max", "detach ms", "min..max", "closed ms"
+        );
+        let mut rows = Vec::new();
+        for (case, spec, probe) in &cases {
+            let mut tools = vec![(
+                "tracer",
+                s(&[&tracer, "probe", "--count-by", "comm", spec]),
+                "Hit Ctrl-C to end.",
+            )];
+            if bpftrace {
+                let script =
+                    format!("{probe} {{ @[comm] = count(); }} BEGIN {{ printf(\"ready\\n\"); }}");
+                tools.push(("bpftrace", s(&["bpftrace", "-e", &script]), "ready"));
+            }
+            for (tool, argv, ready) in tools {
+                match measure(&place.tool(argv), ready) {
+                    Ok((a, d, c)) => {
+                        println!(
+                            "{case:<44} {tool:<9} {:>10.0} {:>15} {:>10.0} {:>15} {:>10.0}",
+                            a.0,
+                            format!("{:.0}..{:.0}", a.1, a.2),
+                            d.0,
+                            format!("{:.0}..{:.0}", d.1, d.2),
+                            c.0
+                        );
+                        rows.push(serde_json::json!({
+                            "case": format!("{case}: {tool}"),
+                            "attach_ms": a.0.round(), "attach_min": a.1.round(), "attach_max": a.2.round(),
+                            "detach_ms": d.0.round(), "detach_min": d.1.round(), "detach_max": d.2.round(),
+                            "closed_ms": c.0.round(),
+                        }));
+                    }
+                    Err(e) => {
+                        println!("{case:<44} {tool:<9} failed: {e:#}");
+                        rows.push(serde_json::json!({"case": format!("{case}: {tool}"), "error": format!("{e:#}")}));
+                    }
                 }
             }
         }
+        tables.insert(place.name().into(), rows.into());
     }
     crate::bench::save(
         "attach",
-        &serde_json::json!({"bench": "attach", "version": 1, "rows": rows}).to_string(),
+        &serde_json::json!({"bench": "attach", "version": 2, "rows": tables}).to_string(),
     )
 }

@@ -168,17 +168,10 @@ fn machine() -> String {
 }
 
 /// A benchmark's JSON as Markdown: each top-level array of objects (`rows`, `cases`, ...) as a
-/// table, the naming column (`tool`, `case`) first, the other scalars as a list.
+/// table, and each one an object holds (`rows.unpinned`, `rows.pinned`), the naming column
+/// (`tool`, `case`) first; the other scalars as a list.
 fn markdown(name: &str, value: &serde_json::Value) -> String {
     use serde_json::Value;
-    let cell = |v: &Value| match v {
-        Value::String(s) => s.replace('|', "\\|"),
-        Value::Null => String::new(),
-        Value::Number(n) if !n.is_u64() && !n.is_i64() => {
-            format!("{:.1}", n.as_f64().unwrap_or(f64::NAN))
-        }
-        other => other.to_string(),
-    };
     let machine = value["machine"]
         .as_str()
         .unwrap_or("not recorded (an older run)");
@@ -189,29 +182,17 @@ fn markdown(name: &str, value: &serde_json::Value) -> String {
     let mut facts = Vec::new();
     for (key, field) in fields {
         match field {
-            Value::Array(rows) if rows.iter().all(Value::is_object) && !rows.is_empty() => {
-                let mut columns: Vec<&String> = Vec::new();
-                for row in rows.iter().filter_map(Value::as_object) {
-                    for column in row.keys() {
-                        if !columns.contains(&column) {
-                            columns.push(column);
+            Value::Array(rows) if is_table(rows) => table(&mut text, key, rows),
+            Value::Object(parts) => {
+                for (part, rows) in parts {
+                    if let Value::Array(rows) = rows {
+                        if is_table(rows) {
+                            table(&mut text, &format!("{key}.{part}"), rows);
                         }
                     }
                 }
-                columns.sort_by_key(|c| (!matches!(c.as_str(), "tool" | "case"), c.to_string()));
-                text.push_str(&format!("\n`{key}`:\n\n"));
-                let names: Vec<&str> = columns.iter().map(|c| c.as_str()).collect();
-                text.push_str(&format!("| {} |\n", names.join(" | ")));
-                text.push_str(&format!("|{}\n", " --- |".repeat(columns.len())));
-                for row in rows {
-                    let cells: Vec<String> = columns
-                        .iter()
-                        .map(|c| row.get(c.as_str()).map_or(String::new(), cell))
-                        .collect();
-                    text.push_str(&format!("| {} |\n", cells.join(" | ")));
-                }
             }
-            Value::Object(_) | Value::Array(_) => {}
+            Value::Array(_) => {}
             _ if key == "machine" => {}
             scalar => facts.push(format!("- {key}: {}", cell(scalar))),
         }
@@ -220,4 +201,46 @@ fn markdown(name: &str, value: &serde_json::Value) -> String {
         text.push_str(&format!("\n{}\n", facts.join("\n")));
     }
     text
+}
+
+/// Whether a JSON array is a table: objects, at least one.
+fn is_table(rows: &[serde_json::Value]) -> bool {
+    !rows.is_empty() && rows.iter().all(serde_json::Value::is_object)
+}
+
+/// One Markdown table of `rows` under the heading `key`: a column per key any row has.
+fn table(text: &mut String, key: &str, rows: &[serde_json::Value]) {
+    let mut columns: Vec<&String> = Vec::new();
+    for row in rows.iter().filter_map(serde_json::Value::as_object) {
+        for column in row.keys() {
+            if !columns.contains(&column) {
+                columns.push(column);
+            }
+        }
+    }
+    columns.sort_by_key(|c| (!matches!(c.as_str(), "tool" | "case"), c.to_string()));
+    text.push_str(&format!("\n`{key}`:\n\n"));
+    let names: Vec<&str> = columns.iter().map(|c| c.as_str()).collect();
+    text.push_str(&format!("| {} |\n", names.join(" | ")));
+    text.push_str(&format!("|{}\n", " --- |".repeat(columns.len())));
+    for row in rows {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|c| row.get(c.as_str()).map_or(String::new(), cell))
+            .collect();
+        text.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+}
+
+/// A JSON value as a table cell.
+fn cell(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.replace('|', "\\|"),
+        Value::Null => String::new(),
+        Value::Number(n) if !n.is_u64() && !n.is_i64() => {
+            format!("{:.1}", n.as_f64().unwrap_or(f64::NAN))
+        }
+        other => other.to_string(),
+    }
 }

@@ -6,6 +6,7 @@ mod bench;
 mod fuzz;
 mod peers;
 mod profile;
+mod screen;
 mod serve;
 mod setup;
 mod soak;

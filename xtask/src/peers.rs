@@ -72,6 +72,67 @@ pub(crate) fn pinned(argv: Vec<String>) -> Vec<String> {
     [s(&["taskset", "-c", "1"]), argv].concat()
 }
 
+/// Where a per-event bench runs the tool and the workload: as a user runs them (the scheduler
+/// places both, and the tool's work may land on the workload's CPU), or pinned (the workload on
+/// CPU 0, the tool on CPU 1), which separates the tool's own work from migrations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Unpinned,
+    Pinned,
+}
+
+impl Place {
+    /// Both, in the order every bench reports them.
+    pub(crate) const BOTH: [Place; 2] = [Place::Unpinned, Place::Pinned];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Place::Unpinned => "unpinned",
+            Place::Pinned => "pinned",
+        }
+    }
+
+    /// The tool's command line: on CPU 1 when pinned.
+    pub(crate) fn tool(self, argv: Vec<String>) -> Vec<String> {
+        match self {
+            Place::Unpinned => argv,
+            Place::Pinned => pinned(argv),
+        }
+    }
+
+    /// tracer-testprog's placement flags: `--cpu 0` when pinned.
+    pub(crate) fn cpu(self) -> Vec<String> {
+        match self {
+            Place::Unpinned => Vec::new(),
+            Place::Pinned => s(&["--cpu", "0"]),
+        }
+    }
+}
+
+/// The command of `tool` launching `work(n)`, placed.
+pub(crate) fn placed<'a>(
+    place: Place,
+    tool: &'a [&'a str],
+    work: &'a dyn Fn(u64) -> Vec<String>,
+) -> impl Fn(u64) -> Vec<String> + 'a {
+    move |n| place.tool(launching(tool, work(n)))
+}
+
+/// Measures and prints `rows` unpinned, then pinned: the JSON of both tables by placement.
+pub(crate) fn both_places(
+    title: &str,
+    unit: &str,
+    rows: &dyn Fn(Place) -> Vec<(String, Result<Spread>)>,
+) -> serde_json::Value {
+    let mut tables = serde_json::Map::new();
+    for place in Place::BOTH {
+        let title = format!("{title}, {}, median of {ROUNDS} rounds", place.name());
+        tables.insert(place.name().into(), report(&title, unit, &rows(place)));
+        println!();
+    }
+    serde_json::Value::Object(tables)
+}
+
 /// Seconds from `argv`'s start to the first line on its stderr that shows a call (`name(...)`,
 /// after any notes), and to its exit.
 pub(crate) fn first_line(argv: &[String]) -> Result<(f64, f64)> {
@@ -264,12 +325,12 @@ pub(crate) fn build() -> Result<(String, String)> {
 /// Where the watch bench's perf record writes (and its hit count is read back from).
 const WATCH_PERF_DATA: &str = "/tmp/tracer-bench-perf.data";
 
-/// Watchpoint hits: 3 threads writing a counter under a lock, all on CPU 0, the tool on CPU 1;
-/// tracer watch (streaming, and counting with `--summary`) vs perf's breakpoint events on the
-/// same address and bpftrace's watchpoint probe (ASLR off, so the PIE address is fixed). Each
-/// row also says how many of the hits the tool caught in one run.
+/// Watchpoint hits: 3 threads writing a counter under a lock, unpinned and then all on CPU 0
+/// with the tool on CPU 1; tracer watch (streaming, and counting with `--summary`) vs perf's
+/// breakpoint events on the same address and bpftrace's watchpoint probe (ASLR off, so the PIE
+/// address is fixed). Each row also says how many of the hits the tool caught in one run.
 pub fn watch_hit() -> Result<()> {
-    section("bench: watchpoint hit (3 threads on CPU 0 writing a global under a lock)");
+    section("bench: watchpoint hit (3 threads writing a global under a lock), unpinned and pinned");
     let (tracer, prog) = build()?;
     // With ASLR off, x86-64 PIE executables load at 0x555555554000.
     let nm = Command::new("nm")
@@ -284,34 +345,46 @@ pub fn watch_hit() -> Result<()> {
     let addr = 0x5555_5555_4000u64 + vaddr;
     let event = format!("mem:{addr:#x}:w");
     let norand = |rest: Vec<String>| [s(&["setarch", "x86_64", "-R"]), rest].concat();
-    let work = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "counter", &n.to_string()]);
-    let base = |n: u64| norand(work(n));
+    let work = |place: Place, n: u64| {
+        [
+            s(&[&prog, "--elapsed"]),
+            place.cpu(),
+            s(&["counter", &n.to_string()]),
+        ]
+        .concat()
+    };
     let (big, small) = (60_000u64, 6_000u64);
     // A tool's command at n hits, and how to read how many hits it caught from its output.
     type Caught = fn(&str, &str) -> Option<u64>;
-    type Argv<'a> = Box<dyn Fn(u64) -> Vec<String> + 'a>;
+    type Argv<'a> = Box<dyn Fn(Place, u64) -> Vec<String> + 'a>;
+    let launched = |argv: Vec<String>| -> Argv<'_> {
+        Box::new(move |place, n| {
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            norand(place.tool(launching(&argv, work(place, n))))
+        })
+    };
     let mut tools: Vec<(String, Argv<'_>, Caught)> = vec![
         (
             "tracer watch -f json".into(),
-            Box::new(|n| {
-                let argv = [&tracer, "watch", "tracer_testprog_counter", "-f", "json"];
-                norand(pinned(launching(&argv, work(n))))
-            }),
+            launched(s(&[
+                &tracer,
+                "watch",
+                "tracer_testprog_counter",
+                "-f",
+                "json",
+            ])),
             |out, _| Some(out.lines().filter(|l| l.starts_with('{')).count() as u64),
         ),
         (
             "tracer watch --summary".into(),
-            Box::new(|n| {
-                let argv = [
-                    &tracer,
-                    "watch",
-                    "tracer_testprog_counter",
-                    "--summary",
-                    "-f",
-                    "json",
-                ];
-                norand(pinned(launching(&argv, work(n))))
-            }),
+            launched(s(&[
+                &tracer,
+                "watch",
+                "tracer_testprog_counter",
+                "--summary",
+                "-f",
+                "json",
+            ])),
             |out, _| {
                 let line: serde_json::Value = serde_json::from_str(out.lines().next()?).ok()?;
                 line["hits"].as_u64()
@@ -321,10 +394,15 @@ pub fn watch_hit() -> Result<()> {
     if peer("perf", "linux-perf") {
         tools.push((
             format!("perf record -e {event}"),
-            Box::new(|n| {
-                let argv = ["perf", "record", "-q", "-o", WATCH_PERF_DATA, "-e", &event];
-                norand(pinned(launching(&argv, work(n))))
-            }),
+            launched(s(&[
+                "perf",
+                "record",
+                "-q",
+                "-o",
+                WATCH_PERF_DATA,
+                "-e",
+                &event,
+            ])),
             |_, _| {
                 let (stats, _, _) =
                     capture(&s(&["perf", "report", "--stats", "-i", WATCH_PERF_DATA])).ok()?;
@@ -333,10 +411,7 @@ pub fn watch_hit() -> Result<()> {
         ));
         tools.push((
             format!("perf stat -e {event}"),
-            Box::new(|n| {
-                let argv = ["perf", "stat", "-x,", "-e", &event];
-                norand(pinned(launching(&argv, work(n))))
-            }),
+            launched(s(&["perf", "stat", "-x,", "-e", &event])),
             // `-x,`: "COUNT,,EVENT,..." on stderr.
             |_, err| {
                 err.lines()
@@ -352,14 +427,9 @@ pub fn watch_hit() -> Result<()> {
         let script = format!("watchpoint:{addr:#x}:8:w {{ @[tid] = count(); }}");
         tools.push((
             "bpftrace watchpoint @[tid] = count()".into(),
-            Box::new(move |n| {
-                norand(pinned(s(&[
-                    "bpftrace",
-                    "-e",
-                    &script,
-                    "-c",
-                    &work(n).join(" "),
-                ])))
+            Box::new(move |place, n| {
+                let workload = work(place, n).join(" ");
+                norand(place.tool(s(&["bpftrace", "-e", &script, "-c", &workload])))
             }),
             // "@[TID]: N" per thread.
             |out, _| {
@@ -372,134 +442,144 @@ pub fn watch_hit() -> Result<()> {
             },
         ));
     }
-    let mut rows = Vec::new();
-    for (name, cmd, caught) in &tools {
-        let cost = per_event(cmd.as_ref(), &base, big, small);
-        let seen = capture(&cmd(big))
-            .ok()
-            .and_then(|(out, err, _)| caught(&out, &err));
-        let seen = seen.map_or("?".to_string(), |n| n.to_string());
-        rows.push((format!("{name} [caught {seen} of {big}]"), cost));
-    }
-    let json = report("watch: cost per hit, median of 5 rounds", "hit", &rows);
+    let rows = |place: Place| {
+        let mut rows = Vec::new();
+        for (name, cmd, caught) in &tools {
+            let cost = per_event(&|n| cmd(place, n), &|n| norand(work(place, n)), big, small);
+            let seen = capture(&cmd(place, big))
+                .ok()
+                .and_then(|(out, err, _)| caught(&out, &err));
+            let seen = seen.map_or("?".to_string(), |n| n.to_string());
+            rows.push((format!("{name} [caught {seen} of {big}]"), cost));
+        }
+        rows
+    };
+    let json = both_places("watch: cost per hit", "hit", &rows);
     crate::bench::save(
         "watch_hit",
-        &serde_json::json!({"bench": "watch_hit", "version": 2, "rows": json}).to_string(),
+        &serde_json::json!({"bench": "watch_hit", "version": 3, "rows": json}).to_string(),
     )
 }
 
 /// Latency mode: sys_enter_getppid -> sys_exit_getppid pairs into a log2 histogram, tracer vs
-/// bpftrace's `@ = hist(nsecs - @start[tid])`.
+/// bpftrace's `@ = hist(nsecs - @start[tid])`, unpinned and pinned.
 pub fn latency_call() -> Result<()> {
-    section("bench: latency mode (getppid enter -> exit into a histogram)");
+    section("bench: latency mode (getppid enter -> exit into a histogram), unpinned and pinned");
     let (tracer, prog) = build()?;
-    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let (big, small) = (1_000_000, 100_000);
-    let mut rows = vec![(
-        "tracer latency --from ... --to ...".to_string(),
-        per_event(
-            &|n| {
-                let argv = [
-                    &tracer,
-                    "latency",
-                    "--from",
-                    "syscalls:sys_enter_getppid",
-                    "--to",
-                    "syscalls:sys_exit_getppid",
-                ];
-                pinned(launching(&argv, base(n)))
-            },
-            &base,
-            big,
-            small,
-        ),
-    )];
-    if peer("bpftrace", "bpftrace") {
-        let script = "tracepoint:syscalls:sys_enter_getppid /comm == \"tracer-testprog\"/ { @s[tid] = nsecs; } \
-                      tracepoint:syscalls:sys_exit_getppid /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }";
-        rows.push((
-            "bpftrace hist(nsecs - @s[tid])".to_string(),
+    let bpftrace = peer("bpftrace", "bpftrace");
+    let rows = |place: Place| {
+        let base = |n: u64| getppid(&prog, place, n);
+        let argv = [
+            &tracer,
+            "latency",
+            "--from",
+            "syscalls:sys_enter_getppid",
+            "--to",
+            "syscalls:sys_exit_getppid",
+        ];
+        let mut rows = vec![(
+            "tracer latency --from ... --to ...".to_string(),
             per_event(
-                &|n| pinned(s(&["bpftrace", "-e", script, "-c", &base(n).join(" ")])),
+                &|n| place.tool(launching(&argv, base(n))),
                 &base,
                 big,
                 small,
             ),
-        ));
-    }
-    let json = report("latency: cost per call, median of 5 rounds", "call", &rows);
+        )];
+        if bpftrace {
+            let script = "tracepoint:syscalls:sys_enter_getppid /comm == \"tracer-testprog\"/ { @s[tid] = nsecs; } \
+                          tracepoint:syscalls:sys_exit_getppid /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }";
+            let cmd = |n| {
+                let workload = base(n).join(" ");
+                place.tool(s(&["bpftrace", "-e", script, "-c", &workload]))
+            };
+            rows.push((
+                "bpftrace hist(nsecs - @s[tid])".to_string(),
+                per_event(&cmd, &base, big, small),
+            ));
+        }
+        rows
+    };
+    let json = both_places("latency: cost per call", "call", &rows);
     crate::bench::save(
         "latency_call",
-        &serde_json::json!({"bench": "latency_call", "version": 1, "rows": json}).to_string(),
+        &serde_json::json!({"bench": "latency_call", "version": 2, "rows": json}).to_string(),
     )
+}
+
+/// `tracer-testprog getppid N`, timing itself, on CPU 0 when pinned.
+pub(crate) fn getppid(prog: &str, place: Place, n: u64) -> Vec<String> {
+    [
+        s(&[prog, "--elapsed"]),
+        place.cpu(),
+        s(&["getppid", &n.to_string()]),
+    ]
+    .concat()
 }
 
 /// In-kernel counting: every getppid counted by comm in a BPF map, nothing streamed. tracer
 /// `--count-by comm` vs bpftrace's `@[comm] = count()`, with perf stat's counter on the same
-/// tracepoint (no BPF) as the floor.
+/// tracepoint (no BPF) as the floor; unpinned and pinned (BCC, which attaches first and pins
+/// itself, in the pinned table only).
 pub fn count_event() -> Result<()> {
-    section("bench: counting in the kernel (getppid by comm)");
+    section("bench: counting in the kernel (getppid by comm), unpinned and pinned");
     let (tracer, prog) = build()?;
-    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let (big, small) = (1_000_000, 100_000);
     let tp = "syscalls:sys_enter_getppid";
-    let mut rows = vec![(
-        "tracer probe --count-by comm".to_string(),
-        per_event(
-            &|n| {
-                pinned(launching(
-                    &[&tracer, "probe", "--count-by", "comm", tp],
-                    base(n),
-                ))
-            },
-            &base,
-            big,
-            small,
-        ),
-    )];
-    rows.push((
-        format!("tracer stat -e {tp} (no BPF)"),
-        per_event(
-            &|n| pinned(launching(&[&tracer, "stat", "-e", tp], base(n))),
-            &base,
-            big,
-            small,
-        ),
-    ));
-    if peer("bpftrace", "bpftrace") {
-        let script = format!("tracepoint:{tp} {{ @[comm] = count(); }}");
-        rows.push((
-            "bpftrace @[comm] = count()".to_string(),
+    let (bpftrace, perf) = (peer("bpftrace", "bpftrace"), peer("perf", "linux-perf"));
+    let bcc = peer("trace-bpfcc", "bpfcc-tools") && bcc_headers();
+    let rows = |place: Place| {
+        let base = |n: u64| getppid(&prog, place, n);
+        let mut rows = vec![(
+            "tracer probe --count-by comm".to_string(),
             per_event(
-                &|n| pinned(s(&["bpftrace", "-e", &script, "-c", &base(n).join(" ")])),
+                &placed(place, &[&tracer, "probe", "--count-by", "comm", tp], &base),
+                &base,
+                big,
+                small,
+            ),
+        )];
+        rows.push((
+            format!("tracer stat -e {tp} (no BPF)"),
+            per_event(
+                &placed(place, &[&tracer, "stat", "-e", tp], &base),
                 &base,
                 big,
                 small,
             ),
         ));
-    }
-    if peer("perf", "linux-perf") {
-        rows.push((
-            format!("perf stat -e {tp} (no BPF)"),
-            per_event(
-                &|n| pinned(launching(&["perf", "stat", "-x,", "-e", tp], base(n))),
-                &base,
-                big,
-                small,
-            ),
-        ));
-    }
-    if peer("trace-bpfcc", "bpfcc-tools") && bcc_headers() {
-        rows.push((
-            "BCC BPF_HASH(comm).increment (attached first)".to_string(),
-            bcc_count(&base, big),
-        ));
-    }
-    let json = report(
-        "counting: cost per event, median of 5 rounds",
-        "event",
-        &rows,
-    );
+        if bpftrace {
+            let script = format!("tracepoint:{tp} {{ @[comm] = count(); }}");
+            let cmd = |n| {
+                let workload = base(n).join(" ");
+                place.tool(s(&["bpftrace", "-e", &script, "-c", &workload]))
+            };
+            rows.push((
+                "bpftrace @[comm] = count()".to_string(),
+                per_event(&cmd, &base, big, small),
+            ));
+        }
+        if perf {
+            rows.push((
+                format!("perf stat -e {tp} (no BPF)"),
+                per_event(
+                    &placed(place, &["perf", "stat", "-x,", "-e", tp], &base),
+                    &base,
+                    big,
+                    small,
+                ),
+            ));
+        }
+        if bcc && place == Place::Pinned {
+            rows.push((
+                "BCC BPF_HASH(comm).increment (attached first)".to_string(),
+                bcc_count(&base, big),
+            ));
+        }
+        rows
+    };
+    let json = both_places("counting: cost per event", "event", &rows);
     // Wall time on two shared cores swings by hundreds of ns per event between rounds; the
     // kernel's own accounting of each BPF program's run time is steadier.
     let runs = 1_000_000;
@@ -546,7 +626,7 @@ pub fn count_event() -> Result<()> {
     );
     crate::bench::save(
         "count_event",
-        &serde_json::json!({"bench": "count_event", "version": 2, "rows": json, "bpf_rows": bpf_json})
+        &serde_json::json!({"bench": "count_event", "version": 3, "rows": json, "bpf_rows": bpf_json})
             .to_string(),
     )
 }
@@ -710,7 +790,7 @@ pub(crate) fn number_after(text: &str, label: &str) -> Option<u64> {
 /// Recording a flat-out event source into a file: the workload calls getppid `N` times as
 /// fast as it can, each call one event. Produced is exact (the workload's call count), so
 /// recorded + lost must equal it; the rate shows whether the file writer keeps up with the
-/// ring drain. perf record on the same tracepoint is the peer.
+/// ring drain. perf record on the same tracepoint is the peer. Unpinned, then pinned.
 pub fn record_throughput() -> Result<()> {
     section("bench: record throughput (getppid flat out, one event per call)");
     let (tracer, prog) = build()?;
@@ -718,109 +798,126 @@ pub fn record_throughput() -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let n: u64 = 2_000_000;
     let tp = "syscalls:sys_enter_getppid";
-    println!(
-        "{:<34} {:>10} {:>10} {:>8} {:>8} {:>12} {:>9}",
-        "tool", "produced", "recorded", "lost", "secs", "events/s", "MB/s"
-    );
-    let mut json = Vec::new();
-    let mut row = |tool: &str, recorded: u64, lost: u64, secs: f64, bytes: u64| {
-        let rate = recorded as f64 / secs;
-        let mbs = bytes as f64 / secs / 1e6;
-        let check = if recorded + lost == n {
-            ""
-        } else {
-            "  recorded + lost != produced"
-        };
+    let perf = peer("perf", "linux-perf");
+    let mut tables = serde_json::Map::new();
+    for place in Place::BOTH {
+        println!("\nrecord throughput, {}:", place.name());
         println!(
-            "{tool:<34} {n:>10} {recorded:>10} {lost:>8} {secs:>8.2} {rate:>12.0} {mbs:>9.1}{check}"
+            "{:<34} {:>10} {:>10} {:>8} {:>8} {:>12} {:>9}",
+            "tool", "produced", "recorded", "lost", "secs", "events/s", "MB/s"
         );
-        json.push(serde_json::json!({"tool": tool, "produced": n, "recorded": recorded, "lost": lost, "secs": secs, "events_per_s": rate.round(), "mb_per_s": mbs}));
-    };
-    for pages in ["64", "1024"] {
-        let file = dir.join("record.tracer");
-        let start = Instant::now();
-        let out = Command::new(&tracer)
-            .args(["record", "-o"])
-            .arg(&file)
-            .args([
-                "--ring-pages",
-                pages,
-                "-P",
-                tp,
-                "--",
-                &prog,
-                "getppid",
-                &n.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .output()
-            .context("run tracer record")?;
-        let secs = start.elapsed().as_secs_f64();
-        if !out.status.success() {
-            bail!(
-                "tracer record failed: {}",
-                String::from_utf8_lossy(&out.stderr)
+        let mut json = Vec::new();
+        let mut row = |tool: &str, recorded: u64, lost: u64, secs: f64, bytes: u64| {
+            let rate = recorded as f64 / secs;
+            let mbs = bytes as f64 / secs / 1e6;
+            let check = if recorded + lost == n {
+                ""
+            } else {
+                "  recorded + lost != produced"
+            };
+            println!(
+                "{tool:<34} {n:>10} {recorded:>10} {lost:>8} {secs:>8.2} {rate:>12.0} {mbs:>9.1}{check}"
             );
-        }
-        let report = Command::new(&tracer)
-            .arg("report")
-            .arg(&file)
-            .stdout(Stdio::null())
-            .output()
-            .context("run tracer report")?;
-        let summary = String::from_utf8_lossy(&report.stderr).into_owned();
-        let recorded = number_after(&summary, tp).context("no count in the report")?;
-        let lost = number_after(&summary, "lost while recording: ").unwrap_or(0);
-        let bytes = std::fs::metadata(&file)?.len();
-        row(
-            &format!("tracer record --ring-pages {pages}"),
-            recorded,
-            lost,
-            secs,
-            bytes,
-        );
-    }
-    if peer("perf", "linux-perf") {
-        let file = dir.join("perf.data");
-        let start = Instant::now();
-        let out = Command::new("perf")
-            .args(["record", "-q", "-e", tp, "-o"])
-            .arg(&file)
-            .args(["--", &prog, "getppid", &n.to_string()])
-            .stdout(Stdio::null())
-            .output()
-            .context("run perf record")?;
-        let secs = start.elapsed().as_secs_f64();
-        if out.status.success() {
-            let stats = Command::new("perf")
-                .args(["report", "--stats", "-i"])
-                .arg(&file)
+            json.push(serde_json::json!({"tool": tool, "produced": n, "recorded": recorded, "lost": lost, "secs": secs, "events_per_s": rate.round(), "mb_per_s": mbs}));
+        };
+        let workload = [s(&[&prog]), place.cpu(), s(&["getppid", &n.to_string()])].concat();
+        let workload: Vec<&str> = workload.iter().map(String::as_str).collect();
+        for pages in ["64", "1024"] {
+            let file = dir.join("record.tracer");
+            let file_arg = file.display().to_string();
+            let argv = place.tool(launching(
+                &[
+                    &tracer,
+                    "record",
+                    "-o",
+                    &file_arg,
+                    "--ring-pages",
+                    pages,
+                    "-P",
+                    tp,
+                ],
+                s(&workload),
+            ));
+            let start = Instant::now();
+            let out = Command::new(&argv[0])
+                .args(&argv[1..])
+                .stdout(Stdio::null())
                 .output()
-                .context("run perf report --stats")?;
-            let text = String::from_utf8_lossy(&stats.stdout).into_owned();
-            let recorded = number_after(&text, "SAMPLE events:").unwrap_or(0);
-            // perf's stats count LOST records (chunks), not the samples in them: the lost
-            // samples are what is missing from the known total.
-            let chunks = number_after(&text, "LOST events:").unwrap_or(0);
+                .context("run tracer record")?;
+            let secs = start.elapsed().as_secs_f64();
+            if !out.status.success() {
+                bail!(
+                    "tracer record failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let report = Command::new(&tracer)
+                .arg("report")
+                .arg(&file)
+                .stdout(Stdio::null())
+                .output()
+                .context("run tracer report")?;
+            let summary = String::from_utf8_lossy(&report.stderr).into_owned();
+            let recorded = number_after(&summary, tp).context("no count in the report")?;
+            let lost = number_after(&summary, "lost while recording: ").unwrap_or(0);
             let bytes = std::fs::metadata(&file)?.len();
             row(
-                "perf record -e (per-CPU mmap)",
+                &format!("tracer record --ring-pages {pages}"),
                 recorded,
-                n - recorded,
+                lost,
                 secs,
                 bytes,
             );
-            println!("  (perf: {chunks} LOST records; its lost samples are produced - recorded)");
-        } else {
-            println!(
-                "perf record failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
         }
+        if perf {
+            let file = dir.join("perf.data");
+            let file_arg = file.display().to_string();
+            let argv = place.tool(launching(
+                &["perf", "record", "-q", "-e", tp, "-o", &file_arg],
+                s(&workload),
+            ));
+            let start = Instant::now();
+            let out = Command::new(&argv[0])
+                .args(&argv[1..])
+                .stdout(Stdio::null())
+                .output()
+                .context("run perf record")?;
+            let secs = start.elapsed().as_secs_f64();
+            if out.status.success() {
+                let stats = Command::new("perf")
+                    .args(["report", "--stats", "-i"])
+                    .arg(&file)
+                    .output()
+                    .context("run perf report --stats")?;
+                let text = String::from_utf8_lossy(&stats.stdout).into_owned();
+                let recorded = number_after(&text, "SAMPLE events:").unwrap_or(0);
+                // perf's stats count LOST records (chunks), not the samples in them: the lost
+                // samples are what is missing from the known total.
+                let chunks = number_after(&text, "LOST events:").unwrap_or(0);
+                let bytes = std::fs::metadata(&file)?.len();
+                row(
+                    "perf record -e (per-CPU mmap)",
+                    recorded,
+                    n - recorded,
+                    secs,
+                    bytes,
+                );
+                println!(
+                    "  (perf: {chunks} LOST records; its lost samples are produced - recorded)"
+                );
+            } else {
+                println!(
+                    "perf record failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+        tables.insert(place.name().into(), serde_json::Value::Array(json));
     }
     crate::bench::save(
         "record_throughput",
-        &serde_json::Value::Array(json).to_string(),
+        &serde_json::json!({"bench": "record_throughput", "version": 2, "rows": tables})
+            .to_string(),
     )
 }
 
@@ -860,43 +957,17 @@ pub fn trace_call() -> Result<()> {
     }
     // As a user runs it (the scheduler places tool and workload), then pinned (workload on
     // CPU 0, tool on CPU 1), which separates the tool's own work from migrations.
-    let mut per_call = serde_json::Map::new();
-    for pin in [false, true] {
-        let prog = &prog;
-        let base = move |n: u64| {
-            let mut argv = s(&[prog, "--elapsed"]);
-            if pin {
-                argv.extend(s(&["--cpu", "0"]));
-            }
-            argv.extend(s(&["getppid", &n.to_string()]));
-            argv
-        };
+    let rows = |place: Place| {
+        let base = |n: u64| getppid(&prog, place, n);
         let mut rows = Vec::new();
         for (name, argv) in &tools {
-            let tool = |n: u64| {
-                let argv = launching(
-                    &argv.iter().map(String::as_str).collect::<Vec<_>>(),
-                    base(n),
-                );
-                if pin {
-                    pinned(argv)
-                } else {
-                    argv
-                }
-            };
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let tool = |n: u64| place.tool(launching(&argv, base(n)));
             rows.push((name.clone(), per_event(&tool, &base, big, small)));
         }
-        let mode = if pin { "pinned" } else { "unpinned" };
-        per_call.insert(
-            mode.into(),
-            report(
-                &format!("trace: time added per traced call, {mode}, median of 5 rounds"),
-                "call",
-                &rows,
-            ),
-        );
-        println!();
-    }
+        rows
+    };
+    let per_call = both_places("trace: time added per traced call", "call", &rows);
     let base = |n: u64| s(&[&prog, "--elapsed", "getppid", &n.to_string()]);
     // Around `true`: the time to the first call's line (the exec), which is what a user waits
     // for, and to the tool's exit (start-up, attach, teardown). Each tool writes to stderr.

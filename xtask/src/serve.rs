@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::peers::{bpf_run_time, build, launching, per_event, pinned, report, s, time, Spread};
+use crate::peers::{
+    both_places, bpf_run_time, build, launching, per_event, report, s, time, Place, Spread,
+};
 use crate::section;
 
 const ADDR: &str = "127.0.0.1:19435";
@@ -26,33 +28,27 @@ pub fn serve() -> Result<()> {
         format!("[[metric]]\nname = \"getppid\"\nprobe = \"{TP}\"\ncount_by = [\"comm\"]\n"),
     )?;
     let getppid = getppid.display().to_string();
-    let base = |n: u64| s(&[&prog, "--elapsed", "--cpu", "0", "getppid", &n.to_string()]);
     let (big, small) = (1_000_000, 100_000);
-    let rows = vec![
-        (
-            "tracer probe --count-by comm".to_string(),
-            per_event(
-                &|n| {
-                    pinned(launching(
-                        &[&tracer, "probe", "--count-by", "comm", TP],
-                        base(n),
-                    ))
-                },
-                &base,
-                big,
-                small,
+    let rows = |place: Place| {
+        let base = |n: u64| crate::peers::getppid(&prog, place, n);
+        let probe = [&tracer, "probe", "--count-by", "comm", TP];
+        vec![
+            (
+                "tracer probe --count-by comm".to_string(),
+                per_event(
+                    &|n| place.tool(launching(&probe, base(n))),
+                    &base,
+                    big,
+                    small,
+                ),
             ),
-        ),
-        (
-            "tracer serve, count_by = [\"comm\"]".to_string(),
-            served_per_event(&tracer, &getppid, &base, big, small),
-        ),
-    ];
-    let json = report(
-        "counted hit: cost per event, median of 5 rounds",
-        "event",
-        &rows,
-    );
+            (
+                "tracer serve, count_by = [\"comm\"]".to_string(),
+                served_per_event(&tracer, &getppid, place, &base, big, small),
+            ),
+        ]
+    };
+    let json = both_places("counted hit: cost per event", "event", &rows);
     let runs = 1_000_000;
     let script = dir.join("getppid.sh");
     std::fs::write(&script, format!("{prog} getppid {runs}\nsleep 1\n"))?;
@@ -101,24 +97,25 @@ pub fn serve() -> Result<()> {
     };
     crate::bench::save(
         "serve",
-        &serde_json::json!({"bench": "serve", "version": 1, "rows": json, "bpf_rows": bpf_json, "scrape": scrape_json})
+        &serde_json::json!({"bench": "serve", "version": 2, "rows": json, "bpf_rows": bpf_json, "scrape": scrape_json})
             .to_string(),
     )?;
     scrape.map(|_| ())
 }
 
-/// ns per event of `work` while `tracer serve CONFIG` (on CPU 1) counts it, over the same
-/// work with nothing attached; each round starts and stops its own exporter.
+/// ns per event of `work` while `tracer serve CONFIG` (on CPU 1 when pinned) counts it, over
+/// the same work with nothing attached; each round starts and stops its own exporter.
 fn served_per_event(
     tracer: &str,
     config: &str,
+    place: Place,
     work: &dyn Fn(u64) -> Vec<String>,
     big: u64,
     small: u64,
 ) -> Result<Spread> {
     let mut costs = Vec::new();
     for _ in 0..crate::peers::ROUNDS {
-        let served = Served::start(tracer, config)?;
+        let served = Served::start(tracer, config, place)?;
         let traced = time(&work(big))? - time(&work(small))?;
         served.stop()?;
         let untraced = time(&work(big))? - time(&work(small))?;
@@ -137,7 +134,7 @@ fn scrape_time(tracer: &str, prog: &str, dir: &std::path::Path) -> Result<(usize
         &config,
         format!("[[metric]]\nname = \"calls\"\nprobe = \"uprobe:{prog}:tracer_testprog_target\"\ncount_by = [\"arg0\"]\n"),
     )?;
-    let served = Served::start(tracer, &config.display().to_string())?;
+    let served = Served::start(tracer, &config.display().to_string(), Place::Pinned)?;
     let status = Command::new(prog)
         .args(["call", "10000"])
         .stdout(Stdio::null())
@@ -184,9 +181,10 @@ fn get_metrics() -> Result<String> {
 struct Served(Child);
 
 impl Served {
-    fn start(tracer: &str, config: &str) -> Result<Served> {
-        let child = Command::new("taskset")
-            .args(["-c", "1", tracer, "serve", config, "--listen", ADDR])
+    fn start(tracer: &str, config: &str, place: Place) -> Result<Served> {
+        let argv = place.tool(s(&[tracer, "serve", config, "--listen", ADDR]));
+        let child = Command::new(&argv[0])
+            .args(&argv[1..])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

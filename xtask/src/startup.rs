@@ -1,6 +1,8 @@
 //! Start-up: from exec of the tool to the first event it shows, and its peak RSS by then, for
 //! a tracepoint probe on `openat`. A thread here opens a marker path every 200 µs; the clock
 //! stops at the first line of the tool's output (stdout or stderr) that names the marker.
+//! Unpinned, then with the tool on CPU 1. Then event to screen at a low rate (`screen`), and
+//! one event then exit (`exit_rows`).
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::peers::{build, peer, s, ROUNDS};
+use crate::peers::{build, peer, s, Place, ROUNDS};
 use crate::section;
 
 const MARKER: &str = "/tmp/tracer-bench-startup-marker";
@@ -99,7 +101,7 @@ fn peak_rss_kib(pid: u32) -> Result<u64> {
 }
 
 /// Ctrl-C, then a kill if the tool has not exited within 5 s.
-fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
@@ -168,18 +170,50 @@ pub fn startup() -> Result<()> {
             vec![" xtask ", "sys_enter_openat"],
         ));
     }
+    let mut tables = serde_json::Map::new();
+    for place in Place::BOTH {
+        println!(
+            "\nstart-up, {} (the tool on CPU 1 when pinned):",
+            place.name()
+        );
+        tables.insert(place.name().into(), table(place, &tools).into());
+    }
+    stop_opens.store(true, Ordering::Relaxed);
+    let _ = opener.join();
+    // Event to screen at a low rate, the same two ways (the marker opens above have stopped).
+    let mut screen = serde_json::Map::new();
+    for place in Place::BOTH {
+        println!(
+            "\nevent to screen, one open every 3 ms, {} (the opener on CPU 0 and the tool on CPU 1 when pinned):",
+            place.name()
+        );
+        screen.insert(
+            place.name().into(),
+            crate::screen::table(&tracer, place).into(),
+        );
+    }
+    let exit = exit_rows(&tracer, &prog)?;
+    crate::bench::save(
+        "startup",
+        &serde_json::json!({"bench": "startup", "version": 2, "rows": tables, "screen": screen, "exit": exit})
+            .to_string(),
+    )
+}
+
+/// One placement's start-up rows, printed; returns them as JSON.
+fn table(place: Place, tools: &[(String, Vec<String>, Vec<&str>)]) -> Vec<serde_json::Value> {
     println!(
         "{:<46} {:>14} {:>16} {:>14}",
         "tool", "ms (median)", "min..max", "peak RSS MiB"
     );
     let mut json = Vec::new();
-    for (name, argv, event) in &tools {
-        let pinned = [s(&["taskset", "-c", "1"]), argv.clone()].concat();
+    for (name, argv, event) in tools {
+        let argv = place.tool(argv.clone());
         let mut runs = Vec::new();
         let mut failure = None;
         for _ in 0..ROUNDS {
             std::thread::sleep(SETTLE);
-            match one(&pinned, event) {
+            match one(&argv, event) {
                 Ok(run) => runs.push(run),
                 Err(e) => {
                     failure = Some(e);
@@ -204,14 +238,7 @@ pub fn startup() -> Result<()> {
         );
         json.push(serde_json::json!({"tool": name, "median_ms": median, "min_ms": min, "max_ms": max, "peak_rss_kib": rss[ROUNDS / 2]}));
     }
-    stop_opens.store(true, Ordering::Relaxed);
-    let _ = opener.join();
-    let exit = exit_rows(&tracer, &prog)?;
-    crate::bench::save(
-        "startup",
-        &serde_json::json!({"bench": "startup", "version": 1, "rows": json, "exit": exit})
-            .to_string(),
-    )
+    json
 }
 
 /// From exec to the first event and to the tool's exit, for one event and done: `tracer probe

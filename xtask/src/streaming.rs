@@ -9,7 +9,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::peers::{build, capture, launching, peer, per_event, pinned, s, Spread, ROUNDS};
+use crate::peers::{build, capture, launching, peer, per_event, s, Place, Spread, ROUNDS};
 use crate::section;
 
 const TP: &str = "syscalls:sys_enter_getppid";
@@ -44,12 +44,11 @@ pub fn streaming() -> Result<()> {
     let mut modes = serde_json::Map::new();
     // As a user runs it (the scheduler places tool and workload), then pinned (workload on
     // CPU 0, tool on CPU 1), which separates the tool's own work from migrations.
-    for pin in [false, true] {
-        let mode = if pin { "pinned" } else { "unpinned" };
-        println!("\nstreaming, {mode}:");
+    for place in Place::BOTH {
+        println!("\nstreaming, {}:", place.name());
         modes.insert(
-            mode.into(),
-            serde_json::Value::Array(table(pin, &tracer, &prog)),
+            place.name().into(),
+            serde_json::Value::Array(table(place, &tracer, &prog)),
         );
     }
     crate::bench::save(
@@ -60,16 +59,8 @@ pub fn streaming() -> Result<()> {
 }
 
 /// One mode's rows, printed; returns them as JSON.
-fn table(pin: bool, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
-    let place = |argv: Vec<String>| if pin { pinned(argv) } else { argv };
-    let work = |n: u64| {
-        let mut argv = s(&[prog, "--elapsed"]);
-        if pin {
-            argv.extend(s(&["--cpu", "0"]));
-        }
-        argv.extend(s(&["getppid", &n.to_string()]));
-        argv
-    };
+fn table(place: Place, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
+    let work = |n: u64| crate::peers::getppid(prog, place, n);
     let mut rows = Vec::new();
     // Another tracer binary (e.g. an earlier commit's) measured in the same run: A/B of a change.
     let baseline = std::env::var("TRACER_BENCH_BASELINE").ok();
@@ -114,7 +105,7 @@ fn table(pin: bool, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
             ];
             argv.extend(filter.iter().copied());
             argv.push(TP);
-            place(launching(&argv, work(n)))
+            place.tool(launching(&argv, work(n)))
         };
         rows.push(Row {
             tool: format!("{label}tracer probe --transport {transport}{shown}"),
@@ -129,7 +120,7 @@ fn table(pin: bool, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
 
     if peer("bpftrace", "bpftrace") {
         let script = format!("tracepoint:{TP} /pid == cpid/ {{ printf(\"%d %d\\n\", pid, tid); }}");
-        let cmd = |n: u64| place(s(&["bpftrace", "-e", &script, "-c", &work(n).join(" ")]));
+        let cmd = |n: u64| place.tool(s(&["bpftrace", "-e", &script, "-c", &work(n).join(" ")]));
         rows.push(Row {
             tool: "bpftrace printf".into(),
             cost: per_event(&cmd, &work, BIG, SMALL),
@@ -146,7 +137,7 @@ fn table(pin: bool, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
         let data = crate::root().join("target/bench/streaming-perf.data");
         let data = data.display().to_string();
         let cmd = |n: u64| {
-            place(launching(
+            place.tool(launching(
                 &["perf", "record", "-q", "-o", &data, "-e", TP],
                 work(n),
             ))
@@ -165,7 +156,7 @@ fn table(pin: bool, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
     }
 
     // BCC's rows attach first and pin themselves: measured once, with the pinned table.
-    if pin && peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
+    if place == Place::Pinned && peer("trace-bpfcc", "bpfcc-tools") && crate::peers::bcc_headers() {
         for kind in ["perf", "ring"] {
             rows.push(bcc_row(kind, &work));
         }
