@@ -91,9 +91,12 @@ impl KernelBtf {
     /// Opens `dir/vmlinux`; the other files of `dir` are modules' split BTF.
     pub fn open_at(dir: &Path) -> Result<KernelBtf, Error> {
         let path = dir.join("vmlinux");
-        // Mmap skips hashing the names of ~150k types up front (2 ms instead of 130 ms on 6.18);
-        // kernels that cannot mmap this sysfs file refuse it, so fall back to reading it.
+        // Mmap skips hashing the names of ~150k types up front (2 ms instead of 130 ms on 6.18).
+        // Kernels before 6.16 refuse to map this sysfs file: its bytes are copied into memory
+        // that can be mapped (a memfd) instead, and read as lazily; the hashing reader is the
+        // last resort.
         let vmlinux = Btf::from_file_with_backend(&path, Backend::Mmap)
+            .or_else(|_| mapped_copy(&path))
             .or_else(|_| Btf::from_file(&path))
             .map_err(|e| open_error(&path, e))?;
         Ok(KernelBtf {
@@ -268,6 +271,26 @@ impl KernelBtf {
         let modules = modules.collect::<Result<Vec<_>, _>>()?;
         Ok(self.modules.get_or_init(|| modules))
     }
+}
+
+/// `path`'s BTF read lazily from a copy of its bytes in a memfd, which unlike the sysfs file
+/// of kernels before 6.16 can be mapped. Under emulation (the VM tier) the hashing reader took
+/// most of a second at each start of a `-- COMMAND` run, which reads task_struct's layout.
+#[allow(unsafe_code)]
+fn mapped_copy(path: &Path) -> Result<Btf, btf_rs::Error> {
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let bytes = std::fs::read(path)?;
+    // SAFETY: a NUL-terminated name and a valid flag; the result is checked before use.
+    let fd = unsafe { libc::memfd_create(c"tracer-btf".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    let mut copy = unsafe { std::fs::File::from_raw_fd(fd) };
+    copy.write_all(&bytes)?;
+    // The mapping made through the fd's /proc path outlives the fd, closed on return.
+    Btf::from_file_with_backend(format!("/proc/self/fd/{}", copy.as_raw_fd()), Backend::Mmap)
 }
 
 fn open_error(path: &Path, e: btf_rs::Error) -> Error {
@@ -523,6 +546,24 @@ mod tests {
         ] {
             assert_eq!(parse_access(text), None, "{text:?}");
         }
+    }
+
+    /// The copy that kernels before 6.16 are read from holds the same types as the file.
+    #[test]
+    fn a_mapped_copy_reads_as_the_file() {
+        let Some(btf) = kernel() else { return };
+        let copy = KernelBtf {
+            dir: PathBuf::from(BTF_DIR),
+            vmlinux: mapped_copy(&Path::new(BTF_DIR).join("vmlinux")).unwrap(),
+            modules: OnceLock::new(),
+        };
+        let pid = |b: &KernelBtf| b.struct_member_offset("task_struct", "pid").unwrap();
+        assert!(pid(&btf).is_some());
+        assert_eq!(pid(&copy), pid(&btf));
+        assert_eq!(
+            copy.prototype("do_sys_openat2").unwrap(),
+            btf.prototype("do_sys_openat2").unwrap()
+        );
     }
 
     #[test]
