@@ -98,10 +98,16 @@ static RINGBUF: RingBuf = RingBuf::with_byte_size(4096, 0);
 
 /// Which transport events take, set by userspace before loading (read-only to the programs,
 /// like `USES`): 0 sends them to the per-CPU perf rings in `EVENTS`; otherwise they go to
-/// `RINGBUF`, and an output wakes the reader once this many bytes are waiting (an output
-/// below it sends no wakeup: a wakeup per event would cost the traced task an interrupt each).
+/// `RINGBUF`, and an output wakes the reader once this many bytes are waiting, or when it is
+/// its CPU's first in a new [`WAKE_TICK_SHIFT`] tick (otherwise it sends no wakeup: a wakeup
+/// per event would cost the traced task an interrupt each during a flood).
 #[unsafe(no_mangle)]
 static RINGBUF_WAKEUP: u64 = 0;
+
+/// A CPU's ring buffer outputs wake the reader at most once per 2^20 ns (about 1 ms) for being
+/// first: a sparse event is read at once, and a flood sends about a thousand wakeups a second
+/// per CPU besides those of the byte watermark.
+const WAKE_TICK_SHIFT: u32 = 20;
 
 /// What each slot should capture and filter, by global slot id.
 #[map]
@@ -201,7 +207,8 @@ pub(crate) struct Scratch {
     first: [u32; STR_READS],
     /// The area's next free offset (see `used`).
     used: u32,
-    _pad: u32,
+    /// The [`WAKE_TICK_SHIFT`] tick of this CPU's last wakeup of the ring buffer's reader.
+    woke_tick: u32,
     /// A `STR_COUNTS` key being built.
     str_key: StrAggKey,
     /// Room past the key's text for the verifier: the copy's length is masked to under
@@ -513,9 +520,17 @@ fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
     // SAFETY: a plain aligned read of our own static, volatile for the reason given in `uses`.
     let wakeup = unsafe { core::ptr::read_volatile(&RINGBUF_WAKEUP) };
     if wakeup != 0 {
-        let flags = match RINGBUF.query(BPF_RB_AVAIL_DATA as u64) >= wakeup {
-            true => BPF_RB_FORCE_WAKEUP,
-            false => BPF_RB_NO_WAKEUP,
+        // SAFETY: `event` is the head of its `Scratch` (repr(C), this CPU's, used by this
+        // invocation alone), so the pointer is the scratch's.
+        let scratch = unsafe { &mut *(event as *mut Event as *mut Scratch) };
+        let tick = (event.time_ns >> WAKE_TICK_SHIFT) as u32;
+        let flags = if tick != scratch.woke_tick {
+            scratch.woke_tick = tick;
+            BPF_RB_FORCE_WAKEUP
+        } else if RINGBUF.query(BPF_RB_AVAIL_DATA as u64) >= wakeup {
+            BPF_RB_FORCE_WAKEUP
+        } else {
+            BPF_RB_NO_WAKEUP
         };
         // SAFETY: `event` is the head of its `Scratch`, valid for `size_of::<Event>()` bytes
         // and the string buffer behind them, and `size` is at most that.

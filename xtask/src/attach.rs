@@ -12,14 +12,18 @@ use crate::peers::{build, peer, s, Place, Spread, ROUNDS};
 use crate::section;
 use crate::startup::until_line;
 
-/// Whether a `tracer-detach` child is still closing a run's events.
+/// Whether a `tracer-detach` child is still closing a run's events. One that has exited is
+/// done, though a zombie until its new parent reaps it (this sandbox's init reaps late).
 fn closing() -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return false;
     };
     dir.flatten().any(|entry| {
-        std::fs::read_to_string(entry.path().join("comm"))
-            .is_ok_and(|c| c.trim() == "tracer-detach")
+        // "PID (COMM) STATE ...".
+        std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            stat.split_once(" (tracer-detach) ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
     })
 }
 
