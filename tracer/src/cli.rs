@@ -169,8 +169,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "N")]
     pub ring_pages: Option<usize>,
     /// Wake the reader once N events without a string would fill what is waiting (default:
-    /// when a quarter of the ring is full, and every 10 ms; with --transport perf, every N
-    /// events).
+    /// when a quarter of the ring is full; also at each CPU's first event in a millisecond,
+    /// and every 10 ms; with --transport perf, every N events, and every 10 ms).
     #[arg(long, value_name = "N")]
     pub wakeup_events: Option<u32>,
     /// How events reach tracer: one BPF ring buffer shared by the CPUs (the default; Linux 5.8+,

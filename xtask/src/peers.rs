@@ -859,7 +859,9 @@ pub fn record_throughput() -> Result<()> {
                 .context("run tracer report")?;
             let summary = String::from_utf8_lossy(&report.stderr).into_owned();
             let recorded = number_after(&summary, tp).context("no count in the report")?;
-            let lost = number_after(&summary, "lost while recording: ").unwrap_or(0);
+            // "probe/watch events: P produced, R recorded, L lost (...)".
+            let lost =
+                number_after(&summary, "recorded, ").context("no lost count in the report")?;
             let bytes = std::fs::metadata(&file)?.len();
             row(
                 &format!("tracer record --ring-pages {pages}"),
@@ -898,7 +900,8 @@ pub fn record_throughput() -> Result<()> {
                 row(
                     "perf record -e (per-CPU mmap)",
                     recorded,
-                    n - recorded,
+                    // perf also records the calls its own launcher makes before the exec.
+                    n.saturating_sub(recorded),
                     secs,
                     bytes,
                 );
