@@ -838,13 +838,7 @@ pub fn record_throughput() -> Result<()> {
                 ],
                 s(&workload),
             ));
-            let start = Instant::now();
-            let out = Command::new(&argv[0])
-                .args(&argv[1..])
-                .stdout(Stdio::null())
-                .output()
-                .context("run tracer record")?;
-            let secs = start.elapsed().as_secs_f64();
+            let (out, secs) = timed(&argv)?;
             if !out.status.success() {
                 bail!(
                     "tracer record failed: {}",
@@ -878,13 +872,7 @@ pub fn record_throughput() -> Result<()> {
                 &["perf", "record", "-q", "-e", tp, "-o", &file_arg],
                 s(&workload),
             ));
-            let start = Instant::now();
-            let out = Command::new(&argv[0])
-                .args(&argv[1..])
-                .stdout(Stdio::null())
-                .output()
-                .context("run perf record")?;
-            let secs = start.elapsed().as_secs_f64();
+            let (out, secs) = timed(&argv)?;
             if out.status.success() {
                 let stats = Command::new("perf")
                     .args(["report", "--stats", "-i"])
@@ -922,6 +910,18 @@ pub fn record_throughput() -> Result<()> {
         &serde_json::json!({"bench": "record_throughput", "version": 2, "rows": tables})
             .to_string(),
     )
+}
+
+/// Runs `argv` with its stdout discarded: what it exited with and wrote to stderr, and its
+/// wall seconds.
+fn timed(argv: &[String]) -> Result<(std::process::Output, f64)> {
+    let start = Instant::now();
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    Ok((out, start.elapsed().as_secs_f64()))
 }
 
 /// `tracer trace` against strace and perf trace: the time each adds per system call of a
