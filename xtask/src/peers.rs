@@ -838,13 +838,8 @@ pub fn record_throughput() -> Result<()> {
                 ],
                 s(&workload),
             ));
-            let (out, secs) = timed(&argv)?;
-            if !out.status.success() {
-                bail!(
-                    "tracer record failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
+            // Its stdout is small (the events go to the file); it fails with its stderr.
+            let (_, _, secs) = capture(&argv)?;
             let report = Command::new(&tracer)
                 .arg("report")
                 .arg(&file)
@@ -872,8 +867,8 @@ pub fn record_throughput() -> Result<()> {
                 &["perf", "record", "-q", "-e", tp, "-o", &file_arg],
                 s(&workload),
             ));
-            let (out, secs) = timed(&argv)?;
-            if out.status.success() {
+            let recording = capture(&argv);
+            if let Ok((_, _, secs)) = recording {
                 let stats = Command::new("perf")
                     .args(["report", "--stats", "-i"])
                     .arg(&file)
@@ -896,11 +891,8 @@ pub fn record_throughput() -> Result<()> {
                 println!(
                     "  (perf: {chunks} LOST records; its lost samples are produced - recorded)"
                 );
-            } else {
-                println!(
-                    "perf record failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+            } else if let Err(e) = recording {
+                println!("perf record failed: {e:#}");
             }
         }
         tables.insert(place.name().into(), serde_json::Value::Array(json));
@@ -910,18 +902,6 @@ pub fn record_throughput() -> Result<()> {
         &serde_json::json!({"bench": "record_throughput", "version": 2, "rows": tables})
             .to_string(),
     )
-}
-
-/// Runs `argv` with its stdout discarded: what it exited with and wrote to stderr, and its
-/// wall seconds.
-fn timed(argv: &[String]) -> Result<(std::process::Output, f64)> {
-    let start = Instant::now();
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    Ok((out, start.elapsed().as_secs_f64()))
 }
 
 /// `tracer trace` against strace and perf trace: the time each adds per system call of a

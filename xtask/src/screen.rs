@@ -4,13 +4,11 @@
 //! drain or a wakeup watermark shows it in the spread, which is why the table reports the
 //! 90th percentile and the maximum besides the median.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::peers::{peer, s, Place};
 
@@ -98,28 +96,7 @@ pub(crate) fn table(tracer: &str, place: Place) -> Vec<serde_json::Value> {
 /// Runs `argv` until it shows a warm-up open, then makes the timed opens (on CPU 0 when
 /// pinned): the delay of each line shown, in ms.
 fn delays(argv: &[String], env: &[(&str, &str)], place: Place) -> Result<Vec<f64>> {
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    let (tx, rx) = mpsc::channel::<(Instant, String)>();
-    let pipes: [Box<dyn Read + Send>; 2] = [
-        Box::new(child.stdout.take().context("no stdout")?),
-        Box::new(child.stderr.take().context("no stderr")?),
-    ];
-    for pipe in pipes {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send((Instant::now(), line));
-            }
-        });
-    }
-    drop(tx);
+    let (mut child, rx) = crate::startup::spawn_lines(argv, env)?;
     let done = Arc::new(AtomicBool::new(false));
     let opened = Arc::new(Mutex::new(Vec::with_capacity(OPENS)));
     let warm = Arc::new(AtomicBool::new(true));

@@ -49,14 +49,39 @@ pub(crate) fn until_line(
     start: Instant,
     wanted: impl Fn(&str) -> bool,
 ) -> Result<(Child, std::result::Result<Duration, Vec<String>>)> {
+    let (child, rx) = spawn_lines(argv, &[])?;
+    let deadline = start + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let found = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((_, line)) if wanted(&line) => break Ok(start.elapsed()),
+            Ok((_, line)) => {
+                if seen.len() < 5 {
+                    seen.push(line);
+                }
+            }
+            Err(_) => break Err(seen),
+        }
+    };
+    Ok((child, found))
+}
+
+/// Starts `argv` (with `env` added) and reads its stdout and stderr line by line: the child,
+/// and each line with the time it was read.
+pub(crate) fn spawn_lines(
+    argv: &[String],
+    env: &[(&str, &str)],
+) -> Result<(Child, mpsc::Receiver<(Instant, String)>)> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run {}", argv[0]))?;
-    let (tx, rx) = mpsc::channel::<String>();
+    let (tx, rx) = mpsc::channel();
     let pipes: [Box<dyn Read + Send>; 2] = [
         Box::new(child.stdout.take().context("no stdout")?),
         Box::new(child.stderr.take().context("no stderr")?),
@@ -67,26 +92,11 @@ pub(crate) fn until_line(
         // SIGINT) and must not meet a closed pipe.
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
+                let _ = tx.send((Instant::now(), line));
             }
         });
     }
-    drop(tx);
-    let deadline = start + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    let found = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) if wanted(&line) => break Ok(start.elapsed()),
-            Ok(line) => {
-                if seen.len() < 5 {
-                    seen.push(line);
-                }
-            }
-            Err(_) => break Err(seen),
-        }
-    };
-    Ok((child, found))
+    Ok((child, rx))
 }
 
 /// VmHWM (the peak resident set) of a running process, in KiB.
