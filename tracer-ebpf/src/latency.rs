@@ -12,9 +12,9 @@ use aya_ebpf::programs::{
 };
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS, HIST_MAX,
-    HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
-    LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
+    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX, HIST_MIN,
+    HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
+    LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
     LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
     LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
     SLOT_VALUE_FILTER, USES_USDT, USES_VALUE_FILTER,
@@ -200,7 +200,7 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
         // SAFETY: helper without preconditions.
         event.cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
         event.str_bytes = 0;
-        event.fields = [0; FIELD_READS];
+        crate::zero_words(&mut event.fields);
         let mut i = 0;
         while i < word::ARGS {
             event.data[word::ARG0 + i] = start.args[i];

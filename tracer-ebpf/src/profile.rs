@@ -15,7 +15,7 @@ use aya_ebpf::macros::map;
 use aya_ebpf::maps::{Array, LruHashMap};
 use aya_ebpf::programs::TracePointContext;
 use tracer_common::{
-    stat_failed, stat_filtered, stat_hits, AggKey, OffCpuConfig, OffCpuStart, OFFCPU_SLOT,
+    stat_failed, stat_filtered, stat_hits, OffCpuConfig, OffCpuStart, OFFCPU_SLOT,
     SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SWITCH_BLOCKED_MASK,
 };
 
@@ -79,14 +79,12 @@ fn offcpu_switch_hit(ctx: TracePointContext) -> u32 {
         return TRACEPOINT_PASS;
     }
     bump(stat_hits(OFFCPU_SLOT));
-    let key = AggKey {
-        slot: OFFCPU_SLOT,
-        pid: (start.pid_tgid >> 32) as u32,
-        comm: start.comm,
-        kstack: start.kstack,
-        ustack: start.ustack,
-        ..AggKey::default()
-    };
+    let mut key = crate::zeroed_key();
+    key.slot = OFFCPU_SLOT;
+    key.pid = (start.pid_tgid >> 32) as u32;
+    key.comm = start.comm;
+    key.kstack = start.kstack;
+    key.ustack = start.ustack;
     add_count(&key, 1, blocked);
     TRACEPOINT_PASS
 }
