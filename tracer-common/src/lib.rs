@@ -394,6 +394,13 @@ pub const SLOT_RAW_SYS_EXIT: u32 = 1 << 13;
 /// [`RunCount`] and added to `COUNTS` only when another task's hit ends the run, which spares
 /// each repeated hit the filters and the hash update. Needs [`USES_RUN_COUNT`].
 pub const SLOT_RUN_COUNT: u32 = 1 << 14;
+/// `SlotConfig::flags` (with `SLOT_AGGREGATE`, for a key [`SLOT_RUN_COUNT`] does not allow
+/// but that has no summed, histogrammed or string part): hits with the same key in a row on
+/// one CPU are counted in that CPU's [`RunCount`]. The hit passes the filters and builds its
+/// key as usual; a key equal to the run's then costs a compare instead of the hash update
+/// (`tracer watch --summary`: the same thread at the same instruction, hit after hit). Needs
+/// [`USES_RUN_KEYED`].
+pub const SLOT_RUN_KEYED: u32 = 1 << 23;
 /// The run is ending: userspace sets it on every slot before its last drain, and the program
 /// returns at once, counting and sending nothing. After it and an RCU grace period (the
 /// programs already running have returned), the counters and the rings hold all there will
@@ -667,6 +674,11 @@ pub const USES_USDT: u32 = 1 << 14;
 /// `tracer trace`: the paired `sys_enter`/`sys_exit` programs and buffer reads
 /// ([`StrRead::len_from`]).
 pub const USES_TRACE: u32 = 1 << 15;
+/// Counted hits may be counted in runs of one key ([`SLOT_RUN_KEYED`]). Only for a command
+/// whose keys repeat hit after hit (`tracer watch --summary`: a thread at one instruction): a
+/// key that changes at every hit would pay for a run's start and end each time, and a run may
+/// hold a key the full count map has no room for.
+pub const USES_RUN_KEYED: u32 = 1 << 16;
 
 /// `SlotConfig::flags` (`tracer trace`: execve, execveat): the call's strings are read when it
 /// enters, kept in `TRACE_SAVED` and sent with its end (after a successful exec they are
@@ -822,6 +834,12 @@ impl SlotConfig {
             && self.flags & SLOT_VALUE_FILTER == 0
     }
 
+    /// Whether hits with one key in a row may be counted in a run ([`SLOT_RUN_KEYED`]): a
+    /// counted slot whose key has no summed, histogrammed or string part.
+    pub fn may_count_keyed_runs(&self) -> bool {
+        self.flags & SLOT_AGGREGATE != 0 && self.agg & (AGG_SUM | AGG_HIST | AGG_KEY_STRING) == 0
+    }
+
     /// The `USES_*` bits this config needs.
     pub fn uses(&self) -> u32 {
         let mut uses = 0;
@@ -860,6 +878,9 @@ impl SlotConfig {
         }
         if self.flags & SLOT_RUN_COUNT != 0 {
             uses |= USES_RUN_COUNT;
+        }
+        if self.flags & SLOT_RUN_KEYED != 0 {
+            uses |= USES_RUN_KEYED;
         }
         if self.flags & SLOT_VALUE_FILTER != 0 {
             uses |= USES_VALUE_FILTER;
@@ -1252,6 +1273,25 @@ mod tests {
         assert!(!SlotConfig::default().may_count_runs(), "streamed");
         let runs = counted(AGG_COMM, SLOT_RUN_COUNT, 0);
         assert_eq!(runs.uses() & USES_RUN_COUNT, USES_RUN_COUNT);
+    }
+
+    #[test]
+    fn keyed_runs_are_counted_for_keys_without_a_varying_value() {
+        let counted = |agg, flags| SlotConfig {
+            flags: SLOT_AGGREGATE | flags,
+            agg,
+            ..SlotConfig::default()
+        };
+        // `tracer watch --summary`'s key: thread and instruction pointer.
+        let watch = counted(AGG_PID | AGG_TID | AGG_KEY_VALUE, 0);
+        assert!(watch.may_count_keyed_runs() && !watch.may_count_runs());
+        assert!(counted(AGG_COMM, SLOT_STACK_KERNEL).may_count_keyed_runs());
+        assert!(!counted(AGG_KEY_VALUE | AGG_SUM, 0).may_count_keyed_runs());
+        assert!(!counted(AGG_HIST, 0).may_count_keyed_runs());
+        assert!(!counted(AGG_KEY_VALUE | AGG_KEY_STRING, 0).may_count_keyed_runs());
+        assert!(!SlotConfig::default().may_count_keyed_runs(), "streamed");
+        let runs = counted(AGG_KEY_VALUE, SLOT_RUN_KEYED);
+        assert_eq!(runs.uses() & USES_RUN_KEYED, USES_RUN_KEYED);
     }
 
     #[test]

@@ -42,13 +42,14 @@ use tracer_common::{
     FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
     KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
     SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL,
-    SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED,
-    STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS,
-    TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS,
-    USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS,
-    USES_FILTERS, USES_RUN_COUNT, USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS,
-    USES_STR_MANY, USES_TRACE, USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
+    SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_RUN_KEYED, SLOT_STACK_AT_ENTRY,
+    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER,
+    SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY,
+    STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM,
+    USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG,
+    USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STACKS, USES_STREAM,
+    USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE, USES_TRACKED, USES_USDT,
+    USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -321,6 +322,29 @@ pub(crate) fn zero_words<const N: usize>(words: &mut [u64; N]) {
         unsafe { core::ptr::write_volatile(words.as_mut_ptr().add(i), 0) };
         i += 1;
     }
+}
+
+/// Whether two keys are equal, word by word (a derived `==` compares field by field, the comm
+/// a byte at a time).
+#[inline(always)]
+fn same_key(a: &AggKey, b: &AggKey) -> bool {
+    const WORDS: usize = core::mem::size_of::<AggKey>() / 8;
+    // SAFETY: `AggKey` is `repr(C)`, 8-byte aligned, a whole number of words and free of
+    // padding (its fields fill it), so both are `WORDS` initialized words.
+    let (a, b) = unsafe {
+        (
+            &*(a as *const AggKey as *const [u64; WORDS]),
+            &*(b as *const AggKey as *const [u64; WORDS]),
+        )
+    };
+    let mut i = 0;
+    while i < WORDS {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// An all-zero [`AggKey`], in eight stores (`AggKey::default()` is two byte-at-a-time memset
@@ -872,10 +896,16 @@ fn aggregate(event: &mut Event, config: &SlotConfig) {
             tracer_common::log2_bucket(value)
         };
     }
-    if uses(USES_RUN_COUNT) && config.flags & SLOT_RUN_COUNT != 0 {
+    let keyed = uses(USES_RUN_KEYED) && config.flags & SLOT_RUN_KEYED != 0;
+    if keyed || uses(USES_RUN_COUNT) && config.flags & SLOT_RUN_COUNT != 0 {
         if let Some(run) = RUN_COUNT.get_ptr_mut(0) {
             // SAFETY: this CPU's entry; these programs do not nest on one CPU.
             let run = unsafe { &mut *run };
+            // A task's run continues in `begin`; a key's, here, once the key is known.
+            if keyed && run.count != 0 && same_key(&run.key, &key) {
+                run.count += 1;
+                return;
+            }
             if run.count != 0 {
                 add_count(&run.key, run.count, 0);
             }

@@ -760,15 +760,23 @@ impl Bpf {
         Ok(())
     }
 
-    /// Refuses a config that needs parts of the programs the object was loaded without.
-    /// `config` counting its hits in runs (`SLOT_RUN_COUNT`) when this load has run counts and
-    /// its key allows them.
+    /// `config` counting its hits in runs when this load has run counts and its key allows
+    /// them: runs of a task (`SLOT_RUN_COUNT`), else runs of a key (`SLOT_RUN_KEYED`).
     fn counting_runs(&self, mut config: SlotConfig) -> SlotConfig {
         if self.uses & tracer_common::USES_RUN_COUNT != 0 && config.may_count_runs() {
             config.flags |= tracer_common::SLOT_RUN_COUNT;
+        } else if self.uses & tracer_common::USES_RUN_KEYED != 0 && config.may_count_keyed_runs() {
+            config.flags |= tracer_common::SLOT_RUN_KEYED;
         }
         config
     }
+
+    /// Whether the programs may hold counted hits in per-CPU runs (`RUN_COUNT`).
+    fn has_runs(&self) -> bool {
+        self.uses & (tracer_common::USES_RUN_COUNT | tracer_common::USES_RUN_KEYED) != 0
+    }
+
+    /// Refuses a config that needs parts of the programs the object was loaded without.
 
     fn check_uses(&self, config: &SlotConfig) -> Result<(), Error> {
         let needed = config.uses();
@@ -1118,7 +1126,7 @@ impl Bpf {
     /// may or may not be in what was read of `COUNTS`) makes the read start again, a few
     /// times; after that its run is left out of this read (counted late, never twice).
     pub fn counts(&self) -> Result<Vec<(AggKey, AggValue)>, Error> {
-        let runs = self.uses & tracer_common::USES_RUN_COUNT != 0;
+        let runs = self.has_runs();
         let mut attempts = 1;
         loop {
             let before = if runs { self.runs()? } else { Vec::new() };
@@ -1179,9 +1187,9 @@ impl Bpf {
         &mut self,
         cells: &[(AggKey, Option<[u8; tracer_common::KEY_STRLEN]>)],
     ) -> Result<usize, Error> {
-        let running: Vec<AggKey> = match self.uses & tracer_common::USES_RUN_COUNT {
-            0 => Vec::new(),
-            _ => (self.runs()?.into_iter())
+        let running: Vec<AggKey> = match self.has_runs() {
+            false => Vec::new(),
+            true => (self.runs()?.into_iter())
                 .filter(|r| r.count != 0)
                 .map(|r| r.key)
                 .collect(),
@@ -1209,9 +1217,9 @@ impl Bpf {
     /// caller read and reported, and no CPU's current run adds to it (its run would recreate
     /// it with hits already reported). Returns, per cell, whether it was removed.
     pub fn evict_counts(&mut self, cells: &[(CellKey, AggValue)]) -> Result<Vec<bool>, Error> {
-        let running: Vec<AggKey> = match self.uses & tracer_common::USES_RUN_COUNT {
-            0 => Vec::new(),
-            _ => (self.runs()?.into_iter())
+        let running: Vec<AggKey> = match self.has_runs() {
+            false => Vec::new(),
+            true => (self.runs()?.into_iter())
                 .filter(|r| r.count != 0)
                 .map(|r| r.key)
                 .collect(),

@@ -50,7 +50,14 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     let mut bpf = Bpf::load_with(Sizing {
         stacks: plan.stack.is_some(),
         counts: plan.summary,
-        uses: tracer_common::USES_ALL | rename.map_or(0, |_| tracer_common::USES_COMM_CACHE),
+        // Counted hits of one thread at one instruction in a row are a run (`SLOT_RUN_KEYED`).
+        uses: tracer_common::USES_ALL
+            | rename.map_or(0, |_| tracer_common::USES_COMM_CACHE)
+            | if plan.summary {
+                tracer_common::USES_RUN_COUNT
+            } else {
+                0
+            },
         ..Sizing::default()
     })?;
     session.cache_comms(&mut bpf, rename)?;
