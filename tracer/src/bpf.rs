@@ -777,7 +777,6 @@ impl Bpf {
     }
 
     /// Refuses a config that needs parts of the programs the object was loaded without.
-
     fn check_uses(&self, config: &SlotConfig) -> Result<(), Error> {
         let needed = config.uses();
         match needed & !self.uses {
