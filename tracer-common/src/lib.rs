@@ -401,6 +401,10 @@ pub const SLOT_RUN_COUNT: u32 = 1 << 14;
 /// (`tracer watch --summary`: the same thread at the same instruction, hit after hit). Needs
 /// [`USES_RUN_KEYED`].
 pub const SLOT_RUN_KEYED: u32 = 1 << 23;
+/// `SlotConfig::flags` (tracepoint slots): read only the first `SlotConfig::record_len` bytes
+/// of the record, the part the run uses (0: none); the other data words are zero. Without it,
+/// all [`DATA_WORDS`] words are read.
+pub const SLOT_RECORD_LEN: u32 = 1 << 24;
 /// The run is ending: userspace sets it on every slot before its last drain, and the program
 /// returns at once, counting and sending nothing. After it and an RCU grace period (the
 /// programs already running have returned), the counters and the rings hold all there will
@@ -623,6 +627,8 @@ pub struct SlotConfig {
     pub hist_min: u64,
     /// `AGG_HIST` linear: buckets between the edge rows (at most [`AGG_LINEAR_BUCKETS`]).
     pub hist_buckets: u64,
+    /// With [`SLOT_RECORD_LEN`]: the bytes of the record read (at most `8 * DATA_WORDS`).
+    pub record_len: u64,
 }
 
 /// Bits of the object-wide `USES` constant: what any slot of this run may do. Userspace sets it

@@ -93,6 +93,7 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
         aggregation: plan.aggregation.as_ref(),
         filter: plan.value_filter.as_ref(),
         dispatch: false,
+        whole_record: false,
     }
 }
 

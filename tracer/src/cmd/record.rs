@@ -220,6 +220,7 @@ fn attach_probes(
         pid: plan.pid,
         filter: plan.value_filter.as_ref(),
         dispatch: probe::attach::dispatch(specs),
+        whole_record: true,
         ..AttachOptions::default()
     };
     let probes = Attacher::new(fs, options).attach_all(bpf, specs)?;

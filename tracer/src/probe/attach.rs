@@ -43,6 +43,9 @@ pub struct AttachOptions<'a> {
     /// Syscall tracepoints go through the dispatching raw syscall programs ([`dispatch`]; the
     /// object must be loaded with [`crate::bpf::Sizing::dispatch`]).
     pub dispatch: bool,
+    /// Tracepoint hits carry their record's whole head (`tracer record`: its report may decode
+    /// any field), not only the fields printed ([`record_head_used`]).
+    pub whole_record: bool,
 }
 
 impl AttachOptions<'_> {
@@ -467,6 +470,21 @@ fn attach(
             }
         }
     }
+    // A streamed tracepoint hit reads only the part of its record that is printed or read
+    // strings from. A counted hit reads it only for its key or value already; a filter, or a
+    // recording, reads the whole head.
+    if let Decoder::Tracepoint {
+        format,
+        strings,
+        selection,
+    } = &decoder
+    {
+        let narrow = !options.whole_record && options.aggregation.is_none() && filter.is_none();
+        if let Some(len) = record_head_used(format, selection, strings).filter(|_| narrow) {
+            config.flags |= tracer_common::SLOT_RECORD_LEN;
+            config.record_len = len as u64;
+        }
+    }
     // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the raw
     // one cannot be had (all raw slots taken, a kernel without raw tracepoints). The perf
     // event opened above is then closed unused.
@@ -560,6 +578,31 @@ fn attach(
         attached,
         _legacy: legacy,
     })
+}
+
+/// The bytes of a tracepoint record's head (its first `8 * DATA_WORDS`) that its printed
+/// fields (`selection`, or all when empty; never `__syscall_nr` and the like) and its string
+/// reads use, in whole words; `None` when one of them is a `__data_loc` (its data lies further
+/// in the record).
+pub(super) fn record_head_used(
+    format: &Format,
+    selection: &[String],
+    strings: &[String],
+) -> Option<usize> {
+    let mut end = 0;
+    for field in &format.fields {
+        let printed = !field.name.starts_with("common_")
+            && !field.name.starts_with("__")
+            && (selection.is_empty() || selection.contains(&field.name));
+        if !printed && !strings.contains(&field.name) {
+            continue;
+        }
+        if field.c_type.starts_with("__data_loc") {
+            return None;
+        }
+        end = end.max(field.offset + field.size);
+    }
+    Some((end.div_ceil(8) * 8).min(8 * tracer_common::DATA_WORDS))
 }
 
 /// The hint for arguments asked of a return probe that cannot see them: the entry probe that
@@ -779,7 +822,43 @@ pub(super) fn user_string(c_type: &str) -> Option<bool> {
 
 #[cfg(test)]
 mod string_tests {
-    use super::user_string;
+    use super::{record_head_used, user_string};
+
+    #[test]
+    fn a_streamed_record_is_read_only_as_far_as_its_printed_fields() {
+        let format = |fields: &str| {
+            let text = format!(
+                "name: t\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\t\
+                 size:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\t\
+                 signed:1;\n\n\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\
+                 {fields}\nprint fmt: \"\"\n"
+            );
+            crate::kernel::format::parse(&text).unwrap()
+        };
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // sys_enter_getppid: nothing printed, nothing read.
+        assert_eq!(record_head_used(&format(""), &[], &[]), Some(0));
+        let openat = format(
+            "\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n\
+             \tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n\
+             \tfield:int flags;\toffset:32;\tsize:8;\tsigned:0;\n\
+             \tfield:umode_t mode;\toffset:40;\tsize:8;\tsigned:0;\n",
+        );
+        assert_eq!(
+            record_head_used(&openat, &[], &names(&["filename"])),
+            Some(48)
+        );
+        assert_eq!(record_head_used(&openat, &names(&["dfd"]), &[]), Some(24));
+        assert_eq!(
+            record_head_used(&openat, &names(&["dfd"]), &names(&["filename"])),
+            Some(32)
+        );
+        // A field past the head: the head, no more.
+        let long = format("\tfield:u64 far;\toffset:72;\tsize:8;\tsigned:0;\n");
+        assert_eq!(record_head_used(&long, &[], &[]), Some(64));
+        let dynamic = format("\tfield:__data_loc char[] name;\toffset:16;\tsize:4;\tsigned:0;\n");
+        assert_eq!(record_head_used(&dynamic, &[], &[]), None);
+    }
 
     #[test]
     fn syscall_string_fields_are_the_const_char_pointers() {
