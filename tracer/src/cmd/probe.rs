@@ -581,6 +581,10 @@ impl<W: Write> CountSink<'_, W> {
 }
 
 impl<W: Write> Sink for CountSink<'_, W> {
+    fn streams(&self) -> bool {
+        false
+    }
+
     fn stop(&mut self) -> Result<(), Error> {
         Ok(self.bpf.stop()?)
     }

@@ -311,6 +311,10 @@ fn counts(watch: &Watch, trapped: Option<u64>) -> Counts<'_> {
 }
 
 impl<W: std::io::Write> Sink for WatchSink<'_, W> {
+    fn streams(&self) -> bool {
+        !self.summary
+    }
+
     fn stop(&mut self) -> Result<(), Error> {
         self.stopped = true;
         Ok(self.bpf.stop()?)
