@@ -1444,7 +1444,8 @@ fn on_probe(ctx: &ProbeContext, slot: u32) {
     read_then_finish(ctx, event, config);
 }
 
-/// The record's first `DATA_WORDS` words. Through the probe-read helper, not plain context
+/// The record's first `DATA_WORDS` words, or with `SLOT_RECORD_LEN` its first `record_len`
+/// bytes (the rest zero). Through the probe-read helper, not plain context
 /// loads: the kernel refuses to attach a tracepoint program whose context reads reach past the
 /// event's record (`max_ctx_offset`), and most records are shorter than 64 bytes. Records
 /// shorter than that sit in the per-CPU trace buffer (or, for syscalls, a 64-byte record on

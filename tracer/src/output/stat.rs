@@ -1330,6 +1330,11 @@ mod tests {
             r.line(&l, None),
             "              2.01 msec task-clock                       #    0.776 CPUs utilized            ( +-  5.43% )\n"
         );
+        // Runs that all counted the same show no spread, as perf's `print_noise_pct` prints
+        // it only when it is not zero.
+        let mut same = line("page-faults:u", Count::Value(115.0), Metric::None);
+        same.noise = Some(0.0);
+        assert!(!r.line(&same, None).contains("( +-"));
         // Multiplexed: running below enabled appends the running percentage.
         let mut m = line("page-faults", Count::Value(73.0), rate(40.809, "K/sec"));
         m.running = 250;
