@@ -50,14 +50,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     let mut bpf = Bpf::load_with(Sizing {
         stacks: plan.stack.is_some(),
         counts: plan.summary,
-        // Counted hits of one thread at one instruction in a row are a run (`SLOT_RUN_KEYED`).
-        uses: tracer_common::USES_ALL
-            | rename.map_or(0, |_| tracer_common::USES_COMM_CACHE)
-            | if plan.summary {
-                tracer_common::USES_RUN_COUNT
-            } else {
-                0
-            },
+        uses: load_uses(plan.summary, rename.is_some()),
         ..Sizing::default()
     })?;
     session.cache_comms(&mut bpf, rename)?;
@@ -88,17 +81,37 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     Ok(outcome.exit_code())
 }
 
+/// The parts of the programs a watch loads: streamed hits take their comm from the cache
+/// when its invalidating program is attached; counted hits of one thread at one instruction
+/// in a row are counted as a run (`SLOT_RUN_KEYED`).
+fn load_uses(summary: bool, comm_cache: bool) -> u32 {
+    let mut uses = tracer_common::USES_ALL;
+    if comm_cache {
+        uses |= tracer_common::USES_COMM_CACHE;
+    }
+    if summary {
+        uses |= tracer_common::USES_RUN_KEYED;
+    }
+    uses
+}
+
+/// `--summary`'s slot: counted by process, thread and the trapping instruction pointer (data
+/// word 0).
+fn summary_template() -> SlotConfig {
+    SlotConfig {
+        flags: SLOT_AGGREGATE,
+        agg: AGG_PID | AGG_TID | AGG_KEY_VALUE,
+        key_src: tracer_common::src(0, 8, false),
+        ..SlotConfig::default()
+    }
+}
+
 /// How the plan's watchpoints are placed: streamed with stacks, or counted by process, thread
-/// and the trapping instruction pointer (data word 0) with `--summary`.
+/// and the trapping instruction pointer with `--summary`.
 fn watch_options(plan: &WatchPlan, pid: Option<u32>, launched: bool) -> WatchOptions {
     let kernel = plan.whose == Whose::Kernel;
     let template = match plan.summary {
-        true => SlotConfig {
-            flags: SLOT_AGGREGATE,
-            agg: AGG_PID | AGG_TID | AGG_KEY_VALUE,
-            key_src: tracer_common::src(0, 8, false),
-            ..SlotConfig::default()
-        },
+        true => summary_template(),
         false => SlotConfig {
             flags: crate::stacks::flags_for(plan.stack, !kernel),
             ..SlotConfig::default()
@@ -361,7 +374,20 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
 
 #[cfg(test)]
 mod tests {
-    use super::settled_until;
+    use super::{load_uses, settled_until, summary_template};
+    use tracer_common::{USES_COMM_CACHE, USES_RUN_COUNT, USES_RUN_KEYED};
+
+    #[test]
+    fn summaries_count_runs_of_one_key() {
+        // The summary's key allows runs of a key, and its load has them; a streamed watch
+        // does not load them, and neither loads runs of a task (they need `comm_renamed`).
+        assert!(summary_template().may_count_keyed_runs());
+        assert!(!summary_template().may_count_runs());
+        assert_eq!(load_uses(true, false) & USES_RUN_KEYED, USES_RUN_KEYED);
+        assert_eq!(load_uses(false, true) & USES_RUN_KEYED, 0);
+        assert_eq!(load_uses(true, true) & USES_RUN_COUNT, 0);
+        assert_eq!(load_uses(false, true) & USES_COMM_CACHE, USES_COMM_CACHE);
+    }
 
     #[test]
     fn hits_wait_for_a_cpu_that_has_counted_more_than_it_delivered() {
