@@ -324,21 +324,25 @@ pub(crate) fn zero_words<const N: usize>(words: &mut [u64; N]) {
     }
 }
 
+/// An [`AggKey`] in words.
+const KEY_WORDS: usize = core::mem::size_of::<AggKey>() / 8;
+const _: () = assert!(core::mem::size_of::<AggKey>() == KEY_WORDS * 8);
+
+/// A key as its words (`AggKey` is `repr(C)`, 8-byte aligned, a whole number of words and free
+/// of padding, all plain integers: any words are a valid key).
+#[inline(always)]
+fn key_words(key: &AggKey) -> &[u64; KEY_WORDS] {
+    // SAFETY: as said above.
+    unsafe { &*(key as *const AggKey as *const [u64; KEY_WORDS]) }
+}
+
 /// Whether two keys are equal, word by word (a derived `==` compares field by field, the comm
 /// a byte at a time).
 #[inline(always)]
 fn same_key(a: &AggKey, b: &AggKey) -> bool {
-    const WORDS: usize = core::mem::size_of::<AggKey>() / 8;
-    // SAFETY: `AggKey` is `repr(C)`, 8-byte aligned, a whole number of words and free of
-    // padding (its fields fill it), so both are `WORDS` initialized words.
-    let (a, b) = unsafe {
-        (
-            &*(a as *const AggKey as *const [u64; WORDS]),
-            &*(b as *const AggKey as *const [u64; WORDS]),
-        )
-    };
+    let (a, b) = (key_words(a), key_words(b));
     let mut i = 0;
-    while i < WORDS {
+    while i < KEY_WORDS {
         if a[i] != b[i] {
             return false;
         }
@@ -351,13 +355,10 @@ fn same_key(a: &AggKey, b: &AggKey) -> bool {
 /// calls here, 52 rounds of their loop per counted hit; see `zero_words`).
 #[inline(always)]
 pub(crate) fn zeroed_key() -> AggKey {
-    const WORDS: usize = core::mem::size_of::<AggKey>() / 8;
-    const _: () = assert!(core::mem::size_of::<AggKey>() == WORDS * 8);
     let mut key = core::mem::MaybeUninit::<AggKey>::uninit();
-    // SAFETY: `AggKey` is `repr(C)`, 8-byte aligned and a whole number of words, all of its
-    // fields plain integers: zeroed words are a valid key.
+    // SAFETY: `KEY_WORDS` words are a valid key (see `key_words`), zeroed ones included.
     unsafe {
-        zero_words(&mut *(key.as_mut_ptr() as *mut [u64; WORDS]));
+        zero_words(&mut *(key.as_mut_ptr() as *mut [u64; KEY_WORDS]));
         key.assume_init()
     }
 }

@@ -480,7 +480,10 @@ fn attach(
     } = &decoder
     {
         let narrow = !options.whole_record && options.aggregation.is_none() && filter.is_none();
-        if let Some(len) = record_head_used(format, selection, strings).filter(|_| narrow) {
+        if let Some(len) = narrow
+            .then(|| record_head_used(format, selection, strings))
+            .flatten()
+        {
             config.flags |= tracer_common::SLOT_RECORD_LEN;
             config.record_len = len as u64;
         }
