@@ -148,6 +148,53 @@ fn a_summary_counts_every_write_in_the_kernel_by_thread_and_instruction() {
 }
 
 #[test]
+fn a_summary_tells_a_threads_writing_instructions_apart_hit_by_hit() {
+    if !has(Feature::Breakpoints, "watch_summary_ips") || !has(Feature::Bpf, "watch_summary_ips") {
+        return;
+    }
+    // One thread, two writing instructions taking turns: every hit ends the run of the one
+    // before (the same thread, another instruction), so each must be told apart by its ip.
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "watch",
+        COUNTER,
+        "--summary",
+        "-f",
+        "json",
+        "--",
+        &prog,
+        "alternate",
+        "1001",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("\n1001 hits in "), "{stderr}");
+    let counts: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(counts["hits"], 1001);
+    assert_eq!(counts["threads"].as_array().unwrap().len(), 1, "{counts}");
+    assert_eq!(counts["threads"][0]["hits"], 1001, "{counts}");
+    let mut at: Vec<(String, u64)> = counts["at"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let name = a["at"].as_str().unwrap();
+            let function = name.split('+').next().unwrap().to_string();
+            (function, a["hits"].as_u64().unwrap())
+        })
+        .collect();
+    at.sort();
+    assert_eq!(
+        at,
+        vec![
+            ("tracer_testprog_bump".to_string(), 501),
+            ("tracer_testprog_bump_unlocked".to_string(), 500)
+        ],
+        "{counts}"
+    );
+}
+
+#[test]
 fn a_running_process_is_watched_in_existing_and_new_threads_until_it_exits() {
     if !has(Feature::Breakpoints, "watch_pid") || !has(Feature::Bpf, "watch_pid") {
         return;

@@ -13,7 +13,9 @@
 //!
 //! Modes: `getppid N` (N getppid syscalls), `open N PATH` (N open+close of PATH),
 //! `call N` (N calls of `tracer_testprog_target(i, 2*i)`, which returns 3*i),
-//! `counter N` (N writes of `tracer_testprog_counter` from three threads, see [`counter`]).
+//! `counter N` (N writes of `tracer_testprog_counter` from three threads, see [`counter`]),
+//! `alternate N` (N writes of it from one thread, taking turns between
+//! `tracer_testprog_bump` and `tracer_testprog_bump_unlocked`: two writing instructions),
 //! `touch N` (N fresh anonymous pages written once each: exactly N page faults, see [`Pages`]),
 //! `spin MS` (getppid in a loop for MS milliseconds, then the number of calls on stdout), `work N`.
 
@@ -35,6 +37,14 @@ static COUNTER_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[inline(never)]
 pub extern "C" fn tracer_testprog_bump() -> u64 {
     let _guard = COUNTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    tracer_testprog_counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+}
+
+/// The second function that writes `tracer_testprog_counter` (`alternate N`), without the
+/// lock: a writing instruction of its own.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_testprog_bump_unlocked() -> u64 {
     tracer_testprog_counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
 }
 
@@ -199,7 +209,7 @@ pub extern "C" fn tracer_testprog_target(a: u64, b: u64) -> u64 {
 fn usage() -> ! {
     eprintln!(
         "usage: tracer-testprog [--wait] [--batch K] [--cpu C] [--rename-at I NAME] [--elapsed] \
-         getppid N | open N PATH | call N | counter N | touch N | spin MS | sleeps N | work N"
+         getppid N | open N PATH | call N | counter N | alternate N | touch N | spin MS | sleeps N | work N"
     );
     std::process::exit(2);
 }
@@ -305,6 +315,10 @@ fn run(args: &[String], batch: Option<u64>, rename: Option<(u64, CString)>) {
         }
         Some("call") => Box::new(|i| tracer_testprog_target(i, 2 * i)),
         Some("work") => Box::new(|i| tracer_testprog_work(i)),
+        Some("alternate") => Box::new(|i| match i % 2 {
+            0 => tracer_testprog_bump(),
+            _ => tracer_testprog_bump_unlocked(),
+        }),
         Some("counter") => {
             counter(n, batch.is_some());
             return;

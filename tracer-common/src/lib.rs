@@ -401,6 +401,12 @@ pub const SLOT_RUN_COUNT: u32 = 1 << 14;
 /// (`tracer watch --summary`: the same thread at the same instruction, hit after hit). Needs
 /// [`USES_RUN_KEYED`].
 pub const SLOT_RUN_KEYED: u32 = 1 << 23;
+/// `SlotConfig::flags` (breakpoint and software-event slots, with [`SLOT_RUN_KEYED`], keyed
+/// by task parts and the trapping instruction pointer only: see
+/// [`SlotConfig::may_count_runs_at_ip`]): a hit of the run's task at the run's instruction,
+/// in the run's task generation, continues the run first thing, before the filters, the
+/// scratch event and the key (which would all come out the same).
+pub const SLOT_RUN_AT_IP: u32 = 1 << 25;
 /// `SlotConfig::flags` (tracepoint slots): read only the first `SlotConfig::record_len` bytes
 /// of the record, the part the run uses (0: none); the other data words are zero. Without it,
 /// all [`DATA_WORDS`] words are read.
@@ -844,6 +850,25 @@ impl SlotConfig {
     /// counted slot whose key has no summed, histogrammed or string part.
     pub fn may_count_keyed_runs(&self) -> bool {
         self.flags & SLOT_AGGREGATE != 0 && self.agg & (AGG_SUM | AGG_HIST | AGG_KEY_STRING) == 0
+    }
+
+    /// Whether a breakpoint or software-event slot's keyed runs may be continued from the
+    /// task and the trapping instruction alone ([`SLOT_RUN_AT_IP`]): keyed by the instruction
+    /// pointer (data word [`word::WATCH_IP`]) and otherwise by the process, thread or CPU,
+    /// which a run cannot change, with no stack and no filter that can change within a run.
+    /// The comm can (a rename), and its generation moves only where the comm cache is
+    /// loaded: a key or filter of comm is not continued this way.
+    pub fn may_count_runs_at_ip(&self) -> bool {
+        let ip = src(8 * word::WATCH_IP as u32, 8, false);
+        self.may_count_keyed_runs()
+            && self.agg & AGG_KEY_VALUE != 0
+            && self.key_src == ip
+            && self.agg & !(AGG_PID | AGG_TID | AGG_CPU | AGG_KEY_VALUE) == 0
+            && self.flags
+                & (SLOT_STACK_KERNEL | SLOT_STACK_USER | SLOT_STACK_AT_ENTRY | SLOT_FILTER_COMM)
+                == 0
+            && self.cgroup_id == 0
+            && self.flags & SLOT_VALUE_FILTER == 0
     }
 
     /// The `USES_*` bits this config needs.
@@ -1298,6 +1323,44 @@ mod tests {
         assert!(!SlotConfig::default().may_count_keyed_runs(), "streamed");
         let runs = counted(AGG_KEY_VALUE, SLOT_RUN_KEYED);
         assert_eq!(runs.uses() & USES_RUN_KEYED, USES_RUN_KEYED);
+    }
+
+    #[test]
+    fn runs_at_an_instruction_are_continued_only_for_keys_of_task_and_ip() {
+        let at_ip = src(8 * word::WATCH_IP as u32, 8, false);
+        let counted = |agg, flags, key_src| SlotConfig {
+            flags: SLOT_AGGREGATE | flags,
+            agg,
+            key_src,
+            ..SlotConfig::default()
+        };
+        // `tracer watch --summary`'s key.
+        let watch = counted(AGG_PID | AGG_TID | AGG_KEY_VALUE, 0, at_ip);
+        assert!(watch.may_count_runs_at_ip());
+        assert!(counted(AGG_CPU | AGG_KEY_VALUE, SLOT_FILTER_TRACKED, at_ip).may_count_runs_at_ip());
+        // The comm can change within a task's run.
+        assert!(!counted(AGG_COMM | AGG_KEY_VALUE, 0, at_ip).may_count_runs_at_ip());
+        assert!(!counted(AGG_TID | AGG_KEY_VALUE, SLOT_FILTER_COMM, at_ip).may_count_runs_at_ip());
+        // Another value than the ip, or none: the ip alone does not say the key.
+        let addr = src(8 * word::WATCH_ADDR as u32, 8, false);
+        assert!(!counted(AGG_PID | AGG_KEY_VALUE, 0, addr).may_count_runs_at_ip());
+        assert!(!counted(AGG_PID | AGG_TID, 0, at_ip).may_count_runs_at_ip());
+        // Stacks and filters that can change within a task's run.
+        for flags in [
+            SLOT_STACK_USER,
+            SLOT_STACK_KERNEL,
+            SLOT_STACK_AT_ENTRY,
+            SLOT_VALUE_FILTER,
+        ] {
+            assert!(!counted(AGG_TID | AGG_KEY_VALUE, flags, at_ip).may_count_runs_at_ip());
+        }
+        let cgroup = SlotConfig {
+            cgroup_id: 7,
+            ..watch
+        };
+        assert!(!cgroup.may_count_runs_at_ip());
+        assert!(!counted(AGG_KEY_VALUE | AGG_SUM, 0, at_ip).may_count_runs_at_ip());
+        assert!(!SlotConfig::default().may_count_runs_at_ip(), "streamed");
     }
 
     #[test]

@@ -42,14 +42,14 @@ use tracer_common::{
     FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
     KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
     SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RAW_SYS_EXIT, SLOT_RECORD_LEN, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_RUN_KEYED,
-    SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT,
-    SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER,
-    STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING,
-    USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE,
-    USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STACKS,
-    USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE, USES_TRACKED, USES_USDT,
-    USES_VALUE_FILTER,
+    SLOT_RAW_SYS_EXIT, SLOT_RECORD_LEN, SLOT_RETURN, SLOT_RUN_AT_IP, SLOT_RUN_COUNT,
+    SLOT_RUN_KEYED, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
+    SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA,
+    STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE,
+    TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
+    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_RUN_KEYED,
+    USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
+    USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -966,6 +966,39 @@ fn continues_run(slot: u32, pid_tgid: u64) -> bool {
     true
 }
 
+/// Counts a breakpoint hit in this CPU's run when it continues it (`SLOT_RUN_AT_IP`): the same
+/// slot, task, task generation and trapping instruction as the run's. The filters it would
+/// pass and the key it would build are then the run's, so it skips them, the scratch event
+/// and the key's compare (`tracer watch --summary`: a thread writing in a loop).
+#[inline(always)]
+fn continues_run_at_ip(ctx: &PerfEventContext, slot: u32) -> bool {
+    let Some(config) = CONFIG.get(slot) else {
+        return false;
+    };
+    if config.flags & (SLOT_RUN_AT_IP | SLOT_STOPPED) != SLOT_RUN_AT_IP {
+        return false;
+    }
+    let Some(run) = RUN_COUNT.get_ptr_mut(0) else {
+        return false;
+    };
+    // SAFETY: this CPU's entry; these programs do not nest on one CPU.
+    let run = unsafe { &mut *run };
+    // SAFETY: a plain load of the context's registers, which the verifier rewrites into a
+    // load from the real pt_regs (see `on_perf_event`).
+    let ip = unsafe { core::ptr::read_volatile(&(*ctx.ctx).regs.rip) };
+    if run.count == 0
+        || run.key.slot != slot
+        || run.key.value != ip
+        || run.pid_tgid != bpf_get_current_pid_tgid()
+        || run.stamp != generation_stamp()
+    {
+        return false;
+    }
+    run.count += 1;
+    bump(stat_hits(slot));
+    true
+}
+
 /// Starts a run of `key` with this hit, the previous run being in `COUNTS` already. `ended`
 /// moves first and `ended_check` last, so a reader copying the entry meanwhile sees them
 /// differ (volatile: the stores stay in this order).
@@ -1563,6 +1596,9 @@ fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
 /// the instruction, so this is the new value).
 #[inline(always)]
 fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
+    if uses(USES_RUN_KEYED) && continues_run_at_ip(ctx, slot) {
+        return;
+    }
     let Some((event, config)) = begin(ctx, slot) else {
         return;
     };

@@ -557,7 +557,7 @@ impl Bpf {
     /// the slot by the attach cookie of its BPF link (`perf::Event::link_bpf`), with an id from
     /// the same range as the dispatched syscalls'.
     pub fn take_slot(&mut self, kind: SlotKind, config: SlotConfig) -> Result<Slot, Error> {
-        let config = self.counting_runs(config);
+        let config = self.counting_runs(kind, config);
         self.check_uses(&config)?;
         let (base, count) = kind.range();
         let index = match self.free_index(base, count, kind.prefix()) {
@@ -626,7 +626,7 @@ impl Bpf {
         exit: bool,
         filter: Option<&tracer_common::Filter>,
     ) -> Result<Slot, Error> {
-        let config = self.counting_runs(config);
+        let config = self.counting_runs(SlotKind::Tracepoint, config);
         let program = match exit {
             true => ("sys_exit_any", "sys_exit"),
             false => ("sys_enter_any", "sys_enter"),
@@ -720,7 +720,7 @@ impl Bpf {
     /// BPF_RAW_TRACEPOINT_OPEN: it runs from now on, until the object is dropped. A failed
     /// attach leaves the slot free.
     pub fn take_raw_slot(&mut self, config: SlotConfig, tracepoint: &str) -> Result<Slot, Error> {
-        let config = self.counting_runs(config);
+        let config = self.counting_runs(SlotKind::Tracepoint, config);
         self.check_uses(&config)?;
         let base = SlotKind::Tracepoint.range().0;
         let index = self.free_index(base, tracer_common::RAW_SYSCALL_SLOTS, "rtp")?;
@@ -761,12 +761,17 @@ impl Bpf {
     }
 
     /// `config` counting its hits in runs when this load has run counts and its key allows
-    /// them: runs of a task (`SLOT_RUN_COUNT`), else runs of a key (`SLOT_RUN_KEYED`).
-    fn counting_runs(&self, mut config: SlotConfig) -> SlotConfig {
+    /// them: runs of a task (`SLOT_RUN_COUNT`), else runs of a key (`SLOT_RUN_KEYED`), which
+    /// a breakpoint or software-event slot keyed by task and instruction continues from those
+    /// alone (`SLOT_RUN_AT_IP`).
+    fn counting_runs(&self, kind: SlotKind, mut config: SlotConfig) -> SlotConfig {
         if self.uses & tracer_common::USES_RUN_COUNT != 0 && config.may_count_runs() {
             config.flags |= tracer_common::SLOT_RUN_COUNT;
         } else if self.uses & tracer_common::USES_RUN_KEYED != 0 && config.may_count_keyed_runs() {
             config.flags |= tracer_common::SLOT_RUN_KEYED;
+            if kind == SlotKind::PerfEvent && config.may_count_runs_at_ip() {
+                config.flags |= tracer_common::SLOT_RUN_AT_IP;
+            }
         }
         config
     }
@@ -834,7 +839,7 @@ impl Bpf {
         btf_id: u32,
         exit: bool,
     ) -> Result<(Slot, OwnedFd), Error> {
-        let config = self.counting_runs(config);
+        let config = self.counting_runs(SlotKind::Function, config);
         self.check_uses(&config)?;
         let index = self.dispatched;
         if index >= tracer_common::DISPATCH_SLOTS {

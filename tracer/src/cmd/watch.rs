@@ -383,6 +383,8 @@ mod tests {
         // does not load them, and neither loads runs of a task (they need `comm_renamed`).
         assert!(summary_template().may_count_keyed_runs());
         assert!(!summary_template().may_count_runs());
+        // Breakpoint hits of the run's thread at its instruction continue it first thing.
+        assert!(summary_template().may_count_runs_at_ip());
         assert_eq!(load_uses(true, false) & USES_RUN_KEYED, USES_RUN_KEYED);
         assert_eq!(load_uses(false, true) & USES_RUN_KEYED, 0);
         assert_eq!(load_uses(true, true) & USES_RUN_COUNT, 0);
