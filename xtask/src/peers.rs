@@ -456,8 +456,9 @@ pub fn watch_hit() -> Result<()> {
     };
     let json = both_places("watch: cost per hit", "hit", &rows);
     // The target is a ratio at about the size of the run-to-run noise, so it is also measured
-    // paired: each round times `--summary` and perf stat back to back, against the same
-    // untraced run, and the ratio of that round is kept.
+    // paired: each round times `--summary` and perf stat back to back (in turn first), against
+    // the same untraced run, and the ratio of that round is kept; the ratio of their summed
+    // costs weighs every round by its size, which a median of ratios does not.
     let find = |prefix: &str| tools.iter().find(|(name, _, _)| name.starts_with(prefix));
     let mut paired = serde_json::Map::new();
     if let (Some((_, summary, _)), Some((_, stat, _))) =
@@ -471,20 +472,32 @@ pub fn watch_hit() -> Result<()> {
                 big,
                 small,
             );
+            let pct = |r: f64| (r - 1.0) * 100.0;
             match &ratios {
-                Ok(r) => println!(
-                    "watch --summary / perf stat, {}, {PAIRED_ROUNDS} paired rounds: {:+.1}% \
-                     (median; {:+.1}%..{:+.1}%)",
-                    place.name(),
-                    (r[r.len() / 2] - 1.0) * 100.0,
-                    (r[0] - 1.0) * 100.0,
-                    (r[r.len() - 1] - 1.0) * 100.0,
-                ),
+                Ok(p) => {
+                    let r = &p.ratios;
+                    println!(
+                        "watch --summary / perf stat, {}, {PAIRED_ROUNDS} paired rounds: {:+.1}% \
+                         (median; quartiles {:+.1}%..{:+.1}%, range {:+.1}%..{:+.1}%); \
+                         summed costs {:+.1}%",
+                        place.name(),
+                        pct(r[r.len() / 2]),
+                        pct(r[r.len() / 4]),
+                        pct(r[r.len() * 3 / 4]),
+                        pct(r[0]),
+                        pct(r[r.len() - 1]),
+                        pct(p.summed),
+                    )
+                }
                 Err(e) => println!("watch --summary / perf stat, {}: {e:#}", place.name()),
             }
             let value = match ratios {
-                Ok(r) => serde_json::json!({"median": r[r.len() / 2], "min": r[0],
-                    "max": r[r.len() - 1], "rounds": r}),
+                Ok(p) => {
+                    let r = &p.ratios;
+                    serde_json::json!({"median": r[r.len() / 2], "q1": r[r.len() / 4],
+                        "q3": r[r.len() * 3 / 4], "min": r[0], "max": r[r.len() - 1],
+                        "summed": p.summed, "rounds": r})
+                }
                 Err(e) => serde_json::json!({"error": format!("{e:#}")}),
             };
             paired.insert(place.name().into(), value);
@@ -492,33 +505,59 @@ pub fn watch_hit() -> Result<()> {
     }
     crate::bench::save(
         "watch_hit",
-        &serde_json::json!({"bench": "watch_hit", "version": 4, "rows": json,
+        &serde_json::json!({"bench": "watch_hit", "version": 5, "rows": json,
             "summary_over_perf_stat": paired})
         .to_string(),
     )
 }
 
-/// Rounds of [`paired_ratios`].
-const PAIRED_ROUNDS: usize = 9;
+/// Rounds of [`paired_ratios`]: a round's ratio moves by 10-20 points here, so the median of
+/// 9 (the first choice) still moved by about 5 between runs.
+const PAIRED_ROUNDS: usize = 21;
+
+/// [`paired_ratios`]' result.
+struct Paired {
+    /// Each round's ratio, sorted.
+    ratios: Vec<f64>,
+    /// The ratio of the two tools' added costs summed over the rounds.
+    summed: f64,
+}
 
 /// Per round, `a`'s added cost over `b`'s, both timed back to back against one untraced run
-/// (so that drift between rounds cancels); sorted.
+/// (so that drift between rounds cancels), each first in every other round.
 fn paired_ratios(
     a: &dyn Fn(u64) -> Vec<String>,
     b: &dyn Fn(u64) -> Vec<String>,
     baseline: &dyn Fn(u64) -> Vec<String>,
     big: u64,
     small: u64,
-) -> Result<Vec<f64>> {
+) -> Result<Paired> {
     let mut ratios = Vec::new();
-    for _ in 0..PAIRED_ROUNDS {
+    let (mut sum_a, mut sum_b) = (0.0, 0.0);
+    for round in 0..PAIRED_ROUNDS {
         let untraced = time(&baseline(big))? - time(&baseline(small))?;
-        let a = time(&a(big))? - time(&a(small))? - untraced;
-        let b = time(&b(big))? - time(&b(small))? - untraced;
+        let cost = |tool: &dyn Fn(u64) -> Vec<String>| -> Result<f64> {
+            Ok(time(&tool(big))? - time(&tool(small))? - untraced)
+        };
+        let (a, b) = match round % 2 {
+            0 => {
+                let a = cost(a)?;
+                (a, cost(b)?)
+            }
+            _ => {
+                let b = cost(b)?;
+                (cost(a)?, b)
+            }
+        };
         ratios.push(a / b);
+        sum_a += a;
+        sum_b += b;
     }
     ratios.sort_by(f64::total_cmp);
-    Ok(ratios)
+    Ok(Paired {
+        ratios,
+        summed: sum_a / sum_b,
+    })
 }
 
 /// Latency mode: sys_enter_getppid -> sys_exit_getppid pairs into a log2 histogram, tracer vs
