@@ -459,54 +459,40 @@ pub fn watch_hit() -> Result<()> {
     // paired: each round times `--summary` and perf stat back to back (in turn first), against
     // the same untraced run, and the ratio of that round is kept; the ratio of their summed
     // costs weighs every round by its size, which a median of ratios does not.
+    // Perf stat against itself in the same protocol (A/A) says how far this measure moves
+    // with no difference at all.
     let find = |prefix: &str| tools.iter().find(|(name, _, _)| name.starts_with(prefix));
     let mut paired = serde_json::Map::new();
+    let mut itself = serde_json::Map::new();
     if let (Some((_, summary, _)), Some((_, stat, _))) =
         (find("tracer watch --summary"), find("perf stat"))
     {
         for place in Place::BOTH {
+            let untraced = |n| norand(work(place, n));
             let ratios = paired_ratios(
                 &|n| summary(place, n),
                 &|n| stat(place, n),
-                &|n| norand(work(place, n)),
+                &untraced,
                 big,
                 small,
             );
-            let pct = |r: f64| (r - 1.0) * 100.0;
-            match &ratios {
-                Ok(p) => {
-                    let r = &p.ratios;
-                    println!(
-                        "watch --summary / perf stat, {}, {PAIRED_ROUNDS} paired rounds: {:+.1}% \
-                         (median; quartiles {:+.1}%..{:+.1}%, range {:+.1}%..{:+.1}%); \
-                         summed costs {:+.1}%",
-                        place.name(),
-                        pct(r[r.len() / 2]),
-                        pct(r[r.len() / 4]),
-                        pct(r[r.len() * 3 / 4]),
-                        pct(r[0]),
-                        pct(r[r.len() - 1]),
-                        pct(p.summed),
-                    )
-                }
-                Err(e) => println!("watch --summary / perf stat, {}: {e:#}", place.name()),
-            }
-            let value = match ratios {
-                Ok(p) => {
-                    let r = &p.ratios;
-                    serde_json::json!({"median": r[r.len() / 2], "q1": r[r.len() / 4],
-                        "q3": r[r.len() * 3 / 4], "min": r[0], "max": r[r.len() - 1],
-                        "summed": p.summed, "rounds": r})
-                }
-                Err(e) => serde_json::json!({"error": format!("{e:#}")}),
-            };
-            paired.insert(place.name().into(), value);
+            let label = format!("watch --summary / perf stat, {}", place.name());
+            paired.insert(place.name().into(), report_paired(&label, ratios));
+            let ratios = paired_ratios(
+                &|n| stat(place, n),
+                &|n| stat(place, n),
+                &untraced,
+                big,
+                small,
+            );
+            let label = format!("perf stat / perf stat (A/A), {}", place.name());
+            itself.insert(place.name().into(), report_paired(&label, ratios));
         }
     }
     crate::bench::save(
         "watch_hit",
         &serde_json::json!({"bench": "watch_hit", "version": 5, "rows": json,
-            "summary_over_perf_stat": paired})
+            "summary_over_perf_stat": paired, "perf_stat_over_itself": itself})
         .to_string(),
     )
 }
@@ -514,6 +500,35 @@ pub fn watch_hit() -> Result<()> {
 /// Rounds of [`paired_ratios`]: a round's ratio moves by 10-20 points here, so the median of
 /// 9 (the first choice) still moved by about 5 between runs.
 const PAIRED_ROUNDS: usize = 21;
+
+/// Prints `label`'s paired ratios (the median, quartiles, range and the ratio of summed
+/// costs, as percentages) and returns them for the bench's JSON.
+fn report_paired(label: &str, ratios: Result<Paired>) -> serde_json::Value {
+    let pct = |r: f64| (r - 1.0) * 100.0;
+    match ratios {
+        Ok(p) => {
+            let r = &p.ratios;
+            let (q1, median, q3) = (r[r.len() / 4], r[r.len() / 2], r[r.len() * 3 / 4]);
+            let (min, max) = (r[0], r[r.len() - 1]);
+            println!(
+                "{label}, {PAIRED_ROUNDS} paired rounds: {:+.1}% (median; quartiles \
+                 {:+.1}%..{:+.1}%, range {:+.1}%..{:+.1}%); summed costs {:+.1}%",
+                pct(median),
+                pct(q1),
+                pct(q3),
+                pct(min),
+                pct(max),
+                pct(p.summed),
+            );
+            serde_json::json!({"median": median, "q1": q1, "q3": q3, "min": min, "max": max,
+                "summed": p.summed, "rounds": r})
+        }
+        Err(e) => {
+            println!("{label}: {e:#}");
+            serde_json::json!({"error": format!("{e:#}")})
+        }
+    }
+}
 
 /// [`paired_ratios`]' result.
 struct Paired {
