@@ -879,8 +879,8 @@ fn list_shows_tracepoints_with_fields_and_binary_symbols() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "uprobe:{prog}:tracer_testprog_bump\nuprobe:{prog}:tracer_testprog_sleep\n\
-             uprobe:{prog}:tracer_testprog_target\nuprobe:{prog}:tracer_testprog_work\n"
+            "uprobe:{prog}:tracer_testprog_bump\nuprobe:{prog}:tracer_testprog_bump_unlocked\n\
+             uprobe:{prog}:tracer_testprog_sleep\nuprobe:{prog}:tracer_testprog_target\nuprobe:{prog}:tracer_testprog_work\n"
         )
     );
     let out = tracer(&["list", "no_such_thing_anywhere"]);

@@ -130,6 +130,10 @@ impl Symbolizer {
         ustack: i32,
         entry_ret: u64,
     ) -> Result<Vec<Stack>, Error> {
+        // No stack asked for (every streamed event without `-s`): nothing to look up.
+        if kstack == NO_STACK && ustack == NO_STACK {
+            return Ok(Vec::new());
+        }
         if self.lost.contains(&(pid, kstack, ustack)) {
             return Ok(vec![Stack::Evicted]);
         }
