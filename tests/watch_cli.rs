@@ -100,34 +100,32 @@ fn every_write_of_three_threads_to_a_global_is_reported_with_values_and_writer()
     assert!(stderr.contains(&format!("{COUNTER} (0x")), "{stderr}");
 }
 
+/// `tracer watch COUNTER --summary -f json -- tracer-testprog WORKLOAD...`, which must exit 0
+/// having counted `hits`, with none lost: its one line (one target, no line per hit).
+fn summary_of(workload: &[&str], hits: u64) -> serde_json::Value {
+    let prog = common::testprog().display().to_string();
+    let mut args = vec!["watch", COUNTER, "--summary", "-f", "json", "--", &prog];
+    args.extend_from_slice(workload);
+    let out = tracer(&args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&format!("\n{hits} hits in ")), "{stderr}");
+    assert!(stderr.ends_with("; 0 lost\n"), "{stderr}");
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let counts: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(counts["hits"], hits, "{counts}");
+    counts
+}
+
 #[test]
 fn a_summary_counts_every_write_in_the_kernel_by_thread_and_instruction() {
     if !has(Feature::Breakpoints, "watch_summary") || !has(Feature::Bpf, "watch_summary") {
         return;
     }
-    let prog = common::testprog().display().to_string();
-    let out = tracer(&[
-        "watch",
-        COUNTER,
-        "--summary",
-        "-f",
-        "json",
-        "--",
-        &prog,
-        "counter",
-        "3000",
-    ]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("\n3000 hits in "), "{stderr}");
-    assert!(stderr.ends_with("; 0 lost\n"), "{stderr}");
-    // One line for the one target; no line per hit.
-    let stdout = text(&out.stdout);
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    let counts: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    let counts = summary_of(&["counter", "3000"], 3000);
     assert_eq!(counts["target"], COUNTER);
-    assert_eq!(counts["hits"], 3000);
     let threads: Vec<u64> = counts["threads"]
         .as_array()
         .unwrap()
@@ -154,23 +152,7 @@ fn a_summary_tells_a_threads_writing_instructions_apart_hit_by_hit() {
     }
     // One thread, two writing instructions taking turns: every hit ends the run of the one
     // before (the same thread, another instruction), so each must be told apart by its ip.
-    let prog = common::testprog().display().to_string();
-    let out = tracer(&[
-        "watch",
-        COUNTER,
-        "--summary",
-        "-f",
-        "json",
-        "--",
-        &prog,
-        "alternate",
-        "1001",
-    ]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("\n1001 hits in "), "{stderr}");
-    let counts: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
-    assert_eq!(counts["hits"], 1001);
+    let counts = summary_of(&["alternate", "1001"], 1001);
     assert_eq!(counts["threads"].as_array().unwrap().len(), 1, "{counts}");
     assert_eq!(counts["threads"][0]["hits"], 1001, "{counts}");
     let mut at: Vec<(String, u64)> = counts["at"]

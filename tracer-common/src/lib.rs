@@ -1345,7 +1345,7 @@ mod tests {
         let addr = src(8 * word::WATCH_ADDR as u32, 8, false);
         assert!(!counted(AGG_PID | AGG_KEY_VALUE, 0, addr).may_count_runs_at_ip());
         assert!(!counted(AGG_PID | AGG_TID, 0, at_ip).may_count_runs_at_ip());
-        // Stacks and filters that can change within a task's run.
+        // Stacks and a value filter, which can differ from hit to hit within a task's run.
         for flags in [
             SLOT_STACK_USER,
             SLOT_STACK_KERNEL,

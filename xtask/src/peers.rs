@@ -469,24 +469,15 @@ pub fn watch_hit() -> Result<()> {
     {
         for place in Place::BOTH {
             let untraced = |n| norand(work(place, n));
-            let ratios = paired_ratios(
-                &|n| summary(place, n),
-                &|n| stat(place, n),
-                &untraced,
-                big,
-                small,
-            );
-            let label = format!("watch --summary / perf stat, {}", place.name());
-            paired.insert(place.name().into(), report_paired(&label, ratios));
-            let ratios = paired_ratios(
-                &|n| stat(place, n),
-                &|n| stat(place, n),
-                &untraced,
-                big,
-                small,
-            );
-            let label = format!("perf stat / perf stat (A/A), {}", place.name());
-            itself.insert(place.name().into(), report_paired(&label, ratios));
+            for (label, a, into) in [
+                ("watch --summary / perf stat", summary, &mut paired),
+                ("perf stat / perf stat (A/A)", stat, &mut itself),
+            ] {
+                let ratios =
+                    paired_ratios(&|n| a(place, n), &|n| stat(place, n), &untraced, big, small);
+                let label = format!("{label}, {}", place.name());
+                into.insert(place.name().into(), report_paired(&label, ratios));
+            }
         }
     }
     crate::bench::save(
