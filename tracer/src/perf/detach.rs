@@ -6,8 +6,9 @@
 //! That was most of the time from a run's end to the prompt (`tracer probe -c 1` on a
 //! syscall tracepoint: 150 ms from exec to exit, 14 of them to the first event).
 //!
-//! Once a run is over and its sources are stopped ([`defer_from_now`]), such events are not
-//! closed when dropped: their file is kept by a duplicate set aside here, and at exit
+//! Once a run is over and its sources are stopped ([`defer_from_now`]), such events, and the
+//! BPF links to them ([`super::event::Link`]: a uprobe's link waits for a grace period of its
+//! own, about 40 ms), are not closed when dropped: their file is kept by a duplicate set aside here, and at exit
 //! `crate::detach::close_after_exit` has a child close them after tracer has exited, off the
 //! user's clock. Nothing is lost by the wait: the programs attached to those events were
 //! stopped before the last drain and output nothing more.

@@ -8,7 +8,7 @@ use crate::Error;
 pub struct Attached {
     pub slot: Slot,
     /// A cookie slot's BPF link (closed before the event: the program is detached first).
-    _link: Option<std::os::fd::OwnedFd>,
+    _link: Option<perf::event::Link>,
     /// The perf event the program is attached to; `None` for a raw tracepoint slot, which
     /// runs from its attach on.
     pub event: Option<perf::Event>,
@@ -45,7 +45,7 @@ impl Attached {
     pub fn linked(slot: Slot, link: std::os::fd::OwnedFd) -> Attached {
         Attached {
             slot,
-            _link: Some(link),
+            _link: Some(perf::event::Link::closed_on_drop(link)),
             event: None,
         }
     }
