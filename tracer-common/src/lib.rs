@@ -529,6 +529,9 @@ pub const AGG_ENTRIES: u32 = 10240;
 pub const fn src(offset: u32, size: u32, signed: bool) -> u32 {
     offset | size << 8 | if signed { SRC_SIGNED } else { 0 }
 }
+/// The [`src`] of a breakpoint or software-event hit's instruction pointer (data word
+/// [`word::WATCH_IP`]): `tracer watch --summary`'s key value.
+pub const SRC_WATCH_IP: u32 = src(8 * word::WATCH_IP as u32, 8, false);
 /// First [`src`] offset of `Event::fields`: `data` and `fields` are adjacent in [`Event`].
 pub const FIELDS_OFFSET: u32 = 8 * DATA_WORDS as u32;
 /// A source whose value is sign-extended from its size.
@@ -859,10 +862,9 @@ impl SlotConfig {
     /// The comm can (a rename), and its generation moves only where the comm cache is
     /// loaded: a key or filter of comm is not continued this way.
     pub fn may_count_runs_at_ip(&self) -> bool {
-        let ip = src(8 * word::WATCH_IP as u32, 8, false);
         self.may_count_keyed_runs()
             && self.agg & AGG_KEY_VALUE != 0
-            && self.key_src == ip
+            && self.key_src == SRC_WATCH_IP
             && self.agg & !(AGG_PID | AGG_TID | AGG_CPU | AGG_KEY_VALUE) == 0
             && self.flags
                 & (SLOT_STACK_KERNEL | SLOT_STACK_USER | SLOT_STACK_AT_ENTRY | SLOT_FILTER_COMM)
@@ -1327,7 +1329,7 @@ mod tests {
 
     #[test]
     fn runs_at_an_instruction_are_continued_only_for_keys_of_task_and_ip() {
-        let at_ip = src(8 * word::WATCH_IP as u32, 8, false);
+        let at_ip = SRC_WATCH_IP;
         let counted = |agg, flags, key_src| SlotConfig {
             flags: SLOT_AGGREGATE | flags,
             agg,

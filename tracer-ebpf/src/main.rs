@@ -552,7 +552,10 @@ fn begin<C: StackIdContext>(
     let pid_tgid = bpf_get_current_pid_tgid();
     // Another hit of the task this CPU counted last: it passed the filters then, and its key
     // is the same.
-    if uses(USES_RUN_COUNT) && config.flags & SLOT_RUN_COUNT != 0 && continues_run(slot, pid_tgid) {
+    if uses(USES_RUN_COUNT)
+        && config.flags & SLOT_RUN_COUNT != 0
+        && continues_run(slot, pid_tgid, None)
+    {
         bump(stat_hits(slot));
         return None;
     }
@@ -951,15 +954,21 @@ fn count_string(event: &mut Event, key: &AggKey, read: u32, sum: u64) {
     add_cell(&STR_COUNTS, &scratch.str_key, key.slot, 1, sum);
 }
 
-/// Counts the hit in this CPU's run when it continues it: the same slot, task and generation.
+/// Counts the hit in this CPU's run when it continues it: the same slot, task and generation,
+/// and with `ip` the same key value (`SLOT_RUN_AT_IP`: the trapping instruction). A CPU's
+/// run before its first has stamp 0, which no generation matches.
 #[inline(always)]
-fn continues_run(slot: u32, pid_tgid: u64) -> bool {
+fn continues_run(slot: u32, pid_tgid: u64, ip: Option<u64>) -> bool {
     let Some(run) = RUN_COUNT.get_ptr_mut(0) else {
         return false;
     };
     // SAFETY: this CPU's entry; these programs do not nest on one CPU.
     let run = unsafe { &mut *run };
-    if run.key.slot != slot || run.pid_tgid != pid_tgid || run.stamp != generation_stamp() {
+    if run.key.slot != slot
+        || run.pid_tgid != pid_tgid
+        || run.stamp != generation_stamp()
+        || ip.is_some_and(|ip| run.key.value != ip)
+    {
         return false;
     }
     run.count += 1;
@@ -978,23 +987,12 @@ fn continues_run_at_ip(ctx: &PerfEventContext, slot: u32) -> bool {
     if config.flags & (SLOT_RUN_AT_IP | SLOT_STOPPED) != SLOT_RUN_AT_IP {
         return false;
     }
-    let Some(run) = RUN_COUNT.get_ptr_mut(0) else {
-        return false;
-    };
-    // SAFETY: this CPU's entry; these programs do not nest on one CPU.
-    let run = unsafe { &mut *run };
     // SAFETY: a plain load of the context's registers, which the verifier rewrites into a
     // load from the real pt_regs (see `on_perf_event`).
     let ip = unsafe { core::ptr::read_volatile(&(*ctx.ctx).regs.rip) };
-    if run.count == 0
-        || run.key.slot != slot
-        || run.key.value != ip
-        || run.pid_tgid != bpf_get_current_pid_tgid()
-        || run.stamp != generation_stamp()
-    {
+    if !continues_run(slot, bpf_get_current_pid_tgid(), Some(ip)) {
         return false;
     }
-    run.count += 1;
     bump(stat_hits(slot));
     true
 }

@@ -95,13 +95,12 @@ fn load_uses(summary: bool, comm_cache: bool) -> u32 {
     uses
 }
 
-/// `--summary`'s slot: counted by process, thread and the trapping instruction pointer (data
-/// word 0).
+/// `--summary`'s slot: counted by process, thread and the trapping instruction pointer.
 fn summary_template() -> SlotConfig {
     SlotConfig {
         flags: SLOT_AGGREGATE,
         agg: AGG_PID | AGG_TID | AGG_KEY_VALUE,
-        key_src: tracer_common::src(0, 8, false),
+        key_src: tracer_common::SRC_WATCH_IP,
         ..SlotConfig::default()
     }
 }
