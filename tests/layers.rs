@@ -189,3 +189,42 @@ fn the_circle_finder_finds_a_circle() {
             .collect()
     );
 }
+
+/// The print macros a line of code calls (`eprintln!(`, `print!(`...).
+fn print_macros(code: &str) -> Vec<&'static str> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    for name in ["eprintln!", "eprint!", "println!", "print!"] {
+        let call = format!("{name}(");
+        for (at, _) in code.match_indices(&call) {
+            if !code[..at].chars().next_back().is_some_and(ident) {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// `println!` and `eprintln!` panic when the stream is a closed pipe (`tracer ... 2>&1 | head`
+/// exited 101): product code writes through `output` (its writers return the error, stderr's
+/// notes drop it), never through the print macros.
+#[test]
+fn no_product_code_prints_through_the_panicking_macros() {
+    assert_eq!(
+        print_macros(r#"eprintln!("a"); print!("b"); x.eprint(); sprint!(c); println!()"#),
+        ["eprintln!", "println!", "print!"]
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let code = product_code(&std::fs::read_to_string(&file).expect("readable"));
+        for (n, line) in code.lines().enumerate() {
+            for name in print_macros(line) {
+                found.push(format!("{}:{}: {name}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "print macros in product code: {found:#?}");
+}

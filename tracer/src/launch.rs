@@ -100,6 +100,127 @@ fn exec_failure(failures: &[(i32, Vec<u8>)], errno: i32) -> &[u8] {
     }
 }
 
+/// Signals 1..=64: the real-time ones included (glibc keeps 32 and 33 for itself).
+const SIGNALS: i32 = 64;
+/// The resources of getrlimit(2) (`RLIM_NLIMITS`: RLIMIT_CPU = 0 .. RLIMIT_RTTIME = 15).
+const LIMITS: usize = 16;
+
+/// What the process that started tracer gave it, which is what a shell would have given the
+/// command: the ignored signals, the signal mask and the resource limits. Rust's runtime
+/// ignores SIGPIPE before `main` and tracer raises its own open-file limit, and ignored
+/// signals, the mask and limits survive fork and exec: a command launched as tracer stands at
+/// exec would write on after its reader is gone (`yes | head -1` printing `Broken pipe`)
+/// and open more files than it may.
+struct Inherited {
+    /// Bit `n - 1` for signal `n` ignored.
+    ignored: u64,
+    mask: libc::sigset_t,
+    /// `None` where getrlimit failed: that limit is left as it is.
+    limits: [Option<libc::rlimit>; LIMITS],
+}
+
+static INHERITED: std::sync::OnceLock<Inherited> = std::sync::OnceLock::new();
+
+impl Inherited {
+    /// This process's state now.
+    fn now() -> Inherited {
+        let mut ignored = 0u64;
+        for signal in 1..=SIGNALS {
+            // SAFETY: an all-zero sigaction is a valid value (SIG_DFL, no flags); sigaction
+            // with a null new action only writes the current one into it.
+            let ignores = unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+            };
+            if ignores {
+                ignored |= 1 << (signal - 1);
+            }
+        }
+        // SAFETY: an all-zero sigset_t is a valid (empty) set; pthread_sigmask with a null new
+        // set only writes the current mask into it.
+        let mask = unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+            mask
+        };
+        let limits = std::array::from_fn(|resource| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes the struct it is given.
+            let ok = unsafe { libc::getrlimit(resource as _, &mut limit) } == 0;
+            ok.then_some(limit)
+        });
+        Inherited {
+            ignored,
+            mask,
+            limits,
+        }
+    }
+
+    /// In the child, right before its exec: its ignored signals, mask and limits set back to
+    /// these (a signal tracer handles is reset by the exec itself).
+    ///
+    /// # Safety
+    /// Only async-signal-safe calls (sigaction, pthread_sigmask, getrlimit, setrlimit): for
+    /// the child of a fork.
+    unsafe fn restore(&self) {
+        // SAFETY: as above, on structs of this stack frame and of `self`.
+        unsafe {
+            for signal in 1..=SIGNALS {
+                if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+                    continue;
+                }
+                let mut now: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut now) != 0 {
+                    continue;
+                }
+                let was_ignored = self.ignored & (1 << (signal - 1)) != 0;
+                if (now.sa_sigaction == libc::SIG_IGN) != was_ignored {
+                    let mut set: libc::sigaction = std::mem::zeroed();
+                    set.sa_sigaction = match was_ignored {
+                        true => libc::SIG_IGN,
+                        false => libc::SIG_DFL,
+                    };
+                    libc::sigaction(signal, &set, std::ptr::null_mut());
+                }
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.mask, std::ptr::null_mut());
+            for (resource, limit) in self.limits.iter().enumerate() {
+                let Some(limit) = limit else { continue };
+                let mut now = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                let changed = libc::getrlimit(resource as _, &mut now) != 0
+                    || (now.rlim_cur, now.rlim_max) != (limit.rlim_cur, limit.rlim_max);
+                if changed {
+                    libc::setrlimit(resource as _, limit);
+                }
+            }
+        }
+    }
+}
+
+/// Notes what this process was started with, before Rust's runtime or tracer change it: the
+/// binary runs this from `.init_array`, ahead of `main`.
+pub extern "C" fn note_inherited() {
+    let _ = INHERITED.set(Inherited::now());
+}
+
+/// What tracer was started with. A program that links this library without running
+/// [`note_inherited`] first gets its state now, with SIGPIPE as Rust's own
+/// `std::process::Command` leaves it for a child: not ignored.
+fn inherited() -> &'static Inherited {
+    INHERITED.get_or_init(|| {
+        let mut now = Inherited::now();
+        now.ignored &= !(1 << (libc::SIGPIPE - 1));
+        now
+    })
+}
+
 fn errno_error(what: &str) -> Error {
     Error::Runtime {
         message: format!("{what}: {}", io::Error::last_os_error()),
@@ -152,6 +273,7 @@ pub fn launch_held(argv: &[String], at_end: AtEnd) -> Result<Launched, Error> {
     let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let failures = exec_failures(&argv[0]);
+    let inherited = inherited();
 
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
@@ -183,8 +305,8 @@ pub fn launch_held(argv: &[String], at_end: AtEnd) -> Result<Launched, Error> {
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY: in the child, prctl/getppid/read/close/execvp/write/_exit on fds and buffers
-        // prepared above.
+        // SAFETY: in the child, prctl/getppid/read/close/sigaction/setrlimit/execvp/write/_exit
+        // on fds and buffers prepared above.
         unsafe {
             tie_to_parent(parent, at_end);
             let mut byte = 0u8;
@@ -195,6 +317,7 @@ pub fn launch_held(argv: &[String], at_end: AtEnd) -> Result<Launched, Error> {
                 libc::_exit(125);
             }
             libc::close(status_read.as_raw_fd());
+            inherited.restore();
             libc::execvp(program.as_ptr(), ptrs.as_ptr());
             // The only report of the failure: the run then ends with the child's status 127.
             let errno = *libc::__errno_location();
@@ -233,6 +356,7 @@ pub fn launch_stopped_at_exec(argv: &[String], at_end: AtEnd) -> Result<Launched
     };
     let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
+    let inherited = inherited();
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // A failed exec's errno comes back through a pipe that a successful exec closes
@@ -251,8 +375,8 @@ pub fn launch_stopped_at_exec(argv: &[String], at_end: AtEnd) -> Result<Launched
         return Err(errno_error("cannot fork"));
     }
     if pid == 0 {
-        // SAFETY: in the child, prctl, ptrace(TRACEME), execvp and write on memory and fds
-        // prepared before the fork; a successful exec stops us with SIGTRAP for the parent.
+        // SAFETY: in the child, prctl, ptrace(TRACEME), sigaction, setrlimit, execvp and write
+        // on memory and fds prepared before the fork; a successful exec stops us with SIGTRAP for the parent.
         unsafe {
             tie_to_parent(parent, at_end);
             libc::ptrace(
@@ -261,6 +385,7 @@ pub fn launch_stopped_at_exec(argv: &[String], at_end: AtEnd) -> Result<Launched
                 std::ptr::null_mut::<libc::c_void>(),
                 std::ptr::null_mut::<libc::c_void>(),
             );
+            inherited.restore();
             libc::execvp(program.as_ptr(), ptrs.as_ptr());
             let errno = (*libc::__errno_location()).to_ne_bytes();
             libc::write(errno_write.as_raw_fd(), errno.as_ptr().cast(), errno.len());
@@ -565,6 +690,8 @@ impl Drop for Launched {
 /// bpftrace and perf do. A limit that cannot be raised is left: opening then fails with
 /// EMFILE, whose hint names `ulimit -n`.
 pub fn raise_open_files(needed: u64) {
+    // The limit a launched command gets back, noted before it is raised.
+    let _ = inherited();
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

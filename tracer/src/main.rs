@@ -1,6 +1,13 @@
 //! The `tracer` binary: parse arguments, run the command, report errors with hints.
 
+/// Runs before Rust's runtime ignores SIGPIPE, so that a launched command gets the signal
+/// dispositions, mask and limits tracer was given (launch.rs, `Inherited`).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_INHERITED: extern "C" fn() = tracer::launch::note_inherited;
+
 fn main() {
+    use tracer::output::notes::emit;
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // perf stat's usage errors exit 129 (parse-options' usage_with_options): scripts written
     // against perf stat test for it.
@@ -12,7 +19,7 @@ fn main() {
             // clap's own message and usage line (or --help, --version on stdout), then ours.
             let _ = err.print();
             for hint in hints {
-                eprintln!("hint: {hint}");
+                emit(&format!("hint: {hint}\n"));
             }
             std::process::exit(usage_code(err.exit_code()));
         }
@@ -22,9 +29,9 @@ fn main() {
         Err(err) => {
             let code = usage_code(err.exit_code());
             if code != 0 {
-                eprintln!("error: {}", tracer::describe(&err));
+                emit(&format!("error: {}\n", tracer::describe(&err)));
                 for hint in err.hints() {
-                    eprintln!("hint: {hint}");
+                    emit(&format!("hint: {hint}\n"));
                 }
             }
             code

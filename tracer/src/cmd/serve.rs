@@ -148,7 +148,7 @@ impl Exporter for Served {
                 for hint in e.hints() {
                     text.push_str(&format!("\nhint: {hint}"));
                 }
-                eprintln!("{text}");
+                notes::emit(&(text + "\n"));
             }
         }
     }

@@ -127,7 +127,10 @@ pub fn describe_drop<'a>(
     format!("{name}: {what}: {}", drop::describe(reason))
 }
 
-fn emit(text: &str) {
+/// Writes `text` on stderr. A closed or full stderr (`2>&1 | head`) is no reason to stop, and
+/// `eprint!` would panic on it: the write is dropped, and a run whose data goes to stderr
+/// (`tracer trace`) meets the closed pipe through its own writer and ends there.
+pub fn emit(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 

@@ -181,7 +181,7 @@ impl ReportSummary {
 
     /// Prints the summary on stderr (the timeline has stdout).
     pub fn print(&self) {
-        eprint!("{}", self.text());
+        super::notes::emit(&self.text());
     }
 }
 

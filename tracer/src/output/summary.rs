@@ -30,7 +30,7 @@ impl Banner {
 }
 
 pub fn print_banner(banner: &Banner) {
-    eprintln!("{}", banner.text());
+    super::notes::emit(&(banner.text() + "\n"));
 }
 
 /// The end of a run: `N UNIT in S s, WHY; TAIL`, a table, notes.
@@ -107,13 +107,13 @@ impl Summary {
 
     /// Prints the summary on stderr, where it does not mix with the data.
     pub fn print(&self) {
-        eprint!("{}", self.text());
+        super::notes::emit(&self.text());
     }
 }
 
 /// A note on stderr (`note:` lines, loss reports, hints while running).
 pub fn note(text: impl AsRef<str>) {
-    eprintln!("{}", text.as_ref());
+    super::notes::emit(&format!("{}\n", text.as_ref()));
 }
 
 #[cfg(test)]
