@@ -423,6 +423,67 @@ fn unfinished_calls_and_calls_whose_start_was_missed() {
     );
 }
 
+/// The lines of `calls` that open /etc/hostname, and how many calls of exit_group it has.
+fn hostname_opens_and_exits(calls: &str) -> (Vec<&str>, usize) {
+    let opens = (calls.lines())
+        .filter(|l| l.contains("openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 3"))
+        .collect();
+    let exits = calls
+        .lines()
+        .filter(|l| l.contains("exit_group(0) = ?"))
+        .count();
+    (opens, exits)
+}
+
+/// strace -f: a background job that outlives its shell is traced to its own exit, launched
+/// (`-- COMMAND`) or adopted (`-p`, the job started after the attach).
+#[test]
+fn a_child_that_outlives_its_parent_is_traced_to_its_exit() {
+    require_root();
+    let script = "(sleep 0.3; cat /etc/hostname) & exit 0";
+    let out = run_tracer(&["trace", "-e", "openat,exit_group", "--", "sh", "-c", script]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The shell, sleep, and the subshell that became cat: three exits, cat's open among them.
+    let (opens, exits) = hostname_opens_and_exits(&stderr);
+    assert_eq!(opens.len(), 1, "{stderr}");
+    assert!(opens[0].starts_with("[pid "), "{stderr}");
+    assert_eq!(exits, 3, "{stderr}");
+    assert!(
+        stderr.contains(", command exited with status 0; 0 lost"),
+        "{stderr}"
+    );
+
+    // -p: the shell waits for a line, then starts the job and exits.
+    let dir = temp_dir("outlived");
+    let calls = dir.join("calls.txt");
+    let mut shell = Command::new("sh")
+        .args(["-c", &format!("read x; {script}")])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = shell.id().to_string();
+    let (tracer, _stderr, banner) = common::tracer_started(&[
+        "trace",
+        "-e",
+        "openat,exit_group",
+        "-o",
+        calls.to_str().unwrap(),
+        "-p",
+        &pid,
+    ]);
+    assert!(banner.contains(&format!("in process {pid}")), "{banner}");
+    use std::io::Write;
+    shell.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(shell.wait().unwrap().success());
+    let out = tracer.wait_with_output().unwrap();
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let (opens, exits) = hostname_opens_and_exits(&calls);
+    assert_eq!((opens.len(), exits), (1, 3), "{calls}");
+    assert_eq!(out.status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_input_gets_an_error_and_a_hint() {
     let out = run_tracer(&["trace", "-e", "opnat", "--", "true"]);

@@ -1319,6 +1319,12 @@ impl Bpf {
             })
     }
 
+    /// The tasks in the `TRACKED` map (the followed processes, and threads they started), as
+    /// the tracking programs left it.
+    pub fn tracked(&self) -> Vec<u32> {
+        (self.maps.tracked.keys()).filter_map(Result::ok).collect()
+    }
+
     /// The fd of a loaded program that is not a slot (the tracking programs).
     pub fn named_program_fd(&self, name: &str) -> Result<BorrowedFd<'_>, Error> {
         let program = self

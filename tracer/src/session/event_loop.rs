@@ -46,6 +46,12 @@ pub trait Sink {
     fn tick(&mut self) -> Result<bool, Error> {
         Ok(false)
     }
+    /// For a sink that follows the command's descendants until the last one exits (`strace
+    /// -f`): how many of the followed tasks still run. `None`, the default: the run ends when
+    /// the command (or the `-p` process) exits.
+    fn followed_left(&self) -> Result<Option<usize>, Error> {
+        Ok(None)
+    }
     /// The run is over: stop the sources in the kernel (`Bpf::stop`), so that the last drain,
     /// which follows, leaves nothing behind and the counters read after it are final.
     fn stop(&mut self) -> Result<(), Error>;
@@ -169,6 +175,9 @@ impl EventLoop {
             sparse.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
             tokio::pin!(deadline);
+            // The target's end, held while tasks the sink follows still run (strace -f: a
+            // background job that outlives its shell is traced to its own exit).
+            let mut ended: Option<End> = None;
             loop {
                 // The drivers that see signals, timers and the command's exit run only when
                 // the loop yields: under a flood a wakeup is always waiting, and without this
@@ -178,26 +187,38 @@ impl EventLoop {
                 // In this order: the ring wakeups are always ready under a flood, and a fair
                 // pick among ready branches would take a signal or the deadline only now and
                 // then. The 100 ms tick comes before the wakeups, which would starve it.
+                // Whether to ask the sink what it still follows: on the timers and the exit, not
+                // on every ring wakeup (it walks a map and /proc).
+                let mut look = true;
                 tokio::select! {
                     biased;
                     _ = signals.recv() => return Ok(End::Interrupted),
                     _ = &mut deadline, if duration.is_some() => return Ok::<End, Error>(End::Duration),
-                    ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
+                    ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() && ended.is_none() => {
                         let mut guard = ready.map_err(io_error)?;
                         guard.clear_ready();
                         if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
-                            return Ok(End::CommandExited(code));
+                            ended = Some(End::CommandExited(code));
                         }
                     }
                     _ = tick.tick() => {
                         if sink.drain()? { return Ok(End::Count); }
                         // An adopted process (-p) that exits ends the run.
-                        if sink.tick()? || adopted.is_some_and(|pid| !super::alive(pid)) {
-                            return Ok(End::TargetGone);
+                        let gone = sink.tick()? || adopted.is_some_and(|pid| !super::alive(pid));
+                        if gone && ended.is_none() {
+                            ended = Some(End::TargetGone);
                         }
                     }
-                    _ = rx.recv() => { if sink.drain()? { return Ok(End::Count); } }
+                    _ = rx.recv() => {
+                        if sink.drain()? { return Ok(End::Count); }
+                        look = false;
+                    }
                     _ = sparse.tick(), if streams => { if sink.drain()? { return Ok(End::Count); } }
+                }
+                if let (Some(end), true) = (ended, look) {
+                    if sink.followed_left()?.unwrap_or(0) == 0 {
+                        return Ok(end);
+                    }
                 }
             }
         })?;
