@@ -405,3 +405,65 @@ fn arguments_at_a_return_need_fexit() {
         stderr(&out)
     );
 }
+
+/// `-o -` is standard output in every command that writes data (it created a file named `-`
+/// in probe, trace and stat), and `trace -f json` without `-o` writes to standard output,
+/// where `| jq` reads it; trace's text stays on standard error, as strace's does.
+#[test]
+fn dash_o_dash_is_standard_output_in_every_command() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::testprog().display().to_string();
+    let getppid = "syscalls:sys_enter_getppid";
+    let runs: [&[&str]; 6] = [
+        &["probe", "-f", "json", "-o", "-", getppid],
+        &["trace", "-f", "json", "-e", "getppid", "-o", "-"],
+        &["trace", "-f", "json", "-e", "getppid"],
+        &[
+            "latency",
+            "-f",
+            "json",
+            "-o",
+            "-",
+            "--from",
+            getppid,
+            "--to",
+            "syscalls:sys_exit_getppid",
+        ],
+        &["profile", "-f", "json", "-o", "-"],
+        &["stat", "-j", "-e", getppid, "-o", "-"],
+    ];
+    for args in runs {
+        let out = Command::new(common::tracer_bin())
+            .current_dir(dir.path())
+            .args(args)
+            .args(["--", &prog, "getppid", "3"])
+            .output()
+            .expect("run tracer");
+        let name = args.join(" ");
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let lines: Vec<serde_json::Value> = (stdout(&out).lines())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}")))
+            .collect();
+        assert!(!lines.is_empty(), "{name}: nothing on stdout");
+        let calls = |key: &str, value: &str| (lines.iter()).filter(|l| l[key] == value).count();
+        match args[0] {
+            "probe" => assert_eq!(calls("probe", getppid), 3, "{name}"),
+            "trace" => assert_eq!(calls("name", "getppid"), 3, "{name}"),
+            _ => {}
+        }
+        assert!(
+            !dir.path().join("-").exists(),
+            "{name} created a file named -"
+        );
+    }
+    // Text stays on stderr.
+    let out = tracer(&["trace", "-e", "getppid", "--", &prog, "getppid", "3"]);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out).matches("getppid() = ").count(),
+        3,
+        "{}",
+        stderr(&out)
+    );
+}

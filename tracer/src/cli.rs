@@ -491,8 +491,9 @@ pub struct TraceArgs {
     /// Output format: text (strace's lines), or json (one object per call).
     #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
     pub format: Format,
-    /// Write the calls to FILE instead of standard error (where strace writes them: the
-    /// traced program keeps standard output to itself).
+    /// Write the calls to FILE (`-` for standard output). Without it, text goes to standard
+    /// error (where strace writes it: the traced program keeps standard output to itself) and
+    /// JSON to standard output.
     #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// Pages per the shared BPF ring buffer (a power of two).
@@ -512,8 +513,8 @@ pub struct OutputArgs {
     /// Output format: text, or json (JSON Lines: one object per line).
     #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
     pub format: Format,
-    /// Write the data to FILE instead of standard output (the banner and summary stay on
-    /// stderr).
+    /// Write the data to FILE instead of standard output (`-`: standard output; the banner
+    /// and summary stay on stderr).
     #[arg(id = "output_file", short = 'o', long = "output", value_name = "FILE")]
     pub file: Option<PathBuf>,
 }
@@ -779,7 +780,7 @@ pub struct StatArgs {
     /// Output format: text, or json (the same as -j), as in the other commands.
     #[arg(short = 'f', long = "format", value_enum)]
     pub format: Option<Format>,
-    /// Write the report to FILE.
+    /// Write the report to FILE (`-`: standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Append to the -o file (or the --log-fd file) instead of truncating it.

@@ -69,7 +69,7 @@ impl Filter {
 }
 
 fn open(args: &ReportArgs) -> Result<Box<dyn Read>, Error> {
-    if args.file.as_os_str() == "-" {
+    if crate::output::is_stdout(&args.file) {
         return Ok(Box::new(std::io::stdin().lock()));
     }
     // A recording is a file, or a stream of records from a pipe or FIFO (`tracer record -o -`);
@@ -183,7 +183,7 @@ fn replay(
     let mut decoder = ItemDecoder::default();
     let (mut start_ns, mut last_ns) = (None, 0u64);
     let mut kept = Vec::new();
-    let live = args.file.as_os_str() == "-";
+    let live = crate::output::is_stdout(&args.file);
     loop {
         let record = match reader.next_record() {
             Ok(Some(r)) => r,

@@ -197,12 +197,16 @@ fn filters(
     Ok(filters)
 }
 
-/// Where the calls go: `-o FILE`, else standard error (strace's habit: the program's own
-/// output stays alone on standard output).
+/// Where the calls go: `-o FILE` (`-o -`: standard output); else text to standard error
+/// (strace's habit: the program's own output stays alone on standard output) and JSON to
+/// standard output, where `| jq` reads it.
 fn calls_output(plan: &TracePlan) -> Result<crate::output::Output, Error> {
-    match &plan.file {
-        Some(path) => crate::output::destination(Some(path)),
-        None => Ok(std::io::BufWriter::new(Box::new(std::io::stderr()))),
+    match (&plan.file, plan.format) {
+        (Some(path), _) => crate::output::destination(Some(path)),
+        (None, crate::output::events::Format::Json) => crate::output::destination(None),
+        (None, crate::output::events::Format::Text) => {
+            Ok(std::io::BufWriter::new(Box::new(std::io::stderr())))
+        }
     }
 }
 

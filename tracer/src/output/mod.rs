@@ -89,9 +89,15 @@ pub fn failed_place(e: &io::Error) -> String {
 /// +140 ns of CPU per streamed JSON event, enough to lose events to a slow pipe).
 pub type Output = io::BufWriter<Box<dyn Write>>;
 
-/// Where a command's data goes: `-o FILE` (created, or truncated) or standard output, buffered.
+/// `-o -`: standard output, in every command (as `tracer record -o -` and `tracer report -`).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Where a command's data goes: `-o FILE` (created, or truncated) or standard output (no
+/// `-o`, or `-o -`), buffered.
 pub fn destination(file: Option<&Path>) -> Result<Output, Error> {
-    let inner: Box<dyn Write> = match file {
+    let inner: Box<dyn Write> = match file.filter(|path| !is_stdout(path)) {
         Some(path) => {
             let created = std::fs::File::create(path).map_err(|e| Error::Runtime {
                 message: format!("cannot create {}: {e}", path.display()),

@@ -101,7 +101,7 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
             "add a counter to sample, e.g. -e cpu-clock -F 999 -g",
         ));
     }
-    let stdout = args.output.as_os_str() == "-";
+    let stdout = crate::output::is_stdout(&args.output);
     if stdout && args.live {
         return Err(usage(
             "--live prints to standard output, where -o - writes the recording",

@@ -1239,6 +1239,7 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
                 &["choose one destination"],
             ))
         }
+        (Some(path), None) if crate::output::is_stdout(path) => Destination::Fd(1),
         (Some(path), None) => Destination::File {
             path: path.clone(),
             append: args.append,
