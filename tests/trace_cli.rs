@@ -555,6 +555,64 @@ fn strace_agrees_call_for_call() {
     assert_eq!(section(&ours, d), theirs);
 }
 
+/// strace and tracer on tests/workloads/names.c: every call whose values strace names by a
+/// table (fcntl by command, umask in octal, socket protocols, advice, ioctl requests, statx
+/// masks and flags, errnos past the common ones) reads the same, but prctl, whose arguments
+/// strace reads per option.
+#[test]
+fn strace_agrees_on_named_values() {
+    require_root();
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
+        return;
+    }
+    let set = "pipe2,fcntl,umask,socket,madvise,mremap,ioctl,prctl,fadvise64,statx,\
+               faccessat2,close,connect,shutdown,write";
+    let dir = temp_dir("names");
+    let program = common::names_program();
+    let strace_out = dir.join("strace.txt");
+    let status = Command::new("strace")
+        .args(["-f", "-e", &format!("trace={set}"), "-o"])
+        .arg(&strace_out)
+        .arg(&program)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ours_out = dir.join("tracer.txt");
+    let out = run_tracer(&[
+        "trace",
+        "-e",
+        set,
+        "-o",
+        ours_out.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // From the workload's first call on (the loader's closes come before).
+    let own = |path: &Path| -> Vec<String> {
+        let lines: Vec<String> = (std::fs::read_to_string(path).unwrap().lines())
+            .filter_map(normalized)
+            .collect();
+        let start = lines
+            .iter()
+            .position(|l| l.starts_with("pipe2("))
+            .expect("pipe2");
+        lines[start..].to_vec()
+    };
+    let (theirs, mut ours) = (own(&strace_out), own(&ours_out));
+    assert_eq!(theirs.len(), 33, "strace saw:\n{}", theirs.join("\n"));
+    let prctl = |lines: &[String]| lines.iter().position(|l| l.starts_with("prctl(")).unwrap();
+    assert_eq!(
+        ours[prctl(&ours)],
+        "prctl(PR_SET_DUMPABLE, ADDR, 0, 0, 0) = 0"
+    );
+    let at = prctl(&ours);
+    ours[at] = theirs[prctl(&theirs)].clone();
+    assert_eq!(ours, theirs);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// perf trace writes calls its own way (`openat(dfd: CWD, ...)`): the names and return values
 /// of the calls only the workload makes agree.
 #[test]

@@ -233,6 +233,17 @@ pub fn syscalls_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/names.c` (calls whose values strace shows by name),
+/// compiled once per test binary.
+#[allow(dead_code)]
+pub fn names_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/names.c");
+    BUILT
+        .get_or_init(|| build_c("tracer-names", &source, &[]))
+        .clone()
+}
+
 /// `tests/workloads/latency.c`.
 pub fn latency_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/latency.c")

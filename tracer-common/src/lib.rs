@@ -217,6 +217,8 @@ pub mod buffer_len {
     pub const ARG0: u8 = 1;
     /// The return value, when positive (read's byte count).
     pub const RETURN: u8 = 7;
+    /// Eight bytes: the two fds pipe2(2) and socketpair(2) write.
+    pub const FD_PAIR: u8 = 8;
 }
 
 /// `STATS` has three per-CPU counters per slot: hits that passed the task filters at

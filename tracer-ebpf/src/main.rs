@@ -1267,6 +1267,7 @@ fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS: usize>(
         if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
             let len = match read.len_from {
                 buffer_len::RETURN => event_ret(scratch),
+                buffer_len::FD_PAIR => 8,
                 from => scratch.event.data[((from - buffer_len::ARG0) & 7) as usize],
             };
             put_buffer(scratch, k as u8, ptr, len, config.buflen);

@@ -3,6 +3,15 @@
 //! The modules follow the data: `cli` -> `plan` -> `perf`/`bpf`/`kernel` -> `cmd` -> `output`.
 #![deny(unsafe_code)]
 
+/// `[(value, "NAME"), ...]` from the `libc` crate's constants of these names: the numbers of a
+/// kernel ABI table come from a maintained crate, never typed by hand.
+macro_rules! libc_names {
+    ($ty:ty; $($name:ident),* $(,)?) => {
+        [$((libc::$name as $ty, stringify!($name))),*]
+    };
+}
+pub(crate) use libc_names;
+
 pub mod bpf;
 pub mod breakpoint;
 pub mod cli;

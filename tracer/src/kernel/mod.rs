@@ -4,6 +4,7 @@ pub mod btf;
 pub mod caps;
 pub mod dwarf;
 pub mod elf;
+pub mod errno;
 pub mod features;
 pub mod file;
 pub mod format;

@@ -95,68 +95,9 @@ impl Kind {
     /// with a known name (`ENOENT` for -2).
     pub fn errno(&self, raw: u64) -> Option<&'static str> {
         match (self, self.value(raw, None)) {
-            (Kind::Signed(_), Value::Int(v)) if (-4095..0).contains(&v) => errno_name(-v),
+            (Kind::Signed(_), Value::Int(v)) if (-4095..0).contains(&v) => super::errno::name(-v),
             _ => None,
         }
-    }
-}
-
-/// The name of a Linux errno (x86 numbering), for return values.
-pub fn errno_name(errno: i64) -> Option<&'static str> {
-    const NAMES: [&str; 41] = [
-        "",
-        "EPERM",
-        "ENOENT",
-        "ESRCH",
-        "EINTR",
-        "EIO",
-        "ENXIO",
-        "E2BIG",
-        "ENOEXEC",
-        "EBADF",
-        "ECHILD",
-        "EAGAIN",
-        "ENOMEM",
-        "EACCES",
-        "EFAULT",
-        "ENOTBLK",
-        "EBUSY",
-        "EEXIST",
-        "EXDEV",
-        "ENODEV",
-        "ENOTDIR",
-        "EISDIR",
-        "EINVAL",
-        "ENFILE",
-        "EMFILE",
-        "ENOTTY",
-        "ETXTBSY",
-        "EFBIG",
-        "ENOSPC",
-        "ESPIPE",
-        "EROFS",
-        "EMLINK",
-        "EPIPE",
-        "EDOM",
-        "ERANGE",
-        "EDEADLK",
-        "ENAMETOOLONG",
-        "ENOLCK",
-        "ENOSYS",
-        "ENOTEMPTY",
-        "ELOOP",
-    ];
-    match errno {
-        1..=40 => Some(NAMES[errno as usize]),
-        61 => Some("ENODATA"),
-        75 => Some("EOVERFLOW"),
-        95 => Some("EOPNOTSUPP"),
-        98 => Some("EADDRINUSE"),
-        104 => Some("ECONNRESET"),
-        110 => Some("ETIMEDOUT"),
-        111 => Some("ECONNREFUSED"),
-        115 => Some("EINPROGRESS"),
-        _ => None,
     }
 }
 
@@ -263,7 +204,7 @@ mod tests {
         assert_eq!(int.errno(3), None);
         assert_eq!(int.errno((-4000i64) as u64), None);
         assert_eq!(Kind::Unsigned(8).errno(u64::MAX), None);
-        assert_eq!(errno_name(40), Some("ELOOP"));
+        assert_eq!(super::super::errno::name(40), Some("ELOOP"));
     }
 }
 

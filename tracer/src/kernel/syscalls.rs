@@ -29,6 +29,8 @@ pub enum Arg {
     BufIn(usize),
     /// Bytes the call filled, as long as it returned (read's buffer).
     BufOut,
+    /// The two fds pipe2(2) and socketpair(2) write: `[3, 4]`, read after the call.
+    FdPair,
     /// A `char **` array: argv.
     Argv,
     /// A `char **` array: envp, shown as its length (strace's `/* N vars */`).
@@ -71,6 +73,40 @@ pub enum Arg {
     ArchCode,
     /// wait4's options (`WNOHANG`).
     WaitOptions,
+    /// An ioctl(2) request (`TCGETS`), in hex when strace's common ones do not name it.
+    Ioctl,
+    /// ioctl(2)'s argument: an address for a request strace names, a number for one it does
+    /// not (it cannot know it is one); argument `.0` is the request.
+    IoctlArg(usize),
+    /// shutdown(2)'s how (`SHUT_RDWR`).
+    ShutdownHow,
+    /// madvise(2)'s advice (`MADV_DONTNEED`).
+    Madvise,
+    /// posix_fadvise(2)'s advice (`POSIX_FADV_SEQUENTIAL`).
+    Fadvise,
+    /// prctl(2)'s option (`PR_SET_NAME`).
+    Prctl,
+    /// epoll_ctl(2)'s operation (`EPOLL_CTL_ADD`).
+    EpollOp,
+    /// mremap(2)'s flags (`MREMAP_MAYMOVE`).
+    MremapFlags,
+    /// mremap(2)'s new address: shown only with MREMAP_FIXED among the flags (argument `.0`).
+    MremapAddr(usize),
+    /// statx(2)'s mask (`STATX_BASIC_STATS|STATX_BTIME`).
+    StatxMask,
+    /// statx(2)'s flags: the sync type first (`AT_STATX_SYNC_AS_STAT` for none), then the
+    /// `AT_*` flags.
+    StatxFlags,
+    /// pipe2(2)'s flags (`O_CLOEXEC`; `0`).
+    PipeFlags,
+    /// faccessat2(2)'s flags (`AT_EACCESS`).
+    AccessAtFlags,
+    /// A socket's protocol, named by its address family (argument `.0`): `IPPROTO_TCP`,
+    /// `NETLINK_ROUTE`; a number otherwise.
+    Protocol(usize),
+    /// fcntl(2)'s third argument, read by its command (argument `.0`): not shown for the
+    /// commands that take none (`F_GETFL`), `FD_CLOEXEC` for F_SETFD, open flags for F_SETFL.
+    FcntlArg(usize),
 }
 
 /// How the return value is shown.
@@ -82,6 +118,11 @@ pub enum Ret {
     Hex,
     /// Never returns (`= ?`).
     None,
+    /// A file mode in octal (umask's previous mask: `= 022`).
+    Octal,
+    /// fcntl(2)'s result, read by its command (argument `.0`): `= 0x8002 (flags
+    /// O_RDWR|O_LARGEFILE)` for F_GETFL, `= 0x1 (flags FD_CLOEXEC)` for F_GETFD.
+    Fcntl(usize),
 }
 
 /// strace's classes of calls (`-e trace=%file`).
@@ -150,25 +191,30 @@ pub const SHAPES: &[Shape] = &[
     shape("rt_sigaction", S, &[Signal, Ptr, Ptr, UInt], Ret::Int),
     shape("rt_sigprocmask", S, &[SigHow, Ptr, Ptr, UInt], Ret::Int),
     shape("rt_sigreturn", S, &[], Ret::Int),
-    shape("ioctl", D, &[Fd, Hex, Ptr], Ret::Int),
+    shape("ioctl", D, &[Fd, Ioctl, IoctlArg(1)], Ret::Int),
     shape("pread64", D, &[Fd, BufOut, UInt, Long], Ret::Int),
     shape("pwrite64", D, &[Fd, BufIn(2), UInt, Long], Ret::Int),
     shape("readv", D, &[Fd, Ptr, Int], Ret::Int),
     shape("writev", D, &[Fd, Ptr, Int], Ret::Int),
     shape("access", F, &[Path, AccessMode], Ret::Int),
-    shape("pipe", D, &[Ptr], Ret::Int),
+    shape("pipe", D, &[FdPair], Ret::Int),
     shape("select", D, &[Int, Ptr, Ptr, Ptr, Ptr], Ret::Int),
     shape("sched_yield", 0, &[], Ret::Int),
-    shape("mremap", M, &[Ptr, UInt, UInt, Hex, Ptr], Ret::Hex),
+    shape(
+        "mremap",
+        M,
+        &[Ptr, UInt, UInt, MremapFlags, MremapAddr(3)],
+        Ret::Hex,
+    ),
     shape("msync", M, &[Ptr, UInt, Hex], Ret::Int),
-    shape("madvise", M, &[Ptr, UInt, Int], Ret::Int),
+    shape("madvise", M, &[Ptr, UInt, Madvise], Ret::Int),
     shape("dup", D, &[Fd], Ret::Int),
     shape("dup2", D, &[Fd, Fd], Ret::Int),
     shape("pause", S, &[], Ret::Int),
     shape("nanosleep", 0, &[Ptr, Ptr], Ret::Int),
     shape("getpid", 0, &[], Ret::Int),
     shape("sendfile", D | N, &[Fd, Fd, Ptr, UInt], Ret::Int),
-    shape("socket", N, &[Domain, SockType, Int], Ret::Int),
+    shape("socket", N, &[Domain, SockType, Protocol(0)], Ret::Int),
     shape("connect", N | D, &[Fd, Ptr, UInt], Ret::Int),
     shape("accept", N | D, &[Fd, Ptr, Ptr], Ret::Int),
     shape(
@@ -185,12 +231,17 @@ pub const SHAPES: &[Shape] = &[
     ),
     shape("sendmsg", N | D, &[Fd, Ptr, Hex], Ret::Int),
     shape("recvmsg", N | D, &[Fd, Ptr, Hex], Ret::Int),
-    shape("shutdown", N | D, &[Fd, Int], Ret::Int),
+    shape("shutdown", N | D, &[Fd, ShutdownHow], Ret::Int),
     shape("bind", N | D, &[Fd, Ptr, UInt], Ret::Int),
     shape("listen", N | D, &[Fd, Int], Ret::Int),
     shape("getsockname", N | D, &[Fd, Ptr, Ptr], Ret::Int),
     shape("getpeername", N | D, &[Fd, Ptr, Ptr], Ret::Int),
-    shape("socketpair", N, &[Domain, SockType, Int, Ptr], Ret::Int),
+    shape(
+        "socketpair",
+        N,
+        &[Domain, SockType, Protocol(0), FdPair],
+        Ret::Int,
+    ),
     shape("setsockopt", N | D, &[Fd, Int, Int, Ptr, UInt], Ret::Int),
     shape("getsockopt", N | D, &[Fd, Int, Int, Ptr, Ptr], Ret::Int),
     shape("clone", P, &[CloneFlags, Ptr, Ptr, Ptr, Ptr], Ret::Int),
@@ -201,7 +252,7 @@ pub const SHAPES: &[Shape] = &[
     shape("wait4", P, &[Int, Ptr, WaitOptions, Ptr], Ret::Int),
     shape("kill", P | S, &[Int, Signal], Ret::Int),
     shape("uname", 0, &[Ptr], Ret::Int),
-    shape("fcntl", D, &[Fd, FcntlCmd, Hex], Ret::Int),
+    shape("fcntl", D, &[Fd, FcntlCmd, FcntlArg(1)], Ret::Fcntl(1)),
     shape("flock", D, &[Fd, Int], Ret::Int),
     shape("fsync", D, &[Fd], Ret::Int),
     shape("fdatasync", D, &[Fd], Ret::Int),
@@ -223,7 +274,7 @@ pub const SHAPES: &[Shape] = &[
     shape("chown", F, &[Path, Int, Int], Ret::Int),
     shape("fchown", D, &[Fd, Int, Int], Ret::Int),
     shape("lchown", F, &[Path, Int, Int], Ret::Int),
-    shape("umask", 0, &[Mode], Ret::Int),
+    shape("umask", 0, &[Mode], Ret::Octal),
     shape("getrlimit", 0, &[Rlimit, Ptr], Ret::Int),
     shape("getrusage", 0, &[Int, Ptr], Ret::Int),
     shape("getuid", 0, &[], Ret::Int),
@@ -238,7 +289,7 @@ pub const SHAPES: &[Shape] = &[
     shape("sigaltstack", S, &[Ptr, Ptr], Ret::Int),
     shape("statfs", F, &[Path, Ptr], Ret::Int),
     shape("fstatfs", D, &[Fd, Ptr], Ret::Int),
-    shape("prctl", 0, &[Int, Hex, Hex, Hex, Hex], Ret::Int),
+    shape("prctl", 0, &[Prctl, Hex, Hex, Hex, Hex], Ret::Int),
     shape("arch_prctl", 0, &[ArchCode, Ptr], Ret::Int),
     shape("chroot", F, &[Path], Ret::Int),
     shape("gettid", 0, &[], Ret::Int),
@@ -246,12 +297,12 @@ pub const SHAPES: &[Shape] = &[
     shape("futex", 0, &[Ptr, FutexOp, Int, Ptr, Ptr, Int], Ret::Int),
     shape("getdents64", D, &[Fd, Ptr, UInt], Ret::Int),
     shape("set_tid_address", 0, &[Ptr], Ret::Int),
-    shape("fadvise64", D, &[Fd, Long, UInt, Int], Ret::Int),
+    shape("fadvise64", D, &[Fd, Long, UInt, Fadvise], Ret::Int),
     shape("clock_gettime", 0, &[Clock, Ptr], Ret::Int),
     shape("clock_nanosleep", 0, &[Clock, Hex, Ptr, Ptr], Ret::Int),
     shape("exit_group", P, &[Int], Ret::None),
     shape("epoll_wait", D, &[Fd, Ptr, Int, Int], Ret::Int),
-    shape("epoll_ctl", D, &[Fd, Int, Fd, Ptr], Ret::Int),
+    shape("epoll_ctl", D, &[Fd, EpollOp, Fd, Ptr], Ret::Int),
     shape("tgkill", P | S, &[Int, Int, Signal], Ret::Int),
     shape("waitid", P, &[Int, Int, Ptr, WaitOptions, Ptr], Ret::Int),
     shape(
@@ -289,7 +340,7 @@ pub const SHAPES: &[Shape] = &[
     shape("eventfd2", D, &[UInt, Hex], Ret::Int),
     shape("epoll_create1", D, &[Hex], Ret::Int),
     shape("dup3", D, &[Fd, Fd, OpenFlags], Ret::Int),
-    shape("pipe2", D, &[Ptr, OpenFlags], Ret::Int),
+    shape("pipe2", D, &[FdPair, PipeFlags], Ret::Int),
     shape("prlimit64", 0, &[Int, Rlimit, Ptr, Ptr], Ret::Int),
     shape(
         "renameat2",
@@ -305,7 +356,12 @@ pub const SHAPES: &[Shape] = &[
         &[DirFd, Path, Argv, Envp, AtFlags],
         Ret::Int,
     ),
-    shape("statx", F | D, &[DirFd, Path, AtFlags, Hex, Ptr], Ret::Int),
+    shape(
+        "statx",
+        F | D,
+        &[DirFd, Path, StatxFlags, StatxMask, Ptr],
+        Ret::Int,
+    ),
     shape("rseq", 0, &[Ptr, UInt, Int, Hex], Ret::Int),
     shape("clone3", P, &[Ptr, UInt], Ret::Int),
     shape("close_range", D, &[Fd, Fd, Hex], Ret::Int),
@@ -313,7 +369,7 @@ pub const SHAPES: &[Shape] = &[
     shape(
         "faccessat2",
         F | D,
-        &[DirFd, Path, AccessMode, AtFlags],
+        &[DirFd, Path, AccessMode, AccessAtFlags],
         Ret::Int,
     ),
     shape("shmget", I, &[Int, UInt, Hex], Ret::Int),

@@ -15,6 +15,7 @@ pub mod stack;
 pub mod stat;
 pub mod summary;
 pub mod syscall;
+pub mod sysnames;
 pub mod timeline;
 pub mod trace;
 pub mod watch;

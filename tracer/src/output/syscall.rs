@@ -4,6 +4,7 @@
 
 use tracer_common::str_flag;
 
+use super::sysnames;
 use crate::kernel::syscalls::{Arg, Ret};
 
 /// What was read of one string argument (a path, a buffer, an array's elements).
@@ -370,6 +371,13 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
                 _ => pointer(raw),
             }
         }
+        Arg::FdPair => match (read.and_then(|r| r.entries.first()), ret) {
+            (Some((bytes, 0)), Some(0)) if bytes.len() == 8 => {
+                let fd = |at: usize| i32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4"));
+                format!("[{}, {}]", fd(0), fd(4))
+            }
+            _ => pointer(raw),
+        },
         Arg::Argv => match read {
             Some(r) if r.array => {
                 let mut out = String::from("[");
@@ -434,17 +442,7 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
             int.into(),
             &[(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")],
         ),
-        Arg::Domain => named(
-            int.into(),
-            &[
-                (0, "AF_UNSPEC"),
-                (1, "AF_UNIX"),
-                (2, "AF_INET"),
-                (10, "AF_INET6"),
-                (16, "AF_NETLINK"),
-                (17, "AF_PACKET"),
-            ],
-        ),
+        Arg::Domain => named(int.into(), &sysnames::FAMILIES),
         Arg::SockType => sock_type(raw),
         Arg::FcntlCmd => named(
             int.into(),
@@ -518,6 +516,36 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
                 (0x5005, "ARCH_SHSTK_STATUS"),
             ],
         ),
+        Arg::Ioctl => ioctl_request(raw),
+        Arg::IoctlArg(_) => pointer(raw),
+        Arg::ShutdownHow => named(
+            int.into(),
+            &crate::libc_names![i64; SHUT_RD, SHUT_WR, SHUT_RDWR],
+        ),
+        Arg::Madvise => named(int.into(), &sysnames::MADVISE),
+        Arg::Fadvise => named(int.into(), &sysnames::FADVISE),
+        Arg::Prctl => named(int.into(), &sysnames::PRCTL),
+        Arg::EpollOp => named(int.into(), &sysnames::EPOLL_OPS),
+        Arg::MremapFlags => flags(raw & 0xffff_ffff, &sysnames::MREMAP_FLAGS, "0"),
+        Arg::StatxMask => flags(raw & 0xffff_ffff, &sysnames::STATX_MASK, "0"),
+        Arg::StatxFlags => {
+            let sync = match raw & 0x6000 {
+                0x2000 => "AT_STATX_FORCE_SYNC",
+                0x4000 => "AT_STATX_DONT_SYNC",
+                0x6000 => "AT_STATX_SYNC_TYPE",
+                _ => "AT_STATX_SYNC_AS_STAT",
+            };
+            match flags(raw & 0xffff_ffff & !0x6000, &AT_FLAGS, "") {
+                rest if rest.is_empty() => sync.into(),
+                rest => format!("{sync}|{rest}"),
+            }
+        }
+        Arg::PipeFlags => flags(raw & 0xffff_ffff, &sysnames::PIPE_FLAGS, "0"),
+        Arg::AccessAtFlags => flags(raw & 0xffff_ffff, &sysnames::ACCESS_AT_FLAGS, "0"),
+        // Read by another argument: `in_call` knows it; alone, the plain value.
+        Arg::Protocol(_) => int.to_string(),
+        Arg::FcntlArg(_) => format!("{raw:#x}"),
+        Arg::MremapAddr(_) => pointer(raw),
         Arg::WaitOptions => flags(
             raw & 0xffff_ffff,
             &[
@@ -535,14 +563,78 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
     }
 }
 
-/// Whether argument `arg` is shown at all: open's mode only when the flags create a file, as
-/// strace does.
-pub fn shown(arg: Arg, args: &[u64]) -> bool {
-    match arg {
-        Arg::OpenMode(flags) => {
-            let flags = args.get(flags).copied().unwrap_or(0);
-            flags & O_CREAT != 0 || flags & O_TMPFILE_BIT != 0
+/// Argument `i` of a call whose registers are `args`, read by the other arguments it depends
+/// on (a socket's protocol by its family, fcntl's argument by its command), else as [`arg`].
+pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Option<i64>) -> String {
+    let raw = args.get(i).copied().unwrap_or(0);
+    let int = i64::from(raw as u32 as i32);
+    let other = |at: usize| args.get(at).map_or(-1, |&v| i64::from(v as u32 as i32));
+    match kind {
+        Arg::Protocol(family) => match other(family) {
+            f if f == i64::from(libc::AF_INET) || f == i64::from(libc::AF_INET6) => {
+                named(int, &sysnames::IP_PROTOCOLS)
+            }
+            f if f == i64::from(libc::AF_NETLINK) => named(int, &sysnames::NETLINK_PROTOCOLS),
+            _ => int.to_string(),
+        },
+        Arg::IoctlArg(request) => {
+            let request = args.get(request).map_or(0, |r| r & 0xffff_ffff);
+            match sysnames::IOCTLS.iter().any(|(r, _)| *r == request) {
+                true => pointer(raw),
+                false => arg(Arg::Hex, raw, None, None),
+            }
         }
+        Arg::FcntlArg(cmd) => match other(cmd) {
+            c if c == i64::from(libc::F_SETFD) => {
+                flags(raw & 0xffff_ffff, &sysnames::FD_FLAGS, "0")
+            }
+            c if c == i64::from(libc::F_SETFL) => open_flags(raw),
+            c if FCNTL_LOCKS.contains(&c) => pointer(raw),
+            _ => int.to_string(),
+        },
+        _ => arg(kind, raw, read, ret),
+    }
+}
+
+/// fcntl(2)'s commands that take no argument (strace shows none).
+const FCNTL_GETS: [i64; 7] = [1, 3, 9, 11, 1025, 1032, 1034];
+/// fcntl(2)'s record-lock commands (a `struct flock *`), OFD locks included.
+const FCNTL_LOCKS: [i64; 6] = [5, 6, 7, 36, 37, 38];
+
+/// An ioctl request strace's common ones do not name, as strace splits it:
+/// `_IOC(_IOC_READ, 0x54, 0x13, 0x8)` (direction, type, number, size).
+fn ioctl_request(raw: u64) -> String {
+    let request = raw & 0xffff_ffff;
+    if let Some((_, name)) = sysnames::IOCTLS.iter().find(|(r, _)| *r == request) {
+        return (*name).into();
+    }
+    let direction = match request >> 30 {
+        0 => "_IOC_NONE",
+        1 => "_IOC_WRITE",
+        2 => "_IOC_READ",
+        _ => "_IOC_READ|_IOC_WRITE",
+    };
+    let hex = |v: u64| match v {
+        0 => "0".to_string(),
+        v => format!("{v:#x}"),
+    };
+    format!(
+        "_IOC({direction}, {}, {}, {})",
+        hex((request >> 8) & 0xff),
+        hex(request & 0xff),
+        hex((request >> 16) & 0x3fff)
+    )
+}
+
+/// Whether argument `arg` is shown at all, as strace does: open's mode only when the flags
+/// create a file, fcntl's argument only for a command that takes one, mremap's new address
+/// only with MREMAP_FIXED.
+pub fn shown(arg: Arg, args: &[u64]) -> bool {
+    let at = |i: usize| args.get(i).copied().unwrap_or(0);
+    match arg {
+        Arg::OpenMode(flags) => at(flags) & O_CREAT != 0 || at(flags) & O_TMPFILE_BIT != 0,
+        Arg::FcntlArg(cmd) => !FCNTL_GETS.contains(&i64::from(at(cmd) as u32 as i32)),
+        Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
         _ => true,
     }
 }
@@ -552,34 +644,56 @@ pub fn errno_of(ret: i64) -> Option<i64> {
     (-4095..0).contains(&ret).then_some(-ret)
 }
 
-/// The kernel-internal restart codes a call interrupted by a signal returns (never seen by the
-/// program): name and strace's words.
-fn restart(errno: i64) -> Option<(&'static str, &'static str)> {
+/// strace's words for the kernel-internal restart codes a call interrupted by a signal
+/// returns (never seen by the program).
+fn restart(errno: i64) -> Option<&'static str> {
     match errno {
-        512 => Some(("ERESTARTSYS", "To be restarted if SA_RESTART is set")),
-        513 => Some(("ERESTARTNOINTR", "To be restarted")),
-        514 => Some(("ERESTARTNOHAND", "To be restarted if no handler")),
-        516 => Some(("ERESTART_RESTARTBLOCK", "Interrupted by signal")),
+        512 => Some("To be restarted if SA_RESTART is set"),
+        513 => Some("To be restarted"),
+        514 => Some("To be restarted if no handler"),
+        516 => Some("Interrupted by signal"),
         _ => None,
     }
 }
 
-/// The name of errno `n` (`ENOENT`), also the kernel's restart codes.
+/// The name of errno `n` (`ENOENT`), also the kernel's internal codes (`ERESTARTSYS`).
 pub fn errno_name(n: i64) -> Option<&'static str> {
-    restart(n)
-        .map(|(name, _)| name)
-        .or_else(|| crate::kernel::params::errno_name(n))
+    crate::kernel::errno::name(n)
 }
 
 /// The system's words for errno `n` (`No such file or directory`).
 pub fn errno_message(n: i64) -> String {
-    if let Some((_, words)) = restart(n) {
+    if let Some(words) = restart(n) {
         return words.into();
     }
     let text = std::io::Error::from_raw_os_error(n as i32).to_string();
     match text.find(" (os error") {
         Some(at) => text[..at].to_string(),
         None => text,
+    }
+}
+
+/// The return value of a call whose registers are `args`, as strace shows it: [`ret`], and
+/// fcntl's by its command (`0x8002 (flags O_RDWR|O_LARGEFILE)` for F_GETFL).
+pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64]) -> String {
+    let Ret::Fcntl(cmd) = kind else {
+        return ret(kind, raw);
+    };
+    let value = raw as i64;
+    if errno_of(value).is_some() {
+        return ret(Ret::Int, raw);
+    }
+    let cmd = args.get(cmd).map_or(-1, |&c| i64::from(c as u32 as i32));
+    match cmd {
+        c if c == i64::from(libc::F_GETFD) && value != 0 => {
+            let set = flags(raw, &sysnames::FD_FLAGS, "0");
+            format!("{raw:#x} (flags {set})")
+        }
+        c if c == i64::from(libc::F_GETFL) => match value {
+            0 => format!("0 (flags {})", open_flags(raw)),
+            _ => format!("{raw:#x} (flags {})", open_flags(raw)),
+        },
+        _ => value.to_string(),
     }
 }
 
@@ -600,6 +714,7 @@ pub fn ret(kind: Ret, raw: u64) -> String {
     }
     match kind {
         Ret::Hex => format!("{raw:#x}"),
+        Ret::Octal => mode(raw),
         _ => value.to_string(),
     }
 }
@@ -685,5 +800,97 @@ mod tests {
             "? ERESTARTSYS (To be restarted if SA_RESTART is set)"
         );
         assert_eq!(ret(Ret::None, 0), "?");
+        assert_eq!(
+            ret(Ret::Int, (-107i64) as u64),
+            "-1 ENOTCONN (Transport endpoint is not connected)"
+        );
+        assert_eq!(ret(Ret::Octal, 0o22), "022");
+    }
+
+    /// Values read by another argument, as strace 6.1 printed them for
+    /// tests/workloads/names.c.
+    #[test]
+    fn arguments_and_results_read_by_their_command() {
+        let fcntl = |cmd: i32, arg: u64| [3, cmd as u64, arg];
+        let third = |args: &[u64]| match shown(Arg::FcntlArg(1), args) {
+            true => Some(in_call(Arg::FcntlArg(1), args, 2, None, None)),
+            false => None,
+        };
+        assert_eq!(third(&fcntl(libc::F_GETFD, 0x55)), None);
+        assert_eq!(third(&fcntl(libc::F_GETFL, 0x55)), None);
+        assert_eq!(
+            third(&fcntl(libc::F_SETFD, 1)).as_deref(),
+            Some("FD_CLOEXEC")
+        );
+        assert_eq!(
+            third(&fcntl(libc::F_SETFL, 0o4000)).as_deref(),
+            Some("O_RDONLY|O_NONBLOCK")
+        );
+        assert_eq!(
+            third(&fcntl(libc::F_DUPFD_CLOEXEC, 20)).as_deref(),
+            Some("20")
+        );
+        let result = |cmd: i32, raw: u64| ret_in_call(Ret::Fcntl(1), raw, &fcntl(cmd, 0));
+        assert_eq!(result(libc::F_GETFD, 0), "0");
+        assert_eq!(result(libc::F_GETFD, 1), "0x1 (flags FD_CLOEXEC)");
+        assert_eq!(result(libc::F_GETFL, 0), "0 (flags O_RDONLY)");
+        assert_eq!(
+            result(libc::F_GETFL, 0x8002),
+            "0x8002 (flags O_RDWR|O_LARGEFILE)"
+        );
+        assert_eq!(result(libc::F_GETPIPE_SZ, 65536), "65536");
+        assert_eq!(
+            result(libc::F_GETFL, (-9i64) as u64),
+            "-1 EBADF (Bad file descriptor)"
+        );
+        let protocol =
+            |family: i32, p: u64| in_call(Arg::Protocol(0), &[family as u64, 1, p], 2, None, None);
+        assert_eq!(protocol(libc::AF_INET, 0), "IPPROTO_IP");
+        assert_eq!(protocol(libc::AF_INET6, 17), "IPPROTO_UDP");
+        assert_eq!(protocol(libc::AF_UNIX, 0), "0");
+        assert_eq!(protocol(libc::AF_NETLINK, 0), "NETLINK_ROUTE");
+        assert_eq!(arg(Arg::Ioctl, 0x541b, None, None), "FIONREAD");
+        assert_eq!(arg(Arg::Ioctl, 0x5413, None, None), "TIOCGWINSZ");
+        assert_eq!(
+            arg(Arg::Ioctl, 0x1234, None, None),
+            "_IOC(_IOC_NONE, 0x12, 0x34, 0)"
+        );
+        assert_eq!(
+            arg(Arg::Ioctl, 0x8008_6601, None, None),
+            "_IOC(_IOC_READ, 0x66, 0x1, 0x8)"
+        );
+        assert_eq!(arg(Arg::StatxMask, 0xfff, None, None), "STATX_ALL");
+        assert_eq!(
+            arg(Arg::StatxMask, 0x201, None, None),
+            "STATX_TYPE|STATX_SIZE"
+        );
+        assert_eq!(arg(Arg::StatxFlags, 0, None, None), "AT_STATX_SYNC_AS_STAT");
+        assert_eq!(
+            arg(Arg::StatxFlags, 0x100, None, None),
+            "AT_STATX_SYNC_AS_STAT|AT_SYMLINK_NOFOLLOW"
+        );
+        assert_eq!(
+            arg(Arg::StatxFlags, 0x5000, None, None),
+            "AT_STATX_DONT_SYNC|AT_EMPTY_PATH"
+        );
+        assert_eq!(arg(Arg::PipeFlags, 0, None, None), "0");
+        assert_eq!(arg(Arg::PipeFlags, 0o2000000, None, None), "O_CLOEXEC");
+        assert_eq!(arg(Arg::AccessAtFlags, 0x200, None, None), "AT_EACCESS");
+        assert_eq!(arg(Arg::Madvise, 4, None, None), "MADV_DONTNEED");
+        assert_eq!(arg(Arg::Fadvise, 2, None, None), "POSIX_FADV_SEQUENTIAL");
+        assert_eq!(arg(Arg::MremapFlags, 0, None, None), "0");
+        assert_eq!(arg(Arg::MremapFlags, 1, None, None), "MREMAP_MAYMOVE");
+        assert!(!shown(Arg::MremapAddr(3), &[0, 0, 0, 1, 0]));
+        assert!(shown(Arg::MremapAddr(3), &[0, 0, 0, 3, 0x1000]));
+        assert_eq!(arg(Arg::Prctl, 4, None, None), "PR_SET_DUMPABLE");
+        assert_eq!(arg(Arg::EpollOp, 1, None, None), "EPOLL_CTL_ADD");
+        let pair = Read {
+            entries: vec![([3i32.to_ne_bytes(), 4i32.to_ne_bytes()].concat(), 0)],
+            ..Read::default()
+        };
+        assert_eq!(arg(Arg::FdPair, 0x1000, Some(&pair), Some(0)), "[3, 4]");
+        assert_eq!(arg(Arg::FdPair, 0x1000, Some(&pair), Some(-24)), "0x1000");
+        let ioctl = |request: u64| in_call(Arg::IoctlArg(1), &[3, request, 0], 2, None, None);
+        assert_eq!((ioctl(0x541b), ioctl(0x1234)), ("NULL".into(), "0".into()));
     }
 }

@@ -138,6 +138,7 @@ impl Layout {
                     len_from: match kind {
                         Arg::BufIn(len) => buffer_len::ARG0 + len as u8,
                         Arg::BufOut => buffer_len::RETURN,
+                        Arg::FdPair => buffer_len::FD_PAIR,
                         _ => 0,
                     },
                 };
@@ -187,13 +188,13 @@ impl Layout {
                 Shown {
                     name: p.name.clone(),
                     value,
-                    text: show::arg(p.kind, raw, read, ret),
+                    text: show::in_call(p.kind, args, i, read, ret),
                 }
             })
             .collect();
         let (ret_text, errno) = match end {
             End::Returned => (
-                show::ret(self.ret, raw_ret),
+                show::ret_in_call(self.ret, raw_ret, args),
                 show::errno_of(raw_ret as i64).and_then(show::errno_name),
             ),
             _ => ("?".into(), None),
@@ -235,7 +236,10 @@ fn own_fields(format: &Format) -> Vec<(String, String)> {
 
 /// Whether an argument of this kind is read as a string or buffer.
 fn read_kind(kind: Arg) -> bool {
-    matches!(kind, Arg::Path | Arg::BufIn(_) | Arg::BufOut | Arg::Argv)
+    matches!(
+        kind,
+        Arg::Path | Arg::BufIn(_) | Arg::BufOut | Arg::FdPair | Arg::Argv
+    )
 }
 
 /// Bytes of the register an argument of this kind holds, and whether it is signed.
@@ -251,7 +255,13 @@ fn register(kind: Arg) -> (u32, bool) {
         | Arg::FcntlCmd
         | Arg::Clock
         | Arg::Rlimit
-        | Arg::ArchCode => (4, true),
+        | Arg::ArchCode
+        | Arg::Madvise
+        | Arg::Fadvise
+        | Arg::Prctl
+        | Arg::EpollOp
+        | Arg::Protocol(_)
+        | Arg::ShutdownHow => (4, true),
         Arg::Long => (8, true),
         _ => (8, false),
     }
