@@ -407,8 +407,8 @@ fn arguments_at_a_return_need_fexit() {
 }
 
 /// `-o -` is standard output in every command that writes data (it created a file named `-`
-/// in probe, trace and stat), and `trace -f json` without `-o` writes to standard output,
-/// where `| jq` reads it; trace's text stays on standard error, as strace's does.
+/// in probe, trace and stat), and `trace --format json` without `-o` writes to standard output,
+///  jq` reads it; trace| jq` reads it; trace's text stays on standard error, as strace's does.
 #[test]
 fn dash_o_dash_is_standard_output_in_every_command() {
     common::require_root();
@@ -417,8 +417,8 @@ fn dash_o_dash_is_standard_output_in_every_command() {
     let getppid = "syscalls:sys_enter_getppid";
     let runs: [&[&str]; 6] = [
         &["probe", "-f", "json", "-o", "-", getppid],
-        &["trace", "-f", "json", "-e", "getppid", "-o", "-"],
-        &["trace", "-f", "json", "-e", "getppid"],
+        &["trace", "--format", "json", "-e", "getppid", "-o", "-"],
+        &["trace", "--format", "json", "-e", "getppid"],
         &[
             "latency",
             "-f",

@@ -244,6 +244,17 @@ pub fn names_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/signals.c` (signals handled and not, a child's exit, a
+/// read that blocks), compiled once per test binary.
+#[allow(dead_code)]
+pub fn signals_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/signals.c");
+    BUILT
+        .get_or_init(|| build_c("tracer-signals", &source, &[]))
+        .clone()
+}
+
 /// `tests/workloads/latency.c`.
 pub fn latency_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/latency.c")

@@ -22,6 +22,11 @@ pub const DISPATCH_SLOTS: u32 = 1024;
 /// Syscall numbers `SYS_SLOTS` covers, per direction: entry `nr` at `nr`, exit at
 /// `SYSCALL_NRS + nr`.
 pub const SYSCALL_NRS: u32 = 1024;
+/// `SYS_SLOTS` keys of `tracer trace`'s events that are not calls, past every real x86-64
+/// syscall number (the table, x32's included, ends below 548): a task's exit
+/// ([`trace_kind::EXIT`]) and a signal's delivery ([`trace_kind::SIGNAL`]).
+pub const TRACE_EXIT_NR: u32 = SYSCALL_NRS - 2;
+pub const TRACE_SIGNAL_NR: u32 = SYSCALL_NRS - 1;
 pub const DISPATCH_BASE: u32 = PERF_EVENT_BASE + PERF_EVENT_SLOTS;
 /// All slots. With `PERF_EVENT_IOC_SET_BPF` there is no attach cookie, so each probe uses its
 /// own program instance ("slot") whose global id is a constant compiled into it (or, past the
@@ -100,8 +105,9 @@ pub mod names {
     pub const TRACE_START: &str = "TRACE_START";
     pub const TRACE_SAVED: &str = "TRACE_SAVED";
     pub const TRACE_STATS: &str = "TRACE_STATS";
+    pub const TRACE_FATAL: &str = "TRACE_FATAL";
     /// Every name above.
-    pub const ALL: [&str; 28] = [
+    pub const ALL: [&str; 29] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -130,6 +136,7 @@ pub mod names {
         TRACE_START,
         TRACE_SAVED,
         TRACE_STATS,
+        TRACE_FATAL,
     ];
 }
 
@@ -739,6 +746,23 @@ pub mod trace_kind {
     pub const COMPLETE: u64 = 0;
     /// Never returns (exit, exit_group): sent at entry, no return value.
     pub const NO_RETURN: u64 = 1;
+    /// A signal delivered to a traced task (`signal_deliver`): [`signal_word`] in `data`.
+    pub const SIGNAL: u64 = 2;
+    /// A traced task exited (`sched_process_exit`): its wait status (`exit_code`: the code
+    /// in bits 8-15, or the signal that killed it in bits 0-6, 0x80 for a core dump) in
+    /// `data[0]`.
+    pub const EXIT: u64 = 3;
+}
+
+/// `data` words of a [`trace_kind::SIGNAL`] event: the signal, its `si_code`, and the
+/// siginfo's union (bytes 16 to 48 of `struct kernel_siginfo`: `si_pid`/`si_uid`,
+/// `si_status`, `si_utime`, `si_stime` of SIGCHLD, `si_addr` of a fault), as read.
+pub mod signal_word {
+    pub const SIGNO: usize = 0;
+    pub const CODE: usize = 1;
+    /// The first of four words from byte 16 of the siginfo.
+    pub const UNION: usize = 2;
+    pub const UNION_WORDS: usize = 4;
 }
 
 /// A `tracer trace` call in flight (`TRACE_START`, by `pid_tgid`): what its end needs.
@@ -939,6 +963,15 @@ pub struct SchedOffsets {
     pub fork_child_pid: u32,
     /// `struct task_struct` (BTF): offset of `pid`, for the raw tracepoint's `child` argument.
     pub task_pid: u32,
+    /// `struct task_struct` (BTF): offset of `exit_code`, for `tracer trace`'s exit lines; 0
+    /// without BTF (no exit events then).
+    pub task_exit_code: u32,
+    /// `struct task_struct` (BTF): offsets of `tgid` and of `signal` (the `signal_struct`
+    /// pointer), and `struct signal_struct`'s of `group_exit_code`: `tracer trace` finds the
+    /// signal that ends a process; 0 without BTF.
+    pub task_tgid: u32,
+    pub task_signal: u32,
+    pub signal_group_exit_code: u32,
 }
 
 /// Histogram buckets (log2 of nanoseconds, or linear steps), then three extra "buckets": the

@@ -10,17 +10,24 @@ use aya_ebpf::macros::{map, raw_tracepoint};
 use aya_ebpf::maps::{HashMap, PerCpuArray};
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
-    drop, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word, Event,
-    SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED,
-    SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN,
-    STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_SAVED_STRINGS, TRACK_PENDING, USES_STRINGS,
-    USES_TRACE,
+    drop, signal_word, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word,
+    Event, SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS,
+    SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS,
+    SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_EXIT_NR,
+    TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_STRINGS, USES_TRACE,
 };
 
 use crate::{
     begin, bump, compat, filtered_out, finish, put_array, put_string, read_strings, refused_by,
-    scratch, syscall_nr, used, uses, CONFIG, NO_ENTRY, SYS_SLOTS, TRACKED,
+    scratch, syscall_nr, used, uses, CONFIG, NO_ENTRY, SCHED_OFFSETS, SYS_SLOTS, TRACKED,
 };
+
+/// rt_sigreturn(2) on x86-64. It restores the interrupted registers, `orig_ax` included
+/// (-1: arch/x86/kernel/signal_64.c, "disable syscall checks"), so its exit reads no syscall
+/// number.
+const NR_RT_SIGRETURN: u64 = 15;
+/// SIGKILL: its delivery is the task's end, shown as `+++ killed by SIGKILL +++` only.
+const SIGKILL: u64 = 9;
 
 /// Calls in flight, by `pid_tgid`. Userspace sizes it ([`tracer_common::TRACE_ENTRIES`]) and
 /// reads what is left at the end: the calls still blocked, shown unfinished.
@@ -30,6 +37,23 @@ static TRACE_START: HashMap<u64, TraceStart> = HashMap::with_max_entries(1, 0);
 /// The strings of calls read at entry (execve), by `pid_tgid`.
 #[map]
 static TRACE_SAVED: HashMap<u64, [u8; STR_AREA]> = HashMap::with_max_entries(1, 0);
+
+/// The last signal sent to each traced process (by tgid), as `signal_generate` saw it. A
+/// signal that will kill a process without a handler never reaches `signal_deliver` as
+/// itself: the kernel turns it into SIGKILL for every thread when it is sent
+/// (kernel/signal.c, complete_signal), and only the process's `group_exit_code` remembers
+/// it. Its line is made from this, once, by the first thread that dies of it.
+#[map]
+static TRACE_FATAL: HashMap<u32, Sent> = HashMap::with_max_entries(1, 0);
+
+/// A signal as it was sent: number, `si_code`, the siginfo's union words.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Sent {
+    signo: u64,
+    code: u64,
+    union: [u64; signal_word::UNION_WORDS],
+}
 
 /// [`trace_stat`] counters.
 #[map]
@@ -217,11 +241,18 @@ fn on_exit(ctx: &RawTracePointContext) {
     if compat(regs) {
         return;
     }
-    let nr = syscall_nr(ctx, regs, true);
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let mut nr = syscall_nr(ctx, regs, true);
+    if nr >= u64::from(SYSCALL_NRS) {
+        // SAFETY: the value is copied out at once.
+        let entered = unsafe { TRACE_START.get(&pid_tgid) }.map(|s| u64::from(s.nr));
+        if entered == Some(NR_RT_SIGRETURN) {
+            nr = NR_RT_SIGRETURN;
+        }
+    }
     let Some((slot, config)) = slot_of(nr) else {
         return;
     };
-    let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { TRACE_START.get(&pid_tgid) }).copied() else {
         // SAFETY: helper without preconditions.
@@ -390,4 +421,188 @@ fn exec_fn(sp: u64) -> u64 {
         j += 1;
     }
     0
+}
+
+#[raw_tracepoint]
+/// `signal_deliver(sig, info, ka)`, in the task that takes the signal: strace's `--- SIGUSR1
+/// {si_signo=SIGUSR1, si_code=SI_USER, ...} ---` line.
+pub fn trace_signal(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_TRACE) {
+        on_signal(&ctx);
+    }
+    0
+}
+
+#[inline(always)]
+fn on_signal(ctx: &RawTracePointContext) {
+    let mut signo: u64 = ctx.arg::<u64>(0) & 0xffff_ffff;
+    let info: u64 = ctx.arg(1);
+    let mut sent = read_siginfo(info);
+    if signo == SIGKILL {
+        // SEND_SIG_NOINFO with SIGKILL: the process is dying of the signal it was sent.
+        match (info, fatal_signal()) {
+            (0, Some(fatal)) => {
+                signo = fatal.signo;
+                sent = fatal;
+            }
+            _ => return,
+        }
+    }
+    let Some((slot, _)) = slot_of(u64::from(TRACE_SIGNAL_NR)) else {
+        return;
+    };
+    let Some((event, config)) = begin(ctx, slot) else {
+        return;
+    };
+    event.fields[trace_word::KIND] = trace_kind::SIGNAL;
+    event.data[trace_word::DURATION] = 0;
+    event.data[signal_word::SIGNO] = signo;
+    event.data[signal_word::CODE] = sent.code;
+    event.data[signal_word::UNION..signal_word::UNION + signal_word::UNION_WORDS]
+        .copy_from_slice(&sent.union);
+    finish(ctx, event, config);
+}
+
+/// A siginfo's code and union words. SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) stand for a
+/// signal from a user and from the kernel (include/linux/sched/signal.h): no fields.
+#[inline(always)]
+fn read_siginfo(info: u64) -> Sent {
+    let read = |at: u64| {
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((info + at) as *const u64) }.unwrap_or(0)
+    };
+    let mut sent = Sent {
+        signo: 0,
+        code: match info {
+            0 => 0,
+            1 => 0x80,
+            _ => read(8) & 0xffff_ffff,
+        },
+        union: [0; signal_word::UNION_WORDS],
+    };
+    if info > 1 {
+        let mut k = 0;
+        while k < signal_word::UNION_WORDS {
+            sent.union[k] = read(16 + 8 * k as u64);
+            k += 1;
+        }
+    }
+    sent
+}
+
+/// The signal this process is dying of, as it was sent, when its `group_exit_code` names one
+/// (not SIGKILL itself, not an exit_group's code); taken once.
+#[inline(always)]
+fn fatal_signal() -> Option<Sent> {
+    let offsets = SCHED_OFFSETS.get(0)?;
+    if offsets.task_signal == 0 || offsets.signal_group_exit_code == 0 {
+        return None;
+    }
+    // SAFETY: helper without preconditions; the probe-read helper fails cleanly on a bad
+    // address.
+    let code = unsafe {
+        let task = aya_ebpf::helpers::bpf_get_current_task();
+        let signal = aya_ebpf::helpers::bpf_probe_read_kernel(
+            (task + u64::from(offsets.task_signal)) as *const u64,
+        )
+        .ok()?;
+        aya_ebpf::helpers::bpf_probe_read_kernel(
+            (signal + u64::from(offsets.signal_group_exit_code)) as *const u32,
+        )
+        .ok()?
+    };
+    let signo = u64::from(code & 0x7f);
+    if signo == 0 || signo == SIGKILL {
+        return None;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // SAFETY: the value is copied out at once.
+    let sent = unsafe { TRACE_FATAL.get(&tgid) }.copied()?;
+    let _ = TRACE_FATAL.remove(&tgid);
+    (sent.signo == signo).then_some(sent)
+}
+
+#[raw_tracepoint]
+/// `signal_generate(sig, info, task, group, result)`, in the sender: keeps the last signal
+/// sent to each traced process for [`fatal_signal`].
+pub fn trace_signal_sent(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_TRACE) {
+        on_signal_sent(&ctx);
+    }
+    0
+}
+
+/// `TRACE_SIGNAL_DELIVERED` of include/trace/events/signal.h: queued for the task.
+const SIGNAL_DELIVERED: u64 = 0;
+
+#[inline(always)]
+fn on_signal_sent(ctx: &RawTracePointContext) {
+    let Some(offsets) = SCHED_OFFSETS.get(0) else {
+        return;
+    };
+    let signo: u64 = ctx.arg::<u64>(0) & 0xffff_ffff;
+    let result: u64 = ctx.arg::<u64>(4) & 0xffff_ffff;
+    if offsets.task_tgid == 0 || signo == SIGKILL || result != SIGNAL_DELIVERED {
+        return;
+    }
+    let task: u64 = ctx.arg(2);
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let tgid = unsafe {
+        aya_ebpf::helpers::bpf_probe_read_kernel(
+            (task + u64::from(offsets.task_tgid)) as *const u32,
+        )
+    };
+    let Ok(tgid) = tgid else {
+        return;
+    };
+    // SAFETY: the value is copied out at once.
+    if !matches!(unsafe { TRACKED.get(&tgid) }, Some(&state) if state == TRACK_ACTIVE) {
+        return;
+    }
+    let info: u64 = ctx.arg(1);
+    let mut sent = read_siginfo(info);
+    sent.signo = signo;
+    if info == 0 {
+        // SEND_SIG_NOINFO: the kernel fills in the sender, which is the current task.
+        let uid = aya_ebpf::helpers::bpf_get_current_uid_gid() & 0xffff_ffff;
+        sent.union[0] = (bpf_get_current_pid_tgid() >> 32) | (uid << 32);
+    }
+    let _ = TRACE_FATAL.insert(&tgid, &sent, 0);
+}
+
+#[raw_tracepoint]
+/// `sched_process_exit(task)`, in the exiting task: strace's `+++ exited with N +++`. It must
+/// run before `track_exit` forgets the task: userspace attaches it first, and the kernel
+/// calls a tracepoint's programs in the order they were attached.
+pub fn trace_task_exit(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_TRACE) {
+        on_task_exit(&ctx);
+    }
+    0
+}
+
+#[inline(always)]
+fn on_task_exit(ctx: &RawTracePointContext) {
+    let task: u64 = ctx.arg(0);
+    let offset = match SCHED_OFFSETS.get(0) {
+        Some(offsets) if offsets.task_exit_code != 0 => u64::from(offsets.task_exit_code),
+        _ => return,
+    };
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if pid_tgid >> 32 == pid_tgid & 0xffff_ffff {
+        // The process ends: a signal sent to it that did not kill it is no longer wanted.
+        let _ = TRACE_FATAL.remove(&((pid_tgid >> 32) as u32));
+    }
+    let Some((slot, _)) = slot_of(u64::from(TRACE_EXIT_NR)) else {
+        return;
+    };
+    let Some((event, config)) = begin(ctx, slot) else {
+        return;
+    };
+    event.fields[trace_word::KIND] = trace_kind::EXIT;
+    event.data[trace_word::DURATION] = 0;
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let code = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((task + offset) as *const u32) };
+    event.data[0] = u64::from(code.unwrap_or(0));
+    finish(ctx, event, config);
 }

@@ -486,6 +486,7 @@ impl Bpf {
         if sizing.trace {
             loader.map_max_entries(names::TRACE_START, tracer_common::TRACE_ENTRIES);
             loader.map_max_entries(names::TRACE_SAVED, tracer_common::TRACE_SAVED_ENTRIES);
+            loader.map_max_entries(names::TRACE_FATAL, tracer_common::TRACKED_MAX);
         }
         if let Some((rows, shape)) = &sizing.filter_globs {
             loader.map_max_entries(names::FILTERS, tracer_common::SLOTS);
@@ -647,6 +648,19 @@ impl Bpf {
     ) -> Result<Slot, Error> {
         let programs = [("trace_exit", "sys_exit"), ("trace_enter", "sys_enter")];
         self.dispatched_slot(config, nr, nr, filter, &programs)
+    }
+
+    /// Takes the `tracer trace` slot of events that are not calls (`nr`:
+    /// [`tracer_common::TRACE_SIGNAL_NR`] or [`tracer_common::TRACE_EXIT_NR`]), with
+    /// `programs` (name, raw tracepoint) attached. Take the exit's before the tracking
+    /// programs start: it must run before `track_exit` forgets the task.
+    pub fn take_trace_event_slot(
+        &mut self,
+        config: SlotConfig,
+        nr: u32,
+        programs: &[(&str, &str)],
+    ) -> Result<Slot, Error> {
+        self.dispatched_slot(config, nr, nr, None, programs)
     }
 
     /// The next slot of the range the syscall programs share: config and filter written,

@@ -445,15 +445,17 @@ pub struct Tasks {
 #[command(after_help = "Examples:
   tracer trace -- cat /etc/hostname                        every call of cat, strace's way
   tracer trace -e openat,read --failed -- cat /nope         failed opens and reads only
-  tracer trace -e %file -e '!access' -- ls /etc             calls that take a path, but access
+  tracer trace -e '!%memory,%signal' -- ls /etc             every call but memory and signal calls
   tracer trace -c -- ls /                                   calls, errors and time per call
   tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname
   tracer trace -p 1234 -d 2s -o calls.txt                  a running process, its threads, its children
-  tracer trace -f json -o calls.json -- true               one JSON object per call")]
+  tracer trace --format json -o calls.json -- true         one JSON object per call")]
 pub struct TraceArgs {
-    /// Which calls: names (openat,read), strace's classes (%file, %process, %network,
-    /// %memory, %signal, %desc, %ipc), `!` before one to leave it out; repeatable; strace's
-    /// `trace=` prefix is accepted. Default: every call.
+    /// strace's -e: `[trace=][!]SET` the calls (names such as openat,read; strace's classes
+    /// %file, %process, %network, %memory, %signal, %desc, %ipc; `!` before the set for every
+    /// other call), `signal=[!]SET` the signals whose `--- SIG... ---` lines show (none hides
+    /// them), `status=failed` only failed calls. Each -e of a qualifier replaces the one
+    /// before, as in strace. Default: every call and signal.
     #[arg(
         short = 'e',
         long = "expr",
@@ -468,6 +470,10 @@ pub struct TraceArgs {
     /// Only failed calls (strace's -Z), decided in the kernel.
     #[arg(short = 'Z', long)]
     pub failed: bool,
+    /// Accepted as strace's -f and -ff: tracer trace always follows the children and threads
+    /// (until the last one exits).
+    #[arg(short = 'f', action = clap::ArgAction::Count)]
+    pub follow: u8,
     /// Only calls for which EXPR holds, decided in the kernel: the filter grammar of `tracer
     /// probe` over the call's arguments by name (filename, fd, flags, count...), ret, comm,
     /// pid, tid and cpu.
@@ -482,14 +488,23 @@ pub struct TraceArgs {
     #[arg(short = 's', long = "string-limit", value_name = "N", default_value_t = 32,
           value_parser = clap::value_parser!(u32).range(1..=tracer_common::STRLEN_MAX as i64))]
     pub strsize: u32,
-    /// Prefix each line with the time of day (strace's -tt: HH:MM:SS.microseconds).
-    #[arg(short = 't', long = "time")]
-    pub time: bool,
+    /// Prefix each line with the local time of day, as strace: -t HH:MM:SS, -tt with
+    /// microseconds, -ttt seconds since the epoch.
+    #[arg(short = 't', long = "time", action = clap::ArgAction::Count)]
+    pub time: u8,
+    /// Show the time spent in each call, as strace's -T: `<0.000012>`.
+    #[arg(short = 'T', long = "syscall-times")]
+    pub durations: bool,
+    /// Show a call blocked this long at once, as `read(0,  <unfinished ...>`, and its end as
+    /// `<... read resumed>` (strace's way); 0: only when tracing ends.
+    #[arg(long, value_name = "SECS", default_value = "1s", value_parser = crate::units::parse_seconds)]
+    pub unfinished_after: Duration,
     /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,
-    /// Output format: text (strace's lines), or json (one object per call).
-    #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
+    /// Output format: text (strace's lines), or json (one object per call). Only its long
+    /// name here: -f is strace's.
+    #[arg(long = "format", value_enum, default_value = "text")]
     pub format: Format,
     /// Write the calls to FILE (`-` for standard output). Without it, text goes to standard
     /// error (where strace writes it: the traced program keeps standard output to itself) and

@@ -3,17 +3,17 @@
 //! whole through the shared ring buffer (in the order calls end); `-c` counts them in the
 //! kernel instead. The calls go to stderr (or `-o FILE`), as strace's do.
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
-use tracer_common::{Event, TraceStart};
+use tracer_common::{signal_word, trace_kind, trace_word, Event, TraceStart};
 
 use crate::bpf::{Bpf, Sizing};
 use crate::cli::TraceArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::summary::{self, Banner, Summary};
-use crate::output::trace::{self as show, CallWriter, End, Row};
+use crate::output::trace::{self as show, CallWriter, Delivered, End, LineStyle, Row, TaskEvent};
 use crate::plan::trace::{trace_plan, TracePlan};
-use crate::probe::syscall::{Layout, Options};
+use crate::probe::syscall::{self, Layout, Options};
 use crate::session::{self, Hold, OutputRings, Session, Sink, Transport};
 use crate::Error;
 
@@ -70,6 +70,11 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         let slot = bpf.take_trace_slot(config, layout.nr, filter.as_ref())?;
         by_slot.insert(slot.id, by_slot.len());
     }
+    // Before the tracking programs: the exit's program must see a task before they forget it.
+    let task_slots = match plan.summary {
+        true => TaskSlots::default(),
+        false => TaskSlots::take(&mut bpf, &options, plan.signals)?,
+    };
     session.follow(&mut bpf, &fs)?;
     session.follow_adopted(&mut bpf, &fs, &plan.pids)?;
     let banner = Banner {
@@ -88,20 +93,42 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         detail: None,
     };
     session.begin(&banner)?;
-    let wall_offset_ns = plan.time.then(wall_offset_ns);
+    let style = LineStyle {
+        stamp: (plan.stamp).map(|stamp| {
+            (
+                stamp,
+                wall_offset_ns(),
+                crate::counter::os::utc_offset_secs(),
+            )
+        }),
+        durations: plan.durations,
+    };
+    let by_nr = (layouts.iter().enumerate())
+        .map(|(i, l)| (l.nr, i))
+        .collect();
     let mut sink = TraceSink {
         bpf: &bpf,
         rings: &mut rings,
         layouts: &layouts,
         by_slot,
-        writer: CallWriter::new(out, plan.format, wall_offset_ns),
+        by_nr,
+        task_slots,
+        signals: plan.signals,
+        unfinished_after: (!plan.summary).then_some(plan.unfinished_after).flatten(),
+        blocked: HashSet::new(),
+        exited: HashSet::new(),
+        writer: CallWriter::new(out, plan.format, style),
         printed: 0,
         reported_lost: 0,
     };
     let ring_fds = sink.rings.raw_fds();
     let outcome = session.run(&mut sink, ring_fds, plan.duration)?;
     let unfinished = sink.unfinished()?;
-    if let (session::End::CommandExited(code), false) = (outcome.end, plan.summary) {
+    // The command's exit line came with its exit event, where the kernel has BTF for it.
+    let exit_shown = session.pid().is_some_and(|pid| sink.exited.contains(&pid));
+    if let (session::End::CommandExited(code), false, false) =
+        (outcome.end, plan.summary, exit_shown)
+    {
         let line = match code {
             0..=127 => format!("+++ exited with {code} +++"),
             _ => format!(
@@ -247,12 +274,57 @@ fn summary_rows(
     Ok(rows.into_values().collect())
 }
 
+/// The slots of a task's signals and exit (none for `-c`, or `-e signal=none`).
+#[derive(Default)]
+struct TaskSlots {
+    signal: Option<u32>,
+    exit: Option<u32>,
+}
+
+impl TaskSlots {
+    fn take(bpf: &mut Bpf, options: &Options, signals: u64) -> Result<TaskSlots, Error> {
+        let config = syscall::task_event_config(options);
+        let mut take = |nr, programs: &[(&str, &str)]| {
+            (bpf.take_trace_event_slot(config, nr, programs)).map(|slot| Some(slot.id))
+        };
+        Ok(TaskSlots {
+            exit: take(
+                tracer_common::TRACE_EXIT_NR,
+                &[("trace_task_exit", "sched_process_exit")],
+            )?,
+            // A signal that kills is seen as it is sent (it is never delivered as itself).
+            signal: match signals {
+                0 => None,
+                _ => take(
+                    tracer_common::TRACE_SIGNAL_NR,
+                    &[
+                        ("trace_signal_sent", "signal_generate"),
+                        ("trace_signal", "signal_deliver"),
+                    ],
+                )?,
+            },
+        })
+    }
+}
+
 struct TraceSink<'a> {
     bpf: &'a Bpf,
     rings: &'a mut OutputRings,
     layouts: &'a [Layout],
     /// Index in `layouts` by slot id.
     by_slot: HashMap<u32, usize>,
+    /// Index in `layouts` by syscall number (the calls in flight).
+    by_nr: HashMap<u32, usize>,
+    task_slots: TaskSlots,
+    /// `-e signal=`: bit `n - 1` for signal `n` shown.
+    signals: u64,
+    /// Calls in flight this long are shown unfinished at once.
+    unfinished_after: Option<std::time::Duration>,
+    /// The calls shown unfinished while they blocked (thread, entry time): their end is
+    /// shown resumed.
+    blocked: HashSet<(u64, u64)>,
+    /// The tasks whose exit line was printed.
+    exited: HashSet<u32>,
     writer: CallWriter<crate::output::Output>,
     printed: u64,
     reported_lost: u64,
@@ -266,11 +338,13 @@ impl Sink for TraceSink<'_> {
     fn drain(&mut self) -> Result<bool, Error> {
         let batch = self.rings.drain_batch();
         for (event, range) in &batch.events {
+            let comm = String::from_utf8_lossy(event.comm());
             let Some(&i) = self.by_slot.get(&event.slot) else {
+                self.task_event(event, &comm)?;
                 continue;
             };
-            let comm = String::from_utf8_lossy(event.comm());
-            let call = self.layouts[i].call(event, &batch.strings[range.clone()], &comm);
+            let mut call = self.layouts[i].call(event, &batch.strings[range.clone()], &comm);
+            call.resumed = self.blocked.remove(&(event.pid_tgid, event.time_ns));
             self.writer.write(&call).map_err(Error::Output)?;
             self.printed += 1;
         }
@@ -289,6 +363,7 @@ impl Sink for TraceSink<'_> {
     }
 
     fn tick(&mut self) -> Result<bool, Error> {
+        self.show_blocked()?;
         let (_, lost) = self.bpf.stats()?;
         if lost > self.reported_lost {
             summary::note(format!(
@@ -302,26 +377,83 @@ impl Sink for TraceSink<'_> {
 }
 
 impl TraceSink<'_> {
-    /// Prints the calls still in flight when tracing ended, oldest first; returns how many.
+    /// A signal delivered to a task, or its exit, as strace shows them.
+    fn task_event(&mut self, event: &Event, comm: &str) -> Result<(), Error> {
+        let is = |slot: Option<u32>| slot == Some(event.slot);
+        let task_event = match event.fields[trace_word::KIND] {
+            trace_kind::SIGNAL if is(self.task_slots.signal) => {
+                let signo = event.data[signal_word::SIGNO] as u32;
+                if signo == 0 || signo > 64 || self.signals & (1 << (signo - 1)) == 0 {
+                    return Ok(());
+                }
+                let union = &event.data[signal_word::UNION..][..signal_word::UNION_WORDS];
+                TaskEvent::Signal(Delivered {
+                    signo,
+                    code: event.data[signal_word::CODE] as u32 as i32,
+                    words: union.try_into().expect("four words"),
+                })
+            }
+            trace_kind::EXIT if is(self.task_slots.exit) => {
+                self.exited.insert(event.tid());
+                TaskEvent::Exit(event.data[0] as u32)
+            }
+            _ => return Ok(()),
+        };
+        let task = (event.pid(), event.tid());
+        (self
+            .writer
+            .task_event(event.time_ns, task, comm, &task_event))
+        .map_err(Error::Output)
+    }
+
+    /// Shows the calls blocked for `unfinished_after` and not shown yet, as strace shows a
+    /// call another task's line interrupts: `read(0,  <unfinished ...>`.
+    fn show_blocked(&mut self) -> Result<(), Error> {
+        let Some(after) = self.unfinished_after else {
+            return Ok(());
+        };
+        let now = session::monotonic_ns();
+        let mut open: Vec<(u64, TraceStart)> = (self.bpf.trace_in_flight()?.into_iter())
+            .filter(|(_, s)| now.saturating_sub(s.time_ns) >= after.as_nanos() as u64)
+            .filter(|(tid, s)| !self.blocked.contains(&(*tid, s.time_ns)))
+            .collect();
+        open.sort_by_key(|(_, s)| s.time_ns);
+        for (pid_tgid, start) in open {
+            if self.write_in_flight(pid_tgid, &start)? {
+                self.blocked.insert((pid_tgid, start.time_ns));
+            }
+        }
+        self.writer.flush().map_err(Error::Output)
+    }
+
+    /// Prints the calls still in flight when tracing ended, oldest first (those already
+    /// shown blocked are not shown twice); returns how many.
     fn unfinished(&mut self) -> Result<u64, Error> {
         let mut open: Vec<(u64, TraceStart)> = self.bpf.trace_in_flight()?;
         open.sort_by_key(|(_, s)| s.time_ns);
-        let by_nr: HashMap<u32, &Layout> = self.layouts.iter().map(|l| (l.nr, l)).collect();
-        let mut shown = 0;
+        let mut count = 0;
         for (pid_tgid, start) in &open {
-            let Some(layout) = by_nr.get(&start.nr) else {
-                continue;
-            };
-            let mut event = Event::from_bytes(&[0u8; Event::SIZE]).expect("a zeroed event");
-            event.pid_tgid = *pid_tgid;
-            event.time_ns = start.time_ns;
-            event.data[..tracer_common::word::ARGS].copy_from_slice(&start.args);
-            let comm = task_comm(*pid_tgid as u32);
-            let call = layout.shown(&event, &[], &comm, End::Unfinished);
-            self.writer.write(&call).map_err(Error::Output)?;
-            shown += 1;
+            let shown = self.blocked.contains(&(*pid_tgid, start.time_ns));
+            if shown || self.write_in_flight(*pid_tgid, start)? {
+                count += 1;
+            }
         }
-        Ok(shown)
+        Ok(count)
+    }
+
+    /// A call in flight, as far as its entry tells; `false` if it is not one of the run's.
+    fn write_in_flight(&mut self, pid_tgid: u64, start: &TraceStart) -> Result<bool, Error> {
+        let Some(&i) = self.by_nr.get(&start.nr) else {
+            return Ok(false);
+        };
+        let mut event = Event::from_bytes(&[0u8; Event::SIZE]).expect("a zeroed event");
+        event.pid_tgid = pid_tgid;
+        event.time_ns = start.time_ns;
+        event.data[..tracer_common::word::ARGS].copy_from_slice(&start.args);
+        let comm = task_comm(pid_tgid as u32);
+        let call = self.layouts[i].shown(&event, &[], &comm, End::Unfinished);
+        self.writer.write(&call).map_err(Error::Output)?;
+        Ok(true)
     }
 }
 

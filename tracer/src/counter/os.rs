@@ -1,4 +1,5 @@
-//! The few libc calls `tracer stat` needs beyond the perf layer.
+//! The few libc calls the commands need beyond the perf layer (`tracer stat`'s rusage, ctime
+//! and log fd; `tracer trace`'s time zone).
 #![allow(unsafe_code)]
 
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -29,6 +30,20 @@ pub fn ctime_now() -> String {
         std::ffi::CStr::from_ptr(buf.as_ptr())
             .to_string_lossy()
             .into_owned()
+    }
+}
+
+/// The local time zone's offset from UTC now, in seconds east (localtime_r(3)'s
+/// `tm_gmtoff`): strace's `-t` prints the local time of day.
+pub fn utc_offset_secs() -> i64 {
+    // SAFETY: time(NULL) has no preconditions; tm is plain data that localtime_r fills.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        match libc::localtime_r(&now, &mut tm).is_null() {
+            true => 0,
+            false => tm.tm_gmtoff,
+        }
     }
 }
 

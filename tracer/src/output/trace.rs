@@ -39,7 +39,12 @@ pub struct Call<'a> {
     pub comm: &'a str,
     pub name: &'a str,
     pub args: Vec<Shown>,
+    /// How many of `args` strace prints when the call enters (those before the first one the
+    /// call fills): an unfinished call shows these, its resumed line the rest.
+    pub at_entry: usize,
     pub end: End,
+    /// Shown unfinished while it blocked: its end is strace's `<... NAME resumed>` line.
+    pub resumed: bool,
     /// The return value as a signed number (`Returned`).
     pub ret: i64,
     /// The return value as strace shows it (`3`, `-1 ENOENT (...)`, `?`).
@@ -62,22 +67,205 @@ struct JsonCall<'a> {
     unfinished: bool,
 }
 
+/// What befell a task besides its calls: a signal delivered to it, or its exit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// strace's `--- SIGUSR1 {si_signo=SIGUSR1, ...} ---`.
+    Signal(Delivered),
+    /// Its wait status (`exit_code`): strace's `+++ exited with 3 +++`, `+++ killed by
+    /// SIGTERM +++`.
+    Exit(u32),
+}
+
+/// A delivered signal: its number, `si_code`, and the siginfo's union words (bytes 16..48).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivered {
+    pub signo: u32,
+    pub code: i32,
+    pub words: [u64; 4],
+}
+
+impl Delivered {
+    /// The siginfo as strace prints it: the fields its `si_code` says are set.
+    pub fn siginfo(&self) -> String {
+        use crate::output::syscall::signal;
+        let name = signal(u64::from(self.signo));
+        let low = |w: u64| w as u32;
+        let high = |w: u64| (w >> 32) as u32;
+        let (pid, uid) = (low(self.words[0]), high(self.words[0]));
+        let mut text = format!("si_signo={name}, si_code={}", self.code_name());
+        let fault = [
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGTRAP,
+        ];
+        match self.code {
+            // SI_USER, SI_TKILL, SI_QUEUE, SI_MESGQ: who sent it.
+            0 | -6 | -1 | -3 => {
+                text.push_str(&format!(", si_pid={pid}, si_uid={uid}"));
+                if self.code == -1 {
+                    let value = self.words[1];
+                    text.push_str(&format!(", si_int={}, si_ptr={value:#x}", value as i32));
+                }
+            }
+            // SI_TIMER
+            -2 => text.push_str(&format!(
+                ", si_timerid={:#x}, si_overrun={}, si_int={}, si_ptr={:#x}",
+                low(self.words[0]),
+                high(self.words[0]) as i32,
+                self.words[1] as i32,
+                self.words[1]
+            )),
+            code if code > 0 && self.signo == libc::SIGCHLD as u32 => {
+                let status = low(self.words[1]) as i32;
+                let status = match code {
+                    // CLD_EXITED: the exit code; otherwise the signal.
+                    1 => status.to_string(),
+                    _ => signal(status as u64),
+                };
+                text.push_str(&format!(
+                    ", si_pid={pid}, si_uid={uid}, si_status={status}, si_utime={}, si_stime={}",
+                    self.words[2], self.words[3]
+                ));
+            }
+            code if code > 0 && fault.contains(&(self.signo as i32)) => {
+                text.push_str(&format!(
+                    ", si_addr={}",
+                    super::syscall::pointer(self.words[0])
+                ));
+            }
+            _ => {}
+        }
+        format!("{{{text}}}")
+    }
+
+    /// `SI_USER`, `CLD_EXITED`, `SEGV_MAPERR`..., else the number.
+    fn code_name(&self) -> String {
+        let general = match self.code {
+            0 => Some("SI_USER"),
+            0x80 => Some("SI_KERNEL"),
+            -1 => Some("SI_QUEUE"),
+            -2 => Some("SI_TIMER"),
+            -3 => Some("SI_MESGQ"),
+            -4 => Some("SI_ASYNCIO"),
+            -5 => Some("SI_SIGIO"),
+            -6 => Some("SI_TKILL"),
+            _ => None,
+        };
+        let by_signal: &[&str] = match self.signo as i32 {
+            libc::SIGCHLD => &[
+                "CLD_EXITED",
+                "CLD_KILLED",
+                "CLD_DUMPED",
+                "CLD_TRAPPED",
+                "CLD_STOPPED",
+                "CLD_CONTINUED",
+            ],
+            libc::SIGSEGV => &["SEGV_MAPERR", "SEGV_ACCERR", "SEGV_BNDERR", "SEGV_PKUERR"],
+            libc::SIGBUS => &["BUS_ADRALN", "BUS_ADRERR", "BUS_OBJERR"],
+            libc::SIGFPE => &[
+                "FPE_INTDIV",
+                "FPE_INTOVF",
+                "FPE_FLTDIV",
+                "FPE_FLTOVF",
+                "FPE_FLTUND",
+                "FPE_FLTRES",
+                "FPE_FLTINV",
+                "FPE_FLTSUB",
+            ],
+            libc::SIGILL => &[
+                "ILL_ILLOPC",
+                "ILL_ILLOPN",
+                "ILL_ILLADR",
+                "ILL_ILLTRP",
+                "ILL_PRVOPC",
+                "ILL_PRVREG",
+                "ILL_COPROC",
+                "ILL_BADSTK",
+            ],
+            libc::SIGTRAP => &["TRAP_BRKPT", "TRAP_TRACE", "TRAP_BRANCH", "TRAP_HWBKPT"],
+            _ => &[],
+        };
+        let specific = (self.code > 0)
+            .then(|| by_signal.get(self.code as usize - 1))
+            .flatten();
+        match (general, specific) {
+            (Some(name), _) | (None, Some(&name)) => name.to_string(),
+            (None, None) => self.code.to_string(),
+        }
+    }
+}
+
+/// An exit status (`exit_code`) as strace ends a task: `exited with 3`, `killed by SIGSEGV
+/// (core dumped)`.
+pub fn exit_text(status: u32) -> String {
+    let signal = status & 0x7f;
+    match signal {
+        0 => format!("+++ exited with {} +++", (status >> 8) & 0xff),
+        _ => format!(
+            "+++ killed by {}{} +++",
+            crate::output::syscall::signal(u64::from(signal)),
+            if status & 0x80 != 0 {
+                " (core dumped)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonTaskEvent<'a> {
+    time_ns: u64,
+    pid: u32,
+    tid: u32,
+    comm: &'a str,
+    /// "signal" or "exit".
+    event: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    siginfo: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    killed_by: Option<String>,
+}
+
+/// strace's `-t`, `-tt` and `-ttt`: the time of day in seconds, with microseconds, or the
+/// seconds since the epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    Seconds,
+    Micros,
+    Epoch,
+}
+
+/// How each line starts and ends besides the call: `-t`'s stamp (with CLOCK_REALTIME minus
+/// CLOCK_MONOTONIC, and the local time zone's offset from UTC), `-T`'s time in the call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineStyle {
+    pub stamp: Option<(Stamp, i128, i64)>,
+    pub durations: bool,
+}
+
 /// Writes calls as they come.
 pub struct CallWriter<W: Write> {
     out: W,
     format: Format,
-    /// `-t`: CLOCK_REALTIME minus CLOCK_MONOTONIC, to show entry times as the time of day.
-    wall_offset_ns: Option<i128>,
+    style: LineStyle,
     /// Threads seen: once there are two, every line names its thread (strace's `[pid N]`).
     tasks: HashSet<u32>,
 }
 
 impl<W: Write> CallWriter<W> {
-    pub fn new(out: W, format: Format, wall_offset_ns: Option<i128>) -> CallWriter<W> {
+    pub fn new(out: W, format: Format, style: LineStyle) -> CallWriter<W> {
         CallWriter {
             out,
             format,
-            wall_offset_ns,
+            style,
             tasks: HashSet::new(),
         }
     }
@@ -114,30 +302,104 @@ impl<W: Write> CallWriter<W> {
         }
     }
 
-    /// A call's text line: `[pid TID COMM] ` once several threads were seen, the time of day
-    /// with `-t`, then the call.
-    fn line(&self, call: &Call<'_>) -> String {
+    /// A signal or an exit of task `tid`, at `time_ns` (CLOCK_MONOTONIC).
+    pub fn task_event(
+        &mut self,
+        time_ns: u64,
+        (pid, tid): (u32, u32),
+        comm: &str,
+        event: &TaskEvent,
+    ) -> io::Result<()> {
+        self.tasks.insert(tid);
+        match self.format {
+            Format::Json => {
+                let signal = |n: u32| crate::output::syscall::signal(u64::from(n));
+                let line = match event {
+                    TaskEvent::Signal(d) => JsonTaskEvent {
+                        event: "signal",
+                        signal: Some(signal(d.signo)),
+                        siginfo: Some(d.siginfo()),
+                        ..JsonTaskEvent::new(time_ns, pid, tid, comm)
+                    },
+                    TaskEvent::Exit(status) => JsonTaskEvent {
+                        event: "exit",
+                        exit_code: (status & 0x7f == 0).then_some((status >> 8) & 0xff),
+                        killed_by: (status & 0x7f != 0).then(|| signal(status & 0x7f)),
+                        ..JsonTaskEvent::new(time_ns, pid, tid, comm)
+                    },
+                };
+                serde_json::to_writer(&mut self.out, &line)?;
+                self.out.write_all(b"\n")
+            }
+            Format::Text => {
+                let mut line = self.prefix(time_ns, tid, comm);
+                match event {
+                    TaskEvent::Signal(d) => line.push_str(&format!(
+                        "--- {} {} ---",
+                        crate::output::syscall::signal(u64::from(d.signo)),
+                        d.siginfo()
+                    )),
+                    TaskEvent::Exit(status) => line.push_str(&exit_text(*status)),
+                }
+                line.push('\n');
+                self.out.write_all(line.as_bytes())
+            }
+        }
+    }
+
+    /// `[pid TID COMM] ` once several threads were seen, then `-t`'s time.
+    fn prefix(&self, time_ns: u64, tid: u32, comm: &str) -> String {
         let mut line = String::new();
         if self.tasks.len() > 1 {
-            line.push_str(&format!("[pid {:>5} {}] ", call.tid, call.comm));
+            line.push_str(&format!("[pid {tid:>5} {comm}] "));
         }
-        if let Some(offset) = self.wall_offset_ns {
-            line.push_str(&time_of_day(call.time_ns as i128 + offset));
+        if let Some((stamp, wall_offset, zone_offset)) = self.style.stamp {
+            line.push_str(&stamped(stamp, time_ns as i128 + wall_offset, zone_offset));
             line.push(' ');
         }
-        line.push_str(call.name);
-        line.push('(');
-        let args: Vec<&str> = call.args.iter().map(|a| a.text.as_str()).collect();
-        line.push_str(&args.join(", "));
+        line
+    }
+
+    /// A call's text line, as strace writes it: an unfinished call ends after the arguments
+    /// it had at entry (`read(0,  <unfinished ...>`), its resumed end starts `<... read
+    /// resumed>` with the rest.
+    fn line(&self, call: &Call<'_>) -> String {
+        let mut line = self.prefix(call.time_ns, call.tid, call.comm);
+        let texts: Vec<&str> = call.args.iter().map(|a| a.text.as_str()).collect();
+        let at_entry = call.at_entry.min(texts.len());
+        match call.resumed {
+            true => {
+                line.push_str(&format!("<... {} resumed>", call.name));
+                line.push_str(&texts[at_entry..].join(", "));
+            }
+            false if call.end == End::Unfinished => {
+                line.push_str(call.name);
+                line.push('(');
+                for text in &texts[..at_entry] {
+                    line.push_str(text);
+                    line.push_str(", ");
+                }
+                line.push_str(" <unfinished ...>\n");
+                return line;
+            }
+            false => {
+                line.push_str(call.name);
+                line.push('(');
+                line.push_str(&texts.join(", "));
+            }
+        }
         match call.end {
-            End::Returned => line.push_str(&format!(
-                ") = {} <{}.{:06}>",
-                call.ret_text,
-                call.duration_ns / 1_000_000_000,
-                call.duration_ns % 1_000_000_000 / 1000
-            )),
-            End::NoReturn => line.push_str(") = ?"),
-            End::Unfinished => line.push_str(" <unfinished ...>)"),
+            End::Returned => {
+                line.push_str(&format!(") = {}", call.ret_text));
+                if self.style.durations {
+                    line.push_str(&format!(
+                        " <{}.{:06}>",
+                        call.duration_ns / 1_000_000_000,
+                        call.duration_ns % 1_000_000_000 / 1000
+                    ));
+                }
+            }
+            _ => line.push_str(") = ?"),
         }
         line.push('\n');
         line
@@ -156,17 +418,41 @@ impl<W: Write> CallWriter<W> {
     }
 }
 
-/// `HH:MM:SS.uuuuuu` (UTC) of a CLOCK_REALTIME time in ns.
-fn time_of_day(realtime_ns: i128) -> String {
+impl<'a> JsonTaskEvent<'a> {
+    fn new(time_ns: u64, pid: u32, tid: u32, comm: &'a str) -> JsonTaskEvent<'a> {
+        JsonTaskEvent {
+            time_ns,
+            pid,
+            tid,
+            comm,
+            event: "",
+            signal: None,
+            siginfo: None,
+            exit_code: None,
+            killed_by: None,
+        }
+    }
+}
+
+/// A CLOCK_REALTIME time in ns as `-t` (`HH:MM:SS`), `-tt` (`HH:MM:SS.uuuuuu`) or `-ttt`
+/// (`SECONDS.uuuuuu`) writes it; the time of day is local, `zone_offset` seconds east of UTC.
+fn stamped(stamp: Stamp, realtime_ns: i128, zone_offset: i64) -> String {
     let us = (realtime_ns / 1000).max(0) as u64;
-    let secs = us / 1_000_000;
-    format!(
-        "{:02}:{:02}:{:02}.{:06}",
-        secs / 3600 % 24,
-        secs / 60 % 60,
-        secs % 60,
-        us % 1_000_000
-    )
+    if stamp == Stamp::Epoch {
+        return format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    }
+    let secs = (us / 1_000_000) as i64 + zone_offset;
+    let of_day = secs.rem_euclid(86_400);
+    let clock = format!(
+        "{:02}:{:02}:{:02}",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    );
+    match stamp {
+        Stamp::Micros => format!("{clock}.{:06}", us % 1_000_000),
+        _ => clock,
+    }
 }
 
 /// One row of `-c`: a call's count, errors and time.
@@ -245,7 +531,9 @@ mod tests {
                     text: "\"/nope\"".into(),
                 },
             ],
+            at_entry: 2,
             end,
+            resumed: false,
             ret: -2,
             ret_text: "-1 ENOENT (No such file or directory)".into(),
             errno: Some("ENOENT"),
@@ -255,7 +543,11 @@ mod tests {
 
     fn text(calls: &[Call<'_>]) -> String {
         let mut out = Vec::new();
-        let mut w = CallWriter::new(&mut out, Format::Text, None);
+        let style = LineStyle {
+            durations: true,
+            ..LineStyle::default()
+        };
+        let mut w = CallWriter::new(&mut out, Format::Text, style);
         for c in calls {
             w.write(c).unwrap();
         }
@@ -270,7 +562,17 @@ mod tests {
         );
         assert_eq!(
             text(&[call(End::Unfinished)]),
-            "openat(AT_FDCWD, \"/nope\" <unfinished ...>)\n"
+            "openat(AT_FDCWD, \"/nope\",  <unfinished ...>\n"
+        );
+        let mut read = call(End::Unfinished);
+        read.name = "read";
+        read.at_entry = 1;
+        assert_eq!(text(&[read.clone()]), "read(AT_FDCWD,  <unfinished ...>\n");
+        read.end = End::Returned;
+        read.resumed = true;
+        assert_eq!(
+            text(&[read]),
+            "<... read resumed>\"/nope\") = -1 ENOENT (No such file or directory) <0.000012>\n"
         );
         let mut other = call(End::NoReturn);
         other.tid = 8;
@@ -286,7 +588,7 @@ mod tests {
     #[test]
     fn json_has_every_field() {
         let mut out = Vec::new();
-        CallWriter::new(&mut out, Format::Json, None)
+        CallWriter::new(&mut out, Format::Json, LineStyle::default())
             .write(&call(End::Returned))
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -298,6 +600,59 @@ mod tests {
         assert_eq!(v["args"][0]["value"], -100);
         assert_eq!(v["args"][1]["text"], "\"/nope\"");
         assert_eq!(v["unfinished"], false);
+    }
+
+    /// As strace 6.1 printed them for tests/workloads/signals.c.
+    #[test]
+    fn signals_and_exits_read_as_strace_writes_them() {
+        let mut out = Vec::new();
+        let mut w = CallWriter::new(&mut out, Format::Text, LineStyle::default());
+        let sent = |signo: i32, code: i32, words: [u64; 4]| {
+            TaskEvent::Signal(Delivered {
+                signo: signo as u32,
+                code,
+                words,
+            })
+        };
+        let me = (389, 389);
+        w.task_event(0, me, "signals", &sent(libc::SIGUSR1, 0, [389, 0, 0, 0]))
+            .unwrap();
+        w.task_event(0, me, "signals", &sent(libc::SIGUSR2, -6, [389, 0, 0, 0]))
+            .unwrap();
+        w.task_event(0, me, "signals", &sent(libc::SIGCHLD, 1, [390, 3, 0, 0]))
+            .unwrap();
+        w.task_event(0, me, "signals", &sent(libc::SIGSEGV, 1, [0x10, 0, 0, 0]))
+            .unwrap();
+        w.task_event(0, me, "signals", &sent(libc::SIGALRM, 0x80, [0; 4]))
+            .unwrap();
+        w.task_event(0, me, "signals", &TaskEvent::Exit(3 << 8))
+            .unwrap();
+        w.task_event(0, me, "signals", &TaskEvent::Exit(15))
+            .unwrap();
+        w.task_event(0, me, "signals", &TaskEvent::Exit(0x80 | 11))
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "--- SIGUSR1 {si_signo=SIGUSR1, si_code=SI_USER, si_pid=389, si_uid=0} ---\n\
+             --- SIGUSR2 {si_signo=SIGUSR2, si_code=SI_TKILL, si_pid=389, si_uid=0} ---\n\
+             --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=390, si_uid=0, \
+             si_status=3, si_utime=0, si_stime=0} ---\n\
+             --- SIGSEGV {si_signo=SIGSEGV, si_code=SEGV_MAPERR, si_addr=0x10} ---\n\
+             --- SIGALRM {si_signo=SIGALRM, si_code=SI_KERNEL} ---\n\
+             +++ exited with 3 +++\n\
+             +++ killed by SIGTERM +++\n\
+             +++ killed by SIGSEGV (core dumped) +++\n"
+        );
+    }
+
+    #[test]
+    fn stamps_are_strace_t_tt_and_ttt() {
+        // 1970-01-02 03:04:05.678901 UTC, in a zone an hour east.
+        let ns = (86_400 + 3 * 3600 + 4 * 60 + 5) as i128 * 1_000_000_000 + 678_901_000;
+        assert_eq!(stamped(Stamp::Seconds, ns, 3600), "04:04:05");
+        assert_eq!(stamped(Stamp::Micros, ns, 3600), "04:04:05.678901");
+        assert_eq!(stamped(Stamp::Micros, ns, -4 * 3600), "23:04:05.678901");
+        assert_eq!(stamped(Stamp::Epoch, ns, 3600), "97445.678901");
     }
 
     #[test]

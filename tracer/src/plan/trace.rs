@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::cli::TraceArgs;
 use crate::kernel::syscalls::{self, class};
 use crate::output::events::Format;
+use crate::output::trace::Stamp;
 use crate::plan::filter::FilterPlan;
 use crate::Error;
 
@@ -25,8 +26,14 @@ pub struct TracePlan {
     pub summary: bool,
     /// `-s`: bytes of a buffer shown.
     pub strsize: u32,
-    /// `-t`: time of day before each line.
-    pub time: bool,
+    /// `-t`, `-tt`, `-ttt`: the time before each line.
+    pub stamp: Option<Stamp>,
+    /// `-T`: the time in each call after it.
+    pub durations: bool,
+    /// Calls blocked this long are shown unfinished at once.
+    pub unfinished_after: Option<Duration>,
+    /// `-e signal=`: bit `n - 1` for signal `n` shown.
+    pub signals: u64,
     pub duration: Option<Duration>,
     pub format: Format,
     pub file: Option<PathBuf>,
@@ -66,9 +73,11 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             vec!["drop -f json, or drop -c for one JSON object per call".into()],
         ));
     }
+    let exprs = expressions(&args.sets)?;
     Ok(TracePlan {
-        calls: selection(&args.sets)?,
-        failed: args.failed,
+        calls: exprs.calls,
+        failed: args.failed || exprs.failed,
+        signals: exprs.signals,
         filter: args
             .filter
             .as_deref()
@@ -76,7 +85,14 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             .transpose()?,
         summary: args.summary,
         strsize: args.strsize,
-        time: args.time,
+        stamp: match args.time {
+            0 => None,
+            1 => Some(Stamp::Seconds),
+            2 => Some(Stamp::Micros),
+            _ => Some(Stamp::Epoch),
+        },
+        durations: args.durations,
+        unfinished_after: (!args.unfinished_after.is_zero()).then_some(args.unfinished_after),
         duration: args.duration,
         format: args.format,
         file: args.file.clone(),
@@ -103,56 +119,153 @@ fn parse_pids(list: &str) -> Result<Vec<u32>, Error> {
         .collect()
 }
 
-/// The calls `-e` selects, strace's way: names and classes add, `!` items take away; with
-/// only `!` items (or no `-e`), from every call.
-pub fn selection(sets: &[String]) -> Result<Vec<u32>, Error> {
-    let items: Vec<&str> = sets
-        .iter()
-        .map(|s| s.strip_prefix("trace=").unwrap_or(s))
-        .flat_map(|s| s.split(','))
-        .map(str::trim)
+/// What `-e` says, strace's way: `[QUALIFIER=][!]VALUE[,VALUE...]`, where the qualifier is
+/// `trace` (the default), `signal` or `status`; each `-e` of a qualifier replaces the one
+/// before it, and a leading `!` takes the set's complement.
+#[derive(Debug, Default)]
+pub struct Expressions {
+    /// `trace=`: the calls, ascending.
+    pub calls: Vec<u32>,
+    /// `signal=`: bit `n - 1` for signal `n` shown (`--- SIGX ... ---` lines).
+    pub signals: u64,
+    /// `status=failed`: only calls that failed.
+    pub failed: bool,
+}
+
+/// Every signal's bit in [`Expressions::signals`].
+const ALL_SIGNALS: u64 = u64::MAX;
+
+pub fn expressions(exprs: &[String]) -> Result<Expressions, Error> {
+    let mut trace: Option<&str> = None;
+    let mut signal: Option<&str> = None;
+    let mut failed = false;
+    for expr in exprs {
+        let (qualifier, set) = match expr.split_once('=') {
+            Some((q, set)) if !q.contains(',') => (q, set),
+            _ => ("trace", expr.as_str()),
+        };
+        match qualifier {
+            "trace" | "t" => trace = Some(set),
+            "signal" | "signals" | "s" => signal = Some(set),
+            "status" => match set {
+                "failed" => failed = true,
+                "all" | "!none" => failed = false,
+                _ => {
+                    return Err(Error::usage(
+                        format!("-e status={set}: tracer trace takes status=failed or all"),
+                        vec!["status=failed keeps the calls that returned an error (-Z)".into()],
+                    ))
+                }
+            },
+            other => {
+                return Err(Error::usage(
+                    format!("-e {other}=: tracer trace does not take this qualifier"),
+                    vec![
+                        "it takes trace= (the default), signal= and status=failed, as strace does"
+                            .into(),
+                    ],
+                ))
+            }
+        }
+    }
+    Ok(Expressions {
+        calls: selection(trace.unwrap_or("all"))?,
+        signals: match signal {
+            Some(set) => signal_set(set)?,
+            None => ALL_SIGNALS,
+        },
+        failed,
+    })
+}
+
+/// A set of one qualifier: its values, and whether a leading `!` takes their complement.
+fn values(set: &str) -> (bool, Vec<&str>) {
+    let (negated, rest) = match set.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, set),
+    };
+    let items = (rest.split(',').map(str::trim))
         .filter(|s| !s.is_empty())
         .collect();
+    (negated, items)
+}
+
+/// The calls a `trace=` set selects: names, `%classes`, `all`, `none`; `?` before a name
+/// that may not exist here; `!` before the set for every other call.
+pub fn selection(set: &str) -> Result<Vec<u32>, Error> {
+    let (negated, items) = values(set);
     let everything = || {
         syscalls::all()
             .map(|(nr, _)| nr)
             .filter(|&nr| nr < tracer_common::SYSCALL_NRS)
     };
-    let only_exclusions = items.iter().all(|i| i.starts_with('!'));
-    let mut chosen: std::collections::BTreeSet<u32> = match only_exclusions {
-        true => everything().collect(),
-        false => Default::default(),
-    };
-    for item in &items {
-        let (remove, name) = match item.strip_prefix('!') {
+    let mut named = std::collections::BTreeSet::new();
+    for item in items {
+        let (optional, name) = match item.strip_prefix('?') {
             Some(rest) => (true, rest),
-            None => (false, *item),
+            None => (false, item),
         };
         let numbers: Vec<u32> = match name {
             "all" => everything().collect(),
             "none" => Vec::new(),
-            _ => match name.strip_prefix('%') {
-                Some(class_name) => class_calls(class_name)?,
-                None => vec![call_number(name)?],
+            _ => match (name.strip_prefix('%'), optional) {
+                (Some(class_name), _) => class_calls(class_name)?,
+                (None, false) => vec![call_number(name)?],
+                (None, true) => call_number(name).into_iter().collect(),
             },
         };
-        for nr in numbers {
-            match remove {
-                true => chosen.remove(&nr),
-                false => chosen.insert(nr),
-            };
-        }
+        named.extend(numbers);
     }
+    let chosen: Vec<u32> = match negated {
+        true => everything().filter(|nr| !named.contains(nr)).collect(),
+        false => named.into_iter().collect(),
+    };
     if chosen.is_empty() {
         return Err(Error::usage(
-            format!("-e {}: no system call is left to trace", sets.join(" -e ")),
+            format!("-e trace={set}: no system call is left to trace"),
             vec![
-                "name calls (openat,read) or classes (%file), and `!` only to leave some out"
+                "name calls (openat,read) or classes (%file); `!` before the set traces every other call"
                     .into(),
             ],
         ));
     }
-    Ok(chosen.into_iter().collect())
+    Ok(chosen)
+}
+
+/// The signals a `signal=` set shows: names with or without `SIG`, numbers, `all`, `none`;
+/// `!` before the set for every other signal.
+fn signal_set(set: &str) -> Result<u64, Error> {
+    let (negated, items) = values(set);
+    let mut mask = 0u64;
+    for item in items {
+        mask |= match item {
+            "all" => ALL_SIGNALS,
+            "none" => 0,
+            _ => 1 << (signal_number(item)? - 1),
+        };
+    }
+    Ok(if negated { !mask } else { mask })
+}
+
+fn signal_number(name: &str) -> Result<u32, Error> {
+    if let Ok(n) = name.parse::<u32>() {
+        if (1..=64).contains(&n) {
+            return Ok(n);
+        }
+    }
+    let upper = name.to_ascii_uppercase();
+    let full = match upper.starts_with("SIG") {
+        true => upper,
+        false => format!("SIG{upper}"),
+    };
+    (1..=64u32)
+        .find(|&n| crate::output::syscall::signal(u64::from(n)) == full)
+        .ok_or_else(|| {
+            Error::usage(
+                format!("-e signal=: no signal '{name}'"),
+                vec!["name signals as kill -l does (USR1, SIGTERM) or by number".into()],
+            )
+        })
 }
 
 fn class_calls(name: &str) -> Result<Vec<u32>, Error> {
@@ -189,8 +302,9 @@ mod tests {
 
     fn names(sets: &[&str]) -> Vec<&'static str> {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        selection(&sets)
+        expressions(&sets)
             .unwrap()
+            .calls
             .into_iter()
             .map(|nr| syscalls::name(nr).unwrap())
             .collect()
@@ -199,31 +313,53 @@ mod tests {
     #[test]
     fn names_classes_and_exclusions_select_as_strace_does() {
         assert_eq!(names(&["openat,read"]), ["read", "openat"]);
-        assert_eq!(names(&["trace=close", "write"]), ["write", "close"]);
+        // Each -e trace= replaces the one before, as in strace.
+        assert_eq!(names(&["trace=close", "write"]), ["write"]);
         let file = names(&["%file"]);
         assert!(file.contains(&"openat") && file.contains(&"execve"));
-        let file_but_stat = names(&["%file", "!stat"]);
-        assert_eq!(file_but_stat.len(), file.len() - 1);
-        let all_but_read = names(&["!read"]);
-        assert!(!all_but_read.contains(&"read") && all_but_read.contains(&"write"));
+        assert!(file.contains(&"getxattr") && file.contains(&"lremovexattr"));
+        // `!` takes the whole set's complement: every call but these.
+        let all_but = names(&["!read,%file"]);
+        assert!(!all_but.contains(&"read") && !all_but.contains(&"openat"));
+        assert!(all_but.contains(&"write") && all_but.contains(&"close"));
+        assert_eq!(names(&["%file", "!read"]).len(), names(&[]).len() - 1);
         assert!(names(&[]).len() > 300);
-        // The kernel's event names are taken too.
+        // The kernel's event names are taken too; `?` forgives a name this table lacks.
         assert_eq!(names(&["newstat"]), ["stat"]);
+        assert_eq!(names(&["read,?nosuchcall"]), ["read"]);
+    }
+
+    #[test]
+    fn signal_and_status_qualifiers_are_straces() {
+        let e =
+            |exprs: &[&str]| expressions(&exprs.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(e(&[]).unwrap().signals, u64::MAX);
+        assert_eq!(e(&["signal=none"]).unwrap().signals, 0);
+        assert_eq!(
+            e(&["signal=USR1,SIGTERM,2"]).unwrap().signals,
+            (1 << 9) | (1 << 14) | 2
+        );
+        assert_eq!(e(&["signal=!SIGCHLD"]).unwrap().signals, !(1 << 16));
+        assert!(e(&["status=failed"]).unwrap().failed);
+        assert!(e(&["signal=SIGNOPE"]).is_err());
+        assert!(e(&["status=unfinished"]).is_err());
+        assert!(e(&["inject=open:error=ENOENT"]).is_err());
+        assert_eq!(e(&["trace=read", "signal=none"]).unwrap().calls.len(), 1);
     }
 
     #[test]
     fn a_wrong_name_says_what_is_near() {
-        let e = selection(&["opnat".into()]).unwrap_err().to_string();
+        let e = selection("opnat").unwrap_err().to_string();
         assert!(e.contains("no system call 'opnat'"), "{e}");
-        let Error::Usage { hints, .. } = selection(&["opnat".into()]).unwrap_err() else {
+        let Error::Usage { hints, .. } = selection("opnat").unwrap_err() else {
             panic!()
         };
         assert!(hints[0].contains("openat"), "{hints:?}");
-        let Error::Usage { hints, .. } = selection(&["%fle".into()]).unwrap_err() else {
+        let Error::Usage { hints, .. } = selection("%fle").unwrap_err() else {
             panic!()
         };
         assert!(hints[0].contains("%file"), "{hints:?}");
-        assert!(selection(&["!all".into()]).is_err());
+        assert!(selection("!all").is_err());
         assert!(parse_pids("12,x").is_err());
         assert_eq!(parse_pids("12, 13").unwrap(), [12, 13]);
     }

@@ -174,6 +174,11 @@ impl Layout {
         let raw_ret = event.data[word::RETURN];
         let ret = (end == End::Returned).then_some(raw_ret as i64);
         let args: &[u64] = &event.data[..word::ARGS];
+        let shown_params = (self.params.iter()).filter(|p| show::shown(p.kind, args));
+        // strace prints at entry the arguments before the first one the call fills.
+        let at_entry = shown_params
+            .take_while(|p| !matches!(p.kind, Arg::BufOut | Arg::FdPair))
+            .count();
         let shown_args = (self.params.iter().enumerate())
             .filter(|(_, p)| show::shown(p.kind, args))
             .map(|(i, p)| {
@@ -206,13 +211,28 @@ impl Layout {
             comm,
             name: self.name,
             args: shown_args,
+            at_entry,
             end,
+            resumed: false,
             ret: raw_ret as i64,
             ret_text,
             errno,
             duration_ns: event.data[trace_word::DURATION],
         }
     }
+}
+
+/// The config of `tracer trace`'s slots for a task's signals and exit: the same tasks as the
+/// calls', no strings.
+pub fn task_event_config(options: &Options) -> SlotConfig {
+    let mut config = SlotConfig {
+        exclude_tgid: std::process::id(),
+        ..SlotConfig::default()
+    };
+    if options.tracked {
+        config.flags |= SLOT_FILTER_TRACKED;
+    }
+    config
 }
 
 /// What every traced call shares.

@@ -40,11 +40,12 @@ pub(super) fn run_on_tracepoint(
 /// returned event (a perf tracepoint event for fork, on a kernel without BTF) runs the fork
 /// program until it is closed.
 pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>, Error> {
-    let task_pid = KernelBtf::open().ok().and_then(|btf| {
-        btf.struct_member_offset("task_struct", "pid")
-            .ok()
-            .flatten()
-    });
+    let btf = KernelBtf::open().ok();
+    let offset = |strukt: &str, name: &str| {
+        (btf.as_ref()).and_then(|btf| btf.struct_member_offset(strukt, name).ok().flatten())
+    };
+    let member = |name: &str| offset("task_struct", name);
+    let task_pid = member("pid");
     let fork_child_pid = match task_pid {
         Some(_) => 0,
         None => {
@@ -62,6 +63,10 @@ pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>
     let record = bpf.attach_tracking(SchedOffsets {
         fork_child_pid,
         task_pid: task_pid.unwrap_or(0),
+        task_exit_code: member("exit_code").unwrap_or(0),
+        task_tgid: member("tgid").unwrap_or(0),
+        task_signal: member("signal").unwrap_or(0),
+        signal_group_exit_code: offset("signal_struct", "group_exit_code").unwrap_or(0),
     })?;
     let Some(program) = record else {
         return Ok(None);
