@@ -206,7 +206,7 @@ fn closed_pipe() -> OwnedFd {
 }
 
 /// `tracer ... 2>&1 | head` once head has gone: every launching subcommand, and those that
-/// only print, end with status 0 (STYLE.md: a closed pipe is a normal end), not 101 with a
+/// only print, end with status 0 (CONTRIBUTING.md: a closed pipe is a normal end), not 101 with a
 /// panic; likewise when only stderr is closed.
 #[test]
 fn a_closed_stdout_or_stderr_ends_every_subcommand_quietly() {

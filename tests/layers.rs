@@ -1,6 +1,6 @@
 //! The layout's rules, read from the source: the top-level modules of `tracer/src` import
 //! each other without a circle, no command imports another, and the trace file and the
-//! output model import nothing from `cmd/`. (STYLE.md: the pipeline is the layout.)
+//! output model import nothing from `cmd/`. (CONTRIBUTING.md: the pipeline is the layout.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! tracer: what is the kernel (or this process) doing?
 //!
-//! The modules follow the data: `cli` -> `plan` -> `perf`/`bpf`/`kernel` -> `cmd` -> `output`.
+//! The modules follow the data, from the bottom: `perf`, `units`, `launch`, `bpf`, `kernel`,
+//! `output`, `stacks`, `cli`, `plan`, the `probe`/`breakpoint`/`counter` layers, `tracefile`,
+//! `session`, `cmd` (ARCHITECTURE.md; `tests/layers.rs` holds them to it).
 #![deny(unsafe_code)]
 
 /// `[(value, "NAME"), ...]` from the `libc` crate's constants of these names: the numbers of a
@@ -76,7 +78,7 @@ impl Error {
         }
     }
 
-    /// The process exit status for this error (STYLE.md: 1 runtime, 2 usage; a closed pipe
+    /// The process exit status for this error (CONTRIBUTING.md: 1 runtime, 2 usage; a closed pipe
     /// is a normal end).
     pub fn exit_code(&self) -> i32 {
         match self {
