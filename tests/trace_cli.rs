@@ -205,7 +205,8 @@ fn the_workloads_calls_are_shown_as_it_made_them() {
         ]
     };
     assert_eq!(ends(&child_lines), ending(child, "true"), "{calls}");
-    let wait = format!("wait4({child}, 0x");
+    let wait =
+        format!("wait4({child}, [{{WIFEXITED(s) && WEXITSTATUS(s) == 0}}], 0, NULL) = {child}");
     assert_eq!(
         lines.iter().filter(|l| l.contains(&wait)).count(),
         1,
@@ -792,6 +793,110 @@ fn a_blocked_call_is_shown_while_it_blocks() {
     );
     let stderr = text(&out.stderr);
     assert!(stderr.contains(", 0 unfinished,"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A trace with strace's split calls put back together: a thread's `NAME(ARGS,  <unfinished
+/// ...>` and its later `<... NAME resumed>REST` become one line, `NAME(ARGS, REST`.
+fn joined(trace: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut open: std::collections::HashMap<String, usize> = Default::default();
+    for line in trace.lines() {
+        // strace -f's `PID ` in a file, tracer's `[pid N comm] `, or none.
+        let split = match line.strip_prefix("[pid ") {
+            Some(rest) => rest.find("] ").map(|at| "[pid ".len() + at + 2),
+            None => line
+                .find(' ')
+                .filter(|&at| line[..at].chars().all(|c| c.is_ascii_digit())),
+        };
+        let (prefix, body) = line.split_at(split.unwrap_or(0));
+        let body = body.trim_start();
+        let thread = prefix
+            .trim()
+            .trim_start_matches("[pid ")
+            .split(' ')
+            .next()
+            .unwrap();
+        if let Some(call) = body.strip_suffix(" <unfinished ...>") {
+            open.insert(thread.to_string(), out.len());
+            out.push(format!("{prefix} {call}"));
+        } else if let Some(rest) = body.strip_prefix("<... ") {
+            let rest = rest.split_once(" resumed>").map_or(rest, |(_, r)| r);
+            match open.remove(thread) {
+                Some(at) => out[at].push_str(rest),
+                None => out.push(line.to_string()),
+            }
+        } else {
+            out.push(line.to_string());
+        }
+    }
+    out.join("\n")
+}
+
+/// strace and tracer on tests/workloads/structs.c: the structures strace decodes without
+/// `-v` (stat and statx results, timespecs, rlimits, signal sets, sigactions, wait4's status,
+/// an fd pair) read the same in the main thread's every call of the set.
+#[test]
+fn strace_agrees_on_structures() {
+    require_root();
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
+        return;
+    }
+    let set = "newfstatat,statx,nanosleep,clock_nanosleep,prlimit64,rt_sigprocmask,\
+               rt_sigaction,wait4,pipe2,unlink";
+    let dir = temp_dir("structs");
+    let program = common::structs_program();
+    let strace_out = dir.join("strace.txt");
+    let status = Command::new("strace")
+        .args(["-f", "-q", "-e", &format!("trace={set}"), "-o"])
+        .arg(&strace_out)
+        .arg(&program)
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ours_out = dir.join("tracer.txt");
+    let out = run_tracer(&[
+        "trace",
+        "-e",
+        set,
+        "-o",
+        ours_out.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The main thread's lines, the children's pids as CHILD.
+    let main_thread = |path: &Path| -> Vec<String> {
+        let lines = parent_lines(&joined(&std::fs::read_to_string(path).unwrap()));
+        let children: Vec<String> = (lines.iter())
+            .filter_map(|l| l.strip_prefix("wait4("))
+            .filter_map(|l| l.split(',').next().map(str::to_string))
+            .collect();
+        (lines.iter())
+            .map(|l| {
+                children
+                    .iter()
+                    .fold(l.clone(), |l, c| l.replace(c.as_str(), "CHILD"))
+            })
+            .collect()
+    };
+    let (theirs, ours) = (main_thread(&strace_out), main_thread(&ours_out));
+    for expected in [
+        "newfstatat(AT_FDCWD, \"/dev/null\", {st_mode=S_IFCHR|0666, st_rdev=makedev(ADDR, ADDR), ...}, 0) = 0",
+        "clock_nanosleep(CLOCK_MONOTONIC, 0, {tv_sec=0, tv_nsec=1000000}, NULL) = 0",
+        "prlimit64(0, RLIMIT_CORE, {rlim_cur=0, rlim_max=RLIM64_INFINITY}, NULL) = 0",
+        "rt_sigprocmask(SIG_SETMASK, ~[RTMIN RT_1], [INT TERM], 8) = 0",
+        "rt_sigaction(SIGPIPE, {sa_handler=SIG_IGN, sa_mask=[], sa_flags=SA_RESTORER, \
+         sa_restorer=ADDR}, {sa_handler=SIG_DFL, sa_mask=[], sa_flags=0}, 8) = 0",
+        "wait4(CHILD, [{WIFEXITED(s) && WEXITSTATUS(s) == 7}], 0, NULL) = CHILD",
+        "wait4(CHILD, [{WIFSIGNALED(s) && WTERMSIG(s) == SIGKILL}], 0, NULL) = CHILD",
+        "pipe2([3, 4], O_CLOEXEC) = 0",
+    ] {
+        assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
+    }
+    assert_eq!(ours, theirs);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -255,6 +255,17 @@ pub fn signals_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/structs.c` (calls whose structures strace decodes),
+/// compiled once per test binary.
+#[allow(dead_code)]
+pub fn structs_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/structs.c");
+    BUILT
+        .get_or_init(|| build_c("tracer-structs", &source, &[]))
+        .clone()
+}
+
 /// `tests/workloads/latency.c`.
 pub fn latency_source_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/latency.c")

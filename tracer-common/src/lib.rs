@@ -224,8 +224,15 @@ pub mod buffer_len {
     pub const ARG0: u8 = 1;
     /// The return value, when positive (read's byte count).
     pub const RETURN: u8 = 7;
-    /// Eight bytes: the two fds pipe2(2) and socketpair(2) write.
-    pub const FD_PAIR: u8 = 8;
+    /// `FIXED + n`: a structure of `4 * n` bytes, read whole, not cut at `-s` (an fd pair,
+    /// a `struct stat`'s head, a timespec): [`fixed`].
+    pub const FIXED: u8 = 16;
+
+    /// The [`StrRead::len_from`](super::StrRead::len_from) of a `bytes`-long structure (at
+    /// most 956 bytes).
+    pub const fn fixed(bytes: usize) -> u8 {
+        FIXED + bytes.div_ceil(4) as u8
+    }
 }
 
 /// `STATS` has three per-CPU counters per slot: hits that passed the task filters at

@@ -1265,12 +1265,18 @@ fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS: usize>(
             false => NO_ENTRY,
         };
         if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
-            let len = match read.len_from {
-                buffer_len::RETURN => event_ret(scratch),
-                buffer_len::FD_PAIR => 8,
-                from => scratch.event.data[((from - buffer_len::ARG0) & 7) as usize],
+            let (len, keep) = match read.len_from {
+                buffer_len::RETURN => (event_ret(scratch), config.buflen),
+                // A structure is read whole, whatever -s says.
+                from if from >= buffer_len::FIXED => {
+                    (u64::from(from - buffer_len::FIXED) * 4, STRLEN_MAX)
+                }
+                from => (
+                    scratch.event.data[((from - buffer_len::ARG0) & 7) as usize],
+                    config.buflen,
+                ),
             };
-            put_buffer(scratch, k as u8, ptr, len, config.buflen);
+            put_buffer(scratch, k as u8, ptr, len, keep);
         } else if ARRAYS && uses(USES_STR_ARRAYS) && read.array != 0 {
             put_array(scratch, k as u8, ptr, user, strlen);
         } else {

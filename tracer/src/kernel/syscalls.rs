@@ -29,8 +29,12 @@ pub enum Arg {
     BufIn(usize),
     /// Bytes the call filled, as long as it returned (read's buffer).
     BufOut,
-    /// The two fds pipe2(2) and socketpair(2) write: `[3, 4]`, read after the call.
-    FdPair,
+    /// A structure the call is given, read after the call (its memory is the caller's,
+    /// unchanged) and shown as strace does.
+    In(Struct),
+    /// A structure the call fills, read after it returns; shown as its address when the call
+    /// failed, as strace does.
+    Out(Struct),
     /// A `char **` array: argv.
     Argv,
     /// A `char **` array: envp, shown as its length (strace's `/* N vars */`).
@@ -67,6 +71,10 @@ pub enum Arg {
     Clock,
     /// futex(2)'s operation (`FUTEX_WAIT_PRIVATE`).
     FutexOp,
+    /// futex(2)'s later arguments, shown as strace shows them for the operation (argument
+    /// `.1`): only those it uses (`futex(0x..., FUTEX_WAKE_PRIVATE, 1)`), the timeout as a
+    /// timespec, `val2` as a number.
+    Futex(FutexArg, usize),
     /// A resource limit (`RLIMIT_NOFILE`).
     Rlimit,
     /// arch_prctl(2)'s code (`ARCH_SET_FS`).
@@ -107,6 +115,53 @@ pub enum Arg {
     /// fcntl(2)'s third argument, read by its command (argument `.0`): not shown for the
     /// commands that take none (`F_GETFL`), `FD_CLOEXEC` for F_SETFD, open flags for F_SETFL.
     FcntlArg(usize),
+}
+
+/// The structures calls take and fill that strace decodes, read whole (`buffer_len::fixed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Struct {
+    /// The two fds of pipe2(2) and socketpair(2): `[3, 4]`.
+    FdPair,
+    /// `struct stat` up to `st_size`: `{st_mode=S_IFREG|0644, st_size=3, ...}`.
+    Stat,
+    /// `struct statx` up to `stx_size`.
+    Statx,
+    /// `struct timespec`: `{tv_sec=0, tv_nsec=1000000}`.
+    Timespec,
+    /// wait4(2)'s status: `[{WIFEXITED(s) && WEXITSTATUS(s) == 0}]`.
+    WaitStatus,
+    /// `struct rlimit` of getrlimit(2) and setrlimit(2) (`RLIM_INFINITY`).
+    Rlimit,
+    /// `struct rlimit64` of prlimit64(2) (`RLIM64_INFINITY`).
+    Rlimit64,
+    /// A kernel `sigset_t` (8 bytes): `[INT TERM]`, `~[RTMIN RT_1]`.
+    SigSet,
+    /// The kernel's `struct sigaction`.
+    SigAction,
+}
+
+impl Struct {
+    /// The bytes read: the structure, or its head up to the last field strace shows.
+    pub const fn bytes(self) -> usize {
+        match self {
+            Struct::FdPair | Struct::SigSet => 8,
+            Struct::WaitStatus => 4,
+            Struct::Stat => 56,
+            Struct::Statx => 48,
+            Struct::Timespec | Struct::Rlimit | Struct::Rlimit64 => 16,
+            Struct::SigAction => 32,
+        }
+    }
+}
+
+/// Which of futex(2)'s arguments after the operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutexArg {
+    Val,
+    /// `timeout`, or `val2` for the requeue operations.
+    Timeout,
+    Uaddr2,
+    Val3,
 }
 
 /// How the return value is shown.
@@ -174,9 +229,9 @@ pub const SHAPES: &[Shape] = &[
     shape("write", D, &[Fd, BufIn(2), UInt], Ret::Int),
     shape("open", F | D, &[Path, OpenFlags, OpenMode(1)], Ret::Int),
     shape("close", D, &[Fd], Ret::Int),
-    shape("stat", F, &[Path, Ptr], Ret::Int),
-    shape("fstat", D, &[Fd, Ptr], Ret::Int),
-    shape("lstat", F, &[Path, Ptr], Ret::Int),
+    shape("stat", F, &[Path, Out(Struct::Stat)], Ret::Int),
+    shape("fstat", D, &[Fd, Out(Struct::Stat)], Ret::Int),
+    shape("lstat", F, &[Path, Out(Struct::Stat)], Ret::Int),
     shape("poll", D, &[Ptr, UInt, Int], Ret::Int),
     shape("lseek", D, &[Fd, Long, Whence], Ret::Int),
     shape(
@@ -188,8 +243,18 @@ pub const SHAPES: &[Shape] = &[
     shape("mprotect", M, &[Ptr, UInt, Prot], Ret::Int),
     shape("munmap", M, &[Ptr, UInt], Ret::Int),
     shape("brk", M, &[Ptr], Ret::Hex),
-    shape("rt_sigaction", S, &[Signal, Ptr, Ptr, UInt], Ret::Int),
-    shape("rt_sigprocmask", S, &[SigHow, Ptr, Ptr, UInt], Ret::Int),
+    shape(
+        "rt_sigaction",
+        S,
+        &[Signal, In(Struct::SigAction), Out(Struct::SigAction), UInt],
+        Ret::Int,
+    ),
+    shape(
+        "rt_sigprocmask",
+        S,
+        &[SigHow, In(Struct::SigSet), Out(Struct::SigSet), UInt],
+        Ret::Int,
+    ),
     shape("rt_sigreturn", S, &[], Ret::Int),
     shape("ioctl", D, &[Fd, Ioctl, IoctlArg(1)], Ret::Int),
     shape("pread64", D, &[Fd, BufOut, UInt, Long], Ret::Int),
@@ -197,7 +262,7 @@ pub const SHAPES: &[Shape] = &[
     shape("readv", D, &[Fd, Ptr, Int], Ret::Int),
     shape("writev", D, &[Fd, Ptr, Int], Ret::Int),
     shape("access", F, &[Path, AccessMode], Ret::Int),
-    shape("pipe", D, &[FdPair], Ret::Int),
+    shape("pipe", D, &[Out(Struct::FdPair)], Ret::Int),
     shape("select", D, &[Int, Ptr, Ptr, Ptr, Ptr], Ret::Int),
     shape("sched_yield", 0, &[], Ret::Int),
     shape(
@@ -211,7 +276,7 @@ pub const SHAPES: &[Shape] = &[
     shape("dup", D, &[Fd], Ret::Int),
     shape("dup2", D, &[Fd, Fd], Ret::Int),
     shape("pause", S, &[], Ret::Int),
-    shape("nanosleep", 0, &[Ptr, Ptr], Ret::Int),
+    shape("nanosleep", 0, &[In(Struct::Timespec), Ptr], Ret::Int),
     shape("getpid", 0, &[], Ret::Int),
     shape("sendfile", D | N, &[Fd, Fd, Ptr, UInt], Ret::Int),
     shape("socket", N, &[Domain, SockType, Protocol(0)], Ret::Int),
@@ -239,7 +304,7 @@ pub const SHAPES: &[Shape] = &[
     shape(
         "socketpair",
         N,
-        &[Domain, SockType, Protocol(0), FdPair],
+        &[Domain, SockType, Protocol(0), Out(Struct::FdPair)],
         Ret::Int,
     ),
     shape("setsockopt", N | D, &[Fd, Int, Int, Ptr, UInt], Ret::Int),
@@ -249,7 +314,12 @@ pub const SHAPES: &[Shape] = &[
     shape("vfork", P, &[], Ret::Int),
     shape("execve", F | P, &[Path, Argv, Envp], Ret::Int),
     shape("exit", P, &[Int], Ret::None),
-    shape("wait4", P, &[Int, Ptr, WaitOptions, Ptr], Ret::Int),
+    shape(
+        "wait4",
+        P,
+        &[Int, Out(Struct::WaitStatus), WaitOptions, Ptr],
+        Ret::Int,
+    ),
     shape("kill", P | S, &[Int, Signal], Ret::Int),
     shape("uname", 0, &[Ptr], Ret::Int),
     shape("fcntl", D, &[Fd, FcntlCmd, FcntlArg(1)], Ret::Fcntl(1)),
@@ -287,7 +357,8 @@ pub const SHAPES: &[Shape] = &[
     shape("fchown", D, &[Fd, Int, Int], Ret::Int),
     shape("lchown", F, &[Path, Int, Int], Ret::Int),
     shape("umask", 0, &[Mode], Ret::Octal),
-    shape("getrlimit", 0, &[Rlimit, Ptr], Ret::Int),
+    shape("getrlimit", 0, &[Rlimit, Out(Struct::Rlimit)], Ret::Int),
+    shape("setrlimit", 0, &[Rlimit, In(Struct::Rlimit)], Ret::Int),
     shape("getrusage", 0, &[Int, Ptr], Ret::Int),
     shape("getuid", 0, &[], Ret::Int),
     shape("getgid", 0, &[], Ret::Int),
@@ -306,12 +377,29 @@ pub const SHAPES: &[Shape] = &[
     shape("chroot", F, &[Path], Ret::Int),
     shape("gettid", 0, &[], Ret::Int),
     shape("tkill", P | S, &[Int, Signal], Ret::Int),
-    shape("futex", 0, &[Ptr, FutexOp, Int, Ptr, Ptr, Int], Ret::Int),
+    shape(
+        "futex",
+        0,
+        &[
+            Ptr,
+            FutexOp,
+            Futex(FutexArg::Val, 1),
+            Futex(FutexArg::Timeout, 1),
+            Futex(FutexArg::Uaddr2, 1),
+            Futex(FutexArg::Val3, 1),
+        ],
+        Ret::Int,
+    ),
     shape("getdents64", D, &[Fd, Ptr, UInt], Ret::Int),
     shape("set_tid_address", 0, &[Ptr], Ret::Int),
     shape("fadvise64", D, &[Fd, Long, UInt, Fadvise], Ret::Int),
     shape("clock_gettime", 0, &[Clock, Ptr], Ret::Int),
-    shape("clock_nanosleep", 0, &[Clock, Hex, Ptr, Ptr], Ret::Int),
+    shape(
+        "clock_nanosleep",
+        0,
+        &[Clock, Hex, In(Struct::Timespec), Ptr],
+        Ret::Int,
+    ),
     shape("exit_group", P, &[Int], Ret::None),
     shape("epoll_wait", D, &[Fd, Ptr, Int, Int], Ret::Int),
     shape("epoll_ctl", D, &[Fd, EpollOp, Fd, Ptr], Ret::Int),
@@ -330,7 +418,12 @@ pub const SHAPES: &[Shape] = &[
         &[DirFd, Path, Int, Int, AtFlags],
         Ret::Int,
     ),
-    shape("newfstatat", F | D, &[DirFd, Path, Ptr, AtFlags], Ret::Int),
+    shape(
+        "newfstatat",
+        F | D,
+        &[DirFd, Path, Out(Struct::Stat), AtFlags],
+        Ret::Int,
+    ),
     shape("unlinkat", F | D, &[DirFd, Path, AtFlags], Ret::Int),
     shape("renameat", F | D, &[DirFd, Path, DirFd, Path], Ret::Int),
     shape(
@@ -352,8 +445,13 @@ pub const SHAPES: &[Shape] = &[
     shape("eventfd2", D, &[UInt, Hex], Ret::Int),
     shape("epoll_create1", D, &[Hex], Ret::Int),
     shape("dup3", D, &[Fd, Fd, OpenFlags], Ret::Int),
-    shape("pipe2", D, &[FdPair, PipeFlags], Ret::Int),
-    shape("prlimit64", 0, &[Int, Rlimit, Ptr, Ptr], Ret::Int),
+    shape("pipe2", D, &[Out(Struct::FdPair), PipeFlags], Ret::Int),
+    shape(
+        "prlimit64",
+        0,
+        &[Int, Rlimit, In(Struct::Rlimit64), Out(Struct::Rlimit64)],
+        Ret::Int,
+    ),
     shape(
         "renameat2",
         F | D,
@@ -371,7 +469,7 @@ pub const SHAPES: &[Shape] = &[
     shape(
         "statx",
         F | D,
-        &[DirFd, Path, StatxFlags, StatxMask, Ptr],
+        &[DirFd, Path, StatxFlags, StatxMask, Out(Struct::Statx)],
         Ret::Int,
     ),
     shape("rseq", 0, &[Ptr, UInt, Int, Hex], Ret::Int),

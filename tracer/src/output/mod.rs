@@ -13,6 +13,7 @@ pub mod profile;
 pub mod report;
 pub mod stack;
 pub mod stat;
+pub mod structs;
 pub mod summary;
 pub mod syscall;
 pub mod sysnames;

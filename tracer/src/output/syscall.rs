@@ -5,7 +5,7 @@
 use tracer_common::str_flag;
 
 use super::sysnames;
-use crate::kernel::syscalls::{Arg, Ret};
+use crate::kernel::syscalls::{Arg, FutexArg, Ret, Struct};
 
 /// What was read of one string argument (a path, a buffer, an array's elements).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -258,7 +258,9 @@ pub fn signal(raw: u64) -> String {
     let n = raw as u32 as i32;
     match n {
         1..=31 => SIGNALS[n as usize].into(),
-        32..=64 => format!("SIGRT_{}", n - 32),
+        // The kernel's SIGRTMIN is 32 (glibc keeps 32 and 33 for itself), as strace names it.
+        32 => "SIGRTMIN".into(),
+        33..=64 => format!("SIGRT_{}", n - 32),
         _ => n.to_string(),
     }
 }
@@ -371,13 +373,22 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
                 _ => pointer(raw),
             }
         }
-        Arg::FdPair => match (read.and_then(|r| r.entries.first()), ret) {
-            (Some((bytes, 0)), Some(0)) if bytes.len() == 8 => {
-                let fd = |at: usize| i32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4"));
-                format!("[{}, {}]", fd(0), fd(4))
+        Arg::In(kind) | Arg::Out(kind) => {
+            // What a call fills is there only when it succeeded (wait4: returned a child).
+            let filled = match (arg, kind) {
+                (Arg::In(_), _) => true,
+                (_, Struct::WaitStatus) => ret.is_some_and(|r| r > 0),
+                _ => ret == Some(0),
+            };
+            let read = read.and_then(|r| r.entries.first());
+            match (raw, read, filled) {
+                (0, _, _) => "NULL".into(),
+                (_, Some((bytes, 0)), true) => {
+                    super::structs::decode(kind, bytes).unwrap_or_else(|| pointer(raw))
+                }
+                _ => pointer(raw),
             }
-            _ => pointer(raw),
-        },
+        }
         Arg::Argv => match read {
             Some(r) if r.array => {
                 let mut out = String::from("[");
@@ -543,7 +554,7 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::PipeFlags => flags(raw & 0xffff_ffff, &sysnames::PIPE_FLAGS, "0"),
         Arg::AccessAtFlags => flags(raw & 0xffff_ffff, &sysnames::ACCESS_AT_FLAGS, "0"),
         // Read by another argument: `in_call` knows it; alone, the plain value.
-        Arg::Protocol(_) => int.to_string(),
+        Arg::Protocol(_) | Arg::Futex(..) => int.to_string(),
         Arg::FcntlArg(_) => format!("{raw:#x}"),
         Arg::MremapAddr(_) => pointer(raw),
         Arg::WaitOptions => flags(
@@ -584,6 +595,24 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
                 false => arg(Arg::Hex, raw, None, None),
             }
         }
+        Arg::Futex(which, op) => {
+            let op = futex_cmd(args.get(op).copied().unwrap_or(0));
+            match which {
+                FutexArg::Val => (raw as u32).to_string(),
+                FutexArg::Timeout => match op {
+                    FUTEX_REQUEUE | FUTEX_CMP_REQUEUE | FUTEX_WAKE_OP | FUTEX_CMP_REQUEUE_PI => {
+                        (raw as u32).to_string()
+                    }
+                    _ => arg(Arg::In(Struct::Timespec), raw, read, ret),
+                },
+                FutexArg::Uaddr2 => pointer(raw),
+                FutexArg::Val3 => match raw as u32 {
+                    u32::MAX => "FUTEX_BITSET_MATCH_ANY".into(),
+                    v if op == FUTEX_WAKE_OP => format!("{v:#x}"),
+                    v => v.to_string(),
+                },
+            }
+        }
         Arg::FcntlArg(cmd) => match other(cmd) {
             c if c == i64::from(libc::F_SETFD) => {
                 flags(raw & 0xffff_ffff, &sysnames::FD_FLAGS, "0")
@@ -593,6 +622,66 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
             _ => int.to_string(),
         },
         _ => arg(kind, raw, read, ret),
+    }
+}
+
+const FUTEX_WAIT: u64 = 0;
+const FUTEX_REQUEUE: u64 = 3;
+const FUTEX_CMP_REQUEUE: u64 = 4;
+const FUTEX_WAKE_OP: u64 = 5;
+const FUTEX_LOCK_PI: u64 = 6;
+const FUTEX_UNLOCK_PI: u64 = 7;
+const FUTEX_TRYLOCK_PI: u64 = 8;
+const FUTEX_WAIT_BITSET: u64 = 9;
+const FUTEX_WAKE_BITSET: u64 = 10;
+const FUTEX_WAIT_REQUEUE_PI: u64 = 11;
+const FUTEX_CMP_REQUEUE_PI: u64 = 12;
+const FUTEX_LOCK_PI2: u64 = 13;
+
+/// futex(2)'s command, without `FUTEX_PRIVATE_FLAG` and `FUTEX_CLOCK_REALTIME`.
+fn futex_cmd(op: u64) -> u64 {
+    op & 0x7f
+}
+
+/// Whether futex(2)'s argument `which` is one operation `op` uses (strace's futex.c).
+fn futex_uses(which: FutexArg, op: u64) -> bool {
+    let op = futex_cmd(op);
+    let pi = [
+        FUTEX_LOCK_PI,
+        FUTEX_UNLOCK_PI,
+        FUTEX_TRYLOCK_PI,
+        FUTEX_LOCK_PI2,
+    ];
+    match which {
+        FutexArg::Val => !pi.contains(&op),
+        FutexArg::Timeout => [
+            FUTEX_WAIT,
+            FUTEX_REQUEUE,
+            FUTEX_CMP_REQUEUE,
+            FUTEX_WAKE_OP,
+            FUTEX_LOCK_PI,
+            FUTEX_WAIT_BITSET,
+            FUTEX_WAIT_REQUEUE_PI,
+            FUTEX_CMP_REQUEUE_PI,
+            FUTEX_LOCK_PI2,
+        ]
+        .contains(&op),
+        FutexArg::Uaddr2 => [
+            FUTEX_REQUEUE,
+            FUTEX_CMP_REQUEUE,
+            FUTEX_WAKE_OP,
+            FUTEX_WAIT_REQUEUE_PI,
+            FUTEX_CMP_REQUEUE_PI,
+        ]
+        .contains(&op),
+        FutexArg::Val3 => [
+            FUTEX_CMP_REQUEUE,
+            FUTEX_WAKE_OP,
+            FUTEX_WAIT_BITSET,
+            FUTEX_WAKE_BITSET,
+            FUTEX_CMP_REQUEUE_PI,
+        ]
+        .contains(&op),
     }
 }
 
@@ -635,6 +724,7 @@ pub fn shown(arg: Arg, args: &[u64]) -> bool {
         Arg::OpenMode(flags) => at(flags) & O_CREAT != 0 || at(flags) & O_TMPFILE_BIT != 0,
         Arg::FcntlArg(cmd) => !FCNTL_GETS.contains(&i64::from(at(cmd) as u32 as i32)),
         Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
+        Arg::Futex(which, op) => futex_uses(which, at(op)),
         _ => true,
     }
 }
@@ -884,12 +974,37 @@ mod tests {
         assert!(shown(Arg::MremapAddr(3), &[0, 0, 0, 3, 0x1000]));
         assert_eq!(arg(Arg::Prctl, 4, None, None), "PR_SET_DUMPABLE");
         assert_eq!(arg(Arg::EpollOp, 1, None, None), "EPOLL_CTL_ADD");
+        // futex: only the arguments the operation uses, as strace shows them.
+        let futex = |op: u64, regs: [u64; 4]| -> String {
+            let args = [0x1000, op, regs[0], regs[1], regs[2], regs[3]];
+            let kinds = [
+                Arg::Futex(FutexArg::Val, 1),
+                Arg::Futex(FutexArg::Timeout, 1),
+                Arg::Futex(FutexArg::Uaddr2, 1),
+                Arg::Futex(FutexArg::Val3, 1),
+            ];
+            (kinds.iter().enumerate())
+                .filter(|(_, k)| shown(**k, &args))
+                .map(|(i, k)| in_call(*k, &args, i + 2, None, Some(0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        assert_eq!(futex(129, [1, 7, 7, 7]), "1");
+        assert_eq!(futex(128, [2, 0, 7, 7]), "2, NULL");
+        assert_eq!(
+            futex(128 | 256 | 9, [0, 0, 7, u32::MAX as u64]),
+            "0, NULL, FUTEX_BITSET_MATCH_ANY"
+        );
+        assert_eq!(futex(4, [1, 5, 0x2000, 3]), "1, 5, 0x2000, 3");
+        assert_eq!(futex(128 | 6, [9, 0, 7, 7]), "NULL");
         let pair = Read {
             entries: vec![([3i32.to_ne_bytes(), 4i32.to_ne_bytes()].concat(), 0)],
             ..Read::default()
         };
-        assert_eq!(arg(Arg::FdPair, 0x1000, Some(&pair), Some(0)), "[3, 4]");
-        assert_eq!(arg(Arg::FdPair, 0x1000, Some(&pair), Some(-24)), "0x1000");
+        let fd_pair = Arg::Out(Struct::FdPair);
+        assert_eq!(arg(fd_pair, 0x1000, Some(&pair), Some(0)), "[3, 4]");
+        assert_eq!(arg(fd_pair, 0x1000, Some(&pair), Some(-24)), "0x1000");
+        assert_eq!(arg(fd_pair, 0, Some(&pair), Some(-14)), "NULL");
         let ioctl = |request: u64| in_call(Arg::IoctlArg(1), &[3, request, 0], 2, None, None);
         assert_eq!((ioctl(0x541b), ioctl(0x1234)), ("NULL".into(), "0".into()));
     }

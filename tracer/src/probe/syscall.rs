@@ -11,7 +11,7 @@ use tracer_common::{
 };
 
 use crate::kernel::format::Format;
-use crate::kernel::syscalls::{self, Arg, Ret};
+use crate::kernel::syscalls::{self, Arg, FutexArg, Ret, Struct};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::syscall::{self as show, Read};
 use crate::output::trace::{Call, End, Shown};
@@ -138,7 +138,10 @@ impl Layout {
                     len_from: match kind {
                         Arg::BufIn(len) => buffer_len::ARG0 + len as u8,
                         Arg::BufOut => buffer_len::RETURN,
-                        Arg::FdPair => buffer_len::FD_PAIR,
+                        Arg::In(s) | Arg::Out(s) => buffer_len::fixed(s.bytes()),
+                        Arg::Futex(FutexArg::Timeout, _) => {
+                            buffer_len::fixed(Struct::Timespec.bytes())
+                        }
                         _ => 0,
                     },
                 };
@@ -177,7 +180,7 @@ impl Layout {
         let shown_params = (self.params.iter()).filter(|p| show::shown(p.kind, args));
         // strace prints at entry the arguments before the first one the call fills.
         let at_entry = shown_params
-            .take_while(|p| !matches!(p.kind, Arg::BufOut | Arg::FdPair))
+            .take_while(|p| !matches!(p.kind, Arg::BufOut | Arg::Out(_)))
             .count();
         let shown_args = (self.params.iter().enumerate())
             .filter(|(_, p)| show::shown(p.kind, args))
@@ -258,7 +261,13 @@ fn own_fields(format: &Format) -> Vec<(String, String)> {
 fn read_kind(kind: Arg) -> bool {
     matches!(
         kind,
-        Arg::Path | Arg::BufIn(_) | Arg::BufOut | Arg::FdPair | Arg::Argv
+        Arg::Path
+            | Arg::BufIn(_)
+            | Arg::BufOut
+            | Arg::In(_)
+            | Arg::Out(_)
+            | Arg::Argv
+            | Arg::Futex(FutexArg::Timeout, _)
     )
 }
 
