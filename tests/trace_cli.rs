@@ -577,52 +577,75 @@ fn strace_agrees_call_for_call() {
     assert_eq!(section(&ours, d), theirs);
 }
 
+/// One workload run twice, under `strace -f -q -e trace=SET` and under `tracer trace -e
+/// SET`, each writing to a file: strace's trace and exit status, tracer's trace and run.
+/// `None` without strace (said).
+struct SideBySide {
+    strace: String,
+    strace_status: std::process::ExitStatus,
+    tracer: String,
+    tracer_run: std::process::Output,
+}
+
+fn side_by_side(name: &str, program: &Path, set: &str) -> Option<SideBySide> {
+    require_root();
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
+        return None;
+    }
+    let dir = temp_dir(name);
+    let (strace_out, tracer_out) = (dir.join("strace.txt"), dir.join("tracer.txt"));
+    let strace_status = Command::new("strace")
+        .args(["-f", "-q", "-e", &format!("trace={set}"), "-o"])
+        .arg(&strace_out)
+        .arg(program)
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    let tracer_run = run_tracer(&[
+        "trace",
+        "-e",
+        set,
+        "-o",
+        tracer_out.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+    ]);
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    let both = SideBySide {
+        strace: read(&strace_out),
+        strace_status,
+        tracer: read(&tracer_out),
+        tracer_run,
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(both)
+}
+
 /// strace and tracer on tests/workloads/names.c: every call whose values strace names by a
 /// table (fcntl by command, umask in octal, socket protocols, advice, ioctl requests, statx
 /// masks and flags, errnos past the common ones) reads the same, but prctl, whose arguments
 /// strace reads per option.
 #[test]
 fn strace_agrees_on_named_values() {
-    require_root();
-    if Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
-        return;
-    }
     let set = "pipe2,fcntl,umask,socket,madvise,mremap,ioctl,prctl,fadvise64,statx,\
                faccessat2,close,connect,shutdown,write";
-    let dir = temp_dir("names");
-    let program = common::names_program();
-    let strace_out = dir.join("strace.txt");
-    let status = Command::new("strace")
-        .args(["-f", "-e", &format!("trace={set}"), "-o"])
-        .arg(&strace_out)
-        .arg(&program)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let ours_out = dir.join("tracer.txt");
-    let out = run_tracer(&[
-        "trace",
-        "-e",
-        set,
-        "-o",
-        ours_out.to_str().unwrap(),
-        "--",
-        program.to_str().unwrap(),
-    ]);
+    let Some(run) = side_by_side("names", &common::c_workload("names"), set) else {
+        return;
+    };
+    assert!(run.strace_status.success());
+    let out = &run.tracer_run;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // From the workload's first call on (the loader's closes come before).
-    let own = |path: &Path| -> Vec<String> {
-        let lines: Vec<String> = (std::fs::read_to_string(path).unwrap().lines())
-            .filter_map(normalized)
-            .collect();
+    let own = |trace: &str| -> Vec<String> {
+        let lines: Vec<String> = trace.lines().filter_map(normalized).collect();
         let start = lines
             .iter()
             .position(|l| l.starts_with("pipe2("))
             .expect("pipe2");
         lines[start..].to_vec()
     };
-    let (theirs, mut ours) = (own(&strace_out), own(&ours_out));
+    let (theirs, mut ours) = (own(&run.strace), own(&run.tracer));
     assert_eq!(theirs.len(), 33, "strace saw:\n{}", theirs.join("\n"));
     let prctl = |lines: &[String]| lines.iter().position(|l| l.starts_with("prctl(")).unwrap();
     assert_eq!(
@@ -632,7 +655,6 @@ fn strace_agrees_on_named_values() {
     let at = prctl(&ours);
     ours[at] = theirs[prctl(&theirs)].clone();
     assert_eq!(ours, theirs);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A line without its thread prefix (tracer's `[pid N comm] `, strace -f's `N ` in a file)
@@ -658,36 +680,16 @@ fn without_pids(line: &str, pids: &[u32]) -> String {
 /// each handler (with strace's return values).
 #[test]
 fn signals_exits_and_sigreturns_agree_with_strace() {
-    require_root();
-    if Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
-        return;
-    }
-    let dir = temp_dir("signals");
-    let program = common::signals_program();
     let set = "kill,tgkill,wait4,rt_sigreturn,exit_group";
-    let strace_out = dir.join("strace.txt");
-    let status = Command::new("strace")
-        .args(["-f", "-q", "-e", &format!("trace={set}"), "-o"])
-        .arg(&strace_out)
-        .arg(&program)
-        .status()
-        .unwrap();
+    let Some(run) = side_by_side("signals", &common::c_workload("signals"), set) else {
+        return;
+    };
     // strace ends itself with the signal that killed the command.
     use std::os::unix::process::ExitStatusExt;
+    let status = run.strace_status;
     assert_eq!(status.signal(), Some(libc::SIGTERM), "strace: {status}");
-    let ours_out = dir.join("tracer.txt");
-    let out = run_tracer(&[
-        "trace",
-        "-e",
-        set,
-        "-o",
-        ours_out.to_str().unwrap(),
-        "--",
-        program.to_str().unwrap(),
-    ]);
+    let out = &run.tracer_run;
     assert_eq!(out.status.code(), Some(128 + 15), "{}", text(&out.stderr));
-    let read = |path: &Path| std::fs::read_to_string(path).unwrap();
     let pids = |trace: &str| -> Vec<u32> {
         let mut pids: Vec<u32> = (trace.lines())
             .filter_map(|l| l.split("si_pid=").nth(1))
@@ -698,7 +700,7 @@ fn signals_exits_and_sigreturns_agree_with_strace() {
         pids.reverse();
         pids
     };
-    let (theirs, ours) = (read(&strace_out), read(&ours_out));
+    let (theirs, ours) = (&run.strace, &run.tracer);
     let shown = |trace: &str, keep: &dyn Fn(&str) -> bool| -> Vec<String> {
         let pids = pids(trace);
         assert_eq!(pids.len(), 2, "the workload and its child:\n{trace}");
@@ -708,13 +710,9 @@ fn signals_exits_and_sigreturns_agree_with_strace() {
             .collect()
     };
     let not_calls = |l: &str| l.starts_with("---") || l.starts_with("+++");
+    assert_eq!(shown(ours, &not_calls), shown(theirs, &not_calls), "{ours}");
     assert_eq!(
-        shown(&ours, &not_calls),
-        shown(&theirs, &not_calls),
-        "{ours}"
-    );
-    assert_eq!(
-        shown(&ours, &not_calls),
+        shown(ours, &not_calls),
         [
             "--- SIGUSR1 {si_signo=SIGUSR1, si_code=SI_USER, si_pid=PID, si_uid=0} ---",
             "--- SIGUSR2 {si_signo=SIGUSR2, si_code=SI_TKILL, si_pid=PID, si_uid=0} ---",
@@ -738,11 +736,10 @@ fn signals_exits_and_sigreturns_agree_with_strace() {
             )
             .collect()
     };
-    assert_eq!(sigreturns(&ours), ["0", "0", "PID"], "{ours}");
-    assert_eq!(sigreturns(&ours), sigreturns(&theirs));
+    assert_eq!(sigreturns(ours), ["0", "0", "PID"], "{ours}");
+    assert_eq!(sigreturns(ours), sigreturns(theirs));
     let stderr = text(&out.stderr);
     assert!(stderr.contains(", 0 unfinished,"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A call blocked past `--unfinished-after` is shown while it blocks, and its end resumed.
@@ -751,7 +748,7 @@ fn a_blocked_call_is_shown_while_it_blocks() {
     require_root();
     let dir = temp_dir("blocked");
     let calls = dir.join("calls.txt");
-    let program = common::signals_program();
+    let program = common::c_workload("signals");
     let mut tracer = Command::new(tracer_bin())
         .args(["trace", "-e", "read", "--unfinished-after", "0.3", "-o"])
         .arg(&calls)
@@ -838,38 +835,17 @@ fn joined(trace: &str) -> String {
 /// an fd pair) read the same in the main thread's every call of the set.
 #[test]
 fn strace_agrees_on_structures() {
-    require_root();
-    if Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
-        return;
-    }
     let set = "newfstatat,statx,nanosleep,clock_nanosleep,prlimit64,rt_sigprocmask,\
                rt_sigaction,wait4,pipe2,unlink";
-    let dir = temp_dir("structs");
-    let program = common::structs_program();
-    let strace_out = dir.join("strace.txt");
-    let status = Command::new("strace")
-        .args(["-f", "-q", "-e", &format!("trace={set}"), "-o"])
-        .arg(&strace_out)
-        .arg(&program)
-        .stdin(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let ours_out = dir.join("tracer.txt");
-    let out = run_tracer(&[
-        "trace",
-        "-e",
-        set,
-        "-o",
-        ours_out.to_str().unwrap(),
-        "--",
-        program.to_str().unwrap(),
-    ]);
+    let Some(run) = side_by_side("structs", &common::c_workload("structs"), set) else {
+        return;
+    };
+    assert!(run.strace_status.success());
+    let out = &run.tracer_run;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The main thread's lines, the children's pids as CHILD.
-    let main_thread = |path: &Path| -> Vec<String> {
-        let lines = parent_lines(&joined(&std::fs::read_to_string(path).unwrap()));
+    let main_thread = |trace: &str| -> Vec<String> {
+        let lines = parent_lines(&joined(trace));
         let children: Vec<String> = (lines.iter())
             .filter_map(|l| l.strip_prefix("wait4("))
             .filter_map(|l| l.split(',').next().map(str::to_string))
@@ -882,7 +858,7 @@ fn strace_agrees_on_structures() {
             })
             .collect()
     };
-    let (theirs, ours) = (main_thread(&strace_out), main_thread(&ours_out));
+    let (theirs, ours) = (main_thread(&run.strace), main_thread(&run.tracer));
     for expected in [
         "newfstatat(AT_FDCWD, \"/dev/null\", {st_mode=S_IFCHR|0666, st_rdev=makedev(ADDR, ADDR), ...}, 0) = 0",
         "clock_nanosleep(CLOCK_MONOTONIC, 0, {tv_sec=0, tv_nsec=1000000}, NULL) = 0",
@@ -897,7 +873,6 @@ fn strace_agrees_on_structures() {
         assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
     }
     assert_eq!(ours, theirs);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A one-process syscall storm at the default ring size: Debian's dd makes 200,000 one-byte

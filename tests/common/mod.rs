@@ -226,43 +226,19 @@ pub fn usdt_program() -> PathBuf {
 /// once per test binary.
 #[allow(dead_code)]
 pub fn syscalls_program() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/syscalls.c");
-    BUILT
-        .get_or_init(|| build_c("tracer-syscalls", &source, &[]))
-        .clone()
+    c_workload("syscalls")
 }
 
-/// The C workload `tests/workloads/names.c` (calls whose values strace shows by name),
-/// compiled once per test binary.
-#[allow(dead_code)]
-pub fn names_program() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/names.c");
-    BUILT
-        .get_or_init(|| build_c("tracer-names", &source, &[]))
-        .clone()
-}
-
-/// The C workload `tests/workloads/signals.c` (signals handled and not, a child's exit, a
-/// read that blocks), compiled once per test binary.
-#[allow(dead_code)]
-pub fn signals_program() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/signals.c");
-    BUILT
-        .get_or_init(|| build_c("tracer-signals", &source, &[]))
-        .clone()
-}
-
-/// The C workload `tests/workloads/structs.c` (calls whose structures strace decodes),
-/// compiled once per test binary.
-#[allow(dead_code)]
-pub fn structs_program() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/structs.c");
-    BUILT
-        .get_or_init(|| build_c("tracer-structs", &source, &[]))
+/// The C workload `tests/workloads/NAME.c`, compiled once per test binary as `tracer-NAME`.
+pub fn c_workload(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<std::collections::BTreeMap<String, PathBuf>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/workloads")
+        .join(format!("{name}.c"));
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    (built.entry(name.to_string()))
+        .or_insert_with(|| build_c(&format!("tracer-{name}"), &source, &[]))
         .clone()
 }
 

@@ -1104,7 +1104,11 @@ fn put_string(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32
         }
     };
     let (len, flags) = match n {
-        n if n <= 0 => (0, str_flag::FAULT),
+        n if n < 0 => (0, str_flag::FAULT),
+        // An empty string: the kernels of Debian's 5.10, 6.1 and 6.12 return 0 for one
+        // (strncpy_from_user_nofault adds the NUL only to a count above 0), 7.3 and 6.18
+        // return 1; `""` read as a fault there.
+        0 => (0, 0),
         n if n as u32 - 1 > strlen => (strlen as usize, str_flag::TRUNCATED),
         n => (n as usize - 1, 0),
     };

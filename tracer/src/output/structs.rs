@@ -5,7 +5,7 @@
 
 use crate::kernel::syscalls::Struct;
 
-use super::syscall::{pointer, signal};
+use super::syscall::{flags, pointer, signal};
 use super::sysnames;
 
 /// `bytes` (at least `kind.bytes()` of them) as strace shows the structure.
@@ -26,8 +26,8 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             format!("{{st_mode={}, {tail}, ...}}", file_mode(mode))
         }
         Struct::Statx => {
-            let mask = flags_or_zero(u64::from(u32_at(0)), &sysnames::STATX_MASK);
-            let attributes = flags_or_zero(u64_at(8), &STATX_ATTRIBUTES);
+            let mask = flags(u64::from(u32_at(0)), &sysnames::STATX_MASK, "0");
+            let attributes = flags(u64_at(8), &STATX_ATTRIBUTES, "0");
             format!(
                 "{{stx_mask={mask}, stx_attributes={attributes}, stx_mode={}, stx_size={}, ...}}",
                 file_mode(u32::from(bytes[28]) | u32::from(bytes[29]) << 8),
@@ -47,7 +47,8 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             };
             let limit = |v: u64| match v {
                 u64::MAX => infinity.to_string(),
-                v if v > 0 && v % 1024 == 0 => format!("{}*1024", v / 1024),
+                // strace's print_rlim64_t: past 1024 and a multiple of it.
+                v if v > 1024 && v % 1024 == 0 => format!("{}*1024", v / 1024),
                 v => v.to_string(),
             };
             format!(
@@ -67,7 +68,7 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             let mut text = format!(
                 "{{sa_handler={handler}, sa_mask={}, sa_flags={}",
                 sigset(u64_at(24)),
-                flags_or_zero(flags, &SA_FLAGS)
+                self::flags(flags, &SA_FLAGS, "0")
             );
             if flags & SA_RESTORER != 0 {
                 text.push_str(&format!(", sa_restorer={}", pointer(u64_at(16))));
@@ -156,25 +157,6 @@ pub fn sigset(bits: u64) -> String {
     format!("{mark}[{}]", names.join(" "))
 }
 
-/// Flag bits by name in table order, the rest in hex; `0` for none.
-fn flags_or_zero(value: u64, names: &[(u64, &str)]) -> String {
-    if value == 0 {
-        return "0".into();
-    }
-    let mut parts = Vec::new();
-    let mut left = value;
-    for &(bits, name) in names {
-        if bits != 0 && left & bits == bits {
-            parts.push(name.to_string());
-            left &= !bits;
-        }
-    }
-    if left != 0 {
-        parts.push(format!("{left:#x}"));
-    }
-    parts.join("|")
-}
-
 const SA_RESTORER: u64 = 0x0400_0000;
 
 /// sigaction's flags, in strace's order.
@@ -261,6 +243,12 @@ mod tests {
         assert_eq!(
             decode(Struct::Rlimit64, &rlim).unwrap(),
             "{rlim_cur=20000, rlim_max=20000}"
+        );
+        // As strace printed RLIMIT_NOFILE in Debian 7.3's VM.
+        let rlim = bytes(&[(0, 1024, 8), (8, 4096, 8)], 16);
+        assert_eq!(
+            decode(Struct::Rlimit64, &rlim).unwrap(),
+            "{rlim_cur=1024, rlim_max=4*1024}"
         );
         let bit = |n: u32| 1u64 << (n - 1);
         assert_eq!(sigset(bit(2) | bit(15)), "[INT TERM]");

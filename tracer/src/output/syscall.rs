@@ -84,7 +84,7 @@ pub fn pointer(raw: u64) -> String {
 }
 
 /// Flag bits by name, in order; bits left over in hex. `zero` is shown for no bits.
-fn flags(value: u64, names: &[(u64, &str)], zero: &str) -> String {
+pub(crate) fn flags(value: u64, names: &[(u64, &str)], zero: &str) -> String {
     if value == 0 {
         return zero.into();
     }
