@@ -710,7 +710,17 @@ fn signals_exits_and_sigreturns_agree_with_strace() {
             .collect()
     };
     let not_calls = |l: &str| l.starts_with("---") || l.starts_with("+++");
-    assert_eq!(shown(ours, &not_calls), shown(theirs, &not_calls), "{ours}");
+    // The same lines; their order in strace's run is its own timing's (ptrace stops each
+    // task), so as sets.
+    let sorted = |mut lines: Vec<String>| {
+        lines.sort();
+        lines
+    };
+    assert_eq!(
+        sorted(shown(ours, &not_calls)),
+        sorted(shown(theirs, &not_calls)),
+        "{ours}"
+    );
     assert_eq!(
         shown(ours, &not_calls),
         [
@@ -736,8 +746,15 @@ fn signals_exits_and_sigreturns_agree_with_strace() {
             )
             .collect()
     };
-    assert_eq!(sigreturns(ours), ["0", "0", "PID"], "{ours}");
-    assert_eq!(sigreturns(ours), sigreturns(theirs));
+    // After the handlers of kill and tgkill, the calls returned 0. SIGCHLD comes when the
+    // child's exit finds the parent: after wait4 returned its pid (rt_sigreturn gives the
+    // pid back), or in it (wait4 is to be restarted); emulated CPUs see both.
+    let (ours, theirs) = (sigreturns(ours), sigreturns(theirs));
+    assert_eq!(ours[..2], ["0", "0"], "{ours:?}");
+    assert_eq!(theirs[..2], ["0", "0"], "{theirs:?}");
+    assert_eq!((ours.len(), theirs.len()), (3, 3), "{ours:?} {theirs:?}");
+    let restarted = "? ERESTARTSYS (To be restarted if SA_RESTART is set)";
+    assert!(["PID", restarted].contains(&ours[2].as_str()), "{ours:?}");
     let stderr = text(&out.stderr);
     assert!(stderr.contains(", 0 unfinished,"), "{stderr}");
 }
