@@ -184,12 +184,12 @@ impl EventLoop {
                 // they ran once per 128 drains, tokio's budget (`-d 0.5` ended after 5.5 s on
                 // an emulated CPU, each drain taking ~40 ms there).
                 tokio::task::yield_now().await;
-                // In this order: the ring wakeups are always ready under a flood, and a fair
-                // pick among ready branches would take a signal or the deadline only now and
-                // then. The 100 ms tick comes before the wakeups, which would starve it.
                 // Whether to ask the sink what it still follows: on the timers and the exit, not
                 // on every ring wakeup (it walks a map and /proc).
                 let mut look = true;
+                // In this order: the ring wakeups are always ready under a flood, and a fair
+                // pick among ready branches would take a signal or the deadline only now and
+                // then. The 100 ms tick comes before the wakeups, which would starve it.
                 tokio::select! {
                     biased;
                     _ = signals.recv() => return Ok(End::Interrupted),
