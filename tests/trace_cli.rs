@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{require_root, syscalls_program, text, tracer_bin};
+use common::{joined, require_root, syscalls_program, text, tracer_bin};
 
 /// The calls the workload's main thread makes, as strace writes them; `ADDR` is its mmap's
 /// address.
@@ -180,7 +180,10 @@ fn the_workloads_calls_are_shown_as_it_made_them() {
         .parse()
         .unwrap();
     assert!(
-        clone.starts_with("clone(CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, "),
+        clone.starts_with(
+            "clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, \
+             child_tidptr=0x"
+        ),
         "{clone}"
     );
     let child_lines: Vec<&str> = (lines.iter().copied())
@@ -808,43 +811,6 @@ fn a_blocked_call_is_shown_while_it_blocks() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains(", 0 unfinished,"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A trace with strace's split calls put back together: a thread's `NAME(ARGS,  <unfinished
-/// ...>` and its later `<... NAME resumed>REST` become one line, `NAME(ARGS, REST`.
-fn joined(trace: &str) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut open: std::collections::HashMap<String, usize> = Default::default();
-    for line in trace.lines() {
-        // strace -f's `PID ` in a file, tracer's `[pid N comm] `, or none.
-        let split = match line.strip_prefix("[pid ") {
-            Some(rest) => rest.find("] ").map(|at| "[pid ".len() + at + 2),
-            None => line
-                .find(' ')
-                .filter(|&at| line[..at].chars().all(|c| c.is_ascii_digit())),
-        };
-        let (prefix, body) = line.split_at(split.unwrap_or(0));
-        let body = body.trim_start();
-        let thread = prefix
-            .trim()
-            .trim_start_matches("[pid ")
-            .split(' ')
-            .next()
-            .unwrap();
-        if let Some(call) = body.strip_suffix(" <unfinished ...>") {
-            open.insert(thread.to_string(), out.len());
-            out.push(format!("{prefix} {call}"));
-        } else if let Some(rest) = body.strip_prefix("<... ") {
-            let rest = rest.split_once(" resumed>").map_or(rest, |(_, r)| r);
-            match open.remove(thread) {
-                Some(at) => out[at].push_str(rest),
-                None => out.push(line.to_string()),
-            }
-        } else {
-            out.push(line.to_string());
-        }
-    }
-    out.join("\n")
 }
 
 /// strace and tracer on tests/workloads/structs.c: the structures strace decodes without

@@ -497,3 +497,40 @@ pub fn profile_program() -> PathBuf {
         .get_or_init(|| build_c("tracer-profile", &source, &[]))
         .clone()
 }
+
+/// A trace with strace's split calls put back together: a thread's `NAME(ARGS,  <unfinished
+/// ...>` and its later `<... NAME resumed>REST` become one line, `NAME(ARGS, REST`.
+pub fn joined(trace: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut open: std::collections::HashMap<String, usize> = Default::default();
+    for line in trace.lines() {
+        // strace -f's `PID ` in a file, tracer's `[pid N comm] `, or none.
+        let split = match line.strip_prefix("[pid ") {
+            Some(rest) => rest.find("] ").map(|at| "[pid ".len() + at + 2),
+            None => line
+                .find(' ')
+                .filter(|&at| line[..at].chars().all(|c| c.is_ascii_digit())),
+        };
+        let (prefix, body) = line.split_at(split.unwrap_or(0));
+        let body = body.trim_start();
+        let thread = prefix
+            .trim()
+            .trim_start_matches("[pid ")
+            .split(' ')
+            .next()
+            .unwrap();
+        if let Some(call) = body.strip_suffix(" <unfinished ...>") {
+            open.insert(thread.to_string(), out.len());
+            out.push(format!("{prefix} {call}"));
+        } else if let Some(rest) = body.strip_prefix("<... ") {
+            let rest = rest.split_once(" resumed>").map_or(rest, |(_, r)| r);
+            match open.remove(thread) {
+                Some(at) => out[at].push_str(rest),
+                None => out.push(line.to_string()),
+            }
+        } else {
+            out.push(line.to_string());
+        }
+    }
+    out.join("\n")
+}

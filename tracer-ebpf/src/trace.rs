@@ -382,7 +382,9 @@ fn exec_argv(event: &mut Event, config: &SlotConfig, regs: u64, ret: u64) {
         true => at as u32,
         false => NO_ENTRY,
     };
-    put_array(scratch, 1, ptr, true, strlen);
+    // Each argument is cut at `-s`, as strace cuts it (the path is not).
+    let arglen = ((config.buflen.wrapping_sub(1)) & (STRLEN_MAX - 1)) + 1;
+    put_array(scratch, 1, ptr, true, arglen);
     event.str_bytes = used(scratch) as i32;
 }
 

@@ -30,6 +30,9 @@ const APT_PACKAGES: &[&str] = &[
     "libc6-dbg",
     // `tracer serve`'s integration test scrapes it with a real Prometheus server.
     "prometheus",
+    // The peers `tracer trace` is compared with, and the corpus's node program.
+    "strace",
+    "nodejs",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

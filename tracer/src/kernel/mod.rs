@@ -12,6 +12,7 @@ pub mod kprobe_events;
 pub mod params;
 pub mod symbols;
 pub mod syscalls;
+pub mod sysnames;
 pub mod tracefs;
 pub mod usdt;
 

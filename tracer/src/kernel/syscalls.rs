@@ -6,6 +6,8 @@
 
 use ::syscalls::Sysno;
 
+use crate::kernel::sysnames as names;
+
 /// How one argument is read and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arg {
@@ -115,6 +117,32 @@ pub enum Arg {
     /// fcntl(2)'s third argument, read by its command (argument `.0`): not shown for the
     /// commands that take none (`F_GETFL`), `FD_CLOEXEC` for F_SETFD, open flags for F_SETFL.
     FcntlArg(usize),
+    /// A flag word named by a table of `kernel::sysnames` (`GRND_NONBLOCK`), `0` for none.
+    Flags(&'static [(u64, &'static str)]),
+    /// One value of a table of `kernel::sysnames` (`SOL_SOCKET`), else the number.
+    Named(&'static [(i64, &'static str)]),
+    /// A socket option's name, by its level (argument `.0`): `SO_REUSEADDR`, `TCP_NODELAY`.
+    SockOpt(usize),
+    /// One of clone(2)'s registers, shown in strace's order and words, which is not the
+    /// kernel's: `child_stack=NULL, flags=...|SIGCHLD, child_tidptr=0x...`.
+    Clone(CloneArg),
+}
+
+/// Where clone(2)'s registers (flags, stack, parent_tid, child_tid, tls on x86-64) go in
+/// strace's `child_stack=, flags=, parent_tid=, tls=, child_tidptr=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloneArg {
+    /// The flags register: `child_stack=STACK, flags=FLAGS`.
+    StackAndFlags,
+    /// Shown with the flags.
+    Stack,
+    /// `parent_tid=` with CLONE_PARENT_SETTID or CLONE_PIDFD.
+    ParentTid,
+    /// Shown after `tls=`.
+    ChildTid,
+    /// `tls=` with CLONE_SETTLS, then `child_tidptr=` with CLONE_CHILD_SETTID or
+    /// CLONE_CHILD_CLEARTID.
+    TlsAndChildTid,
 }
 
 /// The structures calls take and fill that strace decodes, read whole (`buffer_len::fixed`).
@@ -138,6 +166,15 @@ pub enum Struct {
     SigSet,
     /// The kernel's `struct sigaction`.
     SigAction,
+    /// A `struct sockaddr` as long as argument `.0` says: AF_UNIX, AF_INET, AF_INET6 and
+    /// AF_NETLINK by their fields, `{sa_family=AF_PACKET, ...}` for the others.
+    SockAddr(usize),
+    /// An `int` (setsockopt's value): `[1]`.
+    Int,
+    /// `struct utsname`'s first two fields: `{sysname="Linux", nodename="vm", ...}`.
+    Utsname,
+    /// `struct epoll_event` (packed on x86-64): `{events=EPOLLIN, data={u32=3, u64=3}}`.
+    EpollEvent,
 }
 
 impl Struct {
@@ -150,6 +187,11 @@ impl Struct {
             Struct::Statx => 48,
             Struct::Timespec | Struct::Rlimit | Struct::Rlimit64 => 16,
             Struct::SigAction => 32,
+            // sockaddr_un, the largest strace decodes; cut at the length given.
+            Struct::SockAddr(_) => 110,
+            Struct::Int => 4,
+            Struct::Utsname => 130,
+            Struct::EpollEvent => 12,
         }
     }
 }
@@ -280,24 +322,51 @@ pub const SHAPES: &[Shape] = &[
     shape("getpid", 0, &[], Ret::Int),
     shape("sendfile", D | N, &[Fd, Fd, Ptr, UInt], Ret::Int),
     shape("socket", N, &[Domain, SockType, Protocol(0)], Ret::Int),
-    shape("connect", N | D, &[Fd, Ptr, UInt], Ret::Int),
+    shape(
+        "connect",
+        N | D,
+        &[Fd, In(Struct::SockAddr(2)), UInt],
+        Ret::Int,
+    ),
     shape("accept", N | D, &[Fd, Ptr, Ptr], Ret::Int),
     shape(
         "sendto",
         N | D,
-        &[Fd, BufIn(2), UInt, Hex, Ptr, UInt],
+        &[
+            Fd,
+            BufIn(2),
+            UInt,
+            Flags(&names::MSG_FLAGS),
+            In(Struct::SockAddr(5)),
+            UInt,
+        ],
         Ret::Int,
     ),
     shape(
         "recvfrom",
         N | D,
-        &[Fd, BufOut, UInt, Hex, Ptr, Ptr],
+        &[Fd, BufOut, UInt, Flags(&names::MSG_FLAGS), Ptr, Ptr],
         Ret::Int,
     ),
-    shape("sendmsg", N | D, &[Fd, Ptr, Hex], Ret::Int),
-    shape("recvmsg", N | D, &[Fd, Ptr, Hex], Ret::Int),
+    shape(
+        "sendmsg",
+        N | D,
+        &[Fd, Ptr, Flags(&names::MSG_FLAGS)],
+        Ret::Int,
+    ),
+    shape(
+        "recvmsg",
+        N | D,
+        &[Fd, Ptr, Flags(&names::MSG_FLAGS)],
+        Ret::Int,
+    ),
     shape("shutdown", N | D, &[Fd, ShutdownHow], Ret::Int),
-    shape("bind", N | D, &[Fd, Ptr, UInt], Ret::Int),
+    shape(
+        "bind",
+        N | D,
+        &[Fd, In(Struct::SockAddr(2)), UInt],
+        Ret::Int,
+    ),
     shape("listen", N | D, &[Fd, Int], Ret::Int),
     shape("getsockname", N | D, &[Fd, Ptr, Ptr], Ret::Int),
     shape("getpeername", N | D, &[Fd, Ptr, Ptr], Ret::Int),
@@ -307,9 +376,42 @@ pub const SHAPES: &[Shape] = &[
         &[Domain, SockType, Protocol(0), Out(Struct::FdPair)],
         Ret::Int,
     ),
-    shape("setsockopt", N | D, &[Fd, Int, Int, Ptr, UInt], Ret::Int),
-    shape("getsockopt", N | D, &[Fd, Int, Int, Ptr, Ptr], Ret::Int),
-    shape("clone", P, &[CloneFlags, Ptr, Ptr, Ptr, Ptr], Ret::Int),
+    shape(
+        "setsockopt",
+        N | D,
+        &[
+            Fd,
+            Named(&names::SOCKOPT_LEVELS),
+            SockOpt(1),
+            In(Struct::Int),
+            UInt,
+        ],
+        Ret::Int,
+    ),
+    shape(
+        "getsockopt",
+        N | D,
+        &[
+            Fd,
+            Named(&names::SOCKOPT_LEVELS),
+            SockOpt(1),
+            Out(Struct::Int),
+            Out(Struct::Int),
+        ],
+        Ret::Int,
+    ),
+    shape(
+        "clone",
+        P,
+        &[
+            Clone(CloneArg::StackAndFlags),
+            Clone(CloneArg::Stack),
+            Clone(CloneArg::ParentTid),
+            Clone(CloneArg::ChildTid),
+            Clone(CloneArg::TlsAndChildTid),
+        ],
+        Ret::Int,
+    ),
     shape("fork", P, &[], Ret::Int),
     shape("vfork", P, &[], Ret::Int),
     shape("execve", F | P, &[Path, Argv, Envp], Ret::Int),
@@ -321,7 +423,7 @@ pub const SHAPES: &[Shape] = &[
         Ret::Int,
     ),
     shape("kill", P | S, &[Int, Signal], Ret::Int),
-    shape("uname", 0, &[Ptr], Ret::Int),
+    shape("uname", 0, &[Out(Struct::Utsname)], Ret::Int),
     shape("fcntl", D, &[Fd, FcntlCmd, FcntlArg(1)], Ret::Fcntl(1)),
     shape("flock", D, &[Fd, Int], Ret::Int),
     shape("fsync", D, &[Fd], Ret::Int),
@@ -402,7 +504,12 @@ pub const SHAPES: &[Shape] = &[
     ),
     shape("exit_group", P, &[Int], Ret::None),
     shape("epoll_wait", D, &[Fd, Ptr, Int, Int], Ret::Int),
-    shape("epoll_ctl", D, &[Fd, EpollOp, Fd, Ptr], Ret::Int),
+    shape(
+        "epoll_ctl",
+        D,
+        &[Fd, EpollOp, Fd, In(Struct::EpollEvent)],
+        Ret::Int,
+    ),
     shape("tgkill", P | S, &[Int, Int, Signal], Ret::Int),
     shape("waitid", P, &[Int, Int, Ptr, WaitOptions, Ptr], Ret::Int),
     shape(
@@ -442,8 +549,13 @@ pub const SHAPES: &[Shape] = &[
     shape("utimensat", F | D, &[DirFd, Path, Ptr, AtFlags], Ret::Int),
     shape("epoll_pwait", D, &[Fd, Ptr, Int, Int, Ptr, UInt], Ret::Int),
     shape("accept4", N | D, &[Fd, Ptr, Ptr, SockType], Ret::Int),
-    shape("eventfd2", D, &[UInt, Hex], Ret::Int),
-    shape("epoll_create1", D, &[Hex], Ret::Int),
+    shape("eventfd2", D, &[UInt, Flags(&names::EFD_FLAGS)], Ret::Int),
+    shape(
+        "epoll_create1",
+        D,
+        &[Flags(&names::EPOLL_CREATE_FLAGS)],
+        Ret::Int,
+    ),
     shape("dup3", D, &[Fd, Fd, OpenFlags], Ret::Int),
     shape("pipe2", D, &[Out(Struct::FdPair), PipeFlags], Ret::Int),
     shape(
@@ -458,7 +570,12 @@ pub const SHAPES: &[Shape] = &[
         &[DirFd, Path, DirFd, Path, Hex],
         Ret::Int,
     ),
-    shape("getrandom", 0, &[BufOut, UInt, Hex], Ret::Int),
+    shape(
+        "getrandom",
+        0,
+        &[BufOut, UInt, Flags(&names::GRND_FLAGS)],
+        Ret::Int,
+    ),
     shape("memfd_create", D, &[Path, Hex], Ret::Int),
     shape(
         "execveat",
@@ -472,7 +589,13 @@ pub const SHAPES: &[Shape] = &[
         &[DirFd, Path, StatxFlags, StatxMask, Out(Struct::Statx)],
         Ret::Int,
     ),
-    shape("rseq", 0, &[Ptr, UInt, Int, Hex], Ret::Int),
+    shape("rseq", 0, &[Ptr, Hex, Int, Hex], Ret::Int),
+    shape(
+        "pkey_alloc",
+        0,
+        &[Hex, Flags(&names::PKEY_ACCESS)],
+        Ret::Int,
+    ),
     shape("clone3", P, &[Ptr, UInt], Ret::Int),
     shape("close_range", D, &[Fd, Fd, Hex], Ret::Int),
     shape("openat2", F | D, &[DirFd, Path, Ptr, UInt], Ret::Int),

@@ -16,7 +16,6 @@ pub mod stat;
 pub mod structs;
 pub mod summary;
 pub mod syscall;
-pub mod sysnames;
 pub mod timeline;
 pub mod trace;
 pub mod watch;

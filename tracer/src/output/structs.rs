@@ -5,11 +5,14 @@
 
 use crate::kernel::syscalls::Struct;
 
-use super::syscall::{flags, pointer, signal};
-use super::sysnames;
+use super::syscall::{flags, pointer, quote, signal};
+use crate::kernel::sysnames;
 
 /// `bytes` (at least `kind.bytes()` of them) as strace shows the structure.
 pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
+    if let Struct::SockAddr(_) = kind {
+        return sockaddr(bytes);
+    }
     if bytes.len() < kind.bytes() {
         return None;
     }
@@ -75,7 +78,81 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             }
             text + "}"
         }
+        Struct::SockAddr(_) => unreachable!("decoded above"),
+        Struct::Int => format!("[{}]", u32_at(0) as i32),
+        Struct::Utsname => {
+            let field = |at: usize| {
+                let field = &bytes[at..at + 65];
+                let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+                let mut out = String::new();
+                quote(&field[..end], &mut out);
+                out
+            };
+            format!("{{sysname={}, nodename={}, ...}}", field(0), field(65))
+        }
+        Struct::EpollEvent => {
+            let data = u64_at(4);
+            format!(
+                "{{events={}, data={{u32={}, u64={data}}}}}",
+                flags(u64::from(u32_at(0)), &sysnames::EPOLL_EVENTS, "0"),
+                data as u32
+            )
+        }
     })
+}
+
+/// A `struct sockaddr` of `bytes.len()` bytes, as strace shows AF_UNIX (`sun_path="/run/x"`,
+/// `@"abstract"`), AF_INET, AF_INET6 and AF_NETLINK; `None` for other families.
+pub fn sockaddr(bytes: &[u8]) -> Option<String> {
+    let family = u16::from_ne_bytes(bytes.get(..2)?.try_into().ok()?);
+    let name = sysnames::FAMILIES
+        .iter()
+        .find(|(f, _)| *f == i64::from(family))
+        .map_or_else(|| family.to_string(), |(_, n)| n.to_string());
+    let be16 = |at: usize| Some(u16::from_be_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
+    let fields = match i32::from(family) {
+        libc::AF_UNIX => match bytes.get(2..) {
+            Some([]) | None => String::new(),
+            Some([0, abstract_name @ ..]) => {
+                let mut out = String::from(", sun_path=@");
+                quote(abstract_name, &mut out);
+                out
+            }
+            Some(path) => {
+                let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+                let mut out = String::from(", sun_path=");
+                quote(&path[..end], &mut out);
+                out
+            }
+        },
+        libc::AF_INET => {
+            let addr: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
+            format!(
+                ", sin_port=htons({}), sin_addr=inet_addr(\"{}\")",
+                be16(2)?,
+                std::net::Ipv4Addr::from(addr)
+            )
+        }
+        libc::AF_INET6 => {
+            let addr: [u8; 16] = bytes.get(8..24)?.try_into().ok()?;
+            let flow = u32::from_be_bytes(bytes.get(4..8)?.try_into().ok()?);
+            let scope = u32::from_ne_bytes(bytes.get(24..28)?.try_into().ok()?);
+            format!(
+                ", sin6_port=htons({}), sin6_flowinfo=htonl({flow}), \
+                 inet_pton(AF_INET6, \"{}\", &sin6_addr), sin6_scope_id={scope}",
+                be16(2)?,
+                std::net::Ipv6Addr::from(addr)
+            )
+        }
+        libc::AF_NETLINK => {
+            let word = |at: usize| -> Option<u32> {
+                Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+            };
+            format!(", nl_pid={}, nl_groups={:08x}", word(4)?, word(8)?)
+        }
+        _ => return None,
+    };
+    Some(format!("{{sa_family={name}{fields}}}"))
 }
 
 const S_IFMT: u32 = 0o170000;
@@ -275,5 +352,40 @@ mod tests {
         let pair = bytes(&[(0, 3, 4), (4, 4, 4)], 8);
         assert_eq!(decode(Struct::FdPair, &pair).unwrap(), "[3, 4]");
         assert_eq!(decode(Struct::Stat, &[0u8; 8]), None);
+    }
+
+    /// strace 6.1's lines for the same addresses (`strace -e trace=connect,bind`).
+    #[test]
+    fn sockaddrs_read_as_strace_writes_them() {
+        let mut inet6 = vec![10, 0, 0x01, 0xbb, 0, 0, 0, 0];
+        inet6.extend(std::net::Ipv6Addr::LOCALHOST.octets());
+        inet6.extend([0, 0, 0, 0]);
+        assert_eq!(
+            sockaddr(&inet6).unwrap(),
+            "{sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), \
+             inet_pton(AF_INET6, \"::1\", &sin6_addr), sin6_scope_id=0}"
+        );
+        let inet = [2, 0, 0x1f, 0x90, 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            sockaddr(&inet).unwrap(),
+            "{sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr(\"127.0.0.1\")}"
+        );
+        let mut path = vec![1, 0];
+        path.extend(b"/run/x\0\0\0");
+        assert_eq!(
+            sockaddr(&path).unwrap(),
+            "{sa_family=AF_UNIX, sun_path=\"/run/x\"}"
+        );
+        assert_eq!(
+            sockaddr(b"\x01\0\0name").unwrap(),
+            "{sa_family=AF_UNIX, sun_path=@\"name\"}"
+        );
+        assert_eq!(sockaddr(&[1, 0]).unwrap(), "{sa_family=AF_UNIX}");
+        assert_eq!(sockaddr(&[17, 0, 0, 0]), None);
+        let event = [0x01, 0, 0, 0x80, 15, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            decode(Struct::EpollEvent, &event).unwrap(),
+            "{events=EPOLLIN|EPOLLET, data={u32=15, u64=15}}"
+        );
     }
 }

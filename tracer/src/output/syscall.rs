@@ -4,8 +4,8 @@
 
 use tracer_common::str_flag;
 
-use super::sysnames;
-use crate::kernel::syscalls::{Arg, FutexArg, Ret, Struct};
+use crate::kernel::syscalls::{Arg, CloneArg, FutexArg, Ret, Struct};
+use crate::kernel::sysnames;
 
 /// What was read of one string argument (a path, a buffer, an array's elements).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -293,11 +293,7 @@ fn sock_type(raw: u64) -> String {
             (10, "SOCK_PACKET"),
         ],
     );
-    let rest = flags(
-        raw & !0xf,
-        &[(0o4000, "SOCK_NONBLOCK"), (0o2000000, "SOCK_CLOEXEC")],
-        "",
-    );
+    let rest = flags(raw & !0xf, &sysnames::SOCK_FLAGS, "");
     match (raw & 0xf, rest.is_empty()) {
         (0, false) => rest,
         (_, true) => kind,
@@ -557,6 +553,10 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::Protocol(_) | Arg::Futex(..) => int.to_string(),
         Arg::FcntlArg(_) => format!("{raw:#x}"),
         Arg::MremapAddr(_) => pointer(raw),
+        Arg::Flags(names) => flags(raw & 0xffff_ffff, names, "0"),
+        Arg::Named(names) => named(int.into(), names),
+        Arg::SockOpt(_) => int.to_string(),
+        Arg::Clone(_) => pointer(raw),
         Arg::WaitOptions => flags(
             raw & 0xffff_ffff,
             &[
@@ -621,9 +621,67 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
             c if FCNTL_LOCKS.contains(&c) => pointer(raw),
             _ => int.to_string(),
         },
+        Arg::SockOpt(level) => {
+            let names: &[(i64, &str)] = match other(level) {
+                l if l == i64::from(libc::SOL_SOCKET) => &sysnames::SO_OPTIONS,
+                l if l == i64::from(libc::SOL_TCP) => &sysnames::TCP_OPTIONS,
+                l if l == i64::from(libc::SOL_IP) => &sysnames::IP_OPTIONS,
+                l if l == i64::from(libc::SOL_IPV6) => &sysnames::IPV6_OPTIONS,
+                _ => &[],
+            };
+            named(int, names)
+        }
+        Arg::Clone(part) => {
+            let at = |i: usize| args.get(i).copied().unwrap_or(0);
+            let flags = at(0);
+            match part {
+                CloneArg::StackAndFlags => {
+                    format!(
+                        "child_stack={}, flags={}",
+                        pointer(at(1)),
+                        clone_flags(flags)
+                    )
+                }
+                CloneArg::ParentTid => match read.and_then(|r| r.entries.first()) {
+                    Some((bytes, 0)) if bytes.len() >= 4 && ret.is_some_and(|r| r > 0) => {
+                        let tid = i32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes"));
+                        format!("parent_tid=[{tid}]")
+                    }
+                    _ => format!("parent_tid={}", pointer(raw)),
+                },
+                CloneArg::TlsAndChildTid => {
+                    let mut parts = Vec::new();
+                    if flags & CLONE_SETTLS != 0 {
+                        parts.push(format!("tls={}", pointer(at(4))));
+                    }
+                    if flags & (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0 {
+                        parts.push(format!("child_tidptr={}", pointer(at(3))));
+                    }
+                    parts.join(", ")
+                }
+                CloneArg::Stack | CloneArg::ChildTid => pointer(raw),
+            }
+        }
+        // A sockaddr is as long as the call says; epoll_ctl's DEL ignores its event.
+        Arg::In(Struct::SockAddr(len)) => {
+            let len = args.get(len).map_or(0, |&l| l as u32 as usize);
+            match (raw, read.and_then(|r| r.entries.first())) {
+                (0, _) => "NULL".into(),
+                (_, Some((bytes, 0))) => super::structs::sockaddr(&bytes[..len.min(bytes.len())])
+                    .unwrap_or_else(|| pointer(raw)),
+                _ => pointer(raw),
+            }
+        }
+        Arg::In(Struct::EpollEvent) if other(1) == i64::from(libc::EPOLL_CTL_DEL) => pointer(raw),
         _ => arg(kind, raw, read, ret),
     }
 }
+
+const CLONE_SETTLS: u64 = libc::CLONE_SETTLS as u64;
+const CLONE_PARENT_SETTID: u64 = libc::CLONE_PARENT_SETTID as u64;
+const CLONE_PIDFD: u64 = libc::CLONE_PIDFD as u64;
+const CLONE_CHILD_SETTID: u64 = libc::CLONE_CHILD_SETTID as u64;
+const CLONE_CHILD_CLEARTID: u64 = libc::CLONE_CHILD_CLEARTID as u64;
 
 const FUTEX_WAIT: u64 = 0;
 const FUTEX_REQUEUE: u64 = 3;
@@ -725,6 +783,11 @@ pub fn shown(arg: Arg, args: &[u64]) -> bool {
         Arg::FcntlArg(cmd) => !FCNTL_GETS.contains(&i64::from(at(cmd) as u32 as i32)),
         Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
         Arg::Futex(which, op) => futex_uses(which, at(op)),
+        Arg::Clone(CloneArg::Stack | CloneArg::ChildTid) => false,
+        Arg::Clone(CloneArg::ParentTid) => at(0) & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0,
+        Arg::Clone(CloneArg::TlsAndChildTid) => {
+            at(0) & (CLONE_SETTLS | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0
+        }
         _ => true,
     }
 }

@@ -11,7 +11,7 @@ use tracer_common::{
 };
 
 use crate::kernel::format::Format;
-use crate::kernel::syscalls::{self, Arg, FutexArg, Ret, Struct};
+use crate::kernel::syscalls::{self, Arg, CloneArg, FutexArg, Ret, Struct};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::syscall::{self as show, Read};
 use crate::output::trace::{Call, End, Shown};
@@ -142,6 +142,7 @@ impl Layout {
                         Arg::Futex(FutexArg::Timeout, _) => {
                             buffer_len::fixed(Struct::Timespec.bytes())
                         }
+                        Arg::Clone(CloneArg::ParentTid) => buffer_len::fixed(Struct::Int.bytes()),
                         _ => 0,
                     },
                 };
@@ -268,6 +269,7 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::Out(_)
             | Arg::Argv
             | Arg::Futex(FutexArg::Timeout, _)
+            | Arg::Clone(CloneArg::ParentTid)
     )
 }
 

@@ -105,3 +105,90 @@ pub const NETLINK_PROTOCOLS: [(i64, &str); 12] = libc_names![i64;
 
 /// fcntl(2)'s `F_GETFD`/`F_SETFD` flag.
 pub const FD_FLAGS: [(u64, &str); 1] = libc_names![u64; FD_CLOEXEC];
+
+/// getrandom(2)'s flags.
+pub const GRND_FLAGS: [(u64, &str); 3] =
+    libc_names![u64; GRND_NONBLOCK, GRND_RANDOM, GRND_INSECURE];
+
+/// epoll_create1(2)'s flag.
+pub const EPOLL_CREATE_FLAGS: [(u64, &str); 1] = libc_names![u64; EPOLL_CLOEXEC];
+
+/// eventfd2(2)'s flags, in strace's order.
+pub const EFD_FLAGS: [(u64, &str); 3] = libc_names![u64; EFD_SEMAPHORE, EFD_CLOEXEC, EFD_NONBLOCK];
+
+/// pkey_alloc(2)'s access rights (include/uapi/asm-generic/mman-common.h).
+pub const PKEY_ACCESS: [(u64, &str); 2] = [(1, "PKEY_DISABLE_ACCESS"), (2, "PKEY_DISABLE_WRITE")];
+
+/// The socket type's flags, in strace's order (`SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK`).
+pub const SOCK_FLAGS: [(u64, &str); 2] = libc_names![u64; SOCK_CLOEXEC, SOCK_NONBLOCK];
+
+/// send/recv flags (`MSG_DONTWAIT|MSG_NOSIGNAL`).
+pub const MSG_FLAGS: [(u64, &str); 18] = libc_names![u64;
+    MSG_OOB, MSG_PEEK, MSG_DONTROUTE, MSG_CTRUNC, MSG_TRUNC, MSG_DONTWAIT, MSG_EOR,
+    MSG_WAITALL, MSG_FIN, MSG_SYN, MSG_CONFIRM, MSG_RST, MSG_ERRQUEUE, MSG_NOSIGNAL, MSG_MORE,
+    MSG_WAITFORONE, MSG_FASTOPEN, MSG_CMSG_CLOEXEC,
+];
+
+/// Socket option levels, as strace names them (`SOL_TCP` for IPPROTO_TCP).
+pub const SOCKOPT_LEVELS: [(i64, &str); 6] =
+    libc_names![i64; SOL_IP, SOL_SOCKET, SOL_TCP, SOL_UDP, SOL_IPV6, SOL_NETLINK];
+
+/// SOL_SOCKET's options; the time options by strace's x86-64 names (`SO_RCVTIMEO_OLD`).
+pub const SO_OPTIONS: [(i64, &str); 30] = {
+    let named: [(i64, &str); 27] = libc_names![i64;
+        SO_DEBUG, SO_REUSEADDR, SO_TYPE, SO_ERROR, SO_DONTROUTE, SO_BROADCAST, SO_SNDBUF,
+        SO_RCVBUF, SO_KEEPALIVE, SO_OOBINLINE, SO_NO_CHECK, SO_PRIORITY, SO_LINGER,
+        SO_BSDCOMPAT, SO_REUSEPORT, SO_PASSCRED, SO_PEERCRED, SO_RCVLOWAT, SO_SNDLOWAT,
+        SO_BINDTODEVICE, SO_ACCEPTCONN, SO_PEERSEC, SO_SNDBUFFORCE, SO_RCVBUFFORCE,
+        SO_PROTOCOL, SO_DOMAIN, SO_MARK,
+    ];
+    let mut all = [(0, ""); 30];
+    let mut i = 0;
+    while i < named.len() {
+        all[i] = named[i];
+        i += 1;
+    }
+    all[27] = (libc::SO_RCVTIMEO as i64, "SO_RCVTIMEO_OLD");
+    all[28] = (libc::SO_SNDTIMEO as i64, "SO_SNDTIMEO_OLD");
+    all[29] = (libc::SO_TIMESTAMP as i64, "SO_TIMESTAMP_OLD");
+    all
+};
+
+/// SOL_TCP's options.
+pub const TCP_OPTIONS: [(i64, &str); 14] = libc_names![i64;
+    TCP_NODELAY, TCP_MAXSEG, TCP_CORK, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_SYNCNT,
+    TCP_LINGER2, TCP_DEFER_ACCEPT, TCP_WINDOW_CLAMP, TCP_INFO, TCP_QUICKACK, TCP_CONGESTION,
+    TCP_USER_TIMEOUT,
+];
+
+/// SOL_IP's options.
+pub const IP_OPTIONS: [(i64, &str); 10] = libc_names![i64;
+    IP_TOS, IP_TTL, IP_HDRINCL, IP_OPTIONS, IP_RECVERR, IP_MTU_DISCOVER, IP_MULTICAST_IF,
+    IP_MULTICAST_TTL, IP_MULTICAST_LOOP, IP_ADD_MEMBERSHIP,
+];
+
+/// SOL_IPV6's options.
+pub const IPV6_OPTIONS: [(i64, &str); 6] = libc_names![i64;
+    IPV6_UNICAST_HOPS, IPV6_MULTICAST_IF, IPV6_MULTICAST_HOPS, IPV6_MULTICAST_LOOP,
+    IPV6_V6ONLY, IPV6_RECVERR,
+];
+
+/// epoll events, in strace's order (EPOLLET is bit 31: include/uapi/linux/eventpoll.h).
+pub const EPOLL_EVENTS: [(u64, &str); 16] = [
+    (libc::EPOLLIN as u64, "EPOLLIN"),
+    (libc::EPOLLPRI as u64, "EPOLLPRI"),
+    (libc::EPOLLOUT as u64, "EPOLLOUT"),
+    (libc::EPOLLERR as u64, "EPOLLERR"),
+    (libc::EPOLLHUP as u64, "EPOLLHUP"),
+    (0x20, "EPOLLNVAL"),
+    (libc::EPOLLRDNORM as u64, "EPOLLRDNORM"),
+    (libc::EPOLLRDBAND as u64, "EPOLLRDBAND"),
+    (libc::EPOLLWRNORM as u64, "EPOLLWRNORM"),
+    (libc::EPOLLWRBAND as u64, "EPOLLWRBAND"),
+    (libc::EPOLLMSG as u64, "EPOLLMSG"),
+    (libc::EPOLLRDHUP as u64, "EPOLLRDHUP"),
+    (libc::EPOLLEXCLUSIVE as u64, "EPOLLEXCLUSIVE"),
+    (libc::EPOLLWAKEUP as u64, "EPOLLWAKEUP"),
+    (libc::EPOLLONESHOT as u64, "EPOLLONESHOT"),
+    (1 << 31, "EPOLLET"),
+];

@@ -1,0 +1,77 @@
+/* Sockets as a small server and its client make them (issue #42's corpus): a TCP listener on
+ * 127.0.0.1 and a forked client that connects, writes and reads with recvmsg; the server
+ * accepts, polls, reads and answers with sendmsg. Then a UNIX socketpair and a datagram
+ * socket bound to an abstract name. Every result is fixed but the port, which the kernel
+ * picks. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void client(unsigned short port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    connect(fd, (struct sockaddr *)&to, sizeof to);
+    write(fd, "ping", 4);
+    char buf[16];
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    recvmsg(fd, &msg, 0);
+    close(fd);
+    _exit(0);
+}
+
+int main(void) {
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in at = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+    bind(lfd, (struct sockaddr *)&at, sizeof at);
+    listen(lfd, 4);
+    socklen_t len = sizeof at;
+    getsockname(lfd, (struct sockaddr *)&at, &len);
+    pid_t child = fork();
+    if (child == 0)
+        client(ntohs(at.sin_port));
+    struct sockaddr_in peer;
+    len = sizeof peer;
+    int cfd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC);
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct pollfd pfd = {.fd = cfd, .events = POLLIN};
+    poll(&pfd, 1, 5000);
+    char buf[16];
+    read(cfd, buf, sizeof buf);
+    struct iovec iov[2] = {{.iov_base = "po", .iov_len = 2}, {.iov_base = "ng", .iov_len = 2}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    sendmsg(cfd, &msg, 0);
+    int status;
+    waitpid(child, &status, 0);
+    close(cfd);
+    close(lfd);
+
+    int pair[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, pair);
+    send(pair[0], "x", 1, 0);
+    recv(pair[1], buf, sizeof buf, 0);
+    close(pair[0]);
+    close(pair[1]);
+
+    int dfd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    memcpy(un.sun_path, "\0tracer-corpus", 14);
+    bind(dfd, (struct sockaddr *)&un, offsetof(struct sockaddr_un, sun_path) + 14);
+    sendto(dfd, "y", 1, 0, (struct sockaddr *)&un, offsetof(struct sockaddr_un, sun_path) + 14);
+    recvfrom(dfd, buf, sizeof buf, 0, 0, 0);
+    close(dfd);
+    return 0;
+}
