@@ -7,6 +7,7 @@ fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracer-ebpf");
     println!("cargo:rerun-if-changed={}", root.display());
     println!("cargo:rerun-if-changed=../tracer-common/src");
+    build_identity();
     check_prerequisites()?;
     aya_build::build_ebpf(
         [aya_build::Package {
@@ -17,6 +18,48 @@ fn main() -> anyhow::Result<()> {
         aya_build::Toolchain::Nightly,
     )?;
     strip_probes()
+}
+
+/// The git commit the binary is built from and whether tracked files differed from it, so
+/// that two builds can be told apart across a fleet (`tracer --version`, `tracer_build_info`):
+/// `TRACER_GIT_COMMIT` (`unknown` outside a git checkout), `TRACER_GIT_MODIFIED` (`true`,
+/// `false`, `unknown`) and `TRACER_LONG_VERSION`. Looked at again when HEAD, the index or
+/// tracer's sources change.
+fn build_identity() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]);
+    let modified = match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(changes) if changes.is_empty() => "false",
+        Some(_) => "true",
+        None => "unknown",
+    };
+    if let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        println!("cargo:rerun-if-changed={git_dir}/HEAD");
+        println!("cargo:rerun-if-changed={git_dir}/index");
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={git_dir}/{branch}");
+        }
+    }
+    println!("cargo:rerun-if-changed=src");
+    let commit = commit.unwrap_or_else(|| "unknown".into());
+    let version = env!("CARGO_PKG_VERSION");
+    let long = match modified {
+        "true" => format!("{version} (commit {commit}, modified)"),
+        _ => format!("{version} (commit {commit})"),
+    };
+    println!("cargo:rustc-env=TRACER_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=TRACER_GIT_MODIFIED={modified}");
+    println!("cargo:rustc-env=TRACER_LONG_VERSION={long}");
 }
 
 /// Drops the DWARF and BTF sections from the probes object (2.1 MB -> 0.3 MB). tracer loads it

@@ -69,7 +69,7 @@ pub fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
 #[derive(Debug, Parser)]
 #[command(
     name = "tracer",
-    version,
+    version = env!("TRACER_LONG_VERSION"),
     about = "What is the kernel (or this process) doing? Probes, watchpoints, latency and counters.",
     after_help = "Examples:\n  tracer features            what this kernel supports, and what is missing\n  tracer features --json     the same as one JSON object"
 )]

@@ -1,7 +1,9 @@
 //! `tracer serve`: the config's metrics counted in the kernel, exported to Prometheus; SIGHUP
 //! reloads the config (the unchanged metrics keep counting), SIGTERM ends it.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::cli::ServeArgs;
@@ -49,14 +51,61 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
 }
 
 /// Reads and checks the config; nothing is attached before the whole file is valid.
-fn read_plan(config: &PathBuf, listen: &str) -> Result<ServePlan, Error> {
-    let text = std::fs::read_to_string(config).map_err(|e| {
+fn read_plan(config: &Path, listen: &str) -> Result<ServePlan, Error> {
+    let text = read_config(config)?;
+    serve_plan(&config.display().to_string(), &text, listen)
+}
+
+/// The most bytes a config may hold: thousands of metrics fit in a tenth of it.
+const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// The config's text, from a regular file of at most [`CONFIG_MAX_BYTES`]: a device
+/// (`/dev/zero` would be read until memory ran out), a FIFO (whose read would wait for a
+/// writer, and stop every scrape meanwhile) or a directory is refused, at start as at reload.
+fn read_config(config: &Path) -> Result<String, Error> {
+    let refuse = |what: String| {
         Error::usage(
-            format!("cannot read config {}: {e}", config.display()),
+            format!("config {}: {what}", config.display()),
             vec!["give a TOML file of [[metric]] tables (docs/serve.md)".into()],
         )
-    })?;
-    serve_plan(&config.display().to_string(), &text, listen)
+    };
+    // O_NONBLOCK: opening a FIFO must not wait for its writer either.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(config)
+        .map_err(|e| refuse(format!("cannot read it: {e}")))?;
+    let meta = (file.metadata()).map_err(|e| refuse(format!("cannot read it: {e}")))?;
+    let kind = meta.file_type();
+    let not_regular = match () {
+        _ if kind.is_file() => None,
+        _ if kind.is_dir() => Some("a directory"),
+        _ if kind.is_fifo() => Some("a FIFO"),
+        _ if kind.is_char_device() => Some("a character device"),
+        _ if kind.is_block_device() => Some("a block device"),
+        _ if kind.is_socket() => Some("a socket"),
+        _ => Some("not a file"),
+    };
+    if let Some(kind) = not_regular {
+        return Err(refuse(format!("is {kind}, not a regular file")));
+    }
+    let too_big = || {
+        refuse(format!(
+            "is larger than {} KiB, the most a config may hold",
+            CONFIG_MAX_BYTES >> 10
+        ))
+    };
+    if meta.len() > CONFIG_MAX_BYTES {
+        return Err(too_big());
+    }
+    // Bounded also if the file grows while it is read.
+    let mut text = String::new();
+    (file.take(CONFIG_MAX_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| refuse(format!("cannot read it: {e}")))?;
+    if text.len() as u64 > CONFIG_MAX_BYTES {
+        return Err(too_big());
+    }
+    Ok(text)
 }
 
 struct Served {

@@ -123,7 +123,14 @@ impl Collector for Scrape {
 }
 
 /// The exposition of `families` in `format`.
-pub fn render(families: Vec<Family>, format: Format) -> String {
+pub fn render(mut families: Vec<Family>, format: Format) -> String {
+    // The Prometheus text encoder escapes `# HELP`; the OpenMetrics one writes it as given,
+    // so a newline in a config's `help` would start a line of its own.
+    if format == Format::OpenMetrics {
+        for family in &mut families {
+            family.help = openmetrics_escaped(&family.help);
+        }
+    }
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Scrape(families)));
     let mut text = String::new();
@@ -135,6 +142,20 @@ pub fn render(families: Vec<Family>, format: Format) -> String {
         Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut text, &registry),
     };
     text
+}
+
+/// `text` as OpenMetrics escapes a `# HELP` text: `\\`, `\n` and `\"`.
+fn openmetrics_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A row of the `/` page: a metric, its kind and what it probes.
@@ -268,5 +289,22 @@ mod tests {
         );
         assert!(html.contains("<td>a &lt; b</td>"));
         assert!(html.contains("<a href=\"/metrics\">/metrics</a>"));
+    }
+
+    /// A newline in a help text stays in its `# HELP` line, in both formats.
+    #[test]
+    fn help_texts_are_escaped() {
+        let mut families = families();
+        families[0].help = "two\nlines \\ and \"quotes\"".into();
+        let text = render(families.clone(), Format::OpenMetrics);
+        assert!(
+            text.contains("# HELP tracer_getppid two\\nlines \\\\ and \\\"quotes\\\"\n"),
+            "{text}"
+        );
+        let text = render(families, Format::Prometheus);
+        assert!(
+            text.contains("# HELP tracer_getppid_total two\\nlines \\\\ and \"quotes\"\n"),
+            "{text}"
+        );
     }
 }

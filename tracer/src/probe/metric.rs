@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use tracer_common::{
-    SlotConfig, AGG_BUCKET_ABOVE, AGG_BUCKET_BELOW, HIST_BUCKETS, HIST_OVERFLOW, HIST_SUM,
-    LAT_BY_NONE,
+    SlotConfig, AGG_BUCKET_BELOW, HIST_BUCKETS, HIST_OVERFLOW, HIST_SUM, LAT_BY_NONE,
 };
 
 use super::aggregate::{self, CellKey, Counted};
@@ -134,13 +133,21 @@ impl Metric {
                 .map(|(labels, g)| (labels.as_slice(), g.count)),
         );
         let names = &self.plan.labels;
-        let series = (groups.into_iter())
+        let mut series: Vec<Series> = (groups.into_iter())
             .filter(|(labels, _)| self.table.is_exported(labels))
             .map(|(labels, group)| Series {
                 labels: names.iter().cloned().zip(labels).collect(),
                 value: self.value(group),
             })
             .collect();
+        // A metric without labels has one series, 0 before its first hit: Prometheus's
+        // rate() and increase() need the sample from the start.
+        if names.is_empty() && series.is_empty() {
+            series.push(Series {
+                labels: Vec::new(),
+                value: self.value(Group::default()),
+            });
+        }
         Ok(Family {
             name: self.plan.family(),
             help: self.plan.help.clone(),
@@ -273,20 +280,26 @@ impl Metric {
     }
 }
 
+/// The log2 buckets of a `hist` value a series exports: values 0 up to `2^VALUE_LOG2_TOP - 1`
+/// (4 GiB for bytes), larger ones in `+Inf` only. Every series of a metric exports the same
+/// list from its first scrape, as Prometheus requires to add series up by `le`.
+pub const VALUE_LOG2_TOP: u64 = 32;
+
+/// The log2 buckets of a latency a series exports: `le` from 128 ns (`2^7`, the calls quicker
+/// than that in it too) doubling to about 68.7 s (`2^36` ns), longer calls in `+Inf` only.
+pub const LATENCY_LOG2: std::ops::RangeInclusive<u64> = 6..=35;
+
 /// A `hist` value's buckets with Prometheus upper bounds (values are integers: a bucket's
-/// bound is its largest value): log2 bucket `b` ends at `2^b - 1`, negative values at -1;
-/// linear bucket `b` at `min + (b + 1) * step - 1`, the values below `min` at `min - 1`, those
-/// past the last bucket in `+Inf`. Buckets run from the first to the highest with a count
-/// (ever: the counts never go down, so the set only grows).
+/// bound is its largest value), the same list for every series of the metric whatever it
+/// has seen: log2 bucket `b` ends at `2^b - 1` (`b` up to [`VALUE_LOG2_TOP`]), negative
+/// values at -1; linear bucket `b` at `min + (b + 1) * step - 1`, the values below `min` at
+/// `min - 1`, those past the last bucket in `+Inf`.
 pub fn value_buckets(cells: &BTreeMap<u64, u64>, linear: Option<Linear>) -> Vec<(f64, u64)> {
-    let below = cells.get(&AGG_BUCKET_BELOW).copied();
-    let above = cells.get(&AGG_BUCKET_ABOVE).copied().unwrap_or(0);
-    let top = (cells.keys())
-        .filter(|&&b| b != AGG_BUCKET_BELOW && b != AGG_BUCKET_ABOVE)
-        .max()
-        .copied()
-        .unwrap_or(0);
-    let mut buckets = Vec::new();
+    let count = |b: u64| cells.get(&b).copied().unwrap_or(0);
+    let (below_at, last) = match linear {
+        Some(Linear { min, buckets, .. }) => ((i128::from(min) - 1) as f64, buckets.max(1) - 1),
+        None => (-1.0, VALUE_LOG2_TOP),
+    };
     let bound = |b: u64| -> f64 {
         match linear {
             Some(Linear { step, min, .. }) => {
@@ -296,42 +309,42 @@ pub fn value_buckets(cells: &BTreeMap<u64, u64>, linear: Option<Linear>) -> Vec<
             None => ((1u128 << b) - 1) as f64,
         }
     };
-    if let Some(n) = below {
-        let at = match linear {
-            Some(Linear { min, .. }) => (i128::from(min) - 1) as f64,
-            None => -1.0,
-        };
-        buckets.push((at, n));
-    }
-    for b in 0..=top {
-        buckets.push((bound(b), cells.get(&b).copied().unwrap_or(0)));
-    }
+    let mut buckets = vec![(below_at, count(AGG_BUCKET_BELOW))];
+    buckets.extend((0..=last).map(|b| (bound(b), count(b))));
+    // Past the list: the linear overflow cell, and log2 buckets above the top.
+    let above: u64 = (cells.iter())
+        .filter(|(&b, _)| b != AGG_BUCKET_BELOW && b > last)
+        .map(|(_, n)| n)
+        .sum();
     buckets.push((f64::INFINITY, above));
     buckets
 }
 
-/// A latency histogram's buckets in seconds: log2 bucket `b` holds `[2^b, 2^(b+1))` ns (0
-/// also holds 0), linear bucket `b` `[b * step, (b + 1) * step)`, the overflow row `+Inf`.
+/// A latency histogram's buckets in seconds, the same list for every series: log2 bucket `b`
+/// holds `[2^b, 2^(b+1))` ns (0 also holds 0), exported from [`LATENCY_LOG2`]'s first
+/// (which takes the quicker calls too) to its last (the slower ones go to `+Inf`); linear
+/// bucket `b` `[b * step, (b + 1) * step)`, all of them, the overflow row `+Inf`.
 pub fn latency_buckets(cells: &BTreeMap<u64, u64>, linear_step: Option<u64>) -> Vec<(f64, u64)> {
-    let overflow = match linear_step {
-        Some(_) => cells.get(&HIST_OVERFLOW).copied().unwrap_or(0),
-        None => 0,
+    let count = |b: u64| cells.get(&b).copied().unwrap_or(0);
+    let mut buckets: Vec<(f64, u64)> = match linear_step {
+        Some(step) => (0..HIST_OVERFLOW)
+            .map(|b| ((b + 1) as f64 * step as f64 / 1e9, count(b)))
+            .collect(),
+        None => {
+            let (first, last) = (*LATENCY_LOG2.start(), *LATENCY_LOG2.end());
+            let mut rows: Vec<(f64, u64)> = (first..=last)
+                .map(|b| ((1u128 << (b + 1)) as f64 / 1e9, count(b)))
+                .collect();
+            rows[0].1 = (0..=first).map(count).sum();
+            rows
+        }
     };
-    let top = (cells.keys())
-        .filter(|&&b| linear_step.is_none() || b != HIST_OVERFLOW)
-        .max()
-        .copied()
-        .unwrap_or(0);
-    let mut buckets: Vec<(f64, u64)> = (0..=top)
-        .map(|b| {
-            let ns = match linear_step {
-                Some(step) => (b + 1) as f64 * step as f64,
-                None => (1u128 << (b + 1)) as f64,
-            };
-            (ns / 1e9, cells.get(&b).copied().unwrap_or(0))
-        })
-        .collect();
-    buckets.push((f64::INFINITY, overflow));
+    let shown = match linear_step {
+        Some(_) => HIST_OVERFLOW,
+        None => *LATENCY_LOG2.end() + 1,
+    };
+    let above = (shown..HIST_BUCKETS).map(count).sum();
+    buckets.push((f64::INFINITY, above));
     buckets
 }
 
@@ -344,9 +357,17 @@ pub fn own_families(metrics: &[Metric]) -> Result<Vec<Family>, Error> {
         kind,
         series: Vec::new(),
     };
-    let mut build = family("tracer_build", "tracer's version", Kind::Info);
+    let mut build = family(
+        "tracer_build",
+        "tracer's version, git commit and whether the tree was modified",
+        Kind::Info,
+    );
     build.series.push(Series {
-        labels: vec![("version".into(), env!("CARGO_PKG_VERSION").into())],
+        labels: vec![
+            ("version".into(), env!("CARGO_PKG_VERSION").into()),
+            ("commit".into(), env!("TRACER_GIT_COMMIT").into()),
+            ("modified".into(), env!("TRACER_GIT_MODIFIED").into()),
+        ],
         value: Value::Number(1),
     });
     let mut attached = family(
@@ -411,25 +432,27 @@ pub fn own_families(metrics: &[Metric]) -> Result<Vec<Family>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracer_common::AGG_BUCKET_ABOVE;
 
     #[test]
-    fn log2_value_buckets_end_at_their_largest_value() {
-        let cells = BTreeMap::from([(0, 1), (1, 2), (3, 4), (AGG_BUCKET_BELOW, 5)]);
+    fn log2_value_buckets_are_one_fixed_list() {
+        let cells = BTreeMap::from([(0, 1), (1, 2), (3, 4), (40, 6), (AGG_BUCKET_BELOW, 5)]);
+        let buckets = value_buckets(&cells, None);
+        // -1, 0, 1, 3, 7, ... 2^32 - 1, +Inf whatever the cells.
+        assert_eq!(buckets.len(), 1 + 33 + 1);
         assert_eq!(
-            value_buckets(&cells, None),
-            [
-                (-1.0, 5),
-                (0.0, 1),
-                (1.0, 2),
-                (3.0, 0),
-                (7.0, 4),
-                (f64::INFINITY, 0)
-            ]
+            &buckets[..5],
+            [(-1.0, 5), (0.0, 1), (1.0, 2), (3.0, 0), (7.0, 4)]
         );
+        assert_eq!(buckets[33], (4294967295.0, 0));
+        assert_eq!(buckets[34], (f64::INFINITY, 6));
+        let empty = value_buckets(&BTreeMap::new(), None);
+        let bounds = |b: &[(f64, u64)]| b.iter().map(|r| r.0).collect::<Vec<_>>();
+        assert_eq!(bounds(&empty), bounds(&buckets));
     }
 
     #[test]
-    fn linear_value_buckets_have_edges() {
+    fn linear_value_buckets_are_min_to_max() {
         let linear = Some(Linear {
             step: 10,
             min: 0,
@@ -438,19 +461,30 @@ mod tests {
         let cells = BTreeMap::from([(1, 3), (AGG_BUCKET_ABOVE, 2)]);
         assert_eq!(
             value_buckets(&cells, linear),
-            [(9.0, 0), (19.0, 3), (f64::INFINITY, 2)]
+            [
+                (-1.0, 0),
+                (9.0, 0),
+                (19.0, 3),
+                (29.0, 0),
+                (39.0, 0),
+                (49.0, 0),
+                (f64::INFINITY, 2)
+            ]
         );
     }
 
     #[test]
-    fn latency_buckets_are_seconds() {
-        let cells = BTreeMap::from([(0, 1), (10, 2)]);
+    fn latency_buckets_are_seconds_in_one_fixed_list() {
+        let cells = BTreeMap::from([(0, 1), (6, 1), (10, 2), (40, 3)]);
         let log2 = latency_buckets(&cells, None);
-        assert_eq!(log2.len(), 12);
-        assert_eq!(log2[0], (2e-9, 1));
-        assert_eq!(log2[10], (2048e-9, 2));
-        assert_eq!(log2[11], (f64::INFINITY, 0));
+        assert_eq!(log2.len(), 30 + 1);
+        assert_eq!(log2[0], (128e-9, 2));
+        assert_eq!(log2[4], (2048e-9, 2));
+        assert_eq!(log2[29], ((1u64 << 36) as f64 / 1e9, 0));
+        assert_eq!(log2[30], (f64::INFINITY, 3));
         let linear = latency_buckets(&BTreeMap::from([(1, 4), (HIST_OVERFLOW, 1)]), Some(1000));
-        assert_eq!(linear, [(1e-6, 0), (2e-6, 4), (f64::INFINITY, 1)]);
+        assert_eq!(linear.len(), 64);
+        assert_eq!(&linear[..2], [(1e-6, 0), (2e-6, 4)]);
+        assert_eq!(linear[63], (f64::INFINITY, 1));
     }
 }
