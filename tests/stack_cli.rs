@@ -418,3 +418,155 @@ fn counted_stacks_of_short_runs_are_named(chain: &std::path::Path) {
         assert_eq!(user_frames(row)[..4], expected_chain(first)[..], "{row}");
     }
 }
+
+/// `PROGRAM ARGS` found on PATH, else `None` with the skip said.
+fn installed(program: &str, args: &[&str], why: &str) -> bool {
+    let found = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {program} is not installed ({why})");
+    }
+    found
+}
+
+/// C++ frames read as c++filt (binutils, what perf report uses) writes them: each frame of
+/// tests/workloads/cxx.cc's stack under getppid (a namespace, a class template's const
+/// method, a lambda, std::function's call operator) has c++filt's name for one of the
+/// binary's symbols, in the order of the calls.
+#[test]
+fn cxx_frames_read_as_cxxfilt_writes_them() {
+    common::require_root();
+    if !installed("c++", &["--version"], "apt-get install g++")
+        || !installed("c++filt", &["--version"], "apt-get install binutils")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("cxx");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/cxx.cc");
+    let status = std::process::Command::new("c++")
+        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o"])
+        .arg(&prog)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = common::tracer(&[
+        "probe",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        prog.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 1, "{}", text(&out.stderr));
+    let frames: Vec<String> = user_frames(&events[0]).into_iter().map(|f| f.0).collect();
+    // c++filt's names of every symbol the binary defines.
+    let nm = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let mangled: Vec<String> = (text(&nm.stdout).lines())
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    let filt = std::process::Command::new("c++filt")
+        .args(&mangled)
+        .output()
+        .unwrap();
+    let names: std::collections::BTreeSet<String> =
+        text(&filt.stdout).lines().map(str::to_string).collect();
+    let libc = [
+        "getppid",
+        "__libc_start_call_main",
+        "__libc_start_main_impl",
+        "_start",
+    ];
+    for frame in &frames {
+        assert!(
+            names.contains(frame) || libc.contains(&frame.as_str()),
+            "{frame} is not c++filt's name of a symbol of the binary\n{frames:#?}"
+        );
+    }
+    let calls = [
+        "shapes::Box<double>::measure(char const*, double) const::{lambda(int)#1}::operator()(int) const",
+        "std::function<long (int)>::operator()(int) const",
+        "shapes::Box<double>::measure(char const*, double) const",
+        "run(int)",
+        "main",
+    ];
+    let at: Vec<usize> = (calls.iter())
+        .map(|c| {
+            (frames.iter().position(|f| f == c))
+                .unwrap_or_else(|| panic!("no frame {c}\n{frames:#?}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{frames:#?}");
+}
+
+/// Code a JIT generated is named from its perf map (`/tmp/perf-PID.map`, written by Node's
+/// `--perf-basic-prof`): a JavaScript function that stats a file shows in the stack of its
+/// statx calls by its name and source line.
+#[test]
+fn jit_frames_are_named_from_the_perf_map() {
+    common::require_root();
+    if !installed("node", &["--version"], "apt-get install nodejs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hot.js");
+    std::fs::write(
+        &script,
+        "const fs = require('fs');\n\
+         function tracerHotLoop(n) {\n\
+         \x20 let t = 0;\n\
+         \x20 for (let i = 0; i < n; i++) t += fs.statSync('/etc/hostname').size;\n\
+         \x20 return t;\n\
+         }\n\
+         for (let k = 0; k < 200; k++) tracerHotLoop(50);\n",
+    )
+    .unwrap();
+    let out = common::tracer(&[
+        "probe",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        "--filter",
+        "comm == \"node\"",
+        "syscalls:sys_enter_statx",
+        "--",
+        "node",
+        "--perf-basic-prof",
+        "--interpreted-frames-native-stack",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = json_lines(&out.stdout);
+    // Node writes its map as /tmp/perf-PID.map and leaves it.
+    if let Some(pid) = events.first().and_then(|e| e["pid"].as_u64()) {
+        let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    }
+    let hot = format!("tracerHotLoop {}:2:", script.display());
+    let named = (events.iter())
+        .filter(|e| {
+            user_frames(e)
+                .iter()
+                .any(|f| f.0.starts_with("JS:") && f.0.contains(&hot))
+        })
+        .count();
+    // 10,000 stats in the function; all but the first few run its compiled code.
+    assert!(events.len() >= 10_000, "{}", events.len());
+    assert!(
+        named * 10 >= events.len() * 9,
+        "{named} of {} named\n{:#?}",
+        events.len(),
+        user_frames(&events[events.len() - 1])
+    );
+}

@@ -295,6 +295,63 @@ pub struct Process {
     lines: HashMap<PathBuf, Option<Rc<addr2line::Loader>>>,
     /// Where each mapped path is read from (see [`Process::source`]).
     sources: HashMap<PathBuf, Option<PathBuf>>,
+    /// A JIT's names for its code, from `/tmp/perf-PID.map`.
+    jit: PerfMap,
+}
+
+/// The names a JIT gives the code it generated in anonymous memory, from
+/// `/tmp/perf-PID.map`: lines `START SIZE NAME` (hex), the convention perf reads, written by
+/// Node's `--perf-basic-prof`, the JVM's perf-map-agent and Python 3.12's `-X perf`. The
+/// file only grows while the JIT runs: it is read again when its length changed.
+#[derive(Debug, Default)]
+struct PerfMap {
+    read_len: u64,
+    /// `(start, end, name)`, sorted by start; a later line for the same range wins.
+    entries: Vec<(u64, u64, String)>,
+}
+
+impl PerfMap {
+    fn lookup(&mut self, pid: u32, addr: u64) -> Option<(String, u64)> {
+        let path = format!("/tmp/perf-{pid}.map");
+        let len = std::fs::metadata(&path).ok()?.len();
+        if len != self.read_len {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let mut entries: Vec<(u64, u64, String)> = (text.lines())
+                .filter_map(|line| {
+                    let mut words = line.splitn(3, ' ');
+                    let start = u64::from_str_radix(words.next()?, 16).ok()?;
+                    let size = u64::from_str_radix(words.next()?, 16).ok()?;
+                    Some((start, start.checked_add(size)?, words.next()?.to_string()))
+                })
+                .collect();
+            // Stable: of two lines for one start, the later is last, and found first below.
+            entries.sort_by_key(|e| e.0);
+            self.entries = entries;
+            self.read_len = len;
+        }
+        let after = self.entries.partition_point(|e| e.0 <= addr);
+        (self.entries[..after].iter().rev())
+            .take(64)
+            .find(|(start, end, _)| (*start..*end).contains(&addr))
+            .map(|(start, _, name)| (name.clone(), addr - start))
+    }
+}
+
+/// A symbol's name as people read it: Rust's without its hash (`{:#}`), C++'s as c++filt
+/// and `perf report` show it (`ns::Class<int>::run(int) const`), others as they are.
+pub fn demangle(name: &str) -> String {
+    if let Ok(rust) = rustc_demangle::try_demangle(name) {
+        return format!("{rust:#}");
+    }
+    if name.starts_with("_Z") {
+        let options = cpp_demangle::DemangleOptions::default();
+        if let Some(text) =
+            (cpp_demangle::Symbol::new(name).ok()).and_then(|symbol| symbol.demangle(&options).ok())
+        {
+            return text;
+        }
+    }
+    name.to_string()
 }
 
 /// Where a symbol lives at run time.
@@ -315,6 +372,7 @@ impl Process {
             elfs: HashMap::new(),
             lines: HashMap::new(),
             sources: HashMap::new(),
+            jit: PerfMap::default(),
         };
         process.refresh()?;
         Ok(process)
@@ -329,6 +387,7 @@ impl Process {
             elfs: HashMap::new(),
             lines: HashMap::new(),
             sources: HashMap::new(),
+            jit: PerfMap::default(),
         }
     }
 
@@ -572,18 +631,20 @@ impl Process {
         Some((path, bias))
     }
 
-    /// The function holding runtime address `addr` (Rust names demangled without their hash,
-    /// others as they are) and the offset into it; `None` when no mapped file's symbol holds it.
+    /// The function holding runtime address `addr` ([`demangle`]d) and the offset into it:
+    /// from the mapped file's symbols, or for code outside any ELF file from the JIT's
+    /// `/tmp/perf-PID.map`; `None` when neither names it.
     pub fn symbol_at(&mut self, addr: u64) -> Option<(String, u64)> {
         if let Some(start) = self.uprobes_page(addr) {
             return Some((UPROBES.to_string(), addr - start));
         }
-        let (path, bias) = self.placed(addr)?;
+        let Some((path, bias)) = self.placed(addr) else {
+            // Not in a mapped ELF file (anonymous memory, or Node's `//anon`): code a JIT
+            // generated, named in its perf map if it has one.
+            return self.jit.lookup(self.pid, addr);
+        };
         let (symbol, offset) = self.elf(&path)?.containing(addr.wrapping_sub(bias))?;
-        Some((
-            format!("{:#}", rustc_demangle::demangle(&symbol.name)),
-            offset,
-        ))
+        Some((demangle(&symbol.name), offset))
     }
 
     /// `function+0xoff` for a runtime address (see [`Process::symbol_at`]).
