@@ -1209,4 +1209,8 @@ pub struct ServeArgs {
     /// Where to serve /metrics and / (IP:PORT).
     #[arg(long, value_name = "ADDR", default_value = crate::plan::serve::DEFAULT_LISTEN)]
     pub listen: String,
+    /// Connections served at once; past it the oldest is closed for the newest, so that a
+    /// scraper is served while others hold connections open (each buffers 16 KiB at most).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_connections: u32,
 }

@@ -46,7 +46,11 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
         fs,
         metrics,
     };
-    exporter::run(listener, served, tick)?;
+    let budget = exporter::Budget {
+        max_connections: args.max_connections as usize,
+        ..exporter::Budget::default()
+    };
+    exporter::run(listener, served, tick, budget)?;
     Ok(0)
 }
 

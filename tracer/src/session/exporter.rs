@@ -51,11 +51,41 @@ pub fn listen(addr: SocketAddr) -> Result<TcpListener, Error> {
     })
 }
 
-/// Serves `exporter` on `listener` until SIGTERM or SIGINT.
+/// What one exporter gives its clients, whoever they are: any local user can connect to a
+/// loopback port, so no client may hold more than this (docs/serve.md).
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// Connections at once; a new one past it closes the oldest.
+    pub max_connections: usize,
+    /// A request's headers must arrive within this.
+    pub header_timeout: Duration,
+    /// A connection lives at most this long (a scraper reconnects).
+    pub lifetime: Duration,
+    /// The most a connection buffers of a request (hyper's smallest is 8 KiB).
+    pub max_request_bytes: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget {
+            max_connections: 64,
+            header_timeout: Duration::from_secs(10),
+            lifetime: Duration::from_secs(300),
+            max_request_bytes: 16 << 10,
+        }
+    }
+}
+
+/// How long `accept` rests after failing for want of fds (EMFILE, ENFILE): the connections
+/// waiting in the backlog are taken once some close, not polled for in a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Serves `exporter` on `listener` until SIGTERM or SIGINT, within `budget`.
 pub fn run<E: Exporter + 'static>(
     listener: TcpListener,
     exporter: E,
     tick: Duration,
+    budget: Budget,
 ) -> Result<(), Error> {
     let failed = |what: &str, e: std::io::Error| Error::Runtime {
         message: format!("cannot {what}: {e}"),
@@ -84,25 +114,47 @@ pub fn run<E: Exporter + 'static>(
         let exporter = Rc::new(RefCell::new(exporter));
         let mut ticks = tokio::time::interval(tick);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The connections served, oldest first: (number, its task).
+        let open: Rc<RefCell<std::collections::VecDeque<(u64, tokio::task::AbortHandle)>>> =
+            Rc::default();
+        let mut next_id = 0u64;
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
-                    // A failed accept (a connection reset first, no fds left) ends that
-                    // connection, not the exporter.
-                    if let Ok((stream, _)) = accepted {
-                        let exporter = Rc::clone(&exporter);
-                        tokio::task::spawn_local(async move {
-                            let service = hyper::service::service_fn(move |request| {
-                                let response = respond(&request, &exporter);
-                                async move { Ok::<_, Infallible>(response) }
-                            });
-                            let io = hyper_util::rt::TokioIo::new(stream);
-                            // A client that goes away mid-request is its own business.
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(io, service)
-                                .await;
-                        });
+                    let stream = match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                            continue;
+                        }
+                        // A connection reset before it was taken ends that one alone.
+                        Err(_) => continue,
+                    };
+                    // At the cap, the oldest connection makes room: whoever holds many open
+                    // loses its own first, and a scraper's fresh one is served.
+                    while open.borrow().len() >= budget.max_connections {
+                        let Some((_, oldest)) = open.borrow_mut().pop_front() else { break };
+                        oldest.abort();
                     }
+                    let (id, exporter, open_list) = (next_id, Rc::clone(&exporter), Rc::clone(&open));
+                    next_id += 1;
+                    let task = tokio::task::spawn_local(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            let response = respond(&request, &exporter);
+                            async move { Ok::<_, Infallible>(response) }
+                        });
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let connection = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(budget.header_timeout)
+                            .max_buf_size(budget.max_request_bytes)
+                            .serve_connection(io, service);
+                        // A client that goes away mid-request, or outlives the connection's
+                        // lifetime, is its own business.
+                        let _ = tokio::time::timeout(budget.lifetime, connection).await;
+                        open_list.borrow_mut().retain(|(other, _)| *other != id);
+                    });
+                    open.borrow_mut().push_back((id, task.abort_handle()));
                 }
                 _ = hup.recv() => exporter.borrow_mut().reload(),
                 _ = ticks.tick() => exporter.borrow_mut().tick(),
