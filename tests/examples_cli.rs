@@ -156,6 +156,10 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer stat report -i counts.json -A", stat_report_per_cpu),
     // tracer record --help
     (
+        "tracer record -P syscalls:sys_enter_openat -- cat /etc/hostname",
+        record_default_file,
+    ),
+    (
         "tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname",
         record_openat_cat,
     ),
@@ -176,6 +180,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         record_pipe_report,
     ),
     // tracer report --help
+    ("tracer report", report_default_file),
     ("tracer report t.tracer", report_text),
     (
         "tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2",
@@ -2485,6 +2490,32 @@ fn record_openat_cat(ctx: &Ctx, example: &str) {
         .collect();
     assert_eq!(hostname.len(), 1, "{records:?}");
     assert_eq!(hostname[0]["comm"], "cat");
+}
+
+const RECORD_DEFAULT: &str = "tracer record -P syscalls:sys_enter_openat -- cat /etc/hostname";
+
+/// Without `-o`, as perf record writes perf.data: tracer.data, and the one before kept as
+/// tracer.data.old.
+fn record_default_file(ctx: &Ctx, example: &str) {
+    for _ in 0..2 {
+        ok(&ctx.run(&words(example, &[])));
+        let records = report_json(ctx, "tracer.data");
+        let hostname = (records.iter())
+            .filter(|r| r["args"]["filename"] == "/etc/hostname")
+            .count();
+        assert_eq!(hostname, 1, "{records:?}");
+    }
+    assert!(ctx.dir.path().join("tracer.data.old").is_file());
+}
+
+/// Without a file, tracer.data, as perf report reads perf.data.
+fn report_default_file(ctx: &Ctx, example: &str) {
+    ok(&ctx.run(&words(RECORD_DEFAULT, &[])));
+    let (stdout, _) = ok(&ctx.run(&words(example, &[])));
+    let opens = (stdout.lines())
+        .filter(|l| l.contains("syscalls:sys_enter_openat") && l.contains("/etc/hostname"))
+        .count();
+    assert_eq!(opens, 1, "{stdout}");
 }
 
 const RECORD_PROG: &str =

@@ -115,8 +115,9 @@ const COLD: &str = ";main;profile_cold;profile_spin";
 /// the workload's CPU time at 999 Hz and the chains share it as the workload says. Returns
 /// stdout, stderr and the folded lines.
 fn on_cpu_shares(prog: &str, comm: &str, cpu_ms: &str) -> (String, String, Vec<(String, u64)>) {
+    // `-g` as perf users type it (stacks are always taken).
     let out = tracer(&[
-        "profile", "-F", "999", "-f", "folded", "--", prog, cpu_ms, "0", "0", "0", "0",
+        "profile", "-g", "-F", "999", "-f", "folded", "--", prog, cpu_ms, "0", "0", "0", "0",
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");

@@ -373,6 +373,10 @@ pub struct ProfileArgs {
     /// perf stat); text only.
     #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
     pub interval: Option<Duration>,
+    /// Accepted as perf record takes it (`perf record -g`): profile always takes whole call
+    /// chains.
+    #[arg(short = 'g')]
+    pub call_graph: bool,
     /// Kernel stacks only.
     #[arg(long, conflicts_with = "user_only")]
     pub kernel_only: bool,
@@ -851,14 +855,16 @@ pub struct StatReportArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
+  tracer record -P syscalls:sys_enter_openat -- cat /etc/hostname     writes tracer.data
   tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname
   tracer record -o t.tracer -W counter -P uprobe:./prog:work -e task-clock -F 999 -- ./prog
   tracer record -o t.tracer -e page-faults --period 1 --switches -d 5
   tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 5   watch it as it records
   tracer record -o - -P 'syscalls:sys_enter_open*' | tracer report -     the same through a pipe")]
 pub struct RecordArgs {
-    /// Where to write the recording (`-` for standard output, to pipe into `tracer report -`).
-    #[arg(short, long, value_name = "FILE")]
+    /// Where to write the recording (`-` for standard output, to pipe into `tracer report -`);
+    /// as perf record does with perf.data, an existing file is kept as FILE.old.
+    #[arg(short, long, value_name = "FILE", default_value = "tracer.data")]
     pub output: PathBuf,
     /// A probe, as `tracer probe` takes it (repeatable).
     #[arg(short = 'P', long = "probe", value_name = "SPEC")]
@@ -922,12 +928,14 @@ pub struct RecordArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
+  tracer report                                        reads tracer.data
   tracer report t.tracer
   tracer report t.tracer --pid 1234 --source 'watch:*' --since 0.5 --until 2
   tracer report t.tracer -f json | jq .
   tracer report t.tracer --perfetto t.json     then open t.json in ui.perfetto.dev")]
 pub struct ReportArgs {
-    /// The recording (`-` for standard input).
+    /// The recording (`-` for standard input), `tracer record`'s tracer.data by default.
+    #[arg(default_value = "tracer.data")]
     pub file: PathBuf,
     /// Only this process.
     #[arg(long)]

@@ -31,6 +31,12 @@ pub fn create_output(
     Ok(match (stdout, &plan.file) {
         (Some(data), _) => Box::new(data),
         (None, Some(path)) => {
+            // As perf record keeps perf.data.old: a recording is not lost to the next.
+            if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                let mut old = path.clone().into_os_string();
+                old.push(".old");
+                let _ = std::fs::rename(path, &old);
+            }
             let file = std::fs::File::create(path).map_err(|e| Error::Runtime {
                 message: format!("cannot create {}: {e}", path.display()),
                 hints: vec!["check that the directory exists and is writable".into()],
