@@ -184,11 +184,12 @@ fn test(args: &[String]) -> Result<()> {
 
 /// The test suites the VM tier runs on every kernel: the kernel-function tests, the perf
 /// layer's own (events, rings, breakpoints, the uprobe PMU), and the host suites of probes,
-/// stacks, strings, arguments, counting, filters, recording, USDT, `tracer trace`, latency,
+/// stacks, strings, arguments, counting, filters, recording, USDT, `tracer trace` (and its
+/// storm, alone), latency,
 /// profiles and watchpoints (8-9 minutes of TCG per kernel). Where emulated
 /// CPUs skew a timing (sub-ms CPU shares, sleeps that overshoot), the test says so on stderr
 /// (`EMULATED ...`, from `common::emulated`) and checks what still holds.
-const VM_SUITES: [&str; 15] = [
+const VM_SUITES: [&str; 16] = [
     "vm_kprobe",
     "perf_host",
     "perf_host_more",
@@ -201,6 +202,7 @@ const VM_SUITES: [&str; 15] = [
     "record_cli",
     "usdt_cli",
     "trace_cli",
+    "storm_cli",
     "latency_cli",
     "profile_cli",
     "watch_cli",

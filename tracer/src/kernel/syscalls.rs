@@ -175,7 +175,15 @@ pub enum Struct {
     Utsname,
     /// `struct epoll_event` (packed on x86-64): `{events=EPOLLIN, data={u32=3, u64=3}}`.
     EpollEvent,
+    /// epoll_wait's events, as many as it returned (the first [`ARRAY_SHOWN`]).
+    EpollEvents,
+    /// poll's `struct pollfd` array, as long as argument 1 says (the first [`ARRAY_SHOWN`]):
+    /// `[{fd=3, events=POLLIN}]`, and with the return `([{fd=3, revents=POLLIN}])`.
+    PollFds,
 }
+
+/// The elements of an array of structures shown (strace shows 32 before `...`).
+pub const ARRAY_SHOWN: usize = 16;
 
 impl Struct {
     /// The bytes read: the structure, or its head up to the last field strace shows.
@@ -192,6 +200,8 @@ impl Struct {
             Struct::Int => 4,
             Struct::Utsname => 130,
             Struct::EpollEvent => 12,
+            Struct::EpollEvents => 12 * ARRAY_SHOWN,
+            Struct::PollFds => 8 * ARRAY_SHOWN,
         }
     }
 }
@@ -220,6 +230,9 @@ pub enum Ret {
     /// fcntl(2)'s result, read by its command (argument `.0`): `= 0x8002 (flags
     /// O_RDWR|O_LARGEFILE)` for F_GETFL, `= 0x1 (flags FD_CLOEXEC)` for F_GETFD.
     Fcntl(usize),
+    /// poll(2)'s result with the fds that have events (read of argument 0): `= 1 ([{fd=3,
+    /// revents=POLLIN}])`, `= 0 (Timeout)`.
+    Poll,
 }
 
 /// strace's classes of calls (`-e trace=%file`).
@@ -274,7 +287,7 @@ pub const SHAPES: &[Shape] = &[
     shape("stat", F, &[Path, Out(Struct::Stat)], Ret::Int),
     shape("fstat", D, &[Fd, Out(Struct::Stat)], Ret::Int),
     shape("lstat", F, &[Path, Out(Struct::Stat)], Ret::Int),
-    shape("poll", D, &[Ptr, UInt, Int], Ret::Int),
+    shape("poll", D, &[In(Struct::PollFds), UInt, Int], Ret::Poll),
     shape("lseek", D, &[Fd, Long, Whence], Ret::Int),
     shape(
         "mmap",
@@ -503,7 +516,12 @@ pub const SHAPES: &[Shape] = &[
         Ret::Int,
     ),
     shape("exit_group", P, &[Int], Ret::None),
-    shape("epoll_wait", D, &[Fd, Ptr, Int, Int], Ret::Int),
+    shape(
+        "epoll_wait",
+        D,
+        &[Fd, Out(Struct::EpollEvents), Int, Int],
+        Ret::Int,
+    ),
     shape(
         "epoll_ctl",
         D,
@@ -547,7 +565,12 @@ pub const SHAPES: &[Shape] = &[
     shape("ppoll", D, &[Ptr, UInt, Ptr, Ptr, UInt], Ret::Int),
     shape("set_robust_list", 0, &[Ptr, UInt], Ret::Int),
     shape("utimensat", F | D, &[DirFd, Path, Ptr, AtFlags], Ret::Int),
-    shape("epoll_pwait", D, &[Fd, Ptr, Int, Int, Ptr, UInt], Ret::Int),
+    shape(
+        "epoll_pwait",
+        D,
+        &[Fd, Out(Struct::EpollEvents), Int, Int, Ptr, UInt],
+        Ret::Int,
+    ),
     shape("accept4", N | D, &[Fd, Ptr, Ptr, SockType], Ret::Int),
     shape("eventfd2", D, &[UInt, Flags(&names::EFD_FLAGS)], Ret::Int),
     shape(

@@ -192,3 +192,19 @@ pub const EPOLL_EVENTS: [(u64, &str); 16] = [
     (libc::EPOLLONESHOT as u64, "EPOLLONESHOT"),
     (1 << 31, "EPOLLET"),
 ];
+
+/// poll(2)'s events, in strace's order.
+pub const POLL_EVENTS: [(u64, &str); 12] = [
+    (libc::POLLIN as u64, "POLLIN"),
+    (libc::POLLPRI as u64, "POLLPRI"),
+    (libc::POLLOUT as u64, "POLLOUT"),
+    (libc::POLLERR as u64, "POLLERR"),
+    (libc::POLLHUP as u64, "POLLHUP"),
+    (libc::POLLNVAL as u64, "POLLNVAL"),
+    (libc::POLLRDNORM as u64, "POLLRDNORM"),
+    (libc::POLLRDBAND as u64, "POLLRDBAND"),
+    (libc::POLLWRNORM as u64, "POLLWRNORM"),
+    (libc::POLLWRBAND as u64, "POLLWRBAND"),
+    (0x400, "POLLMSG"),
+    (libc::POLLRDHUP as u64, "POLLRDHUP"),
+];

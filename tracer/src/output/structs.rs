@@ -10,8 +10,31 @@ use crate::kernel::sysnames;
 
 /// `bytes` (at least `kind.bytes()` of them) as strace shows the structure.
 pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
-    if let Struct::SockAddr(_) = kind {
-        return sockaddr(bytes);
+    let i32_at = |at: usize| i32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    match kind {
+        Struct::SockAddr(_) => return sockaddr(bytes),
+        // Arrays: as many elements as the caller cut `bytes` to.
+        Struct::EpollEvents => {
+            let events: Vec<String> = (bytes.chunks_exact(12))
+                .filter_map(|e| decode(Struct::EpollEvent, e))
+                .collect();
+            return Some(format!("[{}]", events.join(", ")));
+        }
+        Struct::PollFds => {
+            let fds: Vec<String> = (0..bytes.len() / 8)
+                .map(|k| {
+                    let events =
+                        u64::from(u16::from_ne_bytes([bytes[8 * k + 4], bytes[8 * k + 5]]));
+                    format!(
+                        "{{fd={}, events={}}}",
+                        i32_at(8 * k),
+                        flags(events, &sysnames::POLL_EVENTS, "0")
+                    )
+                })
+                .collect();
+            return Some(format!("[{}]", fds.join(", ")));
+        }
+        _ => {}
     }
     if bytes.len() < kind.bytes() {
         return None;
@@ -78,7 +101,9 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             }
             text + "}"
         }
-        Struct::SockAddr(_) => unreachable!("decoded above"),
+        Struct::SockAddr(_) | Struct::EpollEvents | Struct::PollFds => {
+            unreachable!("decoded above")
+        }
         Struct::Int => format!("[{}]", u32_at(0) as i32),
         Struct::Utsname => {
             let field = |at: usize| {
@@ -261,6 +286,23 @@ const STATX_ATTRIBUTES: [(u64, &str); 9] = [
     (0x200000, "STATX_ATTR_DAX"),
 ];
 
+/// poll's fds that have events, from the array it filled: `[{fd=3, revents=POLLIN}]`.
+pub fn poll_revents(bytes: &[u8]) -> Option<String> {
+    let fds: Vec<String> = (bytes.chunks_exact(8))
+        .filter_map(|fd| {
+            let revents = u16::from_ne_bytes([fd[6], fd[7]]);
+            (revents != 0).then(|| {
+                format!(
+                    "{{fd={}, revents={}}}",
+                    i32::from_ne_bytes(fd[..4].try_into().expect("4 bytes")),
+                    flags(u64::from(revents), &sysnames::POLL_EVENTS, "0")
+                )
+            })
+        })
+        .collect();
+    Some(format!("[{}]", fds.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +429,22 @@ mod tests {
             decode(Struct::EpollEvent, &event).unwrap(),
             "{events=EPOLLIN|EPOLLET, data={u32=15, u64=15}}"
         );
+    }
+
+    /// As strace 6.1 writes them (`poll([{fd=3, events=POLLIN|POLLPRI}], ...)`).
+    #[test]
+    fn pollfds_and_epoll_events() {
+        let mut fds = Vec::new();
+        for (fd, events, revents) in [(3i32, 3u16, 1u16), (-1, 4, 0)] {
+            fds.extend(fd.to_ne_bytes());
+            fds.extend(events.to_ne_bytes());
+            fds.extend(revents.to_ne_bytes());
+        }
+        assert_eq!(
+            decode(Struct::PollFds, &fds).unwrap(),
+            "[{fd=3, events=POLLIN|POLLPRI}, {fd=-1, events=POLLOUT}]"
+        );
+        assert_eq!(poll_revents(&fds).unwrap(), "[{fd=3, revents=POLLIN}]");
+        assert_eq!(decode(Struct::EpollEvents, &[]).unwrap(), "[]");
     }
 }

@@ -673,6 +673,33 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
             }
         }
         Arg::In(Struct::EpollEvent) if other(1) == i64::from(libc::EPOLL_CTL_DEL) => pointer(raw),
+        // Arrays: poll's as long as its nfds, epoll_wait's as many events as it returned.
+        Arg::In(Struct::PollFds) | Arg::Out(Struct::EpollEvents) => {
+            let (size, count) = match kind {
+                Arg::In(_) => (8, args.get(1).map_or(0, |&n| n as u32 as usize)),
+                _ => match ret {
+                    Some(n) if n >= 0 => (12, n as usize),
+                    _ => return pointer(raw),
+                },
+            };
+            let shown = count.min(crate::kernel::syscalls::ARRAY_SHOWN);
+            match (raw, read.and_then(|r| r.entries.first())) {
+                (0, _) => "NULL".into(),
+                (_, Some((bytes, 0))) if bytes.len() >= size * shown => {
+                    let struct_kind = match kind {
+                        Arg::In(s) | Arg::Out(s) => s,
+                        _ => unreachable!(),
+                    };
+                    let mut text = super::structs::decode(struct_kind, &bytes[..size * shown])
+                        .unwrap_or_else(|| pointer(raw));
+                    if count > shown {
+                        text.insert_str(text.len() - 1, ", ...");
+                    }
+                    text
+                }
+                _ => pointer(raw),
+            }
+        }
         _ => arg(kind, raw, read, ret),
     }
 }
@@ -828,14 +855,29 @@ pub fn errno_message(n: i64) -> String {
 
 /// The return value of a call whose registers are `args`, as strace shows it: [`ret`], and
 /// fcntl's by its command (`0x8002 (flags O_RDWR|O_LARGEFILE)` for F_GETFL).
-pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64]) -> String {
-    let Ret::Fcntl(cmd) = kind else {
-        return ret(kind, raw);
-    };
+pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], first: Option<&Read>) -> String {
     let value = raw as i64;
     if errno_of(value).is_some() {
         return ret(Ret::Int, raw);
     }
+    if kind == Ret::Poll {
+        let fds = first.and_then(|r| r.entries.first());
+        return match (value, fds) {
+            (0, _) => "0 (Timeout)".into(),
+            (n, Some((bytes, 0))) => {
+                let count = args.get(1).map_or(0, |&n| n as u32 as usize);
+                let whole = (8 * count.min(crate::kernel::syscalls::ARRAY_SHOWN)).min(bytes.len());
+                match super::structs::poll_revents(&bytes[..whole]) {
+                    Some(fds) => format!("{n} ({fds})"),
+                    None => n.to_string(),
+                }
+            }
+            (n, _) => n.to_string(),
+        };
+    }
+    let Ret::Fcntl(cmd) = kind else {
+        return ret(kind, raw);
+    };
     let cmd = args.get(cmd).map_or(-1, |&c| i64::from(c as u32 as i32));
     match cmd {
         c if c == i64::from(libc::F_GETFD) && value != 0 => {
@@ -983,7 +1025,7 @@ mod tests {
             third(&fcntl(libc::F_DUPFD_CLOEXEC, 20)).as_deref(),
             Some("20")
         );
-        let result = |cmd: i32, raw: u64| ret_in_call(Ret::Fcntl(1), raw, &fcntl(cmd, 0));
+        let result = |cmd: i32, raw: u64| ret_in_call(Ret::Fcntl(1), raw, &fcntl(cmd, 0), None);
         assert_eq!(result(libc::F_GETFD, 0), "0");
         assert_eq!(result(libc::F_GETFD, 1), "0x1 (flags FD_CLOEXEC)");
         assert_eq!(result(libc::F_GETFL, 0), "0 (flags O_RDONLY)");

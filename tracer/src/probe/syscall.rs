@@ -203,7 +203,10 @@ impl Layout {
             .collect();
         let (ret_text, errno) = match end {
             End::Returned => (
-                show::ret_in_call(self.ret, raw_ret, args),
+                show::ret_in_call(self.ret, raw_ret, args, {
+                    let first = self.reads.iter().position(|&r| r == 0);
+                    first.map(|k| &reads[k])
+                }),
                 show::errno_of(raw_ret as i64).and_then(show::errno_name),
             ),
             _ => ("?".into(), None),
