@@ -150,7 +150,16 @@ fn software_group_reads_task_clock_and_page_faults_atomically() {
     // with steal time and the whole suite running, the two drifted past 2 ms in one run of
     // many: allow the larger of 5 ms or 15 %. A counter on the wrong thread, or one that did not
     // count, is still far outside that.
-    let tolerance = (spent * 15 / 100).max(5_000_000);
+    // On emulated CPUs (the VM tier) 7.3 once counted 39.4 ms of task-clock for 49.6 ms of
+    // thread CPU time (20 %): there the bound is 40 %.
+    let percent = match common::emulated(
+        "software_group_reads_task_clock",
+        "task-clock within 40 % of the thread's CPU time, not 15 %",
+    ) {
+        true => 40,
+        false => 15,
+    };
+    let tolerance = (spent * percent / 100).max(5_000_000);
     assert!(
         task_clock.abs_diff(spent) <= tolerance,
         "task-clock {task_clock} vs thread CPU time {spent} (tolerance {tolerance})"
