@@ -532,21 +532,26 @@ fn jit_frames_are_named_from_the_perf_map() {
          for (let k = 0; k < 200; k++) tracerHotLoop(50);\n",
     )
     .unwrap();
-    let out = common::tracer(&[
-        "probe",
-        "-s",
-        "user",
-        "-f",
-        "json",
-        "--filter",
-        "comm == \"node\"",
-        "syscalls:sys_enter_statx",
-        "--",
-        "node",
-        "--perf-basic-prof",
-        "--interpreted-frames-native-stack",
-        script.to_str().unwrap(),
-    ]);
+    // From the script's directory: node also leaves an isolate-*-v8.log in its cwd.
+    let out = std::process::Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "-s",
+            "user",
+            "-f",
+            "json",
+            "--filter",
+            "comm == \"node\"",
+            "syscalls:sys_enter_statx",
+            "--",
+            "node",
+            "--perf-basic-prof",
+            "--interpreted-frames-native-stack",
+            script.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events = json_lines(&out.stdout);
     // Node writes its map as /tmp/perf-PID.map and leaves it.
