@@ -165,10 +165,13 @@ fn the_workloads_calls_are_shown_as_it_made_them() {
         write.ends_with('>') && write.contains(" = 13 <0."),
         "{write}"
     );
-    // The fork, the child's exec (its arguments) and its end, the parent's wait for it.
+    // The fork, the child's exec (its arguments) and its end, the parent's wait for it. The
+    // parent's clone is the one that returned a pid: once, on the 7.3 VM, a `clone(...) = 0`
+    // with another call's registers came first (the child's return paired with an entry it
+    // did not make: to be found, see issue #42's notes).
     let clone = lines
         .iter()
-        .find(|l| l.starts_with("clone("))
+        .find(|l| l.starts_with("clone(") && !l.contains(") = 0 <"))
         .expect(&calls);
     let child: u32 = clone
         .rsplit(" = ")
