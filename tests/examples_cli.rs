@@ -40,6 +40,9 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer features --json", features_json),
     // tracer features --help
     ("tracer features --json | jq .features.kprobes", features_jq),
+    // tracer generate --help
+    ("tracer generate complete-bash", generate_bash),
+    ("tracer generate man ./man", generate_man),
     // tracer list --help
     ("tracer list 'syscalls:sys_enter_open*'", list_glob),
     ("tracer list -v sched_switch", list_verbose),
@@ -194,6 +197,8 @@ const EXAMPLES: &[(&str, Check)] = &[
         xtask_run_probe,
     ),
     ("cargo xtask test", xtask_test),
+    ("cargo xtask dist", xtask_dist),
+    ("dpkg -i target/dist/tracer_0.1.0_amd64.deb", readme_dpkg),
     ("tracer probe do_sys_open", readme_no_kprobes),
     ("tracer probe --transport perf", readme_transport),
     ("tracer probe uprobe:./prog:handle", readme_uprobe_args),
@@ -1098,6 +1103,85 @@ fn features_text(ctx: &Ctx, example: &str) {
     }
 }
 
+/// The script bash sources: `tracer pro<TAB>` offers probe and profile, `tracer trace
+/// --fa<TAB>` --failed.
+fn generate_bash(ctx: &Ctx, example: &str) {
+    let (script, _) = ok(&ctx.run(&words(example, &[])));
+    assert!(script.contains("complete -F _tracer"), "{script}");
+    let file = ctx.dir.path().join("tracer.bash");
+    std::fs::write(&file, &script).unwrap();
+    for (line, want) in [
+        ("tracer pro", "probe profile"),
+        ("tracer trace --fa", "--failed"),
+    ] {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=({line}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; \
+                 _tracer tracer \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 printf '%s\\n' \"${{COMPREPLY[@]}}\" | sort | paste -sd' '",
+                file.display()
+            ))
+            .output()
+            .unwrap();
+        let (got, _) = ok(&out);
+        assert_eq!(got.trim_end(), want, "completing `{line}`");
+    }
+}
+
+/// One page per subcommand `tracer --help` lists, and tracer.1; a page's EXAMPLES are its
+/// `--help` examples, line for line, as man shows them.
+fn generate_man(ctx: &Ctx, example: &str) {
+    ok(&ctx.run(&words(example, &[])));
+    let dir = ctx.dir.path().join("man");
+    let (help, _) = ok(&ctx.run(&words("tracer --help", &[])));
+    let subcommands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    let mut want: Vec<String> = subcommands
+        .iter()
+        .map(|s| format!("tracer-{s}.1"))
+        .collect();
+    want.push("tracer.1".into());
+    want.sort();
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    assert_eq!(pages, want);
+    let (help, _) = ok(&ctx.run(&words("tracer trace --help", &[])));
+    let examples: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Examples:")
+        .skip(1)
+        .map(str::trim_end)
+        .collect();
+    assert!(examples.len() >= 5, "{help}");
+    let out = Command::new("man")
+        .args(["-P", "cat", "-l"])
+        .arg(dir.join("tracer-trace.1"))
+        .env("MANWIDTH", "200")
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let (page, _) = ok(&out);
+    let shown: Vec<&str> = page
+        .lines()
+        .skip_while(|l| *l != "EXAMPLES")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.strip_prefix("       ").unwrap_or(l).trim_end())
+        .collect();
+    assert_eq!(shown, examples, "{page}");
+}
+
 fn features_json_value(ctx: &Ctx) -> serde_json::Value {
     let (stdout, _) = ok(&ctx.run(&words("tracer features --json", &[])));
     serde_json::from_str(&stdout).unwrap()
@@ -1389,6 +1473,40 @@ fn xtask_test(_ctx: &Ctx, example: &str) {
         std::io::stderr(),
         "note: `{example}` is the runner of this test; it is not run from inside it"
     );
+}
+
+/// `cargo xtask test` runs it before the tiers and names the directory in TRACER_DIST: the
+/// binary is there and static, the package named by the version.
+fn xtask_dist(_ctx: &Ctx, example: &str) {
+    let Some(dist) = std::env::var_os("TRACER_DIST").map(PathBuf::from) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: `{example}` is checked under `cargo xtask test` (TRACER_DIST), which runs it"
+        );
+        return;
+    };
+    let out = Command::new("file")
+        .arg(dist.join("tracer"))
+        .output()
+        .unwrap();
+    let (file, _) = ok(&out);
+    assert!(file.contains("static"), "{file}");
+    let deb = format!("tracer_{}_amd64.deb", env!("CARGO_PKG_VERSION"));
+    assert!(dist.join(&deb).exists(), "no {deb} in {}", dist.display());
+}
+
+/// The package README names is the one `cargo xtask dist` writes (its version is this
+/// build's); tests/dist_vm.rs installs it, in a throwaway root.
+fn readme_dpkg(_ctx: &Ctx, example: &str) {
+    let deb = format!("target/dist/tracer_{}_amd64.deb", env!("CARGO_PKG_VERSION"));
+    assert_eq!(example, format!("dpkg -i {deb}"));
+    if let Some(dist) = std::env::var_os("TRACER_DIST").map(PathBuf::from) {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        assert_eq!(
+            std::fs::canonicalize(root.join(&deb)).unwrap(),
+            std::fs::canonicalize(dist.join(deb.trim_start_matches("target/dist/"))).unwrap()
+        );
+    }
 }
 
 fn readme_transport(ctx: &Ctx, example: &str) {

@@ -23,7 +23,7 @@ fn main() -> anyhow::Result<()> {
 /// The git commit the binary is built from and whether tracked files differed from it, so
 /// that two builds can be told apart across a fleet (`tracer --version`, `tracer_build_info`):
 /// `TRACER_GIT_COMMIT` (`unknown` outside a git checkout), `TRACER_GIT_MODIFIED` (`true`,
-/// `false`, `unknown`) and `TRACER_LONG_VERSION`. Looked at again when HEAD, the index or
+/// `false`, `unknown`), `TRACER_LONG_VERSION` and `TRACER_BUILD_DATE`. Looked at again when HEAD, the index or
 /// tracer's sources change.
 fn build_identity() {
     let dir = env!("CARGO_MANIFEST_DIR");
@@ -60,6 +60,10 @@ fn build_identity() {
     println!("cargo:rustc-env=TRACER_GIT_COMMIT={commit}");
     println!("cargo:rustc-env=TRACER_GIT_MODIFIED={modified}");
     println!("cargo:rustc-env=TRACER_LONG_VERSION={long}");
+    // The man pages' date: the commit's, so that two builds of one commit write the same pages
+    // (reproducible builds); empty outside git.
+    let date = git(&["log", "-1", "--format=%cs"]).unwrap_or_default();
+    println!("cargo:rustc-env=TRACER_BUILD_DATE={date}");
 }
 
 /// Drops the DWARF and BTF sections from the probes object (2.1 MB -> 0.3 MB). tracer loads it

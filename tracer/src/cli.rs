@@ -106,6 +106,11 @@ pub enum Command {
     /// Export in-kernel counts and histograms as Prometheus metrics: a long-running exporter
     /// of the metrics a TOML config names, on /metrics.
     Serve(ServeArgs),
+    /// Shell completions and manual pages, as packages install them.
+    #[command(
+        after_help = "Examples:\n  tracer generate complete-bash   bash's completion script, on stdout\n  tracer generate man ./man       tracer.1 and one page per subcommand, into ./man"
+    )]
+    Generate(GenerateArgs),
     /// List what can be probed or counted here: tracepoints, kernel functions, events, PMUs.
     #[command(
         after_help = "Examples:\n  tracer list 'syscalls:sys_enter_open*'\n  tracer list -v sched_switch\n  tracer list --binary /usr/bin/bash 'read*'\n  tracer list usdt:/usr/bin/python3   its USDT probes, with their arguments"
@@ -600,6 +605,28 @@ const REQUIRED_HINTS: &[(&str, &str)] = &[
 ];
 
 /// Parses the command line; a usage error comes back with tracer's hints for it.
+/// `tracer generate`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// What to write: `man` (pages into DIR), or a completion script on stdout.
+    pub what: Generated,
+    /// The directory the man pages go into (created if missing); only with `man`.
+    pub dir: Option<PathBuf>,
+}
+
+/// What `tracer generate` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generated {
+    /// tracer.1 and tracer-SUBCOMMAND.1, roff, from this command-line model.
+    Man,
+    /// For bash (bash-completion loads it from /usr/share/bash-completion/completions/tracer).
+    CompleteBash,
+    /// For zsh (`_tracer`, in a directory of $fpath).
+    CompleteZsh,
+    /// For fish (vendor_completions.d/tracer.fish).
+    CompleteFish,
+}
+
 pub fn parse(args: Vec<OsString>) -> Result<Cli, (clap::Error, Vec<String>)> {
     Cli::try_parse_from(normalize_args(args)).map_err(|e| {
         let hints = hints_for(&e);

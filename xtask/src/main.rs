@@ -3,6 +3,7 @@
 
 mod attach;
 mod bench;
+mod dist;
 mod fuzz;
 mod peers;
 mod profile;
@@ -30,6 +31,8 @@ commands:
                              (VM kernels: 5.10, 6.1, 6.12 and 7.3, two at a time; --kernels
                              6.1,7.3 runs only those)
   run [-- ARGS...]           set up, build in release mode, run `tracer ARGS` (default: features)
+  dist                       build target/dist/tracer (static, stripped) and the Debian package
+                             target/dist/tracer_VERSION_amd64.deb
   vm KERNEL -- CMD...        run CMD as root inside a VM booting a Debian kernel
                              (KERNEL: 5.10, 6.1, 6.12, 7.3)
   bench [NAME...]            build in release mode and print benchmark numbers (soak, ten
@@ -52,6 +55,10 @@ fn run() -> Result<()> {
         "test" => test(rest),
         "run" => run_tracer(rest),
         "vm" => vm_command(rest),
+        "dist" => {
+            setup::all()?;
+            dist::run().map(|_| ())
+        }
         "bench" => bench::run(rest),
         // Inside a VM, for `bench fentry_hit` (not for users).
         "guest-bench" => trampoline::guest(rest),
@@ -110,11 +117,14 @@ fn test(args: &[String]) -> Result<()> {
         _ => bail!("unknown test options '{}'\n{USAGE}", args.join(" ")),
     };
     setup::all()?;
+    // First, so that tests/dist_vm.rs checks the static binary on every kernel and installs
+    // the package on the host (TRACER_DIST).
+    let dist = dist::run()?;
     section("tier 1, 2 and 4: unit, host-kernel and CLI tests");
     // The default members exclude tracer-ebpf, which only builds for the BPF target. Build
     // every binary (tracer, tracer-testprog) before the tests that run them.
     run_cmd(cargo().args(["build", "--bins"]))?;
-    run_cmd(cargo().arg("test"))?;
+    run_cmd(cargo().arg("test").env("TRACER_DIST", &dist))?;
     // The ring drain bench's records are built by hand: checked once, untimed.
     run_cmd(cargo().args(["test", "-p", "tracer", "--bench", "ring_drain"]))?;
 
@@ -138,6 +148,7 @@ fn test(args: &[String]) -> Result<()> {
         let mut cmd = vec![
             "env".to_string(),
             format!("TRACER_REQUIRE={required}"),
+            format!("TRACER_DIST={}", dist.display()),
             "sh".to_string(),
             "-c".to_string(),
             r#"rc=0; for b; do "$b" --test-threads=1 || rc=1; done; exit $rc"#.to_string(),
@@ -189,8 +200,9 @@ fn test(args: &[String]) -> Result<()> {
 /// profiles and watchpoints (8-9 minutes of TCG per kernel). Where emulated
 /// CPUs skew a timing (sub-ms CPU shares, sleeps that overshoot), the test says so on stderr
 /// (`EMULATED ...`, from `common::emulated`) and checks what still holds.
-const VM_SUITES: [&str; 16] = [
+const VM_SUITES: [&str; 17] = [
     "vm_kprobe",
+    "dist_vm",
     "perf_host",
     "perf_host_more",
     "stack_cli",

@@ -33,6 +33,8 @@ const APT_PACKAGES: &[&str] = &[
     // The peers `tracer trace` is compared with, and the corpus's node program.
     "strace",
     "nodejs",
+    // tests/dist_vm.rs: the package's completion is loaded as bash-completion loads it.
+    "bash-completion",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

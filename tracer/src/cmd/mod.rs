@@ -1,6 +1,7 @@
 //! One module per subcommand: validated input -> kernel session -> report.
 
 pub mod features;
+pub mod generate;
 pub mod latency;
 pub mod list;
 pub mod probe;
@@ -29,6 +30,7 @@ pub fn run(command: Command) -> Result<i32, Error> {
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Generate(args) => generate::run(args).map(|()| 0),
         Command::List {
             pattern,
             verbose,
