@@ -378,7 +378,12 @@ fn counted_stacks_of_gone_processes_on_overlayfs_are_named() {
     struct Unmount<'a>(&'a std::path::Path);
     impl Drop for Unmount<'_> {
         fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
+            // Lazily: a process of the test may still hold the binary for a moment, and a
+            // plain umount then failed with EBUSY and left the mount behind on the host.
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(self.0)
+                .status();
         }
     }
     let _unmount = Unmount(&merged);

@@ -916,3 +916,111 @@ fn perf_trace_agrees_on_names_and_returns() {
     );
     assert_eq!(ours.len(), 10, "{ours:?}");
 }
+
+/// A line without its thread prefix, pids as `PID`, and strace's padding before ` = ` as one
+/// space.
+fn plain(line: &str, pids: &[u32]) -> String {
+    let body = without_pids(line, pids);
+    match body.split_once(" = ") {
+        Some((call, ret)) => format!("{} = {ret}", call.trim_end()),
+        None => body,
+    }
+}
+
+/// The leader ends its own thread first (`pthread_exit` in `main`): the process goes on in
+/// its other thread, which tracer follows to the end, as strace does (it lost every call
+/// after the leader's exit before, and showed the process exited with it). The same lines as
+/// strace's, thread for thread.
+#[test]
+fn a_process_whose_leader_exits_first_is_followed_to_its_last_thread() {
+    let set = "write,exit,exit_group";
+    let program = common::c_workload("leader_exits");
+    let Some(run) = side_by_side("leader_exits", &program, set) else {
+        return;
+    };
+    assert_eq!(run.strace_status.code(), Some(3));
+    let out = &run.tracer_run;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let pids = |trace: &str| -> Vec<u32> {
+        let mut pids: Vec<u32> = (trace.lines())
+            .filter_map(|l| {
+                let l = l.strip_prefix("[pid ").unwrap_or(l);
+                l.split_whitespace().next()?.parse().ok()
+            })
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    };
+    let lines = |trace: &str| -> Vec<String> {
+        let pids = pids(trace);
+        trace.lines().map(|l| plain(l, &pids)).collect()
+    };
+    let want = [
+        "exit(0) = ?",
+        "write(1, \"late\\n\", 5) = 5",
+        "exit_group(3) = ?",
+        "+++ exited with 3 +++",
+        "+++ exited with 3 +++",
+    ];
+    assert_eq!(lines(&run.strace), want, "strace:\n{}", run.strace);
+    assert_eq!(lines(&run.tracer), want, "tracer:\n{}", run.tracer);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("3 calls in ") && stderr.contains(" 0 lost, 0 filtered out, 0 unfinished,"),
+        "{stderr}"
+    );
+}
+
+/// An exec by a thread that is not the leader (the kernel gives it the process's id before
+/// the call returns): the execve is shown with its strings and its return, and the new
+/// program is traced (it was shown unfinished at the end, with addresses, and `sh` lost).
+/// strace writes two more lines, `<pid changed to ...>` and `+++ superseded by execve in pid
+/// N +++`, which tracer does not.
+#[test]
+fn an_exec_by_another_thread_returns_in_the_new_program() {
+    let set = "execve,exit_group";
+    let program = common::c_workload("thread_exec");
+    let Some(run) = side_by_side("thread_exec", &program, set) else {
+        return;
+    };
+    assert_eq!(run.strace_status.code(), Some(4));
+    let out = &run.tracer_run;
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let calls: Vec<&str> = run.tracer.lines().collect();
+    assert_eq!(calls.len(), 4, "{}", run.tracer);
+    assert!(calls[0].starts_with(&format!("execve(\"{}\", ", program.display())));
+    assert!(
+        calls[1].starts_with("execve(\"/bin/sh\", [\"/bin/sh\", \"-c\", \"exit 4\"], 0x")
+            && calls[1].ends_with(") = 0"),
+        "{}",
+        run.tracer
+    );
+    assert_eq!(calls[2..], ["exit_group(4) = ?", "+++ exited with 4 +++"]);
+    // strace's, without its two lines about the changed pid.
+    let pids: Vec<u32> = (run.strace.lines())
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let strace: Vec<String> = (run.strace.lines())
+        .map(|l| plain(l, &pids))
+        .filter(|l| !l.starts_with("+++ superseded"))
+        .collect();
+    assert!(
+        strace[1].ends_with(" <pid changed to PID ...>"),
+        "{}",
+        run.strace
+    );
+    assert_eq!(
+        strace[2..],
+        [
+            "<... execve resumed>) = 0",
+            "exit_group(4) = ?",
+            "+++ exited with 4 +++"
+        ]
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(" 0 lost, 0 filtered out, 0 unfinished,"),
+        "{stderr}"
+    );
+}

@@ -759,6 +759,9 @@ pub mod trace_kind {
     /// in bits 8-15, or the signal that killed it in bits 0-6, 0x80 for a core dump) in
     /// `data[0]`.
     pub const EXIT: u64 = 3;
+    /// The task ended inside the call (killed, or another thread's exit_group): sent at its
+    /// exit (`sched_process_exit`), with the entry's arguments and no return value.
+    pub const KILLED: u64 = 4;
 }
 
 /// `data` words of a [`trace_kind::SIGNAL`] event: the signal, its `si_code`, and the
@@ -979,6 +982,11 @@ pub struct SchedOffsets {
     pub task_tgid: u32,
     pub task_signal: u32,
     pub signal_group_exit_code: u32,
+    /// `struct signal_struct` (BTF): offset of `live`, the threads of the group not yet
+    /// exiting (do_exit counts the exiting one out before its exit tracepoint): a process is
+    /// gone when its last thread exits, not its leader (`pthread_exit` in `main`, an exec by
+    /// another thread). 0 without BTF: the leader's exit ends the process then.
+    pub signal_live: u32,
 }
 
 /// Histogram buckets (log2 of nanoseconds, or linear steps), then three extra "buckets": the

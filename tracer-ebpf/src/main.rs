@@ -1843,9 +1843,13 @@ slots!(perf_event, PerfEventContext, on_perf_event, PERF_EVENT_BASE;
 // one after another under the kernel's event_mutex), which every run paid at its exit.
 
 #[raw_tracepoint]
-/// `sched_process_exec`: the launched command becomes traced at its exec, so nothing it did
-/// before (in tracer's fork) is reported.
-pub fn track_exec(_ctx: RawTracePointContext) -> u32 {
+/// `sched_process_exec(task, old_pid, bprm)`: the launched command becomes traced at its
+/// exec, so nothing it did before (in tracer's fork) is reported; `tracer trace` follows an
+/// exec by a thread that is not the leader (`trace::exec_by_thread`).
+pub fn track_exec(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_TRACE) {
+        trace::exec_by_thread(&ctx);
+    }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     // SAFETY: the value is copied out at once.
     if let Some(&state) = unsafe { TRACKED.get(&tgid) } {
@@ -1895,14 +1899,49 @@ fn track_fork_record_hit(ctx: TracePointContext) -> u32 {
 }
 
 #[raw_tracepoint]
-/// `sched_process_exit` (per thread): forget exited tasks so the map does not fill up.
-pub fn track_exit(_ctx: RawTracePointContext) -> u32 {
-    let tid = bpf_get_current_pid_tgid() as u32;
+/// `sched_process_exit(task)` (per thread): forget exited tasks so the map does not fill up.
+/// A process is forgotten when its last thread exits: its leader may exit first
+/// (`pthread_exit` in `main`, or an exec by another thread), and its other threads go on
+/// being traced.
+pub fn track_exit(ctx: RawTracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
+    let task: u64 = ctx.arg(0);
+    let mut forgot = tid != tgid && TRACKED.remove(&tid).is_ok();
+    let group_dead = match group_lives(task) {
+        Some(lives) => !lives,
+        None => tid == tgid,
+    };
     // A run counted for this process must not go on for another that gets its pid.
-    if TRACKED.remove(&tid).is_ok() {
+    if group_dead {
+        forgot |= TRACKED.remove(&tgid).is_ok();
+    }
+    if forgot {
         next_generation();
     }
     0
+}
+
+/// Whether the thread group of `task`, which is exiting, has threads that are not (its
+/// `signal_struct`'s `live`); `None` without the BTF offsets.
+#[inline(always)]
+pub(crate) fn group_lives(task: u64) -> Option<bool> {
+    let offsets = SCHED_OFFSETS.get(0)?;
+    if offsets.task_signal == 0 || offsets.signal_live == 0 {
+        return None;
+    }
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let live = unsafe {
+        let signal = aya_ebpf::helpers::bpf_probe_read_kernel(
+            (task + u64::from(offsets.task_signal)) as *const u64,
+        )
+        .ok()?;
+        aya_ebpf::helpers::bpf_probe_read_kernel(
+            (signal + u64::from(offsets.signal_live)) as *const i32,
+        )
+        .ok()?
+    };
+    Some(live > 0)
 }
 
 #[cfg(not(test))]

@@ -572,6 +572,72 @@ fn on_signal_sent(ctx: &RawTracePointContext) {
     let _ = TRACE_FATAL.insert(&tgid, &sent, 0);
 }
 
+/// An execve by a thread that is not its process's leader: on success the thread takes the
+/// leader's id (the kernel's `de_thread`) before the call returns, so its entry, kept under
+/// the thread's old id, moves to the new one, where the call's exit looks. Without it the
+/// exec was shown unfinished at the run's end, its strings as addresses.
+#[inline(always)]
+pub fn exec_by_thread(ctx: &RawTracePointContext) {
+    let old_tid: u64 = ctx.arg(1);
+    let old_tid = old_tid & 0xffff_ffff;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if old_tid == pid_tgid & 0xffff_ffff {
+        return;
+    }
+    let old = (pid_tgid & !0xffff_ffff) | old_tid;
+    // SAFETY: the value is copied out at once.
+    let Some(start) = (unsafe { TRACE_START.get(&old) }).copied() else {
+        return;
+    };
+    let _ = TRACE_START.remove(&old);
+    if TRACE_START.insert(&pid_tgid, &start, 0).is_err() {
+        count(trace_stat::START_FULL);
+    }
+    if start.flags & TRACE_SAVED_STRINGS == 0 {
+        return;
+    }
+    // SAFETY: the map value is handed to the update helper, which copies it.
+    if let Some(area) = unsafe { TRACE_SAVED.get(&old) } {
+        if TRACE_SAVED.insert(&pid_tgid, area, 0).is_err() {
+            count(trace_stat::SAVED_FULL);
+        }
+    }
+    let _ = TRACE_SAVED.remove(&old);
+}
+
+/// A call the exiting task entered and never returned from (a task killed inside a call
+/// exits without passing the call's exit tracepoint: SIGKILL, a fatal SIGTERM, another
+/// thread's exit_group): sent as strace shows it, `read(0,  <unfinished ...>) = ?`, and
+/// forgotten. Its entry outlived the task before, was shown unfinished at the run's end, and
+/// a later task given the same ids paired its first return (a new thread's `clone` = 0) with
+/// it: a line with another call's arguments, seen once on 7.3.
+#[inline(always)]
+fn never_returned(ctx: &RawTracePointContext, pid_tgid: u64) {
+    // SAFETY: the value is copied out at once.
+    let Some(start) = (unsafe { TRACE_START.get(&pid_tgid) }).copied() else {
+        return;
+    };
+    // None once the run is over (`SLOT_STOPPED`) and its command being stopped: the entry
+    // stays, and userspace shows it `<unfinished ...>`, as strace does at its end.
+    let Some((slot, _)) = slot_of(u64::from(start.nr)) else {
+        return;
+    };
+    let _ = TRACE_START.remove(&pid_tgid);
+    if start.flags & TRACE_SAVED_STRINGS != 0 {
+        let _ = TRACE_SAVED.remove(&pid_tgid);
+    }
+    let Some((event, config)) = begin(ctx, slot) else {
+        return;
+    };
+    // SAFETY: helper without preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    fill(event, &start, 0, now, trace_kind::KILLED);
+    if refused_as_not_failed(event, config) || filtered_out(event, config) {
+        return;
+    }
+    finish(ctx, event, config);
+}
+
 #[raw_tracepoint]
 /// `sched_process_exit(task)`, in the exiting task: strace's `+++ exited with N +++`. It must
 /// run before `track_exit` forgets the task: userspace attaches it first, and the kernel
@@ -594,6 +660,12 @@ fn on_task_exit(ctx: &RawTracePointContext) {
     if pid_tgid >> 32 == pid_tgid & 0xffff_ffff {
         // The process ends: a signal sent to it that did not kill it is no longer wanted.
         let _ = TRACE_FATAL.remove(&((pid_tgid >> 32) as u32));
+    }
+    never_returned(ctx, pid_tgid);
+    if pid_tgid >> 32 == pid_tgid & 0xffff_ffff && crate::group_lives(task) == Some(true) {
+        // A leader whose threads go on: strace shows the process's exit when its last thread
+        // has exited, with the process's status (userspace writes it from the wait status).
+        return;
     }
     let Some((slot, _)) = slot_of(u64::from(TRACE_EXIT_NR)) else {
         return;

@@ -18,6 +18,8 @@ pub enum End {
     NoReturn,
     /// Still inside the call when tracing ended.
     Unfinished,
+    /// Its task ended inside it (killed): strace's `<unfinished ...>) = ?`.
+    Killed,
 }
 
 /// One argument: its name (the kernel's), the register's value as its kind reads it, and how
@@ -290,7 +292,7 @@ impl<W: Write> CallWriter<W> {
                     ret: (call.end == End::Returned).then_some(call.ret),
                     errno: call.errno,
                     duration_ns: (call.end == End::Returned).then_some(call.duration_ns),
-                    unfinished: call.end == End::Unfinished,
+                    unfinished: matches!(call.end, End::Unfinished | End::Killed),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")
@@ -368,9 +370,22 @@ impl<W: Write> CallWriter<W> {
         let texts: Vec<&str> = call.args.iter().map(|a| a.text.as_str()).collect();
         let at_entry = call.at_entry.min(texts.len());
         match call.resumed {
+            // Known from its entry only: strace's `<... read resumed> <unfinished ...>) = ?`.
+            true if call.end == End::Killed => {
+                line.push_str(&format!("<... {} resumed> <unfinished ...>", call.name));
+            }
             true => {
                 line.push_str(&format!("<... {} resumed>", call.name));
                 line.push_str(&texts[at_entry..].join(", "));
+            }
+            false if call.end == End::Killed => {
+                line.push_str(call.name);
+                line.push('(');
+                for text in &texts[..at_entry] {
+                    line.push_str(text);
+                    line.push_str(", ");
+                }
+                line.push_str(" <unfinished ...>");
             }
             false if call.end == End::Unfinished => {
                 line.push_str(call.name);
@@ -571,8 +586,20 @@ mod tests {
         read.end = End::Returned;
         read.resumed = true;
         assert_eq!(
-            text(&[read]),
+            text(&[read.clone()]),
             "<... read resumed>\"/nope\") = -1 ENOENT (No such file or directory) <0.000012>\n"
+        );
+        let mut killed = read.clone();
+        killed.end = End::Killed;
+        killed.resumed = false;
+        assert_eq!(
+            text(&[killed.clone()]),
+            "read(AT_FDCWD,  <unfinished ...>) = ?\n"
+        );
+        killed.resumed = true;
+        assert_eq!(
+            text(&[killed]),
+            "<... read resumed> <unfinished ...>) = ?\n"
         );
         let mut other = call(End::NoReturn);
         other.tid = 8;

@@ -164,6 +164,7 @@ impl Layout {
         let kind = event.fields[trace_word::KIND];
         let end = match kind {
             trace_kind::NO_RETURN => End::NoReturn,
+            trace_kind::KILLED => End::Killed,
             _ => End::Returned,
         };
         self.shown(event, strings, comm, end)

@@ -67,6 +67,7 @@ pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>
         task_tgid: member("tgid").unwrap_or(0),
         task_signal: member("signal").unwrap_or(0),
         signal_group_exit_code: offset("signal_struct", "group_exit_code").unwrap_or(0),
+        signal_live: offset("signal_struct", "live").unwrap_or(0),
     })?;
     let Some(program) = record else {
         return Ok(None);
