@@ -79,6 +79,9 @@ fn man_pages(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// One of clap_mangen's section renderers.
+type Section = fn(&clap_mangen::Man, &mut Vec<u8>) -> std::io::Result<()>;
+
 fn write_page(dir: &Path, name: &str, command: clap::Command) -> Result<(), Error> {
     let examples = command.get_after_help().map(|text| text.to_string());
     let has_subcommands = command.get_subcommands().any(|s| !s.is_hide_set());
@@ -90,7 +93,7 @@ fn write_page(dir: &Path, name: &str, command: clap::Command) -> Result<(), Erro
     // clap_mangen's sections but its EXTRA, whose after_help it fills and justifies: the
     // examples go under EXAMPLES, as man-pages(7) names it, unfilled, so that each line can
     // be copied as it stands.
-    let sections: [fn(&clap_mangen::Man, &mut Vec<u8>) -> std::io::Result<()>; 5] = [
+    let sections: [Section; 5] = [
         |m, w| m.render_title(w),
         |m, w| m.render_name_section(w),
         |m, w| m.render_synopsis_section(w),
