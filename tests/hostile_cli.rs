@@ -319,16 +319,35 @@ fn a_command_that_cannot_run_is_explained_once() {
             "{}",
             run.stderr
         );
-        // Stopped after its exec (watch, record): tracer says it, once.
-        let run = tracer(&["watch", "0x1000", "--", program]);
-        run.fails(1, &format!("error: {message}")).hints(hint);
-        assert_eq!(
-            run.stderr.matches("cannot execute").count(),
-            1,
-            "{}",
-            run.stderr
-        );
+        // Every other subcommand: refused before anything is attached (no banner), said
+        // once, with the shell's status: 127 not found, 126 found but not runnable.
+        let code = if program == enoent.0 { 127 } else { 126 };
+        for args in [
+            &["watch", "0x1000"][..],
+            &["probe", "syscalls:sys_enter_getppid"],
+            &["trace"],
+            &["profile"],
+            &["latency", "uprobe:/bin/true:main"],
+            &["record", "-e", "syscalls:sys_enter_getppid", "-o", "/dev/null"],
+        ] {
+            let mut argv = args.to_vec();
+            argv.extend(["--", program]);
+            let run = tracer(&argv);
+            run.fails(code, &format!("error: {message}")).hints(hint);
+            assert_eq!(
+                run.stderr.matches("cannot execute").count(),
+                1,
+                "{argv:?}: {}",
+                run.stderr
+            );
+            assert!(!run.stderr.contains("Hit Ctrl-C"), "{argv:?}: {}", run.stderr);
+        }
     }
+    // A name looked up on PATH as execvp does.
+    tracer(&["trace", "--", "no-such-program-here"]).fails(
+        127,
+        "error: cannot execute 'no-such-program-here': no such file",
+    );
 }
 
 #[test]

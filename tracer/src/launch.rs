@@ -53,10 +53,53 @@ pub fn exec_error(program: &str, errno: i32) -> Error {
             "check that the command runs without tracer".to_string(),
         ),
     };
-    Error::Runtime {
+    Error::Exec {
         message: format!("cannot execute '{program}': {why}"),
         hints: vec![hint],
+        errno,
     }
+}
+
+/// Whether `execvp` can find `program` and may run it, asked before anything is attached, so
+/// that every subcommand refuses a command that cannot run the same way, before its banner:
+/// a name without `/` is looked up on PATH as execvp does. Only certain failures are
+/// reported (not found; found but not an executable file); what only the exec can tell (a
+/// format, a script's interpreter) is left to it.
+pub fn check_executable(program: &str) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |path: &std::path::Path| -> Option<bool> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(meta.is_file() && meta.permissions().mode() & 0o111 != 0 && {
+            let c = CString::new(path.as_os_str().as_encoded_bytes()).ok();
+            // SAFETY: access(2) on a NUL-terminated path.
+            c.is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
+        })
+    };
+    if program.is_empty() {
+        return Err(exec_error(program, libc::ENOENT));
+    }
+    if program.contains('/') {
+        return match runnable(std::path::Path::new(program)) {
+            None => Err(exec_error(program, libc::ENOENT)),
+            Some(false) => Err(exec_error(program, libc::EACCES)),
+            Some(true) => Ok(()),
+        };
+    }
+    // glibc's execvp without PATH: /bin:/usr/bin.
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    let mut denied = false;
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() { ".".into() } else { dir };
+        match runnable(&dir.join(program)) {
+            Some(true) => return Ok(()),
+            Some(false) => denied = true,
+            None => {}
+        }
+    }
+    Err(exec_error(
+        program,
+        if denied { libc::EACCES } else { libc::ENOENT },
+    ))
 }
 
 /// The lines a child prints when its exec fails, per errno, written before the fork: the child

@@ -45,6 +45,15 @@ pub enum Error {
     /// Bad input: exit status 2.
     #[error("{message}")]
     Usage { message: String, hints: Vec<String> },
+    /// The command after `--` cannot be executed (found before anything is attached): exit
+    /// status 127 when it is not found, 126 when it is found but cannot run, the shell's
+    /// codes (CONTRIBUTING.md), which scripts test for. `tracer stat` keeps perf stat's 255.
+    #[error("{message}")]
+    Exec {
+        message: String,
+        hints: Vec<String>,
+        errno: i32,
+    },
     /// A runtime failure that is not one of the above.
     #[error("{message}")]
     Runtime { message: String, hints: Vec<String> },
@@ -67,7 +76,9 @@ impl Error {
             Error::Perf(e) => e.hints(),
             Error::Bpf(e) => e.hints(),
             Error::Kernel(e) => e.hints(),
-            Error::Usage { hints, .. } | Error::Runtime { hints, .. } => hints.clone(),
+            Error::Usage { hints, .. }
+            | Error::Runtime { hints, .. }
+            | Error::Exec { hints, .. } => hints.clone(),
             Error::Output(e) if e.kind() == io::ErrorKind::StorageFull => {
                 vec![format!(
                     "the file system holding {} is full: free space, or write elsewhere",
@@ -85,6 +96,8 @@ impl Error {
             Error::Usage { .. } => 2,
             Error::Kernel(e) if e.is_usage() => 2,
             Error::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+            Error::Exec { errno, .. } if *errno == libc::ENOENT => 127,
+            Error::Exec { .. } => 126,
             _ => 1,
         }
     }

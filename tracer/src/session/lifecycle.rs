@@ -47,6 +47,9 @@ impl Session {
         hold: Hold,
         at_end: AtEnd,
     ) -> Result<Session, Error> {
+        if let Some(program) = command.first() {
+            launch::check_executable(program)?;
+        }
         let launched = match (command.is_empty(), hold) {
             (true, _) => None,
             (false, Hold::BeforeExec) => Some(launch::launch_held(command, at_end)?),
