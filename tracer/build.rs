@@ -9,6 +9,11 @@ fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-changed=../tracer-common/src");
     build_identity();
     check_prerequisites()?;
+    // aya-build passes every line the BPF sub-build prints on as a `warning:` of this crate
+    // (41 of them, `Compiling ...`, at a `cargo install`): quiet, the sub-build prints only
+    // its real warnings and errors. Set before the sub-build starts; no other thread runs.
+    // SAFETY: build scripts are single-threaded here.
+    unsafe { std::env::set_var("CARGO_TERM_QUIET", "true") };
     aya_build::build_ebpf(
         [aya_build::Package {
             name: "tracer-ebpf",
