@@ -328,7 +328,13 @@ fn a_command_that_cannot_run_is_explained_once() {
             &["trace"],
             &["profile"],
             &["latency", "uprobe:/bin/true:main"],
-            &["record", "-e", "syscalls:sys_enter_getppid", "-o", "/dev/null"],
+            &[
+                "record",
+                "-e",
+                "syscalls:sys_enter_getppid",
+                "-o",
+                "/dev/null",
+            ],
         ] {
             let mut argv = args.to_vec();
             argv.extend(["--", program]);
@@ -340,7 +346,11 @@ fn a_command_that_cannot_run_is_explained_once() {
                 "{argv:?}: {}",
                 run.stderr
             );
-            assert!(!run.stderr.contains("Hit Ctrl-C"), "{argv:?}: {}", run.stderr);
+            assert!(
+                !run.stderr.contains("Hit Ctrl-C"),
+                "{argv:?}: {}",
+                run.stderr
+            );
         }
     }
     // A name looked up on PATH as execvp does.

@@ -973,10 +973,11 @@ fn a_process_whose_leader_exits_first_is_followed_to_its_last_thread() {
 }
 
 /// An exec by a thread that is not the leader (the kernel gives it the process's id before
-/// the call returns): the execve is shown with its strings and its return, and the new
-/// program is traced (it was shown unfinished at the end, with addresses, and `sh` lost).
-/// strace writes two more lines, `<pid changed to ...>` and `+++ superseded by execve in pid
-/// N +++`, which tracer does not.
+/// the call returns): strace's `+++ superseded by execve in pid N +++` (N the thread's id
+/// before), then the execve with its strings and its return, and the new program traced (it
+/// was shown unfinished at the end, with addresses, and `sh` lost). strace also marks the
+/// call `<pid changed to N ...>` and its end `<... execve resumed>`: it writes the call in
+/// two parts, tracer once at its end.
 #[test]
 fn an_exec_by_another_thread_returns_in_the_new_program() {
     let set = "execve,exit_group";
@@ -988,23 +989,25 @@ fn an_exec_by_another_thread_returns_in_the_new_program() {
     let out = &run.tracer_run;
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let calls: Vec<&str> = run.tracer.lines().collect();
-    assert_eq!(calls.len(), 4, "{}", run.tracer);
+    assert_eq!(calls.len(), 5, "{}", run.tracer);
     assert!(calls[0].starts_with(&format!("execve(\"{}\", ", program.display())));
     assert!(
-        calls[1].starts_with("execve(\"/bin/sh\", [\"/bin/sh\", \"-c\", \"exit 4\"], 0x")
-            && calls[1].ends_with(") = 0"),
+        calls[1].starts_with("+++ superseded by execve in pid ") && calls[1].ends_with(" +++"),
         "{}",
         run.tracer
     );
-    assert_eq!(calls[2..], ["exit_group(4) = ?", "+++ exited with 4 +++"]);
-    // strace's, without its two lines about the changed pid.
+    assert!(
+        calls[2].starts_with("execve(\"/bin/sh\", [\"/bin/sh\", \"-c\", \"exit 4\"], 0x")
+            && calls[2].ends_with(") = 0"),
+        "{}",
+        run.tracer
+    );
+    assert_eq!(calls[3..], ["exit_group(4) = ?", "+++ exited with 4 +++"]);
+    // strace's: the same but for its call in two parts.
     let pids: Vec<u32> = (run.strace.lines())
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    let strace: Vec<String> = (run.strace.lines())
-        .map(|l| plain(l, &pids))
-        .filter(|l| !l.starts_with("+++ superseded"))
-        .collect();
+    let strace: Vec<String> = (run.strace.lines()).map(|l| plain(l, &pids)).collect();
     assert!(
         strace[1].ends_with(" <pid changed to PID ...>"),
         "{}",
@@ -1013,6 +1016,7 @@ fn an_exec_by_another_thread_returns_in_the_new_program() {
     assert_eq!(
         strace[2..],
         [
+            "+++ superseded by execve in pid PID +++",
             "<... execve resumed>) = 0",
             "exit_group(4) = ?",
             "+++ exited with 4 +++"

@@ -762,6 +762,10 @@ pub mod trace_kind {
     /// The task ended inside the call (killed, or another thread's exit_group): sent at its
     /// exit (`sched_process_exit`), with the entry's arguments and no return value.
     pub const KILLED: u64 = 4;
+    /// An exec by a thread that was not its process's leader gave it the leader's id
+    /// (`sched_process_exec`): the thread's old id in `data[0]`. strace's `+++ superseded by
+    /// execve in pid N +++`.
+    pub const SUPERSEDED: u64 = 5;
 }
 
 /// `data` words of a [`trace_kind::SIGNAL`] event: the signal, its `si_code`, and the

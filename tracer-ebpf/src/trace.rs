@@ -584,6 +584,7 @@ pub fn exec_by_thread(ctx: &RawTracePointContext) {
     if old_tid == pid_tgid & 0xffff_ffff {
         return;
     }
+    superseded(ctx, old_tid);
     let old = (pid_tgid & !0xffff_ffff) | old_tid;
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { TRACE_START.get(&old) }).copied() else {
@@ -603,6 +604,21 @@ pub fn exec_by_thread(ctx: &RawTracePointContext) {
         }
     }
     let _ = TRACE_SAVED.remove(&old);
+}
+
+/// strace's `+++ superseded by execve in pid OLD +++`, in the leader's id the thread took.
+#[inline(always)]
+fn superseded(ctx: &RawTracePointContext, old_tid: u64) {
+    let Some((slot, _)) = slot_of(u64::from(TRACE_EXIT_NR)) else {
+        return;
+    };
+    let Some((event, config)) = begin(ctx, slot) else {
+        return;
+    };
+    event.fields[trace_word::KIND] = trace_kind::SUPERSEDED;
+    event.data[trace_word::DURATION] = 0;
+    event.data[0] = old_tid;
+    finish(ctx, event, config);
 }
 
 /// A call the exiting task entered and never returned from (a task killed inside a call

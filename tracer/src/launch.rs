@@ -69,11 +69,13 @@ pub fn check_executable(program: &str) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
     let runnable = |path: &std::path::Path| -> Option<bool> {
         let meta = std::fs::metadata(path).ok()?;
-        Some(meta.is_file() && meta.permissions().mode() & 0o111 != 0 && {
-            let c = CString::new(path.as_os_str().as_encoded_bytes()).ok();
-            // SAFETY: access(2) on a NUL-terminated path.
-            c.is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
-        })
+        Some(
+            meta.is_file() && meta.permissions().mode() & 0o111 != 0 && {
+                let c = CString::new(path.as_os_str().as_encoded_bytes()).ok();
+                // SAFETY: access(2) on a NUL-terminated path.
+                c.is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
+            },
+        )
     };
     if program.is_empty() {
         return Err(exec_error(program, libc::ENOENT));
@@ -89,7 +91,11 @@ pub fn check_executable(program: &str) -> Result<(), Error> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
     let mut denied = false;
     for dir in std::env::split_paths(&path) {
-        let dir = if dir.as_os_str().is_empty() { ".".into() } else { dir };
+        let dir = if dir.as_os_str().is_empty() {
+            ".".into()
+        } else {
+            dir
+        };
         match runnable(&dir.join(program)) {
             Some(true) => return Ok(()),
             Some(false) => denied = true,

@@ -393,6 +393,9 @@ impl TraceSink<'_> {
                     words: union.try_into().expect("four words"),
                 })
             }
+            trace_kind::SUPERSEDED if is(self.task_slots.exit) => {
+                TaskEvent::Superseded(event.data[0] as u32)
+            }
             trace_kind::EXIT if is(self.task_slots.exit) => {
                 self.exited.insert(event.tid());
                 TaskEvent::Exit(event.data[0] as u32)

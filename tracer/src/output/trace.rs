@@ -77,6 +77,9 @@ pub enum TaskEvent {
     /// Its wait status (`exit_code`): strace's `+++ exited with 3 +++`, `+++ killed by
     /// SIGTERM +++`.
     Exit(u32),
+    /// An exec by another thread of the process took its id: strace's `+++ superseded by
+    /// execve in pid N +++`, N the thread's id before.
+    Superseded(u32),
 }
 
 /// A delivered signal: its number, `si_code`, and the siginfo's union words (bytes 16..48).
@@ -224,7 +227,7 @@ struct JsonTaskEvent<'a> {
     pid: u32,
     tid: u32,
     comm: &'a str,
-    /// "signal" or "exit".
+    /// "signal", "exit" or "superseded".
     event: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     signal: Option<String>,
@@ -234,6 +237,9 @@ struct JsonTaskEvent<'a> {
     exit_code: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     killed_by: Option<String>,
+    /// The thread whose exec took this id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    superseded_by: Option<u32>,
 }
 
 /// strace's `-t`, `-tt` and `-ttt`: the time of day in seconds, with microseconds, or the
@@ -323,6 +329,11 @@ impl<W: Write> CallWriter<W> {
                         siginfo: Some(d.siginfo()),
                         ..JsonTaskEvent::new(time_ns, pid, tid, comm)
                     },
+                    TaskEvent::Superseded(by) => JsonTaskEvent {
+                        event: "superseded",
+                        superseded_by: Some(*by),
+                        ..JsonTaskEvent::new(time_ns, pid, tid, comm)
+                    },
                     TaskEvent::Exit(status) => JsonTaskEvent {
                         event: "exit",
                         exit_code: (status & 0x7f == 0).then_some((status >> 8) & 0xff),
@@ -342,6 +353,9 @@ impl<W: Write> CallWriter<W> {
                         d.siginfo()
                     )),
                     TaskEvent::Exit(status) => line.push_str(&exit_text(*status)),
+                    TaskEvent::Superseded(by) => {
+                        line.push_str(&format!("+++ superseded by execve in pid {by} +++"))
+                    }
                 }
                 line.push('\n');
                 self.out.write_all(line.as_bytes())
@@ -445,6 +459,7 @@ impl<'a> JsonTaskEvent<'a> {
             siginfo: None,
             exit_code: None,
             killed_by: None,
+            superseded_by: None,
         }
     }
 }
