@@ -675,7 +675,7 @@ fn without_pids(line: &str, pids: &[u32]) -> String {
     };
     let mut body = body.to_string();
     for pid in pids {
-        body = body.replace(&pid.to_string(), "PID");
+        body = whole_number_as(&body, &pid.to_string(), "PID");
     }
     body
 }
@@ -840,7 +840,7 @@ fn strace_agrees_on_structures() {
             .map(|l| {
                 children
                     .iter()
-                    .fold(l.clone(), |l, c| l.replace(c.as_str(), "CHILD"))
+                    .fold(l.clone(), |l, c| whole_number_as(&l, c, "CHILD"))
             })
             .collect()
     };
@@ -915,6 +915,29 @@ fn perf_trace_agrees_on_names_and_returns() {
         "perf:\n{perf:?}\nours:\n{ours:?}"
     );
     assert_eq!(ours.len(), 10, "{ours:?}");
+}
+
+/// `line` with each occurrence of `number` not inside a longer word as `name`: a pid of 755 (a fresh
+/// VM's pids are small) must not turn a mode of 0755 into `0CHILD`, as it did on 6.1.
+fn whole_number_as(line: &str, number: &str, name: &str) -> String {
+    if number.is_empty() {
+        return line.to_string();
+    }
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(number) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + number.len()..].chars().next();
+        let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+        out.push_str(&rest[..at]);
+        match digit(before) || digit(after) {
+            true => out.push_str(number),
+            false => out.push_str(name),
+        }
+        rest = &rest[at + number.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A line without its thread prefix, pids as `PID`, and strace's padding before ` = ` as one
