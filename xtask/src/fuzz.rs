@@ -15,7 +15,7 @@ pub const TARGETS: [&str; 2] = ["record_parse", "ring_drain"];
 
 /// Seconds per target in `cargo xtask test`: long enough to cover the parsers' branches from
 /// the saved corpus, short enough to keep the tier under a minute.
-pub const DEFAULT_SECONDS: u64 = 20;
+pub const DEFAULT_SECONDS: u64 = 12;
 
 /// A single input running this long is a hang, reported like a crash.
 const INPUT_TIMEOUT_SECONDS: u64 = 10;
