@@ -392,7 +392,8 @@ impl<W: Write> CallWriter<W> {
                 line.push_str(&format!("<... {} resumed>", call.name));
                 line.push_str(&texts[at_entry..].join(", "));
             }
-            false if call.end == End::Killed => {
+            // The arguments known at entry; a killed call's line goes on with `) = ?`.
+            false if matches!(call.end, End::Unfinished | End::Killed) => {
                 line.push_str(call.name);
                 line.push('(');
                 for text in &texts[..at_entry] {
@@ -400,16 +401,10 @@ impl<W: Write> CallWriter<W> {
                     line.push_str(", ");
                 }
                 line.push_str(" <unfinished ...>");
-            }
-            false if call.end == End::Unfinished => {
-                line.push_str(call.name);
-                line.push('(');
-                for text in &texts[..at_entry] {
-                    line.push_str(text);
-                    line.push_str(", ");
+                if call.end == End::Unfinished {
+                    line.push('\n');
+                    return line;
                 }
-                line.push_str(" <unfinished ...>\n");
-                return line;
             }
             false => {
                 line.push_str(call.name);
