@@ -33,8 +33,12 @@ const APT_PACKAGES: &[&str] = &[
     // The peers `tracer trace` is compared with, and the corpus's node program.
     "strace",
     "nodejs",
-    // tests/dist_vm.rs: the package's completion is loaded as bash-completion loads it.
+    // tests/dist_vm.rs: the package's completion is loaded as bash-completion loads it, its
+    // pages read with man, its exporter scraped with curl in a namespace set up with ip.
     "bash-completion",
+    "man-db",
+    "curl",
+    "iproute2",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";
