@@ -39,6 +39,8 @@ const APT_PACKAGES: &[&str] = &[
     "man-db",
     "curl",
     "iproute2",
+    // tests/examples_cli.rs: `cargo xtask dist`'s binary is static, as file(1) says.
+    "file",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";
