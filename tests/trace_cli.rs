@@ -940,6 +940,19 @@ fn whole_number_as(line: &str, number: &str, name: &str) -> String {
     out
 }
 
+/// The pids that begin a trace's lines (tracer's `[pid N comm]`, strace -o's `N`).
+fn line_pids(trace: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = (trace.lines())
+        .filter_map(|l| {
+            let l = l.strip_prefix("[pid ").unwrap_or(l);
+            l.split_whitespace().next()?.parse().ok()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
 /// A line without its thread prefix, pids as `PID`, and strace's padding before ` = ` as one
 /// space.
 fn plain(line: &str, pids: &[u32]) -> String {
@@ -964,19 +977,8 @@ fn a_process_whose_leader_exits_first_is_followed_to_its_last_thread() {
     assert_eq!(run.strace_status.code(), Some(3));
     let out = &run.tracer_run;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let pids = |trace: &str| -> Vec<u32> {
-        let mut pids: Vec<u32> = (trace.lines())
-            .filter_map(|l| {
-                let l = l.strip_prefix("[pid ").unwrap_or(l);
-                l.split_whitespace().next()?.parse().ok()
-            })
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        pids
-    };
     let lines = |trace: &str| -> Vec<String> {
-        let pids = pids(trace);
+        let pids = line_pids(trace);
         trace.lines().map(|l| plain(l, &pids)).collect()
     };
     let want = [
@@ -1027,9 +1029,7 @@ fn an_exec_by_another_thread_returns_in_the_new_program() {
     );
     assert_eq!(calls[3..], ["exit_group(4) = ?", "+++ exited with 4 +++"]);
     // strace's: the same but for its call in two parts.
-    let pids: Vec<u32> = (run.strace.lines())
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .collect();
+    let pids = line_pids(&run.strace);
     let strace: Vec<String> = (run.strace.lines()).map(|l| plain(l, &pids)).collect();
     assert!(
         strace[1].ends_with(" <pid changed to PID ...>"),

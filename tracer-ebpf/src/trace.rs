@@ -621,12 +621,12 @@ fn superseded(ctx: &RawTracePointContext, old_tid: u64) {
     finish(ctx, event, config);
 }
 
-/// A call the exiting task entered and never returned from (a task killed inside a call
-/// exits without passing the call's exit tracepoint: SIGKILL, a fatal SIGTERM, another
-/// thread's exit_group): sent as strace shows it, `read(0,  <unfinished ...>) = ?`, and
-/// forgotten. Its entry outlived the task before, was shown unfinished at the run's end, and
-/// a later task given the same ids paired its first return (a new thread's `clone` = 0) with
-/// it: a line with another call's arguments, seen once on 7.3.
+/// A call the exiting task entered and whose exit this program never saw: sent as strace
+/// shows such a call, `read(0,  <unfinished ...>) = ?`, and forgotten. A guard: the kernel
+/// passes a call's exit tracepoint even for a killed task (SIGKILL in clock_nanosleep and
+/// SIGTERM in read, tried), so no test reaches it; an entry that outlived its task would be
+/// paired with the first return of a later task given the same ids (a new thread's `clone`
+/// = 0), a stray line with another call's arguments, as seen once on 7.3.
 #[inline(always)]
 fn never_returned(ctx: &RawTracePointContext, pid_tgid: u64) {
     // SAFETY: the value is copied out at once.

@@ -66,16 +66,14 @@ pub fn exec_error(program: &str, errno: i32) -> Error {
 /// reported (not found; found but not an executable file); what only the exec can tell (a
 /// format, a script's interpreter) is left to it.
 pub fn check_executable(program: &str) -> Result<(), Error> {
-    use std::os::unix::fs::PermissionsExt;
+    // Exists (`None` if not); a regular file this user may execute (access(2) asks as the
+    // exec will, root included: some execute bit must be set).
     let runnable = |path: &std::path::Path| -> Option<bool> {
         let meta = std::fs::metadata(path).ok()?;
-        Some(
-            meta.is_file() && meta.permissions().mode() & 0o111 != 0 && {
-                let c = CString::new(path.as_os_str().as_encoded_bytes()).ok();
-                // SAFETY: access(2) on a NUL-terminated path.
-                c.is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
-            },
-        )
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).ok();
+        // SAFETY: access(2) on a NUL-terminated path.
+        let may = c.is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0);
+        Some(meta.is_file() && may)
     };
     if program.is_empty() {
         return Err(exec_error(program, libc::ENOENT));
