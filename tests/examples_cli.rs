@@ -373,6 +373,19 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer profile --off-cpu --min-block 1ms -p 1234 -d 10",
         profile_off_cpu_pid,
     ),
+    ("tracer profile -a -d 2 -f pprof -o cpu.pb.gz", profile_all_pprof),
+    // docs/profile.md
+    (
+        "tracer profile -f pprof -o cpu.pb.gz -- ./busy",
+        profile_command_pprof,
+    ),
+    ("go tool pprof -top cpu.pb.gz", profile_go_pprof_top),
+    // tracer serve --help, docs/serve.md
+    ("tracer serve serve.toml --pprof", serve_docs_pprof),
+    (
+        "go tool pprof -top 'http://127.0.0.1:9435/debug/pprof/profile?seconds=5'",
+        serve_docs_go_pprof,
+    ),
 ];
 
 /// docs/record.md's example, its `\` continuation lines joined.
@@ -1017,6 +1030,14 @@ impl Running {
 /// The words of an example as a shell splits them (single and double quotes), without the
 /// leading `tracer`, with whole words replaced as `subs` says.
 fn words(example: &str, subs: &[(&str, &str)]) -> Vec<String> {
+    let mut out = shell_words(example, subs);
+    assert_eq!(out.first().map(String::as_str), Some("tracer"), "{example}");
+    out.remove(0);
+    out
+}
+
+/// Every word of `example` as the shell splits it (quotes removed), with `subs` applied.
+fn shell_words(example: &str, subs: &[(&str, &str)]) -> Vec<String> {
     let mut out = Vec::new();
     let mut word: Option<String> = None;
     let mut quote: Option<char> = None;
@@ -1034,8 +1055,6 @@ fn words(example: &str, subs: &[(&str, &str)]) -> Vec<String> {
     }
     assert!(quote.is_none(), "unbalanced quotes in {example:?}");
     out.extend(word);
-    assert_eq!(out.first().map(String::as_str), Some("tracer"), "{example}");
-    out.remove(0);
     for w in &mut out {
         if let Some((_, to)) = subs.iter().find(|(from, _)| w == from) {
             *w = to.to_string();
@@ -4081,5 +4100,137 @@ fn profile_off_cpu_pid(ctx: &Ctx, example: &str) {
         "{stdout}"
     );
     assert!(stdout.contains(" in 2 blocks ("), "{stdout}\n{stderr}");
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// Every CPU for 2 s as pprof, with `./busy` started after the banner: a gzipped profile.proto
+/// (read by `go tool pprof` in [`profile_go_pprof_top`] and tests/profile_cli.rs).
+fn profile_all_pprof(ctx: &Ctx, example: &str) {
+    let file = ctx.path("cpu.pb.gz");
+    let _ = std::fs::remove_file(&file);
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload("./busy", &["400", "0", "0", "0", "0"]);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stdout.is_empty(), "-o takes the data: {stdout}");
+    let gz = std::fs::read(&file).expect("cpu.pb.gz written");
+    assert_eq!(&gz[..2], [0x1f, 0x8b], "gzip");
+    if let Some(top) = go_pprof(ctx, &["-top", "-tagfocus", "comm=busy", "cpu.pb.gz"]) {
+        assert!(top.contains("profile_spin"), "{top}");
+    }
+}
+
+/// docs/profile.md: `./busy` as pprof, the banner and summary as shown.
+fn profile_command_pprof(ctx: &Ctx, example: &str) {
+    let _ = std::fs::remove_file(ctx.path("cpu.pb.gz"));
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(stdout.is_empty(), "-o takes the data: {stdout}");
+    let gz = std::fs::read(ctx.path("cpu.pb.gz")).expect("cpu.pb.gz written");
+    assert_eq!(&gz[..2], [0x1f, 0x8b], "gzip");
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// `go tool pprof ARGS` in the examples' directory (its cache in a directory of its own):
+/// stdout, or `None` where Go is not installed (said on stderr).
+fn go_pprof(ctx: &Ctx, args: &[&str]) -> Option<String> {
+    go_pprof_run(ctx, args).map(|(stdout, _)| stdout)
+}
+
+fn go_pprof_run(ctx: &Ctx, args: &[&str]) -> Option<(String, String)> {
+    if !Path::new("/usr/bin/go").exists() {
+        common::skip(&format!(
+            "SKIPPED go tool pprof {args:?}: /usr/bin/go not installed (cargo xtask setup installs golang-go)"
+        ));
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new("/usr/bin/go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .current_dir(ctx.dir.path())
+        .env("HOME", home.path())
+        .env("PPROF_TMPDIR", home.path())
+        .env("GOCACHE", home.path().join("cache"))
+        .output()
+        .unwrap();
+    Some(ok(&out))
+}
+
+/// docs/profile.md: the file of the example above read by `go tool pprof`, as shown.
+fn profile_go_pprof_top(ctx: &Ctx, example: &str) {
+    profile_command_pprof(ctx, "tracer profile -f pprof -o cpu.pb.gz -- ./busy");
+    let args = shell_words(example, &[]);
+    let args: Vec<&str> = args[3..].iter().map(String::as_str).collect();
+    let Some((stdout, stderr)) = go_pprof_run(ctx, &args) else {
+        return;
+    };
+    assert!(stdout.contains("Type: cpu"), "{stdout}");
+    assert!(
+        first_top_line(&stdout).ends_with("100%  profile_spin"),
+        "{stdout}"
+    );
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// The first function of `go tool pprof -top`'s table.
+fn first_top_line(stdout: &str) -> &str {
+    (stdout.lines())
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .nth(1)
+        .unwrap_or_default()
+}
+
+/// `tracer serve serve.toml --pprof`: the page's config, its banner naming the profile path,
+/// and a profile of every CPU answered there while `./busy` runs.
+fn serve_docs_pprof(ctx: &Ctx, example: &str) {
+    std::fs::write(ctx.path("serve.toml"), SERVE_TOML).unwrap();
+    let mut running = Running::spawn(ctx.tracer(&words(example, &[])));
+    running.wait_for(|l| l.starts_with("Serving"));
+    let mut busy = Command::new(ctx.path("busy"))
+        .args(["3000", "0", "0", "0", "0"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stream = std::net::TcpStream::connect("127.0.0.1:9435").unwrap();
+    stream
+        .write_all(b"GET /debug/pprof/profile?seconds=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let head = String::from_utf8_lossy(&response[..response.len().min(200)]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("application/octet-stream"), "{head}");
+    let (stdout, stderr) = running.interrupted();
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// docs/serve.md: `go tool pprof` fetching 5 s of every CPU from `tracer serve --pprof` while
+/// `./busy` spins: its hot function is on top, as shown.
+fn serve_docs_go_pprof(ctx: &Ctx, example: &str) {
+    if !Path::new("/usr/bin/go").exists() {
+        go_pprof_run(ctx, &[]);
+        return;
+    }
+    std::fs::write(ctx.path("serve.toml"), SERVE_TOML).unwrap();
+    let mut running = Running::spawn(ctx.tracer(&words("tracer serve serve.toml --pprof", &[])));
+    running.wait_for(|l| l.starts_with("Serving"));
+    let mut busy = Command::new(ctx.path("busy"))
+        .args(["8000", "0", "0", "0", "0"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let args = shell_words(example, &[]);
+    let args: Vec<&str> = args[3..].iter().map(String::as_str).collect();
+    let fetched = go_pprof_run(ctx, &args);
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let _ = running.interrupted();
+    let (stdout, stderr) = fetched.unwrap();
+    assert!(
+        first_top_line(&stdout).ends_with(" profile_spin"),
+        "{stdout}"
+    );
     assert_shown(example, &stdout, &stderr, &[]);
 }

@@ -336,6 +336,73 @@ fn off_cpu_text_names_the_blocks() {
     assert!(first[2].trim().starts_with("main (profile.c:"), "{stdout}");
 }
 
+/// `-f pprof` read by `go tool pprof`, as a user reads it: the samples it shows add up to the
+/// run's own count (stderr, the same run) and to the workload's CPU time; the heaviest trace
+/// is the hot chain; kernel frames are there; every sample carries its comm.
+#[test]
+fn pprof_files_read_in_go_tool_pprof() {
+    let prog = profile_program().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cpu.pb.gz");
+    let file = file.to_str().unwrap();
+    let out = tracer(&[
+        "profile", "-F", "999", "-f", "pprof", "-o", file, "--", &prog, "1000", "0", "0", "0", "0",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.stdout.is_empty(), "-o takes the data");
+    let gz = std::fs::read(file).unwrap();
+    assert_eq!(&gz[..2], [0x1f, 0x8b], "gzipped");
+    // `N samples counted: M in K stacks`.
+    let counted = (stderr.lines())
+        .find_map(|l| l.split_once(" samples counted: ")?.1.split_once(" in "))
+        .and_then(|(m, rest)| {
+            Some((
+                m.parse::<u64>().ok()?,
+                rest.split(' ').next()?.parse::<usize>().ok()?,
+            ))
+        })
+        .unwrap_or_else(|| panic!("the accounting line in {stderr}"));
+    let test = "pprof_files_read_in_go_tool_pprof";
+    let Some(traces) = common::go_pprof(test, &["-traces", "-sample_index=samples", file]) else {
+        return;
+    };
+    let context = format!("go tool pprof -traces:\n{traces}\nstderr:\n{stderr}");
+    assert!(traces.contains("Type: samples"), "{context}");
+    let samples = common::pprof_traces(&traces);
+    assert_eq!(samples.len(), counted.1, "one trace per stack: {context}");
+    let total: u64 = samples.iter().map(|(n, _, _)| n).sum();
+    assert_eq!(total, counted.0, "{context}");
+    let (cpu, _, _) = cpu_account(&stderr);
+    assert_near("pprof total", total, expected(cpu, 999), &context);
+    assert!(
+        samples.iter().all(|(_, comm, _)| comm == "tracer-profile"),
+        "{context}"
+    );
+    let heaviest = samples.iter().max_by_key(|(n, _, _)| *n).unwrap();
+    assert_eq!(
+        heaviest.2[..4],
+        ["profile_spin", "profile_hot_inner", "profile_hot", "main"],
+        "{context}"
+    );
+    // The workload asks the kernel for its CPU time: some samples are in the system call.
+    assert!(
+        samples
+            .iter()
+            .any(|(_, _, f)| f.iter().any(|n| n == "do_syscall_64")),
+        "kernel frames: {context}"
+    );
+    // The default sample type is CPU time, one period (1/999 s) per sample.
+    let top = common::go_pprof(test, &["-top", file]).unwrap();
+    let ms = (counted.0 * 1_001_001) as f64 / 1e6;
+    assert!(top.contains("Type: cpu"), "{top}");
+    assert!(
+        top.contains(&format!("Total samples = {ms:.2}ms"))
+            || top.contains(&format!("Total samples = {:.2}s", ms / 1e3)),
+        "{ms} ms in {top}"
+    );
+}
+
 #[test]
 fn the_flame_graph_is_an_svg_of_the_stacks() {
     let prog = profile_program().display().to_string();
@@ -406,6 +473,24 @@ fn bad_input_is_refused_with_a_hint() {
         "cannot be used with",
         "trace either a running process (-p) or a command tracer starts (-- COMMAND)",
     );
+    // Gzipped protobuf is not for a terminal (a pseudo-terminal, through script(1)): refused
+    // before anything runs.
+    let command = format!("{} profile -f pprof -- true", tracer_bin().display());
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("-f pprof writes a gzipped protobuf, not for a terminal"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("hint: write it to a file: -f pprof -o cpu.pb.gz"),
+        "{shown}"
+    );
+    assert!(!shown.contains("Sampling"), "{shown}");
 }
 
 #[test]

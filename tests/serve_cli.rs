@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{require_root, testprog, tracer, tracer_bin};
+use common::{profile_program, require_root, testprog, tracer, tracer_bin};
 
 /// A free loopback port (bound, then released for the server to take).
 fn free_port() -> u16 {
@@ -51,8 +51,10 @@ fn get(addr: &str, path: &str, accept: Option<&str>) -> Option<(u16, String, Str
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{accept}\r\n"
     )
     .ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
+    // Bytes: a profile's body is gzip, shown lossily.
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let (head, body) = text.split_once("\r\n\r\n")?;
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
     Some((status, head.to_lowercase(), body.to_string()))
@@ -85,12 +87,18 @@ impl Served {
     /// Starts `tracer serve` on a free port with `config`, and waits until it answers (it
     /// accepts connections only once every metric is attached).
     fn start(config: &str) -> Served {
+        Served::start_with(config, &[])
+    }
+
+    /// [`Served::start`] with more arguments.
+    fn start_with(config: &str, args: &[&str]) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("serve.toml");
         std::fs::write(&path, config).unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
         let child = Command::new(tracer_bin())
             .args(["serve", path.to_str().unwrap(), "--listen", &addr])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -909,5 +917,87 @@ fn connections_held_by_another_user_do_not_stop_the_scrapes() {
         }
         drop(holder);
     }
+    served.stop();
+}
+
+/// `/debug/pprof/profile` fetched by `go tool pprof` over HTTP, as Parca and Pyroscope fetch
+/// it: every CPU for `seconds` at `hz`, a command that spins on one CPU the whole time is
+/// there with its hot chain on top and as many samples as its CPU time allows; one profile
+/// at a time (429 with Retry-After), a bad query refused (400), scrapes answered meanwhile.
+#[test]
+fn go_tool_pprof_fetches_a_profile_over_http() {
+    require_root();
+    let config = r#"
+[[metric]]
+name = "getppid"
+probe = "syscalls:sys_enter_getppid"
+"#;
+    // Only with --pprof: a profile shows every process's functions to whoever connects.
+    let plain = Served::start(config);
+    let (status, _, body) = get(&plain.addr, "/debug/pprof/profile?seconds=1", None).unwrap();
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("only with tracer serve --pprof"), "{body}");
+    plain.stop();
+    let served = Served::start_with(config, &["--pprof"]);
+    let (status, _, body) = get(&served.addr, "/debug/pprof/profile?seconds=500", None).unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("seconds=500: give a whole number from 1 to 120"),
+        "{body}"
+    );
+    // The workload spins 6 s of CPU (3:1 between its chains), longer than the profile.
+    let mut spinner = Command::new(profile_program())
+        .args(["6000", "0", "0", "0", "0"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // While one is taken: a second waits its turn, and scrapes are answered at once.
+    let addr = served.addr.clone();
+    let first = std::thread::spawn(move || get(&addr, "/debug/pprof/profile?seconds=2", None));
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, head, body) = get(&served.addr, "/debug/pprof/profile?seconds=1", None).unwrap();
+    assert_eq!(status, 429, "{body}");
+    assert!(head.contains("retry-after: 2"), "{head}");
+    let started = Instant::now();
+    assert!(served.scrape().is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "a scrape waited for the profile"
+    );
+    let (status, head, _) = first.join().unwrap().unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: application/octet-stream"),
+        "{head}"
+    );
+    let url = format!(
+        "http://{}/debug/pprof/profile?seconds=3&hz=499",
+        served.addr
+    );
+    let traces = common::go_pprof(
+        "go_tool_pprof_fetches_a_profile_over_http",
+        &["-traces", "-sample_index=samples", &url],
+    );
+    let _ = spinner.kill();
+    let _ = spinner.wait();
+    let Some(traces) = traces else { return };
+    let samples = common::pprof_traces(&traces);
+    let mine: Vec<_> = samples
+        .iter()
+        .filter(|(_, comm, _)| comm == "tracer-profile")
+        .collect();
+    let spun: u64 = mine.iter().map(|(n, _, _)| n).sum();
+    // At most one CPU's worth of 3 s at 499 Hz (1,497 samples, +5 for the edges); at least
+    // half of it, whatever else this machine runs on its two CPUs.
+    assert!(
+        (748..=1502).contains(&spun),
+        "{spun} samples of the spinner in:\n{traces}"
+    );
+    let heaviest = mine.iter().max_by_key(|(n, _, _)| *n).unwrap();
+    assert_eq!(
+        heaviest.2[..4],
+        ["profile_spin", "profile_hot_inner", "profile_hot", "main"],
+        "{traces}"
+    );
     served.stop();
 }

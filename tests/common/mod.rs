@@ -75,6 +75,56 @@ pub fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "{why}");
 }
 
+/// `go tool pprof ARGS` (Debian's golang-go, which `cargo xtask setup` installs): its stdout,
+/// or `None`, saying why, where Go is not installed (the VM guests). Its cache and fetched
+/// profiles go to a directory of their own, not the user's home.
+pub fn go_pprof(test: &str, args: &[&str]) -> Option<String> {
+    if !std::path::Path::new("/usr/bin/go").exists() {
+        skip(&format!(
+            "SKIPPED {test}'s go tool pprof checks: /usr/bin/go not installed (cargo xtask setup installs golang-go)"
+        ));
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new("/usr/bin/go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .env("HOME", home.path())
+        .env("PPROF_TMPDIR", home.path())
+        .env("GOCACHE", home.path().join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "go tool pprof {args:?}: {stderr}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `go tool pprof -traces`' samples: (value, comm label, frames innermost first), in its order.
+pub fn pprof_traces(traces: &str) -> Vec<(u64, String, Vec<String>)> {
+    let mut out: Vec<(u64, String, Vec<String>)> = Vec::new();
+    let mut comm = String::new();
+    for line in traces.lines() {
+        let trimmed = line.trim();
+        if line.starts_with("-----") {
+            comm.clear();
+        } else if let Some(value) = trimmed.strip_prefix("comm:") {
+            comm = value.trim().to_string();
+        } else if trimmed.starts_with("pid:") || trimmed.is_empty() || !line.starts_with(' ') {
+            continue;
+        } else if line.starts_with("             ") {
+            if let Some(last) = out.last_mut() {
+                last.2.push(trimmed.to_string());
+            }
+        } else if let Some((value, frame)) = trimmed.split_once(char::is_whitespace) {
+            let value = value
+                .parse()
+                .unwrap_or_else(|_| panic!("a count in {line:?}"));
+            out.push((value, comm.clone(), vec![frame.trim().to_string()]));
+        }
+    }
+    out
+}
+
 /// True inside the VM tier's guests (TRACER_EMULATED, set by the VM runner), whose two CPUs
 /// are emulated by one host thread taking turns: a vCPU can stand still for milliseconds
 /// while the other runs, and a timer interrupt lands late. A test that loosens a timing

@@ -359,6 +359,7 @@ pub struct LatencyArgs {
   tracer profile -- ./busy                        on-CPU stacks of a command, busiest first
   tracer profile -a -d 2 -f svg -o cpu.svg        every CPU for 2 s, as a flame graph
   tracer profile -p 1234 -F 999 -d 10 -f folded   folded stacks, for flamegraph.pl or inferno
+  tracer profile -a -d 2 -f pprof -o cpu.pb.gz    for go tool pprof, Parca, Pyroscope
   tracer profile --off-cpu --min-block 1ms -p 1234 -d 10   where it blocks, and how long")]
 #[command(mut_arg("leave_running", |a| a.conflicts_with("all")))]
 pub struct ProfileArgs {
@@ -399,7 +400,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
     /// Output format: text (top stacks), folded (`comm;frame;frame N`), svg (flame graph),
-    /// json (one object).
+    /// json (one object), pprof (gzipped profile.proto, with -o FILE or a pipe).
     #[arg(short = 'f', long = "format", value_enum, default_value = "text")]
     pub format: ProfileFormat,
     /// Write the data to FILE instead of standard output (the banner and summary stay on
@@ -420,6 +421,7 @@ pub enum ProfileFormat {
     Folded,
     Svg,
     Json,
+    Pprof,
 }
 
 /// Watchpoint access types (`-t`), as the user spells them; the watch plan maps them to
@@ -1230,6 +1232,7 @@ mod tests {
 #[command(after_help = "Examples:
   tracer serve serve.toml                              /metrics on 127.0.0.1:9435
   tracer serve serve.toml --listen 0.0.0.0:9435        on every interface
+  tracer serve serve.toml --pprof                      and CPU profiles for go tool pprof
 
 SIGHUP reloads CONFIG (unchanged metrics keep counting); SIGTERM detaches and exits 0.
 A config holds one [[metric]] table per metric (docs/serve.md):
@@ -1248,4 +1251,8 @@ pub struct ServeArgs {
     /// scraper is served while others hold connections open (each buffers 16 KiB at most).
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_connections: u32,
+    /// Also serve /debug/pprof/profile?seconds=N&hz=N: on-CPU profiles of every CPU (pprof),
+    /// one at a time, to whoever can connect (they show every process's functions).
+    #[arg(long)]
+    pub pprof: bool,
 }

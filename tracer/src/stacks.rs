@@ -7,7 +7,7 @@ use tracer_common::{Event, NO_STACK};
 
 use crate::bpf::Bpf;
 use crate::kernel::symbols::{Kallsyms, Process};
-use crate::output::stack::{Frame, Space, Stack};
+use crate::output::stack::{Frame, Mapped, Space, Stack};
 use crate::Error;
 
 /// Which stacks a command captures (`-s/--stack`).
@@ -262,6 +262,7 @@ impl Symbolizer {
                     file: None,
                     line: None,
                     build_id: None,
+                    mapped: None,
                 }
             })
             .collect();
@@ -304,13 +305,22 @@ impl Symbolizer {
                 } else {
                     addr.saturating_sub(1)
                 };
-                let (symbol, location, build_id) = match process.as_mut() {
+                let (symbol, location, build_id, mapped) = match process.as_mut() {
                     Some(p) => {
-                        let file = p.file_at(at).map(std::path::Path::to_path_buf);
+                        let mapping = p.mapping_at(at);
+                        let mapped = mapping.and_then(|m| {
+                            Some(Mapped {
+                                start: m.start,
+                                end: m.end,
+                                offset: m.offset,
+                                path: m.path.as_ref()?.display().to_string(),
+                            })
+                        });
+                        let file = mapping.and_then(|m| m.path.clone());
                         let build_id = file.and_then(|f| p.build_id(&f));
-                        (p.symbol_at(at), p.location(at), build_id)
+                        (p.symbol_at(at), p.location(at), build_id, mapped)
                     }
-                    None => (None, None, None),
+                    None => (None, None, None, None),
                 };
                 Frame {
                     addr,
@@ -322,6 +332,7 @@ impl Symbolizer {
                     file: location.as_ref().map(|(file, _)| file.clone()),
                     line: location.map(|(_, line)| line),
                     build_id,
+                    mapped,
                 }
             })
             .collect()
@@ -455,6 +466,7 @@ mod tests {
             file: None,
             line: None,
             build_id: None,
+            mapped: None,
         };
         let names = |frames: &[Frame]| -> Vec<String> {
             frames.iter().map(|f| f.symbol.clone().unwrap()).collect()

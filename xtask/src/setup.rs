@@ -30,6 +30,8 @@ const APT_PACKAGES: &[&str] = &[
     "libc6-dbg",
     // `tracer serve`'s integration test scrapes it with a real Prometheus server.
     "prometheus",
+    // `go tool pprof` reads `tracer profile -f pprof`'s files and fetches serve's profiles.
+    "golang-go",
     // The peers `tracer trace` is compared with, and the corpus's node program.
     "strace",
     "nodejs",

@@ -4,12 +4,13 @@
 //! Nothing streams: the counts and stacks are read and symbolized once, at the end (or per
 //! `-I` interval).
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::time::Instant;
 
 use crate::bpf::{Bpf, Sizing, Slot};
 use crate::cli::{ProfileArgs, ProfileFormat};
 use crate::kernel::tracefs::Tracefs;
+use crate::output::pprof;
 use crate::output::profile::{self as out, Measure, Profile};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Whose};
@@ -20,6 +21,16 @@ use crate::Error;
 
 pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let plan = profile_plan(&args, &session::ThisMachine)?;
+    let to_stdout = plan.file.as_deref().is_none_or(crate::output::is_stdout);
+    if plan.format == ProfileFormat::Pprof && to_stdout && std::io::stdout().is_terminal() {
+        return Err(Error::usage(
+            "-f pprof writes a gzipped protobuf, not for a terminal",
+            vec![
+                "write it to a file: -f pprof -o cpu.pb.gz (then go tool pprof -top cpu.pb.gz)"
+                    .into(),
+            ],
+        ));
+    }
     let output = crate::output::destination(plan.file.as_deref())?;
     let (command, pid) = match &plan.whose {
         Whose::Command(command) => (command.as_slice(), None),
@@ -147,6 +158,13 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
             .try_for_each(|line| writeln!(output, "{line}")),
         ProfileFormat::Svg => profile.svg(&mut output),
         ProfileFormat::Json => writeln!(output, "{}", profile.json()),
+        ProfileFormat::Pprof => {
+            let context = pprof::Context::new(
+                std::time::SystemTime::now() - outcome.elapsed,
+                crate::kernel::symbols::kernel_build_id(),
+            );
+            output.write_all(&pprof::encode(&profile, &context))
+        }
     };
     written
         .and_then(|()| output.flush())

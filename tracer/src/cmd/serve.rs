@@ -10,9 +10,11 @@ use crate::cli::ServeArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::metrics::{self, Format, IndexRow};
 use crate::output::notes;
-use crate::plan::serve::{serve_plan, ServePlan};
+use crate::output::pprof;
+use crate::plan::serve::{profile_request, serve_plan, ServePlan};
 use crate::probe::metric::{self as metric, Metric};
-use crate::session::exporter::{self, Exporter};
+use crate::probe::profile as sampling;
+use crate::session::exporter::{self, Exporter, ProfileJob};
 use crate::Error;
 
 pub fn run(args: ServeArgs) -> Result<i32, Error> {
@@ -35,7 +37,9 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
             plan.listen,
         ),
         whom: None,
-        detail: None,
+        detail: args
+            .pprof
+            .then(|| format!("(profiles on http://{}/debug/pprof/profile)", plan.listen)),
     });
     // Idle series are looked for ten times per timeout, at most every 10 s.
     let tick = (plan.idle_timeout / 10).clamp(Duration::from_millis(100), Duration::from_secs(10));
@@ -45,6 +49,7 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
         plan,
         fs,
         metrics,
+        pprof: args.pprof,
     };
     let budget = exporter::Budget {
         max_connections: args.max_connections as usize,
@@ -118,6 +123,8 @@ struct Served {
     plan: ServePlan,
     fs: Tracefs,
     metrics: Vec<Metric>,
+    /// `--pprof`: `/debug/pprof/profile` is served.
+    pprof: bool,
 }
 
 impl Served {
@@ -204,6 +211,26 @@ impl Exporter for Served {
                 notes::emit(&(text + "\n"));
             }
         }
+    }
+
+    /// With `--pprof`: every CPU, as the query asks; the profile is taken with programs of its own, so the
+    /// metrics count on meanwhile.
+    fn profile(&mut self, query: Option<&str>) -> Result<Option<ProfileJob>, Error> {
+        if !self.pprof {
+            return Ok(None);
+        }
+        let request = profile_request(query)?;
+        Ok(Some(ProfileJob {
+            seconds: request.seconds,
+            run: Box::new(move || {
+                let started = std::time::SystemTime::now();
+                let duration = Duration::from_secs(request.seconds);
+                let profile = sampling::profile_every_cpu(request.hz, duration)?;
+                let context =
+                    pprof::Context::new(started, crate::kernel::symbols::kernel_build_id());
+                Ok(pprof::encode(&profile, &context))
+            }),
+        }))
     }
 
     fn tick(&mut self) {

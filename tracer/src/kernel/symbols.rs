@@ -539,11 +539,12 @@ impl Process {
 
     /// The mapped file holding runtime address `addr`, as the maps name it.
     pub fn file_at(&self, addr: u64) -> Option<&Path> {
-        self.maps
-            .iter()
-            .find(|m| addr >= m.start && addr < m.end)?
-            .path
-            .as_deref()
+        self.mapping_at(addr)?.path.as_deref()
+    }
+
+    /// The mapping holding runtime address `addr`.
+    pub fn mapping_at(&self, addr: u64) -> Option<&Mapping> {
+        self.maps.iter().find(|m| addr >= m.start && addr < m.end)
     }
 
     /// The load bias of `path` in this process: where its offset-0 mapping starts, minus the
@@ -726,6 +727,32 @@ impl Process {
     }
 }
 
+/// The running kernel's GNU build-id, as hex, from the ELF notes it exports in
+/// `/sys/kernel/notes` (what `perf buildid-list -k` reads): the key under which a symbol
+/// server or debuginfod finds its vmlinux.
+pub fn kernel_build_id() -> Option<String> {
+    build_id_note(&std::fs::read("/sys/kernel/notes").ok()?)
+}
+
+/// The `NT_GNU_BUILD_ID` descriptor among ELF notes: each a name size, a descriptor size and a
+/// type (native-endian u32s), then the name and the descriptor, each padded to 4 bytes.
+fn build_id_note(mut notes: &[u8]) -> Option<String> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let word = |b: &[u8], at: usize| Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let padded = |n: u32| (n as usize).div_ceil(4) * 4;
+    while notes.len() >= 12 {
+        let (name_size, desc_size, kind) = (word(notes, 0)?, word(notes, 4)?, word(notes, 8)?);
+        let name = notes.get(12..12 + name_size as usize)?;
+        let desc_at = 12 + padded(name_size);
+        let desc = notes.get(desc_at..desc_at + desc_size as usize)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
+            return Some(hex(desc));
+        }
+        notes = notes.get(desc_at + padded(desc_size)..)?;
+    }
+    None
+}
+
 /// Kernel text symbols from /proc/kallsyms, sorted by address, for kernel stack frames.
 #[derive(Clone, Debug, Default)]
 pub struct Kallsyms {
@@ -801,6 +828,28 @@ pub fn kallsyms_address(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_build_id_note_is_found_among_others() {
+        let note = |name: &[u8], kind: u32, desc: &[u8]| {
+            let mut b = Vec::new();
+            b.extend((name.len() as u32).to_ne_bytes());
+            b.extend((desc.len() as u32).to_ne_bytes());
+            b.extend(kind.to_ne_bytes());
+            b.extend(name);
+            b.resize(b.len().div_ceil(4) * 4, 0);
+            b.extend(desc);
+            b.resize(b.len().div_ceil(4) * 4, 0);
+            b
+        };
+        let notes = [
+            note(b"Xen\0", 6, b"\x01\x01"),
+            note(b"GNU\0", 3, &[0x24, 0xa3, 0x59]),
+        ]
+        .concat();
+        assert_eq!(build_id_note(&notes).as_deref(), Some("24a359"));
+        assert_eq!(build_id_note(&notes[..20]), None);
+    }
 
     #[test]
     fn kallsyms_text_symbols_nearest_below() {

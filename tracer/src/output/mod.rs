@@ -9,6 +9,7 @@ pub mod list;
 pub mod metrics;
 pub mod notes;
 pub mod perfetto;
+pub mod pprof;
 pub mod profile;
 pub mod report;
 pub mod stack;

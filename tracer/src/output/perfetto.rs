@@ -269,6 +269,7 @@ mod tests {
             file: None,
             line: None,
             build_id: None,
+            mapped: None,
         }
     }
 

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+pub use crate::output::stack::Mapped;
+
 /// What the values are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Measure {
@@ -23,6 +25,12 @@ pub struct Frame {
     pub kernel: bool,
     /// `file:line`, when the binary has DWARF.
     pub source: Option<String>,
+    /// The address sampled (a return address for outer frames; of merged stacks, the
+    /// first's), 0 for `[lost]`.
+    pub addr: u64,
+    /// User frames: the file mapping that holds `addr`, and the file's GNU build-id.
+    pub mapped: Option<Mapped>,
+    pub build_id: Option<String>,
 }
 
 /// A stack and what it accounts for.
@@ -325,6 +333,9 @@ mod tests {
             name: name.into(),
             kernel,
             source: None,
+            addr: 0,
+            mapped: None,
+            build_id: None,
         }
     }
 

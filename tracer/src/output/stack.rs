@@ -22,6 +22,19 @@ pub struct Frame {
     pub line: Option<u32>,
     /// User frames: the GNU build-id of the mapped file (hex), to fetch its debug info.
     pub build_id: Option<String>,
+    /// User frames: the file mapping that holds the address, so that a profile can say where
+    /// the file lay (pprof's mappings, symbolized later by a server from the build-id).
+    pub mapped: Option<Mapped>,
+}
+
+/// Where a user frame's file was mapped: `start..end` of the process's memory, from `offset`
+/// of `path`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Mapped {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub path: String,
 }
 
 /// A stack of one hit: its frames, or why it is missing.
@@ -128,6 +141,7 @@ mod tests {
     fn frame(symbol: Option<&str>, file: Option<(&str, u32)>) -> Frame {
         Frame {
             build_id: None,
+            mapped: None,
             addr: 0x401136,
             space: Space::User,
             symbol: symbol.map(str::to_string),

@@ -115,6 +115,7 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
         let name = match args.format {
             ProfileFormat::Folded => "folded",
             ProfileFormat::Svg => "svg",
+            ProfileFormat::Pprof => "pprof",
             _ => "json",
         };
         return Err(usage(

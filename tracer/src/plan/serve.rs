@@ -33,6 +33,52 @@ const OWN_METRICS: [&str; 7] = [
     "series",
 ];
 
+/// `/debug/pprof/profile`'s `seconds` when the query has none: net/http/pprof's default, which
+/// `go tool pprof` asks for too.
+pub const PROFILE_DEFAULT_SECONDS: u64 = 30;
+/// The longest profile one request may ask for (a connection lives 300 s).
+pub const PROFILE_MAX_SECONDS: u64 = 120;
+/// `hz` when the query has none: `tracer profile`'s default.
+pub const PROFILE_DEFAULT_HZ: u64 = super::profile::DEFAULT_HZ;
+/// The highest rate a request may ask for: every CPU is sampled, for whoever can connect.
+pub const PROFILE_MAX_HZ: u64 = 1000;
+
+/// A `/debug/pprof/profile` request, checked: how long and how often to sample every CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProfileRequest {
+    pub seconds: u64,
+    pub hz: u64,
+}
+
+/// `/debug/pprof/profile`'s query (`seconds=N&hz=N`, as net/http/pprof takes it; other keys
+/// are left alone), bounded.
+pub fn profile_request(query: Option<&str>) -> Result<ProfileRequest, Error> {
+    let mut request = ProfileRequest {
+        seconds: PROFILE_DEFAULT_SECONDS,
+        hz: PROFILE_DEFAULT_HZ,
+    };
+    for pair in query.unwrap_or_default().split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (field, max) = match key {
+            "seconds" => (&mut request.seconds, PROFILE_MAX_SECONDS),
+            "hz" => (&mut request.hz, PROFILE_MAX_HZ),
+            _ => continue,
+        };
+        *field = match value.parse::<u64>() {
+            Ok(n) if (1..=max).contains(&n) => n,
+            _ => {
+                return Err(Error::usage(
+                    format!("{key}={value}: give a whole number from 1 to {max}"),
+                    vec![format!(
+                        "e.g. /debug/pprof/profile?seconds={PROFILE_DEFAULT_SECONDS}&hz={PROFILE_DEFAULT_HZ}"
+                    )],
+                ))
+            }
+        };
+    }
+    Ok(request)
+}
+
 /// A validated `tracer serve`.
 #[derive(Clone, Debug)]
 pub struct ServePlan {
@@ -680,6 +726,36 @@ fn latency_source(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_requests_take_seconds_and_hz_within_bounds() {
+        let ok = |q| profile_request(q).unwrap();
+        assert_eq!(
+            ok(None),
+            ProfileRequest {
+                seconds: 30,
+                hz: 99
+            }
+        );
+        assert_eq!(
+            ok(Some("seconds=2&hz=499&debug=1")),
+            ProfileRequest {
+                seconds: 2,
+                hz: 499
+            }
+        );
+        for bad in [
+            "seconds=0",
+            "seconds=121",
+            "hz=1001",
+            "hz=",
+            "seconds=-1",
+            "hz=9x",
+        ] {
+            let e = profile_request(Some(bad)).unwrap_err();
+            assert!(crate::describe(&e).contains("whole number"), "{bad}");
+        }
+    }
 
     fn plan(text: &str) -> Result<ServePlan, String> {
         serve_plan("serve.toml", text, DEFAULT_LISTEN).map_err(|e| match e {

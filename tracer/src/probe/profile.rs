@@ -7,10 +7,10 @@ use tracer_common::{
     AggKey, AggValue, OffCpuConfig, SlotConfig, AGG_COMM, AGG_PID, NO_STACK, SLOT_AGGREGATE,
 };
 
-use crate::bpf::{Bpf, Slot, SlotKind};
+use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
 use crate::kernel::symbols::{self, Mapping};
 use crate::kernel::tracefs::Tracefs;
-use crate::output::profile::{Accounting, Entry, Frame};
+use crate::output::profile::{Accounting, Entry, Frame, Measure, Profile};
 use crate::output::stack::{Space, Stack};
 use crate::perf::{self, EventKind, Hardware, Options, Sampling, Scope, Software};
 use crate::stacks::{Symbolizer, NO_FRAMES};
@@ -138,6 +138,47 @@ impl Sampler {
         }
         Ok(())
     }
+}
+
+/// A profile of every task on every CPU for `duration`, at `hz`, kernel and user stacks: what
+/// `tracer serve`'s `/debug/pprof/profile` hands out. It loads programs of its own and sleeps
+/// on the calling thread for the duration; the mappings of processes that come and go are
+/// kept as `tracer profile -a` keeps them.
+pub fn profile_every_cpu(hz: u64, duration: std::time::Duration) -> Result<Profile, Error> {
+    use std::time::{Duration, Instant};
+    let mut bpf = Bpf::load_with(Sizing {
+        stacks: true,
+        counts: true,
+        ..Sizing::default()
+    })?;
+    let stacks = tracer_common::SLOT_STACK_KERNEL | tracer_common::SLOT_STACK_USER;
+    let config = slot_config(stacks, 0, false, false);
+    let sampler = Sampler::open(&mut bpf, config, hz, &Sampled::AllCpus)?;
+    let mut tracker = MapsTracker::open(None)?;
+    let mut symbolizer = Symbolizer::default();
+    let started = Instant::now();
+    sampler.enable()?;
+    while let Some(left) = (duration.checked_sub(started.elapsed())).filter(|d| !d.is_zero()) {
+        std::thread::sleep(left.min(Duration::from_millis(250)));
+        tracker.drain();
+        let sampled = remember_processes(&bpf, &sampler.slot, &mut symbolizer)?;
+        tracker.prune(&sampled);
+    }
+    bpf.stop()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let maps_lost = tracker.lost + tracker.malformed;
+    tracker.lend(&mut symbolizer);
+    let (entries, mut accounting) = entries(&bpf, &sampler.slot, &mut symbolizer, true, false)?;
+    accounting.maps_lost = maps_lost;
+    Ok(Profile {
+        measure: Measure::OnCpu {
+            hz,
+            event: sampler.event,
+        },
+        entries,
+        accounting,
+        seconds,
+    })
 }
 
 /// The threads of process `pid` now (itself when they cannot be listed).
@@ -583,6 +624,9 @@ pub fn entries_of(
             name: "[lost]".into(),
             kernel,
             source: None,
+            addr: 0,
+            mapped: None,
+            build_id: None,
         };
         if klost {
             frames.push(lost(true));
@@ -593,6 +637,9 @@ pub fn entries_of(
                     name: f.symbol.clone().unwrap_or_else(|| "[unknown]".into()),
                     kernel: f.space == Space::Kernel,
                     source: f.source(),
+                    addr: f.addr,
+                    mapped: f.mapped.clone(),
+                    build_id: f.build_id.clone(),
                 }));
             }
         }
@@ -666,6 +713,9 @@ mod tests {
                     name: name.to_string(),
                     kernel: false,
                     source: Some(source.to_string()),
+                    addr: 0,
+                    mapped: None,
+                    build_id: None,
                 })
                 .collect(),
             count: value,

@@ -1,12 +1,13 @@
 //! `tracer serve`'s lifecycle: a loopback (or any) HTTP listener on a single-threaded tokio
-//! runtime, serving `/metrics` and `/` from an [`Exporter`], SIGHUP reloading it, a tick for
-//! its housekeeping, and SIGTERM or SIGINT ending it.
+//! runtime, serving `/metrics`, `/debug/pprof/profile` and `/` from an [`Exporter`], SIGHUP
+//! reloading it, a tick for its housekeeping, and SIGTERM or SIGINT ending it.
 
 use std::cell::RefCell;
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
 use std::rc::Rc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -25,7 +26,20 @@ pub trait Exporter {
     fn reload(&mut self);
     /// Every tick: housekeeping (idle series).
     fn tick(&mut self);
+    /// `/debug/pprof/profile?QUERY`: the profile the query asks for, to run on a thread of
+    /// its own, `None` when profiles are not served, or why it cannot be (the query's error).
+    fn profile(&mut self, query: Option<&str>) -> Result<Option<ProfileJob>, Error>;
 }
+
+/// `/debug/pprof/profile`'s work: how long it takes, and the work itself, run on a thread of
+/// its own while scrapes go on; its bytes (a gzipped profile.proto) are the response.
+pub struct ProfileJob {
+    pub seconds: u64,
+    pub run: Box<dyn FnOnce() -> Result<Vec<u8>, Error> + Send>,
+}
+
+/// When the profile being taken ends, if one is: one runs at a time, as net/http/pprof's.
+type Profiling = Arc<Mutex<Option<Instant>>>;
 
 /// Binds `addr`, with the fix for each way that fails.
 pub fn listen(addr: SocketAddr) -> Result<TcpListener, Error> {
@@ -76,6 +90,10 @@ impl Default for Budget {
     }
 }
 
+/// Where profiles are fetched, by the convention of Go's net/http/pprof (what `go tool pprof`,
+/// Parca and Pyroscope ask for).
+const PROFILE_PATH: &str = "/debug/pprof/profile";
+
 /// How long `accept` rests after failing for want of fds (EMFILE, ENFILE): the connections
 /// waiting in the backlog are taken once some close, not polled for in a busy loop.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -112,6 +130,7 @@ pub fn run<E: Exporter + 'static>(
             handlers(SignalKind::hangup())?,
         );
         let exporter = Rc::new(RefCell::new(exporter));
+        let profiling = Profiling::default();
         let mut ticks = tokio::time::interval(tick);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // The connections served, oldest first: (number, its task).
@@ -137,11 +156,14 @@ pub fn run<E: Exporter + 'static>(
                         oldest.abort();
                     }
                     let (id, exporter, open_list) = (next_id, Rc::clone(&exporter), Rc::clone(&open));
+                    let profiling = Arc::clone(&profiling);
                     next_id += 1;
                     let task = tokio::task::spawn_local(async move {
                         let service = hyper::service::service_fn(move |request| {
-                            let response = respond(&request, &exporter);
-                            async move { Ok::<_, Infallible>(response) }
+                            let (exporter, profiling) = (Rc::clone(&exporter), Arc::clone(&profiling));
+                            async move {
+                                Ok::<_, Infallible>(respond(&request, &exporter, &profiling).await)
+                            }
                         });
                         let io = hyper_util::rt::TokioIo::new(stream);
                         let connection = hyper::server::conn::http1::Builder::new()
@@ -166,13 +188,14 @@ pub fn run<E: Exporter + 'static>(
     })
 }
 
-/// One request's response: `/metrics` in the format the `Accept` header asks for, `/`, or an
-/// error status.
-fn respond<E: Exporter>(
+/// One request's response: `/metrics` in the format the `Accept` header asks for, a profile,
+/// `/`, or an error status.
+async fn respond<E: Exporter>(
     request: &Request<Incoming>,
     exporter: &RefCell<E>,
+    profiling: &Profiling,
 ) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, content_type: &str, body: String| {
+    let reply = |status: StatusCode, content_type: &str, body: Vec<u8>| {
         let mut response = Response::new(Full::new(Bytes::from(body)));
         *response.status_mut() = status;
         if let Ok(value) = content_type.parse() {
@@ -183,36 +206,114 @@ fn respond<E: Exporter>(
         response
     };
     const TEXT: &str = "text/plain; charset=utf-8";
-    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+    let path = request.uri().path();
+    if !matches!(*request.method(), Method::GET | Method::HEAD)
+        || (path == PROFILE_PATH && request.method() != Method::GET)
+    {
         return reply(
             StatusCode::METHOD_NOT_ALLOWED,
             TEXT,
-            "GET /metrics or /\n".into(),
+            format!("GET /metrics, {PROFILE_PATH} or /\n").into(),
         );
     }
-    match request.uri().path() {
+    let failed = |status, e: &Error| {
+        let mut text = format!("error: {}\n", crate::describe(e));
+        for hint in e.hints() {
+            text.push_str(&format!("hint: {hint}\n"));
+        }
+        reply(status, TEXT, text.into())
+    };
+    match path {
+        PROFILE_PATH => {
+            // A bad query is refused whether or not a profile is being taken.
+            let job = match exporter.borrow_mut().profile(request.uri().query()) {
+                Ok(Some(job)) => job,
+                Ok(None) => {
+                    return reply(
+                        StatusCode::NOT_FOUND,
+                        TEXT,
+                        "not found: profiles are served only with tracer serve --pprof\n".into(),
+                    )
+                }
+                Err(e) => return failed(StatusCode::BAD_REQUEST, &e),
+            };
+            {
+                let mut running = profiling.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(end) = *running {
+                    let left = end.saturating_duration_since(Instant::now()).as_secs() + 1;
+                    let mut busy = reply(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        TEXT,
+                        format!("a profile is being taken: one at a time; retry in {left} s\n")
+                            .into(),
+                    );
+                    busy.headers_mut()
+                        .insert(hyper::header::RETRY_AFTER, left.into());
+                    return busy;
+                }
+                *running = Some(Instant::now() + Duration::from_secs(job.seconds));
+            }
+            // The profile ends on its thread, whether or not its client waits for it.
+            let (sender, receiver) = tokio::sync::oneshot::channel();
+            let running = Arc::clone(profiling);
+            let spawned = std::thread::Builder::new()
+                .name("profile".into())
+                .spawn(move || {
+                    let result = (job.run)();
+                    *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    let _ = sender.send(result);
+                });
+            if let Err(e) = spawned {
+                *profiling.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                let e = Error::Runtime {
+                    message: format!("cannot start the profile's thread: {e}"),
+                    hints: Vec::new(),
+                };
+                return failed(StatusCode::INTERNAL_SERVER_ERROR, &e);
+            }
+            match receiver.await {
+                Ok(Ok(profile)) => {
+                    let mut response = reply(StatusCode::OK, "application/octet-stream", profile);
+                    response.headers_mut().insert(
+                        hyper::header::CONTENT_DISPOSITION,
+                        hyper::header::HeaderValue::from_static("attachment; filename=\"profile\""),
+                    );
+                    response
+                }
+                Ok(Err(e)) => failed(StatusCode::INTERNAL_SERVER_ERROR, &e),
+                Err(_) => {
+                    // The thread panicked: its lock is released by `into_inner` above.
+                    *profiling.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    let e = Error::Runtime {
+                        message: "the profile's thread ended without a profile".into(),
+                        hints: Vec::new(),
+                    };
+                    failed(StatusCode::INTERNAL_SERVER_ERROR, &e)
+                }
+            }
+        }
         "/metrics" => {
             let accept =
                 (request.headers().get(hyper::header::ACCEPT)).and_then(|a| a.to_str().ok());
             let format = Format::from_accept(accept);
             match exporter.borrow_mut().metrics(format) {
-                Ok(text) => reply(StatusCode::OK, format.content_type(), text),
+                Ok(text) => reply(StatusCode::OK, format.content_type(), text.into()),
                 Err(e) => reply(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     TEXT,
-                    format!("error: {}\n", crate::describe(&e)),
+                    format!("error: {}\n", crate::describe(&e)).into(),
                 ),
             }
         }
         "/" => reply(
             StatusCode::OK,
             "text/html; charset=utf-8",
-            exporter.borrow_mut().index(),
+            exporter.borrow_mut().index().into(),
         ),
         _ => reply(
             StatusCode::NOT_FOUND,
             TEXT,
-            "not found: tracer serve has /metrics and /\n".into(),
+            format!("not found: tracer serve has /metrics, {PROFILE_PATH} and /\n").into(),
         ),
     }
 }

@@ -57,6 +57,7 @@ impl ItemDecoder {
             file: location.as_ref().map(|(file, _)| file.clone()),
             line: location.map(|(_, line)| line),
             build_id: None,
+            mapped: None,
         }
     }
 
