@@ -708,3 +708,130 @@ fn bad_aggregations_are_usage_errors_that_say_what_exists() {
         text(&out.stderr)
     );
 }
+
+/// `--count-by container,pod`: six cgroups laid out as Docker (both drivers), containerd and
+/// CRI-O under Kubernetes (both drivers) and Podman name theirs, a shell moved into each
+/// before it runs a known number of getppid calls: each row is one container, with its pod
+/// where it has one, and exactly its calls. `--container PREFIX` then counts one of them only.
+#[test]
+fn counts_by_container_and_pod_in_every_runtime_layout() {
+    common::require_root();
+    let Some((root, mounted)) = common::cgroup2_root() else {
+        return;
+    };
+    let id = |n: u8| format!("{:02x}{}", n, "c0ffee".repeat(10) + "00");
+    let (uid1, uid2, uid3) = (
+        "0d9c1e6a-3b2f-4c5d-8e7f-112233445566",
+        "7e2b9f10-aaaa-4bbb-8ccc-0123456789ab",
+        "c4d5e6f7-1111-4222-9333-444455556666",
+    );
+    let base = format!("tracer-test-{}", std::process::id());
+    let layouts: Vec<(String, String, &str, u64)> = vec![
+        (format!("system.slice/docker-{}.scope", id(1)), id(1), "", 11),
+        (format!("docker/{}", id(2)), id(2), "", 12),
+        (
+            format!(
+                "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{}.scope",
+                uid1.replace('-', "_"),
+                id(3)
+            ),
+            id(3),
+            uid1,
+            13,
+        ),
+        (format!("kubepods/besteffort/pod{uid2}/{}", id(4)), id(4), uid2, 14),
+        (
+            format!("kubepods.slice/kubepods-pod{}.slice/crio-{}.scope", uid3.replace('-', "_"), id(5)),
+            id(5),
+            uid3,
+            15,
+        ),
+        (format!("machine.slice/libpod-{}.scope", id(6)), id(6), "", 16),
+    ];
+    let mut cgroups = common::Cgroups {
+        dirs: Vec::new(),
+        mounted,
+    };
+    for (path, _, _, _) in &layouts {
+        let mut dir = root.clone();
+        for part in std::iter::once(base.as_str()).chain(path.split('/')) {
+            dir = dir.join(part);
+            if !dir.exists() {
+                std::fs::create_dir(&dir).unwrap();
+                cgroups.dirs.push(dir.clone());
+            }
+        }
+    }
+    // Each `sh -c` moves itself into its cgroup, then becomes the workload.
+    let mut moves = String::new();
+    for (path, _, _, calls) in &layouts {
+        let dir = root.join(&base).join(path);
+        moves.push_str(&format!(
+            "sh -c 'echo $$ > {}/cgroup.procs && exec {} getppid {calls}'; ",
+            dir.display(),
+            testprog().display()
+        ));
+    }
+    let reports = counted(&[
+        "probe",
+        "--count-by",
+        "container,pod",
+        "-f",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &moves,
+    ]);
+    let rows = reports[0]["rows"].as_array().unwrap();
+    for (path, container, pod, calls) in &layouts {
+        let row = (rows.iter())
+            .find(|r| r["container"] == container.as_str())
+            .unwrap_or_else(|| panic!("{path}: no row in {rows:?}"));
+        assert_eq!(row["pod"], *pod, "{path}: {row}");
+        assert_eq!(row["count"], *calls, "{path}: {row}");
+    }
+    // The rest are the shells' own calls (dash asks getppid for $PPID), before they moved.
+    let others: Vec<_> = (rows.iter())
+        .filter(|r| {
+            !layouts
+                .iter()
+                .any(|(_, c, _, _)| r["container"] == c.as_str())
+        })
+        .collect();
+    assert!(
+        others
+            .iter()
+            .all(|r| r["container"] == "" && r["pod"] == ""),
+        "{rows:?}"
+    );
+    // A target: the Podman container by the first 12 digits of its id.
+    let podman = root.join(&base).join(&layouts[5].0);
+    let docker = root.join(&base).join(&layouts[0].0);
+    let both = format!(
+        "sh -c 'echo $$ > {}/cgroup.procs && exec {} getppid 7'; sh -c 'echo $$ > {}/cgroup.procs && exec {} getppid 5'",
+        podman.display(),
+        testprog().display(),
+        docker.display(),
+        testprog().display()
+    );
+    let reports = counted(&[
+        "probe",
+        "--container",
+        &id(6)[..12],
+        "--count-by",
+        "container",
+        "-f",
+        "json",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &both,
+    ]);
+    let rows = reports[0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["container"], id(6).as_str());
+    assert_eq!(rows[0]["count"], 7);
+}

@@ -665,3 +665,60 @@ fn a_stripped_program_is_named_from_its_debug_file() {
         text(&out.stderr)
     );
 }
+
+/// A command that moves itself into a cgroup laid out as a Kubernetes pod's containerd
+/// container: its stacks carry the cgroup, the container id and the pod UID (JSON), and text
+/// heads them `in container ID of pod UID`.
+#[test]
+fn stacks_carry_their_container_and_pod() {
+    common::require_root();
+    let Some((root, mounted)) = common::cgroup2_root() else {
+        return;
+    };
+    let id = "ab".repeat(32);
+    let uid = "0d9c1e6a-3b2f-4c5d-8e7f-112233445566";
+    let path = format!(
+        "tracer-test-{}/kubepods.slice/kubepods-pod{}.slice/cri-containerd-{id}.scope",
+        std::process::id(),
+        uid.replace('-', "_")
+    );
+    let mut cgroups = common::Cgroups {
+        dirs: Vec::new(),
+        mounted,
+    };
+    let mut dir = root.clone();
+    for part in path.split('/') {
+        dir = dir.join(part);
+        std::fs::create_dir(&dir).unwrap();
+        cgroups.dirs.push(dir.clone());
+    }
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {} 300 0 0 0 0",
+        dir.display(),
+        profile_program().display()
+    );
+    let out = tracer(&[
+        "profile", "-F", "999", "-f", "json", "--", "sh", "-c", &script,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let stacks = json["stacks"].as_array().unwrap();
+    let busy: Vec<_> = (stacks.iter())
+        .filter(|s| s["comm"] == "tracer-profile")
+        .collect();
+    assert!(!busy.is_empty(), "{stdout}");
+    for stack in busy {
+        assert_eq!(stack["container"], id.as_str(), "{stack}");
+        assert_eq!(stack["pod"], uid, "{stack}");
+        assert_eq!(stack["cgroup"], format!("/{path}").as_str(), "{stack}");
+    }
+    let out = tracer(&["profile", "-F", "999", "--", "sh", "-c", &script]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("tracer-profile [")
+            && stdout.contains(&format!("] in container {} of pod {uid}\n", &id[..12])),
+        "{stdout}"
+    );
+    drop(cgroups);
+}

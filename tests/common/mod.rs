@@ -109,7 +109,14 @@ pub fn pprof_traces(traces: &str) -> Vec<(u64, String, Vec<String>)> {
             comm.clear();
         } else if let Some(value) = trimmed.strip_prefix("comm:") {
             comm = value.trim().to_string();
-        } else if trimmed.starts_with("pid:") || trimmed.is_empty() || !line.starts_with(' ') {
+        } else if trimmed.is_empty()
+            || !line.starts_with(' ')
+            || trimmed
+                .split_whitespace()
+                .next()
+                .is_some_and(|w| w.ends_with(':'))
+        {
+            // Another label (`pid:`, `cgroup:`), or a header.
             continue;
         } else if line.starts_with("             ") {
             if let Some(last) = out.last_mut() {
@@ -583,4 +590,42 @@ pub fn joined(trace: &str) -> String {
         }
     }
     out.join("\n")
+}
+
+/// The cgroup2 hierarchy's root: where it is mounted, or a mount made for the test (the VM
+/// guests' init mounts none). `None`, said, where cgroup2 cannot be mounted.
+pub fn cgroup2_root() -> Option<(std::path::PathBuf, Option<tempfile::TempDir>)> {
+    if let Some(root) = tracer::kernel::cgroups::mount() {
+        return Some((root, None));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "cgroup2", "none"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    if !status.success() {
+        skip("SKIPPED the container tests: no cgroup2 mount, and none could be made");
+        return None;
+    }
+    Some((dir.path().to_path_buf(), Some(dir)))
+}
+
+/// Made cgroups, removed (innermost first) with the test; a mount made for it, unmounted.
+pub struct Cgroups {
+    pub dirs: Vec<std::path::PathBuf>,
+    pub mounted: Option<tempfile::TempDir>,
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        for dir in self.dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+        if let Some(dir) = &self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(dir.path())
+                .status();
+        }
+    }
 }

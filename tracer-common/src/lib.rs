@@ -488,6 +488,8 @@ pub const AGG_HIST: u32 = 1 << 6;
 /// Keyed by a string's content (`--count-by filename`): `key_src` is the index of the string
 /// read, and the hit is counted in `STR_COUNTS` under a [`StrAggKey`].
 pub const AGG_KEY_STRING: u32 = 1 << 7;
+/// `AggKey::cgroup` is the task's cgroup v2 id (`--count-by cgroup|container|pod`).
+pub const AGG_CGROUP: u32 = 1 << 8;
 /// Bytes of a string that key a count: longer strings count under their first bytes, marked.
 pub const KEY_STRLEN: usize = 128;
 /// Capacity of `STR_COUNTS` when a run counts by a named value (which may be a string).
@@ -573,6 +575,8 @@ pub struct AggKey {
     /// With [`SLOT_STACK_AT_ENTRY`]: the user stack's missing direct caller
     /// ([`word::ENTRY_RET`]); 0 otherwise.
     pub entry_ret: u64,
+    /// With [`AGG_CGROUP`]: the task's cgroup v2 id (`bpf_get_current_cgroup_id`).
+    pub cgroup: u64,
 }
 
 /// A `STR_COUNTS` key: the parts of an [`AggKey`], and the string's first [`KEY_STRLEN`] bytes

@@ -37,19 +37,19 @@ use aya_log_ebpf::debug;
 use tracer_common::{
     buffer_len, cmp, drop, operand, stat_failed, stat_filtered, stat_hits, str_flag, str_from,
     str_mem, word, AggKey, AggValue, Event, Filter, FilterAtom, RunCount, SchedOffsets, SlotConfig,
-    StrAggKey, StrRead, UsdtArgs, AGG_BUCKET_NEGATIVE, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_STRING,
-    AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS,
-    FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, KERNEL_SPACE_START,
-    KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS,
-    SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED,
-    SLOT_RAW_SYS_EXIT, SLOT_RECORD_LEN, SLOT_RETURN, SLOT_RUN_AT_IP, SLOT_RUN_COUNT,
-    SLOT_RUN_KEYED, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
-    SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED, STAT_COUNT, STRLEN_MAX, STR_AREA,
-    STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE,
-    TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS, USES_AGGREGATE, USES_AGG_VALUE, USES_ALL,
-    USES_COMM_CACHE, USES_DEBUG, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_RUN_KEYED,
-    USES_STACKS, USES_STREAM, USES_STRINGS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
-    USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
+    StrAggKey, StrRead, UsdtArgs, AGG_BUCKET_NEGATIVE, AGG_CGROUP, AGG_COMM, AGG_CPU, AGG_HIST,
+    AGG_KEY_STRING, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, ARRAY_ELEMENTS, DATA_WORDS,
+    FIELD_AUTO, FIELD_READS, FIELD_USER, FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW,
+    GLOB_STRLEN, KERNEL_SPACE_START, KEY_STRLEN, NO_STACK, PERF_EVENT_BASE, PT_REGS_CS,
+    PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_AGGREGATE, SLOT_COUNT_ONLY,
+    SLOT_FILTER_COMM, SLOT_FILTER_TRACKED, SLOT_RAW_SYS_EXIT, SLOT_RECORD_LEN, SLOT_RETURN,
+    SLOT_RUN_AT_IP, SLOT_RUN_COUNT, SLOT_RUN_KEYED, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, SRC_SIGNED,
+    STAT_COUNT, STRLEN_MAX, STR_AREA, STR_BUFFER, STR_ENTRY, STR_READS, SYSCALL_NRS,
+    TRACEPOINT_BASE, TRACKED_MAX, TRACK_ACTIVE, TRACK_PENDING, USDT_MEM, USDT_REG, USER32_CS,
+    USES_AGGREGATE, USES_AGG_VALUE, USES_ALL, USES_COMM_CACHE, USES_DEBUG, USES_FIELDS,
+    USES_FILTERS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STACKS, USES_STREAM, USES_STRINGS,
+    USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE, USES_TRACKED, USES_USDT, USES_VALUE_FILTER,
 };
 
 /// What this run's slots may do (`USES_*` bits), set by userspace before loading. It is in
@@ -351,7 +351,7 @@ fn same_key(a: &AggKey, b: &AggKey) -> bool {
     true
 }
 
-/// An all-zero [`AggKey`], in eight stores (`AggKey::default()` is two byte-at-a-time memset
+/// An all-zero [`AggKey`], in nine stores (`AggKey::default()` is two byte-at-a-time memset
 /// calls here, 52 rounds of their loop per counted hit; see `zero_words`).
 #[inline(always)]
 pub(crate) fn zeroed_key() -> AggKey {
@@ -875,6 +875,10 @@ fn aggregate(event: &mut Event, config: &SlotConfig) {
     }
     if agg & AGG_COMM != 0 {
         put_comm(&mut key.comm, current_comm_words(event.pid_tgid));
+    }
+    if agg & AGG_CGROUP != 0 {
+        // SAFETY: helper without preconditions.
+        key.cgroup = unsafe { bpf_get_current_cgroup_id() };
     }
     if uses(USES_AGG_VALUE) && agg & AGG_KEY_VALUE != 0 {
         key.value = read_src(event, config.key_src);

@@ -194,8 +194,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "LIST")]
     pub args: Option<String>,
     /// Count hits in the kernel by these keys instead of printing each: comm, pid, tid, cpu,
-    /// probe, stack, syscall (by name, on syscall tracepoints), argN, ret, a parameter,
-    /// PARAM->member or a tracepoint field (comma-separated).
+    /// cgroup, container, pod, probe, stack, syscall (by name, on syscall tracepoints), argN,
+    /// ret, a parameter, PARAM->member or a tracepoint field (comma-separated).
     #[arg(long, value_name = "KEYS")]
     pub count_by: Option<String>,
     /// Also add up this value per key (argN, ret, a parameter, PARAM->member or a tracepoint
@@ -450,6 +450,10 @@ pub struct Tasks {
     /// Only tasks in this cgroup (v2 directory).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
+    /// Only tasks of this container (Docker, containerd, CRI-O or Podman id, or a unique
+    /// prefix of it, as `docker ps` shows it): the tasks in its own cgroup.
+    #[arg(long, value_name = "ID", conflicts_with = "cgroup")]
+    pub container: Option<String>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -2,6 +2,7 @@
 
 pub mod btf;
 pub mod caps;
+pub mod cgroups;
 pub mod dwarf;
 pub mod elf;
 pub mod errno;

@@ -4,7 +4,8 @@
 //! profiles), off-CPU ones `blocks/count` and `off-cpu/nanoseconds`. Every user frame keeps
 //! its address and the mapping of the file it lies in, with the file's build-id, so a server
 //! can symbolize it again; kernel frames lie in one `[kernel.kallsyms]` mapping with the
-//! running kernel's build-id. Each sample is labelled with its process's `comm` and `pid`;
+//! running kernel's build-id. Each sample is labelled with its process's `comm` and `pid`, and
+//! its `cgroup` path, `container` id and `pod` UID where it has them;
 //! the run's accounting (what was left out, and why) is in the profile's comments.
 
 use std::io::Write as _;
@@ -78,22 +79,37 @@ pub fn message(profile: &Profile, context: &Context) -> proto::Profile {
             Measure::OnCpu { .. } => vec![entry.value as i64, (entry.value as i64) * period],
             Measure::OffCpu { .. } => vec![entry.count as i64, entry.value as i64],
         };
-        let comm = b.string(&entry.comm);
+        let mut label = vec![
+            proto::Label {
+                key: comm_key,
+                str: b.string(&entry.comm),
+                ..proto::Label::default()
+            },
+            proto::Label {
+                key: pid_key,
+                num: entry.pid as i64,
+                ..proto::Label::default()
+            },
+        ];
+        let cgroup = &entry.cgroup;
+        let named = [
+            ("cgroup", Some(&cgroup.path).filter(|p| !p.is_empty())),
+            ("container", cgroup.container.as_ref()),
+            ("pod", cgroup.pod.as_ref()),
+        ];
+        for (key, value) in named {
+            if let Some(value) = value {
+                label.push(proto::Label {
+                    key: b.string(key),
+                    str: b.string(value),
+                    ..proto::Label::default()
+                });
+            }
+        }
         out.sample.push(proto::Sample {
             location_id,
             value,
-            label: vec![
-                proto::Label {
-                    key: comm_key,
-                    str: comm,
-                    ..proto::Label::default()
-                },
-                proto::Label {
-                    key: pid_key,
-                    num: entry.pid as i64,
-                    ..proto::Label::default()
-                },
-            ],
+            label,
         });
     }
     let what = match profile.measure {
@@ -417,6 +433,9 @@ mod tests {
                 Entry {
                     comm: "prog".into(),
                     pid: 7,
+                    cgroup: crate::kernel::cgroups::Identity::of_path(
+                        "/system.slice/docker-4f1d3c2b1a0918273645546372819a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f.scope",
+                    ),
                     frames: vec![
                         frame("clear_page", true, 0xffffffff81000010, None),
                         frame("spin", false, 0x400100, Some("p.c:33")),
@@ -428,6 +447,7 @@ mod tests {
                 Entry {
                     comm: "prog".into(),
                     pid: 7,
+                    cgroup: Default::default(),
                     frames: vec![
                         frame("[unknown]", false, 0x400300, None),
                         frame("main", false, 0x400200, Some("p.c:69")),
@@ -501,6 +521,17 @@ mod tests {
             ("comm", "prog")
         );
         assert_eq!((string(&p, label[1].key), label[1].num), ("pid", 7));
+        let strings: Vec<_> = (label[2..].iter())
+            .map(|l| (string(&p, l.key), string(&p, l.str)))
+            .collect();
+        assert_eq!(
+            strings,
+            [
+                ("cgroup", "/system.slice/docker-4f1d3c2b1a0918273645546372819a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f.scope"),
+                ("container", "4f1d3c2b1a0918273645546372819a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f"),
+            ]
+        );
+        assert_eq!(p.sample[1].label.len(), 2, "no cgroup: no labels for it");
         assert_eq!(
             string(&p, p.comment[0]),
             "tracer profile: cpu-clock at 100 Hz"

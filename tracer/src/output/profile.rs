@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+pub use crate::kernel::cgroups::Identity;
 pub use crate::output::stack::Mapped;
 
 /// What the values are.
@@ -38,6 +39,8 @@ pub struct Frame {
 pub struct Entry {
     pub comm: String,
     pub pid: u32,
+    /// The task's cgroup (v2) and the container and pod it names; empty when not counted.
+    pub cgroup: Identity,
     /// Innermost first: the kernel frames, then the user frames.
     pub frames: Vec<Frame>,
     /// Samples (on-CPU) or blocks (off-CPU).
@@ -147,10 +150,11 @@ impl Profile {
             };
             let _ = writeln!(
                 out,
-                "#{:<3} {amount} ({share:.1}%)  {} [{}]",
+                "#{:<3} {amount} ({share:.1}%)  {} [{}]{}",
                 rank + 1,
                 entry.comm,
-                entry.pid
+                entry.pid,
+                in_container(&entry.cgroup)
             );
             let mut kernel_seen = false;
             for frame in &entry.frames {
@@ -202,6 +206,9 @@ impl Profile {
             "stacks": self.entries.iter().map(|e| serde_json::json!({
                 "comm": e.comm,
                 "pid": e.pid,
+                "cgroup": e.cgroup.path,
+                "container": e.cgroup.container,
+                "pod": e.cgroup.pod,
                 "count": e.count,
                 "value": e.value,
                 "frames": e.frames.iter().map(|f| serde_json::json!({
@@ -314,6 +321,19 @@ impl Profile {
     }
 }
 
+/// ` in container ID` (its first 12 digits, as `docker ps` shows it) and ` of pod UID`, for
+/// a task in one.
+fn in_container(cgroup: &Identity) -> String {
+    let mut out = String::new();
+    if let Some(id) = &cgroup.container {
+        let _ = write!(out, " in container {}", &id[..id.len().min(12)]);
+    }
+    if let Some(pod) = &cgroup.pod {
+        let _ = write!(out, " of pod {pod}");
+    }
+    out
+}
+
 /// A duration in ns, in the unit that reads best.
 pub fn duration(ns: u64) -> String {
     match ns {
@@ -350,6 +370,7 @@ mod tests {
                 Entry {
                     comm: "prog".into(),
                     pid: 7,
+                    cgroup: Identity::default(),
                     frames: user(&["spin", "b", "a", "main"]),
                     count: 75,
                     value: 75,
@@ -357,6 +378,7 @@ mod tests {
                 Entry {
                     comm: "prog".into(),
                     pid: 7,
+                    cgroup: Identity::default(),
                     frames: [vec![frame("clear_page", true)], user(&["c", "main"])].concat(),
                     count: 20,
                     value: 20,
@@ -364,6 +386,7 @@ mod tests {
                 Entry {
                     comm: "prog".into(),
                     pid: 8,
+                    cgroup: Identity::default(),
                     frames: user(&["spin", "b", "a", "main"]),
                     count: 5,
                     value: 5,

@@ -606,6 +606,11 @@ pub enum KeyPart {
     /// The syscall of a syscall tracepoint (`raw_syscalls:*`'s `id`, `syscalls:*`'s
     /// number), shown by name as syscount does.
     Syscall,
+    /// The task's cgroup v2 path, its container's id, its Kubernetes pod's UID (all from the
+    /// cgroup id counted in the kernel; `kernel::cgroups`).
+    Cgroup,
+    Container,
+    Pod,
 }
 
 /// What is done with a value per key.
@@ -739,7 +744,7 @@ pub fn aggregation(
     interval: Option<std::time::Duration>,
 ) -> Result<Option<Aggregation>, Error> {
     const KEYS_HINT: &str =
-        "keys are comm, pid, tid, cpu, probe, stack, syscall (syscall tracepoints), argN (N = 0..5), ret, a parameter, PARAM->member or a tracepoint field";
+        "keys are comm, pid, tid, cpu, cgroup, container, pod, probe, stack, syscall (syscall tracepoints), argN (N = 0..5), ret, a parameter, PARAM->member or a tracepoint field";
     let value = match (sum, hist) {
         (Some(_), Some(_)) => {
             return Err(usage(
@@ -774,6 +779,9 @@ pub fn aggregation(
             "probe" => KeyPart::Probe,
             "stack" => KeyPart::Stack,
             "syscall" => KeyPart::Syscall,
+            "cgroup" => KeyPart::Cgroup,
+            "container" => KeyPart::Container,
+            "pod" => KeyPart::Pod,
             other
                 if valid_value_name(other) || crate::kernel::btf::parse_access(other).is_some() =>
             {
@@ -854,6 +862,8 @@ pub trait Machine {
     /// The id of a cgroup v2 directory (its inode number, as `bpf_get_current_cgroup_id`
     /// gives it); `None` when `dir` is not a directory.
     fn cgroup_id(&self, dir: &std::path::Path) -> Option<u64>;
+    /// The cgroup directories of the containers whose id starts with `prefix`.
+    fn container_cgroups(&self, prefix: &str) -> Vec<std::path::PathBuf>;
     /// Whether process or thread `id` exists, and runs.
     fn task(&self, id: u32) -> Task;
     /// The largest process id plus one (`kernel.pid_max`): no id reaches it.
@@ -1002,6 +1012,43 @@ pub fn build_filter(
             )
         })?;
     }
+    if let Some(prefix) = &tasks.container {
+        let valid = !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_hexdigit());
+        let found = match valid {
+            true => machine.container_cgroups(&prefix.to_ascii_lowercase()),
+            false => Vec::new(),
+        };
+        let dir = match found.as_slice() {
+            [dir] => dir,
+            [] if !valid => {
+                return Err(usage(
+                    format!("--container {prefix}: a container id is hexadecimal"),
+                    "give its id as `docker ps`, `crictl ps` or `podman ps` shows it",
+                ))
+            }
+            [] => {
+                return Err(usage(
+                    format!("--container {prefix}: no container's cgroup has that id"),
+                    "give the id of a running container (`docker ps`, `crictl ps`, `podman ps`), or its cgroup with --cgroup",
+                ))
+            }
+            many => {
+                return Err(usage(
+                    format!(
+                        "--container {prefix}: {} containers' ids start so",
+                        many.len()
+                    ),
+                    "give more of the id",
+                ))
+            }
+        };
+        filter.cgroup_id = machine.cgroup_id(dir).ok_or_else(|| {
+            usage(
+                format!("--container {prefix}: its cgroup {} is gone", dir.display()),
+                "give the id of a running container",
+            )
+        })?;
+    }
     Ok(filter)
 }
 
@@ -1143,6 +1190,15 @@ pub(crate) mod tests {
                 .find(|(path, _)| std::path::Path::new(path) == dir)
                 .map(|&(_, id)| id)
         }
+        fn container_cgroups(&self, prefix: &str) -> Vec<std::path::PathBuf> {
+            (self.cgroups.iter())
+                .filter(|(path, _)| {
+                    crate::kernel::cgroups::container_of(path)
+                        .is_some_and(|c| c.starts_with(prefix))
+                })
+                .map(|(path, _)| std::path::PathBuf::from(path))
+                .collect()
+        }
         fn task(&self, id: u32) -> Task {
             match self.tasks.iter().find(|t| t.0 == id) {
                 Some(&(_, _, true)) => Task::Exited,
@@ -1238,6 +1294,32 @@ pub(crate) mod tests {
         assert_eq!(default_shared_ring_pages(2), 2048);
         assert_eq!(default_shared_ring_pages(12), 8192);
         assert_eq!(default_shared_ring_pages(1024), 65536);
+    }
+
+    #[test]
+    fn a_container_is_its_cgroup_found_by_a_unique_prefix() {
+        const A: &str = "/sys/fs/cgroup/system.slice/docker-aa11000000000000000000000000000000000000000000000000000000000000.scope";
+        const B: &str = "/sys/fs/cgroup/kubepods/podx/aa22000000000000000000000000000000000000000000000000000000000000";
+        let m = FakeMachine {
+            cgroups: &[(A, 5), (B, 6)],
+            ..FakeMachine::CPUS_128
+        };
+        let tasks = |id: &str| crate::cli::Tasks {
+            container: Some(id.into()),
+            ..Default::default()
+        };
+        assert_eq!(build_filter(&tasks("aa11"), None, &m).unwrap().cgroup_id, 5);
+        assert_eq!(build_filter(&tasks("AA22"), None, &m).unwrap().cgroup_id, 6);
+        for (id, says) in [
+            ("aa", "--container aa: 2 containers' ids start so"),
+            ("ab", "--container ab: no container's cgroup has that id"),
+            ("web-1", "--container web-1: a container id is hexadecimal"),
+        ] {
+            match build_filter(&tasks(id), None, &m) {
+                Err(Error::Usage { message, .. }) => assert_eq!(message, says),
+                other => panic!("{id}: {other:?}"),
+            }
+        }
     }
 
     #[test]

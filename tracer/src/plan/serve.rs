@@ -336,6 +336,9 @@ fn label_name(part: &KeyPart) -> Option<String> {
         KeyPart::Cpu => "cpu".into(),
         KeyPart::Probe => "probe".into(),
         KeyPart::Syscall => "syscall".into(),
+        KeyPart::Cgroup => "cgroup".into(),
+        KeyPart::Container => "container".into(),
+        KeyPart::Pod => "pod".into(),
         KeyPart::Stack => return None,
         KeyPart::Value(name) => {
             let mut label: String = name

@@ -292,6 +292,7 @@ pub fn configure(
             KeyPart::Pid => AGG_PID,
             KeyPart::Tid => AGG_TID,
             KeyPart::Cpu => AGG_CPU,
+            KeyPart::Cgroup | KeyPart::Container | KeyPart::Pod => tracer_common::AGG_CGROUP,
             // The slot is always in the key; rows merge probes unless `probe` is asked for.
             KeyPart::Probe => 0,
             KeyPart::Stack => {
@@ -396,6 +397,9 @@ fn column(part: &KeyPart) -> Option<String> {
         KeyPart::Stack => return None,
         KeyPart::Value(name) => name.to_uppercase(),
         KeyPart::Syscall => "SYSCALL".into(),
+        KeyPart::Cgroup => "CGROUP".into(),
+        KeyPart::Container => "CONTAINER".into(),
+        KeyPart::Pod => "POD".into(),
     })
 }
 
@@ -615,6 +619,14 @@ fn shown(
         KeyPart::Cpu => key.cpu.to_string(),
         KeyPart::Probe => probe.name.to_string(),
         KeyPart::Stack => return None,
+        // Empty outside a container or pod (an absent label, to Prometheus).
+        KeyPart::Cgroup => crate::kernel::cgroups::identity(key.cgroup).path,
+        KeyPart::Container => {
+            (crate::kernel::cgroups::identity(key.cgroup).container).unwrap_or_default()
+        }
+        KeyPart::Pod => crate::kernel::cgroups::identity(key.cgroup)
+            .pod
+            .unwrap_or_default(),
         // As in event lines: quoted, and marked when cut (at --strlen, or at the key's
         // length); `?` for a string that could not be read.
         KeyPart::Value(_) if probe.sources.key_string => {

@@ -29,7 +29,7 @@ pub fn slot_config(stack_flags: u32, tgid: u32, tracked: bool, exclude_self: boo
             } else {
                 0
             },
-        agg: AGG_PID | AGG_COMM,
+        agg: AGG_PID | AGG_COMM | tracer_common::AGG_CGROUP,
         tgid,
         // No process has the largest id: 0 would leave out the idle task.
         exclude_tgid: match exclude_self {
@@ -650,6 +650,10 @@ pub fn entries_of(
         entries.push(Entry {
             comm: String::from_utf8_lossy(&key.comm[..comm_end]).into_owned(),
             pid: key.pid,
+            cgroup: match key.cgroup {
+                0 => Default::default(),
+                id => crate::kernel::cgroups::identity(id),
+            },
             frames,
             count: value.count,
             value: if timed { value.sum } else { value.count },
@@ -665,15 +669,20 @@ pub fn entries_of(
 /// distinct return address, a report shows one per call chain. A frame whose merged entries
 /// were at different lines keeps only its file.
 fn merged(entries: Vec<Entry>) -> Vec<Entry> {
-    // (pid, comm, function names and sides) -> index in `out`.
-    type Chain = (u32, String, Vec<(String, bool)>);
+    // (pid, comm, cgroup, function names and sides) -> index in `out`.
+    type Chain = (u32, String, String, Vec<(String, bool)>);
     let mut index: hashbrown::HashMap<Chain, usize> = hashbrown::HashMap::new();
     let mut out: Vec<Entry> = Vec::new();
     for entry in entries {
         let names = (entry.frames.iter())
             .map(|f| (f.name.clone(), f.kernel))
             .collect::<Vec<_>>();
-        match index.entry((entry.pid, entry.comm.clone(), names)) {
+        match index.entry((
+            entry.pid,
+            entry.comm.clone(),
+            entry.cgroup.path.clone(),
+            names,
+        )) {
             hashbrown::hash_map::Entry::Occupied(at) => {
                 let kept = &mut out[*at.get()];
                 kept.count += entry.count;
@@ -708,6 +717,7 @@ mod tests {
         Entry {
             comm: "prog".into(),
             pid,
+            cgroup: Default::default(),
             frames: (names.iter())
                 .map(|(name, source)| Frame {
                     name: name.to_string(),

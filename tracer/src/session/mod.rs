@@ -39,6 +39,10 @@ impl crate::plan::Machine for ThisMachine {
         meta.is_dir().then(|| meta.ino())
     }
 
+    fn container_cgroups(&self, prefix: &str) -> Vec<std::path::PathBuf> {
+        crate::kernel::cgroups::containers(prefix)
+    }
+
     fn task(&self, id: u32) -> crate::plan::Task {
         use crate::plan::Task;
         // /proc/ID answers for a thread id too, though only processes are listed.
