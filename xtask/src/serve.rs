@@ -82,25 +82,43 @@ pub fn serve() -> Result<()> {
         "hit",
         &bpf_rows,
     );
-    let scrape = scrape_time(&tracer, &prog, &dir);
-    let scrape_json = match &scrape {
-        Ok((series, (median, min, max))) => {
-            println!(
-                "scrape of {series} series: median {median:.1} ms ({min:.1}..{max:.1}), target < 50 ms"
-            );
-            serde_json::json!({"series": series, "median_ms": median, "min_ms": min, "max_ms": max})
-        }
-        Err(e) => {
-            println!("scrape of 10,000 series: failed: {e:#}");
-            serde_json::json!({"error": format!("{e:#}")})
-        }
-    };
+    let mut scrapes = Vec::new();
+    let mut failed = None;
+    for (what, metric, extra) in [
+        ("counter", "calls_total", ""),
+        ("histogram", "calls_count", "hist = \"arg0\"\n"),
+    ] {
+        let scrape = scrape_time(&tracer, &prog, &dir, metric, extra);
+        scrapes.push(match &scrape {
+            Ok(Scrape { series, lines, ms: (median, min, max), rss_kib }) => {
+                println!(
+                    "scrape of {series} {what} series ({lines} lines): median {median:.1} ms ({min:.1}..{max:.1}), target < 50 ms for counters; exporter {:.1} MB resident",
+                    *rss_kib as f64 / 1024.0
+                );
+                serde_json::json!({"kind": what, "series": series, "lines": lines, "median_ms": median, "min_ms": min, "max_ms": max, "rss_kib": rss_kib})
+            }
+            Err(e) => {
+                println!("scrape of 10,000 {what} series: failed: {e:#}");
+                serde_json::json!({"kind": what, "error": format!("{e:#}")})
+            }
+        });
+        failed = failed.or(scrape.err());
+    }
     crate::bench::save(
         "serve",
-        &serde_json::json!({"bench": "serve", "version": 2, "rows": json, "bpf_rows": bpf_json, "scrape": scrape_json})
+        &serde_json::json!({"bench": "serve", "version": 3, "rows": json, "bpf_rows": bpf_json, "scrapes": scrapes})
             .to_string(),
     )?;
-    scrape.map(|_| ())
+    failed.map_or(Ok(()), Err)
+}
+
+/// One metric's scrapes: its series and exposition lines, the time of a scrape, and the
+/// exporter's resident memory after them.
+struct Scrape {
+    series: usize,
+    lines: usize,
+    ms: Spread,
+    rss_kib: u64,
 }
 
 /// ns per event of `work` while `tracer serve CONFIG` (on CPU 1 when pinned) counts it, over
@@ -127,12 +145,20 @@ fn served_per_event(
 }
 
 /// Milliseconds per `GET /metrics` of a metric with 10,000 label sets (a uprobe counted by its
-/// first argument, called with 10,000 values): median, min and max of 20 scrapes.
-fn scrape_time(tracer: &str, prog: &str, dir: &std::path::Path) -> Result<(usize, Spread)> {
+/// first argument, called with 10,000 values; with `extra`, a histogram of it): median, min and
+/// max of 20 scrapes; series counted by the lines of `tracer_{family}{` (a histogram's
+/// `_count`).
+fn scrape_time(
+    tracer: &str,
+    prog: &str,
+    dir: &std::path::Path,
+    family: &str,
+    extra: &str,
+) -> Result<Scrape> {
     let config = dir.join("calls.toml");
     std::fs::write(
         &config,
-        format!("[[metric]]\nname = \"calls\"\nprobe = \"uprobe:{prog}:tracer_testprog_target\"\ncount_by = [\"arg0\"]\n"),
+        format!("[[metric]]\nname = \"calls\"\nprobe = \"uprobe:{prog}:tracer_testprog_target\"\ncount_by = [\"arg0\"]\n{extra}"),
     )?;
     let served = Served::start(tracer, &config.display().to_string(), Place::Pinned)?;
     let status = Command::new(prog)
@@ -143,9 +169,10 @@ fn scrape_time(tracer: &str, prog: &str, dir: &std::path::Path) -> Result<(usize
         bail!("{prog} call 10000: {status}");
     }
     let body = get_metrics()?;
+    let lines = body.lines().count();
     let series = body
         .lines()
-        .filter(|l| l.starts_with("tracer_calls_total{"))
+        .filter(|l| l.starts_with(&format!("tracer_{family}{{")))
         .count();
     let mut times = Vec::new();
     for _ in 0..20 {
@@ -153,12 +180,21 @@ fn scrape_time(tracer: &str, prog: &str, dir: &std::path::Path) -> Result<(usize
         get_metrics()?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
     }
+    let rss_kib = std::fs::read_to_string(format!("/proc/{}/status", served.0.id()))
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0);
     served.stop()?;
     times.sort_by(f64::total_cmp);
-    Ok((
+    Ok(Scrape {
         series,
-        (times[times.len() / 2], times[0], times[times.len() - 1]),
-    ))
+        lines,
+        ms: (times[times.len() / 2], times[0], times[times.len() - 1]),
+        rss_kib,
+    })
 }
 
 /// `GET /metrics` of the exporter on [`ADDR`]: the body.
