@@ -1,6 +1,13 @@
 //! Units on the command line: durations with a unit (`10ms`), seconds (`-d 5`, `-d 500ms`) and
-//! intervals (`-I 1s`, `-I 500`: milliseconds, as perf stat's). Shared by the clap definitions
-//! and the plans, so neither imports the other for them.
+//! intervals (`-I 1s`, `-I 500`: milliseconds, as perf stat's), and a sampling clock's period.
+//! Shared by the clap definitions, the plans and the renderers, so none imports another for
+//! them.
+
+/// The sampling period of `hz` samples per second of a clock event (cpu-clock counts
+/// nanoseconds): a fixed period, so each sample stands for exactly this much CPU time.
+pub fn clock_period_ns(hz: u64) -> u64 {
+    1_000_000_000 / hz.max(1)
+}
 
 /// Parses a duration with a unit: `500ns`, `12us`, `10ms`, `1.5s` (nanoseconds).
 pub fn parse_duration_ns(text: &str) -> Result<u64, String> {

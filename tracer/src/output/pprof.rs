@@ -55,7 +55,7 @@ pub fn message(profile: &Profile, context: &Context) -> proto::Profile {
         Measure::OnCpu { hz, .. } => (
             [("samples", "count"), ("cpu", "nanoseconds")],
             ("cpu", "nanoseconds"),
-            crate::plan::profile::clock_period_ns(hz) as i64,
+            crate::units::clock_period_ns(hz) as i64,
         ),
         Measure::OffCpu { .. } => (
             [("blocks", "count"), ("off-cpu", "nanoseconds")],

@@ -146,12 +146,6 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
     })
 }
 
-/// The sampling period of `hz` samples per second of a clock event (cpu-clock counts
-/// nanoseconds): a fixed period, so each sample stands for exactly this much CPU time.
-pub fn clock_period_ns(hz: u64) -> u64 {
-    1_000_000_000 / hz.max(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,7 +176,7 @@ mod tests {
         assert_eq!(p.whose, Whose::All);
         assert!(p.kernel && p.user);
         assert_eq!(p.top, 10);
-        assert_eq!(clock_period_ns(99), 10_101_010);
+        assert_eq!(crate::units::clock_period_ns(99), 10_101_010);
     }
 
     #[test]

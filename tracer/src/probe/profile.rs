@@ -99,7 +99,7 @@ impl Sampler {
             "cpu-clock",
             EventKind::Software(Software::CpuClock),
             Options {
-                sampling: Sampling::Period(crate::plan::profile::clock_period_ns(hz)),
+                sampling: Sampling::Period(crate::units::clock_period_ns(hz)),
                 flags,
                 ..Options::default()
             },
