@@ -4166,7 +4166,7 @@ fn profile_go_pprof_top(ctx: &Ctx, example: &str) {
     };
     assert!(stdout.contains("Type: cpu"), "{stdout}");
     assert!(
-        first_top_line(&stdout).ends_with("100%  profile_spin"),
+        first_top_line(&stdout).ends_with(" profile_spin"),
         "{stdout}"
     );
     assert_shown(example, &stdout, &stderr, &[]);
