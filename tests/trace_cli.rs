@@ -760,7 +760,17 @@ fn signals_exits_and_sigreturns_agree_with_strace() {
     assert_eq!(theirs[..2], ["0", "0"], "{theirs:?}");
     assert_eq!((ours.len(), theirs.len()), (3, 3), "{ours:?} {theirs:?}");
     let restarted = "? ERESTARTSYS (To be restarted if SA_RESTART is set)";
-    assert!(["PID", restarted].contains(&ours[2].as_str()), "{ours:?}");
+    // An emulated CPU may take the interrupt that delivers SIGCHLD once the parent is back in
+    // user space, past wait4: rt_sigreturn then restores whatever the interrupted code held
+    // in rax (4294967295 in one 7.3 run), as strace would show it too.
+    let delivered_late = common::emulated(
+        "signals_exits_and_sigreturns_agree_with_strace",
+        "SIGCHLD's sigreturn may return the interrupted code's rax (delivered past wait4)",
+    );
+    assert!(
+        delivered_late || ["PID", restarted].contains(&ours[2].as_str()),
+        "{ours:?}"
+    );
     let stderr = text(&out.stderr);
     assert!(stderr.contains(", 0 unfinished,"), "{stderr}");
 }
