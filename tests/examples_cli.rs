@@ -4137,23 +4137,11 @@ fn go_pprof(ctx: &Ctx, args: &[&str]) -> Option<String> {
 }
 
 fn go_pprof_run(ctx: &Ctx, args: &[&str]) -> Option<(String, String)> {
-    if !Path::new("/usr/bin/go").exists() {
-        common::skip(&format!(
-            "SKIPPED go tool pprof {args:?}: /usr/bin/go not installed (cargo xtask setup installs golang-go)"
-        ));
-        return None;
-    }
-    let home = tempfile::tempdir().unwrap();
-    let out = Command::new("/usr/bin/go")
-        .args(["tool", "pprof"])
-        .args(args)
-        .current_dir(ctx.dir.path())
-        .env("HOME", home.path())
-        .env("PPROF_TMPDIR", home.path())
-        .env("GOCACHE", home.path().join("cache"))
-        .output()
-        .unwrap();
-    Some(ok(&out))
+    common::go_pprof_in(
+        &format!("example go tool pprof {args:?}"),
+        Some(ctx.dir.path()),
+        args,
+    )
 }
 
 /// docs/profile.md: the file of the example above read by `go tool pprof`, as shown.

@@ -76,9 +76,18 @@ pub fn skip(why: &str) {
 }
 
 /// `go tool pprof ARGS` (Debian's golang-go, which `cargo xtask setup` installs): its stdout,
-/// or `None`, saying why, where Go is not installed (the VM guests). Its cache and fetched
-/// profiles go to a directory of their own, not the user's home.
+/// or `None`, saying why, where Go is not installed. Its cache and fetched profiles go to a
+/// directory of their own, not the user's home.
 pub fn go_pprof(test: &str, args: &[&str]) -> Option<String> {
+    go_pprof_in(test, None, args).map(|(stdout, _)| stdout)
+}
+
+/// [`go_pprof`] run in `dir`: its stdout and stderr (a fetch says where from on stderr).
+pub fn go_pprof_in(
+    test: &str,
+    dir: Option<&std::path::Path>,
+    args: &[&str],
+) -> Option<(String, String)> {
     if !std::path::Path::new("/usr/bin/go").exists() {
         skip(&format!(
             "SKIPPED {test}'s go tool pprof checks: /usr/bin/go not installed (cargo xtask setup installs golang-go)"
@@ -86,17 +95,19 @@ pub fn go_pprof(test: &str, args: &[&str]) -> Option<String> {
         return None;
     }
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new("/usr/bin/go")
-        .args(["tool", "pprof"])
+    let mut go = Command::new("/usr/bin/go");
+    go.args(["tool", "pprof"])
         .args(args)
         .env("HOME", home.path())
         .env("PPROF_TMPDIR", home.path())
-        .env("GOCACHE", home.path().join("cache"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .env("GOCACHE", home.path().join("cache"));
+    if let Some(dir) = dir {
+        go.current_dir(dir);
+    }
+    let out = go.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "go tool pprof {args:?}: {stderr}");
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    Some((String::from_utf8_lossy(&out.stdout).into_owned(), stderr))
 }
 
 /// `go tool pprof -traces`' samples: (value, comm label, frames innermost first), in its order.
