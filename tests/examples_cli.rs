@@ -374,6 +374,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         profile_off_cpu_pid,
     ),
     ("tracer profile -a -d 2 -f pprof -o cpu.pb.gz", profile_all_pprof),
+    (
+        "tracer profile --call-graph dwarf -- gzip -9 -f -k big.txt",
+        profile_dwarf,
+    ),
     // docs/profile.md
     (
         "tracer profile -f pprof -o cpu.pb.gz -- ./busy",
@@ -4011,6 +4015,42 @@ fn profile_command(ctx: &Ctx, example: &str) {
         .sum();
     assert!((60..=85).contains(&hot), "{hot} hot samples: {stdout}");
     assert!(stderr.contains("command exited with status 0"), "{stderr}");
+    assert_shown(example, &stdout, &stderr, &[]);
+}
+
+/// Debian's gzip, built without frame pointers and stripped, on 8 MB of text (about a second
+/// here): its stacks unwound from .eh_frame reach main's caller in libc, and its own unnamed
+/// frames show as `gzip+0xOFFSET`.
+fn profile_dwarf(ctx: &Ctx, example: &str) {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let text: Vec<u8> = (0..8_000_000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match i % 65 {
+                64 => b'\n',
+                _ => b"0123456789abcdef"[(x & 15) as usize],
+            }
+        })
+        .collect();
+    std::fs::write(ctx.path("big.txt"), text).unwrap();
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let stacks = shown_stacks(&stdout);
+    let total: u64 = stacks.iter().map(|(n, _)| n).sum();
+    let whole: u64 = (stacks.iter())
+        .filter(|(_, frames)| frames.iter().any(|f| f == "__libc_start_call_main"))
+        .map(|(n, _)| n)
+        .sum();
+    assert!(
+        total >= 20 && whole * 100 >= total * 95,
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("\n    gzip+0x"), "{stdout}");
+    assert!(
+        stderr.contains("user stacks unwound from .eh_frame: "),
+        "{stderr}"
+    );
     assert_shown(example, &stdout, &stderr, &[]);
 }
 

@@ -360,6 +360,7 @@ pub struct LatencyArgs {
   tracer profile -a -d 2 -f svg -o cpu.svg        every CPU for 2 s, as a flame graph
   tracer profile -p 1234 -F 999 -d 10 -f folded   folded stacks, for flamegraph.pl or inferno
   tracer profile -a -d 2 -f pprof -o cpu.pb.gz    for go tool pprof, Parca, Pyroscope
+  tracer profile --call-graph dwarf -- gzip -9 -f -k big.txt   a program without frame pointers
   tracer profile --off-cpu --min-block 1ms -p 1234 -d 10   where it blocks, and how long")]
 #[command(mut_arg("leave_running", |a| a.conflicts_with("all")))]
 pub struct ProfileArgs {
@@ -383,6 +384,12 @@ pub struct ProfileArgs {
     /// chains.
     #[arg(short = 'g')]
     pub call_graph: bool,
+    /// How user stacks are walked, as perf record's option: `fp` (frame pointers, walked in
+    /// the kernel; the default), or `dwarf[,SIZE]`: the top SIZE bytes of the stack (default
+    /// 8192) copied with each sample and unwound by tracer from the binaries' .eh_frame, for
+    /// programs built without frame pointers (most distribution packages). On-CPU only.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph_mode: Option<String>,
     /// Kernel stacks only.
     #[arg(long, conflicts_with = "user_only")]
     pub kernel_only: bool,

@@ -1,5 +1,7 @@
 //! Stack ids captured in BPF -> symbolized frames: kernel frames from kallsyms, user frames
 //! from the process's mappings, ELF symbols and DWARF lines, each cached for the run.
+//! User stacks of binaries without frame pointers are unwound here from sampled registers and
+//! stack copies (`--call-graph dwarf`, see `kernel::unwind`).
 
 use hashbrown::{HashMap, HashSet};
 
@@ -7,6 +9,7 @@ use tracer_common::{Event, NO_STACK};
 
 use crate::bpf::Bpf;
 use crate::kernel::symbols::{Kallsyms, Process};
+use crate::kernel::unwind::{self, Cfi, Unwinder};
 use crate::output::stack::{Frame, Mapped, Space, Stack};
 use crate::Error;
 
@@ -90,6 +93,11 @@ pub struct Symbolizer {
     /// The innermost ip is just past the instruction of interest (data watchpoints trap after
     /// the access), so it is looked up like a return address.
     pub trap_after: bool,
+    /// `--call-graph dwarf`: an unwinder per process, with the mappings' version it was
+    /// built from.
+    unwinders: HashMap<u32, (u64, Unwinder)>,
+    /// Unwind information by the file read (`None`: it could not be read).
+    cfi: HashMap<std::path::PathBuf, Option<std::rc::Rc<Cfi>>>,
 }
 
 /// A stack taken in a BPF trampoline program (fentry, fexit) starts in the program and the
@@ -338,6 +346,57 @@ impl Symbolizer {
             .collect()
     }
 
+    /// Unwinds a user stack of process `pid` from a sample's registers and stack copy
+    /// (`--call-graph dwarf`): its addresses, innermost first, and how the unwind ended. The
+    /// process's mappings are reread when the sampled ip lies outside them (a library loaded
+    /// since), and its unwinder rebuilt when they changed. A process gone before its first
+    /// sample was read, and not lent by the mmap records, keeps only its ip.
+    pub fn unwind(&mut self, pid: u32, sampled: &unwind::Sampled) -> (Vec<u64>, unwind::End) {
+        let exited = &mut self.exited;
+        let process = self.processes.entry(pid).or_insert_with(|| {
+            let process = Process::new(pid).ok();
+            if process.is_none() {
+                *exited += 1;
+            }
+            process
+        });
+        let Some(process) = process.as_mut() else {
+            return (vec![sampled.ip], unwind::End::NoCfi);
+        };
+        if !process.is_mapped(sampled.ip) {
+            let _ = process.refresh();
+        }
+        let version = process.version();
+        let built = self.unwinders.get(&pid).is_some_and(|(v, _)| *v == version);
+        if !built {
+            let mut unwinder = Unwinder::default();
+            for file in process.code_files() {
+                let cfi = self
+                    .cfi
+                    .entry(file.source.clone())
+                    .or_insert_with(|| Cfi::load(&file.source).ok().map(std::rc::Rc::new));
+                let Some(cfi) = cfi.as_ref() else { continue };
+                let Some(bias) = process.load_bias(&file.path, cfi.base) else {
+                    continue;
+                };
+                let name = file.path.display().to_string();
+                unwinder.add(name, cfi, file.avma, bias);
+            }
+            self.unwinders.insert(pid, (version, unwinder));
+        }
+        let (_, unwinder) = self.unwinders.get_mut(&pid).expect("built above");
+        unwinder.unwind(sampled)
+    }
+
+    /// The frames of an unwound user stack of `pid` (from [`Symbolizer::unwind`]): the first
+    /// address is the sampled instruction, the others return addresses.
+    pub fn unwound_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
+        let trap_after = std::mem::replace(&mut self.trap_after, false);
+        let frames = self.user_frames(pid, ips);
+        self.trap_after = trap_after;
+        frames
+    }
+
     /// Takes over a process already read (a watched one): its symbols are not loaded twice,
     /// and a command that exits before its last hits are read still resolves from it.
     pub fn adopt(&mut self, pid: u32, process: Process) {
@@ -396,6 +455,7 @@ impl Symbolizer {
     /// from the stack map (the id may come back holding another stack).
     pub fn forget(&mut self, pids: &HashSet<u32>, ids: &HashSet<u32>) {
         self.processes.retain(|pid, _| !pids.contains(pid));
+        self.unwinders.retain(|pid, _| !pids.contains(pid));
         self.frames
             .retain(|(pid, id, _), _| !pids.contains(pid) && !ids.contains(id));
         self.addresses.retain(|(pid, _), _| !pids.contains(pid));

@@ -13,8 +13,8 @@ use crate::kernel::tracefs::Tracefs;
 use crate::output::pprof;
 use crate::output::profile::{self as out, Measure, Profile};
 use crate::output::summary::{Banner, Summary};
-use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Whose};
-use crate::probe::profile::{self as sampling, Sampled, Sampler};
+use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Unwind, Whose};
+use crate::probe::profile::{self as sampling, Sampled, Sampler, Unwound};
 use crate::session::{self, Hold, Session, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;
@@ -67,21 +67,31 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         _ => 0,
     };
     let config = sampling::slot_config(stack_flags, tgid, launched, off_cpu);
-    let (sampler, offcpu, measure) = match plan.mode {
+    let skip_idle = plan.whose == Whose::All && !off_cpu;
+    let (sampler, offcpu, unwound, measure) = match plan.mode {
         Mode::OnCpu { hz } => {
             let sampled = match (&plan.whose, session.pid()) {
                 (Whose::Process(pid), _) => Sampled::Tasks(sampling::threads(*pid)),
                 (Whose::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
                 _ => Sampled::AllCpus,
             };
-            let sampler = Sampler::open(&mut bpf, config, hz, &sampled)?;
-            let event = sampler.event;
-            (Some(sampler), None, Measure::OnCpu { hz, event })
+            match plan.unwind {
+                Unwind::FramePointers => {
+                    let sampler = Sampler::open(&mut bpf, config, hz, &sampled)?;
+                    let event = sampler.event;
+                    (Some(sampler), None, None, Measure::OnCpu { hz, event })
+                }
+                Unwind::Dwarf { stack_bytes } => {
+                    let unwound = Unwound::open(hz, &sampled, stack_bytes, plan.kernel, skip_idle)?;
+                    let event = unwound.event;
+                    (None, None, Some(unwound), Measure::OnCpu { hz, event })
+                }
+            }
         }
         Mode::OffCpu { min_block_ns } => {
             let fs = fs.as_ref().expect("located for --off-cpu");
             let started = sampling::start_offcpu(&mut bpf, fs, config, min_block_ns)?;
-            (None, Some(started), Measure::OffCpu { min_block_ns })
+            (None, Some(started), None, Measure::OffCpu { min_block_ns })
         }
     };
     // The mappings of processes that come and go during the run, from the kernel's records.
@@ -91,14 +101,14 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     })?;
     session.begin(&banner(&plan, measure, session.whom()))?;
     let slot = match (&sampler, &offcpu) {
-        (Some(sampler), _) => sampler.slot.clone(),
-        (_, Some((_, slot))) => slot.clone(),
-        _ => unreachable!("one of the two modes"),
+        (Some(sampler), _) => Some(sampler.slot.clone()),
+        (_, Some((_, slot))) => Some(slot.clone()),
+        _ => None,
     };
-    let skip_idle = plan.whose == Whose::All && !off_cpu;
     let mut sink = ProfileSink {
         bpf: &bpf,
-        slot: &slot,
+        slot: slot.as_ref(),
+        unwound,
         symbolizer: Symbolizer::default(),
         pid: session.pid(),
         symbolized: Instant::now(),
@@ -121,6 +131,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     if let Some(sampler) = &sampler {
         sampler.enable()?;
     }
+    if let Some(unwound) = &sink.unwound {
+        unwound.enable()?;
+    }
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
     if sink.intervals.is_some() {
         sink.tracker.drain();
@@ -131,12 +144,16 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         tracker,
         mut output,
         intervals,
+        unwound,
         ..
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
     tracker.lend(&mut symbolizer);
-    let (entries, mut accounting) =
-        sampling::entries(&bpf, &slot, &mut symbolizer, skip_idle, off_cpu)?;
+    let (entries, mut accounting) = match (unwound, &slot) {
+        (Some(mut unwound), _) => unwound.take_entries(&mut symbolizer),
+        (None, Some(slot)) => sampling::entries(&bpf, slot, &mut symbolizer, skip_idle, off_cpu)?,
+        (None, None) => unreachable!("a slot or unwound samples"),
+    };
     if offcpu.is_some() {
         accounting.missed = bpf.recursion_misses("offcpu_switch");
     }
@@ -204,10 +221,18 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
             verb: "Sampling",
             what: format!("on-CPU stacks{sides}"),
             whom: whom.or(Some("every task".into())),
-            detail: Some(match plan.whose {
-                Whose::All => format!("({event} at {hz} Hz on each CPU)"),
-                _ => format!("({event} at {hz} Hz of its CPU time)"),
-            }),
+            detail: Some(format!(
+                "({event} at {hz} Hz {}{})",
+                match plan.whose {
+                    Whose::All => "on each CPU",
+                    _ => "of its CPU time",
+                },
+                match plan.unwind {
+                    Unwind::FramePointers => String::new(),
+                    Unwind::Dwarf { stack_bytes } =>
+                        format!("; user stacks unwound from .eh_frame, {stack_bytes}-byte copies"),
+                }
+            )),
         },
         Measure::OffCpu { min_block_ns } => Banner {
             verb: "Timing",
@@ -226,7 +251,10 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
 /// `-I` prints what each interval added, and stops the programs at its end.
 struct ProfileSink<'a> {
     bpf: &'a Bpf,
-    slot: &'a Slot,
+    /// The counting slot (frame pointers, off-CPU); `None` with `--call-graph dwarf`, whose
+    /// samples are unwound and counted by tracer (`unwound`).
+    slot: Option<&'a Slot>,
+    unwound: Option<Unwound>,
     symbolizer: Symbolizer,
     pid: Option<u32>,
     symbolized: Instant,
@@ -254,20 +282,25 @@ impl ProfileSink<'_> {
         let Some(iv) = self.intervals.as_mut() else {
             return Ok(());
         };
-        let grown = sampling::since(
-            sampling::slot_counts(self.bpf, self.slot)?,
-            &mut iv.previous,
-        );
-        let timed = matches!(iv.measure, Measure::OffCpu { .. });
-        let mut accounting = out::Accounting::default();
-        let entries = sampling::entries_of(
-            self.bpf,
-            grown,
-            &mut self.symbolizer,
-            iv.skip_idle,
-            timed,
-            &mut accounting,
-        )?;
+        let (entries, accounting) = match (&mut self.unwound, self.slot) {
+            (Some(unwound), _) => unwound.take_entries(&mut self.symbolizer),
+            (None, Some(slot)) => {
+                let grown =
+                    sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
+                let timed = matches!(iv.measure, Measure::OffCpu { .. });
+                let mut accounting = out::Accounting::default();
+                let entries = sampling::entries_of(
+                    self.bpf,
+                    grown,
+                    &mut self.symbolizer,
+                    iv.skip_idle,
+                    timed,
+                    &mut accounting,
+                )?;
+                (entries, accounting)
+            }
+            (None, None) => unreachable!("a slot or unwound samples"),
+        };
         iv.reports += 1;
         let profile = Profile {
             measure: iv.measure,
@@ -294,7 +327,14 @@ impl ProfileSink<'_> {
 
 impl Sink for ProfileSink<'_> {
     fn drain(&mut self) -> Result<bool, Error> {
-        self.tracker.drain();
+        match self.unwound.as_mut() {
+            // The mappings first: a sample's process may have exec'd since it was read.
+            Some(unwound) => {
+                self.tracker.lend_to(&mut self.symbolizer);
+                unwound.drain(&mut self.symbolizer);
+            }
+            None => self.tracker.drain(),
+        }
         Ok(false)
     }
 
@@ -302,8 +342,11 @@ impl Sink for ProfileSink<'_> {
         if let Some(pid) = self.pid.filter(|&pid| session::alive(pid)) {
             self.symbolizer.keep_mapped(pid);
         }
-        if self.symbolized.elapsed() >= std::time::Duration::from_millis(250) {
-            let sampled = sampling::remember_processes(self.bpf, self.slot, &mut self.symbolizer)?;
+        let slot = self
+            .slot
+            .filter(|_| self.symbolized.elapsed().as_millis() >= 250);
+        if let Some(slot) = slot {
+            let sampled = sampling::remember_processes(self.bpf, slot, &mut self.symbolizer)?;
             self.tracker.prune(&sampled);
             self.symbolized = Instant::now();
         }
@@ -314,6 +357,9 @@ impl Sink for ProfileSink<'_> {
     }
 
     fn stop(&mut self) -> Result<(), Error> {
+        if let Some(unwound) = &self.unwound {
+            unwound.disable()?;
+        }
         Ok(self.bpf.stop()?)
     }
 }

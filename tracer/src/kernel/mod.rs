@@ -15,6 +15,7 @@ pub mod symbols;
 pub mod syscalls;
 pub mod sysnames;
 pub mod tracefs;
+pub mod unwind;
 pub mod usdt;
 
 use std::io;

@@ -297,6 +297,26 @@ pub struct Process {
     sources: HashMap<PathBuf, Option<PathBuf>>,
     /// A JIT's names for its code, from `/tmp/perf-PID.map`.
     jit: PerfMap,
+    /// Changes whenever `maps` does (from a counter shared by every process, so that a
+    /// process read afresh never has an old one's number): what was built from the mappings
+    /// (an unwinder) is rebuilt when it differs.
+    version: u64,
+}
+
+fn next_version() -> u64 {
+    static VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    VERSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A file mapped executable in a process, for an unwinder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeFile {
+    /// As the maps name it.
+    pub path: PathBuf,
+    /// From its first mapping's start to its last one's end.
+    pub avma: std::ops::Range<u64>,
+    /// Where the file is read from (see [`Process::source`]).
+    pub source: PathBuf,
 }
 
 /// The names a JIT gives the code it generated in anonymous memory, from
@@ -373,6 +393,7 @@ impl Process {
             lines: HashMap::new(),
             sources: HashMap::new(),
             jit: PerfMap::default(),
+            version: next_version(),
         };
         process.refresh()?;
         Ok(process)
@@ -388,6 +409,7 @@ impl Process {
             lines: HashMap::new(),
             sources: HashMap::new(),
             jit: PerfMap::default(),
+            version: next_version(),
         }
     }
 
@@ -414,10 +436,51 @@ impl Process {
         let path = format!("/proc/{}/maps", self.pid);
         let text = std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })?;
         let maps = parse_maps(&text);
-        if !maps.is_empty() {
+        if !maps.is_empty() && maps != self.maps {
             self.maps = maps;
+            self.version = next_version();
         }
         Ok(())
+    }
+
+    /// Changes whenever the mappings do.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The files mapped with execute permission (the vDSO and the uprobes page are no
+    /// files), each once, with the file to read for it.
+    pub fn code_files(&mut self) -> Vec<CodeFile> {
+        let mut files: Vec<CodeFile> = Vec::new();
+        let executable = (self.maps.iter())
+            .filter(|m| m.perms.contains('x'))
+            .filter_map(|m| m.path.clone())
+            .filter(|p| p.as_os_str() != VDSO && p.as_os_str() != UPROBES);
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for path in executable {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        for path in paths {
+            let mine = || self.maps.iter().filter(|m| m.path.as_ref() == Some(&path));
+            let start = mine().map(|m| m.start).min().unwrap_or(0);
+            let end = mine().map(|m| m.end).max().unwrap_or(0);
+            if let Some(source) = self.source(&path) {
+                files.push(CodeFile {
+                    path,
+                    avma: start..end,
+                    source,
+                });
+            }
+        }
+        files
+    }
+
+    /// Where link-time address 0 of `path` lies in this process, given the file's lowest
+    /// segment page `base`.
+    pub fn load_bias(&self, path: &Path, base: u64) -> Option<u64> {
+        self.bias(path, base)
     }
 
     pub fn maps(&self) -> &[Mapping] {

@@ -224,9 +224,9 @@ impl Builder {
             (false, addr) => addr - 1,
         };
         let (file, line) = frame.source.as_deref().map_or(("", 0), line);
-        let function_id = match (frame.name.as_str(), mapping_id) {
-            ("[unknown]", id) if id != 0 => 0,
-            (name, _) => self.function(name, file),
+        let function_id = match (frame.named, mapping_id) {
+            (false, id) if id != 0 => 0,
+            _ => self.function(&frame.name, file),
         };
         let key = (mapping_id, address, function_id, line);
         if let Some(&id) = self.location_ids.get(&key) {
@@ -412,6 +412,7 @@ mod tests {
 
     fn frame(name: &str, kernel: bool, addr: u64, source: Option<&str>) -> Frame {
         Frame {
+            named: name != "[unknown]",
             name: name.into(),
             kernel,
             source: source.map(str::to_string),

@@ -21,8 +21,10 @@ pub enum Measure {
 /// One frame of a profiled stack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
-    /// The function, or `[unknown]`.
+    /// The function; else, for a user frame, `file+0xOFFSET`; else `[unknown]`.
     pub name: String,
+    /// Whether a symbol named it (not only its file and offset).
+    pub named: bool,
     pub kernel: bool,
     /// `file:line`, when the binary has DWARF.
     pub source: Option<String>,
@@ -72,6 +74,30 @@ pub struct Accounting {
     pub exited: u64,
     /// Mapping records lost (a full ring) or malformed: some frames may be `[unknown]`.
     pub maps_lost: u64,
+    /// `--call-graph dwarf`: how the user stacks unwound (`None`: by frame pointers).
+    pub unwound: Option<Unwound>,
+}
+
+/// `--call-graph dwarf`: samples lost before they were unwound, and how each user stack
+/// unwound ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unwound {
+    /// The stack bytes copied with each sample.
+    pub stack_bytes: u32,
+    /// Samples lost when the sample ring was full.
+    pub lost: u64,
+    /// Stacks unwound to their root (`_start`, a thread's `clone`).
+    pub whole: u64,
+    /// Cut where the copy of the stack ended.
+    pub copy_ended: u64,
+    /// Cut at code without unwind information (JIT code, a file that could not be read).
+    pub no_cfi: u64,
+    /// Cut where the unwind went astray (a wrong rule, or a frame pointer that was none).
+    pub astray: u64,
+    /// Cut at the deepest stack kept.
+    pub depth: u64,
+    /// Samples of kernel threads: no user stack.
+    pub no_user: u64,
 }
 
 /// A finished profile.
@@ -202,6 +228,16 @@ impl Profile {
                 "missed": self.accounting.missed,
                 "exited": self.accounting.exited,
                 "maps_lost": self.accounting.maps_lost,
+                "unwound": self.accounting.unwound.map(|u| serde_json::json!({
+                    "stack_bytes": u.stack_bytes,
+                    "lost": u.lost,
+                    "whole": u.whole,
+                    "copy_ended": u.copy_ended,
+                    "no_cfi": u.no_cfi,
+                    "astray": u.astray,
+                    "depth": u.depth,
+                    "no_user": u.no_user,
+                })),
             },
             "stacks": self.entries.iter().map(|e| serde_json::json!({
                 "comm": e.comm,
@@ -302,6 +338,52 @@ impl Profile {
                     .into(),
             );
         }
+        if let Some(u) = a.unwound {
+            let cut = u.copy_ended + u.no_cfi + u.astray + u.depth;
+            let mut line = format!(
+                "user stacks unwound from .eh_frame: {} whole, {cut} cut short",
+                u.whole
+            );
+            let reasons = [
+                (
+                    u.copy_ended,
+                    format!("past the {}-byte stack copy", u.stack_bytes),
+                ),
+                (
+                    u.no_cfi,
+                    "at code without unwind information (JIT code or an unreadable file)".into(),
+                ),
+                (u.astray, "where the unwind went astray".into()),
+                (
+                    u.depth,
+                    format!("at {} frames", crate::kernel::unwind::MAX_DEPTH),
+                ),
+            ];
+            let said: Vec<String> = (reasons.iter())
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, why)| format!("{n} {why}"))
+                .collect();
+            if !said.is_empty() {
+                line += &format!(" ({})", said.join(", "));
+            }
+            if u.no_user > 0 {
+                line += &format!("; {} samples of kernel threads", u.no_user);
+            }
+            notes.push(line);
+            if u.lost > 0 {
+                notes.push(format!(
+                    "{} samples lost: the sample ring was full (each carries {} stack bytes): \
+                     a lower -F or a smaller --call-graph dwarf,SIZE",
+                    u.lost, u.stack_bytes
+                ));
+            }
+            if u.copy_ended * 20 > u.whole + cut {
+                notes.push(format!(
+                    "hint: more than 5% of the stacks were deeper than the copy: --call-graph dwarf,{}",
+                    (u.stack_bytes * 2).min(crate::kernel::unwind::MAX_STACK_BYTES)
+                ));
+            }
+        }
         if a.maps_lost > 0 {
             notes.push(format!(
                 "{} mapping records lost: frames of processes started during the run may be [unknown]",
@@ -350,6 +432,7 @@ mod tests {
 
     fn frame(name: &str, kernel: bool) -> Frame {
         Frame {
+            named: name != "[unknown]",
             name: name.into(),
             kernel,
             source: None,

@@ -57,16 +57,36 @@ impl Frame {
         }
     }
 
+    /// `file+0xOFFSET`, the file's base name and the address's offset in it, for a frame
+    /// no symbol names but whose mapped file is known (a stripped binary without its debug
+    /// file): what `addr2line -e FILE 0xOFFSET` takes for the position-independent programs
+    /// and libraries distributions ship, whose code lies at its file offset.
+    pub fn file_offset(&self) -> Option<String> {
+        let mapped = self.mapped.as_ref()?;
+        let base = mapped.path.rsplit('/').next().unwrap_or(&mapped.path);
+        let offset = (self.addr.checked_sub(mapped.start)?).checked_add(mapped.offset)?;
+        Some(format!("{base}+{offset:#x}"))
+    }
+
+    /// The function's name; else `file+0xOFFSET` ([`Frame::file_offset`]); else `[unknown]`.
+    pub fn name(&self) -> String {
+        (self.symbol.clone())
+            .or_else(|| self.file_offset())
+            .unwrap_or_else(|| "[unknown]".into())
+    }
+
     /// `file:line`, when the binary has DWARF for the address.
     pub fn source(&self) -> Option<String> {
         Some(format!("{}:{}", self.file.as_ref()?, self.line?))
     }
 
-    /// `function+0xoff (file:line)`, or `[unknown] 0xaddr` when no symbol holds the address.
+    /// `function+0xoff (file:line)`; when no symbol holds the address, `file+0xOFFSET`
+    /// where its file is known, else `[unknown] 0xaddr`.
     pub fn text(&self) -> String {
-        let mut text = match &self.symbol {
-            Some(_) => self.place(),
-            None => format!("[unknown] {:#x}", self.addr),
+        let mut text = match (&self.symbol, self.file_offset()) {
+            (Some(_), _) => self.place(),
+            (None, Some(at)) => at,
+            (None, None) => format!("[unknown] {:#x}", self.addr),
         };
         if let (Some(file), Some(line)) = (&self.file, self.line) {
             text.push_str(&format!(" ({file}:{line})"));

@@ -41,6 +41,20 @@ pub enum Mode {
     OffCpu { min_block_ns: u64 },
 }
 
+/// How user stacks are walked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unwind {
+    /// By frame pointers, in the kernel, and counted there.
+    FramePointers,
+    /// From the binaries' call frame information, in tracer, given each sample's registers
+    /// and the top `stack_bytes` of its stack.
+    Dwarf { stack_bytes: u32 },
+}
+
+/// perf's default stack copy for `--call-graph dwarf`.
+pub const DEFAULT_STACK_BYTES: u32 = 8192;
+pub use crate::kernel::unwind::MAX_STACK_BYTES;
+
 /// A validated `tracer profile`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfilePlan {
@@ -48,6 +62,7 @@ pub struct ProfilePlan {
     pub whose: Whose,
     pub kernel: bool,
     pub user: bool,
+    pub unwind: Unwind,
     pub duration: Option<Duration>,
     /// `-I`: a text report of each interval.
     pub interval: Option<Duration>,
@@ -127,6 +142,7 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
             ),
         ));
     }
+    let unwind = unwind(args)?;
     if args.top == 0 {
         return Err(usage(
             "--top 0 would show no stacks",
@@ -138,12 +154,69 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
         whose,
         kernel: !args.user_only,
         user: !args.kernel_only,
+        unwind,
         duration: args.duration,
         interval: args.interval,
         top: args.top,
         format: args.format,
         file: args.file.clone(),
     })
+}
+
+/// `--call-graph MODE`, perf record's spelling: `fp`, `dwarf` or `dwarf,SIZE`.
+fn unwind(args: &ProfileArgs) -> Result<Unwind, Error> {
+    let Some(mode) = args.call_graph_mode.as_deref() else {
+        return Ok(Unwind::FramePointers);
+    };
+    let (kind, size) = match mode.split_once(',') {
+        Some((kind, size)) => (kind, Some(size)),
+        None => (mode, None),
+    };
+    let unwind = match (kind, size) {
+        ("fp", None) => Unwind::FramePointers,
+        ("dwarf", size) => {
+            let stack_bytes = match size {
+                None => DEFAULT_STACK_BYTES,
+                Some(text) => match text.parse::<u32>() {
+                    Ok(n) if (8..=MAX_STACK_BYTES).contains(&n) && n % 8 == 0 => n,
+                    _ => {
+                        return Err(usage(
+                            format!("--call-graph {mode}: the stack size must be a multiple of 8 from 8 to {MAX_STACK_BYTES}"),
+                            "e.g. --call-graph dwarf,16384 (perf's default, and tracer's, is 8192)",
+                        ))
+                    }
+                },
+            };
+            Unwind::Dwarf { stack_bytes }
+        }
+        ("lbr", _) => {
+            return Err(usage(
+                "--call-graph lbr needs Intel's last branch records, which tracer does not read",
+                "use --call-graph dwarf for programs without frame pointers",
+            ))
+        }
+        _ => {
+            return Err(usage(
+                format!("unknown --call-graph mode '{mode}'"),
+                "use fp (frame pointers, the default) or dwarf[,SIZE] (unwound from .eh_frame)",
+            ))
+        }
+    };
+    if let Unwind::Dwarf { .. } = unwind {
+        if args.off_cpu {
+            return Err(usage(
+                "--call-graph dwarf unwinds sampled on-CPU stacks; --off-cpu stacks are taken by BPF at sched_switch, by frame pointers",
+                "drop --off-cpu to sample what runs with whole stacks",
+            ));
+        }
+        if args.kernel_only {
+            return Err(usage(
+                "--call-graph dwarf unwinds user stacks; --kernel-only takes none",
+                "drop --kernel-only, or --call-graph (kernel stacks need no unwind information)",
+            ));
+        }
+    }
+    Ok(unwind)
 }
 
 #[cfg(test)]
@@ -212,6 +285,33 @@ mod tests {
         assert!(refused("-p 0").0.contains("--pid 0"));
         assert!(refused("-p 300").0.contains("has exited"));
         assert_eq!(plan("-p 100").unwrap().whose, Whose::Process(100));
+    }
+
+    #[test]
+    fn call_graph_takes_perfs_modes() {
+        assert_eq!(plan("").unwrap().unwind, Unwind::FramePointers);
+        assert_eq!(
+            plan("--call-graph fp").unwrap().unwind,
+            Unwind::FramePointers
+        );
+        assert_eq!(
+            plan("--call-graph dwarf").unwrap().unwind,
+            Unwind::Dwarf { stack_bytes: 8192 }
+        );
+        assert_eq!(
+            plan("--call-graph dwarf,16384 -- gzip").unwrap().unwind,
+            Unwind::Dwarf { stack_bytes: 16384 }
+        );
+        assert!(refused("--call-graph dwarf,100")
+            .0
+            .contains("multiple of 8"));
+        assert!(refused("--call-graph dwarf,65536").0.contains("65528"));
+        assert!(refused("--call-graph lbr").1[0].contains("dwarf"));
+        assert!(refused("--call-graph dwarfs").0.contains("unknown"));
+        assert!(refused("--call-graph dwarf --off-cpu").1[0].contains("drop --off-cpu"));
+        assert!(refused("--call-graph dwarf --kernel-only")
+            .0
+            .contains("--kernel-only"));
     }
 
     #[test]
