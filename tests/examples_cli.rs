@@ -4022,18 +4022,7 @@ fn profile_command(ctx: &Ctx, example: &str) {
 /// here): its stacks unwound from .eh_frame reach main's caller in libc, and its own unnamed
 /// frames show as `gzip+0xOFFSET`.
 fn profile_dwarf(ctx: &Ctx, example: &str) {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let text: Vec<u8> = (0..8_000_000)
-        .map(|i| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            match i % 65 {
-                64 => b'\n',
-                _ => b"0123456789abcdef"[(x & 15) as usize],
-            }
-        })
-        .collect();
+    let text = common::hex_text(8_000_000, 0x2545_f491_4f6c_dd1d);
     std::fs::write(ctx.path("big.txt"), text).unwrap();
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
     let stacks = shown_stacks(&stdout);

@@ -640,3 +640,20 @@ impl Drop for Cgroups {
         }
     }
 }
+
+/// `len` bytes of hex digits in 64-character lines from a xorshift generator seeded with
+/// `seed`: text that compressors work hard at, the same in every run.
+pub fn hex_text(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match i % 65 {
+                64 => b'\n',
+                _ => b"0123456789abcdef"[(x & 15) as usize],
+            }
+        })
+        .collect()
+}

@@ -113,6 +113,29 @@ fn without_trampoline(frames: &mut Vec<Frame>) {
     }
 }
 
+/// The start of the function holding runtime address `at` of `file` (mapped as `m`) in
+/// process `p`, as an offset in the file, from the function's FDE: for addresses no symbol
+/// names (a stripped file without its debug file).
+fn function_of(
+    p: &mut Process,
+    cfi: &mut HashMap<std::path::PathBuf, Option<std::rc::Rc<Cfi>>>,
+    file: &std::path::Path,
+    m: &Mapped,
+    at: u64,
+) -> Option<u64> {
+    let source = p.source_of(file)?;
+    let cfi = cfi
+        .entry(source.clone())
+        .or_insert_with(|| Cfi::load(&source).ok().map(std::rc::Rc::new))
+        .clone()?;
+    let bias = p.load_bias(file, cfi.base)?;
+    let svma = at.checked_sub(bias)?;
+    let start = cfi.function_start(svma)?;
+    // The start's distance back from `at` is the same in the file as in memory.
+    let offset = (at.checked_sub(m.start)?).checked_add(m.offset)?;
+    offset.checked_sub(svma - start)
+}
+
 impl Symbolizer {
     /// The stacks of `event`: kernel first, then user, each only when it was captured.
     /// `entry_ret`: `word::ENTRY_RET` of a slot with `SLOT_STACK_AT_ENTRY`, else 0: a user
@@ -271,6 +294,7 @@ impl Symbolizer {
                     line: None,
                     build_id: None,
                     mapped: None,
+                    function: None,
                 }
             })
             .collect();
@@ -286,7 +310,7 @@ impl Symbolizer {
     }
 
     fn user_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
-        let (exited, trap_after) = (&mut self.exited, self.trap_after);
+        let (exited, trap_after, cfi) = (&mut self.exited, self.trap_after, &mut self.cfi);
         let process = self.processes.entry(pid).or_insert_with(|| {
             let process = Process::new(pid).ok();
             if process.is_none() {
@@ -313,7 +337,7 @@ impl Symbolizer {
                 } else {
                     addr.saturating_sub(1)
                 };
-                let (symbol, location, build_id, mapped) = match process.as_mut() {
+                let (symbol, location, build_id, mapped, function) = match process.as_mut() {
                     Some(p) => {
                         let mapping = p.mapping_at(at);
                         let mapped = mapping.and_then(|m| {
@@ -325,10 +349,15 @@ impl Symbolizer {
                             })
                         });
                         let file = mapping.and_then(|m| m.path.clone());
-                        let build_id = file.and_then(|f| p.build_id(&f));
-                        (p.symbol_at(at), p.location(at), build_id, mapped)
+                        let build_id = file.as_ref().and_then(|f| p.build_id(f));
+                        let symbol = p.symbol_at(at);
+                        let function = match (&symbol, &file, &mapped) {
+                            (None, Some(file), Some(m)) => function_of(p, cfi, file, m, at),
+                            _ => None,
+                        };
+                        (symbol, p.location(at), build_id, mapped, function)
                     }
-                    None => (None, None, None, None),
+                    None => (None, None, None, None, None),
                 };
                 Frame {
                     addr,
@@ -341,6 +370,7 @@ impl Symbolizer {
                     line: location.map(|(_, line)| line),
                     build_id,
                     mapped,
+                    function,
                 }
             })
             .collect()
@@ -527,6 +557,7 @@ mod tests {
             line: None,
             build_id: None,
             mapped: None,
+            function: None,
         };
         let names = |frames: &[Frame]| -> Vec<String> {
             frames.iter().map(|f| f.symbol.clone().unwrap()).collect()

@@ -477,6 +477,11 @@ impl Process {
         files
     }
 
+    /// The file to read for the mapped `path` (see [`Process::source`]).
+    pub fn source_of(&mut self, path: &Path) -> Option<PathBuf> {
+        self.source(path)
+    }
+
     /// Where link-time address 0 of `path` lies in this process, given the file's lowest
     /// segment page `base`.
     pub fn load_bias(&self, path: &Path, base: u64) -> Option<u64> {

@@ -83,6 +83,28 @@ impl Cfi {
         Ok(cfi)
     }
 
+    /// The start (link-time address) of the function holding link-time address `svma`, from
+    /// its FDE in `.eh_frame`, found through `.eh_frame_hdr`'s sorted table: what names a
+    /// function of a stripped file that has no symbol for it.
+    pub fn function_start(&self, svma: u64) -> Option<u64> {
+        use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection as _};
+        let (hdr_svma, hdr_bytes) = self.eh_frame_hdr.as_ref()?;
+        let (eh_svma, eh_bytes) = self.eh_frame.as_ref()?;
+        let mut bases = BaseAddresses::default()
+            .set_eh_frame_hdr(hdr_svma.start)
+            .set_eh_frame(eh_svma.start);
+        if let Some((text, _)) = &self.text {
+            bases = bases.set_text(text.start);
+        }
+        let hdr = EhFrameHdr::new(&self.file[hdr_bytes.clone()], LittleEndian);
+        let parsed = hdr.parse(&bases, 8).ok()?;
+        let table = parsed.table()?;
+        let eh_frame = EhFrame::new(&self.file[eh_bytes.clone()], LittleEndian);
+        let fde =
+            (table.fde_for_address(&eh_frame, &bases, svma, EhFrame::cie_from_offset)).ok()?;
+        (fde.initial_address() <= svma && svma < fde.end_address()).then(|| fde.initial_address())
+    }
+
     /// Whether the file has call frame information at all.
     pub fn has_cfi(&self) -> bool {
         self.eh_frame.is_some() || self.debug_frame.is_some()
@@ -261,5 +283,10 @@ mod tests {
         assert!(ips.iter().all(|&a| a != 0));
         assert_eq!(ips[0], ip);
         assert!(ips[1..].iter().any(|a| (first..last).contains(a)));
+        // This very function's start, by its FDE, is the address its symbol gives.
+        let me = a_stack_of_this_process_unwinds_to_its_root as *const () as u64;
+        let bias = zero - cfi.base;
+        assert_eq!(cfi.function_start(ip - bias), Some(me - bias));
+        assert_eq!(cfi.function_start(u64::MAX / 2), None);
     }
 }

@@ -270,6 +270,7 @@ mod tests {
             line: None,
             build_id: None,
             mapped: None,
+            function: None,
         }
     }
 

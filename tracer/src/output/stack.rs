@@ -25,6 +25,9 @@ pub struct Frame {
     /// User frames: the file mapping that holds the address, so that a profile can say where
     /// the file lay (pprof's mappings, symbolized later by a server from the build-id).
     pub mapped: Option<Mapped>,
+    /// User frames no symbol names: the start of the function that holds the address, as an
+    /// offset in its file, from the function's FDE in `.eh_frame`.
+    pub function: Option<u64>,
 }
 
 /// Where a user frame's file was mapped: `start..end` of the process's memory, from `offset`
@@ -61,10 +64,16 @@ impl Frame {
     /// no symbol names but whose mapped file is known (a stripped binary without its debug
     /// file): what `addr2line -e FILE 0xOFFSET` takes for the position-independent programs
     /// and libraries distributions ship, whose code lies at its file offset.
+    ///
+    /// Where the function holding the address is known from its FDE, the function's start:
+    /// the samples of one function are one frame, as a symbol would make them.
     pub fn file_offset(&self) -> Option<String> {
         let mapped = self.mapped.as_ref()?;
         let base = mapped.path.rsplit('/').next().unwrap_or(&mapped.path);
-        let offset = (self.addr.checked_sub(mapped.start)?).checked_add(mapped.offset)?;
+        let offset = match self.function {
+            Some(start) => start,
+            None => (self.addr.checked_sub(mapped.start)?).checked_add(mapped.offset)?,
+        };
         Some(format!("{base}+{offset:#x}"))
     }
 
@@ -85,7 +94,14 @@ impl Frame {
     pub fn text(&self) -> String {
         let mut text = match (&self.symbol, self.file_offset()) {
             (Some(_), _) => self.place(),
-            (None, Some(at)) => at,
+            (None, Some(at)) => match (self.function, &self.mapped) {
+                // The function's start and the offset in it, as `function+0xoff`.
+                (Some(start), Some(m)) => {
+                    let offset = (self.addr - m.start + m.offset).saturating_sub(start);
+                    format!("{at}+{offset:#x}")
+                }
+                _ => at,
+            },
             (None, None) => format!("[unknown] {:#x}", self.addr),
         };
         if let (Some(file), Some(line)) = (&self.file, self.line) {
@@ -162,6 +178,7 @@ mod tests {
         Frame {
             build_id: None,
             mapped: None,
+            function: None,
             addr: 0x401136,
             space: Space::User,
             symbol: symbol.map(str::to_string),
@@ -169,6 +186,28 @@ mod tests {
             file: file.map(|(f, _)| f.to_string()),
             line: file.map(|(_, l)| l),
         }
+    }
+
+    #[test]
+    fn unnamed_frames_are_named_by_file_and_offset() {
+        let mut f = frame(None, None);
+        f.addr = 0x5555_5555_8336;
+        f.mapped = Some(Mapped {
+            start: 0x5555_5555_7000,
+            end: 0x5555_5556_6000,
+            offset: 0x3000,
+            path: "/usr/bin/gzip".into(),
+        });
+        // Offset 0x4336 in the file.
+        assert_eq!(f.file_offset().as_deref(), Some("gzip+0x4336"));
+        assert_eq!(f.name(), "gzip+0x4336");
+        assert_eq!(f.text(), "gzip+0x4336");
+        // In a function that starts at 0x4290 (its FDE): one name for all of it.
+        f.function = Some(0x4290);
+        assert_eq!(f.name(), "gzip+0x4290");
+        assert_eq!(f.text(), "gzip+0x4290+0xa6");
+        f.mapped = None;
+        assert_eq!(f.name(), "[unknown]");
     }
 
     #[test]

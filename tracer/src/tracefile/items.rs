@@ -58,6 +58,7 @@ impl ItemDecoder {
             line: location.map(|(_, line)| line),
             build_id: None,
             mapped: None,
+            function: None,
         }
     }
 
