@@ -418,6 +418,12 @@ impl Symbolizer {
         unwinder.unwind(sampled)
     }
 
+    /// Forgets the unwinder of `pid` (it exited; its samples were unwound): its frames are
+    /// still named from its mappings.
+    pub fn drop_unwinder(&mut self, pid: u32) {
+        self.unwinders.remove(&pid);
+    }
+
     /// The frames of an unwound user stack of `pid` (from [`Symbolizer::unwind`]): the first
     /// address is the sampled instruction, the others return addresses.
     pub fn unwound_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {

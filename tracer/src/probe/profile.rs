@@ -425,6 +425,15 @@ impl Unwound {
                         ends.lost += lost;
                         return;
                     }
+                    // Its samples came before (time order): what was kept to read them goes,
+                    // so that a long run keeps what its live tasks need.
+                    Record::Exit(t) => {
+                        comms.remove(&t.tid);
+                        if t.pid == t.tid {
+                            symbolizer.drop_unwinder(t.pid);
+                        }
+                        return;
+                    }
                     _ => return,
                 };
                 let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
