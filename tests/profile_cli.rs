@@ -848,3 +848,50 @@ fn dwarf_unwinding_gives_whole_stacks_of_a_debian_binary() {
         samples.len()
     );
 }
+
+/// Debian's python3, built without frame pointers: with `--call-graph dwarf,16384` the
+/// interpreter's C stacks unwind through the evaluation loop to `Py_BytesMain` and the entry
+/// point (walked by frame pointers, a sample had one named frame over `[unknown]`s). Python's
+/// stacks are deep: the 8 KiB default leaves a few percent past the copy here.
+#[test]
+fn dwarf_unwinding_gives_whole_stacks_of_python() {
+    if std::env::var_os("TRACER_EMULATED").is_some() {
+        common::skip(
+            "dwarf_unwinding_gives_whole_stacks_of_python: skipped in the VM tier: the kernel's \
+             part (registers and stack copies) is the gzip test's, run there; unwinding is user \
+             space, and python under TCG took 28 s",
+        );
+        return;
+    }
+    let script = "import json\n\
+                  def f(n):\n    return sum(len(json.dumps({'a': i, 'b': [i] * 5})) for i in range(n))\n\
+                  print(f(100000))";
+    let out = tracer(&[
+        "profile",
+        "-F",
+        "999",
+        "--call-graph",
+        "dwarf,16384",
+        "-f",
+        "folded",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines = folded(&stdout, "python3");
+    // The interpreter's own samples: those in its evaluation loop.
+    let evaluating: Vec<(String, u64)> = (lines.iter())
+        .filter(|(stack, _)| stack.contains(";_PyEval_EvalFrameDefault"))
+        .cloned()
+        .collect();
+    let total: u64 = evaluating.iter().map(|(_, n)| n).sum();
+    let whole = through(&evaluating, ";Py_BytesMain");
+    assert!(total >= 50, "{stdout}\n{stderr}");
+    assert!(
+        whole * 100 >= total * 95,
+        "{whole} of {total}: {stdout}\n{stderr}"
+    );
+}
