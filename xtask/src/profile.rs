@@ -1,5 +1,6 @@
 //! `profile`: what sampling stacks costs a CPU-bound workload at 99 and 999 Hz, tracer against
-//! `perf record -g` and bpftrace's `profile:hz`, in one run; and `profile_memory`: tracer's
+//! `perf record -g` and bpftrace's `profile:hz`, and with stacks copied for DWARF unwinding
+//! (`--call-graph dwarf`, tracer's and perf's), in one run; and `profile_memory`: tracer's
 //! memory over a 60 s profile of a shell that starts 1,000 short children, each a process whose
 //! mappings the symbolizer must know while it is sampled.
 
@@ -107,6 +108,7 @@ fn measure(tool: &Tool, hz: u32, pinned: bool, work: &[String]) -> Result<Measur
 
 fn tools(tracer: &str) -> Vec<Tool> {
     let tracer = tracer.to_string();
+    let dwarf = tracer.clone();
     let mut tools = vec![Tool {
         name: "tracer profile -F HZ".into(),
         argv: Box::new(move |hz, work| {
@@ -120,7 +122,53 @@ fn tools(tracer: &str) -> Vec<Tool> {
         },
         report: None,
     }];
+    tools.push(Tool {
+        name: "tracer profile --call-graph dwarf -F HZ".into(),
+        argv: Box::new(move |hz, work| {
+            let rate = hz.to_string();
+            let tool = [
+                &dwarf,
+                "profile",
+                "--call-graph",
+                "dwarf",
+                "-F",
+                &rate,
+                "--",
+            ];
+            [s(&tool), work].concat()
+        }),
+        samples: |_, stderr| {
+            stderr
+                .lines()
+                .find_map(|l| l.split_once(" samples in ")?.0.trim().parse().ok())
+        },
+        report: None,
+    });
     if peer("perf", "linux-perf") {
+        // perf unwinds the copied stacks in `perf report`: its cost is counted with it.
+        tools.push(Tool {
+            name: "perf record --call-graph dwarf -F HZ + report".into(),
+            argv: Box::new(|hz, work| {
+                let rate = hz.to_string();
+                let tool = [
+                    "perf",
+                    "record",
+                    "--call-graph",
+                    "dwarf",
+                    "-F",
+                    &rate,
+                    "-o",
+                    PERF_DATA,
+                    "--",
+                ];
+                [s(&tool), work].concat()
+            }),
+            samples: |_, stderr| {
+                let (_, tail) = stderr.rsplit_once(" (")?;
+                tail.split_once(" samples)")?.0.parse().ok()
+            },
+            report: Some(s(&["perf", "report", "-i", PERF_DATA, "--stdio", "-g"])),
+        });
         tools.push(Tool {
             name: "perf record -g -F HZ + perf report".into(),
             argv: Box::new(|hz, work| {
