@@ -950,3 +950,59 @@ fn memory_does_not_grow_with_the_number_of_events() {
         "peak RSS {small} KiB for 50k events, {large} KiB for 400k"
     );
 }
+
+/// `-p PID` follows the children the process starts from then on (as `tracer trace -p`,
+/// `tracer stat -p` and perf do), and `-i/--no-inherit` keeps to the process itself: a shell
+/// that runs the workload twice as children (4 and 3 getppid calls) gives 7 hits, and none
+/// with `-i` (the shell makes no getppid call of its own).
+#[test]
+fn a_process_is_followed_into_its_children_unless_no_inherit() {
+    if !has(Feature::Tracepoints, "pid_children") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    for (extra, want) in [(None, 7), (Some("-i"), 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let script = format!(
+            "while [ ! -e {} ]; do sleep 0.01; done; {prog} getppid 4; {prog} getppid 3",
+            go.display()
+        );
+        common::require_root();
+        let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+        let pid = work.id().to_string();
+        let mut args = vec![
+            "probe",
+            "-p",
+            &pid,
+            "-f",
+            "json",
+            "syscalls:sys_enter_getppid",
+        ];
+        args.extend(extra);
+        let mut child = Command::new(common::tracer_bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = String::new();
+        stderr.read_line(&mut banner).unwrap();
+        std::fs::write(&go, b"").unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let _ = work.wait();
+        let stderr = banner + &rest;
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        let events = json_events(&out);
+        assert_eq!(events.len(), want, "{args:?}: {stderr}");
+        assert!(
+            events
+                .iter()
+                .all(|e| e["pid"].as_u64() != Some(work.id() as u64)),
+            "{args:?}: the shell made no getppid call"
+        );
+    }
+}

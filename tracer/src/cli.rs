@@ -445,7 +445,8 @@ pub enum WatchType {
 /// programs before a hit is sent or counted.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Tasks {
-    /// Only this process (all its threads).
+    /// This process (all its threads) and the children it starts from now on (-i: the
+    /// process alone).
     #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
     /// Only tasks with this name.
@@ -461,6 +462,10 @@ pub struct Tasks {
     /// prefix of it, as `docker ps` shows it): the tasks in its own cgroup.
     #[arg(long, value_name = "ID", conflicts_with = "cgroup")]
     pub container: Option<String>,
+    /// With -p: only the process itself. By default the children it starts from now on are
+    /// followed too, as `tracer trace -p`, `tracer stat -p` and perf follow them (perf's -i).
+    #[arg(short = 'i', long = "no-inherit", requires = "pid")]
+    pub no_inherit: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]

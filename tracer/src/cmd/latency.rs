@@ -39,6 +39,9 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let (mut bpf, mut pair) = probe::latency::attach(&plan, &fs, session.is_launched())?;
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
     session.follow(&mut bpf, &fs)?;
+    if let Some(pid) = plan.pid.filter(|_| plan.follow) {
+        session.follow_adopted(&mut bpf, &fs, &[pid])?;
+    }
     let what = format!("latency of {} -> {}", plan.start, plan.end);
     session.begin(&Banner {
         verb: "Tracing",

@@ -65,6 +65,9 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
         crate::output::notes::attached(probes.len(), attaching.elapsed());
     }
     session.follow(&mut bpf, &fs)?;
+    if plan.follow {
+        session.follow_adopted(&mut bpf, &fs, &[plan.filter.tgid])?;
+    }
     let banner = banner(&plan, &probes, session.whom());
     session.begin(&banner)?;
     for probe in &probes {
@@ -82,8 +85,12 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
 fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
     let mut base = plan.filter;
     base.exclude_tgid = std::process::id();
-    if launched {
+    if launched || plan.follow {
         base.flags |= tracer_common::SLOT_FILTER_TRACKED;
+    }
+    // -p's process and its children, by the tracked set, not by the process id alone.
+    if plan.follow {
+        base.tgid = 0;
     }
     AttachOptions {
         base,

@@ -34,6 +34,8 @@ pub struct LatencyPlan {
     pub duration: Option<Duration>,
     pub pid: Option<u32>,
     pub filter: tracer_common::SlotConfig,
+    /// `-p PID` without `--no-inherit`: its children are followed too.
+    pub follow: bool,
     pub output: super::Output,
     pub command: Vec<String>,
     /// Notes to print before attaching: input that may match nothing.
@@ -77,6 +79,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         duration: args.duration,
         pid: args.tasks.pid,
         filter,
+        follow: super::follows_children(&args.tasks, None),
         output,
         command: args.command.clone(),
         kprobe_interface: args.kprobe_interface,

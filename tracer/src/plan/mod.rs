@@ -571,6 +571,9 @@ pub struct ProbePlan {
     pub specs: Vec<ProbeSpec>,
     /// The filters every slot gets (flags carry `SLOT_FILTER_COMM` when --comm is given).
     pub filter: tracer_common::SlotConfig,
+    /// `-p PID` without `--no-inherit`: the children it starts are followed too (`filter.tgid`
+    /// stays the process, for the session and for uprobes, which the kernel scopes to it).
+    pub follow: bool,
     pub command: Vec<String>,
     pub count: Option<u64>,
     pub duration: Option<std::time::Duration>,
@@ -933,6 +936,12 @@ pub fn default_shared_ring_pages(cpus: usize) -> usize {
         .min(1 << 16)
 }
 
+/// Whether `-p PID`'s children are followed (in BPF, as a `-- COMMAND`'s are): by default,
+/// unless `-i/--no-inherit` or `--tid` narrows the run to the process or one thread.
+pub fn follows_children(tasks: &crate::cli::Tasks, tid: Option<u32>) -> bool {
+    tasks.pid.is_some() && !tasks.no_inherit && tid.is_none()
+}
+
 /// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
 pub fn build_filter(
     tasks: &crate::cli::Tasks,
@@ -1125,6 +1134,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
     Ok(ProbePlan {
         specs,
         filter,
+        follow: follows_children(&args.tasks, args.tid),
         command: args.command.clone(),
         count: args.stop.count,
         duration: args.stop.duration,

@@ -713,6 +713,7 @@ fn latency_source(
             duration: None,
             pid: None,
             filter: tracer_common::SlotConfig::default(),
+            follow: false,
             output: super::Output {
                 format: crate::output::events::Format::Text,
                 file: None,

@@ -235,8 +235,12 @@ fn lat_config(
 ) -> Result<LatConfig, Error> {
     let mut filter = plan.filter;
     filter.exclude_tgid = std::process::id();
-    if launched {
+    if launched || plan.follow {
         filter.flags |= SLOT_FILTER_TRACKED;
+    }
+    // -p's process and its children, by the tracked set, not by the process id alone.
+    if plan.follow {
+        filter.tgid = 0;
     }
     let (entry_key, exit_key) = match &plan.key {
         None => Default::default(),
