@@ -399,8 +399,8 @@ pub struct ProfileArgs {
     /// Time blocked off CPU, by stack (from sched_switch out to back in), instead of samples.
     #[arg(long)]
     pub off_cpu: bool,
-    /// With --off-cpu: leave out blocks shorter than this (e.g. 1ms; a bare number is
-    /// nanoseconds; default 1us).
+    /// With --off-cpu: leave out blocks shorter than this (a duration with its unit: 1ms,
+    /// 500us; default 1us). A bare number is refused: no profiler agrees on its unit.
     #[arg(long, value_name = "DURATION")]
     pub min_block: Option<String>,
     /// The text report's number of stacks.
