@@ -196,7 +196,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         seconds: profile.seconds,
         why: outcome.why(count, unit),
         tail: match measure {
-            Measure::OnCpu { .. } => format!("{} lost", profile.accounting.not_counted),
+            // Not counted for want of room in the map; or, unwound, lost when a ring was full.
+            Measure::OnCpu { .. } => format!(
+                "{} lost",
+                profile.accounting.not_counted + profile.accounting.unwound.map_or(0, |u| u.lost)
+            ),
             Measure::OffCpu { .. } => format!(
                 "{} blocked; {} lost",
                 out::duration(profile.total_value()),

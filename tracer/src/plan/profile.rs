@@ -276,7 +276,9 @@ mod tests {
         assert!(refused("--min-block 1ms").1[0].contains("--off-cpu"));
         assert!(refused("--off-cpu --min-block soon").1[0].contains("--min-block 1ms"));
         // The help says a unit is needed: a bare number is refused, with the units.
-        assert!(refused("--off-cpu --min-block 1000").0.contains("needs a unit"));
+        assert!(refused("--off-cpu --min-block 1000")
+            .0
+            .contains("needs a unit"));
         assert!(refused("-o svg").1[0].contains("-f svg"));
         assert!(refused("--top 0").0.contains("--top 0"));
         assert!(refused("-I 1s -f svg").1[0].contains("drop -I"));
