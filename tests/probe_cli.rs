@@ -601,7 +601,9 @@ fn a_peer_counting_the_same_tracepoint_still_sees_every_hit() {
     let _ = streaming.wait();
     let seen = reader.join().unwrap();
     let report = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{report}");
+    // Once, in a whole VM-tier run on 6.1, `tracer stat` ended by a signal with nothing on
+    // stderr (not reproduced in 17 runs alone): the status says which signal, next time.
+    assert_eq!(out.status.code(), Some(0), "{:?}: {report}", out.status);
     let count = |event: &str| {
         (report.lines())
             .find(|l| l.split(',').nth(2) == Some(event))

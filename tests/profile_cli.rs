@@ -298,7 +298,20 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
         "{context}"
     );
     if blocked == 9 && !missed {
-        assert!(nap >= 1_000_000 && doze >= 200_000, "{context}");
+        // A block is timed from the switch out, a sleep from when its timer was armed: on
+        // real CPUs microseconds apart; on the VM tier's emulated ones up to a millisecond
+        // (a 7.3 run counted its four 50 ms dozes as 198.65 ms).
+        let slack = match common::emulated(
+            "off-CPU minimum",
+            "each block may start up to 1 ms after its sleep's timer was armed",
+        ) {
+            true => 1_000,
+            false => 0,
+        };
+        assert!(
+            nap + naps * slack >= 1_000_000 && doze + dozes * slack >= 200_000,
+            "{context}"
+        );
     }
     assert!(nap + doze <= ran_us + 10_000, "{context}");
 }
