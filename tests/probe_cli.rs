@@ -519,39 +519,11 @@ fn probe_of_a_process_ends_when_it_exits() {
         return;
     }
     let prog = common::testprog().display().to_string();
-    // Exec'd by the shell: the pid given to -p is the workload's, once tracer says it traces
-    // (the shell waits for a file the test makes then: a fixed pause was too short under load).
-    let dir = tempfile::tempdir().unwrap();
-    let go = dir.path().join("go");
-    let script = format!(
-        "while [ ! -e {} ]; do sleep 0.01; done; exec {prog} getppid 9",
-        go.display()
+    // Exec'd by the shell: the pid given to -p is the workload's, once tracer says it traces.
+    let (pid, out, stderr) = probe_of_a_waiting_shell(
+        &format!("exec {prog} getppid 9"),
+        &["-f", "json", "syscalls:sys_enter_getppid"],
     );
-    common::require_root();
-    let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
-    let pid = work.id().to_string();
-    let mut child = Command::new(common::tracer_bin())
-        .args([
-            "probe",
-            "-p",
-            &pid,
-            "-f",
-            "json",
-            "syscalls:sys_enter_getppid",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut banner = String::new();
-    stderr.read_line(&mut banner).unwrap();
-    std::fs::write(&go, b"").unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let _ = work.wait();
-    let stderr = banner + &rest;
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.starts_with(&format!(
@@ -953,6 +925,37 @@ fn memory_does_not_grow_with_the_number_of_events() {
     );
 }
 
+/// `tracer probe -p SHELL ARGS` of a shell that waits, once tracer says it traces, for a file
+/// the test makes, then runs `then` (a fixed pause was too short under load): the shell's
+/// pid, tracer's output and its whole stderr.
+fn probe_of_a_waiting_shell(then: &str, args: &[&str]) -> (String, std::process::Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.01; done; {then}",
+        go.display()
+    );
+    common::require_root();
+    let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let pid = work.id().to_string();
+    let mut child = Command::new(common::tracer_bin())
+        .args(["probe", "-p", &pid])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    std::fs::write(&go, b"").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = work.wait();
+    (pid, out, banner + &rest)
+}
+
 /// `-p PID` follows the children the process starts from then on (as `tracer trace -p`,
 /// `tracer stat -p` and perf do), and `-i/--no-inherit` keeps to the process itself: a shell
 /// that runs the workload twice as children (4 and 3 getppid calls) gives 7 hits, and none
@@ -964,46 +967,15 @@ fn a_process_is_followed_into_its_children_unless_no_inherit() {
     }
     let prog = common::testprog().display().to_string();
     for (extra, want) in [(None, 7), (Some("-i"), 0)] {
-        let dir = tempfile::tempdir().unwrap();
-        let go = dir.path().join("go");
-        let script = format!(
-            "while [ ! -e {} ]; do sleep 0.01; done; {prog} getppid 4; {prog} getppid 3",
-            go.display()
-        );
-        common::require_root();
-        let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
-        let pid = work.id().to_string();
-        let mut args = vec![
-            "probe",
-            "-p",
-            &pid,
-            "-f",
-            "json",
-            "syscalls:sys_enter_getppid",
-        ];
+        let mut args = vec!["-f", "json", "syscalls:sys_enter_getppid"];
         args.extend(extra);
-        let mut child = Command::new(common::tracer_bin())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut banner = String::new();
-        stderr.read_line(&mut banner).unwrap();
-        std::fs::write(&go, b"").unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let _ = work.wait();
-        let stderr = banner + &rest;
+        let (pid, out, stderr) =
+            probe_of_a_waiting_shell(&format!("{prog} getppid 4; {prog} getppid 3"), &args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         let events = json_events(&out);
         assert_eq!(events.len(), want, "{args:?}: {stderr}");
         assert!(
-            events
-                .iter()
-                .all(|e| e["pid"].as_u64() != Some(work.id() as u64)),
+            events.iter().all(|e| e["pid"].as_u64() != pid.parse().ok()),
             "{args:?}: the shell made no getppid call"
         );
     }
