@@ -65,7 +65,10 @@ fn features_json_is_one_versioned_object() {
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 1, "one JSON object on one line");
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(doc["version"], 1);
+    assert_eq!(
+        (&doc["type"], &doc["version"]),
+        (&"features".into(), &2.into())
+    );
     assert_eq!(
         doc["features"].as_object().unwrap().len(),
         Feature::ALL.len()
@@ -203,7 +206,7 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     assert_eq!(stdout(&out), "");
     let timeline = std::fs::read_to_string(&file).unwrap();
     let probes = (timeline.lines())
-        .filter(|l| l.contains(&format!("\"source\":\"{tp}\"")))
+        .filter(|l| l.contains(&format!("\"probe\":\"{tp}\"")))
         .count();
     assert_eq!(probes, 4, "{timeline}");
     // watch: each of the six writes of the counter.

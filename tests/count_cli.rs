@@ -482,10 +482,10 @@ fn sums_and_keys_of_arguments_are_exact() {
     assert_eq!(rows.len(), 5, "--top 5");
     assert_eq!(reports[0]["hidden"], 7);
     // Equal counts are ordered by key text: "0", "1", "10", "11", "2".
-    let keys: Vec<&str> = rows.iter().map(|r| r["arg0"].as_str().unwrap()).collect();
-    assert_eq!(keys, ["0", "1", "10", "11", "2"]);
+    let keys: Vec<i64> = rows.iter().map(|r| r["arg0"].as_i64().unwrap()).collect();
+    assert_eq!(keys, [0, 1, 10, 11, 2]);
     for row in rows {
-        let i: i64 = row["arg0"].as_str().unwrap().parse().unwrap();
+        let i: i64 = row["arg0"].as_i64().unwrap();
         assert_eq!(
             (row["count"].as_u64(), row["sum"].as_i64()),
             (Some(1), Some(2 * i))
@@ -616,7 +616,7 @@ fn exited_processes_make_room_in_the_count_map_at_each_interval() {
     let mut by_pid = std::collections::BTreeMap::<String, u64>::new();
     for row in reports.iter().flat_map(|r| r["rows"].as_array().unwrap()) {
         *by_pid
-            .entry(row["pid"].as_str().unwrap().to_string())
+            .entry(row["pid"].as_u64().unwrap().to_string())
             .or_default() += row["count"].as_u64().unwrap();
         let stack = row["stack"].as_array().unwrap();
         assert!(

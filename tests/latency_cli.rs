@@ -91,7 +91,7 @@ fn assert_holds_the_calls(out: &Output, prefix: &str, calls: usize) {
 fn outliers(out: &Output) -> Vec<serde_json::Value> {
     text(&out.stdout)
         .lines()
-        .filter(|l| l.contains("\"outlier\":true"))
+        .filter(|l| l.contains("\"type\":\"outlier\""))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }

@@ -189,7 +189,7 @@ fn on_cpu_of_a_running_process_as_json() {
     // Innermost first: the hot chain's user frames, as the text report lists them.
     let user = |s: &serde_json::Value| -> Vec<String> {
         (s["frames"].as_array().unwrap().iter())
-            .filter(|f| f["kernel"] == false)
+            .filter(|f| f["space"] == "user")
             .map(|f| f["name"].as_str().unwrap().to_string())
             .collect()
     };

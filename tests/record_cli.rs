@@ -116,7 +116,7 @@ fn watch_uprobe_and_tracepoint_come_out_in_program_order_across_cpus() {
         .iter()
         .map(|i| {
             (
-                short(i["source"].as_str().unwrap()).to_string(),
+                short(i["probe"].as_str().unwrap()).to_string(),
                 i["tid"].as_u64().unwrap(),
                 i["cpu"].as_u64().unwrap(),
             )
@@ -132,7 +132,7 @@ fn watch_uprobe_and_tracepoint_come_out_in_program_order_across_cpus() {
     assert_eq!(got, want, "{summary}");
     // Values: the watch saw 0 -> 1 -> 2 -> 3, the step took and returned its round.
     let watch: Vec<(u64, u64)> = (items.iter())
-        .filter(|i| i["type"] == "watch")
+        .filter(|i| short(i["probe"].as_str().unwrap()) == "watch")
         .map(|i| {
             (
                 i["args"]["old"].as_u64().unwrap(),
@@ -149,7 +149,10 @@ fn watch_uprobe_and_tracepoint_come_out_in_program_order_across_cpus() {
     .position(|l| l.contains("timeline_counter = i;"))
     .unwrap()
         + 1;
-    let at = items.iter().find(|i| i["type"] == "watch").unwrap()["args"]["at"]
+    let at = items
+        .iter()
+        .find(|i| short(i["probe"].as_str().unwrap()) == "watch")
+        .unwrap()["args"]["at"]
         .as_str()
         .unwrap()
         .to_string();
@@ -158,12 +161,12 @@ fn watch_uprobe_and_tracepoint_come_out_in_program_order_across_cpus() {
         "{at}"
     );
     let rounds: Vec<i64> = (items.iter())
-        .filter(|i| i["type"] == "probe" && short(i["source"].as_str().unwrap()) == "uprobe")
+        .filter(|i| i["type"] == "event" && short(i["probe"].as_str().unwrap()) == "uprobe")
         .map(|i| i["args"]["round"].as_i64().unwrap())
         .collect();
     assert_eq!(rounds, vec![1, 2, 3]);
     let rets: Vec<i64> = (items.iter())
-        .filter(|i| i["type"] == "return")
+        .filter(|i| short(i["probe"].as_str().unwrap()) == "uretprobe")
         .map(|i| i["ret"].as_i64().unwrap())
         .collect();
     assert_eq!(rets, vec![2, 4, 6]);
@@ -197,7 +200,7 @@ fn counter_samples_interleave_with_bpf_events_on_one_clock() {
     let mut faults_per_round = Vec::new();
     let mut counting: Option<usize> = None;
     for item in &items {
-        let source = short(item["source"].as_str().unwrap());
+        let source = short(item["probe"].as_str().unwrap());
         match source {
             "uretprobe" => counting = Some(0),
             "page-faults" if item["tid"].as_u64() == Some(tids.main) => {
@@ -228,8 +231,18 @@ fn report_filters_by_thread_source_and_time() {
     let path = file.to_str().unwrap();
     let worker = tids.worker.to_string();
     let (items, _) = report(&[path, "--tid", &worker, "--source", "u*probe:*"]);
-    let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["probe", "return"].repeat(ROUNDS));
+    let kinds: Vec<(&str, &str)> = (items.iter())
+        .map(|i| {
+            (
+                i["type"].as_str().unwrap(),
+                short(i["probe"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("event", "uprobe"), ("event", "uretprobe")].repeat(ROUNDS)
+    );
     let (all, _) = report(&[path, "--source", "watch:*"]);
     assert_eq!(all.len(), ROUNDS);
     let (with_pid, _) = report(&[
@@ -458,7 +471,7 @@ fn a_live_recording_pipes_into_report() {
     assert!(piped.status.success(), "{}", text(&piped.stderr));
     let sources: Vec<String> = json_lines(&piped.stdout)
         .iter()
-        .map(|i| short(i["source"].as_str().unwrap()).to_string())
+        .map(|i| short(i["probe"].as_str().unwrap()).to_string())
         .collect();
     assert_eq!(sources, ["watch", "getppid"].repeat(ROUNDS));
 
@@ -627,7 +640,7 @@ fn record_spin(
 fn inside_spin_inner(items: &[serde_json::Value], context: &str) -> Vec<serde_json::Value> {
     let time_of = |prefix: &str| -> u64 {
         let hits: Vec<u64> = (items.iter())
-            .filter(|i| i["source"].as_str().unwrap().starts_with(prefix))
+            .filter(|i| i["probe"].as_str().unwrap().starts_with(prefix))
             .map(|i| i["time_ns"].as_u64().unwrap())
             .collect();
         assert_eq!(hits.len(), 1, "one {prefix} hit: {context}");
@@ -685,7 +698,7 @@ fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
     assert!(
         samples
             .iter()
-            .all(|s| s["pid"] == pid && s["source"] == "cpu-clock:u"),
+            .all(|s| s["pid"] == pid && s["probe"] == "cpu-clock:u"),
         "{context}"
     );
     // Before 6.11 the kernel's user stacks show the uretprobe trampoline in place of the

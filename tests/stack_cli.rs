@@ -215,14 +215,13 @@ fn uprobe_arguments_and_returns_are_named_and_typed_from_dwarf() {
         let args = &call["args"];
         assert_eq!(args["count"], i, "{call}");
         assert_eq!(args["name"], "chain", "{call}");
-        assert_eq!(
-            args["odd"],
-            if i % 2 == 1 { "true" } else { "false" },
-            "{call}"
-        );
-        assert_eq!(args["shade"], "GREEN", "{call}");
+        // Typed as the model says (docs/json.md): a bool, an enum's number and name, a
+        // pointer as a number.
+        assert_eq!(args["odd"], i % 2 == 1, "{call}");
+        assert_eq!(args["shade"]["text"], "GREEN", "{call}");
+        assert!(args["shade"]["value"].is_i64(), "{call}");
         assert!(
-            args["where"].as_str().unwrap().starts_with("0x7ff"),
+            args["where"].as_u64().unwrap() >= 0x7ff0_0000_0000,
             "{call}"
         );
     }

@@ -249,13 +249,22 @@ fn json_has_names_raw_values_and_errnos() {
         .collect();
     let failed = calls
         .iter()
-        .find(|c| c["args"][1]["text"] == "\"/nonexistent/tracer\"")
+        .find(|c| c["args"]["filename"] == "/nonexistent/tracer")
         .unwrap();
-    assert_eq!(failed["name"], "openat");
-    assert_eq!(failed["args"][0]["name"], "dfd");
-    assert_eq!(failed["args"][0]["value"], -100);
-    assert_eq!(failed["args"][0]["text"], "AT_FDCWD");
-    assert_eq!(failed["args"][1]["name"], "filename");
+    assert_eq!(
+        (&failed["type"], &failed["name"]),
+        (&"call".into(), &"openat".into())
+    );
+    // Named numbers carry the number beside strace's text; plain numbers are numbers.
+    assert_eq!(
+        failed["args"]["dfd"],
+        serde_json::json!({"value": -100, "text": "AT_FDCWD"})
+    );
+    assert_eq!(
+        failed["args"]["flags"],
+        serde_json::json!({"value": 0, "text": "O_RDONLY"})
+    );
+    assert!(failed["time_unix_ns"].as_u64().unwrap() > 1_700_000_000_000_000_000);
     assert_eq!(failed["ret"], -2);
     assert_eq!(failed["errno"], "ENOENT");
     assert!(failed["duration_ns"].as_u64().unwrap() > 0);
@@ -268,15 +277,15 @@ fn json_has_names_raw_values_and_errnos() {
     );
     // The workload forks a child that execs: two processes, each ending with exit_group and
     // then its exit (the parent's last).
-    let exits: Vec<_> = calls.iter().filter(|c| c["event"] == "exit").collect();
+    let exits: Vec<_> = calls.iter().filter(|c| c["type"] == "exit").collect();
     assert_eq!(exits.len(), 2, "{calls:#?}");
     assert!(exits.iter().all(|e| e["exit_code"] == 0), "{exits:?}");
-    let last_call = calls.iter().rev().find(|c| c["event"].is_null()).unwrap();
+    let last_call = calls.iter().rev().find(|c| c["type"] == "call").unwrap();
     assert_eq!(
         (last_call["name"].as_str(), &last_call["ret"]),
         (Some("exit_group"), &serde_json::Value::Null)
     );
-    assert_eq!(calls.last().unwrap()["event"], "exit");
+    assert_eq!(calls.last().unwrap()["type"], "exit");
 }
 
 /// `-c` from the kernel's counts: the calls the loader never makes, whose numbers the

@@ -507,7 +507,7 @@ pub fn chain_latency_outliers(calls: u32) -> Vec<serde_json::Value> {
     // The outliers, then the histogram.
     let lines = json_lines(&out.stdout);
     let (outliers, histograms): (Vec<_>, Vec<_>) =
-        lines.into_iter().partition(|l| l["outlier"] == true);
+        lines.into_iter().partition(|l| l["type"] == "outlier");
     assert_eq!(histograms.len(), 1, "{histograms:?}\n{rest}");
     assert_eq!(outliers.len(), calls as usize, "{outliers:?}\n{rest}");
     outliers

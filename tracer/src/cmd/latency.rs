@@ -80,6 +80,8 @@ struct LatencySink<'a, W: std::io::Write> {
     interval: Option<std::time::Duration>,
     last_interval: std::time::Instant,
     start_ns: u64,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC: JSON's `time_unix_ns`.
+    wall_offset_ns: i64,
     outliers: u64,
     /// Totals at the last report, per cell (-I prints differences).
     previous: std::collections::HashMap<HistKey, u64>,
@@ -123,6 +125,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             last_interval: std::time::Instant::now(),
             previous: Default::default(),
             start_ns: session::monotonic_ns(),
+            wall_offset_ns: session::wall_offset_ns(),
             outliers: 0,
             start_values,
             end_ret: plan.end.ret,
@@ -263,7 +266,9 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         for e in batch.iter().filter(|e| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
             let outlier = Outlier {
+                kind: "outlier",
                 time_ns: e.time_ns,
+                time_unix_ns: crate::output::json::unix_ns(e.time_ns, Some(self.wall_offset_ns)),
                 pid: e.pid(),
                 tid: e.tid(),
                 comm: String::from_utf8_lossy(e.comm()).into_owned(),

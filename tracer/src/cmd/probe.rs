@@ -135,7 +135,7 @@ fn stream(
     start_ns: u64,
     out: crate::output::Output,
 ) -> Result<i32, Error> {
-    let mut writer = EventWriter::new(out, plan.output.format, start_ns);
+    let mut writer = EventWriter::new(out, plan.output.format, start_ns, session::wall_offset_ns());
     // Flushed before the command runs: it writes to the same terminal.
     (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
     let by_slot = (probes.iter().enumerate())

@@ -196,7 +196,7 @@ fn replay(
         match &record {
             Record::Meta(meta) => {
                 start_ns = Some(meta.start_ns);
-                out.set_start(meta.start_ns);
+                out.set_start(meta.start_ns, meta.wall_offset_ns);
                 out.header().map_err(Error::Output)?;
             }
             Record::Stats(s) => summary.stats = Some(s.into()),

@@ -93,15 +93,17 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         detail: None,
     };
     session.begin(&banner)?;
+    let wall_offset_ns = session::wall_offset_ns();
     let style = LineStyle {
         stamp: (plan.stamp).map(|stamp| {
             (
                 stamp,
-                wall_offset_ns(),
+                i128::from(wall_offset_ns),
                 crate::counter::os::utc_offset_secs(),
             )
         }),
         durations: plan.durations,
+        wall_offset_ns: Some(wall_offset_ns),
     };
     let by_nr = (layouts.iter().enumerate())
         .map(|(i, l)| (l.nr, i))
@@ -235,14 +237,6 @@ fn calls_output(plan: &TracePlan) -> Result<crate::output::Output, Error> {
             Ok(std::io::BufWriter::new(Box::new(std::io::stderr())))
         }
     }
-}
-
-/// CLOCK_REALTIME minus CLOCK_MONOTONIC now, in ns.
-fn wall_offset_ns() -> i128 {
-    let real = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    real - session::monotonic_ns() as i128
 }
 
 fn join(pids: &[u32]) -> String {

@@ -132,6 +132,8 @@ struct WatchSink<'a, W: std::io::Write> {
     out: W,
     format: Format,
     start_ns: u64,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC: JSON's `time_unix_ns`.
+    wall_offset_ns: i64,
     kind: BreakpointType,
     count: Option<u64>,
     delivered: u64,
@@ -180,6 +182,7 @@ impl<'a> WatchSink<'a, crate::output::Output> {
             out,
             format: plan.output.format,
             start_ns: session::monotonic_ns(),
+            wall_offset_ns: session::wall_offset_ns(),
             kind: plan.kind,
             count: plan.count,
             delivered: 0,
@@ -201,7 +204,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         };
         let ip = event.data[word::WATCH_IP];
         let frame = self.symbolizer.frame(event.pid(), ip);
-        let (at, source) = (frame.place(), frame.source());
+        let at = frame.place();
         let kind = self.kind;
         let watch = &mut self.watches[index];
         let new = (event.data[word::WATCH_VALUE_READ] == 1 && kind != BreakpointType::Execute)
@@ -230,17 +233,16 @@ impl<W: std::io::Write> WatchSink<'_, W> {
         };
         let hit = Hit {
             time_ns: event.time_ns,
+            time_unix_ns: crate::output::json::unix_ns(event.time_ns, Some(self.wall_offset_ns)),
             cpu: event.cpu,
             pid: event.pid(),
             tid: event.tid(),
             comm: String::from_utf8_lossy(event.comm()).into_owned(),
             target: &watch.name,
-            addr: format!("{:#x}", watch.addr),
+            addr: watch.addr,
             old,
             new,
-            ip: format!("{ip:#x}"),
-            at,
-            source,
+            at: frame,
             change,
             // Set by the program only for an execute breakpoint at a function's entry.
             stacks: (self.symbolizer).stacks(self.bpf, event, event.data[word::ENTRY_RET])?,
@@ -304,8 +306,9 @@ fn settled_until(written: &[u64], received: &[(u64, u64)], now: u64) -> u64 {
 /// A watch's hits by thread and by instruction.
 fn counts(watch: &Watch, trapped: Option<u64>) -> Counts<'_> {
     Counts {
+        kind: "hits",
         target: &watch.name,
-        addr: format!("{:#x}", watch.addr),
+        addr: watch.addr,
         len: watch.len,
         hits: watch.hits,
         threads: (watch.by_tid.iter())
@@ -313,7 +316,7 @@ fn counts(watch: &Watch, trapped: Option<u64>) -> Counts<'_> {
             .collect(),
         at: (watch.by_ip.iter())
             .map(|(ip, (hits, at))| PlaceHits {
-                ip: format!("{ip:#x}"),
+                ip: *ip,
                 at: at.clone(),
                 hits: *hits,
             })

@@ -72,8 +72,13 @@ pub enum Value {
     /// An array's elements not shown (past [`tracer_common::ARRAY_ELEMENTS`], or no room):
     /// text `...`; left out of JSON arrays, whose name goes in `truncated`.
     Etc,
-    /// Printed as it is, without quotes: enum constants, `true`, `-ENOENT (-2)`.
+    /// Printed as it is, without quotes: a symbol's place (`work+0x12`), `-ENOENT (-2)`.
     Word(String),
+    /// A C `bool` (`_Bool`): text `true`/`false`, a JSON boolean.
+    Bool(bool),
+    /// A number with a name (an enum constant): text the name, JSON the number beside it
+    /// (`{"value": 5, "text": "GREEN"}`).
+    Named(i64, String),
     Array(Vec<Value>),
     /// The field lies (partly) beyond the captured bytes, or its length is unknowable.
     Missing,
@@ -636,6 +641,8 @@ impl fmt::Display for Value {
             Value::Cut(s) => write!(f, "{s:?}..."),
             Value::Etc => f.write_str("..."),
             Value::Word(w) => f.write_str(w),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Named(_, name) => f.write_str(name),
             Value::Array(values) => {
                 f.write_str("[")?;
                 for (i, v) in values.iter().enumerate() {

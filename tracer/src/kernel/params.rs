@@ -78,11 +78,11 @@ impl Kind {
         match self {
             Kind::Signed(_) => Value::Int(signed()),
             Kind::Unsigned(_) => Value::Uint(low),
-            Kind::Bool => Value::Word((low != 0).to_string()),
+            Kind::Bool => Value::Bool(low != 0),
             Kind::Enum { values, .. } => {
                 let v = signed();
                 match values.iter().find(|(_, n)| *n == v) {
-                    Some((name, _)) => Value::Word(name.clone()),
+                    Some((name, _)) => Value::Named(v, name.clone()),
                     None => Value::Int(v),
                 }
             }
@@ -174,12 +174,12 @@ mod tests {
         assert_eq!(Kind::Signed(4).value(0xffff_ff9c, None), Value::Int(-100));
         assert_eq!(Kind::Signed(8).value(u64::MAX, None), Value::Int(-1));
         assert_eq!(Kind::Unsigned(1).value(0x1ff, None), Value::Uint(0xff));
-        assert_eq!(Kind::Bool.value(0x100, None), Value::Word("false".into()));
+        assert_eq!(Kind::Bool.value(0x100, None), Value::Bool(false));
         let color = Kind::Enum {
             size: 4,
             values: vec![("RED".into(), 0), ("GREEN".into(), 5)],
         };
-        assert_eq!(color.value(5, None), Value::Word("GREEN".into()));
+        assert_eq!(color.value(5, None), Value::Named(5, "GREEN".into()));
         assert_eq!(color.value(7, None), Value::Int(7));
         assert_eq!(
             Kind::Str.value(0x1000, Some(Value::Str("/etc".into()))),

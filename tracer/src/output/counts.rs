@@ -188,6 +188,7 @@ impl Report {
             }
             super::events::Format::Json => {
                 let mut extra = serde_json::Map::new();
+                extra.insert("type".into(), "counts".into());
                 extra.insert("time_s".into(), stamp.time_s.into());
                 extra.insert("interval".into(), stamp.number.into());
                 extra.insert("uncounted".into(), self.uncounted.into());
@@ -333,14 +334,18 @@ impl Report {
                         Some(quoted) if quoted.starts_with('"') => (quoted, true),
                         _ => (k.as_str(), false),
                     };
+                    // Names stay strings (a comm may be all digits); numbers, flags and
+                    // booleans of the other columns are typed (docs/json.md).
+                    let names = ["COMM", "PROBE", "SYSCALL", "CGROUP", "CONTAINER", "POD"];
                     let value = match text.starts_with('"') && text.ends_with('"') {
-                        true => serde_json::from_str::<String>(text).map_or(k.clone(), |s| s),
-                        false => k.clone(),
+                        true => serde_json::from_str::<String>(text).map_or(k.clone(), |s| s).into(),
+                        false if names.contains(&c.as_str()) => k.clone().into(),
+                        false => super::json::typed_text(k),
                     };
                     if cut {
                         truncated.push(serde_json::Value::from(c.to_lowercase()));
                     }
-                    obj.insert(c.to_lowercase(), value.into());
+                    obj.insert(c.to_lowercase(), value);
                 }
                 if !truncated.is_empty() {
                     obj.insert("truncated".into(), truncated.into());
@@ -415,6 +420,7 @@ mod tests {
         );
         let v = report.json(serde_json::Map::new());
         assert_eq!(v["rows"][0]["comm"], "prog");
+        assert_eq!(v["rows"][0]["pid"], 12);
         assert_eq!(v["rows"][0]["sum"], -5);
         assert_eq!(v["hidden"], 1);
     }

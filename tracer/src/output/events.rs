@@ -13,9 +13,6 @@ pub enum Format {
     Json,
 }
 
-/// JSON Lines schema version: the field names below are a contract (see docs/probe.md).
-pub const JSON_SCHEMA: u32 = 1;
-
 /// One decoded event, ready to print.
 pub struct Decoded<'a> {
     pub event: &'a Event,
@@ -33,14 +30,18 @@ pub struct EventWriter<W: Write> {
     out: W,
     format: Format,
     start_ns: u64,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC: JSON's `time_unix_ns`.
+    wall_offset_ns: Option<i64>,
 }
 
 pub(crate) fn json_value(value: &Value) -> serde_json::Value {
     match value {
         Value::Int(v) => (*v).into(),
         Value::Uint(v) => (*v).into(),
-        Value::Hex(v) => format!("{v:#x}").into(),
+        Value::Hex(v) => (*v).into(),
         Value::Str(s) | Value::Cut(s) | Value::Word(s) => s.as_str().into(),
+        Value::Bool(b) => (*b).into(),
+        Value::Named(v, name) => serde_json::json!({"value": v, "text": name}),
         Value::Array(items) => (items.iter())
             .filter(|v| **v != Value::Etc)
             .map(json_value)
@@ -89,17 +90,28 @@ impl<N: std::fmt::Display> TextLine<'_, N> {
     }
 }
 
-/// One JSON line, written straight into the output: the fixed fields by hand, in the
-/// schema's order (`time_ns`, `cpu`, `pid`, `tid`, `comm`, `probe`, `args`, `ret`, then
-/// `errno`, `stack` and `truncated` when there are any), the values through serde_json. The
+/// One JSON line (docs/json.md, `"type":"event"`), written straight into the output: the
+/// fixed fields by hand, in the schema's order (`type`, `time_ns`, `time_unix_ns`, `cpu`,
+/// `pid`, `tid`, `comm`, `probe`, `args`, `ret`, then `errno`, `stack` and `truncated` when
+/// there are any), the values through serde_json. The
 /// reader formats every streamed event, so this is its hot path: serde_json's generic map
 /// (its state machine, each key escaped at run time) was about a third of its time, and
 /// building a `serde_json::Value` per event before that most of it.
-fn write_json_line(out: &mut impl Write, d: &Decoded<'_>, comm: &str) -> io::Result<()> {
+fn write_json_line(
+    out: &mut impl Write,
+    d: &Decoded<'_>,
+    comm: &str,
+    wall_offset_ns: Option<i64>,
+) -> io::Result<()> {
     let e = d.event;
     let mut n = itoa::Buffer::new();
-    out.write_all(b"{\"time_ns\":")?;
+    out.write_all(b"{\"type\":\"event\",\"time_ns\":")?;
     out.write_all(n.format(e.time_ns).as_bytes())?;
+    out.write_all(b",\"time_unix_ns\":")?;
+    match super::json::unix_ns(e.time_ns, wall_offset_ns) {
+        Some(wall) => out.write_all(n.format(wall).as_bytes())?,
+        None => out.write_all(b"null")?,
+    }
     out.write_all(b",\"cpu\":")?;
     out.write_all(n.format(e.cpu).as_bytes())?;
     out.write_all(b",\"pid\":")?;
@@ -186,8 +198,16 @@ impl serde::Serialize for JsonValue<'_> {
         match self.0 {
             Value::Int(v) => s.serialize_i64(*v),
             Value::Uint(v) => s.serialize_u64(*v),
-            Value::Hex(v) => s.collect_str(&format_args!("{v:#x}")),
+            Value::Hex(v) => s.serialize_u64(*v),
             Value::Str(text) | Value::Cut(text) | Value::Word(text) => s.serialize_str(text),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Named(v, name) => {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("value", v)?;
+                map.serialize_entry("text", name)?;
+                map.end()
+            }
             Value::Array(items) => {
                 s.collect_seq(items.iter().filter(|v| **v != Value::Etc).map(JsonValue))
             }
@@ -198,11 +218,13 @@ impl serde::Serialize for JsonValue<'_> {
 }
 
 impl<W: Write> EventWriter<W> {
-    pub fn new(out: W, format: Format, start_ns: u64) -> EventWriter<W> {
+    /// Text times are seconds since `start_ns`; JSON's `time_unix_ns` adds `wall_offset_ns`.
+    pub fn new(out: W, format: Format, start_ns: u64, wall_offset_ns: i64) -> EventWriter<W> {
         EventWriter {
             out,
             format,
             start_ns,
+            wall_offset_ns: Some(wall_offset_ns),
         }
     }
 
@@ -237,7 +259,7 @@ impl<W: Write> EventWriter<W> {
                 .write(&mut self.out)?;
                 crate::output::stack::write_text(&mut self.out, &d.stacks)
             }
-            Format::Json => write_json_line(&mut self.out, d, &comm),
+            Format::Json => write_json_line(&mut self.out, d, &comm, self.wall_offset_ns),
         }
     }
 
@@ -269,7 +291,7 @@ mod tests {
     }
 
     fn render(format: Format, d: &Decoded<'_>) -> String {
-        let mut w = EventWriter::new(Vec::new(), format, 1_000_000_000);
+        let mut w = EventWriter::new(Vec::new(), format, 1_000_000_000, 1_700_000_000_000_000_000);
         w.write(d).unwrap();
         String::from_utf8(w.out).unwrap()
     }
@@ -302,20 +324,32 @@ mod tests {
         let d = Decoded {
             event: &e,
             probe: "uretprobe:/bin/x:f",
-            args: vec![("arg0", Value::Hex(0x10)), ("x", Value::Missing)],
+            args: vec![
+                ("arg0", Value::Hex(0x10)),
+                ("x", Value::Missing),
+                ("odd", Value::Bool(true)),
+                ("shade", Value::Named(5, "GREEN".into())),
+            ],
             ret: Some(Value::Int(-2)),
             errno: Some("ENOENT"),
             stacks: Vec::new(),
         };
         let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &d)).unwrap();
+        assert_eq!(v["type"], "event");
         assert_eq!(v["time_ns"], 1_012_345_000u64);
+        assert_eq!(v["time_unix_ns"], 1_700_000_001_012_345_000u64);
         assert_eq!(
             (v["pid"].as_u64(), v["tid"].as_u64()),
             (Some(4242), Some(4243))
         );
         assert_eq!(v["comm"], "cat");
-        assert_eq!(v["args"]["arg0"], "0x10");
+        assert_eq!(v["args"]["arg0"], 0x10);
         assert!(v["args"]["x"].is_null());
+        assert_eq!(v["args"]["odd"], true);
+        assert_eq!(
+            v["args"]["shade"],
+            serde_json::json!({"value": 5, "text": "GREEN"})
+        );
         assert_eq!(v["ret"], -2);
         assert_eq!(v["errno"], "ENOENT");
         assert!(v.get("truncated").is_none(), "nothing was cut");
@@ -336,7 +370,7 @@ mod tests {
         };
         assert_eq!(
             render(Format::Json, &d),
-            "{\"time_ns\":1012345000,\"cpu\":1,\"pid\":4242,\"tid\":4243,\"comm\":\"cat\",\
+            "{\"type\":\"event\",\"time_ns\":1012345000,\"time_unix_ns\":1700000001012345000,\"cpu\":1,\"pid\":4242,\"tid\":4243,\"comm\":\"cat\",\
              \"probe\":\"syscalls:sys_enter_getppid\",\"args\":{},\"ret\":null}\n"
         );
         e.comm[..6].copy_from_slice(b"a\"b\\\n\xc3");
@@ -359,7 +393,7 @@ mod tests {
         assert_eq!(
             render(Format::Json, &d),
             format!(
-                "{{\"time_ns\":18446744073709551615,\"cpu\":4294967295,\"pid\":4242,\
+                "{{\"type\":\"event\",\"time_ns\":18446744073709551615,\"time_unix_ns\":null,\"cpu\":4294967295,\"pid\":4242,\
                  \"tid\":4243,\"comm\":\"a\\\"b\\\\\\n\u{e9}\",\"probe\":\"uprobe:/tmp/x y:f\",\
                  \"args\":{{\"s\":\"t\\tab\",\"n\":-9223372036854775808,\"a\":[1]}},\
                  \"ret\":-2,\"errno\":\"ENOENT\",\"stack\":{stack},\"truncated\":[\"s\",\"a\"]}}\n"
@@ -390,6 +424,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &d)).unwrap();
         assert_eq!(v["args"]["filename"], "/usr/");
         assert_eq!(v["args"]["argv"], serde_json::json!(["ls"]));
+        assert_eq!(v["args"]["envp"], 0x7ffd_0000);
         assert_eq!(v["truncated"], serde_json::json!(["filename", "argv"]));
     }
 }

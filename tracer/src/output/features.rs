@@ -4,9 +4,6 @@ use std::fmt::Write;
 
 use crate::kernel::features::{Feature, Settings, Status};
 
-/// Version of the JSON document's field names.
-pub const JSON_VERSION: u32 = 1;
-
 pub fn text(settings: &Settings, results: &[(Feature, Status)]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{:<20} {}", "kernel", settings.release);
@@ -70,7 +67,8 @@ pub fn json(settings: &Settings, results: &[(Feature, Status)]) -> String {
         })
         .collect();
     let doc = serde_json::json!({
-        "version": JSON_VERSION,
+        "type": "features",
+        "version": super::json::SCHEMA_VERSION,
         "kernel": settings.release,
         "features": features,
         "settings": settings,
@@ -122,7 +120,8 @@ mod tests {
     fn json_is_one_versioned_object() {
         let (settings, results) = sample();
         let v: serde_json::Value = serde_json::from_str(&json(&settings, &results)).unwrap();
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["type"], "features");
+        assert_eq!(v["version"], 2);
         assert_eq!(v["features"]["kprobes"]["status"], "unavailable");
         assert_eq!(v["features"]["bpf"]["detail"], "ok");
         assert_eq!(v["settings"]["perf_event_paranoid"], 2);

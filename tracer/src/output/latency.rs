@@ -42,6 +42,7 @@ impl Histograms<'_> {
                 }
                 Format::Json => {
                     let mut v = h.json();
+                    v["type"] = "histogram".into();
                     v["group"] = name.as_str().into();
                     v["time_s"] = time_s.into();
                     writeln!(out, "{v}")?;
@@ -52,10 +53,14 @@ impl Histograms<'_> {
     }
 }
 
-/// One slow call.
+/// One slow call (JSON `"type":"outlier"`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Outlier {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
     pub time_ns: u64,
+    /// JSON's wall-clock time (docs/json.md).
+    pub time_unix_ns: Option<u64>,
     pub pid: u32,
     pub tid: u32,
     pub comm: String,
@@ -97,7 +102,6 @@ impl Outlier {
             }
             Format::Json => {
                 let mut v = serde_json::to_value(self).expect("an outlier serializes");
-                v["outlier"] = true.into();
                 if let Some(args) = &self.args {
                     v["args"] = (args.iter())
                         .map(|(name, value)| (name.clone(), super::events::json_value(value)))
@@ -120,7 +124,9 @@ mod tests {
     #[test]
     fn outliers_render_as_text_and_json() {
         let outlier = Outlier {
+            kind: "outlier",
             time_ns: 1_500_000_000,
+            time_unix_ns: Some(1_700_000_001_500_000_000),
             pid: 5,
             tid: 6,
             comm: "prog".into(),
@@ -144,7 +150,7 @@ mod tests {
         outlier.write(&mut json, Format::Json, 0).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
-            "{\"args\":{\"buf\":\"0x10\",\"fd\":3},\"comm\":\"prog\",\"duration_ns\":12000000,\"outlier\":true,\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000}\n"
+            "{\"args\":{\"buf\":16,\"fd\":3},\"comm\":\"prog\",\"duration_ns\":12000000,\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000,\"time_unix_ns\":1700000001500000000,\"type\":\"outlier\"}\n"
         );
     }
 
@@ -167,6 +173,7 @@ mod tests {
         let mut json = Vec::new();
         report.write(&mut json, Format::Json).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(v["type"], "histogram");
         assert_eq!(
             (v["group"].as_str(), v["time_s"].as_f64()),
             (Some("comm prog"), Some(1.5))

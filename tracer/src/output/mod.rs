@@ -4,6 +4,7 @@ pub mod counts;
 pub mod events;
 pub mod features;
 pub mod hist;
+pub mod json;
 pub mod latency;
 pub mod list;
 pub mod metrics;

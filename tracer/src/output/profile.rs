@@ -36,6 +36,33 @@ pub struct Frame {
     pub build_id: Option<String>,
 }
 
+impl Frame {
+    /// The frame in the JSON model's one shape (`output::json::Frame`): a profile's frame
+    /// merges its function's samples, so `addr` is one of them and `offset` is unknown.
+    pub fn json(&self) -> serde_json::Value {
+        // `file:line` as the symbolizer wrote it (`stack::Frame::source`), or a file alone.
+        let (file, line) = match self.source.as_deref().map(|s| (s, s.rsplit_once(':'))) {
+            Some((_, Some((file, line)))) if line.parse::<u32>().is_ok() => {
+                (Some(file), line.parse().ok())
+            }
+            Some((source, _)) => (Some(source), None),
+            None => (None, None),
+        };
+        let frame = super::json::Frame {
+            space: if self.kernel { "kernel" } else { "user" },
+            name: self.name.clone(),
+            symbol: self.named.then_some(self.name.as_str()),
+            offset: None,
+            addr: (self.addr != 0).then(|| super::json::address(self.addr)),
+            module: self.mapped.as_ref().map(|m| m.path.as_str()),
+            build_id: self.build_id.as_deref(),
+            file,
+            line,
+        };
+        serde_json::to_value(frame).expect("a frame serializes")
+    }
+}
+
 /// A stack and what it accounts for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -213,7 +240,8 @@ impl Profile {
             Measure::OffCpu { .. } => ("off-cpu", "ns"),
         };
         let mut object = serde_json::json!({
-            "version": 1,
+            "type": "profile",
+            "version": super::json::SCHEMA_VERSION,
             "mode": mode,
             "unit": unit,
             "seconds": self.seconds,
@@ -247,11 +275,7 @@ impl Profile {
                 "pod": e.cgroup.pod,
                 "count": e.count,
                 "value": e.value,
-                "frames": e.frames.iter().map(|f| serde_json::json!({
-                    "name": f.name,
-                    "kernel": f.kernel,
-                    "source": f.source,
-                })).collect::<Vec<_>>(),
+                "frames": e.frames.iter().map(Frame::json).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         });
         match self.measure {
@@ -514,10 +538,11 @@ mod tests {
     #[test]
     fn json_carries_the_accounting_and_frames() {
         let json = profile().json();
+        assert_eq!(json["type"], "profile");
         assert_eq!(json["mode"], "on-cpu");
         assert_eq!(json["hz"], 99);
         assert_eq!(json["total"], 100);
-        assert_eq!(json["stacks"][1]["frames"][0]["kernel"], true);
+        assert_eq!(json["stacks"][1]["frames"][0]["space"], "kernel");
         assert_eq!(json["stacks"][0]["frames"][3]["name"], "main");
     }
 

@@ -110,16 +110,23 @@ impl Frame {
         text
     }
 
+    /// The frame in the JSON model's one shape (`output::json::Frame`).
     pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "addr": format!("{:#x}", self.addr),
-            "space": match self.space { Space::Kernel => "kernel", Space::User => "user" },
-            "symbol": self.symbol,
-            "offset": self.offset,
-            "file": self.file,
-            "line": self.line,
-            "build_id": self.build_id,
-        })
+        let frame = super::json::Frame {
+            space: match self.space {
+                Space::Kernel => "kernel",
+                Space::User => "user",
+            },
+            name: self.name(),
+            symbol: self.symbol.as_deref(),
+            offset: self.symbol.is_some().then_some(self.offset),
+            addr: Some(super::json::address(self.addr)),
+            module: self.mapped.as_ref().map(|m| m.path.as_str()),
+            build_id: self.build_id.as_deref(),
+            file: self.file.as_deref(),
+            line: self.line,
+        };
+        serde_json::to_value(frame).expect("a frame serializes")
     }
 }
 
@@ -228,13 +235,21 @@ mod tests {
     }
 
     #[test]
-    fn json_frames_have_stable_fields() {
-        let v = json(&[Stack::Frames(vec![frame(Some("b"), Some(("chain.c", 17)))])]);
+    fn json_frames_have_the_models_one_shape() {
+        let v = json(&[Stack::Frames(vec![
+            frame(Some("b"), Some(("chain.c", 17))),
+            frame(None, None),
+        ])]);
         assert_eq!(v[0]["addr"], "0x401136");
+        assert_eq!(v[0]["name"], "b");
         assert_eq!(v[0]["space"], "user");
         assert_eq!(v[0]["symbol"], "b");
         assert_eq!(v[0]["offset"], 0x1d);
         assert_eq!(v[0]["file"], "chain.c");
         assert_eq!(v[0]["line"], 17);
+        assert_eq!(v[0]["module"], serde_json::Value::Null);
+        assert_eq!(v[1]["name"], "[unknown]");
+        assert_eq!(v[1]["symbol"], serde_json::Value::Null);
+        assert_eq!(v[1]["offset"], serde_json::Value::Null);
     }
 }

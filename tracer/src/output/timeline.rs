@@ -52,22 +52,34 @@ pub struct Item {
     pub stack: Vec<Frame>,
 }
 
-/// JSON Lines schema version of `tracer report -f json` (field names are a contract).
-pub const JSON_SCHEMA: u32 = 1;
+impl Kind {
+    /// The JSON model's `type` (docs/json.md): a probe's hit or return, or a watchpoint's, is
+    /// an `event` of its source, as `tracer probe` writes one (its text line is the same).
+    fn json_type(self) -> &'static str {
+        match self {
+            Kind::Probe | Kind::Return | Kind::Watch => "event",
+            Kind::Sample => "sample",
+            Kind::Switch => "switch",
+            Kind::Task => "task",
+        }
+    }
+}
 
 /// One `tracer report -f json` line, serialized straight into the output.
 #[derive(serde::Serialize)]
 struct JsonItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
     time_ns: u64,
+    time_unix_ns: Option<u64>,
     cpu: u32,
     pid: u32,
     tid: u32,
     comm: &'a str,
-    source: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
+    /// What recorded it: the probe, watch or sampling event as `record` named it.
+    probe: &'a str,
     args: JsonArgs<'a, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `null` but for returns, as in `tracer probe`'s lines.
     ret: Option<JsonValue<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     errno: Option<&'static str>,
@@ -82,12 +94,15 @@ pub struct TimelineWriter<W: Write> {
     out: W,
     format: Format,
     start_ns: u64,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC of the recording: JSON's `time_unix_ns`.
+    wall_offset_ns: Option<i64>,
 }
 
 impl<W: Write> TimelineWriter<W> {
     /// Times are shown from `start_ns` on (a recording's start, once its metadata is read).
-    pub fn set_start(&mut self, start_ns: u64) {
+    pub fn set_start(&mut self, start_ns: u64, wall_offset_ns: Option<i64>) {
         self.start_ns = start_ns;
+        self.wall_offset_ns = wall_offset_ns;
     }
 
     pub fn new(out: W, format: Format, start_ns: u64) -> TimelineWriter<W> {
@@ -95,6 +110,7 @@ impl<W: Write> TimelineWriter<W> {
             out,
             format,
             start_ns,
+            wall_offset_ns: None,
         }
     }
 
@@ -129,13 +145,14 @@ impl<W: Write> TimelineWriter<W> {
             }),
             Format::Json => {
                 let line = JsonItem {
+                    kind: item.kind.json_type(),
                     time_ns: item.time_ns,
+                    time_unix_ns: super::json::unix_ns(item.time_ns, self.wall_offset_ns),
                     cpu: item.cpu,
                     pid: item.pid,
                     tid: item.tid,
                     comm: &item.comm,
-                    source: &item.source,
-                    kind: item.kind.name(),
+                    probe: &item.source,
                     args: JsonArgs(&item.args),
                     ret: item.ret.as_ref().map(JsonValue),
                     errno: item.errno,
@@ -200,7 +217,9 @@ mod tests {
         i.ret = Some(Value::Int(-2));
         i.errno = Some("ENOENT");
         let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &i)).unwrap();
-        assert_eq!(v["type"], "return");
+        assert_eq!(v["type"], "event");
+        assert_eq!(v["probe"], "watch:counter");
+        assert_eq!(v["time_unix_ns"], serde_json::Value::Null);
         assert_eq!(v["args"]["new"], 1);
         assert_eq!(v["args"]["at"], "work+0x12");
         assert_eq!(

@@ -24,11 +24,58 @@ pub enum End {
 
 /// One argument: its name (the kernel's), the register's value as its kind reads it, and how
 /// strace shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Shown {
     pub name: String,
     pub value: i128,
     pub text: String,
+    /// A path's or argv's strings as read (lossy UTF-8), for JSON: `None` for other kinds and
+    /// for a pointer that could not be read.
+    pub strings: Option<Strings>,
+}
+
+/// What was read of a `char *` or `char **` argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Strings {
+    pub items: Vec<String>,
+    /// `char **` (argv): a JSON array; else the one string.
+    pub array: bool,
+    /// Cut short by `-s`, or an array with more elements than were read.
+    pub cut: bool,
+}
+
+impl Shown {
+    /// The argument in the JSON model (docs/json.md): a string (a path) or an array of them
+    /// (argv) as read; a number where strace prints the number itself; else the number beside
+    /// strace's text (`{"value": 524288, "text": "O_RDONLY|O_CLOEXEC"}`).
+    fn json(&self) -> serde_json::Value {
+        match &self.strings {
+            Some(s) if s.array => s.items.clone().into(),
+            Some(s) if s.items.len() == 1 => s.items[0].clone().into(),
+            _ if self.text == self.value.to_string() => match i64::try_from(self.value) {
+                Ok(n) => n.into(),
+                Err(_) => (self.value as u64).into(),
+            },
+            _ => serde_json::json!({"value": json_number(self.value), "text": self.text}),
+        }
+    }
+}
+
+/// An i128 register value as a JSON number (it fits i64 or u64 by construction).
+fn json_number(v: i128) -> serde_json::Value {
+    match i64::try_from(v) {
+        Ok(n) => n.into(),
+        Err(_) => (v as u64).into(),
+    }
+}
+
+/// The call's arguments as one JSON object, by name.
+struct JsonArgs<'a>(&'a [Shown]);
+
+impl Serialize for JsonArgs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|a| (a.name.as_str(), a.json())))
+    }
 }
 
 /// One system call.
@@ -57,16 +104,22 @@ pub struct Call<'a> {
 
 #[derive(Serialize)]
 struct JsonCall<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
     time_ns: u64,
+    time_unix_ns: Option<u64>,
     pid: u32,
     tid: u32,
     comm: &'a str,
     name: &'a str,
-    args: &'a [Shown],
+    args: JsonArgs<'a>,
     ret: Option<i64>,
     errno: Option<&'static str>,
     duration_ns: Option<u64>,
     unfinished: bool,
+    /// The arguments cut short (`-s`, argv's elements left out), by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    truncated: Vec<&'a str>,
 }
 
 /// What befell a task besides its calls: a signal delivered to it, or its exit.
@@ -223,12 +276,14 @@ pub fn exit_text(status: u32) -> String {
 
 #[derive(Serialize)]
 struct JsonTaskEvent<'a> {
+    /// "signal", "exit" or "superseded".
+    #[serde(rename = "type")]
+    kind: &'static str,
     time_ns: u64,
+    time_unix_ns: Option<u64>,
     pid: u32,
     tid: u32,
     comm: &'a str,
-    /// "signal", "exit" or "superseded".
-    event: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     signal: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -257,6 +312,8 @@ pub enum Stamp {
 pub struct LineStyle {
     pub stamp: Option<(Stamp, i128, i64)>,
     pub durations: bool,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC: JSON's `time_unix_ns`.
+    pub wall_offset_ns: Option<i64>,
 }
 
 /// Writes calls as they come.
@@ -289,16 +346,22 @@ impl<W: Write> CallWriter<W> {
         match self.format {
             Format::Json => {
                 let line = JsonCall {
+                    kind: "call",
                     time_ns: call.time_ns,
+                    time_unix_ns: super::json::unix_ns(call.time_ns, self.style.wall_offset_ns),
                     pid: call.pid,
                     tid: call.tid,
                     comm: call.comm,
                     name: call.name,
-                    args: &call.args,
+                    args: JsonArgs(&call.args),
                     ret: (call.end == End::Returned).then_some(call.ret),
                     errno: call.errno,
                     duration_ns: (call.end == End::Returned).then_some(call.duration_ns),
                     unfinished: matches!(call.end, End::Unfinished | End::Killed),
+                    truncated: (call.args.iter())
+                        .filter(|a| a.strings.as_ref().is_some_and(|s| s.cut))
+                        .map(|a| a.name.as_str())
+                        .collect(),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")
@@ -324,21 +387,21 @@ impl<W: Write> CallWriter<W> {
                 let signal = |n: u32| crate::output::syscall::signal(u64::from(n));
                 let line = match event {
                     TaskEvent::Signal(d) => JsonTaskEvent {
-                        event: "signal",
+                        kind: "signal",
                         signal: Some(signal(d.signo)),
                         siginfo: Some(d.siginfo()),
-                        ..JsonTaskEvent::new(time_ns, pid, tid, comm)
+                        ..JsonTaskEvent::new(time_ns, self.style.wall_offset_ns, (pid, tid), comm)
                     },
                     TaskEvent::Superseded(by) => JsonTaskEvent {
-                        event: "superseded",
+                        kind: "superseded",
                         superseded_by: Some(*by),
-                        ..JsonTaskEvent::new(time_ns, pid, tid, comm)
+                        ..JsonTaskEvent::new(time_ns, self.style.wall_offset_ns, (pid, tid), comm)
                     },
                     TaskEvent::Exit(status) => JsonTaskEvent {
-                        event: "exit",
+                        kind: "exit",
                         exit_code: (status & 0x7f == 0).then_some((status >> 8) & 0xff),
                         killed_by: (status & 0x7f != 0).then(|| signal(status & 0x7f)),
-                        ..JsonTaskEvent::new(time_ns, pid, tid, comm)
+                        ..JsonTaskEvent::new(time_ns, self.style.wall_offset_ns, (pid, tid), comm)
                     },
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
@@ -443,13 +506,19 @@ impl<W: Write> CallWriter<W> {
 }
 
 impl<'a> JsonTaskEvent<'a> {
-    fn new(time_ns: u64, pid: u32, tid: u32, comm: &'a str) -> JsonTaskEvent<'a> {
+    fn new(
+        time_ns: u64,
+        wall_offset_ns: Option<i64>,
+        (pid, tid): (u32, u32),
+        comm: &'a str,
+    ) -> JsonTaskEvent<'a> {
         JsonTaskEvent {
+            kind: "",
             time_ns,
+            time_unix_ns: super::json::unix_ns(time_ns, wall_offset_ns),
             pid,
             tid,
             comm,
-            event: "",
             signal: None,
             siginfo: None,
             exit_code: None,
@@ -549,11 +618,17 @@ mod tests {
                     name: "dfd".into(),
                     value: -100,
                     text: "AT_FDCWD".into(),
+                    strings: None,
                 },
                 Shown {
                     name: "filename".into(),
                     value: 0x1000,
                     text: "\"/nope\"".into(),
+                    strings: Some(Strings {
+                        items: vec!["/nope".into()],
+                        array: false,
+                        cut: false,
+                    }),
                 },
             ],
             at_entry: 2,
@@ -625,18 +700,44 @@ mod tests {
     #[test]
     fn json_has_every_field() {
         let mut out = Vec::new();
-        CallWriter::new(&mut out, Format::Json, LineStyle::default())
-            .write(&call(End::Returned))
+        let style = LineStyle {
+            wall_offset_ns: Some(1_700_000_000_000_000_000),
+            ..LineStyle::default()
+        };
+        let mut mode = call(End::Returned);
+        mode.args.push(Shown {
+            name: "mode".into(),
+            value: 0,
+            text: "0".into(),
+            strings: None,
+        });
+        mode.args.push(Shown {
+            name: "flags".into(),
+            value: 0o2_000_000,
+            text: "O_RDONLY|O_CLOEXEC".into(),
+            strings: None,
+        });
+        CallWriter::new(&mut out, Format::Json, style)
+            .write(&mode)
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["type"], "call");
+        assert_eq!(v["time_unix_ns"], 1_700_000_000_000_000_000u64);
         assert_eq!(v["name"], "openat");
         assert_eq!(v["ret"], -2);
         assert_eq!(v["errno"], "ENOENT");
         assert_eq!(v["duration_ns"], 12_345);
-        assert_eq!(v["args"][0]["name"], "dfd");
-        assert_eq!(v["args"][0]["value"], -100);
-        assert_eq!(v["args"][1]["text"], "\"/nope\"");
+        assert_eq!(
+            v["args"],
+            serde_json::json!({
+                "dfd": {"value": -100, "text": "AT_FDCWD"},
+                "filename": "/nope",
+                "mode": 0,
+                "flags": {"value": 0o2_000_000, "text": "O_RDONLY|O_CLOEXEC"},
+            })
+        );
         assert_eq!(v["unfinished"], false);
+        assert!(v.get("truncated").is_none());
     }
 
     /// As strace 6.1 printed them for tests/workloads/signals.c.

@@ -6,27 +6,26 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::events::Format;
-use super::stack::{self, Stack};
+use super::stack::{self, Frame, Stack};
 
 /// One watchpoint hit, as printed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Hit<'a> {
     pub time_ns: u64,
+    /// JSON's wall-clock time (docs/json.md).
+    pub time_unix_ns: Option<u64>,
     pub cpu: u32,
     pub pid: u32,
     pub tid: u32,
     pub comm: String,
     pub target: &'a str,
-    pub addr: String,
+    pub addr: u64,
     pub old: Option<u64>,
     pub new: Option<u64>,
-    pub ip: String,
-    pub at: String,
-    pub source: Option<String>,
+    /// The instruction that hit it (for a write, the one after it).
+    pub at: Frame,
     /// What happened, for the text line: `1 -> 2`, `5 (unchanged)`, `executed`.
-    #[serde(skip)]
     pub change: String,
-    #[serde(skip)]
     pub stacks: Vec<Stack>,
 }
 
@@ -45,9 +44,9 @@ impl Hit<'_> {
         match format {
             Format::Text => {
                 let secs = self.time_ns.saturating_sub(start_ns) as f64 / 1e9;
-                let place = match &self.source {
-                    Some(line) => format!("{} ({line})", self.at),
-                    None => self.at.clone(),
+                let place = match self.at.source() {
+                    Some(line) => format!("{} ({line})", self.at.place()),
+                    None => self.at.place(),
                 };
                 writeln!(
                     out,
@@ -61,7 +60,20 @@ impl Hit<'_> {
                 stack::write_text(out, &self.stacks)
             }
             Format::Json => {
-                let mut line = serde_json::to_value(self).expect("a hit serializes");
+                let mut line = serde_json::json!({
+                    "type": "hit",
+                    "time_ns": self.time_ns,
+                    "time_unix_ns": self.time_unix_ns,
+                    "cpu": self.cpu,
+                    "pid": self.pid,
+                    "tid": self.tid,
+                    "comm": self.comm,
+                    "target": self.target,
+                    "addr": super::json::address(self.addr),
+                    "old": self.old,
+                    "new": self.new,
+                    "at": self.at.json(),
+                });
                 if !self.stacks.is_empty() {
                     line["stack"] = stack::json(&self.stacks);
                 }
@@ -71,11 +83,14 @@ impl Hit<'_> {
     }
 }
 
-/// A watched location's hits by thread and by instruction.
+/// A watched location's hits by thread and by instruction (JSON `"type":"hits"`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Counts<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
     pub target: &'a str,
-    pub addr: String,
+    #[serde(serialize_with = "hex")]
+    pub addr: u64,
     pub len: u64,
     pub hits: u64,
     pub threads: Vec<ThreadHits>,
@@ -93,7 +108,8 @@ pub struct ThreadHits {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct PlaceHits {
-    pub ip: String,
+    #[serde(serialize_with = "hex")]
+    pub ip: u64,
     pub at: String,
     pub hits: u64,
 }
@@ -110,7 +126,7 @@ impl Counts<'_> {
             .map_or(String::new(), |n| format!(" ({n} trapped in the kernel)"));
         writeln!(
             out,
-            "{} ({}/{}): {} hits{trapped}",
+            "{} ({:#x}/{}): {} hits{trapped}",
             self.target, self.addr, self.len, self.hits
         )?;
         for t in &self.threads {
@@ -121,6 +137,11 @@ impl Counts<'_> {
         }
         Ok(())
     }
+}
+
+/// An address as the JSON model writes one (`output::json::address`).
+fn hex<S: serde::Serializer>(addr: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&super::json::address(*addr))
 }
 
 /// The summary's note on hits that came after a later hit of their watch was printed (a CPU
@@ -154,13 +175,14 @@ mod tests {
     #[test]
     fn counts_render_as_text_and_json() {
         let counts = Counts {
+            kind: "hits",
             target: "counter",
-            addr: "0x10".into(),
+            addr: 0x10,
             len: 8,
             hits: 3,
             threads: vec![ThreadHits { tid: 7, hits: 3 }],
             at: vec![PlaceHits {
-                ip: "0x401000".into(),
+                ip: 0x401000,
                 at: "bump+0x4".into(),
                 hits: 3,
             }],
@@ -176,7 +198,7 @@ mod tests {
         counts.write(&mut json, Format::Json).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
-            "{\"addr\":\"0x10\",\"at\":[{\"at\":\"bump+0x4\",\"hits\":3,\"ip\":\"0x401000\"}],\"hits\":3,\"len\":8,\"target\":\"counter\",\"threads\":[{\"hits\":3,\"tid\":7}]}\n"
+            "{\"addr\":\"0x10\",\"at\":[{\"at\":\"bump+0x4\",\"hits\":3,\"ip\":\"0x401000\"}],\"hits\":3,\"len\":8,\"target\":\"counter\",\"threads\":[{\"hits\":3,\"tid\":7}],\"type\":\"hits\"}\n"
         );
     }
 }

@@ -4,7 +4,7 @@
 //! output model.
 
 use tracer_common::{
-    buffer_len, src, str_entries, str_from, str_mem, trace_kind, trace_word, word, Event,
+    buffer_len, src, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word, word, Event,
     SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
     SLOT_FILTER_TRACKED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS,
     SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
@@ -14,7 +14,7 @@ use crate::kernel::format::Format;
 use crate::kernel::syscalls::{self, Arg, CloneArg, FutexArg, Ret, Struct};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::syscall::{self as show, Read};
-use crate::output::trace::{Call, End, Shown};
+use crate::output::trace::{Call, End, Shown, Strings};
 
 /// One argument of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -199,6 +199,7 @@ impl Layout {
                     name: p.name.clone(),
                     value,
                     text: show::in_call(p.kind, args, i, read, ret),
+                    strings: read.and_then(|r| read_strings(p.kind, r)),
                 }
             })
             .collect();
@@ -228,6 +229,25 @@ impl Layout {
             duration_ns: event.data[trace_word::DURATION],
         }
     }
+}
+
+/// A path's or argv's strings as read, for JSON; `None` for other kinds, a pointer that
+/// could not be read, or a string area that was full.
+fn read_strings(kind: Arg, read: &Read) -> Option<Strings> {
+    let unread = str_flag::FAULT | str_flag::NO_ROOM;
+    if !matches!(kind, Arg::Path | Arg::Argv) || read.entries.iter().any(|(_, f)| f & unread != 0) {
+        return None;
+    }
+    if kind == Arg::Path && (read.array || read.entries.len() != 1) {
+        return None;
+    }
+    Some(Strings {
+        items: (read.entries.iter())
+            .map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned())
+            .collect(),
+        array: kind == Arg::Argv,
+        cut: read.more || (read.entries.iter()).any(|(_, f)| f & str_flag::TRUNCATED != 0),
+    })
 }
 
 /// The config of `tracer trace`'s slots for a task's signals and exit: the same tasks as the

@@ -236,6 +236,15 @@ impl EventLoop {
 /// How often the rings are drained when no wakeup came: the most a sparse event waits.
 const SPARSE_DRAIN: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC now, in nanoseconds: added to a kernel time stamp, the
+/// wall-clock time of JSON's `time_unix_ns` (docs/json.md) and of trace's `-t`.
+pub fn wall_offset_ns() -> i64 {
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    real - monotonic_ns() as i64
+}
+
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of `bpf_ktime_get_ns()`.
 #[allow(unsafe_code)]
 pub fn monotonic_ns() -> u64 {

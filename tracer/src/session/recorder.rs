@@ -66,6 +66,7 @@ pub fn write_header(
         start_ns,
         cpus: perf::cpus::online()?,
         reorder_window_ns: plan.reorder_window_ns,
+        wall_offset_ns: Some(super::wall_offset_ns()),
     };
     let sources = sources.iter().map(|s| Record::Source(s.clone()));
     for record in std::iter::once(Record::Meta(meta))

@@ -125,7 +125,7 @@ impl ItemDecoder {
                 .into(),
                 kind: Kind::Switch,
                 args: if s.out {
-                    vec![("preempted".into(), Value::Word(s.preempted.to_string()))]
+                    vec![("preempted".into(), Value::Bool(s.preempted))]
                 } else {
                     Vec::new()
                 },

@@ -141,6 +141,10 @@ pub struct Meta {
     pub cpus: Vec<u32>,
     /// How long a record may arrive after a later-stamped one and still be put in order.
     pub reorder_window_ns: u64,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC when recording started: report's JSON
+    /// `time_unix_ns`. Absent from recordings made before it was kept (then `null`).
+    #[serde(default)]
+    pub wall_offset_ns: Option<i64>,
 }
 
 /// One traced thing, described once, before its records.
