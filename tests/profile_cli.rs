@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 
 use common::{profile_program, text, tracer, tracer_bin, tracer_started, Workload};
@@ -907,4 +907,66 @@ fn dwarf_unwinding_gives_whole_stacks_of_python() {
         whole * 100 >= total * 95,
         "{whole} of {total}: {stdout}\n{stderr}"
     );
+}
+
+/// `-p PID` profiles the children the process starts from then on (as `tracer probe -p`,
+/// `tracer stat -p` and perf do), `-i` the process alone: a shell that waits for a file the
+/// test makes once tracer profiles it, then runs ./spin (80 million additions in spin_inner).
+/// Followed, spin_inner's samples are the child's; with -i there are none, and every sample
+/// is the shell's.
+#[test]
+fn a_process_is_profiled_into_its_children_unless_no_inherit() {
+    common::require_root();
+    let spin = common::spin_program().display().to_string();
+    for (extra, followed) in [(None, true), (Some("-i"), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let script = format!(
+            "while [ ! -e {} ]; do sleep 0.01; done; {spin} 80",
+            go.display()
+        );
+        let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+        let pid = work.id().to_string();
+        let mut args = vec!["profile", "-F", "999", "-f", "json", "-p", &pid];
+        args.extend(extra);
+        let mut child = Command::new(tracer_bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = String::new();
+        stderr.read_line(&mut banner).unwrap();
+        std::fs::write(&go, b"").unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let _ = work.wait();
+        let context = format!("{args:?}: {banner}{rest}");
+        assert_eq!(out.status.code(), Some(0), "{context}");
+        let profile: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one object");
+        let stacks = profile["stacks"].as_array().unwrap();
+        let in_spin: Vec<&serde_json::Value> = (stacks.iter())
+            .filter(|s| (s["frames"].as_array().unwrap().iter()).any(|f| f["name"] == "spin_inner"))
+            .collect();
+        let samples: u64 = in_spin.iter().map(|s| s["value"].as_u64().unwrap()).sum();
+        match followed {
+            // 80 million additions take tens of ms even emulated: dozens of samples at 999 Hz.
+            true => {
+                assert!(samples >= 10, "{samples} samples in spin_inner: {context}");
+                assert!(
+                    in_spin.iter().all(|s| s["pid"].to_string() != pid),
+                    "{context}"
+                );
+            }
+            false => {
+                assert_eq!(samples, 0, "{context}");
+                assert!(
+                    stacks.iter().all(|s| s["pid"].to_string() == pid),
+                    "{context}"
+                );
+            }
+        }
+    }
 }

@@ -370,9 +370,14 @@ pub struct ProfileArgs {
     /// Every task on every CPU (the default without -p or -- COMMAND).
     #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "command"])]
     pub all: bool,
-    /// Only this process (all its threads).
+    /// This process (all its threads) and the children it starts from now on (-i: the
+    /// process alone).
     #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
+    /// With -p: only the process itself. By default the children it starts from now on are
+    /// profiled too, as `tracer probe -p`, `tracer stat -p` and perf follow them (perf's -i).
+    #[arg(short = 'i', long = "no-inherit", requires = "pid")]
+    pub no_inherit: bool,
     /// Stop after SECS seconds (or a duration with a unit: 500ms, 2s).
     #[arg(short, long, value_name = "SECS", value_parser = crate::units::parse_seconds)]
     pub duration: Option<Duration>,

@@ -48,12 +48,20 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         ..Sizing::default()
     })?;
     let launched = session.is_launched();
-    let fs = match launched || off_cpu {
+    // Children of -p are followed as the command's are: through the tracked-task map.
+    let adopted = match plan.whose {
+        Whose::Process(pid) if plan.follow => Some(pid),
+        _ => None,
+    };
+    let fs = match launched || off_cpu || adopted.is_some() {
         true => Some(Tracefs::locate()?),
         false => None,
     };
     if let Some(fs) = fs.as_ref().filter(|_| launched) {
         session.follow(&mut bpf, fs)?;
+    }
+    if let (Some(fs), Some(pid)) = (fs.as_ref(), adopted) {
+        session.follow_adopted(&mut bpf, fs, &[pid])?;
     }
     let stack_flags = [
         (plan.kernel, tracer_common::SLOT_STACK_KERNEL),
@@ -63,10 +71,10 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     .filter(|(wanted, _)| *wanted)
     .fold(0, |flags, (_, bit)| flags | bit);
     let tgid = match plan.whose {
-        Whose::Process(pid) => pid,
+        Whose::Process(pid) if !plan.follow => pid,
         _ => 0,
     };
-    let config = sampling::slot_config(stack_flags, tgid, launched, off_cpu);
+    let config = sampling::slot_config(stack_flags, tgid, launched || adopted.is_some(), off_cpu);
     let skip_idle = plan.whose == Whose::All && !off_cpu;
     let (sampler, offcpu, unwound, measure) = match plan.mode {
         Mode::OnCpu { hz } => {

@@ -26,7 +26,7 @@ pub const DEFAULT_MIN_BLOCK_NS: u64 = 1_000;
 pub enum Whose {
     /// `-a`, or nothing given: every task on every CPU.
     All,
-    /// `-p PID`, all its threads.
+    /// `-p PID`, all its threads, and with `follow` the children it starts from then on.
     Process(u32),
     /// `-- COMMAND` and its children.
     Command(Vec<String>),
@@ -60,6 +60,8 @@ pub use crate::kernel::unwind::MAX_STACK_BYTES;
 pub struct ProfilePlan {
     pub mode: Mode,
     pub whose: Whose,
+    /// `-p` without `-i`: the process's children started during the run are profiled too.
+    pub follow: bool,
     pub kernel: bool,
     pub user: bool,
     pub unwind: Unwind,
@@ -143,6 +145,15 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
         ));
     }
     let unwind = unwind(args)?;
+    let follow = args.pid.is_some() && !args.no_inherit;
+    if args.no_inherit && matches!(unwind, Unwind::Dwarf { .. }) {
+        // The kernel samples what the process starts through `inherit`, with no BPF program
+        // to tell a child's sample from the process's own.
+        return Err(usage(
+            "-i with --call-graph dwarf: dwarf mode samples the process's threads and children alike",
+            "drop -i, or use frame pointers (--call-graph fp) to profile the process alone",
+        ));
+    }
     if args.top == 0 {
         return Err(usage(
             "--top 0 would show no stacks",
@@ -152,6 +163,7 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
     Ok(ProfilePlan {
         mode,
         whose,
+        follow,
         kernel: !args.user_only,
         user: !args.kernel_only,
         unwind,
@@ -289,6 +301,19 @@ mod tests {
         assert!(refused("-p 0").0.contains("--pid 0"));
         assert!(refused("-p 300").0.contains("has exited"));
         assert_eq!(plan("-p 100").unwrap().whose, Whose::Process(100));
+    }
+
+    /// `-p` follows the children the process starts, as in probe, latency and stat; `-i`
+    /// keeps to the process, and needs `-p`.
+    #[test]
+    fn a_process_is_followed_into_its_children_unless_no_inherit() {
+        assert!(plan("-p 100").unwrap().follow);
+        assert!(!plan("-p 100 -i").unwrap().follow);
+        assert!(!plan("-- sleep 1").unwrap().follow);
+        assert!(plan("-i").is_err());
+        let (error, hints) = refused("-p 100 -i --call-graph dwarf");
+        assert!(error.contains("-i with --call-graph dwarf"), "{error}");
+        assert!(hints[0].contains("--call-graph fp"), "{hints:?}");
     }
 
     #[test]
