@@ -470,3 +470,55 @@ fn dash_o_dash_is_standard_output_in_every_command() {
         stderr(&out)
     );
 }
+
+/// docs/flags.md's table of short flags against the command line itself: every short flag of
+/// every subcommand it lists has a row, and each cell says `-` exactly where the subcommand
+/// has no such flag.
+#[test]
+fn the_flag_table_is_the_command_line() {
+    use clap::CommandFactory;
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/flags.md")).unwrap();
+    let mut rows = page.lines().filter(|l| l.starts_with("| "));
+    let header: Vec<&str> = rows.next().unwrap().split('|').map(str::trim).collect();
+    let commands = &header[2..header.len() - 1];
+    assert_eq!(commands.len(), 8, "{header:?}");
+    let cli = tracer::cli::Cli::command();
+    let shorts = |name: &str| -> std::collections::BTreeSet<char> {
+        let sub = cli
+            .find_subcommand(name)
+            .unwrap_or_else(|| panic!("no subcommand {name}"));
+        (sub.get_arguments())
+            .filter_map(|a| a.get_short())
+            .filter(|&c| c != 'h')
+            .collect()
+    };
+    let mut listed: std::collections::BTreeMap<&str, std::collections::BTreeSet<char>> =
+        commands.iter().map(|c| (*c, Default::default())).collect();
+    for row in rows.filter(|r| !r.starts_with("| ---")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let flag = cells[1].trim_matches('`');
+        let short = flag
+            .strip_prefix('-')
+            .and_then(|f| f.chars().next())
+            .unwrap();
+        for (command, cell) in commands.iter().zip(&cells[2..cells.len() - 1]) {
+            let has = shorts(command).contains(&short);
+            assert_eq!(
+                *cell != "-",
+                has,
+                "docs/flags.md: `{flag}` of {command} is {cell:?}"
+            );
+            if has {
+                listed.get_mut(command).unwrap().insert(short);
+            }
+        }
+    }
+    for command in commands {
+        assert_eq!(
+            listed[command],
+            shorts(command),
+            "docs/flags.md lacks a row for {command}"
+        );
+    }
+}
