@@ -102,6 +102,7 @@ step status dpkg -s tracer
 step version tracer --version
 step man env MANWIDTH=100 LANG=C.UTF-8 man -P cat tracer-probe
 step man-path man -w tracer
+step copyright sh -c 'cat /usr/share/doc/tracer/copyright; ls /usr/share/doc/tracer/licenses/inferno-*/'
 step complete-sub bash -c "$COMPLETE" complete 'tracer pro'
 step complete-flag bash -c "$COMPLETE" complete 'tracer trace --fa'
 step serve sh -c "$SERVE"
@@ -210,6 +211,7 @@ fn the_package_installs_documents_completes_serves_and_purges() {
             "version",
             "man",
             "man-path",
+            "copyright",
             "complete-sub",
             "complete-flag",
             "serve",
@@ -245,6 +247,32 @@ fn the_package_installs_documents_completes_serves_and_purges() {
         "{page}"
     );
     assert_eq!(ran("man-path"), "/usr/share/man/man1/tracer.1.gz\n");
+
+    // The copyright file lists every crate built in, at the lock file's version, with its
+    // license; each crate's own license file is installed beside it.
+    let copyright = ran("copyright");
+    let lock =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock")).unwrap();
+    let locked = |name: &str| -> String {
+        let at = lock
+            .find(&format!("name = \"{name}\"\nversion = \""))
+            .expect(name);
+        lock[at..].lines().nth(1).unwrap()["version = \"".len()..]
+            .trim_end_matches('"')
+            .into()
+    };
+    for (name, license) in [
+        ("btf-rs", "LGPL-2.1-or-later"),
+        ("inferno", "CDDL-1.0"),
+        ("framehop", "MIT OR Apache-2.0"),
+    ] {
+        let line = format!("\n {name} {}: {license}\n", locked(name));
+        assert!(copyright.contains(&line), "{line:?} in:\n{copyright}");
+    }
+    assert!(
+        copyright.ends_with("\nLICENSE\n"),
+        "inferno's LICENSE: {copyright}"
+    );
 
     assert_eq!(ran("complete-sub"), "probe profile\n");
     assert_eq!(ran("complete-flag"), "--failed\n");

@@ -138,10 +138,13 @@ fn package(dist: &Path, binary: &Path) -> Result<PathBuf> {
             "usr/lib/systemd/system/tracer-serve.service",
         ),
         ("serve.toml", "etc/tracer/serve.toml"),
-        ("copyright", "usr/share/doc/tracer/copyright"),
     ] {
         std::fs::copy(files.join(from), place(to)?)?;
     }
+    // The copyright file: tracer's own terms, then every crate built into the binary.
+    let mut copyright = std::fs::read_to_string(files.join("copyright"))?;
+    copyright.push_str(&third_party(&tree.join("usr/share/doc/tracer/licenses"))?);
+    std::fs::write(place("usr/share/doc/tracer/copyright")?, copyright)?;
     control(&tree, &version)?;
     let deb = dist.join(format!("tracer_{version}_amd64.deb"));
     run_cmd(
@@ -151,6 +154,119 @@ fn package(dist: &Path, binary: &Path) -> Result<PathBuf> {
             .arg(&deb),
     )?;
     Ok(deb)
+}
+
+/// The crates built into the binary (the normal dependencies of tracer, tracer-common and
+/// the BPF crate, for x86-64 Linux, at the lock file's versions): a copyright paragraph
+/// listing each with its declared license, and each crate's own license files (with their
+/// copyright lines, which the MIT and BSD licenses require be kept) copied under `dir` as
+/// `NAME-VERSION/`.
+fn third_party(dir: &Path) -> Result<String> {
+    let out = cargo()
+        .args(["metadata", "--locked", "--format-version", "1"])
+        .args(["--filter-platform", TARGET])
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let packages: std::collections::HashMap<&str, &serde_json::Value> =
+        (meta["packages"].as_array().context("no packages")?.iter())
+            .filter_map(|p| Some((p["id"].as_str()?, p)))
+            .collect();
+    let nodes: std::collections::HashMap<&str, &serde_json::Value> = (meta["resolve"]["nodes"]
+        .as_array()
+        .context("no resolve graph")?
+        .iter())
+    .filter_map(|n| Some((n["id"].as_str()?, n)))
+    .collect();
+    let members: std::collections::HashSet<&str> = (meta["workspace_members"].as_array())
+        .context("no workspace members")?
+        .iter()
+        .filter_map(|m| m.as_str())
+        .collect();
+    let ours = ["tracer", "tracer-common", "tracer-ebpf"];
+    let mut todo: Vec<&str> = (members.iter().copied())
+        .filter(|id| ours.contains(&packages[id]["name"].as_str().unwrap_or("")))
+        .collect();
+    let mut linked = std::collections::BTreeSet::new();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if !members.contains(id) {
+            let p = packages[id];
+            let name = p["name"].as_str().unwrap_or("?").to_string();
+            let version = p["version"].as_str().unwrap_or("?").to_string();
+            let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap_or(""));
+            let license = p["license"].as_str().map(str::to_string);
+            linked.insert((name, version, license, manifest));
+        }
+        for dep in nodes[id]["deps"].as_array().into_iter().flatten() {
+            let normal =
+                (dep["dep_kinds"].as_array().into_iter().flatten()).any(|k| k["kind"].is_null());
+            if let (true, Some(pkg)) = (normal, dep["pkg"].as_str()) {
+                todo.push(pkg);
+            }
+        }
+    }
+    let mut text = String::from(
+        "\nFiles: usr/share/doc/tracer/licenses/*\n\
+         License: various\n \
+         The crates built into usr/bin/tracer, at the versions of tracer's Cargo.lock, each\n \
+         with the license its Cargo.toml declares. Each crate's own license files, with\n \
+         their copyright lines, are in /usr/share/doc/tracer/licenses/NAME-VERSION/.\n .\n",
+    );
+    let mut without = Vec::new();
+    for (name, version, license, manifest) in &linked {
+        let Some(license) = license else {
+            bail!("{name} {version} declares no license: cannot package it");
+        };
+        let crate_dir = manifest.parent().context("a manifest in a directory")?;
+        let mut copied = 0;
+        for entry in std::fs::read_dir(crate_dir)? {
+            let path = entry?.path();
+            let file_name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+            let upper = file_name.to_ascii_uppercase();
+            let is_license = [
+                "LICENSE",
+                "LICENCE",
+                "COPYING",
+                "COPYRIGHT",
+                "NOTICE",
+                "UNLICENSE",
+            ]
+            .iter()
+            .any(|prefix| upper.starts_with(prefix));
+            if is_license && path.is_file() {
+                let to = dir.join(format!("{name}-{version}")).join(file_name);
+                std::fs::create_dir_all(to.parent().expect("a directory"))?;
+                std::fs::copy(&path, &to)?;
+                copied += 1;
+            }
+        }
+        if copied == 0 {
+            without.push(name.as_str());
+        }
+        text.push_str(&format!(" {name} {version}: {license}\n"));
+    }
+    if !without.is_empty() {
+        text.push_str(&format!(
+            " .\n These crates ship no license file of their own (their repository's applies): {}.\n",
+            without.join(", ")
+        ));
+    }
+    text.push_str(
+        " .\n On Debian systems the Apache License 2.0 and the GNU LGPL 2.1 are in\n \
+         /usr/share/common-licenses/.\n",
+    );
+    println!("dist: {} crates listed in the copyright file", linked.len());
+    Ok(text)
 }
 
 /// DEBIAN/control, conffiles and md5sums.
