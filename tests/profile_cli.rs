@@ -956,14 +956,14 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
             true => {
                 assert!(samples >= 10, "{samples} samples in spin_inner: {context}");
                 assert!(
-                    in_spin.iter().all(|s| s["pid"].to_string() != pid),
+                    in_spin.iter().all(|s| s["pid"].as_u64() != pid.parse().ok()),
                     "{context}"
                 );
             }
             false => {
                 assert_eq!(samples, 0, "{context}");
                 assert!(
-                    stacks.iter().all(|s| s["pid"].to_string() == pid),
+                    stacks.iter().all(|s| s["pid"].as_u64() == pid.parse().ok()),
                     "{context}"
                 );
             }
