@@ -225,7 +225,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         stat_getppid,
     ),
     ("tracer list [PATTERN]", readme_list),
-    ("tracer watch --summary", readme_watch_summary),
+    ("tracer watch --summary counter -- ./prog", readme_watch_summary),
     // docs/probe.md (its `tracer probe syscalls:sys_enter_openat -- cat /etc/hostname` and
     // `tracer probe do_sys_open` are README's too, checked above)
     (
@@ -2092,9 +2092,7 @@ fn readme_watch_summary(ctx: &Ctx, example: &str) {
     if !has(Feature::Breakpoints, "example watch --summary") {
         return;
     }
-    // README names the flag (benchmarks); completed with the quick start's watch.
-    let full = example.replace("--summary", "--summary counter -- ./prog");
-    let (stdout, stderr) = ok(&ctx.run(&words(&full, &[])));
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
     // Only the counts, on stdout: six writes, by one thread, at one instruction.
     assert!(counter_hits(&stdout).is_empty(), "{stdout}");
     let lines: Vec<Vec<&str>> = stdout
