@@ -956,7 +956,9 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
             true => {
                 assert!(samples >= 10, "{samples} samples in spin_inner: {context}");
                 assert!(
-                    in_spin.iter().all(|s| s["pid"].as_u64() != pid.parse().ok()),
+                    in_spin
+                        .iter()
+                        .all(|s| s["pid"].as_u64() != pid.parse().ok()),
                     "{context}"
                 );
             }

@@ -556,6 +556,38 @@ fn bad_input_gets_an_error_and_a_hint() {
         "{}",
         text(&out.stderr)
     );
+    // Only the wrong name is called unknown; names that exist apart are said to be apart.
+    for (filter, want) in [
+        (
+            "comm == \"x\" && nosuch == 1",
+            "error: --filter: no traced call has an argument named nosuch\n",
+        ),
+        (
+            "filename == \"x\" && count == 1",
+            "error: --filter: no traced call has all of the arguments filename, count\n",
+        ),
+    ] {
+        let out = run_tracer(&[
+            "trace",
+            "-e",
+            "openat,read",
+            "--filter",
+            filter,
+            "--",
+            "true",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).starts_with(want), "{}", text(&out.stderr));
+    }
+    // A ring the kernel would refuse is refused first, with the bound (it read as a kernel
+    // without BPF ring buffers).
+    let out = run_tracer(&["trace", "--ring-pages", "1048576", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: --ring-pages 1048576 is not a power of two from 1 to 65536\n\
+         hint: at most --ring-pages 65536 (256 MiB)\n"
+    );
 }
 
 /// strace and tracer on the same workload: the workload's own calls agree line for line.

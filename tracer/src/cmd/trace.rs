@@ -196,8 +196,15 @@ fn filters(
     let mut kept = Vec::new();
     let mut filters = Vec::new();
     let mut dropped = 0;
+    // The names some selected call has, for the message when no call has them all.
+    let mut known: hashbrown::HashSet<String> = ["ret", "duration", "comm", "pid", "tid", "cpu"]
+        .map(String::from)
+        .into();
     for layout in layouts.drain(..) {
-        match crate::probe::filter::resolve_trace(filter, layout.name, &layout.filter_params())? {
+        let params = layout.filter_params();
+        known.extend(params.iter().map(|p| p.name.to_string()));
+        known.extend((0..params.len()).map(|i| format!("arg{i}")));
+        match crate::probe::filter::resolve_trace(filter, layout.name, &params)? {
             Some(f) => {
                 filters.push(Some(f));
                 kept.push(layout);
@@ -206,12 +213,26 @@ fn filters(
         }
     }
     if kept.is_empty() {
-        let names: Vec<&str> = filter.atoms.iter().map(|a| a.name.as_str()).collect();
-        return Err(Error::usage(
-            format!(
-                "--filter: no traced call has an argument named {}",
-                names.join(" or ")
+        let mut names: Vec<&str> = filter.atoms.iter().map(|a| a.name.as_str()).collect();
+        names.dedup();
+        let unknown: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !known.contains(*n))
+            .collect();
+        let error = match unknown.is_empty() {
+            // Each name is some call's, but no one call has them all.
+            true => format!(
+                "--filter: no traced call has all of the arguments {}",
+                names.join(", ")
             ),
+            false => format!(
+                "--filter: no traced call has an argument named {}",
+                unknown.join(" or ")
+            ),
+        };
+        return Err(Error::usage(
+            error,
             vec![
                 "name arguments as the calls' tracepoints do (`tracer list -v syscalls:sys_enter_openat`), or ret, duration, comm, pid, tid, cpu".into(),
             ],

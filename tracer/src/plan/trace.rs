@@ -15,6 +15,9 @@ use crate::Error;
 /// 10,000 calls with their strings between two reads.
 pub const RING_PAGES: usize = 512;
 
+/// The largest `--ring-pages`: 256 MiB, as `tracer probe` allows.
+pub const MAX_RING_PAGES: usize = 1 << 16;
+
 #[derive(Debug)]
 pub struct TracePlan {
     /// The traced calls' numbers, ascending.
@@ -58,13 +61,16 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
         None => Vec::new(),
     };
     let ring_pages = args.ring_pages.unwrap_or(RING_PAGES);
-    if !ring_pages.is_power_of_two() {
+    // As `tracer probe`'s bound: the kernel refuses a BPF ring of 4 GiB (1048576 pages) with
+    // EINVAL, which read as "no ring buffer on this kernel".
+    if !ring_pages.is_power_of_two() || ring_pages > MAX_RING_PAGES {
+        let hint = match ring_pages > MAX_RING_PAGES {
+            true => format!("at most --ring-pages {MAX_RING_PAGES} (256 MiB)"),
+            false => format!("try --ring-pages {}", ring_pages.next_power_of_two()),
+        };
         return Err(Error::usage(
-            format!("--ring-pages {ring_pages} is not a power of two"),
-            vec![format!(
-                "try --ring-pages {}",
-                ring_pages.next_power_of_two()
-            )],
+            format!("--ring-pages {ring_pages} is not a power of two from 1 to {MAX_RING_PAGES}"),
+            vec![hint],
         ));
     }
     if args.summary && args.format == Format::Json {
