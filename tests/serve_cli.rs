@@ -150,12 +150,21 @@ impl Served {
     }
 
     /// SIGTERM: detaches and exits 0.
-    fn stop(mut self) {
-        self.signal(libc::SIGTERM);
-        let status = poll(20, "tracer serve exits after SIGTERM", || {
+    fn stop(self) {
+        self.stop_with(libc::SIGTERM);
+    }
+
+    /// `signal` (SIGTERM, SIGINT or SIGQUIT, as every command takes them): detaches and exits 0.
+    fn stop_with(mut self, signal: i32) {
+        self.signal(signal);
+        let status = poll(20, "tracer serve exits after the signal", || {
             self.child.try_wait().unwrap()
         });
-        assert_eq!(status.code(), Some(0), "tracer serve's exit after SIGTERM");
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "tracer serve's exit after signal {signal}"
+        );
     }
 }
 
@@ -226,6 +235,23 @@ fn config_errors_name_the_line_and_the_key_and_attach_nothing() {
         common::text(&out.stderr).lines().next().unwrap(),
         format!(
             "error: {}:4: key 'hist': invalid type: integer '3', expected a string",
+            path.display()
+        )
+    );
+
+    // An error found only when the metric attaches (a field its tracepoint lacks) is placed
+    // as the parser's are, and names the key, not a flag.
+    std::fs::write(
+        &path,
+        "[[metric]]\nname = \"ok\"\nprobe = \"syscalls:sys_enter_getppid\"\n\n[[metric]]\nname = \"opens\"\nprobe = \"syscalls:sys_enter_openat\"\nfilter = \"nosuch == 1\"\n",
+    )
+    .unwrap();
+    let out = tracer(&["serve", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::text(&out.stderr).lines().next().unwrap(),
+        format!(
+            "error: {}:5: metric 'opens': key 'filter': syscalls:sys_enter_openat has no field 'nosuch'",
             path.display()
         )
     );
@@ -432,7 +458,8 @@ filter = 'comm == "srv-direct"'
         "{body}"
     );
     assert_eq!(get(&served.addr, "/nothing", None).unwrap().0, 404);
-    served.stop();
+    // Ctrl-\\ (SIGQUIT) ends it as in the other commands: it was ignored.
+    served.stop_with(libc::SIGQUIT);
 }
 
 #[test]

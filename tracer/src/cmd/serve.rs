@@ -11,7 +11,7 @@ use crate::kernel::tracefs::Tracefs;
 use crate::output::metrics::{self, Format, IndexRow};
 use crate::output::notes;
 use crate::output::pprof;
-use crate::plan::serve::{profile_request, serve_plan, ServePlan};
+use crate::plan::serve::{profile_request, serve_plan, MetricPlan, ServePlan};
 use crate::probe::metric::{self as metric, Metric};
 use crate::probe::profile as sampling;
 use crate::session::exporter::{self, Exporter, ProfileJob};
@@ -26,7 +26,7 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
     crate::launch::raise_open_files(1024);
     let mut metrics = Vec::new();
     for m in plan.metrics.clone() {
-        metrics.push(Metric::attach(m, &fs, plan.idle_timeout)?);
+        metrics.push(attach(m, &fs, plan.idle_timeout, &args.config)?);
     }
     crate::output::summary::print_banner(&crate::output::summary::Banner {
         verb: "Serving",
@@ -146,7 +146,12 @@ impl Served {
         let mut attached = Vec::new();
         for (m, _) in plan.metrics.iter().zip(&kept).filter(|(_, k)| k.is_none()) {
             // On failure the ones attached so far are dropped (detached) with `attached`.
-            attached.push(Metric::attach(m.clone(), &self.fs, plan.idle_timeout)?);
+            attached.push(attach(
+                m.clone(),
+                &self.fs,
+                plan.idle_timeout,
+                &self.config,
+            )?);
         }
         let added = attached.len();
         let mut attached = attached.into_iter();
@@ -241,4 +246,24 @@ impl Exporter for Served {
             }
         }
     }
+}
+
+/// [`Metric::attach`], with a usage error found only now (a filter over a field its
+/// tracepoint lacks) placed as the config's own errors are: `FILE:LINE: metric 'NAME':`,
+/// and the key's name where the message speaks of the flag (`--filter` is the key `filter`).
+fn attach(m: MetricPlan, fs: &Tracefs, idle: Duration, config: &Path) -> Result<Metric, Error> {
+    let (line, name) = (m.line, m.name.clone());
+    Metric::attach(m, fs, idle).map_err(|e| match e {
+        Error::Usage { message, hints } => {
+            let message = match message.strip_prefix("--filter: ") {
+                Some(rest) => format!("key 'filter': {rest}"),
+                None => message,
+            };
+            Error::Usage {
+                message: format!("{}:{line}: metric '{name}': {message}", config.display()),
+                hints,
+            }
+        }
+        other => other,
+    })
 }

@@ -124,9 +124,11 @@ pub fn run<E: Exporter + 'static>(
         let listener =
             tokio::net::TcpListener::from_std(listener).map_err(|e| failed("listen", e))?;
         let handlers = |kind| signal(kind).map_err(|e| failed("handle signals", e));
-        let (mut term, mut int, mut hup) = (
+        // SIGQUIT (Ctrl-\\) ends it as SIGINT and SIGTERM do, as in every other command.
+        let (mut term, mut int, mut quit, mut hup) = (
             handlers(SignalKind::terminate())?,
             handlers(SignalKind::interrupt())?,
+            handlers(SignalKind::quit())?,
             handlers(SignalKind::hangup())?,
         );
         let exporter = Rc::new(RefCell::new(exporter));
@@ -182,6 +184,7 @@ pub fn run<E: Exporter + 'static>(
                 _ = ticks.tick() => exporter.borrow_mut().tick(),
                 _ = term.recv() => break,
                 _ = int.recv() => break,
+                _ = quit.recv() => break,
             }
         }
         Ok(())
