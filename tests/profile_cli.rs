@@ -340,13 +340,16 @@ fn off_cpu_text_names_the_blocks() {
     );
     assert!(
         first[0].contains(" ms in ") || first[0].contains(" s in "),
-        "{stdout}"
+        "{stdout}\n{stderr}"
     );
     assert!(
         first[1].trim().starts_with("profile_nap (profile.c:"),
-        "{stdout}"
+        "{stdout}\n{stderr}"
     );
-    assert!(first[2].trim().starts_with("main (profile.c:"), "{stdout}");
+    assert!(
+        first[2].trim().starts_with("main (profile.c:"),
+        "{stdout}\n{stderr}"
+    );
 }
 
 /// `-f pprof` read by `go tool pprof`, as a user reads it: the samples it shows add up to the
