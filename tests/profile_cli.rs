@@ -942,9 +942,15 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
         let mut banner = String::new();
         stderr.read_line(&mut banner).unwrap();
         std::fs::write(&go, b"").unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        // stderr read on a thread of its own while stdout is read: a profile larger than a pipe
+        // holds (the shell's many `sleep` children, emulated) would block tracer's write of it.
+        let rest = std::thread::spawn(move || {
+            let mut rest = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+            rest
+        });
         let out = child.wait_with_output().unwrap();
+        let rest = rest.join().unwrap();
         let _ = work.wait();
         let context = format!("{args:?}: {banner}{rest}");
         assert_eq!(out.status.code(), Some(0), "{context}");

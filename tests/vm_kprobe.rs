@@ -758,7 +758,7 @@ fn latency_counts_every_open(pair: &[&str], banner_start: &str, via: &str) {
         .sum();
     assert_eq!(total, OPENS);
     let outliers: Vec<serde_json::Value> = (stdout.lines())
-        .filter(|l| l.contains("\"outlier\":true"))
+        .filter(|l| l.contains("\"type\":\"outlier\""))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(outliers.len() as u64, OPENS, "{stdout}");
