@@ -1229,34 +1229,39 @@ fn features_json(ctx: &Ctx, _example: &str) {
 
 /// `| jq FILTER` through a shell when jq is installed; otherwise the JSON is parsed here.
 fn jq_or_parse(ctx: &Ctx, example: &str) -> Vec<serde_json::Value> {
+    let (tracer_part, _) = example.split_once(" | jq ").unwrap();
+    let stdout = match jq_stdout(ctx, example) {
+        Some(stdout) => stdout,
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: jq is not installed: `{tracer_part}` checked without the pipe"
+            );
+            ok(&ctx.run(&words(tracer_part, &[]))).0
+        }
+    };
+    serde_json::Deserializer::from_str(&stdout)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// `example` (a `tracer ... | jq ...` line) run by the shell as written: its stdout; `None`
+/// without jq.
+fn jq_stdout(ctx: &Ctx, example: &str) -> Option<String> {
     let jq = Command::new("jq")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    let (tracer_part, _) = example.split_once(" | jq ").unwrap();
-    if jq {
+    jq.then(|| {
         let out = Command::new("sh")
             .arg("-c")
             .arg(example.replacen("tracer", &tracer_bin().display().to_string(), 1))
             .current_dir(ctx.dir.path())
             .output()
             .unwrap();
-        let (stdout, _) = ok(&out);
-        serde_json::Deserializer::from_str(&stdout)
-            .into_iter()
-            .map(Result::unwrap)
-            .collect()
-    } else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: jq is not installed: `{tracer_part}` checked without the pipe"
-        );
-        let (stdout, _) = ok(&ctx.run(&words(tracer_part, &[])));
-        serde_json::Deserializer::from_str(&stdout)
-            .into_iter()
-            .map(Result::unwrap)
-            .collect()
-    }
+        ok(&out).0
+    })
 }
 
 fn features_jq(ctx: &Ctx, example: &str) {
@@ -1297,20 +1302,9 @@ fn docs_json_jq(ctx: &Ctx, example: &str) {
         serde_json::json!({"value": 0, "text": "O_RDONLY"})
     );
     assert!(open["ret"].as_i64().is_some_and(|fd| fd >= 0), "{open}");
-    if Command::new("jq")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        // The line as jq prints it, in tracer's key order, against the page's.
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(example.replacen("tracer", &tracer_bin().display().to_string(), 1))
-            .current_dir(ctx.dir.path())
-            .output()
-            .unwrap();
-        let (stdout, stderr) = ok(&out);
-        assert_shown(example, &stdout, &stderr, &[]);
+    // The line as jq prints it, in tracer's key order, against the page's.
+    if let Some(stdout) = jq_stdout(ctx, example) {
+        assert_shown(example, &stdout, "", &[]);
     }
 }
 

@@ -925,35 +925,10 @@ fn memory_does_not_grow_with_the_number_of_events() {
     );
 }
 
-/// `tracer probe -p SHELL ARGS` of a shell that waits, once tracer says it traces, for a file
-/// the test makes, then runs `then` (a fixed pause was too short under load): the shell's
-/// pid, tracer's output and its whole stderr.
+/// `tracer probe -p SHELL ARGS` of a shell that waits for tracer, then runs `then`
+/// ([`common::tracer_of_a_waiting_shell`]).
 fn probe_of_a_waiting_shell(then: &str, args: &[&str]) -> (String, std::process::Output, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let go = dir.path().join("go");
-    let script = format!(
-        "while [ ! -e {} ]; do sleep 0.01; done; {then}",
-        go.display()
-    );
-    common::require_root();
-    let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
-    let pid = work.id().to_string();
-    let mut child = Command::new(common::tracer_bin())
-        .args(["probe", "-p", &pid])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut banner = String::new();
-    stderr.read_line(&mut banner).unwrap();
-    std::fs::write(&go, b"").unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let _ = work.wait();
-    (pid, out, banner + &rest)
+    common::tracer_of_a_waiting_shell(then, "probe", args)
 }
 
 /// `-p PID` follows the children the process starts from then on (as `tracer trace -p`,

@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::process::{Command, Stdio};
 
 use common::{profile_program, text, tracer, tracer_bin, tracer_started, Workload};
@@ -932,37 +932,11 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
     }
     let spin = common::spin_program().display().to_string();
     for (extra, followed) in [(None, true), (Some("-i"), false)] {
-        let dir = tempfile::tempdir().unwrap();
-        let go = dir.path().join("go");
-        let script = format!(
-            "while [ ! -e {} ]; do sleep 0.01; done; {spin} 80",
-            go.display()
-        );
-        let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
-        let pid = work.id().to_string();
-        let mut args = vec!["profile", "-F", "999", "-f", "json", "-p", &pid];
+        let mut args = vec!["-F", "999", "-f", "json"];
         args.extend(extra);
-        let mut child = Command::new(tracer_bin())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut banner = String::new();
-        stderr.read_line(&mut banner).unwrap();
-        std::fs::write(&go, b"").unwrap();
-        // stderr read on a thread of its own while stdout is read: a profile larger than a pipe
-        // holds (the shell's many `sleep` children, emulated) would block tracer's write of it.
-        let rest = std::thread::spawn(move || {
-            let mut rest = String::new();
-            std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-            rest
-        });
-        let out = child.wait_with_output().unwrap();
-        let rest = rest.join().unwrap();
-        let _ = work.wait();
-        let context = format!("{args:?}: {banner}{rest}");
+        let (pid, out, stderr) =
+            common::tracer_of_a_waiting_shell(&format!("{spin} 80"), "profile", &args);
+        let context = format!("{args:?}: {stderr}");
         assert_eq!(out.status.code(), Some(0), "{context}");
         let profile: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one object");
         let stacks = profile["stacks"].as_array().unwrap();

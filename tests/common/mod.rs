@@ -657,3 +657,45 @@ pub fn hex_text(len: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// `tracer SUBCOMMAND -p SHELL ARGS` of a shell that waits, once tracer's banner is out, for a
+/// file the test makes, then runs `then` (a fixed pause was too short under load): the
+/// shell's pid, tracer's output and its whole stderr. stderr is read on a thread of its own
+/// while stdout is read, so that output larger than a pipe holds cannot stall tracer.
+#[allow(dead_code)]
+pub fn tracer_of_a_waiting_shell(
+    then: &str,
+    subcommand: &str,
+    args: &[&str],
+) -> (String, std::process::Output, String) {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.01; done; {then}",
+        go.display()
+    );
+    require_root();
+    let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let pid = work.id().to_string();
+    let mut child = Command::new(tracer_bin())
+        .args([subcommand, "-p", &pid])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    stderr.read_line(&mut banner).unwrap();
+    std::fs::write(&go, b"").unwrap();
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        stderr.read_to_string(&mut rest).unwrap();
+        rest
+    });
+    let out = child.wait_with_output().unwrap();
+    let rest = rest.join().unwrap();
+    let _ = work.wait();
+    (pid, out, banner + &rest)
+}
