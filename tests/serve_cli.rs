@@ -224,32 +224,28 @@ fn config_errors_name_the_line_and_the_key_and_attach_nothing() {
     // Nothing was attached: the first metric, valid, never started (no banner).
     assert!(!stderr.contains("Serving"), "{stderr}");
 
-    std::fs::write(
-        &path,
-        "[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\nhist = 3\n",
-    )
-    .unwrap();
-    let out = tracer(&["serve", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    // The first error line of `tracer serve` over `config`, which must exit 2.
+    let first_error = |config: &str| -> String {
+        std::fs::write(&path, config).unwrap();
+        let out = tracer(&["serve", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        common::text(&out.stderr)
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
     assert_eq!(
-        common::text(&out.stderr).lines().next().unwrap(),
+        first_error("[[metric]]\nname = \"a\"\nprobe = \"syscalls:sys_enter_getppid\"\nhist = 3\n"),
         format!(
             "error: {}:4: key 'hist': invalid type: integer '3', expected a string",
             path.display()
         )
     );
-
     // An error found only when the metric attaches (a field its tracepoint lacks) is placed
     // as the parser's are, and names the key, not a flag.
-    std::fs::write(
-        &path,
-        "[[metric]]\nname = \"ok\"\nprobe = \"syscalls:sys_enter_getppid\"\n\n[[metric]]\nname = \"opens\"\nprobe = \"syscalls:sys_enter_openat\"\nfilter = \"nosuch == 1\"\n",
-    )
-    .unwrap();
-    let out = tracer(&["serve", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        common::text(&out.stderr).lines().next().unwrap(),
+        first_error("[[metric]]\nname = \"ok\"\nprobe = \"syscalls:sys_enter_getppid\"\n\n[[metric]]\nname = \"opens\"\nprobe = \"syscalls:sys_enter_openat\"\nfilter = \"nosuch == 1\"\n"),
         format!(
             "error: {}:5: metric 'opens': key 'filter': syscalls:sys_enter_openat has no field 'nosuch'",
             path.display()

@@ -52,10 +52,7 @@ impl Shown {
         match &self.strings {
             Some(s) if s.array => s.items.clone().into(),
             Some(s) if s.items.len() == 1 => s.items[0].clone().into(),
-            _ if self.text == self.value.to_string() => match i64::try_from(self.value) {
-                Ok(n) => n.into(),
-                Err(_) => (self.value as u64).into(),
-            },
+            _ if self.text == self.value.to_string() => json_number(self.value),
             _ => serde_json::json!({"value": json_number(self.value), "text": self.text}),
         }
     }
