@@ -228,3 +228,90 @@ fn no_product_code_prints_through_the_panicking_macros() {
     }
     assert!(found.is_empty(), "print macros in product code: {found:#?}");
 }
+
+/// The BPF crate's modules, lowest first (ARCHITECTURE.md, "The BPF crate"): each imports only
+/// the crate's root and the modules before it.
+const BPF_LAYERS: &[&str] = &[
+    "maps",
+    "caches",
+    "reads",
+    "filters",
+    "emit",
+    "aggregate",
+    "slots",
+    "latency",
+    "trace",
+    "profile",
+    "tracking",
+];
+
+/// Each module's imports that break `order`: one that is not in it, or not before it.
+fn layer_violations(order: &[&str], graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let rank = |m: &str| order.iter().position(|o| *o == m);
+    let mut wrong = Vec::new();
+    for (module, imports) in graph {
+        let Some(at) = rank(module) else {
+            wrong.push(format!("{module} is not in the layer order"));
+            continue;
+        };
+        for import in imports {
+            match rank(import) {
+                Some(to) if to < at => {}
+                Some(_) => wrong.push(format!("{module} imports {import}, a layer above it")),
+                None => wrong.push(format!("{module} imports {import}, which is in no layer")),
+            }
+        }
+    }
+    wrong
+}
+
+/// tracer-ebpf's modules (all but the root and the features object) -> the crate modules
+/// each names.
+fn bpf_modules() -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracer-ebpf/src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut graph = BTreeMap::new();
+    for file in files {
+        let name = file.file_stem().and_then(|s| s.to_str()).expect("a name");
+        if matches!(name, "main" | "features") {
+            continue;
+        }
+        let code = product_code(&std::fs::read_to_string(&file).expect("readable"));
+        let imports = crate_paths(&code)
+            .into_iter()
+            .filter(|n| n.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+            .filter(|n| root.join(format!("{n}.rs")).is_file() && n != name)
+            .collect();
+        graph.insert(name.to_string(), imports);
+    }
+    graph
+}
+
+#[test]
+fn the_bpf_crates_modules_import_only_the_layers_below_them() {
+    let graph = bpf_modules();
+    assert!(
+        graph.contains_key("maps") && graph.contains_key("slots"),
+        "read {:?}",
+        graph.keys()
+    );
+    let wrong = layer_violations(BPF_LAYERS, &graph);
+    assert!(wrong.is_empty(), "tracer-ebpf's layers: {wrong:#?}");
+    // The check fails on what it is for: a module reaching up, one outside the order.
+    let broken: BTreeMap<String, BTreeSet<String>> = [
+        ("maps", &["slots"][..]),
+        ("slots", &["maps"][..]),
+        ("stray", &[][..]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+    .collect();
+    assert_eq!(
+        layer_violations(&["maps", "slots"], &broken),
+        [
+            "maps imports slots, a layer above it",
+            "stray is not in the layer order"
+        ]
+    );
+}

@@ -20,7 +20,13 @@ use tracer_common::{
     SLOT_VALUE_FILTER, USES_USDT, USES_VALUE_FILTER,
 };
 
-use crate::{emit_raw, filter_passes, passes, stack_id, uses, SCRATCH};
+use crate::caches::current_comm;
+use crate::emit::{emit_raw, stack_id};
+use crate::filters::{filter_passes, passes};
+use crate::maps::{zero_words, SCRATCH};
+use crate::reads::usdt_args;
+use crate::slots::function_args;
+use crate::uses;
 
 #[map]
 static LAT_CONFIG: Array<LatConfig> = Array::with_max_entries(1, 0);
@@ -148,8 +154,8 @@ fn bucket(config: &LatConfig, delta: u64) -> u64 {
 
 #[inline(always)]
 fn add(key: &HistKey, value: u64, max: bool) {
-    // SAFETY: the pointer is this CPU's value, used at once.
     match LAT_HIST.get_ptr_mut(key) {
+        // SAFETY: the pointer is this CPU's value, used at once.
         Some(cell) => unsafe {
             if max {
                 if value > *cell {
@@ -200,7 +206,7 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
         // SAFETY: helper without preconditions.
         event.cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
         event.str_bytes = 0;
-        crate::zero_words(&mut event.fields);
+        zero_words(&mut event.fields);
         let mut i = 0;
         while i < word::ARGS {
             event.data[word::ARG0 + i] = start.args[i];
@@ -220,7 +226,7 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
     let pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
     let mut group = [0u8; 16];
     match config.by {
-        LAT_BY_COMM => group = crate::current_comm(pid_tgid),
+        LAT_BY_COMM => group = current_comm(pid_tgid),
         LAT_BY_PID => group[..8].copy_from_slice(&(pid_tgid >> 32).to_ne_bytes()),
         LAT_BY_TID => group[..8].copy_from_slice(&(pid_tgid & 0xffff_ffff).to_ne_bytes()),
         // SAFETY: helper without preconditions.
@@ -317,11 +323,11 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
 #[inline(always)]
 fn registers(ctx: &ProbeContext, end: u32) -> [u64; 6] {
     let mut args = [0u64; 6];
-    if crate::uses(USES_USDT) {
+    if uses(USES_USDT) {
         let usdt = LAT_CONFIG.get(0).map_or(0, |c| c.usdt);
         if usdt & end != 0 {
             let mut faults = 0;
-            crate::usdt_args(ctx, end, &mut args, &mut faults);
+            usdt_args(ctx, end, &mut args, &mut faults);
             return args;
         }
     }
@@ -361,7 +367,7 @@ pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
 /// The start at a kernel function's entry through fentry (loaded for that function).
 #[fentry]
 pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
-    let args = crate::function_args(&ctx);
+    let args = function_args(&ctx);
     entry(args, &Source::Args(&args));
     0
 }
@@ -369,7 +375,7 @@ pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
 /// The end at a kernel function's entry through fentry: the key may be an argument.
 #[fentry]
 pub fn lat_fn_end(ctx: FEntryContext) -> u32 {
-    let args = crate::function_args(&ctx);
+    let args = function_args(&ctx);
     exit(&ctx, &Source::Args(&args), 0, 0);
     0
 }

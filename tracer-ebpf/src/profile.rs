@@ -19,7 +19,11 @@ use tracer_common::{
     SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SWITCH_BLOCKED_MASK,
 };
 
-use crate::{add_count, bump, passes, stack_id, CONFIG, TRACEPOINT_PASS};
+use crate::aggregate::{add_count, zeroed_key};
+use crate::emit::stack_id;
+use crate::filters::passes;
+use crate::maps::{bump, CONFIG};
+use crate::TRACEPOINT_PASS;
 
 /// Where `sched_switch` keeps its fields, and the minimum block time.
 #[map]
@@ -79,7 +83,7 @@ fn offcpu_switch_hit(ctx: TracePointContext) -> u32 {
         return TRACEPOINT_PASS;
     }
     bump(stat_hits(OFFCPU_SLOT));
-    let mut key = crate::zeroed_key();
+    let mut key = zeroed_key();
     key.slot = OFFCPU_SLOT;
     key.pid = (start.pid_tgid >> 32) as u32;
     key.comm = start.comm;

@@ -17,10 +17,11 @@ use tracer_common::{
     TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_STRINGS, USES_TRACE,
 };
 
-use crate::{
-    begin, bump, compat, filtered_out, finish, put_array, put_string, read_strings, refused_by,
-    scratch, syscall_nr, used, uses, CONFIG, NO_ENTRY, SCHED_OFFSETS, SYS_SLOTS, TRACKED,
-};
+use crate::filters::{filtered_out, refused_by};
+use crate::maps::{bump, scratch, CONFIG, NO_ENTRY, SCHED_OFFSETS, SCRATCH, SYS_SLOTS, TRACKED};
+use crate::reads::{group_lives, put_array, put_string, read_strings, used};
+use crate::slots::{begin, compat, finish, syscall_nr};
+use crate::uses;
 
 /// rt_sigreturn(2) on x86-64. It restores the interrupted registers, `orig_ax` included
 /// (-1: arch/x86/kernel/signal_64.c, "disable syscall checks"), so its exit reads no syscall
@@ -211,7 +212,7 @@ fn on_enter(ctx: &RawTracePointContext) {
 fn save_strings(start: &mut TraceStart, config: &SlotConfig, pid_tgid: u64) {
     // SAFETY: index 0 exists; the per-CPU value is only touched by this program invocation
     // until it returns.
-    let Some(scratch_ptr) = crate::SCRATCH.get_ptr_mut(0) else {
+    let Some(scratch_ptr) = SCRATCH.get_ptr_mut(0) else {
         return;
     };
     // SAFETY: as above.
@@ -312,6 +313,7 @@ fn restore_strings(event: &mut Event, start: &TraceStart, pid_tgid: u64) {
     // probe-read helper (one call, where a copy loop would be 1,024 loads and stores); the
     // destination is `STR_BUFFER` bytes, more than `STR_AREA`.
     let copied = match unsafe { TRACE_SAVED.get(&pid_tgid) } {
+        // SAFETY: as above.
         Some(area) => unsafe {
             aya_ebpf::helpers::generated::bpf_probe_read_kernel(
                 scratch.area.as_mut_ptr() as *mut core::ffi::c_void,
@@ -678,7 +680,7 @@ fn on_task_exit(ctx: &RawTracePointContext) {
         let _ = TRACE_FATAL.remove(&((pid_tgid >> 32) as u32));
     }
     never_returned(ctx, pid_tgid);
-    if pid_tgid >> 32 == pid_tgid & 0xffff_ffff && crate::group_lives(task) == Some(true) {
+    if pid_tgid >> 32 == pid_tgid & 0xffff_ffff && group_lives(task) == Some(true) {
         // A leader whose threads go on: strace shows the process's exit when its last thread
         // has exited, with the process's status (userspace writes it from the wait status).
         return;

@@ -1,0 +1,161 @@
+//! Sending a hit to userspace: the per-CPU perf rings (`EVENTS`) or the BPF ring buffer
+//! (`RINGBUF`), with the wakeup policy of the latter, and the stack ids a hit carries.
+
+use aya_ebpf::bindings::{
+    BPF_F_CURRENT_CPU, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
+};
+use aya_ebpf::helpers::{
+    bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output,
+};
+use aya_ebpf::macros::map;
+use aya_ebpf::maps::{PerfEventArray, RingBuf};
+use aya_ebpf::programs::tracing::StackIdContext;
+use aya_ebpf::EbpfContext;
+use core::ffi::c_void;
+use tracer_common::{drop, stat_failed, Event, DATA_WORDS, NO_STACK, STR_BUFFER, USES_STACKS};
+
+use crate::caches::{current_comm_words, put_comm};
+use crate::filters::debug_dropped;
+use crate::maps::{bump, zero_words, Scratch, SCRATCH, STACKS};
+use crate::uses;
+
+/// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
+#[map]
+pub(crate) static EVENTS: PerfEventArray<Event> = PerfEventArray::new(0);
+
+/// The BPF ring buffer transport (`--transport ringbuf`): one ring shared by every CPU, sized by
+/// userspace when used (one page otherwise).
+#[map]
+pub(crate) static RINGBUF: RingBuf = RingBuf::with_byte_size(4096, 0);
+
+/// Which transport events take, set by userspace before loading (read-only to the programs,
+/// like `USES`): 0 sends them to the per-CPU perf rings in `EVENTS`; otherwise they go to
+/// `RINGBUF`, and an output wakes the reader once this many bytes are waiting, or when it is
+/// its CPU's first in a new [`WAKE_TICK_SHIFT`] tick (otherwise it sends no wakeup: a wakeup
+/// per event would cost the traced task an interrupt each during a flood).
+#[unsafe(no_mangle)]
+pub(crate) static RINGBUF_WAKEUP: u64 = 0;
+
+/// A CPU's ring buffer outputs wake the reader at most once per 2^20 ns (about 1 ms) for being
+/// first: a sparse event is read at once, and a flood sends about a thousand wakeups a second
+/// per CPU besides those of the byte watermark.
+pub(crate) const WAKE_TICK_SHIFT: u32 = 20;
+
+/// Emits a bare event (slot `LATENCY_SLOT`) with `data` and stack ids from a latency program;
+/// false when the ring was full.
+#[inline(always)]
+pub(crate) fn emit_raw<C: EbpfContext>(
+    ctx: &C,
+    data: &[u64; DATA_WORDS],
+    kstack: i32,
+    ustack: i32,
+) -> bool {
+    // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
+    let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut (*p).event }) else {
+        return false;
+    };
+    // SAFETY: helper without preconditions.
+    event.time_ns = unsafe { bpf_ktime_get_ns() };
+    // SAFETY: as above.
+    event.cpu = unsafe { bpf_get_smp_processor_id() };
+    event.pid_tgid = bpf_get_current_pid_tgid();
+    event.slot = tracer_common::LATENCY_SLOT;
+    event.str_bytes = 0;
+    event.kstack = kstack;
+    event.ustack = ustack;
+    event.data = *data;
+    zero_words(&mut event.fields);
+    event.field_faults = 0;
+    output(ctx, event)
+}
+
+/// The id of the current kernel or user stack in `STACKS`, or the helper's negative errno.
+#[inline(always)]
+pub(crate) fn stack_id<C: StackIdContext>(ctx: &C, wanted: bool, flags: u64) -> i32 {
+    if !uses(USES_STACKS) || !wanted {
+        return NO_STACK;
+    }
+    match ctx.get_stackid(&STACKS, flags) {
+        Ok(id) => id as i32,
+        Err(errno) => errno,
+    }
+}
+
+/// How often a CPU asks the ring buffer how full it is (a helper call): every this many of its
+/// outputs. The reader is woken when a quarter of the ring waits, so up to this many more
+/// outputs per CPU before the wakeup are harmless; the helper cost about 7 ns of every hit.
+pub(crate) const QUERY_EVERY: u32 = 16;
+
+/// Writes the event and its strings into the output ring (this CPU's perf ring, or the
+/// shared BPF ring buffer); false when the ring was full.
+#[inline(always)]
+pub(crate) fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
+    put_comm(&mut event.comm, current_comm_words(event.pid_tgid));
+    // Masked for the verifier: the strings never pass the area, nor then the buffer.
+    let size = Event::SIZE + (event.str_bytes as usize & (STR_BUFFER - 1));
+    // SAFETY: a plain aligned read of our own static, volatile for the reason given in `uses`.
+    let wakeup = unsafe { core::ptr::read_volatile(&RINGBUF_WAKEUP) };
+    if wakeup != 0 {
+        // SAFETY: `event` is the head of its `Scratch` (repr(C), this CPU's, used by this
+        // invocation alone), so the pointer is the scratch's.
+        let scratch = unsafe { &mut *(event as *mut Event as *mut Scratch) };
+        let tick = (event.time_ns >> WAKE_TICK_SHIFT) as u32;
+        scratch.outputs = scratch.outputs.wrapping_add(1);
+        let flags = if tick != scratch.woke_tick {
+            scratch.woke_tick = tick;
+            BPF_RB_FORCE_WAKEUP
+        } else if scratch.outputs % QUERY_EVERY == 0
+            && RINGBUF.query(BPF_RB_AVAIL_DATA as u64) >= wakeup
+        {
+            BPF_RB_FORCE_WAKEUP
+        } else {
+            BPF_RB_NO_WAKEUP
+        };
+        if event.str_bytes == 0 {
+            // A bare event is copied into the ring by the program, word by word, rather than
+            // by the output helper's memcpy (a `rep movsb` into memory the cache has not
+            // seen, about 30 ns of each hit, against about 10 for the words).
+            let Some(mut entry) = RINGBUF.reserve::<Event>(0) else {
+                return false;
+            };
+            let from = event as *const Event as *const u64;
+            let to = entry.as_mut_ptr() as *mut u64;
+            let mut i = 0;
+            while i < Event::SIZE / 8 {
+                // SAFETY: both are `Event`s (8-byte aligned, `Event::SIZE` bytes, a multiple
+                // of 8): the scratch one and the ring's reserved one; volatile stores, so
+                // that LLVM does not make the loop a memcpy call again.
+                unsafe { core::ptr::write_volatile(to.add(i), *from.add(i)) };
+                i += 1;
+            }
+            entry.submit(flags as u64);
+            return true;
+        }
+        // SAFETY: `event` is the head of its `Scratch`, valid for `size_of::<Event>()` bytes
+        // and the string buffer behind them, and `size` is at most that.
+        let bytes =
+            unsafe { core::slice::from_raw_parts(event as *const Event as *const u8, size) };
+        return RINGBUF.output::<[u8]>(bytes, flags as u64).is_ok();
+    }
+    // SAFETY: EVENTS is a PERF_EVENT_ARRAY map definition (`PerfEventArray` is
+    // repr(transparent) over it); `event` is the head of its `Scratch`, valid for
+    // `size_of::<Event>()` bytes and the string buffer behind them, and `size` is at most that.
+    let ret = unsafe {
+        bpf_perf_event_output(
+            ctx.as_ptr(),
+            &EVENTS as *const _ as *mut c_void,
+            BPF_F_CURRENT_CPU,
+            event as *mut Event as *mut c_void,
+            size as u64,
+        )
+    };
+    ret == 0
+}
+
+#[inline(always)]
+pub(crate) fn emit<C: EbpfContext>(ctx: &C, event: &mut Event) {
+    if !output(ctx, event) {
+        bump(stat_failed(event.slot));
+        debug_dropped(event.slot, drop::RING_FULL, event.pid_tgid, event.cpu);
+    }
+}

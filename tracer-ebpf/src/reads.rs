@@ -1,0 +1,469 @@
+//! What a hit reads besides its registers: strings, buffers and `char **` arrays into the
+//! scratch's string area, struct members, USDT arguments, tracepoint records, and whether an
+//! exiting task's thread group lives on.
+
+use aya_ebpf::helpers::{bpf_probe_read_kernel, bpf_probe_read_user, generated};
+use aya_ebpf::macros::map;
+use aya_ebpf::maps::{Array, PerCpuArray};
+use aya_ebpf::programs::{ProbeContext, TracePointContext};
+use aya_ebpf::EbpfContext;
+use core::ffi::c_void;
+use tracer_common::{
+    buffer_len, str_flag, str_from, str_mem, word, Event, SlotConfig, StrRead, UsdtArgs,
+    ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, SLOTS,
+    SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS, USDT_MEM, USDT_REG,
+    USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
+};
+
+use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
+use crate::uses;
+
+/// Where each USDT probe slot's arguments are (`SLOT_USDT`), by probe slot id.
+#[map]
+pub(crate) static USDT_ARGS: Array<UsdtArgs> = Array::with_max_entries(SLOTS, 0);
+
+/// Scratch for the registers of a USDT hit, indexed by pt_regs offset / 8 (`usdt_args`).
+#[map]
+pub(crate) static USDT_REGS: PerCpuArray<[u64; 32]> = PerCpuArray::with_max_entries(1, 0);
+
+/// Read `read`'s first string entry in the area: its offset (masked into the area), flag bits
+/// and length; `None` when the read wrote none.
+#[inline(always)]
+pub(crate) fn entry_of(scratch: &Scratch, read: u32) -> Option<(usize, u8, usize)> {
+    let at = scratch.first[(read as usize) & (STR_READS - 1)];
+    if at == NO_ENTRY {
+        return None;
+    }
+    let at = at as usize & (STR_AREA - 1);
+    let len = u16::from_ne_bytes([scratch.area[at + 2], scratch.area[at + 3]]) as usize;
+    Some((at, scratch.area[at + 1], len))
+}
+
+/// The area's next free offset. Kept in the scratch map, not in a register: a value loaded
+/// from map memory is unknown to the verifier, so every path through a string read (read,
+/// cut, failed, no room) ends in the same state and the next read is verified once, not once
+/// per path before it (176,717 instructions verified for two reads and an array, held in a
+/// local; see `put_string`).
+#[inline(always)]
+pub(crate) fn used(scratch: &Scratch) -> usize {
+    // SAFETY: a plain aligned read of map memory; volatile so that LLVM keeps the load.
+    unsafe { core::ptr::read_volatile(&scratch.used) as usize }
+}
+
+/// Appends a string entry for read `read`: the string at `ptr` (up to `strlen` bytes, marked
+/// truncated when longer), or a failed one. False when the area is full: the entry then says
+/// so, if even its header fits.
+#[inline(never)]
+pub(crate) fn put_string(
+    scratch: &mut Scratch,
+    read: u8,
+    ptr: u64,
+    user: bool,
+    strlen: u32,
+) -> bool {
+    let at = used(scratch);
+    if at + STR_ENTRY > STR_AREA {
+        return false;
+    }
+    // Masked, not only compared: the mask is what older verifiers keep (see `read_fields`).
+    let at = at & (STR_AREA - 1);
+    // One byte more than kept, to tell a string of exactly `strlen` bytes from a longer one.
+    let size = strlen + 2;
+    // SAFETY: the probe-read helpers validate the source address themselves and fail with a
+    // negative errno instead of faulting; the destination is inside the buffer: `at` is
+    // below STR_AREA and `size` at most STRLEN_MAX + 2 (`STR_BUFFER` has room for both).
+    let n = unsafe {
+        let dst = scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void;
+        let src = ptr as *const c_void;
+        match user {
+            true => generated::bpf_probe_read_user_str(dst, size, src),
+            false => generated::bpf_probe_read_kernel_str(dst, size, src),
+        }
+    };
+    let (len, flags) = match n {
+        n if n < 0 => (0, str_flag::FAULT),
+        // An empty string: the kernels of Debian's 5.10, 6.1 and 6.12 return 0 for one
+        // (strncpy_from_user_nofault adds the NUL only to a count above 0), 7.3 and 6.18
+        // return 1; `""` read as a fault there.
+        0 => (0, 0),
+        n if n as u32 - 1 > strlen => (strlen as usize, str_flag::TRUNCATED),
+        n => (n as usize - 1, 0),
+    };
+    let fits = at + STR_ENTRY + len <= STR_AREA;
+    let (len, flags) = match fits {
+        true => (len, flags),
+        false => (0, str_flag::NO_ROOM),
+    };
+    put_header(scratch, at, read, flags, len);
+    scratch.used = (at + STR_ENTRY + len) as u32;
+    fits
+}
+
+/// The return value as a buffer length: 0 for an error.
+#[inline(always)]
+pub(crate) fn event_ret(scratch: &Scratch) -> u64 {
+    let ret = scratch.event.data[word::RETURN] as i64;
+    ret.max(0) as u64
+}
+
+/// Appends a buffer entry for read `read` (`tracer trace`): the first of the `len` bytes at
+/// user address `ptr`, at most `buflen` (and [`STRLEN_MAX`]), marked truncated when cut.
+#[inline(always)]
+pub(crate) fn put_buffer(scratch: &mut Scratch, read: u8, ptr: u64, len: u64, buflen: u32) {
+    let at = used(scratch);
+    if at + STR_ENTRY > STR_AREA {
+        return;
+    }
+    // Masked through a volatile read, as `size` below: the comparison above lets LLVM drop a
+    // plain mask, and 5.10's verifier then saw the destination unbounded.
+    // SAFETY: a read of a local.
+    let at = unsafe { core::ptr::read_volatile(&at) } & (STR_AREA - 1);
+    let keep = (buflen as u64).min(STRLEN_MAX as u64);
+    let (size, flags) = match len > keep {
+        true => (keep, str_flag::TRUNCATED),
+        false => (len, 0),
+    };
+    // Bounded for the verifier: at most STRLEN_MAX (a power of two), so the mask keeps it.
+    let size = (size as usize) & (2 * STRLEN_MAX as usize - 1);
+    let size = size.min(STRLEN_MAX as usize);
+    let fits = at + STR_ENTRY + size <= STR_AREA;
+    let (size, flags) = match fits {
+        true => (size, flags),
+        false => (0, str_flag::NO_ROOM),
+    };
+    // Masked again through a volatile read: LLVM drops a mask it can prove redundant (size is
+    // at most `keep`), and 5.10's verifier does not learn a bound from a comparison of two
+    // registers (`len > keep`), so without it the size was unbounded there and the program
+    // refused. The value is unchanged.
+    // SAFETY: a read of a local.
+    let size = unsafe { core::ptr::read_volatile(&size) } & (2 * STRLEN_MAX as usize - 1);
+    // SAFETY: the helper validates the source address itself and fails with a negative
+    // errno instead of faulting; the destination is inside the buffer: `at` below STR_AREA
+    // and `size` below 2 * STRLEN_MAX (`Scratch` has room for both).
+    let n = unsafe {
+        let dst = scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void;
+        generated::bpf_probe_read_user(dst, size as u32, ptr as *const c_void)
+    };
+    let (size, flags) = match n {
+        0 => (size, flags),
+        _ => (0, str_flag::FAULT),
+    };
+    put_header(scratch, at, read, flags, size);
+    scratch.used = (at + STR_ENTRY + size) as u32;
+}
+
+/// Appends an entry with no bytes (an array's start or end, a failed element), if it fits.
+#[inline(always)]
+pub(crate) fn put_mark(scratch: &mut Scratch, read: u8, flags: u8) -> bool {
+    let at = used(scratch);
+    if at + STR_ENTRY > STR_AREA {
+        return false;
+    }
+    put_header(scratch, at, read, flags, 0);
+    scratch.used = (at + STR_ENTRY) as u32;
+    true
+}
+
+/// Writes a string entry's header at `at` (below `STR_AREA`).
+#[inline(always)]
+pub(crate) fn put_header(scratch: &mut Scratch, at: usize, read: u8, flags: u8, len: usize) {
+    let at = at & (STR_AREA - 1);
+    let len = (len as u16).to_ne_bytes();
+    scratch.area[at] = read;
+    scratch.area[at + 1] = flags;
+    scratch.area[at + 2] = len[0];
+    scratch.area[at + 3] = len[1];
+}
+
+/// A `char **` array (argv, envp): a header entry, then each element's string up to
+/// `ARRAY_ELEMENTS`, and a `MORE` entry when there were more.
+#[inline(never)]
+pub(crate) fn put_array(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, strlen: u32) {
+    if !put_mark(scratch, read, str_flag::ARRAY) {
+        return;
+    }
+    let mut i = 0;
+    while i <= ARRAY_ELEMENTS {
+        let slot = ptr.wrapping_add(8 * u64::from(i));
+        let Some(element) = read_sized(slot, 8, user) else {
+            put_mark(scratch, read, str_flag::FAULT);
+            return;
+        };
+        if element == 0 {
+            return;
+        }
+        if i == ARRAY_ELEMENTS {
+            put_mark(scratch, read, str_flag::MORE);
+            return;
+        }
+        if !put_string(scratch, read, element, user, strlen) {
+            return;
+        }
+        i += 1;
+    }
+}
+
+/// Reads the slot's strings (`SlotConfig::strs`) into the event's string area. `record`
+/// gives the pointer at a tracepoint record's byte offset.
+#[inline(always)]
+pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS: usize>(
+    event: &mut Event,
+    config: &SlotConfig,
+    record: impl Fn(&Event, u32) -> u64,
+) {
+    // 1..=STRLEN_MAX without a branch (userspace writes that range): one verifier state.
+    let strlen = ((config.strlen.wrapping_sub(1)) & (STRLEN_MAX - 1)) + 1;
+    scratch(event).used = 0;
+    // The verifier walks as many reads as this run's slots may have: one, or all.
+    let reads = match uses(USES_STR_MANY) {
+        true => READS,
+        false => 1,
+    };
+    let mut k = 0;
+    while k < reads {
+        let read: StrRead = config.strs[k];
+        if read.from == str_from::NONE {
+            break;
+        }
+        // Index the captured words, not the context: the verifier refuses ctx accesses at a
+        // runtime offset, while a bounded index into map memory is fine. Masked only, as in
+        // `read_fields`.
+        let ptr = match read.from {
+            str_from::ARG => event.data[(read.at & 7) as usize],
+            str_from::FIELD => event.fields[(read.at & 3) as usize],
+            str_from::RETURN => event.data[word::RETURN],
+            _ => record(event, read.at),
+        };
+        let user = match read.memory {
+            str_mem::USER => true,
+            str_mem::KERNEL => false,
+            _ => ptr < KERNEL_SPACE_START,
+        };
+        let scratch = scratch(event);
+        let at = used(scratch);
+        scratch.first[k] = match at + STR_ENTRY <= STR_AREA {
+            true => at as u32,
+            false => NO_ENTRY,
+        };
+        if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
+            let (len, keep) = match read.len_from {
+                buffer_len::RETURN => (event_ret(scratch), config.buflen),
+                // A structure is read whole, whatever -s says.
+                from if from >= buffer_len::FIXED => {
+                    (u64::from(from - buffer_len::FIXED) * 4, STRLEN_MAX)
+                }
+                from => (
+                    scratch.event.data[((from - buffer_len::ARG0) & 7) as usize],
+                    config.buflen,
+                ),
+            };
+            put_buffer(scratch, k as u8, ptr, len, keep);
+        } else if ARRAYS && uses(USES_STR_ARRAYS) && read.array != 0 {
+            put_array(scratch, k as u8, ptr, user, strlen);
+        } else {
+            put_string(scratch, k as u8, ptr, user, strlen);
+        }
+        k += 1;
+    }
+    // Reads past the last have no entry.
+    let scratch = scratch(event);
+    while k < STR_READS {
+        scratch.first[k] = NO_ENTRY;
+        k += 1;
+    }
+    event.str_bytes = used(scratch) as i32;
+}
+
+/// `size` bytes at `addr` from user or kernel memory, zero-extended; `None` when unreadable.
+#[inline(always)]
+pub(crate) fn read_sized(addr: u64, size: u8, user: bool) -> Option<u64> {
+    // SAFETY: the probe-read helpers validate the source address themselves and fail with a
+    // negative errno instead of faulting.
+    unsafe {
+        macro_rules! read {
+            ($t:ty) => {
+                if user {
+                    bpf_probe_read_user(addr as *const $t)
+                        .ok()
+                        .map(|v| v as u64)
+                } else {
+                    bpf_probe_read_kernel(addr as *const $t)
+                        .ok()
+                        .map(|v| v as u64)
+                }
+            };
+        }
+        match size {
+            1 => read!(u8),
+            2 => read!(u16),
+            4 => read!(u32),
+            _ => read!(u64),
+        }
+    }
+}
+
+/// The slot's struct member reads (`FUNC(how->flags)`): each pointer argument plus the
+/// member's offset, into `event.fields`; a failed read sets its bit in `field_faults`.
+#[inline(always)]
+pub(crate) fn read_fields(event: &mut Event, config: &SlotConfig) {
+    // Unrolled with constant indexes: no bounds checks (whose panic path the verifier
+    // refuses) and no loop for it to walk.
+    macro_rules! field {
+        ($k:literal) => {
+            let read = config.fields[$k];
+            // The index is only masked, not also compared: LLVM drops a mask it can prove
+            // redundant after a comparison, and older verifiers (6.1) lose the comparison's
+            // bound when the register is spilled and filled in between. Userspace writes
+            // argument indexes 0..5; the words past them are ours, not out of bounds.
+            if read.size != 0 {
+                let base = event.data[(read.arg & 7) as usize];
+                let user = read.flags & FIELD_USER != 0
+                    || (read.flags & FIELD_AUTO != 0 && base < KERNEL_SPACE_START);
+                match read_sized(base.wrapping_add(read.offset as u64), read.size, user) {
+                    Some(value) => event.fields[$k] = value,
+                    None => event.field_faults |= 1 << $k,
+                }
+            }
+        };
+    }
+    field!(0);
+    field!(1);
+    field!(2);
+    field!(3);
+    const _: () = assert!(FIELD_READS == 4, "one field! per read");
+}
+
+/// x86-64's `struct pt_regs`, copied word by word into `saved` (its byte offset / 8 is the
+/// index). The verifier refuses context loads at a runtime offset; rather than a helper call
+/// per argument (`bpf_probe_read_kernel`, as libbpf's usdt.bpf.h does), 21 constant-offset
+/// loads into map memory, which can be indexed at run time (and a sixth fewer instructions
+/// to verify).
+#[inline(always)]
+pub(crate) fn save_registers(ctx: &ProbeContext, saved: &mut [u64; 32]) {
+    let regs = ctx.regs;
+    macro_rules! save {
+        ($($index:literal => $field:ident),*) => {
+            $(
+                // SAFETY: `regs` is this kprobe-type program's context, a `struct pt_regs`:
+                // a load at a constant offset inside it, which the verifier checks as such.
+                saved[$index] = unsafe { core::ptr::addr_of!((*regs).$field).read() };
+            )*
+        };
+    }
+    save!(0 => r15, 1 => r14, 2 => r13, 3 => r12, 4 => rbp, 5 => rbx, 6 => r11, 7 => r10,
+        8 => r9, 9 => r8, 10 => rax, 11 => rcx, 12 => rdx, 13 => rsi, 14 => rdi, 15 => orig_rax,
+        16 => rip, 17 => cs, 18 => eflags, 19 => rsp, 20 => ss);
+}
+
+/// A USDT probe's arguments, as `USDT_ARGS[index]` describes its note's specs: a constant (an
+/// unreadable argument is the constant 0), a register, or user memory at a register plus a
+/// displacement (read as 8 bytes: an argument in the last bytes of a mapping reads as
+/// failed). A failed memory read sets bit `8 + i` of `faults` (`Event::field_faults`: printed
+/// as `?`).
+///
+/// Every path leaves each word an unknown number (never a constant such as 0), and the fault
+/// bits go to `faults` in map memory, which the verifier does not track: the paths through one
+/// argument then end in the same state and the verifier checks the next argument once, not
+/// once per path so far (38,827 instructions to verify, against 1,430 for a plain uprobe
+/// slot, before).
+#[inline(always)]
+pub(crate) fn usdt_args(
+    ctx: &ProbeContext,
+    index: u32,
+    args: &mut [u64; word::ARGS],
+    faults: &mut u32,
+) {
+    let Some(spec) = USDT_ARGS.get(index) else {
+        return;
+    };
+    let Some(saved) = USDT_REGS.get_ptr_mut(0) else {
+        return;
+    };
+    // SAFETY: index 0 exists (max_entries 1); the per-CPU value is only touched by this
+    // program invocation until it returns.
+    let saved = unsafe { &mut *saved };
+    save_registers(ctx, saved);
+    let mut i = 0;
+    while i < word::ARGS {
+        let arg = spec.args[i];
+        let mut value = arg.value as u64;
+        if arg.kind == USDT_REG || arg.kind == USDT_MEM {
+            // Masked, not compared: the verifier needs the index bounded; userspace writes
+            // pt_regs offsets (0..160), so the words past them are ours, not out of bounds.
+            value = saved[(arg.reg as usize >> 3) & 31];
+            if arg.kind == USDT_MEM {
+                // Eight bytes whatever the size, zero-extended from it by shifts: one helper
+                // call per argument rather than one per size.
+                let addr = value.wrapping_add(arg.value as u64);
+                // SAFETY: the helper validates the user address itself and fails instead of
+                // faulting.
+                match unsafe { bpf_probe_read_user(addr as *const u64) } {
+                    Ok(read) => {
+                        let unused = (64 - 8 * (arg.size as u64 & 15).clamp(1, 8)) & 63;
+                        value = read << unused >> unused;
+                    }
+                    Err(_) => *faults |= 1 << (8 + i),
+                }
+            }
+        }
+        args[i] = value;
+        i += 1;
+    }
+}
+
+/// The record's first `DATA_WORDS` words, or with `SLOT_RECORD_LEN` its first `record_len`
+/// bytes (the rest zero). Through the probe-read helper, not plain context
+/// loads: the kernel refuses to attach a tracepoint program whose context reads reach past the
+/// event's record (`max_ctx_offset`), and most records are shorter than 64 bytes. Records
+/// shorter than that sit in the per-CPU trace buffer (or, for syscalls, a 64-byte record on
+/// the kernel stack), so the tail read stays in kernel memory.
+#[inline(always)]
+pub(crate) fn read_record(ctx: &TracePointContext, event: &mut Event, config: &SlotConfig) {
+    // Only the part of the record the run uses, when userspace says which (a getppid record
+    // has nothing printed; the helper's call was about 6% of each streamed hit).
+    // Bounded as the 64-bit value it is loaded as: a bound on a narrowed copy would leave the
+    // register the helper is given unbounded for the verifier.
+    let mut len = (DATA_WORDS * 8) as u64;
+    if config.flags & SLOT_RECORD_LEN != 0 {
+        zero_words(&mut event.data);
+        len = config.record_len;
+        if len > (DATA_WORDS * 8) as u64 {
+            len = (DATA_WORDS * 8) as u64;
+        }
+        if len == 0 {
+            return;
+        }
+    }
+    // Straight into the event, which the helper zeroes when the read fails.
+    // SAFETY: the event's data words are writable map memory of that size; the helper fails
+    // cleanly on a bad source.
+    unsafe {
+        generated::bpf_probe_read_kernel(
+            event.data.as_mut_ptr() as *mut c_void,
+            len as u32,
+            ctx.as_ptr(),
+        )
+    };
+}
+
+/// Whether the thread group of `task`, which is exiting, has threads that are not (its
+/// `signal_struct`'s `live`); `None` without the BTF offsets.
+#[inline(always)]
+pub(crate) fn group_lives(task: u64) -> Option<bool> {
+    let offsets = SCHED_OFFSETS.get(0)?;
+    if offsets.task_signal == 0 || offsets.signal_live == 0 {
+        return None;
+    }
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let live = unsafe {
+        let signal = aya_ebpf::helpers::bpf_probe_read_kernel(
+            (task + u64::from(offsets.task_signal)) as *const u64,
+        )
+        .ok()?;
+        aya_ebpf::helpers::bpf_probe_read_kernel(
+            (signal + u64::from(offsets.signal_live)) as *const i32,
+        )
+        .ok()?
+    };
+    Some(live > 0)
+}
