@@ -315,3 +315,47 @@ fn the_bpf_crates_modules_import_only_the_layers_below_them() {
         ]
     );
 }
+
+/// `bpf/` is the one place that touches aya (ARCHITECTURE.md, the `bpf/` row), and its files
+/// meet only in its `mod.rs`: each concern's file imports the layer's shared items
+/// (`super::NAME`), never another concern's file (`super::FILE::`), so that a concern can move
+/// or grow without the others.
+#[test]
+fn aya_is_touched_only_in_bpf_whose_files_meet_only_in_its_mod_rs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let (mut outside, mut across) = (Vec::new(), Vec::new());
+    for file in files {
+        let rel = file.strip_prefix(&root).expect("under src").to_path_buf();
+        let code = product_code(&std::fs::read_to_string(&file).expect("readable"));
+        let in_bpf = rel.starts_with("bpf");
+        if !in_bpf && (code.contains("aya::") || code.contains("aya_log::")) {
+            outside.push(rel.display().to_string());
+        }
+        if in_bpf && rel.file_name().is_some_and(|f| f != "mod.rs") {
+            across.extend(reaches_into_siblings(&code).map(|s| format!("{}: {s}", rel.display())));
+        }
+    }
+    assert!(
+        outside.len() + across.len() == 0,
+        "aya outside bpf/: {outside:?}; bpf/ files reaching into each other: {across:?}"
+    );
+    assert_eq!(
+        reaches_into_siblings("use super::{Bpf, Error};\nsuper::load::Maps::take(x)")
+            .collect::<Vec<_>>(),
+        ["super::load::"]
+    );
+}
+
+/// The `super::NAME::` paths of a piece of code: a file reaching into a sibling module.
+fn reaches_into_siblings(code: &str) -> impl Iterator<Item = String> + '_ {
+    code.match_indices("super::").filter_map(move |(at, _)| {
+        let rest = &code[at + "super::".len()..];
+        let name: String = (rest.chars())
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let lower = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+        (lower && rest[name.len()..].starts_with("::")).then(|| format!("super::{name}::"))
+    })
+}

@@ -73,7 +73,7 @@ pub mod word {
 }
 
 /// The BPF object's maps and globals, by the names userspace looks them up with: each is the
-/// name of a `static` in tracer-ebpf (`tracer/src/bpf.rs` checks every one against the built
+/// name of a `static` in tracer-ebpf (`tracer/src/bpf/mod.rs` checks every one against the built
 /// object).
 pub mod names {
     pub const EVENTS: &str = "EVENTS";

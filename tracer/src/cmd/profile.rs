@@ -7,7 +7,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Instant;
 
-use crate::bpf::{Bpf, Sizing, Slot};
+use crate::bpf::{Bpf, Room, Rooms, Sizing, Slot};
 use crate::cli::{ProfileArgs, ProfileFormat};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::pprof;
@@ -42,9 +42,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let mut session = Session::start(command, pid, Hold::AfterExec, args.command_end.at_end())?;
     let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
     let mut bpf = Bpf::load_with(Sizing {
-        stacks: true,
-        counts: true,
-        offcpu: off_cpu,
+        rooms: Rooms::of([
+            (Room::Stacks, true),
+            (Room::Counts, true),
+            (Room::OffCpu, off_cpu),
+        ]),
         ..Sizing::default()
     })?;
     let launched = session.is_launched();

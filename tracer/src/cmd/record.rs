@@ -10,7 +10,7 @@
 
 use tracer_common::SlotConfig;
 
-use crate::bpf::{Bpf, Sizing};
+use crate::bpf::{Bpf, Room, Rooms, Sizing};
 use crate::breakpoint::{self, Watch, WatchOptions};
 use crate::cli::RecordArgs;
 use crate::kernel::symbols::Process;
@@ -51,7 +51,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     let mut bpf = Bpf::load_with(Sizing {
         uses: uses(&plan, &specs, &fs),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
-        dispatch: probe::attach::dispatch(&specs),
+        rooms: Rooms::of([(Room::Dispatch, probe::attach::dispatch(&specs))]),
         ..Sizing::default()
     })?;
     let pages = plan.ring_pages;

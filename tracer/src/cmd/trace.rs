@@ -7,7 +7,7 @@ use hashbrown::{HashMap, HashSet};
 
 use tracer_common::{signal_word, trace_kind, trace_word, Event, TraceStart};
 
-use crate::bpf::{Bpf, Sizing};
+use crate::bpf::{Bpf, Room, Rooms, Sizing};
 use crate::cli::TraceArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::summary::{self, Banner, Summary};
@@ -52,12 +52,10 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         None => 0,
     };
     let mut bpf = Bpf::load_with(Sizing {
-        counts: plan.summary,
+        rooms: Rooms::of([(Room::Trace, true), (Room::Counts, plan.summary)]),
         uses: uses | cache,
         ringbuf: Some(session::ringbuf_size(plan.ring_pages, None)),
         filter_globs: plan.filter.as_ref().map(|f| f.sizing()),
-        trace: true,
-        ..Sizing::default()
     })?;
     let mut rings =
         OutputRings::for_transport(&mut bpf, Transport::Ringbuf, plan.ring_pages, None)?;

@@ -11,7 +11,7 @@ use std::io::Write as _;
 
 use tracer_common::{word, Event, SlotConfig, AGG_KEY_VALUE, AGG_PID, AGG_TID, SLOT_AGGREGATE};
 
-use crate::bpf::{Bpf, Sizing};
+use crate::bpf::{Bpf, Room, Rooms, Sizing};
 use crate::breakpoint::{self, count_hits, kind_name, mask, Watch, WatchOptions};
 use crate::cli::WatchArgs;
 use crate::kernel::symbols::Process;
@@ -48,8 +48,10 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
             .and_then(|fs| probe::rename_tracepoint(&fs)),
     };
     let mut bpf = Bpf::load_with(Sizing {
-        stacks: plan.stack.is_some(),
-        counts: plan.summary,
+        rooms: Rooms::of([
+            (Room::Stacks, plan.stack.is_some()),
+            (Room::Counts, plan.summary),
+        ]),
         uses: load_uses(plan.summary, rename.is_some()),
         ..Sizing::default()
     })?;

@@ -106,9 +106,11 @@ impl Feature {
             Feature::Fentry => check_trampoline(false),
             Feature::Fexit => check_trampoline(true),
             Feature::RawTracepoints => bpf::probe_attach_type(bpf::ProbeType::RawTracepoint)
-                .map(|()| "raw_tp sys_enter attached".into()),
+                .map(|()| "raw_tp sys_enter attached".into())
+                .map_err(|e| e.to_string()),
             Feature::BtfTracepoints => bpf::probe_attach_type(bpf::ProbeType::BtfTracepoint)
-                .map(|()| "tp_btf sys_enter attached".into()),
+                .map(|()| "tp_btf sys_enter attached".into())
+                .map_err(|e| e.to_string()),
             Feature::Breakpoints => check_breakpoints(),
             Feature::HardwareCounters => {
                 open_counter(EventKind::Hardware(Hardware::CpuCycles), "cycles")

@@ -12,7 +12,7 @@ use super::trampoline::{Trampolines, Via};
 use super::values::{Memory, Values};
 use super::Attached;
 use super::{Decoder, Probe};
-use crate::bpf::{Bpf, SlotKind};
+use crate::bpf::{Bpf, Room, Rooms, SlotKind};
 use crate::kernel::btf::KernelBtf;
 use crate::kernel::elf;
 use crate::kernel::format::Format;
@@ -41,7 +41,7 @@ pub struct AttachOptions<'a> {
     /// `--filter`: which hits are sent or counted.
     pub filter: Option<&'a FilterPlan>,
     /// Syscall tracepoints go through the dispatching raw syscall programs ([`dispatch`]; the
-    /// object must be loaded with [`crate::bpf::Sizing::dispatch`]).
+    /// object must be loaded with [`crate::bpf::Room::Dispatch`]).
     pub dispatch: bool,
     /// Tracepoint hits carry their record's whole head (`tracer record`: its report may decode
     /// any field), not only the fields printed ([`record_head_used`]).
@@ -139,22 +139,26 @@ impl AttachOptions<'_> {
             (true, None) => tracer_common::USES_COMM_CACHE,
             (false, _) => 0,
         };
-        // The other commands' parts (latency, off-CPU...) stay as the default leaves them.
+        let rooms = Rooms::of([
+            (Room::Stacks, self.stack.is_some() || self.stack_keys()),
+            (Room::Counts, self.aggregation.is_some()),
+            (
+                Room::StrCounts,
+                (self.aggregation).is_some_and(|a| a.key_value().is_some()),
+            ),
+            (Room::Dispatch, dispatch(specs)),
+        ]);
         crate::bpf::Sizing {
-            stacks: self.stack.is_some() || self.stack_keys(),
-            counts: self.aggregation.is_some(),
-            str_counts: (self.aggregation).is_some_and(|a| a.key_value().is_some()),
+            rooms,
             uses: self.uses(specs, fs) | caches | debug,
             ringbuf,
             filter_globs: self.filter.map(|f| f.sizing()),
-            dispatch: dispatch(specs),
-            ..crate::bpf::Sizing::default()
         }
     }
 }
 
 /// Whether `specs` need the dispatching syscall programs (more tracepoints than constant
-/// slots: [`crate::bpf::Sizing::dispatch`]).
+/// slots: [`crate::bpf::Room::Dispatch`]).
 pub fn dispatch(specs: &[ProbeSpec]) -> bool {
     let tracepoints = (specs.iter())
         .filter(|s| matches!(s.target, Target::Tracepoint { .. }))

@@ -10,7 +10,7 @@ use tracer_common::{
 use super::trampoline::{FunctionTarget, Trampolines, Via};
 use super::values::{Memory, Values};
 use super::{open_event, Opened};
-use crate::bpf::{Bpf, Sizing, SlotKind};
+use crate::bpf::{Bpf, Room, Rooms, Sizing, SlotKind};
 use crate::kernel::format::Format;
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::latency::{keys, LatencyPlan};
@@ -69,8 +69,7 @@ pub fn attach(
     // its site is found when it is opened below.
     let usdt = super::usdt::is_usdt(&plan.start) || super::usdt::is_usdt(&plan.end);
     let mut bpf = Bpf::load_with(Sizing {
-        latency: true,
-        stacks: plan.stack.is_some(),
+        rooms: Rooms::of([(Room::Latency, true), (Room::Stacks, plan.stack.is_some())]),
         uses: tracer_common::USES_ALL
             | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER)
             | if usdt { tracer_common::USES_USDT } else { 0 },

@@ -7,7 +7,7 @@ use tracer_common::{
     AggKey, AggValue, OffCpuConfig, SlotConfig, AGG_COMM, AGG_PID, NO_STACK, SLOT_AGGREGATE,
 };
 
-use crate::bpf::{Bpf, Sizing, Slot, SlotKind};
+use crate::bpf::{Bpf, Room, Rooms, Sizing, Slot, SlotKind};
 use crate::kernel::symbols::{self, Mapping};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::profile::{Accounting, Entry, Frame, Measure, Profile};
@@ -156,8 +156,7 @@ fn sampling_event(
 pub fn profile_every_cpu(hz: u64, duration: std::time::Duration) -> Result<Profile, Error> {
     use std::time::{Duration, Instant};
     let mut bpf = Bpf::load_with(Sizing {
-        stacks: true,
-        counts: true,
+        rooms: Rooms::from([Room::Stacks, Room::Counts]),
         ..Sizing::default()
     })?;
     let stacks = tracer_common::SLOT_STACK_KERNEL | tracer_common::SLOT_STACK_USER;
