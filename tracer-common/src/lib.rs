@@ -262,23 +262,65 @@ pub const TRACK_PENDING: u32 = 0;
 /// `TRACKED` value: a traced process.
 pub const TRACK_ACTIVE: u32 = 1;
 
+/// Whether each of `flags` is one bit and no two are the same: the compile-time check of the
+/// flag words (`SLOT_*`, `AGG_*`, `USES_*`), each of which lists its flags in bit order.
+pub const fn distinct_bits(flags: &[u32]) -> bool {
+    let mut seen = 0u32;
+    let mut i = 0;
+    while i < flags.len() {
+        if flags[i].count_ones() != 1 || seen & flags[i] != 0 {
+            return false;
+        }
+        seen |= flags[i];
+        i += 1;
+    }
+    true
+}
+
+/// `SlotConfig::flags`, in bit order: what a slot's program reads, filters and does with a
+/// hit. Bits 1, 2, 3, 11 and 12 are free; [`SLOT_FLAGS`] lists them all, and the
+/// build fails if two share a bit.
+
 /// `SlotConfig::flags`: the program reads the return value (kretprobe / uretprobe).
 pub const SLOT_RETURN: u32 = 1 << 0;
+
 /// `SlotConfig::flags`: only count the hit in `STATS`, emit nothing.
 pub const SLOT_COUNT_ONLY: u32 = 1 << 4;
+
 /// `SlotConfig::flags`: only hits from processes in `TRACKED` (state active).
 pub const SLOT_FILTER_TRACKED: u32 = 1 << 5;
+
 /// `SlotConfig::flags`: only hits whose comm equals `SlotConfig::comm`.
 pub const SLOT_FILTER_COMM: u32 = 1 << 6;
+
 /// `SlotConfig::flags` (perf_event slots): the watched address is kernel memory.
 pub const SLOT_VALUE_KERNEL: u32 = 1 << 7;
+
 /// `SlotConfig::flags`: capture the kernel stack of each hit (`Event::kstack`).
 pub const SLOT_STACK_KERNEL: u32 = 1 << 8;
+
 /// `SlotConfig::flags`: capture the user stack of each hit (`Event::ustack`).
 pub const SLOT_STACK_USER: u32 = 1 << 9;
 
-/// Lowest kernel address on x86-64: pointers below are user memory.
-pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
+/// `SlotConfig::flags`: count the hit in the `COUNTS` map (`--count-by`, `--sum`, `--hist`)
+/// instead of emitting it.
+pub const SLOT_AGGREGATE: u32 = 1 << 10;
+
+/// `SlotConfig::flags` (raw tracepoint slots on `sys_exit`): the syscall number is read from
+/// the registers' `orig_ax`; on `sys_enter` it is the tracepoint's second argument.
+pub const SLOT_RAW_SYS_EXIT: u32 = 1 << 13;
+
+/// `SlotConfig::flags` (with `SLOT_AGGREGATE`, keyed by nothing but comm, pid, tid and CPU,
+/// and no cgroup filter): hits of the same task in a row on one CPU are counted in that CPU's
+/// [`RunCount`] and added to `COUNTS` only when another task's hit ends the run, which spares
+/// each repeated hit the filters and the hash update. Needs [`USES_RUN_COUNT`].
+pub const SLOT_RUN_COUNT: u32 = 1 << 14;
+
+/// The run is ending: userspace sets it on every slot before its last drain, and the program
+/// returns at once, counting and sending nothing. After it and an RCU grace period (the
+/// programs already running have returned), the counters and the rings hold all there will
+/// ever be, so the summary's `hits == printed + lost` is exact at any stop.
+pub const SLOT_STOPPED: u32 = 1 << 15;
 
 /// `SlotConfig::flags`: the slot's [`Filter`] (`--filter`) decides, after the values are
 /// read, whether the hit is sent or counted.
@@ -288,6 +330,82 @@ pub const SLOT_VALUE_FILTER: u32 = 1 << 16;
 /// argument registers but what the probe's note says (`-4@%eax`, `8@-16(%rbp)`, `-4@$5`),
 /// read as the slot's entry in `USDT_ARGS` ([`UsdtArgs`]) describes.
 pub const SLOT_USDT: u32 = 1 << 17;
+
+/// `SlotConfig::flags` (`tracer trace`: execve, execveat): the call's strings are read when it
+/// enters, kept in `TRACE_SAVED` and sent with its end (after a successful exec they are
+/// gone); and the launched command's own exec, made while it is still pending, is traced.
+pub const SLOT_TRACE_AT_ENTRY: u32 = 1 << 18;
+
+/// `SlotConfig::flags` (`tracer trace`): the call never returns (exit, exit_group): it is sent
+/// when it enters, with [`trace_kind::NO_RETURN`].
+pub const SLOT_TRACE_NO_RETURN: u32 = 1 << 19;
+
+/// `SlotConfig::flags` (`tracer trace --failed`): only calls that failed (returned -4095..-1)
+/// are sent or counted; the others count as filtered.
+pub const SLOT_TRACE_FAILED: u32 = 1 << 20;
+
+/// `SlotConfig::flags` (`tracer trace`: clone, clone3, fork, vfork): a new task returns from
+/// the call without having entered it; that end is the child's start, not a lost entry.
+pub const SLOT_TRACE_FORKS: u32 = 1 << 21;
+
+/// `SlotConfig::flags`: a uprobe on a function's first instruction, with user stacks. There the
+/// function has not pushed its frame yet, so a frame-pointer walk from it skips its direct
+/// caller (Debian's 5.10 unwinds so; 6.1 on handle it); the program sends the return address
+/// at the stack pointer in [`word::ENTRY_RET`] (and in [`AggKey::entry_ret`]), and userspace
+/// puts it back where the kernel's walk left it out. On a fentry slot with kernel stacks, the
+/// word is the traced function's address instead (`bpf_get_func_ip`), which userspace puts
+/// first where the unwinder from the trampoline left the function out: a kernel address,
+/// never a user return address, so one word tells them apart.
+pub const SLOT_STACK_AT_ENTRY: u32 = 1 << 22;
+
+/// `SlotConfig::flags` (with `SLOT_AGGREGATE`, for a key [`SLOT_RUN_COUNT`] does not allow
+/// but that has no summed, histogrammed or string part): hits with the same key in a row on
+/// one CPU are counted in that CPU's [`RunCount`]. The hit passes the filters and builds its
+/// key as usual; a key equal to the run's then costs a compare instead of the hash update
+/// (`tracer watch --summary`: the same thread at the same instruction, hit after hit). Needs
+/// [`USES_RUN_KEYED`].
+pub const SLOT_RUN_KEYED: u32 = 1 << 23;
+
+/// `SlotConfig::flags` (tracepoint slots): read only the first `SlotConfig::record_len` bytes
+/// of the record, the part the run uses (0: none); the other data words are zero. Without it,
+/// all [`DATA_WORDS`] words are read.
+pub const SLOT_RECORD_LEN: u32 = 1 << 24;
+
+/// `SlotConfig::flags` (breakpoint and software-event slots, with [`SLOT_RUN_KEYED`], keyed
+/// by task parts and the trapping instruction pointer only: see
+/// [`SlotConfig::may_count_runs_at_ip`]): a hit of the run's task at the run's instruction,
+/// in the run's task generation, continues the run first thing, before the filters, the
+/// scratch event and the key (which would all come out the same).
+pub const SLOT_RUN_AT_IP: u32 = 1 << 25;
+
+/// Every `SLOT_*` flag, in bit order.
+pub const SLOT_FLAGS: [u32; 21] = [
+    SLOT_RETURN,
+    SLOT_COUNT_ONLY,
+    SLOT_FILTER_TRACKED,
+    SLOT_FILTER_COMM,
+    SLOT_VALUE_KERNEL,
+    SLOT_STACK_KERNEL,
+    SLOT_STACK_USER,
+    SLOT_AGGREGATE,
+    SLOT_RAW_SYS_EXIT,
+    SLOT_RUN_COUNT,
+    SLOT_STOPPED,
+    SLOT_VALUE_FILTER,
+    SLOT_USDT,
+    SLOT_TRACE_AT_ENTRY,
+    SLOT_TRACE_NO_RETURN,
+    SLOT_TRACE_FAILED,
+    SLOT_TRACE_FORKS,
+    SLOT_STACK_AT_ENTRY,
+    SLOT_RUN_KEYED,
+    SLOT_RECORD_LEN,
+    SLOT_RUN_AT_IP,
+];
+const _: () = assert!(distinct_bits(&SLOT_FLAGS), "two SLOT_* flags share a bit");
+
+/// Lowest kernel address on x86-64: pointers below are user memory.
+pub const KERNEL_SPACE_START: u64 = 0xffff_8000_0000_0000;
 
 /// [`UsdtArg::kind`]: no such argument (its word is 0).
 pub const USDT_NONE: u8 = 0;
@@ -402,36 +520,6 @@ pub const GLOB_STATES: usize = 127;
 /// Tracepoint slots with a raw twin (`rtp_N`) for counting syscalls.
 pub const RAW_SYSCALL_SLOTS: u32 = 4;
 
-/// `SlotConfig::flags` (raw tracepoint slots on `sys_exit`): the syscall number is read from
-/// the registers' `orig_ax`; on `sys_enter` it is the tracepoint's second argument.
-pub const SLOT_RAW_SYS_EXIT: u32 = 1 << 13;
-/// `SlotConfig::flags` (with `SLOT_AGGREGATE`, keyed by nothing but comm, pid, tid and CPU,
-/// and no cgroup filter): hits of the same task in a row on one CPU are counted in that CPU's
-/// [`RunCount`] and added to `COUNTS` only when another task's hit ends the run, which spares
-/// each repeated hit the filters and the hash update. Needs [`USES_RUN_COUNT`].
-pub const SLOT_RUN_COUNT: u32 = 1 << 14;
-/// `SlotConfig::flags` (with `SLOT_AGGREGATE`, for a key [`SLOT_RUN_COUNT`] does not allow
-/// but that has no summed, histogrammed or string part): hits with the same key in a row on
-/// one CPU are counted in that CPU's [`RunCount`]. The hit passes the filters and builds its
-/// key as usual; a key equal to the run's then costs a compare instead of the hash update
-/// (`tracer watch --summary`: the same thread at the same instruction, hit after hit). Needs
-/// [`USES_RUN_KEYED`].
-pub const SLOT_RUN_KEYED: u32 = 1 << 23;
-/// `SlotConfig::flags` (breakpoint and software-event slots, with [`SLOT_RUN_KEYED`], keyed
-/// by task parts and the trapping instruction pointer only: see
-/// [`SlotConfig::may_count_runs_at_ip`]): a hit of the run's task at the run's instruction,
-/// in the run's task generation, continues the run first thing, before the filters, the
-/// scratch event and the key (which would all come out the same).
-pub const SLOT_RUN_AT_IP: u32 = 1 << 25;
-/// `SlotConfig::flags` (tracepoint slots): read only the first `SlotConfig::record_len` bytes
-/// of the record, the part the run uses (0: none); the other data words are zero. Without it,
-/// all [`DATA_WORDS`] words are read.
-pub const SLOT_RECORD_LEN: u32 = 1 << 24;
-/// The run is ending: userspace sets it on every slot before its last drain, and the program
-/// returns at once, counting and sending nothing. After it and an RCU grace period (the
-/// programs already running have returned), the counters and the rings hold all there will
-/// ever be, so the summary's `hits == printed + lost` is exact at any stop.
-pub const SLOT_STOPPED: u32 = 1 << 15;
 /// x86-64 `struct pt_regs` offsets the raw syscall slots read: `orig_ax` and `cs`.
 pub const PT_REGS_ORIG_AX: u64 = 120;
 pub const PT_REGS_CS: u64 = 136;
@@ -469,10 +557,6 @@ pub struct FieldRead {
     pub _pad: u8,
 }
 
-/// `SlotConfig::flags`: count the hit in the `COUNTS` map (`--count-by`, `--sum`, `--hist`)
-/// instead of emitting it.
-pub const SLOT_AGGREGATE: u32 = 1 << 10;
-
 /// `SlotConfig::agg` bits: which parts of an [`AggKey`] are filled (the rest stay zero).
 pub const AGG_COMM: u32 = 1 << 0;
 pub const AGG_PID: u32 = 1 << 1;
@@ -490,6 +574,19 @@ pub const AGG_HIST: u32 = 1 << 6;
 pub const AGG_KEY_STRING: u32 = 1 << 7;
 /// `AggKey::cgroup` is the task's cgroup v2 id (`--count-by cgroup|container|pod`).
 pub const AGG_CGROUP: u32 = 1 << 8;
+/// Every `AGG_*` key bit, in bit order.
+pub const AGG_FLAGS: [u32; 9] = [
+    AGG_COMM,
+    AGG_PID,
+    AGG_TID,
+    AGG_CPU,
+    AGG_KEY_VALUE,
+    AGG_SUM,
+    AGG_HIST,
+    AGG_KEY_STRING,
+    AGG_CGROUP,
+];
+const _: () = assert!(distinct_bits(&AGG_FLAGS), "two AGG_* bits are the same");
 /// Bytes of a string that key a count: longer strings count under their first bytes, marked.
 pub const KEY_STRLEN: usize = 128;
 /// Capacity of `STR_COUNTS` when a run counts by a named value (which may be a string).
@@ -714,31 +811,27 @@ pub const USES_TRACE: u32 = 1 << 15;
 /// key that changes at every hit would pay for a run's start and end each time, and a run may
 /// hold a key the full count map has no room for.
 pub const USES_RUN_KEYED: u32 = 1 << 16;
-
-/// `SlotConfig::flags` (`tracer trace`: execve, execveat): the call's strings are read when it
-/// enters, kept in `TRACE_SAVED` and sent with its end (after a successful exec they are
-/// gone); and the launched command's own exec, made while it is still pending, is traced.
-pub const SLOT_TRACE_AT_ENTRY: u32 = 1 << 18;
-/// `SlotConfig::flags` (`tracer trace`): the call never returns (exit, exit_group): it is sent
-/// when it enters, with [`trace_kind::NO_RETURN`].
-pub const SLOT_TRACE_NO_RETURN: u32 = 1 << 19;
-
-/// `SlotConfig::flags` (`tracer trace --failed`): only calls that failed (returned -4095..-1)
-/// are sent or counted; the others count as filtered.
-pub const SLOT_TRACE_FAILED: u32 = 1 << 20;
-
-/// `SlotConfig::flags` (`tracer trace`: clone, clone3, fork, vfork): a new task returns from
-/// the call without having entered it; that end is the child's start, not a lost entry.
-pub const SLOT_TRACE_FORKS: u32 = 1 << 21;
-/// `SlotConfig::flags`: a uprobe on a function's first instruction, with user stacks. There the
-/// function has not pushed its frame yet, so a frame-pointer walk from it skips its direct
-/// caller (Debian's 5.10 unwinds so; 6.1 on handle it); the program sends the return address
-/// at the stack pointer in [`word::ENTRY_RET`] (and in [`AggKey::entry_ret`]), and userspace
-/// puts it back where the kernel's walk left it out. On a fentry slot with kernel stacks, the
-/// word is the traced function's address instead (`bpf_get_func_ip`), which userspace puts
-/// first where the unwinder from the trampoline left the function out: a kernel address,
-/// never a user return address, so one word tells them apart.
-pub const SLOT_STACK_AT_ENTRY: u32 = 1 << 22;
+/// Every `USES_*` bit, in bit order.
+pub const USES_FLAGS: [u32; 17] = [
+    USES_STREAM,
+    USES_AGGREGATE,
+    USES_AGG_VALUE,
+    USES_STACKS,
+    USES_STRINGS,
+    USES_FIELDS,
+    USES_FILTERS,
+    USES_TRACKED,
+    USES_COMM_CACHE,
+    USES_RUN_COUNT,
+    USES_DEBUG,
+    USES_VALUE_FILTER,
+    USES_STR_MANY,
+    USES_STR_ARRAYS,
+    USES_USDT,
+    USES_TRACE,
+    USES_RUN_KEYED,
+];
+const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 
 /// What the words of a `tracer trace` [`Event`] hold: one completed system call, sent when it
 /// returns. `data[0..6]` are its arguments, [`word::RETURN`] its return value.
@@ -1510,5 +1603,34 @@ mod tests {
             .uses(),
             0
         );
+    }
+
+    /// The flag words' checks: a shared bit or a word that is not one bit fails the build, and
+    /// each word's list is every flag of its prefix defined in this file, in bit order (a new
+    /// flag outside its block, or missing from the list, fails here).
+    #[test]
+    fn each_flag_word_is_one_block_of_distinct_bits_in_order() {
+        assert!(distinct_bits(&[1 << 0, 1 << 4, 1 << 25]));
+        assert!(!distinct_bits(&[1 << 3, 1 << 3]), "a shared bit");
+        assert!(!distinct_bits(&[3]), "two bits in one flag");
+        let source = include_str!("lib.rs");
+        let source = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        for (prefix, list) in [
+            ("SLOT_", &SLOT_FLAGS[..]),
+            ("AGG_", &AGG_FLAGS[..]),
+            ("USES_", &USES_FLAGS[..]),
+        ] {
+            // `pub const PREFIX_NAME: u32 = 1 << N;`, in the order they are written.
+            let defined: Vec<u32> = (source.lines())
+                .filter_map(|l| l.strip_prefix("pub const ")?.strip_prefix(prefix))
+                .filter_map(|l| l.split_once(": u32 = 1 << ")?.1.strip_suffix(';'))
+                .map(|bit| 1 << bit.parse::<u32>().expect("a bit number"))
+                .collect();
+            assert_eq!(defined, list, "{prefix}* as written, against its list");
+            assert!(
+                list.windows(2).all(|w| w[0] < w[1]),
+                "{prefix}* out of bit order"
+            );
+        }
     }
 }
