@@ -277,9 +277,9 @@ pub const fn distinct_bits(flags: &[u32]) -> bool {
     true
 }
 
-/// `SlotConfig::flags`, in bit order: what a slot's program reads, filters and does with a
-/// hit. Bits 1, 2, 3, 11 and 12 are free; [`SLOT_FLAGS`] lists them all, and the
-/// build fails if two share a bit.
+// `SlotConfig::flags`, in bit order: what a slot's program reads, filters and does with a
+// hit. Bits 1, 2, 3, 11 and 12 are free; `SLOT_FLAGS` lists them all, and the build fails if
+// two share a bit.
 
 /// `SlotConfig::flags`: the program reads the return value (kretprobe / uretprobe).
 pub const SLOT_RETURN: u32 = 1 << 0;

@@ -106,7 +106,10 @@ pub fn pair(
                     let exit = ProbeSpec { ret: true, ..spec.clone() };
                     Ok((spec, exit))
                 }
-                _ => Err(usage(
+                Target::Kernel { .. }
+                | Target::User { .. }
+                | Target::KernelAddr(_)
+                | Target::Tracepoint { .. } => Err(usage(
                     format!("'{target}' is not a function"),
                     "give a kernel function (FUNC) or uprobe:PATH:SYMBOL, or a pair with --from SPEC --to SPEC",
                 )),

@@ -82,7 +82,11 @@ impl ProbeSpec {
                 at: UserAt::Usdt { provider, name, .. },
                 ..
             } => glob(name) || provider.as_deref().is_some_and(glob),
-            _ => false,
+            Target::KernelAddr(_)
+            | Target::User {
+                at: UserAt::Address(_),
+                ..
+            } => false,
         }
     }
 }

@@ -131,7 +131,7 @@ pub fn is_bytes(spec: &ProbeSpec, name: &str) -> bool {
             at: UserAt::Symbol { name, .. },
             ..
         } => name.as_str(),
-        _ => "",
+        Target::Tracepoint { .. } | Target::KernelAddr(_) | Target::User { .. } => "",
     };
     let base = [
         "__x64_sys_",
@@ -323,7 +323,10 @@ pub fn configure(
                     Target::Tracepoint { category, .. } if category == "syscalls" => {
                         "__syscall_nr"
                     }
-                    _ => {
+                    Target::Tracepoint { .. }
+                    | Target::Kernel { .. }
+                    | Target::KernelAddr(_)
+                    | Target::User { .. } => {
                         return Err(Error::usage(
                             format!("--count-by syscall: {spec} is not a syscall tracepoint"),
                             vec![

@@ -8,7 +8,8 @@ use tracer_common::{
 
 use super::aggregate::{self, ProbeValues};
 use super::resolve::{open_event, tracepoint_error, KernelInterface, KprobeInterface, Opened};
-use super::trampoline::{Trampolines, Via};
+use super::trampoline::{FunctionTarget, Trampolines, Via};
+use super::usdt;
 use super::values::{Memory, Values};
 use super::Attached;
 use super::{Decoder, Probe};
@@ -16,9 +17,11 @@ use crate::bpf::{Bpf, Room, Rooms, SlotKind};
 use crate::kernel::btf::KernelBtf;
 use crate::kernel::elf;
 use crate::kernel::format::Format;
+use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::kernel::params::{Member, Prototype};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::notes;
+use crate::perf;
 use crate::plan::filter::FilterPlan;
 use crate::plan::{self, Aggregation, KeyPart, ProbeSpec, Target, UserAt};
 use crate::stacks::{self, Which};
@@ -109,7 +112,12 @@ impl AttachOptions<'_> {
                     ..
                 } => USES_STRINGS | USES_STR_MANY | USES_USDT,
                 // String arguments (a return value's too) and struct member reads.
-                _ => USES_STRINGS | USES_STR_MANY | USES_FIELDS,
+                Target::Kernel { .. }
+                | Target::KernelAddr(_)
+                | Target::User {
+                    at: UserAt::Symbol { .. } | UserAt::Address(_),
+                    ..
+                } => USES_STRINGS | USES_STR_MANY | USES_FIELDS,
             };
         }
         uses
@@ -216,6 +224,8 @@ impl<'a> Attacher<'a> {
     }
 }
 
+/// Attaches one probe in phases: its route, what opening the route finds, its decoder, its
+/// slot's configuration, then where its program runs.
 fn attach(
     bpf: &mut Bpf,
     fs: &Tracefs,
@@ -225,12 +235,8 @@ fn attach(
     index: usize,
     btf: &mut Option<Option<KernelBtf>>,
 ) -> Result<Probe, Error> {
-    // A syscall tracepoint served by the dispatching programs needs its format, not an event.
-    let dispatched = syscall_of(spec).filter(|_| options.dispatch);
-    // A kernel function through its trampoline opens no perf event either (unless the kernel
-    // refuses it there: then its kprobe's, below).
     let trampoline = trampolines.target(spec, btf)?;
-    let open = |interface: &mut Option<KernelInterface>| {
+    let mut open = || {
         open_event(
             fs,
             spec,
@@ -240,131 +246,137 @@ fn attach(
             index,
         )
     };
-    let (event, opened) = match (&dispatched, &spec.target, &trampoline) {
-        (Some(_), Target::Tracepoint { category, name }, _) => {
+    let (route, site) = Route::open(fs, spec, options, trampoline, &mut open)?;
+    let via = (site.kernel_function.is_some() || matches!(spec.target, Target::KernelAddr(_)))
+        .then(|| Via::kprobe(spec));
+    let trampoline = matches!(route, Route::Trampoline(_));
+    let (kind, mut decoder) = decoder(
+        spec,
+        options,
+        site.format,
+        site.usdt.as_ref(),
+        trampoline,
+        btf,
+    )?;
+    let mut config = slot_config(spec, options, site.usdt.is_some());
+    let sources = count(spec, options, &mut config, &mut decoder, btf)?;
+    let filter = value_filter(spec, options, &mut config, &mut decoder, btf)?;
+    let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
+    let streamed = options.aggregation.is_none() || sources.key_string;
+    configure_reads(spec, &mut config, &decoder, streamed || filtered_string);
+    narrow_record(options, &mut config, &decoder, filter.is_some());
+    let slot = Unplaced {
+        kind,
+        config,
+        filter: filter.map(|(filter, _)| filter),
+        usdt: site.usdt,
+        legacy: site.legacy,
+        via,
+    };
+    let placed = place(bpf, spec, route, slot, &decoder, trampolines, &mut open)?;
+    Ok(Probe {
+        name: spec.to_string(),
+        via: placed.via,
+        at_entry: placed.config.flags & tracer_common::SLOT_STACK_AT_ENTRY != 0,
+        slot: placed.attached.slot.clone(),
+        decoder,
+        kernel_function: site.kernel_function,
+        sources,
+        attached: placed.attached,
+        _legacy: placed.legacy,
+    })
+}
+
+/// How a probe's hits reach its program.
+enum Route {
+    /// A `syscalls:` tracepoint served by the dispatching raw syscall programs
+    /// ([`AttachOptions::dispatch`]): no perf event of its own.
+    Dispatched { nr: u32, exit: bool },
+    /// A kernel function through its BPF trampoline (fentry/fexit); where the kernel refuses
+    /// the trampoline, its kprobe's perf event, opened at placement.
+    Trampoline(FunctionTarget),
+    /// A perf event of its own: a kprobe, uprobe, USDT probe or tracepoint (a counted syscall
+    /// tracepoint may be served by its raw twin instead, at placement, and the event closed
+    /// unused).
+    PerfEvent(perf::Event),
+}
+
+impl Route {
+    /// Decides the route and opens what it needs: a dispatched syscall's record format, or
+    /// the probe's perf event (`open`).
+    fn open(
+        fs: &Tracefs,
+        spec: &ProbeSpec,
+        options: &AttachOptions<'_>,
+        trampoline: Option<FunctionTarget>,
+        open: &mut dyn FnMut() -> Result<Opened, Error>,
+    ) -> Result<(Route, Site), Error> {
+        if let (true, Target::Tracepoint { category, name }, Some((_, nr, exit))) =
+            (options.dispatch, &spec.target, syscall_of(spec))
+        {
             let format =
                 (fs.format(category, name)).map_err(|e| tracepoint_error(e, fs, category, name))?;
-            (None, (None, Some(format), None, None))
+            return Ok((Route::Dispatched { nr, exit }, Site::record(format)));
         }
-        (_, _, Some(target)) => (None, (None, None, Some(target.function.clone()), None)),
-        _ => {
-            let Opened {
-                event,
-                legacy,
-                format,
-                kernel_function,
-                usdt,
-            } = open(interface)?;
-            (Some(event), (legacy, format, kernel_function, usdt))
+        if let Some(target) = trampoline {
+            let site = Site::function(&target.function);
+            return Ok((Route::Trampoline(target), site));
         }
-    };
-    let (mut legacy, format, kernel_function, usdt) = opened;
-    let mut config = options.base;
-    if config.strlen == 0 {
-        config.strlen = STRLEN_DEFAULT;
+        let opened = open()?;
+        let site = Site {
+            legacy: opened.legacy,
+            format: opened.format,
+            kernel_function: opened.kernel_function,
+            usdt: opened.usdt,
+        };
+        Ok((Route::PerfEvent(opened.event), site))
     }
-    if usdt.is_some() {
-        config.flags |= tracer_common::SLOT_USDT;
-    }
-    if spec.ret {
-        config.flags |= SLOT_RETURN;
-    }
-    config.flags |= stacks::flags_for(options.stack, matches!(spec.target, Target::User { .. }));
-    if config.flags & tracer_common::SLOT_STACK_USER != 0 && at_function_entry(spec) {
-        config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
-    }
-    let (kind, mut decoder) = match format {
-        Some(format) => {
-            let selection = tracepoint_selection(spec, &format)?;
-            // Syscall entry tracepoints carry user pointers to strings (filename, pathname,
-            // argv): the BPF program reads those printed. Only streamed events carry strings;
-            // a counted hit reads none.
-            let strings = match &spec.target {
-                Target::Tracepoint { category, name }
-                    if category == "syscalls"
-                        && name.starts_with("sys_enter_")
-                        && options.aggregation.is_none() =>
-                {
-                    (syscall_strings(&format, &selection).into_iter())
-                        .map(|(name, _)| name)
-                        .take(tracer_common::STR_READS)
-                        .collect()
-                }
-                _ => Vec::new(),
-            };
-            (
-                SlotKind::Tracepoint,
-                Decoder::Tracepoint {
-                    format,
-                    strings,
-                    selection,
-                },
-            )
+}
+
+/// What routing a probe found: its record format, kernel function or USDT site.
+struct Site {
+    legacy: Option<LegacyKprobe>,
+    /// Tracepoints: the record format.
+    format: Option<Format>,
+    /// Kernel functions by name (for the "may be inlined" hint).
+    kernel_function: Option<String>,
+    usdt: Option<usdt::Site>,
+}
+
+impl Site {
+    fn record(format: Format) -> Site {
+        Site {
+            legacy: None,
+            format: Some(format),
+            kernel_function: None,
+            usdt: None,
         }
-        None if spec.ret => {
-            let asked: Vec<String> = (spec.args.iter())
-                .filter(|a| *a != "ret" && *a != "str(ret)")
-                .cloned()
-                .collect();
-            // At fexit the trampoline still has the arguments (checked again below, should
-            // the kernel refuse the trampoline for a kretprobe).
-            if !asked.is_empty() && trampoline.is_none() {
-                let mut hints = vec![entry_hint(spec)];
-                if matches!(spec.target, Target::Kernel { .. }) {
-                    hints.push(
-                        "fexit sees a kernel function's arguments and return value together \
-                         (fexit:FUNC(a, ret)), where the kernel permits fentry (`tracer \
-                         features`)"
-                            .into(),
-                    );
-                }
-                return Err(Error::usage(
-                    format!(
-                        "{spec} sees only the return value; '{}' is gone by then",
-                        spec.args.join(", ")
-                    ),
-                    hints,
-                ));
-            }
-            let mut proto = prototype(spec, btf);
-            let args = match asked.is_empty() {
-                true => None,
-                false => Some(Values::new(
-                    &spec.to_string(),
-                    proto.as_ref(),
-                    &asked,
-                    Memory::ByAddress,
-                    &mut member_lookup(spec, btf),
-                )?),
-            };
-            // `str(ret)`: a `char *` the debug info does not say is one (no DWARF).
-            if spec.args.iter().any(|a| a == "str(ret)") {
-                proto = Some(Prototype {
-                    params: proto.map(|p| p.params).unwrap_or_default(),
-                    ret: crate::kernel::params::Kind::Str,
-                });
-            }
-            (SlotKind::Probe, Decoder::Return { proto, args })
+    }
+
+    fn function(function: &str) -> Site {
+        Site {
+            legacy: None,
+            format: None,
+            kernel_function: Some(function.to_string()),
+            usdt: None,
         }
-        None => {
-            let proto = match &usdt {
-                Some(site) => Some(site.proto.clone()),
-                None => prototype(spec, btf),
-            };
-            let memory = match spec.target {
-                Target::User { .. } => Memory::User,
-                // gcc-built kernels' BTF does not mark __user pointers: the address tells.
-                _ => Memory::ByAddress,
-            };
-            let values = Values::new(
-                &spec.to_string(),
-                proto.as_ref(),
-                &spec.args,
-                memory,
-                &mut member_lookup(spec, btf),
-            )?;
-            (SlotKind::Probe, Decoder::Entry(values))
-        }
+    }
+}
+
+/// The slot's program type and the probe's decoder: a tracepoint's record fields, a return
+/// probe's value (and at fexit its arguments), or an entry's arguments.
+fn decoder(
+    spec: &ProbeSpec,
+    options: &AttachOptions<'_>,
+    format: Option<Format>,
+    usdt: Option<&usdt::Site>,
+    trampoline: bool,
+    btf: &mut Option<Option<KernelBtf>>,
+) -> Result<(SlotKind, Decoder), Error> {
+    let decoder = match format {
+        Some(format) => tracepoint_decoder(spec, options, format)?,
+        None if spec.ret => return_decoder(spec, trampoline, btf)?,
+        None => entry_decoder(spec, usdt, btf)?,
     };
     // At fexit with string arguments, the return value's string is read after theirs, where
     // the filter and the keys (which read string 0) do not look yet.
@@ -384,57 +396,206 @@ fn attach(
             ));
         }
     }
-    let sources = match options.aggregation {
-        Some(agg) => {
-            let stack_flags = stacks::flags_for(
-                Some(options.stack.flatten()),
-                matches!(spec.target, Target::User { .. }),
+    let kind = match decoder {
+        Decoder::Tracepoint { .. } => SlotKind::Tracepoint,
+        Decoder::Entry(_) | Decoder::Return { .. } => SlotKind::Probe,
+    };
+    Ok((kind, decoder))
+}
+
+/// A tracepoint's decoder: the fields asked for, and the strings its program reads.
+fn tracepoint_decoder(
+    spec: &ProbeSpec,
+    options: &AttachOptions<'_>,
+    format: Format,
+) -> Result<Decoder, Error> {
+    let selection = tracepoint_selection(spec, &format)?;
+    // Syscall entry tracepoints carry user pointers to strings (filename, pathname, argv):
+    // the BPF program reads those printed. Only streamed events carry strings; a counted hit
+    // reads none.
+    let syscall_entry = matches!(&spec.target, Target::Tracepoint { category, name }
+        if category == "syscalls" && name.starts_with("sys_enter_"));
+    let strings = match syscall_entry && options.aggregation.is_none() {
+        true => (syscall_strings(&format, &selection).into_iter())
+            .map(|(name, _)| name)
+            .take(tracer_common::STR_READS)
+            .collect(),
+        false => Vec::new(),
+    };
+    Ok(Decoder::Tracepoint {
+        format,
+        strings,
+        selection,
+    })
+}
+
+/// A return probe's decoder: its return value, typed where BTF or DWARF say, and at fexit
+/// the arguments asked for.
+fn return_decoder(
+    spec: &ProbeSpec,
+    trampoline: bool,
+    btf: &mut Option<Option<KernelBtf>>,
+) -> Result<Decoder, Error> {
+    let asked: Vec<String> = (spec.args.iter())
+        .filter(|a| *a != "ret" && *a != "str(ret)")
+        .cloned()
+        .collect();
+    // At fexit the trampoline still has the arguments (checked again at placement, should
+    // the kernel refuse the trampoline for a kretprobe).
+    if !asked.is_empty() && !trampoline {
+        let mut hints = vec![entry_hint(spec)];
+        if matches!(spec.target, Target::Kernel { .. }) {
+            hints.push(
+                "fexit sees a kernel function's arguments and return value together \
+                 (fexit:FUNC(a, ret)), where the kernel permits fentry (`tracer features`)"
+                    .into(),
             );
-            let mut lookup = member_lookup(spec, btf);
-            let values = match &mut decoder {
-                Decoder::Tracepoint { format, .. } => ProbeValues::Record(format),
-                Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
-                Decoder::Return { proto, .. } => ProbeValues::Return(proto.as_ref()),
-            };
-            let sources = aggregate::configure(&mut config, agg, spec, values, stack_flags)?;
-            // A tracepoint's string key: its field becomes one of the strings read.
-            if let (true, Some(name), Decoder::Tracepoint { strings, .. }) =
-                (sources.key_string, agg.key_value(), &mut decoder)
-            {
-                let k = match strings.iter().position(|s| s == name) {
-                    Some(k) => k,
-                    None => {
-                        strings.push(name.to_string());
-                        strings.len() - 1
-                    }
-                };
-                config.key_src = k as u32;
+        }
+        return Err(Error::usage(
+            format!(
+                "{spec} sees only the return value; '{}' is gone by then",
+                spec.args.join(", ")
+            ),
+            hints,
+        ));
+    }
+    let mut proto = prototype(spec, btf);
+    let args = match asked.is_empty() {
+        true => None,
+        false => Some(Values::new(
+            &spec.to_string(),
+            proto.as_ref(),
+            &asked,
+            Memory::ByAddress,
+            &mut member_lookup(spec, btf),
+        )?),
+    };
+    // `str(ret)`: a `char *` the debug info does not say is one (no DWARF).
+    if spec.args.iter().any(|a| a == "str(ret)") {
+        proto = Some(Prototype {
+            params: proto.map(|p| p.params).unwrap_or_default(),
+            ret: crate::kernel::params::Kind::Str,
+        });
+    }
+    Ok(Decoder::Return { proto, args })
+}
+
+/// An entry's decoder: its arguments, typed by the USDT note, BTF or DWARF.
+fn entry_decoder(
+    spec: &ProbeSpec,
+    usdt: Option<&usdt::Site>,
+    btf: &mut Option<Option<KernelBtf>>,
+) -> Result<Decoder, Error> {
+    let proto = match usdt {
+        Some(site) => Some(site.proto.clone()),
+        None => prototype(spec, btf),
+    };
+    let memory = match spec.target {
+        Target::User { .. } => Memory::User,
+        // gcc-built kernels' BTF does not mark __user pointers: the address tells.
+        Target::Kernel { .. } | Target::KernelAddr(_) | Target::Tracepoint { .. } => {
+            Memory::ByAddress
+        }
+    };
+    let values = Values::new(
+        &spec.to_string(),
+        proto.as_ref(),
+        &spec.args,
+        memory,
+        &mut member_lookup(spec, btf),
+    )?;
+    Ok(Decoder::Entry(values))
+}
+
+/// The slot's configuration before its values: the run's filters, then what the spec asks
+/// of every hit (the return value, USDT arguments, stacks).
+fn slot_config(spec: &ProbeSpec, options: &AttachOptions<'_>, usdt: bool) -> SlotConfig {
+    let mut config = options.base;
+    if config.strlen == 0 {
+        config.strlen = STRLEN_DEFAULT;
+    }
+    if usdt {
+        config.flags |= tracer_common::SLOT_USDT;
+    }
+    if spec.ret {
+        config.flags |= SLOT_RETURN;
+    }
+    config.flags |= stacks::flags_for(options.stack, matches!(spec.target, Target::User { .. }));
+    if config.flags & tracer_common::SLOT_STACK_USER != 0 && at_function_entry(spec) {
+        config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
+    }
+    config
+}
+
+/// `--count-by/--sum/--hist`: the slot counts in the kernel; how its key and value are read.
+fn count(
+    spec: &ProbeSpec,
+    options: &AttachOptions<'_>,
+    config: &mut SlotConfig,
+    decoder: &mut Decoder,
+    btf: &Option<Option<KernelBtf>>,
+) -> Result<aggregate::Sources, Error> {
+    let Some(agg) = options.aggregation else {
+        return Ok(Default::default());
+    };
+    let stack_flags = stacks::flags_for(
+        Some(options.stack.flatten()),
+        matches!(spec.target, Target::User { .. }),
+    );
+    let mut lookup = member_lookup(spec, btf);
+    let values = match &mut *decoder {
+        Decoder::Tracepoint { format, .. } => ProbeValues::Record(format),
+        Decoder::Entry(values) => ProbeValues::Entry(values, &mut lookup),
+        Decoder::Return { proto, .. } => ProbeValues::Return(proto.as_ref()),
+    };
+    let sources = aggregate::configure(config, agg, spec, values, stack_flags)?;
+    // A tracepoint's string key: its field becomes one of the strings read.
+    if let (true, Some(name), Decoder::Tracepoint { strings, .. }) =
+        (sources.key_string, agg.key_value(), decoder)
+    {
+        let k = match strings.iter().position(|s| s == name) {
+            Some(k) => k,
+            None => {
+                strings.push(name.to_string());
+                strings.len() - 1
             }
-            sources
-        }
-        None => Default::default(),
+        };
+        config.key_src = k as u32;
+    }
+    Ok(sources)
+}
+
+/// `--filter`, resolved against this probe's values: the slot's filter, and whether it
+/// compares a string the hit must read.
+fn value_filter(
+    spec: &ProbeSpec,
+    options: &AttachOptions<'_>,
+    config: &mut SlotConfig,
+    decoder: &mut Decoder,
+    btf: &Option<Option<KernelBtf>>,
+) -> Result<Option<(tracer_common::Filter, bool)>, Error> {
+    let Some(plan) = options.filter else {
+        return Ok(None);
     };
-    let filter = match options.filter {
-        Some(plan) => {
-            let mut lookup = member_lookup(spec, btf);
-            let mut none = Vec::new();
-            let (mut values, strings) = match &mut decoder {
-                Decoder::Tracepoint {
-                    format, strings, ..
-                } => (ProbeValues::Record(format), strings),
-                Decoder::Entry(values) => (ProbeValues::Entry(values, &mut lookup), &mut none),
-                Decoder::Return { proto, .. } => (ProbeValues::Return(proto.as_ref()), &mut none),
-            };
-            let (filter, needs) = super::filter::resolve(plan, spec, &mut values, strings)?;
-            config.flags |= SLOT_VALUE_FILTER;
-            Some((filter, needs.value_string))
-        }
-        None => None,
+    let mut lookup = member_lookup(spec, btf);
+    let mut none = Vec::new();
+    let (mut values, strings) = match decoder {
+        Decoder::Tracepoint {
+            format, strings, ..
+        } => (ProbeValues::Record(format), strings),
+        Decoder::Entry(values) => (ProbeValues::Entry(values, &mut lookup), &mut none),
+        Decoder::Return { proto, .. } => (ProbeValues::Return(proto.as_ref()), &mut none),
     };
-    let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
-    let streamed = options.aggregation.is_none() || sources.key_string;
-    match &decoder {
-        Decoder::Entry(values) => values.configure(&mut config, streamed || filtered_string),
+    let (filter, needs) = super::filter::resolve(plan, spec, &mut values, strings)?;
+    config.flags |= SLOT_VALUE_FILTER;
+    Ok(Some((filter, needs.value_string)))
+}
+
+/// The strings and member reads the slot makes: those printed (`read`: the hit is streamed,
+/// or filtered on a string) or counted by.
+fn configure_reads(spec: &ProbeSpec, config: &mut SlotConfig, decoder: &Decoder, read: bool) {
+    match decoder {
+        Decoder::Entry(values) => values.configure(config, read),
         Decoder::Tracepoint {
             format, strings, ..
         } => {
@@ -452,21 +613,21 @@ fn attach(
         // A function returning `char *`: the string it returns, after the arguments' (fexit).
         Decoder::Return { proto, args } => {
             if let Some(values) = args {
-                values.configure(&mut config, streamed || filtered_string);
+                values.configure(config, read);
             }
             let at = args.as_ref().map_or(0, Values::string_reads);
             let string = proto
                 .as_ref()
                 .is_some_and(|p| p.ret == crate::kernel::params::Kind::Str);
-            if let (true, true, Some(slot)) =
-                (string, streamed || filtered_string, config.strs.get_mut(at))
-            {
+            if let (true, true, Some(slot)) = (string, read, config.strs.get_mut(at)) {
                 *slot = StrRead {
                     at: 0,
                     from: str_from::RETURN,
                     memory: match spec.target {
                         Target::User { .. } => str_mem::USER,
-                        _ => str_mem::AUTO,
+                        Target::Kernel { .. }
+                        | Target::KernelAddr(_)
+                        | Target::Tracepoint { .. } => str_mem::AUTO,
                     },
                     array: 0,
                     len_from: 0,
@@ -474,117 +635,158 @@ fn attach(
             }
         }
     }
-    // A streamed tracepoint hit reads only the part of its record that is printed or read
-    // strings from. A counted hit reads it only for its key or value already; a filter, or a
-    // recording, reads the whole head.
-    if let Decoder::Tracepoint {
+}
+
+/// A streamed tracepoint hit reads only the part of its record that is printed or read
+/// strings from. A counted hit reads it only for its key or value already; a filter, or a
+/// recording, reads the whole head.
+fn narrow_record(
+    options: &AttachOptions<'_>,
+    config: &mut SlotConfig,
+    decoder: &Decoder,
+    filtered: bool,
+) {
+    let Decoder::Tracepoint {
         format,
         strings,
         selection,
-    } = &decoder
+    } = decoder
+    else {
+        return;
+    };
+    let narrow = !options.whole_record && options.aggregation.is_none() && !filtered;
+    if let Some(len) = narrow
+        .then(|| record_head_used(format, selection, strings))
+        .flatten()
     {
-        let narrow = !options.whole_record && options.aggregation.is_none() && filter.is_none();
-        if let Some(len) = narrow
-            .then(|| record_head_used(format, selection, strings))
-            .flatten()
-        {
-            config.flags |= tracer_common::SLOT_RECORD_LEN;
-            config.record_len = len as u64;
-        }
+        config.flags |= tracer_common::SLOT_RECORD_LEN;
+        config.record_len = len as u64;
     }
-    // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the raw
-    // one cannot be had (all raw slots taken, a kernel without raw tracepoints). The perf
-    // event opened above is then closed unused.
-    let raw = match dispatched {
-        Some(_) => None,
-        None => raw_syscall(spec, &config).and_then(|(tracepoint, nr, exit)| {
-            let mut raw_config = config;
-            raw_config.raw_syscall = nr;
-            if exit {
-                raw_config.flags |= tracer_common::SLOT_RAW_SYS_EXIT;
-            }
-            bpf.take_raw_slot(raw_config, tracepoint).ok()
-        }),
-    };
-    let mut via = (kernel_function.is_some() || matches!(spec.target, Target::KernelAddr(_)))
-        .then(|| Via::kprobe(spec));
-    // Through the trampoline; or, where the kernel refuses it there (and it was not asked for
-    // by name), the kprobe's event, opened now.
-    let mut event = event;
-    let mut linked = None;
-    if let Some(target) = &trampoline {
-        let filter = filter.as_ref().map(|(f, _)| f);
-        // At the entry, kernel stacks get the function's address to begin with (see
-        // `SLOT_STACK_AT_ENTRY`).
-        let mut linked_config = config;
-        if !spec.ret && config.flags & tracer_common::SLOT_STACK_KERNEL != 0 {
-            linked_config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
+}
+
+/// A configured slot not yet given a program: what placing it needs.
+struct Unplaced {
+    kind: SlotKind,
+    config: SlotConfig,
+    filter: Option<tracer_common::Filter>,
+    usdt: Option<usdt::Site>,
+    legacy: Option<LegacyKprobe>,
+    /// A kernel probe's interface, before the trampoline is tried.
+    via: Option<Via>,
+}
+
+/// Where a probe's program runs.
+struct Placed {
+    attached: Attached,
+    via: Option<Via>,
+    /// The slot's configuration as taken (at a function's entry through its trampoline, with
+    /// `SLOT_STACK_AT_ENTRY` for kernel stacks).
+    config: SlotConfig,
+    legacy: Option<LegacyKprobe>,
+}
+
+/// Takes the probe's slot and attaches its program, by route: a dispatched syscall slot; a
+/// kernel function linked to its trampoline (or, where the kernel refuses that and it was not
+/// asked for by name, its kprobe's event, opened now); a raw syscall twin where that counts
+/// the same; otherwise the perf event opened for it.
+fn place(
+    bpf: &mut Bpf,
+    spec: &ProbeSpec,
+    route: Route,
+    mut slot: Unplaced,
+    decoder: &Decoder,
+    trampolines: &mut Trampolines,
+    open: &mut dyn FnMut() -> Result<Opened, Error>,
+) -> Result<Placed, Error> {
+    let attached = match route {
+        Route::Dispatched { nr, exit } => {
+            let filter = slot.filter.as_ref();
+            Attached::raw(bpf.take_syscall_slot(slot.config, nr, exit, filter)?)
         }
-        match bpf.take_function_slot(
-            linked_config,
-            filter,
-            &target.function,
-            target.btf_id,
-            spec.ret,
-        ) {
-            Ok(slot_link) => {
-                trampolines.linked();
-                via = Some(if spec.ret { Via::Fexit } else { Via::Fentry });
-                linked = Some(slot_link);
-                config = linked_config;
-            }
-            Err(e) => {
-                let reason = e.refusal();
-                trampolines.failed(spec, target, e)?;
-                if let Decoder::Return { args: Some(_), .. } = &decoder {
-                    return Err(Error::Runtime {
-                        message: format!(
-                            "cannot read the arguments of {spec} at its return: fexit was \
-                             refused ({reason}), and a kretprobe sees only the return value"
-                        ),
-                        hints: vec![entry_hint(spec)],
-                    });
+        Route::Trampoline(target) => {
+            through_trampoline(bpf, spec, &target, &mut slot, decoder, trampolines, open)?
+        }
+        // A raw tracepoint when it can count this; the perf tracepoint otherwise, or when the
+        // raw one cannot be had (all raw slots taken, a kernel without raw tracepoints). The
+        // perf event opened for it is then closed unused.
+        Route::PerfEvent(event) => {
+            let raw = raw_syscall(spec, &slot.config).and_then(|(tracepoint, nr, exit)| {
+                let mut config = slot.config;
+                config.raw_syscall = nr;
+                if exit {
+                    config.flags |= tracer_common::SLOT_RAW_SYS_EXIT;
                 }
-                let opened = open(interface)?;
-                legacy = opened.legacy;
-                event = Some(opened.event);
+                bpf.take_raw_slot(config, tracepoint).ok()
+            });
+            match raw {
+                Some(taken) => Attached::raw(taken),
+                None => on_event(bpf, &slot, event)?,
             }
-        }
-    }
-    let attached = match (raw, dispatched, event) {
-        (Some(slot), _, _) => Attached::raw(slot),
-        (None, Some((_, nr, exit)), _) => {
-            let filter = filter.as_ref().map(|(f, _)| f);
-            Attached::raw(bpf.take_syscall_slot(config, nr, exit, filter)?)
-        }
-        (None, None, None) => {
-            let (slot, link) =
-                linked.expect("only dispatched syscalls and trampolines open no event");
-            Attached::linked(slot, link)
-        }
-        (None, None, Some(event)) => {
-            let slot = bpf.take_slot(kind, config)?;
-            if let Some(site) = &usdt {
-                bpf.set_usdt_args(&slot, &site.places)?;
-            }
-            if let Some((filter, _)) = &filter {
-                bpf.set_filter(&slot, filter)?;
-            }
-            Attached::disabled(bpf, slot, event)?
         }
     };
-    let slot = attached.slot.clone();
-    Ok(Probe {
-        name: spec.to_string(),
-        via,
-        at_entry: config.flags & tracer_common::SLOT_STACK_AT_ENTRY != 0,
-        slot,
-        decoder,
-        kernel_function,
-        sources,
+    Ok(Placed {
         attached,
-        _legacy: legacy,
+        via: slot.via,
+        config: slot.config,
+        legacy: slot.legacy,
     })
+}
+
+/// A kernel function's slot linked to its trampoline; where the kernel refuses that (and the
+/// trampoline was not asked for by name), its kprobe's event, opened now.
+fn through_trampoline(
+    bpf: &mut Bpf,
+    spec: &ProbeSpec,
+    target: &FunctionTarget,
+    slot: &mut Unplaced,
+    decoder: &Decoder,
+    trampolines: &mut Trampolines,
+    open: &mut dyn FnMut() -> Result<Opened, Error>,
+) -> Result<Attached, Error> {
+    // At the entry, kernel stacks get the function's address to begin with (see
+    // `SLOT_STACK_AT_ENTRY`).
+    let mut config = slot.config;
+    if !spec.ret && config.flags & tracer_common::SLOT_STACK_KERNEL != 0 {
+        config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
+    }
+    let filter = slot.filter.as_ref();
+    match bpf.take_function_slot(config, filter, &target.function, target.btf_id, spec.ret) {
+        Ok((taken, link)) => {
+            trampolines.linked();
+            slot.via = Some(if spec.ret { Via::Fexit } else { Via::Fentry });
+            slot.config = config;
+            Ok(Attached::linked(taken, link))
+        }
+        Err(e) => {
+            let reason = e.refusal();
+            trampolines.failed(spec, target, e)?;
+            if let Decoder::Return { args: Some(_), .. } = decoder {
+                return Err(Error::Runtime {
+                    message: format!(
+                        "cannot read the arguments of {spec} at its return: fexit was \
+                         refused ({reason}), and a kretprobe sees only the return value"
+                    ),
+                    hints: vec![entry_hint(spec)],
+                });
+            }
+            let opened = open()?;
+            slot.legacy = opened.legacy;
+            on_event(bpf, slot, opened.event)
+        }
+    }
+}
+
+/// A slot of the probe's kind on its perf event, with its USDT places and filter, attached
+/// disabled.
+fn on_event(bpf: &mut Bpf, slot: &Unplaced, event: perf::Event) -> Result<Attached, Error> {
+    let taken = bpf.take_slot(slot.kind, slot.config)?;
+    if let Some(site) = &slot.usdt {
+        bpf.set_usdt_args(&taken, &site.places)?;
+    }
+    if let Some(filter) = &slot.filter {
+        bpf.set_filter(&taken, filter)?;
+    }
+    Attached::disabled(bpf, taken, event)
 }
 
 /// The bytes of a tracepoint record's head (its first `8 * DATA_WORDS`) that its printed
@@ -708,7 +910,10 @@ pub(super) fn member_lookup<'a>(
             crate::kernel::dwarf::member(&binary, name, arg, path)
                 .map_err(|e| Error::usage(crate::describe(&e), e.hints()))
         }
-        _ => Err(Error::usage(
+        Target::Kernel { .. }
+        | Target::KernelAddr(_)
+        | Target::User { .. }
+        | Target::Tracepoint { .. } => Err(Error::usage(
             format!("{spec}: struct members need the function's prototype"),
             vec![
                 "probe a function's entry by name (FUNC or uprobe:PATH:SYMBOL), without +OFF"
@@ -783,7 +988,11 @@ pub(super) fn prototype(
             let path = elf::resolve_file(file).ok()?;
             crate::kernel::dwarf::prototype(&path, name).unwrap_or_else(|e| untyped(spec, &e))
         }
-        _ => None,
+        // At an offset, or not a function: nothing describes its arguments.
+        Target::Kernel { .. }
+        | Target::KernelAddr(_)
+        | Target::User { .. }
+        | Target::Tracepoint { .. } => None,
     }
 }
 

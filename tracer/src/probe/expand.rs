@@ -98,7 +98,12 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
                     })
                     .collect()
             }
-            _ => vec![spec.clone()],
+            // USDT probes expand later, against the binary's notes.
+            Target::KernelAddr(_)
+            | Target::User {
+                at: UserAt::Address(_) | UserAt::Usdt { .. },
+                ..
+            } => vec![spec.clone()],
         };
         if expanded.is_empty() {
             return Err(Error::usage(
@@ -108,7 +113,9 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
         }
         let cap = match spec.target {
             Target::Tracepoint { .. } => plan::MAX_TRACEPOINTS,
-            _ => plan::MAX_PROBES_PER_KIND,
+            Target::Kernel { .. } | Target::KernelAddr(_) | Target::User { .. } => {
+                plan::MAX_PROBES_PER_KIND
+            }
         };
         if expanded.len() > cap {
             return Err(Error::usage(

@@ -79,7 +79,9 @@ pub fn resolve_latency(
         .flatten();
     let memory = match start.target {
         plan::Target::User { .. } => Memory::User,
-        _ => Memory::ByAddress,
+        plan::Target::Kernel { .. }
+        | plan::Target::KernelAddr(_)
+        | plan::Target::Tracepoint { .. } => Memory::ByAddress,
     };
     let mut values = Values::new(
         &start.to_string(),

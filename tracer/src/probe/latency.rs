@@ -219,7 +219,9 @@ fn start_values(
     };
     let memory = match spec.target {
         Target::User { .. } => Memory::User,
-        _ => Memory::ByAddress,
+        Target::Kernel { .. } | Target::KernelAddr(_) | Target::Tracepoint { .. } => {
+            Memory::ByAddress
+        }
     };
     let mut members = super::attach::member_lookup(spec, &btf);
     Values::new(&spec.to_string(), proto.as_ref(), &[], memory, &mut members).map(Some)

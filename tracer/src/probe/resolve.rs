@@ -117,7 +117,9 @@ pub fn event_kind(
                             )
                         }
                         Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
-                        _ => unreachable!("kernel targets only"),
+                        Target::User { .. } | Target::Tracepoint { .. } => {
+                            unreachable!("inside the arm of kernel targets")
+                        }
                     };
                     let kind = EventKind::Kprobe {
                         pmu_type: *type_,
@@ -234,7 +236,9 @@ pub fn open_event(
     let scope = match (&spec.target, pid) {
         (Target::User { .. }, Some(pid)) => Scope::Task { pid, cpu: None },
         (Target::Tracepoint { .. }, _) => program_carrier(),
-        _ => Scope::Cpu(0),
+        (Target::User { .. }, None) | (Target::Kernel { .. } | Target::KernelAddr(_), _) => {
+            Scope::Cpu(0)
+        }
     };
     let options = Options {
         flags: perf::attr::flag::DISABLED,
@@ -368,7 +372,7 @@ fn kernel_interface(
     let (function, what) = match &spec.target {
         Target::Kernel { function, .. } => (function.clone(), format!("function '{function}'")),
         Target::KernelAddr(addr) => (String::new(), format!("address {addr:#x}")),
-        _ => (String::new(), spec.to_string()),
+        Target::User { .. } | Target::Tracepoint { .. } => (String::new(), spec.to_string()),
     };
     let fentry = match Feature::Fentry.check() {
         Status::Available { .. } => "fentry cannot serve this probe (an offset, an address, \

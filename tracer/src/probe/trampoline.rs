@@ -98,7 +98,9 @@ impl Trampolines {
                     vec!["name the function, or leave out --kprobe-interface fentry".into()],
                 ))
             }
-            _ => return Ok(None),
+            Target::KernelAddr(_) | Target::User { .. } | Target::Tracepoint { .. } => {
+                return Ok(None)
+            }
         };
         if !forced && self.choice.is_some() {
             return Ok(None);

@@ -62,7 +62,13 @@ fn unknown(spec: &ProbeSpec, path: &Path, notes: &[Note]) -> Error {
             Some(provider) => format!("{provider}:{name}"),
             None => name.clone(),
         },
-        _ => spec.to_string(),
+        Target::User {
+            at: UserAt::Symbol { .. } | UserAt::Address(_),
+            ..
+        }
+        | Target::Kernel { .. }
+        | Target::KernelAddr(_)
+        | Target::Tracepoint { .. } => spec.to_string(),
     };
     // Near names of the same provider (or of any, when none is given), shown as specs.
     let (provider, bare) = match wanted.split_once(':') {
@@ -269,7 +275,13 @@ pub fn of_spec(spec: &ProbeSpec) -> Option<Result<Site, Error>> {
                     site: which,
                 },
         } => Some(site(spec, file, provider.as_deref(), name, *which)),
-        _ => None,
+        Target::User {
+            at: UserAt::Symbol { .. } | UserAt::Address(_),
+            ..
+        }
+        | Target::Kernel { .. }
+        | Target::KernelAddr(_)
+        | Target::Tracepoint { .. } => None,
     }
 }
 
