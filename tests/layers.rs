@@ -359,3 +359,77 @@ fn reaches_into_siblings(code: &str) -> impl Iterator<Item = String> + '_ {
         (lower && rest[name.len()..].starts_with("::")).then(|| format!("super::{name}::"))
     })
 }
+
+/// The recording format owns its types (ARCHITECTURE.md, the `tracefile/` row): no type of
+/// another layer that `tracefile/` names derives serde's traits, so renaming one of its fields
+/// cannot change what a `.tracer` file holds (`tracefile/desc.rs` converts them).
+#[test]
+fn the_recording_format_serializes_only_its_own_types() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let code: Vec<(PathBuf, String)> = (files.into_iter())
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("readable");
+            (f, product_code(&text))
+        })
+        .collect();
+    // The type names tracefile/ imports from the layers a recording describes.
+    let mut named = BTreeSet::new();
+    for (file, text) in &code {
+        if !file.strip_prefix(&root).is_ok_and(|r| r.starts_with("tracefile")) {
+            continue;
+        }
+        for line in text.lines().filter(|l| l.trim_start().starts_with("use crate::")) {
+            if !["crate::probe", "crate::kernel"].iter().any(|l| line.contains(l)) {
+                continue;
+            }
+            let names = line.rsplit("::").next().unwrap_or_default();
+            for name in names.trim_matches(|c| "{};".contains(c)).split(',') {
+                let name = name.trim();
+                if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                    named.insert(name.to_string());
+                }
+            }
+        }
+    }
+    assert!(named.contains("Decoder") && named.contains("Values"), "read {named:?}");
+    let serialized = serde_derived(&code);
+    let wrong: Vec<&String> = named.iter().filter(|n| serialized.contains(*n)).collect();
+    assert!(wrong.is_empty(), "a recording serializes other layers' types: {wrong:?}");
+    let sample = vec![(
+        PathBuf::from("x.rs"),
+        "#[derive(Clone, serde::Serialize)]\npub struct Kept {}\n#[derive(Debug)]\npub enum Plain {}"
+            .to_string(),
+    )];
+    assert_eq!(serde_derived(&sample), BTreeSet::from(["Kept".to_string()]));
+}
+
+/// The structs and enums whose derive list names `Serialize` or `Deserialize`.
+fn serde_derived(code: &[(PathBuf, String)]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (_, text) in code {
+        let mut derives_serde = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("#[derive(") {
+                derives_serde |= line.contains("Serialize") || line.contains("Deserialize");
+                continue;
+            }
+            if line.starts_with("#[") || line.is_empty() {
+                continue;
+            }
+            let item = (line.split_whitespace())
+                .skip_while(|w| w.starts_with("pub"))
+                .collect::<Vec<_>>();
+            if derives_serde && matches!(item.first(), Some(&"struct") | Some(&"enum")) {
+                let name: String = (item.get(1).unwrap_or(&""))
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                found.insert(name);
+            }
+            derives_serde = false;
+        }
+    }
+    found
+}

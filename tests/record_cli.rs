@@ -1009,3 +1009,82 @@ fn a_short_lived_child_is_named_from_its_mmap_records() {
         assert_eq!(sample["stack"][0]["symbol"], "main", "{sample}");
     }
 }
+
+/// Recordings written by earlier builds, one per file format this build reads
+/// (tests/fixtures/format-N.tracer, made as tests/fixtures/README.md says), report what they
+/// reported when they were written: the file's description types are its own
+/// (`tracefile::desc`), so renaming a field of the probe layer cannot change what an old
+/// recording decodes to, as a round trip through one build would not show.
+#[test]
+fn recordings_of_every_format_this_build_reads_report_as_when_written() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let mut versions: Vec<u32> = (std::fs::read_dir(&fixtures).expect("tests/fixtures"))
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_prefix("format-")?
+                .strip_suffix(".tracer")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    versions.sort();
+    // This build reads its own version only (older ones are refused with a hint to record
+    // again): a new version adds its fixture, and keeps the old one only while it is read.
+    assert_eq!(
+        versions,
+        [tracer::tracefile::VERSION],
+        "fixtures of {versions:?}"
+    );
+    for version in versions {
+        let file = fixtures.join(format!("format-{version}.tracer"));
+        let file = file.to_str().expect("a UTF-8 path");
+        for (format, golden) in [("json", "report.json"), ("text", "report.txt")] {
+            let out = tracer(&["report", "-f", format, file]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            let expected =
+                std::fs::read_to_string(fixtures.join(format!("format-{version}.{golden}")))
+                    .expect("the golden report");
+            assert_eq!(
+                text(&out.stdout),
+                expected,
+                "report -f {format} of format {version}"
+            );
+        }
+    }
+    // What the golden reports hold, as the workload made it (tests/fixtures/README.md):
+    // `timeline 3`, three rounds of a watched write, a probed call and a getppid.
+    let (items, _) = report(&[fixtures.join("format-3.tracer").to_str().unwrap()]);
+    let of = |probe: &str| -> Vec<&serde_json::Value> {
+        (items.iter())
+            .filter(|i| short(i["probe"].as_str().unwrap_or_default()) == probe)
+            .collect()
+    };
+    let rounds: Vec<i64> = of("uprobe")
+        .iter()
+        .map(|i| i["args"]["round"].as_i64().unwrap())
+        .collect();
+    assert_eq!(rounds, [1, 2, 3]);
+    let returns: Vec<i64> = of("uretprobe")
+        .iter()
+        .map(|i| i["ret"].as_i64().unwrap())
+        .collect();
+    assert_eq!(returns, [2, 4, 6]);
+    let writes: Vec<(i64, i64)> = (of("watch").iter())
+        .map(|i| {
+            (
+                i["args"]["old"].as_i64().unwrap(),
+                i["args"]["new"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(writes, [(0, 1), (1, 2), (2, 3)]);
+    assert_eq!(of("getppid").len(), 3);
+    let opened: Vec<&str> = (of("syscalls:sys_enter_openat").iter())
+        .map(|i| i["args"]["filename"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        opened,
+        ["/etc/ld.so.cache", "/lib/x86_64-linux-gnu/libc.so.6"]
+    );
+    assert_eq!(of("page-faults").len(), 72);
+}

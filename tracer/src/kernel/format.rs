@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// One tracepoint's record layout, as its `format` file states it.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Format {
     /// The tracepoint name without its category (`sys_enter_openat`).
     pub name: String,
@@ -22,7 +22,7 @@ pub struct Format {
 }
 
 /// One `field:` line.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
     pub name: String,
     /// The declared type without the name, array bounds kept: `const char *`, `char[16]`,
@@ -37,7 +37,7 @@ pub struct Field {
 }
 
 /// How the bytes of a field are decoded.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKind {
     /// An integer whose value is the low `bytes` bytes of the `size`-byte slot.
     Int { bytes: usize, signed: bool },

@@ -6,7 +6,7 @@ use std::fmt;
 use super::format::Value;
 
 /// How one parameter (or a return value, or a struct member) is read and printed.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A signed integer of this many bytes (1, 2, 4 or 8).
     Signed(u8),
@@ -152,14 +152,14 @@ impl MemberError {
 }
 
 /// One named parameter.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
     pub name: String,
     pub kind: Kind,
 }
 
 /// A function's prototype: parameters in register order, and the return kind.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Prototype {
     pub params: Vec<Param>,
     pub ret: Kind,

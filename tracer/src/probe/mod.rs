@@ -36,7 +36,7 @@ use values::Values;
 
 /// How a slot's events are turned into named values (kept in recorded traces, so that they
 /// decode on another machine).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub enum Decoder {
     Tracepoint {
         format: Format,
@@ -53,7 +53,6 @@ pub enum Decoder {
     /// the arguments asked for (`fexit:FUNC(a, b->c, ret)`), which the trampoline still has.
     Return {
         proto: Option<Prototype>,
-        #[serde(default)]
         args: Option<Values>,
     },
 }

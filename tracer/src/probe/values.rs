@@ -14,7 +14,7 @@ use crate::kernel::params::{Kind, Member, Prototype};
 use crate::Error;
 
 /// Where a value is captured.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
     /// Argument register N (`Event::data[N]`).
     Register(usize),
@@ -23,7 +23,7 @@ pub enum Place {
 }
 
 /// One printed value.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
     /// As the user wrote it, or the parameter's name.
     pub name: String,
@@ -32,7 +32,7 @@ pub struct Column {
 }
 
 /// Which memory the probe's pointers point into.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Memory {
     /// uprobes: the traced process's.
     User,
@@ -45,16 +45,14 @@ pub enum Memory {
 pub type MemberLookup<'a> = dyn FnMut(usize, &[&str]) -> Result<Member, Error> + 'a;
 
 /// A probe's values: what its BPF slot reads and how each is printed.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct Values {
     pub columns: Vec<Column>,
     params: Vec<(String, Kind)>,
     /// What the BPF program reads; not needed to decode (a recorded trace keeps the rest).
-    #[serde(skip)]
     reads: Vec<FieldRead>,
     /// The columns whose strings the BPF program reads, read k the kth (at most
     /// [`STR_READS`]).
-    #[serde(default)]
     strings: Vec<Place>,
     memory: Memory,
     probe: String,
@@ -63,6 +61,37 @@ pub struct Values {
 const REGISTER_ARGS: usize = 6;
 
 impl Values {
+    /// Values as a recording kept them (`tracefile::desc`): what decodes a hit, without the
+    /// reads, which only the BPF program needed.
+    pub fn recorded(
+        columns: Vec<Column>,
+        params: Vec<(String, Kind)>,
+        strings: Vec<Place>,
+        memory: Memory,
+        probe: String,
+    ) -> Values {
+        Values {
+            columns,
+            params,
+            reads: Vec::new(),
+            strings,
+            memory,
+            probe,
+        }
+    }
+
+    /// What a recording keeps of these values: the parts [`Values::recorded`] takes.
+    #[allow(clippy::type_complexity)]
+    pub fn into_recorded(self) -> (Vec<Column>, Vec<(String, Kind)>, Vec<Place>, Memory, String) {
+        (
+            self.columns,
+            self.params,
+            self.strings,
+            self.memory,
+            self.probe,
+        )
+    }
+
     /// The values of an entry probe of `probe`: every parameter when `selection` is empty,
     /// else the listed ones in order. `proto` is `None` when neither BTF nor DWARF describes
     /// the function: registers arg0..arg5, untyped.

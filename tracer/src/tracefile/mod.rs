@@ -8,6 +8,7 @@
 //! know, so a newer writer can add kinds without bumping the version; the version changes when
 //! an existing record's layout changes, and a newer version is refused.
 
+mod desc;
 pub mod items;
 pub mod reorder;
 
@@ -147,15 +148,17 @@ pub struct Meta {
     pub wall_offset_ns: Option<i64>,
 }
 
-/// One traced thing, described once, before its records.
+/// One traced thing, described once, before its records. Written as a [`desc::SourceDesc`]:
+/// the file's own description, not the probe layer's types.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "desc::SourceDesc", into = "desc::SourceDesc")]
 pub struct Source {
     pub id: u32,
     pub name: String,
     pub what: SourceKind,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub enum SourceKind {
     /// A probe or tracepoint: its BPF events carry `slot`.
     Probe { slot: u32, decoder: Decoder },
