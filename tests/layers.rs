@@ -377,11 +377,20 @@ fn the_recording_format_serializes_only_its_own_types() {
     // The type names tracefile/ imports from the layers a recording describes.
     let mut named = BTreeSet::new();
     for (file, text) in &code {
-        if !file.strip_prefix(&root).is_ok_and(|r| r.starts_with("tracefile")) {
+        if !file
+            .strip_prefix(&root)
+            .is_ok_and(|r| r.starts_with("tracefile"))
+        {
             continue;
         }
-        for line in text.lines().filter(|l| l.trim_start().starts_with("use crate::")) {
-            if !["crate::probe", "crate::kernel"].iter().any(|l| line.contains(l)) {
+        for line in text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("use crate::"))
+        {
+            if !["crate::probe", "crate::kernel"]
+                .iter()
+                .any(|l| line.contains(l))
+            {
                 continue;
             }
             let names = line.rsplit("::").next().unwrap_or_default();
@@ -393,10 +402,16 @@ fn the_recording_format_serializes_only_its_own_types() {
             }
         }
     }
-    assert!(named.contains("Decoder") && named.contains("Values"), "read {named:?}");
+    assert!(
+        named.contains("Decoder") && named.contains("Values"),
+        "read {named:?}"
+    );
     let serialized = serde_derived(&code);
     let wrong: Vec<&String> = named.iter().filter(|n| serialized.contains(*n)).collect();
-    assert!(wrong.is_empty(), "a recording serializes other layers' types: {wrong:?}");
+    assert!(
+        wrong.is_empty(),
+        "a recording serializes other layers' types: {wrong:?}"
+    );
     let sample = vec![(
         PathBuf::from("x.rs"),
         "#[derive(Clone, serde::Serialize)]\npub struct Kept {}\n#[derive(Debug)]\npub enum Plain {}"

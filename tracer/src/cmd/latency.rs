@@ -30,16 +30,11 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     let fs = Tracefs::locate()?;
     // Stopped right after its exec: its executable is mapped and can be read for the stacks
     // of outliers even if it exits before they are printed.
-    let mut session = Session::start(
-        &plan.command,
-        plan.pid,
-        Hold::AfterExec,
-        args.command_end.at_end(),
-    )?;
+    let mut session = Session::start(&plan.whom, Hold::AfterExec, args.command_end.at_end())?;
     let (mut bpf, mut pair) = probe::latency::attach(&plan, &fs, session.is_launched())?;
     let mut rings = OutputRings::open(&mut bpf, 16, session::quarter_full(16))?;
     session.follow(&mut bpf, &fs)?;
-    if let Some(pid) = plan.pid.filter(|_| plan.follow) {
+    if let Some(pid) = plan.whom.pid().filter(|_| plan.follow) {
         session.follow_adopted(&mut bpf, &fs, &[pid])?;
     }
     let what = format!("latency of {} -> {}", plan.start, plan.end);

@@ -33,13 +33,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     let specs = probe::expand(&plan.specs, &fs)?;
     crate::launch::raise_open_files(specs.len() as u64);
     // Fork the command (held before exec) before any thread exists.
-    let pid = (plan.filter.tgid != 0).then_some(plan.filter.tgid);
-    let mut session = Session::start(
-        &plan.command,
-        pid,
-        Hold::BeforeExec,
-        args.command_end.at_end(),
-    )?;
+    let mut session = Session::start(&plan.whom, Hold::BeforeExec, args.command_end.at_end())?;
     let rename = probe::rename_tracepoint(&fs);
     let mut options = attach_options(&plan, session.is_launched());
     options.dispatch = probe::attach::dispatch(&specs);

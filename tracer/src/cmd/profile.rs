@@ -13,7 +13,8 @@ use crate::kernel::tracefs::Tracefs;
 use crate::output::pprof;
 use crate::output::profile::{self as out, Measure, Profile};
 use crate::output::summary::{Banner, Summary};
-use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Unwind, Whose};
+use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Unwind};
+use crate::plan::Whom;
 use crate::probe::profile::{self as sampling, Sampled, Sampler, Unwound};
 use crate::session::{self, Hold, Session, Sink};
 use crate::stacks::Symbolizer;
@@ -32,14 +33,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         ));
     }
     let output = crate::output::destination(plan.file.as_deref())?;
-    let (command, pid) = match &plan.whose {
-        Whose::Command(command) => (command.as_slice(), None),
-        Whose::Process(pid) => (&[][..], Some(*pid)),
-        Whose::All => (&[][..], None),
-    };
     // Held right after its exec: its executable is mapped, so its stacks resolve even when it
     // is gone by the end of the run.
-    let mut session = Session::start(command, pid, Hold::AfterExec, args.command_end.at_end())?;
+    let mut session = Session::start(&plan.whom, Hold::AfterExec, args.command_end.at_end())?;
     let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
     let mut bpf = Bpf::load_with(Sizing {
         rooms: Rooms::of([
@@ -51,10 +47,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     })?;
     let launched = session.is_launched();
     // Children of -p are followed as the command's are: through the tracked-task map.
-    let adopted = match plan.whose {
-        Whose::Process(pid) if plan.follow => Some(pid),
-        _ => None,
-    };
+    let adopted = plan.whom.pid().filter(|_| plan.follow);
     let fs = match launched || off_cpu || adopted.is_some() {
         true => Some(Tracefs::locate()?),
         false => None,
@@ -72,18 +65,19 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     .iter()
     .filter(|(wanted, _)| *wanted)
     .fold(0, |flags, (_, bit)| flags | bit);
-    let tgid = match plan.whose {
-        Whose::Process(pid) if !plan.follow => pid,
-        _ => 0,
-    };
+    let tgid = plan.whom.pid().filter(|_| !plan.follow).unwrap_or(0);
     let config = sampling::slot_config(stack_flags, tgid, launched || adopted.is_some(), off_cpu);
-    let skip_idle = plan.whose == Whose::All && !off_cpu;
+    let skip_idle = plan.whom == Whom::Everyone && !off_cpu;
     let (sampler, offcpu, unwound, measure) = match plan.mode {
         Mode::OnCpu { hz } => {
-            let sampled = match (&plan.whose, session.pid()) {
-                (Whose::Process(pid), _) => Sampled::Tasks(sampling::threads(*pid)),
-                (Whose::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
-                _ => Sampled::AllCpus,
+            let sampled = match (&plan.whom, session.pid()) {
+                (Whom::Processes(pids), _) => Sampled::Tasks(
+                    pids.iter()
+                        .flat_map(|&pid| sampling::threads(pid))
+                        .collect(),
+                ),
+                (Whom::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
+                (Whom::Command(_), None) | (Whom::Everyone, _) => Sampled::AllCpus,
             };
             match plan.unwind {
                 Unwind::FramePointers => {
@@ -105,9 +99,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         }
     };
     // The mappings of processes that come and go during the run, from the kernel's records.
-    let tracker = sampling::MapsTracker::open(match plan.whose {
-        Whose::Command(_) => session.pid(),
-        _ => None,
+    let tracker = sampling::MapsTracker::open(match plan.whom {
+        Whom::Command(_) => session.pid(),
+        Whom::Processes(_) | Whom::Everyone => None,
     })?;
     session.begin(&banner(&plan, measure, session.whom()))?;
     let slot = match (&sampler, &offcpu) {
@@ -237,9 +231,9 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
             whom: whom.or(Some("every task".into())),
             detail: Some(format!(
                 "({event} at {hz} Hz {}{})",
-                match plan.whose {
-                    Whose::All => "on each CPU",
-                    _ => "of its CPU time",
+                match plan.whom {
+                    Whom::Everyone => "on each CPU",
+                    Whom::Command(_) | Whom::Processes(_) => "of its CPU time",
                 },
                 match plan.unwind {
                     Unwind::FramePointers => String::new(),

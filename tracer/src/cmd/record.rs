@@ -42,12 +42,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     };
     // Stopped at its exec (before any thread exists), so the watched symbols are mapped and
     // nothing it does is missed.
-    let mut session = Session::start(
-        &plan.command,
-        plan.pid,
-        Hold::AfterExec,
-        args.command_end.at_end(),
-    )?;
+    let mut session = Session::start(&plan.whom, Hold::AfterExec, args.command_end.at_end())?;
     let mut bpf = Bpf::load_with(Sizing {
         uses: uses(&plan, &specs, &fs),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
@@ -185,7 +180,7 @@ fn uses(plan: &RecordPlan, specs: &[ProbeSpec], fs: &Tracefs) -> u32 {
     let options = AttachOptions {
         base: tracer_common::SlotConfig {
             flags: tracer_common::SLOT_FILTER_TRACKED,
-            tgid: plan.pid.unwrap_or(0),
+            tgid: plan.whom.pid().unwrap_or(0),
             ..Default::default()
         },
         filter: plan.value_filter.as_ref(),
@@ -205,7 +200,7 @@ fn attach_probes(
 ) -> Result<Vec<Probe>, Error> {
     let mut filter = build_filter(
         &crate::cli::Tasks {
-            pid: plan.pid,
+            pid: plan.whom.pid(),
             ..Default::default()
         },
         None,
@@ -217,7 +212,7 @@ fn attach_probes(
     }
     let options = AttachOptions {
         base: filter,
-        pid: plan.pid,
+        pid: plan.whom.pid(),
         filter: plan.value_filter.as_ref(),
         dispatch: probe::attach::dispatch(specs),
         whole_record: true,

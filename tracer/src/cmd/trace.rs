@@ -25,16 +25,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         .collect();
     let filters = filters(&plan, &mut layouts)?;
     let out = calls_output(&plan)?;
-    let adopted = match plan.pids.as_slice() {
-        [one] => Some(*one),
-        _ => None,
-    };
-    let mut session = Session::start(
-        &plan.command,
-        adopted,
-        Hold::BeforeExec,
-        args.command_end.at_end(),
-    )?;
+    let mut session = Session::start(&plan.whom, Hold::BeforeExec, args.command_end.at_end())?;
     let options = Options {
         tracked: true,
         failed: plan.failed,
@@ -74,7 +65,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         false => TaskSlots::take(&mut bpf, &options, plan.signals)?,
     };
     session.follow(&mut bpf, &fs)?;
-    session.follow_adopted(&mut bpf, &fs, &plan.pids)?;
+    session.follow_adopted(&mut bpf, &fs, plan.whom.pids())?;
     let banner = Banner {
         verb: if plan.summary { "Counting" } else { "Tracing" },
         what: match layouts.as_slice() {
@@ -85,9 +76,9 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
             }
             _ => format!("{} system calls", layouts.len()),
         },
-        whom: session
-            .whom()
-            .or_else(|| (plan.pids.len() > 1).then(|| format!("processes {}", join(&plan.pids)))),
+        whom: session.whom().or_else(|| {
+            (plan.whom.pids().len() > 1).then(|| format!("processes {}", join(plan.whom.pids())))
+        }),
         detail: None,
     };
     session.begin(&banner)?;

@@ -19,7 +19,8 @@ use crate::output::events::Format;
 use crate::output::summary::{Banner, Summary};
 use crate::output::watch::{self as out, Counts, Hit, PlaceHits, ThreadHits};
 use crate::perf::BreakpointType;
-use crate::plan::watch::{watch_plan, WatchPlan, Whose};
+use crate::plan::watch::{watch_plan, WatchPlan};
+use crate::plan::Whom;
 use crate::probe;
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 use crate::stacks::Symbolizer;
@@ -31,12 +32,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     let out = crate::output::destination(plan.output.file.as_deref())?;
     // `-- COMMAND`: started stopped right after its exec, so its symbols are mapped (PIE
     // included) and no write can be missed; it runs once the watchpoints are in place.
-    let (command, pid) = match &plan.whose {
-        Whose::Command(command) => (command.as_slice(), None),
-        Whose::Process(pid) => (&[][..], Some(*pid)),
-        Whose::Kernel => (&[][..], None),
-    };
-    let mut session = Session::start(command, pid, Hold::AfterExec, args.command_end.at_end())?;
+    let mut session = Session::start(&plan.whom, Hold::AfterExec, args.command_end.at_end())?;
     let mut process = match session.pid() {
         Some(pid) => Some(Process::adopt(pid)?),
         None => None,
@@ -110,7 +106,7 @@ fn summary_template() -> SlotConfig {
 /// How the plan's watchpoints are placed: streamed with stacks, or counted by process, thread
 /// and the trapping instruction pointer with `--summary`.
 fn watch_options(plan: &WatchPlan, pid: Option<u32>, launched: bool) -> WatchOptions {
-    let kernel = plan.whose == Whose::Kernel;
+    let kernel = plan.whom == Whom::Everyone;
     let template = match plan.summary {
         true => summary_template(),
         false => SlotConfig {

@@ -32,12 +32,11 @@ pub struct LatencyPlan {
     pub stack: Option<Option<Which>>,
     pub interval: Option<Duration>,
     pub duration: Option<Duration>,
-    pub pid: Option<u32>,
+    pub whom: super::Whom,
     pub filter: tracer_common::SlotConfig,
     /// `-p PID` without `--no-inherit`: its children are followed too.
     pub follow: bool,
     pub output: super::Output,
-    pub command: Vec<String>,
     /// Notes to print before attaching: input that may match nothing.
     pub notes: Vec<String>,
     /// `--filter`: which calls are measured, decided in the kernel.
@@ -77,11 +76,10 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         stack: args.stack.stack,
         interval: args.interval,
         duration: args.duration,
-        pid: args.tasks.pid,
+        whom: super::Whom::of(&args.command, args.tasks.pid.as_slice()),
         filter,
         follow: super::follows_children(&args.tasks, None),
         output,
-        command: args.command.clone(),
         kprobe_interface: args.kprobe_interface,
         notes: super::comm_note(args.tasks.comm.as_deref(), &args.command)
             .into_iter()

@@ -569,6 +569,54 @@ pub fn output(args: &crate::cli::OutputArgs) -> Result<Output, Error> {
     })
 }
 
+/// Whom a run traces. Every command's plan says it in this one shape, and
+/// `session::Session::start` takes it; the BPF programs' `SlotConfig` carries the process
+/// only from the BPF boundary on (`filter.tgid`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whom {
+    /// `-- COMMAND`: started by tracer; what it starts is followed with it.
+    Command(Vec<String>),
+    /// `-p PID[,PID...]`: processes already running (at least one).
+    Processes(Vec<u32>),
+    /// Neither: every task (`profile -a`, `watch --kernel`, a probe with neither).
+    Everyone,
+}
+
+impl Whom {
+    /// From a command line's `-- COMMAND` and `-p` list (clap refuses both at once).
+    pub fn of(command: &[String], pids: &[u32]) -> Whom {
+        match (command.is_empty(), pids.is_empty()) {
+            (false, _) => Whom::Command(command.to_vec()),
+            (true, false) => Whom::Processes(pids.to_vec()),
+            (true, true) => Whom::Everyone,
+        }
+    }
+
+    /// `-- COMMAND`'s words (none otherwise).
+    pub fn command(&self) -> &[String] {
+        match self {
+            Whom::Command(command) => command,
+            Whom::Processes(_) | Whom::Everyone => &[],
+        }
+    }
+
+    /// `-p`'s processes (none otherwise).
+    pub fn pids(&self) -> &[u32] {
+        match self {
+            Whom::Processes(pids) => pids,
+            Whom::Command(_) | Whom::Everyone => &[],
+        }
+    }
+
+    /// The one process `-p` gave, when it gave one.
+    pub fn pid(&self) -> Option<u32> {
+        match self.pids() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+}
+
 /// A validated `tracer probe` invocation.
 #[derive(Clone, Debug)]
 pub struct ProbePlan {
@@ -578,7 +626,7 @@ pub struct ProbePlan {
     /// `-p PID` without `--no-inherit`: the children it starts are followed too (`filter.tgid`
     /// stays the process, for the session and for uprobes, which the kernel scopes to it).
     pub follow: bool,
-    pub command: Vec<String>,
+    pub whom: Whom,
     pub count: Option<u64>,
     pub duration: Option<std::time::Duration>,
     pub output: Output,
@@ -1139,7 +1187,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         specs,
         filter,
         follow: follows_children(&args.tasks, args.tid),
-        command: args.command.clone(),
+        whom: Whom::of(&args.command, args.tasks.pid.as_slice()),
         count: args.stop.count,
         duration: args.stop.duration,
         output,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{check_task, parse_duration_ns, Machine};
+use super::{check_task, parse_duration_ns, Machine, Whom};
 use crate::cli::{ProfileArgs, ProfileFormat};
 use crate::Error;
 
@@ -20,17 +20,6 @@ pub const MAX_HZ: u64 = 50_000;
 /// `--off-cpu` blocks shorter than this are left out unless `--min-block` says otherwise
 /// (offcputime's default, 1 us: below it a switch is scheduling noise).
 pub const DEFAULT_MIN_BLOCK_NS: u64 = 1_000;
-
-/// Whose stacks are profiled.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Whose {
-    /// `-a`, or nothing given: every task on every CPU.
-    All,
-    /// `-p PID`, all its threads, and with `follow` the children it starts from then on.
-    Process(u32),
-    /// `-- COMMAND` and its children.
-    Command(Vec<String>),
-}
 
 /// What is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +48,10 @@ pub use crate::kernel::unwind::MAX_STACK_BYTES;
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfilePlan {
     pub mode: Mode,
-    pub whose: Whose,
+    /// Whose stacks are profiled: every task on every CPU (`-a`, or nothing given), `-p
+    /// PID`'s threads (and with `follow` the children it starts from then on), or `--
+    /// COMMAND` and its children.
+    pub whom: Whom,
     /// `-p` without `-i`: the process's children started during the run are profiled too.
     pub follow: bool,
     pub kernel: bool,
@@ -114,13 +106,13 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
             Mode::OnCpu { hz }
         }
     };
-    let whose = match (args.pid, args.command.is_empty()) {
+    let whom = match (args.pid, args.command.is_empty()) {
         (Some(pid), true) => {
             check_task(pid, false, machine)?;
-            Whose::Process(pid)
+            Whom::Processes(vec![pid])
         }
-        (None, false) => Whose::Command(args.command.clone()),
-        (None, true) => Whose::All,
+        (None, false) => Whom::Command(args.command.clone()),
+        (None, true) => Whom::Everyone,
         (Some(_), false) => {
             return Err(usage(
                 "give either -p PID or -- COMMAND",
@@ -162,7 +154,7 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
     }
     Ok(ProfilePlan {
         mode,
-        whose,
+        whom,
         follow,
         kernel: !args.user_only,
         user: !args.kernel_only,
@@ -258,7 +250,7 @@ mod tests {
     fn defaults_sample_every_cpu_at_99_hz_with_both_stacks() {
         let p = plan("").unwrap();
         assert_eq!(p.mode, Mode::OnCpu { hz: 99 });
-        assert_eq!(p.whose, Whose::All);
+        assert_eq!(p.whom, Whom::Everyone);
         assert!(p.kernel && p.user);
         assert_eq!(p.top, 10);
         assert_eq!(crate::units::clock_period_ns(99), 10_101_010);
@@ -273,7 +265,7 @@ mod tests {
                 min_block_ns: 2_000_000
             }
         );
-        assert_eq!(p.whose, Whose::Command(vec!["sleep".into(), "1".into()]));
+        assert_eq!(p.whom, Whom::Command(vec!["sleep".into(), "1".into()]));
         assert_eq!(
             plan("--off-cpu").unwrap().mode,
             Mode::OffCpu { min_block_ns: 1000 }
@@ -300,7 +292,7 @@ mod tests {
         );
         assert!(refused("-p 0").0.contains("--pid 0"));
         assert!(refused("-p 300").0.contains("has exited"));
-        assert_eq!(plan("-p 100").unwrap().whose, Whose::Process(100));
+        assert_eq!(plan("-p 100").unwrap().whom, Whom::Processes(vec![100]));
     }
 
     /// `-p` follows the children the process starts, as in probe, latency and stat; `-i`

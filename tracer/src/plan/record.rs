@@ -27,8 +27,7 @@ pub struct RecordPlan {
     /// `-g`: samples carry their call chains (frame pointers).
     pub call_graph: bool,
     pub switches: bool,
-    pub pid: Option<u32>,
-    pub command: Vec<String>,
+    pub whom: super::Whom,
     pub duration: Option<Duration>,
     /// Data pages per CPU ring (a power of two).
     pub ring_pages: usize,
@@ -119,8 +118,7 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
         sampling,
         call_graph,
         switches: args.switches,
-        pid: args.pid,
-        command: args.command.clone(),
+        whom: super::Whom::of(&args.command, args.pid.as_slice()),
         duration: args.duration,
         ring_pages,
         reorder_window_ns: args.reorder_window,

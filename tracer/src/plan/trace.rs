@@ -41,9 +41,7 @@ pub struct TracePlan {
     pub format: Format,
     pub file: Option<PathBuf>,
     pub ring_pages: usize,
-    /// `-p`: processes adopted.
-    pub pids: Vec<u32>,
-    pub command: Vec<String>,
+    pub whom: super::Whom,
 }
 
 pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
@@ -103,8 +101,7 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
         format: args.format,
         file: args.file.clone(),
         ring_pages,
-        pids,
-        command: args.command.clone(),
+        whom: super::Whom::of(&args.command, &pids),
     })
 }
 

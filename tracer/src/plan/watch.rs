@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{check_task, is_kernel_address, parse_number, valid_name, Machine};
+use super::{check_task, is_kernel_address, parse_number, valid_name, Machine, Whom};
 use crate::cli::{WatchArgs, WatchType};
 use crate::perf::BreakpointType;
 use crate::stacks::Which;
@@ -17,24 +17,15 @@ fn usage(message: impl Into<String>, hint: &str) -> Error {
     Error::usage(message, vec![hint.to_string()])
 }
 
-/// Whose memory is watched.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Whose {
-    /// `-- COMMAND`, started stopped right after its exec.
-    Command(Vec<String>),
-    /// `-p PID`, all its threads.
-    Process(u32),
-    /// `--kernel`.
-    Kernel,
-}
-
 /// A validated `tracer watch`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WatchPlan {
     pub targets: Vec<WatchTarget>,
     pub kind: BreakpointType,
     pub len: Option<u64>,
-    pub whose: Whose,
+    /// Whose memory is watched: `-- COMMAND` (started stopped right after its exec), `-p
+    /// PID` (all its threads), or with `--kernel` the kernel's, in every task.
+    pub whom: Whom,
     pub count: Option<u64>,
     pub duration: Option<Duration>,
     pub output: super::Output,
@@ -81,10 +72,10 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
             ));
         }
     }
-    let whose = match (args.pid, args.command.is_empty(), args.kernel) {
-        (Some(pid), true, false) => Whose::Process(pid),
-        (None, false, false) => Whose::Command(args.command.clone()),
-        (None, true, true) => Whose::Kernel,
+    let whom = match (args.pid, args.command.is_empty(), args.kernel) {
+        (Some(pid), true, false) => Whom::Processes(vec![pid]),
+        (None, false, false) => Whom::Command(args.command.clone()),
+        (None, true, true) => Whom::Everyone,
         _ => {
             return Err(usage(
                 "give exactly one of -p PID, -- COMMAND or --kernel",
@@ -92,11 +83,13 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
             ))
         }
     };
-    match &whose {
-        Whose::Process(pid) => {
-            check_task(*pid, false, machine)?;
+    match &whom {
+        Whom::Processes(pids) => {
+            for &pid in pids {
+                check_task(pid, false, machine)?;
+            }
         }
-        Whose::Kernel => {
+        Whom::Everyone => {
             if let Some(addr) = (targets.iter()).find_map(|t| match t {
                 WatchTarget::Address(a) if !is_kernel_address(*a) => Some(*a),
                 _ => None,
@@ -108,9 +101,9 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
                 ));
             }
         }
-        Whose::Command(_) => {}
+        Whom::Command(_) => {}
     }
-    if !matches!(whose, Whose::Kernel) {
+    if whom != Whom::Everyone {
         check_user_addresses(&targets)?;
     }
     if args.summary && args.stop.count.is_some() {
@@ -135,7 +128,7 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
         targets,
         kind,
         len: args.len,
-        whose,
+        whom,
         count: args.stop.count,
         duration: args.stop.duration,
         output,
@@ -328,13 +321,13 @@ mod tests {
     #[test]
     fn a_watch_plan_names_whose_memory() {
         let p = plan(&["counter", "--", "./prog"]).unwrap();
-        assert_eq!(p.whose, Whose::Command(vec!["./prog".into()]));
+        assert_eq!(p.whom, Whom::Command(vec!["./prog".into()]));
         assert_eq!(p.kind, BreakpointType::Write);
         assert_eq!(
-            plan(&["-p", "100", "-t", "rw", "x"]).unwrap().whose,
-            Whose::Process(100)
+            plan(&["-p", "100", "-t", "rw", "x"]).unwrap().whom,
+            Whom::Processes(vec![100])
         );
-        assert_eq!(plan(&["--kernel", "jiffies"]).unwrap().whose, Whose::Kernel);
+        assert_eq!(plan(&["--kernel", "jiffies"]).unwrap().whom, Whom::Everyone);
         let err = |line: &[&str]| plan(line).unwrap_err().to_string();
         assert_eq!(
             err(&["counter"]),

@@ -106,7 +106,7 @@ pub fn attach(
             spec,
             &mut interface,
             plan.kprobe_interface,
-            plan.pid,
+            plan.whom.pid(),
             index,
         )
     };

@@ -12,6 +12,7 @@ use crate::kernel::tracefs::Tracefs;
 use crate::launch::{self, AtEnd, Fate, Launched};
 use crate::output::summary::Banner;
 use crate::perf;
+use crate::plan::Whom;
 use crate::probe;
 use crate::Error;
 
@@ -38,15 +39,11 @@ pub struct Session {
 }
 
 impl Session {
-    /// Forks `command` held at `hold` (when there is one), else adopts `pid`; `at_end` says
-    /// what becomes of the command if tracing ends first. Call before any thread exists: the
+    /// Forks `-- COMMAND` held at `hold` (when `whom` is one), else adopts `-p`'s process
+    /// (when it gave one); `at_end` says what becomes of the command if tracing ends first. Call before any thread exists: the
     /// child of a fork may only make async-signal-safe calls.
-    pub fn start(
-        command: &[String],
-        pid: Option<u32>,
-        hold: Hold,
-        at_end: AtEnd,
-    ) -> Result<Session, Error> {
+    pub fn start(whom: &Whom, hold: Hold, at_end: AtEnd) -> Result<Session, Error> {
+        let (command, pid) = (whom.command(), whom.pid());
         if let Some(program) = command.first() {
             launch::check_executable(program)?;
         }
