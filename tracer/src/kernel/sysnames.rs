@@ -208,3 +208,217 @@ pub const POLL_EVENTS: [(u64, &str); 12] = [
     (0x400, "POLLMSG"),
     (libc::POLLRDHUP as u64, "POLLRDHUP"),
 ];
+
+/// open(2)'s flags in the order strace writes them (its table's, checked against strace
+/// 6.1 here: `O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY`); a composite (O_SYNC, O_TMPFILE)
+/// before the flag whose bit it includes.
+pub const OPEN_FLAGS: [(u64, &str); 17] = [
+    (0o100, "O_CREAT"),
+    (0o200, "O_EXCL"),
+    (0o400, "O_NOCTTY"),
+    (0o1000, "O_TRUNC"),
+    (0o2000, "O_APPEND"),
+    (0o4000, "O_NONBLOCK"),
+    (0o4010000, "O_SYNC"),
+    (0o10000, "O_DSYNC"),
+    (0o40000, "O_DIRECT"),
+    (0o100000, "O_LARGEFILE"),
+    (0o400000, "O_NOFOLLOW"),
+    (0o1000000, "O_NOATIME"),
+    (0o2000000, "O_CLOEXEC"),
+    (0o20000, "FASYNC"),
+    (0o10000000, "O_PATH"),
+    (0o20200000, "O_TMPFILE"),
+    (0o200000, "O_DIRECTORY"),
+];
+
+pub const AT_FLAGS: [(u64, &str); 7] = [
+    (0x100, "AT_SYMLINK_NOFOLLOW"),
+    (0x200, "AT_REMOVEDIR"),
+    (0x400, "AT_SYMLINK_FOLLOW"),
+    (0x800, "AT_NO_AUTOMOUNT"),
+    (0x1000, "AT_EMPTY_PATH"),
+    (0x2000, "AT_STATX_FORCE_SYNC"),
+    (0x4000, "AT_STATX_DONT_SYNC"),
+];
+
+pub const PROT: [(u64, &str); 5] = [
+    (1, "PROT_READ"),
+    (2, "PROT_WRITE"),
+    (4, "PROT_EXEC"),
+    (0x0100_0000, "PROT_GROWSDOWN"),
+    (0x0200_0000, "PROT_GROWSUP"),
+];
+
+pub const MAP_FLAGS: [(u64, &str); 14] = [
+    (0x10, "MAP_FIXED"),
+    (0x20, "MAP_ANONYMOUS"),
+    (0x40, "MAP_32BIT"),
+    (0x100, "MAP_GROWSDOWN"),
+    (0x800, "MAP_DENYWRITE"),
+    (0x1000, "MAP_EXECUTABLE"),
+    (0x2000, "MAP_LOCKED"),
+    (0x4000, "MAP_NORESERVE"),
+    (0x8000, "MAP_POPULATE"),
+    (0x10000, "MAP_NONBLOCK"),
+    (0x20000, "MAP_STACK"),
+    (0x40000, "MAP_HUGETLB"),
+    (0x80000, "MAP_SYNC"),
+    (0x100000, "MAP_FIXED_NOREPLACE"),
+];
+
+pub const CLONE_FLAGS: [(u64, &str); 24] = [
+    (0x100, "CLONE_VM"),
+    (0x200, "CLONE_FS"),
+    (0x400, "CLONE_FILES"),
+    (0x800, "CLONE_SIGHAND"),
+    (0x1000, "CLONE_PIDFD"),
+    (0x2000, "CLONE_PTRACE"),
+    (0x4000, "CLONE_VFORK"),
+    (0x8000, "CLONE_PARENT"),
+    (0x10000, "CLONE_THREAD"),
+    (0x20000, "CLONE_NEWNS"),
+    (0x40000, "CLONE_SYSVSEM"),
+    (0x80000, "CLONE_SETTLS"),
+    (0x100000, "CLONE_PARENT_SETTID"),
+    (0x200000, "CLONE_CHILD_CLEARTID"),
+    (0x400000, "CLONE_DETACHED"),
+    (0x800000, "CLONE_UNTRACED"),
+    (0x1000000, "CLONE_CHILD_SETTID"),
+    (0x2000000, "CLONE_NEWCGROUP"),
+    (0x4000000, "CLONE_NEWUTS"),
+    (0x8000000, "CLONE_NEWIPC"),
+    (0x10000000, "CLONE_NEWUSER"),
+    (0x20000000, "CLONE_NEWPID"),
+    (0x40000000, "CLONE_NEWNET"),
+    (0x80000000, "CLONE_IO"),
+];
+
+pub const SIGNALS: [&str; 32] = [
+    "0",
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+/// lseek(2)'s `whence`.
+pub const WHENCE: [(i64, &str); 5] = [
+    (0, "SEEK_SET"),
+    (1, "SEEK_CUR"),
+    (2, "SEEK_END"),
+    (3, "SEEK_DATA"),
+    (4, "SEEK_HOLE"),
+];
+
+/// rt_sigprocmask(2)'s `how`.
+pub const SIG_HOW: [(i64, &str); 3] = [(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")];
+
+/// fcntl(2)'s commands.
+pub const FCNTL_CMDS: [(i64, &str); 15] = [
+    (0, "F_DUPFD"),
+    (1, "F_GETFD"),
+    (2, "F_SETFD"),
+    (3, "F_GETFL"),
+    (4, "F_SETFL"),
+    (5, "F_GETLK"),
+    (6, "F_SETLK"),
+    (7, "F_SETLKW"),
+    (8, "F_SETOWN"),
+    (9, "F_GETOWN"),
+    (1030, "F_DUPFD_CLOEXEC"),
+    (1031, "F_SETPIPE_SZ"),
+    (1032, "F_GETPIPE_SZ"),
+    (1033, "F_ADD_SEALS"),
+    (1034, "F_GET_SEALS"),
+];
+
+/// clock_gettime(2)'s clocks.
+pub const CLOCKS: [(i64, &str); 8] = [
+    (0, "CLOCK_REALTIME"),
+    (1, "CLOCK_MONOTONIC"),
+    (2, "CLOCK_PROCESS_CPUTIME_ID"),
+    (3, "CLOCK_THREAD_CPUTIME_ID"),
+    (4, "CLOCK_MONOTONIC_RAW"),
+    (5, "CLOCK_REALTIME_COARSE"),
+    (6, "CLOCK_MONOTONIC_COARSE"),
+    (7, "CLOCK_BOOTTIME"),
+];
+
+/// getrlimit(2)'s resources.
+pub const RLIMITS: [(i64, &str); 16] = [
+    (0, "RLIMIT_CPU"),
+    (1, "RLIMIT_FSIZE"),
+    (2, "RLIMIT_DATA"),
+    (3, "RLIMIT_STACK"),
+    (4, "RLIMIT_CORE"),
+    (5, "RLIMIT_RSS"),
+    (6, "RLIMIT_NPROC"),
+    (7, "RLIMIT_NOFILE"),
+    (8, "RLIMIT_MEMLOCK"),
+    (9, "RLIMIT_AS"),
+    (10, "RLIMIT_LOCKS"),
+    (11, "RLIMIT_SIGPENDING"),
+    (12, "RLIMIT_MSGQUEUE"),
+    (13, "RLIMIT_NICE"),
+    (14, "RLIMIT_RTPRIO"),
+    (15, "RLIMIT_RTTIME"),
+];
+
+/// arch_prctl(2)'s codes.
+pub const ARCH_CODES: [(i64, &str); 12] = [
+    (0x1001, "ARCH_SET_GS"),
+    (0x1002, "ARCH_SET_FS"),
+    (0x1003, "ARCH_GET_FS"),
+    (0x1004, "ARCH_GET_GS"),
+    (0x1011, "ARCH_GET_CPUID"),
+    (0x1012, "ARCH_SET_CPUID"),
+    (0x3001, "ARCH_CET_STATUS"),
+    (0x5001, "ARCH_SHSTK_ENABLE"),
+    (0x5002, "ARCH_SHSTK_DISABLE"),
+    (0x5003, "ARCH_SHSTK_LOCK"),
+    (0x5004, "ARCH_SHSTK_UNLOCK"),
+    (0x5005, "ARCH_SHSTK_STATUS"),
+];
+
+/// wait4(2)'s options.
+pub const WAIT_OPTIONS: [(u64, &str); 8] = [
+    (1, "WNOHANG"),
+    (2, "WSTOPPED"),
+    (4, "WEXITED"),
+    (8, "WCONTINUED"),
+    (0x0100_0000, "WNOWAIT"),
+    (0x2000_0000, "__WNOTHREAD"),
+    (0x4000_0000, "__WALL"),
+    (0x8000_0000, "__WCLONE"),
+];
+
+/// access(2)'s modes (`F_OK` when none).
+pub const ACCESS_MODES: [(u64, &str); 3] = [(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];

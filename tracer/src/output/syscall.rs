@@ -5,7 +5,7 @@
 use tracer_common::str_flag;
 
 use crate::kernel::syscalls::{Arg, CloneArg, FutexArg, Ret, Struct};
-use crate::kernel::sysnames;
+use crate::kernel::sysnames::{self, AT_FLAGS, CLONE_FLAGS, MAP_FLAGS, OPEN_FLAGS, PROT, SIGNALS};
 
 /// What was read of one string argument (a path, a buffer, an array's elements).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,29 +110,6 @@ fn named(value: i64, names: &[(i64, &str)]) -> String {
 const O_CREAT: u64 = 0o100;
 const O_TMPFILE_BIT: u64 = 0o20000000;
 
-/// open(2)'s flags in the order strace writes them (its table's, checked against strace
-/// 6.1 here: `O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY`); a composite (O_SYNC, O_TMPFILE)
-/// before the flag whose bit it includes.
-const OPEN_FLAGS: [(u64, &str); 17] = [
-    (0o100, "O_CREAT"),
-    (0o200, "O_EXCL"),
-    (0o400, "O_NOCTTY"),
-    (0o1000, "O_TRUNC"),
-    (0o2000, "O_APPEND"),
-    (0o4000, "O_NONBLOCK"),
-    (0o4010000, "O_SYNC"),
-    (0o10000, "O_DSYNC"),
-    (0o40000, "O_DIRECT"),
-    (0o100000, "O_LARGEFILE"),
-    (0o400000, "O_NOFOLLOW"),
-    (0o1000000, "O_NOATIME"),
-    (0o2000000, "O_CLOEXEC"),
-    (0o20000, "FASYNC"),
-    (0o10000000, "O_PATH"),
-    (0o20200000, "O_TMPFILE"),
-    (0o200000, "O_DIRECTORY"),
-];
-
 /// open(2) flags: the access mode, then the other bits by name, in strace's order.
 pub fn open_flags(raw: u64) -> String {
     let raw = raw & 0xffff_ffff;
@@ -155,103 +132,6 @@ pub fn open_flags(raw: u64) -> String {
     }
     parts.join("|")
 }
-
-const AT_FLAGS: [(u64, &str); 7] = [
-    (0x100, "AT_SYMLINK_NOFOLLOW"),
-    (0x200, "AT_REMOVEDIR"),
-    (0x400, "AT_SYMLINK_FOLLOW"),
-    (0x800, "AT_NO_AUTOMOUNT"),
-    (0x1000, "AT_EMPTY_PATH"),
-    (0x2000, "AT_STATX_FORCE_SYNC"),
-    (0x4000, "AT_STATX_DONT_SYNC"),
-];
-
-const PROT: [(u64, &str); 5] = [
-    (1, "PROT_READ"),
-    (2, "PROT_WRITE"),
-    (4, "PROT_EXEC"),
-    (0x0100_0000, "PROT_GROWSDOWN"),
-    (0x0200_0000, "PROT_GROWSUP"),
-];
-
-const MAP_FLAGS: [(u64, &str); 14] = [
-    (0x10, "MAP_FIXED"),
-    (0x20, "MAP_ANONYMOUS"),
-    (0x40, "MAP_32BIT"),
-    (0x100, "MAP_GROWSDOWN"),
-    (0x800, "MAP_DENYWRITE"),
-    (0x1000, "MAP_EXECUTABLE"),
-    (0x2000, "MAP_LOCKED"),
-    (0x4000, "MAP_NORESERVE"),
-    (0x8000, "MAP_POPULATE"),
-    (0x10000, "MAP_NONBLOCK"),
-    (0x20000, "MAP_STACK"),
-    (0x40000, "MAP_HUGETLB"),
-    (0x80000, "MAP_SYNC"),
-    (0x100000, "MAP_FIXED_NOREPLACE"),
-];
-
-const CLONE_FLAGS: [(u64, &str); 24] = [
-    (0x100, "CLONE_VM"),
-    (0x200, "CLONE_FS"),
-    (0x400, "CLONE_FILES"),
-    (0x800, "CLONE_SIGHAND"),
-    (0x1000, "CLONE_PIDFD"),
-    (0x2000, "CLONE_PTRACE"),
-    (0x4000, "CLONE_VFORK"),
-    (0x8000, "CLONE_PARENT"),
-    (0x10000, "CLONE_THREAD"),
-    (0x20000, "CLONE_NEWNS"),
-    (0x40000, "CLONE_SYSVSEM"),
-    (0x80000, "CLONE_SETTLS"),
-    (0x100000, "CLONE_PARENT_SETTID"),
-    (0x200000, "CLONE_CHILD_CLEARTID"),
-    (0x400000, "CLONE_DETACHED"),
-    (0x800000, "CLONE_UNTRACED"),
-    (0x1000000, "CLONE_CHILD_SETTID"),
-    (0x2000000, "CLONE_NEWCGROUP"),
-    (0x4000000, "CLONE_NEWUTS"),
-    (0x8000000, "CLONE_NEWIPC"),
-    (0x10000000, "CLONE_NEWUSER"),
-    (0x20000000, "CLONE_NEWPID"),
-    (0x40000000, "CLONE_NEWNET"),
-    (0x80000000, "CLONE_IO"),
-];
-
-const SIGNALS: [&str; 32] = [
-    "0",
-    "SIGHUP",
-    "SIGINT",
-    "SIGQUIT",
-    "SIGILL",
-    "SIGTRAP",
-    "SIGABRT",
-    "SIGBUS",
-    "SIGFPE",
-    "SIGKILL",
-    "SIGUSR1",
-    "SIGSEGV",
-    "SIGUSR2",
-    "SIGPIPE",
-    "SIGALRM",
-    "SIGTERM",
-    "SIGSTKFLT",
-    "SIGCHLD",
-    "SIGCONT",
-    "SIGSTOP",
-    "SIGTSTP",
-    "SIGTTIN",
-    "SIGTTOU",
-    "SIGURG",
-    "SIGXCPU",
-    "SIGXFSZ",
-    "SIGVTALRM",
-    "SIGPROF",
-    "SIGWINCH",
-    "SIGIO",
-    "SIGPWR",
-    "SIGSYS",
-];
 
 /// A signal's name (`SIGTERM`; real-time ones as strace names them, `SIGRT_2`).
 pub fn signal(raw: u64) -> String {
@@ -356,52 +236,9 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
             -100 => "AT_FDCWD".into(),
             fd => fd.to_string(),
         },
-        Arg::Path | Arg::BufIn(_) | Arg::BufOut => {
-            // A buffer the call filled is only there when it succeeded.
-            let failed = arg == Arg::BufOut && ret.is_none_or(|r| r < 0);
-            match (read.and_then(|r| r.entries.first()), raw, failed) {
-                (_, 0, _) => "NULL".into(),
-                (Some((bytes, flags)), _, false) => {
-                    let mut out = String::new();
-                    string(bytes, *flags, raw, &mut out);
-                    out
-                }
-                _ => pointer(raw),
-            }
-        }
-        Arg::In(kind) | Arg::Out(kind) => {
-            // What a call fills is there only when it succeeded (wait4: returned a child).
-            let filled = match (arg, kind) {
-                (Arg::In(_), _) => true,
-                (_, Struct::WaitStatus) => ret.is_some_and(|r| r > 0),
-                _ => ret == Some(0),
-            };
-            let read = read.and_then(|r| r.entries.first());
-            match (raw, read, filled) {
-                (0, _, _) => "NULL".into(),
-                (_, Some((bytes, 0)), true) => {
-                    super::structs::decode(kind, bytes).unwrap_or_else(|| pointer(raw))
-                }
-                _ => pointer(raw),
-            }
-        }
-        Arg::Argv => match read {
-            Some(r) if r.array => {
-                let mut out = String::from("[");
-                for (i, (bytes, flags)) in r.entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    string(bytes, *flags, 0, &mut out);
-                }
-                if r.more {
-                    out.push_str(if r.entries.is_empty() { "..." } else { ", ..." });
-                }
-                out.push(']');
-                out
-            }
-            _ => pointer(raw),
-        },
+        Arg::Path | Arg::BufIn(_) | Arg::BufOut => buffer(arg, raw, read, ret),
+        Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
+        Arg::Argv => argv(raw, read),
         Arg::Envp => match read {
             Some(r) if r.array => match r.more {
                 true => format!("{} /* {}+ vars */", pointer(raw), r.entries.len()),
@@ -412,117 +249,20 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::Mode | Arg::OpenMode(_) => mode(raw),
         Arg::OpenFlags => open_flags(raw),
         Arg::AtFlags => flags(raw & 0xffff_ffff, &AT_FLAGS, "0"),
-        Arg::AccessMode => flags(
-            raw & 0xffff_ffff,
-            &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")],
-            "F_OK",
-        ),
+        Arg::AccessMode => flags(raw & 0xffff_ffff, &sysnames::ACCESS_MODES, "F_OK"),
         Arg::Prot => flags(raw & 0xffff_ffff, &PROT, "PROT_NONE"),
-        Arg::MapFlags => {
-            let kind = match raw & 0xf {
-                1 => "MAP_SHARED",
-                2 => "MAP_PRIVATE",
-                3 => "MAP_SHARED_VALIDATE",
-                _ => "",
-            };
-            let rest = flags(raw & 0xffff_fff0, &MAP_FLAGS, "");
-            match (kind.is_empty(), rest.is_empty()) {
-                (true, true) => format!("{:#x}", raw & 0xf),
-                (false, true) => kind.into(),
-                (true, false) => rest,
-                (false, false) => format!("{kind}|{rest}"),
-            }
-        }
+        Arg::MapFlags => map_flags(raw),
         Arg::CloneFlags => clone_flags(raw),
         Arg::Signal => signal(raw),
-        Arg::Whence => named(
-            int.into(),
-            &[
-                (0, "SEEK_SET"),
-                (1, "SEEK_CUR"),
-                (2, "SEEK_END"),
-                (3, "SEEK_DATA"),
-                (4, "SEEK_HOLE"),
-            ],
-        ),
-        Arg::SigHow => named(
-            int.into(),
-            &[(0, "SIG_BLOCK"), (1, "SIG_UNBLOCK"), (2, "SIG_SETMASK")],
-        ),
+        Arg::Whence => named(int.into(), &sysnames::WHENCE),
+        Arg::SigHow => named(int.into(), &sysnames::SIG_HOW),
         Arg::Domain => named(int.into(), &sysnames::FAMILIES),
         Arg::SockType => sock_type(raw),
-        Arg::FcntlCmd => named(
-            int.into(),
-            &[
-                (0, "F_DUPFD"),
-                (1, "F_GETFD"),
-                (2, "F_SETFD"),
-                (3, "F_GETFL"),
-                (4, "F_SETFL"),
-                (5, "F_GETLK"),
-                (6, "F_SETLK"),
-                (7, "F_SETLKW"),
-                (8, "F_SETOWN"),
-                (9, "F_GETOWN"),
-                (1030, "F_DUPFD_CLOEXEC"),
-                (1031, "F_SETPIPE_SZ"),
-                (1032, "F_GETPIPE_SZ"),
-                (1033, "F_ADD_SEALS"),
-                (1034, "F_GET_SEALS"),
-            ],
-        ),
-        Arg::Clock => named(
-            int.into(),
-            &[
-                (0, "CLOCK_REALTIME"),
-                (1, "CLOCK_MONOTONIC"),
-                (2, "CLOCK_PROCESS_CPUTIME_ID"),
-                (3, "CLOCK_THREAD_CPUTIME_ID"),
-                (4, "CLOCK_MONOTONIC_RAW"),
-                (5, "CLOCK_REALTIME_COARSE"),
-                (6, "CLOCK_MONOTONIC_COARSE"),
-                (7, "CLOCK_BOOTTIME"),
-            ],
-        ),
+        Arg::FcntlCmd => named(int.into(), &sysnames::FCNTL_CMDS),
+        Arg::Clock => named(int.into(), &sysnames::CLOCKS),
         Arg::FutexOp => futex_op(raw),
-        Arg::Rlimit => named(
-            int.into(),
-            &[
-                (0, "RLIMIT_CPU"),
-                (1, "RLIMIT_FSIZE"),
-                (2, "RLIMIT_DATA"),
-                (3, "RLIMIT_STACK"),
-                (4, "RLIMIT_CORE"),
-                (5, "RLIMIT_RSS"),
-                (6, "RLIMIT_NPROC"),
-                (7, "RLIMIT_NOFILE"),
-                (8, "RLIMIT_MEMLOCK"),
-                (9, "RLIMIT_AS"),
-                (10, "RLIMIT_LOCKS"),
-                (11, "RLIMIT_SIGPENDING"),
-                (12, "RLIMIT_MSGQUEUE"),
-                (13, "RLIMIT_NICE"),
-                (14, "RLIMIT_RTPRIO"),
-                (15, "RLIMIT_RTTIME"),
-            ],
-        ),
-        Arg::ArchCode => named(
-            int.into(),
-            &[
-                (0x1001, "ARCH_SET_GS"),
-                (0x1002, "ARCH_SET_FS"),
-                (0x1003, "ARCH_GET_FS"),
-                (0x1004, "ARCH_GET_GS"),
-                (0x1011, "ARCH_GET_CPUID"),
-                (0x1012, "ARCH_SET_CPUID"),
-                (0x3001, "ARCH_CET_STATUS"),
-                (0x5001, "ARCH_SHSTK_ENABLE"),
-                (0x5002, "ARCH_SHSTK_DISABLE"),
-                (0x5003, "ARCH_SHSTK_LOCK"),
-                (0x5004, "ARCH_SHSTK_UNLOCK"),
-                (0x5005, "ARCH_SHSTK_STATUS"),
-            ],
-        ),
+        Arg::Rlimit => named(int.into(), &sysnames::RLIMITS),
+        Arg::ArchCode => named(int.into(), &sysnames::ARCH_CODES),
         Arg::Ioctl => ioctl_request(raw),
         Arg::IoctlArg(_) => pointer(raw),
         Arg::ShutdownHow => named(
@@ -535,18 +275,7 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::EpollOp => named(int.into(), &sysnames::EPOLL_OPS),
         Arg::MremapFlags => flags(raw & 0xffff_ffff, &sysnames::MREMAP_FLAGS, "0"),
         Arg::StatxMask => flags(raw & 0xffff_ffff, &sysnames::STATX_MASK, "0"),
-        Arg::StatxFlags => {
-            let sync = match raw & 0x6000 {
-                0x2000 => "AT_STATX_FORCE_SYNC",
-                0x4000 => "AT_STATX_DONT_SYNC",
-                0x6000 => "AT_STATX_SYNC_TYPE",
-                _ => "AT_STATX_SYNC_AS_STAT",
-            };
-            match flags(raw & 0xffff_ffff & !0x6000, &AT_FLAGS, "") {
-                rest if rest.is_empty() => sync.into(),
-                rest => format!("{sync}|{rest}"),
-            }
-        }
+        Arg::StatxFlags => statx_flags(raw),
         Arg::PipeFlags => flags(raw & 0xffff_ffff, &sysnames::PIPE_FLAGS, "0"),
         Arg::AccessAtFlags => flags(raw & 0xffff_ffff, &sysnames::ACCESS_AT_FLAGS, "0"),
         // Read by another argument: `in_call` knows it; alone, the plain value.
@@ -557,20 +286,90 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::Named(names) => named(int.into(), names),
         Arg::SockOpt(_) => int.to_string(),
         Arg::Clone(_) => pointer(raw),
-        Arg::WaitOptions => flags(
-            raw & 0xffff_ffff,
-            &[
-                (1, "WNOHANG"),
-                (2, "WSTOPPED"),
-                (4, "WEXITED"),
-                (8, "WCONTINUED"),
-                (0x0100_0000, "WNOWAIT"),
-                (0x2000_0000, "__WNOTHREAD"),
-                (0x4000_0000, "__WALL"),
-                (0x8000_0000, "__WCLONE"),
-            ],
-            "0",
-        ),
+        Arg::WaitOptions => flags(raw & 0xffff_ffff, &sysnames::WAIT_OPTIONS, "0"),
+    }
+}
+
+/// A path or buffer argument: the bytes read, or its address (a buffer the call filled is
+/// only there when it succeeded).
+fn buffer(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
+    let failed = arg == Arg::BufOut && ret.is_none_or(|r| r < 0);
+    match (read.and_then(|r| r.entries.first()), raw, failed) {
+        (_, 0, _) => "NULL".into(),
+        (Some((bytes, flags)), _, false) => {
+            let mut out = String::new();
+            string(bytes, *flags, raw, &mut out);
+            out
+        }
+        _ => pointer(raw),
+    }
+}
+
+/// A structure the call reads or fills, decoded as strace shows it, or its address. What a
+/// call fills is there only when it succeeded (wait4: returned a child).
+fn structure(arg: Arg, kind: Struct, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
+    let filled = match (arg, kind) {
+        (Arg::In(_), _) => true,
+        (_, Struct::WaitStatus) => ret.is_some_and(|r| r > 0),
+        _ => ret == Some(0),
+    };
+    let read = read.and_then(|r| r.entries.first());
+    match (raw, read, filled) {
+        (0, _, _) => "NULL".into(),
+        (_, Some((bytes, 0)), true) => {
+            super::structs::decode(kind, bytes).unwrap_or_else(|| pointer(raw))
+        }
+        _ => pointer(raw),
+    }
+}
+
+/// An argv: its strings in brackets, `...` for those left out.
+fn argv(raw: u64, read: Option<&Read>) -> String {
+    let Some(r) = read.filter(|r| r.array) else {
+        return pointer(raw);
+    };
+    let mut out = String::from("[");
+    for (i, (bytes, flags)) in r.entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        string(bytes, *flags, 0, &mut out);
+    }
+    if r.more {
+        out.push_str(if r.entries.is_empty() { "..." } else { ", ..." });
+    }
+    out.push(']');
+    out
+}
+
+/// mmap(2)'s flags: the mapping type, then the other bits.
+fn map_flags(raw: u64) -> String {
+    let kind = match raw & 0xf {
+        1 => "MAP_SHARED",
+        2 => "MAP_PRIVATE",
+        3 => "MAP_SHARED_VALIDATE",
+        _ => "",
+    };
+    let rest = flags(raw & 0xffff_fff0, &MAP_FLAGS, "");
+    match (kind.is_empty(), rest.is_empty()) {
+        (true, true) => format!("{:#x}", raw & 0xf),
+        (false, true) => kind.into(),
+        (true, false) => rest,
+        (false, false) => format!("{kind}|{rest}"),
+    }
+}
+
+/// statx(2)'s flags: the sync type, then the `AT_` bits.
+fn statx_flags(raw: u64) -> String {
+    let sync = match raw & 0x6000 {
+        0x2000 => "AT_STATX_FORCE_SYNC",
+        0x4000 => "AT_STATX_DONT_SYNC",
+        0x6000 => "AT_STATX_SYNC_TYPE",
+        _ => "AT_STATX_SYNC_AS_STAT",
+    };
+    match flags(raw & 0xffff_ffff & !0x6000, &AT_FLAGS, "") {
+        rest if rest.is_empty() => sync.into(),
+        rest => format!("{sync}|{rest}"),
     }
 }
 
@@ -597,21 +396,7 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
         }
         Arg::Futex(which, op) => {
             let op = futex_cmd(args.get(op).copied().unwrap_or(0));
-            match which {
-                FutexArg::Val => (raw as u32).to_string(),
-                FutexArg::Timeout => match op {
-                    FUTEX_REQUEUE | FUTEX_CMP_REQUEUE | FUTEX_WAKE_OP | FUTEX_CMP_REQUEUE_PI => {
-                        (raw as u32).to_string()
-                    }
-                    _ => arg(Arg::In(Struct::Timespec), raw, read, ret),
-                },
-                FutexArg::Uaddr2 => pointer(raw),
-                FutexArg::Val3 => match raw as u32 {
-                    u32::MAX => "FUTEX_BITSET_MATCH_ANY".into(),
-                    v if op == FUTEX_WAKE_OP => format!("{v:#x}"),
-                    v => v.to_string(),
-                },
-            }
+            futex_arg(which, op, raw, read, ret)
         }
         Arg::FcntlArg(cmd) => match other(cmd) {
             c if c == i64::from(libc::F_SETFD) => {
@@ -631,37 +416,7 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
             };
             named(int, names)
         }
-        Arg::Clone(part) => {
-            let at = |i: usize| args.get(i).copied().unwrap_or(0);
-            let flags = at(0);
-            match part {
-                CloneArg::StackAndFlags => {
-                    format!(
-                        "child_stack={}, flags={}",
-                        pointer(at(1)),
-                        clone_flags(flags)
-                    )
-                }
-                CloneArg::ParentTid => match read.and_then(|r| r.entries.first()) {
-                    Some((bytes, 0)) if bytes.len() >= 4 && ret.is_some_and(|r| r > 0) => {
-                        let tid = i32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes"));
-                        format!("parent_tid=[{tid}]")
-                    }
-                    _ => format!("parent_tid={}", pointer(raw)),
-                },
-                CloneArg::TlsAndChildTid => {
-                    let mut parts = Vec::new();
-                    if flags & CLONE_SETTLS != 0 {
-                        parts.push(format!("tls={}", pointer(at(4))));
-                    }
-                    if flags & (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0 {
-                        parts.push(format!("child_tidptr={}", pointer(at(3))));
-                    }
-                    parts.join(", ")
-                }
-                CloneArg::Stack | CloneArg::ChildTid => pointer(raw),
-            }
-        }
+        Arg::Clone(part) => clone_arg(part, args, raw, read, ret),
         // A sockaddr is as long as the call says; epoll_ctl's DEL ignores its event.
         Arg::In(Struct::SockAddr(len)) => {
             let len = args.get(len).map_or(0, |&l| l as u32 as usize);
@@ -674,33 +429,91 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
         }
         Arg::In(Struct::EpollEvent) if other(1) == i64::from(libc::EPOLL_CTL_DEL) => pointer(raw),
         // Arrays: poll's as long as its nfds, epoll_wait's as many events as it returned.
-        Arg::In(Struct::PollFds) | Arg::Out(Struct::EpollEvents) => {
-            let (size, count) = match kind {
-                Arg::In(_) => (8, args.get(1).map_or(0, |&n| n as u32 as usize)),
-                _ => match ret {
-                    Some(n) if n >= 0 => (12, n as usize),
-                    _ => return pointer(raw),
-                },
-            };
-            let shown = count.min(crate::kernel::syscalls::ARRAY_SHOWN);
-            match (raw, read.and_then(|r| r.entries.first())) {
-                (0, _) => "NULL".into(),
-                (_, Some((bytes, 0))) if bytes.len() >= size * shown => {
-                    let struct_kind = match kind {
-                        Arg::In(s) | Arg::Out(s) => s,
-                        _ => unreachable!(),
-                    };
-                    let mut text = super::structs::decode(struct_kind, &bytes[..size * shown])
-                        .unwrap_or_else(|| pointer(raw));
-                    if count > shown {
-                        text.insert_str(text.len() - 1, ", ...");
-                    }
-                    text
-                }
-                _ => pointer(raw),
-            }
+        Arg::In(Struct::PollFds) => {
+            let count = args.get(1).map_or(0, |&n| n as u32 as usize);
+            struct_array(Struct::PollFds, 8, count, raw, read)
         }
+        Arg::Out(Struct::EpollEvents) => match ret {
+            Some(n) if n >= 0 => struct_array(Struct::EpollEvents, 12, n as usize, raw, read),
+            _ => pointer(raw),
+        },
         _ => arg(kind, raw, read, ret),
+    }
+}
+
+/// A futex(2) argument, as its operation `op` uses it.
+fn futex_arg(which: FutexArg, op: u64, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
+    match which {
+        FutexArg::Val => (raw as u32).to_string(),
+        FutexArg::Timeout => match op {
+            FUTEX_REQUEUE | FUTEX_CMP_REQUEUE | FUTEX_WAKE_OP | FUTEX_CMP_REQUEUE_PI => {
+                (raw as u32).to_string()
+            }
+            _ => arg(Arg::In(Struct::Timespec), raw, read, ret),
+        },
+        FutexArg::Uaddr2 => pointer(raw),
+        FutexArg::Val3 => match raw as u32 {
+            u32::MAX => "FUTEX_BITSET_MATCH_ANY".into(),
+            v if op == FUTEX_WAKE_OP => format!("{v:#x}"),
+            v => v.to_string(),
+        },
+    }
+}
+
+/// A part of clone(2)'s arguments, in strace's order and words.
+fn clone_arg(
+    part: CloneArg,
+    args: &[u64],
+    raw: u64,
+    read: Option<&Read>,
+    ret: Option<i64>,
+) -> String {
+    let at = |i: usize| args.get(i).copied().unwrap_or(0);
+    let flags = at(0);
+    match part {
+        CloneArg::StackAndFlags => {
+            format!(
+                "child_stack={}, flags={}",
+                pointer(at(1)),
+                clone_flags(flags)
+            )
+        }
+        CloneArg::ParentTid => match read.and_then(|r| r.entries.first()) {
+            Some((bytes, 0)) if bytes.len() >= 4 && ret.is_some_and(|r| r > 0) => {
+                let tid = i32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes"));
+                format!("parent_tid=[{tid}]")
+            }
+            _ => format!("parent_tid={}", pointer(raw)),
+        },
+        CloneArg::TlsAndChildTid => {
+            let mut parts = Vec::new();
+            if flags & CLONE_SETTLS != 0 {
+                parts.push(format!("tls={}", pointer(at(4))));
+            }
+            if flags & (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0 {
+                parts.push(format!("child_tidptr={}", pointer(at(3))));
+            }
+            parts.join(", ")
+        }
+        CloneArg::Stack | CloneArg::ChildTid => pointer(raw),
+    }
+}
+
+/// An array of `count` structures of `size` bytes (poll's fds, epoll_wait's events), the
+/// first [`crate::kernel::syscalls::ARRAY_SHOWN`] decoded and `...` for the rest.
+fn struct_array(kind: Struct, size: usize, count: usize, raw: u64, read: Option<&Read>) -> String {
+    let shown = count.min(crate::kernel::syscalls::ARRAY_SHOWN);
+    match (raw, read.and_then(|r| r.entries.first())) {
+        (0, _) => "NULL".into(),
+        (_, Some((bytes, 0))) if bytes.len() >= size * shown => {
+            let mut text = super::structs::decode(kind, &bytes[..size * shown])
+                .unwrap_or_else(|| pointer(raw));
+            if count > shown {
+                text.insert_str(text.len() - 1, ", ...");
+            }
+            text
+        }
+        _ => pointer(raw),
     }
 }
 
