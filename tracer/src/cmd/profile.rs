@@ -16,7 +16,7 @@ use crate::output::summary::{Banner, Summary};
 use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Unwind};
 use crate::plan::Whom;
 use crate::probe::profile::{self as sampling, Sampled, Sampler, Unwound};
-use crate::session::{self, Hold, Session, Sink};
+use crate::session::{self, Hold, Outcome, Session, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
@@ -68,47 +68,23 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let tgid = plan.whom.pid().filter(|_| !plan.follow).unwrap_or(0);
     let config = sampling::slot_config(stack_flags, tgid, launched || adopted.is_some(), off_cpu);
     let skip_idle = plan.whom == Whom::Everyone && !off_cpu;
-    let (sampler, offcpu, unwound, measure) = match plan.mode {
-        Mode::OnCpu { hz } => {
-            let sampled = match (&plan.whom, session.pid()) {
-                (Whom::Processes(pids), _) => Sampled::Tasks(
-                    pids.iter()
-                        .flat_map(|&pid| sampling::threads(pid))
-                        .collect(),
-                ),
-                (Whom::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
-                (Whom::Command(_), None) | (Whom::Everyone, _) => Sampled::AllCpus,
-            };
-            match plan.unwind {
-                Unwind::FramePointers => {
-                    let sampler = Sampler::open(&mut bpf, config, hz, &sampled)?;
-                    let event = sampler.event;
-                    (Some(sampler), None, None, Measure::OnCpu { hz, event })
-                }
-                Unwind::Dwarf { stack_bytes } => {
-                    let unwound = Unwound::open(hz, &sampled, stack_bytes, plan.kernel, skip_idle)?;
-                    let event = unwound.event;
-                    (None, None, Some(unwound), Measure::OnCpu { hz, event })
-                }
-            }
-        }
-        Mode::OffCpu { min_block_ns } => {
-            let fs = fs.as_ref().expect("located for --off-cpu");
-            let started = sampling::start_offcpu(&mut bpf, fs, config, min_block_ns)?;
-            (None, Some(started), None, Measure::OffCpu { min_block_ns })
-        }
-    };
+    let (sampler, offcpu, unwound, measure) = start(
+        &plan,
+        &mut bpf,
+        session.pid(),
+        fs.as_ref(),
+        config,
+        skip_idle,
+    )?;
     // The mappings of processes that come and go during the run, from the kernel's records.
-    let tracker = sampling::MapsTracker::open(match plan.whom {
-        Whom::Command(_) => session.pid(),
-        Whom::Processes(_) | Whom::Everyone => None,
-    })?;
+    let command = session
+        .pid()
+        .filter(|_| matches!(plan.whom, Whom::Command(_)));
+    let tracker = sampling::MapsTracker::open(command)?;
     session.begin(&banner(&plan, measure, session.whom()))?;
-    let slot = match (&sampler, &offcpu) {
-        (Some(sampler), _) => Some(sampler.slot.clone()),
-        (_, Some((_, slot))) => Some(slot.clone()),
-        _ => None,
-    };
+    // The counting slot: the sampler's or the off-CPU program's (none when unwound).
+    let slot = (sampler.as_ref().map(|s| s.slot.clone()))
+        .or_else(|| offcpu.as_ref().map(|(_, slot)| slot.clone()));
     let mut sink = ProfileSink {
         bpf: &bpf,
         slot: slot.as_ref(),
@@ -118,26 +94,13 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         symbolized: Instant::now(),
         tracker,
         output,
-        intervals: plan.interval.map(|every| Intervals {
-            every,
-            started: Instant::now(),
-            last: Instant::now(),
-            reports: 0,
-            previous: hashbrown::HashMap::new(),
-            top: plan.top,
-            measure,
-            skip_idle,
-        }),
+        intervals: intervals(&plan, measure, skip_idle),
     };
     if let Some(pid) = sink.pid {
         sink.symbolizer.keep_mapped(pid);
     }
-    if let Some(sampler) = &sampler {
-        sampler.enable()?;
-    }
-    if let Some(unwound) = &sink.unwound {
-        unwound.enable()?;
-    }
+    sampler.as_ref().map(Sampler::enable).transpose()?;
+    sink.unwound.as_ref().map(Unwound::enable).transpose()?;
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
     if sink.intervals.is_some() {
         sink.tracker.drain();
@@ -169,28 +132,108 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         accounting,
         seconds: outcome.elapsed.as_secs_f64(),
     };
+    // With -I the intervals were the report.
+    if !(plan.format == ProfileFormat::Text && intervals.is_some()) {
+        write_profile(&plan, &profile, &mut output, outcome.elapsed)?;
+    }
+    summary(&profile, &outcome).print();
+    Ok(outcome.exit_code())
+}
+
+/// What samples the run: the counting slot's sampler (frame pointers), the off-CPU program,
+/// or the unwound samples (`--call-graph dwarf`), and what is measured.
+type Started = (
+    Option<Sampler>,
+    Option<(crate::perf::Event, Slot)>,
+    Option<Unwound>,
+    Measure,
+);
+
+/// Starts sampling as the plan says, for the command's process (`pid`) or as `plan.whom`
+/// says; `fs` is located for `--off-cpu`.
+fn start(
+    plan: &ProfilePlan,
+    bpf: &mut Bpf,
+    pid: Option<u32>,
+    fs: Option<&Tracefs>,
+    config: tracer_common::SlotConfig,
+    skip_idle: bool,
+) -> Result<Started, Error> {
+    Ok(match plan.mode {
+        Mode::OnCpu { hz } => {
+            let sampled = match (&plan.whom, pid) {
+                (Whom::Processes(pids), _) => Sampled::Tasks(
+                    pids.iter()
+                        .flat_map(|&pid| sampling::threads(pid))
+                        .collect(),
+                ),
+                (Whom::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
+                (Whom::Command(_), None) | (Whom::Everyone, _) => Sampled::AllCpus,
+            };
+            match plan.unwind {
+                Unwind::FramePointers => {
+                    let sampler = Sampler::open(bpf, config, hz, &sampled)?;
+                    let event = sampler.event;
+                    (Some(sampler), None, None, Measure::OnCpu { hz, event })
+                }
+                Unwind::Dwarf { stack_bytes } => {
+                    let unwound = Unwound::open(hz, &sampled, stack_bytes, plan.kernel, skip_idle)?;
+                    let event = unwound.event;
+                    (None, None, Some(unwound), Measure::OnCpu { hz, event })
+                }
+            }
+        }
+        Mode::OffCpu { min_block_ns } => {
+            let fs = fs.expect("located for --off-cpu");
+            let started = sampling::start_offcpu(bpf, fs, config, min_block_ns)?;
+            (None, Some(started), None, Measure::OffCpu { min_block_ns })
+        }
+    })
+}
+
+/// `-I`: a report of each interval, from now on.
+fn intervals(plan: &ProfilePlan, measure: Measure, skip_idle: bool) -> Option<Intervals> {
+    plan.interval.map(|every| Intervals {
+        every,
+        started: Instant::now(),
+        last: Instant::now(),
+        reports: 0,
+        previous: hashbrown::HashMap::new(),
+        top: plan.top,
+        measure,
+        skip_idle,
+    })
+}
+
+/// The profile in the plan's format.
+fn write_profile(
+    plan: &ProfilePlan,
+    profile: &Profile,
+    output: &mut crate::output::Output,
+    elapsed: std::time::Duration,
+) -> Result<(), Error> {
     let written = match plan.format {
-        // With -I the intervals were the report.
-        ProfileFormat::Text if intervals.is_some() => Ok(()),
         ProfileFormat::Text => write!(output, "{}", profile.text(plan.top)),
         ProfileFormat::Folded => profile
             .folded()
             .iter()
             .try_for_each(|line| writeln!(output, "{line}")),
-        ProfileFormat::Svg => profile.svg(&mut output),
+        ProfileFormat::Svg => profile.svg(output),
         ProfileFormat::Json => writeln!(output, "{}", profile.json()),
         ProfileFormat::Pprof => {
             let context = pprof::Context::new(
-                std::time::SystemTime::now() - outcome.elapsed,
+                std::time::SystemTime::now() - elapsed,
                 crate::kernel::symbols::kernel_build_id(),
             );
-            output.write_all(&pprof::encode(&profile, &context))
+            output.write_all(&pprof::encode(profile, &context))
         }
     };
-    written
-        .and_then(|()| output.flush())
-        .map_err(Error::Output)?;
-    let (count, unit) = match measure {
+    written.and_then(|()| output.flush()).map_err(Error::Output)
+}
+
+/// The end-of-run summary: samples or blocks, and what was lost.
+fn summary(profile: &Profile, outcome: &Outcome) -> Summary {
+    let (count, unit) = match profile.measure {
         Measure::OnCpu { .. } => (profile.total_value(), "samples"),
         Measure::OffCpu { .. } => (profile.accounting.total, "blocks"),
     };
@@ -199,7 +242,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         unit: unit.into(),
         seconds: profile.seconds,
         why: outcome.why(count, unit),
-        tail: match measure {
+        tail: match profile.measure {
             // Not counted for want of room in the map; or, unwound, lost when a ring was full.
             Measure::OnCpu { .. } => format!(
                 "{} lost",
@@ -214,8 +257,6 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         table: None,
         notes: profile.summary_notes(),
     }
-    .print();
-    Ok(outcome.exit_code())
 }
 
 fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner {

@@ -12,67 +12,25 @@ use crate::counter::resolve::{resolve, user_only_fallback};
 use crate::counter::run::{open_destination, skip_zero, write, End, State};
 use crate::counter::saved::Saved;
 use crate::counter::tally::{build_lines, metric_header_units, slot_readings, Totals};
+use crate::counter::Counter;
 use crate::counter::Place;
 use crate::counter::{cpu_metrics, os, topology};
+use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::output::notes;
 use crate::output::stat::Format;
 use crate::output::stat::{Footer, Renderer, Slot, Stats};
 use crate::plan;
 use crate::plan::stat::Aggregation;
-use crate::plan::stat::{Destination, Target, METRICS};
+use crate::plan::stat::{Destination, StatPlan, Target, METRICS};
 use crate::Error;
 
 pub fn run(args: StatArgs) -> Result<i32, Error> {
     let plan = plan::stat::stat_plan(&args)?;
-    let table = match plan.unknown_metrics.is_empty() {
-        true => None,
-        false => cpu_metrics::running_table(),
-    };
-    for name in &plan.unknown_metrics {
-        // perf's words; it then counts as if -M had not been given.
-        match table.map(|t| (t, t.lookup(name))) {
-            Some((table, found)) if !found.is_empty() => note_table_metric(name, table, &found),
-            Some(_) => notes::note(format_args!("Cannot find metric or group `{name}'")),
-            None => {
-                notes::note(format_args!("Cannot find metric or group `{name}'"));
-                notes::hint(
-                    "tracer has perf's metric names for AMD family 19h CPUs only: \
-                     `perf list metrics` lists this CPU's",
-                );
-            }
-        }
-    }
-    if plan.topdown && !std::path::Path::new(TOPDOWN_EVENT).exists() {
-        notes::note("System does not support topdown: --topdown needs the CPU's topdown events");
-    }
+    note_metrics_asked(&plan);
+    // Kept open until tracer exits: the legacy kprobes the counters use.
     let mut legacy = Vec::new();
-    let counters = resolve(&plan, &mut legacy).map_err(|e| match plan.transaction {
-        // perf's words for -T on a CPU without TSX.
-        true => Error::Runtime {
-            message: format!("Cannot set up transaction events: {}", crate::describe(&e)),
-            hints: vec![
-                "-T needs Intel TSX events (cpu/tx-start/ and others in `tracer list`)".into(),
-            ],
-        },
-        false => e,
-    })?;
-    let mut counters = counters;
-    if let Some(level) = user_only_fallback(&mut counters) {
-        // perf says this only with -v; tracer says it unless the output is CSV or JSON,
-        // whose consumers read stderr as data.
-        if plan.verbose || matches!(plan.format, Format::Human { .. }) && !plan.quiet {
-            notes::note(format_args!(
-                "kernel.perf_event_paranoid={level}: falling back to excluding kernel and \
-                 hypervisor samples (events marked :u), as perf stat does"
-            ));
-            notes::hint(
-                "count kernel space too as root, with CAP_PERFMON, or after \
-                 `sysctl kernel.perf_event_paranoid=1`",
-            );
-        }
-    }
-    let quiet = plan.quiet;
-    let mut out = match quiet {
+    let counters = counters(&plan, &mut legacy)?;
+    let mut out = match plan.quiet {
         true => Box::new(std::io::sink()),
         false => open_destination(&plan.destination)?,
     };
@@ -99,26 +57,118 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         out,
         topology,
     };
+    // Kept to the end: a signal while the report is written still ends the run cleanly.
     let mut event_loop = crate::session::EventLoop::new()?;
-    let (runtime, signals) = event_loop.parts();
+    let Some(runs) = run_all(&mut state, &mut event_loop)? else {
+        // perf stat: "Workload failed", no report, status 255 (the child said why).
+        return Ok(255);
+    };
+    // Every run is read: tracepoint counters close after tracer exits.
+    crate::perf::detach::defer_from_now();
+    if let (Some(path), Some(file)) = (&plan.record, &runs.saved) {
+        file.write(path)?;
+    }
+    if plan.interval.is_none() || plan.summary {
+        let text = final_report(&mut state, &runs);
+        write(&mut state.out, &text)?;
+    }
+    Ok(runs.status)
+}
 
-    let mut saved: Option<Saved> = None;
-    let mut totals = Totals::new(counters.len());
-    let mut elapsed = Stats::default();
-    let mut rusage = None;
-    let mut status = 0;
+/// What `-r` runs add up to.
+struct Runs {
+    totals: Totals,
+    elapsed: Stats,
+    /// The last run's user and system time.
+    rusage: Option<(f64, f64)>,
+    /// The last run's command's exit status (0 without a command).
+    status: i32,
+    /// `stat record`'s file, filled run by run.
+    saved: Option<Saved>,
+}
+
+/// `-M`: says of each name no metric of tracer's has what perf would; and of `--topdown` on
+/// a CPU without its events.
+fn note_metrics_asked(plan: &StatPlan) {
+    let table = match plan.unknown_metrics.is_empty() {
+        true => None,
+        false => cpu_metrics::running_table(),
+    };
+    for name in &plan.unknown_metrics {
+        // perf's words; it then counts as if -M had not been given.
+        match table.map(|t| (t, t.lookup(name))) {
+            Some((table, found)) if !found.is_empty() => note_table_metric(name, table, &found),
+            Some(_) => notes::note(format_args!("Cannot find metric or group `{name}'")),
+            None => {
+                notes::note(format_args!("Cannot find metric or group `{name}'"));
+                notes::hint(
+                    "tracer has perf's metric names for AMD family 19h CPUs only: \
+                     `perf list metrics` lists this CPU's",
+                );
+            }
+        }
+    }
+    if plan.topdown && !std::path::Path::new(TOPDOWN_EVENT).exists() {
+        notes::note("System does not support topdown: --topdown needs the CPU's topdown events");
+    }
+}
+
+/// The plan's events as counters of this machine, user space only where the kernel's
+/// paranoia refuses the rest (as perf stat falls back, and says so).
+fn counters(plan: &StatPlan, legacy: &mut Vec<LegacyKprobe>) -> Result<Vec<Counter>, Error> {
+    let mut counters = resolve(plan, legacy).map_err(|e| match plan.transaction {
+        // perf's words for -T on a CPU without TSX.
+        true => Error::Runtime {
+            message: format!("Cannot set up transaction events: {}", crate::describe(&e)),
+            hints: vec![
+                "-T needs Intel TSX events (cpu/tx-start/ and others in `tracer list`)".into(),
+            ],
+        },
+        false => e,
+    })?;
+    if let Some(level) = user_only_fallback(&mut counters) {
+        // perf says this only with -v; tracer says it unless the output is CSV or JSON,
+        // whose consumers read stderr as data.
+        if plan.verbose || matches!(plan.format, Format::Human { .. }) && !plan.quiet {
+            notes::note(format_args!(
+                "kernel.perf_event_paranoid={level}: falling back to excluding kernel and \
+                 hypervisor samples (events marked :u), as perf stat does"
+            ));
+            notes::hint(
+                "count kernel space too as root, with CAP_PERFMON, or after \
+                 `sysctl kernel.perf_event_paranoid=1`",
+            );
+        }
+    }
+    Ok(counters)
+}
+
+/// Runs the counting `-r` times (until an interrupt), adding each run to the totals and to
+/// `stat record`'s file; `None` when the command could not be executed.
+fn run_all(
+    state: &mut State<'_>,
+    event_loop: &mut crate::session::EventLoop,
+) -> Result<Option<Runs>, Error> {
+    let (plan, counters) = (state.plan, state.counters);
+    let (runtime, signals) = event_loop.parts();
+    let mut runs = Runs {
+        totals: Totals::new(counters.len()),
+        elapsed: Stats::default(),
+        rusage: None,
+        status: 0,
+        saved: None,
+    };
     for _ in 0..plan.repeat {
         let outcome = state.run_once(runtime, signals)?;
         if outcome.exec_failed {
-            // perf stat: "Workload failed", no report, status 255 (the child said why).
-            return Ok(255);
+            return Ok(None);
         }
         if plan.record.is_some() {
-            let file = saved.get_or_insert_with(|| {
+            let file = runs.saved.get_or_insert_with(|| {
                 Saved::new(
                     &plan.title,
                     plan.target == Target::Command,
-                    &counters,
+                    counters,
                     &outcome.places,
                     &topology::read_live(&crate::perf::cpus::online().unwrap_or_default()),
                 )
@@ -130,15 +180,15 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
                 &outcome.readings,
             );
         }
-        if state.plan.interval.is_none() || plan.summary {
+        if plan.interval.is_none() || plan.summary {
             let places = &outcome.places;
             let (run_slots, values) =
                 slot_readings(plan.aggregation, places, &outcome.readings, &state.topology);
-            totals.fold(run_slots, &values, &outcome.supported, plan.scale);
+            (runs.totals).fold(run_slots, &values, &outcome.supported, plan.scale);
         }
-        elapsed.push(outcome.elapsed.as_nanos() as f64);
-        rusage = outcome.rusage;
-        status = match outcome.end {
+        runs.elapsed.push(outcome.elapsed.as_nanos() as f64);
+        runs.rusage = outcome.rusage;
+        runs.status = match outcome.end {
             End::CommandExited(code) => code,
             _ => 0,
         };
@@ -146,44 +196,26 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
             break;
         }
     }
-    // Every run is read: tracepoint counters close after tracer exits.
-    crate::perf::detach::defer_from_now();
-    if let (Some(path), Some(file)) = (&plan.record, &saved) {
-        file.write(path)?;
-    }
-    if plan.interval.is_some() && !plan.summary {
-        return Ok(status);
-    }
+    Ok(Some(runs))
+}
+
+/// The report after the runs (or after the intervals, with `--summary`): perf stat's header,
+/// a line per counter (or `--metric-only`'s), and its footer.
+fn final_report(state: &mut State<'_>, runs: &Runs) -> String {
+    let (plan, counters, totals) = (state.plan, state.counters, &runs.totals);
     let lines = match plan.null_run {
         true => Vec::new(),
         false => build_lines(
-            &counters,
+            counters,
             &totals.supported,
             &totals.slots,
             &totals.tallies,
-            elapsed.mean,
+            runs.elapsed.mean,
             plan.repeat > 1,
-            skip_zero(&plan),
+            skip_zero(plan),
         ),
     };
-    for metric in &plan.metrics {
-        let (_, needs, unit) = METRICS
-            .iter()
-            .find(|(m, _, _)| m == metric)
-            .expect("the plan's metrics are known");
-        let missing: Vec<&str> = (needs.iter())
-            .filter(|n| {
-                (counters.iter().zip(&totals.supported)).any(|(c, ok)| c.name == **n && !ok)
-            })
-            .copied()
-            .collect();
-        if !missing.is_empty() {
-            notes::note(format_args!(
-                "metric {metric} ({unit}) is not computed: {} <not supported> here",
-                missing.join(", ")
-            ));
-        }
-    }
+    note_missing_metrics(plan, counters, &totals.supported);
     let summary_rows = plan.interval.is_some();
     let mut text = match (summary_rows, &plan.format) {
         // perf's --summary: CSV rows labelled `summary` where the timestamp was.
@@ -192,11 +224,11 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     };
     if plan.metric_only {
         let units = metric_header_units(
-            &counters,
+            counters,
             &totals.supported,
             &totals.slots,
             &totals.tallies,
-            elapsed.mean,
+            runs.elapsed.mean,
         );
         let slot = totals.slots.first().unwrap_or(&Slot::Global);
         text.push_str(&state.renderer.metric_only_header(slot, &units, false));
@@ -215,16 +247,35 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
     }
     // perf prints user and system time for a command it ran once, not system-wide.
     let rusage = match (&plan.target, plan.repeat) {
-        (Target::Command, 1) => rusage,
+        (Target::Command, 1) => runs.rusage,
         _ => None,
     };
     text.push_str(&state.renderer.footer(&Footer {
-        elapsed,
+        elapsed: runs.elapsed,
         rusage,
         null_run: plan.null_run,
     }));
-    write(&mut state.out, &text)?;
-    Ok(status)
+    text
+}
+
+/// Says of each `-M` metric whose events this machine does not count that it is left out.
+fn note_missing_metrics(plan: &StatPlan, counters: &[Counter], supported: &[bool]) {
+    for metric in &plan.metrics {
+        let (_, needs, unit) = METRICS
+            .iter()
+            .find(|(m, _, _)| m == metric)
+            .expect("the plan's metrics are known");
+        let missing: Vec<&str> = (needs.iter())
+            .filter(|n| (counters.iter().zip(supported)).any(|(c, ok)| c.name == **n && !ok))
+            .copied()
+            .collect();
+        if !missing.is_empty() {
+            notes::note(format_args!(
+                "metric {metric} ({unit}) is not computed: {} <not supported> here",
+                missing.join(", ")
+            ));
+        }
+    }
 }
 
 /// `-M NAME` where NAME is a metric or group of perf's table for this CPU: tracer has the

@@ -66,22 +66,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     };
     session.follow(&mut bpf, &fs)?;
     session.follow_adopted(&mut bpf, &fs, plan.whom.pids())?;
-    let banner = Banner {
-        verb: if plan.summary { "Counting" } else { "Tracing" },
-        what: match layouts.as_slice() {
-            [one] => format!("{} calls", one.name),
-            _ if layouts.len() <= 4 => {
-                let names: Vec<&str> = layouts.iter().map(|l| l.name).collect();
-                format!("system calls ({})", names.join(", "))
-            }
-            _ => format!("{} system calls", layouts.len()),
-        },
-        whom: session.whom().or_else(|| {
-            (plan.whom.pids().len() > 1).then(|| format!("processes {}", join(plan.whom.pids())))
-        }),
-        detail: None,
-    };
-    session.begin(&banner)?;
+    session.begin(&banner(&plan, &layouts, session.whom()))?;
     let wall_offset_ns = session::wall_offset_ns();
     let style = LineStyle {
         stamp: (plan.stamp).map(|stamp| {
@@ -135,7 +120,38 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         sink.writer.note(table.trim_end()).map_err(Error::Output)?;
     }
     sink.writer.flush().map_err(Error::Output)?;
-    let printed = sink.printed;
+    summary(&plan, &bpf, &outcome, sink.printed, unfinished)?.print();
+    Ok(outcome.exit_code())
+}
+
+/// What the run traces, and of whom.
+fn banner(plan: &TracePlan, layouts: &[Layout], whom: Option<String>) -> Banner {
+    Banner {
+        verb: if plan.summary { "Counting" } else { "Tracing" },
+        what: match layouts {
+            [one] => format!("{} calls", one.name),
+            _ if layouts.len() <= 4 => {
+                let names: Vec<&str> = layouts.iter().map(|l| l.name).collect();
+                format!("system calls ({})", names.join(", "))
+            }
+            _ => format!("{} system calls", layouts.len()),
+        },
+        whom: whom.or_else(|| {
+            (plan.whom.pids().len() > 1).then(|| format!("processes {}", join(plan.whom.pids())))
+        }),
+        detail: None,
+    }
+}
+
+/// The end-of-run summary: every call printed (or counted), lost, filtered, unfinished or
+/// ended without its start, with what to do about losses.
+fn summary(
+    plan: &TracePlan,
+    bpf: &Bpf,
+    outcome: &session::Outcome,
+    printed: u64,
+    unfinished: u64,
+) -> Result<Summary, Error> {
     let (hits, lost) = bpf.stats()?;
     let filtered = bpf.filtered()?;
     let stats = bpf.trace_stats()?;
@@ -158,7 +174,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         true => (hits - filtered - lost, "calls counted in the kernel"),
         false => (printed, "calls"),
     };
-    Summary {
+    Ok(Summary {
         count,
         unit: unit.into(),
         seconds: outcome.elapsed.as_secs_f64(),
@@ -168,9 +184,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         ),
         table: None,
         notes,
-    }
-    .print();
-    Ok(outcome.exit_code())
+    })
 }
 
 /// `--filter` per call: a call without an argument of a name the filter uses cannot pass and
