@@ -448,3 +448,80 @@ fn serde_derived(code: &[(PathBuf, String)]) -> BTreeSet<String> {
     }
     found
 }
+
+/// The product code's functions longer than `max` lines, as `path:line name (lines)`: a
+/// function runs from its `fn` line to the closing brace at its indentation; tests (after
+/// `#[cfg(test)]`, or a file named tests.rs) are left out.
+fn long_functions(files: &[(String, String)], max: usize) -> Vec<String> {
+    let mut long = Vec::new();
+    for (path, text) in files {
+        if path.ends_with("tests.rs") {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let end = (lines.iter())
+            .position(|l| l.starts_with("#[cfg(test)]"))
+            .unwrap_or(lines.len());
+        for (at, line) in lines[..end].iter().enumerate() {
+            let code = line.trim_start();
+            let indent = &line[..line.len() - code.len()];
+            let words: Vec<&str> = code.split_whitespace().collect();
+            let Some(fn_at) = words.iter().position(|w| *w == "fn") else {
+                continue;
+            };
+            let qualifiers = [
+                "pub",
+                "pub(crate)",
+                "pub(super)",
+                "const",
+                "unsafe",
+                "async",
+            ];
+            if !words[..fn_at].iter().all(|w| qualifiers.contains(w)) || code.ends_with(';') {
+                continue;
+            }
+            let close = format!("{indent}}}");
+            let Some(length) = lines[at..].iter().position(|l| *l == close) else {
+                continue;
+            };
+            if length + 1 > max {
+                let name = words
+                    .get(fn_at + 1)
+                    .map_or("", |w| w.split(['<', '(']).next().unwrap_or(""));
+                long.push(format!("{path}:{} {name} ({} lines)", at + 1, length + 1));
+            }
+        }
+    }
+    long
+}
+
+/// The source files of tracer/src and tracer-ebpf/src, with their text.
+fn product_files() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    sources(&root.join("../tracer-ebpf/src"), &mut files);
+    (files.into_iter())
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("readable");
+            (f.display().to_string(), text)
+        })
+        .collect()
+}
+
+/// No function outside tests is over 120 lines (CONTRIBUTING.md, "Small pieces"): a longer
+/// one is a composition waiting to be named.
+#[test]
+fn no_function_is_over_120_lines() {
+    let long = long_functions(&product_files(), 120);
+    assert!(long.is_empty(), "functions over 120 lines: {long:#?}");
+    let sample = format!(
+        "fn short() {{\n}}\npub(crate) fn long() {{\n{}}}\n#[cfg(test)]\nfn in_tests() {{\n{}}}\n",
+        "    x();\n".repeat(3),
+        "    y();\n".repeat(9),
+    );
+    assert_eq!(
+        long_functions(&[("a.rs".into(), sample)], 4),
+        ["a.rs:3 long (5 lines)"]
+    );
+}

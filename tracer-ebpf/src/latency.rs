@@ -292,29 +292,41 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
         );
     }
     if config.slower_than != 0 && delta >= config.slower_than {
-        let mut data = [0u64; DATA_WORDS];
-        data[word::LAT_DURATION] = delta;
-        let mut i = 0;
-        while i < word::ARGS {
-            data[word::LAT_ARG0 + i] = start.args[i];
-            i += 1;
-        }
-        data[word::LAT_RETURN] = ret;
-        // An end at a function's entry has no return value: the word carries its caller.
-        if config.stack_flags & SLOT_STACK_AT_ENTRY != 0 {
-            // SAFETY: the probe-read helper fails cleanly on a bad user address.
-            data[word::ENTRY_RET] =
-                unsafe { bpf_probe_read_user(entry_sp as *const u64) }.unwrap_or(0);
-        }
-        let kstack = stack_id(ctx, config.stack_flags & SLOT_STACK_KERNEL != 0, 0);
-        let ustack = stack_id(
-            ctx,
-            config.stack_flags & SLOT_STACK_USER != 0,
-            BPF_F_USER_STACK as u64,
-        );
-        if !emit_raw(ctx, &data, kstack, ustack) {
-            count(LAT_STAT_OUTLIER_LOST);
-        }
+        outlier(ctx, config, &start, ret, entry_sp, delta);
+    }
+}
+
+/// A call slower than `--slower-than`: streamed with its arguments, return value and stacks.
+#[inline(always)]
+fn outlier<C: StackIdContext>(
+    ctx: &C,
+    config: &LatConfig,
+    start: &LatStart,
+    ret: u64,
+    entry_sp: u64,
+    delta: u64,
+) {
+    let mut data = [0u64; DATA_WORDS];
+    data[word::LAT_DURATION] = delta;
+    let mut i = 0;
+    while i < word::ARGS {
+        data[word::LAT_ARG0 + i] = start.args[i];
+        i += 1;
+    }
+    data[word::LAT_RETURN] = ret;
+    // An end at a function's entry has no return value: the word carries its caller.
+    if config.stack_flags & SLOT_STACK_AT_ENTRY != 0 {
+        // SAFETY: the probe-read helper fails cleanly on a bad user address.
+        data[word::ENTRY_RET] = unsafe { bpf_probe_read_user(entry_sp as *const u64) }.unwrap_or(0);
+    }
+    let kstack = stack_id(ctx, config.stack_flags & SLOT_STACK_KERNEL != 0, 0);
+    let ustack = stack_id(
+        ctx,
+        config.stack_flags & SLOT_STACK_USER != 0,
+        BPF_F_USER_STACK as u64,
+    );
+    if !emit_raw(ctx, &data, kstack, ustack) {
+        count(LAT_STAT_OUTLIER_LOST);
     }
 }
 

@@ -119,22 +119,9 @@ pub fn open_all(
     places: &[(Place, Slot)],
     on_exec: bool,
 ) -> Result<Opened, Error> {
-    // Counters in units: a group's members together, lone events alone.
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut supported = vec![false; counters.len()];
-    for (i, counter) in counters.iter().enumerate() {
-        if counter.tool.is_some() {
-            supported[i] = true;
-            continue;
-        }
-        match (
-            counter.group,
-            i.checked_sub(1).and_then(|p| counters[p].group),
-        ) {
-            (Some(g), Some(prev)) if g == prev => groups.last_mut().expect("previous").push(i),
-            _ => groups.push(vec![i]),
-        }
-    }
+    let groups = units_of(counters);
+    // Tracer's own measures (tool events) count whatever opens.
+    let mut supported: Vec<bool> = counters.iter().map(|c| c.tool.is_some()).collect();
     let mut errors: Vec<Option<perf::Error>> = (0..counters.len()).map(|_| None).collect();
     let mut units = Vec::new();
     let task = matches!(
@@ -153,17 +140,7 @@ pub fn open_all(
             let mut order = Vec::new();
             for &c in members {
                 let counter = &counters[c];
-                let scope = match (place, &counter.cgroup) {
-                    (Place::Task(tid), _) => Scope::Task {
-                        pid: *tid,
-                        cpu: None,
-                    },
-                    (Place::Cpu(cpu), Some(dir)) => Scope::Cgroup {
-                        dir: dir.clone(),
-                        cpu: *cpu,
-                    },
-                    (Place::Cpu(cpu), None) => Scope::Cpu(*cpu),
-                };
+                let scope = scope(place, counter);
                 let mut flags = counter.flags;
                 if (task || matches!(place, Place::Task(_))) && plan.inherit {
                     flags |= flag::INHERIT;
@@ -190,23 +167,7 @@ pub fn open_all(
                 match result {
                     Ok(event) => {
                         if plan.verbose && p == 0 {
-                            notes::progress(
-                                "stat",
-                                format_args!(
-                                    "opened {} ({}, read_format {}{})",
-                                    counter.name,
-                                    if leader.is_none() {
-                                        "leader"
-                                    } else {
-                                        "group member"
-                                    },
-                                    read_format_names(read_format),
-                                    match place {
-                                        Place::Task(t) => format!(", task {t}"),
-                                        Place::Cpu(c) => format!(", CPU {c}"),
-                                    }
-                                ),
-                            );
+                            say_opened(counter, leader.is_none(), read_format, place);
                         }
                         supported[c] = true;
                         order.push(c);
@@ -238,24 +199,80 @@ pub fn open_all(
             }
         }
     }
+    if plan.verbose {
+        say_unsupported(counters, &supported, &errors);
+    }
+    Ok(Opened { units, supported })
+}
+
+/// The counters in units opened together: a group's members, or a lone event (tracer's own
+/// measures, the tool events, are in none).
+fn units_of(counters: &[Counter]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, counter) in counters.iter().enumerate() {
+        if counter.tool.is_some() {
+            continue;
+        }
+        match (
+            counter.group,
+            i.checked_sub(1).and_then(|p| counters[p].group),
+        ) {
+            (Some(g), Some(prev)) if g == prev => groups.last_mut().expect("previous").push(i),
+            _ => groups.push(vec![i]),
+        }
+    }
+    groups
+}
+
+/// Where a counter counts at `place`: a task, a CPU, or a cgroup on a CPU.
+fn scope(place: &Place, counter: &Counter) -> Scope {
+    match (place, &counter.cgroup) {
+        (Place::Task(tid), _) => Scope::Task {
+            pid: *tid,
+            cpu: None,
+        },
+        (Place::Cpu(cpu), Some(dir)) => Scope::Cgroup {
+            dir: dir.clone(),
+            cpu: *cpu,
+        },
+        (Place::Cpu(cpu), None) => Scope::Cpu(*cpu),
+    }
+}
+
+/// `-v`: a counter opened, as the group's leader or a member.
+fn say_opened(counter: &Counter, leader: bool, read_format: u64, place: &Place) {
+    notes::progress(
+        "stat",
+        format_args!(
+            "opened {} ({}, read_format {}{})",
+            counter.name,
+            if leader { "leader" } else { "group member" },
+            read_format_names(read_format),
+            match place {
+                Place::Task(t) => format!(", task {t}"),
+                Place::Cpu(c) => format!(", CPU {c}"),
+            }
+        ),
+    );
+}
+
+/// `-v`: why each counter that opened nowhere is not supported, with the kernel's hints.
+fn say_unsupported(counters: &[Counter], supported: &[bool], errors: &[Option<perf::Error>]) {
     for (c, error) in errors.iter().enumerate() {
         if let (false, Some(e)) = (supported[c], error) {
-            if plan.verbose {
-                notes::progress(
-                    "stat",
-                    format_args!(
-                        "{} is not supported: {}",
-                        counters[c].name,
-                        crate::describe(e)
-                    ),
-                );
-                for hint in e.hints() {
-                    notes::hint(hint);
-                }
+            notes::progress(
+                "stat",
+                format_args!(
+                    "{} is not supported: {}",
+                    counters[c].name,
+                    crate::describe(e)
+                ),
+            );
+            for hint in e.hints() {
+                notes::hint(hint);
             }
         }
     }
-    Ok(Opened { units, supported })
 }
 
 pub fn read_format_names(read_format: u64) -> String {

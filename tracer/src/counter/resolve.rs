@@ -97,20 +97,7 @@ pub fn resolve_one(
                 plain(EventKind::Software(*sw), Role::Other)
             }
         }
-        Source::Hardware(hw) => plain(
-            EventKind::Hardware(*hw),
-            match hw {
-                Hardware::CpuCycles => Role::Cycles,
-                Hardware::Instructions => Role::Instructions,
-                Hardware::BranchInstructions => Role::Branches,
-                Hardware::BranchMisses => Role::BranchMisses,
-                Hardware::CacheReferences => Role::CacheReferences,
-                Hardware::CacheMisses => Role::CacheMisses,
-                Hardware::StalledCyclesFrontend => Role::StalledFrontend,
-                Hardware::StalledCyclesBackend => Role::StalledBackend,
-                _ => Role::Other,
-            },
-        ),
+        Source::Hardware(hw) => plain(EventKind::Hardware(*hw), hardware_role(*hw)),
         Source::Cache { id, op, result } => plain(
             EventKind::HwCache {
                 id: *id,
@@ -140,68 +127,103 @@ pub fn resolve_one(
             },
             Role::Other,
         ),
-        Source::Pmu { pmu, terms } => {
-            let found = pmus.get(pmu)?.ok_or_else(|| {
-                let names = pmus.names();
-                let similar = plan::similar(pmu, names.iter().map(String::as_str), 3);
-                let mut hints = vec![format!("PMUs here: {}", names.join(", "))];
-                if let Some(best) = similar.first() {
-                    hints.insert(0, format!("did you mean '{best}'?"));
-                }
-                Error::usage(format!("no PMU '{pmu}' in event '{}'", spec.name), hints)
-            })?;
-            let (words, unit, scale) = encode_pmu(pmus, &found, terms, &spec.name)?;
-            vec![(
-                spec.name.clone(),
-                EventKind::Pmu {
-                    pmu_type: found.type_,
-                    config: words[0],
-                    config1: words[1],
-                    config2: words[2],
-                },
-                Role::Other,
-                unit,
-                scale,
-            )]
-        }
-        Source::Tracepoint { category, name } => {
-            let fs = fs()?;
-            let glob = |s: &str| s.contains(['*', '?']);
-            if glob(category) || glob(name) {
-                // In the kernel's directory order, as perf prints them.
-                let matches: Vec<(String, String)> = fs
-                    .tracepoints_in_directory_order()
-                    .into_iter()
-                    .filter(|(c, n)| plan::glob_match(category, c) && plan::glob_match(name, n))
-                    .collect();
-                if matches.is_empty() {
-                    return Err(Error::usage(
-                        format!("'{category}:{name}' matches no tracepoint"),
-                        vec![format!("list them with `tracer list '{category}:*'`")],
-                    ));
-                }
-                let mut out = Vec::new();
-                for (c, n) in matches {
-                    let id = fs.tracepoint_id(&c, &n)?;
-                    out.push((
-                        format!("{c}:{n}"),
-                        EventKind::Tracepoint(id),
-                        Role::Other,
-                        String::new(),
-                        1.0,
-                    ));
-                }
-                out
-            } else {
-                // The same did-you-mean as `tracer probe`.
-                let id = fs
-                    .tracepoint_id(category, name)
-                    .map_err(|e| crate::probe::tracepoint_error(e, &fs, category, name))?;
-                plain(EventKind::Tracepoint(id), Role::Other)
-            }
-        }
+        Source::Pmu { pmu, terms } => vec![pmu_event(spec, pmus, pmu, terms)?],
+        Source::Tracepoint { category, name } => tracepoints(spec, &fs()?, category, name)?,
         Source::Probe(probe) => resolve_probe(spec, probe, fs, legacy, index)?,
     })
+}
+
+/// perf stat's role of a generic hardware event (what its shadow metrics read it as).
+fn hardware_role(hw: Hardware) -> Role {
+    match hw {
+        Hardware::CpuCycles => Role::Cycles,
+        Hardware::Instructions => Role::Instructions,
+        Hardware::BranchInstructions => Role::Branches,
+        Hardware::BranchMisses => Role::BranchMisses,
+        Hardware::CacheReferences => Role::CacheReferences,
+        Hardware::CacheMisses => Role::CacheMisses,
+        Hardware::StalledCyclesFrontend => Role::StalledFrontend,
+        Hardware::StalledCyclesBackend => Role::StalledBackend,
+        _ => Role::Other,
+    }
+}
+
+/// `pmu/terms/`: the PMU by name (with a did-you-mean), its terms encoded.
+fn pmu_event(
+    spec: &EventSpec,
+    pmus: &Pmus,
+    pmu: &str,
+    terms: &[plan::stat::PmuTerm],
+) -> Result<Resolved, Error> {
+    let found = pmus.get(pmu)?.ok_or_else(|| {
+        let names = pmus.names();
+        let similar = plan::similar(pmu, names.iter().map(String::as_str), 3);
+        let mut hints = vec![format!("PMUs here: {}", names.join(", "))];
+        if let Some(best) = similar.first() {
+            hints.insert(0, format!("did you mean '{best}'?"));
+        }
+        Error::usage(format!("no PMU '{pmu}' in event '{}'", spec.name), hints)
+    })?;
+    let (words, unit, scale) = encode_pmu(pmus, &found, terms, &spec.name)?;
+    Ok((
+        spec.name.clone(),
+        EventKind::Pmu {
+            pmu_type: found.type_,
+            config: words[0],
+            config1: words[1],
+            config2: words[2],
+        },
+        Role::Other,
+        unit,
+        scale,
+    ))
+}
+
+/// A tracepoint by name, or every one a glob matches in the kernel's directory order (as
+/// perf prints them).
+fn tracepoints(
+    spec: &EventSpec,
+    fs: &Tracefs,
+    category: &str,
+    name: &str,
+) -> Result<Vec<Resolved>, Error> {
+    let glob = |s: &str| s.contains(['*', '?']);
+    if !glob(category) && !glob(name) {
+        // The same did-you-mean as `tracer probe`.
+        let id = fs
+            .tracepoint_id(category, name)
+            .map_err(|e| crate::probe::tracepoint_error(e, fs, category, name))?;
+        return Ok(vec![(
+            spec.name.clone(),
+            EventKind::Tracepoint(id),
+            Role::Other,
+            String::new(),
+            1.0,
+        )]);
+    }
+    let matches: Vec<(String, String)> = fs
+        .tracepoints_in_directory_order()
+        .into_iter()
+        .filter(|(c, n)| plan::glob_match(category, c) && plan::glob_match(name, n))
+        .collect();
+    if matches.is_empty() {
+        return Err(Error::usage(
+            format!("'{category}:{name}' matches no tracepoint"),
+            vec![format!("list them with `tracer list '{category}:*'`")],
+        ));
+    }
+    let mut out = Vec::new();
+    for (c, n) in matches {
+        let id = fs.tracepoint_id(&c, &n)?;
+        out.push((
+            format!("{c}:{n}"),
+            EventKind::Tracepoint(id),
+            Role::Other,
+            String::new(),
+            1.0,
+        ));
+    }
+    Ok(out)
 }
 
 /// Encodes `pmu/terms/`: format fields, `config*` words directly, and event aliases from

@@ -611,10 +611,20 @@ pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseEr
         sample_id = parse_sample_id(&body[split..], layout.sample_type, header.type_)?;
         body = &body[..split];
     }
+    let record = record(&header, body, layout)?;
+    Ok(Parsed {
+        header,
+        record,
+        sample_id,
+    })
+}
+
+/// A record's body (without its `sample_id` trailer) as the record its type says.
+fn record<'a>(header: &Header, body: &'a [u8], layout: &Layout) -> Result<Record<'a>, ParseError> {
     let mut c = Cursor::new(body, header.type_);
     let bit13 = header.misc & misc::BIT13 != 0;
     let bit14 = header.misc & misc::BIT14 != 0;
-    let record = match header.type_ {
+    Ok(match header.type_ {
         kind::SAMPLE => Record::Sample(Box::new(parse_sample(&mut c, layout)?)),
         kind::MMAP => Record::Mmap {
             pid: c.u32()?,
@@ -624,32 +634,7 @@ pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseEr
             pgoff: c.u64()?,
             filename: c.cstr_rest(),
         },
-        kind::MMAP2 => {
-            let (pid, tid, addr, len, pgoff) = (c.u32()?, c.u32()?, c.u64()?, c.u64()?, c.u64()?);
-            let file = if bit14 {
-                let id = c.take(24)?;
-                let n = (id[0] as usize).min(20);
-                Mmap2File::BuildId(&id[4..4 + n])
-            } else {
-                Mmap2File::Inode {
-                    maj: c.u32()?,
-                    min: c.u32()?,
-                    ino: c.u64()?,
-                    ino_generation: c.u64()?,
-                }
-            };
-            Record::Mmap2 {
-                pid,
-                tid,
-                addr,
-                len,
-                pgoff,
-                file,
-                prot: c.u32()?,
-                flags: c.u32()?,
-                filename: c.cstr_rest(),
-            }
-        }
+        kind::MMAP2 => mmap2(&mut c, bit14)?,
         kind::LOST => Record::Lost {
             id: c.u64()?,
             lost: c.u64()?,
@@ -669,28 +654,12 @@ pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseEr
                 ptid: c.u32()?,
                 time: c.u64()?,
             };
-            if header.type_ == kind::EXIT {
-                Record::Exit(task)
-            } else {
-                Record::Fork(task)
+            match header.type_ {
+                kind::EXIT => Record::Exit(task),
+                _ => Record::Fork(task),
             }
         }
-        kind::THROTTLE | kind::UNTHROTTLE => {
-            let (time, id, stream_id) = (c.u64()?, c.u64()?, c.u64()?);
-            if header.type_ == kind::THROTTLE {
-                Record::Throttle {
-                    time,
-                    id,
-                    stream_id,
-                }
-            } else {
-                Record::Unthrottle {
-                    time,
-                    id,
-                    stream_id,
-                }
-            }
-        }
+        kind::THROTTLE | kind::UNTHROTTLE => throttle(&mut c, header.type_ == kind::THROTTLE)?,
         kind::READ => Record::Read {
             pid: c.u32()?,
             tid: c.u32()?,
@@ -715,15 +684,7 @@ pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseEr
             out: bit13,
             preempt: bit14,
         },
-        kind::NAMESPACES => {
-            let (pid, tid, nr) = (c.u32()?, c.u32()?, c.u64()?);
-            let words = c.u64s(nr.checked_mul(2).ok_or_else(|| c.truncated())?)?;
-            Record::Namespaces {
-                pid,
-                tid,
-                namespaces: words.chunks_exact(2).map(|w| (w[0], w[1])).collect(),
-            }
-        }
+        kind::NAMESPACES => namespaces(&mut c)?,
         kind::KSYMBOL => Record::Ksymbol {
             addr: c.u64()?,
             len: c.u32()?,
@@ -751,11 +712,62 @@ pub fn parse<'a>(bytes: &'a [u8], layout: &Layout) -> Result<Parsed<'a>, ParseEr
         }
         kind::AUX_OUTPUT_HW_ID => Record::AuxOutputHwId { hw_id: c.u64()? },
         type_ => Record::Unknown { type_, body },
+    })
+}
+
+/// `PERF_RECORD_MMAP2`: with `build_id` (misc bit 14) the file's build id, else its inode.
+fn mmap2<'a>(c: &mut Cursor<'a>, build_id: bool) -> Result<Record<'a>, ParseError> {
+    let (pid, tid, addr, len, pgoff) = (c.u32()?, c.u32()?, c.u64()?, c.u64()?, c.u64()?);
+    let file = if build_id {
+        let id = c.take(24)?;
+        let n = (id[0] as usize).min(20);
+        Mmap2File::BuildId(&id[4..4 + n])
+    } else {
+        Mmap2File::Inode {
+            maj: c.u32()?,
+            min: c.u32()?,
+            ino: c.u64()?,
+            ino_generation: c.u64()?,
+        }
     };
-    Ok(Parsed {
-        header,
-        record,
-        sample_id,
+    Ok(Record::Mmap2 {
+        pid,
+        tid,
+        addr,
+        len,
+        pgoff,
+        file,
+        prot: c.u32()?,
+        flags: c.u32()?,
+        filename: c.cstr_rest(),
+    })
+}
+
+/// `PERF_RECORD_THROTTLE` (`throttled`) or `_UNTHROTTLE`.
+fn throttle<'a>(c: &mut Cursor<'a>, throttled: bool) -> Result<Record<'a>, ParseError> {
+    let (time, id, stream_id) = (c.u64()?, c.u64()?, c.u64()?);
+    Ok(match throttled {
+        true => Record::Throttle {
+            time,
+            id,
+            stream_id,
+        },
+        false => Record::Unthrottle {
+            time,
+            id,
+            stream_id,
+        },
+    })
+}
+
+/// `PERF_RECORD_NAMESPACES`: `nr` (dev, inode) pairs.
+fn namespaces<'a>(c: &mut Cursor<'a>) -> Result<Record<'a>, ParseError> {
+    let (pid, tid, nr) = (c.u32()?, c.u32()?, c.u64()?);
+    let words = c.u64s(nr.checked_mul(2).ok_or_else(|| c.truncated())?)?;
+    Ok(Record::Namespaces {
+        pid,
+        tid,
+        namespaces: words.chunks_exact(2).map(|w| (w[0], w[1])).collect(),
     })
 }
 

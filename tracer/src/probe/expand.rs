@@ -111,12 +111,7 @@ pub fn expand(specs: &[ProbeSpec], fs: &Tracefs) -> Result<Vec<ProbeSpec>, Error
                 vec!["list what exists with `tracer list PATTERN`".into()],
             ));
         }
-        let cap = match spec.target {
-            Target::Tracepoint { .. } => plan::MAX_TRACEPOINTS,
-            Target::Kernel { .. } | Target::KernelAddr(_) | Target::User { .. } => {
-                plan::MAX_PROBES_PER_KIND
-            }
-        };
+        let cap = cap(&spec.target);
         if expanded.len() > cap {
             return Err(Error::usage(
                 format!("'{spec}' matches {} probes; at most {cap} of one kind can be attached in one run", expanded.len()),
@@ -226,4 +221,14 @@ pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
         .iter()
         .map(|s| format!("syscalls:sys_enter_{s}"))
         .collect()
+}
+
+/// The most probes one glob of this kind may expand to.
+fn cap(target: &Target) -> usize {
+    match target {
+        Target::Tracepoint { .. } => plan::MAX_TRACEPOINTS,
+        Target::Kernel { .. } | Target::KernelAddr(_) | Target::User { .. } => {
+            plan::MAX_PROBES_PER_KIND
+        }
+    }
 }

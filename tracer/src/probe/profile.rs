@@ -366,7 +366,6 @@ impl Unwound {
     /// Reads the samples waiting in the rings and unwinds their user stacks now, while their
     /// processes run (their files are read through /proc/PID/map_files when replaced).
     pub fn drain(&mut self, symbolizer: &mut Symbolizer) {
-        use crate::kernel::unwind::{End, Sampled as Regs};
         use perf::record::{self as rec, Record};
         let own = std::process::id();
         let Unwound {
@@ -451,30 +450,7 @@ impl Unwound {
                 let kernel = (sample.callchain.as_deref())
                     .map(|chain| rec::callchain::split(chain).0)
                     .unwrap_or_default();
-                let user = match sample.regs_user.as_ref() {
-                    // ABI 0: a kernel thread, which has no user registers.
-                    Some(regs) if regs.abi != 0 && regs.regs.len() == 3 => {
-                        let regs = Regs {
-                            bp: regs.regs[0],
-                            sp: regs.regs[1],
-                            ip: regs.regs[2],
-                            stack: sample.stack_user.unwrap_or_default(),
-                        };
-                        let (ips, end) = symbolizer.unwind(pid, &regs);
-                        match end {
-                            End::Root => ends.whole += 1,
-                            End::CopyEnded => ends.copy_ended += 1,
-                            End::NoCfi => ends.no_cfi += 1,
-                            End::Astray => ends.astray += 1,
-                            End::Depth => ends.depth += 1,
-                        }
-                        ips
-                    }
-                    _ => {
-                        ends.no_user += 1;
-                        Vec::new()
-                    }
-                };
+                let user = user_stack(symbolizer, pid, &sample, ends);
                 let key = UnwoundKey {
                     pid,
                     comm: comm_of(comms, pid, tid),
@@ -1061,6 +1037,36 @@ fn merged(entries: Vec<Entry>) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// A sample's user stack unwound from its registers and stack copy (none for a kernel
+/// thread, ABI 0), with how its walk ended counted in `ends`.
+fn user_stack(
+    symbolizer: &mut Symbolizer,
+    pid: u32,
+    sample: &perf::record::Sample<'_>,
+    ends: &mut crate::output::profile::Unwound,
+) -> Vec<u64> {
+    use crate::kernel::unwind::{End, Sampled as Regs};
+    let Some(regs) = (sample.regs_user.as_ref()).filter(|r| r.abi != 0 && r.regs.len() == 3) else {
+        ends.no_user += 1;
+        return Vec::new();
+    };
+    let regs = Regs {
+        bp: regs.regs[0],
+        sp: regs.regs[1],
+        ip: regs.regs[2],
+        stack: sample.stack_user.unwrap_or_default(),
+    };
+    let (ips, end) = symbolizer.unwind(pid, &regs);
+    match end {
+        End::Root => ends.whole += 1,
+        End::CopyEnded => ends.copy_ended += 1,
+        End::NoCfi => ends.no_cfi += 1,
+        End::Astray => ends.astray += 1,
+        End::Depth => ends.depth += 1,
+    }
+    ips
 }
 
 #[cfg(test)]

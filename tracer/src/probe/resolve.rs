@@ -91,106 +91,127 @@ pub fn event_kind(
             Ok(plain(EventKind::Tracepoint(format.id), Some(format)))
         }
         Target::Kernel { .. } | Target::KernelAddr(_) => {
-            if interface.is_none() {
-                *interface = Some(kernel_interface(spec, fs, choice)?);
-            }
-            match (interface.as_ref().expect("set above"), &spec.target) {
-                (
-                    KernelInterface::Pmu {
-                        type_,
-                        retprobe_bit: bit,
-                    },
-                    target,
-                ) => {
-                    let (target, function) = match target {
-                        Target::Kernel {
-                            function, offset, ..
-                        } => {
-                            let name = CString::new(function.as_str())
-                                .map_err(|_| Error::usage("NUL in function name", Vec::new()))?;
-                            (
-                                KprobeTarget::Symbol {
-                                    name,
-                                    offset: *offset,
-                                },
-                                Some(function.clone()),
-                            )
-                        }
-                        Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
-                        Target::User { .. } | Target::Tracepoint { .. } => {
-                            unreachable!("inside the arm of kernel targets")
-                        }
-                    };
-                    let kind = EventKind::Kprobe {
-                        pmu_type: *type_,
-                        target,
-                        retprobe_bit: retprobe_bit("kprobe", *bit, spec.ret)?,
-                    };
-                    Ok(ProbeEvent {
-                        kind,
-                        legacy: None,
-                        format: None,
-                        kernel_function: function,
-                        usdt: None,
-                    })
-                }
-                (
-                    KernelInterface::Tracefs,
-                    Target::Kernel {
-                        function, offset, ..
-                    },
-                ) => {
-                    LegacyKprobe::remove_stale(fs);
-                    let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
-                        .map_err(|e| unknown_function(e.into(), fs, function))?;
-                    Ok(ProbeEvent {
-                        kind: EventKind::Tracepoint(legacy.id),
-                        legacy: Some(legacy),
-                        format: None,
-                        kernel_function: Some(function.clone()),
-                        usdt: None,
-                    })
-                }
-                (KernelInterface::Tracefs, _) => Err(Error::usage(
-                    "kprobes by address need the kprobe PMU",
-                    vec!["give a function name instead".into()],
-                )),
-            }
+            kernel_event(fs, spec, interface, choice, index)
         }
-        Target::User { file, at } => {
-            let usdt = super::usdt::of_spec(spec).transpose()?;
-            let (path, offset, semaphore) = match &usdt {
-                Some(site) => (site.path.clone(), site.offset, site.semaphore),
-                None => {
-                    let (path, offset) = uprobe_location(file, at)?;
-                    (path, offset, None)
+        Target::User { file, at } => user_event(spec, file, at),
+    }
+}
+
+/// A kernel function or address: through the kprobe PMU, or a `kprobe_events` entry where
+/// the kernel has no PMU (the interface is found at the first one and kept).
+fn kernel_event(
+    fs: &Tracefs,
+    spec: &ProbeSpec,
+    interface: &mut Option<KernelInterface>,
+    choice: Option<KprobeInterface>,
+    index: usize,
+) -> Result<ProbeEvent, Error> {
+    if interface.is_none() {
+        *interface = Some(kernel_interface(spec, fs, choice)?);
+    }
+    match (interface.as_ref().expect("set above"), &spec.target) {
+        (
+            KernelInterface::Pmu {
+                type_,
+                retprobe_bit: bit,
+            },
+            target,
+        ) => {
+            let (target, function) = match target {
+                Target::Kernel {
+                    function, offset, ..
+                } => {
+                    let name = CString::new(function.as_str())
+                        .map_err(|_| Error::usage("NUL in function name", Vec::new()))?;
+                    (
+                        KprobeTarget::Symbol {
+                            name,
+                            offset: *offset,
+                        },
+                        Some(function.clone()),
+                    )
+                }
+                Target::KernelAddr(addr) => (KprobeTarget::Address(*addr), None),
+                Target::User { .. } | Target::Tracepoint { .. } => {
+                    unreachable!("inside the arm of kernel targets")
                 }
             };
-            let pmu = perf::pmu::Pmus::default()
-                .get("uprobe")?
-                .ok_or_else(|| Error::Runtime {
-                    message: format!("cannot probe {spec}: this kernel has no uprobe PMU"),
-                    hints: vec![
-                        "the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into(),
-                    ],
-                })?;
-            let kind = EventKind::Uprobe {
-                pmu_type: pmu.type_,
-                path: CString::new(path.as_os_str().as_encoded_bytes())
-                    .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
-                offset,
-                retprobe_bit: retprobe_bit("uprobe", pmu.flag_bit("retprobe"), spec.ret)?,
-                ref_ctr: match semaphore {
-                    Some(at) => semaphore_bits(&pmu, spec, at)?,
-                    None => 0,
-                },
+            let kind = EventKind::Kprobe {
+                pmu_type: *type_,
+                target,
+                retprobe_bit: retprobe_bit("kprobe", *bit, spec.ret)?,
             };
             Ok(ProbeEvent {
-                usdt,
-                ..plain(kind, None)
+                kind,
+                legacy: None,
+                format: None,
+                kernel_function: function,
+                usdt: None,
             })
         }
+        (
+            KernelInterface::Tracefs,
+            Target::Kernel {
+                function, offset, ..
+            },
+        ) => {
+            LegacyKprobe::remove_stale(fs);
+            let legacy = LegacyKprobe::create(fs, function, *offset, spec.ret, index)
+                .map_err(|e| unknown_function(e.into(), fs, function))?;
+            Ok(ProbeEvent {
+                kind: EventKind::Tracepoint(legacy.id),
+                legacy: Some(legacy),
+                format: None,
+                kernel_function: Some(function.clone()),
+                usdt: None,
+            })
+        }
+        (KernelInterface::Tracefs, _) => Err(Error::usage(
+            "kprobes by address need the kprobe PMU",
+            vec!["give a function name instead".into()],
+        )),
     }
+}
+
+/// A user function, address or USDT probe: through the uprobe PMU, with a USDT probe's
+/// semaphore raised while it is armed.
+fn user_event(spec: &ProbeSpec, file: &str, at: &UserAt) -> Result<ProbeEvent, Error> {
+    let plain = |kind, format| ProbeEvent {
+        kind,
+        legacy: None,
+        format,
+        kernel_function: None,
+        usdt: None,
+    };
+    let usdt = super::usdt::of_spec(spec).transpose()?;
+    let (path, offset, semaphore) = match &usdt {
+        Some(site) => (site.path.clone(), site.offset, site.semaphore),
+        None => {
+            let (path, offset) = uprobe_location(file, at)?;
+            (path, offset, None)
+        }
+    };
+    let pmu = perf::pmu::Pmus::default()
+        .get("uprobe")?
+        .ok_or_else(|| Error::Runtime {
+            message: format!("cannot probe {spec}: this kernel has no uprobe PMU"),
+            hints: vec!["the kernel needs CONFIG_UPROBE_EVENTS; see `tracer features`".into()],
+        })?;
+    let kind = EventKind::Uprobe {
+        pmu_type: pmu.type_,
+        path: CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::usage("NUL in path", Vec::new()))?,
+        offset,
+        retprobe_bit: retprobe_bit("uprobe", pmu.flag_bit("retprobe"), spec.ret)?,
+        ref_ctr: match semaphore {
+            Some(at) => semaphore_bits(&pmu, spec, at)?,
+            None => 0,
+        },
+    };
+    Ok(ProbeEvent {
+        usdt,
+        ..plain(kind, None)
+    })
 }
 
 /// The uprobe PMU's `config` bits that have the kernel raise a USDT probe's semaphore while

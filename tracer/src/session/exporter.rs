@@ -198,17 +198,6 @@ async fn respond<E: Exporter>(
     exporter: &RefCell<E>,
     profiling: &Profiling,
 ) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, content_type: &str, body: Vec<u8>| {
-        let mut response = Response::new(Full::new(Bytes::from(body)));
-        *response.status_mut() = status;
-        if let Ok(value) = content_type.parse() {
-            response
-                .headers_mut()
-                .insert(hyper::header::CONTENT_TYPE, value);
-        }
-        response
-    };
-    const TEXT: &str = "text/plain; charset=utf-8";
     let path = request.uri().path();
     if !matches!(*request.method(), Method::GET | Method::HEAD)
         || (path == PROFILE_PATH && request.method() != Method::GET)
@@ -219,82 +208,8 @@ async fn respond<E: Exporter>(
             format!("GET /metrics, {PROFILE_PATH} or /\n").into(),
         );
     }
-    let failed = |status, e: &Error| {
-        let mut text = format!("error: {}\n", crate::describe(e));
-        for hint in e.hints() {
-            text.push_str(&format!("hint: {hint}\n"));
-        }
-        reply(status, TEXT, text.into())
-    };
     match path {
-        PROFILE_PATH => {
-            // A bad query is refused whether or not a profile is being taken.
-            let job = match exporter.borrow_mut().profile(request.uri().query()) {
-                Ok(Some(job)) => job,
-                Ok(None) => {
-                    return reply(
-                        StatusCode::NOT_FOUND,
-                        TEXT,
-                        "not found: profiles are served only with tracer serve --pprof\n".into(),
-                    )
-                }
-                Err(e) => return failed(StatusCode::BAD_REQUEST, &e),
-            };
-            {
-                let mut running = profiling.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(end) = *running {
-                    let left = end.saturating_duration_since(Instant::now()).as_secs() + 1;
-                    let mut busy = reply(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        TEXT,
-                        format!("a profile is being taken: one at a time; retry in {left} s\n")
-                            .into(),
-                    );
-                    busy.headers_mut()
-                        .insert(hyper::header::RETRY_AFTER, left.into());
-                    return busy;
-                }
-                *running = Some(Instant::now() + Duration::from_secs(job.seconds));
-            }
-            // The profile ends on its thread, whether or not its client waits for it.
-            let (sender, receiver) = tokio::sync::oneshot::channel();
-            let running = Arc::clone(profiling);
-            let spawned = std::thread::Builder::new()
-                .name("profile".into())
-                .spawn(move || {
-                    let result = (job.run)();
-                    *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                    let _ = sender.send(result);
-                });
-            if let Err(e) = spawned {
-                *profiling.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                let e = Error::Runtime {
-                    message: format!("cannot start the profile's thread: {e}"),
-                    hints: Vec::new(),
-                };
-                return failed(StatusCode::INTERNAL_SERVER_ERROR, &e);
-            }
-            match receiver.await {
-                Ok(Ok(profile)) => {
-                    let mut response = reply(StatusCode::OK, "application/octet-stream", profile);
-                    response.headers_mut().insert(
-                        hyper::header::CONTENT_DISPOSITION,
-                        hyper::header::HeaderValue::from_static("attachment; filename=\"profile\""),
-                    );
-                    response
-                }
-                Ok(Err(e)) => failed(StatusCode::INTERNAL_SERVER_ERROR, &e),
-                Err(_) => {
-                    // The thread panicked: its lock is released by `into_inner` above.
-                    *profiling.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                    let e = Error::Runtime {
-                        message: "the profile's thread ended without a profile".into(),
-                        hints: Vec::new(),
-                    };
-                    failed(StatusCode::INTERNAL_SERVER_ERROR, &e)
-                }
-            }
-        }
+        PROFILE_PATH => profile(request, exporter, profiling).await,
         "/metrics" => {
             let accept =
                 (request.headers().get(hyper::header::ACCEPT)).and_then(|a| a.to_str().ok());
@@ -318,5 +233,102 @@ async fn respond<E: Exporter>(
             TEXT,
             format!("not found: tracer serve has /metrics, {PROFILE_PATH} and /\n").into(),
         ),
+    }
+}
+
+/// The content type of tracer's own texts (errors, refusals).
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// A response of `status` with `body` as `content_type`.
+fn reply(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    if let Ok(value) = content_type.parse() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+/// An error as tracer words it on the command line, `error:` then its `hint:` lines.
+fn failed(status: StatusCode, e: &Error) -> Response<Full<Bytes>> {
+    let mut text = format!("error: {}\n", crate::describe(e));
+    for hint in e.hints() {
+        text.push_str(&format!("hint: {hint}\n"));
+    }
+    reply(status, TEXT, text.into())
+}
+
+/// `GET /debug/pprof/profile`: one profile at a time, taken on a thread of its own (it ends
+/// whether or not its client waits); a second request meanwhile is told when to retry.
+async fn profile<E: Exporter>(
+    request: &Request<Incoming>,
+    exporter: &RefCell<E>,
+    profiling: &Profiling,
+) -> Response<Full<Bytes>> {
+    // A bad query is refused whether or not a profile is being taken.
+    let job = match exporter.borrow_mut().profile(request.uri().query()) {
+        Ok(Some(job)) => job,
+        Ok(None) => {
+            return reply(
+                StatusCode::NOT_FOUND,
+                TEXT,
+                "not found: profiles are served only with tracer serve --pprof\n".into(),
+            )
+        }
+        Err(e) => return failed(StatusCode::BAD_REQUEST, &e),
+    };
+    {
+        let mut running = profiling.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(end) = *running {
+            let left = end.saturating_duration_since(Instant::now()).as_secs() + 1;
+            let mut busy = reply(
+                StatusCode::TOO_MANY_REQUESTS,
+                TEXT,
+                format!("a profile is being taken: one at a time; retry in {left} s\n").into(),
+            );
+            busy.headers_mut()
+                .insert(hyper::header::RETRY_AFTER, left.into());
+            return busy;
+        }
+        *running = Some(Instant::now() + Duration::from_secs(job.seconds));
+    }
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let running = Arc::clone(profiling);
+    let spawned = std::thread::Builder::new()
+        .name("profile".into())
+        .spawn(move || {
+            let result = (job.run)();
+            *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            let _ = sender.send(result);
+        });
+    if let Err(e) = spawned {
+        *profiling.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let e = Error::Runtime {
+            message: format!("cannot start the profile's thread: {e}"),
+            hints: Vec::new(),
+        };
+        return failed(StatusCode::INTERNAL_SERVER_ERROR, &e);
+    }
+    match receiver.await {
+        Ok(Ok(profile)) => {
+            let mut response = reply(StatusCode::OK, "application/octet-stream", profile);
+            response.headers_mut().insert(
+                hyper::header::CONTENT_DISPOSITION,
+                hyper::header::HeaderValue::from_static("attachment; filename=\"profile\""),
+            );
+            response
+        }
+        Ok(Err(e)) => failed(StatusCode::INTERNAL_SERVER_ERROR, &e),
+        Err(_) => {
+            // The thread panicked: its lock is released by `into_inner` above.
+            *profiling.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            let e = Error::Runtime {
+                message: "the profile's thread ended without a profile".into(),
+                hints: Vec::new(),
+            };
+            failed(StatusCode::INTERNAL_SERVER_ERROR, &e)
+        }
     }
 }
