@@ -19,11 +19,41 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The code of a file without its `#[cfg(test)]` module and comments: tests may reach
 /// anywhere, and comments may name any path.
 fn product_code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let text = without_test_items(text);
     text.lines()
         .map(|l| l.split("//").next().unwrap_or_default())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `text` without its `#[cfg(test)]` items: each from the attribute to the brace that closes
+/// the item's block (code after a test module is product code too).
+fn without_test_items(text: &str) -> String {
+    let mut kept = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        kept.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let Some(open) = item.find('{') else {
+            return kept;
+        };
+        let mut depth = 0;
+        let mut end = item.len();
+        for (i, c) in item[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => continue,
+            }
+            if depth == 0 {
+                end = open + i + 1;
+                break;
+            }
+        }
+        rest = &item[end..];
+    }
+    kept.push_str(rest);
+    kept
 }
 
 /// The `crate::NAME` paths a piece of code names.
@@ -181,6 +211,10 @@ fn the_circle_finder_finds_a_circle() {
         Some("a -> b -> c -> a".to_string())
     );
     assert_eq!(circle(&graph, "d"), None);
+    assert_eq!(
+        without_test_items("a\n#[cfg(test)]\nmod tests {\n    fn t() { x() }\n}\nb\n"),
+        "a\n\nb\n"
+    );
     assert_eq!(
         crate_paths("use crate::{perf, kernel::x}; crate::plan::y"),
         ["kernel", "perf", "plan"]
@@ -523,5 +557,31 @@ fn no_function_is_over_120_lines() {
     assert_eq!(
         long_functions(&[("a.rs".into(), sample)], 4),
         ["a.rs:3 long (5 lines)"]
+    );
+}
+
+/// The product files over `max` lines before their tests (`#[cfg(test)]`), as `path (lines)`.
+fn long_files(files: &[(String, String)], max: usize) -> Vec<String> {
+    (files.iter())
+        .filter(|(path, _)| !path.ends_with("tests.rs"))
+        .filter_map(|(path, text)| {
+            let lines = (text.lines())
+                .take_while(|l| !l.starts_with("#[cfg(test)]"))
+                .count();
+            (lines > max).then(|| format!("{path} ({lines} lines)"))
+        })
+        .collect()
+}
+
+/// No file of tracer/src or tracer-ebpf/src is over 900 lines before its tests
+/// (CONTRIBUTING.md, "Small pieces").
+#[test]
+fn no_file_is_over_900_lines() {
+    let long = long_files(&product_files(), 900);
+    assert!(long.is_empty(), "files over 900 lines: {long:#?}");
+    let sample = format!("{}#[cfg(test)]\n{}", "x\n".repeat(3), "y\n".repeat(9));
+    assert_eq!(
+        long_files(&[("a.rs".into(), sample)], 2),
+        ["a.rs (3 lines)"]
     );
 }

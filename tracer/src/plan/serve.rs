@@ -14,9 +14,7 @@ use super::latency::LatencyPlan;
 use super::{aggregation, linear, parse_spec, Aggregation, KeyPart, ProbeSpec, ValueOp};
 use crate::Error;
 
-/// `--listen`'s default: loopback, the port after node_exporter's neighbours (9435 is free in
-/// Prometheus's default port allocations list).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9435";
+pub use crate::cli::DEFAULT_LISTEN;
 /// Label sets one metric exports at most, unless its table or the file says otherwise.
 pub const DEFAULT_MAX_SERIES: usize = 10_000;
 /// How long a label set that stopped counting (an exited process) stays exported.

@@ -1,0 +1,285 @@
+//! The mappings of processes that come and go during a profile, from the kernel's mmap, comm,
+//! fork and exit records, lent to the symbolizer.
+
+use crate::kernel::symbols::{self, Mapping};
+use crate::perf::{self, EventKind, Options, Scope, Software};
+use crate::stacks::Symbolizer;
+use crate::Error;
+
+/// The mappings of the processes profiled, from the kernel's `PERF_RECORD_MMAP2`, `COMM` (exec)
+/// and `FORK` records on a dummy event per CPU: a process that lives for milliseconds, and is
+/// gone before `/proc/PID/maps` could be read, still has its frames named (perf's way).
+pub struct MapsTracker {
+    rings: Vec<perf::Ring>,
+    maps: hashbrown::HashMap<u32, Vec<Mapping>>,
+    /// Processes whose exit was seen since the last [`MapsTracker::prune`].
+    exited: Vec<u32>,
+    /// Processes that exec'd during the run: their mappings since are all in `maps`, and
+    /// better than what /proc said before the exec.
+    execed: hashbrown::HashSet<u32>,
+    /// Processes whose mappings changed since the last [`MapsTracker::lend_to`].
+    changed: hashbrown::HashSet<u32>,
+    /// Processes lent to the symbolizer by [`MapsTracker::lend_to`] and not taken back.
+    lent: hashbrown::HashSet<u32>,
+    /// Records lost when a ring was full, and records that did not parse.
+    pub lost: u64,
+    pub malformed: u64,
+}
+
+impl MapsTracker {
+    /// One dummy event and 256 KiB ring per online CPU, every task's records (`task`: only
+    /// that task and, with `inherit`, what it starts). Nothing wakes tracer for them: the
+    /// rings are drained every 100 ms.
+    pub fn open(task: Option<u32>) -> Result<MapsTracker, Error> {
+        use perf::attr::flag;
+        let mut rings = Vec::new();
+        for cpu in perf::cpus::online()? {
+            let (scope, inherit) = match task {
+                Some(pid) => (
+                    Scope::Task {
+                        pid,
+                        cpu: Some(cpu),
+                    },
+                    flag::INHERIT,
+                ),
+                None => (Scope::Cpu(cpu), 0),
+            };
+            let options = |build_id: u64| Options {
+                // MMAP_DATA too: an ELF file's offset-0 mapping, which places its symbols, is
+                // not executable with separate code segments.
+                flags: flag::MMAP
+                    | flag::MMAP2
+                    | flag::MMAP_DATA
+                    | flag::COMM
+                    | flag::TASK
+                    | flag::SAMPLE_ID_ALL
+                    | build_id
+                    | inherit,
+                // Timestamps, to apply the records of all CPUs in the order they happened.
+                sample_type: perf::attr::sample::TIME,
+                ..Options::default()
+            };
+            let open = |build_id: u64| {
+                perf::Event::open(
+                    format!("mappings on CPU {cpu}"),
+                    &EventKind::Software(Software::Dummy),
+                    &options(build_id),
+                    &scope,
+                )
+            };
+            // Build-ids in the mmap records (5.12+) where the kernel has them: they tell the
+            // mapped file apart where its device does not match `stat`'s (overlayfs, as in
+            // containers) once the process is gone. Older kernels refuse the bit.
+            let event = match open(flag::BUILD_ID) {
+                Ok(event) => event,
+                Err(_) => open(0)?,
+            };
+            rings.push(perf::Ring::new(event, 64)?);
+        }
+        Ok(MapsTracker {
+            rings,
+            maps: hashbrown::HashMap::new(),
+            exited: Vec::new(),
+            execed: hashbrown::HashSet::new(),
+            changed: hashbrown::HashSet::new(),
+            lent: hashbrown::HashSet::new(),
+            lost: 0,
+            malformed: 0,
+        })
+    }
+
+    /// Reads the records waiting in the rings, in time order: each CPU has its own ring, and
+    /// a process that moved between CPUs while it exec'd wrote its exec on one and the
+    /// mappings of its new program on another.
+    pub fn drain(&mut self) {
+        use perf::record::{self as rec, Mmap2File, Record};
+        let layout = rec::Layout {
+            sample_type: perf::attr::sample::TIME,
+            sample_id_all: true,
+            ..rec::Layout::default()
+        };
+        let mut changes: Vec<(u64, Change)> = Vec::new();
+        let (lost, malformed) = (&mut self.lost, &mut self.malformed);
+        for ring in &mut self.rings {
+            let stats = ring.drain(|bytes| {
+                let Ok(parsed) = rec::parse(bytes, &layout) else {
+                    *malformed += 1;
+                    return;
+                };
+                let time = parsed.sample_id.time.unwrap_or(0);
+                let change = match parsed.record {
+                    Record::Mmap2 {
+                        pid,
+                        addr,
+                        len,
+                        pgoff,
+                        file,
+                        prot,
+                        filename,
+                        ..
+                    } => {
+                        let (dev, inode, build_id) = match file {
+                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino, None),
+                            Mmap2File::BuildId(id) => ((0, 0), 0, Some(symbols::hex(id))),
+                        };
+                        let name = filename.split(|&b| b == 0).next().unwrap_or_default();
+                        let path = std::str::from_utf8(name)
+                            .map_or(name.first() == Some(&b'/'), symbols::kept_path)
+                            .then(|| {
+                                use std::os::unix::ffi::OsStrExt;
+                                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
+                            });
+                        let flag = |bit: i32, c: char| if prot & bit as u32 != 0 { c } else { '-' };
+                        let perms = format!(
+                            "{}{}{}p",
+                            flag(libc::PROT_READ, 'r'),
+                            flag(libc::PROT_WRITE, 'w'),
+                            flag(libc::PROT_EXEC, 'x')
+                        );
+                        Change::Mapped(
+                            pid,
+                            Mapping {
+                                start: addr,
+                                end: addr.saturating_add(len),
+                                offset: pgoff,
+                                perms,
+                                dev,
+                                inode,
+                                build_id,
+                                path,
+                            },
+                        )
+                    }
+                    // An exec replaces the process's mappings (perf_event_open(2): misc
+                    // PERF_RECORD_MISC_COMM_EXEC).
+                    Record::Comm { pid, .. } if parsed.header.misc & rec::misc::BIT13 != 0 => {
+                        Change::Exec(pid)
+                    }
+                    // A new process starts with its parent's mappings.
+                    Record::Fork(t) if t.pid != t.ppid => Change::Fork(t.pid, t.ppid),
+                    // A process (not a thread) ended.
+                    Record::Exit(t) if t.pid == t.tid => Change::Exit(t.pid),
+                    Record::Lost { lost: n, .. } => {
+                        *lost += n;
+                        return;
+                    }
+                    _ => return,
+                };
+                changes.push((time, change));
+            });
+            if stats.corrupt {
+                *malformed += 1;
+            }
+        }
+        changes.sort_by_key(|(time, _)| *time);
+        for (_, change) in changes {
+            match change {
+                Change::Mapped(pid, mapping) => {
+                    self.maps.entry(pid).or_default().push(mapping);
+                    self.changed.insert(pid);
+                }
+                Change::Exec(pid) => {
+                    self.maps.remove(&pid);
+                    self.execed.insert(pid);
+                    self.changed.insert(pid);
+                }
+                Change::Fork(pid, parent) => {
+                    if let Some(parent) = self.maps.get(&parent).cloned() {
+                        self.maps.insert(pid, parent);
+                        self.changed.insert(pid);
+                    }
+                }
+                Change::Exit(pid) => self.exited.push(pid),
+            }
+        }
+    }
+
+    /// The mappings seen of `pid` (since tracking began, or since its exec), oldest first,
+    /// and whether it exec'd during the run (then they are all it has mapped since).
+    pub fn mappings(&self, pid: u32) -> (&[Mapping], bool) {
+        let maps = self.maps.get(&pid).map_or(&[][..], Vec::as_slice);
+        (maps, self.execed.contains(&pid))
+    }
+
+    /// Forgets the mappings of the processes that exited without a sample (`sampled` says
+    /// which had one; their samples were counted before they exited): what the run keeps then
+    /// grows with the processes profiled, not with every process the machine ran.
+    pub fn prune(&mut self, sampled: &hashbrown::HashSet<u32>) {
+        for pid in self.exited.drain(..) {
+            if !sampled.contains(&pid) {
+                self.maps.remove(&pid);
+                self.execed.remove(&pid);
+                self.changed.remove(&pid);
+            }
+        }
+    }
+
+    /// The processes whose exit the drains so far saw (each said once): for a stream, whose
+    /// events of them were all read by its next batch.
+    pub fn take_exited(&mut self) -> hashbrown::HashSet<u32> {
+        self.exited.drain(..).collect()
+    }
+
+    /// [`MapsTracker::lend`] of the processes whose mappings changed since the last call, the
+    /// tracker kept: for reports made while the run goes on (`tracer probe --count-by -s
+    /// user -I`), whose processes may be gone before /proc could be read.
+    pub fn lend_to(&mut self, symbolizer: &mut Symbolizer) {
+        self.drain();
+        for pid in std::mem::take(&mut self.changed) {
+            if let Some(maps) = self.maps.get(&pid) {
+                let mut maps = maps.clone();
+                maps.reverse();
+                symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
+                self.lent.insert(pid);
+            }
+        }
+    }
+
+    /// The processes lent since that are not in `keep` (those whose stacks a report holds):
+    /// for the symbolizer to forget, since most processes a tracker sees never hit a probe.
+    /// The tracker keeps their mappings (until [`MapsTracker::prune`]) and lends them again
+    /// at the next [`MapsTracker::lend_to`].
+    pub fn take_back(&mut self, keep: &hashbrown::HashSet<u32>) -> hashbrown::HashSet<u32> {
+        let back: hashbrown::HashSet<u32> = (self.lent.iter())
+            .filter(|pid| !keep.contains(*pid))
+            .copied()
+            .collect();
+        for pid in &back {
+            self.lent.remove(pid);
+            if self.maps.contains_key(pid) {
+                self.changed.insert(*pid);
+            }
+        }
+        back
+    }
+
+    /// Forgets `pids` (processes whose counts were printed and evicted).
+    pub fn forget(&mut self, pids: &hashbrown::HashSet<u32>) {
+        self.maps.retain(|pid, _| !pids.contains(pid));
+        self.execed.retain(|pid| !pids.contains(pid));
+        self.changed.retain(|pid| !pids.contains(pid));
+        self.lent.retain(|pid| !pids.contains(pid));
+    }
+
+    /// Hands the symbolizer the mappings seen of every process it could not read itself, and
+    /// of every process that exec'd during the run (/proc may have been read before the exec:
+    /// a child of a shell, still the shell).
+    pub fn lend(mut self, symbolizer: &mut Symbolizer) {
+        self.drain();
+        for (pid, mut maps) in self.maps {
+            // The latest mapping of an address range first: a range unmapped and mapped again
+            // holds the later file.
+            maps.reverse();
+            symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
+        }
+    }
+}
+
+/// What one side-band record says of a process's mappings.
+enum Change {
+    Mapped(u32, Mapping),
+    Exec(u32),
+    /// A new process and its parent.
+    Fork(u32, u32),
+    Exit(u32),
+}
