@@ -13,10 +13,6 @@ use crate::plan::{self, WatchTarget};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
-fn usage(message: String, hint: &str) -> Error {
-    Error::usage(message, vec![hint.to_string()])
-}
-
 /// x86 has four debug registers per CPU.
 pub const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 
@@ -150,10 +146,7 @@ fn attach_at(
         (None, _) => 8,
     };
     if kind != BreakpointType::Execute && addr % len != 0 {
-        return Err(usage(
-            format!("{name} is at {addr:#x}, which is not aligned to the watch length {len}"),
-            "x86 watchpoints must be aligned to their length: pass a smaller --len, or the aligned address",
-        ));
+        return Err(Error::usage_hints(format!("{name} is at {addr:#x}, which is not aligned to the watch length {len}"), &["x86 watchpoints must be aligned to their length: pass a smaller --len, or the aligned address"]));
     }
     let initial = match &process {
         Some(p) if !p.is_mapped(addr) => {

@@ -17,9 +17,9 @@ pub(crate) use libc_names;
 pub mod bpf;
 pub mod breakpoint;
 pub mod cli;
+pub mod closer;
 pub mod cmd;
 pub mod counter;
-pub mod detach;
 pub mod kernel;
 pub mod launch;
 pub mod output;
@@ -68,6 +68,12 @@ impl Error {
             message: message.into(),
             hints,
         }
+    }
+
+    /// [`Error::usage`] with its hints as words, the form the plans' checks write them in
+    /// (`&["add -a"]`, `&[]`): the one shorthand, where each plan had its own.
+    pub fn usage_hints(message: impl Into<String>, hints: &[&str]) -> Error {
+        Error::usage(message, hints.iter().map(|h| h.to_string()).collect())
     }
 
     /// Concrete next steps for the user.

@@ -39,6 +39,6 @@ fn main() {
     };
     // Tracepoint and probe events whose close waits for the kernel are closed by a child
     // after this process exits.
-    tracer::detach::close_after_exit(tracer::perf::detach::take());
+    tracer::closer::close_after_exit(tracer::perf::deferred::take());
     std::process::exit(code);
 }

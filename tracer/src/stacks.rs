@@ -381,7 +381,7 @@ impl Symbolizer {
     /// process's mappings are reread when the sampled ip lies outside them (a library loaded
     /// since), and its unwinder rebuilt when they changed. A process gone before its first
     /// sample was read, and not lent by the mmap records, keeps only its ip.
-    pub fn unwind(&mut self, pid: u32, sampled: &unwind::Sampled) -> (Vec<u64>, unwind::End) {
+    pub fn unwind(&mut self, pid: u32, sampled: &unwind::Sampled) -> (Vec<u64>, unwind::UnwindEnd) {
         let exited = &mut self.exited;
         let process = self.processes.entry(pid).or_insert_with(|| {
             let process = Process::new(pid).ok();
@@ -391,7 +391,7 @@ impl Symbolizer {
             process
         });
         let Some(process) = process.as_mut() else {
-            return (vec![sampled.ip], unwind::End::NoCfi);
+            return (vec![sampled.ip], unwind::UnwindEnd::NoCfi);
         };
         if !process.is_mapped(sampled.ip) {
             let _ = process.refresh();

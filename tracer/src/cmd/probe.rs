@@ -21,7 +21,7 @@ use crate::plan::{self, Aggregation, ProbePlan};
 use crate::probe::aggregate::{self, Counted};
 use crate::probe::values::Values;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
-use crate::session::{self, End, Hold, Outcome, OutputRings, Session, Sink, Transport};
+use crate::session::{self, Hold, Outcome, OutputRings, RunEnd, Session, Sink, Transport};
 use crate::stacks::Symbolizer;
 use crate::Error;
 
@@ -172,7 +172,7 @@ fn stream(
             .map(|p| (p.probe.slot.id, p.probe.name.as_str())),
     );
     if state.count.is_some_and(|n| state.delivered >= n) {
-        outcome.end = End::Count;
+        outcome.end = RunEnd::Count;
     }
     stream_summary(&state, &outcome, plan)?.print();
     let (_, lost) = bpf.stats()?;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::ServeArgs;
 use crate::kernel::tracefs::Tracefs;
-use crate::output::metrics::{self, Format, IndexRow};
+use crate::output::metrics::{self, Exposition, IndexRow};
 use crate::output::notes;
 use crate::output::pprof;
 use crate::plan::serve::{profile_request, serve_plan, MetricPlan, ServePlan};
@@ -171,7 +171,7 @@ impl Served {
 }
 
 impl Exporter for Served {
-    fn metrics(&mut self, format: Format) -> Result<String, Error> {
+    fn metrics(&mut self, format: Exposition) -> Result<String, Error> {
         let now = Instant::now();
         let mut families = Vec::with_capacity(self.metrics.len() + 7);
         for m in &mut self.metrics {

@@ -9,7 +9,7 @@
 
 use crate::cli::{StatArgs, StatReportArgs};
 use crate::counter::resolve::{resolve, user_only_fallback};
-use crate::counter::run::{open_destination, skip_zero, write, End, State};
+use crate::counter::run::{open_destination, skip_zero, write, CountEnd, State};
 use crate::counter::saved::Saved;
 use crate::counter::tally::{build_lines, metric_header_units, slot_readings, Totals};
 use crate::counter::Counter;
@@ -17,7 +17,7 @@ use crate::counter::Place;
 use crate::counter::{cpu_metrics, os, topology};
 use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::output::notes;
-use crate::output::stat::Format;
+use crate::output::stat::StatFormat;
 use crate::output::stat::{Footer, Renderer, Slot, Stats};
 use crate::plan;
 use crate::plan::stat::Aggregation;
@@ -64,7 +64,7 @@ pub fn run(args: StatArgs) -> Result<i32, Error> {
         return Ok(255);
     };
     // Every run is read: tracepoint counters close after tracer exits.
-    crate::perf::detach::defer_from_now();
+    crate::perf::deferred::defer_closes();
     if let (Some(path), Some(file)) = (&plan.record, &runs.saved) {
         file.write(path)?;
     }
@@ -129,7 +129,7 @@ fn counters(plan: &StatPlan, legacy: &mut Vec<LegacyKprobe>) -> Result<Vec<Count
     if let Some(level) = user_only_fallback(&mut counters) {
         // perf says this only with -v; tracer says it unless the output is CSV or JSON,
         // whose consumers read stderr as data.
-        if plan.verbose || matches!(plan.format, Format::Human { .. }) && !plan.quiet {
+        if plan.verbose || matches!(plan.format, StatFormat::Human { .. }) && !plan.quiet {
             notes::note(format_args!(
                 "kernel.perf_event_paranoid={level}: falling back to excluding kernel and \
                  hypervisor samples (events marked :u), as perf stat does"
@@ -189,10 +189,10 @@ fn run_all(
         runs.elapsed.push(outcome.elapsed.as_nanos() as f64);
         runs.rusage = outcome.rusage;
         runs.status = match outcome.end {
-            End::CommandExited(code) => code,
+            CountEnd::CommandExited(code) => code,
             _ => 0,
         };
-        if outcome.end == End::Interrupted {
+        if outcome.end == CountEnd::Interrupted {
             break;
         }
     }
@@ -219,7 +219,7 @@ fn final_report(state: &mut State<'_>, runs: &Runs) -> String {
     let summary_rows = plan.interval.is_some();
     let mut text = match (summary_rows, &plan.format) {
         // perf's --summary: CSV rows labelled `summary` where the timestamp was.
-        (true, Format::Csv { .. }) | (true, Format::Json) => String::new(),
+        (true, StatFormat::Csv { .. }) | (true, StatFormat::Json) => String::new(),
         _ => state.renderer.header(&plan.title, plan.repeat),
     };
     if plan.metric_only {
@@ -238,7 +238,7 @@ fn final_report(state: &mut State<'_>, runs: &Runs) -> String {
         for line in &lines {
             let row = state.renderer.line(line, None);
             match (&plan.format, summary_rows && plan.csv_summary_label) {
-                (Format::Csv { sep }, true) => {
+                (StatFormat::Csv { sep }, true) => {
                     text.push_str(&format!("{:>16}{sep}{row}", "summary"))
                 }
                 _ => text.push_str(&row),
@@ -365,9 +365,9 @@ pub fn report(args: StatReportArgs) -> Result<i32, Error> {
                 vec!["e.g. -x,".into()],
             ))
         }
-        (Some(sep), _) => Format::Csv { sep: sep.clone() },
-        (None, true) => Format::Json,
-        (None, false) => Format::Human { big_num: true },
+        (Some(sep), _) => StatFormat::Csv { sep: sep.clone() },
+        (None, true) => StatFormat::Json,
+        (None, false) => StatFormat::Human { big_num: true },
     };
     let units: Vec<&str> = counters.iter().map(|c| c.unit.as_str()).collect();
     let runs = saved.runs.len() as u32;

@@ -11,7 +11,9 @@ use crate::bpf::{Bpf, Room, Rooms, Sizing};
 use crate::cli::TraceArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::summary::{self, Banner, Summary};
-use crate::output::trace::{self as show, CallWriter, Delivered, End, LineStyle, Row, TaskEvent};
+use crate::output::trace::{
+    self as show, CallEnd, CallWriter, Delivered, LineStyle, Row, TaskEvent,
+};
 use crate::plan::trace::{trace_plan, TracePlan};
 use crate::probe::syscall::{self, Layout, Options};
 use crate::session::{self, Hold, OutputRings, Session, Sink, Transport};
@@ -102,7 +104,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     let unfinished = sink.unfinished()?;
     // The command's exit line came with its exit event, where the kernel has BTF for it.
     let exit_shown = session.pid().is_some_and(|pid| sink.exited.contains(&pid));
-    if let (session::End::CommandExited(code), false, false) =
+    if let (session::RunEnd::CommandExited(code), false, false) =
         (outcome.end, plan.summary, exit_shown)
     {
         let line = match code {
@@ -472,7 +474,7 @@ impl TraceSink<'_> {
         event.time_ns = start.time_ns;
         event.data[..tracer_common::word::ARGS].copy_from_slice(&start.args);
         let comm = task_comm(pid_tgid as u32);
-        let call = self.layouts[i].shown(&event, &[], &comm, End::Unfinished);
+        let call = self.layouts[i].shown(&event, &[], &comm, CallEnd::Unfinished);
         self.writer.write(&call).map_err(Error::Output)?;
         Ok(true)
     }

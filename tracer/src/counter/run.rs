@@ -19,7 +19,7 @@ use crate::Error;
 
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
+pub enum CountEnd {
     CommandExited(i32),
     Interrupted,
     Timeout,
@@ -48,7 +48,7 @@ pub struct Outcome {
     pub supported: Vec<bool>,
     pub elapsed: Duration,
     pub rusage: Option<(f64, f64)>,
-    pub end: End,
+    pub end: CountEnd,
     /// The command could not be executed (its child said why): perf prints no report.
     pub exec_failed: bool,
 }
@@ -158,11 +158,14 @@ impl State<'_> {
             launched.as_mut(),
             started,
         )?;
-        let exec_failed = matches!(end, End::CommandExited(_))
+        let exec_failed = matches!(end, CountEnd::CommandExited(_))
             && launched.as_mut().and_then(|c| c.exec_failed()).is_some();
         // A command still running (timeout, Ctrl-C) is sent SIGTERM and reaped before the
         // counters are read, so that its children's counts are folded in.
-        if matches!(end, End::Timeout | End::Interrupted | End::IntervalsDone) {
+        if matches!(
+            end,
+            CountEnd::Timeout | CountEnd::Interrupted | CountEnd::IntervalsDone
+        ) {
             drop(launched.take());
         }
         let elapsed = started.elapsed();
@@ -210,7 +213,7 @@ impl State<'_> {
         places: &[(Place, Slot)],
         mut launched: Option<&mut Launched>,
         started: Instant,
-    ) -> Result<End, Error> {
+    ) -> Result<CountEnd, Error> {
         use tokio::time::{sleep_until, Instant as TokioInstant};
         let plan = self.plan;
         let start = TokioInstant::from_std(started);
@@ -251,13 +254,13 @@ impl State<'_> {
                             // perf stops printing and, with a command, waits for it
                             // (`wait4` after its loop): its status is the run's.
                             if launched.is_none() {
-                                return Ok(End::IntervalsDone);
+                                return Ok(CountEnd::IntervalsDone);
                             }
                             tick = None;
                         }
                     }
                     _ = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
-                        return Ok(End::Timeout);
+                        return Ok(CountEnd::Timeout);
                     }
                     _ = signals.recv() => return Ok(self.interrupted(launched.as_deref_mut()).await),
                     ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() => {
@@ -268,7 +271,7 @@ impl State<'_> {
                                 // The last, partial interval.
                                 self.print_interval(opened, places, &mut previous, started)?;
                             }
-                            return Ok(End::CommandExited(code));
+                            return Ok(CountEnd::CommandExited(code));
                         }
                     }
                     _ = check.tick(), if !watched.is_empty() => {
@@ -276,7 +279,7 @@ impl State<'_> {
                             if tick.is_some() {
                                 self.print_interval(opened, places, &mut previous, started)?;
                             }
-                            return Ok(End::TargetGone);
+                            return Ok(CountEnd::TargetGone);
                         }
                     }
                 }
@@ -286,10 +289,10 @@ impl State<'_> {
 
     /// Ctrl-C or SIGTERM: a command that got the same signal from the terminal is given a
     /// moment to exit so that its own status is reported.
-    async fn interrupted(&mut self, launched: Option<&mut Launched>) -> End {
+    async fn interrupted(&mut self, launched: Option<&mut Launched>) -> CountEnd {
         match launched.and_then(|child| child.exits_within(Duration::from_millis(200))) {
-            Some(code) => End::CommandExited(code),
-            None => End::Interrupted,
+            Some(code) => CountEnd::CommandExited(code),
+            None => CountEnd::Interrupted,
         }
     }
 

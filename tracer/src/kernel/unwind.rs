@@ -149,7 +149,7 @@ pub struct Sampled<'a> {
 
 /// How an unwind ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum End {
+pub enum UnwindEnd {
     /// At the root: the unwind information says the outermost frame has no caller (`_start`,
     /// `clone`'s child), or the frame pointer chain ended.
     Root,
@@ -199,7 +199,7 @@ impl Unwinder {
 
     /// The addresses of the stack, innermost first (the sampled ip, then return addresses),
     /// and how the unwind ended.
-    pub fn unwind(&mut self, sampled: &Sampled) -> (Vec<u64>, End) {
+    pub fn unwind(&mut self, sampled: &Sampled) -> (Vec<u64>, UnwindEnd) {
         let Sampled { ip, sp, bp, stack } = *sampled;
         let mut read = |addr: u64| {
             let at = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
@@ -212,23 +212,25 @@ impl Unwinder {
         let end = loop {
             match frames.next() {
                 Ok(Some(frame)) if ips.len() < MAX_DEPTH => ips.push(frame.address()),
-                Ok(Some(_)) => break End::Depth,
-                Ok(None) => break End::Root,
+                Ok(Some(_)) => break UnwindEnd::Depth,
+                Ok(None) => break UnwindEnd::Root,
                 Err(framehop::Error::CouldNotReadStack(addr)) => {
                     let copied = sp..sp.saturating_add(stack.len() as u64);
                     // Just past the copy (an unwind that went on as it should) rather than
                     // anywhere else (a rule that went wrong).
                     break match addr >= copied.end && addr < copied.end + (1 << 20) {
-                        true => End::CopyEnded,
-                        false => End::Astray,
+                        true => UnwindEnd::CopyEnded,
+                        false => UnwindEnd::Astray,
                     };
                 }
-                Err(_) => break End::Astray,
+                Err(_) => break UnwindEnd::Astray,
             }
         };
         // An unwind that stopped short at code no unwind information covers: that is why.
         let end = match (end, ips.last()) {
-            (End::Astray, Some(&last)) if !self.covers(last.saturating_sub(1)) => End::NoCfi,
+            (UnwindEnd::Astray, Some(&last)) if !self.covers(last.saturating_sub(1)) => {
+                UnwindEnd::NoCfi
+            }
             (end, _) => end,
         };
         (ips, end)

@@ -10,7 +10,7 @@ use prometheus_client::registry::Registry;
 
 /// What a family is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum MetricKind {
     /// Exported with `_total`.
     Counter,
     Gauge,
@@ -45,34 +45,34 @@ pub struct Series {
 pub struct Family {
     pub name: String,
     pub help: String,
-    pub kind: Kind,
+    pub kind: MetricKind,
     pub series: Vec<Series>,
 }
 
 /// The two text formats a scraper may ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub enum Exposition {
     /// `text/plain; version=0.0.4`: what Prometheus asks for by default.
     Prometheus,
     /// `application/openmetrics-text; version=1.0.0`.
     OpenMetrics,
 }
 
-impl Format {
+impl Exposition {
     /// The format an `Accept` header asks for: OpenMetrics when it names it (Prometheus sends
     /// `application/openmetrics-text;version=1.0.0,...;q=0.5,text/plain;version=0.0.4;q=0.4`
     /// by default since 2.5), else the Prometheus text format.
-    pub fn from_accept(accept: Option<&str>) -> Format {
+    pub fn from_accept(accept: Option<&str>) -> Exposition {
         match accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
-            true => Format::OpenMetrics,
-            false => Format::Prometheus,
+            true => Exposition::OpenMetrics,
+            false => Exposition::Prometheus,
         }
     }
 
     pub fn content_type(self) -> &'static str {
         match self {
-            Format::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Exposition::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
         }
     }
 }
@@ -85,20 +85,20 @@ impl Collector for Scrape {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         for family in &self.0 {
             let kind = match family.kind {
-                Kind::Counter => MetricType::Counter,
-                Kind::Gauge => MetricType::Gauge,
-                Kind::Histogram => MetricType::Histogram,
-                Kind::Info => MetricType::Info,
+                MetricKind::Counter => MetricType::Counter,
+                MetricKind::Gauge => MetricType::Gauge,
+                MetricKind::Histogram => MetricType::Histogram,
+                MetricKind::Info => MetricType::Info,
             };
             let mut metric = encoder.encode_descriptor(&family.name, &family.help, None, kind)?;
             for series in &family.series {
-                if family.kind == Kind::Info {
+                if family.kind == MetricKind::Info {
                     metric.encode_info(&series.labels)?;
                     continue;
                 }
                 let mut one = metric.encode_family(&series.labels)?;
                 match (&series.value, family.kind) {
-                    (Value::Number(n), Kind::Counter) => {
+                    (Value::Number(n), MetricKind::Counter) => {
                         one.encode_counter::<NoLabelSet, u64, u64>(n, None)?
                     }
                     (Value::Number(n), _) => one.encode_gauge(&(*n as i64))?,
@@ -123,10 +123,10 @@ impl Collector for Scrape {
 }
 
 /// The exposition of `families` in `format`.
-pub fn render(mut families: Vec<Family>, format: Format) -> String {
+pub fn render(mut families: Vec<Family>, format: Exposition) -> String {
     // The Prometheus text encoder escapes `# HELP`; the OpenMetrics one writes it as given,
     // so a newline in a config's `help` would start a line of its own.
-    if format == Format::OpenMetrics {
+    if format == Exposition::OpenMetrics {
         for family in &mut families {
             family.help = openmetrics_escaped(&family.help);
         }
@@ -136,10 +136,10 @@ pub fn render(mut families: Vec<Family>, format: Format) -> String {
     let mut text = String::new();
     // Writing to a String fails only on a formatting bug of the encoder.
     let _ = match format {
-        Format::Prometheus => {
+        Exposition::Prometheus => {
             prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
         }
-        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut text, &registry),
+        Exposition::OpenMetrics => prometheus_client::encoding::text::encode(&mut text, &registry),
     };
     text
 }
@@ -206,7 +206,7 @@ mod tests {
             Family {
                 name: "tracer_getppid".into(),
                 help: "getppid calls".into(),
-                kind: Kind::Counter,
+                kind: MetricKind::Counter,
                 series: vec![Series {
                     labels: vec![("comm".into(), "a \"b\"".into())],
                     value: Value::Number(7),
@@ -215,7 +215,7 @@ mod tests {
             Family {
                 name: "tracer_read_bytes".into(),
                 help: "read sizes".into(),
-                kind: Kind::Histogram,
+                kind: MetricKind::Histogram,
                 series: vec![Series {
                     labels: vec![],
                     value: Value::Histogram {
@@ -228,7 +228,7 @@ mod tests {
             Family {
                 name: "tracer_build".into(),
                 help: "tracer's version".into(),
-                kind: Kind::Info,
+                kind: MetricKind::Info,
                 series: vec![Series {
                     labels: vec![("version".into(), "0.1.0".into())],
                     value: Value::Number(1),
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn prometheus_text() {
         assert_eq!(
-            render(families(), Format::Prometheus),
+            render(families(), Exposition::Prometheus),
             "# HELP tracer_getppid_total getppid calls\n\
              # TYPE tracer_getppid_total counter\n\
              tracer_getppid_total{comm=\"a \\\"b\\\"\"} 7\n\
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn openmetrics_text() {
-        let text = render(families(), Format::OpenMetrics);
+        let text = render(families(), Exposition::OpenMetrics);
         assert!(text.starts_with(
             "# HELP tracer_getppid getppid calls\n# TYPE tracer_getppid counter\ntracer_getppid_total{comm=\"a \\\"b\\\"\"} 7\n"
         ), "{text}");
@@ -270,9 +270,12 @@ mod tests {
     #[test]
     fn accept_headers() {
         let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-        assert_eq!(Format::from_accept(Some(prometheus)), Format::OpenMetrics);
-        assert_eq!(Format::from_accept(Some("*/*")), Format::Prometheus);
-        assert_eq!(Format::from_accept(None), Format::Prometheus);
+        assert_eq!(
+            Exposition::from_accept(Some(prometheus)),
+            Exposition::OpenMetrics
+        );
+        assert_eq!(Exposition::from_accept(Some("*/*")), Exposition::Prometheus);
+        assert_eq!(Exposition::from_accept(None), Exposition::Prometheus);
     }
 
     #[test]
@@ -296,12 +299,12 @@ mod tests {
     fn help_texts_are_escaped() {
         let mut families = families();
         families[0].help = "two\nlines \\ and \"quotes\"".into();
-        let text = render(families.clone(), Format::OpenMetrics);
+        let text = render(families.clone(), Exposition::OpenMetrics);
         assert!(
             text.contains("# HELP tracer_getppid two\\nlines \\\\ and \\\"quotes\\\"\n"),
             "{text}"
         );
-        let text = render(families, Format::Prometheus);
+        let text = render(families, Exposition::Prometheus);
         assert!(
             text.contains("# HELP tracer_getppid_total two\\nlines \\\\ and \"quotes\"\n"),
             "{text}"

@@ -7,7 +7,7 @@ use std::io::Write;
 
 /// The prefix of a note's first line: a note explains the output; a hint says what to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum NoteKind {
     /// `note: ...`
     Note,
     /// `hint: ...`
@@ -17,11 +17,11 @@ pub enum Kind {
 }
 
 /// A note's text as it is printed.
-pub fn render(kind: Kind, text: &dyn Display) -> String {
+pub fn render(kind: NoteKind, text: &dyn Display) -> String {
     let prefix = match kind {
-        Kind::Note => "note",
-        Kind::Hint => "hint",
-        Kind::Bpf => "bpf",
+        NoteKind::Note => "note",
+        NoteKind::Hint => "hint",
+        NoteKind::Bpf => "bpf",
     };
     format!("{prefix}: {text}\n")
 }
@@ -68,17 +68,17 @@ pub fn bookkeeping_missed((tracking, renames): (u64, u64)) -> Vec<String> {
 
 /// Prints a note on stderr (a failed write to stderr has nowhere to be reported).
 pub fn note(text: impl Display) {
-    emit(&render(Kind::Note, &text));
+    emit(&render(NoteKind::Note, &text));
 }
 
 /// Prints a hint on stderr.
 pub fn hint(text: impl Display) {
-    emit(&render(Kind::Hint, &text));
+    emit(&render(NoteKind::Hint, &text));
 }
 
 /// Prints a message of the BPF programs (`--debug-bpf`) on stderr.
 pub fn bpf(text: impl Display) {
-    emit(&render(Kind::Bpf, &text));
+    emit(&render(NoteKind::Bpf, &text));
 }
 
 /// `Attaching N probes...` on a terminal (bpftrace's words), before a long attach; off a
@@ -174,9 +174,9 @@ mod tests {
 
     #[test]
     fn notes_hints_and_progress_lines_are_worded_once() {
-        assert_eq!(render(Kind::Note, &"a b"), "note: a b\n");
+        assert_eq!(render(NoteKind::Note, &"a b"), "note: a b\n");
         assert_eq!(
-            render(Kind::Hint, &"raise --ring-pages"),
+            render(NoteKind::Hint, &"raise --ring-pages"),
             "hint: raise --ring-pages\n"
         );
         assert_eq!(

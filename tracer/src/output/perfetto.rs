@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value as Json};
 
 use crate::output::events::json_value;
 use crate::output::stack::{Frame, Space};
-use crate::output::timeline::{Item, Kind};
+use crate::output::timeline::{Item, ItemKind};
 
 /// The function (or syscall) a probe name is about, and whether it is its return side.
 pub fn pair_key(source: &str) -> Option<(String, bool)> {
@@ -140,7 +140,7 @@ pub fn document(items: &[Item], start_ns: u64) -> Json {
             threads.entry((item.pid, item.tid)).or_insert("");
         }
         match item.kind {
-            Kind::Probe | Kind::Return => match pair_key(&item.source) {
+            ItemKind::Probe | ItemKind::Return => match pair_key(&item.source) {
                 Some((function, false)) => open.entry((item.tid, function)).or_default().push(item),
                 Some((function, true)) => {
                     match open
@@ -170,9 +170,9 @@ pub fn document(items: &[Item], start_ns: u64) -> Json {
                 }
                 None => events.push(instant(item, start_ns, "probe")),
             },
-            Kind::Watch => events.push(instant(item, start_ns, "watch")),
-            Kind::Task => events.push(instant(item, start_ns, "task")),
-            Kind::Switch => {
+            ItemKind::Watch => events.push(instant(item, start_ns, "watch")),
+            ItemKind::Task => events.push(instant(item, start_ns, "task")),
+            ItemKind::Switch => {
                 let out = item.source.ends_with("out");
                 match (out, running.remove(&item.tid)) {
                     (false, _) => {
@@ -191,7 +191,7 @@ pub fn document(items: &[Item], start_ns: u64) -> Json {
                     (true, None) => events.push(instant(item, start_ns, "sched")),
                 }
             }
-            Kind::Sample => {
+            ItemKind::Sample => {
                 let period = match item.args.first() {
                     Some((_, crate::kernel::format::Value::Uint(p))) => *p,
                     _ => 0,
@@ -219,7 +219,7 @@ pub fn document(items: &[Item], start_ns: u64) -> Json {
     unreturned.extend(running.into_values());
     unreturned.sort_by_key(|i| i.time_ns);
     events.extend(unreturned.into_iter().map(|i| {
-        let category = if i.kind == Kind::Switch {
+        let category = if i.kind == ItemKind::Switch {
             "sched"
         } else {
             "probe"
@@ -244,7 +244,7 @@ mod tests {
     use super::*;
     use crate::kernel::format::Value;
 
-    fn item(time_ns: u64, tid: u32, source: &str, kind: Kind) -> Item {
+    fn item(time_ns: u64, tid: u32, source: &str, kind: ItemKind) -> Item {
         Item {
             time_ns,
             cpu: tid % 2,
@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn samples_share_stack_frame_nodes_from_the_root() {
         let sample = |time_ns, stack: &[(&str, Space)]| {
-            let mut s = item(time_ns, 11, "cpu-clock", Kind::Sample);
+            let mut s = item(time_ns, 11, "cpu-clock", ItemKind::Sample);
             s.args = vec![
                 ("period".into(), Value::Uint(1)),
                 ("ip".into(), Value::Word(format!("{}+0x4", stack[0].0))),
@@ -376,21 +376,21 @@ mod tests {
 
     #[test]
     fn slices_instants_counters_and_names() {
-        let mut ret = item(5_000, 11, "uretprobe:/bin/x:f", Kind::Return);
+        let mut ret = item(5_000, 11, "uretprobe:/bin/x:f", ItemKind::Return);
         ret.ret = Some(Value::Int(7));
-        let mut sample = item(6_000, 11, "task-clock", Kind::Sample);
+        let mut sample = item(6_000, 11, "task-clock", ItemKind::Sample);
         sample.args = vec![("period".into(), Value::Uint(250))];
         let mut sample2 = sample.clone();
         sample2.time_ns = 7_000;
         let items = vec![
-            item(1_000, 11, "uprobe:/bin/x:f", Kind::Probe),
-            item(2_000, 12, "switch-in", Kind::Switch),
-            item(3_000, 11, "watch:counter", Kind::Watch),
-            item(4_000, 12, "switch-out", Kind::Switch),
+            item(1_000, 11, "uprobe:/bin/x:f", ItemKind::Probe),
+            item(2_000, 12, "switch-in", ItemKind::Switch),
+            item(3_000, 11, "watch:counter", ItemKind::Watch),
+            item(4_000, 12, "switch-out", ItemKind::Switch),
             ret,
             sample,
             sample2,
-            item(8_000, 10, "syscalls:sys_enter_getppid", Kind::Probe),
+            item(8_000, 10, "syscalls:sys_enter_getppid", ItemKind::Probe),
         ];
         let doc = document(&items, 0);
         let events = doc["traceEvents"].as_array().unwrap();

@@ -106,7 +106,7 @@ impl ReportSummary {
                 .map(|(k, n)| format!("kind {k}: {n}"))
                 .collect();
             t.push_str(&super::notes::render(
-                super::notes::Kind::Note,
+                super::notes::NoteKind::Note,
                 &format_args!(
                     "{}: {n} records of kinds this tracer does not know were skipped ({}): written by a newer tracer, or corrupt",
                     self.name,

@@ -9,7 +9,7 @@ use crate::output::stack::Frame;
 
 /// What kind of record an item came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum ItemKind {
     /// A probe or tracepoint hit (entry or single point).
     Probe,
     /// A return probe hit.
@@ -21,15 +21,15 @@ pub enum Kind {
     Task,
 }
 
-impl Kind {
+impl ItemKind {
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Probe => "probe",
-            Kind::Return => "return",
-            Kind::Watch => "watch",
-            Kind::Sample => "sample",
-            Kind::Switch => "switch",
-            Kind::Task => "task",
+            ItemKind::Probe => "probe",
+            ItemKind::Return => "return",
+            ItemKind::Watch => "watch",
+            ItemKind::Sample => "sample",
+            ItemKind::Switch => "switch",
+            ItemKind::Task => "task",
         }
     }
 }
@@ -44,7 +44,7 @@ pub struct Item {
     pub comm: String,
     /// The probe, watch (`watch:NAME`), counter, `sched:switch` or `task:fork|exit|comm`.
     pub source: String,
-    pub kind: Kind,
+    pub kind: ItemKind,
     pub args: Vec<(String, Value)>,
     pub ret: Option<Value>,
     pub errno: Option<&'static str>,
@@ -52,15 +52,15 @@ pub struct Item {
     pub stack: Vec<Frame>,
 }
 
-impl Kind {
+impl ItemKind {
     /// The JSON model's `type` (docs/json.md): a probe's hit or return, or a watchpoint's, is
     /// an `event` of its source, as `tracer probe` writes one (its text line is the same).
     fn json_type(self) -> &'static str {
         match self {
-            Kind::Probe | Kind::Return | Kind::Watch => "event",
-            Kind::Sample => "sample",
-            Kind::Switch => "switch",
-            Kind::Task => "task",
+            ItemKind::Probe | ItemKind::Return | ItemKind::Watch => "event",
+            ItemKind::Sample => "sample",
+            ItemKind::Switch => "switch",
+            ItemKind::Task => "task",
         }
     }
 }
@@ -184,7 +184,7 @@ mod tests {
             tid: 41,
             comm: "prog".into(),
             source: "watch:counter".into(),
-            kind: Kind::Watch,
+            kind: ItemKind::Watch,
             args: vec![
                 ("old".into(), Value::Uint(0)),
                 ("new".into(), Value::Uint(1)),
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn json_lines_carry_the_type_and_typed_args() {
         let mut i = item();
-        i.kind = Kind::Return;
+        i.kind = ItemKind::Return;
         i.ret = Some(Value::Int(-2));
         i.errno = Some("ENOENT");
         let v: serde_json::Value = serde_json::from_str(&render(Format::Json, &i)).unwrap();

@@ -11,7 +11,7 @@ use super::events::Format;
 
 /// How a call ended, as far as the run saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
+pub enum CallEnd {
     /// Returned: the return value and duration are known.
     Returned,
     /// Never returns (exit, exit_group).
@@ -88,7 +88,7 @@ pub struct Call<'a> {
     /// How many of `args` strace prints when the call enters (those before the first one the
     /// call fills): an unfinished call shows these, its resumed line the rest.
     pub at_entry: usize,
-    pub end: End,
+    pub end: CallEnd,
     /// Shown unfinished while it blocked: its end is strace's `<... NAME resumed>` line.
     pub resumed: bool,
     /// The return value as a signed number (`Returned`).
@@ -351,10 +351,10 @@ impl<W: Write> CallWriter<W> {
                     comm: call.comm,
                     name: call.name,
                     args: JsonArgs(&call.args),
-                    ret: (call.end == End::Returned).then_some(call.ret),
+                    ret: (call.end == CallEnd::Returned).then_some(call.ret),
                     errno: call.errno,
-                    duration_ns: (call.end == End::Returned).then_some(call.duration_ns),
-                    unfinished: matches!(call.end, End::Unfinished | End::Killed),
+                    duration_ns: (call.end == CallEnd::Returned).then_some(call.duration_ns),
+                    unfinished: matches!(call.end, CallEnd::Unfinished | CallEnd::Killed),
                     truncated: (call.args.iter())
                         .filter(|a| a.strings.as_ref().is_some_and(|s| s.cut))
                         .map(|a| a.name.as_str())
@@ -445,7 +445,7 @@ impl<W: Write> CallWriter<W> {
         let at_entry = call.at_entry.min(texts.len());
         match call.resumed {
             // Known from its entry only: strace's `<... read resumed> <unfinished ...>) = ?`.
-            true if call.end == End::Killed => {
+            true if call.end == CallEnd::Killed => {
                 line.push_str(&format!("<... {} resumed> <unfinished ...>", call.name));
             }
             true => {
@@ -453,7 +453,7 @@ impl<W: Write> CallWriter<W> {
                 line.push_str(&texts[at_entry..].join(", "));
             }
             // The arguments known at entry; a killed call's line goes on with `) = ?`.
-            false if matches!(call.end, End::Unfinished | End::Killed) => {
+            false if matches!(call.end, CallEnd::Unfinished | CallEnd::Killed) => {
                 line.push_str(call.name);
                 line.push('(');
                 for text in &texts[..at_entry] {
@@ -461,7 +461,7 @@ impl<W: Write> CallWriter<W> {
                     line.push_str(", ");
                 }
                 line.push_str(" <unfinished ...>");
-                if call.end == End::Unfinished {
+                if call.end == CallEnd::Unfinished {
                     line.push('\n');
                     return line;
                 }
@@ -473,7 +473,7 @@ impl<W: Write> CallWriter<W> {
             }
         }
         match call.end {
-            End::Returned => {
+            CallEnd::Returned => {
                 line.push_str(&format!(") = {}", call.ret_text));
                 if self.style.durations {
                     line.push_str(&format!(
@@ -603,7 +603,7 @@ pub fn summary_table(mut rows: Vec<Row>) -> String {
 mod tests {
     use super::*;
 
-    fn call(end: End) -> Call<'static> {
+    fn call(end: CallEnd) -> Call<'static> {
         Call {
             time_ns: 0,
             pid: 7,
@@ -654,25 +654,25 @@ mod tests {
     #[test]
     fn lines_read_as_strace_writes_them() {
         assert_eq!(
-            text(&[call(End::Returned)]),
+            text(&[call(CallEnd::Returned)]),
             "openat(AT_FDCWD, \"/nope\") = -1 ENOENT (No such file or directory) <0.000012>\n"
         );
         assert_eq!(
-            text(&[call(End::Unfinished)]),
+            text(&[call(CallEnd::Unfinished)]),
             "openat(AT_FDCWD, \"/nope\",  <unfinished ...>\n"
         );
-        let mut read = call(End::Unfinished);
+        let mut read = call(CallEnd::Unfinished);
         read.name = "read";
         read.at_entry = 1;
         assert_eq!(text(&[read.clone()]), "read(AT_FDCWD,  <unfinished ...>\n");
-        read.end = End::Returned;
+        read.end = CallEnd::Returned;
         read.resumed = true;
         assert_eq!(
             text(&[read.clone()]),
             "<... read resumed>\"/nope\") = -1 ENOENT (No such file or directory) <0.000012>\n"
         );
         let mut killed = read.clone();
-        killed.end = End::Killed;
+        killed.end = CallEnd::Killed;
         killed.resumed = false;
         assert_eq!(
             text(&[killed.clone()]),
@@ -683,11 +683,11 @@ mod tests {
             text(&[killed]),
             "<... read resumed> <unfinished ...>) = ?\n"
         );
-        let mut other = call(End::NoReturn);
+        let mut other = call(CallEnd::NoReturn);
         other.tid = 8;
         other.name = "exit_group";
         other.args.truncate(0);
-        let both = text(&[call(End::Returned), other]);
+        let both = text(&[call(CallEnd::Returned), other]);
         assert!(
             both.ends_with("\n[pid     8 cat] exit_group() = ?\n"),
             "{both}"
@@ -701,7 +701,7 @@ mod tests {
             wall_offset_ns: Some(1_700_000_000_000_000_000),
             ..LineStyle::default()
         };
-        let mut mode = call(End::Returned);
+        let mut mode = call(CallEnd::Returned);
         mode.args.push(Shown {
             name: "mode".into(),
             value: 0,

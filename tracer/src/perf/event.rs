@@ -89,7 +89,7 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         if self.close_later {
-            super::detach::set_aside(self.fd.as_fd());
+            super::deferred::set_aside(self.fd.as_fd());
         }
     }
 }
@@ -114,7 +114,7 @@ impl Drop for Event {
         // The duplicate set aside keeps the file open: the close of `fd` that follows only
         // drops a reference.
         if self.close_later {
-            super::detach::set_aside(self.fd.as_fd());
+            super::deferred::set_aside(self.fd.as_fd());
         }
     }
 }

@@ -6,7 +6,7 @@
 
 pub mod attr;
 pub mod cpus;
-pub mod detach;
+pub mod deferred;
 pub mod error;
 pub mod event;
 pub mod names;

@@ -1,6 +1,5 @@
 //! `--count-by`, `--sum`, `--hist` and `--linear`: how probe hits are counted in the kernel.
 
-use super::usage;
 use crate::Error;
 
 /// One part of an aggregation key.
@@ -77,9 +76,9 @@ pub fn linear(text: Option<&str>, hist: bool) -> Result<Option<Linear>, Error> {
         return Ok(None);
     };
     if !hist {
-        return Err(usage(
-            "--linear shapes a --hist histogram".into(),
-            "add --hist VALUE, e.g. --hist ret --linear 10",
+        return Err(Error::usage_hints(
+            "--linear shapes a --hist histogram",
+            &["add --hist VALUE, e.g. --hist ret --linear 10"],
         ));
     }
     let parts: Vec<Option<i64>> = text.split(',').map(linear_number).collect();
@@ -87,36 +86,36 @@ pub fn linear(text: Option<&str>, hist: bool) -> Result<Option<Linear>, Error> {
         [Some(step)] => (*step, 0, step.saturating_mul(63)),
         [Some(step), Some(min), Some(max)] => (*step, *min, *max),
         _ => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("--linear '{text}' is not STEP or STEP,MIN,MAX"),
-                HINT,
+                &[HINT],
             ))
         }
     };
     if step <= 0 || max <= min {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("--linear '{text}' needs a positive STEP and MIN below MAX"),
-            HINT,
+            &[HINT],
         ));
     }
     let span = (max as i128) - (min as i128);
     if span % step as i128 != 0 {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("--linear '{text}': MAX - MIN ({span}) is not a multiple of STEP ({step})"),
-            &format!(
+            &[&format!(
                 "e.g. --linear {step},{min},{}",
                 min as i128 + (span / step as i128 + 1) * step as i128
-            ),
+            )],
         ));
     }
     let buckets = (span / step as i128) as u64;
     if buckets > tracer_common::AGG_LINEAR_BUCKETS {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "--linear '{text}' makes {buckets} buckets, more than {}",
                 tracer_common::AGG_LINEAR_BUCKETS
             ),
-            "use a larger STEP or a narrower MIN,MAX",
+            &["use a larger STEP or a narrower MIN,MAX"],
         ));
     }
     Ok(Some(Linear {
@@ -158,9 +157,9 @@ pub fn aggregation(
         "keys are comm, pid, tid, cpu, cgroup, container, pod, probe, stack, syscall (syscall tracepoints), argN (N = 0..5), ret, a parameter, PARAM->member or a tracepoint field";
     let value = match (sum, hist) {
         (Some(_), Some(_)) => {
-            return Err(usage(
-                "--sum and --hist cannot be combined".into(),
-                "--hist also reports the sum and average of each histogram",
+            return Err(Error::usage_hints(
+                "--sum and --hist cannot be combined",
+                &["--hist also reports the sum and average of each histogram"],
             ))
         }
         (Some(v), None) => Some((ValueOp::Sum, v)),
@@ -169,9 +168,9 @@ pub fn aggregation(
     };
     if count_by.is_none() && value.is_none() {
         if top.is_some() || interval.is_some() {
-            return Err(usage(
-                "--top and -I go with --count-by, --sum or --hist".into(),
-                "e.g. --count-by comm --top 10 -I 1s",
+            return Err(Error::usage_hints(
+                "--top and -I go with --count-by, --sum or --hist",
+                &["e.g. --count-by comm --top 10 -I 1s"],
             ));
         }
         return Ok(None);
@@ -199,16 +198,16 @@ pub fn aggregation(
                 KeyPart::Value(other.to_string())
             }
             other => {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("'{other}' is not a --count-by key"),
-                    KEYS_HINT,
+                    &[KEYS_HINT],
                 ))
             }
         };
         if keys.contains(&part) {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("--count-by names '{}' twice", word.trim()),
-                KEYS_HINT,
+                &[KEYS_HINT],
             ));
         }
         keys.push(part);
@@ -219,9 +218,9 @@ pub fn aggregation(
         .count()
         > 1
     {
-        return Err(usage(
-            "--count-by takes at most one argument, return value, field or syscall".into(),
-            "count by one value, and add others with --sum or --hist",
+        return Err(Error::usage_hints(
+            "--count-by takes at most one argument, return value, field or syscall",
+            &["count by one value, and add others with --sum or --hist"],
         ));
     }
     if let Some((op, name)) = value {
@@ -233,16 +232,16 @@ pub fn aggregation(
             } else {
                 "--hist"
             };
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("{flag} '{name}' is not a numeric value"),
-                "give argN (N = 0..5), ret or a numeric tracepoint field",
+                &["give argN (N = 0..5), ret or a numeric tracepoint field"],
             ));
         }
     }
     if top == Some(0) {
-        return Err(usage(
-            "--top 0 would show nothing".into(),
-            "give a positive count",
+        return Err(Error::usage_hints(
+            "--top 0 would show nothing",
+            &["give a positive count"],
         ));
     }
     Ok(Some(Aggregation {

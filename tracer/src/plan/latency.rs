@@ -14,10 +14,6 @@ use crate::stacks::Which;
 use crate::units::parse_duration_ns;
 use crate::Error;
 
-fn usage(message: String, hint: &str) -> Error {
-    Error::usage(message, vec![hint.to_string()])
-}
-
 /// A validated `tracer latency`.
 #[derive(Clone, Debug)]
 pub struct LatencyPlan {
@@ -56,7 +52,8 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
     )?;
     let filter = build_filter(&args.tasks, None, machine)?;
     let duration = |text: &Option<String>, example: &str| {
-        (text.as_deref().map(parse_duration_ns).transpose()).map_err(|e| usage(e, example))
+        (text.as_deref().map(parse_duration_ns).transpose())
+            .map_err(|e| Error::usage_hints(e, &[example]))
     };
     let linear_step = duration(&args.linear, "e.g. --linear 1ms")?;
     let slower_than = duration(&args.slower_than, "e.g. --slower-than 10ms")?;
@@ -107,20 +104,14 @@ pub fn pair(
                 Target::Kernel { .. }
                 | Target::User { .. }
                 | Target::KernelAddr(_)
-                | Target::Tracepoint { .. } => Err(usage(
-                    format!("'{target}' is not a function"),
-                    "give a kernel function (FUNC) or uprobe:PATH:SYMBOL, or a pair with --from SPEC --to SPEC",
-                )),
+                | Target::Tracepoint { .. } => Err(Error::usage_hints(format!("'{target}' is not a function"), &["give a kernel function (FUNC) or uprobe:PATH:SYMBOL, or a pair with --from SPEC --to SPEC"])),
             }
         }
         (None, Some(from), Some(to)) => Ok((
             parse_bare_spec(from, "latency")?,
             parse_bare_spec(to, "latency")?,
         )),
-        _ => Err(usage(
-            "give a function, or both --from and --to".into(),
-            "e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read",
-        )),
+        _ => Err(Error::usage_hints("give a function, or both --from and --to", &["e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read"])),
     }
 }
 
@@ -133,19 +124,19 @@ pub fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySrcs, KeySrcs
     let (a, b) = key.split_once('/').unwrap_or((key, key));
     let (a, b) = (part_names(a), part_names(b));
     if a.len() != b.len() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "--key {key}: {} parts at the start, {} at the end",
                 a.len(),
                 b.len()
             ),
-            "give the same number of comma-separated parts on both sides of /",
+            &["give the same number of comma-separated parts on both sides of /"],
         ));
     }
     if a.len() > LAT_KEY_PARTS || a.iter().chain(&b).any(|n| n.is_empty()) {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("--key {key}: give 1 to {LAT_KEY_PARTS} names, comma-separated"),
-            "e.g. --key dev,sector or --key pid/next_pid",
+            &["e.g. --key dev,sector or --key pid/next_pid"],
         ));
     }
     Ok((key_srcs(&a, start)?, key_srcs(&b, end)?))
@@ -165,10 +156,7 @@ fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
             Some(format) => {
                 let Some(field) = format.field(name) else {
                     let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
-                    return Err(usage(
-                        format!("{} has no field '{name}'", format.name),
-                        &format!("its fields: {}", names.join(", ")),
-                    ));
+                    return Err(Error::usage_hints(format!("{} has no field '{name}'", format.name), &[&format!("its fields: {}", names.join(", "))]));
                 };
                 // What common_pid holds (the thread id), from the helper: a syscall
                 // tracepoint's BPF context has a pointer where the common fields are.
@@ -178,35 +166,23 @@ fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
                 }
                 let syscall = matches!(&spec.target, Target::Tracepoint { category, .. } if category == "syscalls");
                 if syscall && name.starts_with("common_") {
-                    return Err(usage(
-                        format!("{}'s field '{name}' cannot be a key: syscall tracepoints hand BPF programs a registers pointer in place of the common fields", format.name),
-                        "key by the syscall's own fields, or by common_pid (the thread)",
-                    ));
+                    return Err(Error::usage_hints(format!("{}'s field '{name}' cannot be a key: syscall tracepoints hand BPF programs a registers pointer in place of the common fields", format.name), &["key by the syscall's own fields, or by common_pid (the thread)"]));
                 }
                 if field.offset > 0xff || field.size == 0 || field.size > 8 {
-                    return Err(usage(
-                        format!(
+                    return Err(Error::usage_hints(format!(
                             "{}'s field '{name}' cannot be a key ({} bytes at offset {})",
                             format.name, field.size, field.offset
-                        ),
-                        "key by integer fields of up to 8 bytes in the first 256 bytes of the record",
-                    ));
+                        ), &["key by integer fields of up to 8 bytes in the first 256 bytes of the record"]));
                 }
                 tracer_common::src(field.offset as u32, field.size as u32, false)
             }
             None if spec.ret => {
-                return Err(usage(
-                    format!("{spec} is a return probe: it has no '{name}' to key by"),
-                    "a return probe's end is matched by thread: drop --key, or end at a probe or tracepoint that has the key",
-                ))
+                return Err(Error::usage_hints(format!("{spec} is a return probe: it has no '{name}' to key by"), &["a return probe's end is matched by thread: drop --key, or end at a probe or tracepoint that has the key"]))
             }
             None => match name.strip_prefix("arg").and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) if n < 6 => tracer_common::src(8 * n, 8, false),
                 _ => {
-                    return Err(usage(
-                        format!("{spec} has no key '{name}'"),
-                        "probes are keyed by their argument registers: arg0..arg5",
-                    ))
+                    return Err(Error::usage_hints(format!("{spec} has no key '{name}'"), &["probes are keyed by their argument registers: arg0..arg5"]))
                 }
             },
         };

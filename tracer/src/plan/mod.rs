@@ -25,10 +25,6 @@ pub(crate) use spec::{parse_number, valid_name};
 
 use crate::Error;
 
-fn usage(message: String, hint: &str) -> Error {
-    Error::usage(message, vec![hint.to_string()])
-}
-
 /// Where a command's data goes, and in what form (`-o FILE`, `-f text|json`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
@@ -43,10 +39,7 @@ pub struct Output {
 pub fn output(args: &crate::cli::OutputArgs) -> Result<Output, Error> {
     if let Some(name) = (args.file.as_deref()).and_then(|f| f.to_str()) {
         if matches!(name, "json" | "text") {
-            return Err(usage(
-                format!("-o writes the output to a file; '{name}' is a format"),
-                &format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})"),
-            ));
+            return Err(Error::usage_hints(format!("-o writes the output to a file; '{name}' is a format"), &[&format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})")]));
         }
     }
     Ok(Output {
@@ -180,26 +173,26 @@ pub fn check_task(id: u32, thread: bool, machine: &dyn Machine) -> Result<Task, 
         true => ("--tid", "thread", "`ps -eL`"),
     };
     if id == 0 {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("{flag} 0 is not a {what}"),
-            &format!("give a {what} id from {ps}"),
+            &[&format!("give a {what} id from {ps}")],
         ));
     }
     match machine.task(id) {
-        Task::Missing if id >= machine.pid_max() => Err(usage(
+        Task::Missing if id >= machine.pid_max() => Err(Error::usage_hints(
             format!(
                 "{flag} {id} is not a {what} id: ids here are below {} (kernel.pid_max)",
                 machine.pid_max()
             ),
-            &format!("give a {what} id from {ps}"),
+            &[&format!("give a {what} id from {ps}")],
         )),
-        Task::Missing => Err(usage(
+        Task::Missing => Err(Error::usage_hints(
             format!("no {what} {id}"),
-            &format!("check the id with {ps}; it may have exited"),
+            &[&format!("check the id with {ps}; it may have exited")],
         )),
-        Task::Exited => Err(usage(
+        Task::Exited => Err(Error::usage_hints(
             format!("{what} {id} has exited (a zombie its parent has not reaped)"),
-            "trace a running process, or start the command with -- COMMAND",
+            &["trace a running process, or start the command with -- COMMAND"],
         )),
         live => Ok(live),
     }
@@ -239,9 +232,11 @@ pub fn build_filter(
     if let Some(pid) = tasks.pid {
         if let Task::Live { tgid: Some(tgid) } = check_task(pid, false, machine)? {
             if tgid != pid {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("{pid} is a thread of process {tgid}, not a process"),
-                    &format!("give -p {tgid}, and --tid {pid} for this thread alone"),
+                    &[&format!(
+                        "give -p {tgid}, and --tid {pid} for this thread alone"
+                    )],
                 ));
             }
         }
@@ -251,9 +246,9 @@ pub fn build_filter(
         let task = check_task(tid, true, machine)?;
         if let (Task::Live { tgid: Some(tgid) }, Some(pid)) = (task, tasks.pid) {
             if tgid != pid {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("thread {tid} is not in process {pid} (it is in process {tgid})"),
-                    "give the thread's own process with -p, or drop -p",
+                    &["give the thread's own process with -p, or drop -p"],
                 ));
             }
         }
@@ -261,9 +256,9 @@ pub fn build_filter(
     filter.tid = tid.unwrap_or(0);
     if let Some(comm) = &tasks.comm {
         if comm.is_empty() || comm.len() > 15 {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("--comm '{comm}' must be 1 to 15 bytes"),
-                "the kernel keeps the first 15 bytes of a task name",
+                &["the kernel keeps the first 15 bytes of a task name"],
             ));
         }
         filter.comm[..comm.len()].copy_from_slice(comm.as_bytes());
@@ -271,11 +266,11 @@ pub fn build_filter(
     }
     if let Some(list) = &tasks.cpus {
         let cpus = crate::perf::cpus::parse_list(list)
-            .map_err(|e| usage(e.to_string(), "CPU lists look like 0-3,5"))?;
+            .map_err(|e| Error::usage_hints(e.to_string(), &["CPU lists look like 0-3,5"]))?;
         if let Some(big) = cpus.iter().find(|&&c| c >= 64) {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("CPU {big} cannot be filtered"),
-                "-C filters CPUs 0 to 63",
+                &["-C filters CPUs 0 to 63"],
             ));
         }
         let offline: Vec<String> = (cpus.iter())
@@ -283,7 +278,7 @@ pub fn build_filter(
             .map(u32::to_string)
             .collect();
         if !offline.is_empty() {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!(
                     "-C {list}: {} {} not online: nothing would ever be seen there",
                     match offline.len() {
@@ -292,19 +287,19 @@ pub fn build_filter(
                     },
                     if offline.len() == 1 { "is" } else { "are" }
                 ),
-                &format!(
+                &[&format!(
                     "CPUs online here: {} (/sys/devices/system/cpu/online)",
                     machine.online_cpus_text()
-                ),
+                )],
             ));
         }
         filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
     }
     if let Some(path) = &tasks.cgroup {
         filter.cgroup_id = machine.cgroup_id(path).ok_or_else(|| {
-            usage(
+            Error::usage_hints(
                 format!("--cgroup {} is not a cgroup directory", path.display()),
-                "give a directory under /sys/fs/cgroup",
+                &["give a directory under /sys/fs/cgroup"],
             )
         })?;
     }
@@ -317,31 +312,22 @@ pub fn build_filter(
         let dir = match found.as_slice() {
             [dir] => dir,
             [] if !valid => {
-                return Err(usage(
-                    format!("--container {prefix}: a container id is hexadecimal"),
-                    "give its id as `docker ps`, `crictl ps` or `podman ps` shows it",
-                ))
+                return Err(Error::usage_hints(format!("--container {prefix}: a container id is hexadecimal"), &["give its id as `docker ps`, `crictl ps` or `podman ps` shows it"]))
             }
             [] => {
-                return Err(usage(
-                    format!("--container {prefix}: no container's cgroup has that id"),
-                    "give the id of a running container (`docker ps`, `crictl ps`, `podman ps`), or its cgroup with --cgroup",
-                ))
+                return Err(Error::usage_hints(format!("--container {prefix}: no container's cgroup has that id"), &["give the id of a running container (`docker ps`, `crictl ps`, `podman ps`), or its cgroup with --cgroup"]))
             }
             many => {
-                return Err(usage(
-                    format!(
+                return Err(Error::usage_hints(format!(
                         "--container {prefix}: {} containers' ids start so",
                         many.len()
-                    ),
-                    "give more of the id",
-                ))
+                    ), &["give more of the id"]))
             }
         };
         filter.cgroup_id = machine.cgroup_id(dir).ok_or_else(|| {
-            usage(
+            Error::usage_hints(
                 format!("--container {prefix}: its cgroup {} is gone", dir.display()),
-                "give the id of a running container",
+                &["give the id of a running container"],
             )
         })?;
     }
@@ -398,15 +384,15 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         crate::cli::Transport::Ringbuf => default_shared_ring_pages(cpus),
     });
     if ring_pages == 0 || !ring_pages.is_power_of_two() || ring_pages > 1 << 16 {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("--ring-pages {ring_pages} is not a power of two from 1 to 65536"),
-            "e.g. --ring-pages 256",
+            &["e.g. --ring-pages 256"],
         ));
     }
     if args.stop.count == Some(0) {
-        return Err(usage(
-            "--count 0 would stop before the first event".into(),
-            "give a positive count",
+        return Err(Error::usage_hints(
+            "--count 0 would stop before the first event",
+            &["give a positive count"],
         ));
     }
     let aggregation = aggregation(

@@ -7,10 +7,6 @@ use super::{check_task, parse_duration_ns, Machine, Whom};
 use crate::cli::{ProfileArgs, ProfileFormat};
 use crate::Error;
 
-fn usage(message: impl Into<String>, hint: &str) -> Error {
-    Error::usage(message, vec![hint.to_string()])
-}
-
 /// On-CPU samples per second when `-F` is not given: 99, as perf's and BCC's profilers, off
 /// the kernel's timer tick so samples do not lock step with periodic work.
 pub const DEFAULT_HZ: u64 = 99;
@@ -69,57 +65,54 @@ pub struct ProfilePlan {
 pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<ProfilePlan, Error> {
     if let Some(name) = (args.file.as_deref()).and_then(|f| f.to_str()) {
         if matches!(name, "json" | "text" | "folded" | "svg") {
-            return Err(usage(
-                format!("-o writes the output to a file; '{name}' is a format"),
-                &format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})"),
-            ));
+            return Err(Error::usage_hints(format!("-o writes the output to a file; '{name}' is a format"), &[&format!("for {name} output use -f {name} (to write a file named {name}, give -o ./{name})")]));
         }
     }
     let mode = match (args.off_cpu, args.freq, &args.min_block) {
         (true, Some(_), _) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "-F sets the on-CPU sampling rate; --off-cpu measures every block, unsampled",
-                "drop -F, or drop --off-cpu to sample what runs",
+                &["drop -F, or drop --off-cpu to sample what runs"],
             ))
         }
         (false, _, Some(_)) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "--min-block filters the blocks of --off-cpu",
-                "add --off-cpu, e.g. tracer profile --off-cpu --min-block 1ms -p PID",
+                &["add --off-cpu, e.g. tracer profile --off-cpu --min-block 1ms -p PID"],
             ))
         }
         (true, None, min) => Mode::OffCpu {
             min_block_ns: match min {
-                Some(text) => parse_duration_ns(text)
-                    .map_err(|e| usage(e, "e.g. --min-block 1ms, --min-block 500us"))?,
+                Some(text) => parse_duration_ns(text).map_err(|e| {
+                    Error::usage_hints(e, &["e.g. --min-block 1ms, --min-block 500us"])
+                })?,
                 None => DEFAULT_MIN_BLOCK_NS,
             },
         },
         (false, hz, None) => {
             let hz = hz.unwrap_or(DEFAULT_HZ);
             if hz == 0 || hz > MAX_HZ {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("-F {hz}: the sampling rate must be 1 to {MAX_HZ} per second"),
-                    "99 (the default) costs almost nothing; 999 gives finer shares",
+                    &["99 (the default) costs almost nothing; 999 gives finer shares"],
                 ));
             }
             Mode::OnCpu { hz }
         }
     };
-    let whom = match (args.pid, args.command.is_empty()) {
-        (Some(pid), true) => {
-            check_task(pid, false, machine)?;
-            Whom::Processes(vec![pid])
-        }
-        (None, false) => Whom::Command(args.command.clone()),
-        (None, true) => Whom::Everyone,
-        (Some(_), false) => {
-            return Err(usage(
+    let whom =
+        match (args.pid, args.command.is_empty()) {
+            (Some(pid), true) => {
+                check_task(pid, false, machine)?;
+                Whom::Processes(vec![pid])
+            }
+            (None, false) => Whom::Command(args.command.clone()),
+            (None, true) => Whom::Everyone,
+            (Some(_), false) => return Err(Error::usage_hints(
                 "give either -p PID or -- COMMAND",
-                "profile either a running process (-p) or a command tracer starts (-- COMMAND)",
-            ))
-        }
-    };
+                &["profile either a running process (-p) or a command tracer starts (-- COMMAND)"],
+            )),
+        };
     if args.interval.is_some() && args.format != ProfileFormat::Text {
         let name = match args.format {
             ProfileFormat::Folded => "folded",
@@ -127,13 +120,13 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
             ProfileFormat::Pprof => "pprof",
             _ => "json",
         };
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "-I prints a text report of each interval; -f {name} is written once, at the end"
             ),
-            &format!(
+            &[&format!(
                 "drop -I for one {name} profile of the whole run, or drop -f for text reports"
-            ),
+            )],
         ));
     }
     let unwind = unwind(args)?;
@@ -141,15 +134,12 @@ pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<Profile
     if args.no_inherit && matches!(unwind, Unwind::Dwarf { .. }) {
         // The kernel samples what the process starts through `inherit`, with no BPF program
         // to tell a child's sample from the process's own.
-        return Err(usage(
-            "-i with --call-graph dwarf: dwarf mode samples the process's threads and children alike",
-            "drop -i, or use frame pointers (--call-graph fp) to profile the process alone",
-        ));
+        return Err(Error::usage_hints("-i with --call-graph dwarf: dwarf mode samples the process's threads and children alike", &["drop -i, or use frame pointers (--call-graph fp) to profile the process alone"]));
     }
     if args.top == 0 {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--top 0 would show no stacks",
-            "give the number of stacks to list, e.g. --top 20",
+            &["give the number of stacks to list, e.g. --top 20"],
         ));
     }
     Ok(ProfilePlan {
@@ -184,40 +174,31 @@ fn unwind(args: &ProfileArgs) -> Result<Unwind, Error> {
                 Some(text) => match text.parse::<u32>() {
                     Ok(n) if (8..=MAX_STACK_BYTES).contains(&n) && n % 8 == 0 => n,
                     _ => {
-                        return Err(usage(
-                            format!("--call-graph {mode}: the stack size must be a multiple of 8 from 8 to {MAX_STACK_BYTES}"),
-                            "e.g. --call-graph dwarf,16384 (perf's default, and tracer's, is 8192)",
-                        ))
+                        return Err(Error::usage_hints(format!("--call-graph {mode}: the stack size must be a multiple of 8 from 8 to {MAX_STACK_BYTES}"), &["e.g. --call-graph dwarf,16384 (perf's default, and tracer's, is 8192)"]))
                     }
                 },
             };
             Unwind::Dwarf { stack_bytes }
         }
         ("lbr", _) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "--call-graph lbr needs Intel's last branch records, which tracer does not read",
-                "use --call-graph dwarf for programs without frame pointers",
+                &["use --call-graph dwarf for programs without frame pointers"],
             ))
         }
         _ => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("unknown --call-graph mode '{mode}'"),
-                "use fp (frame pointers, the default) or dwarf[,SIZE] (unwound from .eh_frame)",
+                &["use fp (frame pointers, the default) or dwarf[,SIZE] (unwound from .eh_frame)"],
             ))
         }
     };
     if let Unwind::Dwarf { .. } = unwind {
         if args.off_cpu {
-            return Err(usage(
-                "--call-graph dwarf unwinds sampled on-CPU stacks; --off-cpu stacks are taken by BPF at sched_switch, by frame pointers",
-                "drop --off-cpu to sample what runs with whole stacks",
-            ));
+            return Err(Error::usage_hints("--call-graph dwarf unwinds sampled on-CPU stacks; --off-cpu stacks are taken by BPF at sched_switch, by frame pointers", &["drop --off-cpu to sample what runs with whole stacks"]));
         }
         if args.kernel_only {
-            return Err(usage(
-                "--call-graph dwarf unwinds user stacks; --kernel-only takes none",
-                "drop --kernel-only, or --call-graph (kernel stacks need no unwind information)",
-            ));
+            return Err(Error::usage_hints("--call-graph dwarf unwinds user stacks; --kernel-only takes none", &["drop --kernel-only, or --call-graph (kernel stacks need no unwind information)"]));
         }
     }
     Ok(unwind)

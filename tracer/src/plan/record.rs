@@ -11,10 +11,6 @@ use crate::cli::RecordArgs;
 use crate::perf::{BreakpointType, Sampling};
 use crate::Error;
 
-fn usage(message: impl Into<String>, hint: &str) -> Error {
-    Error::usage(message, vec![hint.to_string()])
-}
-
 /// A validated `tracer record`.
 #[derive(Clone, Debug)]
 pub struct RecordPlan {
@@ -44,15 +40,12 @@ pub struct RecordPlan {
 pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<RecordPlan, Error> {
     if args.probes.is_empty() && args.watches.is_empty() && args.events.is_empty() && !args.switches
     {
-        return Err(usage(
-            "nothing to record",
-            "add probes (-P SPEC), watchpoints (-W TARGET), sampled counters (-e EVENT -F HZ) or --switches",
-        ));
+        return Err(Error::usage_hints("nothing to record", &["add probes (-P SPEC), watchpoints (-W TARGET), sampled counters (-e EVENT -F HZ) or --switches"]));
     }
     if !args.watches.is_empty() && args.pid.is_none() && args.command.is_empty() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "watchpoints (-W) need the process whose memory they watch",
-            "add -p PID or -- COMMAND",
+            &["add -p PID or -- COMMAND"],
         ));
     }
     if let Some(pid) = args.pid {
@@ -61,9 +54,9 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
     let ring_pages =
         (args.ring_pages).unwrap_or_else(|| super::default_ring_pages(machine.online_cpus()));
     if !ring_pages.is_power_of_two() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("--ring-pages {ring_pages} is not a power of two"),
-            "use 8, 16, 64, 256...",
+            &["use 8, 16, 64, 256..."],
         ));
     }
     let mut watches = Vec::new();
@@ -73,19 +66,19 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
         watches.push((target, breakpoint_type(kind)?, len));
     }
     if watches.len() > tracer_common::PERF_EVENT_SLOTS as usize {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "{} watchpoints given; x86 has 4 debug registers",
                 watches.len()
             ),
-            "watch at most 4 locations at once",
+            &["watch at most 4 locations at once"],
         ));
     }
     let sampling = match (args.freq, args.period) {
         (_, Some(0)) | (Some(0), _) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "a sampling rate of 0 samples nothing",
-                "give -F HZ or --period N above 0",
+                &["give -F HZ or --period N above 0"],
             ))
         }
         (Some(hz), _) => Sampling::Frequency(hz),
@@ -95,16 +88,16 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
     let counters = counters(args)?;
     let call_graph = call_graph(args)?;
     if call_graph && counters.is_empty() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "-g records the call chains of sampled counters, and none is given",
-            "add a counter to sample, e.g. -e cpu-clock -F 999 -g",
+            &["add a counter to sample, e.g. -e cpu-clock -F 999 -g"],
         ));
     }
     let stdout = crate::output::is_stdout(&args.output);
     if stdout && args.live {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--live prints to standard output, where -o - writes the recording",
-            "record to a file with --live, or pipe -o - into `tracer report -`",
+            &["record to a file with --live, or pipe -o - into `tracer report -`"],
         ));
     }
     Ok(RecordPlan {
@@ -137,15 +130,15 @@ fn call_graph(args: &RecordArgs) -> Result<bool, Error> {
     match args.call_graph.as_deref() {
         None => Ok(args.call_graph_fp),
         Some("fp") => Ok(true),
-        Some(mode @ ("dwarf" | "lbr")) => Err(usage(
+        Some(mode @ ("dwarf" | "lbr")) => Err(Error::usage_hints(
             format!(
                 "--call-graph {mode} is not supported: tracer records frame-pointer call chains"
             ),
-            "use --call-graph fp (or -g), with the program built with -fno-omit-frame-pointer",
+            &["use --call-graph fp (or -g), with the program built with -fno-omit-frame-pointer"],
         )),
-        Some(mode) => Err(usage(
+        Some(mode) => Err(Error::usage_hints(
             format!("unknown --call-graph mode '{mode}'"),
-            "use --call-graph fp (or -g): call chains walked by frame pointers",
+            &["use --call-graph fp (or -g): call chains walked by frame pointers"],
         )),
     }
 }
@@ -154,9 +147,9 @@ fn call_graph(args: &RecordArgs) -> Result<bool, Error> {
 fn counters(args: &RecordArgs) -> Result<Vec<EventSpec>, Error> {
     if args.events.is_empty() {
         if args.freq.is_some() || args.period.is_some() {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "-F/--period given without a counter",
-                "name the counter to sample with -e, e.g. -e task-clock -F 999",
+                &["name the counter to sample with -e, e.g. -e task-clock -F 999"],
             ));
         }
         return Ok(Vec::new());
@@ -167,10 +160,7 @@ fn counters(args: &RecordArgs) -> Result<Vec<EventSpec>, Error> {
             Source::Software(_) | Source::Hardware(_) | Source::Cache { .. } | Source::Raw(_) => {}
             Source::Tracepoint { name, .. } if !name.contains(['*', '?']) => {}
             _ => {
-                return Err(usage(
-                    format!("-e {} cannot be sampled by tracer record", spec.name),
-                    "sample software, hardware, cache, raw or single tracepoint events; probes go in -P",
-                ))
+                return Err(Error::usage_hints(format!("-e {} cannot be sampled by tracer record", spec.name), &["sample software, hardware, cache, raw or single tracepoint events; probes go in -P"]))
             }
         }
     }

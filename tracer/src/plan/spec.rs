@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{usage, valid_value_name};
+use super::valid_value_name;
 use crate::Error;
 
 /// Where a probe goes.
@@ -172,9 +172,9 @@ fn name_offset(text: &str, spec: &str) -> Result<(String, u64), Error> {
     let (name, offset) = match text.split_once('+') {
         Some((name, off)) => {
             let off = parse_number(off).ok_or_else(|| {
-                usage(
+                Error::usage_hints(
                     format!("invalid offset '{off}' in probe '{spec}'"),
-                    "offsets are decimal or 0x-prefixed hex",
+                    &["offsets are decimal or 0x-prefixed hex"],
                 )
             })?;
             (name, off)
@@ -182,9 +182,9 @@ fn name_offset(text: &str, spec: &str) -> Result<(String, u64), Error> {
         None => (text, 0),
     };
     if !valid_name(name) {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("invalid function name '{name}' in probe '{spec}'"),
-            SPEC_HINT,
+            &[SPEC_HINT],
         ));
     }
     Ok((name.to_string(), offset))
@@ -198,11 +198,11 @@ fn kernel(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
 fn trampoline(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
     if rest.starts_with("0x") || rest.contains('+') {
         let kind = if ret { "fexit" } else { "fentry" };
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "probe '{spec}': {kind} attaches to a function by name, at its entry or return"
             ),
-            "name the function alone (fentry:vfs_read), or use kprobe:FUNC+OFF / kprobe:0xADDR",
+            &["name the function alone (fentry:vfs_read), or use kprobe:FUNC+OFF / kprobe:0xADDR"],
         ));
     }
     kernel_via(rest, ret, true, spec)
@@ -210,22 +210,20 @@ fn trampoline(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
 
 fn kernel_via(rest: &str, ret: bool, fentry: bool, spec: &str) -> Result<ProbeSpec, Error> {
     let target = if rest.starts_with("0x") {
-        let addr = parse_number(rest)
-            .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?;
+        let addr = parse_number(rest).ok_or_else(|| {
+            Error::usage_hints(format!("invalid address in probe '{spec}'"), &[SPEC_HINT])
+        })?;
         if !is_kernel_address(addr) {
-            return Err(usage(
-                format!("probe '{spec}': {addr:#x} is not a kernel address"),
-                "kernel addresses have the top bit set (0xffff...); name the function instead, \
-                 e.g. kprobe:do_sys_openat2 (see `tracer list 'kprobe:*'`)",
-            ));
+            return Err(Error::usage_hints(format!("probe '{spec}': {addr:#x} is not a kernel address"), &["kernel addresses have the top bit set (0xffff...); name the function instead, \
+                 e.g. kprobe:do_sys_openat2 (see `tracer list 'kprobe:*'`)"]));
         }
         Target::KernelAddr(addr)
     } else {
         let (function, offset) = name_offset(rest, spec)?;
         if ret && offset != 0 {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("return probe '{spec}' cannot have an offset"),
-                "a kretprobe fires when the function returns: drop the +OFF",
+                &["a kretprobe fires when the function returns: drop the +OFF"],
             ));
         }
         Target::Kernel {
@@ -243,28 +241,27 @@ fn kernel_via(rest: &str, ret: bool, fentry: bool, spec: &str) -> Result<ProbeSp
 
 fn user(rest: &str, ret: bool, spec: &str) -> Result<ProbeSpec, Error> {
     let Some((file, what)) = rest.rsplit_once(':') else {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("probe '{spec}' needs PATH:SYMBOL"),
-            SPEC_HINT,
+            &[SPEC_HINT],
         ));
     };
     if file.is_empty() || what.is_empty() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("probe '{spec}' needs PATH:SYMBOL"),
-            SPEC_HINT,
+            &[SPEC_HINT],
         ));
     }
     let at = if what.starts_with("0x") {
-        UserAt::Address(
-            parse_number(what)
-                .ok_or_else(|| usage(format!("invalid address in probe '{spec}'"), SPEC_HINT))?,
-        )
+        UserAt::Address(parse_number(what).ok_or_else(|| {
+            Error::usage_hints(format!("invalid address in probe '{spec}'"), &[SPEC_HINT])
+        })?)
     } else {
         let (name, offset) = name_offset(what, spec)?;
         if ret && offset != 0 {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("return probe '{spec}' cannot have an offset"),
-                "drop the +OFF",
+                &["drop the +OFF"],
             ));
         }
         UserAt::Symbol { name, offset }
@@ -288,9 +285,9 @@ fn usdt(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
         [file, name] => (file, None, name),
         [file, provider, name] => (file, Some(provider), name),
         _ => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("probe '{spec}' needs PATH:[PROVIDER:]NAME"),
-                hint,
+                &[hint],
             ))
         }
     };
@@ -298,9 +295,9 @@ fn usdt(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
         Some((name, site)) => match site.parse::<usize>() {
             Ok(site) => (name, Some(site)),
             Err(_) => {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("invalid site '#{site}' in probe '{spec}'"),
-                    "#N picks the Nth place a probe is compiled in (0, 1, ...)",
+                    &["#N picks the Nth place a probe is compiled in (0, 1, ...)"],
                 ))
             }
         },
@@ -308,7 +305,10 @@ fn usdt(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
     };
     let bad = |part: &str| part.is_empty() || !valid_name(part);
     if file.is_empty() || bad(name) || provider.is_some_and(bad) {
-        return Err(usage(format!("invalid USDT probe '{spec}'"), hint));
+        return Err(Error::usage_hints(
+            format!("invalid USDT probe '{spec}'"),
+            &[hint],
+        ));
     }
     Ok(ProbeSpec {
         target: Target::User {
@@ -334,9 +334,9 @@ fn tracepoint(rest: &str, spec: &str) -> Result<ProbeSpec, Error> {
             ret: false,
             args: Vec::new(),
         }),
-        _ => Err(usage(
+        _ => Err(Error::usage_hints(
             format!("invalid tracepoint '{spec}'"),
-            "tracepoints are CAT:NAME, e.g. syscalls:sys_enter_openat",
+            &["tracepoints are CAT:NAME, e.g. syscalls:sys_enter_openat"],
         )),
     }
 }
@@ -349,9 +349,9 @@ pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
     }
     if let Some((head, list)) = spec.split_once('(') {
         let Some(list) = list.strip_suffix(')') else {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("probe '{spec}' has an unclosed or misplaced '('"),
-                "list values in parentheses at the end: 'do_sys_openat2(filename, how->flags)'",
+                &["list values in parentheses at the end: 'do_sys_openat2(filename, how->flags)'"],
             ));
         };
         let mut parsed = parse_spec(head)?;
@@ -365,7 +365,7 @@ pub fn parse_spec(spec: &str) -> Result<ProbeSpec, Error> {
         return Ok(parsed);
     }
     if spec.is_empty() {
-        return Err(usage("empty probe spec".into(), SPEC_HINT));
+        return Err(Error::usage_hints("empty probe spec", &[SPEC_HINT]));
     }
     if let Some((kind, rest)) = spec.split_once(':') {
         match kind {
@@ -409,7 +409,10 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
         if spec.contains("nsecs") {
             hint += "; timing a function is tracer latency FUNC";
         }
-        return Some(usage(format!("'{spec}' is a bpftrace program"), &hint));
+        return Some(Error::usage_hints(
+            format!("'{spec}' is a bpftrace program"),
+            &[&hint],
+        ));
     }
     let (kind, rest) = spec.split_once(':')?;
     let (message, hint) = match kind {
@@ -435,7 +438,7 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
         ),
         _ => return None,
     };
-    Some(usage(format!("'{spec}': {message}"), &hint))
+    Some(Error::usage_hints(format!("'{spec}': {message}"), &[&hint]))
 }
 
 /// Parses a probe spec for a command that prints no per-hit values (`latency`, `stat`): a
@@ -443,12 +446,12 @@ fn bpftrace_pointer(spec: &str) -> Option<Error> {
 pub fn parse_bare_spec(spec: &str, command: &str) -> Result<ProbeSpec, Error> {
     let parsed = parse_spec(spec)?;
     if !parsed.args.is_empty() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "tracer {command} prints no per-hit values: drop '({})' from '{spec}'",
                 parsed.args.join(", ")
             ),
-            "values in parentheses select what `tracer probe` prints",
+            &["values in parentheses select what `tracer probe` prints"],
         ));
     }
     Ok(parsed)
@@ -470,10 +473,13 @@ pub fn parse_args(list: &str) -> Result<Vec<String>, Error> {
                 true => "empty value in the argument list".to_string(),
                 false => format!("'{word}' is not a name or member access"),
             };
-            return Err(usage(message, HINT));
+            return Err(Error::usage_hints(message, &[HINT]));
         }
         if args.iter().any(|a| a == word) {
-            return Err(usage(format!("'{word}' is listed twice"), HINT));
+            return Err(Error::usage_hints(
+                format!("'{word}' is listed twice"),
+                &[HINT],
+            ));
         }
         args.push(word.to_string());
     }

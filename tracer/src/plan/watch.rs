@@ -13,10 +13,6 @@ use crate::Error;
 /// x86 has four debug registers per CPU (one BPF slot each).
 const MAX_TARGETS: usize = tracer_common::PERF_EVENT_SLOTS as usize;
 
-fn usage(message: impl Into<String>, hint: &str) -> Error {
-    Error::usage(message, vec![hint.to_string()])
-}
-
 /// A validated `tracer watch`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WatchPlan {
@@ -40,9 +36,9 @@ pub fn breakpoint_type(kind: WatchType) -> Result<BreakpointType, Error> {
         WatchType::W => Ok(BreakpointType::Write),
         WatchType::Rw => Ok(BreakpointType::ReadWrite),
         WatchType::X => Ok(BreakpointType::Execute),
-        WatchType::R if cfg!(target_arch = "x86_64") => Err(usage(
+        WatchType::R if cfg!(target_arch = "x86_64") => Err(Error::usage_hints(
             "x86 has no read-only watchpoints",
-            "watch reads and writes with -t rw (a read then shows the value unchanged)",
+            &["watch reads and writes with -t rw (a read then shows the value unchanged)"],
         )),
         WatchType::R => Ok(BreakpointType::Read),
     }
@@ -56,19 +52,19 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
         .map(|t| parse_watch_target(t))
         .collect::<Result<Vec<_>, _>>()?;
     if targets.len() > MAX_TARGETS {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!(
                 "{} targets given; x86 has {MAX_TARGETS} hardware breakpoint slots",
                 targets.len()
             ),
-            "watch at most 4 locations at once",
+            &["watch at most 4 locations at once"],
         ));
     }
     if let Some(len) = args.len {
         if ![1, 2, 4, 8].contains(&len) {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("--len {len} is not 1, 2, 4 or 8"),
-                "watchpoints cover 1, 2, 4 or 8 aligned bytes",
+                &["watchpoints cover 1, 2, 4 or 8 aligned bytes"],
             ));
         }
     }
@@ -77,10 +73,7 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
         (None, false, false) => Whom::Command(args.command.clone()),
         (None, true, true) => Whom::Everyone,
         _ => {
-            return Err(usage(
-                "give exactly one of -p PID, -- COMMAND or --kernel",
-                "e.g. tracer watch counter -- ./prog, tracer watch -p 1234 counter, tracer watch --kernel jiffies",
-            ))
+            return Err(Error::usage_hints("give exactly one of -p PID, -- COMMAND or --kernel", &["e.g. tracer watch counter -- ./prog, tracer watch -p 1234 counter, tracer watch --kernel jiffies"]))
         }
     };
     match &whom {
@@ -94,11 +87,8 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
                 WatchTarget::Address(a) if !is_kernel_address(*a) => Some(*a),
                 _ => None,
             }) {
-                return Err(usage(
-                    format!("--kernel {addr:#x}: {addr:#x} is not a kernel address"),
-                    "kernel addresses have the top bit set (0xffff...); watch a kernel variable \
-                     by name, e.g. tracer watch --kernel jiffies",
-                ));
+                return Err(Error::usage_hints(format!("--kernel {addr:#x}: {addr:#x} is not a kernel address"), &["kernel addresses have the top bit set (0xffff...); watch a kernel variable \
+                     by name, e.g. tracer watch --kernel jiffies"]));
             }
         }
         Whom::Command(_) => {}
@@ -107,21 +97,21 @@ pub fn watch_plan(args: &WatchArgs, machine: &dyn Machine) -> Result<WatchPlan, 
         check_user_addresses(&targets)?;
     }
     if args.summary && args.stop.count.is_some() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--summary counts every hit in the kernel; it cannot stop after N hits",
-            "bound the run with -d SECS, or drop --summary to stop after N printed hits",
+            &["bound the run with -d SECS, or drop --summary to stop after N printed hits"],
         ));
     }
     if args.summary && args.stack.stack.is_some() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--summary counts by thread and instruction, not by stack",
-            "drop -s, or drop --summary to see each hit with its stack",
+            &["drop -s, or drop --summary to see each hit with its stack"],
         ));
     }
     if args.stop.count == Some(0) {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--count 0 would stop before the first hit",
-            "give a positive count",
+            &["give a positive count"],
         ));
     }
     Ok(WatchPlan {
@@ -142,9 +132,9 @@ pub fn check_user_addresses(targets: &[WatchTarget]) -> Result<(), Error> {
     for target in targets {
         if let WatchTarget::Address(addr) = target {
             if is_kernel_address(*addr) {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("{addr:#x} is a kernel address, not one of the process's"),
-                    "watch kernel memory with --kernel (and no -p or command)",
+                    &["watch kernel memory with --kernel (and no -p or command)"],
                 ));
             }
         }
@@ -189,22 +179,32 @@ pub fn parse_watch_target(text: &str) -> Result<WatchTarget, Error> {
     if text.starts_with("0x") {
         return parse_number(text)
             .map(WatchTarget::Address)
-            .ok_or_else(|| usage(format!("invalid address '{text}'"), hint));
+            .ok_or_else(|| Error::usage_hints(format!("invalid address '{text}'"), &[hint]));
     }
     let (file, rest) = match text.rsplit_once(':') {
         Some((file, rest)) if !file.is_empty() => (Some(file.to_string()), rest),
-        Some(_) => return Err(usage(format!("invalid watch target '{text}'"), hint)),
+        Some(_) => {
+            return Err(Error::usage_hints(
+                format!("invalid watch target '{text}'"),
+                &[hint],
+            ))
+        }
         None => (None, text),
     };
     let (name, offset) = match rest.split_once('+') {
         Some((name, off)) => (
             name,
-            parse_number(off).ok_or_else(|| usage(format!("invalid offset in '{text}'"), hint))?,
+            parse_number(off).ok_or_else(|| {
+                Error::usage_hints(format!("invalid offset in '{text}'"), &[hint])
+            })?,
         ),
         None => (rest, 0),
     };
     if !valid_name(name) || name.contains(['*', '?']) {
-        return Err(usage(format!("invalid symbol name '{name}'"), hint));
+        return Err(Error::usage_hints(
+            format!("invalid symbol name '{name}'"),
+            &[hint],
+        ));
     }
     Ok(WatchTarget::Symbol {
         file,
@@ -221,9 +221,9 @@ pub fn parse_watch(text: &str) -> Result<(WatchTarget, WatchType, Option<u64>), 
         if let Ok(n) = parts[parts.len() - 1].parse::<u64>() {
             if matches!(parts[parts.len() - 2], "w" | "rw" | "x") {
                 if ![1, 2, 4, 8].contains(&n) {
-                    return Err(usage(
+                    return Err(Error::usage_hints(
                         format!("watch length {n} in '{text}' is not 1, 2, 4 or 8"),
-                        "watchpoints cover 1, 2, 4 or 8 aligned bytes",
+                        &["watchpoints cover 1, 2, 4 or 8 aligned bytes"],
                     ));
                 }
                 len = Some(n);

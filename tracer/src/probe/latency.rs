@@ -19,24 +19,24 @@ use crate::Error;
 
 /// One end of a measured call: a perf event running a latency program (enabled with the
 /// pair), or a kernel function's trampoline link (running from its link on).
-pub enum End {
+pub enum PairEnd {
     Event(Box<Opened>),
     Linked(std::os::fd::OwnedFd),
 }
 
-impl End {
+impl PairEnd {
     fn enable(&self) -> Result<(), Error> {
         match self {
-            End::Event(opened) => Ok(opened.event.enable(false)?),
-            End::Linked(_) => Ok(()),
+            PairEnd::Event(opened) => Ok(opened.event.enable(false)?),
+            PairEnd::Linked(_) => Ok(()),
         }
     }
 }
 
 /// The start and end of a measured call.
 pub struct LatencyPair {
-    pub entry: End,
-    pub exit: End,
+    pub entry: PairEnd,
+    pub exit: PairEnd,
     /// The start's parameters, named and typed as `tracer probe` shows them (BTF for kernel
     /// functions, DWARF for user functions, the note for USDT; `arg0..` untyped otherwise);
     /// `None` when the start is a tracepoint or a return probe.
@@ -173,7 +173,7 @@ fn end_of(
     (opened, target): (Option<Opened>, Option<FunctionTarget>),
     trampolines: &mut Trampolines,
     open: &mut dyn FnMut(&ProbeSpec) -> Result<Opened, Error>,
-) -> Result<(End, Option<Via>), Error> {
+) -> Result<(PairEnd, Option<Via>), Error> {
     let kernel = matches!(spec.target, Target::Kernel { .. } | Target::KernelAddr(_));
     let opened = match (opened, target) {
         (Some(opened), _) => opened,
@@ -181,7 +181,7 @@ fn end_of(
             match bpf.link_latency_function(&target.function, target.btf_id, end) {
                 Ok(link) => {
                     let via = if spec.ret { Via::Fexit } else { Via::Fentry };
-                    return Ok((End::Linked(link), Some(via)));
+                    return Ok((PairEnd::Linked(link), Some(via)));
                 }
                 Err(e) => {
                     trampolines.failed(spec, &target, e)?;
@@ -198,7 +198,7 @@ fn end_of(
     let program = bpf.load_latency_program(kind, end)?;
     opened.event.set_bpf(bpf.named_program_fd(program)?)?;
     Ok((
-        End::Event(Box::new(opened)),
+        PairEnd::Event(Box::new(opened)),
         kernel.then(|| Via::kprobe(spec)),
     ))
 }

@@ -14,7 +14,7 @@ use super::series::SeriesTable;
 use super::{AttachOptions, Attacher, Probe};
 use crate::bpf::Bpf;
 use crate::kernel::tracefs::Tracefs;
-use crate::output::metrics::{Family, Kind, Series, Value};
+use crate::output::metrics::{Family, MetricKind, Series, Value};
 use crate::plan::serve::{MetricPlan, Source};
 use crate::plan::Linear;
 use crate::Error;
@@ -152,8 +152,8 @@ impl Metric {
             name: self.plan.family(),
             help: self.plan.help.clone(),
             kind: match self.plan.is_histogram() {
-                true => Kind::Histogram,
-                false => Kind::Counter,
+                true => MetricKind::Histogram,
+                false => MetricKind::Counter,
             },
             series,
         })
@@ -360,7 +360,7 @@ pub fn own_families(metrics: &[Metric]) -> Result<Vec<Family>, Error> {
     let mut build = family(
         "tracer_build",
         "tracer's version, git commit and whether the tree was modified",
-        Kind::Info,
+        MetricKind::Info,
     );
     build.series.push(Series {
         labels: vec![
@@ -373,24 +373,32 @@ pub fn own_families(metrics: &[Metric]) -> Result<Vec<Family>, Error> {
     let mut attached = family(
         "tracer_probe_attached",
         "1 for each probe attached, by metric and probe",
-        Kind::Gauge,
+        MetricKind::Gauge,
     );
     let mut dropped = family(
         "tracer_dropped_series",
         "label sets not exported because the metric's max_series was reached",
-        Kind::Counter,
+        MetricKind::Counter,
     );
-    let mut series = family("tracer_series", "label sets exported now", Kind::Gauge);
-    let mut hits = family("tracer_hits", "hits counted in the kernel", Kind::Counter);
+    let mut series = family(
+        "tracer_series",
+        "label sets exported now",
+        MetricKind::Gauge,
+    );
+    let mut hits = family(
+        "tracer_hits",
+        "hits counted in the kernel",
+        MetricKind::Counter,
+    );
     let mut filtered = family(
         "tracer_filtered_hits",
         "hits the metric's filter refused",
-        Kind::Counter,
+        MetricKind::Counter,
     );
     let mut lost = family(
         "tracer_lost_hits",
         "hits not counted, by reason (map_full: no room for a new key)",
-        Kind::Counter,
+        MetricKind::Counter,
     );
     let metric_label = |m: &Metric| ("metric".to_string(), m.plan.family());
     for m in metrics {

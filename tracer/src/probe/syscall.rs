@@ -14,7 +14,7 @@ use crate::kernel::format::Format;
 use crate::kernel::syscalls::{self, Arg, CloneArg, FutexArg, Ret, Struct};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::syscall::{self as show, Read};
-use crate::output::trace::{Call, End, Shown, Strings};
+use crate::output::trace::{Call, CallEnd, Shown, Strings};
 
 /// One argument of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,21 +163,27 @@ impl Layout {
     pub fn call<'a>(&'a self, event: &Event, strings: &[u8], comm: &'a str) -> Call<'a> {
         let kind = event.fields[trace_word::KIND];
         let end = match kind {
-            trace_kind::NO_RETURN => End::NoReturn,
-            trace_kind::KILLED => End::Killed,
-            _ => End::Returned,
+            trace_kind::NO_RETURN => CallEnd::NoReturn,
+            trace_kind::KILLED => CallEnd::Killed,
+            _ => CallEnd::Returned,
         };
         self.shown(event, strings, comm, end)
     }
 
     /// The call as shown, ending as `end` says.
-    pub fn shown<'a>(&'a self, event: &Event, strings: &[u8], comm: &'a str, end: End) -> Call<'a> {
+    pub fn shown<'a>(
+        &'a self,
+        event: &Event,
+        strings: &[u8],
+        comm: &'a str,
+        end: CallEnd,
+    ) -> Call<'a> {
         let mut reads = vec![Read::default(); self.reads.len()];
         for (k, read) in reads.iter_mut().enumerate() {
             *read = Read::from_entries(str_entries(strings).filter(|e| usize::from(e.read) == k));
         }
         let raw_ret = event.data[word::RETURN];
-        let ret = (end == End::Returned).then_some(raw_ret as i64);
+        let ret = (end == CallEnd::Returned).then_some(raw_ret as i64);
         let args: &[u64] = &event.data[..word::ARGS];
         let shown_params = (self.params.iter()).filter(|p| show::shown(p.kind, args));
         // strace prints at entry the arguments before the first one the call fills.
@@ -204,7 +210,7 @@ impl Layout {
             })
             .collect();
         let (ret_text, errno) = match end {
-            End::Returned => (
+            CallEnd::Returned => (
                 show::ret_in_call(self.ret, raw_ret, args, {
                     let first = self.reads.iter().position(|&r| r == 0);
                     first.map(|k| &reads[k])

@@ -18,7 +18,7 @@ pub fn readable<T: std::os::fd::AsRawFd>(fd: T) -> std::io::Result<tokio::io::un
 
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
+pub enum RunEnd {
     /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
     Interrupted,
     /// `-d` elapsed.
@@ -135,7 +135,7 @@ impl EventLoop {
         mut launched: Option<&mut crate::launch::Launched>,
         adopted: Option<u32>,
         duration: Option<std::time::Duration>,
-    ) -> Result<(End, std::time::Instant), Error> {
+    ) -> Result<(RunEnd, std::time::Instant), Error> {
         use std::time::Duration;
         let io_error = |e: std::io::Error| Error::Runtime {
             message: format!("event loop: {e}"),
@@ -177,7 +177,7 @@ impl EventLoop {
             tokio::pin!(deadline);
             // The target's end, held while tasks the sink follows still run (strace -f: a
             // background job that outlives its shell is traced to its own exit).
-            let mut ended: Option<End> = None;
+            let mut ended: Option<RunEnd> = None;
             loop {
                 // The drivers that see signals, timers and the command's exit run only when
                 // the loop yields: under a flood a wakeup is always waiting, and without this
@@ -192,28 +192,28 @@ impl EventLoop {
                 // then. The 100 ms tick comes before the wakeups, which would starve it.
                 tokio::select! {
                     biased;
-                    _ = signals.recv() => return Ok(End::Interrupted),
-                    _ = &mut deadline, if duration.is_some() => return Ok::<End, Error>(End::Duration),
+                    _ = signals.recv() => return Ok(RunEnd::Interrupted),
+                    _ = &mut deadline, if duration.is_some() => return Ok::<RunEnd, Error>(RunEnd::Duration),
                     ready = async { pidfd.as_ref().expect("guarded").readable().await }, if pidfd.is_some() && ended.is_none() => {
                         let mut guard = ready.map_err(io_error)?;
                         guard.clear_ready();
                         if let Some(code) = launched.as_mut().and_then(|c| c.try_wait()) {
-                            ended = Some(End::CommandExited(code));
+                            ended = Some(RunEnd::CommandExited(code));
                         }
                     }
                     _ = tick.tick() => {
-                        if sink.drain()? { return Ok(End::Count); }
+                        if sink.drain()? { return Ok(RunEnd::Count); }
                         // An adopted process (-p) that exits ends the run.
                         let gone = sink.tick()? || adopted.is_some_and(|pid| !super::alive(pid));
                         if gone && ended.is_none() {
-                            ended = Some(End::TargetGone);
+                            ended = Some(RunEnd::TargetGone);
                         }
                     }
                     _ = rx.recv() => {
-                        if sink.drain()? { return Ok(End::Count); }
+                        if sink.drain()? { return Ok(RunEnd::Count); }
                         look = false;
                     }
-                    _ = sparse.tick(), if streams => { if sink.drain()? { return Ok(End::Count); } }
+                    _ = sparse.tick(), if streams => { if sink.drain()? { return Ok(RunEnd::Count); } }
                 }
                 if let (Some(end), true) = (ended, look) {
                     if sink.followed_left()?.unwrap_or(0) == 0 {
@@ -228,7 +228,7 @@ impl EventLoop {
         sink.stop()?;
         sink.drain()?;
         // Nothing more comes from the sources: their slow closes can wait for tracer's exit.
-        crate::perf::detach::defer_from_now();
+        crate::perf::deferred::defer_closes();
         Ok((end, ended))
     }
 }

@@ -13,13 +13,13 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 
-use crate::output::metrics::Format;
+use crate::output::metrics::Exposition;
 use crate::Error;
 
 /// What the server asks of the command.
 pub trait Exporter {
     /// `/metrics`: the exposition in `format`.
-    fn metrics(&mut self, format: Format) -> Result<String, Error>;
+    fn metrics(&mut self, format: Exposition) -> Result<String, Error>;
     /// `/`: an HTML page listing what is exported.
     fn index(&mut self) -> String;
     /// SIGHUP: read the config again and apply it (or keep the running one, saying why).
@@ -213,7 +213,7 @@ async fn respond<E: Exporter>(
         "/metrics" => {
             let accept =
                 (request.headers().get(hyper::header::ACCEPT)).and_then(|a| a.to_str().ok());
-            let format = Format::from_accept(accept);
+            let format = Exposition::from_accept(accept);
             match exporter.borrow_mut().metrics(format) {
                 Ok(text) => reply(StatusCode::OK, format.content_type(), text.into()),
                 Err(e) => reply(

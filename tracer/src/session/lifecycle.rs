@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tracer_common::{TRACK_ACTIVE, TRACK_PENDING};
 
-use super::event_loop::{End, EventLoop, Sink};
+use super::event_loop::{EventLoop, RunEnd, Sink};
 use crate::bpf::Bpf;
 use crate::kernel::tracefs::Tracefs;
 use crate::launch::{self, AtEnd, Fate, Launched};
@@ -172,12 +172,12 @@ impl Session {
         let elapsed = ended.duration_since(started);
         let mut fate = Fate::Exited;
         if let Some(child) = self.launched.as_mut() {
-            if end == End::Interrupted {
+            if end == RunEnd::Interrupted {
                 if let Some(code) = child.exits_within(Duration::from_millis(200)) {
-                    end = End::CommandExited(code);
+                    end = RunEnd::CommandExited(code);
                 }
             }
-            if !matches!(end, End::CommandExited(_)) {
+            if !matches!(end, RunEnd::CommandExited(_)) {
                 fate = child.stop();
             }
         }
@@ -198,7 +198,7 @@ pub use crate::launch::alive;
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome {
-    pub end: End,
+    pub end: RunEnd,
     pub elapsed: Duration,
     adopted: Option<u32>,
     /// The launched command was still running when the run ended, and was stopped.
@@ -209,7 +209,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn new(end: End, elapsed: Duration, adopted: Option<u32>) -> Outcome {
+    pub fn new(end: RunEnd, elapsed: Duration, adopted: Option<u32>) -> Outcome {
         Outcome {
             end,
             elapsed,
@@ -232,11 +232,11 @@ impl Outcome {
 
     fn end_reason(&self, counted: u64, unit: &str) -> String {
         match self.end {
-            End::Interrupted => "interrupted".to_string(),
-            End::Duration => format!("after {:.1} s (-d)", self.elapsed.as_secs_f64()),
-            End::Count => format!("after {counted} {unit} (-c)"),
-            End::CommandExited(code) => format!("command exited with status {code}"),
-            End::TargetGone => match self.adopted {
+            RunEnd::Interrupted => "interrupted".to_string(),
+            RunEnd::Duration => format!("after {:.1} s (-d)", self.elapsed.as_secs_f64()),
+            RunEnd::Count => format!("after {counted} {unit} (-c)"),
+            RunEnd::CommandExited(code) => format!("command exited with status {code}"),
+            RunEnd::TargetGone => match self.adopted {
                 Some(pid) => format!("process {pid} exited"),
                 None => "the target is gone".to_string(),
             },
@@ -246,7 +246,7 @@ impl Outcome {
     /// The process exit status: the command's own when it ended the run, else 0.
     pub fn exit_code(&self) -> i32 {
         match self.end {
-            End::CommandExited(code) => code,
+            RunEnd::CommandExited(code) => code,
             _ => 0,
         }
     }
@@ -259,28 +259,34 @@ mod tests {
     #[test]
     fn every_end_is_worded_once() {
         let at = |end, adopted| Outcome::new(end, Duration::from_millis(1500), adopted);
-        assert_eq!(at(End::Interrupted, None).why(3, "events"), "interrupted");
-        assert_eq!(at(End::Duration, None).why(3, "events"), "after 1.5 s (-d)");
-        assert_eq!(at(End::Count, None).why(3, "hits"), "after 3 hits (-c)");
         assert_eq!(
-            at(End::CommandExited(7), None).why(0, "events"),
+            at(RunEnd::Interrupted, None).why(3, "events"),
+            "interrupted"
+        );
+        assert_eq!(
+            at(RunEnd::Duration, None).why(3, "events"),
+            "after 1.5 s (-d)"
+        );
+        assert_eq!(at(RunEnd::Count, None).why(3, "hits"), "after 3 hits (-c)");
+        assert_eq!(
+            at(RunEnd::CommandExited(7), None).why(0, "events"),
             "command exited with status 7"
         );
         assert_eq!(
-            at(End::TargetGone, Some(42)).why(0, "hits"),
+            at(RunEnd::TargetGone, Some(42)).why(0, "hits"),
             "process 42 exited"
         );
         assert_eq!(
-            at(End::TargetGone, None).why(0, "hits"),
+            at(RunEnd::TargetGone, None).why(0, "hits"),
             "the target is gone"
         );
-        let mut stopped = at(End::Duration, None);
+        let mut stopped = at(RunEnd::Duration, None);
         stopped.stopped = true;
         assert_eq!(
             stopped.why(0, "events"),
             "after 1.5 s (-d), command stopped (SIGTERM to it and its children)"
         );
-        let mut left = at(End::Count, None);
+        let mut left = at(RunEnd::Count, None);
         left.left_running = Some(4321);
         assert_eq!(
             left.why(1, "events"),
@@ -291,8 +297,8 @@ mod tests {
     #[test]
     fn the_command_status_passes_through() {
         let at = |end| Outcome::new(end, Duration::ZERO, None).exit_code();
-        assert_eq!(at(End::CommandExited(3)), 3);
-        assert_eq!(at(End::Interrupted), 0);
-        assert_eq!(at(End::Count), 0);
+        assert_eq!(at(RunEnd::CommandExited(3)), 3);
+        assert_eq!(at(RunEnd::Interrupted), 0);
+        assert_eq!(at(RunEnd::Count), 0);
     }
 }

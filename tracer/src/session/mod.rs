@@ -10,7 +10,7 @@ mod rings;
 pub mod side;
 
 pub use crate::probe::Attached;
-pub use event_loop::{monotonic_ns, readable, wall_offset_ns, End, EventLoop, Signals, Sink};
+pub use event_loop::{monotonic_ns, readable, wall_offset_ns, EventLoop, RunEnd, Signals, Sink};
 pub use lifecycle::{alive, Hold, Outcome, Session};
 pub use rings::{quarter_full, ringbuf_size, Batch, Losses, OutputRings, Transport};
 

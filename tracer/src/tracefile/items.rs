@@ -9,7 +9,7 @@ use super::{Record, SourceKind};
 use crate::breakpoint;
 use crate::kernel::format::Value;
 use crate::output::stack::{Frame, Space};
-use crate::output::timeline::{Item, Kind};
+use crate::output::timeline::{Item, ItemKind};
 use crate::probe;
 use crate::tracefile;
 
@@ -101,7 +101,7 @@ impl ItemDecoder {
                     comm: self.comm(s.tid),
                     source: (self.sources.get(&s.source))
                         .map_or_else(|| format!("counter#{}", s.source), |c| c.name.clone()),
-                    kind: Kind::Sample,
+                    kind: ItemKind::Sample,
                     args: vec![
                         ("period".into(), Value::Uint(s.period)),
                         ("ip".into(), Value::Word(ip)),
@@ -123,7 +123,7 @@ impl ItemDecoder {
                     "sched:switch-in"
                 }
                 .into(),
-                kind: Kind::Switch,
+                kind: ItemKind::Switch,
                 args: if s.out {
                     vec![("preempted".into(), Value::Bool(s.preempted))]
                 } else {
@@ -161,7 +161,7 @@ impl ItemDecoder {
                     tid: t.tid,
                     comm: self.comm(t.tid),
                     source: source.into(),
-                    kind: Kind::Task,
+                    kind: ItemKind::Task,
                     args,
                     ret: None,
                     errno: None,
@@ -186,7 +186,7 @@ impl ItemDecoder {
             tid: e.tid(),
             comm,
             source: source.name.clone(),
-            kind: Kind::Probe,
+            kind: ItemKind::Probe,
             args: Vec::new(),
             ret: None,
             errno: None,
@@ -195,7 +195,7 @@ impl ItemDecoder {
         match &source.what {
             SourceKind::Probe { decoder, .. } => {
                 if matches!(decoder, probe::Decoder::Return { .. }) {
-                    item.kind = Kind::Return;
+                    item.kind = ItemKind::Return;
                 }
                 let (args, ret, errno) = probe::decode(decoder, e, strings);
                 item.args = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
@@ -203,7 +203,7 @@ impl ItemDecoder {
                 item.errno = errno;
             }
             SourceKind::Watch { len, access, .. } => {
-                item.kind = Kind::Watch;
+                item.kind = ItemKind::Watch;
                 let ip = e.data[word::WATCH_IP];
                 let new = (e.data[word::WATCH_VALUE_READ] == 1 && access != "x")
                     .then(|| breakpoint::mask(e.data[word::WATCH_VALUE], *len));

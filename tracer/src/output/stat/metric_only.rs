@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    fixunit, json_string, timestamp, valid_only_metric, Count, Format, Line, Metric, Renderer,
-    Slot, TopoId, METRIC_ONLY_LEN,
+    fixunit, json_string, timestamp, valid_only_metric, Count, Line, Metric, Renderer, Slot,
+    StatFormat, TopoId, METRIC_ONLY_LEN,
 };
 
 /// One metric-only column.
@@ -110,14 +110,14 @@ impl Renderer {
             return String::new();
         }
         let named: Vec<&str> = match self.format {
-            Format::Json => units.iter().map(String::as_str).collect(),
+            StatFormat::Json => units.iter().map(String::as_str).collect(),
             _ => (units.iter())
                 .map(String::as_str)
                 .filter(|u| valid_only_metric(u))
                 .collect(),
         };
         match &self.format {
-            Format::Human { .. } => {
+            StatFormat::Human { .. } => {
                 let mut out = match interval {
                     // `print_interval`'s columns, then the headers' " " prefix.
                     true => format!("{} ", metric_only_interval_columns(slot)),
@@ -129,7 +129,7 @@ impl Renderer {
                 out.push('\n');
                 out
             }
-            Format::Csv { sep } => {
+            StatFormat::Csv { sep } => {
                 let mut out = match interval {
                     // perf writes these commas whatever -x says.
                     true => " time,".to_string(),
@@ -142,7 +142,7 @@ impl Renderer {
                 out.push('\n');
                 out
             }
-            Format::Json => {
+            StatFormat::Json => {
                 let indent = match interval {
                     true => String::new(),
                     false => " ".repeat(metric_only_indent(slot)),
@@ -186,7 +186,7 @@ impl Renderer {
             let row: Vec<&Line> = lines.iter().filter(|l| same(&l.slot, slot)).collect();
             out.push_str(&self.metric_only_prefix(slot, interval_ns));
             for line in row {
-                if let (Format::Csv { sep }, true) = (&self.format, summary) {
+                if let (StatFormat::Csv { sep }, true) = (&self.format, summary) {
                     let _ = write!(out, "{:>16}{sep}", "summary");
                 }
                 for column in metric_only_columns(line) {
@@ -202,36 +202,36 @@ impl Renderer {
     pub(super) fn metric_only_prefix(&self, slot: &Slot, interval_ns: Option<u64>) -> String {
         let mut out = String::new();
         match (&self.format, interval_ns) {
-            (Format::Human { .. }, Some(ns)) => {
+            (StatFormat::Human { .. }, Some(ns)) => {
                 let _ = write!(out, "{:>16} ", timestamp(ns));
             }
-            (Format::Csv { sep }, Some(ns)) => {
+            (StatFormat::Csv { sep }, Some(ns)) => {
                 let _ = write!(out, "{:>16}{sep}", timestamp(ns));
             }
-            (Format::Json, Some(ns)) => {
+            (StatFormat::Json, Some(ns)) => {
                 let _ = write!(out, "{{\"interval\" : {}}}", timestamp(ns));
             }
             // perf's `aggr_printout` opens the JSON object, outside interval mode only.
-            (Format::Json, None) if *slot != Slot::Global => out.push('{'),
+            (StatFormat::Json, None) if *slot != Slot::Global => out.push('{'),
             _ => {}
         }
         match (&self.format, slot) {
             (_, Slot::Global) | (_, Slot::Thread { .. }) => {}
-            (Format::Human { .. }, Slot::Cpu(cpu)) => {
+            (StatFormat::Human { .. }, Slot::Cpu(cpu)) => {
                 let _ = write!(out, "CPU{cpu:<7} ");
             }
-            (Format::Csv { sep }, Slot::Cpu(cpu)) => {
+            (StatFormat::Csv { sep }, Slot::Cpu(cpu)) => {
                 let _ = write!(out, "CPU{cpu}{sep}");
             }
-            (Format::Json, Slot::Cpu(cpu)) => {
+            (StatFormat::Json, Slot::Cpu(cpu)) => {
                 let _ = write!(out, "\"cpu\" : \"{cpu}\", ");
             }
             (format, Slot::Group { id, cpus }) => match format {
-                Format::Human { .. } => out.push_str(&id.human(*cpus)),
-                Format::Csv { sep } => {
+                StatFormat::Human { .. } => out.push_str(&id.human(*cpus)),
+                StatFormat::Csv { sep } => {
                     let _ = write!(out, "{}{sep}{cpus}{sep}", id.label());
                 }
-                Format::Json => {
+                StatFormat::Json => {
                     let _ = write!(
                         out,
                         "\"{}\" : \"{}\", \"aggregate-number\" : {cpus}, ",
@@ -246,8 +246,8 @@ impl Renderer {
 
     pub(super) fn metric_only_column(&self, column: &OnlyColumn) -> String {
         match (&self.format, column) {
-            (Format::Human { .. }, OnlyColumn::Empty) => format!("{:METRIC_ONLY_LEN$} ", ""),
-            (Format::Human { .. }, OnlyColumn::Value { text, unit }) => {
+            (StatFormat::Human { .. }, OnlyColumn::Empty) => format!("{:METRIC_ONLY_LEN$} ", ""),
+            (StatFormat::Human { .. }, OnlyColumn::Value { text, unit }) => {
                 // perf widens a column whose name is longer than the narrowest width.
                 let width = match unit.len() > METRIC_ONLY_LEN {
                     true => unit.len() + 1,
@@ -255,8 +255,8 @@ impl Renderer {
                 };
                 format!("{text:>width$} ")
             }
-            (Format::Csv { sep }, column) => format!("{}{sep}", column.digits()),
-            (Format::Json, column) => {
+            (StatFormat::Csv { sep }, column) => format!("{}{sep}", column.digits()),
+            (StatFormat::Json, column) => {
                 format!("{{\"metric-value\" : {}}}", json_string(&column.digits()))
             }
         }

@@ -16,7 +16,7 @@ pub use metrics::{metric, Metric, MetricFormat, MetricInput};
 
 /// How counts are printed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Format {
+pub enum StatFormat {
     /// perf stat's columns; `big_num` puts thousands separators in counts.
     Human { big_num: bool },
     /// `-x SEP`: perf stat's CSV (not quoted; SEP may be several characters).
@@ -292,7 +292,7 @@ pub fn fixunit(unit: &str, event: &str) -> String {
 /// Renders lines, headers and footers in one format.
 #[derive(Clone, Debug)]
 pub struct Renderer {
-    pub format: Format,
+    pub format: StatFormat,
     /// Width of the unit column (perf: the longest unit, at least 4).
     pub unit_width: usize,
     /// `-r N` with N > 1: lines carry a variance.
@@ -348,7 +348,7 @@ fn csv_running_pct(running: u64, enabled: u64) -> f64 {
 }
 
 impl Renderer {
-    pub fn new(format: Format, units: &[&str], repeated: bool, cgroups: bool) -> Renderer {
+    pub fn new(format: StatFormat, units: &[&str], repeated: bool, cgroups: bool) -> Renderer {
         let unit_width = units.iter().map(|u| u.len()).max().unwrap_or(0).max(4);
         Renderer {
             format,
@@ -365,7 +365,7 @@ impl Renderer {
     /// `\n Performance counter stats for 'X' (N runs):\n\n` (human output only).
     pub fn header(&self, title: &str, runs: u32) -> String {
         match self.format {
-            Format::Human { .. } => {
+            StatFormat::Human { .. } => {
                 let runs = if runs > 1 {
                     format!(" ({runs} runs)")
                 } else {
@@ -388,7 +388,7 @@ impl Renderer {
 
     /// The column header of interval output (human only; repeated every 25 intervals).
     pub fn interval_header(&mut self, slot: &Slot) -> String {
-        if !self.interval_turn() || !matches!(self.format, Format::Human { .. }) {
+        if !self.interval_turn() || !matches!(self.format, StatFormat::Human { .. }) {
             return String::new();
         }
         let slot = match slot {
@@ -408,12 +408,12 @@ impl Renderer {
     /// One counter line, with the interval timestamp (ns since the start) in interval mode.
     pub fn line(&self, line: &Line, interval_ns: Option<u64>) -> String {
         match &self.format {
-            Format::Human { big_num } => {
+            StatFormat::Human { big_num } => {
                 let sep = Some(self.thousands.as_str()).filter(|s| *big_num && !s.is_empty());
                 self.human_line(line, interval_ns, sep)
             }
-            Format::Csv { sep } => self.csv_line(line, interval_ns, sep),
-            Format::Json => self.json_line(line, interval_ns),
+            StatFormat::Csv { sep } => self.csv_line(line, interval_ns, sep),
+            StatFormat::Json => self.json_line(line, interval_ns),
         }
     }
 
@@ -631,7 +631,7 @@ impl Renderer {
 
     /// The elapsed/user/sys block (human output only; interval mode has none).
     pub fn footer(&self, footer: &Footer) -> String {
-        if !matches!(self.format, Format::Human { .. }) {
+        if !matches!(self.format, StatFormat::Human { .. }) {
             return String::new();
         }
         let mut out = String::new();
@@ -712,11 +712,11 @@ mod tests {
     }
 
     fn human() -> Renderer {
-        Renderer::new(Format::Human { big_num: true }, &["msec"], false, false)
+        Renderer::new(StatFormat::Human { big_num: true }, &["msec"], false, false)
     }
 
     fn csv() -> Renderer {
-        Renderer::new(Format::Csv { sep: ",".into() }, &["msec"], false, false)
+        Renderer::new(StatFormat::Csv { sep: ",".into() }, &["msec"], false, false)
     }
 
     #[test]
@@ -852,7 +852,12 @@ mod tests {
     fn human_lines_match_perf_6_1_columns() {
         // Captured from `perf stat -e task-clock,syscalls:sys_enter_getppid,page-faults,cycles`
         // (Debian's perf in the C locale: no thousands separators).
-        let r = Renderer::new(Format::Human { big_num: false }, &["msec"], false, false);
+        let r = Renderer::new(
+            StatFormat::Human { big_num: false },
+            &["msec"],
+            false,
+            false,
+        );
         assert_eq!(
             r.line(&task_clock(), None),
             "              1.26 msec task-clock                       #    0.623 CPUs utilized          \n"
@@ -884,7 +889,7 @@ mod tests {
         assert!(human()
             .line(&big, None)
             .starts_with("         1,234,567      page-faults"));
-        let plain = Renderer::new(Format::Human { big_num: false }, &[], false, false);
+        let plain = Renderer::new(StatFormat::Human { big_num: false }, &[], false, false);
         assert!(plain
             .line(&big, None)
             .starts_with("           1234567      page-faults"));
@@ -892,7 +897,7 @@ mod tests {
 
     #[test]
     fn human_multiplexing_noise_slots_and_intervals() {
-        let r = Renderer::new(Format::Human { big_num: true }, &["msec"], true, false);
+        let r = Renderer::new(StatFormat::Human { big_num: true }, &["msec"], true, false);
         let mut l = task_clock();
         l.noise = Some(5.43);
         l.value_for_test(2.01, 0.776);
@@ -1001,7 +1006,7 @@ mod tests {
         );
         let row = csv().metric_only_rows(&lines, Some(100_000_000), false);
         assert_eq!(row, "     0.100000000,0.62,1.50,,,\n");
-        let json = Renderer::new(Format::Json, &[], false, false);
+        let json = Renderer::new(StatFormat::Json, &[], false, false);
         assert_eq!(
             json.metric_only_rows(&lines[1..4], None, false),
             "{\"metric-value\" : \"0.62\"}{\"metric-value\" : \"1.50\"}{\"metric-value\" : \"\"}\n"
@@ -1063,7 +1068,7 @@ mod tests {
                 "GHz", "branch-misses of all branches"
             )
         );
-        let mut semi = Renderer::new(Format::Csv { sep: ";".into() }, &[], false, false);
+        let mut semi = Renderer::new(StatFormat::Csv { sep: ";".into() }, &[], false, false);
         assert_eq!(
             semi.metric_only_header(&Slot::Cpu(0), &units, true),
             " time,cpu,GHz;branch-misses of all branches;\n"
@@ -1129,7 +1134,7 @@ mod tests {
             "5,,branch-misses,2,66.00,2.98,of all branches\n"
         );
         // -r: the variance comes after the event name (perf's order, see the module docs).
-        let rep = Renderer::new(Format::Csv { sep: ";".into() }, &["msec"], true, false);
+        let rep = Renderer::new(StatFormat::Csv { sep: ";".into() }, &["msec"], true, false);
         let mut l = task_clock();
         l.noise = Some(2.4);
         assert_eq!(
@@ -1168,7 +1173,7 @@ mod tests {
 
     #[test]
     fn json_objects_are_perfs() {
-        let r = Renderer::new(Format::Json, &["msec"], false, false);
+        let r = Renderer::new(StatFormat::Json, &["msec"], false, false);
         let mut tc = task_clock();
         tc.count = Count::Value(0.500098);
         tc.running = 500098;
@@ -1184,7 +1189,7 @@ mod tests {
             "{\"interval\" : 0.100199458, \"counter-value\" : \"<not supported>\", \"unit\" : \"\", \"event\" : \"cycles\", "
         ));
         assert!(text.ends_with("\"metric-value\" : 0.000000, \"metric-unit\" : \"\"}\n"));
-        let rep = Renderer::new(Format::Json, &[], true, false);
+        let rep = Renderer::new(StatFormat::Json, &[], true, false);
         let mut cpu = line("page-faults", Count::Value(73.0), rate(78.77, "K/sec"));
         cpu.slot = Slot::Cpu(1);
         cpu.noise = Some(0.79);

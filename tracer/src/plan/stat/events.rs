@@ -7,10 +7,6 @@ use crate::perf::names;
 use crate::plan::{self, ProbeSpec};
 use crate::Error;
 
-fn usage(message: impl Into<String>, hints: &[&str]) -> Error {
-    Error::usage(message, hints.iter().map(|h| h.to_string()).collect())
-}
-
 const EVENT_HINT: &str =
     "events are NAME[:MODS] (see `tracer list`), CAT:NAME tracepoints, rHEX raw \
      events, PMU/TERM=VAL,.../, mem:ADDR[/LEN][:rwx], kprobe:FUNC, uprobe:PATH:SYMBOL, usdt:PATH:[PROVIDER:]NAME; \
@@ -74,17 +70,14 @@ impl Modifiers {
                 // Weak groups only matter for metric groups, and S (read the group on
                 // samples) only for sampling: accepted and ignored, as perf stat does.
                 'W' | 'S' => {}
-                other => return Err(usage(
-                    format!("unknown modifier '{other}' in event '{event}'"),
-                    &[
+                other => return Err(Error::usage_hints(format!("unknown modifier '{other}' in event '{event}'"), &[
                         "modifiers: u (user), k (kernel), h (hypervisor), G (guest), H (host), \
                            I (exclude idle), D (pinned), p/P (precise), W (weak group), S (sample read)",
-                    ],
-                )),
+                    ])),
             }
         }
         if self.precise > 3 {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("too many 'p' modifiers in event '{event}'"),
                 &["precise_ip goes from 0 to 3: p, pp or ppp"],
             ));
@@ -176,7 +169,7 @@ fn split_top(text: &str) -> Result<Vec<String>, Error> {
         match c {
             '{' if !in_pmu => {
                 if depth > 0 {
-                    return Err(usage(
+                    return Err(Error::usage_hints(
                         format!("nested groups in '{text}'"),
                         &["groups cannot contain groups: {a,b},{c,d}"],
                     ));
@@ -187,7 +180,10 @@ fn split_top(text: &str) -> Result<Vec<String>, Error> {
             }
             '}' if !in_pmu => {
                 if depth == 0 {
-                    return Err(usage(format!("unbalanced '}}' in '{text}'"), &[EVENT_HINT]));
+                    return Err(Error::usage_hints(
+                        format!("unbalanced '}}' in '{text}'"),
+                        &[EVENT_HINT],
+                    ));
                 }
                 depth -= 1;
                 current.push(c);
@@ -217,10 +213,13 @@ fn split_top(text: &str) -> Result<Vec<String>, Error> {
         }
     }
     if depth > 0 {
-        return Err(usage(format!("unclosed '{{' in '{text}'"), &[EVENT_HINT]));
+        return Err(Error::usage_hints(
+            format!("unclosed '{{' in '{text}'"),
+            &[EVENT_HINT],
+        ));
     }
     if in_pmu {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("unclosed PMU term list in '{text}'"),
             &["PMU events look like msr/tsc/ or PMU/config=0x3c/"],
         ));
@@ -386,13 +385,13 @@ fn breakpoint(spec: &str) -> Result<(Source, String), Error> {
         Some((addr, len)) => (addr, Some(len)),
         None => (at, None),
     };
-    let addr = parse_number(addr)
-        .ok_or_else(|| usage(format!("invalid address in breakpoint '{spec}'"), &[hint]))?;
+    let addr = parse_number(addr).ok_or_else(|| {
+        Error::usage_hints(format!("invalid address in breakpoint '{spec}'"), &[hint])
+    })?;
     let len = match len {
-        Some(len) => Some(
-            parse_number(len)
-                .ok_or_else(|| usage(format!("invalid length in breakpoint '{spec}'"), &[hint]))?,
-        ),
+        Some(len) => Some(parse_number(len).ok_or_else(|| {
+            Error::usage_hints(format!("invalid length in breakpoint '{spec}'"), &[hint])
+        })?),
         None => None,
     };
     let (access, mods) = match (parts.next(), parts.next()) {
@@ -402,7 +401,7 @@ fn breakpoint(spec: &str) -> Result<(Source, String), Error> {
         (Some(mods), None) => ("rw", mods),
         (None, _) => ("rw", ""),
         (Some(_), Some(_)) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("invalid access in breakpoint '{spec}'"),
                 &[hint],
             ))
@@ -417,14 +416,14 @@ fn breakpoint(spec: &str) -> Result<(Source, String), Error> {
         "rw" => BreakpointType::ReadWrite,
         "x" => BreakpointType::Execute,
         _ => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("breakpoint '{spec}' mixes execute with read/write"),
                 &[hint],
             ))
         }
     };
     if cfg!(target_arch = "x86_64") && kind == BreakpointType::Read {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("breakpoint '{spec}' is read-only, which x86 cannot watch"),
             &["watch reads and writes with :rw"],
         ));
@@ -433,13 +432,13 @@ fn breakpoint(spec: &str) -> Result<(Source, String), Error> {
     let len = len.unwrap_or(4);
     if kind != BreakpointType::Execute {
         if ![1, 2, 4, 8].contains(&len) {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("breakpoint length {len} in '{spec}' is not 1, 2, 4 or 8"),
                 &[hint],
             ));
         }
         if addr % len != 0 {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!(
                     "breakpoint address {addr:#x} in '{spec}' is not aligned to its length {len}"
                 ),
@@ -458,11 +457,11 @@ fn pmu_event(spec: &str) -> Result<(Source, Option<String>, String), Error> {
     let (pmu, rest) = spec.split_once('/').expect("caller checked");
     let (body, after) = rest
         .split_once('/')
-        .ok_or_else(|| usage(format!("unclosed PMU event '{spec}'"), &[hint]))?;
+        .ok_or_else(|| Error::usage_hints(format!("unclosed PMU event '{spec}'"), &[hint]))?;
     let mods = match after {
         "" => "",
         m => m.strip_prefix(':').ok_or_else(|| {
-            usage(
+            Error::usage_hints(
                 format!("unexpected '{m}' after PMU event '{spec}'"),
                 &[hint],
             )
@@ -475,7 +474,7 @@ fn pmu_event(spec: &str) -> Result<(Source, Option<String>, String), Error> {
             Some(("name", value)) => name = Some(value.to_string()),
             Some((key, value)) => {
                 let value = parse_number(value).ok_or_else(|| {
-                    usage(
+                    Error::usage_hints(
                         format!("invalid value '{value}' for term '{key}' in '{spec}'"),
                         &["term values are decimal or 0x-prefixed hex"],
                     )
@@ -492,7 +491,10 @@ fn pmu_event(spec: &str) -> Result<(Source, Option<String>, String), Error> {
         }
     }
     if terms.is_empty() {
-        return Err(usage(format!("PMU event '{spec}' has no terms"), &[hint]));
+        return Err(Error::usage_hints(
+            format!("PMU event '{spec}' has no terms"),
+            &[hint],
+        ));
     }
     Ok((
         Source::Pmu {
@@ -516,19 +518,24 @@ fn named_with_terms(
     let rest = &spec[head.len() + 1..];
     let (body, after) = rest
         .split_once('/')
-        .ok_or_else(|| usage(format!("unclosed term list in '{spec}'"), &[hint]))?;
+        .ok_or_else(|| Error::usage_hints(format!("unclosed term list in '{spec}'"), &[hint]))?;
     let mods = match after {
         "" => "",
-        m => m
-            .strip_prefix(':')
-            .ok_or_else(|| usage(format!("unexpected '{m}' after '{spec}'"), &[hint]))?,
+        m => m.strip_prefix(':').ok_or_else(|| {
+            Error::usage_hints(format!("unexpected '{m}' after '{spec}'"), &[hint])
+        })?,
     };
     let mut name = None;
     for term in body.split(',').filter(|t| !t.is_empty()) {
         match term.split_once('=') {
             Some(("name", value)) if !value.is_empty() => name = Some(value.to_string()),
             Some(("period" | "freq", value)) if parse_number(value).is_some() => {}
-            _ => return Err(usage(format!("unknown term '{term}' in '{spec}'"), &[hint])),
+            _ => {
+                return Err(Error::usage_hints(
+                    format!("unknown term '{term}' in '{spec}'"),
+                    &[hint],
+                ))
+            }
         }
     }
     let shown = name.unwrap_or_else(|| match mods {
@@ -551,7 +558,10 @@ fn valid_tracepoint_part(part: &str) -> bool {
 fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
     let spec = spec.trim();
     if spec.is_empty() {
-        return Err(usage("empty event in the event list", &[EVENT_HINT]));
+        return Err(Error::usage_hints(
+            "empty event in the event list",
+            &[EVENT_HINT],
+        ));
     }
     if spec.starts_with("mem:") {
         let (source, mods) = breakpoint(spec)?;
@@ -564,20 +574,17 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
     for prefix in ["fentry:", "fexit:", "kfunc:", "kretfunc:"] {
         if let Some(function) = spec.strip_prefix(prefix) {
             let ret = matches!(prefix, "fexit:" | "kretfunc:");
-            return Err(usage(
-                format!("'{spec}': tracer stat counts a kernel function's hits with a kprobe counter; fentry and fexit have none"),
-                &[&format!(
+            return Err(Error::usage_hints(format!("'{spec}': tracer stat counts a kernel function's hits with a kprobe counter; fentry and fexit have none"), &[&format!(
                     "tracer stat -e {}:{function}, or count through fentry with tracer probe --count-by comm {spec}",
                     if ret { "kretprobe" } else { "kprobe" }
-                )],
-            ));
+                )]));
         }
     }
     for prefix in ["kprobe:", "kretprobe:", "uprobe:", "uretprobe:", "usdt:"] {
         if spec.starts_with(prefix) {
             let probe = plan::parse_bare_spec(spec, "stat")?;
             if probe.is_glob() {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("'{spec}': tracer stat counts named probes, not patterns"),
                     &["name each function, or find them with `tracer list 'PATTERN'`"],
                 ));
@@ -608,7 +615,7 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
             // CAT:NAME[:MODS]
             let (name, mods) = rest.split_once(':').unwrap_or((rest, ""));
             if !valid_tracepoint_part(category) || !valid_tracepoint_part(name) {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     format!("invalid tracepoint '{spec}'"),
                     &["tracepoints are CAT:NAME, e.g. syscalls:sys_enter_openat"],
                 ));
@@ -626,7 +633,7 @@ fn parse_event(spec: &str) -> Result<(Source, String, String), Error> {
     };
     let source = if is_raw(head) {
         Source::Raw(u64::from_str_radix(&head[1..], 16).map_err(|_| {
-            usage(
+            Error::usage_hints(
                 format!("raw event '{head}' does not fit 64 bits"),
                 &["raw events are r followed by up to 16 hex digits"],
             )
@@ -650,14 +657,14 @@ pub fn parse_events(args: &[String]) -> Result<Vec<EventSpec>, Error> {
         for part in split_top(arg)? {
             let part = part.trim();
             if let Some(body) = part.strip_prefix('{') {
-                let close = body
-                    .rfind('}')
-                    .ok_or_else(|| usage(format!("unclosed '{{' in '{part}'"), &[EVENT_HINT]))?;
+                let close = body.rfind('}').ok_or_else(|| {
+                    Error::usage_hints(format!("unclosed '{{' in '{part}'"), &[EVENT_HINT])
+                })?;
                 let (members, after) = (&body[..close], &body[close + 1..]);
                 let group_mods = match after {
                     "" => "",
                     m => m.strip_prefix(':').ok_or_else(|| {
-                        usage(
+                        Error::usage_hints(
                             format!("unexpected '{m}' after group '{part}'"),
                             &[EVENT_HINT],
                         )
@@ -665,7 +672,10 @@ pub fn parse_events(args: &[String]) -> Result<Vec<EventSpec>, Error> {
                 };
                 let members = split_top(members)?;
                 if members.iter().all(|m| m.trim().is_empty()) {
-                    return Err(usage(format!("empty group '{part}'"), &[EVENT_HINT]));
+                    return Err(Error::usage_hints(
+                        format!("empty group '{part}'"),
+                        &[EVENT_HINT],
+                    ));
                 }
                 for member in members {
                     let (source, name, mods) = parse_event(&member)?;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::output::stat::Format;
+use crate::output::stat::StatFormat;
 use crate::Error;
 
 mod events;
@@ -16,10 +16,6 @@ pub use events::{
     builtin_names, cache_names, default_events, parse_cache, parse_events, EventSpec, Modifiers,
     PmuTerm, Source, ToolEvent, METRICS, TRANSACTION_EVENTS,
 };
-
-fn usage(message: impl Into<String>, hints: &[&str]) -> Error {
-    Error::usage(message, hints.iter().map(|h| h.to_string()).collect())
-}
 
 /// Whose events are counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +96,7 @@ pub struct StatPlan {
     pub null_run: bool,
     pub verbose: bool,
     pub scale: bool,
-    pub format: Format,
+    pub format: StatFormat,
     pub destination: Destination,
     /// `--summary`: the totals after the intervals; `--no-csv-summary` drops their label.
     pub summary: bool,
@@ -131,7 +127,7 @@ fn id_list(text: &str, what: &str) -> Result<Vec<u32>, Error> {
         .collect();
     match ids {
         Ok(ids) if !ids.is_empty() && !ids.contains(&0) => Ok(ids),
-        _ => Err(usage(
+        _ => Err(Error::usage_hints(
             format!("invalid {what} list '{text}'"),
             &["give comma-separated ids from `ps`, e.g. 1234,5678"],
         )),
@@ -195,13 +191,13 @@ fn target(args: &Args, command: &[String]) -> Result<Target, Error> {
     Ok(
         match (&args.pid, &args.tid, args.all_cpus || args.cpus.is_some()) {
             (Some(_), Some(_), _) => {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     "-p and -t cannot be combined",
                     &["give threads with -t only"],
                 ))
             }
             (Some(_), _, true) | (_, Some(_), true) => {
-                return Err(usage(
+                return Err(Error::usage_hints(
                     "-p/-t cannot be combined with -a/-C",
                     &["count either tasks or CPUs"],
                 ))
@@ -209,10 +205,9 @@ fn target(args: &Args, command: &[String]) -> Result<Target, Error> {
             (Some(p), None, false) => Target::Processes(id_list(p, "process id")?),
             (None, Some(t), false) => Target::Threads(id_list(t, "thread id")?),
             (None, None, true) => Target::Cpus(match &args.cpus {
-                Some(list) => Some(
-                    crate::perf::cpus::parse_list(list)
-                        .map_err(|e| usage(e.to_string(), &["CPU lists look like 0-3,5"]))?,
-                ),
+                Some(list) => Some(crate::perf::cpus::parse_list(list).map_err(|e| {
+                    Error::usage_hints(e.to_string(), &["CPU lists look like 0-3,5"])
+                })?),
                 None => None,
             }),
             (None, None, false) if command.is_empty() => Target::Cpus(None),
@@ -243,14 +238,14 @@ fn events(
 ) -> Result<(Vec<EventSpec>, Vec<&'static str>, Vec<String>), Error> {
     let mut events = given;
     if args.null_run && !events.is_empty() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "-n counts nothing, but events were given",
             &["drop -n to count the events, or -e to time the command only"],
         ));
     }
     if args.transaction {
         if !events.is_empty() {
-            return Err(usage("-T counts its own events: drop -e", &[]));
+            return Err(Error::usage_hints("-T counts its own events: drop -e", &[]));
         }
         events = parse_events(&[TRANSACTION_EVENTS.to_string()])?;
     }
@@ -260,13 +255,16 @@ fn events(
         events = default_events(system_wide);
     }
     if args.topdown && !system_wide {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "top down event configuration requires system-wide mode (-a)",
             &["add -a"],
         ));
     }
     if args.null_run && args.detailed > 0 {
-        return Err(usage("-n counts nothing, but -d asks for more events", &[]));
+        return Err(Error::usage_hints(
+            "-n counts nothing, but -d asks for more events",
+            &[],
+        ));
     }
     // -d appends its sets to the events given or the default ones, as perf's.
     for set in DETAILED.iter().take(args.detailed.min(3) as usize) {
@@ -333,7 +331,7 @@ fn per_cache(args: &Args) -> Result<Option<Option<u8>>, Error> {
         .filter(|n| (1..=4).contains(n));
     match n {
         Some(n) => Ok(Some(Some(n))),
-        None => Err(usage(
+        None => Err(Error::usage_hints(
             format!("--per-cache={level}: not a cache level"),
             &["give L1, L2 or L3, or no level for the last level cache"],
         )),
@@ -358,7 +356,7 @@ fn aggregation(args: &Args, target: &Target, system_wide: bool) -> Result<Aggreg
     ]
     .into_iter()
     .find(|(on, _, _)| *on);
-    let refused = |message: String, hints: &[&str]| Err(usage(message, hints));
+    let refused = |message: String, hints: &[&str]| Err(Error::usage_hints(message, hints));
     match (topology, args.per_thread) {
         (Some((_, flag, _)), true) => {
             refused(format!("{flag} and --per-thread cannot be combined"), &[])
@@ -394,13 +392,13 @@ fn cgroups(args: &Args, events: usize, system_wide: bool) -> Result<Vec<Option<S
         return Ok(vec![None; events]);
     }
     if !system_wide {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "-G (cgroup) counting needs system-wide counting",
             &["add -a: cgroup events count on every CPU"],
         ));
     }
     if names.len() > events {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("{} cgroups for {events} events", names.len()),
             &["each cgroup applies to the event in the same position; one cgroup applies to all"],
         ));
@@ -422,7 +420,7 @@ fn cgroups(args: &Args, events: usize, system_wide: bool) -> Result<Vec<Option<S
 fn timing(args: &Args) -> Result<(Option<Duration>, Option<Duration>, Option<Duration>), Error> {
     let interval = match args.interval {
         Some(ms) if ms < 10 => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("-I {ms}: the print interval must be at least 10 ms"),
                 &["e.g. -I 100"],
             ))
@@ -431,38 +429,46 @@ fn timing(args: &Args) -> Result<(Option<Duration>, Option<Duration>, Option<Dur
         None => None,
     };
     if args.interval_count.is_some() && interval.is_none() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--interval-count needs -I",
             &["e.g. -I 100 --interval-count 10"],
         ));
     }
     if args.interval_count == Some(0) {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--interval-count 0 would print nothing",
             &["give a positive count"],
         ));
     }
     let timeout = match args.timeout {
         Some(_) if interval.is_some() => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "--timeout cannot be combined with -I",
                 &["stop interval printing with --interval-count N"],
             ))
         }
         Some(ms) if ms < 10 => {
-            return Err(usage(format!("--timeout {ms}: the minimum is 10 ms"), &[]))
+            return Err(Error::usage_hints(
+                format!("--timeout {ms}: the minimum is 10 ms"),
+                &[],
+            ))
         }
         Some(ms) => Some(Duration::from_millis(ms)),
         None => None,
     };
     let delay = match args.delay {
         Some(-1) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "-D -1 (start disabled) needs --control, which tracer stat does not implement",
                 &["delay by a fixed time instead: -D MSECS"],
             ))
         }
-        Some(ms) if ms < 0 => return Err(usage(format!("-D {ms} is not a delay"), &["-D MSECS"])),
+        Some(ms) if ms < 0 => {
+            return Err(Error::usage_hints(
+                format!("-D {ms} is not a delay"),
+                &["-D MSECS"],
+            ))
+        }
         Some(0) | None => None,
         Some(ms) => Some(Duration::from_millis(ms as u64)),
     };
@@ -474,29 +480,32 @@ fn timing(args: &Args) -> Result<(Option<Duration>, Option<Duration>, Option<Dur
 fn repeat(args: &Args, command: &[String], intervals: bool) -> Result<u32, Error> {
     let repeat = args.repeat.unwrap_or(1);
     if repeat == 0 || repeat > 100 {
-        return Err(usage(
+        return Err(Error::usage_hints(
             format!("-r {repeat}: repeat between 1 and 100 times"),
             &["tracer stat does not repeat forever (perf's -r 0)"],
         ));
     }
     if repeat > 1 && args.metric_only {
         // perf's words (it exits 234).
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--metric-only is not supported with -r",
             &["drop -r, or drop --metric-only"],
         ));
     }
     if repeat > 1 && command.is_empty() {
-        return Err(usage("-r repeats a command: give one after --", &[]));
+        return Err(Error::usage_hints(
+            "-r repeats a command: give one after --",
+            &[],
+        ));
     }
     if args.summary && !intervals {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--summary prints the totals after interval rows: it needs -I",
             &["e.g. -I 1000 --summary"],
         ));
     }
     if (args.pre.is_some() || args.post.is_some()) && command.is_empty() {
-        return Err(usage(
+        return Err(Error::usage_hints(
             "--pre/--post run around a command: give one after --",
             &[],
         ));
@@ -506,21 +515,22 @@ fn repeat(args: &Args, command: &[String], intervals: bool) -> Result<u32, Error
 
 /// The report's form: perf's human table, CSV (`-x`) or JSON (`-j`, or `-f json` as the
 /// other commands spell it).
-fn format(args: &Args) -> Result<Format, Error> {
+fn format(args: &Args) -> Result<StatFormat, Error> {
     let json = match (args.format, args.json) {
         (Some(crate::output::events::Format::Text), true) => {
-            return Err(usage("-f text and -j cannot be combined", &[]))
+            return Err(Error::usage_hints("-f text and -j cannot be combined", &[]))
         }
         (format, json) => json || format == Some(crate::output::events::Format::Json),
     };
     match (&args.separator, json) {
-        (Some(_), true) => Err(usage("-x and -j cannot be combined", &[])),
-        (Some(sep), false) if sep.is_empty() => {
-            Err(usage("-x needs a separator", &["e.g. -x, or -x ';'"]))
-        }
-        (Some(sep), false) => Ok(Format::Csv { sep: sep.clone() }),
-        (None, true) => Ok(Format::Json),
-        (None, false) => Ok(Format::Human {
+        (Some(_), true) => Err(Error::usage_hints("-x and -j cannot be combined", &[])),
+        (Some(sep), false) if sep.is_empty() => Err(Error::usage_hints(
+            "-x needs a separator",
+            &["e.g. -x, or -x ';'"],
+        )),
+        (Some(sep), false) => Ok(StatFormat::Csv { sep: sep.clone() }),
+        (None, true) => Ok(StatFormat::Json),
+        (None, false) => Ok(StatFormat::Human {
             big_num: !args.no_big_num,
         }),
     }
@@ -532,17 +542,14 @@ fn destinations(args: &Args) -> Result<(Option<PathBuf>, Destination), Error> {
     let record = match (args.record, &args.output) {
         (true, Some(path)) => Some(path.clone()),
         (true, None) => {
-            return Err(usage(
-                "tracer stat record needs -o FILE for the recording",
-                &["e.g. tracer stat record -o counts.json -- ./prog, then tracer stat report -i counts.json"],
-            ))
+            return Err(Error::usage_hints("tracer stat record needs -o FILE for the recording", &["e.g. tracer stat record -o counts.json -- ./prog, then tracer stat report -i counts.json"]))
         }
         (false, _) => None,
     };
     let report_file = args.output.as_ref().filter(|_| record.is_none());
     let destination = match (report_file, args.log_fd) {
         (Some(_), Some(_)) => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 "-o and --log-fd cannot be combined",
                 &["choose one destination"],
             ))
@@ -553,7 +560,7 @@ fn destinations(args: &Args) -> Result<(Option<PathBuf>, Destination), Error> {
             append: args.append,
         },
         (None, Some(fd)) if fd < 0 => {
-            return Err(usage(
+            return Err(Error::usage_hints(
                 format!("--log-fd {fd} is not a file descriptor"),
                 &[],
             ))
@@ -857,7 +864,7 @@ mod tests {
         assert_eq!(p.target, Target::Processes(vec![42, 43]));
         assert_eq!(p.title, "process id '42,43'");
         let p = stat_plan(&args(&["-x", ";", "-r", "3", "true"])).unwrap();
-        assert_eq!(p.format, Format::Csv { sep: ";".into() });
+        assert_eq!(p.format, StatFormat::Csv { sep: ";".into() });
         assert_eq!(p.repeat, 3);
         assert_eq!(p.command, ["true"]);
         let p = stat_plan(&args(&["-n", "--", "true"])).unwrap();

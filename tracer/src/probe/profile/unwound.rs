@@ -330,7 +330,7 @@ fn user_stack(
     sample: &perf::record::Sample<'_>,
     ends: &mut crate::output::profile::Unwound,
 ) -> Vec<u64> {
-    use crate::kernel::unwind::{End, Sampled as Regs};
+    use crate::kernel::unwind::{Sampled as Regs, UnwindEnd};
     let Some(regs) = (sample.regs_user.as_ref()).filter(|r| r.abi != 0 && r.regs.len() == 3) else {
         ends.no_user += 1;
         return Vec::new();
@@ -343,11 +343,11 @@ fn user_stack(
     };
     let (ips, end) = symbolizer.unwind(pid, &regs);
     match end {
-        End::Root => ends.whole += 1,
-        End::CopyEnded => ends.copy_ended += 1,
-        End::NoCfi => ends.no_cfi += 1,
-        End::Astray => ends.astray += 1,
-        End::Depth => ends.depth += 1,
+        UnwindEnd::Root => ends.whole += 1,
+        UnwindEnd::CopyEnded => ends.copy_ended += 1,
+        UnwindEnd::NoCfi => ends.no_cfi += 1,
+        UnwindEnd::Astray => ends.astray += 1,
+        UnwindEnd::Depth => ends.depth += 1,
     }
     ips
 }

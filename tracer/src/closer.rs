@@ -1,5 +1,5 @@
 //! At exit: the tracepoint, kprobe and uprobe events whose close waits for the kernel
-//! (`perf::detach`) are closed by a child, `tracer-detach`, once tracer has exited.
+//! (`perf::deferred`) are closed by a child, `tracer-detach`, once tracer has exited.
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

@@ -6,10 +6,10 @@
 //! That was most of the time from a run's end to the prompt (`tracer probe -c 1` on a
 //! syscall tracepoint: 150 ms from exec to exit, 14 of them to the first event).
 //!
-//! Once a run is over and its sources are stopped ([`defer_from_now`]), such events, and the
+//! Once a run is over and its sources are stopped ([`defer_closes`]), such events, and the
 //! BPF links to them ([`super::event::Link`]: a uprobe's link waits for a grace period of its
 //! own, about 40 ms), are not closed when dropped: their file is kept by a duplicate set aside here, and at exit
-//! `crate::detach::close_after_exit` has a child close them after tracer has exited, off the
+//! `crate::closer::close_after_exit` has a child close them after tracer has exited, off the
 //! user's clock. Nothing is lost by the wait: the programs attached to those events were
 //! stopped before the last drain and output nothing more.
 //!
@@ -27,7 +27,7 @@ static SET_ASIDE: Mutex<Vec<OwnedFd>> = Mutex::new(Vec::new());
 /// From now on, slow-to-close events dropped are closed after the process exits. Called when
 /// a run has ended and its sources are stopped; before that (feature probes, a failed attach)
 /// an event closes when dropped.
-pub fn defer_from_now() {
+pub fn defer_closes() {
     DEFERRING.store(true, Ordering::Relaxed);
 }
 
