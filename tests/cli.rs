@@ -6,11 +6,9 @@ use std::process::{Command, Output};
 
 use tracer::kernel::features::{Feature, Status};
 
-fn tracer(args: &[&str]) -> Output {
-    Command::new(common::tracer_bin())
-        .args(args)
-        .output()
-        .expect("run tracer")
+/// `tracer ARGS` by whoever runs the tests: usage errors and help need no privilege.
+fn anyone(args: &[&str]) -> Output {
+    common::Tracer::anyone(args).output()
 }
 
 fn stdout(out: &Output) -> String {
@@ -24,7 +22,7 @@ fn stderr(out: &Output) -> String {
 #[test]
 fn features_text_agrees_with_the_feature_checks() {
     common::require_root();
-    let out = tracer(&["features"]);
+    let out = anyone(&["features"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
@@ -60,7 +58,7 @@ fn features_text_agrees_with_the_feature_checks() {
 #[test]
 fn features_json_is_one_versioned_object() {
     common::require_root();
-    let out = tracer(&["features", "--json"]);
+    let out = anyone(&["features", "--json"]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 1, "one JSON object on one line");
@@ -83,20 +81,20 @@ fn features_json_is_one_versioned_object() {
 
 #[test]
 fn usage_errors_exit_2_with_a_message() {
-    let out = tracer(&["no-such-command"]);
+    let out = anyone(&["no-such-command"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("unrecognized subcommand 'no-such-command'"),
         "{}",
         stderr(&out)
     );
-    let out = tracer(&["features", "--bogus"]);
+    let out = anyone(&["features", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn help_ends_with_examples() {
-    let out = tracer(&["features", "--help"]);
+    let out = anyone(&["features", "--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = stdout(&out);
     assert!(
@@ -129,7 +127,7 @@ fn a_closed_pipe_is_not_an_error() {
 fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     common::require_root();
     for command in ["probe", "watch", "latency", "report"] {
-        let out = tracer(&[command, "x", "-o", "json"]);
+        let out = anyone(&[command, "x", "-o", "json"]);
         assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
         assert_eq!(
             stderr(&out),
@@ -148,7 +146,7 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     // probe, streamed: seven JSON lines in the file, none on stdout.
     let file = dir.path().join("hits.json");
     let path = file.to_str().unwrap();
-    let out = tracer(&[
+    let out = anyone(&[
         "probe", tp, "-f", "json", "-o", path, "--", &prog, "getppid", "7",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -162,7 +160,7 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     // probe, counted, as text.
     let file = dir.path().join("counts.txt");
     let path = file.to_str().unwrap();
-    let out = tracer(&[
+    let out = anyone(&[
         "probe",
         "--count-by",
         "probe",
@@ -184,7 +182,7 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     let file = dir.path().join("latency.json");
     let path = file.to_str().unwrap();
     let to = "syscalls:sys_exit_getppid";
-    let out = tracer(&[
+    let out = anyone(&[
         "latency", "--from", tp, "--to", to, "-f", "json", "-o", path, "--", &prog, "getppid", "5",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -195,13 +193,13 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     // report: the timeline of a recording of four getppid calls.
     let recording = dir.path().join("t.tracer");
     let recording = recording.to_str().unwrap();
-    let out = tracer(&[
+    let out = anyone(&[
         "record", "-o", recording, "-P", tp, "--", &prog, "getppid", "4",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let file = dir.path().join("timeline.json");
     let path = file.to_str().unwrap();
-    let out = tracer(&["report", recording, "-f", "json", "-o", path]);
+    let out = anyone(&["report", recording, "-f", "json", "-o", path]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "");
     let timeline = std::fs::read_to_string(&file).unwrap();
@@ -215,7 +213,7 @@ fn dash_o_is_a_file_and_dash_f_the_format_everywhere() {
     }
     let file = dir.path().join("writes.json");
     let path = file.to_str().unwrap();
-    let out = tracer(&[
+    let out = anyone(&[
         "watch",
         "tracer_testprog_counter",
         "-f",
@@ -272,7 +270,7 @@ fn bpftrace_probe_types_point_at_the_tracer_way() {
         ),
     ];
     for (args, expected) in cases {
-        let out = tracer(args);
+        let out = anyone(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(stderr(&out), expected, "{args:?}");
     }
@@ -284,7 +282,7 @@ fn bpftrace_probe_types_point_at_the_tracer_way() {
 fn input_that_cannot_match_is_refused_or_noted() {
     common::require_root();
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let out = tracer(&["probe", "-C", "1000", "syscalls:sys_enter_getppid"]);
+    let out = anyone(&["probe", "-C", "1000", "syscalls:sys_enter_getppid"]);
     assert_eq!(out.status.code(), Some(2));
     // CPU 1000 is past -C's 64 CPUs; one past the last online CPU is refused as offline.
     let last: u32 = (online
@@ -298,7 +296,7 @@ fn input_that_cannot_match_is_refused_or_noted() {
     .parse()
     .unwrap();
     let beyond = (last + 1).to_string();
-    let out = tracer(&["probe", "-C", &beyond, "syscalls:sys_enter_getppid"]);
+    let out = anyone(&["probe", "-C", &beyond, "syscalls:sys_enter_getppid"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out),
@@ -311,7 +309,7 @@ fn input_that_cannot_match_is_refused_or_noted() {
         return;
     }
     let prog = common::testprog().display().to_string();
-    let out = tracer(&[
+    let out = anyone(&[
         "probe",
         "--comm",
         "nope",
@@ -338,7 +336,7 @@ fn input_that_cannot_match_is_refused_or_noted() {
 #[test]
 fn stat_intervals_take_units() {
     common::require_root();
-    let out = tracer(&[
+    let out = anyone(&[
         "stat",
         "-I",
         "200ms",
@@ -365,7 +363,7 @@ fn stat_intervals_take_units() {
 fn stat_takes_dash_f_json() {
     common::require_root();
     let run = |format: &str| {
-        let out = tracer(&["stat", format, "json", "-e", "page-faults", "--", "true"]);
+        let out = anyone(&["stat", format, "json", "-e", "page-faults", "--", "true"]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let line = stderr(&out).lines().next().unwrap_or("").to_string();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -374,7 +372,7 @@ fn stat_takes_dash_f_json() {
     assert_eq!(run("-f"), "page-faults");
     assert_eq!(run("--format"), "page-faults");
     // A usage error of stat exits 129, as perf stat's do.
-    let out = tracer(&["stat", "-f", "text", "-j", "--", "true"]);
+    let out = anyone(&["stat", "-f", "text", "-j", "--", "true"]);
     assert_eq!(out.status.code(), Some(129));
 }
 
@@ -386,7 +384,7 @@ fn arguments_at_a_return_need_fexit() {
     common::require_root();
     let prog = common::testprog().display().to_string();
     let spec = format!("uretprobe:{prog}:tracer_testprog_target(a)");
-    let out = tracer(&["probe", &spec, "--", "true"]);
+    let out = anyone(&["probe", &spec, "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let expected = format!(
         "error: uretprobe:{prog}:tracer_testprog_target sees only the return value; 'a' is gone \
@@ -398,7 +396,7 @@ fn arguments_at_a_return_need_fexit() {
         eprintln!("SKIPPED the kernel half: fexit is permitted here (tests/vm_kprobe.rs runs it)");
         return;
     };
-    let out = tracer(&["probe", "vfs_read%return(count)", "--", "true"]);
+    let out = anyone(&["probe", "vfs_read%return(count)", "--", "true"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).starts_with(&format!(
@@ -437,9 +435,9 @@ fn dash_o_dash_is_standard_output_in_every_command() {
         &["stat", "-j", "-e", getppid, "-o", "-"],
     ];
     for args in runs {
-        let out = Command::new(common::tracer_bin())
-            .current_dir(dir.path())
-            .args(args)
+        let out = common::Tracer::anyone(args)
+            .dir(dir.path())
+            .command()
             .args(["--", &prog, "getppid", "3"])
             .output()
             .expect("run tracer");
@@ -461,7 +459,7 @@ fn dash_o_dash_is_standard_output_in_every_command() {
         );
     }
     // Text stays on stderr.
-    let out = tracer(&["trace", "-e", "getppid", "--", &prog, "getppid", "3"]);
+    let out = anyone(&["trace", "-e", "getppid", "--", &prog, "getppid", "3"]);
     assert_eq!(stdout(&out), "");
     assert_eq!(
         stderr(&out).matches("getppid() = ").count(),

@@ -17,7 +17,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{c_workload, joined, require_root, text, tracer_bin};
+use common::{c_workload, joined, require_root, text};
 use similar::{capture_diff_slices, Algorithm, DiffOp};
 
 /// One call as a trace line shows it.
@@ -416,8 +416,8 @@ fn run(dir: &Path, out: &Path, tracer: bool, argv: &[String]) -> (Trace, std::pr
     let _ = std::fs::remove_file(out);
     let mut command = match tracer {
         true => {
-            let mut c = Command::new(tracer_bin());
-            c.args(["trace", "-o"]).arg(out).arg("--");
+            let mut c = common::Tracer::new(["trace", "-o"]).command();
+            c.arg(out).arg("--");
             c
         }
         false => {

@@ -835,3 +835,26 @@ fn counts_by_container_and_pod_in_every_runtime_layout() {
     assert_eq!(rows[0]["container"], id(6).as_str());
     assert_eq!(rows[0]["count"], 7);
 }
+
+/// A field that cannot be counted in the kernel (a `__data_loc` string here) is refused with
+/// the fields that can be, and only those: the hint used to list `filename` itself.
+#[test]
+fn an_uncountable_field_is_refused_with_the_countable_ones() {
+    if !has(Feature::Tracepoints, "count_uncountable") {
+        return;
+    }
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "filename",
+        "sched:sched_process_exec",
+        "-d",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: field 'filename' of sched:sched_process_exec (__data_loc char[], at byte 8) cannot be counted\n\
+         hint: count by an integer field within the first 64 bytes of the record: pid, old_pid\n"
+    );
+}

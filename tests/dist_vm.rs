@@ -73,10 +73,16 @@ fn the_static_binary_traces_in_a_root_that_holds_nothing_else() {
         "{stderr}"
     );
     assert!(lines.contains(&r#"write(1, "hello\n", 6) = 6"#), "{stderr}");
-    let end = &lines[lines.len().saturating_sub(2)..];
-    assert_eq!(end[0], "+++ exited with 0 +++", "{stderr}");
+    // The summary, after the exit line; after it only the note of programs the kernel
+    // skipped (Debian's 7.3 under emulation: other tasks' calls, the two above are here).
+    let summary = (lines.iter().position(|l| l.starts_with("2 calls in ")))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(lines[summary].contains(" status 0; 0 lost, "), "{stderr}");
+    assert_eq!(lines[summary - 1], "+++ exited with 0 +++", "{stderr}");
     assert!(
-        end[1].starts_with("2 calls in ") && end[1].contains(" status 0; 0 lost, "),
+        lines[summary + 1..]
+            .iter()
+            .all(|l| l.starts_with("up to ") && l.contains(" hits missed: ")),
         "{stderr}"
     );
 }

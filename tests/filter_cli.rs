@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{has, json_lines, testprog, text, tracer_bin};
-use std::process::{Command, Output};
+use common::{has, json_lines, testprog, text};
+use std::process::Output;
 use tracer::kernel::features::Feature;
 
 /// (hits, printed, lost, filtered) from the summary table on stderr.
@@ -26,13 +26,8 @@ fn row(out: &Output, probe: &str) -> (u64, u64, u64, u64) {
 }
 
 /// tracer, and the workload it starts, without cargo's LD_LIBRARY_PATH.
-fn tracer(args: &[&str]) -> Output {
-    common::require_root();
-    (Command::new(tracer_bin())
-        .args(args)
-        .env_remove("LD_LIBRARY_PATH"))
-    .output()
-    .expect("run tracer")
+fn as_a_user(args: &[&str]) -> Output {
+    common::Tracer::new(args).without_cargo_env().output()
 }
 
 /// Before Linux 5.15 (no BPF attach cookies) more than 16 probes of a kind are refused, with
@@ -41,7 +36,7 @@ fn refused_without_cookies(args: &[&str], kind: &str) -> bool {
     if common::kernel_version() >= (5, 15) {
         return false;
     }
-    let out = tracer(args);
+    let out = as_a_user(args);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let error =
@@ -55,7 +50,7 @@ fn refused_without_cookies(args: &[&str], kind: &str) -> bool {
 }
 
 fn run(args: &[&str]) -> Output {
-    let out = tracer(args);
+    let out = as_a_user(args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     out
 }
@@ -238,7 +233,7 @@ fn a_recording_keeps_only_what_passes() {
         "{}",
         text(&out.stderr)
     );
-    let report = tracer(&["report", &file_arg]);
+    let report = as_a_user(&["report", &file_arg]);
     let _ = std::fs::remove_file(&file);
     let stderr = text(&report.stderr);
     assert!(
@@ -253,7 +248,7 @@ fn bad_expressions_point_at_the_column_and_name_what_exists() {
         return;
     }
     let error = |probe: &str, filter: &str| {
-        let out = tracer(&["probe", probe, "--filter", filter, "--", "true"]);
+        let out = as_a_user(&["probe", probe, "--filter", filter, "--", "true"]);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -498,7 +493,7 @@ fn counting_by_syscall_names_each_syscall() {
         "7",
     ]);
     assert_eq!(text(&out.stdout), "SYSCALL  COUNT\ngetppid      7\n");
-    let out = tracer(&[
+    let out = as_a_user(&[
         "probe",
         "--count-by",
         "syscall",

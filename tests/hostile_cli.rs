@@ -46,14 +46,13 @@ impl Run {
     }
 }
 
-/// Runs `program ARGS` with the time and memory limits; stdout and stderr go to files (a
-/// full pipe must not look like a hang).
-fn run_limited(program: &Path, args: &[&str], dir: &Path) -> Run {
+/// Runs `cmd` (tracer's `args`, shown in failures) with the time and memory limits; stdout
+/// and stderr go to files (a full pipe must not look like a hang).
+fn run_limited(mut cmd: Command, args: &[&str], dir: &Path) -> Run {
     use std::os::unix::process::CommandExt;
     let out = std::fs::File::create(dir.join("stdout")).unwrap();
     let err = std::fs::File::create(dir.join("stderr")).unwrap();
-    let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
     unsafe {
         cmd.pre_exec(|| {
@@ -99,10 +98,9 @@ fn run_limited(program: &Path, args: &[&str], dir: &Path) -> Run {
 }
 
 /// `tracer ARGS` as root, limited.
-fn tracer(args: &[&str]) -> Run {
-    require_root();
+fn limited(args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    run_limited(&tracer_bin(), args, dir.path())
+    run_limited(common::Tracer::new(args).command(), args, dir.path())
 }
 
 /// A FIFO in `dir`: opening it for reading blocks until a writer comes.
@@ -118,28 +116,28 @@ fn fifo(dir: &Path) -> PathBuf {
 fn devices_fifos_and_directories_are_refused_as_elf_files() {
     const HINT: &str = "name an ELF program or shared library, e.g. uprobe:/usr/bin/bash:readline";
     const ZERO: &str = "error: /dev/zero is a character device, not a regular file";
-    tracer(&["list", "--binary", "/dev/zero"])
+    limited(&["list", "--binary", "/dev/zero"])
         .fails(2, ZERO)
         .hints(HINT);
-    tracer(&["probe", "uprobe:/dev/zero:f", "-d", "1"]).fails(2, ZERO);
-    tracer(&["probe", "uprobe:/dev/zero:0x1000", "-d", "1"]).fails(2, ZERO);
+    limited(&["probe", "uprobe:/dev/zero:f", "-d", "1"]).fails(2, ZERO);
+    limited(&["probe", "uprobe:/dev/zero:0x1000", "-d", "1"]).fails(2, ZERO);
     // perf stat's usage errors exit 129.
-    tracer(&["stat", "-e", "uprobe:/dev/zero:f", "--", "true"]).fails(129, ZERO);
-    tracer(&["latency", "uprobe:/dev/zero:f", "-d", "1"]).fails(2, ZERO);
+    limited(&["stat", "-e", "uprobe:/dev/zero:f", "--", "true"]).fails(129, ZERO);
+    limited(&["latency", "uprobe:/dev/zero:f", "-d", "1"]).fails(2, ZERO);
     let dir = tempfile::tempdir().unwrap();
     let fifo = fifo(dir.path());
-    tracer(&["probe", &format!("uprobe:{}:f", fifo.display()), "-d", "1"]).fails(
+    limited(&["probe", &format!("uprobe:{}:f", fifo.display()), "-d", "1"]).fails(
         2,
         &format!("error: {} is a FIFO, not a regular file", fifo.display()),
     );
     let d = dir.path().display();
-    tracer(&["list", "--binary", &d.to_string()])
+    limited(&["list", "--binary", &d.to_string()])
         .fails(2, &format!("error: {d} is a directory, not a regular file"));
 }
 
 #[test]
 fn a_device_is_not_a_recording_and_a_corrupt_header_allocates_nothing() {
-    tracer(&["report", "/dev/zero"])
+    limited(&["report", "/dev/zero"])
         .fails(2, "error: /dev/zero is a character device, not a recording")
         .hints("give a file written by `tracer record -o FILE`, or pipe a recording into `tracer report -`");
     let dir = tempfile::tempdir().unwrap();
@@ -148,7 +146,7 @@ fn a_device_is_not_a_recording_and_a_corrupt_header_allocates_nothing() {
     bytes.extend_from_slice(&tracer::tracefile::VERSION.to_le_bytes());
     bytes.extend_from_slice(&u32::MAX.to_le_bytes());
     std::fs::write(&file, &bytes).unwrap();
-    tracer(&["report", file.to_str().unwrap()]).fails(
+    limited(&["report", file.to_str().unwrap()]).fails(
         1,
         &format!(
             "error: cannot read {}: the tracer header is corrupt: it claims 4294967295 bytes (16 to 4096 are valid)",
@@ -197,7 +195,7 @@ fn pids_and_tids_that_name_no_running_task_are_refused() {
         ],
         vec!["watch", "-p", &too_big, "0x1000", "-d", "1"],
     ] {
-        tracer(&args)
+        limited(&args)
             .fails(
                 2,
                 &format!(
@@ -206,15 +204,16 @@ fn pids_and_tids_that_name_no_running_task_are_refused() {
             )
             .hints("give a process id from `ps`");
     }
-    tracer(&["probe", "--tid", "0", tp, "-d", "1"])
+    limited(&["probe", "--tid", "0", tp, "-d", "1"])
         .fails(2, "error: --tid 0 is not a thread")
         .hints("give a thread id from `ps -eL`");
     let dead = dead_pid().to_string();
-    tracer(&["probe", "-p", &dead, tp, "-d", "1"])
+    limited(&["probe", "-p", &dead, tp, "-d", "1"])
         .fails(2, &format!("error: no process {dead}"))
         .hints("check the id with `ps`; it may have exited");
-    tracer(&["probe", "--tid", &dead, tp, "-d", "1"]).fails(2, &format!("error: no thread {dead}"));
-    tracer(&["watch", "-p", &dead, "0x1000", "-d", "1"])
+    limited(&["probe", "--tid", &dead, tp, "-d", "1"])
+        .fails(2, &format!("error: no thread {dead}"));
+    limited(&["watch", "-p", &dead, "0x1000", "-d", "1"])
         .fails(2, &format!("error: no process {dead}"));
     // A zombie: exited, its parent (this test) has not reaped it yet.
     let mut zombie = Command::new("true").spawn().unwrap();
@@ -225,7 +224,7 @@ fn pids_and_tids_that_name_no_running_task_are_refused() {
         assert!(start.elapsed() < TIMEOUT, "{} never exited", id);
         std::thread::sleep(Duration::from_millis(5));
     }
-    let run = tracer(&["probe", "-p", &id.to_string(), tp, "-d", "1"]);
+    let run = limited(&["probe", "-p", &id.to_string(), tp, "-d", "1"]);
     zombie.wait().unwrap();
     run.fails(
         2,
@@ -235,13 +234,13 @@ fn pids_and_tids_that_name_no_running_task_are_refused() {
 
 #[test]
 fn kernel_addresses_that_are_not_kernel_addresses_are_refused() {
-    tracer(&["probe", "kprobe:0x0", "-d", "1"])
+    limited(&["probe", "kprobe:0x0", "-d", "1"])
         .fails(2, "error: probe 'kprobe:0x0': 0x0 is not a kernel address")
         .hints("kernel addresses have the top bit set (0xffff...); name the function instead, e.g. kprobe:do_sys_openat2 (see `tracer list 'kprobe:*'`)");
-    tracer(&["watch", "--kernel", "0x0", "-d", "1"])
+    limited(&["watch", "--kernel", "0x0", "-d", "1"])
         .fails(2, "error: --kernel 0x0: 0x0 is not a kernel address");
     let prog = common::testprog().display().to_string();
-    tracer(&["watch", "0xffffffff81000000", "-d", "1", "--", &prog]).fails(
+    limited(&["watch", "0xffffffff81000000", "-d", "1", "--", &prog]).fails(
         2,
         "error: 0xffffffff81000000 is a kernel address, not one of the process's",
     );
@@ -260,12 +259,12 @@ fn a_uprobe_that_is_not_on_code_is_refused() {
         ("0x40", "its segment is r--, not executable"),
         ("0xffffffff", "it is in no loaded segment"),
     ] {
-        tracer(&["probe", &format!("uprobe:{p}:{at}"), "-d", "1"])
+        limited(&["probe", &format!("uprobe:{p}:{at}"), "-d", "1"])
             .fails(2, &format!("error: {at} in {p} is not code: {why}"))
             .hints(&hint);
     }
     let counter = common::testprog_symbol("tracer_testprog_counter");
-    tracer(&[
+    limited(&[
         "probe",
         &format!("uprobe:{p}:tracer_testprog_counter"),
         "-d",
@@ -275,7 +274,7 @@ fn a_uprobe_that_is_not_on_code_is_refused() {
         2,
         &format!("error: {counter:#x} in {p} is not code: its segment is rw-, not executable"),
     );
-    tracer(&["stat", "-e", &format!("uprobe:{p}:0x0"), "--", "true"]).fails(
+    limited(&["stat", "-e", &format!("uprobe:{p}:0x0"), "--", "true"]).fails(
         129,
         &format!("error: 0x0 in {p} is not code: its segment is r--, not executable"),
     );
@@ -296,7 +295,7 @@ fn a_command_that_cannot_run_is_explained_once() {
     for (program, message, hint) in [enoent, eacces] {
         // Held before its exec: the child says it, and the run ends as perf stat's does
         // ("Workload failed"): no report, status 255.
-        let run = tracer(&["stat", "--", program]);
+        let run = limited(&["stat", "--", program]);
         assert_eq!(run.code, Some(255), "{}", run.stderr);
         assert!(
             !run.stderr.contains("Performance counter stats"),
@@ -338,7 +337,7 @@ fn a_command_that_cannot_run_is_explained_once() {
         ] {
             let mut argv = args.to_vec();
             argv.extend(["--", program]);
-            let run = tracer(&argv);
+            let run = limited(&argv);
             run.fails(code, &format!("error: {message}")).hints(hint);
             assert_eq!(
                 run.stderr.matches("cannot execute").count(),
@@ -354,7 +353,7 @@ fn a_command_that_cannot_run_is_explained_once() {
         }
     }
     // A name looked up on PATH as execvp does.
-    tracer(&["trace", "--", "no-such-program-here"]).fails(
+    limited(&["trace", "--", "no-such-program-here"]).fails(
         127,
         "error: cannot execute 'no-such-program-here': no such file",
     );
@@ -362,7 +361,7 @@ fn a_command_that_cannot_run_is_explained_once() {
 
 #[test]
 fn a_full_disk_names_the_file() {
-    let run = tracer(&["stat", "-o", "/dev/full", "--", "true"]);
+    let run = limited(&["stat", "-o", "/dev/full", "--", "true"]);
     run.fails(
         1,
         "error: cannot write /dev/full: No space left on device (os error 28)",
@@ -378,7 +377,7 @@ fn a_full_disk_names_the_file() {
         return;
     }
     let tp = "syscalls:sys_enter_getppid";
-    tracer(&["record", "-o", "/dev/full", "-P", tp, "-d", "0.2"])
+    limited(&["record", "-o", "/dev/full", "-P", tp, "-d", "0.2"])
         .fails(
             1,
             "error: cannot write /dev/full: No space left on device (os error 28)",
@@ -408,7 +407,9 @@ fn as_nobody(test: &str, args: &[&str]) -> Option<Run> {
     ];
     full.extend_from_slice(args);
     let dir = tempfile::tempdir().unwrap();
-    Some(run_limited(setpriv, &full, dir.path()))
+    let mut cmd = Command::new(setpriv);
+    cmd.args(&full);
+    Some(run_limited(cmd, args, dir.path()))
 }
 
 #[test]
@@ -536,7 +537,7 @@ fn damaged_recordings_show_what_is_valid_and_exit_1() {
     let task_at = record_at(&file, 1);
     patch(&file, task_at + 8, 9);
     let p = file.display();
-    let run = tracer(&["report", &p.to_string(), "-f", "json"]);
+    let run = limited(&["report", &p.to_string(), "-f", "json"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let times: Vec<u64> = common::json_lines(run.stdout.as_bytes())
         .iter()
@@ -555,7 +556,7 @@ fn damaged_recordings_show_what_is_valid_and_exit_1() {
     let sample_at = record_at(&file, 2);
     patch(&file, sample_at + 4, 48 | 4);
     let p = file.display();
-    let run = tracer(&["report", &p.to_string()]);
+    let run = limited(&["report", &p.to_string()]);
     run.fails(
         1,
         &format!(
@@ -578,7 +579,7 @@ fn damaged_recordings_show_what_is_valid_and_exit_1() {
         ],
     );
     let p = file.display();
-    let run = tracer(&["report", &p.to_string()]);
+    let run = limited(&["report", &p.to_string()]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(
         run.stderr.contains(&format!(
@@ -592,7 +593,7 @@ fn damaged_recordings_show_what_is_valid_and_exit_1() {
     let file = recording(dir.path(), "v0.tracer", &records);
     patch(&file, 8, 0);
     let p = file.display();
-    tracer(&["report", &p.to_string()]).fails(
+    limited(&["report", &p.to_string()]).fails(
         1,
         &format!(
             "error: cannot read {p}: the tracer header is corrupt: it claims file format 0 \
@@ -618,7 +619,7 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
     let file = recording(dir.path(), "t.tracer", &[event(1), event(2), stats]);
     let before = std::fs::read(&file).unwrap();
     let p = file.display().to_string();
-    tracer(&["report", &p, "--perfetto", &p])
+    limited(&["report", &p, "--perfetto", &p])
         .fails(
             2,
             &format!(
@@ -626,7 +627,7 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
             ),
         )
         .hints("write the Perfetto JSON to another file, e.g. --perfetto trace.json");
-    tracer(&["report", &p, "-o", &p])
+    limited(&["report", &p, "-o", &p])
         .fails(
             2,
             &format!("error: -o {p} is the recording being read: writing it would destroy it"),
@@ -635,7 +636,7 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
     // The same file by another name.
     let link = dir.path().join("link.tracer");
     std::fs::hard_link(&file, &link).unwrap();
-    tracer(&["report", &p, "--perfetto", link.to_str().unwrap()]).fails(
+    limited(&["report", &p, "--perfetto", link.to_str().unwrap()]).fails(
         2,
         &format!(
             "error: --perfetto {} is the recording being read: writing it would destroy it",
@@ -643,7 +644,7 @@ fn report_refuses_to_write_over_its_input_and_shows_produced_recorded_lost() {
         ),
     );
     assert_eq!(std::fs::read(&file).unwrap(), before);
-    let run = tracer(&["report", &p]);
+    let run = limited(&["report", &p]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(
         run.stderr.contains(
@@ -733,10 +734,10 @@ fn malformed_specs_and_filters_are_usage_errors() {
     for (args, first_line) in cases {
         // perf stat's usage errors exit 129; tracer's other commands' exit 2.
         let code = if args[0] == "stat" { 129 } else { 2 };
-        tracer(&args).fails(code, first_line);
+        limited(&args).fails(code, first_line);
     }
     // A 100 kB name ends as fast as a short one.
-    let run = tracer(&["probe", &long]);
+    let run = limited(&["probe", &long]);
     assert_eq!(run.code, Some(2), "{}", &run.stderr[..200]);
     assert!(run.stderr.starts_with("error: invalid function name 'aaa"));
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{require_root, text, tracer_bin};
+use common::{require_root, text};
 
 /// How long one run may take before it counts as a hang.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -171,9 +171,8 @@ fn every_launching_subcommand_starts_the_command_as_its_caller_would() {
 
     for (name, args) in launchers(dir.path()) {
         let report = dir.path().join(format!("{name}.report"));
-        let mut traced = Command::new(tracer_bin());
+        let mut traced = common::Tracer::new(&args).command();
         traced
-            .args(&args)
             .arg("--")
             .args(report_command(&report))
             .stdout(Stdio::piped())
@@ -236,8 +235,8 @@ fn a_closed_stdout_or_stderr_ends_every_subcommand_quietly() {
                 true => Stdio::from(stderr.try_clone().unwrap()),
                 false => Stdio::null(),
             };
-            let child = Command::new(tracer_bin())
-                .args(args)
+            let child = common::Tracer::new(args)
+                .command()
                 .stdin(Stdio::null())
                 .stdout(stdout)
                 .stderr(Stdio::from(stderr))

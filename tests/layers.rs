@@ -27,7 +27,8 @@ fn product_code(text: &str) -> String {
 }
 
 /// `text` without its `#[cfg(test)]` items: each from the attribute to the brace that closes
-/// the item's block (code after a test module is product code too).
+/// the item's block (code after a test module is product code too). Braces in strings, char
+/// literals and comments do not count.
 fn without_test_items(text: &str) -> String {
     let mut kept = String::new();
     let mut rest = text;
@@ -37,23 +38,126 @@ fn without_test_items(text: &str) -> String {
         let Some(open) = item.find('{') else {
             return kept;
         };
-        let mut depth = 0;
-        let mut end = item.len();
-        for (i, c) in item[open..].char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                _ => continue,
-            }
-            if depth == 0 {
-                end = open + i + 1;
-                break;
-            }
-        }
+        let end = block_end(&item[open..]).map_or(item.len(), |e| open + e);
         rest = &item[end..];
     }
     kept.push_str(rest);
     kept
+}
+
+/// Where the block that `code` opens (at its first byte, a `{`) ends: the byte after its
+/// closing brace, skipping strings (raw too), char literals and comments.
+fn block_end(code: &str) -> Option<usize> {
+    let bytes = code.as_bytes();
+    let (mut depth, mut i) = (0usize, 0);
+    while i < bytes.len() {
+        let rest = &code[i..];
+        i += match bytes[i] {
+            b'{' => {
+                depth += 1;
+                1
+            }
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+                1
+            }
+            b'/' if rest.starts_with("//") => rest.find('\n').unwrap_or(rest.len()),
+            b'/' if rest.starts_with("/*") => rest.find("*/").map_or(rest.len(), |e| e + 2),
+            b'r' if rest.starts_with("r\"") || rest.starts_with("r#") => {
+                let hashes = rest[1..].bytes().take_while(|&b| b == b'#').count();
+                let close = format!("\"{}", "#".repeat(hashes));
+                match rest[1 + hashes..].strip_prefix('"') {
+                    Some(body) => {
+                        2 + hashes + body.find(&close).map_or(body.len(), |e| e + close.len())
+                    }
+                    None => 1,
+                }
+            }
+            b'"' => {
+                let mut j = 1;
+                while j < rest.len() && bytes[i + j] != b'"' {
+                    j += if bytes[i + j] == b'\\' { 2 } else { 1 };
+                }
+                j + 1
+            }
+            // A char literal ('{', '\'', '\u{7b}'), not a lifetime ('a).
+            b'\'' => match rest[1..].chars().next() {
+                Some('\\') => (rest.get(3..))
+                    .and_then(|r| r.find('\''))
+                    .map_or(1, |e| e + 4),
+                Some(c) if rest[1 + c.len_utf8()..].starts_with('\'') => 2 + c.len_utf8(),
+                _ => 1,
+            },
+            _ => rest.chars().next().map_or(1, char::len_utf8),
+        };
+    }
+    None
+}
+
+#[test]
+fn braces_in_literals_and_comments_do_not_end_a_test_item() {
+    let text = concat!(
+        "fn a() {}\n#[cfg(test)]\nmod tests {\n",
+        "    const O: char = '{';\n    const Q: char = '\\'';\n",
+        "    fn f<'a>(x: &'a str) -> &'a str { x }\n",
+        "    // } in a comment\n    /* } */\n",
+        "    const S: &str = \"}\\\"}\";\n    const R: &str = r#\"}\"}\"#;\n",
+        "}\nfn b() {}\n"
+    );
+    assert_eq!(without_test_items(text), "fn a() {}\n\nfn b() {}\n");
+}
+
+/// The structs the BPF programs read (tracer-common's `#[repr(C)]` types), by name.
+fn bpf_structs() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("../tracer-common/src"), &mut files);
+    let common: String = (files.iter())
+        .map(|f| std::fs::read_to_string(f).expect("tracer-common's files are readable"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let lines: Vec<&str> = common.lines().collect();
+    (lines.windows(3))
+        .filter(|w| w[0].starts_with("#[repr(C"))
+        .filter_map(|w| w[1..].iter().find_map(|l| l.strip_prefix("pub struct ")))
+        .map(|rest| {
+            rest.split([' ', '<', '{'])
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Plans are pure and say what a run wants in their own terms (ARCHITECTURE.md, `plan/`):
+/// no plan holds a struct the BPF programs read, which is built only at the BPF boundary
+/// (the probe layer, `bpf/`), so a plan cannot carry half-set kernel flags.
+#[test]
+fn plans_hold_no_struct_the_bpf_programs_read() {
+    let structs = bpf_structs();
+    assert!(
+        ["SlotConfig", "LatConfig", "OffCpuConfig", "Filter"]
+            .iter()
+            .all(|s| structs.iter().any(|t| t == s)),
+        "tracer-common's #[repr(C)] structs: {structs:?}"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/plan");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut named = Vec::new();
+    for file in files {
+        let code = product_code(&std::fs::read_to_string(&file).expect("readable"));
+        let words: BTreeSet<&str> = code
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .collect();
+        for s in structs.iter().filter(|s| words.contains(s.as_str())) {
+            named.push(format!("{}: {s}", file.display()));
+        }
+    }
+    assert!(named.is_empty(), "plans naming BPF structs: {named:?}");
 }
 
 /// The `crate::NAME` paths a piece of code names.
@@ -529,12 +633,13 @@ fn long_functions(files: &[(String, String)], max: usize) -> Vec<String> {
     long
 }
 
-/// The source files of tracer/src and tracer-ebpf/src, with their text.
+/// The source files of tracer/src, tracer-ebpf/src and tracer-common/src, with their text.
 fn product_files() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     sources(&root.join("src"), &mut files);
     sources(&root.join("../tracer-ebpf/src"), &mut files);
+    sources(&root.join("../tracer-common/src"), &mut files);
     (files.into_iter())
         .map(|f| {
             let text = std::fs::read_to_string(&f).expect("readable");
@@ -573,8 +678,8 @@ fn long_files(files: &[(String, String)], max: usize) -> Vec<String> {
         .collect()
 }
 
-/// No file of tracer/src or tracer-ebpf/src is over 900 lines before its tests
-/// (CONTRIBUTING.md, "Small pieces").
+/// No file of tracer/src, tracer-ebpf/src or tracer-common/src is over 900 lines before its
+/// tests (CONTRIBUTING.md, "Small pieces").
 #[test]
 fn no_file_is_over_900_lines() {
     let long = long_files(&product_files(), 900);
@@ -584,4 +689,84 @@ fn no_file_is_over_900_lines() {
         long_files(&[("a.rs".into(), sample)], 2),
         ["a.rs (3 lines)"]
     );
+}
+
+/// The figures code comments rest on are rows of docs/benchmarks.md's "Figures the code
+/// cites" (CONTRIBUTING.md, "Small pieces"): every row a comment names exists, and every row
+/// is named by some comment.
+#[test]
+fn every_figure_the_code_cites_is_a_row_of_the_benchmarks_and_each_row_is_cited() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("../docs/benchmarks.md")).expect("readable");
+    let section = doc
+        .split("## Figures the code cites")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/benchmarks.md has a section \"Figures the code cites\"");
+    let rows: BTreeSet<String> = (section.lines())
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next().map(String::from))
+        .collect();
+    assert!(rows.len() >= 10, "rows: {rows:?}");
+    let cited = figures_cited(&product_files());
+    let missing: Vec<_> = (cited.iter())
+        .filter(|(_, row)| !rows.contains(row))
+        .collect();
+    let uncited: Vec<_> = (rows.iter())
+        .filter(|row| !cited.iter().any(|(_, r)| r == *row))
+        .collect();
+    assert!(
+        missing.is_empty() && uncited.is_empty(),
+        "cited rows the table lacks: {missing:?}; rows no comment cites: {uncited:?}"
+    );
+    let sample = "// as measured (docs/benchmarks.md, \"Figures the code cites\",\n// `a-row`).";
+    assert_eq!(
+        figures_cited(&[("a.rs".into(), sample.into())]),
+        [("a.rs".to_string(), "a-row".to_string())]
+    );
+}
+
+/// The rows of "Figures the code cites" that the files' comments name: the first backquoted
+/// word after each mention of the section, as `(file, row)`.
+fn figures_cited(files: &[(String, String)]) -> Vec<(String, String)> {
+    let mut cited = Vec::new();
+    for (path, text) in files {
+        for (at, _) in text.match_indices("Figures the code cites\"") {
+            let row = (text[at..].split('`').nth(1)).unwrap_or_default();
+            cited.push((path.clone(), row.to_string()));
+        }
+    }
+    cited
+}
+
+/// The test suites start tracer through one builder, `common::Tracer` (tests/common/mod.rs):
+/// no other test file builds a command of the binary itself, nor keeps a local `fn tracer`
+/// that would start it its own way.
+#[test]
+fn tests_start_tracer_through_the_one_builder() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests");
+    let mut files = Vec::new();
+    sources(&tests, &mut files);
+    let mut own = Vec::new();
+    let builder_and_this = ["common/mod.rs", "layers.rs"];
+    for file in (files.iter()).filter(|f| !builder_and_this.iter().any(|b| f.ends_with(b))) {
+        let text = std::fs::read_to_string(file).expect("readable");
+        own.extend(own_starts(&text).map(|s| format!("{}: {s}", file.display())));
+    }
+    assert!(
+        own.is_empty(),
+        "tracer started outside common::Tracer: {own:?}"
+    );
+    let sample = "fn tracer(args: &[&str]) {}\nlet c = Command::new(common::tracer_bin());";
+    assert_eq!(own_starts(sample).count(), 2);
+}
+
+/// The places in `text` that start tracer without the builder.
+fn own_starts(text: &str) -> impl Iterator<Item = &'static str> + '_ {
+    const OWN: [&str; 3] = [
+        "Command::new(tracer_bin",
+        "Command::new(common::tracer_bin",
+        "fn tracer(",
+    ];
+    OWN.into_iter().filter(move |p| text.contains(p))
 }

@@ -5,7 +5,7 @@ mod common;
 use common::{text, tracer};
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use common::has;
 use tracer::kernel::features::Feature;
@@ -277,19 +277,24 @@ fn every_stop_while_events_flow_accounts_for_every_hit() {
             // Flat out, for longer than any of these runs lasts (tracer ends the command with
             // SIGTERM when the run ends first).
             args.extend(["--", &prog, "getppid", "1000000000"]);
-            let mut child = Command::new(common::tracer_bin())
-                .args(&args)
+            let mut child = common::Tracer::new(&args)
+                .command()
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
             let stdout = child.stdout.take().unwrap();
+            let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let counted = seen.clone();
             let lines = std::thread::spawn(move || {
-                BufReader::new(stdout)
+                let events = BufReader::new(stdout)
                     .lines()
                     .map_while(Result::ok)
-                    .filter(|l| l.starts_with('{'))
-                    .count() as u64
+                    .filter(|l| l.starts_with('{'));
+                events.fold(0u64, |n, _| {
+                    counted.store(n + 1, std::sync::atomic::Ordering::Relaxed);
+                    n + 1
+                })
             });
             // Stderr read as it comes: the banner says the probes are on (and the signal
             // handlers set), however long start-up takes (seconds in an emulated VM).
@@ -310,8 +315,15 @@ fn every_stop_while_events_flow_accounts_for_every_hit() {
                 "SIGTERM" => Some(libc::SIGTERM),
                 _ => None,
             } {
-                // Events flowing when the signal comes.
-                std::thread::sleep(std::time::Duration::from_millis(300));
+                // Events flowing when the signal comes: more than 5,000 printed (a fixed
+                // 300 ms saw 4,128 in the 6.1 VM with two test runs sharing this machine),
+                // within 30 s.
+                let start = std::time::Instant::now();
+                while seen.load(std::sync::atomic::Ordering::Relaxed) <= 5000
+                    && start.elapsed() < std::time::Duration::from_secs(30)
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
                 // SAFETY: a plain signal to our own child.
                 unsafe { libc::kill(child.id() as i32, signal) };
             }
@@ -449,21 +461,21 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
     // Not common::tracer_started: stdout goes to /dev/null here, since nothing reads the
     // flood of events while the test waits.
     let start = || {
-        let mut child = Command::new(common::tracer_bin())
-            .args([
-                "probe",
-                "-f",
-                "json",
-                "syscalls:sys_enter_getppid",
-                "--",
-                &prog,
-                "getppid",
-                "999999929",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = common::Tracer::new([
+            "probe",
+            "-f",
+            "json",
+            "syscalls:sys_enter_getppid",
+            "--",
+            &prog,
+            "getppid",
+            "999999929",
+        ])
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut banner = String::new();
         stderr.read_line(&mut banner).unwrap();
@@ -786,8 +798,8 @@ fn nothing_stays_attached_after_sigterm() {
     }
     // A tracepoint no other test uses, so its program list is ours alone.
     let tracepoint = "syscalls:sys_enter_getpgid";
-    let mut child = Command::new(common::tracer_bin())
-        .args(["probe", tracepoint])
+    let mut child = common::Tracer::new(["probe", tracepoint])
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -872,8 +884,8 @@ fn list_shows_tracepoints_with_fields_and_binary_symbols() {
 /// Peak RSS (KiB) of `tracer ARGS`, from wait4's rusage.
 #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also reads its rusage
 fn peak_rss_kib(args: &[&str]) -> i64 {
-    let child = Command::new(common::tracer_bin())
-        .args(args)
+    let child = common::Tracer::new(args)
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

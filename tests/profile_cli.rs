@@ -450,7 +450,7 @@ fn the_flame_graph_is_an_svg_of_the_stacks() {
 #[test]
 fn bad_input_is_refused_with_a_hint() {
     let usage = |args: &[&str], message: &str, hint: &str| {
-        let out = Command::new(tracer_bin()).args(args).output().unwrap();
+        let out = common::Tracer::new(args).command().output().unwrap();
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");

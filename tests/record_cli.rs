@@ -437,35 +437,35 @@ fn a_live_recording_pipes_into_report() {
         return;
     }
     let program = timeline_program();
-    let mut record = Command::new(common::tracer_bin())
-        .args([
-            "record",
-            "-o",
-            "-",
-            "-W",
-            "timeline_counter",
-            "-P",
-            "syscalls:sys_enter_getppid",
-            "--",
-        ])
-        .arg(&program)
-        .arg(ROUNDS.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let piped = Command::new(common::tracer_bin())
-        .args([
-            "report",
-            "-",
-            "-f",
-            "json",
-            "--source",
-            "watch:*,syscalls:*",
-        ])
-        .stdin(record.stdout.take().unwrap())
-        .output()
-        .unwrap();
+    let mut record = common::Tracer::new([
+        "record",
+        "-o",
+        "-",
+        "-W",
+        "timeline_counter",
+        "-P",
+        "syscalls:sys_enter_getppid",
+        "--",
+    ])
+    .command()
+    .arg(&program)
+    .arg(ROUNDS.to_string())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let piped = common::Tracer::new([
+        "report",
+        "-",
+        "-f",
+        "json",
+        "--source",
+        "watch:*,syscalls:*",
+    ])
+    .command()
+    .stdin(record.stdout.take().unwrap())
+    .output()
+    .unwrap();
     let recorded = record.wait_with_output().unwrap();
     assert!(recorded.status.success(), "{}", text(&recorded.stderr));
     assert!(piped.status.success(), "{}", text(&piped.stderr));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{profile_program, require_root, testprog, tracer, tracer_bin};
+use common::{profile_program, require_root, testprog, tracer};
 
 /// A free loopback port (bound, then released for the server to take).
 fn free_port() -> u16 {
@@ -96,8 +96,8 @@ impl Served {
         let path = dir.path().join("serve.toml");
         std::fs::write(&path, config).unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(tracer_bin())
-            .args(["serve", path.to_str().unwrap(), "--listen", &addr])
+        let child = common::Tracer::new(["serve", path.to_str().unwrap(), "--listen", &addr])
+            .command()
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -305,8 +305,8 @@ fn streamed_stacks_of_processes_gone_before_the_read_are_named() {
     let spec = format!("uprobe:{}:chain_target", chain.display());
     let c = chain.display();
     let script = format!("{c} 2 </dev/null >/dev/null; {c} 3 </dev/null >/dev/null");
-    let out = std::process::Command::new(common::tracer_bin())
-        .args(["probe", "-s", "user", "-f", "json", &spec])
+    let out = common::Tracer::new(["probe", "-s", "user", "-f", "json", &spec])
+        .command()
         .args(["--", "sh", "-c", &script])
         .output()
         .unwrap();
@@ -396,20 +396,20 @@ fn counted_stacks_of_short_runs_are_named(chain: &std::path::Path) {
     let spec = format!("uprobe:{}:chain_target", chain.display());
     let c = chain.display();
     let script = format!("{c} 2 </dev/null >/dev/null; {c} 3 </dev/null >/dev/null");
-    let out = std::process::Command::new(common::tracer_bin())
-        .args([
-            "probe",
-            "--count-by",
-            "comm",
-            "-s",
-            "user",
-            "-f",
-            "json",
-            &spec,
-        ])
-        .args(["--", "sh", "-c", &script])
-        .output()
-        .unwrap();
+    let out = common::Tracer::new([
+        "probe",
+        "--count-by",
+        "comm",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        &spec,
+    ])
+    .command()
+    .args(["--", "sh", "-c", &script])
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
@@ -557,25 +557,25 @@ fn jit_frames_are_named_from_the_perf_map() {
     )
     .unwrap();
     // From the script's directory: node also leaves an isolate-*-v8.log in its cwd.
-    let out = std::process::Command::new(common::tracer_bin())
-        .args([
-            "probe",
-            "-s",
-            "user",
-            "-f",
-            "json",
-            "--filter",
-            "comm == \"node\"",
-            "syscalls:sys_enter_statx",
-            "--",
-            "node",
-            "--perf-basic-prof",
-            "--interpreted-frames-native-stack",
-            script.to_str().unwrap(),
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let out = common::Tracer::new([
+        "probe",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        "--filter",
+        "comm == \"node\"",
+        "syscalls:sys_enter_statx",
+        "--",
+        "node",
+        "--perf-basic-prof",
+        "--interpreted-frames-native-stack",
+        script.to_str().unwrap(),
+    ])
+    .command()
+    .current_dir(dir.path())
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events = json_lines(&out.stdout);
     // Node writes its map as /tmp/perf-PID.map and leaves it.

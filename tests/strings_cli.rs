@@ -7,19 +7,13 @@
 
 mod common;
 
-use common::{has, json_lines, testprog, text, tracer_bin};
-use std::process::{Command, Output};
+use common::{has, json_lines, testprog, text};
+use std::process::Output;
 use tracer::kernel::features::Feature;
 
-fn tracer(args: &[&str]) -> Output {
-    common::require_root();
-    let out = (Command::new(tracer_bin())
-        .args(args)
-        .env_remove("LD_LIBRARY_PATH"))
-    .output()
-    .expect("run tracer");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    out
+/// `tracer ARGS` as a user starts it, which must succeed.
+fn succeeds(args: &[&str]) -> Output {
+    common::Tracer::new(args).without_cargo_env().success()
 }
 
 /// The part of each text line after the probe's name, for lines of `probe`.
@@ -60,7 +54,7 @@ fn both_names_of_a_rename_are_read() {
     std::fs::write(&from, b"x").unwrap();
     let (from, to) = (from.display().to_string(), to.display().to_string());
     let probe = "syscalls:sys_enter_renameat2";
-    let out = tracer(&["probe", probe, "--", "mv", "-T", &from, &to]);
+    let out = succeeds(&["probe", probe, "--", "mv", "-T", &from, &to]);
     let stdout = text(&out.stdout);
     assert_eq!(
         values(&stdout, probe),
@@ -79,7 +73,7 @@ fn argv_is_read_as_an_array_and_envp_only_when_named() {
     let probe = "syscalls:sys_enter_execve";
     // sh's own exec comes before it is traced; the command it runs is the one exec seen.
     let script = "/bin/true one 'two words' three; exit 0";
-    let out = tracer(&["probe", probe, "--", "sh", "-c", script]);
+    let out = succeeds(&["probe", probe, "--", "sh", "-c", script]);
     let stdout = text(&out.stdout);
     let lines = values(&stdout, probe);
     assert_eq!(lines.len(), 1, "{stdout}");
@@ -91,7 +85,7 @@ fn argv_is_read_as_an_array_and_envp_only_when_named() {
     assert!(envp.starts_with("0x"), "the environment's pointer: {envp}");
 
     // Named, the environment is read too; JSON has the arrays as arrays.
-    let out = tracer(&[
+    let out = succeeds(&[
         "probe",
         "-f",
         "json",
@@ -125,7 +119,7 @@ fn an_argv_past_20_elements_is_marked() {
     let probe = "syscalls:sys_enter_execve";
     let args: Vec<String> = (1..=25).map(|i| i.to_string()).collect();
     let script = format!("/bin/true {}; exit 0", args.join(" "));
-    let out = tracer(&["probe", probe, "--", "sh", "-c", &script]);
+    let out = succeeds(&["probe", probe, "--", "sh", "-c", &script]);
     let stdout = text(&out.stdout);
     let shown: Vec<String> = std::iter::once("\"/bin/true\"".to_string())
         .chain((1..=19).map(|i| format!("\"{i}\"")))
@@ -135,7 +129,7 @@ fn an_argv_past_20_elements_is_marked() {
         values(&stdout, probe).iter().any(|v| v.contains(&expected)),
         "{stdout}"
     );
-    let out = tracer(&["probe", "-f", "json", probe, "--", "sh", "-c", &script]);
+    let out = succeeds(&["probe", "-f", "json", probe, "--", "sh", "-c", &script]);
     let events = json_lines(&out.stdout);
     assert_eq!(events[0]["args"]["argv"].as_array().map(Vec::len), Some(20));
     assert_eq!(events[0]["truncated"], serde_json::json!(["argv"]));
@@ -151,7 +145,7 @@ fn strlen_cuts_strings_and_says_so() {
     // A 300-byte path: past the default 256.
     let (_dir, path) = path_of_len(300);
     let opens = |strlen: &str, format: &str| {
-        let out = tracer(&[
+        let out = succeeds(&[
             "probe",
             "--strlen",
             strlen,
@@ -194,8 +188,8 @@ fn strlen_cuts_strings_and_says_so() {
 #[test]
 fn strlen_out_of_range_is_a_usage_error() {
     for n in ["0", "4097"] {
-        let out = Command::new(tracer_bin())
-            .args(["probe", "--strlen", n, "syscalls:sys_enter_openat"])
+        let out = common::Tracer::new(["probe", "--strlen", n, "syscalls:sys_enter_openat"])
+            .command()
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{n}");
@@ -216,7 +210,7 @@ fn counts_are_keyed_by_a_strings_content() {
     // A path past the key's 128 bytes counts under its first 128, marked.
     let (_dir, long) = path_of_len(200);
     let script = format!("{prog} open 7 /etc/hostname; {prog} open 3 {long}");
-    let out = tracer(&[
+    let out = succeeds(&[
         "probe",
         "--count-by",
         "filename",
@@ -257,7 +251,7 @@ fn counts_are_keyed_by_a_strings_content() {
     );
 
     // JSON: the strings themselves, cut ones named in `truncated`; --strlen cuts keys too.
-    let out = tracer(&[
+    let out = succeeds(&[
         "probe",
         "--strlen",
         "8",

@@ -6,7 +6,7 @@ use common::{text, tracer};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::{has, Workload};
 use tracer::kernel::features::Feature;
@@ -201,8 +201,8 @@ fn a_running_process_is_watched_in_existing_and_new_threads_until_it_exits() {
     // The workload has its first worker thread already; it creates two more after `go`.
     let mut work = Workload::batched(1, None, &["counter", "90"]);
     let pid = work.pid().to_string();
-    let mut child = Command::new(common::tracer_bin())
-        .args(["watch", "-p", &pid, COUNTER, "-f", "json"])
+    let mut child = common::Tracer::new(["watch", "-p", &pid, COUNTER, "-f", "json"])
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

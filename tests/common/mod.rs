@@ -367,25 +367,7 @@ pub fn chain_line(needle: &str) -> u32 {
 pub fn tracer_started(
     args: &[&str],
 ) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
-    use std::io::BufRead;
-    require_root();
-    let mut child = Command::new(tracer_bin())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run tracer");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
-    // `note:` lines (e.g. about arguments) may come before the banner; they are kept in front.
-    let mut banner = String::new();
-    loop {
-        let start = banner.len();
-        stderr.read_line(&mut banner).expect("tracer's banner");
-        if !banner[start..].starts_with("note: ") {
-            break;
-        }
-    }
-    (child, stderr, banner)
+    Tracer::new(args).started()
 }
 
 /// File offset of `symbol` in the workload program (for uprobes).
@@ -416,13 +398,98 @@ pub fn kernel_version() -> (u32, u32) {
     (next(), next())
 }
 
-/// Runs the `tracer` binary (tier-2 and up tests are root) and collects its output.
+/// Runs `tracer ARGS` as root and collects its output ([`Tracer`]).
 pub fn tracer(args: &[&str]) -> std::process::Output {
-    require_root();
-    Command::new(tracer_bin())
-        .args(args)
-        .output()
-        .expect("run tracer")
+    Tracer::new(args).output()
+}
+
+/// tracer as a test starts it. Every suite starts tracer through this one builder, so that
+/// what differs between two runs (privilege, environment, directory, stdio) is said where the
+/// test says it, not in a local helper of the same name that behaves otherwise
+/// (`tests/layers.rs` checks that no other file builds a command of the binary).
+pub struct Tracer {
+    command: Command,
+}
+
+impl Tracer {
+    /// `tracer ARGS` as root (tier 2 and up: perf events and BPF); stdio as `Command`'s.
+    pub fn new<I, S>(args: I) -> Tracer
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        require_root();
+        Tracer::anyone(args)
+    }
+
+    /// `tracer ARGS` by whoever runs the test (usage errors, `--help`, a refusal to a user).
+    pub fn anyone<I, S>(args: I) -> Tracer
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut command = Command::new(tracer_bin());
+        command.args(args);
+        Tracer { command }
+    }
+
+    /// Without cargo's `LD_LIBRARY_PATH`, as a user's shell starts it: the loader of a traced
+    /// command then makes the opens it makes outside `cargo test`.
+    pub fn without_cargo_env(mut self) -> Tracer {
+        self.command.env_remove("LD_LIBRARY_PATH");
+        self
+    }
+
+    /// Started in `dir`.
+    pub fn dir(mut self, dir: &std::path::Path) -> Tracer {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// The command, for what the builder does not say (stdio, signals, other variables).
+    pub fn command(self) -> Command {
+        self.command
+    }
+
+    /// Runs it to its end and collects its output.
+    pub fn output(mut self) -> std::process::Output {
+        self.command.output().expect("run tracer")
+    }
+
+    /// Runs it to its end, asserts that it exited 0 (its stderr in the message), and gives
+    /// its output.
+    pub fn success(self) -> std::process::Output {
+        let out = self.output();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        out
+    }
+
+    /// Spawns it with stdout and stderr piped.
+    pub fn spawn(mut self) -> Child {
+        (self.command.stdout(Stdio::piped()).stderr(Stdio::piped()))
+            .spawn()
+            .expect("run tracer")
+    }
+
+    /// Spawns it (piped) and waits for its banner: the first stderr line that is not a
+    /// `note:`, printed once everything is attached. Gives the child and the stderr text read
+    /// so far, ending with the banner.
+    pub fn started(self) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
+        use std::io::BufRead;
+        let mut child = self.spawn();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped stderr"));
+        // `note:` lines (e.g. about arguments) may come before the banner; they are kept in
+        // front.
+        let mut banner = String::new();
+        loop {
+            let start = banner.len();
+            stderr.read_line(&mut banner).expect("tracer's banner");
+            if !banner[start..].starts_with("note: ") {
+                break;
+            }
+        }
+        (child, stderr, banner)
+    }
 }
 
 /// Output bytes as text.
@@ -519,19 +586,19 @@ pub fn chain_latency_outliers(calls: u32) -> Vec<serde_json::Value> {
 #[allow(dead_code)]
 pub fn debug_bpf_drops(spec: &str, workload: &[&str]) -> (Vec<String>, String) {
     let prog = testprog().display().to_string();
-    let out = Command::new(tracer_bin())
-        .args([
-            "probe",
-            "--debug-bpf",
-            "--comm",
-            "nothere",
-            spec,
-            "--",
-            &prog,
-        ])
-        .args(workload)
-        .output()
-        .unwrap();
+    let out = Tracer::new([
+        "probe",
+        "--debug-bpf",
+        "--comm",
+        "nothere",
+        spec,
+        "--",
+        &prog,
+    ])
+    .command()
+    .args(workload)
+    .output()
+    .unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -678,8 +745,8 @@ pub fn tracer_of_a_waiting_shell(
     require_root();
     let mut work = Command::new("sh").args(["-c", &script]).spawn().unwrap();
     let pid = work.id().to_string();
-    let mut child = Command::new(tracer_bin())
-        .args([subcommand, "-p", &pid])
+    let mut child = Tracer::new([subcommand, "-p", &pid])
+        .command()
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

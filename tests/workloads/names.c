@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -47,6 +48,9 @@ int main(void) {
     statx(AT_FDCWD, "/nonexistent/names", AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_SIZE, 0);
     statx(AT_FDCWD, "/nonexistent/names", AT_STATX_DONT_SYNC | AT_EMPTY_PATH, STATX_MODE, 0);
     syscall(SYS_faccessat2, AT_FDCWD, "/", X_OK, AT_EACCESS);
+    /* Fail (no such directory), changing nothing: their strings and flags read as strace's. */
+    mount("none", "/nonexistent/names", "tmpfs", MS_RDONLY | MS_NOSUID, "size=1m");
+    umount2("/nonexistent/names", MNT_DETACH);
     close(99);
     connect(p[0], 0, 0);
     shutdown(p[0], SHUT_RD);

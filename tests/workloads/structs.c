@@ -1,10 +1,17 @@
 /* Calls whose structures strace decodes (issue #42): stat and statx results, timespecs,
  * rlimits, signal sets and sigactions, wait4 statuses of a child that exits with 7 and of
- * one killed by SIGKILL, an fd pair. The last call, an unlink of a path that does not
+ * one killed by SIGKILL, an fd pair, statfs, sigaltstack's stacks, CPU masks, capability
+ * sets, the mask a signal frame restores, clone3's arguments. The last call, an unlink of a path that does not
  * exist, marks the main thread's lines. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -13,6 +20,15 @@
 #include <unistd.h>
 
 static void handler(int sig) { (void)sig; }
+
+/* The thread waits for a byte the main thread writes after clone3 returned: a thread that
+ * had exited by then would have cleared parent_tid (CLONE_CHILD_CLEARTID names the same
+ * word), and strace would read [0] there (seen once in the 6.1 VM). */
+static void *thread(void *arg) {
+    char c;
+    read(*(int *)arg, &c, 1);
+    return arg;
+}
 
 int main(void) {
     struct stat st;
@@ -60,6 +76,36 @@ int main(void) {
     if (child == 0)
         raise(SIGKILL);
     wait4(child, &status, 0, 0);
+    struct statfs sf;
+    statfs("/proc", &sf);
+    statfs("/nonexistent/structs", &sf);
+    stack_t ss, old_ss;
+    sigaltstack(0, &old_ss);
+    ss.ss_sp = malloc(65536);
+    ss.ss_size = 65536;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, &old_ss);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, 0);
+    cpu_set_t cpus;
+    sched_getaffinity(0, sizeof cpus, &cpus);
+    sched_setaffinity(0, sizeof cpus, &cpus);
+    struct __user_cap_header_struct cap_header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct caps[2];
+    syscall(SYS_capget, &cap_header, caps);
+    syscall(SYS_capget, &cap_header, 0);
+    /* A thread: glibc starts it with clone3. */
+    pthread_t t;
+    pthread_create(&t, 0, thread, &fds[0]);
+    write(fds[1], "x", 1);
+    pthread_join(t, 0);
+    /* A handled signal while SIGINT is blocked: its frame restores [INT]. */
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGINT);
+    sigprocmask(SIG_BLOCK, &blocked, 0);
+    raise(SIGUSR1);
+    sigprocmask(SIG_UNBLOCK, &blocked, 0);
     unlink("/nonexistent/structs");
     return 0;
 }

@@ -49,9 +49,10 @@ pub(crate) fn emit_raw<C: EbpfContext>(
     data: &[u64; DATA_WORDS],
     kstack: i32,
     ustack: i32,
+    at: u32,
 ) -> bool {
-    // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
-    let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut (*p).event }) else {
+    // SAFETY: entry `at` of this CPU is this program's (`scratch_at`) until it returns.
+    let Some(event) = SCRATCH.get_ptr_mut(at).map(|p| unsafe { &mut (*p).event }) else {
         return false;
     };
     // SAFETY: helper without preconditions.
@@ -83,7 +84,8 @@ pub(crate) fn stack_id<C: StackIdContext>(ctx: &C, wanted: bool, flags: u64) -> 
 
 /// How often a CPU asks the ring buffer how full it is (a helper call): every this many of its
 /// outputs. The reader is woken when a quarter of the ring waits, so up to this many more
-/// outputs per CPU before the wakeup are harmless; the helper cost about 7 ns of every hit.
+/// outputs per CPU before the wakeup are harmless; asked at every output, the helper was a
+/// measurable part of every hit (docs/benchmarks.md, "Figures the code cites", `ringbuf-query`).
 pub(crate) const QUERY_EVERY: u32 = 16;
 
 /// Writes the event and its strings into the output ring (this CPU's perf ring, or the
@@ -113,8 +115,8 @@ pub(crate) fn output<C: EbpfContext>(ctx: &C, event: &mut Event) -> bool {
         };
         if event.str_bytes == 0 {
             // A bare event is copied into the ring by the program, word by word, rather than
-            // by the output helper's memcpy (a `rep movsb` into memory the cache has not
-            // seen, about 30 ns of each hit, against about 10 for the words).
+            // by the output helper's memcpy, a `rep movsb` into memory the cache has not seen
+            // (docs/benchmarks.md, "Figures the code cites", `ringbuf-copy`).
             let Some(mut entry) = RINGBUF.reserve::<Event>(0) else {
                 return false;
             };

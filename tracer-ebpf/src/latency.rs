@@ -23,7 +23,7 @@ use tracer_common::{
 use crate::caches::current_comm;
 use crate::emit::{emit_raw, stack_id};
 use crate::filters::{filter_passes, passes};
-use crate::maps::{zero_words, SCRATCH};
+use crate::maps::{scratch_at, zero_words, SCRATCH};
 use crate::reads::usdt_args;
 use crate::slots::function_args;
 use crate::uses;
@@ -49,8 +49,7 @@ static LAT_STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(LAT_STAT_COUN
 #[inline(always)]
 fn count(index: u32) {
     if let Some(c) = LAT_STATS.get_ptr_mut(index) {
-        // SAFETY: per-CPU counter; these programs do not nest on one CPU.
-        unsafe { *c += 1 };
+        crate::maps::add_to(c, 1);
     }
 }
 
@@ -175,7 +174,7 @@ fn add(key: &HistKey, value: u64, max: bool) {
 /// pointer, else 0: at a function's first instruction ([`SLOT_STACK_AT_ENTRY`]) the word there
 /// is the direct caller, which the frame-pointer walk skips on kernels that do not repair it.
 #[inline(always)]
-fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
+fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64, at: u32) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
@@ -198,8 +197,8 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
     // `--filter`: on the start's argument registers, the end's return value and the task,
     // laid out as a probe hit's (arguments, then the return value), so it compiles the same.
     if uses(USES_VALUE_FILTER) && config.filter.flags & SLOT_VALUE_FILTER != 0 {
-        // SAFETY: index 0 exists; the per-CPU scratch event is ours until this program returns.
-        let Some(event) = SCRATCH.get_ptr_mut(0).map(|p| unsafe { &mut (*p).event }) else {
+        // SAFETY: entry `at` of this CPU is this program's (`scratch_at`) until it returns.
+        let Some(event) = SCRATCH.get_ptr_mut(at).map(|p| unsafe { &mut (*p).event }) else {
             return;
         };
         event.pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
@@ -292,7 +291,7 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64) {
         );
     }
     if config.slower_than != 0 && delta >= config.slower_than {
-        outlier(ctx, config, &start, ret, entry_sp, delta);
+        outlier(ctx, config, &start, ret, entry_sp, delta, at);
     }
 }
 
@@ -305,6 +304,7 @@ fn outlier<C: StackIdContext>(
     ret: u64,
     entry_sp: u64,
     delta: u64,
+    at: u32,
 ) {
     let mut data = [0u64; DATA_WORDS];
     data[word::LAT_DURATION] = delta;
@@ -325,7 +325,7 @@ fn outlier<C: StackIdContext>(
         config.stack_flags & SLOT_STACK_USER != 0,
         BPF_F_USER_STACK as u64,
     );
-    if !emit_raw(ctx, &data, kstack, ustack) {
+    if !emit_raw(ctx, &data, kstack, ustack, at) {
         count(LAT_STAT_OUTLIER_LOST);
     }
 }
@@ -364,7 +364,7 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_END);
     // SAFETY: `regs` is the probe's context (a fixed-offset load the verifier checks).
     let sp = unsafe { (*ctx.regs).rsp };
-    exit(&ctx, &Source::Args(&args), 0, sp);
+    exit(&ctx, &Source::Args(&args), 0, sp, scratch_at::PERF);
     0
 }
 
@@ -372,7 +372,7 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
 #[kprobe]
 pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
-    exit(&ctx, &Source::Thread, ret, 0);
+    exit(&ctx, &Source::Thread, ret, 0, scratch_at::PERF);
     0
 }
 
@@ -388,7 +388,7 @@ pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
 #[fentry]
 pub fn lat_fn_end(ctx: FEntryContext) -> u32 {
     let args = function_args(&ctx);
-    exit(&ctx, &Source::Args(&args), 0, 0);
+    exit(&ctx, &Source::Args(&args), 0, 0, scratch_at::FENTRY);
     0
 }
 
@@ -399,7 +399,7 @@ pub fn lat_fn_exit(ctx: FExitContext) -> u32 {
     let mut ret = 0u64;
     // SAFETY: the helper reads the return value the trampoline saved into a valid stack slot.
     unsafe { generated::bpf_get_func_ret(ctx.as_ptr(), &mut ret) };
-    exit(&ctx, &Source::Thread, ret, 0);
+    exit(&ctx, &Source::Thread, ret, 0, scratch_at::FEXIT);
     0
 }
 
@@ -411,6 +411,6 @@ fn lat_tp_entry_hit(ctx: TracePointContext) -> u32 {
 
 crate::tracepoint_program!(lat_tp_exit => lat_tp_exit_hit);
 fn lat_tp_exit_hit(ctx: TracePointContext) -> u32 {
-    exit(&ctx, &Source::Record(&ctx), 0, 0);
+    exit(&ctx, &Source::Record(&ctx), 0, 0, scratch_at::PERF);
     crate::TRACEPOINT_PASS
 }

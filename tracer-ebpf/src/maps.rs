@@ -46,9 +46,46 @@ pub(crate) struct Scratch {
 /// `Scratch::first` of a read that wrote no entry.
 pub(crate) const NO_ENTRY: u32 = u32::MAX;
 
-/// Scratch hit per CPU: far too big for the 512-byte stack.
+/// Which [`SCRATCH`] entry of a CPU a program builds its hit in ([`begin`], [`emit_raw`]).
+///
+/// One program does not run twice at once on a CPU: the kernel skips a program that would
+/// nest in itself (counted as its recursion miss). Two programs may: a program on a raw
+/// tracepoint or a trampoline runs with migration off but can be preempted (Linux 7.3's
+/// `PREEMPT_LAZY`, any kernel booted `preempt=full`), and a perf event's program runs in an
+/// interrupt. With one entry for all, a task's `sys_enter` program preempted the parent's
+/// `sys_exit` on the 7.3 VM and wrote an execve's arguments into the parent's clone as it
+/// was being sent. So each program that can be interrupted by another has its own entry.
+/// Programs attached through perf events to kprobes, uprobes and tracepoints share
+/// [`PERF`](scratch_at::PERF): the kernel runs them with preemption off, one at a time per
+/// CPU (`bpf_prog_active`). Several fentry (or fexit, or raw tracepoint) slots of one run
+/// share their kind's entry: two of them on one CPU at once is the case left.
+///
+/// [`begin`]: crate::slots::begin
+/// [`emit_raw`]: crate::emit::emit_raw
+pub(crate) mod scratch_at {
+    pub(crate) const PERF: u32 = 0;
+    /// Breakpoints and software events (`watch`), run in interrupt context.
+    pub(crate) const PERF_EVENT: u32 = 1;
+    /// The counting raw tracepoint slots on `sys_enter`/`sys_exit`.
+    pub(crate) const RAW_SLOT: u32 = 2;
+    pub(crate) const SYS_ENTER: u32 = 3;
+    pub(crate) const SYS_EXIT: u32 = 4;
+    /// fentry programs: probe slots and latency ends.
+    pub(crate) const FENTRY: u32 = 5;
+    pub(crate) const FEXIT: u32 = 6;
+    /// `tracer trace`'s programs.
+    pub(crate) const TRACE_ENTER: u32 = 7;
+    pub(crate) const TRACE_EXIT: u32 = 8;
+    pub(crate) const SIGNAL: u32 = 9;
+    pub(crate) const EXEC: u32 = 10;
+    pub(crate) const TASK_EXIT: u32 = 11;
+    pub(crate) const COUNT: u32 = 12;
+}
+
+/// Scratch hits per CPU, one per [`scratch_at`] entry: far too big for the 512-byte stack.
 #[map]
-pub(crate) static SCRATCH: PerCpuArray<Scratch> = PerCpuArray::with_max_entries(1, 0);
+pub(crate) static SCRATCH: PerCpuArray<Scratch> =
+    PerCpuArray::with_max_entries(scratch_at::COUNT, 0);
 
 /// The scratch hit an event is part of, to read.
 #[inline(always)]
@@ -88,15 +125,25 @@ pub(crate) fn bump(index: u32) {
 #[inline(always)]
 pub(crate) fn add(index: u32, n: u64) {
     if let Some(counter) = STATS.get_ptr_mut(index) {
-        // SAFETY: per-CPU slot, and these program types do not nest on one CPU, so a plain
-        // increment does not race.
-        unsafe { *counter += n };
+        add_to(counter, n);
     }
 }
 
+/// Adds `n` to a counter of this CPU atomically: two programs can interleave on one CPU (see
+/// [`scratch_at`]), and a plain increment interrupted between its load and its store would
+/// lose the other's. The result is not read, so this is `lock xadd`, which every kernel
+/// tracer supports (the fetching forms need Linux 5.12).
+#[inline(always)]
+pub(crate) fn add_to(counter: *mut u64, n: u64) {
+    use core::intrinsics::{atomic_xadd, AtomicOrdering};
+    // SAFETY: `counter` is a map value of this CPU, valid while the program runs.
+    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(counter, n) };
+}
+
 /// Zeroes `words` with one 8-byte store each. A plain `= [0; N]` compiles here to a call of
-/// the linked `memset`, which stores a byte at a time (32 rounds of a loop for the field words,
-/// about 16 ns of every streamed hit); volatile stores, so that LLVM does not merge them back
+/// the linked `memset`, which stores a byte at a time
+/// (docs/benchmarks.md, "Figures the code cites", `bpf-memset`);
+/// volatile stores, so that LLVM does not merge them back
 /// into that call.
 #[inline(always)]
 pub(crate) fn zero_words<const N: usize>(words: &mut [u64; N]) {

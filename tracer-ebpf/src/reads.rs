@@ -9,10 +9,10 @@ use aya_ebpf::programs::{ProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    buffer_len, str_flag, str_from, str_mem, word, Event, SlotConfig, StrRead, UsdtArgs,
-    ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, SLOTS,
-    SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS, USDT_MEM, USDT_REG,
-    USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
+    buffer_len, str_flag, str_from, str_mem, trace_word, word, Event, SlotConfig, StrRead,
+    TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER,
+    KERNEL_SPACE_START, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS,
+    USDT_MEM, USDT_REG, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
@@ -466,4 +466,101 @@ pub(crate) fn group_lives(task: u64) -> Option<bool> {
         .ok()?
     };
     Some(live > 0)
+}
+
+/// The calls that fill an array of two descriptors.
+const NR_PIPE: u64 = 22;
+const NR_PIPE2: u64 = 293;
+const NR_SOCKETPAIR: u64 = 53;
+
+/// The current task's CPU clock at `now` (ktime), `now + se.sum_exec_runtime -
+/// se.exec_start`, and `se.sum_exec_runtime`. While the task runs, the scheduler's updates add
+/// the same time to both fields, so their difference moves only while it is off the CPU
+/// (switching it in sets `exec_start` to its runqueue's clock then): on one CPU, the clock at
+/// a call's exit minus the clock at its entry is the time the task spent on the CPU in
+/// between, strace -c's system time. The runqueue's clock and ktime differ by an offset that
+/// cancels in that difference on one CPU (less the interrupt and steal time the runqueue's
+/// clock leaves out); between two CPUs it does not, and `call_cpu_time` takes the sums'
+/// difference instead. `None` without the offsets (no BTF).
+#[inline(always)]
+pub(crate) fn cpu_clock(now: u64) -> Option<(u64, u64)> {
+    let offsets = SCHED_OFFSETS.get(0)?;
+    if offsets.task_sum_exec_runtime == 0 || offsets.task_exec_start == 0 {
+        return None;
+    }
+    // SAFETY: helper without preconditions.
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task() };
+    let field = |offset: u32| {
+        let at = task.wrapping_add(u64::from(offset)) as *const u64;
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(at) }.ok()
+    };
+    let sum = field(offsets.task_sum_exec_runtime)?;
+    let exec_start = field(offsets.task_exec_start)?;
+    Some((now.wrapping_add(sum).wrapping_sub(exec_start), sum))
+}
+
+/// The CPU time of a call that entered as `start` and ends `now` on `cpu`: the CPU clocks'
+/// difference on one CPU; across CPUs the runtime sums' (off by the time since each sum's
+/// last update, under a scheduler tick); never below 0 nor above the time from entry to exit.
+#[inline(always)]
+pub(crate) fn call_cpu_time(start: &TraceStart, now: u64, cpu: u32) -> Option<u64> {
+    let (clock, sum) = cpu_clock(now)?;
+    let spent = match cpu == start.cpu {
+        true => clock.wrapping_sub(start.cpu_clock) as i64,
+        false => sum.wrapping_sub(start.cpu_sum) as i64,
+    };
+    let wall = now.wrapping_sub(start.time_ns) as i64;
+    Some(match spent {
+        s if s < 0 => 0,
+        s if s > wall => wall as u64,
+        s => s as u64,
+    })
+}
+
+/// The inode numbers of the descriptors a call made (`trace_word::INODES`): the one it
+/// returned, or the two of the array a pipe or socketpair filled.
+#[inline(always)]
+pub(crate) fn fd_inodes(event: &mut Event, nr: u64, ret: u64) {
+    let array = match nr {
+        NR_PIPE | NR_PIPE2 => event.data[0],
+        NR_SOCKETPAIR => event.data[3],
+        _ => {
+            event.fields[trace_word::INODES] = inode_of(ret).unwrap_or(0);
+            return;
+        }
+    };
+    // SAFETY: the probe-read helpers fail cleanly on a bad address.
+    let fds = unsafe { aya_ebpf::helpers::bpf_probe_read_user(array as *const [i32; 2]) };
+    if let Ok([a, b]) = fds {
+        event.fields[trace_word::INODES] = inode_of(a as u64).unwrap_or(0);
+        event.fields[trace_word::INODES + 1] = inode_of(b as u64).unwrap_or(0);
+    }
+}
+
+/// The inode number of the current task's descriptor `fd`:
+/// `task->files->fdt->fd[fd]->f_inode->i_ino`, by the offsets userspace found in BTF.
+#[inline(always)]
+fn inode_of(fd: u64) -> Option<u64> {
+    let o = SCHED_OFFSETS.get(0)?;
+    if o.task_files == 0 || o.inode_ino == 0 {
+        return None;
+    }
+    let read = |at: u64, offset: u64| {
+        let at = at.wrapping_add(offset) as *const u64;
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(at) }.ok()
+    };
+    // SAFETY: helper without preconditions.
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task() };
+    let files = read(task, u64::from(o.task_files))?;
+    let fdt = read(files, u64::from(o.files_fdt))?;
+    let max = read(fdt, u64::from(o.fdt_max_fds))? & 0xffff_ffff;
+    if fd >= max {
+        return None;
+    }
+    let slots = read(fdt, u64::from(o.fdt_fd))?;
+    let file = read(slots, fd * 8)?;
+    let inode = read(file, u64::from(o.file_inode))?;
+    read(inode, u64::from(o.inode_ino))
 }

@@ -27,7 +27,7 @@ use tracer_common::{
 use crate::aggregate::{aggregate, continues_run, continues_run_at_ip};
 use crate::emit::{emit, stack_id};
 use crate::filters::{debug_dropped, filtered_out, refused_by};
-use crate::maps::{bump, zero_words, CONFIG, SCRATCH, SYS_SLOTS};
+use crate::maps::{bump, scratch_at, zero_words, CONFIG, SCRATCH, SYS_SLOTS};
 use crate::reads::{read_fields, read_record, read_strings, usdt_args};
 use crate::{uses, TRACEPOINT_PASS};
 
@@ -37,6 +37,7 @@ use crate::{uses, TRACEPOINT_PASS};
 pub(crate) fn begin<C: StackIdContext>(
     ctx: &C,
     slot: u32,
+    at: u32,
 ) -> Option<(&'static mut Event, &'static SlotConfig)> {
     // By reference: a copy would take about half of the 512-byte stack.
     let config = CONFIG.get(slot)?;
@@ -64,9 +65,9 @@ pub(crate) fn begin<C: StackIdContext>(
     if config.flags & SLOT_COUNT_ONLY != 0 {
         return None;
     }
-    // SAFETY: index 0 exists (max_entries 1); the per-CPU value is only touched by this program
-    // invocation until it returns.
-    let event = unsafe { &mut (*SCRATCH.get_ptr_mut(0)?).event };
+    // SAFETY: the per-CPU entry `at` is this program's (`scratch_at`): no other program
+    // touches it until this invocation returns.
+    let event = unsafe { &mut (*SCRATCH.get_ptr_mut(at)?).event };
     // A counted hit needs only what its key uses: no timestamp (and the comm only when keyed
     // by it, in `aggregate`).
     let counted = config.flags & SLOT_AGGREGATE != 0;
@@ -122,7 +123,7 @@ pub(crate) fn read_then_finish<C: EbpfContext>(ctx: &C, event: &mut Event, confi
 /// Kprobe, kretprobe, uprobe and uretprobe slots (all BPF_PROG_TYPE_KPROBE).
 #[inline(always)]
 pub(crate) fn on_probe(ctx: &ProbeContext, slot: u32) {
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::PERF) else {
         return;
     };
     if uses(USES_USDT) && config.flags & SLOT_USDT != 0 {
@@ -159,7 +160,7 @@ pub(crate) fn on_probe(ctx: &ProbeContext, slot: u32) {
 /// Tracepoint slots: the first bytes of the record, decoded in userspace from its format file.
 #[inline(always)]
 pub(crate) fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::PERF) else {
         return;
     };
     // A counted hit reads the record only when a key or value comes from it.
@@ -228,7 +229,7 @@ pub(crate) fn on_raw_syscall(ctx: &RawTracePointContext, slot: u32) {
     if compat(regs) {
         return;
     }
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::RAW_SLOT) else {
         return;
     };
     aggregate(event, &config);
@@ -242,7 +243,7 @@ pub(crate) fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
     if uses(USES_RUN_KEYED) && continues_run_at_ip(ctx, slot) {
         return;
     }
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::PERF_EVENT) else {
         return;
     };
     let data = ctx.ctx;
@@ -362,7 +363,11 @@ pub(crate) fn function_args<C: EbpfContext>(ctx: &C) -> [u64; word::ARGS] {
 /// tracing link's attach cookie (Linux 5.19).
 #[inline(always)]
 pub(crate) fn on_function<C: StackIdContext>(ctx: &C, exit: bool) {
-    let Some((event, config)) = begin(ctx, cookie_slot(ctx)) else {
+    let at = match exit {
+        true => scratch_at::FEXIT,
+        false => scratch_at::FENTRY,
+    };
+    let Some((event, config)) = begin(ctx, cookie_slot(ctx), at) else {
         return;
     };
     function_words(ctx, event, config, exit);
@@ -417,6 +422,10 @@ tracepoint_slots!(
 /// return value), so that it decodes, filters and counts as that tracepoint's.
 #[inline(always)]
 pub(crate) fn on_syscall_dispatch(ctx: &RawTracePointContext, exit: bool) {
+    let at = match exit {
+        true => scratch_at::SYS_EXIT,
+        false => scratch_at::SYS_ENTER,
+    };
     let regs: u64 = ctx.arg(0);
     // 32-bit code numbers its syscalls differently; its `syscalls:` events do not fire.
     if compat(regs) {
@@ -431,7 +440,7 @@ pub(crate) fn on_syscall_dispatch(ctx: &RawTracePointContext, exit: bool) {
         Some(&slot) if slot != 0 => slot,
         _ => return,
     };
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, at) else {
         return;
     };
     zero_words(&mut event.data);

@@ -12,14 +12,20 @@ use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
     drop, signal_word, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word,
     Event, SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS,
-    SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS,
+    SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
+    SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
     SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_EXIT_NR,
-    TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_STRINGS, USES_TRACE,
+    TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_CPU_TIME, USES_DIRENTS,
+    USES_FD_INODES, USES_STRINGS, USES_TRACE,
 };
 
 use crate::filters::{filtered_out, refused_by};
-use crate::maps::{bump, scratch, CONFIG, NO_ENTRY, SCHED_OFFSETS, SCRATCH, SYS_SLOTS, TRACKED};
-use crate::reads::{group_lives, put_array, put_string, read_strings, used};
+use crate::maps::{
+    bump, scratch, scratch_at, CONFIG, NO_ENTRY, SCHED_OFFSETS, SCRATCH, SYS_SLOTS, TRACKED,
+};
+use crate::reads::{
+    call_cpu_time, cpu_clock, fd_inodes, group_lives, put_array, put_string, read_strings, used,
+};
 use crate::slots::{begin, compat, finish, syscall_nr};
 use crate::uses;
 
@@ -27,6 +33,9 @@ use crate::uses;
 /// (-1: arch/x86/kernel/signal_64.c, "disable syscall checks"), so its exit reads no syscall
 /// number.
 const NR_RT_SIGRETURN: u64 = 15;
+/// getdents(2) and getdents64(2) on x86-64, whose entries the exit counts.
+const NR_GETDENTS: u64 = 78;
+const NR_GETDENTS64: u64 = 217;
 /// SIGKILL: its delivery is the task's end, shown as `+++ killed by SIGKILL +++` only.
 const SIGKILL: u64 = 9;
 
@@ -56,6 +65,12 @@ pub struct Sent {
     union: [u64; signal_word::UNION_WORDS],
 }
 
+/// The entries the current getdents call returned, counted at its exit by `trace_dirents`
+/// for `trace_exit`, which runs next on the same CPU: the task's `pid_tgid` and the count (a
+/// task that preempted the first between the two leaves its own id, and no count is shown).
+#[map]
+static DIRENTS: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
+
 /// [`trace_stat`] counters.
 #[map]
 static TRACE_STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(trace_stat::COUNT, 0);
@@ -63,8 +78,7 @@ static TRACE_STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(trace_stat:
 #[inline(always)]
 fn count(index: u32) {
     if let Some(c) = TRACE_STATS.get_ptr_mut(index) {
-        // SAFETY: per-CPU counter; these programs do not nest on one CPU.
-        unsafe { *c += 1 };
+        crate::maps::add_to(c, 1);
     }
 }
 
@@ -143,6 +157,41 @@ pub fn trace_enter(ctx: RawTracePointContext) -> u32 {
     0
 }
 
+/// `sys_exit`, attached before `trace_exit` (the kernel runs a tracepoint's programs in the
+/// order they were attached): a getdents call's entries, counted for `trace_exit` to send.
+/// A program of its own: walked where the event is built, the loop was walked again by the
+/// verifier for every path there (trace_exit gave up at a million instructions on 6.18,
+/// where it takes about 27,000), and first thing in trace_exit still cost 290,000; alone,
+/// 36,939.
+#[raw_tracepoint]
+pub fn trace_dirents(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_DIRENTS) {
+        on_dirents(&ctx);
+    }
+    0
+}
+
+/// Counts the entries for a getdents call of the run's (its slot counts them, and its task is
+/// traced): not every process's calls pay for the walk.
+#[inline(always)]
+fn on_dirents(ctx: &RawTracePointContext) {
+    let regs: u64 = ctx.arg(0);
+    let nr = syscall_nr(ctx, regs, true);
+    if nr != NR_GETDENTS64 && nr != NR_GETDENTS || compat(regs) {
+        return;
+    }
+    let Some((_, config)) = slot_of(nr) else {
+        return;
+    };
+    // SAFETY: helper without preconditions.
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+    if config.flags & SLOT_TRACE_DIRENTS != 0
+        && refused_by(config, bpf_get_current_pid_tgid(), cpu) == 0
+    {
+        dirents(regs, ctx.arg(1));
+    }
+}
+
 #[raw_tracepoint]
 pub fn trace_exit(ctx: RawTracePointContext) -> u32 {
     if uses(USES_TRACE) {
@@ -177,9 +226,17 @@ fn on_enter(ctx: &RawTracePointContext) {
         nr: nr as u32,
         ..TraceStart::default()
     };
+    if nr == NR_RT_SIGRETURN {
+        sigreturn_mask(&mut start, regs);
+    }
+    if uses(USES_CPU_TIME) && config.flags & SLOT_TRACE_CPU_TIME != 0 {
+        if let Some((clock, sum)) = cpu_clock(now) {
+            (start.cpu_clock, start.cpu_sum, start.cpu) = (clock, sum, cpu);
+        }
+    }
     if config.flags & SLOT_TRACE_NO_RETURN != 0 {
         // Sent now: no exit will come.
-        let Some((event, config)) = begin(ctx, slot) else {
+        let Some((event, config)) = begin(ctx, slot, scratch_at::TRACE_ENTER) else {
             return;
         };
         fill(event, &start, 0, now, trace_kind::NO_RETURN);
@@ -207,12 +264,30 @@ fn on_enter(ctx: &RawTracePointContext) {
     }
 }
 
+/// rt_sigreturn(2) takes no arguments: its entry keeps, in their place, the signal mask the
+/// frame restores (strace's `rt_sigreturn({mask=[INT]})`), and 1 beside it once read. The
+/// frame is the stack's at the call: the handler's return popped `pretcode`, leaving the
+/// stack pointer at the `ucontext`, whose `uc_sigmask` follows the flags, the link, the
+/// `stack_t` and the `sigcontext` (x86-64: 8 + 8 + 24 + 256 bytes). Read at the entry: the
+/// call restores the interrupted stack pointer.
+#[inline(always)]
+fn sigreturn_mask(start: &mut TraceStart, regs: u64) {
+    const UC_SIGMASK: u64 = 296;
+    // SAFETY: the probe-read helpers fail cleanly on a bad address.
+    let sp = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SP) as *const u64) };
+    let mask = sp
+        .ok()
+        .and_then(|sp| user_word(sp.wrapping_add(UC_SIGMASK)));
+    start.args[0] = mask.unwrap_or(0);
+    start.args[1] = u64::from(mask.is_some());
+}
+
 /// Reads an execve's strings now (its memory is gone once it succeeds) into `TRACE_SAVED`.
 #[inline(always)]
 fn save_strings(start: &mut TraceStart, config: &SlotConfig, pid_tgid: u64) {
-    // SAFETY: index 0 exists; the per-CPU value is only touched by this program invocation
-    // until it returns.
-    let Some(scratch_ptr) = SCRATCH.get_ptr_mut(0) else {
+    // SAFETY: the entry program's own per-CPU entry (`scratch_at`), touched by no other
+    // program until this invocation returns.
+    let Some(scratch_ptr) = SCRATCH.get_ptr_mut(scratch_at::TRACE_ENTER) else {
         return;
     };
     // SAFETY: as above.
@@ -275,18 +350,36 @@ fn on_exit(ctx: &RawTracePointContext) {
         count(trace_stat::NO_ENTRY);
         return;
     }
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::TRACE_EXIT) else {
         if saved {
             let _ = TRACE_SAVED.remove(&pid_tgid);
         }
         return;
     };
     fill(event, &start, ret, now, trace_kind::COMPLETE);
+    if uses(USES_CPU_TIME) && config.flags & SLOT_TRACE_CPU_TIME != 0 && start.cpu_clock != 0 {
+        // SAFETY: helper without preconditions.
+        let cpu = unsafe { bpf_get_smp_processor_id() };
+        if let Some(spent) = call_cpu_time(&start, now, cpu) {
+            event.data[trace_word::DURATION] = spent;
+        }
+    }
     if refused_as_not_failed(event, config) {
         if saved {
             let _ = TRACE_SAVED.remove(&pid_tgid);
         }
         return;
+    }
+    if uses(USES_FD_INODES) && config.flags & SLOT_TRACE_FD_INODES != 0 && (ret as i64) >= 0 {
+        fd_inodes(event, nr, ret);
+    }
+    if uses(USES_DIRENTS) && config.flags & SLOT_TRACE_DIRENTS != 0 && (ret as i64) >= 0 {
+        match DIRENTS.get(0) {
+            Some(&[task, entries]) if task == pid_tgid => {
+                event.fields[trace_word::ENTRIES] = entries;
+            }
+            _ => {}
+        }
     }
     if uses(USES_STRINGS) {
         if saved {
@@ -342,6 +435,11 @@ fn restore_strings(event: &mut Event, start: &TraceStart, pid_tgid: u64) {
 /// leaves an unreadable path as its address).
 const ENV_WALK: u32 = 512;
 const AUXV_WALK: u32 = 64;
+/// Directory entries counted at most per getdents call (more show as `1024+`): glibc's 32 KiB
+/// buffer holds 1,024 records of names of 5 bytes or more (32-byte records), 1,365 of the
+/// shortest. The verifier walks each step: 1,024 cost trace_dirents 36,939 instructions on
+/// 6.18.
+const DIRENT_WALK: u64 = 1024;
 
 /// An exec's `argv` (read 1, the last, after the path the entry read: `probe::syscall` lays
 /// them out so), read at its exit. A failed exec's is in the caller's memory, unchanged. A
@@ -365,6 +463,12 @@ fn exec_argv(event: &mut Event, config: &SlotConfig, regs: u64, ret: u64) {
             }) else {
                 return;
             };
+            let Some(argc) = user_word(sp) else {
+                return;
+            };
+            // The environment's pointers follow argc, argv's and its NULL.
+            let env = environ(sp.wrapping_add(8 * argc.wrapping_add(2)));
+            event.fields[trace_word::ENVIRON] = env.map_or(0, |(count, _)| count + 1);
             let scratch = scratch(event);
             let path_at = scratch.first[0];
             let path_read = (path_at as usize) < STR_AREA
@@ -372,11 +476,18 @@ fn exec_argv(event: &mut Event, config: &SlotConfig, regs: u64, ret: u64) {
             if !path_read {
                 scratch.used = 0;
                 scratch.first[0] = 0;
-                put_string(scratch, 0, exec_fn(sp), true, strlen);
+                let execfn = env.map_or(0, |(_, end)| exec_fn(end.wrapping_add(8)));
+                put_string(scratch, 0, execfn, true, strlen);
             }
             sp.wrapping_add(8)
         }
-        _ => event.data[(argv.at & 7) as usize],
+        _ => {
+            // A failed exec's environment is the caller's, the argument after argv.
+            let envp = event.data[(argv.at.wrapping_add(1) & 7) as usize];
+            let env = environ(envp);
+            event.fields[trace_word::ENVIRON] = env.map_or(0, |(count, _)| count + 1);
+            event.data[(argv.at & 7) as usize]
+        }
     };
     let scratch = scratch(event);
     let at = used(scratch);
@@ -390,34 +501,38 @@ fn exec_argv(event: &mut Event, config: &SlotConfig, regs: u64, ret: u64) {
     event.str_bytes = used(scratch) as i32;
 }
 
-/// The new image's `AT_EXECFN` (0 when not found): past `argc`, the `argv` and environment
-/// pointers and their NULLs, in the auxiliary vector's pairs.
+/// A word of user memory, `None` where it cannot be read.
 #[inline(always)]
-fn exec_fn(sp: u64) -> u64 {
-    let user = |addr: u64| -> Option<u64> {
-        // SAFETY: the probe-read helper fails cleanly on a bad address.
-        unsafe { aya_ebpf::helpers::bpf_probe_read_user(addr as *const u64) }.ok()
-    };
-    let Some(argc) = user(sp) else {
-        return 0;
-    };
-    let mut at = sp.wrapping_add(8 * argc.wrapping_add(2));
+fn user_word(addr: u64) -> Option<u64> {
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    unsafe { aya_ebpf::helpers::bpf_probe_read_user(addr as *const u64) }.ok()
+}
+
+/// The length of the NULL-ended pointer array at `at` (an exec's environment) and the
+/// address of its NULL; `None` when it cannot be read or is longer than [`ENV_WALK`].
+#[inline(always)]
+fn environ(at: u64) -> Option<(u64, u64)> {
+    let mut at = at;
     let mut i = 0;
     while i < ENV_WALK {
-        match user(at) {
-            Some(0) => break,
+        match user_word(at) {
+            Some(0) => return Some((u64::from(i), at)),
             Some(_) => at = at.wrapping_add(8),
-            None => return 0,
+            None => return None,
         }
         i += 1;
     }
-    if i == ENV_WALK {
-        return 0;
-    }
-    at = at.wrapping_add(8);
+    None
+}
+
+/// The new image's `AT_EXECFN` (0 when not found), in the auxiliary vector's pairs at `auxv`
+/// (past the environment's NULL).
+#[inline(always)]
+fn exec_fn(auxv: u64) -> u64 {
+    let mut at = auxv;
     let mut j = 0;
     while j < AUXV_WALK {
-        match (user(at), user(at.wrapping_add(8))) {
+        match (user_word(at), user_word(at.wrapping_add(8))) {
             (Some(AT_EXECFN), Some(value)) => return value,
             (Some(0), _) | (None, _) | (_, None) => return 0,
             _ => at = at.wrapping_add(16),
@@ -425,6 +540,55 @@ fn exec_fn(sp: u64) -> u64 {
         j += 1;
     }
     0
+}
+
+/// Directory entries a getdents call read (strace's `/* 144 entries */`), into [`DIRENTS`]
+/// for the exit's event: `linux_dirent` and `linux_dirent64` both keep their record length
+/// at byte 16, and the buffer is the call's second argument, still in its register. The
+/// count + 1, with [`trace_word::ENTRIES_MORE`] when [`DIRENT_WALK`] records did not reach
+/// the end; 0 when a record could not be read.
+#[inline(always)]
+fn dirents(regs: u64, ret: u64) {
+    let Some(out) = DIRENTS.get_ptr_mut(0) else {
+        return;
+    };
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    let buf = unsafe {
+        aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SYSCALL_ARGS[1]) as *const u64)
+    }
+    .unwrap_or(0);
+    let len = match (ret as i64) < 0 {
+        true => 0,
+        false => ret,
+    };
+    // SAFETY (every access to `out`): this CPU's entry, this program's alone (a program does
+    // not nest in itself).
+    unsafe { *out = [bpf_get_current_pid_tgid(), 1] };
+    // The count is stored at each step, so that nothing the loop computed is live after it:
+    // the verifier then walks what follows once, not once per way out of each step.
+    let mut at = 0u64;
+    let mut count = 0u64;
+    while count < DIRENT_WALK && at < len {
+        let mut reclen = 0u16;
+        // SAFETY: the helper writes at most 2 bytes into `reclen` (zero on a fault).
+        unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_user(
+                &mut reclen as *mut u16 as *mut core::ffi::c_void,
+                2,
+                buf.wrapping_add(at + 16) as *const core::ffi::c_void,
+            )
+        };
+        count += 1;
+        if reclen == 0 {
+            unsafe { (*out)[1] = 0 };
+            return;
+        }
+        at += u64::from(reclen);
+        unsafe { (*out)[1] = count + 1 };
+    }
+    if at < len {
+        unsafe { (*out)[1] |= trace_word::ENTRIES_MORE };
+    }
 }
 
 #[raw_tracepoint]
@@ -455,7 +619,7 @@ fn on_signal(ctx: &RawTracePointContext) {
     let Some((slot, _)) = slot_of(u64::from(TRACE_SIGNAL_NR)) else {
         return;
     };
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::SIGNAL) else {
         return;
     };
     event.fields[trace_word::KIND] = trace_kind::SIGNAL;
@@ -614,7 +778,7 @@ fn superseded(ctx: &RawTracePointContext, old_tid: u64) {
     let Some((slot, _)) = slot_of(u64::from(TRACE_EXIT_NR)) else {
         return;
     };
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::EXEC) else {
         return;
     };
     event.fields[trace_word::KIND] = trace_kind::SUPERSEDED;
@@ -644,7 +808,7 @@ fn never_returned(ctx: &RawTracePointContext, pid_tgid: u64) {
     if start.flags & TRACE_SAVED_STRINGS != 0 {
         let _ = TRACE_SAVED.remove(&pid_tgid);
     }
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::TASK_EXIT) else {
         return;
     };
     // SAFETY: helper without preconditions.
@@ -688,7 +852,7 @@ fn on_task_exit(ctx: &RawTracePointContext) {
     let Some((slot, _)) = slot_of(u64::from(TRACE_EXIT_NR)) else {
         return;
     };
-    let Some((event, config)) = begin(ctx, slot) else {
+    let Some((event, config)) = begin(ctx, slot, scratch_at::TASK_EXIT) else {
         return;
     };
     event.fields[trace_word::KIND] = trace_kind::EXIT;

@@ -11,8 +11,9 @@ use crate::reads::group_lives;
 use crate::{uses, TRACEPOINT_PASS};
 
 // The tracking programs and the comm cache's are raw tracepoints: detaching one returns at
-// once, where closing a perf tracepoint event waits for an RCU grace period (about 75 ms here,
-// one after another under the kernel's event_mutex), which every run paid at its exit.
+// once, where closing a perf tracepoint event waits for an RCU grace period, one after
+// another under the kernel's event_mutex, which every run paid at its exit
+// (docs/benchmarks.md, "Figures the code cites", `event-close`).
 
 #[raw_tracepoint]
 /// `sched_process_exec(task, old_pid, bprm)`: the launched command becomes traced at its

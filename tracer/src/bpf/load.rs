@@ -246,8 +246,9 @@ impl Bpf {
     }
 
     /// [`Bpf::load`], with the big maps given room only when the command uses them: each is
-    /// declared with one entry, because creating a preallocated map costs start-up time
-    /// (16,384 per-CPU hash entries took 9 ms) and memory whether or not it is ever used.
+    /// declared with one entry, because creating a preallocated map costs start-up time and
+    /// memory whether or not it is ever used
+    /// (docs/benchmarks.md, "Figures the code cites", `map-prealloc`).
     pub fn load_with(sizing: Sizing) -> Result<Bpf, Error> {
         let mut loader = EbpfLoader::new();
         loader.btf(None);

@@ -163,7 +163,12 @@ impl Bpf {
     /// Loads raw tracepoint program `name` if it is not yet, and attaches it to `tracepoint`
     /// with BPF_RAW_TRACEPOINT_OPEN (`once`: only when it was not loaded before, for a
     /// program that serves many slots from one attachment).
-    fn attach_raw(&mut self, name: &str, tracepoint: &str, once: bool) -> Result<(), Error> {
+    pub(super) fn attach_raw(
+        &mut self,
+        name: &str,
+        tracepoint: &str,
+        once: bool,
+    ) -> Result<(), Error> {
         let program = self
             .ebpf
             .program_mut(name)
@@ -323,13 +328,7 @@ impl Bpf {
         &mut self,
         offsets: SchedOffsets,
     ) -> Result<Option<&'static str>, Error> {
-        self.maps
-            .sched_offsets
-            .set(0, offsets, 0)
-            .map_err(|source| Error::MapUpdate {
-                map: names::SCHED_OFFSETS,
-                source,
-            })?;
+        self.set_sched_offsets(offsets)?;
         self.attach_raw("track_exec", "sched_process_exec", true)?;
         self.attach_raw("track_exit", "sched_process_exit", true)?;
         if offsets.task_pid != 0 {
@@ -339,6 +338,14 @@ impl Bpf {
         let name = "track_fork_record";
         self.load_program(name, SlotKind::Tracepoint)?;
         Ok(Some(name))
+    }
+
+    /// The kernel offsets the tracking and `tracer trace` programs read (`SCHED_OFFSETS`).
+    pub fn set_sched_offsets(&mut self, offsets: SchedOffsets) -> Result<(), Error> {
+        (self.maps.sched_offsets.set(0, offsets, 0)).map_err(|source| Error::MapUpdate {
+            map: names::SCHED_OFFSETS,
+            source,
+        })
     }
 
     /// Marks `tgid` in the `TRACKED` map with `state` (`TRACK_PENDING` / `TRACK_ACTIVE`).

@@ -20,6 +20,14 @@ impl Bpf {
         self.dispatched_slot(config, nr, nr, filter, &programs)
     }
 
+    /// Attaches `trace_dirents`, which counts the entries of getdents calls for
+    /// `trace_exit` (the object loaded with `USES_DIRENTS`). Before any
+    /// [`Bpf::take_trace_slot`]: the kernel runs a tracepoint's programs in the order they
+    /// were attached, and the count must come before the exit's event.
+    pub fn count_dirents(&mut self) -> Result<(), Error> {
+        self.attach_raw("trace_dirents", "sys_exit", true)
+    }
+
     /// Takes the `tracer trace` slot of events that are not calls (`nr`:
     /// [`tracer_common::TRACE_SIGNAL_NR`] or [`tracer_common::TRACE_EXIT_NR`]), with
     /// `programs` (name, raw tracepoint) attached. Take the exit's before the tracking

@@ -489,10 +489,13 @@ pub struct Tasks {
   tracer trace -c -- ls /                                   calls, errors and time per call
   tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname
   tracer trace -p 1234 -d 2s -o calls.txt                  a running process, its threads, its children
-  tracer trace --format json -o calls.json -- true         one JSON object per call")]
+  tracer trace -a -e execve,openat -d 5                    every process's execs and opens (perf trace -a)
+  tracer trace --format json -o calls.json -- true         one JSON object per call
+  tracer trace -y -P /etc/hostname -- cat /etc/hostname    the calls on one file, descriptors named")]
 pub struct TraceArgs {
     /// strace's -e: `[trace=][!]SET` the calls (names such as openat,read; strace's classes
-    /// %file, %process, %network, %memory, %signal, %desc, %ipc; `!` before the set for every
+    /// %file, %process, %network, %memory, %signal, %desc, %ipc, and its lists %stat, %lstat,
+    /// %fstat, %%stat, %statfs, %fstatfs, %%statfs, %clock, %creds; `!` before the set for every
     /// other call), `signal=[!]SET` the signals whose `--- SIG... ---` lines show (none hides
     /// them), `status=failed` only failed calls. Each -e of a qualifier replaces the one
     /// before, as in strace. Default: every call and signal.
@@ -507,6 +510,10 @@ pub struct TraceArgs {
     /// they start from now on.
     #[arg(short, long, value_name = "PID[,PID]", conflicts_with = "command")]
     pub pid: Option<String>,
+    /// Every process on every CPU, as perf trace's -a (tracer itself left out); with
+    /// -- COMMAND, for as long as the command runs. Each line names its thread and process.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
+    pub all: bool,
     /// Only failed calls (strace's -Z), decided in the kernel.
     #[arg(short = 'Z', long)]
     pub failed: bool,
@@ -523,6 +530,11 @@ pub struct TraceArgs {
     /// kernel.
     #[arg(short = 'c', long)]
     pub summary: bool,
+    /// With -c, sum the time from each call's entry to its exit (strace's -w); without it,
+    /// -c sums the CPU time spent in the call, as strace -c does (time asleep or waiting in
+    /// the call left out).
+    #[arg(short = 'w', long = "summary-wall-clock")]
+    pub wall_clock: bool,
     /// Bytes of each buffer (read, write) and string argument shown, as strace's -s; paths
     /// are read whole (up to 4096 bytes).
     #[arg(short = 's', long = "string-limit", value_name = "N", default_value_t = 32,
@@ -532,9 +544,27 @@ pub struct TraceArgs {
     /// microseconds, -ttt seconds since the epoch.
     #[arg(short = 't', long = "time", action = clap::ArgAction::Count)]
     pub time: u8,
+    /// Prefix each line with the time since the previous line's began, as strace's -r
+    /// (`     0.000170 `; with -t, `12:33:41 (+     0.000170) `).
+    #[arg(short = 'r', long = "relative-timestamps")]
+    pub relative: bool,
     /// Show the time spent in each call, as strace's -T: `<0.000012>`.
     #[arg(short = 'T', long = "syscall-times")]
     pub durations: bool,
+    /// Strings in hexadecimal, as strace's -x: -x those with a byte that is not printable
+    /// (`"\x7f\x45\x4c\x46..."`; \t \n \v \f \r count as printable), -xx every string.
+    #[arg(short = 'x', action = clap::ArgAction::Count)]
+    pub hex: u8,
+    /// Show what each file descriptor refers to, as strace's -y: `read(3</etc/hostname>,
+    /// ...)`, `AT_FDCWD</tmp>`, `= 3</etc/hostname>`; -yy also a socket's endpoints
+    /// (`TCP:[127.0.0.1:40236->127.0.0.1:9435]`) and a device's numbers (`</dev/null<char
+    /// 1:3>>`).
+    #[arg(short = 'y', long = "decode-fds", action = clap::ArgAction::Count)]
+    pub decode_fds: u8,
+    /// Only the calls that name PATH or use a descriptor of it, as strace's -P (repeat for
+    /// more paths); the others are counted as filtered out.
+    #[arg(short = 'P', long = "trace-path", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
     /// Show a call blocked this long at once, as `read(0,  <unfinished ...>`, and its end as
     /// `<... read resumed>` (strace's way); 0: only when tracing ends.
     #[arg(long, value_name = "SECS", default_value = "1s", value_parser = crate::units::parse_seconds)]

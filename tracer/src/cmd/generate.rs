@@ -112,10 +112,7 @@ fn write_page(dir: &Path, name: &str, command: clap::Command) -> Result<(), Erro
     }
     // The version is in every page's footer (`source`).
     let path = dir.join(format!("{name}.1"));
-    std::fs::write(&path, page).map_err(|e| Error::Runtime {
-        message: format!("cannot write {}: {e}", path.display()),
-        hints: vec!["choose a directory you can write".into()],
-    })
+    crate::output::write_file(&path, &page)
 }
 
 /// An after_help's examples as a roff EXAMPLES section: lines kept as they are, `-` as the

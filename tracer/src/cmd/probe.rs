@@ -16,7 +16,7 @@ use crate::cli::ProbeArgs;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::counts::Stamp;
 use crate::output::events::{Decoded, EventWriter, Format as OutputFormat};
-use crate::output::summary::{self, Banner, Summary, Table};
+use crate::output::summary::{Banner, Summary, Table};
 use crate::plan::{self, Aggregation, ProbePlan};
 use crate::probe::aggregate::{self, Counted};
 use crate::probe::values::Values;
@@ -60,7 +60,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     }
     session.follow(&mut bpf, &fs)?;
     if plan.follow {
-        session.follow_adopted(&mut bpf, &fs, &[plan.filter.tgid])?;
+        session.follow_adopted(&mut bpf, &fs, plan.whom.pids())?;
     }
     let banner = banner(&plan, &probes, session.whom());
     session.begin(&banner)?;
@@ -77,18 +77,13 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
 /// What every probe of the run shares: the filters (tracer's own work is never reported; a
 /// `-- COMMAND` is followed in BPF), stacks and aggregation.
 fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
-    let mut base = plan.filter;
-    base.exclude_tgid = std::process::id();
-    if launched || plan.follow {
-        base.flags |= tracer_common::SLOT_FILTER_TRACKED;
-    }
-    // -p's process and its children, by the tracked set, not by the process id alone.
-    if plan.follow {
-        base.tgid = 0;
-    }
+    let base = tracer_common::SlotConfig {
+        strlen: plan.strlen,
+        ..crate::probe::attach::base_config(&plan.whom, &plan.scope, plan.follow, launched)
+    };
     AttachOptions {
         base,
-        pid: (plan.filter.tgid != 0).then_some(plan.filter.tgid),
+        pid: plan.whom.pid(),
         kprobe_interface: plan.kprobe_interface,
         stack: plan.stack,
         aggregation: plan.aggregation.as_ref(),
@@ -333,7 +328,7 @@ impl<W: std::io::Write> LoopState<'_, W> {
     fn report_losses(&mut self) -> Result<(), Error> {
         let (_, lost) = self.bpf.stats()?;
         if lost > self.reported_lost {
-            summary::note(format!(
+            crate::output::notes::lost(format_args!(
                 "lost {} events (ring full): raise --ring-pages",
                 lost - self.reported_lost
             ));
@@ -401,8 +396,8 @@ impl<W: std::io::Write> LoopState<'_, W> {
             };
             let hits = self.bpf.slot_stats(&probe.slot).map_or(1, |(hits, _)| hits);
             if hits == 0 {
-                summary::note(format!(
-                    "hint: {} has not fired in 3 s: the function may be inlined into its callers on this kernel{}",
+                crate::output::notes::hint(format_args!(
+                    "{} has not fired in 3 s: the function may be inlined into its callers on this kernel{}",
                     probe.name,
                     if function == "do_sys_open" { "; try do_sys_openat2" } else { "; try its callers" }
                 ));

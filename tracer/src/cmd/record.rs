@@ -20,7 +20,7 @@ use crate::output::summary::{Banner, Summary, Table};
 use crate::perf::{BreakpointType, EventKind, Sampling};
 use crate::plan::record::{record_plan, RecordPlan};
 use crate::plan::stat::Source as StatSource;
-use crate::plan::{build_filter, ProbeSpec};
+use crate::plan::{ProbeSpec, Scope};
 use crate::probe::profile::MapsTracker;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
 use crate::session::recorder::{self, Counts, RecordSink};
@@ -178,11 +178,7 @@ fn uses(plan: &RecordPlan, specs: &[ProbeSpec], fs: &Tracefs) -> u32 {
         return tracer_common::USES_ALL | filter | usdt;
     }
     let options = AttachOptions {
-        base: tracer_common::SlotConfig {
-            flags: tracer_common::SLOT_FILTER_TRACKED,
-            tgid: plan.whom.pid().unwrap_or(0),
-            ..Default::default()
-        },
+        base: probe::attach::base_config(&plan.whom, &Scope::default(), false, true),
         filter: plan.value_filter.as_ref(),
         ..AttachOptions::default()
     };
@@ -198,20 +194,8 @@ fn attach_probes(
     launched: bool,
     sources: &mut Vec<tracefile::Source>,
 ) -> Result<Vec<Probe>, Error> {
-    let mut filter = build_filter(
-        &crate::cli::Tasks {
-            pid: plan.whom.pid(),
-            ..Default::default()
-        },
-        None,
-        &session::ThisMachine,
-    )?;
-    filter.exclude_tgid = std::process::id();
-    if launched {
-        filter.flags |= tracer_common::SLOT_FILTER_TRACKED;
-    }
     let options = AttachOptions {
-        base: filter,
+        base: probe::attach::base_config(&plan.whom, &Scope::default(), false, launched),
         pid: plan.whom.pid(),
         filter: plan.value_filter.as_ref(),
         dispatch: probe::attach::dispatch(specs),

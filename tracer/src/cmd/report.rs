@@ -156,10 +156,7 @@ pub fn run(args: ReportArgs) -> Result<i32, Error> {
     if let Some(path) = &args.perfetto {
         let doc = crate::output::perfetto::document(&kept, start_ns);
         let text = serde_json::to_string(&doc).expect("JSON values serialize");
-        std::fs::write(path, text).map_err(|e| Error::Runtime {
-            message: format!("cannot write {}: {e}", path.display()),
-            hints: Vec::new(),
-        })?;
+        crate::output::write_file(path, text.as_bytes())?;
         summary.perfetto = Some(path.clone());
     }
     summary.print();

@@ -21,7 +21,7 @@ use crate::output::stat::StatFormat;
 use crate::output::stat::{Footer, Renderer, Slot, Stats};
 use crate::plan;
 use crate::plan::stat::Aggregation;
-use crate::plan::stat::{Destination, StatPlan, Target, METRICS};
+use crate::plan::stat::{Counted, Destination, StatPlan, METRICS};
 use crate::Error;
 
 pub fn run(args: StatArgs) -> Result<i32, Error> {
@@ -167,7 +167,7 @@ fn run_all(
             let file = runs.saved.get_or_insert_with(|| {
                 Saved::new(
                     &plan.title,
-                    plan.target == Target::Command,
+                    plan.counted == Counted::Command,
                     counters,
                     &outcome.places,
                     &topology::read_live(&crate::perf::cpus::online().unwrap_or_default()),
@@ -246,8 +246,8 @@ fn final_report(state: &mut State<'_>, runs: &Runs) -> String {
         }
     }
     // perf prints user and system time for a command it ran once, not system-wide.
-    let rusage = match (&plan.target, plan.repeat) {
-        (Target::Command, 1) => runs.rusage,
+    let rusage = match (&plan.counted, plan.repeat) {
+        (Counted::Command, 1) => runs.rusage,
         _ => None,
     };
     text.push_str(&state.renderer.footer(&Footer {

@@ -9,12 +9,14 @@ use tracer_common::{signal_word, trace_kind, trace_word, Event, TraceStart};
 
 use crate::bpf::{Bpf, Room, Rooms, Sizing};
 use crate::cli::TraceArgs;
+use crate::kernel::fds;
 use crate::kernel::tracefs::Tracefs;
-use crate::output::summary::{self, Banner, Summary};
+use crate::output::summary::{Banner, Summary};
 use crate::output::trace::{
     self as show, CallEnd, CallWriter, Delivered, LineStyle, Row, TaskEvent,
 };
 use crate::plan::trace::{trace_plan, TracePlan};
+use crate::probe::fds::FdTable;
 use crate::probe::syscall::{self, Layout, Options};
 use crate::session::{self, Hold, OutputRings, Session, Sink, Transport};
 use crate::Error;
@@ -22,20 +24,15 @@ use crate::Error;
 pub fn run(args: TraceArgs) -> Result<i32, Error> {
     let plan = trace_plan(&args)?;
     let fs = Tracefs::locate()?;
-    let mut layouts: Vec<Layout> = (plan.calls.iter())
-        .filter_map(|&nr| Layout::of(nr, &fs))
-        .collect();
-    let filters = filters(&plan, &mut layouts)?;
+    let mut layouts = layouts(&plan, &fs);
+    let mut filters = filters(&plan, &mut layouts)?;
+    // The calls `-y` and `-P` need that `-e` left out: traced whole, never shown.
+    let shown = layouts.len();
+    layouts.extend(hidden_layouts(&plan, &fs));
+    filters.resize(layouts.len(), None);
     let out = calls_output(&plan)?;
     let mut session = Session::start(&plan.whom, Hold::BeforeExec, args.command_end.at_end())?;
-    let options = Options {
-        tracked: true,
-        failed: plan.failed,
-        filter: plan.filter.is_some(),
-        summary: plan.summary,
-        strsize: plan.strsize,
-    };
-    let configs: Vec<_> = layouts.iter().map(|l| l.config(&options)).collect();
+    let (options, configs) = configs(&plan, &layouts, shown);
     let uses = configs
         .iter()
         .fold(tracer_common::USES_TRACE, |u, c| u | c.uses());
@@ -56,6 +53,9 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     if let Some(filter) = &plan.filter {
         bpf.set_globs(&filter.globs)?;
     }
+    if uses & tracer_common::USES_DIRENTS != 0 {
+        bpf.count_dirents()?;
+    }
     let mut by_slot = HashMap::new();
     for ((layout, config), filter) in layouts.iter().zip(configs).zip(&filters) {
         let slot = bpf.take_trace_slot(config, layout.nr, filter.as_ref())?;
@@ -68,20 +68,12 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     };
     session.follow(&mut bpf, &fs)?;
     session.follow_adopted(&mut bpf, &fs, plan.whom.pids())?;
-    session.begin(&banner(&plan, &layouts, session.whom()))?;
-    let wall_offset_ns = session::wall_offset_ns();
-    let style = LineStyle {
-        stamp: (plan.stamp).map(|stamp| {
-            (
-                stamp,
-                i128::from(wall_offset_ns),
-                crate::counter::os::utc_offset_secs(),
-            )
-        }),
-        durations: plan.durations,
-        wall_offset_ns: Some(wall_offset_ns),
-    };
-    let by_nr = (layouts.iter().enumerate())
+    if plan.system_wide && plan.whom == crate::plan::Whom::Everyone {
+        crate::probe::tasks::set_task_offsets(&mut bpf, &fs)?;
+    }
+    session.begin(&banner(&plan, &layouts[..shown], session.whom()))?;
+    let style = line_style(&plan);
+    let by_nr = (layouts.iter().enumerate().take(shown))
         .map(|(i, l)| (l.nr, i))
         .collect();
     let mut sink = TraceSink {
@@ -93,12 +85,21 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         task_slots,
         signals: plan.signals,
         unfinished_after: (!plan.summary).then_some(plan.unfinished_after).flatten(),
+        summary: plan.summary,
         blocked: HashSet::new(),
         exited: HashSet::new(),
         writer: CallWriter::new(out, plan.format, style),
         printed: 0,
         reported_lost: 0,
+        shown,
+        fds: fd_table(&plan, session.pid()),
+        off_path: 0,
+        held: Vec::new(),
+        system_wide: plan.system_wide,
     };
+    if plan.system_wide {
+        sink.writer.name_every_task();
+    }
     let ring_fds = sink.rings.raw_fds();
     let outcome = session.run(&mut sink, ring_fds, plan.duration)?;
     let unfinished = sink.unfinished()?;
@@ -114,15 +115,18 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
                 crate::output::syscall::signal(code as u64 - 128)
             ),
         };
-        sink.writer.note(&line).map_err(Error::Output)?;
+        sink.writer.text_line(&line).map_err(Error::Output)?;
     }
     if plan.summary {
         let rows = summary_rows(&bpf, &layouts, &sink.by_slot)?;
         let table = show::summary_table(rows);
-        sink.writer.note(table.trim_end()).map_err(Error::Output)?;
+        sink.writer
+            .text_line(table.trim_end())
+            .map_err(Error::Output)?;
     }
     sink.writer.flush().map_err(Error::Output)?;
-    summary(&plan, &bpf, &outcome, sink.printed, unfinished)?.print();
+    let printed = (sink.printed, sink.off_path);
+    summary(&plan, &bpf, &outcome, printed, unfinished)?.print();
     Ok(outcome.exit_code())
 }
 
@@ -138,11 +142,98 @@ fn banner(plan: &TracePlan, layouts: &[Layout], whom: Option<String>) -> Banner 
             }
             _ => format!("{} system calls", layouts.len()),
         },
-        whom: whom.or_else(|| {
-            (plan.whom.pids().len() > 1).then(|| format!("processes {}", join(plan.whom.pids())))
-        }),
+        whom: match (plan.system_wide, whom) {
+            (true, Some(command)) => Some(format!("every process while {command} runs")),
+            (true, None) => Some("every process".into()),
+            (false, whom) => whom.or_else(|| {
+                (plan.whom.pids().len() > 1)
+                    .then(|| format!("processes {}", join(plan.whom.pids())))
+            }),
+        },
         detail: None,
     }
+}
+
+/// What every traced call shares, and each call's slot configuration (the calls only `-y`
+/// and `-P` need, `layouts[shown..]`, neither filtered nor narrowed to failures).
+fn configs(
+    plan: &TracePlan,
+    layouts: &[Layout],
+    shown: usize,
+) -> (Options, Vec<tracer_common::SlotConfig>) {
+    let options = Options {
+        tracked: !plan.system_wide,
+        failed: plan.failed,
+        filter: plan.filter.is_some(),
+        summary: plan.summary,
+        wall_clock: plan.wall_clock,
+        fd_inodes: plan.fd_table,
+        strsize: plan.strsize,
+    };
+    let bookkeeping = Options {
+        failed: false,
+        filter: false,
+        ..options
+    };
+    let configs = (layouts.iter().enumerate())
+        .map(|(i, l)| l.config(if i < shown { &options } else { &bookkeeping }))
+        .collect();
+    (options, configs)
+}
+
+/// How each line begins and ends: `-t`/`-tt`/`-ttt`, `-r`, `-T`.
+fn line_style(plan: &TracePlan) -> LineStyle {
+    let wall_offset_ns = session::wall_offset_ns();
+    LineStyle {
+        stamp: (plan.stamp).map(|stamp| {
+            (
+                stamp,
+                i128::from(wall_offset_ns),
+                crate::counter::os::utc_offset_secs(),
+            )
+        }),
+        durations: plan.durations,
+        relative: plan.relative,
+        wall_offset_ns: Some(wall_offset_ns),
+    }
+}
+
+/// How each traced call reads (the calls this kernel's tracefs does not know are left out),
+/// its strings in hexadecimal as `-x` says.
+fn layouts(plan: &TracePlan, fs: &Tracefs) -> Vec<Layout> {
+    (plan.calls.iter())
+        .filter_map(|&nr| Layout::of(nr, fs))
+        .map(|layout| Layout {
+            hex: plan.hex,
+            ..layout
+        })
+        .collect()
+}
+
+/// The layouts of the calls traced only for `-y`'s and `-P`'s descriptor table.
+fn hidden_layouts(plan: &TracePlan, fs: &Tracefs) -> Vec<Layout> {
+    (plan.bookkeeping.iter())
+        .filter_map(|&nr| Layout::of(nr, fs))
+        .collect()
+}
+
+/// `-y` and `-P`'s table of descriptors, seeded with what the traced processes start with:
+/// the launched command inherits tracer's standard streams and directory; an adopted
+/// process has what `/proc` lists.
+fn fd_table(plan: &TracePlan, launched: Option<u32>) -> Option<FdTable> {
+    if !plan.fd_table {
+        return None;
+    }
+    let mut table = FdTable::new(plan.decode_fds, &plan.paths);
+    let own = std::process::id();
+    if let Some(pid) = launched {
+        let stdio = (0..3).filter_map(|fd| Some((fd, fds::fd_link(own, fd)?)));
+        table.seed(pid, stdio.collect(), fds::cwd(own));
+    }
+    for &pid in plan.whom.pids() {
+        table.seed(pid, fds::open_fds(pid), fds::cwd(pid));
+    }
+    Some(table)
 }
 
 /// The end-of-run summary: every call printed (or counted), lost, filtered, unfinished or
@@ -151,11 +242,11 @@ fn summary(
     plan: &TracePlan,
     bpf: &Bpf,
     outcome: &session::Outcome,
-    printed: u64,
+    (printed, off_path): (u64, u64),
     unfinished: u64,
 ) -> Result<Summary, Error> {
     let (hits, lost) = bpf.stats()?;
-    let filtered = bpf.filtered()?;
+    let filtered = bpf.filtered()? + off_path;
     let stats = bpf.trace_stats()?;
     let no_entry = stats[tracer_common::trace_stat::NO_ENTRY as usize];
     let mut notes = Vec::new();
@@ -164,6 +255,17 @@ fn summary(
             "lost {lost} calls: the ring buffer was full; raise --ring-pages (now {})",
             plan.ring_pages
         ));
+    }
+    // Calls the kernel never showed tracer's programs (one preempted inside them on that CPU).
+    notes.extend(crate::output::notes::missed(bpf.missed()));
+    notes.extend(crate::output::notes::bookkeeping_missed(
+        bpf.bookkeeping_missed(),
+    ));
+    let vmlinux = std::path::Path::new(crate::kernel::btf::BTF_DIR).join("vmlinux");
+    if plan.summary && !plan.wall_clock && !vmlinux.exists() {
+        notes.push(
+            "this kernel has no BTF to find a task's CPU time: the times are from each call's entry to its exit (as -w's)".into(),
+        );
     }
     let unpaired = stats[tracer_common::trace_stat::START_FULL as usize];
     if unpaired > 0 {
@@ -340,6 +442,8 @@ struct TraceSink<'a> {
     signals: u64,
     /// Calls in flight this long are shown unfinished at once.
     unfinished_after: Option<std::time::Duration>,
+    /// `-c`: calls are counted, not shown, those in flight at the end too.
+    summary: bool,
     /// The calls shown unfinished while they blocked (thread, entry time): their end is
     /// shown resumed.
     blocked: HashSet<(u64, u64)>,
@@ -348,6 +452,16 @@ struct TraceSink<'a> {
     writer: CallWriter<crate::output::Output>,
     printed: u64,
     reported_lost: u64,
+    /// `layouts[shown..]` are traced for the descriptor table only.
+    shown: usize,
+    /// `-y`, `-P`: what the traced processes' descriptors refer to.
+    fds: Option<FdTable>,
+    /// Calls `-P` left out.
+    off_path: u64,
+    /// `-y`, `-P`: the events of processes whose fork the run has not shown yet.
+    held: Vec<(Event, Vec<u8>)>,
+    /// `-a`: processes come from anywhere, no event is held.
+    system_wide: bool,
 }
 
 impl Sink for TraceSink<'_> {
@@ -357,17 +471,13 @@ impl Sink for TraceSink<'_> {
 
     fn drain(&mut self) -> Result<bool, Error> {
         let batch = self.rings.drain_batch();
-        for (event, range) in &batch.events {
-            let comm = String::from_utf8_lossy(event.comm());
-            let Some(&i) = self.by_slot.get(&event.slot) else {
-                self.task_event(event, &comm)?;
-                continue;
-            };
-            let mut call = self.layouts[i].call(event, &batch.strings[range.clone()], &comm);
-            call.resumed = self.blocked.remove(&(event.pid_tgid, event.time_ns));
-            self.writer.write(&call).map_err(Error::Output)?;
-            self.printed += 1;
+        if let Some(fds) = &mut self.fds {
+            fds.new_batch();
         }
+        for (event, range) in &batch.events {
+            self.event(event, &batch.strings[range.clone()])?;
+        }
+        self.release_held(HELD_AT_MOST_NS)?;
         self.writer.flush().map_err(Error::Output)?;
         Ok(false)
     }
@@ -386,7 +496,7 @@ impl Sink for TraceSink<'_> {
         self.show_blocked()?;
         let (_, lost) = self.bpf.stats()?;
         if lost > self.reported_lost {
-            summary::note(format!(
+            crate::output::notes::lost(format_args!(
                 "lost {} calls (ring buffer full): raise --ring-pages",
                 lost - self.reported_lost
             ));
@@ -396,7 +506,68 @@ impl Sink for TraceSink<'_> {
     }
 }
 
+/// How long `-y` holds back a new process's events waiting for the fork that made it (its
+/// parent's call may end after the child's first calls, on the other CPU).
+const HELD_AT_MOST_NS: u64 = 200_000_000;
+
 impl TraceSink<'_> {
+    /// One event: a call shown (or left out by `-P`, or only kept for `-y`'s table), or a
+    /// signal or exit.
+    fn event(&mut self, event: &Event, strings: &[u8]) -> Result<(), Error> {
+        if self.fds.as_ref().is_some_and(|f| !f.knows(event.pid())) && !self.system_wide {
+            self.held.push((*event, strings.to_vec()));
+            return Ok(());
+        }
+        let comm = String::from_utf8_lossy(event.comm());
+        let Some(&i) = self.by_slot.get(&event.slot) else {
+            return self.task_event(event, &comm);
+        };
+        let mut call = self.layouts[i].call(event, strings, &comm);
+        call.resumed = self.blocked.remove(&(event.pid_tgid, event.time_ns));
+        let inodes = [trace_word::INODES, trace_word::INODES + 1].map(|w| event.fields[w]);
+        let on_path = (self.fds.as_mut()).is_none_or(|fds| fds.observe(&mut call, inodes));
+        let child = match call.name {
+            "clone" | "clone3" | "fork" | "vfork" if call.ret > 0 => Some(call.ret as u32),
+            _ => None,
+        };
+        if i < self.shown && on_path {
+            self.writer.write(&call).map_err(Error::Output)?;
+            self.printed += 1;
+        }
+        self.off_path += u64::from(i < self.shown && !on_path);
+        // The child's table is its parent's copy now: what it did meanwhile is shown.
+        if let Some(child) = child {
+            let (mine, others) = std::mem::take(&mut self.held)
+                .into_iter()
+                .partition(|(e, _)| e.pid() == child);
+            self.held = others;
+            for (event, strings) in mine {
+                self.event(&event, &strings)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Shows the held events older than `age_ns` (all with 0): a process whose fork the run
+    /// did not see gets its table from `/proc` as its calls are shown.
+    fn release_held(&mut self, age_ns: u64) -> Result<(), Error> {
+        let now = session::monotonic_ns();
+        let Some(fds) = &mut self.fds else {
+            return Ok(());
+        };
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(e, _)| now.saturating_sub(e.time_ns) >= age_ns);
+        self.held = kept;
+        for (event, _) in &due {
+            fds.adopt(event.pid());
+        }
+        for (event, strings) in due {
+            self.event(&event, &strings)?;
+        }
+        Ok(())
+    }
+
     /// A signal delivered to a task, or its exit, as strace shows them.
     fn task_event(&mut self, event: &Event, comm: &str) -> Result<(), Error> {
         let is = |slot: Option<u32>| slot == Some(event.slot);
@@ -418,6 +589,12 @@ impl TraceSink<'_> {
             }
             trace_kind::EXIT if is(self.task_slots.exit) => {
                 self.exited.insert(event.tid());
+                // -a's processes come and go without end; a traced tree's tables stay (its
+                // leader may exit before its other threads do).
+                let leader = event.tid() == event.pid();
+                if let (Some(fds), true, true) = (&mut self.fds, leader, self.system_wide) {
+                    fds.exited(event.pid());
+                }
                 TaskEvent::Exit(event.data[0] as u32)
             }
             _ => return Ok(()),
@@ -442,7 +619,7 @@ impl TraceSink<'_> {
             .collect();
         open.sort_by_key(|(_, s)| s.time_ns);
         for (pid_tgid, start) in open {
-            if self.write_in_flight(pid_tgid, &start)? {
+            if self.write_in_flight(pid_tgid, &start, false)? {
                 self.blocked.insert((pid_tgid, start.time_ns));
             }
         }
@@ -452,29 +629,46 @@ impl TraceSink<'_> {
     /// Prints the calls still in flight when tracing ended, oldest first (those already
     /// shown blocked are not shown twice); returns how many.
     fn unfinished(&mut self) -> Result<u64, Error> {
+        self.release_held(0)?;
         let mut open: Vec<(u64, TraceStart)> = self.bpf.trace_in_flight()?;
         open.sort_by_key(|(_, s)| s.time_ns);
         let mut count = 0;
         for (pid_tgid, start) in &open {
             let shown = self.blocked.contains(&(*pid_tgid, start.time_ns));
-            if shown || self.write_in_flight(*pid_tgid, start)? {
+            if shown || self.write_in_flight(*pid_tgid, start, true)? {
                 count += 1;
             }
         }
         Ok(count)
     }
 
-    /// A call in flight, as far as its entry tells; `false` if it is not one of the run's.
-    fn write_in_flight(&mut self, pid_tgid: u64, start: &TraceStart) -> Result<bool, Error> {
+    /// A call in flight, as far as its entry tells (counted only, with `-c`); `false` if it is
+    /// not one of the run's, or `-P` leaves it out (counted `at_end`).
+    fn write_in_flight(
+        &mut self,
+        pid_tgid: u64,
+        start: &TraceStart,
+        at_end: bool,
+    ) -> Result<bool, Error> {
         let Some(&i) = self.by_nr.get(&start.nr) else {
             return Ok(false);
         };
+        if self.summary {
+            return Ok(true);
+        }
         let mut event = Event::from_bytes(&[0u8; Event::SIZE]).expect("a zeroed event");
         event.pid_tgid = pid_tgid;
         event.time_ns = start.time_ns;
         event.data[..tracer_common::word::ARGS].copy_from_slice(&start.args);
         let comm = task_comm(pid_tgid as u32);
-        let call = self.layouts[i].shown(&event, &[], &comm, CallEnd::Unfinished);
+        let mut call = self.layouts[i].shown(&event, &[], &comm, CallEnd::Unfinished);
+        if let Some(fds) = &mut self.fds {
+            if !fds.observe(&mut call, [0, 0]) {
+                // Counted once, when tracing ends (a blocked call is looked at every tick).
+                self.off_path += u64::from(at_end);
+                return Ok(false);
+            }
+        }
         self.writer.write(&call).map_err(Error::Output)?;
         Ok(true)
     }

@@ -10,7 +10,7 @@ use crate::output::notes;
 use crate::output::stat::{Reading, Slot};
 use crate::perf::attr::{flag, format};
 use crate::perf::{self, Event, Options, Scope};
-use crate::plan::stat::{Aggregation, StatPlan, Target};
+use crate::plan::stat::{Aggregation, Counted, StatPlan};
 use crate::Error;
 
 /// Where the counters of this run go, and the slot each place prints in.
@@ -33,12 +33,12 @@ pub fn places(plan: &StatPlan, launched: Option<&Launched>) -> Result<Vec<(Place
         message: format!("no {what} {pid}"),
         hints: vec!["check the id with `ps`; it may have exited".into()],
     };
-    Ok(match &plan.target {
-        Target::Command => {
+    Ok(match &plan.counted {
+        Counted::Command => {
             let pid = launched.expect("a command target has a command").pid();
             vec![(Place::Task(pid), Slot::Global)]
         }
-        Target::Processes(pids) => {
+        Counted::Processes(pids) => {
             let mut out = Vec::new();
             for &pid in pids {
                 let dir = std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -52,7 +52,7 @@ pub fn places(plan: &StatPlan, launched: Option<&Launched>) -> Result<Vec<(Place
             }
             out
         }
-        Target::Threads(tids) => {
+        Counted::Threads(tids) => {
             let mut out = Vec::new();
             for &tid in tids {
                 if !std::path::Path::new(&format!("/proc/{tid}/task/{tid}")).exists() {
@@ -63,7 +63,7 @@ pub fn places(plan: &StatPlan, launched: Option<&Launched>) -> Result<Vec<(Place
             out
         }
         // perf's `-a --per-thread`: every thread there is when counting starts.
-        Target::Cpus(None) if plan.aggregation == Aggregation::PerThread => {
+        Counted::Cpus(None) if plan.aggregation == Aggregation::PerThread => {
             let mut out = Vec::new();
             let mut pids: Vec<u32> = std::fs::read_dir("/proc")
                 .map_err(|e| runtime_error("list /proc", e))?
@@ -84,7 +84,7 @@ pub fn places(plan: &StatPlan, launched: Option<&Launched>) -> Result<Vec<(Place
             }
             out
         }
-        Target::Cpus(list) => {
+        Counted::Cpus(list) => {
             let cpus = match list {
                 Some(cpus) => {
                     let online = perf::cpus::online()?;
@@ -125,8 +125,8 @@ pub fn open_all(
     let mut errors: Vec<Option<perf::Error>> = (0..counters.len()).map(|_| None).collect();
     let mut units = Vec::new();
     let task = matches!(
-        plan.target,
-        Target::Command | Target::Processes(_) | Target::Threads(_)
+        plan.counted,
+        Counted::Command | Counted::Processes(_) | Counted::Threads(_)
     );
     for (p, (place, _)) in places.iter().enumerate() {
         for members in &groups {
@@ -182,7 +182,7 @@ pub fn open_all(
                     // A thread of a -p process that exited since it was listed.
                     Err(e)
                         if e.errno() == Some(libc::ESRCH)
-                            && matches!(plan.target, Target::Processes(_) | Target::Cpus(_)) =>
+                            && matches!(plan.counted, Counted::Processes(_) | Counted::Cpus(_)) =>
                     {
                         errors[c].get_or_insert(e);
                     }

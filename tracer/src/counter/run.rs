@@ -13,7 +13,7 @@ use super::{os, Counter, Opened, Place};
 use crate::launch::{self, Launched};
 use crate::output::notes;
 use crate::output::stat::{Reading, Renderer, Slot, CONSOLE_CLEAR};
-use crate::plan::stat::{Aggregation, Destination, StatPlan, Target, ToolEvent};
+use crate::plan::stat::{Aggregation, Counted, Destination, StatPlan, ToolEvent};
 use crate::session::{self, Signals};
 use crate::Error;
 
@@ -122,7 +122,7 @@ impl State<'_> {
             false => Some(launch::launch(&plan.command)?),
         };
         let places = places(plan, launched.as_ref())?;
-        let on_exec = plan.target == Target::Command && plan.delay.is_none();
+        let on_exec = plan.counted == Counted::Command && plan.delay.is_none();
         let opened = if plan.null_run {
             Opened {
                 units: Vec::new(),
@@ -220,8 +220,8 @@ impl State<'_> {
         let far = start + Duration::from_secs(86_400 * 365);
         let io_error = |e: std::io::Error| runtime_error("wait for the command", e);
         // With a command, the command's end is the run's end (perf's `-p PID -- CMD`).
-        let watched: Vec<u32> = match &plan.target {
-            Target::Processes(pids) | Target::Threads(pids) if plan.command.is_empty() => {
+        let watched: Vec<u32> = match &plan.counted {
+            Counted::Processes(pids) | Counted::Threads(pids) if plan.command.is_empty() => {
                 pids.clone()
             }
             _ => Vec::new(),
@@ -384,26 +384,20 @@ impl State<'_> {
 
 /// perf leaves out zero counts of `-a --per-thread` (every thread of the system).
 pub fn skip_zero(plan: &StatPlan) -> bool {
-    plan.aggregation == Aggregation::PerThread && matches!(plan.target, Target::Cpus(_))
+    plan.aggregation == Aggregation::PerThread && matches!(plan.counted, Counted::Cpus(_))
 }
 
 pub fn open_destination(destination: &Destination) -> Result<Box<dyn Write>, Error> {
     Ok(match destination {
         Destination::Stderr => Box::new(std::io::stderr()),
         Destination::File { path, append } => {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(*append)
-                .truncate(!*append)
-                .open(path)
-                .map_err(|e| Error::Runtime {
-                    message: format!("cannot write {}: {e}", path.display()),
-                    hints: vec!["check the directory exists and is writable".into()],
-                })?;
-            Box::new(std::io::BufWriter::new(crate::output::NamedFile::new(
-                file, path,
-            )))
+            let existing = match append {
+                true => crate::output::Existing::Append,
+                false => crate::output::Existing::Truncate,
+            };
+            Box::new(std::io::BufWriter::new(crate::output::create(
+                path, existing,
+            )?))
         }
         Destination::Fd(fd) => Box::new(os::file_from_fd(*fd).map_err(|e| {
             Error::usage(

@@ -176,10 +176,7 @@ impl Saved {
             message: format!("cannot encode the counts: {e}"),
             hints: Vec::new(),
         })?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::Runtime {
-            message: format!("cannot write {}: {e}", path.display()),
-            hints: vec!["check the directory exists and is writable".into()],
-        })
+        crate::output::write_file(path, (text + "\n").as_bytes())
     }
 
     pub fn read(path: &Path) -> Result<Saved, Error> {

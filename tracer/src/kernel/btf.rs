@@ -9,7 +9,7 @@ use btf_rs::{Backend, Btf, BtfType, FuncProto, Parameter, Struct, Type};
 use super::params::{Kind, Member, MemberError, Param, Prototype};
 
 /// Where the kernel publishes vmlinux BTF, and one split BTF file per loaded module.
-const BTF_DIR: &str = "/sys/kernel/btf";
+pub const BTF_DIR: &str = "/sys/kernel/btf";
 
 /// Deepest typedef/qualifier chain or anonymous-member nesting we follow: real kernels need a
 /// handful, and a cycle in corrupt BTF must not hang us.
@@ -91,7 +91,9 @@ impl KernelBtf {
     /// Opens `dir/vmlinux`; the other files of `dir` are modules' split BTF.
     pub fn open_at(dir: &Path) -> Result<KernelBtf, Error> {
         let path = dir.join("vmlinux");
-        // Mmap skips hashing the names of ~150k types up front (2 ms instead of 130 ms on 6.18).
+        // Mmap skips hashing the names of every type up front
+        // (docs/benchmarks.md, "Figures the code cites",
+        // `btf-mmap`).
         // Kernels before 6.16 refuse to map this sysfs file: its bytes are copied into memory
         // that can be mapped (a memfd) instead, and read as lazily; the hashing reader is the
         // last resort.
@@ -115,9 +117,10 @@ impl KernelBtf {
         // A trailing `...` has no type; the caller still has the raw registers.
         let fixed = proto.parameters.iter().take_while(|p| !p.is_variadic());
         let params = fixed.enumerate().map(|(i, p)| {
+            let name = param_name(btf, p, i);
             Ok(Param {
-                name: param_name(btf, p, i),
-                kind: kind_of(btf, type_id(p))?,
+                kind: named_kind_of(btf, type_id(p), &name)?,
+                name,
             })
         });
         let params = params.collect::<Result<_, Error>>()?;
@@ -202,7 +205,7 @@ impl KernelBtf {
         Ok(Member {
             arg,
             offset,
-            kind: kind_of(btf, member_id)?,
+            kind: named_kind_of(btf, member_id, path.last().copied().unwrap_or_default())?,
         })
     }
 
@@ -350,8 +353,50 @@ fn strip(btf: &Btf, id: u32) -> Result<Type, Error> {
     strip_with(btf, id, true)
 }
 
+/// The size of a network-byte-order typedef on the way from `id` to its type (`__be16`,
+/// `__be32`, `__be64`, through `const` and other typedefs), if there is one.
+fn net_order(btf: &Btf, mut id: u32) -> Result<Option<u8>, Error> {
+    for _ in 0..MAX_DEPTH {
+        match btf.resolve_type_by_id(id)? {
+            Type::Typedef(t) => match btf.resolve_name(&t).unwrap_or_default().as_str() {
+                "__be16" => return Ok(Some(2)),
+                "__be32" => return Ok(Some(4)),
+                "__be64" => return Ok(Some(8)),
+                _ => id = type_id(&t),
+            },
+            Type::Const(t) | Type::Volatile(t) | Type::Restrict(t) => id = type_id(&t),
+            Type::TypeTag(t) => id = type_id(&t),
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// [`kind_of`] for a value named `name` (a parameter or a member): a network-order value
+/// whose name says it is an address shows as one.
+fn named_kind_of(btf: &Btf, id: u32, name: &str) -> Result<Kind, Error> {
+    Ok(match kind_of(btf, id)? {
+        Kind::Net { size: 4, .. } if crate::kernel::params::names_an_address(name) => Kind::Net {
+            size: 4,
+            addr: true,
+        },
+        // An `int cap` (cap_capable, ns_capable, capable): a capability, named as BCC's
+        // capable tool and strace's capget show it.
+        Kind::Signed(4) | Kind::Unsigned(4) if name == "cap" => Kind::Enum {
+            size: 4,
+            values: (crate::kernel::sysnames::CAPABILITIES.iter().enumerate())
+                .map(|(n, cap)| (cap.to_string(), n as i64))
+                .collect(),
+        },
+        kind => kind,
+    })
+}
+
 /// How a value of type `id` is captured and printed.
 fn kind_of(btf: &Btf, id: u32) -> Result<Kind, Error> {
+    if let Some(size) = net_order(btf, id)? {
+        return Ok(Kind::Net { size, addr: false });
+    }
     let name = |t: &dyn BtfType| btf.resolve_name(t).unwrap_or_default();
     // BTF only has 1-, 2-, 4- and 8-byte enums; anything else would be corrupt, and 8 reads all.
     let enum_size = |size: usize| u8::try_from(size).unwrap_or(8);
@@ -625,6 +670,67 @@ mod tests {
         let params = vec![param("object", pointer("void"))];
         assert_eq!(get("kfree"), proto(params, Kind::Void));
         assert_eq!(btf.prototype("no_such_function_xyz").unwrap(), None);
+    }
+
+    /// cap_capable's `int cap` is a capability, shown by name.
+    #[test]
+    fn a_capability_argument_is_named() {
+        let Some(btf) = kernel() else { return };
+        let proto = (btf.prototype("cap_capable").unwrap()).expect("cap_capable in vmlinux BTF");
+        let cap = proto
+            .params
+            .iter()
+            .find(|p| p.name == "cap")
+            .expect("cap_capable's cap");
+        assert_eq!(
+            cap.kind.value(21, None),
+            crate::kernel::format::Value::Named(21, "CAP_SYS_ADMIN".into())
+        );
+        assert_eq!(
+            cap.kind.value(40, None),
+            crate::kernel::format::Value::Named(40, "CAP_CHECKPOINT_RESTORE".into())
+        );
+        assert_eq!(
+            cap.kind.value(41, None),
+            crate::kernel::format::Value::Int(41)
+        );
+    }
+
+    /// sock_common's ports and addresses are `__be16`/`__be32`: read as network-order values,
+    /// an address by its name; the host-order `skc_num` stays a plain u16.
+    #[test]
+    fn network_order_members_are_known_by_their_typedef() {
+        let Some(btf) = kernel() else { return };
+        let kind = |path: &[&str]| btf.member("tcp_connect", 0, path).unwrap().kind;
+        let common = "__sk_common";
+        assert_eq!(
+            kind(&[common, "skc_dport"]),
+            Kind::Net {
+                size: 2,
+                addr: false
+            }
+        );
+        assert_eq!(
+            kind(&[common, "skc_daddr"]),
+            Kind::Net {
+                size: 4,
+                addr: true
+            }
+        );
+        assert_eq!(
+            kind(&[common, "skc_rcv_saddr"]),
+            Kind::Net {
+                size: 4,
+                addr: true
+            }
+        );
+        assert_eq!(kind(&[common, "skc_num"]), Kind::Unsigned(2));
+        assert_eq!(
+            btf.member("tcp_connect", 0, &[common, "skc_num"])
+                .unwrap()
+                .offset,
+            14
+        );
     }
 
     #[test]

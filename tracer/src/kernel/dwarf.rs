@@ -176,7 +176,8 @@ fn with_function<T>(
     }
     // A separate debug file (by build-id or .gnu_debuglink), split DWARF (.dwo) and
     // debuginfod are not looked up here: each function's arguments would inflate and walk the
-    // whole file's DWARF again (55 ms per libc function with libc6-dbg, 5.5 s for `str*`).
+    // whole file's DWARF again
+    // (docs/benchmarks.md, "Figures the code cites", `dwarf-args-debug-file`).
     // Symbols and lines do come from the debug file (`symbols::debug_file`).
     if file.section_by_name(".debug_info").is_none() {
         return Err(Error::NoDebugInfo { path: path_str() });

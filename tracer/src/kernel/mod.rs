@@ -6,6 +6,7 @@ pub mod cgroups;
 pub mod dwarf;
 pub mod elf;
 pub mod errno;
+pub mod fds;
 pub mod features;
 pub mod file;
 pub mod format;

@@ -14,6 +14,10 @@ pub enum Kind {
     Unsigned(u8),
     /// `bool` / `_Bool`.
     Bool,
+    /// An integer in network byte order (the kernel's `__be16`, `__be32`, `__be64`): shown in
+    /// host order, the port or protocol number a user knows; a 4-byte one whose name says it
+    /// is an address (`*addr*`: `skc_daddr`, `saddr`) as an IPv4 address, `127.0.0.1`.
+    Net { size: u8, addr: bool },
     /// An enum of this many bytes, with its named values.
     Enum {
         size: u8,
@@ -35,7 +39,7 @@ impl Kind {
     pub fn size(&self) -> u8 {
         match self {
             Kind::Signed(n) | Kind::Unsigned(n) => *n,
-            Kind::Enum { size, .. } => *size,
+            Kind::Enum { size, .. } | Kind::Net { size, .. } => *size,
             Kind::Bool => 1,
             Kind::Str | Kind::Pointer { .. } | Kind::Other { .. } => 8,
             Kind::Void => 0,
@@ -50,6 +54,7 @@ impl fmt::Display for Kind {
             Kind::Signed(n) => write!(f, "s{}", n * 8),
             Kind::Unsigned(n) => write!(f, "u{}", n * 8),
             Kind::Bool => f.write_str("bool"),
+            Kind::Net { size, .. } => write!(f, "__be{}", size * 8),
             Kind::Enum { .. } => f.write_str("enum"),
             Kind::Str => f.write_str("char *"),
             Kind::Pointer { pointee } => write!(f, "{pointee} *"),
@@ -79,6 +84,11 @@ impl Kind {
             Kind::Signed(_) => Value::Int(signed()),
             Kind::Unsigned(_) => Value::Uint(low),
             Kind::Bool => Value::Bool(low != 0),
+            Kind::Net {
+                size: 4,
+                addr: true,
+            } => Value::Word(std::net::Ipv4Addr::from((low as u32).to_le_bytes()).to_string()),
+            Kind::Net { size, .. } => Value::Uint(net_to_host(low, *size)),
             Kind::Enum { values, .. } => {
                 let v = signed();
                 match values.iter().find(|(_, n)| *n == v) {
@@ -99,6 +109,23 @@ impl Kind {
             _ => None,
         }
     }
+}
+
+/// A `size`-byte integer as stored in network byte order (read little-endian from memory), in
+/// host order; and back, the same swap.
+pub fn net_to_host(raw: u64, size: u8) -> u64 {
+    match size {
+        2 => u64::from((raw as u16).swap_bytes()),
+        4 => u64::from((raw as u32).swap_bytes()),
+        8 => raw.swap_bytes(),
+        _ => raw,
+    }
+}
+
+/// Whether a 4-byte network-order value named `name` is an IPv4 address (`skc_daddr`,
+/// `saddr`, `ipv4_addr`).
+pub fn names_an_address(name: &str) -> bool {
+    name.to_ascii_lowercase().contains("addr")
 }
 
 /// Why `PARAM->member` cannot be read, from BTF or DWARF alike.
@@ -174,6 +201,29 @@ mod tests {
         assert_eq!(Kind::Signed(4).value(0xffff_ff9c, None), Value::Int(-100));
         assert_eq!(Kind::Signed(8).value(u64::MAX, None), Value::Int(-1));
         assert_eq!(Kind::Unsigned(1).value(0x1ff, None), Value::Uint(0xff));
+        // Network order, read little-endian from memory: port 80 is the bytes 00 50; 127.0.0.1
+        // the bytes 7f 00 00 01.
+        let port = Kind::Net {
+            size: 2,
+            addr: false,
+        };
+        assert_eq!(port.value(0x5000, None), Value::Uint(80));
+        assert_eq!(port.value(0xdead_5000, None), Value::Uint(80));
+        let addr = Kind::Net {
+            size: 4,
+            addr: true,
+        };
+        assert_eq!(
+            addr.value(0x0100_007f, None),
+            Value::Word("127.0.0.1".into())
+        );
+        let seq = Kind::Net {
+            size: 4,
+            addr: false,
+        };
+        assert_eq!(seq.value(0x0100_0000, None), Value::Uint(1));
+        assert_eq!(net_to_host(net_to_host(0x1234, 2), 2), 0x1234);
+        assert!(names_an_address("skc_rcv_saddr") && !names_an_address("skc_dport"));
         assert_eq!(Kind::Bool.value(0x100, None), Value::Bool(false));
         let color = Kind::Enum {
             size: 4,

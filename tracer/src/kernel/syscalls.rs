@@ -41,6 +41,12 @@ pub enum Arg {
     Argv,
     /// A `char **` array: envp, shown as its length (strace's `/* N vars */`).
     Envp,
+    /// rt_sigreturn's signal mask, which its entry reads from the signal frame into the first
+    /// argument word (the second is 1 once read): `{mask=[INT]}`.
+    SigreturnMask,
+    /// The directory entries a getdents call filled: their address, and how many when it
+    /// succeeded (strace's `/* 144 entries */`, counted in the kernel).
+    Dirents,
     /// A file mode in octal.
     Mode,
     /// open(2)'s flags (`O_RDONLY|O_CLOEXEC`).
@@ -180,6 +186,25 @@ pub enum Struct {
     /// poll's `struct pollfd` array, as long as argument 1 says (the first [`ARRAY_SHOWN`]):
     /// `[{fd=3, events=POLLIN}]`, and with the return `([{fd=3, revents=POLLIN}])`.
     PollFds,
+    /// `struct sysinfo`, every field: `{uptime=1212, loads=[166080, 135136, 89472], ...}`.
+    Sysinfo,
+    /// `struct statfs` up to `f_flags`: `{f_type=EXT2_SUPER_MAGIC, f_bsize=4096, ...}`.
+    Statfs,
+    /// `stack_t` (sigaltstack): `{ss_sp=NULL, ss_flags=SS_DISABLE, ss_size=0}`.
+    StackT,
+    /// A CPU mask, as long as argument 1 says (sched_setaffinity) or the call returned
+    /// (sched_getaffinity), up to 1,024 CPUs: `[0 1]`.
+    CpuSet,
+    /// capget's and capset's `cap_user_header_t`: `{version=_LINUX_CAPABILITY_VERSION_3,
+    /// pid=0}`.
+    CapHeader,
+    /// clone3(2)'s `struct clone_args` (88 bytes, version 2), as long as argument 1 says, in
+    /// strace's words: `{flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD, stack=0x7f...,
+    /// stack_size=0x9000}`, and with the return ` => {parent_tid=[N]}`.
+    CloneArgs,
+    /// Their `cap_user_data_t`, two of them (versions 2 and 3, 64 bits a set):
+    /// `{effective=1<<CAP_CHOWN|..., permitted=..., inheritable=0}`.
+    CapData,
 }
 
 /// The elements of an array of structures shown (strace shows 32 before `...`).
@@ -202,6 +227,12 @@ impl Struct {
             Struct::EpollEvent => 12,
             Struct::EpollEvents => 12 * ARRAY_SHOWN,
             Struct::PollFds => 8 * ARRAY_SHOWN,
+            Struct::Sysinfo => 112,
+            Struct::Statfs => 88,
+            Struct::StackT | Struct::CapData => 24,
+            Struct::CpuSet => 128,
+            Struct::CloneArgs => 88,
+            Struct::CapHeader => 8,
         }
     }
 }
@@ -254,6 +285,53 @@ pub mod class {
         ("signal", SIGNAL),
         ("desc", DESC),
         ("ipc", IPC),
+    ];
+    /// strace's classes that are lists of calls (`%stat`, `%%stat`, `%clock`, ...), as
+    /// strace 6 defines them for x86-64 (the spellings without `%`; `%%stat` is `%stat`).
+    pub const LISTS: [(&str, &[&str]); 9] = [
+        ("stat", &["stat"]),
+        ("lstat", &["lstat"]),
+        ("fstat", &["fstat", "newfstatat", "statx"]),
+        ("%stat", &["stat", "fstat", "lstat", "newfstatat", "statx"]),
+        ("statfs", &["statfs"]),
+        ("fstatfs", &["fstatfs"]),
+        ("%statfs", &["statfs", "fstatfs", "ustat"]),
+        (
+            "clock",
+            &[
+                "time",
+                "gettimeofday",
+                "settimeofday",
+                "adjtimex",
+                "clock_settime",
+                "clock_gettime",
+                "clock_getres",
+                "clock_adjtime",
+            ],
+        ),
+        (
+            "creds",
+            &[
+                "getuid",
+                "getgid",
+                "setuid",
+                "setgid",
+                "geteuid",
+                "getegid",
+                "setreuid",
+                "setregid",
+                "getgroups",
+                "setgroups",
+                "setresuid",
+                "getresuid",
+                "setresgid",
+                "getresgid",
+                "setfsuid",
+                "setfsgid",
+                "capget",
+                "capset",
+            ],
+        ),
     ];
 }
 
@@ -310,7 +388,7 @@ pub const SHAPES: &[Shape] = &[
         &[SigHow, In(Struct::SigSet), Out(Struct::SigSet), UInt],
         Ret::Int,
     ),
-    shape("rt_sigreturn", S, &[], Ret::Int),
+    shape("rt_sigreturn", S, &[SigreturnMask], Ret::Int),
     shape("ioctl", D, &[Fd, Ioctl, IoctlArg(1)], Ret::Int),
     shape("pread64", D, &[Fd, BufOut, UInt, Long], Ret::Int),
     shape("pwrite64", D, &[Fd, BufIn(2), UInt, Long], Ret::Int),
@@ -484,12 +562,49 @@ pub const SHAPES: &[Shape] = &[
     shape("setsid", 0, &[], Ret::Int),
     shape("rt_sigpending", S, &[Ptr, UInt], Ret::Int),
     shape("rt_sigsuspend", S, &[Ptr, UInt], Ret::Int),
-    shape("sigaltstack", S, &[Ptr, Ptr], Ret::Int),
-    shape("statfs", F, &[Path, Ptr], Ret::Int),
-    shape("fstatfs", D, &[Fd, Ptr], Ret::Int),
+    shape(
+        "sigaltstack",
+        S,
+        &[In(Struct::StackT), Out(Struct::StackT)],
+        Ret::Int,
+    ),
+    shape("statfs", F, &[Path, Out(Struct::Statfs)], Ret::Int),
+    shape("fstatfs", D, &[Fd, Out(Struct::Statfs)], Ret::Int),
+    shape("sysinfo", 0, &[Out(Struct::Sysinfo)], Ret::Int),
+    shape(
+        "capget",
+        0,
+        &[In(Struct::CapHeader), Out(Struct::CapData)],
+        Ret::Int,
+    ),
+    shape(
+        "capset",
+        0,
+        &[In(Struct::CapHeader), In(Struct::CapData)],
+        Ret::Int,
+    ),
+    shape(
+        "sched_getaffinity",
+        0,
+        &[Int, UInt, Out(Struct::CpuSet)],
+        Ret::Int,
+    ),
+    shape(
+        "sched_setaffinity",
+        0,
+        &[Int, UInt, In(Struct::CpuSet)],
+        Ret::Int,
+    ),
     shape("prctl", 0, &[Prctl, Hex, Hex, Hex, Hex], Ret::Int),
     shape("arch_prctl", 0, &[ArchCode, Ptr], Ret::Int),
     shape("chroot", F, &[Path], Ret::Int),
+    shape(
+        "mount",
+        F,
+        &[Path, Path, Path, Flags(&names::MOUNT_FLAGS), Path],
+        Ret::Int,
+    ),
+    shape("umount2", F, &[Path, Flags(&names::UMOUNT_FLAGS)], Ret::Int),
     shape("gettid", 0, &[], Ret::Int),
     shape("tkill", P | S, &[Int, Signal], Ret::Int),
     shape(
@@ -505,7 +620,7 @@ pub const SHAPES: &[Shape] = &[
         ],
         Ret::Int,
     ),
-    shape("getdents64", D, &[Fd, Ptr, UInt], Ret::Int),
+    shape("getdents64", D, &[Fd, Dirents, UInt], Ret::Int),
     shape("set_tid_address", 0, &[Ptr], Ret::Int),
     shape("fadvise64", D, &[Fd, Long, UInt, Fadvise], Ret::Int),
     shape("clock_gettime", 0, &[Clock, Ptr], Ret::Int),
@@ -619,7 +734,7 @@ pub const SHAPES: &[Shape] = &[
         &[Hex, Flags(&names::PKEY_ACCESS)],
         Ret::Int,
     ),
-    shape("clone3", P, &[Ptr, UInt], Ret::Int),
+    shape("clone3", P, &[In(Struct::CloneArgs), UInt], Ret::Int),
     shape("close_range", D, &[Fd, Fd, Hex], Ret::Int),
     shape("openat2", F | D, &[DirFd, Path, Ptr, UInt], Ret::Int),
     shape(

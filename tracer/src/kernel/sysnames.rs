@@ -103,6 +103,18 @@ pub const NETLINK_PROTOCOLS: [(i64, &str); 12] = libc_names![i64;
     NETLINK_KOBJECT_UEVENT, NETLINK_GENERIC,
 ];
 
+/// mount(2)'s flags, in bit order as strace prints them (`MS_RDONLY|MS_NOSUID`).
+pub const MOUNT_FLAGS: [(u64, &str); 25] = libc_names![u64;
+    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_SYNCHRONOUS, MS_REMOUNT, MS_MANDLOCK,
+    MS_DIRSYNC, MS_NOSYMFOLLOW, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_MOVE, MS_REC, MS_SILENT,
+    MS_POSIXACL, MS_UNBINDABLE, MS_PRIVATE, MS_SLAVE, MS_SHARED, MS_RELATIME, MS_KERNMOUNT,
+    MS_I_VERSION, MS_STRICTATIME, MS_LAZYTIME,
+];
+
+/// umount2(2)'s flags.
+pub const UMOUNT_FLAGS: [(u64, &str); 4] =
+    libc_names![u64; MNT_FORCE, MNT_DETACH, MNT_EXPIRE, UMOUNT_NOFOLLOW];
+
 /// fcntl(2)'s `F_GETFD`/`F_SETFD` flag.
 pub const FD_FLAGS: [(u64, &str); 1] = libc_names![u64; FD_CLOEXEC];
 
@@ -392,6 +404,52 @@ pub const RLIMITS: [(i64, &str); 16] = [
     (15, "RLIMIT_RTTIME"),
 ];
 
+/// The capabilities by number (include/uapi/linux/capability.h, 0 to 40 as of Linux 5.9):
+/// a kernel function's `int cap` (cap_capable, ns_capable) prints as its name.
+pub const CAPABILITIES: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
 /// arch_prctl(2)'s codes.
 pub const ARCH_CODES: [(i64, &str); 12] = [
     (0x1001, "ARCH_SET_GS"),
@@ -422,3 +480,84 @@ pub const WAIT_OPTIONS: [(u64, &str); 8] = [
 
 /// access(2)'s modes (`F_OK` when none).
 pub const ACCESS_MODES: [(u64, &str); 3] = [(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
+
+/// statfs(2)'s `f_type`, by the names strace gives them (include/uapi/linux/magic.h; ext2,
+/// ext3 and ext4 share one number, which strace calls `EXT2_SUPER_MAGIC`). The libc crate
+/// has most; the rest are the header's (configfs's is in its own source), checked against it
+/// by a unit test where it is installed.
+pub const FS_MAGICS: [(i64, &str); 58] = {
+    let libc = crate::libc_names![i64;
+        EXT2_SUPER_MAGIC, ADFS_SUPER_MAGIC, AFFS_SUPER_MAGIC, AFS_SUPER_MAGIC,
+        AUTOFS_SUPER_MAGIC, BCACHEFS_SUPER_MAGIC, BPF_FS_MAGIC, BTRFS_SUPER_MAGIC,
+        CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC, CODA_SUPER_MAGIC, CRAMFS_MAGIC, DEBUGFS_MAGIC,
+        DEVPTS_SUPER_MAGIC, ECRYPTFS_SUPER_MAGIC, EFS_SUPER_MAGIC, F2FS_SUPER_MAGIC,
+        FUSE_SUPER_MAGIC, FUTEXFS_SUPER_MAGIC, HOSTFS_SUPER_MAGIC, HPFS_SUPER_MAGIC,
+        HUGETLBFS_MAGIC, ISOFS_SUPER_MAGIC, JFFS2_SUPER_MAGIC, MINIX2_SUPER_MAGIC,
+        MINIX3_SUPER_MAGIC, MINIX_SUPER_MAGIC, MSDOS_SUPER_MAGIC, NCP_SUPER_MAGIC,
+        NFS_SUPER_MAGIC, NILFS_SUPER_MAGIC, OCFS2_SUPER_MAGIC, OPENPROM_SUPER_MAGIC,
+        OVERLAYFS_SUPER_MAGIC, PROC_SUPER_MAGIC, QNX4_SUPER_MAGIC, QNX6_SUPER_MAGIC,
+        RDTGROUP_SUPER_MAGIC, REISERFS_SUPER_MAGIC, SECURITYFS_MAGIC, SELINUX_MAGIC,
+        SMACK_MAGIC, SMB_SUPER_MAGIC, SYSFS_MAGIC, TMPFS_MAGIC, TRACEFS_MAGIC,
+        UDF_SUPER_MAGIC, USBDEVICE_SUPER_MAGIC, XENFS_SUPER_MAGIC, NSFS_MAGIC,
+    ];
+    let header: [(i64, &str); 8] = [
+        (0x0102_1997, "V9FS_MAGIC"),
+        (0x8584_58f6, "RAMFS_MAGIC"),
+        (0x7371_7368, "SQUASHFS_MAGIC"),
+        (0x6265_6570, "CONFIGFS_MAGIC"),
+        (0x6165_676c, "PSTOREFS_MAGIC"),
+        (0xde5e_81e4, "EFIVARFS_MAGIC"),
+        (0x5846_5342, "XFS_SUPER_MAGIC"),
+        (0x0904_1934, "ANON_INODE_FS_MAGIC"),
+    ];
+    let mut all = [(0i64, ""); 58];
+    let mut i = 0;
+    while i < libc.len() {
+        all[i] = libc[i];
+        i += 1;
+    }
+    while i < all.len() {
+        all[i] = header[i - libc.len()];
+        i += 1;
+    }
+    all
+};
+
+/// statfs(2)'s `f_flags`, in bit order as strace lists them (`ST_VALID`, set by every
+/// statfs since Linux 2.6.36, and `ST_NOSYMFOLLOW` are not in the libc crate).
+pub const STATFS_FLAGS: [(u64, &str); 14] = {
+    let libc = crate::libc_names![u64;
+        ST_RDONLY, ST_NOSUID, ST_NODEV, ST_NOEXEC, ST_SYNCHRONOUS, ST_MANDLOCK, ST_WRITE,
+        ST_APPEND, ST_IMMUTABLE, ST_NOATIME, ST_NODIRATIME, ST_RELATIME,
+    ];
+    [
+        libc[0],
+        libc[1],
+        libc[2],
+        libc[3],
+        libc[4],
+        (0x20, "ST_VALID"),
+        libc[5],
+        libc[6],
+        libc[7],
+        libc[8],
+        libc[9],
+        libc[10],
+        libc[11],
+        (0x2000, "ST_NOSYMFOLLOW"),
+    ]
+};
+
+/// sigaltstack(2)'s `ss_flags`.
+pub const SS_FLAGS: [(u64, &str); 3] = [
+    (libc::SS_ONSTACK as u64, "SS_ONSTACK"),
+    (libc::SS_DISABLE as u64, "SS_DISABLE"),
+    (1 << 31, "SS_AUTODISARM"),
+];
+
+/// capget(2)'s and capset(2)'s header versions.
+pub const CAP_VERSIONS: [(i64, &str); 3] = [
+    (0x1998_0330, "_LINUX_CAPABILITY_VERSION_1"),
+    (0x2007_1026, "_LINUX_CAPABILITY_VERSION_2"),
+    (0x2008_0522, "_LINUX_CAPABILITY_VERSION_3"),
+];

@@ -29,6 +29,7 @@ use crate::Error;
 
 /// A file tracer writes its output to: a failed write names it (`cannot write t.tracer: No
 /// space left on device`), however many writers it passes through on its way to `main`.
+#[derive(Debug)]
 pub struct NamedFile {
     file: std::fs::File,
     path: PathBuf,
@@ -88,8 +89,9 @@ pub fn failed_place(e: &io::Error) -> String {
 
 /// A command's data output: a buffer in front of the file or standard output. The buffer is
 /// the outer layer, so the many small writes of an event line are plain copies and only a
-/// full buffer goes through the dynamic call (the other way round, each fragment was one:
-/// +140 ns of CPU per streamed JSON event, enough to lose events to a slow pipe).
+/// full buffer goes through the dynamic call (the other way round, each fragment was one,
+/// enough to lose events to a slow pipe:
+/// docs/benchmarks.md, "Figures the code cites", `output-buffer-outside`).
 pub type Output = io::BufWriter<Box<dyn Write>>;
 
 /// `-o -`: standard output, in every command (as `tracer record -o -` and `tracer report -`).
@@ -97,17 +99,55 @@ pub fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
+/// How [`create`] opens a file that exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    /// Emptied (`-o FILE` of every command).
+    Truncate,
+    /// Written after (`tracer stat --append`).
+    Append,
+    /// Renamed to `FILE.old` first, as perf record keeps perf.data.old (a recording).
+    KeepOld,
+}
+
+/// Opens an output file, the one way every command does (`-o`, `--perfetto`, `stat
+/// --output`, `stat record -o`, recordings, man pages): created if missing, its failed
+/// writes naming it ([`NamedFile`]), a refused open said with the file and a hint.
+pub fn create(path: &Path, existing: Existing) -> Result<NamedFile, Error> {
+    if existing == Existing::KeepOld && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".old");
+        let _ = std::fs::rename(path, &old);
+    }
+    let append = existing == Existing::Append;
+    let file = (std::fs::OpenOptions::new().create(true).write(true))
+        .append(append)
+        .truncate(!append)
+        .open(path)
+        .map_err(|e| Error::Runtime {
+            message: match append {
+                true => format!("cannot append to {}: {e}", path.display()),
+                false => format!("cannot create {}: {e}", path.display()),
+            },
+            hints: vec!["check that the directory exists and is writable".into()],
+        })?;
+    Ok(NamedFile::new(file, path))
+}
+
+/// Writes a whole output file at once (truncated first), through [`create`]: a failed write
+/// says `cannot write FILE: ...` as every other.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut file = create(path, Existing::Truncate)?;
+    file.write_all(bytes)
+        .and_then(|()| file.flush())
+        .map_err(Error::Output)
+}
+
 /// Where a command's data goes: `-o FILE` (created, or truncated) or standard output (no
 /// `-o`, or `-o -`), buffered.
 pub fn destination(file: Option<&Path>) -> Result<Output, Error> {
     let inner: Box<dyn Write> = match file.filter(|path| !is_stdout(path)) {
-        Some(path) => {
-            let created = std::fs::File::create(path).map_err(|e| Error::Runtime {
-                message: format!("cannot create {}: {e}", path.display()),
-                hints: vec!["check that the directory exists and is writable".into()],
-            })?;
-            Box::new(NamedFile::new(created, path))
-        }
+        Some(path) => Box::new(create(path, Existing::Truncate)?),
         None => Box::new(std::io::stdout().lock()),
     };
     Ok(io::BufWriter::new(inner))
@@ -119,4 +159,46 @@ pub fn write_stdout(text: &str) -> Result<(), Error> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(Error::Output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_files_are_truncated_appended_to_or_kept_as_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        write_file(&path, b"first\n").unwrap();
+        write_file(&path, b"second\n").unwrap();
+        assert_eq!(read(&path), "second\n");
+        let mut appended = create(&path, Existing::Append).unwrap();
+        appended.write_all(b"third\n").unwrap();
+        assert_eq!(read(&path), "second\nthird\n");
+        let mut kept = create(&path, Existing::KeepOld).unwrap();
+        kept.write_all(b"fourth\n").unwrap();
+        assert_eq!(read(&path), "fourth\n");
+        assert_eq!(read(&dir.path().join("out.old")), "second\nthird\n");
+        let missing = dir.path().join("no/such/dir/out");
+        match create(&missing, Existing::Truncate) {
+            Err(Error::Runtime { message, hints }) => {
+                assert_eq!(
+                    message,
+                    format!(
+                        "cannot create {}: No such file or directory (os error 2)",
+                        missing.display()
+                    )
+                );
+                assert_eq!(hints, ["check that the directory exists and is writable"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        match write_file(Path::new("/dev/full"), b"x") {
+            Err(e @ Error::Output(_)) => {
+                assert!(e.to_string().starts_with("cannot write /dev/full"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -71,6 +71,12 @@ pub fn note(text: impl Display) {
     emit(&render(NoteKind::Note, &text));
 }
 
+/// Prints a loss while running on stderr, as it happens and without a prefix (`lost 12 events
+/// (ring full): raise --ring-pages`); the end-of-run summary counts them all again.
+pub fn lost(text: impl Display) {
+    emit(&format!("{text}\n"));
+}
+
 /// Prints a hint on stderr.
 pub fn hint(text: impl Display) {
     emit(&render(NoteKind::Hint, &text));

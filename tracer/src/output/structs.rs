@@ -10,7 +10,7 @@ use crate::kernel::sysnames;
 
 /// `bytes` (at least `kind.bytes()` of them) as strace shows the structure.
 pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
-    let i32_at = |at: usize| i32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let i32_at = |at: usize| u32_at(bytes, at) as i32;
     match kind {
         Struct::SockAddr(_) => return sockaddr(bytes),
         // Arrays: as many elements as the caller cut `bytes` to.
@@ -34,13 +34,15 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
                 .collect();
             return Some(format!("[{}]", fds.join(", ")));
         }
+        Struct::CpuSet => return Some(cpu_set(bytes)),
+        Struct::CloneArgs => return clone_args(bytes),
         _ => {}
     }
     if bytes.len() < kind.bytes() {
         return None;
     }
-    let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-    let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at = |at: usize| u32_at(bytes, at);
+    let u64_at = |at: usize| u64_at(bytes, at);
     Some(match kind {
         Struct::FdPair => format!("[{}, {}]", u32_at(0) as i32, u32_at(4) as i32),
         Struct::Stat => {
@@ -84,26 +86,17 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             )
         }
         Struct::SigSet => sigset(u64_at(0)),
-        Struct::SigAction => {
-            let handler = match u64_at(0) {
-                0 => "SIG_DFL".to_string(),
-                1 => "SIG_IGN".to_string(),
-                h => pointer(h),
-            };
-            let flags = u64_at(8);
-            let mut text = format!(
-                "{{sa_handler={handler}, sa_mask={}, sa_flags={}",
-                sigset(u64_at(24)),
-                self::flags(flags, &SA_FLAGS, "0")
-            );
-            if flags & SA_RESTORER != 0 {
-                text.push_str(&format!(", sa_restorer={}", pointer(u64_at(16))));
-            }
-            text + "}"
-        }
-        Struct::SockAddr(_) | Struct::EpollEvents | Struct::PollFds => {
-            unreachable!("decoded above")
-        }
+        Struct::SigAction => sigaction(bytes),
+        Struct::SockAddr(_)
+        | Struct::EpollEvents
+        | Struct::PollFds
+        | Struct::CpuSet
+        | Struct::CloneArgs => unreachable!("decoded above"),
+        Struct::Sysinfo => sysinfo(bytes),
+        Struct::Statfs => statfs(bytes),
+        Struct::StackT => stack_t(bytes),
+        Struct::CapHeader => cap_header(bytes),
+        Struct::CapData => cap_data(bytes),
         Struct::Int => format!("[{}]", u32_at(0) as i32),
         Struct::Utsname => {
             let field = |at: usize| {
@@ -124,6 +117,215 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             )
         }
     })
+}
+
+/// A `u32` at byte `at` of a structure read (the caller checked its length).
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// A `u64` at byte `at` of a structure read (the caller checked its length).
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// `struct sysinfo`, every field.
+fn sysinfo(b: &[u8]) -> String {
+    format!(
+        "{{uptime={}, loads=[{}, {}, {}], totalram={}, freeram={}, sharedram={}, \
+         bufferram={}, totalswap={}, freeswap={}, procs={}, totalhigh={}, freehigh={}, \
+         mem_unit={}}}",
+        u64_at(b, 0) as i64,
+        u64_at(b, 8),
+        u64_at(b, 16),
+        u64_at(b, 24),
+        u64_at(b, 32),
+        u64_at(b, 40),
+        u64_at(b, 48),
+        u64_at(b, 56),
+        u64_at(b, 64),
+        u64_at(b, 72),
+        u16::from_ne_bytes([b[80], b[81]]),
+        u64_at(b, 88),
+        u64_at(b, 96),
+        u32_at(b, 104)
+    )
+}
+
+/// `struct statfs` up to `f_flags`, the filesystem type by its magic's name.
+fn statfs(b: &[u8]) -> String {
+    let magic = u64_at(b, 0) as i64;
+    let fs = (sysnames::FS_MAGICS.iter().find(|(m, _)| *m == magic))
+        .map_or_else(|| format!("{magic:#x}"), |(_, name)| name.to_string());
+    let hex = |v: u32| match v {
+        0 => "0".to_string(),
+        v => format!("{v:#x}"),
+    };
+    format!(
+        "{{f_type={fs}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, \
+         f_ffree={}, f_fsid={{val=[{}, {}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
+        u64_at(b, 8) as i64,
+        u64_at(b, 16),
+        u64_at(b, 24),
+        u64_at(b, 32),
+        u64_at(b, 40),
+        u64_at(b, 48),
+        hex(u32_at(b, 56)),
+        hex(u32_at(b, 60)),
+        u64_at(b, 64) as i64,
+        u64_at(b, 72) as i64,
+        flags(u64_at(b, 80), &sysnames::STATFS_FLAGS, "0")
+    )
+}
+
+/// sigaltstack's `stack_t`.
+fn stack_t(b: &[u8]) -> String {
+    format!(
+        "{{ss_sp={}, ss_flags={}, ss_size={}}}",
+        pointer(u64_at(b, 0)),
+        flags(u64::from(u32_at(b, 8)), &sysnames::SS_FLAGS, "0"),
+        u64_at(b, 16)
+    )
+}
+
+/// capget's and capset's header: the version by name, the pid.
+fn cap_header(b: &[u8]) -> String {
+    let version = i64::from(u32_at(b, 0));
+    let version = match sysnames::CAP_VERSIONS.iter().find(|(v, _)| *v == version) {
+        Some((_, name)) => name.to_string(),
+        None if version == 0 => "0 /* _LINUX_CAPABILITY_VERSION_??? */".to_string(),
+        None => format!("{version:#x} /* _LINUX_CAPABILITY_VERSION_??? */"),
+    };
+    format!("{{version={version}, pid={}}}", u32_at(b, 4) as i32)
+}
+
+/// capget's and capset's sets: two `{effective, permitted, inheritable}` of 32 bits, the low
+/// and high halves of each set.
+fn cap_data(b: &[u8]) -> String {
+    let set = |at: usize| u64::from(u32_at(b, at)) | u64::from(u32_at(b, at + 12)) << 32;
+    format!(
+        "{{effective={}, permitted={}, inheritable={}}}",
+        capabilities(set(0)),
+        capabilities(set(4)),
+        capabilities(set(8))
+    )
+}
+
+/// The kernel's `struct sigaction` (x86-64: handler, flags, restorer, mask).
+fn sigaction(bytes: &[u8]) -> String {
+    let u64_at = |at: usize| u64_at(bytes, at);
+    let handler = match u64_at(0) {
+        0 => "SIG_DFL".to_string(),
+        1 => "SIG_IGN".to_string(),
+        h => pointer(h),
+    };
+    let flags = u64_at(8);
+    let mut text = format!(
+        "{{sa_handler={handler}, sa_mask={}, sa_flags={}",
+        sigset(u64_at(24)),
+        self::flags(flags, &SA_FLAGS, "0")
+    );
+    if flags & SA_RESTORER != 0 {
+        text.push_str(&format!(", sa_restorer={}", pointer(u64_at(16))));
+    }
+    text + "}"
+}
+
+/// clone3's arguments as strace shows them (`bytes` cut at the size the call was given): the
+/// flags, then the fields the flags use, as strace's clone3 decoder picks them.
+fn clone_args(bytes: &[u8]) -> Option<String> {
+    const CLONE_PIDFD: u64 = 0x1000;
+    const CLONE_SETTLS: u64 = 0x80000;
+    const CLONE_PARENT_SETTID: u64 = 0x100000;
+    const CLONE_CHILD_SETTID_OR_CLEARTID: u64 = 0x1000000 | 0x200000;
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    const CLONE3_FLAGS: [(u64, &str); 2] = [
+        (0x1_0000_0000, "CLONE_CLEAR_SIGHAND"),
+        (CLONE_INTO_CGROUP, "CLONE_INTO_CGROUP"),
+    ];
+    // Version 0 ends at `tls`; the later fields only where the call gave them.
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_ne_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    };
+    let flags = word(0)?;
+    let named = match flags & 0xffff_ffff {
+        0 => String::new(),
+        low => self::flags(low, &sysnames::CLONE_FLAGS, "0"),
+    };
+    let high = match flags >> 32 {
+        0 => String::new(),
+        _ => self::flags(flags & !0xffff_ffff, &CLONE3_FLAGS, "0"),
+    };
+    let flags_text = match (named.is_empty(), high.is_empty()) {
+        (true, true) => "0".to_string(),
+        (false, true) => named,
+        (true, false) => high,
+        (false, false) => format!("{named}|{high}"),
+    };
+    let mut out = format!("{{flags={flags_text}");
+    if flags & CLONE_PIDFD != 0 {
+        out.push_str(&format!(", pidfd={}", pointer(word(8)?)));
+    }
+    if flags & CLONE_CHILD_SETTID_OR_CLEARTID != 0 {
+        out.push_str(&format!(", child_tid={}", pointer(word(16)?)));
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        out.push_str(&format!(", parent_tid={}", pointer(word(24)?)));
+    }
+    out.push_str(&format!(", exit_signal={}", signal(word(32)?)));
+    out.push_str(&format!(", stack={}", pointer(word(40)?)));
+    out.push_str(&match word(48)? {
+        0 => ", stack_size=0".to_string(),
+        size => format!(", stack_size={size:#x}"),
+    });
+    if flags & CLONE_SETTLS != 0 {
+        out.push_str(&format!(", tls={}", pointer(word(56)?)));
+    }
+    if let (Some(set_tid), Some(set_tid_size)) = (word(64), word(72)) {
+        if set_tid != 0 || set_tid_size != 0 {
+            out.push_str(&format!(
+                ", set_tid={}, set_tid_size={set_tid_size}",
+                pointer(set_tid)
+            ));
+        }
+    }
+    if flags & CLONE_INTO_CGROUP != 0 {
+        if let Some(cgroup) = word(80) {
+            out.push_str(&format!(", cgroup={cgroup}"));
+        }
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// A CPU mask as strace shows it, the numbers of the CPUs in it: `[0 1]`.
+fn cpu_set(bytes: &[u8]) -> String {
+    let cpus: Vec<String> = (bytes.iter().enumerate())
+        .flat_map(|(i, &byte)| {
+            (0..8)
+                .filter(move |b| byte >> b & 1 != 0)
+                .map(move |b| 8 * i + b)
+        })
+        .map(|cpu| cpu.to_string())
+        .collect();
+    format!("[{}]", cpus.join(" "))
+}
+
+/// A capability set as strace shows it: `1<<CAP_CHOWN|1<<CAP_KILL`, `0` for none, bits past
+/// the known capabilities in hex.
+fn capabilities(set: u64) -> String {
+    if set == 0 {
+        return "0".into();
+    }
+    let mut parts: Vec<String> = (sysnames::CAPABILITIES.iter().enumerate())
+        .filter(|(bit, _)| set >> bit & 1 != 0)
+        .map(|(_, name)| format!("1<<{name}"))
+        .collect();
+    let rest = set & !((1u64 << sysnames::CAPABILITIES.len()) - 1);
+    if rest != 0 {
+        parts.push(format!("{rest:#x}"));
+    }
+    parts.join("|")
 }
 
 /// A `struct sockaddr` of `bytes.len()` bytes, as strace shows AF_UNIX (`sun_path="/run/x"`,
@@ -394,6 +596,171 @@ mod tests {
         let pair = bytes(&[(0, 3, 4), (4, 4, 4)], 8);
         assert_eq!(decode(Struct::FdPair, &pair).unwrap(), "[3, 4]");
         assert_eq!(decode(Struct::Stat, &[0u8; 8]), None);
+    }
+
+    /// As strace 6.1 printed them on this machine (statfs of / and /proc, sysinfo,
+    /// sigaltstack, sched_getaffinity, capget as root in the VM).
+    #[test]
+    fn system_structures_read_as_strace_writes_them() {
+        let statfs = bytes(
+            &[
+                (0, 0xef53, 8),
+                (8, 4096, 8),
+                (16, 66_053_021, 8),
+                (24, 62_009_773, 8),
+                (32, 19_778_224, 8),
+                (40, 16_777_216, 8),
+                (48, 16_343_014, 8),
+                (56, 0x2081_c329, 4),
+                (60, 0x19f0_ae3c, 4),
+                (64, 255, 8),
+                (72, 4096, 8),
+                (80, 0x1020, 8),
+            ],
+            88,
+        );
+        assert_eq!(
+            decode(Struct::Statfs, &statfs).unwrap(),
+            "{f_type=EXT2_SUPER_MAGIC, f_bsize=4096, f_blocks=66053021, f_bfree=62009773, \
+             f_bavail=19778224, f_files=16777216, f_ffree=16343014, \
+             f_fsid={val=[0x2081c329, 0x19f0ae3c]}, f_namelen=255, f_frsize=4096, \
+             f_flags=ST_VALID|ST_RELATIME}"
+        );
+        let proc = bytes(
+            &[
+                (0, 0x9fa0, 8),
+                (8, 4096, 8),
+                (56, 0x15, 4),
+                (64, 255, 8),
+                (72, 4096, 8),
+            ],
+            88,
+        );
+        assert_eq!(
+            decode(Struct::Statfs, &proc).unwrap(),
+            "{f_type=PROC_SUPER_MAGIC, f_bsize=4096, f_blocks=0, f_bfree=0, f_bavail=0, \
+             f_files=0, f_ffree=0, f_fsid={val=[0x15, 0]}, f_namelen=255, f_frsize=4096, \
+             f_flags=0}"
+        );
+        let info = bytes(
+            &[
+                (0, 1212, 8),
+                (8, 166_080, 8),
+                (16, 135_136, 8),
+                (24, 89_472, 8),
+                (32, 25_276_510_208, 8),
+                (40, 18_307_383_296, 8),
+                (48, 9_068_544, 8),
+                (56, 92_364_800, 8),
+                (80, 76, 2),
+                (104, 1, 4),
+            ],
+            112,
+        );
+        assert_eq!(
+            decode(Struct::Sysinfo, &info).unwrap(),
+            "{uptime=1212, loads=[166080, 135136, 89472], totalram=25276510208, \
+             freeram=18307383296, sharedram=9068544, bufferram=92364800, totalswap=0, \
+             freeswap=0, procs=76, totalhigh=0, freehigh=0, mem_unit=1}"
+        );
+        let stack = bytes(&[(0, 0x562f_2ee6_12a0, 8), (16, 65536, 8)], 24);
+        assert_eq!(
+            decode(Struct::StackT, &stack).unwrap(),
+            "{ss_sp=0x562f2ee612a0, ss_flags=0, ss_size=65536}"
+        );
+        assert_eq!(
+            decode(Struct::StackT, &bytes(&[(8, 2, 4)], 24)).unwrap(),
+            "{ss_sp=NULL, ss_flags=SS_DISABLE, ss_size=0}"
+        );
+        assert_eq!(decode(Struct::CpuSet, &[3, 0, 0, 0]).unwrap(), "[0 1]");
+        assert_eq!(decode(Struct::CpuSet, &[0, 0x81]).unwrap(), "[8 15]");
+        let header = |version: u64| decode(Struct::CapHeader, &bytes(&[(0, version, 4)], 8));
+        assert_eq!(
+            header(0x2008_0522).unwrap(),
+            "{version=_LINUX_CAPABILITY_VERSION_3, pid=0}"
+        );
+        assert_eq!(
+            header(0).unwrap(),
+            "{version=0 /* _LINUX_CAPABILITY_VERSION_??? */, pid=0}"
+        );
+        // CAP_CHOWN and CAP_KILL effective, CAP_BPF (39) permitted: in the second half.
+        let caps = bytes(&[(0, 0x21, 4), (4, 1, 4), (16, 1 << 7, 4)], 24);
+        assert_eq!(
+            decode(Struct::CapData, &caps).unwrap(),
+            "{effective=1<<CAP_CHOWN|1<<CAP_KILL, permitted=1<<CAP_CHOWN|1<<CAP_BPF, \
+             inheritable=0}"
+        );
+    }
+
+    /// clone3's arguments for pthread_create and posix_spawn, as strace 6.1 printed them here.
+    #[test]
+    fn clone3_arguments_read_as_strace_writes_them() {
+        let thread = bytes(
+            &[
+                (0, 0x3d0f00, 8),
+                (16, 0x7fdd_4339_2990, 8),
+                (24, 0x7fdd_4339_2990, 8),
+                (40, 0x7fdd_42b9_2000, 8),
+                (48, 0x7fff80, 8),
+                (56, 0x7fdd_4339_26c0, 8),
+            ],
+            88,
+        );
+        assert_eq!(
+            decode(Struct::CloneArgs, &thread).unwrap(),
+            "{flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|\
+             CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x7fdd43392990, \
+             parent_tid=0x7fdd43392990, exit_signal=0, stack=0x7fdd42b92000, \
+             stack_size=0x7fff80, tls=0x7fdd433926c0}"
+        );
+        let spawn = bytes(
+            &[
+                (0, 0x4100, 8),
+                (32, 17, 8),
+                (40, 0x7fdd_4357_8000, 8),
+                (48, 0x9000, 8),
+            ],
+            88,
+        );
+        assert_eq!(
+            decode(Struct::CloneArgs, &spawn).unwrap(),
+            "{flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD, stack=0x7fdd43578000, \
+             stack_size=0x9000}"
+        );
+        // Version 0 (64 bytes) has no set_tid; a shorter size is not a clone_args.
+        assert!(decode(Struct::CloneArgs, &spawn[..64]).is_some());
+        assert_eq!(decode(Struct::CloneArgs, &spawn[..40]), None);
+    }
+
+    /// `FS_MAGICS` against the kernel's header, where it is installed: every name it has is
+    /// there with its number (Debian 12's header, from Linux 6.1, predates bcachefs's;
+    /// configfs's is defined in its own source, fs/configfs, not in the header).
+    #[test]
+    fn filesystem_magics_are_the_headers() {
+        let Ok(header) = std::fs::read_to_string("/usr/include/linux/magic.h") else {
+            eprintln!("skipped: /usr/include/linux/magic.h is not installed (linux-libc-dev)");
+            return;
+        };
+        let mut absent = Vec::new();
+        for (value, name) in sysnames::FS_MAGICS {
+            let defined = (header.lines())
+                .filter_map(|l| l.strip_prefix("#define "))
+                .find_map(|l| {
+                    let mut words = l.split_whitespace();
+                    (words.next() == Some(name)).then(|| words.next()).flatten()
+                });
+            let Some(defined) = defined else {
+                absent.push(name);
+                continue;
+            };
+            let number = i64::from_str_radix(defined.trim_start_matches("0x"), 16)
+                .unwrap_or_else(|_| panic!("{name} {defined}"));
+            assert_eq!(value, number, "{name}");
+        }
+        assert!(
+            (absent.iter()).all(|n| ["BCACHEFS_SUPER_MAGIC", "CONFIGFS_MAGIC"].contains(n)),
+            "not in linux/magic.h: {absent:?}"
+        );
     }
 
     /// strace 6.1's lines for the same addresses (`strace -e trace=connect,bind`).

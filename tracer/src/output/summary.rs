@@ -111,11 +111,6 @@ impl Summary {
     }
 }
 
-/// A note on stderr (`note:` lines, loss reports, hints while running).
-pub fn note(text: impl AsRef<str>) {
-    super::notes::emit(&format!("{}\n", text.as_ref()));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

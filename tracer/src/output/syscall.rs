@@ -16,6 +16,9 @@ pub struct Read {
     pub array: bool,
     /// The array had more elements than were read.
     pub more: bool,
+    /// strace's `-x` (1: a string with a byte outside the printable ones and `\t\n\v\f\r`
+    /// in hexadecimal) and `-xx` (2: every string).
+    pub hex: u8,
 }
 
 impl Read {
@@ -62,14 +65,27 @@ pub fn quote(bytes: &[u8], out: &mut String) {
     out.push('"');
 }
 
-/// One string entry as strace shows it: quoted, `...` after a cut one; the address when it
-/// could not be read.
-fn string(bytes: &[u8], flags: u8, raw: u64, out: &mut String) {
+/// `bytes` quoted in hexadecimal, as strace's `-x` and `-xx` write a string: `"\x7f\x45"`.
+fn quote_hex(bytes: &[u8], out: &mut String) {
+    out.push('"');
+    for b in bytes {
+        out.push_str(&format!("\\x{b:02x}"));
+    }
+    out.push('"');
+}
+
+/// One string entry as strace shows it: quoted (in hexadecimal as `hex` says: [`Read::hex`]),
+/// `...` after a cut one; the address when it could not be read.
+fn string(bytes: &[u8], flags: u8, raw: u64, hex: u8, out: &mut String) {
     if flags & (str_flag::FAULT | str_flag::NO_ROOM) != 0 {
         out.push_str(&pointer(raw));
         return;
     }
-    quote(bytes, out);
+    let unprintable = |b: &u8| !(0x20..=0x7e).contains(b) && !b"\t\n\x0b\x0c\r".contains(b);
+    match hex >= 2 || hex == 1 && bytes.iter().any(unprintable) {
+        true => quote_hex(bytes, out),
+        false => quote(bytes, out),
+    }
     if flags & str_flag::TRUNCATED != 0 {
         out.push_str("...");
     }
@@ -239,6 +255,10 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::Path | Arg::BufIn(_) | Arg::BufOut => buffer(arg, raw, read, ret),
         Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
         Arg::Argv => argv(raw, read),
+        // The counts come with the event (`environ`, `dirents` in `probe::syscall`).
+        Arg::Dirents => pointer(raw),
+        // Its read flag is the next word: `in_call` knows it.
+        Arg::SigreturnMask => format!("{{mask={}}}", super::structs::sigset(raw)),
         Arg::Envp => match read {
             Some(r) if r.array => match r.more {
                 true => format!("{} /* {}+ vars */", pointer(raw), r.entries.len()),
@@ -290,6 +310,22 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
     }
 }
 
+/// An exec's environment as strace shows it: its address and length (`0x7ffd... /* 1 var
+/// */`, `/* 35 vars */`).
+pub fn environ(raw: u64, count: u64) -> String {
+    match count {
+        1 => format!("{} /* 1 var */", pointer(raw)),
+        n => format!("{} /* {n} vars */", pointer(raw)),
+    }
+}
+
+/// A getdents buffer as strace shows it: its address and how many entries the call returned
+/// (`/* 1 entries */`, strace's wording), `+` when there were more than were counted.
+pub fn dirents(raw: u64, count: u64, more: bool) -> String {
+    let more = if more { "+" } else { "" };
+    format!("{} /* {count}{more} entries */", pointer(raw))
+}
+
 /// A path or buffer argument: the bytes read, or its address (a buffer the call filled is
 /// only there when it succeeded).
 fn buffer(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
@@ -298,7 +334,7 @@ fn buffer(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
         (_, 0, _) => "NULL".into(),
         (Some((bytes, flags)), _, false) => {
             let mut out = String::new();
-            string(bytes, *flags, raw, &mut out);
+            string(bytes, *flags, raw, read.map_or(0, |r| r.hex), &mut out);
             out
         }
         _ => pointer(raw),
@@ -333,7 +369,7 @@ fn argv(raw: u64, read: Option<&Read>) -> String {
         if i > 0 {
             out.push_str(", ");
         }
-        string(bytes, *flags, 0, &mut out);
+        string(bytes, *flags, 0, r.hex, &mut out);
     }
     if r.more {
         out.push_str(if r.entries.is_empty() { "..." } else { ", ..." });
@@ -420,24 +456,61 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
         // A sockaddr is as long as the call says; epoll_ctl's DEL ignores its event.
         Arg::In(Struct::SockAddr(len)) => {
             let len = args.get(len).map_or(0, |&l| l as u32 as usize);
-            match (raw, read.and_then(|r| r.entries.first())) {
-                (0, _) => "NULL".into(),
-                (_, Some((bytes, 0))) => super::structs::sockaddr(&bytes[..len.min(bytes.len())])
-                    .unwrap_or_else(|| pointer(raw)),
-                _ => pointer(raw),
-            }
+            cut_struct(raw, read, len, super::structs::sockaddr)
         }
         Arg::In(Struct::EpollEvent) if other(1) == i64::from(libc::EPOLL_CTL_DEL) => pointer(raw),
+        Arg::SigreturnMask if args.get(1) != Some(&1) => "{mask=?}".into(),
         // Arrays: poll's as long as its nfds, epoll_wait's as many events as it returned.
         Arg::In(Struct::PollFds) => {
             let count = args.get(1).map_or(0, |&n| n as u32 as usize);
             struct_array(Struct::PollFds, 8, count, raw, read)
+        }
+        // clone3's arguments as long as the call was told, and the child's id the kernel wrote
+        // to `parent_tid` (the id the call returns: strace reads it from there).
+        Arg::In(Struct::CloneArgs) => {
+            let size = args.get(1).map_or(0, |&l| l as usize);
+            cut_struct(raw, read, size, |given| {
+                let mut text = super::structs::decode(Struct::CloneArgs, given)?;
+                let flags = u64::from_ne_bytes(given.get(..8)?.try_into().ok()?);
+                if let Some(child) = ret.filter(|&r| r > 0 && flags & CLONE_PARENT_SETTID != 0) {
+                    text.push_str(&format!(" => {{parent_tid=[{child}]}}"));
+                }
+                Some(text)
+            })
+        }
+        // A CPU mask: as long as the call was told (set) or returned (get).
+        Arg::In(Struct::CpuSet) | Arg::Out(Struct::CpuSet) => {
+            let len = match kind {
+                Arg::In(_) => args.get(1).map_or(0, |&l| l as u32 as usize),
+                _ => ret.filter(|&n| n > 0).map_or(0, |n| n as usize),
+            };
+            cut_struct(raw, read, len, |mask| match mask.is_empty() {
+                true => None,
+                false => super::structs::decode(Struct::CpuSet, mask),
+            })
         }
         Arg::Out(Struct::EpollEvents) => match ret {
             Some(n) if n >= 0 => struct_array(Struct::EpollEvents, 12, n as usize, raw, read),
             _ => pointer(raw),
         },
         _ => arg(kind, raw, read, ret),
+    }
+}
+
+/// A structure read whole and cut at the `len` bytes the call was given or returned, as
+/// `decode` shows it; `NULL`, or its address where it was not read or does not decode.
+fn cut_struct(
+    raw: u64,
+    read: Option<&Read>,
+    len: usize,
+    decode: impl FnOnce(&[u8]) -> Option<String>,
+) -> String {
+    match (raw, read.and_then(|r| r.entries.first())) {
+        (0, _) => "NULL".into(),
+        (_, Some((bytes, 0))) => {
+            decode(&bytes[..len.min(bytes.len())]).unwrap_or_else(|| pointer(raw))
+        }
+        _ => pointer(raw),
     }
 }
 
@@ -817,6 +890,26 @@ mod tests {
 
     /// Values read by another argument, as strace 6.1 printed them for
     /// tests/workloads/names.c.
+    /// strace's comments on an exec's environment and a getdents buffer (strace 6.1).
+    #[test]
+    fn counts_read_as_strace_writes_them() {
+        assert_eq!(environ(0x7ffe_57e2_d720, 1), "0x7ffe57e2d720 /* 1 var */");
+        assert_eq!(
+            environ(0x7ffd_3bf2_8d68, 35),
+            "0x7ffd3bf28d68 /* 35 vars */"
+        );
+        assert_eq!(environ(0x7ffd_3bf2_8d68, 0), "0x7ffd3bf28d68 /* 0 vars */");
+        assert_eq!(
+            dirents(0x55dd_acd8_62a0, 144, false),
+            "0x55ddacd862a0 /* 144 entries */"
+        );
+        assert_eq!(
+            dirents(0x7ffd_a76f_5090, 1, false),
+            "0x7ffda76f5090 /* 1 entries */"
+        );
+        assert_eq!(dirents(0x1000, 1024, true), "0x1000 /* 1024+ entries */");
+    }
+
     #[test]
     fn arguments_and_results_read_by_their_command() {
         let fcntl = |cmd: i32, arg: u64| [3, cmd as u64, arg];

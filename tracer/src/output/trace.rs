@@ -32,6 +32,8 @@ pub struct Shown {
     /// A path's or argv's strings as read (lossy UTF-8), for JSON: `None` for other kinds and
     /// for a pointer that could not be read.
     pub strings: Option<Strings>,
+    /// A file descriptor (or `*at`'s directory): `-y` shows what it refers to.
+    pub fd: bool,
 }
 
 /// What was read of a `char *` or `char **` argument.
@@ -182,7 +184,8 @@ impl Delivered {
                 };
                 text.push_str(&format!(
                     ", si_pid={pid}, si_uid={uid}, si_status={status}, si_utime={}, si_stime={}",
-                    self.words[2], self.words[3]
+                    ticks(self.words[2]),
+                    ticks(self.words[3])
                 ));
             }
             code if code > 0 && fault.contains(&(self.signo as i32)) => {
@@ -253,6 +256,15 @@ impl Delivered {
     }
 }
 
+/// A CPU time in clock ticks (`USER_HZ`, 100 a second) as strace writes it: the number, and
+/// when it is not 0 the seconds (`1 /* 0.01 s */`).
+fn ticks(value: u64) -> String {
+    match value {
+        0 => "0".into(),
+        v => format!("{v} /* {}.{:02} s */", v / 100, v % 100),
+    }
+}
+
 /// An exit status (`exit_code`) as strace ends a task: `exited with 3`, `killed by SIGSEGV
 /// (core dumped)`.
 pub fn exit_text(status: u32) -> String {
@@ -308,6 +320,8 @@ pub enum Stamp {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LineStyle {
     pub stamp: Option<(Stamp, i128, i64)>,
+    /// strace's `-r`: the time since the previous line's began, before each line.
+    pub relative: bool,
     pub durations: bool,
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC: JSON's `time_unix_ns`.
     pub wall_offset_ns: Option<i64>,
@@ -320,6 +334,10 @@ pub struct CallWriter<W: Write> {
     style: LineStyle,
     /// Threads seen: once there are two, every line names its thread (strace's `[pid N]`).
     tasks: HashSet<u32>,
+    /// Every line names its thread from the first (`-a`: many processes, always).
+    name_every_task: bool,
+    /// `-r`: when the last line's call began (CLOCK_MONOTONIC ns).
+    last_ns: Option<u64>,
 }
 
 impl<W: Write> CallWriter<W> {
@@ -329,7 +347,14 @@ impl<W: Write> CallWriter<W> {
             format,
             style,
             tasks: HashSet::new(),
+            last_ns: None,
+            name_every_task: false,
         }
+    }
+
+    /// Every line names its thread from the first on (`tracer trace -a`).
+    pub fn name_every_task(&mut self) {
+        self.name_every_task = true;
     }
 
     /// Makes the thread prefix appear from the first line on (the run already has several
@@ -424,14 +449,34 @@ impl<W: Write> CallWriter<W> {
     }
 
     /// `[pid TID COMM] ` once several threads were seen, then `-t`'s time.
-    fn prefix(&self, time_ns: u64, tid: u32, comm: &str) -> String {
+    fn prefix(&mut self, time_ns: u64, tid: u32, comm: &str) -> String {
         let mut line = String::new();
-        if self.tasks.len() > 1 {
+        if self.name_every_task || self.tasks.len() > 1 {
             line.push_str(&format!("[pid {tid:>5} {comm}] "));
         }
-        if let Some((stamp, wall_offset, zone_offset)) = self.style.stamp {
-            line.push_str(&stamped(stamp, time_ns as i128 + wall_offset, zone_offset));
-            line.push(' ');
+        let relative = self.style.relative.then(|| {
+            // Lines come as calls return: one that began before the last line's is 0 after it.
+            let since = self.last_ns.map_or(0, |last| time_ns.saturating_sub(last));
+            self.last_ns = Some(self.last_ns.map_or(time_ns, |last| last.max(time_ns)));
+            format!(
+                "{:>6}.{:06}",
+                since / 1_000_000_000,
+                since / 1000 % 1_000_000
+            )
+        });
+        match (self.style.stamp, relative) {
+            (Some((stamp, wall_offset, zone_offset)), relative) => {
+                line.push_str(&stamped(stamp, time_ns as i128 + wall_offset, zone_offset));
+                if let Some(relative) = relative {
+                    line.push_str(&format!(" (+{relative})"));
+                }
+                line.push(' ');
+            }
+            (None, Some(relative)) => {
+                line.push_str(&relative);
+                line.push(' ');
+            }
+            (None, None) => {}
         }
         line
     }
@@ -439,7 +484,7 @@ impl<W: Write> CallWriter<W> {
     /// A call's text line, as strace writes it: an unfinished call ends after the arguments
     /// it had at entry (`read(0,  <unfinished ...>`), its resumed end starts `<... read
     /// resumed>` with the rest.
-    fn line(&self, call: &Call<'_>) -> String {
+    fn line(&mut self, call: &Call<'_>) -> String {
         let mut line = self.prefix(call.time_ns, call.tid, call.comm);
         let texts: Vec<&str> = call.args.iter().map(|a| a.text.as_str()).collect();
         let at_entry = call.at_entry.min(texts.len());
@@ -489,8 +534,9 @@ impl<W: Write> CallWriter<W> {
         line
     }
 
-    /// A line of its own, in the calls' stream (`+++ exited with 0 +++`).
-    pub fn note(&mut self, text: &str) -> io::Result<()> {
+    /// A text line of its own in the calls' stream, not a call (`+++ exited with 0 +++`, `-c`'s
+    /// table); JSON has its own lines for these.
+    pub fn text_line(&mut self, text: &str) -> io::Result<()> {
         match self.format {
             Format::Text => writeln!(self.out, "{text}"),
             Format::Json => Ok(()),
@@ -616,6 +662,7 @@ mod tests {
                     value: -100,
                     text: "AT_FDCWD".into(),
                     strings: None,
+                    fd: true,
                 },
                 Shown {
                     name: "filename".into(),
@@ -626,6 +673,7 @@ mod tests {
                         array: false,
                         cut: false,
                     }),
+                    fd: false,
                 },
             ],
             at_entry: 2,
@@ -707,12 +755,14 @@ mod tests {
             value: 0,
             text: "0".into(),
             strings: None,
+            fd: false,
         });
         mode.args.push(Shown {
             name: "flags".into(),
             value: 0o2_000_000,
             text: "O_RDONLY|O_CLOEXEC".into(),
             strings: None,
+            fd: false,
         });
         CallWriter::new(&mut out, Format::Json, style)
             .write(&mode)
@@ -756,6 +806,8 @@ mod tests {
             .unwrap();
         w.task_event(0, me, "signals", &sent(libc::SIGCHLD, 1, [390, 3, 0, 0]))
             .unwrap();
+        w.task_event(0, me, "signals", &sent(libc::SIGCHLD, 1, [390, 3, 1, 250]))
+            .unwrap();
         w.task_event(0, me, "signals", &sent(libc::SIGSEGV, 1, [0x10, 0, 0, 0]))
             .unwrap();
         w.task_event(0, me, "signals", &sent(libc::SIGALRM, 0x80, [0; 4]))
@@ -772,6 +824,8 @@ mod tests {
              --- SIGUSR2 {si_signo=SIGUSR2, si_code=SI_TKILL, si_pid=389, si_uid=0} ---\n\
              --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=390, si_uid=0, \
              si_status=3, si_utime=0, si_stime=0} ---\n\
+             --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=390, si_uid=0, \
+             si_status=3, si_utime=1 /* 0.01 s */, si_stime=250 /* 2.50 s */} ---\n\
              --- SIGSEGV {si_signo=SIGSEGV, si_code=SEGV_MAPERR, si_addr=0x10} ---\n\
              --- SIGALRM {si_signo=SIGALRM, si_code=SI_KERNEL} ---\n\
              +++ exited with 3 +++\n\
@@ -788,6 +842,43 @@ mod tests {
         assert_eq!(stamped(Stamp::Micros, ns, 3600), "04:04:05.678901");
         assert_eq!(stamped(Stamp::Micros, ns, -4 * 3600), "23:04:05.678901");
         assert_eq!(stamped(Stamp::Epoch, ns, 3600), "97445.678901");
+    }
+
+    /// strace's -r: the time since the previous line's call began, alone or after -t's clock.
+    #[test]
+    fn relative_stamps_are_strace_r() {
+        let lines = |stamp: Option<(Stamp, i128, i64)>| {
+            let mut out = Vec::new();
+            let style = LineStyle {
+                stamp,
+                relative: true,
+                ..LineStyle::default()
+            };
+            let mut w = CallWriter::new(&mut out, Format::Text, style);
+            // Entered at 1 s, 1.000170 s, and (returned last) 1.000100 s: not before the last.
+            for at in [1_000_000_000, 1_000_170_000, 1_000_100_000] {
+                w.write(&Call {
+                    time_ns: at,
+                    ..call(CallEnd::Returned)
+                })
+                .unwrap();
+            }
+            w.task_event(1_002_000_000, (7, 7), "cat", &TaskEvent::Exit(0))
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let call = "openat(AT_FDCWD, \"/nope\") = -1 ENOENT (No such file or directory)";
+        assert_eq!(
+            lines(None),
+            format!(
+                "     0.000000 {call}\n     0.000170 {call}\n     0.000000 {call}\n     \
+                 0.001830 +++ exited with 0 +++\n"
+            )
+        );
+        assert_eq!(
+            lines(Some((Stamp::Seconds, 0, 0))).lines().nth(1).unwrap(),
+            format!("00:00:01 (+     0.000170) {call}")
+        );
     }
 
     #[test]

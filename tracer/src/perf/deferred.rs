@@ -2,13 +2,13 @@
 //!
 //! The last close of a tracepoint, kprobe or uprobe event waits for the kernel to be sure no
 //! CPU still runs its callback (`perf_trace_event_unreg` synchronizes RCU), under the trace
-//! event mutex, one event after another: 60-75 ms for a tracepoint, about 108 ms a uprobe.
-//! That was most of the time from a run's end to the prompt (`tracer probe -c 1` on a
-//! syscall tracepoint: 150 ms from exec to exit, 14 of them to the first event).
+//! event mutex, one event after another. That was most of the time from a run's end to the
+//! prompt (docs/benchmarks.md, "Figures the code cites", `event-close`).
 //!
 //! Once a run is over and its sources are stopped ([`defer_closes`]), such events, and the
 //! BPF links to them ([`super::event::Link`]: a uprobe's link waits for a grace period of its
-//! own, about 40 ms), are not closed when dropped: their file is kept by a duplicate set aside here, and at exit
+//! own, `link-close`), are not closed when dropped: their file is kept by a duplicate set aside
+//! here, and at exit
 //! `crate::closer::close_after_exit` has a child close them after tracer has exited, off the
 //! user's clock. Nothing is lost by the wait: the programs attached to those events were
 //! stopped before the last drain and output nothing more.

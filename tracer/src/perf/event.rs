@@ -68,8 +68,10 @@ fn slow_to_close(kind: &EventKind) -> bool {
 
 /// A BPF link ([`Event::link_bpf`], or a trampoline's): closing it (drop) detaches its
 /// program. A perf event's link is closed after tracer exits when its event is (see
-/// [`super::detach`]): closing a uprobe's link waits for a grace period of its own (about
-/// 40 ms here, one link after another: 3 s of a run of 99 uprobes' end, before the prompt).
+/// [`super::deferred`]): closing a uprobe's link waits for a grace period of its own, one link
+/// after another, seconds of a run of many uprobes' end before the prompt
+/// (docs/benchmarks.md, "Figures the code cites",
+/// `link-close`).
 #[derive(Debug)]
 pub struct Link {
     fd: OwnedFd,

@@ -487,6 +487,11 @@ pub fn parse(text: &str) -> Result<FilterPlan, Error> {
         let atom = &plan.atoms[k];
         let pattern = match (&atom.literal, atom.op) {
             (Literal::Str(s) | Literal::Word(s), Op::Glob) => glob_pattern(s),
+            // An unquoted IPv4 address is a number of a network-order value (`skc_daddr ==
+            // 127.0.0.1`), not a string: a string argument's compare asks for quotes.
+            (Literal::Word(s), Op::Eq | Op::Ne) if s.parse::<std::net::Ipv4Addr>().is_ok() => {
+                continue
+            }
             (Literal::Str(s) | Literal::Word(s), Op::Eq | Op::Ne) => Ok(literal_pattern(s)),
             (Literal::Number { .. }, Op::Glob) => {
                 Err("~ matches strings against a glob".to_string())
@@ -759,6 +764,17 @@ mod tests {
         assert_eq!(value("0"), 0);
         assert_eq!(parse_number("0x"), None);
         assert_eq!(parse_number("12ab"), None);
+    }
+
+    #[test]
+    fn an_unquoted_address_is_not_a_string_but_a_quoted_one_is() {
+        let bare = parse("daddr == 127.0.0.1").unwrap();
+        assert_eq!(bare.atoms[0].glob, None);
+        assert_eq!(bare.atoms[0].literal, Literal::Word("127.0.0.1".into()));
+        let quoted = parse("name == \"127.0.0.1\"").unwrap();
+        assert!(quoted.atoms[0].glob.is_some());
+        // Other bare words stay strings (a string argument's compare asks for quotes then).
+        assert!(parse("name == abc.def").unwrap().atoms[0].glob.is_some());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use tracer_common::{
     LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
 };
 
-use super::{build_filter, parse_bare_spec, Machine, ProbeSpec, Target};
+use super::{build_scope, parse_bare_spec, Machine, ProbeSpec, Target};
 use crate::cli::{LatencyArgs, LatencyBy};
 use crate::kernel::format::Format as RecordFormat;
 use crate::stacks::Which;
@@ -29,7 +29,8 @@ pub struct LatencyPlan {
     pub interval: Option<Duration>,
     pub duration: Option<Duration>,
     pub whom: super::Whom,
-    pub filter: tracer_common::SlotConfig,
+    /// `--comm`, `-C`, `--cgroup`: the tasks and CPUs measured.
+    pub scope: super::Scope,
     /// `-p PID` without `--no-inherit`: its children are followed too.
     pub follow: bool,
     pub output: super::Output,
@@ -50,7 +51,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         args.from.as_deref(),
         args.to.as_deref(),
     )?;
-    let filter = build_filter(&args.tasks, None, machine)?;
+    let scope = build_scope(&args.tasks, None, machine)?;
     let duration = |text: &Option<String>, example: &str| {
         (text.as_deref().map(parse_duration_ns).transpose())
             .map_err(|e| Error::usage_hints(e, &[example]))
@@ -74,7 +75,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         interval: args.interval,
         duration: args.duration,
         whom: super::Whom::of(&args.command, args.tasks.pid.as_slice()),
-        filter,
+        scope,
         follow: super::follows_children(&args.tasks, None),
         output,
         kprobe_interface: args.kprobe_interface,

@@ -49,8 +49,8 @@ pub fn output(args: &crate::cli::OutputArgs) -> Result<Output, Error> {
 }
 
 /// Whom a run traces. Every command's plan says it in this one shape, and
-/// `session::Session::start` takes it; the BPF programs' `SlotConfig` carries the process
-/// only from the BPF boundary on (`filter.tgid`).
+/// `session::Session::start` takes it; the BPF programs' `SlotConfig` is built from it and the
+/// [`Scope`] only at the BPF boundary (`probe::attach::base_config`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Whom {
     /// `-- COMMAND`: started by tracer; what it starts is followed with it.
@@ -100,12 +100,14 @@ impl Whom {
 #[derive(Clone, Debug)]
 pub struct ProbePlan {
     pub specs: Vec<ProbeSpec>,
-    /// The filters every slot gets (flags carry `SLOT_FILTER_COMM` when --comm is given).
-    pub filter: tracer_common::SlotConfig,
-    /// `-p PID` without `--no-inherit`: the children it starts are followed too (`filter.tgid`
-    /// stays the process, for the session and for uprobes, which the kernel scopes to it).
+    /// `--tid`, `--comm`, `-C`, `--cgroup`: the tasks and CPUs every probe is narrowed to.
+    pub scope: Scope,
+    /// `-p PID` without `--no-inherit`: the children it starts are followed too (the process
+    /// stays `whom`'s, for the session and for uprobes, which the kernel scopes to it).
     pub follow: bool,
     pub whom: Whom,
+    /// `--strlen`: bytes of each string read.
+    pub strlen: u32,
     pub count: Option<u64>,
     pub duration: Option<std::time::Duration>,
     pub output: Output,
@@ -222,13 +224,29 @@ pub fn follows_children(tasks: &crate::cli::Tasks, tid: Option<u32>) -> bool {
     tasks.pid.is_some() && !tasks.no_inherit && tid.is_none()
 }
 
-/// The in-kernel filters of `-p`, `--tid`, `--comm`, `-C` and `--cgroup`, checked.
-pub fn build_filter(
+/// The tasks and CPUs a run is narrowed to besides whom it traces (`--tid`, `--comm`, `-C`,
+/// `--cgroup`, `--container`), checked; decided in the kernel, where the BPF boundary turns
+/// them into the programs' filters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// `--tid`: this thread only.
+    pub tid: Option<u32>,
+    /// `--comm`: tasks of this name (1 to 15 bytes).
+    pub comm: Option<String>,
+    /// `-C`: these CPUs only (each under 64), ascending; empty for every CPU.
+    pub cpus: Vec<u32>,
+    /// `--cgroup` or `--container`: tasks in this v2 cgroup (the inode of its directory).
+    pub cgroup_id: Option<u64>,
+}
+
+/// Checks `-p`, `--tid`, `--comm`, `-C`, `--cgroup` and `--container` and gives the [`Scope`]
+/// (`-p`'s process itself is the plan's [`Whom`]).
+pub fn build_scope(
     tasks: &crate::cli::Tasks,
     tid: Option<u32>,
     machine: &dyn Machine,
-) -> Result<tracer_common::SlotConfig, Error> {
-    let mut filter = tracer_common::SlotConfig::default();
+) -> Result<Scope, Error> {
+    let mut filter = Scope::default();
     if let Some(pid) = tasks.pid {
         if let Task::Live { tgid: Some(tgid) } = check_task(pid, false, machine)? {
             if tgid != pid {
@@ -240,7 +258,6 @@ pub fn build_filter(
                 ));
             }
         }
-        filter.tgid = pid;
     }
     if let Some(tid) = tid {
         let task = check_task(tid, true, machine)?;
@@ -253,7 +270,7 @@ pub fn build_filter(
             }
         }
     }
-    filter.tid = tid.unwrap_or(0);
+    filter.tid = tid;
     if let Some(comm) = &tasks.comm {
         if comm.is_empty() || comm.len() > 15 {
             return Err(Error::usage_hints(
@@ -261,8 +278,7 @@ pub fn build_filter(
                 &["the kernel keeps the first 15 bytes of a task name"],
             ));
         }
-        filter.comm[..comm.len()].copy_from_slice(comm.as_bytes());
-        filter.flags |= tracer_common::SLOT_FILTER_COMM;
+        filter.comm = Some(comm.clone());
     }
     if let Some(list) = &tasks.cpus {
         let cpus = crate::perf::cpus::parse_list(list)
@@ -293,15 +309,17 @@ pub fn build_filter(
                 )],
             ));
         }
-        filter.cpu_mask = cpus.iter().fold(0u64, |mask, c| mask | 1 << c);
+        filter.cpus = cpus;
+        filter.cpus.sort_unstable();
+        filter.cpus.dedup();
     }
     if let Some(path) = &tasks.cgroup {
-        filter.cgroup_id = machine.cgroup_id(path).ok_or_else(|| {
+        filter.cgroup_id = Some(machine.cgroup_id(path).ok_or_else(|| {
             Error::usage_hints(
                 format!("--cgroup {} is not a cgroup directory", path.display()),
                 &["give a directory under /sys/fs/cgroup"],
             )
-        })?;
+        })?);
     }
     if let Some(prefix) = &tasks.container {
         let valid = !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_hexdigit());
@@ -324,12 +342,12 @@ pub fn build_filter(
                     ), &["give more of the id"]))
             }
         };
-        filter.cgroup_id = machine.cgroup_id(dir).ok_or_else(|| {
+        filter.cgroup_id = Some(machine.cgroup_id(dir).ok_or_else(|| {
             Error::usage_hints(
                 format!("--container {prefix}: its cgroup {} is gone", dir.display()),
                 &["give the id of a running container"],
             )
-        })?;
+        })?);
     }
     Ok(filter)
 }
@@ -376,8 +394,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
             spec.args = list.clone();
         }
     }
-    let mut filter = build_filter(&args.tasks, args.tid, machine)?;
-    filter.strlen = args.strlen;
+    let scope = build_scope(&args.tasks, args.tid, machine)?;
     let cpus = machine.online_cpus();
     let ring_pages = args.ring_pages.unwrap_or_else(|| match args.transport {
         crate::cli::Transport::Perf => default_ring_pages(cpus),
@@ -406,9 +423,10 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
     let aggregation = aggregation.map(|a| Aggregation { linear, ..a });
     Ok(ProbePlan {
         specs,
-        filter,
+        scope,
         follow: follows_children(&args.tasks, args.tid),
         whom: Whom::of(&args.command, args.tasks.pid.as_slice()),
+        strlen: args.strlen,
         count: args.stop.count,
         duration: args.stop.duration,
         output,
@@ -502,15 +520,15 @@ pub(crate) mod tests {
                 pid,
                 ..Default::default()
             };
-            match build_filter(&tasks, tid, &m) {
-                Ok(f) => Ok((f.tgid, f.tid)),
+            match build_scope(&tasks, tid, &m) {
+                Ok(f) => Ok(f.tid),
                 Err(Error::Usage { message, hints }) => Err(format!("{message} | {}", hints[0])),
                 Err(other) => panic!("{other:?}"),
             }
         };
-        assert_eq!(filter(Some(100), Some(101)), Ok((100, 101)));
-        assert_eq!(filter(None, Some(101)), Ok((0, 101)));
-        assert_eq!(filter(Some(200), None), Ok((200, 0)));
+        assert_eq!(filter(Some(100), Some(101)), Ok(Some(101)));
+        assert_eq!(filter(None, Some(101)), Ok(Some(101)));
+        assert_eq!(filter(Some(200), None), Ok(None));
         let refused = [
             (
                 Some(0),
@@ -591,14 +609,20 @@ pub(crate) mod tests {
             container: Some(id.into()),
             ..Default::default()
         };
-        assert_eq!(build_filter(&tasks("aa11"), None, &m).unwrap().cgroup_id, 5);
-        assert_eq!(build_filter(&tasks("AA22"), None, &m).unwrap().cgroup_id, 6);
+        assert_eq!(
+            build_scope(&tasks("aa11"), None, &m).unwrap().cgroup_id,
+            Some(5)
+        );
+        assert_eq!(
+            build_scope(&tasks("AA22"), None, &m).unwrap().cgroup_id,
+            Some(6)
+        );
         for (id, says) in [
             ("aa", "--container aa: 2 containers' ids start so"),
             ("ab", "--container ab: no container's cgroup has that id"),
             ("web-1", "--container web-1: a container id is hexadecimal"),
         ] {
-            match build_filter(&tasks(id), None, &m) {
+            match build_scope(&tasks(id), None, &m) {
                 Err(Error::Usage { message, .. }) => assert_eq!(message, says),
                 other => panic!("{id}: {other:?}"),
             }
@@ -614,10 +638,10 @@ pub(crate) mod tests {
             cgroup: Some(cgroup.to_path_buf()),
             ..Default::default()
         };
-        let f = build_filter(&tasks(Some("0,2"), app), None, &m).unwrap();
-        assert_eq!((f.cgroup_id, f.cpu_mask), (77, 0b101));
+        let f = build_scope(&tasks(Some("0,2"), app), None, &m).unwrap();
+        assert_eq!((f.cgroup_id, f.cpus), (Some(77), vec![0, 2]));
         let missing = std::path::Path::new("/sys/fs/cgroup/nope");
-        match build_filter(&tasks(None, missing), None, &m) {
+        match build_scope(&tasks(None, missing), None, &m) {
             Err(Error::Usage { message, .. }) => {
                 assert_eq!(
                     message,
@@ -638,11 +662,8 @@ pub(crate) mod tests {
             cpus: Some(cpus.into()),
             ..Default::default()
         };
-        assert_eq!(
-            build_filter(&tasks("0-1"), None, &m).unwrap().cpu_mask,
-            0b11
-        );
-        match build_filter(&tasks("1,3-4"), None, &m) {
+        assert_eq!(build_scope(&tasks("0-1"), None, &m).unwrap().cpus, [0, 1]);
+        match build_scope(&tasks("1,3-4"), None, &m) {
             Err(Error::Usage { message, hints }) => assert_eq!(
                 (message.as_str(), hints[0].as_str()),
                 (

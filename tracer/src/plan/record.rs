@@ -48,9 +48,12 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
             &["add -p PID or -- COMMAND"],
         ));
     }
-    if let Some(pid) = args.pid {
-        super::check_task(pid, false, machine)?;
-    }
+    // -p names a process, not a thread of one.
+    let tasks = crate::cli::Tasks {
+        pid: args.pid,
+        ..Default::default()
+    };
+    super::build_scope(&tasks, None, machine)?;
     let ring_pages =
         (args.ring_pages).unwrap_or_else(|| super::default_ring_pages(machine.online_cpus()));
     if !ring_pages.is_power_of_two() {

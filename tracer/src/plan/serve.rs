@@ -710,7 +710,7 @@ fn latency_source(
             interval: None,
             duration: None,
             whom: super::Whom::Everyone,
-            filter: tracer_common::SlotConfig::default(),
+            scope: super::Scope::default(),
             follow: false,
             output: super::Output {
                 format: crate::output::events::Format::Text,

@@ -31,8 +31,12 @@ pub struct TracePlan {
     pub strsize: u32,
     /// `-t`, `-tt`, `-ttt`: the time before each line.
     pub stamp: Option<Stamp>,
+    /// `-r`: the time since the previous line's call began, before each line.
+    pub relative: bool,
     /// `-T`: the time in each call after it.
     pub durations: bool,
+    /// `-x` (1), `-xx` (2): strings in hexadecimal.
+    pub hex: u8,
     /// Calls blocked this long are shown unfinished at once.
     pub unfinished_after: Option<Duration>,
     /// `-e signal=`: bit `n - 1` for signal `n` shown.
@@ -42,15 +46,87 @@ pub struct TracePlan {
     pub file: Option<PathBuf>,
     pub ring_pages: usize,
     pub whom: super::Whom,
+    /// `-a`: every process, not only `whom`'s (which, with a command, says how long).
+    pub system_wide: bool,
+    /// `-w`: `-c` sums the time from entry to exit (strace's -w), not the CPU time.
+    pub wall_clock: bool,
+    /// `-y` (1), `-yy` (2): what file descriptors refer to.
+    pub decode_fds: u8,
+    /// `-P`: only the calls on these paths.
+    pub paths: Vec<PathBuf>,
+    /// `-y` or `-P` without `-c`: the run keeps a table of each process's descriptors.
+    pub fd_table: bool,
+    /// The calls traced only to keep the descriptor table of `-y` and `-P`, not shown
+    /// (those of [`FD_MAKERS`] and [`FD_BOOKKEEPING`] that `-e` left out), ascending.
+    pub bookkeeping: Vec<u32>,
 }
 
+/// The calls that return a new descriptor when they succeed (fcntl only for F_DUPFD*).
+pub const FD_MAKERS: &[&str] = &[
+    "open",
+    "openat",
+    "openat2",
+    "creat",
+    "open_by_handle_at",
+    "dup",
+    "dup2",
+    "dup3",
+    "fcntl",
+    "socket",
+    "accept",
+    "accept4",
+    "epoll_create",
+    "epoll_create1",
+    "eventfd",
+    "eventfd2",
+    "signalfd",
+    "signalfd4",
+    "timerfd_create",
+    "inotify_init",
+    "inotify_init1",
+    "fanotify_init",
+    "memfd_create",
+    "memfd_secret",
+    "pidfd_open",
+    "pidfd_getfd",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "fsopen",
+    "fsmount",
+    "fspick",
+    "open_tree",
+    "mq_open",
+    "landlock_create_ruleset",
+];
+
+/// The calls besides [`FD_MAKERS`] that change what a process's descriptors or working
+/// directory refer to. Both lists are traced, though not shown, when `-y` or `-P` needs
+/// `probe::fds`'s table and `-e` left them out.
+pub const FD_BOOKKEEPING: &[&str] = &[
+    "close",
+    "close_range",
+    "chdir",
+    "fchdir",
+    "execve",
+    "execveat",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "socketpair",
+    "pipe",
+    "pipe2",
+];
+
 pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
-    if args.command.is_empty() && args.pid.is_none() {
+    if args.command.is_empty() && args.pid.is_none() && !args.all {
         return Err(Error::usage(
-            "tracer trace needs a command to start or a process to adopt",
+            "tracer trace needs a command to start, a process to adopt, or -a",
             vec![
                 "tracer trace -- COMMAND ARGS...   (its children and threads too)".into(),
                 "tracer trace -p PID[,PID]".into(),
+                "tracer trace -a -d 5   (every process, as perf trace -a)".into(),
             ],
         ));
     }
@@ -77,8 +153,44 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             vec!["drop -f json, or drop -c for one JSON object per call".into()],
         ));
     }
+    if args.wall_clock && !args.summary {
+        return Err(Error::usage(
+            "-w says what -c sums: it goes with -c",
+            vec![
+                "tracer trace -c -w -- COMMAND   (the time from each call's entry to its exit)"
+                    .into(),
+            ],
+        ));
+    }
+    if args.summary && !args.paths.is_empty() {
+        return Err(Error::usage(
+            "-c counts in the kernel, where -P cannot see which file a descriptor is",
+            vec!["drop -c to see the calls on the path, or drop -P to count every call".into()],
+        ));
+    }
+    if let Some(empty) = args.paths.iter().find(|p| p.as_os_str().is_empty()) {
+        return Err(Error::usage(
+            format!("-P '{}': an empty path", empty.display()),
+            vec!["give the file's path: -P /etc/hostname".into()],
+        ));
+    }
     let exprs = expressions(&args.sets)?;
+    let fd_table = (args.decode_fds > 0 || !args.paths.is_empty()) && !args.summary;
+    let bookkeeping = match fd_table {
+        true => (FD_MAKERS.iter().chain(FD_BOOKKEEPING))
+            .filter_map(|name| syscalls::number(name))
+            .filter(|nr| !exprs.calls.contains(nr))
+            .collect::<std::collections::BTreeSet<u32>>()
+            .into_iter()
+            .collect(),
+        false => Vec::new(),
+    };
     Ok(TracePlan {
+        wall_clock: args.wall_clock,
+        decode_fds: args.decode_fds.min(2),
+        paths: args.paths.clone(),
+        fd_table,
+        bookkeeping,
         calls: exprs.calls,
         failed: args.failed || exprs.failed,
         signals: exprs.signals,
@@ -96,12 +208,15 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             _ => Some(Stamp::Epoch),
         },
         durations: args.durations,
+        relative: args.relative,
+        hex: args.hex.min(2),
         unfinished_after: (!args.unfinished_after.is_zero()).then_some(args.unfinished_after),
         duration: args.duration,
         format: args.format,
         file: args.file.clone(),
         ring_pages,
         whom: super::Whom::of(&args.command, &pids),
+        system_wide: args.all,
     })
 }
 
@@ -272,8 +387,14 @@ fn signal_number(name: &str) -> Result<u32, Error> {
 }
 
 fn class_calls(name: &str) -> Result<Vec<u32>, Error> {
+    if let Some((_, calls)) = class::LISTS.iter().find(|(n, _)| *n == name) {
+        return Ok(calls.iter().filter_map(|c| syscalls::number(c)).collect());
+    }
     let Some(&(_, bits)) = class::NAMES.iter().find(|(n, _)| *n == name) else {
-        let names: Vec<String> = class::NAMES.iter().map(|(n, _)| format!("%{n}")).collect();
+        let names: Vec<String> = (class::NAMES.iter().map(|(n, _)| *n))
+            .chain(class::LISTS.iter().map(|(n, _)| *n))
+            .map(|n| format!("%{n}"))
+            .collect();
         let mut hints = Vec::new();
         if let Some(near) =
             super::did_you_mean(&format!("%{name}"), names.iter().map(String::as_str))
@@ -330,6 +451,17 @@ mod tests {
         // The kernel's event names are taken too; `?` forgives a name this table lacks.
         assert_eq!(names(&["newstat"]), ["stat"]);
         assert_eq!(names(&["read,?nosuchcall"]), ["read"]);
+        // The classes that are lists, as strace 6 has them on x86-64.
+        assert_eq!(names(&["%stat"]), ["stat"]);
+        assert_eq!(names(&["%fstat"]), ["fstat", "newfstatat", "statx"]);
+        assert_eq!(
+            names(&["%%stat"]),
+            ["stat", "fstat", "lstat", "newfstatat", "statx"]
+        );
+        assert_eq!(names(&["%%statfs"]), ["ustat", "statfs", "fstatfs"]);
+        assert_eq!(names(&["%clock"]).len(), 8);
+        assert!(names(&["%creds"]).contains(&"capget"));
+        assert!(!names(&["!%%stat"]).contains(&"statx"));
     }
 
     #[test]

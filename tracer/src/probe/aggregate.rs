@@ -25,6 +25,9 @@ use crate::Error;
 pub struct Sources {
     /// The keyed value is signed (printed as such).
     pub key_signed: bool,
+    /// The keyed value is in network byte order (`Kind::Net`: size, address), printed as
+    /// event lines print it.
+    pub key_net: Option<(u8, bool)>,
     /// The summed value is signed.
     pub val_signed: bool,
     /// The summed or histogrammed value is a size in bytes (see [`is_bytes`]).
@@ -32,6 +35,17 @@ pub struct Sources {
     /// The keyed value is a string, counted by its content (`AGG_KEY_STRING`): a
     /// tracepoint's is the field named, whose read the caller sets up (`key_src`).
     pub key_string: bool,
+}
+
+/// The network-order kind of an entry's value `name` (`Kind::Net`), if it is one.
+fn net_kind(values: &mut ProbeValues<'_, '_>, name: &str) -> Option<(u8, bool)> {
+    match values {
+        ProbeValues::Entry(values, lookup) => match values.column_of(name, lookup).ok()?.kind {
+            Kind::Net { size, addr } => Some((size, addr)),
+            _ => None,
+        },
+        ProbeValues::Record(_) | ProbeValues::Return(_) => None,
+    }
 }
 
 /// Whether `name` is a string counted by its content, and its read index where this can say
@@ -251,20 +265,32 @@ pub fn value_source(
             vec![format!("its fields: {}", names())],
         )
     })?;
-    let integer = matches!(field.size, 1 | 2 | 4 | 8)
-        && !field.c_type.contains('[')
-        && !field.c_type.contains("__data_loc");
-    if !integer || field.offset + field.size > 8 * tracer_common::DATA_WORDS {
+    let countable = |f: &crate::kernel::format::Field| {
+        matches!(f.size, 1 | 2 | 4 | 8)
+            && !f.c_type.contains('[')
+            && !f.c_type.contains("__data_loc")
+            && f.offset + f.size <= 8 * tracer_common::DATA_WORDS
+    };
+    if !countable(field) {
+        // Only the fields that can be: the others' names would be refused the same way.
+        let can: Vec<&str> = (fields.iter())
+            .filter(|f| countable(f))
+            .map(|f| f.name.as_str())
+            .collect();
+        let hint = match can.as_slice() {
+            [] => format!("{spec} has no integer field in the first {} bytes of its record: count by comm, pid, tid, cpu or stack", 8 * tracer_common::DATA_WORDS),
+            _ => format!(
+                "count by an integer field within the first {} bytes of the record: {}",
+                8 * tracer_common::DATA_WORDS,
+                can.join(", ")
+            ),
+        };
         return Err(Error::usage(
             format!(
                 "field '{}' of {spec} ({}, at byte {}) cannot be counted",
                 field.name, field.c_type, field.offset
             ),
-            vec![format!(
-                "count by an integer field within the first {} bytes of the record: {}",
-                8 * tracer_common::DATA_WORDS,
-                names()
-            )],
+            vec![hint],
         ));
     }
     // The C type's width and sign, as the value prints: syscall records keep each argument
@@ -314,6 +340,7 @@ pub fn configure(
                     let (source, signed) = value_source(spec, &mut values, name)?;
                     config.key_src = source;
                     sources.key_signed = signed;
+                    sources.key_net = net_kind(&mut values, name);
                     AGG_KEY_VALUE
                 }
             },
@@ -648,6 +675,10 @@ fn shown(
         // As in event lines: `flags` and `*mask*` hold bits (even when their C type is int).
         KeyPart::Value(name) if shows_hex(name.rsplit(['>', '.']).next().unwrap_or(name)) => {
             format!("{:#x}", key.value)
+        }
+        KeyPart::Value(_) if probe.sources.key_net.is_some() => {
+            let (size, addr) = probe.sources.key_net.unwrap_or_default();
+            Kind::Net { size, addr }.value(key.value, None).to_string()
         }
         KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
         KeyPart::Value(_) => key.value.to_string(),

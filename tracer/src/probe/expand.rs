@@ -176,7 +176,8 @@ pub(super) fn functions(fs: &Tracefs) -> Vec<String> {
     }
 }
 
-/// Syscall tracepoints related to a kernel function name (`do_sys_open` -> the open family).
+/// Syscall tracepoints related to a kernel function name (`do_sys_open` -> the open family,
+/// `tcp_connect` -> connect).
 pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
     let mut base = function;
     for prefix in [
@@ -189,6 +190,12 @@ pub fn syscall_alternatives(fs: &Tracefs, function: &str) -> Vec<String> {
         "sys_",
         "do_",
         "vfs_",
+        "__sys_",
+        "tcp_v4_",
+        "tcp_v6_",
+        "tcp_",
+        "udp_",
+        "inet_",
     ] {
         if let Some(rest) = base.strip_prefix(prefix) {
             base = rest;

@@ -35,6 +35,13 @@ enum Operand {
     },
     Comm,
     Task(u8),
+    /// A number in network byte order (`Kind::Net`): compared for equality with the value as
+    /// printed, which is swapped to the kernel's order here.
+    Net {
+        src: u32,
+        size: u8,
+        addr: bool,
+    },
 }
 
 /// The slot's filter for `spec`, and what it needs read.
@@ -229,9 +236,16 @@ fn operand(
                 needs.value_string = true;
                 Ok(Operand::String(k))
             }
-            Ok(_) => values
-                .source(name, *lookup)
-                .map(|(src, signed)| Operand::Number { src, signed }),
+            Ok(column) => {
+                let net = match column.kind {
+                    Kind::Net { size, addr } => Some((size, addr)),
+                    _ => None,
+                };
+                values.source(name, *lookup).map(|(src, signed)| match net {
+                    Some((size, addr)) => Operand::Net { src, size, addr },
+                    None => Operand::Number { src, signed },
+                })
+            }
             Err(e) => Err(e),
         },
         ProbeValues::Return(proto)
@@ -357,6 +371,83 @@ fn record_operand(
     }
 }
 
+/// A comparison of a network-order value with the value as printed (`skc_dport == 8080`,
+/// `skc_daddr == 127.0.0.1`, the address unquoted): only equality, since the kernel compares
+/// the raw bytes, whose order is not the number's.
+fn net(
+    plan: &FilterPlan,
+    atom: &Atom,
+    spec: &dyn std::fmt::Display,
+    src: u32,
+    (size, addr): (u8, bool),
+) -> Result<FilterAtom, Error> {
+    let name = &atom.name;
+    let cmp = match atom.op {
+        Op::Eq => cmp::EQ,
+        Op::Ne => cmp::NE,
+        _ => {
+            return Err(plan.error_at(
+                atom.name_span,
+                format_args!(
+                    "'{name}' of {spec} is in network byte order: compare it with == or !="
+                ),
+                vec![format!(
+                    "e.g. '{name} == {}' (the value as printed)",
+                    if addr { "127.0.0.1" } else { "8080" }
+                )],
+            ))
+        }
+    };
+    let bits = u32::from(size) * 8;
+    let value = match &atom.literal {
+        Literal::Number {
+            value,
+            negative: false,
+        } if bits >= 64 || *value >> bits == 0 => crate::kernel::params::net_to_host(*value, size),
+        Literal::Word(text) if addr => match text.parse::<std::net::Ipv4Addr>() {
+            Ok(ip) => u64::from(u32::from_le_bytes(ip.octets())),
+            Err(_) => {
+                return Err(plan.error_at(
+                    atom.literal_span,
+                    format_args!("'{text}' is not an IPv4 address"),
+                    vec![format!("e.g. '{name} == 127.0.0.1'")],
+                ))
+            }
+        },
+        _ => {
+            return Err(plan.error_at(
+                atom.literal_span,
+                format_args!(
+                    "'{name}' of {spec} is {}",
+                    if addr {
+                        "an IPv4 address".to_string()
+                    } else {
+                        format!("a {bits}-bit number")
+                    }
+                ),
+                vec![match addr {
+                    true => format!("compare it with an address, unquoted: '{name} == 127.0.0.1'"),
+                    false => format!(
+                        "compare it with the value as printed, from 0 to {}",
+                        if bits >= 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << bits) - 1
+                        }
+                    ),
+                }],
+            ))
+        }
+    };
+    Ok(FilterAtom {
+        value,
+        src,
+        operand: operand::VALUE,
+        cmp,
+        ..FilterAtom::default()
+    })
+}
+
 /// One atom for the BPF program, type-checked.
 fn compile(
     plan: &FilterPlan,
@@ -399,6 +490,7 @@ fn compile(
             return string(operand::RECORD_CHARS, src(offset, len, false))
         }
         Operand::Number { src, signed } => (operand::VALUE, src, signed),
+        Operand::Net { src, size, addr } => return net(plan, atom, spec, src, (size, addr)),
         Operand::Task(operand) => (operand, 0, false),
     };
     if atom.op == Op::Glob {

@@ -4,7 +4,7 @@
 
 use tracer_common::{
     HistKey, LatConfig, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, LAT_USDT_END,
-    LAT_USDT_START, SLOT_FILTER_TRACKED, SLOT_STACK_USER,
+    LAT_USDT_START, SLOT_STACK_USER,
 };
 
 use super::trampoline::{FunctionTarget, Trampolines, Via};
@@ -234,15 +234,7 @@ fn lat_config(
     launched: bool,
     (entry, exit): (Option<&Format>, Option<&Format>),
 ) -> Result<LatConfig, Error> {
-    let mut filter = plan.filter;
-    filter.exclude_tgid = std::process::id();
-    if launched || plan.follow {
-        filter.flags |= SLOT_FILTER_TRACKED;
-    }
-    // -p's process and its children, by the tracked set, not by the process id alone.
-    if plan.follow {
-        filter.tgid = 0;
-    }
+    let filter = super::attach::base_config(&plan.whom, &plan.scope, plan.follow, launched);
     let (entry_key, exit_key) = match &plan.key {
         None => Default::default(),
         Some(key) => keys(

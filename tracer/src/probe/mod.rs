@@ -7,6 +7,7 @@ pub mod attach;
 mod attached;
 pub mod decode;
 pub mod expand;
+pub mod fds;
 pub mod filter;
 pub mod latency;
 pub mod metric;

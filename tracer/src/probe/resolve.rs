@@ -237,7 +237,8 @@ fn semaphore_bits(pmu: &perf::pmu::Pmu, spec: &ProbeSpec, offset: u64) -> Result
 /// hit whatever the event's scope; its return value lets the hit go on to the tracepoint's
 /// perf events on that CPU (everyone's counters), and a CPU-wide event of ours would then count
 /// each hit of that CPU too. Scoped to tracer's own thread, it is on a CPU's list only while
-/// tracer runs there (measured: +64 ns per event for a workload on the event's CPU otherwise).
+/// tracer runs there (a CPU-wide one cost every event of that CPU:
+/// docs/benchmarks.md, "Figures the code cites", `carrier-scope`).
 pub(super) fn program_carrier() -> Scope {
     Scope::Task {
         pid: std::process::id(),

@@ -6,8 +6,9 @@
 use tracer_common::{
     buffer_len, src, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word, word, Event,
     SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
-    SLOT_FILTER_TRACKED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_FAILED, SLOT_TRACE_FORKS,
-    SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
+    SLOT_FILTER_TRACKED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS,
+    SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN,
+    SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
 };
 
 use crate::kernel::format::Format;
@@ -32,6 +33,8 @@ pub struct Layout {
     pub ret: Ret,
     /// Read k's argument index.
     pub reads: Vec<usize>,
+    /// strace's `-x` and `-xx`: strings in hexadecimal ([`Read::hex`]).
+    pub hex: u8,
 }
 
 impl Layout {
@@ -71,6 +74,7 @@ impl Layout {
             params,
             ret,
             reads,
+            hex: 0,
         })
     }
 
@@ -118,12 +122,23 @@ impl Layout {
         if matches!(self.name, "clone" | "clone3" | "fork" | "vfork") {
             config.flags |= SLOT_TRACE_FORKS;
         }
+        if self.params.iter().any(|p| p.kind == Arg::Dirents) {
+            config.flags |= SLOT_TRACE_DIRENTS;
+        }
+        let makes_inodes = ["socket", "socketpair", "pipe", "pipe2", "accept", "accept4"];
+        if options.fd_inodes && makes_inodes.contains(&self.name) {
+            config.flags |= SLOT_TRACE_FD_INODES;
+        }
         if options.summary {
             // Counted by the call's slot and whether it failed, its time summed.
             config.flags |= SLOT_AGGREGATE;
             config.agg = AGG_KEY_VALUE | AGG_SUM;
             config.key_src = src(FIELDS_OFFSET + 8 * trace_word::FAILED as u32, 8, false);
             config.val_src = src(8 * trace_word::DURATION as u32, 8, false);
+            // strace -c's time is the CPU's (its -w the wall's).
+            if !options.wall_clock {
+                config.flags |= SLOT_TRACE_CPU_TIME;
+            }
         }
         // Counted calls read strings only for a filter on them; a call that does not return
         // reads none (the entry program sends it without its string reads).
@@ -181,6 +196,7 @@ impl Layout {
         let mut reads = vec![Read::default(); self.reads.len()];
         for (k, read) in reads.iter_mut().enumerate() {
             *read = Read::from_entries(str_entries(strings).filter(|e| usize::from(e.read) == k));
+            read.hex = self.hex;
         }
         let raw_ret = event.data[word::RETURN];
         let ret = (end == CallEnd::Returned).then_some(raw_ret as i64);
@@ -201,11 +217,20 @@ impl Layout {
                     (_, true) => i128::from(raw as i64),
                     _ => i128::from(raw),
                 };
+                let text = match (p.kind, counted(p.kind, event)) {
+                    (Arg::Envp, Some(count)) => show::environ(raw, count),
+                    (Arg::Dirents, Some(count)) if ret.is_some_and(|r| r >= 0) => {
+                        let more = event.fields[trace_word::ENTRIES] & trace_word::ENTRIES_MORE;
+                        show::dirents(raw, count, more != 0)
+                    }
+                    _ => show::in_call(p.kind, args, i, read, ret),
+                };
                 Shown {
                     name: p.name.clone(),
                     value,
-                    text: show::in_call(p.kind, args, i, read, ret),
+                    text,
                     strings: read.and_then(|r| read_strings(p.kind, r)),
+                    fd: matches!(p.kind, Arg::Fd | Arg::DirFd),
                 }
             })
             .collect();
@@ -235,6 +260,17 @@ impl Layout {
             duration_ns: event.data[trace_word::DURATION],
         }
     }
+}
+
+/// What the kernel counted for an argument of kind `kind` (`trace_word::ENVIRON`,
+/// `trace_word::ENTRIES`), if it did.
+fn counted(kind: Arg, event: &Event) -> Option<u64> {
+    let word = match kind {
+        Arg::Envp => event.fields[trace_word::ENVIRON],
+        Arg::Dirents => event.fields[trace_word::ENTRIES] & !trace_word::ENTRIES_MORE,
+        _ => return None,
+    };
+    word.checked_sub(1)
 }
 
 /// A path's or argv's strings as read, for JSON; `None` for other kinds, a pointer that
@@ -277,6 +313,10 @@ pub struct Options {
     pub failed: bool,
     pub filter: bool,
     pub summary: bool,
+    /// `-w`: `-c` sums the time from entry to exit, not the CPU time.
+    pub wall_clock: bool,
+    /// `-y`, `-P`: the calls that make pipes and sockets send their inode numbers.
+    pub fd_inodes: bool,
     pub strsize: u32,
 }
 
@@ -394,6 +434,7 @@ mod tests {
             .collect(),
             ret: Ret::Int,
             reads: vec![1],
+            hex: 0,
         };
         let mut event = Event::from_bytes(&[0u8; Event::SIZE]).unwrap();
         event.data[0] = (-100i64) as u64;

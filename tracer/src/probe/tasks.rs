@@ -40,11 +40,30 @@ pub(super) fn run_on_tracepoint(
 /// returned event (a perf tracepoint event for fork, on a kernel without BTF) runs the fork
 /// program until it is closed.
 pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>, Error> {
+    let record = bpf.attach_tracking(sched_offsets(fs)?)?;
+    let Some(program) = record else {
+        return Ok(None);
+    };
+    let id = fs.tracepoint_id("sched", "sched_process_fork")?;
+    run_on_tracepoint(bpf, "sched:sched_process_fork", id, program).map(Some)
+}
+
+/// `tracer trace -a`: the offsets its programs read (a task's exit code, its thread group)
+/// without the tracking programs, since nothing is tracked.
+pub fn set_task_offsets(bpf: &mut Bpf, fs: &Tracefs) -> Result<(), Error> {
+    Ok(bpf.set_sched_offsets(sched_offsets(fs)?)?)
+}
+
+/// The offsets the tracking and trace programs read, from kernel BTF (0 where it has none;
+/// the fork record's `child_pid` then, from tracefs).
+fn sched_offsets(fs: &Tracefs) -> Result<SchedOffsets, Error> {
     let btf = KernelBtf::open().ok();
     let offset = |strukt: &str, name: &str| {
         (btf.as_ref()).and_then(|btf| btf.struct_member_offset(strukt, name).ok().flatten())
     };
     let member = |name: &str| offset("task_struct", name);
+    // A member of the task's `sched_entity` (`task_struct.se`).
+    let in_se = |name: &str| Some(member("se")? + offset("sched_entity", name)?);
     let task_pid = member("pid");
     let fork_child_pid = match task_pid {
         Some(_) => 0,
@@ -60,7 +79,7 @@ pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>
             child.offset as u32
         }
     };
-    let record = bpf.attach_tracking(SchedOffsets {
+    Ok(SchedOffsets {
         fork_child_pid,
         task_pid: task_pid.unwrap_or(0),
         task_exit_code: member("exit_code").unwrap_or(0),
@@ -68,12 +87,15 @@ pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>
         task_signal: member("signal").unwrap_or(0),
         signal_group_exit_code: offset("signal_struct", "group_exit_code").unwrap_or(0),
         signal_live: offset("signal_struct", "live").unwrap_or(0),
-    })?;
-    let Some(program) = record else {
-        return Ok(None);
-    };
-    let id = fs.tracepoint_id("sched", "sched_process_fork")?;
-    run_on_tracepoint(bpf, "sched:sched_process_fork", id, program).map(Some)
+        task_sum_exec_runtime: in_se("sum_exec_runtime").unwrap_or(0),
+        task_exec_start: in_se("exec_start").unwrap_or(0),
+        task_files: member("files").unwrap_or(0),
+        files_fdt: offset("files_struct", "fdt").unwrap_or(0),
+        fdt_max_fds: offset("fdtable", "max_fds").unwrap_or(0),
+        fdt_fd: offset("fdtable", "fd").unwrap_or(0),
+        file_inode: offset("file", "f_inode").unwrap_or(0),
+        inode_ino: offset("inode", "i_ino").unwrap_or(0),
+    })
 }
 
 /// The id of `task:task_rename`, whose program keeps the comm cache right; `None` without it

@@ -182,6 +182,7 @@ impl Values {
             member.kind,
             Kind::Signed(_)
                 | Kind::Unsigned(_)
+                | Kind::Net { .. }
                 | Kind::Bool
                 | Kind::Enum { .. }
                 | Kind::Str

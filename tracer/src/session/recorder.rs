@@ -13,6 +13,7 @@ use crate::bpf::Bpf;
 use crate::kernel::symbols::Mapping;
 use crate::output::events::Format;
 use crate::output::timeline::TimelineWriter;
+use crate::output::Existing;
 use crate::perf;
 use crate::plan::record::RecordPlan;
 use crate::probe::profile::MapsTracker;
@@ -30,19 +31,8 @@ pub fn create_output(
 ) -> Result<Box<dyn Write>, Error> {
     Ok(match (stdout, &plan.file) {
         (Some(data), _) => Box::new(data),
-        (None, Some(path)) => {
-            // As perf record keeps perf.data.old: a recording is not lost to the next.
-            if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-                let mut old = path.clone().into_os_string();
-                old.push(".old");
-                let _ = std::fs::rename(path, &old);
-            }
-            let file = std::fs::File::create(path).map_err(|e| Error::Runtime {
-                message: format!("cannot create {}: {e}", path.display()),
-                hints: vec!["check that the directory exists and is writable".into()],
-            })?;
-            Box::new(crate::output::NamedFile::new(file, path))
-        }
+        // As perf record keeps perf.data.old: a recording is not lost to the next.
+        (None, Some(path)) => Box::new(crate::output::create(path, Existing::KeepOld)?),
         (None, None) => unreachable!("standard output is taken when there is no file"),
     })
 }

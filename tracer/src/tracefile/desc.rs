@@ -144,6 +144,11 @@ enum KindDesc {
         name: String,
     },
     Void,
+    /// Added after format 3's fixture: last, so that the earlier variants keep their tags.
+    Net {
+        size: u8,
+        addr: bool,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -441,6 +446,7 @@ impl From<Kind> for KindDesc {
             Kind::Signed(n) => KindDesc::Signed(n),
             Kind::Unsigned(n) => KindDesc::Unsigned(n),
             Kind::Bool => KindDesc::Bool,
+            Kind::Net { size, addr } => KindDesc::Net { size, addr },
             Kind::Enum { size, values } => KindDesc::Enum { size, values },
             Kind::Str => KindDesc::Str,
             Kind::Pointer { pointee } => KindDesc::Pointer { pointee },
@@ -456,6 +462,7 @@ impl From<KindDesc> for Kind {
             KindDesc::Signed(n) => Kind::Signed(n),
             KindDesc::Unsigned(n) => Kind::Unsigned(n),
             KindDesc::Bool => Kind::Bool,
+            KindDesc::Net { size, addr } => Kind::Net { size, addr },
             KindDesc::Enum { size, values } => Kind::Enum { size, values },
             KindDesc::Str => Kind::Str,
             KindDesc::Pointer { pointee } => Kind::Pointer { pointee },

@@ -17,9 +17,11 @@ pub use events::{
     PmuTerm, Source, ToolEvent, METRICS, TRANSACTION_EVENTS,
 };
 
-/// Whose events are counted.
+/// Whose events are counted. Not a [`super::Whom`]: perf stat counts threads and CPUs too,
+/// and a `-- COMMAND` beside `-p`, `-t` or `-a` is how long the run lasts, not what it counts
+/// (`perf stat -a -- sleep 1`); the plan's `command` says that.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum Counted {
     /// `-- COMMAND` alone: the command and (unless `-i`) its children.
     Command,
     /// `-p`: every thread of these processes.
@@ -82,7 +84,7 @@ pub struct StatPlan {
     pub events: Vec<EventSpec>,
     /// One entry per event (`-G`): the cgroup it is restricted to.
     pub cgroups: Vec<Option<String>>,
-    pub target: Target,
+    pub counted: Counted,
     pub command: Vec<String>,
     /// The report title: `'cmd args'`, `'system wide'`, `process id '42'`...
     pub title: String,
@@ -140,11 +142,11 @@ fn id_list(text: &str, what: &str) -> Result<Vec<u32>, Error> {
 pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
     let command = args.command.clone();
     let given = parse_events(&args.events)?;
-    let target = target(args, &command)?;
+    let counted = counted(args, &command)?;
     // -p/-t with a command: perf counts the tasks for as long as the command runs.
-    let system_wide = matches!(target, Target::Cpus(_));
+    let system_wide = matches!(counted, Counted::Cpus(_));
     let (events, metrics, unknown_metrics) = events(args, given, system_wide)?;
-    let aggregation = aggregation(args, &target, system_wide)?;
+    let aggregation = aggregation(args, &counted, system_wide)?;
     let cgroups = cgroups(args, events.len(), system_wide)?;
     let (interval, timeout, delay) = timing(args)?;
     let repeat = repeat(args, &command, interval.is_some())?;
@@ -153,8 +155,8 @@ pub fn stat_plan(args: &crate::cli::StatArgs) -> Result<StatPlan, Error> {
     Ok(StatPlan {
         cgroups,
         events,
-        title: title(args, &target, &command),
-        target,
+        title: title(args, &counted, &command),
+        counted,
         command,
         inherit: !args.no_inherit,
         aggregation,
@@ -187,7 +189,7 @@ type Args = crate::cli::StatArgs;
 
 /// Whose events are counted: `-p`, `-t`, `-a`/`-C`, or the command (the whole system
 /// without one, as perf stat counts until Ctrl-C).
-fn target(args: &Args, command: &[String]) -> Result<Target, Error> {
+fn counted(args: &Args, command: &[String]) -> Result<Counted, Error> {
     Ok(
         match (&args.pid, &args.tid, args.all_cpus || args.cpus.is_some()) {
             (Some(_), Some(_), _) => {
@@ -202,28 +204,28 @@ fn target(args: &Args, command: &[String]) -> Result<Target, Error> {
                     &["count either tasks or CPUs"],
                 ))
             }
-            (Some(p), None, false) => Target::Processes(id_list(p, "process id")?),
-            (None, Some(t), false) => Target::Threads(id_list(t, "thread id")?),
-            (None, None, true) => Target::Cpus(match &args.cpus {
+            (Some(p), None, false) => Counted::Processes(id_list(p, "process id")?),
+            (None, Some(t), false) => Counted::Threads(id_list(t, "thread id")?),
+            (None, None, true) => Counted::Cpus(match &args.cpus {
                 Some(list) => Some(crate::perf::cpus::parse_list(list).map_err(|e| {
                     Error::usage_hints(e.to_string(), &["CPU lists look like 0-3,5"])
                 })?),
                 None => None,
             }),
-            (None, None, false) if command.is_empty() => Target::Cpus(None),
-            (None, None, false) => Target::Command,
+            (None, None, false) if command.is_empty() => Counted::Cpus(None),
+            (None, None, false) => Counted::Command,
         },
     )
 }
 
 /// The report's title, as perf words it.
-fn title(args: &Args, target: &Target, command: &[String]) -> String {
+fn title(args: &Args, target: &Counted, command: &[String]) -> String {
     match (target, &args.cpus) {
-        (Target::Command, _) => format!("'{}'", command.join(" ")),
-        (Target::Processes(_), _) => format!("process id '{}'", args.pid.as_deref().unwrap_or("")),
-        (Target::Threads(_), _) => format!("thread id '{}'", args.tid.as_deref().unwrap_or("")),
-        (Target::Cpus(_), Some(list)) if !args.all_cpus => format!("'CPU(s) {list}'"),
-        (Target::Cpus(_), _) => "'system wide'".into(),
+        (Counted::Command, _) => format!("'{}'", command.join(" ")),
+        (Counted::Processes(_), _) => format!("process id '{}'", args.pid.as_deref().unwrap_or("")),
+        (Counted::Threads(_), _) => format!("thread id '{}'", args.tid.as_deref().unwrap_or("")),
+        (Counted::Cpus(_), Some(list)) if !args.all_cpus => format!("'CPU(s) {list}'"),
+        (Counted::Cpus(_), _) => "'system wide'".into(),
     }
 }
 
@@ -340,7 +342,7 @@ fn per_cache(args: &Args) -> Result<Option<Option<u8>>, Error> {
 
 /// How counts are grouped into lines: a topology (`--per-socket` ... `-A`), `--per-thread`,
 /// or one total.
-fn aggregation(args: &Args, target: &Target, system_wide: bool) -> Result<Aggregation, Error> {
+fn aggregation(args: &Args, target: &Counted, system_wide: bool) -> Result<Aggregation, Error> {
     let per_cache = per_cache(args)?;
     let topology = [
         (args.per_socket, "--per-socket", Aggregation::PerSocket),
@@ -367,11 +369,11 @@ fn aggregation(args: &Args, target: &Target, system_wide: bool) -> Result<Aggreg
             &["add -a, or -C CPUS"],
         ),
         (Some((_, _, aggregation)), false) => Ok(aggregation),
-        (None, true) if matches!(target, Target::Cpus(Some(_))) => refused(
+        (None, true) if matches!(target, Counted::Cpus(Some(_))) => refused(
             "--per-thread with -C is not supported".into(),
             &["count every thread with -a --per-thread, or give -p/-t"],
         ),
-        (None, true) if *target == Target::Command => refused(
+        (None, true) if *target == Counted::Command => refused(
             "--per-thread needs threads to count: -p, -t or -a".into(),
             &["e.g. tracer stat --per-thread -p 1234"],
         ),
@@ -850,18 +852,18 @@ mod tests {
     #[test]
     fn targets_and_modes() {
         let p = stat_plan(&args(&["-e", "cs", "--", "true", "x"])).unwrap();
-        assert_eq!(p.target, Target::Command);
+        assert_eq!(p.counted, Counted::Command);
         assert_eq!(p.title, "'true x'");
         let p = stat_plan(&args(&["-a", "-A", "-e", "cs"])).unwrap();
-        assert_eq!(p.target, Target::Cpus(None));
+        assert_eq!(p.counted, Counted::Cpus(None));
         assert_eq!(p.aggregation, Aggregation::PerCpu);
         assert_eq!(p.title, "'system wide'");
         let p = stat_plan(&args(&["-C", "1"])).unwrap();
-        assert_eq!(p.target, Target::Cpus(Some(vec![1])));
+        assert_eq!(p.counted, Counted::Cpus(Some(vec![1])));
         assert_eq!(p.title, "'CPU(s) 1'");
         assert_eq!(p.events[0].name, "cpu-clock");
         let p = stat_plan(&args(&["-p", "42,43", "--per-thread"])).unwrap();
-        assert_eq!(p.target, Target::Processes(vec![42, 43]));
+        assert_eq!(p.counted, Counted::Processes(vec![42, 43]));
         assert_eq!(p.title, "process id '42,43'");
         let p = stat_plan(&args(&["-x", ";", "-r", "3", "true"])).unwrap();
         assert_eq!(p.format, StatFormat::Csv { sep: ";".into() });
@@ -898,7 +900,7 @@ mod tests {
         );
         assert!(plan_error(&["-x,", "-j", "true"]).contains("-x"));
         let p = stat_plan(&args(&["-p", "1", "--", "true"])).unwrap();
-        assert_eq!(p.target, Target::Processes(vec![1]));
+        assert_eq!(p.counted, Counted::Processes(vec![1]));
         assert_eq!(p.command, ["true"]);
         let p = stat_plan(&args(&["-a", "--per-core", "-d", "-e", "cs"])).unwrap();
         assert_eq!(p.aggregation, Aggregation::PerCore);

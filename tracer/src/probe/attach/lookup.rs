@@ -63,8 +63,9 @@ pub(in crate::probe) fn at_function_entry(spec: &ProbeSpec) -> bool {
 /// Counting a `syscalls:` tracepoint by task, CPU or stack only: the raw tracepoint
 /// (`sys_enter` or `sys_exit`), the syscall's number, and whether it is the exit. The raw
 /// tracepoint skips the trace record the perf path fills for every hit and filters by number
-/// in BPF (on this VM it saves little, +320 vs +345 ns per hit, because the program's helper
-/// calls dominate; docs/benchmarks.md). `None` when a key or value needs the record, or the
+/// in BPF (it saves little, because the program's helper calls dominate:
+/// docs/benchmarks.md, "Figures the code cites",
+/// `raw-syscall-count`). `None` when a key or value needs the record, or the
 /// number is not known for the name.
 pub(super) fn raw_syscall(
     spec: &ProbeSpec,

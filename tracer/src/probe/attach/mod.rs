@@ -32,7 +32,7 @@ pub(in crate::probe) use lookup::{at_function_entry, member_lookup, prototype, u
 use lookup::{
     entry_hint, raw_syscall, record_head_used, syscall_of, syscall_strings, tracepoint_selection,
 };
-pub use options::{dispatch, AttachOptions};
+pub use options::{base_config, dispatch, AttachOptions};
 
 /// Attaches a run's probes one after another, sharing what the first kernel function looked
 /// up (the kernel interface, kernel BTF).

@@ -1,14 +1,37 @@
 //! What every probe of a run shares, and the parts of the BPF object they need.
 
-use tracer_common::SlotConfig;
+use tracer_common::{SlotConfig, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED};
 
 use super::lookup::{syscall_strings, tracepoint_selection};
 use crate::bpf::{Room, Rooms};
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::filter::FilterPlan;
-use crate::plan::{Aggregation, KeyPart, ProbeSpec, Target, UserAt};
+use crate::plan::{Aggregation, KeyPart, ProbeSpec, Scope, Target, UserAt, Whom};
 use crate::probe::resolve::KprobeInterface;
 use crate::stacks::Which;
+
+/// The filters every slot of a run starts from, built at the BPF boundary from whom the plan
+/// traces and its [`Scope`]. tracer's own work is never reported. A `-- COMMAND` (`launched`),
+/// and `-p`'s process with its children when they are followed, go by the tracked-task set
+/// in BPF, not by a process id; otherwise `-p`'s process id filters.
+pub fn base_config(whom: &Whom, scope: &Scope, follow: bool, launched: bool) -> SlotConfig {
+    let mut base = SlotConfig {
+        exclude_tgid: std::process::id(),
+        tgid: (!follow).then(|| whom.pid()).flatten().unwrap_or(0),
+        tid: scope.tid.unwrap_or(0),
+        cpu_mask: (scope.cpus.iter()).fold(0u64, |mask, &cpu| mask | 1 << cpu),
+        cgroup_id: scope.cgroup_id.unwrap_or(0),
+        ..SlotConfig::default()
+    };
+    if let Some(comm) = &scope.comm {
+        base.comm[..comm.len()].copy_from_slice(comm.as_bytes());
+        base.flags |= SLOT_FILTER_COMM;
+    }
+    if launched || follow {
+        base.flags |= SLOT_FILTER_TRACKED;
+    }
+    base
+}
 
 /// What every probe of a run shares: the filters, the process uprobes are armed in, the
 /// stacks and the aggregation.

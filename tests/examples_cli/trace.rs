@@ -1,0 +1,210 @@
+//! The examples of `tracer trace`.
+
+use super::*;
+
+/// `tracer trace`'s call lines (on stderr): those that look like `name(...`.
+pub(crate) fn call_lines(stderr: &str) -> Vec<&str> {
+    (stderr.lines())
+        .filter(|l| {
+            l.split('(').next().is_some_and(|n| {
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn trace_cat(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    // cat's output alone on stdout; the calls on stderr.
+    let host = std::fs::read_to_string("/etc/hostname").unwrap();
+    assert_eq!(stdout, host, "{stderr}");
+    let opened = call_lines(&stderr)
+        .into_iter()
+        .filter(|l| *l == "openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 3")
+        .count();
+    assert_eq!(opened, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "write(1, {:?}, {}) = {}",
+            host,
+            host.len(),
+            host.len()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("+++ exited with 0 +++"), "{stderr}");
+}
+
+/// `-P`: cat's six calls on the file (strace's, line for line), each descriptor named; the
+/// rest counted as filtered out.
+pub(crate) fn trace_one_path(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let host = std::fs::read_to_string("/etc/hostname").unwrap();
+    assert_eq!(stdout, host, "{stderr}");
+    let size = host.len();
+    let calls = call_lines(&stderr);
+    let dir = ctx.dir.path().canonicalize().unwrap();
+    let first = format!(
+        "openat(AT_FDCWD<{}>, \"/etc/hostname\", O_RDONLY) = 3</etc/hostname>",
+        dir.display()
+    );
+    assert_eq!(calls.first().copied(), Some(first.as_str()), "{stderr}");
+    assert!(
+        calls[1].starts_with("newfstatat(3</etc/hostname>, \"\", {st_mode=S_IFREG"),
+        "{stderr}"
+    );
+    let rest = [
+        "fadvise64(3</etc/hostname>, 0, 0, POSIX_FADV_SEQUENTIAL) = 0".to_string(),
+        format!("read(3</etc/hostname>, {host:?}, 131072) = {size}"),
+        "read(3</etc/hostname>, \"\", 131072) = 0".into(),
+        "close(3</etc/hostname>) = 0".into(),
+    ];
+    assert_eq!(calls[2..], rest, "{stderr}");
+    let filtered: u64 = (stderr.split(" lost, ").nth(1))
+        .and_then(|t| t.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(filtered > 0, "{stderr}");
+}
+
+pub(crate) fn trace_failed(ctx: &Ctx, example: &str) {
+    let out = ctx.run(&words(example, &[]));
+    // cat's own status passes through.
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let calls = call_lines(&stderr);
+    assert!(!calls.is_empty(), "{stderr}");
+    assert!(calls.iter().all(|l| l.contains(") = -1 E")), "{stderr}");
+    assert!(
+        calls.contains(
+            &"openat(AT_FDCWD, \"/nope\", O_RDONLY) = -1 ENOENT (No such file or directory)"
+        ) || calls.iter().any(|l| l.starts_with(
+            "openat(AT_FDCWD, \"/nope\", O_RDONLY) = -1 ENOENT (No such file or directory) <"
+        )),
+        "{stderr}"
+    );
+}
+
+pub(crate) fn trace_all_but_classes(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let calls = call_lines(&stderr);
+    assert!(
+        calls.iter().any(|l| l.starts_with(
+            "openat(AT_FDCWD, \"/etc\", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY) = 3"
+        )),
+        "{stderr}"
+    );
+    // `!` before the set: every call but those of %memory and %signal, as in strace.
+    let left_out = ["mmap(", "munmap(", "mprotect(", "brk(", "rt_sigaction("];
+    assert!(
+        calls
+            .iter()
+            .all(|l| !left_out.iter().any(|c| l.starts_with(c))),
+        "{stderr}"
+    );
+    assert!(calls.iter().any(|l| l.starts_with("close(")), "{stderr}");
+    assert!(
+        calls.iter().any(|l| l.starts_with("getdents64(")),
+        "{stderr}"
+    );
+    assert!(stdout.lines().any(|l| l == "hostname"), "{stdout}");
+}
+
+pub(crate) fn trace_summary(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert!(
+        stderr.contains("% time     seconds  usecs/call     calls    errors syscall"),
+        "{stderr}"
+    );
+    let row = |name: &str| {
+        stderr
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .map(|l| l.split_whitespace().nth(3).unwrap().to_string())
+    };
+    assert_eq!(row("execve").as_deref(), Some("1"), "{stderr}");
+    assert_eq!(row("exit_group").as_deref(), Some("1"), "{stderr}");
+    assert!(row("total").is_some(), "{stderr}");
+    assert!(call_lines(&stderr).is_empty(), "{stderr}");
+    assert!(stdout.lines().any(|l| l == "etc"), "{stdout}");
+}
+
+pub(crate) fn trace_filter(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let calls = call_lines(&stderr);
+    assert!(!calls.is_empty(), "{stderr}");
+    assert!(
+        calls
+            .iter()
+            .all(|l| l.starts_with("openat(AT_FDCWD, \"/etc/")),
+        "{stderr}"
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|l| l.starts_with("openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 3")),
+        "{stderr}"
+    );
+}
+
+pub(crate) fn trace_pid(ctx: &Ctx, example: &str) {
+    const OPENS: u64 = 23;
+    let mut work = Workload::batched(OPENS, None, &["open", &OPENS.to_string(), "/etc/hostname"]);
+    let pid = work.pid().to_string();
+    let running = ctx.start(&words(example, &[("1234", &pid)]));
+    work.run_batch();
+    work.finish();
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let calls = std::fs::read_to_string(ctx.path("calls.txt")).unwrap();
+    let opens = calls
+        .lines()
+        .filter(|l| l.contains("openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY"))
+        .count();
+    assert_eq!(opens as u64, OPENS, "{calls}");
+}
+
+pub(crate) fn trace_json(ctx: &Ctx, example: &str) {
+    let (_, stderr) = ok(&ctx.run(&words(example, &[])));
+    let calls = json_lines(
+        std::fs::read_to_string(ctx.path("calls.json"))
+            .unwrap()
+            .as_bytes(),
+    );
+    assert_eq!(calls[0]["name"], "execve", "{stderr}");
+    assert_eq!(calls[0]["ret"], 0);
+    assert_eq!(calls[0]["type"], "call");
+    assert_eq!(calls[0]["args"]["argv"], serde_json::json!(["true"]));
+    let last_call = calls.iter().rev().find(|c| c["type"] == "call").unwrap();
+    assert_eq!(last_call["name"], "exit_group");
+    assert!(last_call["ret"].is_null());
+    let last = calls.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["exit_code"]),
+        (&"exit".into(), &0.into())
+    );
+}
+
+/// System-wide: a `cat` the test starts after the banner (not tracer's child) shows its exec
+/// and its open of the file, each line naming it, then its exit.
+pub(crate) fn trace_all(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.workload("cat", &["/etc/hostname"]);
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let prefix = format!("[pid {pid:>5} cat] ");
+    let mine: Vec<&str> = (stderr.lines())
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .collect();
+    let exec = (mine.iter())
+        .filter(|l| l.starts_with("execve(\"") && l.ends_with(") = 0"))
+        .filter(|l| l.contains("cat\", [\"cat\", \"/etc/hostname\"], 0x"))
+        .count();
+    assert_eq!(exec, 1, "{stderr}");
+    let opens = (mine.iter())
+        .filter(|l| **l == "openat(AT_FDCWD, \"/etc/hostname\", O_RDONLY) = 3")
+        .count();
+    assert_eq!(opens, 1, "{stderr}");
+    assert_eq!(mine.last(), Some(&"+++ exited with 0 +++"), "{stderr}");
+}

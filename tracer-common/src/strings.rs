@@ -1,0 +1,97 @@
+//! The strings a slot reads into an event's string area (`StrRead`, where each comes from, how it
+//! is cut).
+
+/// Strings one hit reads at most: the `char *` values it prints or filters on (a `char **`
+/// array, argv or envp, is one of them).
+pub const STR_READS: usize = 4;
+/// Bytes of a string read when `--strlen` does not say.
+pub const STRLEN_DEFAULT: u32 = 256;
+/// The longest `--strlen`.
+pub const STRLEN_MAX: u32 = 4096;
+/// Elements of a `char **` array (argv, envp) read at most: execsnoop's default.
+pub const ARRAY_ELEMENTS: u32 = 20;
+/// Bytes of one hit's strings, sent behind its [`Event`]: a string that does not fit is
+/// marked [`str_flag::NO_ROOM`], not sent.
+pub const STR_AREA: usize = 8192;
+/// Bytes of a string entry's header: which read (`u8`), [`str_flag`] bits (`u8`), length
+/// (`u16`, without a NUL), then the bytes.
+pub const STR_ENTRY: usize = 4;
+/// The BPF programs' string buffer: the area, and room to read one more whole string at its
+/// last offset. A power of two at least `STR_AREA + STR_ENTRY + STRLEN_MAX + 2`, so that an
+/// offset masked into the area is all the verifier needs to see every write in bounds.
+pub const STR_BUFFER: usize = 16384;
+const _: () = assert!(STR_BUFFER >= STR_AREA + STR_ENTRY + STRLEN_MAX as usize + 2);
+/// Bytes of a string a `--filter` glob looks at: the verifier walks the matching loop once
+/// per byte it may take.
+pub const GLOB_STRLEN: usize = 256;
+
+/// Where a [`StrRead`] finds its pointer.
+pub mod str_from {
+    /// Unused read.
+    pub const NONE: u8 = 0;
+    /// Argument register `at` (kprobe/uprobe).
+    pub const ARG: u8 = 1;
+    /// The pointer at byte `at` of the tracepoint record (syscalls' `filename`, `argv`).
+    pub const RECORD: u8 = 2;
+    /// Struct member read `at` (`Event::fields`, `FUNC(file->name)`).
+    pub const FIELD: u8 = 3;
+    /// The return value (kretprobe/uretprobe of a `char *` function).
+    pub const RETURN: u8 = 4;
+}
+
+/// Which memory a [`StrRead`]'s pointer points into.
+pub mod str_mem {
+    pub const USER: u8 = 0;
+    pub const KERNEL: u8 = 1;
+    /// Told apart by the address (kernel functions whose BTF cannot say).
+    pub const AUTO: u8 = 2;
+}
+
+/// Bits of a string entry (`Event` string area).
+pub mod str_flag {
+    /// The string was longer than `--strlen`: the entry holds its first bytes.
+    pub const TRUNCATED: u8 = 1;
+    /// The pointer could not be read (NULL, bad, or paged out): no bytes.
+    pub const FAULT: u8 = 2;
+    /// An array's last entry: it had more elements than [`ARRAY_ELEMENTS`](super::ARRAY_ELEMENTS).
+    pub const MORE: u8 = 4;
+    /// The hit's string area was full: this string (and any after it) was not read.
+    pub const NO_ROOM: u8 = 8;
+    /// An array read's first entry: the elements follow, each its own entry (none: empty).
+    pub const ARRAY: u8 = 16;
+}
+
+/// One string a slot reads per hit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StrRead {
+    /// Argument index, record byte offset or field index, as `from` says.
+    pub at: u32,
+    /// A [`str_from`].
+    pub from: u8,
+    /// A [`str_mem`].
+    pub memory: u8,
+    /// 1: the pointer is a `char **` array of strings, ended by NULL (argv, envp).
+    pub array: u8,
+    /// 0: a NUL-terminated string. Otherwise a buffer of bytes (`tracer trace`: what
+    /// write(2) was given, what read(2) filled), as long as [`buffer_len`] says, cut at
+    /// `SlotConfig::buflen`.
+    pub len_from: u8,
+}
+
+/// Where a buffer read ([`StrRead::len_from`]) finds its length.
+pub mod buffer_len {
+    /// Argument `i` holds the length: `ARG0 + i` (write's `count`).
+    pub const ARG0: u8 = 1;
+    /// The return value, when positive (read's byte count).
+    pub const RETURN: u8 = 7;
+    /// `FIXED + n`: a structure of `4 * n` bytes, read whole, not cut at `-s` (an fd pair,
+    /// a `struct stat`'s head, a timespec): [`fixed`].
+    pub const FIXED: u8 = 16;
+
+    /// The [`StrRead::len_from`](super::StrRead::len_from) of a `bytes`-long structure (at
+    /// most 956 bytes).
+    pub const fn fixed(bytes: usize) -> u8 {
+        FIXED + bytes.div_ceil(4) as u8
+    }
+}
