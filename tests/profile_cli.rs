@@ -682,6 +682,213 @@ fn a_stripped_program_is_named_from_its_debug_file() {
     );
 }
 
+/// The build-id of the ELF file at `path`, as readelf prints it.
+fn build_id(path: &std::path::Path) -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(path)
+        .output()
+        .unwrap();
+    let notes = text(&out.stdout);
+    let line = notes
+        .lines()
+        .find(|l| l.contains("Build ID: "))
+        .expect(&notes);
+    line.split("Build ID: ").nth(1).unwrap().trim().to_string()
+}
+
+/// A local debuginfod (Debian's) serving the files under `served` on a free port of
+/// 127.0.0.1, stopped when dropped.
+struct Debuginfod {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Debuginfod {
+    /// The server, once it answers for `build_id`; `None`, saying why, where debuginfod is
+    /// not installed.
+    fn serving(served: &std::path::Path, db: &std::path::Path, build_id: &str) -> Option<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("debuginfod")
+            .args(["-F", "-t", "0", "-g", "0", "-p", &port.to_string(), "-d"])
+            .arg(db)
+            .arg(served)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(child) = child else {
+            common::skip(
+                "SKIPPED a_stripped_program_is_named_through_debuginfod: no debuginfod \
+                 (Debian's package debuginfod, which cargo xtask setup installs)",
+            );
+            return None;
+        };
+        let server = Debuginfod {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let address = format!("{}/buildid/{build_id}/debuginfo", server.url);
+        let start = std::time::Instant::now();
+        loop {
+            let got = Command::new("curl")
+                .args(["-sf", "-o", "/dev/null", &address])
+                .status()
+                .is_ok_and(|s| s.success());
+            if got {
+                return Some(server);
+            }
+            assert!(
+                start.elapsed().as_secs() < 60,
+                "debuginfod never served {address}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Debuginfod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A stripped program whose debug file only a debuginfod server has (Debian's debuginfod
+/// serving a directory on 127.0.0.1, as debuginfod.debian.net serves the archive's): with
+/// `DEBUGINFOD_URLS` set, tracer fetches it by build-id into elfutils' cache, says so, and
+/// names the program's functions from it, which can then be probed by name. A second run
+/// reads the cache with the server gone. A build-id the server lacks leaves elfutils'
+/// negative entry; with neither server nor cache, nothing is named, and each is said.
+#[test]
+fn a_stripped_program_is_named_through_debuginfod() {
+    common::require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/profile.c");
+    let run = |cmd: &mut Command| {
+        let status = cmd
+            .current_dir(dir.path())
+            .status()
+            .expect("run the toolchain");
+        assert!(status.success(), "{cmd:?}");
+    };
+    // `other` is the same program under another build-id; only busy's debug file is served.
+    let other_id = "0123456789abcdef0123456789abcdef01234567";
+    for (name, flag) in [
+        ("busy", "-Wl,--build-id"),
+        ("other", &format!("-Wl,--build-id=0x{other_id}")),
+    ] {
+        run(Command::new("cc")
+            .args(["-g", "-O0", "-fno-omit-frame-pointer", flag, "-o", name])
+            .arg(&source));
+        run(Command::new("objcopy").args(["--only-keep-debug", name, &format!("{name}.debug")]));
+        run(Command::new("strip").args(["--strip-all", name]));
+    }
+    std::fs::rename(dir.path().join("busy.debug"), served.join("busy.debug")).unwrap();
+    let (busy, other) = (dir.path().join("busy"), dir.path().join("other"));
+    let id = build_id(&busy);
+    assert_eq!(build_id(&other), other_id);
+    let Some(server) = Debuginfod::serving(&served, &dir.path().join("db.sqlite"), &id) else {
+        return;
+    };
+    let cache = dir.path().join("cache");
+    let entry = cache.join(&id).join("debuginfo");
+    let probe = |prog: &std::path::Path, urls: &str| {
+        let prog = prog.display().to_string();
+        let spec = format!("uprobe:{prog}:profile_nap");
+        let args = [
+            "probe", "-s", "user", &spec, "--", &prog, "0", "2", "1", "1", "300",
+        ];
+        let out = common::Tracer::new(&args)
+            .command()
+            .env("DEBUGINFOD_URLS", urls)
+            .env("DEBUGINFOD_CACHE_PATH", &cache)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let named = |code: Option<i32>, stdout: &str, stderr: &str| {
+        assert_eq!(code, Some(0), "{stderr}");
+        let hits = stdout
+            .lines()
+            .filter(|l| l.contains(":profile_nap "))
+            .count();
+        assert_eq!(hits, 2, "{stdout}");
+        assert!(
+            stdout.contains("\n        profile_nap+0x0 (profile.c:"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("\n        main+0x"), "{stdout}");
+    };
+
+    let (code, stdout, stderr) = probe(&busy, &server.url);
+    named(code, &stdout, &stderr);
+    let said = [
+        format!(
+            "note: downloading debug info for {} (build-id {id}) from {}\n",
+            busy.display(),
+            server.url
+        ),
+        format!("note: kept {} (", entry.display()),
+    ];
+    for line in &said {
+        assert!(stderr.contains(line.as_str()), "{line}\n{stderr}");
+    }
+    assert_eq!(
+        std::fs::read(&entry).unwrap(),
+        std::fs::read(served.join("busy.debug")).unwrap()
+    );
+
+    // A build-id the server has not: its 404 said, and kept as elfutils' negative entry.
+    let (code, _, stderr) = probe(&other, &server.url);
+    assert_eq!(code, Some(2), "{stderr}");
+    let miss = format!(
+        "note: no debug info for {} (build-id {other_id}) from DEBUGINFOD_URLS: {}: 404",
+        other.display(),
+        server.url
+    );
+    assert!(stderr.contains(&miss), "{stderr}");
+    assert!(
+        stderr.contains("error: no function 'profile_nap' in "),
+        "{stderr}"
+    );
+    let hint = format!(
+        "hint: {} is stripped and has no debug file here: install its debug package \
+         (Debian's -dbgsym)\n",
+        other.display()
+    );
+    assert!(stderr.contains(&hint), "{stderr}");
+    let negative = std::fs::metadata(cache.join(&other_id).join("debuginfo")).unwrap();
+    assert_eq!(negative.len(), 0);
+
+    // The server gone: the cache serves, and nothing is downloaded.
+    let url = server.url.clone();
+    drop(server);
+    let (code, stdout, stderr) = probe(&busy, &url);
+    named(code, &stdout, &stderr);
+    assert!(!stderr.contains("downloading"), "{stderr}");
+
+    // Neither: the unanswered server said, nothing named.
+    std::fs::remove_dir_all(&cache).unwrap();
+    let (code, _, stderr) = probe(&busy, &url);
+    assert_eq!(code, Some(2), "{stderr}");
+    let refused = format!(
+        "note: no debug info for {} (build-id {id}) from DEBUGINFOD_URLS: {url}: ",
+        busy.display()
+    );
+    assert!(stderr.contains(&refused), "{stderr}");
+    assert!(
+        !entry.exists(),
+        "an unanswered request leaves no negative entry"
+    );
+}
+
 /// A command that moves itself into a cgroup laid out as a Kubernetes pod's containerd
 /// container: its stacks carry the cgroup, the container id and the pod UID (JSON), and text
 /// heads them `in container ID of pod UID`.

@@ -24,6 +24,8 @@ fn main() {
             std::process::exit(usage_code(err.exit_code()));
         }
     };
+    // A debug file fetched from a debuginfod server is said as a note (kernel/debuginfod.rs).
+    tracer::kernel::debuginfod::set_reporter(|text| tracer::output::notes::note(text));
     let code = match tracer::cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {

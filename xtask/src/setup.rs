@@ -43,6 +43,8 @@ const APT_PACKAGES: &[&str] = &[
     "iproute2",
     // tests/examples_cli.rs: `cargo xtask dist`'s binary is static, as file(1) says.
     "file",
+    // tests/profile_cli.rs serves a stripped program's debug file from a local debuginfod.
+    "debuginfod",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

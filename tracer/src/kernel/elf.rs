@@ -81,7 +81,7 @@ pub fn symbol_address(data: &[u8], path: &Path, symbol: &str) -> Result<u64, Err
             .map(|s| s.address())
     };
     find(&file)
-        .or_else(|| super::symbols::in_debug_file(path, &file, find)?.1)
+        .or_else(|| super::debug_file::in_debug_file(path, &file, find)?.1)
         .ok_or_else(|| Error::NoSymbol {
             path: path.display().to_string(),
             symbol: symbol.to_string(),
@@ -156,12 +156,25 @@ pub fn function_symbols(path: &Path) -> Result<Vec<String>, Error> {
             .collect()
     };
     let mut names = functions(&file);
-    if let Some((_, more)) = super::symbols::in_debug_file(path, &file, functions) {
+    if let Some((_, more)) = super::debug_file::in_debug_file(path, &file, functions) {
         names.extend(more);
     }
     names.sort();
     names.dedup();
     Ok(names)
+}
+
+/// Whether `path` is stripped (no symbol table) and no separate debug file of it was found
+/// (kernel/symbols.rs, `debug_file`): only its exported functions have names.
+pub fn stripped_without_debug(path: &Path) -> bool {
+    let Ok(data) = super::file::map(path) else {
+        return false;
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return false;
+    };
+    file.section_by_name(".symtab").is_none()
+        && super::debug_file::in_debug_file(path, &file, |_| ()).is_none()
 }
 
 /// File offset of the ELF entry point of `path`.

@@ -3,6 +3,8 @@
 pub mod btf;
 pub mod caps;
 pub mod cgroups;
+pub mod debug_file;
+pub mod debuginfod;
 pub mod dwarf;
 pub mod elf;
 pub mod errno;

@@ -97,10 +97,7 @@ pub fn kept_path(name: &str) -> bool {
     name.starts_with('/') || name == VDSO || name == UPROBES
 }
 
-/// Where distributions keep separate debug info (Debian's -dbg and -dbgsym packages).
-const DEBUG_ROOT: &str = "/usr/lib/debug";
-
-fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, Error> {
+pub(super) fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, Error> {
     object::File::parse(data).map_err(|e| Error::Parse {
         path: path.display().to_string(),
         reason: e.to_string(),
@@ -141,57 +138,6 @@ fn name_rank(name: &str, global: bool) -> u8 {
         | (15 - underscores.min(15) as u8)
 }
 
-/// The separate debug file of `file` (mapped as `named`) when `file` has no DWARF of its own,
-/// searched where gdb and perf search: by build-id under /usr/lib/debug/.build-id/, else by
-/// its `.gnu_debuglink` name beside `named`, in `.debug/` beside it, and under /usr/lib/debug
-/// with `named`'s directory. A candidate with another build-id than `file` belongs to another
-/// build and is passed over (that check stands for the link's CRC, which is not computed).
-/// The file is returned mapped, with its path.
-fn debug_file(named: &Path, file: &object::File) -> Option<(PathBuf, super::file::Mapped)> {
-    if file.section_by_name(".debug_info").is_some() {
-        return None;
-    }
-    let build_id = file.build_id().ok().flatten().filter(|id| id.len() >= 2);
-    let by_id = build_id
-        .map(hex)
-        .map(|id| Path::new(DEBUG_ROOT).join(format!(".build-id/{}/{}.debug", &id[..2], &id[2..])));
-    let linked = || -> Option<Vec<PathBuf>> {
-        let (link, _crc) = file.gnu_debuglink().ok().flatten()?;
-        let link = Path::new(std::str::from_utf8(link).ok()?);
-        let dir = named.parent()?;
-        let under_root = Path::new(DEBUG_ROOT).join(dir.strip_prefix("/").ok()?);
-        Some(vec![
-            dir.join(link),
-            dir.join(".debug").join(link),
-            under_root.join(link),
-        ])
-    };
-    let candidates = match by_id.filter(|p| p.is_file()) {
-        Some(path) => vec![path],
-        None => linked()?,
-    };
-    candidates.into_iter().find_map(|path| {
-        if path == named {
-            return None;
-        }
-        let data = super::file::map(&path).ok()?;
-        let theirs = parse(&path, &data).ok()?.build_id().ok().flatten();
-        (build_id.is_none() || theirs.is_none() || theirs == build_id).then_some((path, data))
-    })
-}
-
-/// `read` applied to the separate debug file of `file` (see [`debug_file`]) when it has one
-/// that parses, with its path.
-pub fn in_debug_file<T>(
-    named: &Path,
-    file: &object::File,
-    read: impl FnOnce(&object::File) -> T,
-) -> Option<(PathBuf, T)> {
-    let (debug, data) = debug_file(named, file)?;
-    let value = read(&parse(&debug, &data).ok()?);
-    Some((debug, value))
-}
-
 /// The path of a mapped file as the maps name it, without the ` (deleted)` the kernel adds to
 /// one replaced or removed since.
 fn on_disk(path: &Path) -> PathBuf {
@@ -220,7 +166,11 @@ impl ElfSymbols {
         let file = parse(path, data)?;
         let mut ranked: Vec<(u8, Symbol)> = symbols_of(&file).collect();
         let debug = named
-            .and_then(|named| in_debug_file(named, &file, |debug| ranked.extend(symbols_of(debug))))
+            .and_then(|named| {
+                super::debug_file::in_debug_file(named, &file, |debug| {
+                    ranked.extend(symbols_of(debug))
+                })
+            })
             .map(|(path, ())| path);
         // By address, and at one address the best name last: `containing` takes the last.
         ranked.sort_by(|(ra, a), (rb, b)| (a.addr, ra, &a.name).cmp(&(b.addr, rb, &b.name)));

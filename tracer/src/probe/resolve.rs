@@ -334,6 +334,19 @@ pub fn unknown_symbol(err: kernel::Error, path: &std::path::Path, symbol: &str) 
         "list its functions with `tracer list --binary {}`",
         path.display()
     ));
+    if elf::stripped_without_debug(path) {
+        let fetch = match std::env::var_os("DEBUGINFOD_URLS") {
+            Some(_) => "",
+            None => {
+                ", or set DEBUGINFOD_URLS (Debian's: https://debuginfod.debian.net) to fetch it"
+            }
+        };
+        hints.push(format!(
+            "{} is stripped and has no debug file here: install its debug package \
+             (Debian's -dbgsym){fetch}",
+            path.display()
+        ));
+    }
     Error::Usage {
         message: format!("no function '{symbol}' in {}", path.display()),
         hints,
