@@ -708,11 +708,19 @@ impl Debuginfod {
     /// The server, once it answers for `build_id`; `None`, saying why, where debuginfod is
     /// not installed.
     fn serving(served: &std::path::Path, db: &std::path::Path, build_id: &str) -> Option<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // A bind alone passes in the test VMs (lo is down there); the connect is what fails.
+        let loopback = std::net::TcpListener::bind("127.0.0.1:0").and_then(|listener| {
+            std::net::TcpStream::connect(listener.local_addr()?).map(|_| listener)
+        });
+        let Ok(listener) = loopback else {
+            common::skip(
+                "SKIPPED a_stripped_program_is_named_through_debuginfod: no loopback \
+                 interface here (the test VMs bring up none)",
+            );
+            return None;
+        };
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
         let child = Command::new("debuginfod")
             .args(["-F", "-t", "0", "-g", "0", "-p", &port.to_string(), "-d"])
             .arg(db)
@@ -1070,6 +1078,58 @@ fn dwarf_unwinding_gives_whole_stacks_of_a_debian_binary() {
         "perf: {perf_whole} of {}",
         samples.len()
     );
+}
+
+/// A program built as distributions build (`-O2 -fomit-frame-pointer`) that calls
+/// clock_gettime(CLOCK_MONOTONIC) in a loop: the vDSO answers it, so most samples are in the
+/// vDSO, which no file on disk holds. With `--call-graph dwarf` they unwind from the vDSO's
+/// own `.eh_frame`, read from the process's memory, through libc's clock_gettime to the
+/// program's function and main. Walked by frame pointer from the vDSO (built with them), the
+/// samples in its prologue and epilogue were cut: 4 to 11 of about 285 in runs here; from its
+/// CFI, at most 1 (in libc's wrapper).
+#[test]
+fn dwarf_unwinding_leads_out_of_the_vdso() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("clock_loop");
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/clock_loop.c");
+    let status = Command::new("cc")
+        .args(["-g", "-O2", "-fomit-frame-pointer", "-o"])
+        .arg(&prog)
+        .arg(&source)
+        .status()
+        .expect("run cc");
+    assert!(status.success());
+    let prog = prog.display().to_string();
+    let out = tracer(&[
+        "profile",
+        "-F",
+        "999",
+        "-f",
+        "folded",
+        "--call-graph",
+        "dwarf",
+        "--",
+        &prog,
+        "300",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The samples whose innermost user frame is the vDSO's.
+    let in_vdso: Vec<(String, u64)> = (folded(&stdout, "clock_loop").into_iter())
+        .filter(|(stack, _)| {
+            let user = stack.split(';').rfind(|f| !f.ends_with("_[k]"));
+            user.is_some_and(|f| f.starts_with("__vdso_"))
+        })
+        .collect();
+    let total: u64 = in_vdso.iter().map(|(_, n)| n).sum();
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(total >= 50, "{context}");
+    let whole: u64 = (in_vdso.iter())
+        .filter(|(stack, _)| stack.contains(";main;clock_spin;clock_gettime;__vdso_"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(total - whole <= 2, "{whole} of {total}: {context}");
 }
 
 /// Debian's python3, built without frame pointers: with `--call-graph dwarf,16384` the
