@@ -1767,3 +1767,120 @@ fn dash_c_sums_cpu_time_and_dash_w_the_wall_s() {
         text(&out.stderr)
     );
 }
+
+/// `-c`'s rows of a summary: (name, calls, errors, seconds), in the order printed.
+fn summary_rows(table: &str) -> Vec<(String, u64, u64, f64)> {
+    let rule = "------ ----------- ----------- --------- --------- ----------------";
+    let body = table
+        .split(rule)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no table in {table}"));
+    (body.lines())
+        .map(str::split_whitespace)
+        .map(Iterator::collect::<Vec<&str>>)
+        .filter(|w| w.len() >= 5)
+        .map(|w| {
+            let errors = if w.len() == 6 {
+                w[4].parse().unwrap()
+            } else {
+                0
+            };
+            (
+                w[w.len() - 1].to_string(),
+                w[3].parse().unwrap(),
+                errors,
+                w[1].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `-S` orders `-c`'s table as strace's does: the same rows (names, calls and errors of a
+/// shell running cat three times, as strace -c counts them) in each order strace names, with
+/// strace's other words for them; extremes (`min-time`) and `-S` without `-c` are refused.
+#[test]
+fn dash_s_orders_the_summary_as_strace_does() {
+    require_root();
+    let script = "for i in 1 2 3; do cat /etc/hostname /nonexistent; done 2>/dev/null >&2; exit 0";
+    let table = |sort: &str| {
+        let out = run_tracer(&["trace", "-c", "-S", sort, "--", "sh", "-c", script]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        summary_rows(&stderr)
+    };
+    let number = |name: &str| tracer::kernel::syscalls::number(name).unwrap();
+    let by_time = table("time");
+    assert!(by_time.len() >= 8, "{by_time:?}");
+    let keyed = |rows: &[(String, u64, u64, f64)],
+                 key: &dyn Fn(&(String, u64, u64, f64)) -> f64| {
+        rows.windows(2).all(|w| key(&w[0]) >= key(&w[1]))
+    };
+    assert!(keyed(&by_time, &|r| r.3), "{by_time:?}");
+    for word in ["calls", "count"] {
+        let rows = table(word);
+        assert!(keyed(&rows, &|r| r.1 as f64), "{word}: {rows:?}");
+    }
+    let rows = table("errors");
+    assert!(keyed(&rows, &|r| r.2 as f64), "{rows:?}");
+    // cat's opens of /nonexistent failed: at least 3 errors.
+    let openat = rows.iter().find(|r| r.0 == "openat");
+    assert!(openat.is_some_and(|r| r.2 >= 3), "{rows:?}");
+    for word in ["name", "syscall"] {
+        let rows = table(word);
+        assert!(rows.windows(2).all(|w| w[0].0 < w[1].0), "{word}: {rows:?}");
+    }
+    let rows = table("none");
+    assert!(
+        rows.windows(2).all(|w| number(&w[0].0) < number(&w[1].0)),
+        "{rows:?}"
+    );
+    // The same calls, counted alike, whatever the order; and as strace -c counts them.
+    let mut counted: Vec<(String, u64, u64)> = (rows.iter())
+        .map(|(n, c, e, _)| (n.clone(), *c, *e))
+        .collect();
+    counted.sort();
+    let mut again: Vec<(String, u64, u64)> = (by_time.iter())
+        .map(|(n, c, e, _)| (n.clone(), *c, *e))
+        .collect();
+    again.sort();
+    assert_eq!(counted, again);
+    if !strace_missing() {
+        let dir = temp_dir("sort-by");
+        let theirs = dir.join("strace.txt");
+        assert!(
+            strace_into(&theirs, &["-f", "-c", "-S", "calls"], &["sh", "-c", script]).success()
+        );
+        let strace = summary_rows(&std::fs::read_to_string(&theirs).unwrap());
+        assert!(keyed(&strace, &|r| r.1 as f64), "{strace:?}");
+        let mut theirs: Vec<(String, u64, u64)> = (strace.iter())
+            .map(|(n, c, e, _)| (n.clone(), *c, *e))
+            .collect();
+        theirs.sort();
+        // strace -c counts a call at its return: exit_group, which never returns, is not in
+        // its table; tracer's counts it (4 here: the shell and its three cats).
+        let returned: Vec<(String, u64, u64)> = (counted.into_iter())
+            .filter(|(name, _, _)| name != "exit_group" && name != "exit")
+            .collect();
+        assert_eq!(returned, theirs);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let refused = |args: &[&str], message: &str, hint: &str| {
+        let out = run_tracer(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(message) && stderr.contains(hint),
+            "{stderr}"
+        );
+    };
+    refused(
+        &["trace", "-c", "-S", "min-time", "--", "true"],
+        "error: -S min-time: tracer -c keeps each call's total time, not its extremes",
+        "hint: sort by time, avg-time, calls, errors, name or nothing",
+    );
+    refused(
+        &["trace", "-S", "calls", "--", "true"],
+        "error: -S orders -c's table: it goes with -c",
+        "hint: tracer trace -c -S calls -- COMMAND",
+    );
+}

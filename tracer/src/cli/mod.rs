@@ -535,6 +535,10 @@ pub struct TraceArgs {
     /// the call left out).
     #[arg(short = 'w', long = "summary-wall-clock")]
     pub wall_clock: bool,
+    /// With -c, order the table by SORTBY (strace's -S): time (the default), avg-time,
+    /// calls, errors (most first), name, or nothing (the calls' numbers).
+    #[arg(short = 'S', long = "summary-sort-by", value_name = "SORTBY")]
+    pub sort_by: Option<String>,
     /// Bytes of each buffer (read, write) and string argument shown, as strace's -s; paths
     /// are read whole (up to 4096 bytes).
     #[arg(short = 's', long = "string-limit", value_name = "N", default_value_t = 32,

@@ -119,7 +119,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     }
     if plan.summary {
         let rows = summary_rows(&bpf, &layouts, &sink.by_slot)?;
-        let table = show::summary_table(rows);
+        let table = show::summary_table(rows, plan.sort_by);
         sink.writer
             .text_line(table.trim_end())
             .map_err(Error::Output)?;
@@ -385,6 +385,7 @@ fn summary_rows(
         };
         let row = rows.entry(i).or_insert_with(|| Row {
             name: layouts[i].name.to_string(),
+            nr: layouts[i].nr,
             ..Row::default()
         });
         row.calls += value.count;

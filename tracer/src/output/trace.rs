@@ -596,17 +596,39 @@ fn stamped(stamp: Stamp, realtime_ns: i128, zone_offset: i64) -> String {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Row {
     pub name: String,
+    /// The call's number (`-S nothing` keeps their order).
+    pub nr: u32,
     pub calls: u64,
     pub errors: u64,
     pub total_ns: u64,
 }
 
-/// strace -c's table: sorted by time, then calls, then name; a total row.
-pub fn summary_table(mut rows: Vec<Row>) -> String {
+/// How `-c`'s rows are ordered (strace's `-S`): by time (the default), average time, calls
+/// or errors, most first; by name; or by the calls' numbers (`nothing`, strace's table order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortBy {
+    #[default]
+    Time,
+    AvgTime,
+    Calls,
+    Errors,
+    Name,
+    Nothing,
+}
+
+/// strace -c's table, ordered as `sort` says (ties by calls, then name); a total row.
+pub fn summary_table(mut rows: Vec<Row>, sort: SortBy) -> String {
+    let avg = |r: &Row| r.total_ns / r.calls.max(1);
     rows.sort_by(|a, b| {
-        (b.total_ns, b.calls)
-            .cmp(&(a.total_ns, a.calls))
-            .then(a.name.cmp(&b.name))
+        let key = match sort {
+            SortBy::Time => b.total_ns.cmp(&a.total_ns),
+            SortBy::AvgTime => avg(b).cmp(&avg(a)),
+            SortBy::Calls => b.calls.cmp(&a.calls),
+            SortBy::Errors => b.errors.cmp(&a.errors),
+            SortBy::Name => a.name.cmp(&b.name),
+            SortBy::Nothing => a.nr.cmp(&b.nr),
+        };
+        key.then(b.calls.cmp(&a.calls)).then(a.name.cmp(&b.name))
     });
     let total_ns: u64 = rows.iter().map(|r| r.total_ns).sum();
     let rule = "------ ----------- ----------- --------- --------- ----------------\n";
@@ -883,20 +905,46 @@ mod tests {
 
     #[test]
     fn the_summary_is_strace_c_table() {
-        let table = summary_table(vec![
-            Row {
-                name: "read".into(),
-                calls: 4,
-                errors: 0,
-                total_ns: 1_000_000,
-            },
-            Row {
-                name: "openat".into(),
-                calls: 3,
-                errors: 1,
-                total_ns: 3_000_000,
-            },
-        ]);
+        let rows = || {
+            vec![
+                Row {
+                    name: "read".into(),
+                    nr: 0,
+                    calls: 4,
+                    errors: 0,
+                    total_ns: 1_000_000,
+                },
+                Row {
+                    name: "openat".into(),
+                    nr: 257,
+                    calls: 3,
+                    errors: 1,
+                    total_ns: 3_000_000,
+                },
+                Row {
+                    name: "close".into(),
+                    nr: 3,
+                    calls: 1,
+                    errors: 0,
+                    total_ns: 2_000_000,
+                },
+            ]
+        };
+        let order = |sort: SortBy| -> Vec<String> {
+            let table = summary_table(rows(), sort);
+            let body = table.lines().skip(2).take(3);
+            body.map(|l| l.rsplit(' ').next().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(order(SortBy::Time), ["openat", "close", "read"]);
+        assert_eq!(order(SortBy::AvgTime), ["close", "openat", "read"]);
+        assert_eq!(order(SortBy::Calls), ["read", "openat", "close"]);
+        assert_eq!(order(SortBy::Errors), ["openat", "read", "close"]);
+        assert_eq!(order(SortBy::Name), ["close", "openat", "read"]);
+        assert_eq!(order(SortBy::Nothing), ["read", "close", "openat"]);
+        let mut two = rows();
+        two.pop();
+        let table = summary_table(two, SortBy::Time);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[0],

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::cli::TraceArgs;
 use crate::kernel::syscalls::{self, class};
 use crate::output::events::Format;
-use crate::output::trace::Stamp;
+use crate::output::trace::{SortBy, Stamp};
 use crate::plan::filter::FilterPlan;
 use crate::Error;
 
@@ -27,6 +27,8 @@ pub struct TracePlan {
     pub filter: Option<FilterPlan>,
     /// `-c`: counted in the kernel, a table at the end.
     pub summary: bool,
+    /// `-S`: the order of `-c`'s rows.
+    pub sort_by: SortBy,
     /// `-s`: bytes of a buffer shown.
     pub strsize: u32,
     /// `-t`, `-tt`, `-ttt`: the time before each line.
@@ -162,6 +164,16 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             ],
         ));
     }
+    let sort_by = match &args.sort_by {
+        Some(_) if !args.summary => {
+            return Err(Error::usage(
+                "-S orders -c's table: it goes with -c",
+                vec!["tracer trace -c -S calls -- COMMAND   (the most called first)".into()],
+            ))
+        }
+        Some(word) => sort_by(word)?,
+        None => SortBy::Time,
+    };
     if args.summary && !args.paths.is_empty() {
         return Err(Error::usage(
             "-c counts in the kernel, where -P cannot see which file a descriptor is",
@@ -200,6 +212,7 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             .map(super::filter::parse)
             .transpose()?,
         summary: args.summary,
+        sort_by,
         strsize: args.strsize,
         stamp: match args.time {
             0 => None,
@@ -417,6 +430,33 @@ fn call_number(name: &str) -> Result<u32, Error> {
         }
         hints.push("`tracer list 'syscalls:sys_enter_*'` lists the calls this kernel has".into());
         Error::usage(format!("-e: no system call '{name}'"), hints)
+    })
+}
+
+/// `-S`'s word, as strace spells it (with its other names for each order).
+fn sort_by(word: &str) -> Result<SortBy, Error> {
+    Ok(match word {
+        "time" | "time-percent" | "time-total" | "total-time" => SortBy::Time,
+        "avg-time" | "time-avg" => SortBy::AvgTime,
+        "calls" | "count" => SortBy::Calls,
+        "errors" | "error" => SortBy::Errors,
+        "name" | "syscall" | "syscall-name" => SortBy::Name,
+        "nothing" | "none" => SortBy::Nothing,
+        "min-time" | "shortest" | "time-min" | "max-time" | "longest" | "time-max" => {
+            return Err(Error::usage(
+                format!("-S {word}: tracer -c keeps each call's total time, not its extremes"),
+                vec!["sort by time, avg-time, calls, errors, name or nothing".into()],
+            ))
+        }
+        _ => {
+            return Err(Error::usage(
+                format!("-S {word}: no such order"),
+                vec![
+                    "sort by time, avg-time, calls, errors, name or nothing (strace's words)"
+                        .into(),
+                ],
+            ))
+        }
     })
 }
 
