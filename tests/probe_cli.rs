@@ -523,6 +523,120 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
     }
 }
 
+/// tracer killed outright takes the command's whole tree along: a shell's background jobs,
+/// which the kernel's parent-death signal does not reach (it kills the shell alone, and the
+/// jobs ran on under init in 8 runs of 8), are killed by tracer's guard process. A run that
+/// ends as it should leaves no guard behind.
+#[test]
+fn the_commands_whole_tree_dies_with_a_killed_tracer() {
+    if !has(Feature::Tracepoints, "tree_dies_with_tracer") {
+        return;
+    }
+    // Sleeps no other run has: this test process's id in their lengths.
+    let (a, b) = (
+        format!("9{:09}1", std::process::id()),
+        format!("9{:09}2", std::process::id()),
+    );
+    let script = format!("sleep {a} & sleep {b} & echo started; wait");
+    let mut tracer = common::Tracer::new([
+        "probe",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .command()
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(tracer.stdout.take().unwrap());
+    // The column heads, then the shell's line.
+    let mut line = String::new();
+    while line != "started\n" {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "no `started` line"
+        );
+    }
+    let jobs = || {
+        let mut found = processes_with(&format!("sleep\0{a}"));
+        found.extend(processes_with(&format!("sleep\0{b}")));
+        found
+    };
+    // The jobs' forks may not have exec'd sleep yet.
+    let mut started = jobs();
+    for _ in 0..200 {
+        if started.len() == 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        started = jobs();
+    }
+    assert_eq!(started.len(), 2, "{started:?}");
+    // Each thread's children: the guard is started by the thread that follows the command.
+    let guards = |pid: u32| {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        let children: String = (tasks.flatten())
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .collect::<Vec<String>>()
+            .join(" ");
+        (children.split_whitespace())
+            .filter_map(|c| c.parse::<u32>().ok())
+            .filter(|c| {
+                std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|comm| comm == "tracer-guard\n")
+            })
+            .collect::<Vec<u32>>()
+    };
+    let guard = guards(tracer.id());
+    tracer.kill().unwrap();
+    tracer.wait().unwrap();
+    let gone = (0..300).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        jobs().is_empty()
+    });
+    assert!(gone, "{:?} ran on after tracer was killed", jobs());
+    assert_eq!(guard.len(), 1, "tracer's children: no tracer-guard");
+    let guard_gone = (0..300).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        !running(guard[0])
+    });
+    assert!(guard_gone, "the guard ran on");
+
+    // Ended as it should (the command exits): the guard, one of tracer's children the
+    // command lists, leaves too.
+    let out = common::Tracer::new([
+        "probe",
+        "syscalls:sys_enter_getppid",
+        "--",
+        "sh",
+        "-c",
+        "cat /proc/$PPID/task/*/children",
+    ])
+    .command()
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // After the column heads, the line cat printed.
+    let children: Vec<u32> = (text(&out.stdout).lines().last().unwrap().split_whitespace())
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert_eq!(children.len(), 2, "the guard and the command: {children:?}");
+    let guard_left = |c: &u32| {
+        running(*c)
+            && std::fs::read_to_string(format!("/proc/{c}/comm"))
+                .is_ok_and(|comm| comm == "tracer-guard\n")
+    };
+    let left = (0..300).all(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        children.iter().any(guard_left)
+    });
+    assert!(!left, "a guard ran on after tracer's end: {children:?}");
+}
+
 /// `probe -p PID` ends when the process exits (as watch and latency do), with every one of its
 /// events.
 #[test]

@@ -1451,6 +1451,17 @@ fn all_cpus_traces_every_process_but_tracer_and_names_each() {
         serde_json::json!(std::process::id()),
     );
     assert_eq!(calls, [call.clone(), call], "{}", text(&stdout));
+
+    // Nor the calls of tracer's guard (guard.rs): it starts before the programs are attached
+    // and waits in one read, begun before them.
+    let out = run_tracer(&["trace", "-a", "-e", "execve,read,prctl", "--", "true"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(", [\"true\"], "), "{stderr}");
+    assert!(
+        !stderr.contains("__guard") && !stderr.contains("tracer-guard"),
+        "{stderr}"
+    );
 }
 
 /// Without a command, -p or -a there is nothing to trace: said, with the three ways.

@@ -503,7 +503,7 @@ unsafe fn tie_to_parent(parent: libc::pid_t, at_end: AtEnd) {
 
 /// The processes below `pid` (children, their children...), read from
 /// `/proc/PID/task/TID/children`, in the order found (at most 100,000).
-fn descendants(pid: u32) -> Vec<u32> {
+pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let mut seen = hashbrown::HashSet::new();
     let mut next = vec![pid];
@@ -650,6 +650,11 @@ impl Launched {
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    /// What becomes of the command if tracing ends first.
+    pub fn at_end(&self) -> AtEnd {
+        self.at_end
     }
 
     pub fn pid(&self) -> u32 {

@@ -20,6 +20,7 @@ pub mod cli;
 pub mod closer;
 pub mod cmd;
 pub mod counter;
+pub mod guard;
 pub mod kernel;
 pub mod launch;
 pub mod output;

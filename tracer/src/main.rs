@@ -9,6 +9,10 @@ static NOTE_INHERITED: extern "C" fn() = tracer::launch::note_inherited;
 fn main() {
     use tracer::output::notes::emit;
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The guard of a launched command's tree (guard.rs), started by tracer itself.
+    if args.get(1).is_some_and(|a| a == tracer::guard::GUARD_ARG) {
+        std::process::exit(tracer::guard::run(&args[2..]));
+    }
     // perf stat's usage errors exit 129 (parse-options' usage_with_options): scripts written
     // against perf stat test for it.
     let stat = args.get(1).is_some_and(|a| a == "stat");

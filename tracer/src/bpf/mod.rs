@@ -27,6 +27,7 @@ pub use error::Error;
 pub use features::{probe_attach_type, AttachTypeError, ProbeType};
 pub use load::{RingBufSize, Room, Rooms, Sizing};
 pub use rings::SharedRing;
+pub use slots::tracked_in;
 
 use load::{DebugLog, Maps};
 

@@ -365,6 +365,13 @@ impl Bpf {
         (self.maps.tracked.keys()).filter_map(Result::ok).collect()
     }
 
+    /// The `TRACKED` map's file, for the guard that reads it once tracer is gone
+    /// (`crate::guard`).
+    pub fn tracked_map(&self) -> std::os::fd::BorrowedFd<'_> {
+        use aya::maps::IterableMap as _;
+        self.maps.tracked.map().fd().as_fd()
+    }
+
     /// Writes `--filter`'s glob automata (once, before any slot uses them).
     pub fn set_globs(&mut self, rows: &[[u8; tracer_common::GLOB_ROW]]) -> Result<(), Error> {
         for (i, row) in rows.iter().enumerate() {
@@ -410,5 +417,20 @@ impl Bpf {
             map: names::USDT_ARGS,
             source,
         })
+    }
+}
+
+/// The tasks in a `TRACKED` map known by its file ([`Bpf::tracked_map`]'s, in the guard);
+/// none when it cannot be read.
+pub fn tracked_in(map: std::os::fd::BorrowedFd) -> Vec<u32> {
+    let Ok(data) = map.try_clone_to_owned().map(aya::maps::MapData::from_fd) else {
+        return Vec::new();
+    };
+    let Ok(data) = data else {
+        return Vec::new();
+    };
+    match aya::maps::HashMap::<_, u32, u32>::try_from(aya::maps::Map::HashMap(data)) {
+        Ok(tracked) => tracked.keys().filter_map(Result::ok).collect(),
+        Err(_) => Vec::new(),
     }
 }

@@ -50,6 +50,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     let mut rings =
         OutputRings::for_transport(&mut bpf, Transport::Ringbuf, plan.ring_pages, None)?;
     session.cache_comms(&mut bpf, rename)?;
+    session.guard(&bpf);
     if let Some(filter) = &plan.filter {
         bpf.set_globs(&filter.globs)?;
     }

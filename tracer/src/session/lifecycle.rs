@@ -36,6 +36,8 @@ pub struct Session {
     event_loop: Option<EventLoop>,
     /// Programs beside the probes (comm cache, tracking); closing them detaches.
     helpers: Vec<perf::Event>,
+    /// Kills the command's tree should tracer be killed (guard.rs); dropped last.
+    guard: Option<crate::guard::Guard>,
 }
 
 impl Session {
@@ -59,6 +61,7 @@ impl Session {
             adopted: pid,
             event_loop: None,
             helpers: Vec::new(),
+            guard: None,
         })
     }
 
@@ -104,7 +107,28 @@ impl Session {
             Hold::BeforeExec => TRACK_PENDING,
             Hold::AfterExec => TRACK_ACTIVE,
         };
-        Ok(bpf.track(pid, state)?)
+        bpf.track(pid, state)?;
+        self.guard(bpf);
+        Ok(())
+    }
+
+    /// Starts the guard that kills the command's tree should tracer be killed (guard.rs),
+    /// once. [`Session::follow`] does; a command whose programs see every process (`trace
+    /// -a`) calls it before they are attached, so that the guard's own start and its wait are
+    /// not among the calls it shows. A command left running at the end (`--leave-running`)
+    /// outlives tracer by design, and gets none.
+    pub fn guard(&mut self, bpf: &Bpf) {
+        let stops = self.launched.as_ref().map(Launched::at_end) == Some(AtEnd::Stop);
+        if !stops || self.guard.is_some() {
+            return;
+        }
+        match crate::guard::Guard::spawn(bpf.tracked_map()) {
+            Ok(guard) => self.guard = Some(guard),
+            Err(e) => crate::output::notes::note(format_args!(
+                "the command's children would outlive tracer if it were killed: no guard \
+                 process ({e})"
+            )),
+        }
     }
 
     /// `-p PID[,PID]` followed the way a `-- COMMAND` is: each process, all its threads, and
