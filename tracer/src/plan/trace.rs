@@ -464,6 +464,29 @@ fn sort_by(word: &str) -> Result<SortBy, Error> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn dash_s_takes_strace_s_words() {
+        let words = [
+            (
+                &["time", "time-percent", "time-total", "total-time"][..],
+                SortBy::Time,
+            ),
+            (&["avg-time", "time-avg"], SortBy::AvgTime),
+            (&["calls", "count"], SortBy::Calls),
+            (&["errors", "error"], SortBy::Errors),
+            (&["name", "syscall", "syscall-name"], SortBy::Name),
+            (&["nothing", "none"], SortBy::Nothing),
+        ];
+        for (spellings, order) in words {
+            for word in spellings {
+                assert_eq!(sort_by(word).unwrap(), order, "{word}");
+            }
+        }
+        for word in ["min-time", "shortest", "time-max", "longest", "fastest"] {
+            assert!(sort_by(word).is_err(), "{word}");
+        }
+    }
+
     fn names(sets: &[&str]) -> Vec<&'static str> {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         expressions(&sets)
