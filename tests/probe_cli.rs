@@ -620,8 +620,14 @@ fn the_commands_whole_tree_dies_with_a_killed_tracer() {
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    // After the column heads, the line cat printed.
-    let children: Vec<u32> = (text(&out.stdout).lines().last().unwrap().split_whitespace())
+    // cat's line: numbers only (the shell's getppid for $PPID is an event line, printed
+    // before or after it).
+    let stdout = text(&out.stdout);
+    let line = (stdout.lines())
+        .find(|l| !l.trim().is_empty() && l.split_whitespace().all(|w| w.parse::<u32>().is_ok()))
+        .unwrap_or_else(|| panic!("no line of pids in {stdout}"));
+    let children: Vec<u32> = line
+        .split_whitespace()
         .map(|c| c.parse().unwrap())
         .collect();
     assert_eq!(children.len(), 2, "the guard and the command: {children:?}");
