@@ -1453,13 +1453,36 @@ fn all_cpus_traces_every_process_but_tracer_and_names_each() {
     assert_eq!(calls, [call.clone(), call], "{}", text(&stdout));
 
     // Nor the calls of tracer's guard (guard.rs): it starts before the programs are attached
-    // and waits in one read, begun before them.
-    let out = run_tracer(&["trace", "-a", "-e", "execve,read,prctl", "--", "true"]);
+    // and waits in one read, begun before them. The command lists tracer's children (the
+    // guard and itself); other tests' tracers and their guards may run meanwhile, and are
+    // other processes, shown.
+    let out = run_tracer(&[
+        "trace",
+        "-a",
+        "-e",
+        "execve,read,prctl",
+        "--",
+        "sh",
+        "-c",
+        "cat /proc/$PPID/task/*/children",
+    ]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains(", [\"true\"], "), "{stderr}");
+    let children: Vec<u32> = (text(&out.stdout).split_whitespace())
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert_eq!(children.len(), 2, "{children:?}");
+    let of_ours = |l: &&str| {
+        children
+            .iter()
+            .any(|p| l.starts_with(&format!("[pid {p:>5} ")))
+    };
+    let ours: Vec<&str> = stderr.lines().filter(of_ours).collect();
+    assert!(ours.iter().any(|l| l.contains("/proc/$PPID")), "{stderr}");
     assert!(
-        !stderr.contains("__guard") && !stderr.contains("tracer-guard"),
+        !ours
+            .iter()
+            .any(|l| l.contains("__guard") || l.contains(" exe] ")),
         "{stderr}"
     );
 }
