@@ -8,7 +8,7 @@ use hashbrown::{HashMap, HashSet};
 use tracer_common::{Event, NO_STACK};
 
 use crate::bpf::Bpf;
-use crate::kernel::symbols::{Kallsyms, Process, VDSO};
+use crate::kernel::symbols::{Kallsyms, Process};
 use crate::kernel::unwind::{self, Cfi, Unwinder};
 use crate::output::stack::{Frame, Mapped, Space, Stack};
 use crate::Error;
@@ -98,9 +98,6 @@ pub struct Symbolizer {
     unwinders: HashMap<u32, (u64, Unwinder)>,
     /// Unwind information by the file read (`None`: it could not be read).
     cfi: HashMap<std::path::PathBuf, Option<std::rc::Rc<Cfi>>>,
-    /// The vDSO's, by the size of its mapping: every 64-bit process of a kernel maps the same
-    /// image, read from the first process's memory.
-    vdso_cfi: HashMap<u64, Option<std::rc::Rc<Cfi>>>,
 }
 
 /// A stack taken in a BPF trampoline program (fentry, fexit) starts in the program and the
@@ -414,24 +411,6 @@ impl Symbolizer {
                 };
                 let name = file.path.display().to_string();
                 unwinder.add(name, cfi, file.avma, bias);
-            }
-            // The vDSO's own CFI: a sample in `clock_gettime`'s fast path unwinds into libc
-            // and on, where frame pointers stopped at libc's frame-less caller.
-            if let Some(range) = process.vdso_range() {
-                let cfi = self
-                    .vdso_cfi
-                    .entry(range.end - range.start)
-                    .or_insert_with(|| {
-                        let (image, _) = process.vdso_image()?;
-                        Cfi::from_image(std::path::Path::new(VDSO), image)
-                            .ok()
-                            .map(std::rc::Rc::new)
-                    });
-                if let Some(cfi) = cfi.as_ref() {
-                    if let Some(bias) = range.start.checked_sub(cfi.base) {
-                        unwinder.add(VDSO.to_string(), cfi, range, bias);
-                    }
-                }
             }
             self.unwinders.insert(pid, (version, unwinder));
         }

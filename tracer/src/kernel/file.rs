@@ -44,28 +44,16 @@ fn refuse(path: &Path, kind: std::fs::FileType) -> Result<(), Error> {
     }
 }
 
-/// The bytes of a regular file, mapped read-only (an empty file maps nothing), or of an
-/// image read from a process's memory (the vDSO, which no file holds).
+/// The bytes of a regular file, mapped read-only (an empty file maps nothing).
 pub struct Mapped {
     map: Option<memmap2::Mmap>,
-    owned: Vec<u8>,
-}
-
-impl Mapped {
-    /// Bytes read into memory, held as a mapped file's are.
-    pub fn owned(bytes: Vec<u8>) -> Mapped {
-        Mapped {
-            map: None,
-            owned: bytes,
-        }
-    }
 }
 
 impl std::ops::Deref for Mapped {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&self.owned)
+        self.map.as_deref().unwrap_or_default()
     }
 }
 
@@ -85,7 +73,7 @@ pub fn map(path: &Path) -> Result<Mapped, Error> {
     let meta = file.metadata().map_err(|e| read_error(path, e))?;
     refuse(path, meta.file_type())?;
     if meta.len() == 0 {
-        return Ok(Mapped::owned(Vec::new()));
+        return Ok(Mapped { map: None });
     }
     // SAFETY: a read-only shared mapping of a regular file, kept alive by `Mapped` for as long
     // as its bytes are borrowed. memmap2 requires that the file not change while mapped: a
@@ -94,10 +82,7 @@ pub fn map(path: &Path) -> Result<Mapped, Error> {
     // own loader do; they are replaced by rename (package managers, linkers), which leaves
     // this mapping on the old inode untouched.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| read_error(path, e))?;
-    Ok(Mapped {
-        map: Some(map),
-        owned: Vec::new(),
-    })
+    Ok(Mapped { map: Some(map) })
 }
 
 /// Checks that `path` is a regular file without opening it.

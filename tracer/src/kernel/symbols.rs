@@ -530,19 +530,6 @@ impl Process {
     /// tracer's own: every 64-bit process of a kernel maps the same image, and one of another
     /// size is another image).
     fn vdso(&self) -> Option<ElfSymbols> {
-        let (data, _) = self.vdso_image()?;
-        ElfSymbols::parse(Path::new(VDSO), &data, None).ok()
-    }
-
-    /// Where the vDSO is mapped in this process, if it is.
-    pub fn vdso_range(&self) -> Option<std::ops::Range<u64>> {
-        let mapping = (self.maps.iter()).find(|m| m.path.as_deref() == Some(Path::new(VDSO)))?;
-        Some(mapping.start..mapping.end)
-    }
-
-    /// The vDSO's ELF image and where it is mapped: read from the process's memory (or, once
-    /// it is gone, from tracer's own, which is the same image when it has the same size).
-    pub fn vdso_image(&self) -> Option<(Vec<u8>, std::ops::Range<u64>)> {
         let mapping = (self.maps.iter()).find(|m| m.path.as_deref() == Some(Path::new(VDSO)))?;
         let len = (mapping.end - mapping.start) as usize;
         let image = |pid: &str, start: u64| {
@@ -560,7 +547,7 @@ impl Process {
             image("self", mine.start)
         };
         let data = image(&self.pid.to_string(), mapping.start).or_else(own)?;
-        Some((data, mapping.start..mapping.end))
+        ElfSymbols::parse(Path::new(VDSO), &data, None).ok()
     }
 
     /// The GNU build-id of the file mapped at `path`, as hex (to fetch its debug info).

@@ -60,16 +60,7 @@ pub struct Cfi {
 impl Cfi {
     /// Reads the unwind sections of the ELF file at `path` (mapped, not read).
     pub fn load(path: &Path) -> Result<Cfi, Error> {
-        Cfi::parse(path, Rc::new(super::file::map(path)?))
-    }
-
-    /// The unwind sections of an ELF image read from memory: the vDSO, whose
-    /// `__vdso_clock_gettime` and the rest carry `.eh_frame` as a file's code does.
-    pub fn from_image(label: &Path, image: Vec<u8>) -> Result<Cfi, Error> {
-        Cfi::parse(label, Rc::new(super::file::Mapped::owned(image)))
-    }
-
-    fn parse(path: &Path, file: Rc<Mapped>) -> Result<Cfi, Error> {
+        let file = Rc::new(super::file::map(path)?);
         let elf = object::File::parse(&**file).map_err(|e| Error::Parse {
             path: path.display().to_string(),
             reason: e.to_string(),
