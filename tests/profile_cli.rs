@@ -608,6 +608,12 @@ fn interval_reports_add_up_to_the_run() {
     assert_near("all", samples, expected(cpu, 99), &stderr);
 }
 
+/// Runs a toolchain command (cc, objcopy, strip) in `dir`; it must succeed.
+fn toolchain(dir: &std::path::Path, cmd: &mut Command) {
+    let status = cmd.current_dir(dir).status().expect("run the toolchain");
+    assert!(status.success(), "{cmd:?}");
+}
+
 /// A stripped copy of the workload whose debug info is in `.debug/busy.debug` beside it, found
 /// through its `.gnu_debuglink` (as Debian's -dbg packages are found by build-id): its
 /// functions are named, with lines, in profiles and uprobe stacks, and can be probed by name.
@@ -621,13 +627,7 @@ fn a_stripped_program_is_named_from_its_debug_file() {
     std::fs::create_dir(&debug).unwrap();
     let source =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/profile.c");
-    let run = |cmd: &mut Command| {
-        let status = cmd
-            .current_dir(dir.path())
-            .status()
-            .expect("run the toolchain");
-        assert!(status.success(), "{cmd:?}");
-    };
+    let run = |cmd: &mut Command| toolchain(dir.path(), cmd);
     run(Command::new("cc")
         .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o", "busy"])
         .arg(&source));
@@ -779,13 +779,7 @@ fn a_stripped_program_is_named_through_debuginfod() {
     std::fs::create_dir(&served).unwrap();
     let source =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/profile.c");
-    let run = |cmd: &mut Command| {
-        let status = cmd
-            .current_dir(dir.path())
-            .status()
-            .expect("run the toolchain");
-        assert!(status.success(), "{cmd:?}");
-    };
+    let run = |cmd: &mut Command| toolchain(dir.path(), cmd);
     // `other` is the same program under another build-id; only busy's debug file is served.
     let other_id = "0123456789abcdef0123456789abcdef01234567";
     for (name, flag) in [
