@@ -1024,3 +1024,80 @@ probe = "syscalls:sys_enter_getppid"
     );
     served.stop();
 }
+
+/// A program replaced at its path under a running `tracer serve` (a deploy: a new file renamed
+/// over the old, a new inode) is probed in its new file from the next scrape on, and a process
+/// still running the old file is still counted; the counter is 0 from the first scrape. A
+/// file rewritten in place is probed once, where its code now is.
+#[test]
+fn a_binary_replaced_under_serve_is_followed() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app");
+    std::fs::copy(testprog(), &app).unwrap();
+    let mut served = Served::start(&format!(
+        "[[metric]]\nname = \"app_calls\"\nprobe = \"uprobe:{}:tracer_testprog_target\"\n",
+        app.display()
+    ));
+    let calls = |served: &Served| {
+        let text = served.scrape().unwrap();
+        sample(&text, "tracer_app_calls_total").unwrap_or_else(|| panic!("{text}"))
+    };
+    assert_eq!(calls(&served), 0);
+    let run = |calls: &str| {
+        let status = Command::new(&app).args(["call", calls]).status().unwrap();
+        assert!(status.success());
+    };
+    run("3");
+    assert_eq!(calls(&served), 3);
+    // A process of the old file, waiting.
+    let mut old = Command::new(&app)
+        .args(["--wait", "call", "4"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let staged = dir.path().join("app.new");
+    std::fs::copy(testprog(), &staged).unwrap();
+    std::fs::rename(&staged, &app).unwrap();
+    // This scrape finds the new file.
+    assert_eq!(calls(&served), 3);
+    run("5");
+    old.stdin.take().unwrap().write_all(b"x").unwrap();
+    assert!(old.wait().unwrap().success());
+    assert_eq!(calls(&served), 12);
+    // Rewritten in place (cp over it: the same inode): probed once, not twice.
+    std::fs::copy(testprog(), &app).unwrap();
+    assert_eq!(calls(&served), 12);
+    run("2");
+    assert_eq!(calls(&served), 14);
+    served.signal(libc::SIGTERM);
+    let mut stderr = String::new();
+    (served.child.stderr.take().unwrap())
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let followed: Vec<&str> = (stderr.lines())
+        .filter(|l| l.contains("was replaced"))
+        .collect();
+    assert_eq!(followed.len(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "note: metric 'app_calls': uprobe:{0}:tracer_testprog_target: {0} was rewritten in place: probed again\n",
+            app.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        followed[0].starts_with(&format!(
+            "note: metric 'app_calls': uprobe:{}:tracer_testprog_target: {} was replaced (inode ",
+            app.display(),
+            app.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        followed[0].ends_with(
+            "): the new file is probed too, and processes still running the old one are still counted"
+        ),
+        "{stderr}"
+    );
+}

@@ -19,6 +19,7 @@ use crate::output::events::{Decoded, EventWriter, Format as OutputFormat};
 use crate::output::summary::{Banner, Summary, Table};
 use crate::plan::{self, Aggregation, ProbePlan};
 use crate::probe::aggregate::{self, Counted};
+use crate::probe::follow::Follower;
 use crate::probe::values::Values;
 use crate::probe::{self, AttachOptions, Attacher, Probe};
 use crate::session::{self, Hold, Outcome, OutputRings, RunEnd, Session, Sink, Transport};
@@ -67,10 +68,9 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     for probe in &probes {
         probe.enable()?;
     }
-    let start_ns = session::monotonic_ns();
     match &plan.aggregation {
-        Some(agg) => count(session, &mut bpf, &probes, agg, &plan, &rings, out),
-        None => stream(session, &bpf, probes, &plan, &mut rings, start_ns, out),
+        Some(_) => count(session, &mut bpf, &probes, &plan, &rings, out, &fs),
+        None => stream(session, &bpf, probes, &plan, &mut rings, out, &fs),
     }
 }
 
@@ -121,9 +121,10 @@ fn stream(
     probes: Vec<Probe>,
     plan: &ProbePlan,
     rings: &mut OutputRings,
-    start_ns: u64,
     out: crate::output::Output,
+    fs: &Tracefs,
 ) -> Result<i32, Error> {
+    let start_ns = session::monotonic_ns();
     let mut writer = EventWriter::new(out, plan.output.format, start_ns, session::wall_offset_ns());
     // Flushed before the command runs: it writes to the same terminal.
     (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
@@ -156,6 +157,7 @@ fn stream(
         started: Instant::now(),
         hinted: false,
         symbolizer: Symbolizer::default(),
+        follower: Follower::new(fs),
     };
     let ring_fds = state.rings.raw_fds();
     let mut outcome = session.run(&mut state, ring_fds, plan.duration)?;
@@ -187,11 +189,12 @@ fn count(
     mut session: Session,
     bpf: &mut Bpf,
     probes: &[Probe],
-    agg: &Aggregation,
     plan: &ProbePlan,
     rings: &OutputRings,
     out: crate::output::Output,
+    fs: &Tracefs,
 ) -> Result<i32, Error> {
+    let agg = (plan.aggregation.as_ref()).expect("counted runs have an aggregation");
     // Counted user stacks are symbolized at the reports, when short processes are gone:
     // their mappings come from the kernel's mmap/exec/fork records (opened before the
     // command is let go, to see its exec).
@@ -219,6 +222,8 @@ fn count(
         intervals: 0,
         previous: Default::default(),
         uncounted: 0,
+        attached: probes,
+        follower: Follower::new(fs),
     };
     let outcome = session.run(&mut sink, rings.raw_fds(), plan.duration)?;
     debug_notes(sink.bpf, sink.probes.iter().map(|p| (p.slot.id, p.name)));
@@ -292,6 +297,8 @@ struct LoopState<'a, W: std::io::Write> {
     started: Instant,
     hinted: bool,
     symbolizer: Symbolizer,
+    /// User probes follow their files (a deploy, an upgrade) in long runs.
+    follower: Follower,
 }
 
 impl<W: std::io::Write> Sink for LoopState<'_, W> {
@@ -311,6 +318,10 @@ impl<W: std::io::Write> Sink for LoopState<'_, W> {
                 .map(|p| (p.probe.slot.id, p.probe.name.as_str())),
         );
         self.report_losses()?;
+        let probes = self.probes.iter().map(|s| &s.probe);
+        (self.follower.check(self.bpf, probes))
+            .into_iter()
+            .for_each(crate::output::notes::note);
         // Records drained on time, whether events come or not (its rings are not woken).
         if let Some(tracker) = self.tracker.as_mut() {
             tracker.drain();
@@ -524,6 +535,9 @@ struct CountSink<'a, W: Write> {
     intervals: u64,
     /// Totals at the last report (intervals print the difference).
     previous: HashMap<aggregate::CellKey, AggValue>,
+    /// The probes, whose user files are followed (a deploy, an upgrade) in long runs.
+    attached: &'a [Probe],
+    follower: Follower,
 }
 
 impl<W: Write> CountSink<'_, W> {
@@ -591,6 +605,9 @@ impl<W: Write> Sink for CountSink<'_, W> {
 
     fn tick(&mut self) -> Result<bool, Error> {
         debug_notes(self.bpf, self.probes.iter().map(|p| (p.slot.id, p.name)));
+        (self.follower.check(self.bpf, self.attached))
+            .into_iter()
+            .for_each(crate::output::notes::note);
         if let Some(tracker) = self.tracker.as_mut() {
             tracker.drain();
         }

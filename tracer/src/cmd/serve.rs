@@ -170,8 +170,26 @@ impl Served {
     }
 }
 
+impl Served {
+    /// Uprobes whose file was replaced are attached to the new file (a stat each, at each
+    /// scrape and tick: the first scrape after a deploy counts the new binary's calls).
+    fn follow(&mut self) {
+        for m in &mut self.metrics {
+            for done in m.follow(&self.fs) {
+                match done {
+                    Ok(line) => notes::note(format!("metric '{}': {line}", m.plan.name)),
+                    Err(e) => {
+                        notes::note(format!("metric '{}': {}", m.plan.name, crate::describe(&e)))
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Exporter for Served {
     fn metrics(&mut self, format: Exposition) -> Result<String, Error> {
+        self.follow();
         let now = Instant::now();
         let mut families = Vec::with_capacity(self.metrics.len() + 7);
         for m in &mut self.metrics {
@@ -239,6 +257,7 @@ impl Exporter for Served {
     }
 
     fn tick(&mut self) {
+        self.follow();
         let now = Instant::now();
         for m in &mut self.metrics {
             if let Err(e) = m.expire(now) {

@@ -110,6 +110,17 @@ impl Metric {
         })
     }
 
+    /// Follows each uprobe whose file was replaced at its path ([`Probe::follow`]): what was
+    /// done, a line each (a latency metric's ends are not followed).
+    pub fn follow(&self, fs: &Tracefs) -> Vec<Result<String, Error>> {
+        let Attached::Counted { probes, bpf } = &self.attached else {
+            return Vec::new();
+        };
+        (probes.iter())
+            .filter_map(|probe| probe.follow(bpf, fs).transpose())
+            .collect()
+    }
+
     /// The probes attached, by name (a spec's expansion is one probe per match).
     pub fn probes(&self) -> Vec<String> {
         match &self.attached {

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod expand;
 pub mod fds;
 pub mod filter;
+pub mod follow;
 pub mod latency;
 pub mod metric;
 pub mod profile;
@@ -73,13 +74,17 @@ pub struct Probe {
     pub kernel_function: Option<String>,
     /// With `--count-by`: how the probe's values are read.
     pub sources: aggregate::Sources,
-    attached: Attached,
+    /// The program on its event, then (user probes whose file was replaced at its path) on
+    /// the files that replaced it, oldest first ([`Probe::follow`]).
+    attached: std::cell::RefCell<Vec<Attached>>,
+    /// User probes: what following the file needs.
+    follow: std::cell::RefCell<Option<follow::Follow>>,
     _legacy: Option<LegacyKprobe>,
 }
 
 impl Probe {
     /// Starts the probe's program (probes are attached disabled, then started together).
     pub fn enable(&self) -> Result<(), Error> {
-        self.attached.enable()
+        self.attached.borrow().iter().try_for_each(Attached::enable)
     }
 }

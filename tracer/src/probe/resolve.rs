@@ -3,6 +3,7 @@
 //! answered with did-you-mean hints.
 
 use std::ffi::CString;
+use std::os::fd::AsRawFd;
 
 use super::expand::{functions, syscall_alternatives};
 use crate::kernel::features::{Feature, Status};
@@ -36,6 +37,37 @@ pub struct Opened {
     pub kernel_function: Option<String>,
     /// USDT probes: the site (where the slot reads the arguments, their types).
     pub usdt: Option<super::usdt::Site>,
+    /// User probes: the file the kernel probes, as it was when the event was opened.
+    pub binary: Option<Binary>,
+}
+
+/// The file a uprobe is placed in, by path and by what the kernel holds (device and inode): a
+/// file replaced at its path (a deploy, a package upgrade: a new inode) leaves the probe in
+/// the old one, which no new process runs; one rewritten in place (same inode, a new status
+/// change time) may have moved the probed code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binary {
+    pub path: std::path::PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+    /// The status change time (`st_ctime`, ns): a write, a truncation, a chmod.
+    pub changed: i128,
+}
+
+impl Binary {
+    /// Whether the file at the path is no longer the one probed: `None` while nothing is
+    /// there (a replacement under way), else the file now there.
+    pub fn replaced(&self) -> Option<Binary> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&self.path).ok()?;
+        let now = Binary {
+            path: self.path.clone(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            changed: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        };
+        (now != *self).then_some(now)
+    }
 }
 
 /// What one probe spec becomes before it is opened: the event, the legacy kprobe it may need
@@ -214,6 +246,36 @@ fn user_event(spec: &ProbeSpec, file: &str, at: &UserAt) -> Result<ProbeEvent, E
     })
 }
 
+/// A uprobe's file, opened (`O_PATH`: nothing read, nothing executed) and given to the kernel
+/// as `/proc/self/fd/N` while its event opens, so that the inode probed is the one the
+/// [`Binary`] names; other kinds are left as they are.
+fn pin(kind: &mut EventKind) -> Result<Option<(Binary, std::os::fd::OwnedFd)>, Error> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let EventKind::Uprobe { path: named, .. } = kind else {
+        return Ok(None);
+    };
+    let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(named.as_bytes()));
+    let failed = |source| kernel::Error::Read {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    *named = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL");
+    let binary = Binary {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        changed: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        path,
+    };
+    Ok(Some((binary, file.into())))
+}
+
 /// The uprobe PMU's `config` bits that have the kernel raise a USDT probe's semaphore while
 /// the probe is armed (`ref_ctr_offset`, Linux 4.20).
 fn semaphore_bits(pmu: &perf::pmu::Pmu, spec: &ProbeSpec, offset: u64) -> Result<u64, Error> {
@@ -254,7 +316,9 @@ pub fn open_event(
     pid: Option<u32>,
     index: usize,
 ) -> Result<Opened, Error> {
-    let resolved = event_kind(fs, spec, interface, choice, index)?;
+    let mut resolved = event_kind(fs, spec, interface, choice, index)?;
+    // Held until the event is open.
+    let pinned = pin(&mut resolved.kind)?;
     let scope = match (&spec.target, pid) {
         (Target::User { .. }, Some(pid)) => Scope::Task { pid, cpu: None },
         (Target::Tracepoint { .. }, _) => program_carrier(),
@@ -282,6 +346,7 @@ pub fn open_event(
         format: resolved.format,
         kernel_function: resolved.kernel_function,
         usdt: resolved.usdt,
+        binary: pinned.map(|(binary, _fd)| binary),
     })
 }
 

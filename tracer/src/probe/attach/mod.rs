@@ -119,6 +119,12 @@ fn attach(
         btf,
     )?;
     let mut config = slot_config(spec, options, site.usdt.is_some());
+    let follow = (site.binary.clone()).map(|binary| super::follow::Follow {
+        spec: spec.clone(),
+        pid: options.pid,
+        binary,
+        places: site.usdt.as_ref().map(|u| u.places),
+    });
     let sources = count(spec, options, &mut config, &mut decoder, btf)?;
     let filter = value_filter(spec, options, &mut config, &mut decoder, btf)?;
     let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
@@ -142,7 +148,8 @@ fn attach(
         decoder,
         kernel_function: site.kernel_function,
         sources,
-        attached: placed.attached,
+        attached: std::cell::RefCell::new(vec![placed.attached]),
+        follow: std::cell::RefCell::new(follow),
         _legacy: placed.legacy,
     })
 }
@@ -188,6 +195,7 @@ impl Route {
             format: opened.format,
             kernel_function: opened.kernel_function,
             usdt: opened.usdt,
+            binary: opened.binary,
         };
         Ok((Route::PerfEvent(opened.event), site))
     }
@@ -201,6 +209,8 @@ struct Site {
     /// Kernel functions by name (for the "may be inlined" hint).
     kernel_function: Option<String>,
     usdt: Option<usdt::Site>,
+    /// User probes: the file probed.
+    binary: Option<super::resolve::Binary>,
 }
 
 impl Site {
@@ -210,6 +220,7 @@ impl Site {
             format: Some(format),
             kernel_function: None,
             usdt: None,
+            binary: None,
         }
     }
 
@@ -219,6 +230,7 @@ impl Site {
             format: None,
             kernel_function: Some(function.to_string()),
             usdt: None,
+            binary: None,
         }
     }
 }
