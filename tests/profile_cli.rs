@@ -807,7 +807,7 @@ fn a_stripped_program_is_named_through_debuginfod() {
         let args = [
             "probe", "-s", "user", &spec, "--", &prog, "0", "2", "1", "1", "300",
         ];
-        let out = common::Tracer::new(&args)
+        let out = common::Tracer::new(args)
             .command()
             .env("DEBUGINFOD_URLS", urls)
             .env("DEBUGINFOD_CACHE_PATH", &cache)
@@ -866,7 +866,7 @@ fn a_stripped_program_is_named_through_debuginfod() {
         other.display()
     );
     assert!(stderr.contains(&hint), "{stderr}");
-    let negative = std::fs::metadata(cache.join(&other_id).join("debuginfo")).unwrap();
+    let negative = std::fs::metadata(cache.join(other_id).join("debuginfo")).unwrap();
     assert_eq!(negative.len(), 0);
 
     // The server gone: the cache serves, and nothing is downloaded.

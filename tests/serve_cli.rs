@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{profile_program, require_root, testprog, tracer};
+use common::{profile_program, require_root, testprog, text, tracer};
 
 /// A free loopback port (bound, then released for the server to take).
 fn free_port() -> u16 {
@@ -92,17 +92,24 @@ impl Served {
 
     /// [`Served::start`] with more arguments.
     fn start_with(config: &str, args: &[&str]) -> Served {
+        Served::start_in(config, args, None)
+    }
+
+    /// [`Served::start_with`], with at most `nofile` open files (hard limit) if given.
+    fn start_in(config: &str, args: &[&str], nofile: Option<u64>) -> Served {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("serve.toml");
         std::fs::write(&path, config).unwrap();
         let addr = format!("127.0.0.1:{}", free_port());
-        let child = common::Tracer::new(["serve", path.to_str().unwrap(), "--listen", &addr])
-            .command()
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = limited(
+            common::Tracer::new(["serve", path.to_str().unwrap(), "--listen", &addr]).command(),
+            nofile,
+        )
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
         let mut served = Served {
             child,
             addr,
@@ -166,6 +173,27 @@ impl Served {
             "tracer serve's exit after signal {signal}"
         );
     }
+}
+
+/// `command` with at most `nofile` open files, soft and hard limit, when given.
+fn limited(mut command: Command, nofile: Option<u64>) -> Command {
+    use std::os::unix::process::CommandExt;
+    if let Some(n) = nofile {
+        // SAFETY: setrlimit is async-signal-safe; the struct lives on this stack.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+    }
+    command
 }
 
 impl Drop for Served {
@@ -1100,4 +1128,115 @@ fn a_binary_replaced_under_serve_is_followed() {
         ),
         "{stderr}"
     );
+}
+
+/// A reload attaches its new metrics on a thread of its own: scrapes go on being answered from
+/// the running set meanwhile (a reload of hundreds of metrics takes longer than Prometheus's
+/// scrape timeout), and the new metrics are there once the note says so.
+#[test]
+fn scrapes_are_answered_while_a_reload_attaches() {
+    require_root();
+    let counter = "[[metric]]\nname = \"getppid\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = [\"comm\"]\n";
+    let mut served = Served::start(counter);
+    let dir = tempfile::tempdir().unwrap();
+    getppid(dir.path(), "srv-during", 100);
+    let many: String = (0..60)
+        .map(|i| format!("[[metric]]\nname = \"more{i}\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = [\"comm\"]\n"))
+        .collect();
+    std::fs::write(&served.config, format!("{counter}{many}")).unwrap();
+    let mut stderr = BufReader::new(served.child.stderr.take().unwrap());
+    served.signal(libc::SIGHUP);
+    let noted = std::thread::spawn(move || loop {
+        let mut line = String::new();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no reload note");
+        if line.starts_with("note: reloaded ") || line.starts_with("error: ") {
+            return line;
+        }
+    });
+    // Scrapes one after another until the note: those answered from the running set.
+    let mut before = 0;
+    while !noted.is_finished() {
+        let text = served.scrape().unwrap();
+        if !text.contains("tracer_more0") {
+            assert_eq!(
+                sample(&text, "tracer_getppid_total{comm=\"srv-during\"}"),
+                Some(100),
+                "{text}"
+            );
+            before += 1;
+        }
+    }
+    let note = noted.join().unwrap();
+    assert_eq!(
+        note.trim_end(),
+        format!(
+            "note: reloaded {}: 1 metrics kept counting, 60 attached, 0 detached",
+            served.config.display()
+        )
+    );
+    assert!(before >= 3, "{before} scrapes answered during the reload");
+    getppid(dir.path(), "srv-during", 10);
+    let text = served.scrape().unwrap();
+    for family in ["getppid", "more0", "more59"] {
+        assert_eq!(
+            sample(
+                &text,
+                &format!("tracer_{family}_total{{comm=\"srv-during\"}}")
+            ),
+            Some(if family == "getppid" { 110 } else { 10 }),
+            "{text}"
+        );
+    }
+    served.stop();
+}
+
+/// More metrics than the open files allowed are refused before they are attached, with the
+/// limit and the fix: at start at once (a thousand metrics took 47 s to fail on a raw "Too many
+/// open files"), and at a reload, which leaves the running metrics counting.
+#[test]
+fn metrics_past_the_open_file_limit_are_refused_up_front() {
+    require_root();
+    let metrics = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("[[metric]]\nname = \"m{i}\"\nprobe = \"syscalls:sys_enter_getppid\"\ncount_by = [\"comm\"]\n"))
+            .collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(&config, metrics(40)).unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let command = common::Tracer::new(["serve", config.to_str().unwrap(), "--listen", &addr]);
+    let out = limited(command.command(), Some(400)).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "error: {}: 40 metrics need about ",
+            config.display()
+        )) && first.ends_with(" and this process may have 400"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\nhint: raise the limit: `ulimit -n "),
+        "{stderr}"
+    );
+
+    let mut served = Served::start_in(&metrics(2), &[], Some(400));
+    let note = served.reload(&metrics(40));
+    assert!(
+        note.starts_with(&format!(
+            "error: reload of {0} failed, the running metrics stay: {0}: 40 metrics need about ",
+            served.config.display()
+        )),
+        "{note}"
+    );
+    getppid(dir.path(), "srv-limit", 7);
+    let text = served.scrape().unwrap();
+    assert_eq!(
+        sample(&text, "tracer_m1_total{comm=\"srv-limit\"}"),
+        Some(7),
+        "{text}"
+    );
+    served.stop();
 }

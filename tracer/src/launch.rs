@@ -761,6 +761,21 @@ pub fn raise_open_files(needed: u64) {
     }
 }
 
+/// This process's open files now, and the most it may have (its soft `RLIMIT_NOFILE`).
+pub fn open_files() -> (u64, u64) {
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count() as u64);
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let limit = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur,
+        _ => u64::MAX,
+    };
+    (open, limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::alive;

@@ -24,9 +24,24 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
     // Each metric's object holds its maps' and programs' fds, each probe an event, each
     // scraper a connection, and a reload attaches before it detaches.
     crate::launch::raise_open_files(1024);
+    let max_connections = args.max_connections as usize;
     let mut metrics = Vec::new();
+    let mut fds_each = 0;
     for m in plan.metrics.clone() {
+        let (before, _) = crate::launch::open_files();
         metrics.push(attach(m, &fs, plan.idle_timeout, &args.config)?);
+        if metrics.len() == 1 {
+            // The first metric's cost tells whether the rest can fit, before they are
+            // attached one by one (a thousand take tens of seconds).
+            fds_each = crate::launch::open_files().0.saturating_sub(before).max(1);
+            room_for(
+                plan.metrics.len(),
+                1,
+                fds_each,
+                max_connections,
+                &args.config,
+            )?;
+        }
     }
     crate::output::summary::print_banner(&crate::output::summary::Banner {
         verb: "Serving",
@@ -50,9 +65,11 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
         fs,
         metrics,
         pprof: args.pprof,
+        fds_each,
+        max_connections,
     };
     let budget = exporter::Budget {
-        max_connections: args.max_connections as usize,
+        max_connections,
         ..exporter::Budget::default()
     };
     exporter::run(listener, served, tick, budget)?;
@@ -125,13 +142,56 @@ struct Served {
     metrics: Vec<Metric>,
     /// `--pprof`: `/debug/pprof/profile` is served.
     pprof: bool,
+    /// The open files the first metric took: what each new one is taken to need.
+    fds_each: u64,
+    /// Connections the server may hold (`--max-connections`), an open file each.
+    max_connections: usize,
+}
+
+/// Whether `more` metrics past the `done` attached fit in the open files this process may have,
+/// at `each` per metric with `connections` served beside them; refused before they are
+/// attached, rather than failing at the one that does not fit.
+fn room_for(
+    total: usize,
+    done: usize,
+    each: u64,
+    connections: usize,
+    config: &Path,
+) -> Result<(), Error> {
+    let (open, limit) = crate::launch::open_files();
+    let more = total.saturating_sub(done) as u64;
+    // A few for the runtime, a profile's thread and reading the config.
+    let needed = open + more * each + connections as u64 + 32;
+    if needed <= limit {
+        return Ok(());
+    }
+    Err(Error::Runtime {
+        message: format!(
+            "{}: {total} metrics need about {needed} open files ({each} each, and one per \
+             connection), and this process may have {limit}",
+            config.display()
+        ),
+        hints: vec![
+            format!("raise the limit: `ulimit -n {needed}` in the shell, LimitNOFILE={needed} in a systemd unit"),
+            "or count in fewer metrics: one metric's `probe` may list several probes, and `count_by` splits them".into(),
+        ],
+    })
+}
+
+/// A reload's metrics attached on its thread, and what applying them needs.
+struct Reload {
+    plan: ServePlan,
+    /// For each metric of the new plan, the running metric it keeps (the same table).
+    kept: Vec<Option<usize>>,
+    /// The new and changed metrics, in the plan's order; on failure the ones attached before
+    /// were dropped (detached).
+    attached: Result<Vec<Metric>, Error>,
 }
 
 impl Served {
-    /// Applies the config as it is now: metrics whose table did not change keep counting;
-    /// the new and changed ones are attached before any is detached, and if one cannot be,
-    /// the running set stays as it was.
-    fn apply(&mut self) -> Result<(usize, usize, usize), Error> {
+    /// Reads the config as it is now; the running metrics whose table did not change are
+    /// kept, the new and changed ones are to be attached (by the work returned).
+    fn read_again(&mut self) -> Result<Box<dyn FnOnce() -> Reload + Send>, Error> {
         let plan = read_plan(&self.config, &self.listen)?;
         if plan.listen != self.plan.listen {
             notes::note(format!(
@@ -143,20 +203,41 @@ impl Served {
         let kept: Vec<Option<usize>> = (plan.metrics.iter())
             .map(|m| (self.metrics.iter()).position(|o| o.plan.identity == m.identity))
             .collect();
-        let mut attached = Vec::new();
-        for (m, _) in plan.metrics.iter().zip(&kept).filter(|(_, k)| k.is_none()) {
-            // On failure the ones attached so far are dropped (detached) with `attached`.
-            attached.push(attach(
-                m.clone(),
-                &self.fs,
-                plan.idle_timeout,
-                &self.config,
-            )?);
-        }
+        let new: Vec<MetricPlan> = (plan.metrics.iter().zip(&kept))
+            .filter(|(_, k)| k.is_none())
+            .map(|(m, _)| m.clone())
+            .collect();
+        // The new ones are attached before the old ones are detached.
+        let running = self.metrics.len();
+        room_for(
+            running + new.len(),
+            running,
+            self.fds_each,
+            self.max_connections,
+            &self.config,
+        )?;
+        let (fs, config) = (self.fs.clone(), self.config.clone());
+        Ok(Box::new(move || {
+            let idle = plan.idle_timeout;
+            let attached = (new.into_iter())
+                .map(|m| attach(m, &fs, idle, &config))
+                .collect();
+            Reload {
+                plan,
+                kept,
+                attached,
+            }
+        }))
+    }
+
+    /// Applies a reload: the new metrics take their places, the removed and replaced ones
+    /// are detached. Gives (kept, attached, detached).
+    fn apply(&mut self, reload: Reload) -> Result<(usize, usize, usize), Error> {
+        let attached = reload.attached?;
         let added = attached.len();
         let mut attached = attached.into_iter();
         let mut running: Vec<Option<Metric>> = self.metrics.drain(..).map(Some).collect();
-        for k in &kept {
+        for k in &reload.kept {
             let metric = match k {
                 Some(i) => running[*i].take(),
                 None => attached.next(),
@@ -165,8 +246,21 @@ impl Served {
         }
         let removed = running.iter().flatten().count();
         drop(running);
-        self.plan = plan;
+        self.plan = reload.plan;
         Ok((self.metrics.len() - added, added, removed))
+    }
+
+    /// A reload refused: the running metrics stay, and the error says why.
+    fn refused(&self, e: &Error) {
+        let mut text = format!(
+            "error: reload of {} failed, the running metrics stay: {}",
+            self.config.display(),
+            crate::describe(e)
+        );
+        for hint in e.hints() {
+            text.push_str(&format!("\nhint: {hint}"));
+        }
+        notes::emit(&(text + "\n"));
     }
 }
 
@@ -216,23 +310,32 @@ impl Exporter for Served {
         metrics::index_html(&rows, &self.config.display().to_string())
     }
 
-    fn reload(&mut self) {
-        match self.apply() {
+    type Reloaded = Reload;
+
+    fn reload(&mut self) -> Option<Box<dyn FnOnce() -> Reload + Send>> {
+        match self.read_again() {
+            Ok(work) => Some(work),
+            Err(e) => {
+                self.refused(&e);
+                None
+            }
+        }
+    }
+
+    fn reloaded(&mut self, done: Option<Reload>) {
+        let applied = match done {
+            Some(reload) => self.apply(reload),
+            None => Err(Error::Runtime {
+                message: "the reload's thread ended without its metrics".into(),
+                hints: Vec::new(),
+            }),
+        };
+        match applied {
             Ok((kept, added, removed)) => notes::note(format!(
                 "reloaded {}: {kept} metrics kept counting, {added} attached, {removed} detached",
                 self.config.display()
             )),
-            Err(e) => {
-                let mut text = format!(
-                    "error: reload of {} failed, the running metrics stay: {}",
-                    self.config.display(),
-                    crate::describe(&e)
-                );
-                for hint in e.hints() {
-                    text.push_str(&format!("\nhint: {hint}"));
-                }
-                notes::emit(&(text + "\n"));
-            }
+            Err(e) => self.refused(&e),
         }
     }
 

@@ -22,8 +22,15 @@ pub trait Exporter {
     fn metrics(&mut self, format: Exposition) -> Result<String, Error>;
     /// `/`: an HTML page listing what is exported.
     fn index(&mut self) -> String;
-    /// SIGHUP: read the config again and apply it (or keep the running one, saying why).
-    fn reload(&mut self);
+    /// What a reload's work gives back, from its thread ([`Exporter::reload`]).
+    type Reloaded: Send + 'static;
+    /// SIGHUP: read the config again; the work that takes long (attaching what is new), to
+    /// run on a thread of its own while the running metrics are served, or `None` when
+    /// there is none (the config was refused, and why was said).
+    fn reload(&mut self) -> Option<Box<dyn FnOnce() -> Self::Reloaded + Send>>;
+    /// The reload's work done: apply it (or keep the running set, saying why); `None` when
+    /// its thread ended without a result.
+    fn reloaded(&mut self, done: Option<Self::Reloaded>);
     /// Every tick: housekeeping (idle series).
     fn tick(&mut self);
     /// `/debug/pprof/profile?QUERY`: the profile the query asks for, to run on a thread of
@@ -139,6 +146,10 @@ pub fn run<E: Exporter + 'static>(
         let open: Rc<RefCell<std::collections::VecDeque<(u64, tokio::task::AbortHandle)>>> =
             Rc::default();
         let mut next_id = 0u64;
+        // The reload under way, and whether another SIGHUP came meanwhile (the config is read
+        // again once it is done: the last signal's file is the one applied).
+        let mut reloading: Option<tokio::sync::oneshot::Receiver<E::Reloaded>> = None;
+        let mut again = false;
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
@@ -180,7 +191,17 @@ pub fn run<E: Exporter + 'static>(
                     });
                     open.borrow_mut().push_back((id, task.abort_handle()));
                 }
-                _ = hup.recv() => exporter.borrow_mut().reload(),
+                _ = hup.recv() => match reloading {
+                    Some(_) => again = true,
+                    None => reloading = start_reload(&mut *exporter.borrow_mut()),
+                },
+                done = async { reloading.as_mut().expect("guarded").await }, if reloading.is_some() => {
+                    reloading = None;
+                    exporter.borrow_mut().reloaded(done.ok());
+                    if std::mem::take(&mut again) {
+                        reloading = start_reload(&mut *exporter.borrow_mut());
+                    }
+                }
                 _ = ticks.tick() => exporter.borrow_mut().tick(),
                 _ = term.recv() => break,
                 _ = int.recv() => break,
@@ -189,6 +210,23 @@ pub fn run<E: Exporter + 'static>(
         }
         Ok(())
     })
+}
+
+/// Starts a reload: its work on a thread of its own, whose result comes back on the channel
+/// returned (closed without one if the thread could not start or panicked).
+fn start_reload<E: Exporter>(
+    exporter: &mut E,
+) -> Option<tokio::sync::oneshot::Receiver<E::Reloaded>> {
+    let work = exporter.reload()?;
+    let (send, receive) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("tracer-reload".into())
+        .spawn(move || {
+            let _ = send.send(work());
+        });
+    // Not started: the channel's sender went with the closure, and the loop learns it.
+    drop(spawned);
+    Some(receive)
 }
 
 /// One request's response: `/metrics` in the format the `Accept` header asks for, a profile,
