@@ -1848,9 +1848,8 @@ fn dash_s_orders_the_summary_as_strace_does() {
     let number = |name: &str| tracer::kernel::syscalls::number(name).unwrap();
     let by_time = table("time");
     assert!(by_time.len() >= 8, "{by_time:?}");
-    let keyed = |rows: &[Row], key: &dyn Fn(&Row) -> f64| {
-        rows.windows(2).all(|w| key(&w[0]) >= key(&w[1]))
-    };
+    let keyed =
+        |rows: &[Row], key: &dyn Fn(&Row) -> f64| rows.windows(2).all(|w| key(&w[0]) >= key(&w[1]));
     assert!(keyed(&by_time, &|r| r.3), "{by_time:?}");
     // One spelling of each order (strace's other names for them: the plan's unit test).
     let rows = table("count");

@@ -57,9 +57,42 @@ fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
     }
 }
 
+/// How long a recycled stack is kept for events taken before its removal and read after: a
+/// backlog of 5 s behind the rings (their events are read within 10 ms unless tracer is
+/// starved of CPU).
+const RETIRED_FOR_NS: u64 = 5_000_000_000;
+
+/// When a recycled stack id left the map: its removal happened within `lo..=hi`, `lo` moved
+/// back by [`TAKEN_BEFORE_ID_NS`] (an event's time is read before its stack ids).
+#[derive(Clone, Copy, Debug)]
+struct Removal {
+    lo: u64,
+    hi: u64,
+}
+
+/// How long before taking its stack ids a BPF slot may read its event's time (the kernel
+/// stack's walk before the user stack's, a few microseconds; an interrupt between them): an
+/// event whose time falls that close to an id's removal may have been given the id on either
+/// side of it, and is told by what the map holds then.
+const TAKEN_BEFORE_ID_NS: u64 = 100_000;
+
+/// What a streamed event's stack id held when the event was taken, for an id recycled since.
+enum Held {
+    /// The map's current stack (cached, or read now).
+    Current,
+    /// A stack that left the map since.
+    Retired(Vec<u64>),
+    /// This stack or the map's current one: the event was taken as the id left the map.
+    ThisOrCurrent(Vec<u64>),
+    /// Unknown: taken as the id left the map, between two different stacks, or so long ago
+    /// that the stack is no longer kept.
+    Unknown,
+}
+
 /// Resolves the stacks of events. Stack ids are not reused within a run (the BPF side does
 /// not pass BPF_F_REUSE_STACKID) unless tracer removes them from the map ([`Symbolizer::forget`]
-/// is told), so each id is read from the map once; a process is read from /proc when its
+/// is told; streamed stacks are recycled by [`Symbolizer::recycle`], which keeps what each id
+/// held), so each id is read from the map once per use; a process is read from /proc when its
 /// first stack arrives, and an address outside its known mappings makes it reread them once
 /// (a library loaded later).
 #[derive(Default)]
@@ -70,8 +103,8 @@ pub struct Symbolizer {
     /// Instruction pointers by stack id.
     ips: HashMap<u32, Vec<u64>>,
     /// Symbolized user stacks by (pid, id, entry caller), kernel stacks by (0, id, 0) (pid 0 is
-    /// never a user).
-    frames: HashMap<(u32, u32, u64), Vec<Frame>>,
+    /// never a user), with the ips they were made from (a recycled id may hold another).
+    frames: HashMap<(u32, u32, u64), (Vec<u64>, Vec<Frame>)>,
     /// Single addresses (watchpoint hits) by (pid, address).
     addresses: HashMap<(u32, u64), Frame>,
     /// Stacks that `bpf_get_stackid` could not capture.
@@ -93,6 +126,17 @@ pub struct Symbolizer {
     /// The innermost ip is just past the instruction of interest (data watchpoints trap after
     /// the access), so it is looked up like a return address.
     pub trap_after: bool,
+    /// Streamed stacks read from the map since the last [`Symbolizer::recycle`].
+    read_since: HashSet<u32>,
+    /// Streamed stacks recycled, by id: (when they left the map, their ips), oldest first. An
+    /// event taken before then with that id had that stack.
+    retired: HashMap<u32, Vec<(Removal, Vec<u64>)>>,
+    /// When each recycled id last left the map: an event taken before then whose stack is no
+    /// longer kept is not given the map's newer one.
+    last_removed: HashMap<u32, Removal>,
+    /// Streamed stacks whose id was recycled around their event's time without telling which
+    /// stack it held, or too long before their event was read: shown as not captured.
+    pub recycled_late: u64,
     /// `--call-graph dwarf`: an unwinder per process, with the mappings' version it was
     /// built from.
     unwinders: HashMap<u32, (u64, Unwinder)>,
@@ -148,7 +192,8 @@ impl Symbolizer {
         event: &Event,
         entry_ret: u64,
     ) -> Result<Vec<Stack>, Error> {
-        self.stacks_of(bpf, event.pid(), event.kstack, event.ustack, entry_ret)
+        let ids = (event.kstack, event.ustack);
+        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(event.time_ns))
     }
 
     /// The stacks with these ids ([`NO_STACK`] for none) of process `pid`; `entry_ret` as for
@@ -160,6 +205,19 @@ impl Symbolizer {
         kstack: i32,
         ustack: i32,
         entry_ret: u64,
+    ) -> Result<Vec<Stack>, Error> {
+        self.stacks_at(bpf, pid, (kstack, ustack), entry_ret, None)
+    }
+
+    /// [`Symbolizer::stacks_of`]; `taken`: a streamed event's time, whose stacks may have
+    /// been recycled since ([`Symbolizer::recycle`]).
+    fn stacks_at(
+        &mut self,
+        bpf: &Bpf,
+        pid: u32,
+        (kstack, ustack): (i32, i32),
+        entry_ret: u64,
+        taken: Option<u64>,
     ) -> Result<Vec<Stack>, Error> {
         // No stack asked for (every streamed event without `-s`): nothing to look up.
         if kstack == NO_STACK && ustack == NO_STACK {
@@ -194,18 +252,40 @@ impl Symbolizer {
                 (Space::User, true) => (pid, 0),
                 (Space::User, false) => (pid, entry_ret),
             };
-            if let Some(frames) = self.frames.get(&(pid, id, entry_ret)) {
-                out.push(Stack::Frames(frames.clone()));
-                continue;
-            }
-            let mut ips = match self.ips.get(&id) {
-                Some(ips) => ips.clone(),
-                None => {
-                    let ips = bpf.stack(id)?.unwrap_or_default();
-                    self.ips.insert(id, ips.clone());
-                    ips
+            let held = taken.map_or(Held::Current, |at| self.held(id, at));
+            let retired = match held {
+                Held::Current => None,
+                Held::Retired(ips) => Some(ips),
+                // An event taken after the removal put its stack back in the map, where it
+                // stays until recycled (a generation of its own): none there, or the same
+                // one, and the event's is this one.
+                Held::ThisOrCurrent(ips) => match self.current_ips(bpf, id, true)? {
+                    None => Some(ips),
+                    Some(current) if current.is_empty() || current == ips => Some(ips),
+                    Some(_) => {
+                        self.recycled_late += 1;
+                        out.push(Stack::NotCaptured(-libc::ESTALE));
+                        continue;
+                    }
+                },
+                Held::Unknown => {
+                    self.recycled_late += 1;
+                    out.push(Stack::NotCaptured(-libc::ESTALE));
+                    continue;
                 }
             };
+            let mut ips = match retired {
+                Some(ips) => ips,
+                None => (self.current_ips(bpf, id, taken.is_some())?).unwrap_or_default(),
+            };
+            match self.frames.get(&(pid, id, entry_ret)) {
+                Some((made_of, frames)) if *made_of == ips => {
+                    out.push(Stack::Frames(frames.clone()));
+                    continue;
+                }
+                _ => {}
+            }
+            let made_of = ips.clone();
             let frames = match space {
                 Space::Kernel => {
                     let mut frames = self.kernel_frames(&ips);
@@ -222,10 +302,125 @@ impl Symbolizer {
                     self.user_frames(pid, &ips)
                 }
             };
-            self.frames.insert((pid, id, entry_ret), frames.clone());
+            (self.frames).insert((pid, id, entry_ret), (made_of, frames.clone()));
             out.push(Stack::Frames(frames));
         }
         Ok(out)
+    }
+
+    /// The ips of stack `id` as the map holds it now, read once per generation (`streamed`:
+    /// then recycled, [`Symbolizer::recycle`]); `None` when the map has no such id.
+    fn current_ips(
+        &mut self,
+        bpf: &Bpf,
+        id: u32,
+        streamed: bool,
+    ) -> Result<Option<Vec<u64>>, Error> {
+        if let Some(ips) = self.ips.get(&id) {
+            return Ok(Some(ips.clone()));
+        }
+        let ips = bpf.stack(id)?;
+        match (&ips, streamed) {
+            // Not in the map: a streamed id is read again when asked (an event may put it
+            // back); a counted one is gone for good.
+            (None, true) => {}
+            (None, false) => {
+                self.ips.insert(id, Vec::new());
+            }
+            (Some(read), _) => {
+                self.ips.insert(id, read.clone());
+                if streamed {
+                    self.read_since.insert(id);
+                }
+            }
+        }
+        Ok(ips)
+    }
+
+    /// Reads the stacks of a batch of streamed events from the map and removes them from it
+    /// ([`Symbolizer::recycle`]) before any is symbolized: the map then holds only the stacks
+    /// of events not read yet, while this batch is symbolized.
+    pub fn prefetch<'e>(
+        &mut self,
+        bpf: &mut Bpf,
+        events: impl Iterator<Item = &'e Event>,
+        now: fn() -> u64,
+    ) -> Result<(), Error> {
+        for event in events {
+            for id in [event.kstack, event.ustack] {
+                let Ok(id) = u32::try_from(id) else {
+                    continue;
+                };
+                if matches!(self.held(id, event.time_ns), Held::Current) {
+                    self.current_ips(bpf, id, true)?;
+                }
+            }
+        }
+        self.recycle(bpf, now);
+        Ok(())
+    }
+
+    /// What stack `id` held for an event taken at `at` ([`Held`]).
+    fn held(&self, id: u32, at: u64) -> Held {
+        let generations = (self.retired.get(&id)).map_or(&[][..], Vec::as_slice);
+        for (k, (removal, ips)) in generations.iter().enumerate() {
+            if at < removal.lo {
+                return Held::Retired(ips.clone());
+            }
+            if at <= removal.hi {
+                return match generations.get(k + 1) {
+                    Some((_, next)) if next == ips => Held::Retired(ips.clone()),
+                    Some(_) => Held::Unknown,
+                    None => Held::ThisOrCurrent(ips.clone()),
+                };
+            }
+        }
+        match self.last_removed.get(&id) {
+            // Its generation is no longer kept.
+            Some(removal) if at <= removal.hi && generations.is_empty() => Held::Unknown,
+            _ => Held::Current,
+        }
+    }
+
+    /// Removes the streamed stacks read since the last call from the map, so that it holds
+    /// only stacks no event has been read with yet: a long run's stacks never fill it, and
+    /// only those taken between two calls can meet in a hash bucket (`bpf_get_stackid`'s
+    /// EEXIST). An event taken before the removal but read after it still has its stack,
+    /// kept here for [`RETIRED_FOR_NS`]; one taken after it has the map's (a hot stack is
+    /// read again once per call). `now`: the events' clock (CLOCK_MONOTONIC), read once the
+    /// stacks are removed: a stack taken in the instant between its id's removal and that
+    /// reading, hashed to the same bucket as another, would be shown as the older one.
+    pub fn recycle(&mut self, bpf: &mut Bpf, now: fn() -> u64) {
+        if self.read_since.is_empty() {
+            return;
+        }
+        let ids: Vec<u32> = self.read_since.drain().collect();
+        let mut newest = 0;
+        for id in &ids {
+            let lo = now();
+            bpf.forget_stacks(&[*id]);
+            let hi = now();
+            newest = hi;
+            let removal = Removal {
+                lo: lo.saturating_sub(TAKEN_BEFORE_ID_NS),
+                hi,
+            };
+            self.last_removed.insert(*id, removal);
+            let Some(ips) = self.ips.remove(id) else {
+                continue;
+            };
+            let generations = self.retired.entry(*id).or_default();
+            match generations.last_mut() {
+                // The same stack again (a hot one): its generation lasts until now.
+                Some(last) if last.1 == ips => last.0 = removal,
+                _ => generations.push((removal, ips)),
+            }
+        }
+        let oldest = newest.saturating_sub(RETIRED_FOR_NS);
+        self.retired.retain(|_, generations| {
+            generations.retain(|(removal, _)| removal.hi >= oldest);
+            !generations.is_empty()
+        });
     }
 
     /// The frame of one address of process `pid` (the innermost frame of a stack: a
@@ -514,6 +709,12 @@ impl Symbolizer {
             parts.push(format!(
                 "{} stacks not captured (stack map full or hash bucket taken)",
                 self.not_captured
+            ));
+        }
+        if self.recycled_late > 0 {
+            parts.push(format!(
+                "{} stacks not known: their stack map entries were reused before their events were read",
+                self.recycled_late
             ));
         }
         if self.no_frames > 0 {

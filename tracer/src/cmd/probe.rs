@@ -70,7 +70,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     }
     match &plan.aggregation {
         Some(_) => count(session, &mut bpf, &probes, &plan, &rings, out, &fs),
-        None => stream(session, &bpf, probes, &plan, &mut rings, out, &fs),
+        None => stream(session, &mut bpf, probes, &plan, &mut rings, out, &fs),
     }
 }
 
@@ -117,7 +117,7 @@ fn banner(plan: &ProbePlan, probes: &[Probe], whom: Option<String>) -> Banner {
 /// Streams every hit as a line (or JSON object), then the per-probe summary.
 fn stream(
     mut session: Session,
-    bpf: &Bpf,
+    bpf: &mut Bpf,
     probes: Vec<Probe>,
     plan: &ProbePlan,
     rings: &mut OutputRings,
@@ -162,7 +162,7 @@ fn stream(
     let ring_fds = state.rings.raw_fds();
     let mut outcome = session.run(&mut state, ring_fds, plan.duration)?;
     debug_notes(
-        bpf,
+        state.bpf,
         state
             .probes
             .iter()
@@ -172,7 +172,7 @@ fn stream(
         outcome.end = RunEnd::Count;
     }
     stream_summary(&state, &outcome, plan)?.print();
-    let (_, lost) = bpf.stats()?;
+    let (_, lost) = state.bpf.stats()?;
     if plan.fail_on_loss && lost > 0 {
         return Err(Error::Runtime {
             message: format!("{lost} events were lost (--fail-on-loss)"),
@@ -290,7 +290,7 @@ struct LoopState<'a, W: std::io::Write> {
     by_slot: HashMap<u32, usize>,
     rings: &'a mut OutputRings,
     writer: &'a mut EventWriter<W>,
-    bpf: &'a Bpf,
+    bpf: &'a mut Bpf,
     count: Option<u64>,
     delivered: u64,
     reported_lost: u64,
@@ -352,6 +352,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
     fn print_events(&mut self) -> Result<bool, Error> {
         let mut batch = self.rings.drain_batch();
         batch.events.sort_by_key(|(e, _)| e.time_ns);
+        // The batch's stacks leave the map before they are symbolized: a long run's never
+        // fill it.
+        let events = batch.events.iter().map(|(e, _)| e);
+        (self.symbolizer).prefetch(self.bpf, events, session::monotonic_ns)?;
         if let Some(tracker) = self.tracker.as_mut().filter(|_| !batch.events.is_empty()) {
             // Processes whose exit was seen before this batch's read made all their events
             // before it: once lent, the tracker forgets them, and the symbolizer those
@@ -424,7 +428,7 @@ fn stream_summary<W: std::io::Write>(
     outcome: &Outcome,
     plan: &ProbePlan,
 ) -> Result<Summary, Error> {
-    let bpf = state.bpf;
+    let bpf = &*state.bpf;
     let (_, lost) = bpf.stats()?;
     let filtering = plan.value_filter.is_some();
     let mut table = Table {
