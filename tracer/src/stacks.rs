@@ -62,6 +62,9 @@ fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
 /// starved of CPU).
 const RETIRED_FOR_NS: u64 = 5_000_000_000;
 
+/// A symbolized stack: the ips it was made from, and its frames.
+type Made = (Vec<u64>, Vec<Frame>);
+
 /// When a recycled stack id left the map: its removal happened within `lo..=hi`, `lo` moved
 /// back by [`TAKEN_BEFORE_ID_NS`] (an event's time is read before its stack ids).
 #[derive(Clone, Copy, Debug)]
@@ -104,7 +107,7 @@ pub struct Symbolizer {
     ips: HashMap<u32, Vec<u64>>,
     /// Symbolized user stacks by (pid, id, entry caller), kernel stacks by (0, id, 0) (pid 0 is
     /// never a user), with the ips they were made from (a recycled id may hold another).
-    frames: HashMap<(u32, u32, u64), (Vec<u64>, Vec<Frame>)>,
+    frames: HashMap<(u32, u32, u64), Made>,
     /// Single addresses (watchpoint hits) by (pid, address).
     addresses: HashMap<(u32, u64), Frame>,
     /// Stacks that `bpf_get_stackid` could not capture.
