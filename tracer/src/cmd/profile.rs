@@ -85,8 +85,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     // The counting slot: the sampler's or the off-CPU program's (none when unwound).
     let slot = (sampler.as_ref().map(|s| s.slot.clone()))
         .or_else(|| offcpu.as_ref().map(|(_, slot)| slot.clone()));
+    let drain = plan.format == ProfileFormat::Text;
     let mut sink = ProfileSink {
-        bpf: &bpf,
+        bpf: &mut bpf,
+        drain,
+        reported: Default::default(),
         slot: slot.as_ref(),
         unwound,
         symbolizer: Symbolizer::default(),
@@ -112,6 +115,8 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         mut output,
         intervals,
         unwound,
+        drain,
+        mut reported,
         ..
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
@@ -123,6 +128,19 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     };
     if offcpu.is_some() {
         accounting.missed = bpf.recursion_misses("offcpu_switch");
+    }
+    if drain && intervals.is_some() && slot.is_some() {
+        // The reports took the counts out of the map: the run is what they held.
+        add_reported(&mut reported, &entries, &accounting);
+        let (held, stacks) = reported;
+        accounting.stacks_lost = held.stacks_lost;
+        accounting.idle = held.idle;
+        accounting.own = held.own;
+        accounting.exited = held.exited;
+        accounting.reported = held.reported.map(|r| out::Reported {
+            stacks: stacks.len() as u64,
+            ..r
+        });
     }
     drop((sampler, offcpu));
     accounting.maps_lost = maps_lost + maps_malformed;
@@ -138,6 +156,32 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     }
     summary(&profile, &outcome).print();
     Ok(outcome.exit_code())
+}
+
+/// Adds a report's stacks and accounting to what the run's reports held.
+fn add_reported(
+    (held, stacks): &mut (out::Accounting, hashbrown::HashSet<u64>),
+    entries: &[out::Entry],
+    accounting: &out::Accounting,
+) {
+    use std::hash::{Hash, Hasher};
+    let mut reported = held.reported.unwrap_or_default();
+    for entry in entries {
+        reported.count += entry.count;
+        reported.value += entry.value;
+        // Fixed keys: the same stack hashes alike in every report.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (&entry.comm, entry.pid).hash(&mut hasher);
+        for frame in &entry.frames {
+            (&frame.name, frame.kernel).hash(&mut hasher);
+        }
+        stacks.insert(hasher.finish());
+    }
+    held.reported = Some(reported);
+    held.stacks_lost += accounting.stacks_lost;
+    held.idle += accounting.idle;
+    held.own += accounting.own;
+    held.exited += accounting.exited;
 }
 
 /// What samples the run: the counting slot's sampler (frame pointers), the off-CPU program,
@@ -299,7 +343,13 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
 /// process counted every 250 ms (a process that exits before the end keeps its frames), with
 /// `-I` prints what each interval added, and stops the programs at its end.
 struct ProfileSink<'a> {
-    bpf: &'a Bpf,
+    bpf: &'a mut Bpf,
+    /// `-I` reports are the last word on what they count (text): each interval's cells
+    /// leave the count map after its report, so that it never fills.
+    drain: bool,
+    /// With `drain`: what the reports held, for the run's summary (its stacks by a hash of
+    /// their task and frames).
+    reported: (out::Accounting, hashbrown::HashSet<u64>),
     /// The counting slot (frame pointers, off-CPU); `None` with `--call-graph dwarf`, whose
     /// samples are unwound and counted by tracer (`unwound`).
     slot: Option<&'a Slot>,
@@ -334,6 +384,11 @@ impl ProfileSink<'_> {
         let (entries, accounting) = match (&mut self.unwound, self.slot) {
             (Some(unwound), _) => unwound.take_entries(&mut self.symbolizer),
             (None, Some(slot)) => {
+                // Processes gone before the read: all their samples are in it.
+                let gone = match self.drain {
+                    true => sampling::gone(&iv.previous),
+                    false => Default::default(),
+                };
                 let grown =
                     sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
                 let timed = matches!(iv.measure, Measure::OffCpu { .. });
@@ -346,11 +401,17 @@ impl ProfileSink<'_> {
                     timed,
                     &mut accounting,
                 )?;
+                if self.drain {
+                    sampling::drain(self.bpf, &mut iv.previous, &gone, &mut self.symbolizer)?;
+                }
                 (entries, accounting)
             }
             (None, None) => unreachable!("a slot or unwound samples"),
         };
         iv.reports += 1;
+        if self.drain && self.unwound.is_none() {
+            add_reported(&mut self.reported, &entries, &accounting);
+        }
         let profile = Profile {
             measure: iv.measure,
             entries,

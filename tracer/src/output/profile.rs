@@ -103,6 +103,17 @@ pub struct Accounting {
     pub maps_lost: u64,
     /// `--call-graph dwarf`: how the user stacks unwound (`None`: by frame pointers).
     pub unwound: Option<Unwound>,
+    /// `-I` in text: the counts left the map at each report; what the reports held, in all.
+    pub reported: Option<Reported>,
+}
+
+/// What a run's interval reports held, in all (`-I`, whose counts leave the map once
+/// reported): samples or blocks in stacks, their value, and the distinct stacks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reported {
+    pub count: u64,
+    pub value: u64,
+    pub stacks: u64,
 }
 
 /// `--call-graph dwarf`: samples lost before they were unwound, and how each user stack
@@ -149,7 +160,10 @@ fn folded_name(frame: &Frame) -> String {
 impl Profile {
     /// The sum of the values (samples, or ns blocked) of every stack shown.
     pub fn total_value(&self) -> u64 {
-        self.entries.iter().map(|e| e.value).sum()
+        match self.accounting.reported {
+            Some(reported) => reported.value,
+            None => self.entries.iter().map(|e| e.value).sum(),
+        }
     }
 
     /// One folded line per distinct (comm, stack), heaviest first then by text: `comm;outer;
@@ -331,10 +345,15 @@ impl Profile {
             Measure::OnCpu { .. } => ("samples", a.total),
             Measure::OffCpu { .. } => ("blocks", a.total),
         };
+        let (in_stacks, stacks) = match a.reported {
+            Some(reported) => (reported.count, reported.stacks),
+            None => (
+                self.entries.iter().map(|e| e.count).sum::<u64>(),
+                self.entries.len() as u64,
+            ),
+        };
         let mut parts = vec![format!(
-            "{total} {unit} counted: {} in {} stacks",
-            self.entries.iter().map(|e| e.count).sum::<u64>(),
-            self.entries.len()
+            "{total} {unit} counted: {in_stacks} in {stacks} stacks"
         )];
         if a.idle > 0 {
             parts.push(format!("{} of the idle task left out", a.idle));

@@ -551,8 +551,32 @@ pub fn evict(
     gone: &HashSet<u32>,
     symbolizer: &mut Symbolizer,
 ) -> Result<usize, Error> {
+    let of_gone = |key: &AggKey| owner(key).is_some_and(|id| gone.contains(&id));
+    evict_where(bpf, previous, of_gone, gone, symbolizer)
+}
+
+/// [`evict`] of every cell reported (`previous`) whatever its owner, after a report that is
+/// the last word on them (`profile -I`): the map then holds only what was counted since,
+/// and a run of any length never fills it. Only `gone` processes are forgotten.
+pub fn drain(
+    bpf: &mut Bpf,
+    previous: &mut HashMap<CellKey, AggValue>,
+    gone: &HashSet<u32>,
+    symbolizer: &mut Symbolizer,
+) -> Result<usize, Error> {
+    evict_where(bpf, previous, |_| true, gone, symbolizer)
+}
+
+/// Evicts the cells of `previous` that `pick` names (see [`evict`]).
+fn evict_where(
+    bpf: &mut Bpf,
+    previous: &mut HashMap<CellKey, AggValue>,
+    pick: impl Fn(&AggKey) -> bool,
+    gone: &HashSet<u32>,
+    symbolizer: &mut Symbolizer,
+) -> Result<usize, Error> {
     let cells: Vec<(CellKey, AggValue)> = (previous.iter())
-        .filter(|((key, _), _)| owner(key).is_some_and(|id| gone.contains(&id)))
+        .filter(|((key, _), _)| pick(key))
         .map(|(key, value)| (*key, *value))
         .collect();
     if cells.is_empty() {

@@ -343,6 +343,30 @@ pub fn since(
     grown
 }
 
+/// The processes of counts reported (`-I`) that are gone now: their every sample is in the
+/// next read.
+pub fn gone(previous: &hashbrown::HashMap<AggKey, AggValue>) -> hashbrown::HashSet<u32> {
+    let cells = previous.iter().map(|(key, value)| ((*key, None), *value));
+    crate::probe::aggregate::gone(&cells.collect())
+}
+
+/// Takes the counts reported (`previous`, `-I`) out of the count map, and the stacks no count
+/// left refers to out of the stack map ([`crate::probe::aggregate::drain`]): a count that grew
+/// since it was read stays, and what it grew by is the next report's.
+pub fn drain(
+    bpf: &mut Bpf,
+    previous: &mut hashbrown::HashMap<AggKey, AggValue>,
+    gone: &hashbrown::HashSet<u32>,
+    symbolizer: &mut Symbolizer,
+) -> Result<(), Error> {
+    let mut cells = (previous.drain())
+        .map(|(key, value)| ((key, None), value))
+        .collect();
+    crate::probe::aggregate::drain(bpf, &mut cells, gone, symbolizer)?;
+    previous.extend(cells.into_iter().map(|((key, _), value)| (key, value)));
+    Ok(())
+}
+
 /// `counts` as symbolized entries, heaviest first; what is left out is added to `accounting`.
 pub fn entries_of(
     bpf: &Bpf,
