@@ -860,8 +860,9 @@ fn an_uncountable_field_is_refused_with_the_countable_ones() {
 }
 
 /// A program replaced at its path during a system-wide `tracer probe` (a deploy: a new file
-/// renamed over the old) is probed in its new file once the run notes it, and a process of the
-/// old file is still counted: 3 calls before, 5 in the new file, 4 in the old one.
+/// renamed over the old) is probed in its new file once the run notes it (one note for the
+/// file's two probes), and a process of the old file is still counted: 3 calls before, 5 in
+/// the new file, 4 in the old one, each hit at the entry and the return.
 #[test]
 fn a_replaced_binary_is_followed_by_a_long_run() {
     use std::io::{BufRead, Write};
@@ -872,7 +873,8 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
     let app = dir.path().join("followed-app");
     std::fs::copy(testprog(), &app).unwrap();
     let spec = format!("uprobe:{}:tracer_testprog_target", app.display());
-    let args = ["probe", "--count-by", "comm", "-f", "json", &spec];
+    let ret = format!("uretprobe:{}:tracer_testprog_target", app.display());
+    let args = ["probe", "--count-by", "comm", "-f", "json", &spec, &ret];
     let (child, mut stderr, _) = common::tracer_started(&args);
     let run = |calls: &str| {
         let status = std::process::Command::new(&app)
@@ -901,7 +903,7 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
     }
     assert!(
         line.starts_with(&format!(
-            "note: {spec}: {} was replaced (inode ",
+            "note: 2 probes: {} was replaced (inode ",
             app.display()
         )),
         "{line}"
@@ -916,7 +918,7 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
     let reports = common::json_lines(&out.stdout);
     assert_eq!(
         count_of(&reports[0], "followed-app"),
-        Some(12),
+        Some(24),
         "{reports:?}"
     );
 }

@@ -24,12 +24,41 @@ pub struct Follow {
     pub places: Option<UsdtArgs>,
 }
 
+/// A probe's file followed: where, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Followed {
+    pub path: std::path::PathBuf,
+    /// The inode probed before, and the one now (the same when rewritten in place).
+    pub inodes: (u64, u64),
+}
+
+impl Followed {
+    /// What was done, in words, for `probes` probes in the file (one: its name).
+    pub fn line(&self, probes: &str) -> String {
+        let path = self.path.display();
+        match self.inodes {
+            (old, new) if old == new => {
+                format!("{probes}: {path} was rewritten in place: probed again")
+            }
+            (old, new) => format!(
+                "{probes}: {path} was replaced (inode {old} is now {new}): the new file is probed \
+                 too, and processes still running the old one are still counted"
+            ),
+        }
+    }
+}
+
 impl Probe {
+    /// The file of a user probe, as last opened.
+    pub fn binary(&self) -> Option<Binary> {
+        (self.follow.borrow().as_ref()).map(|follow| follow.binary.clone())
+    }
+
     /// When the probe's file was replaced at its path since it was opened (or last followed),
-    /// its program is attached to the file there now, and the returned line says so. A new
+    /// its program is attached to the file there now, and what was done is returned. A new
     /// inode is probed beside the old; a file rewritten in place (its code may have moved)
     /// has its event opened again instead. Cheap when nothing changed: one `stat`.
-    pub fn follow(&self, bpf: &Bpf, fs: &Tracefs) -> Result<Option<String>, Error> {
+    pub fn follow(&self, bpf: &Bpf, fs: &Tracefs) -> Result<Option<Followed>, Error> {
         let mut follow = self.follow.borrow_mut();
         let Some(follow) = follow.as_mut() else {
             return Ok(None);
@@ -58,29 +87,26 @@ impl Probe {
         }
         let attached = Attached::disabled(bpf, self.slot.clone(), opened.event)?;
         attached.enable()?;
-        let path = binary.path.display();
         let mut events = self.attached.borrow_mut();
+        let followed = Followed {
+            path: binary.path.clone(),
+            inodes: (old.ino, binary.ino),
+        };
         if old.dev == binary.dev && old.ino == binary.ino {
             // The old offset may be inside an instruction of the new code: its event goes
             // (after the new one started: no hit is missed in between).
             if let Some(latest) = events.last_mut() {
                 *latest = attached;
             }
-            return Ok(Some(format!(
-                "{}: {path} was rewritten in place: probed again",
-                self.name
-            )));
+        } else {
+            events.push(attached);
         }
-        events.push(attached);
-        Ok(Some(format!(
-            "{}: {path} was replaced (inode {} is now {}): the new file is probed too, and \
-             processes still running the old one are still counted",
-            self.name, old.ino, binary.ino
-        )))
+        Ok(Some(followed))
     }
 }
 
-/// A long run's check of its user probes' files, at most once a second (a `stat` per probe).
+/// A long run's check of its user probes' files, at most once a second: one `stat` per file
+/// (a glob may put thousands of probes in one library).
 pub struct Follower {
     fs: Tracefs,
     checked: std::time::Instant,
@@ -94,8 +120,9 @@ impl Follower {
         }
     }
 
-    /// [`Probe::follow`] for each of `probes`, when a second has passed since the last check:
-    /// a line for each file followed, or why it could not be.
+    /// [`Probe::follow`] for the probes of each file replaced, when a second has passed since
+    /// the last check: a line for each file followed (naming its probe, or how many), or why a
+    /// probe could not follow it.
     pub fn check<'a>(
         &mut self,
         bpf: &Bpf,
@@ -105,11 +132,35 @@ impl Follower {
             return Vec::new();
         }
         self.checked = std::time::Instant::now();
-        (probes.into_iter())
-            .filter_map(|probe| match probe.follow(bpf, &self.fs) {
-                Ok(line) => line,
-                Err(e) => Some(crate::describe(&e)),
-            })
-            .collect()
+        let mut replaced: hashbrown::HashMap<Binary, bool> = hashbrown::HashMap::new();
+        // Files followed, in order: what was done, and the probes that did it.
+        let mut done: Vec<(Followed, Vec<&str>)> = Vec::new();
+        let mut lines = Vec::new();
+        for probe in probes {
+            let Some(binary) = probe.binary() else {
+                continue;
+            };
+            if !*replaced
+                .entry(binary)
+                .or_insert_with_key(|b| b.replaced().is_some())
+            {
+                continue;
+            }
+            match probe.follow(bpf, &self.fs) {
+                Ok(Some(followed)) => match done.iter_mut().find(|(f, _)| *f == followed) {
+                    Some((_, names)) => names.push(&probe.name),
+                    None => done.push((followed, vec![&probe.name])),
+                },
+                Ok(None) => {}
+                Err(e) => lines.push(crate::describe(&e)),
+            }
+        }
+        for (followed, names) in done {
+            lines.push(match names.as_slice() {
+                [one] => followed.line(one),
+                many => followed.line(&format!("{} probes", many.len())),
+            });
+        }
+        lines
     }
 }

@@ -117,7 +117,10 @@ impl Metric {
             return Vec::new();
         };
         (probes.iter())
-            .filter_map(|probe| probe.follow(bpf, fs).transpose())
+            .filter_map(|probe| {
+                let followed = probe.follow(bpf, fs).transpose()?;
+                Some(followed.map(|f| f.line(&probe.name)))
+            })
             .collect()
     }
 

@@ -45,7 +45,7 @@ pub struct Opened {
 /// file replaced at its path (a deploy, a package upgrade: a new inode) leaves the probe in
 /// the old one, which no new process runs; one rewritten in place (same inode, a new status
 /// change time) may have moved the probed code.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Binary {
     pub path: std::path::PathBuf,
     pub dev: u64,
