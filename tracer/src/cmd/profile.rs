@@ -131,8 +131,8 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     }
     if drain && intervals.is_some() && slot.is_some() {
         // The reports took the counts out of the map: the run is what they held.
-        add_reported(&mut reported, &entries, &accounting);
-        let (held, stacks) = reported;
+        add_reported((&mut reported.0, &mut reported.1), &entries, &accounting);
+        let (held, stacks, _) = reported;
         accounting.stacks_lost = held.stacks_lost;
         accounting.idle = held.idle;
         accounting.own = held.own;
@@ -160,7 +160,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
 
 /// Adds a report's stacks and accounting to what the run's reports held.
 fn add_reported(
-    (held, stacks): &mut (out::Accounting, hashbrown::HashSet<u64>),
+    (held, stacks): (&mut out::Accounting, &mut hashbrown::HashSet<u64>),
     entries: &[out::Entry],
     accounting: &out::Accounting,
 ) {
@@ -348,8 +348,12 @@ struct ProfileSink<'a> {
     /// leave the count map after its report, so that it never fills.
     drain: bool,
     /// With `drain`: what the reports held, for the run's summary (its stacks by a hash of
-    /// their task and frames).
-    reported: (out::Accounting, hashbrown::HashSet<u64>),
+    /// their task and frames), and the processes reported that may still run.
+    reported: (
+        out::Accounting,
+        hashbrown::HashSet<u64>,
+        hashbrown::HashSet<u32>,
+    ),
     /// The counting slot (frame pointers, off-CPU); `None` with `--call-graph dwarf`, whose
     /// samples are unwound and counted by tracer (`unwound`).
     slot: Option<&'a Slot>,
@@ -384,13 +388,12 @@ impl ProfileSink<'_> {
         let (entries, accounting) = match (&mut self.unwound, self.slot) {
             (Some(unwound), _) => unwound.take_entries(&mut self.symbolizer),
             (None, Some(slot)) => {
-                // Processes gone before the read: all their samples are in it.
-                let gone = match self.drain {
-                    true => sampling::gone(&iv.previous),
-                    false => Default::default(),
-                };
                 let grown =
                     sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
+                let gone = match self.drain {
+                    true => sampling::gone(&iv.previous, &mut self.reported.2),
+                    false => Default::default(),
+                };
                 let timed = matches!(iv.measure, Measure::OffCpu { .. });
                 let mut accounting = out::Accounting::default();
                 let entries = sampling::entries_of(
@@ -403,6 +406,8 @@ impl ProfileSink<'_> {
                 )?;
                 if self.drain {
                     sampling::drain(self.bpf, &mut iv.previous, &gone, &mut self.symbolizer)?;
+                    // Their mappings are not wanted again either.
+                    self.tracker.forget(&gone);
                 }
                 (entries, accounting)
             }
@@ -410,7 +415,8 @@ impl ProfileSink<'_> {
         };
         iv.reports += 1;
         if self.drain && self.unwound.is_none() {
-            add_reported(&mut self.reported, &entries, &accounting);
+            let (held, stacks, _) = &mut self.reported;
+            add_reported((held, stacks), &entries, &accounting);
         }
         let profile = Profile {
             measure: iv.measure,

@@ -343,11 +343,20 @@ pub fn since(
     grown
 }
 
-/// The processes of counts reported (`-I`) that are gone now: their every sample is in the
-/// next read.
-pub fn gone(previous: &hashbrown::HashMap<AggKey, AggValue>) -> hashbrown::HashSet<u32> {
-    let cells = previous.iter().map(|(key, value)| ((*key, None), *value));
-    crate::probe::aggregate::gone(&cells.collect())
+/// The processes of counts reported (`-I`) that are gone now: those of `previous` and those
+/// reported before (`seen`, which keeps the others). Their every sample has been read: a
+/// sample after the read changed its cell, which then stays with its process. Kept across
+/// reports because a drained process no longer has a cell when it exits.
+pub fn gone(
+    previous: &hashbrown::HashMap<AggKey, AggValue>,
+    seen: &mut hashbrown::HashSet<u32>,
+) -> hashbrown::HashSet<u32> {
+    seen.extend(previous.keys().map(|key| key.pid).filter(|&pid| pid != 0));
+    let gone: hashbrown::HashSet<u32> = (seen.iter().copied())
+        .filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        .collect();
+    seen.retain(|pid| !gone.contains(pid));
+    gone
 }
 
 /// Takes the counts reported (`previous`, `-I`) out of the count map, and the stacks no count
