@@ -85,28 +85,23 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     // The counting slot: the sampler's or the off-CPU program's (none when unwound).
     let slot = (sampler.as_ref().map(|s| s.slot.clone()))
         .or_else(|| offcpu.as_ref().map(|(_, slot)| slot.clone()));
-    let drain = plan.format == ProfileFormat::Text;
     let mut sink = ProfileSink {
         bpf: &mut bpf,
-        drain,
+        drain: plan.format == ProfileFormat::Text,
         reported: Default::default(),
         slot: slot.as_ref(),
         unwound,
-        symbolizer: Symbolizer::default(),
+        symbolizer: symbolizer_for(session.pid()),
         pid: session.pid(),
         symbolized: Instant::now(),
         tracker,
         output,
         intervals: intervals(&plan, measure, skip_idle),
     };
-    if let Some(pid) = sink.pid {
-        sink.symbolizer.keep_mapped(pid);
-    }
     sampler.as_ref().map(Sampler::enable).transpose()?;
     sink.unwound.as_ref().map(Unwound::enable).transpose()?;
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
     if sink.intervals.is_some() {
-        sink.tracker.drain();
         sink.report(true)?;
     }
     let ProfileSink {
@@ -116,7 +111,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         intervals,
         unwound,
         drain,
-        mut reported,
+        reported,
         ..
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
@@ -126,21 +121,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         (None, Some(slot)) => sampling::entries(&bpf, slot, &mut symbolizer, skip_idle, off_cpu)?,
         (None, None) => unreachable!("a slot or unwound samples"),
     };
-    if offcpu.is_some() {
-        accounting.missed = bpf.recursion_misses("offcpu_switch");
-    }
+    accounting.missed = (offcpu.as_ref()).map_or(0, |_| bpf.recursion_misses("offcpu_switch"));
     if drain && intervals.is_some() && slot.is_some() {
-        // The reports took the counts out of the map: the run is what they held.
-        add_reported((&mut reported.0, &mut reported.1), &entries, &accounting);
-        let (held, stacks, _) = reported;
-        accounting.stacks_lost = held.stacks_lost;
-        accounting.idle = held.idle;
-        accounting.own = held.own;
-        accounting.exited = held.exited;
-        accounting.reported = held.reported.map(|r| out::Reported {
-            stacks: stacks.len() as u64,
-            ..r
-        });
+        held_by_reports(reported, &entries, &mut accounting);
     }
     drop((sampler, offcpu));
     accounting.maps_lost = maps_lost + maps_malformed;
@@ -156,6 +139,39 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     }
     summary(&profile, &outcome).print();
     Ok(outcome.exit_code())
+}
+
+/// The command's symbolizer, its process's mappings read (and kept fresh while it runs).
+fn symbolizer_for(pid: Option<u32>) -> Symbolizer {
+    let mut symbolizer = Symbolizer::default();
+    if let Some(pid) = pid {
+        symbolizer.keep_mapped(pid);
+    }
+    symbolizer
+}
+
+/// What the run's reports held (`-I` in text, whose reports take the counts out of the map):
+/// their accounting, their stacks by a hash of task and frames, and the processes reported
+/// that may still run.
+type Held = (
+    out::Accounting,
+    hashbrown::HashSet<u64>,
+    hashbrown::HashSet<u32>,
+);
+
+/// The run's accounting when its reports took the counts out of the map: what they held, with
+/// what is left (`entries`, `accounting`).
+fn held_by_reports(mut reported: Held, entries: &[out::Entry], accounting: &mut out::Accounting) {
+    add_reported((&mut reported.0, &mut reported.1), entries, accounting);
+    let (held, stacks, _) = reported;
+    accounting.stacks_lost = held.stacks_lost;
+    accounting.idle = held.idle;
+    accounting.own = held.own;
+    accounting.exited = held.exited;
+    accounting.reported = held.reported.map(|r| out::Reported {
+        stacks: stacks.len() as u64,
+        ..r
+    });
 }
 
 /// Adds a report's stacks and accounting to what the run's reports held.
@@ -349,11 +365,7 @@ struct ProfileSink<'a> {
     drain: bool,
     /// With `drain`: what the reports held, for the run's summary (its stacks by a hash of
     /// their task and frames), and the processes reported that may still run.
-    reported: (
-        out::Accounting,
-        hashbrown::HashSet<u64>,
-        hashbrown::HashSet<u32>,
-    ),
+    reported: Held,
     /// The counting slot (frame pointers, off-CPU); `None` with `--call-graph dwarf`, whose
     /// samples are unwound and counted by tracer (`unwound`).
     slot: Option<&'a Slot>,
@@ -385,6 +397,10 @@ impl ProfileSink<'_> {
         let Some(iv) = self.intervals.as_mut() else {
             return Ok(());
         };
+        if last {
+            // The last records: a process's exec or mappings just before the end.
+            self.tracker.drain();
+        }
         let (entries, accounting) = match (&mut self.unwound, self.slot) {
             (Some(unwound), _) => unwound.take_entries(&mut self.symbolizer),
             (None, Some(slot)) => {
