@@ -604,9 +604,9 @@ fn jit_frames_are_named_from_the_perf_map() {
 /// stacks never fill it: 20,000 distinct stacks (more than its 16,384 entries), each made
 /// once, 20 every 5 ms. Each one captured is exactly its call's chain (none shown as another's
 /// after its id was reused), and the few lost to a hash bucket taken by a stack of the same
-/// moment are under 1%, in the last quarter as in all. Without recycling, the map held the
+/// moment are under 5%, in the last quarter as in all. Without recycling, the map held the
 /// first 16,384 stacks and about 40% of the rest were lost (23-221 of 20,000 when only the
-/// printed ones were recycled, 15-39 now).
+/// printed ones were recycled, 15-39 now, 594 in a loaded CI run).
 #[test]
 fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
     if !has(Feature::UprobePmu, "stack_recycling") || !has(Feature::Bpf, "stack_recycling") {
@@ -663,7 +663,10 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
             .collect();
         assert_eq!(chain, want, "call {n}: {event}");
     }
+    // How many meet in a bucket depends on how far behind the reader is (other tests run
+    // beside this one): 0.1-0.2% alone, 3% in a loaded CI run; without recycling about 40%,
+    // and most of the last quarter.
     let total: usize = lost.iter().sum();
-    assert!(total * 100 < calls, "{lost:?} of {calls} lost");
-    assert!(lost[3] * 100 < calls / 4, "{lost:?} of {calls} lost");
+    assert!(total * 20 < calls, "{lost:?} of {calls} lost");
+    assert!(lost[3] * 20 < calls / 4, "{lost:?} of {calls} lost");
 }
