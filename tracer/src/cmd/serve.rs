@@ -27,8 +27,9 @@ pub fn run(args: ServeArgs) -> Result<i32, Error> {
     let max_connections = args.max_connections as usize;
     let mut metrics = Vec::new();
     let mut fds_each = 0;
+    // Counted once, around the first metric (a read of /proc/self/fd each).
+    let (before, _) = crate::launch::open_files();
     for m in plan.metrics.clone() {
-        let (before, _) = crate::launch::open_files();
         metrics.push(attach(m, &fs, plan.idle_timeout, &args.config)?);
         if metrics.len() == 1 {
             // The first metric's cost tells whether the rest can fit, before they are
