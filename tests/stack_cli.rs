@@ -644,8 +644,11 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
             .unwrap_or_else(|| panic!("{event}"));
         let stack = event["stack"].as_array().unwrap();
         if stack.len() == 1 && stack[0]["error"].is_string() {
+            // A taken bucket (EEXIST), or, rarely, an id reused within 100 us of the event
+            // with another stack: shown as unknown, never as another call's.
+            let error = stack[0]["error"].as_str().unwrap();
             assert!(
-                stack[0]["error"].as_str().unwrap().contains("File exists"),
+                error.contains("File exists") || error.contains("reused before this event"),
                 "{event}"
             );
             lost[n as usize * 4 / calls] += 1;
