@@ -6,7 +6,7 @@ use std::fmt;
 use super::format::Value;
 
 /// How one parameter (or a return value, or a struct member) is read and printed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Kind {
     /// A signed integer of this many bytes (1, 2, 4 or 8).
     Signed(u8),
@@ -31,6 +31,7 @@ pub enum Kind {
     /// Anything else passed in a register (a struct by value, a float): printed as raw hex.
     Other { name: String },
     /// `void` (return type of a function that returns nothing).
+    #[default]
     Void,
 }
 
@@ -147,8 +148,14 @@ pub enum MemberError {
     },
     #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
     Bitfield { strukt: String, member: String },
-    #[error("'{member}' is {kind}: only one level of '->' is supported")]
-    NestedDeref { member: String, kind: String },
+    #[error(
+        "'{member}' is {kind}: a member read loads at most {max} pointers after the parameter"
+    )]
+    TooDeep {
+        member: String,
+        kind: String,
+        max: usize,
+    },
     #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
     NotAStruct { member: String, kind: String },
     #[error("'{member}' of {strukt} has no constant byte offset")]
@@ -169,7 +176,7 @@ impl MemberError {
             MemberError::Bitfield { strukt, .. } | MemberError::Location { strukt, .. } => {
                 format!("print a whole neighbouring member of {strukt} instead")
             }
-            MemberError::NestedDeref { member, .. } => {
+            MemberError::TooDeep { member, .. } => {
                 format!("trace a function that takes '{member}' as a parameter")
             }
             MemberError::NotAStruct { member, .. } => format!("print '{member}' itself"),
@@ -258,12 +265,32 @@ mod tests {
     }
 }
 
-/// A member reached through a pointer parameter (`how->flags`): where to read it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A member reached through a pointer parameter (`how->flags`, `file->f_path.dentry->d_name`):
+/// where to read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Member {
     /// Index of the pointer parameter.
     pub arg: usize,
-    /// Byte offset of the member in the pointed-to struct (nested members added up).
+    /// The pointers loaded on the way, in order: each one's byte offset in the struct reached
+    /// so far (`file->f_path.dentry`: `f_path.dentry`'s offset in `struct file`). At most
+    /// [`FIELD_DEREFS`](tracer_common::FIELD_DEREFS).
+    pub derefs: Vec<u32>,
+    /// Byte offset of the member in the last struct reached (nested members added up).
     pub offset: u32,
     pub kind: Kind,
+    /// A `char[N]` member: its value is its address, and its string is read in place
+    /// (`kind` is then [`Kind::Str`]).
+    pub in_place: bool,
+}
+
+impl Member {
+    /// A member of the parameter's own struct (no pointer loaded on the way).
+    pub fn at(arg: usize, offset: u32, kind: Kind) -> Member {
+        Member {
+            arg,
+            offset,
+            kind,
+            ..Member::default()
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //! a value named the same way.
 
 use tracer_common::{
-    src, str_from, str_mem, word, Event, FieldRead, SlotConfig, StrRead, FIELDS_OFFSET, FIELD_AUTO,
-    FIELD_READS, FIELD_USER, STR_READS,
+    src, str_from, str_mem, word, Event, FieldRead, SlotConfig, StrRead, FIELDS_OFFSET,
+    FIELD_ADDRESS, FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, STR_READS,
 };
 
 use crate::kernel::btf::parse_access;
@@ -197,15 +197,22 @@ impl Values {
                 vec![format!("name one of its members: {name}.MEMBER")],
             ));
         }
+        let mut derefs = [0; FIELD_DEREFS];
+        derefs[..member.derefs.len()].copy_from_slice(&member.derefs);
+        let memory = match self.memory {
+            Memory::User => FIELD_USER,
+            Memory::ByAddress => FIELD_AUTO,
+        };
         let read = FieldRead {
             offset: member.offset,
             arg: index as u8,
             size,
-            flags: match self.memory {
-                Memory::User => FIELD_USER,
-                Memory::ByAddress => FIELD_AUTO,
+            flags: match member.in_place {
+                true => memory | FIELD_ADDRESS,
+                false => memory,
             },
-            _pad: 0,
+            hops: member.derefs.len() as u8,
+            derefs,
         };
         let slot = match self.reads.iter().position(|r| *r == read) {
             Some(slot) => slot,
@@ -441,7 +448,7 @@ mod tests {
             ),
             _ => return Err(Error::usage("no such member", Vec::new())),
         };
-        Ok(Member { arg, offset, kind })
+        Ok(Member::at(arg, offset, kind))
     }
 
     fn values(selection: &[&str]) -> Result<Values, Error> {
@@ -506,7 +513,7 @@ mod tests {
             arg: 2,
             size: 8,
             flags: FIELD_AUTO,
-            _pad: 0,
+            ..FieldRead::default()
         };
         assert_eq!(config.fields[..2], [read(8), read(0)]);
         assert_eq!(config.fields[2].size, 0);
