@@ -602,11 +602,14 @@ fn jit_frames_are_named_from_the_perf_map() {
 
 /// Streamed stacks leave the stack map once read (stacks.rs, `recycle`), so a long run's
 /// stacks never fill it: 20,000 distinct stacks (more than its 16,384 entries), each made
-/// once, 20 every 5 ms. Each one captured is exactly its call's chain (none shown as another's
-/// after its id was reused), and the few lost to a hash bucket taken by a stack of the same
-/// moment are under 5%, in the last quarter as in all. Without recycling, the map held the
-/// first 16,384 stacks and about 40% of the rest were lost (23-221 of 20,000 when only the
-/// printed ones were recycled, 15-39 now, 594 in a loaded CI run).
+/// once, 20 every 10 ms. Each one captured is exactly its call's chain (none shown as
+/// another's after its id was reused), and the few lost to a hash bucket taken by a stack not
+/// read yet are under 10% of all and 25% of the last quarter. Without recycling, the map held
+/// the first 16,384 stacks and about 40% of the rest were lost, most of the last quarter
+/// (23-221 of 20,000 when only the printed ones were recycled, 15-39 now, 594 and 2,341 in
+/// loaded CI runs at 20 every 5 ms: a stack waits in the map until the reader reaches its
+/// event, so a reader behind by a second holds 4,000 of them there at that rate, and a new
+/// stack finds its bucket taken that much more often).
 #[test]
 fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
     if !has(Feature::UprobePmu, "stack_recycling") || !has(Feature::Bpf, "stack_recycling") {
@@ -629,7 +632,7 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
             program.to_str().unwrap(),
             &calls.to_string(),
             "20",
-            "5000",
+            "10000",
         ])
         .output()
         .unwrap();
@@ -667,9 +670,9 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
         assert_eq!(chain, want, "call {n}: {event}");
     }
     // How many meet in a bucket depends on how far behind the reader is (other tests run
-    // beside this one): 0.1-0.2% alone, 3% in a loaded CI run; without recycling about 40%,
-    // and most of the last quarter.
+    // beside this one): 0.1-0.2% alone, 3% and 11.7% (17% of the last quarter) in loaded CI
+    // runs at twice this rate; without recycling about 40%, and most of the last quarter.
     let total: usize = lost.iter().sum();
-    assert!(total * 20 < calls, "{lost:?} of {calls} lost");
-    assert!(lost[3] * 20 < calls / 4, "{lost:?} of {calls} lost");
+    assert!(total * 10 < calls, "{lost:?} of {calls} lost");
+    assert!(lost[3] * 4 < calls / 4, "{lost:?} of {calls} lost");
 }
