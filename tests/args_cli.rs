@@ -285,6 +285,32 @@ fn members_are_read_through_pointer_chains() {
     let expected = [("n0", 3), ("n1", 2), ("n2", 2)].map(|(k, n)| (k.to_string(), n));
     assert_eq!(counts, expected, "{}", text(&out.stderr));
 
+    // At the return, through what was returned: node (i + 1) % 3 and its next's name.
+    let spec_ret = |list: &str| format!("uretprobe:{}:nest_next({list})", nest.display());
+    let list = "ret->id, ret->name, ret->next->name";
+    let out = Tracer::new(["probe", &spec_ret(list), "--", nest.to_str().unwrap(), "4"]).success();
+    let lines: Vec<String> = (text(&out.stdout).lines().skip(1))
+        .map(|line| line.split_once(":nest_next ").expect(line).1.to_string())
+        .collect();
+    let expected: Vec<String> = (1..=4)
+        .map(|i| {
+            let (ret, next) = ((i + 1) % 3, (i + 2) % 3);
+            format!(r#"ret->id={ret} ret->name="n{ret}" ret->next->name="n{next}" ret=0x"#)
+        })
+        .collect();
+    let cut: Vec<String> = (lines.iter())
+        .map(|l| l[..l.find("ret=0x").map_or(l.len(), |at| at + 6)].to_string())
+        .collect();
+    assert_eq!(cut, expected, "{}", text(&out.stderr));
+    // Arguments are gone at a uretprobe: refused, with the entry probe as the way.
+    let out = tracer(&["probe", &spec_ret("n->id"), "-c", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("sees only the return value; 'n->id' is gone by then"),
+        "{}",
+        text(&out.stderr)
+    );
+
     // Past three loads, refused with the walk as C spells it.
     let out = tracer(&["probe", &spec("n->next->next.next->next->id"), "-c", "1"]);
     assert_eq!(out.status.code(), Some(2));

@@ -442,6 +442,58 @@ fn member_chains_name_the_file_and_the_parent() {
     }
 }
 
+/// Members of a returned struct (`ret->member`), at a kretprobe and at fexit: copy_process
+/// returns the new task, whose pid is the shell's `$!`, whose comm is the shell's copy, and
+/// whose parent is the shell.
+#[test]
+fn members_of_a_returned_pointer_name_the_new_task() {
+    if !has(Feature::KprobePmu, "return_members") {
+        return;
+    }
+    let mut interfaces = vec!["pmu"];
+    if fentry_permitted("return_members") {
+        interfaces.push("fentry");
+    }
+    for interface in interfaces {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events.json");
+        let out = common::Tracer::new([
+            "probe",
+            "--kprobe-interface",
+            interface,
+            "-f",
+            "json",
+            "-o",
+            events.to_str().unwrap(),
+            "copy_process%return(ret->pid, ret->comm, ret->real_parent->tgid)",
+            "--",
+            "sh",
+            "-c",
+            "true & echo $!; wait; echo $$",
+        ])
+        .output();
+        let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{interface}: {stderr}");
+        let pids: Vec<u64> = (stdout.split_whitespace())
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let [child, shell] = pids[..] else {
+            panic!("{interface}: the shell printed {stdout:?}")
+        };
+        let events = common::json_lines(&std::fs::read(&events).unwrap());
+        let args: Vec<_> = (events.iter())
+            .filter(|e| e["type"] == "event")
+            .map(|e| e["args"].clone())
+            .collect();
+        let task = serde_json::json!({
+            "ret->pid": child,
+            "ret->comm": "sh",
+            "ret->real_parent->tgid": shell,
+        });
+        assert_eq!(args, [task], "{interface}: {stderr}");
+    }
+}
+
 /// Members of `tcp_connect`'s socket through two levels (`sk->__sk_common.skc_num`, the local
 /// port, inside sock_common's anonymous struct; `skc_dport`, the server's port, a `__be16`
 /// shown in host order; `skc_rcv_saddr`, a `__be32` address shown as one), through fentry

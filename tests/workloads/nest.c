@@ -6,7 +6,8 @@
  * shared holder whose `owner` is node 2, and calls nest_visit(node i % 3, i) for i = 1..N.
  * Call i therefore sees: n->id = i % 3, n->next->id = (i + 1) % 3, n->next->next->name =
  * "n" (i + 2) % 3, n->link.up->owner->id = 2, and n->hole->id a failed read (a NULL pointer on
- * the way). */
+ * the way). Each call is preceded by nest_next(node i % 3), which returns node (i + 1) % 3:
+ * its members are read through `ret` at the return. */
 #include <stdlib.h>
 
 struct node;
@@ -30,6 +31,8 @@ __attribute__((noinline)) int nest_visit(struct node *n, int call) {
     return n->id + call + n->next->id + (n->hole != 0);
 }
 
+__attribute__((noinline)) struct node *nest_next(struct node *n) { return n->next; }
+
 int main(int argc, char **argv) {
     int calls = argc > 1 ? atoi(argv[1]) : 1;
     static struct node nodes[3] = {
@@ -44,6 +47,6 @@ int main(int argc, char **argv) {
     }
     long sum = 0;
     for (int i = 1; i <= calls; i++)
-        sum += nest_visit(&nodes[i % 3], i);
+        sum += nest_visit(&nodes[i % 3], i) + (nest_next(&nodes[i % 3]) == 0);
     return sum < 0;
 }

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use btf_rs::{Backend, Btf, BtfType, FuncProto, Parameter, Struct, Type};
 
-use super::params::{Kind, Member, MemberError, Param, Prototype};
+use super::params::{Kind, Member, MemberError, Param, Prototype, RETURN_ARG};
 use tracer_common::FIELD_DEREFS;
 
 /// Where the kernel publishes vmlinux BTF, and one split BTF file per loaded module.
@@ -132,35 +132,40 @@ impl KernelBtf {
     }
 
     /// Resolves `path` (`["flags"]` for `how->flags`, `["a", "b"]` for `how->a.b`) through
-    /// pointer parameter `arg` of `function` to a byte offset and the member's kind. An empty
+    /// pointer parameter `arg` of `function` (or its return value, [`RETURN_ARG`]) to a byte
+    /// offset and the member's kind. An empty
     /// path is the pointed-to struct itself.
     pub fn member(&self, function: &str, arg: usize, path: &[&str]) -> Result<Member, Error> {
         let (btf, proto) = self.find(function)?.ok_or_else(|| Error::NoFunction {
             function: function.into(),
         })?;
-        let Some(param) = proto.parameters.get(arg).filter(|p| !p.is_variadic()) else {
-            let params = proto
-                .parameters
-                .iter()
-                .enumerate()
-                .map(|(i, p)| param_name(btf, p, i));
-            let (function, params) = (function.into(), params.collect());
-            return Err(MemberError::NoParam {
-                function,
-                arg,
-                params,
+        let param = proto.parameters.get(arg).filter(|p| !p.is_variadic());
+        let (param_name, param_type) = match (arg, param) {
+            (RETURN_ARG, _) => ("ret".to_string(), proto.return_type_id()),
+            (_, Some(param)) => (param_name(btf, param, arg), type_id(param)),
+            (_, None) => {
+                let params = proto
+                    .parameters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| param_name(btf, p, i));
+                let (function, params) = (function.into(), params.collect());
+                return Err(MemberError::NoParam {
+                    function,
+                    arg,
+                    params,
+                }
+                .into());
             }
-            .into());
         };
-        let param_name = param_name(btf, param, arg);
         // The parameter's own pointer is the one dereference the BPF side makes.
-        let pointee = match strip(btf, type_id(param))? {
+        let pointee = match strip(btf, param_type)? {
             Type::Ptr(ptr) => type_id(&ptr),
             _ => 0,
         };
         let mut current = strip(btf, pointee)?;
         if pointee == 0 || !matches!(current, Type::Struct(_) | Type::Union(_)) {
-            let mut kind = kind_of(btf, type_id(param))?.to_string();
+            let mut kind = kind_of(btf, param_type)?.to_string();
             if matches!(current, Type::Fwd(_)) {
                 kind.push_str(DECLARED);
             }
@@ -843,6 +848,25 @@ mod tests {
         assert_eq!(
             (tgid.offset, tgid.kind),
             (off("task_struct", "tgid"), Kind::Signed(4))
+        );
+    }
+
+    /// `ret->member` walks the function's return type: copy_process returns the new task.
+    #[test]
+    fn members_of_the_return_value() {
+        let Some(btf) = kernel() else { return };
+        let off = |strukt: &str, member: &str| {
+            (btf.struct_member_offset(strukt, member).unwrap()).expect(member)
+        };
+        let pid = btf.member("copy_process", RETURN_ARG, &["pid"]).unwrap();
+        assert_eq!(
+            pid,
+            Member::at(RETURN_ARG, off("task_struct", "pid"), Kind::Signed(4))
+        );
+        let e = btf.member("vfs_read", RETURN_ARG, &["x"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the return value is s64, not a pointer to a struct or union"
         );
     }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use addr2line::gimli::{self, AttributeValue, DwAt, DwTag, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::params::{Kind, Member, MemberError, Param, Prototype};
+use super::params::{Kind, Member, MemberError, Param, Prototype, RETURN_ARG};
 use tracer_common::FIELD_DEREFS;
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
@@ -394,20 +394,22 @@ impl<'a> Debug<'a> {
         path: &[&str],
     ) -> Result<Member, Fault> {
         let params = self.param_dies(function)?;
-        let Some(&param) = params.get(arg) else {
-            let names = params
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| self.param_name(p, i));
-            return Err(MemberError::NoParam {
-                function: name.into(),
-                arg,
-                params: names.collect::<gimli::Result<_>>()?,
+        let (param_name, param_ty) = match (arg, params.get(arg)) {
+            (RETURN_ARG, _) => ("ret".to_string(), self.type_of(function)?),
+            (_, Some(&param)) => (self.param_name(param, arg)?, self.type_of(param)?),
+            (_, None) => {
+                let names = params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| self.param_name(p, i));
+                return Err(MemberError::NoParam {
+                    function: name.into(),
+                    arg,
+                    params: names.collect::<gimli::Result<_>>()?,
+                }
+                .into());
             }
-            .into());
         };
-        let param_name = self.param_name(param, arg)?;
-        let param_ty = self.type_of(param)?;
         // The parameter's own pointer is the one dereference the BPF side makes.
         let (pointee, mut shape) = match self.shape(param_ty)? {
             Shape::Pointer(pointee) => (pointee, self.shape(pointee)?),

@@ -129,6 +129,14 @@ pub fn names_an_address(name: &str) -> bool {
     name.to_ascii_lowercase().contains("addr")
 }
 
+/// A parameter as messages name it; `ret`, the return value.
+fn which_param(param: &str) -> String {
+    match param {
+        "ret" => "the return value".to_string(),
+        _ => format!("parameter '{param}'"),
+    }
+}
+
 /// Why `PARAM->member` cannot be read, from BTF or DWARF alike.
 #[derive(Debug, thiserror::Error)]
 pub enum MemberError {
@@ -138,7 +146,7 @@ pub enum MemberError {
         arg: usize,
         params: Vec<String>,
     },
-    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
+    #[error("{} is {kind}, not a pointer to a struct or union", which_param(.param))]
     NotAStructPointer { param: String, kind: String },
     #[error("{strukt} has no member '{member}'")]
     NoMember {
@@ -265,11 +273,15 @@ mod tests {
     }
 }
 
+/// The `arg` of a [`Member`] read through the function's return value (`ret->member`, on a
+/// return probe): where the event carries it.
+pub const RETURN_ARG: usize = tracer_common::word::RETURN;
+
 /// A member reached through a pointer parameter (`how->flags`, `file->f_path.dentry->d_name`):
 /// where to read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Member {
-    /// Index of the pointer parameter.
+    /// Index of the pointer parameter, or [`RETURN_ARG`].
     pub arg: usize,
     /// The pointers loaded on the way, in order: each one's byte offset in the struct reached
     /// so far (`file->f_path.dentry`: `f_path.dentry`'s offset in `struct file`). At most
