@@ -144,9 +144,11 @@ fn test(args: &[String]) -> Result<()> {
         .map(|name| Ok((*name, test_binary(name)?)))
         .collect::<Result<Vec<_>>>()?;
     let suites = |kernel: &str| -> Vec<&str> {
-        let all = EDGE_KERNELS.contains(&kernel);
+        let edge = EDGE_KERNELS.contains(&kernel);
+        let oldest = kernel == OLDEST_KERNEL;
         (VM_SUITES.iter().copied())
-            .filter(|s| all || !EDGE_ONLY.contains(s))
+            .filter(|s| edge || !EDGE_ONLY.contains(s))
+            .filter(|s| oldest || !OLDEST_ONLY.contains(s))
             .collect()
     };
     // TRACER_REQUIRE turns a skip into a failure: inside the VM kprobes must exist.
@@ -263,6 +265,22 @@ const EDGE_ONLY: [&str; 11] = [
     "profile_cli",
     "storm_cli",
     "perf_host_more",
+];
+
+/// The kernel with the strictest verifier, which runs every suite of [`VM_SUITES`].
+const OLDEST_KERNEL: &str = "5.10";
+
+/// Suites of [`EDGE_ONLY`] that 7.3 skips as well: recordings, USDT notes, string reads,
+/// filters and in-kernel counting are user space over the programs every kernel loads in
+/// probe_cli and stack_cli; their program variants (`USES` flags) face the strictest verifier
+/// on 5.10 and a recent one on the host (6.18). Measured in a loaded run on 7.3 they took
+/// about 400 of its 900 s; one CI host ran the whole tier 2.8 times slower than another.
+const OLDEST_ONLY: [&str; 5] = [
+    "record_cli",
+    "usdt_cli",
+    "strings_cli",
+    "filter_cli",
+    "count_cli",
 ];
 
 /// VMs booted at once by the VM tier.
