@@ -1,11 +1,12 @@
 //! Tier 4: chosen values and struct members (`FUNC(a, p->m)`, `--args`) through the real
 //! binary, on the C workload tests/workloads/chain.c whose arguments are known per call:
 //! chain_target(count=i, name="chain", where=&{i, -i, "b-point"}, odd=i%2, shade=GREEN), and
-//! chain_peek(NULL on odd calls, &{i, -i, "even"} on even ones).
+//! chain_peek(NULL on odd calls, &{i, -i, "even"} on even ones); and pointer chains on
+//! tests/workloads/nest.c, a ring of three nodes visited in turn.
 
 mod common;
 
-use common::{chain_program, has, json_lines, text, traced_chain, tracer};
+use common::{c_workload, chain_program, has, json_lines, text, traced_chain, tracer, Tracer};
 use tracer::kernel::features::Feature;
 
 fn usable(test: &str) -> bool {
@@ -213,6 +214,111 @@ fn bad_lists_are_usage_errors_that_say_what_exists() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("tracer latency prints no per-hit values: drop '(count)'"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Members through more than one pointer and `char[N]` members, on nest.c's ring: call i
+/// visits node i % 3, named "n0".."n2", whose next is node (i + 1) % 3 and whose
+/// `link.up->owner` is node 2; `hole` is NULL.
+#[test]
+fn members_are_read_through_pointer_chains() {
+    if !usable("args_chains") {
+        return;
+    }
+    let nest = c_workload("nest");
+    let spec = |list: &str| format!("uprobe:{}:nest_visit({list})", nest.display());
+    let list = "call, n->name, n->next->id, n->next->next->name, n->link.up->owner->id";
+    let out = Tracer::new(["probe", &spec(list), "--", nest.to_str().unwrap(), "6"]).success();
+    let lines: Vec<String> = (text(&out.stdout).lines().skip(1))
+        .map(|line| line.split_once(":nest_visit ").expect(line).1.to_string())
+        .collect();
+    let expected: Vec<String> = (1..=6)
+        .map(|i| {
+            let (this, next, after) = (i % 3, (i + 1) % 3, (i + 2) % 3);
+            format!(
+                r#"call={i} n->name="n{this}" n->next->id={next} n->next->next->name="n{after}" n->link.up->owner->id=2"#
+            )
+        })
+        .collect();
+    assert_eq!(lines, expected, "{}", text(&out.stderr));
+
+    // A NULL pointer on the way fails the read: `?`, and counted.
+    let out = Tracer::new(["probe", &spec("n->hole->id, call"), "--"])
+        .command()
+        .args([nest.to_str().unwrap(), "2"])
+        .output()
+        .expect("run tracer");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let values: Vec<&str> = (stdout.lines().skip(1))
+        .filter_map(|line| line.split_once(":nest_visit ").map(|(_, v)| v))
+        .collect();
+    assert_eq!(values, ["n->hole->id=? call=1", "n->hole->id=? call=2"]);
+    assert!(
+        stderr.contains(":nest_visit: 2 struct member reads failed"),
+        "{stderr}"
+    );
+
+    // Counted by a string two pointers away, in the kernel: n0 for calls 1, 4, 7.
+    let bare = format!("uprobe:{}:nest_visit", nest.display());
+    let out = Tracer::new([
+        "probe",
+        &bare,
+        "--count-by",
+        "n->next->next->name",
+        "-f",
+        "json",
+    ])
+    .command()
+    .args(["--", nest.to_str().unwrap(), "7"])
+    .output()
+    .expect("run tracer");
+    let rows = &json_lines(&out.stdout)[0]["rows"];
+    let counts: Vec<(String, u64)> = (rows.as_array().expect("rows").iter())
+        .map(|r| {
+            let key = r["n->next->next->name"].as_str().expect("key");
+            (key.to_string(), r["count"].as_u64().unwrap())
+        })
+        .collect();
+    let expected = [("n0", 3), ("n1", 2), ("n2", 2)].map(|(k, n)| (k.to_string(), n));
+    assert_eq!(counts, expected, "{}", text(&out.stderr));
+
+    // At the return, through what was returned: node (i + 1) % 3 and its next's name.
+    let spec_ret = |list: &str| format!("uretprobe:{}:nest_next({list})", nest.display());
+    let list = "ret->id, ret->name, ret->next->name";
+    let out = Tracer::new(["probe", &spec_ret(list), "--", nest.to_str().unwrap(), "4"]).success();
+    let lines: Vec<String> = (text(&out.stdout).lines().skip(1))
+        .map(|line| line.split_once(":nest_next ").expect(line).1.to_string())
+        .collect();
+    let expected: Vec<String> = (1..=4)
+        .map(|i| {
+            let (ret, next) = ((i + 1) % 3, (i + 2) % 3);
+            format!(r#"ret->id={ret} ret->name="n{ret}" ret->next->name="n{next}" ret=0x"#)
+        })
+        .collect();
+    let cut: Vec<String> = (lines.iter())
+        .map(|l| l[..l.find("ret=0x").map_or(l.len(), |at| at + 6)].to_string())
+        .collect();
+    assert_eq!(cut, expected, "{}", text(&out.stderr));
+    // Arguments are gone at a uretprobe: refused, with the entry probe as the way.
+    let out = tracer(&["probe", &spec_ret("n->id"), "-c", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("sees only the return value; 'n->id' is gone by then"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Past three loads, refused with the walk as C spells it.
+    let out = tracer(&["probe", &spec("n->next->next.next->next->id"), "-c", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with(
+            "error: 'n->next->next->next->next' is struct node *: a member read loads at most \
+             3 pointers after the parameter\n"
+        ),
         "{}",
         text(&out.stderr)
     );

@@ -302,6 +302,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         needs_kprobes,
     ),
     (
+        "tracer probe 'vfs_read(file->f_path.dentry->d_name.name, count)' --filter 'file->f_path.dentry->d_name.name == hostname' -- cat /etc/hostname",
+        needs_kprobes,
+    ),
+    (
         "tracer probe fentry:do_sys_openat2 fexit:do_sys_openat2 -- cat /etc/hostname",
         needs_fentry,
     ),

@@ -363,6 +363,137 @@ fn struct_members_are_read_through_btf_offsets() {
     );
 }
 
+/// Members through pointer chains, on every interface: `vfs_read`'s file name three pointers
+/// away (`file->f_path.dentry->d_name.name`, a filter on it keeping cat's two reads of
+/// /etc/hostname, the data and the end) and its inode number two away (`stat`'s); a forked
+/// task's parent (`wake_up_new_task`: `p->real_parent->tgid` is the forking shell, whose pid
+/// it prints, and `comm`, a `char[16]`, is read in place).
+#[test]
+fn member_chains_name_the_file_and_the_parent() {
+    use std::os::unix::fs::MetadataExt;
+    if !has(Feature::KprobePmu, "member_chains") {
+        return;
+    }
+    let inode = std::fs::metadata("/etc/hostname").unwrap().ino();
+    let mut interfaces = vec!["pmu"];
+    if fentry_permitted("member_chains") {
+        interfaces.push("fentry");
+    }
+    for interface in interfaces {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events.json");
+        let out = common::Tracer::new([
+            "probe",
+            "--kprobe-interface",
+            interface,
+            "-f",
+            "json",
+            "-o",
+            events.to_str().unwrap(),
+            "vfs_read(file->f_path.dentry->d_name.name, file->f_inode->i_ino)",
+            "--filter",
+            "file->f_path.dentry->d_name.name == hostname",
+            "--",
+            "cat",
+            "/etc/hostname",
+        ])
+        .output();
+        let stderr = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{interface}: {stderr}");
+        let args: Vec<_> = (common::json_lines(&std::fs::read(&events).unwrap()).iter())
+            .filter(|e| e["type"] == "event")
+            .map(|e| e["args"].clone())
+            .collect();
+        let read = serde_json::json!({
+            "file->f_path.dentry->d_name.name": "hostname",
+            "file->f_inode->i_ino": inode,
+        });
+        assert_eq!(args, [read.clone(), read], "{interface}: {stderr}");
+
+        let out = common::Tracer::new([
+            "probe",
+            "--kprobe-interface",
+            interface,
+            "-f",
+            "json",
+            "-o",
+            events.to_str().unwrap(),
+            "wake_up_new_task(p->comm, p->real_parent->tgid, p->real_parent->comm)",
+            "--",
+            "sh",
+            "-c",
+            "true & wait; echo $$",
+        ])
+        .output();
+        let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{interface}: {stderr}");
+        let shell: u64 = stdout.trim().parse().expect("the shell's pid");
+        let events = common::json_lines(&std::fs::read(&events).unwrap());
+        let hits: Vec<_> = (events.iter())
+            .filter(|e| e["type"] == "event")
+            .map(|e| (e["pid"].as_u64(), e["args"].clone()))
+            .collect();
+        let fork = serde_json::json!({
+            "p->comm": "sh",
+            "p->real_parent->tgid": shell,
+            "p->real_parent->comm": "sh",
+        });
+        assert_eq!(hits, [(Some(shell), fork)], "{interface}: {stderr}");
+    }
+}
+
+/// Members of a returned struct (`ret->member`), at a kretprobe and at fexit: copy_process
+/// returns the new task, whose pid is the shell's `$!`, whose comm is the shell's copy, and
+/// whose parent is the shell.
+#[test]
+fn members_of_a_returned_pointer_name_the_new_task() {
+    if !has(Feature::KprobePmu, "return_members") {
+        return;
+    }
+    let mut interfaces = vec!["pmu"];
+    if fentry_permitted("return_members") {
+        interfaces.push("fentry");
+    }
+    for interface in interfaces {
+        let dir = tempfile::tempdir().unwrap();
+        let events = dir.path().join("events.json");
+        let out = common::Tracer::new([
+            "probe",
+            "--kprobe-interface",
+            interface,
+            "-f",
+            "json",
+            "-o",
+            events.to_str().unwrap(),
+            "copy_process%return(ret->pid, ret->comm, ret->real_parent->tgid)",
+            "--",
+            "sh",
+            "-c",
+            "true & echo $!; wait; echo $$",
+        ])
+        .output();
+        let (stdout, stderr) = (common::text(&out.stdout), common::text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{interface}: {stderr}");
+        let pids: Vec<u64> = (stdout.split_whitespace())
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let [child, shell] = pids[..] else {
+            panic!("{interface}: the shell printed {stdout:?}")
+        };
+        let events = common::json_lines(&std::fs::read(&events).unwrap());
+        let args: Vec<_> = (events.iter())
+            .filter(|e| e["type"] == "event")
+            .map(|e| e["args"].clone())
+            .collect();
+        let task = serde_json::json!({
+            "ret->pid": child,
+            "ret->comm": "sh",
+            "ret->real_parent->tgid": shell,
+        });
+        assert_eq!(args, [task], "{interface}: {stderr}");
+    }
+}
+
 /// Members of `tcp_connect`'s socket through two levels (`sk->__sk_common.skc_num`, the local
 /// port, inside sock_common's anonymous struct; `skc_dport`, the server's port, a `__be16`
 /// shown in host order; `skc_rcv_saddr`, a `__be32` address shown as one), through fentry
@@ -972,8 +1103,9 @@ fn help_examples_with_kernel_functions_run() {
     assert!(count >= 1, "{stdout}");
 }
 
-/// The kernel-function example of docs/probe.md (tests/examples_cli.rs checks its error where
-/// kprobes are missing): cat's open of /etc/hostname with the members docs/probe.md shows.
+/// The kernel-function examples of docs/probe.md (tests/examples_cli.rs checks their error
+/// where kprobes are missing): cat's open of /etc/hostname with the members docs/probe.md
+/// shows, and its reads with the file's name through a pointer chain.
 #[test]
 fn docs_example_with_kernel_functions_runs() {
     if !has(Feature::KprobePmu, "docs_example_kprobe") || !has(Feature::Bpf, "docs_example_kprobe")
@@ -995,6 +1127,19 @@ fn docs_example_with_kernel_functions_runs() {
         })
         .count();
     assert_eq!(ours, 1, "{stdout}\n{stderr}");
+
+    // The pointer-chain example: cat's two reads of the file (the data, then the end), named
+    // three pointers away; the count is cat's buffer, which depends on the file system.
+    let (stdout, stderr) = help_example(
+        "tracer probe 'vfs_read(file->f_path.dentry->d_name.name, count)' --filter 'file->f_path.dentry->d_name.name == hostname' -- cat /etc/hostname",
+        || {},
+        true,
+    );
+    let shown = r#"kprobe:vfs_read file->f_path.dentry->d_name.name="hostname" count="#;
+    let reads = (stdout.lines())
+        .filter(|l| l.contains(" cat ") && l.contains(shown))
+        .count();
+    assert_eq!(reads, 2, "{stdout}\n{stderr}");
 }
 
 /// docs/probe.md's fentry example (tests/examples_cli.rs checks its error where fentry is

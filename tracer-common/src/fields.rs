@@ -25,8 +25,17 @@ pub const FIELD_USER: u8 = 1 << 0;
 /// gcc-built kernels' BTF has no `__user` tags).
 pub const FIELD_AUTO: u8 = 1 << 1;
 
+/// [`FieldRead::flags`]: the value is the member's address, not its bytes (a `char[N]`
+/// member, whose string a [`StrRead`](crate::StrRead) then reads in place).
+pub const FIELD_ADDRESS: u8 = 1 << 2;
+/// Pointers a member read loads on its way at most (`bio->bi_bdev->bd_disk->disk_name`: two,
+/// after the parameter's own).
+pub const FIELD_DEREFS: usize = 3;
+
 /// One struct member read: `size` bytes at `offset` past the pointer in argument register
-/// `arg`. A `size` of 0 marks an unused entry.
+/// `arg`, after `hops` pointer loads: each replaces the address with the pointer at
+/// `derefs[i]` past it (`a->b->c`: `derefs[0]` is `b`'s offset in `a`'s struct). A `size` of
+/// 0 marks an unused entry.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FieldRead {
@@ -35,7 +44,9 @@ pub struct FieldRead {
     pub arg: u8,
     /// 1, 2, 4 or 8.
     pub size: u8,
-    /// `FIELD_*` bits; neither bit: kernel memory.
+    /// `FIELD_*` bits; neither [`FIELD_USER`] nor [`FIELD_AUTO`]: kernel memory.
     pub flags: u8,
-    pub _pad: u8,
+    /// Pointer loads before the read, at most [`FIELD_DEREFS`].
+    pub hops: u8,
+    pub derefs: [u32; FIELD_DEREFS],
 }

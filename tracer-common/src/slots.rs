@@ -277,8 +277,12 @@ pub const USES_DIRENTS: u32 = 1 << 17;
 pub const USES_CPU_TIME: u32 = 1 << 18;
 /// `tracer trace -y`'s inodes of the descriptors a call made ([`SLOT_TRACE_FD_INODES`]).
 pub const USES_FD_INODES: u32 = 1 << 19;
+/// Struct member reads that load pointers on the way (`a->b->c`, [`FieldRead::hops`]):
+/// without it the verifier walks the plain reads only (a uprobe slot on 6.18: 2,879
+/// instructions, 3,784 with the loads).
+pub const USES_DEREFS: u32 = 1 << 20;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 20] = [
+pub const USES_FLAGS: [u32; 21] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -299,6 +303,7 @@ pub const USES_FLAGS: [u32; 20] = [
     USES_DIRENTS,
     USES_CPU_TIME,
     USES_FD_INODES,
+    USES_DEREFS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 
@@ -438,6 +443,9 @@ impl SlotConfig {
         }
         if self.fields.iter().any(|f| f.size != 0) {
             uses |= USES_FIELDS;
+        }
+        if self.fields.iter().any(|f| f.size != 0 && f.hops != 0) {
+            uses |= USES_DEREFS;
         }
         if self.tid != 0
             || self.cpu_mask != 0

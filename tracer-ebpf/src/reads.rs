@@ -9,10 +9,11 @@ use aya_ebpf::programs::{ProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    buffer_len, str_flag, str_from, str_mem, trace_word, word, Event, SlotConfig, StrRead,
-    TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_AUTO, FIELD_READS, FIELD_USER,
-    KERNEL_SPACE_START, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS,
-    USDT_MEM, USDT_REG, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
+    buffer_len, str_flag, str_from, str_mem, trace_word, word, Event, FieldRead, SlotConfig,
+    StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS, FIELD_AUTO,
+    FIELD_DEREFS, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX,
+    STR_AREA, STR_ENTRY, STR_READS, USDT_MEM, USDT_REG, USES_DEREFS, USES_STR_ARRAYS,
+    USES_STR_MANY, USES_TRACE,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
@@ -302,6 +303,37 @@ pub(crate) fn read_sized(addr: u64, size: u8, user: bool) -> Option<u64> {
     }
 }
 
+/// Whether `read`'s memory at `addr` is user memory: uprobes' always, kprobes' by address.
+#[inline(always)]
+fn in_user(read: &FieldRead, addr: u64) -> bool {
+    read.flags & FIELD_USER != 0 || (read.flags & FIELD_AUTO != 0 && addr < KERNEL_SPACE_START)
+}
+
+/// The address of `read`'s member past pointer `base`: the pointers on the way loaded first
+/// (`a->b->c`); `None` when one of them cannot be read. A NULL pointer on the way fails in the
+/// helper, as any bad address does.
+#[inline(always)]
+fn member_address(base: u64, read: &FieldRead) -> Option<u64> {
+    let mut addr = base;
+    if !uses(USES_DEREFS) {
+        return Some(addr.wrapping_add(read.offset as u64));
+    }
+    // Unrolled, each load behind a constant index; `hops` is 0 for a plain member.
+    macro_rules! hop {
+        ($h:literal) => {
+            if read.hops > $h {
+                let at = addr.wrapping_add(read.derefs[$h] as u64);
+                addr = read_sized(at, 8, in_user(read, at))?;
+            }
+        };
+    }
+    hop!(0);
+    hop!(1);
+    hop!(2);
+    const _: () = assert!(FIELD_DEREFS == 3, "one hop! per pointer load");
+    Some(addr.wrapping_add(read.offset as u64))
+}
+
 /// The slot's struct member reads (`FUNC(how->flags)`): each pointer argument plus the
 /// member's offset, into `event.fields`; a failed read sets its bit in `field_faults`.
 #[inline(always)]
@@ -317,10 +349,12 @@ pub(crate) fn read_fields(event: &mut Event, config: &SlotConfig) {
             // argument indexes 0..5; the words past them are ours, not out of bounds.
             if read.size != 0 {
                 let base = event.data[(read.arg & 7) as usize];
-                let user = read.flags & FIELD_USER != 0
-                    || (read.flags & FIELD_AUTO != 0 && base < KERNEL_SPACE_START);
-                match read_sized(base.wrapping_add(read.offset as u64), read.size, user) {
-                    Some(value) => event.fields[$k] = value,
+                match member_address(base, &read) {
+                    Some(addr) if read.flags & FIELD_ADDRESS != 0 => event.fields[$k] = addr,
+                    Some(addr) => match read_sized(addr, read.size, in_user(&read, addr)) {
+                        Some(value) => event.fields[$k] = value,
+                        None => event.field_faults |= 1 << $k,
+                    },
                     None => event.field_faults |= 1 << $k,
                 }
             }

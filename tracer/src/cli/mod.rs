@@ -197,8 +197,9 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub stack: StackArg,
     /// Print only these values, in this order, for every probe without its own `(...)` list:
-    /// parameter names, argN, tracepoint fields, or struct members PARAM->member[.member]
-    /// read from kernel BTF or the binary's DWARF (comma-separated).
+    /// parameter names, argN, tracepoint fields, or struct members PARAM->member[->member]
+    /// (up to 3 pointers loaded on the way; ret->member at a return probe) read from kernel
+    /// BTF or the binary's DWARF (comma-separated).
     #[arg(long, value_name = "LIST")]
     pub args: Option<String>,
     /// Count hits in the kernel by these keys instead of printing each: comm, pid, tid, cpu,

@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use btf_rs::{Backend, Btf, BtfType, FuncProto, Parameter, Struct, Type};
 
-use super::params::{Kind, Member, MemberError, Param, Prototype};
+use super::params::{Kind, Member, MemberError, Param, Prototype, RETURN_ARG};
+use tracer_common::FIELD_DEREFS;
 
 /// Where the kernel publishes vmlinux BTF, and one split BTF file per loaded module.
 pub const BTF_DIR: &str = "/sys/kernel/btf";
@@ -66,7 +67,7 @@ pub fn parse_access(text: &str) -> Option<(&str, Vec<&str>)> {
             && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     // `->` and `.` mean the same here: the parameter is a pointer either way, and a pointer met
-    // further along the path is rejected by `member` whichever separator reached it.
+    // further along the path is loaded by `member` whichever separator reached it.
     let mut parts = text.split("->").flat_map(|part| part.split('.'));
     let param = parts.next().filter(is_ident)?;
     let path: Vec<&str> = parts.collect();
@@ -131,37 +132,42 @@ impl KernelBtf {
     }
 
     /// Resolves `path` (`["flags"]` for `how->flags`, `["a", "b"]` for `how->a.b`) through
-    /// pointer parameter `arg` of `function` to a byte offset and the member's kind. An empty
+    /// pointer parameter `arg` of `function` (or its return value, [`RETURN_ARG`]) to a byte
+    /// offset and the member's kind. An empty
     /// path is the pointed-to struct itself.
     pub fn member(&self, function: &str, arg: usize, path: &[&str]) -> Result<Member, Error> {
         let (btf, proto) = self.find(function)?.ok_or_else(|| Error::NoFunction {
             function: function.into(),
         })?;
-        let Some(param) = proto.parameters.get(arg).filter(|p| !p.is_variadic()) else {
-            let params = proto
-                .parameters
-                .iter()
-                .enumerate()
-                .map(|(i, p)| param_name(btf, p, i));
-            let (function, params) = (function.into(), params.collect());
-            return Err(MemberError::NoParam {
-                function,
-                arg,
-                params,
+        let param = proto.parameters.get(arg).filter(|p| !p.is_variadic());
+        let (param_name, param_type) = match (arg, param) {
+            (RETURN_ARG, _) => ("ret".to_string(), proto.return_type_id()),
+            (_, Some(param)) => (param_name(btf, param, arg), type_id(param)),
+            (_, None) => {
+                let params = proto
+                    .parameters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| param_name(btf, p, i));
+                let (function, params) = (function.into(), params.collect());
+                return Err(MemberError::NoParam {
+                    function,
+                    arg,
+                    params,
+                }
+                .into());
             }
-            .into());
         };
-        let param_name = param_name(btf, param, arg);
         // The parameter's own pointer is the one dereference the BPF side makes.
-        let pointee = match strip(btf, type_id(param))? {
+        let pointee = match strip(btf, param_type)? {
             Type::Ptr(ptr) => type_id(&ptr),
             _ => 0,
         };
         let mut current = strip(btf, pointee)?;
         if pointee == 0 || !matches!(current, Type::Struct(_) | Type::Union(_)) {
-            let mut kind = kind_of(btf, type_id(param))?.to_string();
+            let mut kind = kind_of(btf, param_type)?.to_string();
             if matches!(current, Type::Fwd(_)) {
-                kind.push_str(" (only declared: BTF has no layout for it)");
+                kind.push_str(DECLARED);
             }
             return Err(MemberError::NotAStructPointer {
                 param: param_name,
@@ -169,19 +175,36 @@ impl KernelBtf {
             }
             .into());
         }
-        let (mut offset, mut member_id) = (0, pointee);
-        for (i, &name) in path.iter().enumerate() {
+        let (mut offset, mut member_id, mut derefs) = (0, pointee, Vec::new());
+        // The walk so far as C spells it (`->` after each pointer loaded), for messages.
+        let (mut walked, mut fresh) = (param_name.clone(), true);
+        for &name in path {
+            // A pointer on the way is loaded, and the walk goes on in what it points to.
+            if let Type::Ptr(ptr) = &current {
+                let target = strip(btf, type_id(ptr))?;
+                let kind = || Ok::<_, Error>(kind_of(btf, member_id)?.to_string());
+                match target {
+                    Type::Struct(_) | Type::Union(_) if derefs.len() < FIELD_DEREFS => {
+                        derefs.push(offset);
+                        (offset, member_id, current, fresh) = (0, type_id(ptr), target, true);
+                    }
+                    Type::Struct(_) | Type::Union(_) => {
+                        let (member, kind) = (walked.clone(), kind()?);
+                        let max = FIELD_DEREFS;
+                        return Err(MemberError::TooDeep { member, kind, max }.into());
+                    }
+                    Type::Fwd(_) => {
+                        let (member, kind) = (walked.clone(), kind()? + DECLARED);
+                        return Err(MemberError::NotAStruct { member, kind }.into());
+                    }
+                    _ => {}
+                }
+            }
             let s = match &current {
                 Type::Struct(s) | Type::Union(s) => s,
-                other => {
-                    let member = format!("{param_name}->{}", path[..i].join("."));
-                    let kind = kind_of(btf, member_id)?.to_string();
-                    return Err(match other {
-                        // Going on through a pointer member would be a second dereference.
-                        Type::Ptr(_) => MemberError::NestedDeref { member, kind },
-                        _ => MemberError::NotAStruct { member, kind },
-                    }
-                    .into());
+                _ => {
+                    let (member, kind) = (walked.clone(), kind_of(btf, member_id)?.to_string());
+                    return Err(MemberError::NotAStruct { member, kind }.into());
                 }
             };
             let (strukt, member) = (c_name(btf, member_id)?, name.to_string());
@@ -201,11 +224,20 @@ impl KernelBtf {
             offset += found.bit_offset / 8;
             member_id = found.type_id;
             current = strip(btf, member_id)?;
+            let step = if fresh { "->" } else { "." };
+            (walked, fresh) = (format!("{walked}{step}{name}"), false);
         }
+        let name = path.last().copied().unwrap_or_default();
+        let in_place = is_char_array(btf, &current)?;
         Ok(Member {
             arg,
+            derefs,
             offset,
-            kind: named_kind_of(btf, member_id, path.last().copied().unwrap_or_default())?,
+            kind: match in_place {
+                true => Kind::Str,
+                false => named_kind_of(btf, member_id, name)?,
+            },
+            in_place,
         })
     }
 
@@ -480,6 +512,24 @@ fn c_name(btf: &Btf, id: u32) -> Result<String, Error> {
     })
 }
 
+/// Said of a struct BTF only declares.
+const DECLARED: &str = " (only declared: BTF has no layout for it)";
+
+/// Whether `t` is an array of `char`, `signed char` or `unsigned char` (`task->comm`,
+/// `disk_name`): a string read in place.
+fn is_char_array(btf: &Btf, t: &Type) -> Result<bool, Error> {
+    let Type::Array(a) = t else {
+        return Ok(false);
+    };
+    Ok(match strip_with(btf, type_id(a), false)? {
+        Type::Int(c) => matches!(
+            &*btf.resolve_name(&c).unwrap_or_default(),
+            "char" | "signed char" | "unsigned char"
+        ),
+        _ => false,
+    })
+}
+
 /// A member found by name, relative to the struct searched.
 struct Found {
     bit_offset: u32,
@@ -740,27 +790,12 @@ mod tests {
         for (name, offset) in [("flags", 0), ("mode", 8), ("resolve", 16)] {
             let member = btf.member("do_sys_openat2", 2, &[name]).unwrap();
             let kind = Kind::Unsigned(8);
-            assert_eq!(
-                member,
-                Member {
-                    arg: 2,
-                    offset,
-                    kind
-                },
-                "{name}"
-            );
+            assert_eq!(member, Member::at(2, offset, kind), "{name}");
         }
         // `prev` sits inside sk_buff's anonymous union { struct { next; prev; ... }; ... }.
         let prev = btf.member("kfree_skb_partial", 0, &["prev"]).unwrap();
         let kind = pointer("struct sk_buff");
-        assert_eq!(
-            prev,
-            Member {
-                arg: 0,
-                offset: 8,
-                kind
-            }
-        );
+        assert_eq!(prev, Member::at(0, 8, kind));
         // An embedded struct: file->f_path.dentry is 8 bytes into struct path { mnt; dentry; }.
         let f_path = btf.member("vfs_read", 0, &["f_path"]).unwrap();
         assert_eq!(f_path.kind, other("struct path"));
@@ -769,6 +804,70 @@ mod tests {
         assert_eq!(dentry.kind, pointer("struct dentry"));
         let how = btf.member("do_sys_openat2", 2, &[]).unwrap();
         assert_eq!(how.kind, other("struct open_how"));
+    }
+
+    /// Pointers on the way are loaded (`file->f_path.dentry->d_name.name`), each offset
+    /// checked against the struct's own layout; `char[N]` members are strings in place.
+    #[test]
+    fn chains_load_each_pointer_on_the_way() {
+        let Some(btf) = kernel() else { return };
+        let off = |strukt: &str, member: &str| {
+            (btf.struct_member_offset(strukt, member).unwrap()).expect(member)
+        };
+        let name = btf
+            .member("vfs_read", 0, &["f_path", "dentry", "d_name", "name"])
+            .unwrap();
+        let dentry = off("file", "f_path") + off("path", "dentry");
+        let d_name = off("dentry", "d_name") + off("qstr", "name");
+        assert_eq!((name.derefs, name.offset), (vec![dentry], d_name));
+        assert_eq!((name.kind, name.in_place), (Kind::Str, false));
+        // `->` and `.` mean the same: the pointer's kind decides.
+        let dotted = btf.member("vfs_read", 0, &["f_path", "dentry", "d_inode", "i_ino"]);
+        let dotted = dotted.unwrap();
+        assert_eq!(dotted.derefs, vec![dentry, off("dentry", "d_inode")]);
+        assert_eq!(dotted.offset, off("inode", "i_ino"));
+        assert_eq!(dotted.kind, Kind::Unsigned(8));
+        // A char array is the string at its address: task->comm, the parent's comm.
+        let comm = btf.member("wake_up_new_task", 0, &["comm"]).unwrap();
+        let task_comm = off("task_struct", "comm");
+        assert_eq!(
+            comm,
+            Member {
+                in_place: true,
+                ..Member::at(0, task_comm, Kind::Str)
+            }
+        );
+        let parent = btf
+            .member("wake_up_new_task", 0, &["real_parent", "comm"])
+            .unwrap();
+        assert_eq!(parent.derefs, vec![off("task_struct", "real_parent")]);
+        assert_eq!((parent.offset, parent.in_place), (task_comm, true));
+        let tgid = btf
+            .member("wake_up_new_task", 0, &["real_parent", "tgid"])
+            .unwrap();
+        assert_eq!(
+            (tgid.offset, tgid.kind),
+            (off("task_struct", "tgid"), Kind::Signed(4))
+        );
+    }
+
+    /// `ret->member` walks the function's return type: copy_process returns the new task.
+    #[test]
+    fn members_of_the_return_value() {
+        let Some(btf) = kernel() else { return };
+        let off = |strukt: &str, member: &str| {
+            (btf.struct_member_offset(strukt, member).unwrap()).expect(member)
+        };
+        let pid = btf.member("copy_process", RETURN_ARG, &["pid"]).unwrap();
+        assert_eq!(
+            pid,
+            Member::at(RETURN_ARG, off("task_struct", "pid"), Kind::Signed(4))
+        );
+        let e = btf.member("vfs_read", RETURN_ARG, &["x"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the return value is s64, not a pointer to a struct or union"
+        );
     }
 
     #[test]
@@ -794,9 +893,20 @@ mod tests {
             "'do_sys_openat2' has no parameter 3 (it takes 3)"
         );
         assert_eq!(e.hints(), ["its parameters: dfd, filename, how"]);
-        let e = err("vfs_read", 0, &["f_path", "dentry", "d_name"]);
-        let msg = "'file->f_path.dentry' is struct dentry *: only one level of '->' is supported";
+        let parents = [
+            "f_path", "dentry", "d_parent", "d_parent", "d_parent", "d_name",
+        ];
+        let e = err("vfs_read", 0, &parents);
+        let msg =
+            "'file->f_path.dentry->d_parent->d_parent->d_parent' is struct dentry *: a member \
+                   read loads at most 3 pointers after the parameter";
         assert_eq!(e.to_string(), msg);
+        let e = err("vfs_read", 0, &["f_path", "dentry", "d_name", "name", "x"]);
+        assert!(
+            matches!(&e, Error::Member(MemberError::NotAStruct { member, kind })
+                if member == "file->f_path.dentry->d_name.name" && kind == "char *"),
+            "{e:?}"
+        );
         let e = err("do_sys_openat2", 2, &["flags", "x"]);
         assert!(
             matches!(e, Error::Member(MemberError::NotAStruct { member, .. }) if member == "how->flags")

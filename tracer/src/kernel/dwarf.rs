@@ -7,7 +7,8 @@ use std::path::Path;
 use addr2line::gimli::{self, AttributeValue, DwAt, DwTag, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::params::{Kind, Member, MemberError, Param, Prototype};
+use super::params::{Kind, Member, MemberError, Param, Prototype, RETURN_ARG};
+use tracer_common::FIELD_DEREFS;
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 type Unit<'a> = gimli::Unit<Reader<'a>>;
@@ -259,6 +260,9 @@ enum Shape {
     Other,
 }
 
+/// Said of a struct the DWARF only declares.
+const DECLARED: &str = " (only declared: the DWARF has no layout for it)";
+
 /// A member found by name, relative to the struct searched.
 struct Found {
     /// None: an offset this reader cannot compute (a location expression, an overflow).
@@ -390,20 +394,22 @@ impl<'a> Debug<'a> {
         path: &[&str],
     ) -> Result<Member, Fault> {
         let params = self.param_dies(function)?;
-        let Some(&param) = params.get(arg) else {
-            let names = params
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| self.param_name(p, i));
-            return Err(MemberError::NoParam {
-                function: name.into(),
-                arg,
-                params: names.collect::<gimli::Result<_>>()?,
+        let (param_name, param_ty) = match (arg, params.get(arg)) {
+            (RETURN_ARG, _) => ("ret".to_string(), self.type_of(function)?),
+            (_, Some(&param)) => (self.param_name(param, arg)?, self.type_of(param)?),
+            (_, None) => {
+                let names = params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| self.param_name(p, i));
+                return Err(MemberError::NoParam {
+                    function: name.into(),
+                    arg,
+                    params: names.collect::<gimli::Result<_>>()?,
+                }
+                .into());
             }
-            .into());
         };
-        let param_name = self.param_name(param, arg)?;
-        let param_ty = self.type_of(param)?;
         // The parameter's own pointer is the one dereference the BPF side makes.
         let (pointee, mut shape) = match self.shape(param_ty)? {
             Shape::Pointer(pointee) => (pointee, self.shape(pointee)?),
@@ -412,7 +418,7 @@ impl<'a> Debug<'a> {
         if !matches!(shape, Shape::Aggregate(_)) {
             let mut kind = self.kind(param_ty)?.to_string();
             if matches!(shape, Shape::Declared) {
-                kind.push_str(" (only declared: the DWARF has no layout for it)");
+                kind.push_str(DECLARED);
             }
             return Err(MemberError::NotAStructPointer {
                 param: param_name,
@@ -420,17 +426,33 @@ impl<'a> Debug<'a> {
             }
             .into());
         }
-        let (mut offset, mut ty) = (0u64, pointee);
-        for (i, &member) in path.iter().enumerate() {
-            let Shape::Aggregate(aggregate) = shape else {
-                let member = format!("{param_name}->{}", path[..i].join("."));
-                let kind = self.kind(ty)?.to_string();
-                return Err(match shape {
-                    // Going on through a pointer member would be a second dereference.
-                    Shape::Pointer(_) => MemberError::NestedDeref { member, kind },
-                    _ => MemberError::NotAStruct { member, kind },
+        let (mut offset, mut ty, mut derefs) = (0u64, pointee, Vec::new());
+        // The walk so far as C spells it (`->` after each pointer loaded), for messages.
+        let (mut walked, mut fresh) = (param_name.clone(), true);
+        for &member in path {
+            // A pointer on the way is loaded, and the walk goes on in what it points to.
+            if let Shape::Pointer(target) = shape {
+                let kind = || Ok::<_, Fault>(self.kind(ty)?.to_string());
+                match self.shape(target)? {
+                    inner @ Shape::Aggregate(_) if derefs.len() < FIELD_DEREFS => {
+                        derefs.push(self.offset_u32(offset, pointee, path)?);
+                        (offset, ty, shape, fresh) = (0, target, inner, true);
+                    }
+                    Shape::Aggregate(_) => {
+                        let (member, kind) = (walked.clone(), kind()?);
+                        let max = FIELD_DEREFS;
+                        return Err(MemberError::TooDeep { member, kind, max }.into());
+                    }
+                    Shape::Declared => {
+                        let (member, kind) = (walked.clone(), kind()? + DECLARED);
+                        return Err(MemberError::NotAStruct { member, kind }.into());
+                    }
+                    Shape::Pointer(_) | Shape::Other => {}
                 }
-                .into());
+            }
+            let Shape::Aggregate(aggregate) = shape else {
+                let (member, kind) = (walked.clone(), self.kind(ty)?.to_string());
+                return Err(MemberError::NotAStruct { member, kind }.into());
             };
             let (strukt, member) = (self.type_name(ty, 0)?, member.to_string());
             let Some(found) = self.find_member(aggregate, &member, 0)? else {
@@ -449,19 +471,46 @@ impl<'a> Debug<'a> {
             let Some(sum) = found.offset.and_then(|o| o.checked_add(offset)) else {
                 return Err(MemberError::Location { strukt, member }.into());
             };
+            let step = if fresh { "->" } else { "." };
+            (walked, fresh) = (format!("{walked}{step}{member}"), false);
             (offset, ty) = (sum, found.ty);
             shape = self.shape(ty)?;
         }
-        let Ok(offset) = u32::try_from(offset) else {
-            let strukt = self.type_name(pointee, 0)?;
-            let member = path.join(".");
-            return Err(MemberError::Location { strukt, member }.into());
-        };
+        let in_place = self.is_char_array(ty)?;
         Ok(Member {
             arg,
-            offset,
-            kind: self.kind(ty)?,
+            derefs,
+            offset: self.offset_u32(offset, pointee, path)?,
+            kind: match in_place {
+                true => Kind::Str,
+                false => self.kind(ty)?,
+            },
+            in_place,
         })
+    }
+
+    /// A member offset as the BPF side takes it.
+    fn offset_u32(&self, offset: u64, pointee: Ty, path: &[&str]) -> Result<u32, Fault> {
+        u32::try_from(offset).or_else(|_| {
+            let strukt = self.type_name(pointee, 0)?;
+            let member = path.join(".");
+            Err(MemberError::Location { strukt, member }.into())
+        })
+    }
+
+    /// Whether `ty` is an array of `char`, `signed char` or `unsigned char`: a string read in
+    /// place.
+    fn is_char_array(&self, ty: Ty) -> gimli::Result<bool> {
+        let Ty::Die(die) = self.strip(ty, true)? else {
+            return Ok(false);
+        };
+        if self.entry(die)?.tag() != gimli::DW_TAG_array_type {
+            return Ok(false);
+        }
+        match self.strip(self.type_of(die)?, false)? {
+            Ty::Die(element) => self.is_char(element),
+            _ => Ok(false),
+        }
     }
 
     /// What `ty` is to a member walk, through typedefs and qualifiers.
@@ -955,6 +1004,9 @@ struct outer {
     unsigned flag : 1, mode : 3;
     struct point *next;
     const char *name;
+    char label[8];
+    struct outer *self;
+    struct opaque *hidden;
 };
 typedef struct outer outer_t;
 struct opaque;
@@ -975,7 +1027,7 @@ int main(void) {
 "#;
 
     fn at(arg: usize, offset: u32, kind: Kind) -> Member {
-        Member { arg, offset, kind }
+        Member::at(arg, offset, kind)
     }
 
     #[test]
@@ -1003,6 +1055,17 @@ int main(void) {
             assert_eq!(walk(&["hi"]).unwrap(), at(0, 30, Kind::Signed(2)));
             assert_eq!(walk(&["next"]).unwrap(), at(0, 40, pointer("struct point")));
             assert_eq!(walk(&["name"]).unwrap(), at(0, 48, Kind::Str));
+            // Pointers on the way are loaded; a char array is a string in place.
+            let chained = |derefs: Vec<u32>, m: Member| Member { derefs, ..m };
+            let next_y = chained(vec![40], at(0, 4, Kind::Signed(4)));
+            assert_eq!(walk(&["next", "y"]).unwrap(), next_y, "{name}");
+            let label = Member {
+                in_place: true,
+                ..at(0, 56, Kind::Str)
+            };
+            assert_eq!(walk(&["label"]).unwrap(), label, "{name}");
+            let far = walk(&["self", "self", "self", "label"]).unwrap();
+            assert_eq!(far, chained(vec![64, 64, 64], label.clone()), "{name}");
             assert_eq!(walk(&["inner"]).unwrap(), at(0, 8, other("struct inner")));
             assert_eq!(walk(&[]).unwrap(), at(0, 0, other("struct outer")));
             // DWARF 5 puts `flag` at bit 256, a byte boundary: its DW_AT_bit_size still tells.
@@ -1023,13 +1086,27 @@ int main(void) {
         let prog = compile_source(dir.path(), "prog", MEMBERS, &["-g", "-O0"]);
         let walk = |arg, members: &[&str]| member(&prog, "walk", arg, members).unwrap_err();
 
-        let err = walk(0, &["next", "x"]);
+        let err = walk(0, &["self", "self", "self", "self", "tag"]);
         assert_eq!(
             err.to_string(),
-            "'p->next' is struct point *: only one level of '->' is supported"
+            "'p->self->self->self->self' is struct outer *: a member read loads at most 3 \
+             pointers after the parameter"
         );
         assert!(
-            matches!(err, Error::Member(MemberError::NestedDeref { .. })),
+            matches!(err, Error::Member(MemberError::TooDeep { max: 3, .. })),
+            "{err:?}"
+        );
+        let err = walk(0, &["hidden", "x"]);
+        assert!(
+            matches!(&err, Error::Member(MemberError::NotAStruct { member, kind })
+                if member == "p->hidden"
+                    && kind == "struct opaque * (only declared: the DWARF has no layout for it)"),
+            "{err:?}"
+        );
+        let err = walk(0, &["name", "x"]);
+        assert!(
+            matches!(&err, Error::Member(MemberError::NotAStruct { member, kind })
+                if member == "p->name" && kind == "char *"),
             "{err:?}"
         );
         let err = walk(0, &["tag", "x"]);
@@ -1042,7 +1119,8 @@ int main(void) {
 
         let err = walk(0, &["nope"]);
         assert_eq!(err.to_string(), "outer_t has no member 'nope'");
-        let members = "tag, inner, as_int, as_float, lo, hi, flag, mode, next, name";
+        let members = "tag, inner, as_int, as_float, lo, hi, flag, mode, next, name, label, self, \
+                       hidden";
         assert_eq!(err.hints(), [format!("members of outer_t: {members}")]);
 
         let err = walk(4, &["tag"]);

@@ -6,7 +6,7 @@ use std::fmt;
 use super::format::Value;
 
 /// How one parameter (or a return value, or a struct member) is read and printed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Kind {
     /// A signed integer of this many bytes (1, 2, 4 or 8).
     Signed(u8),
@@ -31,6 +31,7 @@ pub enum Kind {
     /// Anything else passed in a register (a struct by value, a float): printed as raw hex.
     Other { name: String },
     /// `void` (return type of a function that returns nothing).
+    #[default]
     Void,
 }
 
@@ -128,6 +129,14 @@ pub fn names_an_address(name: &str) -> bool {
     name.to_ascii_lowercase().contains("addr")
 }
 
+/// A parameter as messages name it; `ret`, the return value.
+fn which_param(param: &str) -> String {
+    match param {
+        "ret" => "the return value".to_string(),
+        _ => format!("parameter '{param}'"),
+    }
+}
+
 /// Why `PARAM->member` cannot be read, from BTF or DWARF alike.
 #[derive(Debug, thiserror::Error)]
 pub enum MemberError {
@@ -137,7 +146,7 @@ pub enum MemberError {
         arg: usize,
         params: Vec<String>,
     },
-    #[error("parameter '{param}' is {kind}, not a pointer to a struct or union")]
+    #[error("{} is {kind}, not a pointer to a struct or union", which_param(.param))]
     NotAStructPointer { param: String, kind: String },
     #[error("{strukt} has no member '{member}'")]
     NoMember {
@@ -147,8 +156,14 @@ pub enum MemberError {
     },
     #[error("'{member}' of {strukt} is a bitfield, which has no byte offset")]
     Bitfield { strukt: String, member: String },
-    #[error("'{member}' is {kind}: only one level of '->' is supported")]
-    NestedDeref { member: String, kind: String },
+    #[error(
+        "'{member}' is {kind}: a member read loads at most {max} pointers after the parameter"
+    )]
+    TooDeep {
+        member: String,
+        kind: String,
+        max: usize,
+    },
     #[error("'{member}' is {kind}, not a struct or union, so it has no members")]
     NotAStruct { member: String, kind: String },
     #[error("'{member}' of {strukt} has no constant byte offset")]
@@ -169,7 +184,7 @@ impl MemberError {
             MemberError::Bitfield { strukt, .. } | MemberError::Location { strukt, .. } => {
                 format!("print a whole neighbouring member of {strukt} instead")
             }
-            MemberError::NestedDeref { member, .. } => {
+            MemberError::TooDeep { member, .. } => {
                 format!("trace a function that takes '{member}' as a parameter")
             }
             MemberError::NotAStruct { member, .. } => format!("print '{member}' itself"),
@@ -258,12 +273,36 @@ mod tests {
     }
 }
 
-/// A member reached through a pointer parameter (`how->flags`): where to read it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The `arg` of a [`Member`] read through the function's return value (`ret->member`, on a
+/// return probe): where the event carries it.
+pub const RETURN_ARG: usize = tracer_common::word::RETURN;
+
+/// A member reached through a pointer parameter (`how->flags`, `file->f_path.dentry->d_name`):
+/// where to read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Member {
-    /// Index of the pointer parameter.
+    /// Index of the pointer parameter, or [`RETURN_ARG`].
     pub arg: usize,
-    /// Byte offset of the member in the pointed-to struct (nested members added up).
+    /// The pointers loaded on the way, in order: each one's byte offset in the struct reached
+    /// so far (`file->f_path.dentry`: `f_path.dentry`'s offset in `struct file`). At most
+    /// [`FIELD_DEREFS`](tracer_common::FIELD_DEREFS).
+    pub derefs: Vec<u32>,
+    /// Byte offset of the member in the last struct reached (nested members added up).
     pub offset: u32,
     pub kind: Kind,
+    /// A `char[N]` member: its value is its address, and its string is read in place
+    /// (`kind` is then [`Kind::Str`]).
+    pub in_place: bool,
+}
+
+impl Member {
+    /// A member of the parameter's own struct (no pointer loaded on the way).
+    pub fn at(arg: usize, offset: u32, kind: Kind) -> Member {
+        Member {
+            arg,
+            offset,
+            kind,
+            ..Member::default()
+        }
+    }
 }

@@ -458,7 +458,7 @@ pub fn parse_bare_spec(spec: &str, command: &str) -> Result<ProbeSpec, Error> {
 }
 
 /// Parses a list of values to print (`--args`, or inside `FUNC(...)`): parameter or field
-/// names, `argN`, `ret`, and member accesses `PARAM->member[.member]`, comma-separated; any of
+/// names, `argN`, `ret`, and member accesses `PARAM->member[->member]`, comma-separated; any of
 /// them as `str(NAME)` to read it as a string.
 pub fn parse_args(list: &str) -> Result<Vec<String>, Error> {
     const HINT: &str = "name parameters, argN, ret, tracepoint fields or members (str(NAME) reads a string): filename,how->flags";

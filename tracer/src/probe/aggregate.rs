@@ -215,6 +215,10 @@ pub fn value_source(
                     let signed = matches!(kind, Kind::Signed(_) | Kind::Enum { .. });
                     Ok((src(48, u32::from(kind.size()), signed), signed))
                 }
+                _ if name.starts_with("ret->") || name.starts_with("ret.") => Err(Error::usage(
+                    format!("'{name}' of {spec}: members of 'ret' are printed, not yet counted or filtered on"),
+                    vec![format!("print it: '{spec}({name})'")],
+                )),
                 _ => Err(Error::usage(
                     format!("{spec} has only 'ret': the arguments are gone when it returns"),
                     vec![format!("count '{name}' on the function's entry probe")],

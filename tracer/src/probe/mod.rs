@@ -51,8 +51,9 @@ pub enum Decoder {
     /// kprobe/uprobe entries: the registers and struct members, named and typed by the
     /// function's prototype when BTF or DWARF has it (else arg0..arg5).
     Entry(Values),
-    /// kretprobe/uretprobe/fexit: the return value, typed by the prototype; at fexit also
-    /// the arguments asked for (`fexit:FUNC(a, b->c, ret)`), which the trampoline still has.
+    /// kretprobe/uretprobe/fexit: the return value, typed by the prototype; the members of
+    /// what it points to asked for (`FUNC%return(ret->pid)`); at fexit also the arguments
+    /// asked for (`fexit:FUNC(a, b->c, ret)`), which the trampoline still has.
     Return {
         proto: Option<Prototype>,
         args: Option<Values>,

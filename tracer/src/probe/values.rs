@@ -4,13 +4,13 @@
 //! a value named the same way.
 
 use tracer_common::{
-    src, str_from, str_mem, word, Event, FieldRead, SlotConfig, StrRead, FIELDS_OFFSET, FIELD_AUTO,
-    FIELD_READS, FIELD_USER, STR_READS,
+    src, str_from, str_mem, word, Event, FieldRead, SlotConfig, StrRead, FIELDS_OFFSET,
+    FIELD_ADDRESS, FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, STR_READS,
 };
 
 use crate::kernel::btf::parse_access;
 use crate::kernel::format::{shows_hex, Value};
-use crate::kernel::params::{Kind, Member, Prototype};
+use crate::kernel::params::{Kind, Member, Prototype, RETURN_ARG};
 use crate::Error;
 
 /// Where a value is captured.
@@ -56,6 +56,8 @@ pub struct Values {
     strings: Vec<Place>,
     memory: Memory,
     probe: String,
+    /// A return probe's return value, which `ret->member` reads through (`None` at an entry).
+    ret: Option<Kind>,
 }
 
 const REGISTER_ARGS: usize = 6;
@@ -77,6 +79,7 @@ impl Values {
             strings,
             memory,
             probe,
+            ret: None,
         }
     }
 
@@ -102,6 +105,13 @@ impl Values {
         memory: Memory,
         members: &mut MemberLookup<'_>,
     ) -> Result<Values, Error> {
+        let mut values = Values::empty(probe, proto, memory);
+        values.select(selection, members)?;
+        Ok(values)
+    }
+
+    /// Values with no columns yet.
+    fn empty(probe: &str, proto: Option<&Prototype>, memory: Memory) -> Values {
         let params = match proto {
             Some(proto) => (proto.params.iter().take(REGISTER_ARGS))
                 .map(|p| (p.name.clone(), p.kind.clone()))
@@ -110,16 +120,43 @@ impl Values {
                 .map(|i| (format!("arg{i}"), untyped()))
                 .collect(),
         };
-        let mut values = Values {
+        Values {
             columns: Vec::new(),
             params,
             reads: Vec::new(),
             strings: Vec::new(),
             memory,
             probe: probe.to_string(),
-        };
+            ret: None,
+        }
+    }
+
+    /// The values a return probe reads besides its return value: the arguments asked for (at
+    /// fexit, where the trampoline still has them) and members of what it returned
+    /// (`ret->member`, anywhere), `ret` typed as `proto` says.
+    pub fn at_return(
+        probe: &str,
+        proto: Option<&Prototype>,
+        selection: &[String],
+        memory: Memory,
+        members: &mut MemberLookup<'_>,
+    ) -> Result<Values, Error> {
+        let mut values = Values::empty(probe, proto, memory);
+        values.ret = Some(proto.map_or_else(untyped, |p| p.ret.clone()));
+        values.select(selection, members)?;
+        Ok(values)
+    }
+
+    /// Sets the columns: every parameter when `selection` is empty, else the listed ones in
+    /// order; then the strings they print.
+    fn select(
+        &mut self,
+        selection: &[String],
+        members: &mut MemberLookup<'_>,
+    ) -> Result<(), Error> {
+        let probe = self.probe.clone();
         if selection.is_empty() {
-            values.columns = (values.params.iter().enumerate())
+            self.columns = (self.params.iter().enumerate())
                 .map(|(i, (name, kind))| Column {
                     name: name.clone(),
                     place: Place::Register(i),
@@ -128,23 +165,23 @@ impl Values {
                 .collect();
         } else {
             for name in selection {
-                let column = values.column(name, members)?;
-                values.columns.push(column);
+                let column = self.column(name, members)?;
+                self.columns.push(column);
             }
         }
-        let strings: Vec<Column> = (values.columns.iter())
+        let strings: Vec<Column> = (self.columns.iter())
             .filter(|c| c.kind == Kind::Str)
             .cloned()
             .collect();
         for column in strings {
-            if values.read_string(&column).is_none() {
+            if self.read_string(&column).is_none() {
                 crate::output::notes::note(format_args!(
                     "{probe}: {STR_READS} strings are read per hit; '{}' prints as a pointer",
                     column.name
                 ));
             }
         }
-        Ok(values)
+        Ok(())
     }
 
     /// The column for a name: a parameter, `argN`, or a member access; `str(NAME)` reads it
@@ -197,15 +234,22 @@ impl Values {
                 vec![format!("name one of its members: {name}.MEMBER")],
             ));
         }
+        let mut derefs = [0; FIELD_DEREFS];
+        derefs[..member.derefs.len()].copy_from_slice(&member.derefs);
+        let memory = match self.memory {
+            Memory::User => FIELD_USER,
+            Memory::ByAddress => FIELD_AUTO,
+        };
         let read = FieldRead {
             offset: member.offset,
             arg: index as u8,
             size,
-            flags: match self.memory {
-                Memory::User => FIELD_USER,
-                Memory::ByAddress => FIELD_AUTO,
+            flags: match member.in_place {
+                true => memory | FIELD_ADDRESS,
+                false => memory,
             },
-            _pad: 0,
+            hops: member.derefs.len() as u8,
+            derefs,
         };
         let slot = match self.reads.iter().position(|r| *r == read) {
             Some(slot) => slot,
@@ -232,8 +276,11 @@ impl Values {
         })
     }
 
-    /// A parameter by name or as `argN`.
+    /// A parameter by name or as `argN`; `ret` at a return probe.
     fn param(&self, name: &str) -> Result<(usize, Kind), Error> {
+        if let (Some(kind), "ret") = (&self.ret, name) {
+            return Ok((RETURN_ARG, kind.clone()));
+        }
         if let Some(index) = self.params.iter().position(|(n, _)| n == name) {
             return Ok((index, self.params[index].1.clone()));
         }
@@ -441,7 +488,7 @@ mod tests {
             ),
             _ => return Err(Error::usage("no such member", Vec::new())),
         };
-        Ok(Member { arg, offset, kind })
+        Ok(Member::at(arg, offset, kind))
     }
 
     fn values(selection: &[&str]) -> Result<Values, Error> {
@@ -506,7 +553,7 @@ mod tests {
             arg: 2,
             size: 8,
             flags: FIELD_AUTO,
-            _pad: 0,
+            ..FieldRead::default()
         };
         assert_eq!(config.fields[..2], [read(8), read(0)]);
         assert_eq!(config.fields[2].size, 0);

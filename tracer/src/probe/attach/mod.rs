@@ -313,8 +313,9 @@ fn return_decoder(
         .cloned()
         .collect();
     // At fexit the trampoline still has the arguments (checked again at placement, should
-    // the kernel refuse the trampoline for a kretprobe).
-    if !asked.is_empty() && !trampoline {
+    // the kernel refuse the trampoline for a kretprobe); what the function returned can be
+    // read through anywhere (`ret->member`).
+    if asked.iter().any(|a| !reads_return(a)) && !trampoline {
         let mut hints = vec![entry_hint(spec)];
         if matches!(spec.target, Target::Kernel { .. }) {
             hints.push(
@@ -334,7 +335,7 @@ fn return_decoder(
     let mut proto = prototype(spec, btf);
     let args = match asked.is_empty() {
         true => None,
-        false => Some(Values::new(
+        false => Some(Values::at_return(
             &spec.to_string(),
             proto.as_ref(),
             &asked,
@@ -350,6 +351,13 @@ fn return_decoder(
         });
     }
     Ok(Decoder::Return { proto, args })
+}
+
+/// Whether a listed value is read through the return value (`ret->member`,
+/// `str(ret->name)`).
+fn reads_return(name: &str) -> bool {
+    let bare = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')'));
+    crate::kernel::btf::parse_access(bare.unwrap_or(name)).is_some_and(|(param, _)| param == "ret")
 }
 
 /// An entry's decoder: its arguments, typed by the USDT note, BTF or DWARF.
@@ -632,14 +640,19 @@ fn through_trampoline(
         Err(e) => {
             let reason = e.refusal();
             trampolines.failed(spec, target, e)?;
-            if let Decoder::Return { args: Some(_), .. } = decoder {
-                return Err(Error::Runtime {
-                    message: format!(
-                        "cannot read the arguments of {spec} at its return: fexit was \
+            if let Decoder::Return {
+                args: Some(values), ..
+            } = decoder
+            {
+                if !(values.columns.iter()).all(|c| reads_return(&c.name)) {
+                    return Err(Error::Runtime {
+                        message: format!(
+                            "cannot read the arguments of {spec} at its return: fexit was \
                          refused ({reason}), and a kretprobe sees only the return value"
-                    ),
-                    hints: vec![entry_hint(spec)],
-                });
+                        ),
+                        hints: vec![entry_hint(spec)],
+                    });
+                }
             }
             let opened = open()?;
             slot.legacy = opened.legacy;

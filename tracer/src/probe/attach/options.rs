@@ -4,6 +4,7 @@ use tracer_common::{SlotConfig, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED};
 
 use super::lookup::{syscall_strings, tracepoint_selection};
 use crate::bpf::{Room, Rooms};
+use crate::kernel::btf::parse_access;
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::filter::FilterPlan;
 use crate::plan::{Aggregation, KeyPart, ProbeSpec, Scope, Target, UserAt, Whom};
@@ -87,6 +88,9 @@ impl AttachOptions<'_> {
             // A filter may compare a string even where nothing prints one (any of them).
             uses |= tracer_common::USES_VALUE_FILTER | USES_STRINGS | USES_STR_MANY;
         }
+        if self.derefs(specs) {
+            uses |= tracer_common::USES_DEREFS;
+        }
         for spec in specs {
             uses |= match &spec.target {
                 // Streamed syscall entry records carry user pointers to strings (filename,
@@ -127,6 +131,32 @@ impl AttachOptions<'_> {
             };
         }
         uses
+    }
+}
+
+impl AttachOptions<'_> {
+    /// Whether a member read of these probes may load a pointer on its way: a name with two
+    /// or more steps after its parameter (`a->b->c`; also `a->b.c`, whose kind is known only
+    /// once resolved), in a list, a key, a value or the filter.
+    fn derefs(&self, specs: &[ProbeSpec]) -> bool {
+        let listed = specs.iter().flat_map(|spec| spec.args.iter());
+        let aggregated = self.aggregation.into_iter().flat_map(|agg| {
+            let keys = agg.keys.iter().filter_map(|key| match key {
+                KeyPart::Value(name) => Some(name),
+                _ => None,
+            });
+            keys.chain(agg.value.as_ref().map(|(_, name)| name))
+        });
+        let filtered = self
+            .filter
+            .into_iter()
+            .flat_map(|f| f.atoms.iter().map(|a| &a.name));
+        let inner = |name: &str| {
+            let bare = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')'));
+            bare.unwrap_or(name).to_string()
+        };
+        (listed.chain(aggregated).chain(filtered))
+            .any(|name| parse_access(&inner(name)).is_some_and(|(_, path)| path.len() > 1))
     }
 }
 
