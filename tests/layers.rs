@@ -486,6 +486,58 @@ fn aya_is_touched_only_in_bpf_whose_files_meet_only_in_its_mod_rs() {
     );
 }
 
+/// Plans are pure descriptions (ARCHITECTURE.md, the `plan/` row): from the BPF side's shared
+/// crate they take only its limits (constants, to refuse input past them), never a type, a
+/// flag word's builder or a function; the BPF structs are made from a plan where the programs
+/// are configured (`probe/`).
+#[test]
+fn plans_take_only_the_bpf_sides_limits() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/plan");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    let mut taken = Vec::new();
+    for file in files {
+        let code = product_code(&std::fs::read_to_string(&file).expect("readable"));
+        let rel = file
+            .strip_prefix(&root)
+            .expect("under plan/")
+            .display()
+            .to_string();
+        taken.extend(bpf_items_not_limits(&code).map(|item| format!("plan/{rel}: {item}")));
+    }
+    assert!(
+        taken.is_empty(),
+        "plans naming BPF types or functions: {taken:?}"
+    );
+    let sample = "use tracer_common::{LAT_KEY_PARTS, LatKeySrc};\nlet w = tracer_common::src(0, 8, false);\nlet n = tracer_common::SYSCALL_NRS;";
+    assert_eq!(
+        bpf_items_not_limits(sample).collect::<Vec<_>>(),
+        ["LatKeySrc", "src"]
+    );
+}
+
+/// The items of `tracer_common` that `code` names (in a `use` list or as a path) and that are
+/// not constants (all capitals).
+fn bpf_items_not_limits(code: &str) -> impl Iterator<Item = String> + '_ {
+    let word = |rest: &str| -> String {
+        (rest.chars())
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    code.match_indices("tracer_common::")
+        .flat_map(move |(at, _)| {
+            let rest = &code[at + "tracer_common::".len()..];
+            match rest.strip_prefix('{') {
+                Some(list) => list[..list.find('}').unwrap_or(list.len())]
+                    .split(',')
+                    .map(|item| word(item.trim()))
+                    .collect::<Vec<_>>(),
+                None => vec![word(rest)],
+            }
+        })
+        .filter(|item| !item.is_empty() && item.chars().any(|c| c.is_ascii_lowercase()))
+}
+
 /// The `super::NAME::` paths of a piece of code: a file reaching into a sibling module.
 fn reaches_into_siblings(code: &str) -> impl Iterator<Item = String> + '_ {
     code.match_indices("super::").filter_map(move |(at, _)| {

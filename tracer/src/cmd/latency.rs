@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 
 use tracer_common::{
-    word, Event, HistKey, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT, LAT_BY_COMM,
-    LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID,
+    word, Event, HistKey, HIST_BUCKETS, HIST_MAX, HIST_MIN, HIST_SUM, LATENCY_SLOT,
 };
 
 use crate::bpf::Bpf;
@@ -71,7 +70,7 @@ struct LatencySink<'a, W: std::io::Write> {
     out: W,
     format: Format,
     linear_step: Option<u64>,
-    by: u32,
+    by: Option<crate::plan::latency::LatencyBy>,
     interval: Option<std::time::Duration>,
     last_interval: std::time::Instant,
     start_ns: u64,
@@ -183,17 +182,7 @@ impl<W: std::io::Write> LatencySink<'_, W> {
     }
 
     fn group_name(&self, key: &HistKey) -> String {
-        let number = u64::from_ne_bytes(key.group[..8].try_into().expect("8 bytes"));
-        match self.by {
-            LAT_BY_COMM => {
-                let end = key.group.iter().position(|&b| b == 0).unwrap_or(16);
-                format!("comm {}", String::from_utf8_lossy(&key.group[..end]))
-            }
-            LAT_BY_PID => format!("pid {number}"),
-            LAT_BY_TID => format!("tid {number}"),
-            LAT_BY_CPU => format!("cpu {number}"),
-            _ => String::new(),
-        }
+        probe::latency::group_name(self.by, key)
     }
 
     /// Reads the in-kernel histograms and prints one per group: with -I, what changed since

@@ -3,12 +3,11 @@
 
 use std::time::Duration;
 
-use tracer_common::{
-    LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID, LAT_KEY_PARTS,
-};
+use tracer_common::LAT_KEY_PARTS;
 
 use super::{build_scope, parse_bare_spec, Machine, ProbeSpec, Target};
-use crate::cli::{LatencyArgs, LatencyBy};
+use crate::cli::LatencyArgs;
+pub use crate::cli::LatencyBy;
 use crate::kernel::format::Format as RecordFormat;
 use crate::stacks::Which;
 use crate::units::parse_duration_ns;
@@ -21,8 +20,8 @@ pub struct LatencyPlan {
     pub end: ProbeSpec,
     /// `--key`: the names read at the start and at the end (resolved once the probes are open).
     pub key: Option<String>,
-    /// `LAT_BY_*`.
-    pub by: u32,
+    /// `--by`: what the histograms are grouped by (one histogram without it).
+    pub by: Option<LatencyBy>,
     pub linear_step: Option<u64>,
     pub slower_than: Option<u64>,
     pub stack: Option<Option<Which>>,
@@ -62,13 +61,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         start,
         end,
         key: args.key.clone(),
-        by: match args.by {
-            None => LAT_BY_NONE,
-            Some(LatencyBy::Comm) => LAT_BY_COMM,
-            Some(LatencyBy::Pid) => LAT_BY_PID,
-            Some(LatencyBy::Tid) => LAT_BY_TID,
-            Some(LatencyBy::Cpu) => LAT_BY_CPU,
-        },
+        by: args.by,
         linear_step,
         slower_than,
         stack: args.stack.stack,
@@ -121,7 +114,7 @@ pub type PairEnd<'a> = (&'a ProbeSpec, &'a Option<RecordFormat>);
 
 /// `--key A[,B,C]` (the same names at both ends) or `START_KEYS/END_KEYS`: where each key part
 /// is read at the start and at the end.
-pub fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySrcs, KeySrcs), Error> {
+pub fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySources, KeySources), Error> {
     let (a, b) = key.split_once('/').unwrap_or((key, key));
     let (a, b) = (part_names(a), part_names(b));
     if a.len() != b.len() {
@@ -140,18 +133,33 @@ pub fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySrcs, KeySrcs
             &["e.g. --key dev,sector or --key pid/next_pid"],
         ));
     }
-    Ok((key_srcs(&a, start)?, key_srcs(&b, end)?))
+    Ok((key_sources(&a, start)?, key_sources(&b, end)?))
 }
 
-pub type KeySrcs = [LatKeySrc; LAT_KEY_PARTS];
+/// Where one part of a latency key is read at one end of the pair (the BPF word is made of it
+/// where the programs are configured, probe::latency).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeySource {
+    /// Past the parts given.
+    #[default]
+    Unused,
+    /// The thread id (a tracepoint's `common_pid`).
+    Tid,
+    /// An integer field of a tracepoint's record: its offset and size in bytes.
+    Field { offset: u32, size: u32 },
+    /// A probe's argument register, arg0..arg5.
+    Arg(u32),
+}
+
+pub type KeySources = [KeySource; LAT_KEY_PARTS];
 
 fn part_names(list: &str) -> Vec<&str> {
     list.split(',').map(str::trim).collect()
 }
 
 /// Where the named key parts are read at one end.
-fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
-    let mut out = KeySrcs::default();
+fn key_sources(names: &[&str], (spec, format): PairEnd) -> Result<KeySources, Error> {
+    let mut out = KeySources::default();
     for (slot, name) in out.iter_mut().zip(names) {
         *slot = match format {
             Some(format) => {
@@ -162,7 +170,7 @@ fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
                 // What common_pid holds (the thread id), from the helper: a syscall
                 // tracepoint's BPF context has a pointer where the common fields are.
                 if *name == "common_pid" {
-                    *slot = tracer_common::LAT_KEY_TID;
+                    *slot = KeySource::Tid;
                     continue;
                 }
                 let syscall = matches!(&spec.target, Target::Tracepoint { category, .. } if category == "syscalls");
@@ -175,13 +183,16 @@ fn key_srcs(names: &[&str], (spec, format): PairEnd) -> Result<KeySrcs, Error> {
                             format.name, field.size, field.offset
                         ), &["key by integer fields of up to 8 bytes in the first 256 bytes of the record"]));
                 }
-                tracer_common::src(field.offset as u32, field.size as u32, false)
+                KeySource::Field {
+                    offset: field.offset as u32,
+                    size: field.size as u32,
+                }
             }
             None if spec.ret => {
                 return Err(Error::usage_hints(format!("{spec} is a return probe: it has no '{name}' to key by"), &["a return probe's end is matched by thread: drop --key, or end at a probe or tracepoint that has the key"]))
             }
             None => match name.strip_prefix("arg").and_then(|n| n.parse::<u32>().ok()) {
-                Some(n) if n < 6 => tracer_common::src(8 * n, 8, false),
+                Some(n) if n < 6 => KeySource::Arg(n),
                 _ => {
                     return Err(Error::usage_hints(format!("{spec} has no key '{name}'"), &["probes are keyed by their argument registers: arg0..arg5"]))
                 }
@@ -214,7 +225,10 @@ mod tests {
         let p = plan(&["uprobe:/bin/true:main", "--linear", "1ms", "--by", "pid"]).unwrap();
         assert_eq!(p.start.to_string(), "uprobe:/bin/true:main");
         assert_eq!(p.end.to_string(), "uretprobe:/bin/true:main");
-        assert_eq!((p.linear_step, p.by), (Some(1_000_000), LAT_BY_PID));
+        assert_eq!(
+            (p.linear_step, p.by),
+            (Some(1_000_000), Some(LatencyBy::Pid))
+        );
         let q = plan(&["--from", "sched:sched_wakeup", "--to", "sched:sched_switch"]).unwrap();
         assert_eq!(
             (q.start.to_string(), q.end.to_string()),

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::filter::FilterPlan;
-use super::latency::LatencyPlan;
+use super::latency::{LatencyBy, LatencyPlan};
 use super::{aggregation, linear, parse_spec, Aggregation, KeyPart, ProbeSpec, ValueOp};
 use crate::Error;
 
@@ -645,13 +645,13 @@ fn latency_source(
         .as_ref()
         .map_or(Vec::new(), |k| k.get_ref().list());
     let (by, labels) = match keys.as_slice() {
-        [] => (tracer_common::LAT_BY_NONE, Vec::new()),
+        [] => (None, Vec::new()),
         [one] => (
-            match one.as_str() {
-                "comm" => tracer_common::LAT_BY_COMM,
-                "pid" => tracer_common::LAT_BY_PID,
-                "tid" => tracer_common::LAT_BY_TID,
-                "cpu" => tracer_common::LAT_BY_CPU,
+            Some(match one.as_str() {
+                "comm" => LatencyBy::Comm,
+                "pid" => LatencyBy::Pid,
+                "tid" => LatencyBy::Tid,
+                "cpu" => LatencyBy::Cpu,
                 other => {
                     return Err(place.error(
                         by_span,
@@ -661,7 +661,7 @@ fn latency_source(
                         vec!["a latency metric is counted by one of comm, pid, tid or cpu".into()],
                     ))
                 }
-            },
+            }),
             vec![one.clone()],
         ),
         _ => {

@@ -3,8 +3,8 @@
 //! its histograms named.
 
 use tracer_common::{
-    HistKey, LatConfig, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_PID, LAT_BY_TID, LAT_USDT_END,
-    LAT_USDT_START, SLOT_STACK_USER,
+    HistKey, LatConfig, LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
+    LAT_KEY_TID, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_USER,
 };
 
 use super::trampoline::{FunctionTarget, Trampolines, Via};
@@ -13,7 +13,7 @@ use super::{open_event, Opened};
 use crate::bpf::{Bpf, Room, Rooms, Sizing, SlotKind};
 use crate::kernel::format::Format;
 use crate::kernel::tracefs::Tracefs;
-use crate::plan::latency::{keys, LatencyPlan};
+use crate::plan::latency::{keys, KeySource, LatencyBy, LatencyPlan};
 use crate::plan::{ProbeSpec, Target};
 use crate::Error;
 
@@ -237,15 +237,18 @@ fn lat_config(
     let filter = super::attach::base_config(&plan.whom, &plan.scope, plan.follow, launched);
     let (entry_key, exit_key) = match &plan.key {
         None => Default::default(),
-        Some(key) => keys(
-            key,
-            (&plan.start, &entry.cloned()),
-            (&plan.end, &exit.cloned()),
-        )?,
+        Some(key) => {
+            let (start, end) = keys(
+                key,
+                (&plan.start, &entry.cloned()),
+                (&plan.end, &exit.cloned()),
+            )?;
+            (start.map(key_word), end.map(key_word))
+        }
     };
     Ok(LatConfig {
         filter,
-        by: plan.by,
+        by: by_word(plan.by),
         stack_flags: end_stack_flags(plan),
         entry_key,
         exit_key,
@@ -267,16 +270,50 @@ fn end_stack_flags(plan: &LatencyPlan) -> u32 {
     }
 }
 
-/// A histogram group's value under `by` (`LAT_BY_*`): the command name, or the number; empty
-/// without grouping.
-pub fn group_value(by: u32, key: &HistKey) -> String {
+/// Where the latency programs read a key part: the BPF word of a [`KeySource`].
+fn key_word(part: KeySource) -> LatKeySrc {
+    match part {
+        KeySource::Unused => 0,
+        KeySource::Tid => LAT_KEY_TID,
+        KeySource::Field { offset, size } => tracer_common::src(offset, size, false),
+        KeySource::Arg(n) => tracer_common::src(8 * n, 8, false),
+    }
+}
+
+/// The latency programs' `LAT_BY_*` word for `--by`.
+fn by_word(by: Option<LatencyBy>) -> u32 {
+    match by {
+        None => LAT_BY_NONE,
+        Some(LatencyBy::Comm) => LAT_BY_COMM,
+        Some(LatencyBy::Pid) => LAT_BY_PID,
+        Some(LatencyBy::Tid) => LAT_BY_TID,
+        Some(LatencyBy::Cpu) => LAT_BY_CPU,
+    }
+}
+
+/// A histogram group's value under `by`: the command name, or the number.
+pub fn group_value(by: LatencyBy, key: &HistKey) -> String {
     let number = u64::from_ne_bytes(key.group[..8].try_into().expect("8 bytes"));
     match by {
-        LAT_BY_COMM => {
+        LatencyBy::Comm => {
             let end = key.group.iter().position(|&b| b == 0).unwrap_or(16);
             String::from_utf8_lossy(&key.group[..end]).into_owned()
         }
-        LAT_BY_PID | LAT_BY_TID | LAT_BY_CPU => number.to_string(),
-        _ => String::new(),
+        LatencyBy::Pid | LatencyBy::Tid | LatencyBy::Cpu => number.to_string(),
     }
+}
+
+/// A histogram group's name as `tracer latency` heads it: `comm NAME`, `pid N`, ...; empty
+/// without grouping.
+pub fn group_name(by: Option<LatencyBy>, key: &HistKey) -> String {
+    let Some(by) = by else {
+        return String::new();
+    };
+    let word = match by {
+        LatencyBy::Comm => "comm",
+        LatencyBy::Pid => "pid",
+        LatencyBy::Tid => "tid",
+        LatencyBy::Cpu => "cpu",
+    };
+    format!("{word} {}", group_value(by, key))
 }

@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use tracer_common::{
-    SlotConfig, AGG_BUCKET_BELOW, HIST_BUCKETS, HIST_OVERFLOW, HIST_SUM, LAT_BY_NONE,
-};
+use tracer_common::{SlotConfig, AGG_BUCKET_BELOW, HIST_BUCKETS, HIST_OVERFLOW, HIST_SUM};
 
 use super::aggregate::{self, CellKey, Counted};
 use super::latency::LatencyPair;
@@ -252,11 +250,11 @@ impl Metric {
             (Attached::Latency { bpf, .. }, Source::Latency(plan)) => {
                 for (key, total) in bpf.latency_histogram(false)? {
                     let labels = match plan.by {
-                        LAT_BY_NONE => Vec::new(),
-                        by => vec![super::latency::group_value(by, &key)],
+                        None => Vec::new(),
+                        Some(by) => vec![super::latency::group_value(by, &key)],
                     };
                     let group = groups.entry(labels).or_default();
-                    group.latency_group = (plan.by != LAT_BY_NONE).then_some(key.group);
+                    group.latency_group = plan.by.is_some().then_some(key.group);
                     match key.bucket {
                         HIST_SUM => group.sum = i128::from(total),
                         b if b < HIST_BUCKETS => {
