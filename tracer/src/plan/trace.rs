@@ -203,7 +203,10 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
         paths: args.paths.clone(),
         fd_table,
         bookkeeping,
-        calls: exprs.calls,
+        calls: match args.summary {
+            true => exprs.calls.into_iter().filter(|&nr| returns(nr)).collect(),
+            false => exprs.calls,
+        },
         failed: args.failed || exprs.failed,
         signals: exprs.signals,
         filter: args
@@ -319,6 +322,13 @@ fn values(set: &str) -> (bool, Vec<&str>) {
         .filter(|s| !s.is_empty())
         .collect();
     (negated, items)
+}
+
+/// Whether call `nr` returns: `-c` counts a call at its return, as strace's does, so exit and
+/// exit_group are not in its table.
+fn returns(nr: u32) -> bool {
+    let shape = syscalls::name(nr).and_then(syscalls::shape_of);
+    shape.is_none_or(|s| s.ret != syscalls::Ret::None)
 }
 
 /// The calls a `trace=` set selects: names, `%classes`, `all`, `none`; `?` before a name
@@ -485,6 +495,15 @@ mod tests {
         for word in ["min-time", "shortest", "time-max", "longest", "fastest"] {
             assert!(sort_by(word).is_err(), "{word}");
         }
+    }
+
+    #[test]
+    fn only_calls_that_return_are_counted() {
+        let numbers = |names: &[&str]| -> Vec<u32> {
+            names.iter().map(|n| syscalls::number(n).unwrap()).collect()
+        };
+        assert!(returns(numbers(&["read"])[0]) && returns(numbers(&["execve"])[0]));
+        assert!(!returns(numbers(&["exit"])[0]) && !returns(numbers(&["exit_group"])[0]));
     }
 
     fn names(sets: &[&str]) -> Vec<&'static str> {
