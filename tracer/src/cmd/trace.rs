@@ -362,9 +362,9 @@ fn calls_output(plan: &TracePlan) -> Result<crate::output::Output, Error> {
     match (&plan.file, plan.format) {
         (Some(path), _) => crate::output::destination(Some(path)),
         (None, crate::output::events::Format::Json) => crate::output::destination(None),
-        (None, crate::output::events::Format::Text) => {
-            Ok(std::io::BufWriter::new(Box::new(std::io::stderr())))
-        }
+        (None, crate::output::events::Format::Text) => Ok(std::io::BufWriter::new(Box::new(
+            crate::output::stderr_lines(),
+        ))),
     }
 }
 

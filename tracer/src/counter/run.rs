@@ -389,7 +389,7 @@ pub fn skip_zero(plan: &StatPlan) -> bool {
 
 pub fn open_destination(destination: &Destination) -> Result<Box<dyn Write>, Error> {
     Ok(match destination {
-        Destination::Stderr => Box::new(std::io::stderr()),
+        Destination::Stderr => Box::new(crate::output::stderr_lines()),
         Destination::File { path, append } => {
             let existing = match append {
                 true => crate::output::Existing::Append,

@@ -94,6 +94,89 @@ pub fn failed_place(e: &io::Error) -> String {
 /// docs/benchmarks.md, "Figures the code cites", `output-buffer-outside`).
 pub type Output = io::BufWriter<Box<dyn Write>>;
 
+/// The most a write to a pipe may hold and still be written whole, never interleaved with
+/// another writer's (pipe(7): `PIPE_BUF`).
+const PIPE_BUF: usize = libc::PIPE_BUF;
+
+/// A stream that tracer shares with the command it runs (standard output and error), written
+/// whole lines at a time, in writes of at most [`PIPE_BUF`] bytes: the kernel keeps such a
+/// write to a pipe in one piece, so the command's output falls between tracer's lines, never
+/// inside one (a buffer's 8 KiB write to a full pipe is split where the reader made room, and
+/// the command's `vm` once landed in the middle of an event line). A line longer than
+/// `PIPE_BUF` cannot be kept whole and goes in pieces; a line not yet ended waits for its end
+/// or a flush.
+pub struct WholeLines<W: Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> WholeLines<W> {
+    pub fn new(inner: W) -> Self {
+        WholeLines {
+            inner,
+            pending: Vec::with_capacity(2 * PIPE_BUF),
+        }
+    }
+
+    /// Writes the pending whole lines (and, at `end`, the rest) in writes of whole lines of
+    /// at most `PIPE_BUF` bytes.
+    fn write_pending(&mut self, end: bool) -> io::Result<()> {
+        let mut start = 0;
+        while start < self.pending.len() {
+            let rest = &self.pending[start..];
+            let window = &rest[..rest.len().min(PIPE_BUF)];
+            let take = match window.iter().rposition(|&b| b == b'\n') {
+                Some(newline) => newline + 1,
+                None if rest.len() > PIPE_BUF || end => window.len(),
+                None => break,
+            };
+            let written = self.inner.write(&rest[..take]);
+            match written {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => start += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.pending.drain(..start);
+                    return Err(e);
+                }
+            }
+        }
+        self.pending.drain(..start);
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for WholeLines<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(data);
+        if data.contains(&b'\n') || self.pending.len() > PIPE_BUF {
+            self.write_pending(false)?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_pending(true)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for WholeLines<W> {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Standard output as tracer writes its lines there ([`WholeLines`]).
+pub fn stdout_lines() -> WholeLines<io::Stdout> {
+    WholeLines::new(io::stdout())
+}
+
+/// Standard error as tracer writes its lines there ([`WholeLines`]).
+pub fn stderr_lines() -> WholeLines<io::Stderr> {
+    WholeLines::new(io::stderr())
+}
+
 /// `-o -`: standard output, in every command (as `tracer record -o -` and `tracer report -`).
 pub fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
@@ -148,7 +231,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 pub fn destination(file: Option<&Path>) -> Result<Output, Error> {
     let inner: Box<dyn Write> = match file.filter(|path| !is_stdout(path)) {
         Some(path) => Box::new(create(path, Existing::Truncate)?),
-        None => Box::new(std::io::stdout().lock()),
+        None => Box::new(stdout_lines()),
     };
     Ok(io::BufWriter::new(inner))
 }
@@ -164,6 +247,55 @@ pub fn write_stdout(text: &str) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each write a writer was given.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            // A pipe: a write of up to PIPE_BUF bytes is whole; a longer one may be cut
+            // where the reader made room, and the rest comes in the next.
+            let n = match data.len() <= PIPE_BUF {
+                true => data.len(),
+                false => PIPE_BUF / 2,
+            };
+            self.0.push(data[..n].to_vec());
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn shared_streams_are_written_whole_lines_at_a_time() {
+        let line = |k: usize| format!("{k:>6} {}\n", "x".repeat(90 + k % 50));
+        let text: String = (0..500).map(line).collect();
+        let mut out = WholeLines::new(Writes::default());
+        // Through a buffer that cuts lines anywhere, as the commands' outputs do.
+        for piece in text.as_bytes().chunks(8192) {
+            out.write_all(piece).unwrap();
+        }
+        let long = format!("{}\n", "y".repeat(2 * PIPE_BUF + 10));
+        out.write_all(long.as_bytes()).unwrap();
+        out.write_all(b"unended").unwrap();
+        let before_flush = out.inner.0.len();
+        out.flush().unwrap();
+        let writes = std::mem::take(&mut out.inner.0);
+        assert_eq!(
+            writes.concat(),
+            [text.as_bytes(), long.as_bytes(), b"unended"].concat()
+        );
+        // Every write of the short lines is whole lines, within PIPE_BUF.
+        let short: Vec<&Vec<u8>> = writes.iter().take_while(|w| w[0] != b'y').collect();
+        assert!(short.len() > 500 * 100 / PIPE_BUF, "{}", short.len());
+        for w in &short {
+            assert!(w.len() <= PIPE_BUF && w.ends_with(b"\n"), "{}", w.len());
+        }
+        // The unended line waited for the flush.
+        assert_eq!(writes[before_flush..], [b"unended".to_vec()]);
+    }
 
     #[test]
     fn output_files_are_truncated_appended_to_or_kept_as_old() {
