@@ -223,6 +223,17 @@ impl Workload {
 /// pointers as a user would build a program to trace, plus `extra` flags.
 fn build_c(name: &str, source: &std::path::Path, extra: &[&str]) -> PathBuf {
     let out = bin_dir().join(name);
+    // Built already, from this source as it is now (by another suite, or by the host tier
+    // for the VM tier, where gcc under emulation takes seconds per file): each name is one
+    // source with fixed flags.
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let inputs = std::iter::once(source).chain(extra.iter().map(std::path::Path::new));
+    let written = inputs.filter(|p| p.is_file()).map(modified).max().flatten();
+    if let (Some(built), Some(written)) = (modified(&out), written) {
+        if built >= written {
+            return out;
+        }
+    }
     // Build beside the final name and rename: test binaries may race for it.
     let tmp = bin_dir().join(format!("{name}.{}", std::process::id()));
     let status = Command::new("cc")
