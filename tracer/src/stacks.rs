@@ -3,6 +3,8 @@
 //! User stacks of binaries without frame pointers are unwound here from sampled registers and
 //! stack copies (`--call-graph dwarf`, see `kernel::unwind`).
 
+use std::rc::Rc;
+
 use hashbrown::{HashMap, HashSet};
 
 use tracer_common::{Event, NO_STACK};
@@ -62,8 +64,12 @@ fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
 /// starved of CPU).
 const RETIRED_FOR_NS: u64 = 5_000_000_000;
 
+/// A stack's instruction pointers as read from the map, shared by the id's cache, its
+/// retired generations and the frames made of it (handing them on is a count, not a copy).
+type Ips = Rc<[u64]>;
+
 /// A symbolized stack: the ips it was made from, and its frames.
-type Made = (Vec<u64>, Vec<Frame>);
+type Made = (Ips, Vec<Frame>);
 
 /// When a recycled stack id left the map: its removal happened within `lo..=hi`, `lo` moved
 /// back by [`TAKEN_BEFORE_ID_NS`] (an event's time is read before its stack ids).
@@ -84,9 +90,9 @@ enum Held {
     /// The map's current stack (cached, or read now).
     Current,
     /// A stack that left the map since.
-    Retired(Vec<u64>),
+    Retired(Ips),
     /// This stack or the map's current one: the event was taken as the id left the map.
-    ThisOrCurrent(Vec<u64>),
+    ThisOrCurrent(Ips),
     /// Unknown: taken as the id left the map, between two different stacks, or so long ago
     /// that the stack is no longer kept.
     Unknown,
@@ -104,7 +110,7 @@ pub struct Symbolizer {
     /// `None`: the process had exited before its first stack was read.
     processes: HashMap<u32, Option<Process>>,
     /// Instruction pointers by stack id.
-    ips: HashMap<u32, Vec<u64>>,
+    ips: HashMap<u32, Ips>,
     /// Symbolized user stacks by (pid, id, entry caller), kernel stacks by (0, id, 0) (pid 0 is
     /// never a user), with the ips they were made from (a recycled id may hold another).
     frames: HashMap<(u32, u32, u64), Made>,
@@ -133,7 +139,7 @@ pub struct Symbolizer {
     read_since: HashSet<u32>,
     /// Streamed stacks recycled, by id: (when they left the map, their ips), oldest first. An
     /// event taken before then with that id had that stack.
-    retired: HashMap<u32, Vec<(Removal, Vec<u64>)>>,
+    retired: HashMap<u32, Vec<(Removal, Ips)>>,
     /// When each recycled id last left the map: an event taken before then whose stack is no
     /// longer kept is not given the map's newer one.
     last_removed: HashMap<u32, Removal>,
@@ -144,7 +150,13 @@ pub struct Symbolizer {
     /// built from.
     unwinders: HashMap<u32, (u64, Unwinder)>,
     /// Unwind information by the file read (`None`: it could not be read).
-    cfi: HashMap<std::path::PathBuf, Option<std::rc::Rc<Cfi>>>,
+    cfi: HashMap<std::path::PathBuf, Option<Rc<Cfi>>>,
+}
+
+/// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
+/// compare) or equal ones.
+fn same(a: &Ips, b: &Ips) -> bool {
+    Rc::ptr_eq(a, b) || a == b
 }
 
 /// A stack taken in a BPF trampoline program (fentry, fexit) starts in the program and the
@@ -165,7 +177,7 @@ fn without_trampoline(frames: &mut Vec<Frame>) {
 /// names (a stripped file without its debug file).
 fn function_of(
     p: &mut Process,
-    cfi: &mut HashMap<std::path::PathBuf, Option<std::rc::Rc<Cfi>>>,
+    cfi: &mut HashMap<std::path::PathBuf, Option<Rc<Cfi>>>,
     file: &std::path::Path,
     m: &Mapped,
     at: u64,
@@ -173,7 +185,7 @@ fn function_of(
     let source = p.source_of(file)?;
     let cfi = cfi
         .entry(source.clone())
-        .or_insert_with(|| Cfi::load(&source).ok().map(std::rc::Rc::new))
+        .or_insert_with(|| Cfi::load(&source).ok().map(Rc::new))
         .clone()?;
     let bias = p.load_bias(file, cfi.base)?;
     let svma = at.checked_sub(bias)?;
@@ -264,7 +276,7 @@ impl Symbolizer {
                 // one, and the event's is this one.
                 Held::ThisOrCurrent(ips) => match self.current_ips(bpf, id, true)? {
                     None => Some(ips),
-                    Some(current) if current.is_empty() || current == ips => Some(ips),
+                    Some(current) if current.is_empty() || same(&current, &ips) => Some(ips),
                     Some(_) => {
                         self.recycled_late += 1;
                         out.push(Stack::NotCaptured(-libc::ESTALE));
@@ -277,18 +289,21 @@ impl Symbolizer {
                     continue;
                 }
             };
-            let mut ips = match retired {
+            let ips = match retired {
                 Some(ips) => ips,
-                None => (self.current_ips(bpf, id, taken.is_some())?).unwrap_or_default(),
+                None => {
+                    (self.current_ips(bpf, id, taken.is_some())?).unwrap_or_else(|| Rc::new([]))
+                }
             };
             match self.frames.get(&(pid, id, entry_ret)) {
-                Some((made_of, frames)) if *made_of == ips => {
+                Some((made_of, frames)) if same(made_of, &ips) => {
                     out.push(Stack::Frames(frames.clone()));
                     continue;
                 }
                 _ => {}
             }
-            let made_of = ips.clone();
+            let made_of = Rc::clone(&ips);
+            let mut ips = ips.to_vec();
             let frames = match space {
                 Space::Kernel => {
                     let mut frames = self.kernel_frames(&ips);
@@ -313,25 +328,20 @@ impl Symbolizer {
 
     /// The ips of stack `id` as the map holds it now, read once per generation (`streamed`:
     /// then recycled, [`Symbolizer::recycle`]); `None` when the map has no such id.
-    fn current_ips(
-        &mut self,
-        bpf: &Bpf,
-        id: u32,
-        streamed: bool,
-    ) -> Result<Option<Vec<u64>>, Error> {
+    fn current_ips(&mut self, bpf: &Bpf, id: u32, streamed: bool) -> Result<Option<Ips>, Error> {
         if let Some(ips) = self.ips.get(&id) {
-            return Ok(Some(ips.clone()));
+            return Ok(Some(Rc::clone(ips)));
         }
-        let ips = bpf.stack(id)?;
+        let ips: Option<Ips> = bpf.stack(id)?.map(Rc::from);
         match (&ips, streamed) {
             // Not in the map: a streamed id is read again when asked (an event may put it
             // back); a counted one is gone for good.
             (None, true) => {}
             (None, false) => {
-                self.ips.insert(id, Vec::new());
+                self.ips.insert(id, Rc::new([]));
             }
             (Some(read), _) => {
-                self.ips.insert(id, read.clone());
+                self.ips.insert(id, Rc::clone(read));
                 if streamed {
                     self.read_since.insert(id);
                 }
@@ -368,13 +378,13 @@ impl Symbolizer {
         let generations = (self.retired.get(&id)).map_or(&[][..], Vec::as_slice);
         for (k, (removal, ips)) in generations.iter().enumerate() {
             if at < removal.lo {
-                return Held::Retired(ips.clone());
+                return Held::Retired(Rc::clone(ips));
             }
             if at <= removal.hi {
                 return match generations.get(k + 1) {
-                    Some((_, next)) if next == ips => Held::Retired(ips.clone()),
+                    Some((_, next)) if same(next, ips) => Held::Retired(Rc::clone(ips)),
                     Some(_) => Held::Unknown,
-                    None => Held::ThisOrCurrent(ips.clone()),
+                    None => Held::ThisOrCurrent(Rc::clone(ips)),
                 };
             }
         }
@@ -415,7 +425,7 @@ impl Symbolizer {
             let generations = self.retired.entry(*id).or_default();
             match generations.last_mut() {
                 // The same stack again (a hot one): its generation lasts until now.
-                Some(last) if last.1 == ips => last.0 = removal,
+                Some(last) if same(&last.1, &ips) => last.0 = removal,
                 _ => generations.push((removal, ips)),
             }
         }
@@ -602,7 +612,7 @@ impl Symbolizer {
                 let cfi = self
                     .cfi
                     .entry(file.source.clone())
-                    .or_insert_with(|| Cfi::load(&file.source).ok().map(std::rc::Rc::new));
+                    .or_insert_with(|| Cfi::load(&file.source).ok().map(Rc::new));
                 let Some(cfi) = cfi.as_ref() else { continue };
                 let Some(bias) = process.load_bias(&file.path, cfi.base) else {
                     continue;

@@ -68,7 +68,7 @@ fn table(place: Place, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
         std::iter::once(("", tracer.to_string())).chain(baseline.map(|b| ("baseline ", b)));
     // `--filter`: every hit refused in the kernel (what a filtered-out hit costs), and every
     // hit passed (what the comparison adds to a printed one). tracer's own pid is never 1.
-    let filters = [
+    let filters: [(&str, Vec<&str>); 3] = [
         ("", Vec::new()),
         (" --filter 'pid == 1'", vec!["--filter", "pid == 1"]),
         (" --filter 'pid != 1'", vec!["--filter", "pid != 1"]),
@@ -81,6 +81,9 @@ fn table(place: Place, tracer: &str, prog: &str) -> Vec<serde_json::Value> {
         [
             (b.clone(), "perf", filters[0].clone()),
             (b.clone(), "ringbuf", filters[0].clone()),
+            // A user stack per event, symbolized as it is read (`probe -s`'s hot path: the
+            // same stack every time, from the symbolizer's caches).
+            (b.clone(), "ringbuf", (" -s user", vec!["-s", "user"])),
         ]
         .into_iter()
         .chain(filtered.map(move |f| (b.clone(), "perf", f)))
