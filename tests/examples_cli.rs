@@ -98,6 +98,10 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer trace -e '!%memory,%signal' -- ls /etc", trace_all_but_classes),
     ("tracer trace -c -- ls /", trace_summary),
     (
+        "tracer trace -c -U name,calls,errors -S name -- ls /",
+        trace_columns,
+    ),
+    (
         "tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname",
         trace_filter,
     ),

@@ -382,6 +382,37 @@ fn summary_counts_calls_and_errors_exactly() {
     );
 }
 
+/// `-U` picks `-c`'s columns: with no time among them (the times differ, tracer's being kept
+/// in the kernel), the table is strace -c's own, byte for byte, on the same workload.
+#[test]
+fn dash_u_tables_are_straces() {
+    require_root();
+    if strace_missing() {
+        return;
+    }
+    let dir = temp_dir("columns");
+    let set = "write,getppid,unlink,clone,execve,wait4,exit_group";
+    let flags = ["-c", "-U", "name,calls,errors", "-S", "name"];
+    let (out, table) = traced(&dir, &[&flags[..], &["-e", set]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let theirs = dir.join("strace-u.txt");
+    let program = syscalls_program();
+    let command = [program.to_str().unwrap(), dir.to_str().unwrap()];
+    let trace = format!("trace={set}");
+    let status = strace_into(
+        &theirs,
+        &[&["-f"], &flags[..], &["-e", &trace]].concat(),
+        &command,
+    );
+    assert!(status.success());
+    let theirs = std::fs::read_to_string(&theirs).unwrap();
+    assert_eq!(table, theirs, "tracer:\n{table}\nstrace:\n{theirs}");
+    assert!(
+        table.starts_with("syscall              calls    errors\n"),
+        "{table}"
+    );
+}
+
 /// A `-c` table's calls and errors by row name (`total` too), as strace -c prints them.
 fn summary_counts(table: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
     (table.lines())

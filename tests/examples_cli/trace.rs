@@ -131,6 +131,39 @@ pub(crate) fn trace_summary(ctx: &Ctx, example: &str) {
     assert!(stdout.lines().any(|l| l == "etc"), "{stdout}");
 }
 
+pub(crate) fn trace_columns(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    let table: Vec<&str> = (stderr.lines())
+        .skip_while(|l| !l.starts_with("syscall "))
+        .take_while(|l| !l.starts_with("total "))
+        .collect();
+    assert_eq!(
+        table.first(),
+        Some(&"syscall              calls    errors"),
+        "{stderr}"
+    );
+    assert_eq!(
+        table.get(1),
+        Some(&"---------------- --------- ---------"),
+        "{stderr}"
+    );
+    // One row per call, by name, execve's once; the total's calls are the rows' sum.
+    let rows: Vec<(&str, u64)> = (table[2..table.len() - 1].iter())
+        .map(|l| (&l[..16], l[17..26].trim().parse().unwrap()))
+        .map(|(name, calls)| (name.trim_end(), calls))
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "{stderr}");
+    assert!(rows.contains(&("execve", 1)), "{stderr}");
+    let total = lines_with(&stderr, "total ");
+    let sum: u64 = rows.iter().map(|r| r.1).sum();
+    assert_eq!(total[0][17..26].trim(), sum.to_string(), "{stderr}");
+    assert!(!stderr.contains("% time"), "{stderr}");
+    assert!(stdout.lines().any(|l| l == "etc"), "{stdout}");
+}
+
 pub(crate) fn trace_filter(ctx: &Ctx, example: &str) {
     let (_, stderr) = ok(&ctx.run(&words(example, &[])));
     let calls = call_lines(&stderr);

@@ -540,6 +540,11 @@ pub struct TraceArgs {
     /// calls, errors (most first), name, or nothing (the calls' numbers).
     #[arg(short = 'S', long = "summary-sort-by", value_name = "SORTBY")]
     pub sort_by: Option<String>,
+    /// With -c, the table's columns in this order (strace's -U): time-percent, total-time,
+    /// avg-time, calls, errors, name (strace's other names for each too); the name is added
+    /// last when left out.
+    #[arg(short = 'U', long = "summary-columns", value_name = "COLUMNS")]
+    pub columns: Option<String>,
     /// Bytes of each buffer (read, write) and string argument shown, as strace's -s; paths
     /// are read whole (up to 4096 bytes).
     #[arg(short = 's', long = "string-limit", value_name = "N", default_value_t = 32,

@@ -120,9 +120,9 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     }
     if plan.summary {
         let rows = summary_rows(&bpf, &layouts, &sink.by_slot)?;
-        let table = show::summary_table(rows, plan.sort_by);
+        let table = show::summary_table_of(rows, plan.sort_by, &plan.columns);
         sink.writer
-            .text_line(table.trim_end())
+            .text_line(table.strip_suffix('\n').unwrap_or(&table))
             .map_err(Error::Output)?;
     }
     sink.writer.flush().map_err(Error::Output)?;

@@ -616,8 +616,73 @@ pub enum SortBy {
     Nothing,
 }
 
-/// strace -c's table, ordered as `sort` says (ties by calls, then name); a total row.
-pub fn summary_table(mut rows: Vec<Row>, sort: SortBy) -> String {
+/// A column of `-c`'s table (strace's `-U`): the call's share of the time, its total time,
+/// the average per call, calls, errors, the call's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    TimePercent,
+    TotalTime,
+    AvgTime,
+    Calls,
+    Errors,
+    Name,
+}
+
+impl Column {
+    /// strace -c's columns when `-U` is not given.
+    pub const DEFAULT: [Column; 6] = [
+        Column::TimePercent,
+        Column::TotalTime,
+        Column::AvgTime,
+        Column::Calls,
+        Column::Errors,
+        Column::Name,
+    ];
+
+    /// The heading and width strace gives the column.
+    fn head(self) -> (&'static str, usize) {
+        match self {
+            Column::TimePercent => ("% time", 6),
+            Column::TotalTime => ("seconds", 11),
+            Column::AvgTime => ("usecs/call", 11),
+            Column::Calls => ("calls", 9),
+            Column::Errors => ("errors", 9),
+            Column::Name => ("syscall", 16),
+        }
+    }
+
+    /// The cell of a row whose time is `ns` of `total_ns` over `calls`, as strace prints it
+    /// (errors blank when none; the name left-aligned, unpadded when last).
+    fn cell(self, r: &Row, total_ns: u64, last: bool) -> String {
+        let (_, width) = self.head();
+        match self {
+            Column::TimePercent => {
+                let share = match total_ns {
+                    0 => 0.0,
+                    t => 100.0 * r.total_ns as f64 / t as f64,
+                };
+                format!("{share:>width$.2}")
+            }
+            Column::TotalTime => format!("{:>width$.6}", r.total_ns as f64 / 1e9),
+            Column::AvgTime => format!("{:>width$}", r.total_ns / 1000 / r.calls.max(1)),
+            Column::Calls => format!("{:>width$}", r.calls),
+            Column::Errors => match r.errors {
+                0 => " ".repeat(width),
+                n => format!("{n:>width$}"),
+            },
+            Column::Name if last => r.name.clone(),
+            Column::Name => format!("{:<width$}", r.name),
+        }
+    }
+}
+
+/// strace -c's table, ordered as `sort` says (ties by calls, then name), with `columns` in
+/// their order (strace's `-U`; the name last when not among them); a total row.
+pub fn summary_table_of(mut rows: Vec<Row>, sort: SortBy, columns: &[Column]) -> String {
+    let mut columns = columns.to_vec();
+    if !columns.contains(&Column::Name) {
+        columns.push(Column::Name);
+    }
     let avg = |r: &Row| r.total_ns / r.calls.max(1);
     rows.sort_by(|a, b| {
         let key = match sort {
@@ -631,39 +696,41 @@ pub fn summary_table(mut rows: Vec<Row>, sort: SortBy) -> String {
         key.then(b.calls.cmp(&a.calls)).then(a.name.cmp(&b.name))
     });
     let total_ns: u64 = rows.iter().map(|r| r.total_ns).sum();
-    let rule = "------ ----------- ----------- --------- --------- ----------------\n";
-    let mut out = String::from("% time     seconds  usecs/call     calls    errors syscall\n");
-    out.push_str(rule);
-    let errors = |n: u64| match n {
-        0 => String::new(),
-        n => n.to_string(),
+    let line = |cells: Vec<String>| cells.join(" ") + "\n";
+    let last = columns.len() - 1;
+    let heads = (columns.iter().enumerate()).map(|(k, c)| match (c.head(), *c) {
+        ((head, _), Column::Name) if k == last => head.to_string(),
+        ((head, width), Column::Name) => format!("{head:<width$}"),
+        ((head, width), _) => format!("{head:>width$}"),
+    });
+    let mut out = line(heads.collect());
+    let rule = line(columns.iter().map(|c| "-".repeat(c.head().1)).collect());
+    out.push_str(&rule);
+    let row = |r: &Row| -> String {
+        let cells = columns.iter().enumerate();
+        line(cells.map(|(k, c)| c.cell(r, total_ns, k == last)).collect())
     };
     for r in &rows {
-        let share = match total_ns {
-            0 => 0.0,
-            t => 100.0 * r.total_ns as f64 / t as f64,
-        };
-        out.push_str(&format!(
-            "{:>6.2} {:>11.6} {:>11} {:>9} {:>9} {}\n",
-            share,
-            r.total_ns as f64 / 1e9,
-            r.total_ns / 1000 / r.calls.max(1),
-            r.calls,
-            errors(r.errors),
-            r.name
-        ));
+        out.push_str(&row(r));
     }
-    out.push_str(rule);
-    let calls: u64 = rows.iter().map(|r| r.calls).sum();
-    let errs: u64 = rows.iter().map(|r| r.errors).sum();
-    out.push_str(&format!(
-        "{:>6.2} {:>11.6} {:>11} {:>9} {:>9} total\n",
-        100.0,
-        total_ns as f64 / 1e9,
-        total_ns / 1000 / calls.max(1),
-        calls,
-        errors(errs)
-    ));
+    out.push_str(&rule);
+    let total = Row {
+        name: "total".into(),
+        nr: 0,
+        calls: rows.iter().map(|r| r.calls).sum(),
+        errors: rows.iter().map(|r| r.errors).sum(),
+        total_ns,
+    };
+    // The total's share is 100.00 even when no time was counted, as strace prints it.
+    let shares_all = Row {
+        total_ns: 1,
+        ..total.clone()
+    };
+    let cells = columns.iter().enumerate().map(|(k, c)| match c {
+        Column::TimePercent => c.cell(&shares_all, 1, k == last),
+        _ => c.cell(&total, total_ns, k == last),
+    });
+    out.push_str(&line(cells.collect()));
     out
 }
 
@@ -931,7 +998,7 @@ mod tests {
             ]
         };
         let order = |sort: SortBy| -> Vec<String> {
-            let table = summary_table(rows(), sort);
+            let table = summary_table_of(rows(), sort, &Column::DEFAULT);
             let body = table.lines().skip(2).take(3);
             body.map(|l| l.rsplit(' ').next().unwrap().to_string())
                 .collect()
@@ -944,7 +1011,7 @@ mod tests {
         assert_eq!(order(SortBy::Nothing), ["read", "close", "openat"]);
         let mut two = rows();
         two.pop();
-        let table = summary_table(two, SortBy::Time);
+        let table = summary_table_of(two.clone(), SortBy::Time, &Column::DEFAULT);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[0],
@@ -962,5 +1029,53 @@ mod tests {
             lines[5],
             "100.00    0.004000         571         7         1 total"
         );
+    }
+
+    /// `-U`'s columns as strace 6.1 lays them out (its `-c -U name,calls,errors` and
+    /// `-U calls,time-percent,avg-time,total-time` tables, heads and rows copied).
+    #[test]
+    fn chosen_columns_are_laid_out_as_strace_lays_them() {
+        let rows = || {
+            vec![
+                Row {
+                    name: "read".into(),
+                    nr: 0,
+                    calls: 1,
+                    errors: 0,
+                    total_ns: 0,
+                },
+                Row {
+                    name: "access".into(),
+                    nr: 21,
+                    calls: 1,
+                    errors: 1,
+                    total_ns: 0,
+                },
+            ]
+        };
+        use Column::*;
+        let table = summary_table_of(rows(), SortBy::Nothing, &[Name, Calls, Errors]);
+        assert_eq!(
+            table,
+            "syscall              calls    errors\n\
+             ---------------- --------- ---------\n\
+             read                     1          \n\
+             access                   1         1\n\
+             ---------------- --------- ---------\n\
+             total                    2         1\n"
+        );
+        let table = summary_table_of(
+            rows(),
+            SortBy::Nothing,
+            &[Calls, TimePercent, AvgTime, TotalTime],
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "    calls % time  usecs/call     seconds syscall");
+        assert_eq!(
+            lines[1],
+            "--------- ------ ----------- ----------- ----------------"
+        );
+        assert_eq!(lines[2], "        1   0.00           0    0.000000 read");
+        assert_eq!(lines[5], "        2 100.00           0    0.000000 total");
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::cli::TraceArgs;
 use crate::kernel::syscalls::{self, class};
 use crate::output::events::Format;
-use crate::output::trace::{SortBy, Stamp};
+use crate::output::trace::{Column, SortBy, Stamp};
 use crate::plan::filter::FilterPlan;
 use crate::Error;
 
@@ -29,6 +29,8 @@ pub struct TracePlan {
     pub summary: bool,
     /// `-S`: the order of `-c`'s rows.
     pub sort_by: SortBy,
+    /// `-U`: `-c`'s columns, in order.
+    pub columns: Vec<Column>,
     /// `-s`: bytes of a buffer shown.
     pub strsize: u32,
     /// `-t`, `-tt`, `-ttt`: the time before each line.
@@ -164,16 +166,7 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             ],
         ));
     }
-    let sort_by = match &args.sort_by {
-        Some(_) if !args.summary => {
-            return Err(Error::usage(
-                "-S orders -c's table: it goes with -c",
-                vec!["tracer trace -c -S calls -- COMMAND   (the most called first)".into()],
-            ))
-        }
-        Some(word) => sort_by(word)?,
-        None => SortBy::Time,
-    };
+    let (sort_by, columns) = table_layout(args)?;
     if args.summary && !args.paths.is_empty() {
         return Err(Error::usage(
             "-c counts in the kernel, where -P cannot see which file a descriptor is",
@@ -216,6 +209,7 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             .transpose()?,
         summary: args.summary,
         sort_by,
+        columns,
         strsize: args.strsize,
         stamp: match args.time {
             0 => None,
@@ -443,6 +437,70 @@ fn call_number(name: &str) -> Result<u32, Error> {
     })
 }
 
+/// `-S` and `-U`: how `-c`'s table is ordered and which columns it has (both only with -c).
+fn table_layout(args: &TraceArgs) -> Result<(SortBy, Vec<Column>), Error> {
+    let sort_by = match &args.sort_by {
+        Some(_) if !args.summary => {
+            return Err(Error::usage(
+                "-S orders -c's table: it goes with -c",
+                vec!["tracer trace -c -S calls -- COMMAND   (the most called first)".into()],
+            ))
+        }
+        Some(word) => sort_by(word)?,
+        None => SortBy::Time,
+    };
+    let columns = match &args.columns {
+        Some(_) if !args.summary => {
+            return Err(Error::usage(
+                "-U picks -c's columns: it goes with -c",
+                vec!["tracer trace -c -U calls,errors,name -- COMMAND".into()],
+            ))
+        }
+        Some(list) => columns(list)?,
+        None => Column::DEFAULT.to_vec(),
+    };
+    Ok((sort_by, columns))
+}
+
+/// `-U`'s list of columns, as strace spells them (with its other names for each); each once.
+fn columns(list: &str) -> Result<Vec<Column>, Error> {
+    let mut out = Vec::new();
+    for word in list.split(',').map(str::trim) {
+        let column = match word {
+            "time-percent" | "time" => Column::TimePercent,
+            "total-time" | "time-total" => Column::TotalTime,
+            "avg-time" | "time-avg" => Column::AvgTime,
+            "calls" | "count" => Column::Calls,
+            "errors" | "error" => Column::Errors,
+            "name" | "syscall" | "syscall-name" => Column::Name,
+            "min-time" | "shortest" | "time-min" | "max-time" | "longest" | "time-max" => {
+                return Err(Error::usage(
+                    format!("-U {word}: tracer -c keeps each call's total time, not its extremes"),
+                    vec![COLUMN_NAMES.into()],
+                ))
+            }
+            _ => {
+                return Err(Error::usage(
+                    format!("-U {list}: no column '{word}'"),
+                    vec![COLUMN_NAMES.into()],
+                ))
+            }
+        };
+        if out.contains(&column) {
+            return Err(Error::usage(
+                format!("-U {list}: '{word}' is given more than once"),
+                vec!["name each column once".into()],
+            ));
+        }
+        out.push(column);
+    }
+    Ok(out)
+}
+
+/// The columns `-U` takes, as a hint.
+const COLUMN_NAMES: &str =
+    "columns: time-percent, total-time, avg-time, calls, errors, name (strace's words)";
+
 /// `-S`'s word, as strace spells it (with its other names for each order).
 fn sort_by(word: &str) -> Result<SortBy, Error> {
     Ok(match word {
@@ -494,6 +552,29 @@ mod tests {
         }
         for word in ["min-time", "shortest", "time-max", "longest", "fastest"] {
             assert!(sort_by(word).is_err(), "{word}");
+        }
+    }
+
+    #[test]
+    fn dash_u_takes_straces_column_words() {
+        use Column::*;
+        assert_eq!(
+            columns("calls,time,syscall").unwrap(),
+            [Calls, TimePercent, Name]
+        );
+        assert_eq!(
+            columns("time-total,time-avg,count,error").unwrap(),
+            [TotalTime, AvgTime, Calls, Errors]
+        );
+        for bad in [
+            "calls,min-time",
+            "longest",
+            "calls,calls",
+            "count,calls",
+            "bogus",
+            "",
+        ] {
+            assert!(columns(bad).is_err(), "{bad}");
         }
     }
 
