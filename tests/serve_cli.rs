@@ -828,7 +828,10 @@ filter = 'comm == "srv-nobody"'
     };
     let (p50, p99) = (quantile(0.5), quantile(0.99));
     let log2 = |b: u32| (1u64 << b) as f64 / 1e9;
-    assert!((log2(20)..=log2(21)).contains(&p50), "p50 {p50}");
+    // The fast sleeps' bucket, or the next: a loaded host's 1.5 ms sleeps overshoot past
+    // 2.097 ms (a CI run's p50 was 2.62 ms), and the median is still a fast sleep's, far
+    // below the slow series' buckets.
+    assert!((log2(20)..=log2(22)).contains(&p50), "p50 {p50}");
     assert!((log2(24)..=log2(25)).contains(&p99), "p99 {p99}");
     // Both series have the same buckets.
     let text = served.scrape().unwrap();
