@@ -34,8 +34,10 @@ pub(crate) fn shown_stacks(stdout: &str) -> Vec<(u64, Vec<String>)> {
 
 /// `./busy` (tests/workloads/profile.c) burns 1 s of CPU, 3:1 in its hot and cold chains: the
 /// report's first stack is the hot chain, and the hot chain (with the samples that land in the
-/// kernel's clock_gettime above it, more of them on a loaded machine) has about 3/4 of about
-/// 99 samples.
+/// kernel's clock_gettime above it, more of them on a loaded machine) has about 3/4 of the
+/// samples. About 99 of them on a quiet machine; more where the VM's CPU is stolen (the
+/// sampling clock runs on while the thread's CPU clock, which the workload spends, does not:
+/// 137 in a CI run, 102 of them hot), so the share is checked, and a floor on the count.
 pub(crate) fn profile_command(ctx: &Ctx, example: &str) {
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
     let (head, frames) = top_stack(&stdout);
@@ -53,7 +55,15 @@ pub(crate) fn profile_command(ctx: &Ctx, example: &str) {
         .filter(|(_, frames)| frames.iter().any(|f| f == "profile_hot"))
         .map(|(samples, _)| samples)
         .sum();
-    assert!((60..=85).contains(&hot), "{hot} hot samples: {stdout}");
+    let all: u64 = shown_stacks(&stdout)
+        .iter()
+        .map(|(samples, _)| samples)
+        .sum();
+    let share = hot as f64 / all.max(1) as f64;
+    assert!(
+        all >= 80 && (0.65..=0.85).contains(&share),
+        "{hot} hot samples of {all}: {stdout}"
+    );
     assert!(stderr.contains("command exited with status 0"), "{stderr}");
     assert_shown(example, &stdout, &stderr, &[]);
 }
