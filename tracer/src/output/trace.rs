@@ -651,18 +651,12 @@ impl Column {
         }
     }
 
-    /// The cell of a row whose time is `ns` of `total_ns` over `calls`, as strace prints it
-    /// (errors blank when none; the name left-aligned, unpadded when last).
-    fn cell(self, r: &Row, total_ns: u64, last: bool) -> String {
+    /// Row `r`'s cell, `share` its percentage of the time, as strace prints it (errors blank
+    /// when none; the name left-aligned, unpadded when last).
+    fn cell(self, r: &Row, share: f64, last: bool) -> String {
         let (_, width) = self.head();
         match self {
-            Column::TimePercent => {
-                let share = match total_ns {
-                    0 => 0.0,
-                    t => 100.0 * r.total_ns as f64 / t as f64,
-                };
-                format!("{share:>width$.2}")
-            }
+            Column::TimePercent => format!("{share:>width$.2}"),
             Column::TotalTime => format!("{:>width$.6}", r.total_ns as f64 / 1e9),
             Column::AvgTime => format!("{:>width$}", r.total_ns / 1000 / r.calls.max(1)),
             Column::Calls => format!("{:>width$}", r.calls),
@@ -706,12 +700,16 @@ pub fn summary_table_of(mut rows: Vec<Row>, sort: SortBy, columns: &[Column]) ->
     let mut out = line(heads.collect());
     let rule = line(columns.iter().map(|c| "-".repeat(c.head().1)).collect());
     out.push_str(&rule);
-    let row = |r: &Row| -> String {
+    let row = |r: &Row, share: f64| -> String {
         let cells = columns.iter().enumerate();
-        line(cells.map(|(k, c)| c.cell(r, total_ns, k == last)).collect())
+        line(cells.map(|(k, c)| c.cell(r, share, k == last)).collect())
     };
     for r in &rows {
-        out.push_str(&row(r));
+        let share = match total_ns {
+            0 => 0.0,
+            t => 100.0 * r.total_ns as f64 / t as f64,
+        };
+        out.push_str(&row(r, share));
     }
     out.push_str(&rule);
     let total = Row {
@@ -722,15 +720,7 @@ pub fn summary_table_of(mut rows: Vec<Row>, sort: SortBy, columns: &[Column]) ->
         total_ns,
     };
     // The total's share is 100.00 even when no time was counted, as strace prints it.
-    let shares_all = Row {
-        total_ns: 1,
-        ..total.clone()
-    };
-    let cells = columns.iter().enumerate().map(|(k, c)| match c {
-        Column::TimePercent => c.cell(&shares_all, 1, k == last),
-        _ => c.cell(&total, total_ns, k == last),
-    });
-    out.push_str(&line(cells.collect()));
+    out.push_str(&row(&total, 100.0));
     out
 }
 
