@@ -95,6 +95,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer trace -y -P /etc/hostname -- cat /etc/hostname",
         trace_one_path,
     ),
+    ("tracer trace -k -e write -- echo hi", trace_stacks),
     ("tracer trace -e '!%memory,%signal' -- ls /etc", trace_all_but_classes),
     ("tracer trace -c -- ls /", trace_summary),
     (

@@ -382,6 +382,104 @@ fn summary_counts_calls_and_errors_exactly() {
     );
 }
 
+/// A count of calls the command never made prints no table, as strace -c prints none; the
+/// summary line still says that none was counted.
+#[test]
+fn a_count_of_nothing_prints_no_table() {
+    require_root();
+    let dir = temp_dir("count-nothing");
+    let out_file = dir.join("table.txt");
+    let args = [
+        "trace",
+        "-c",
+        "-o",
+        out_file.to_str().unwrap(),
+        "-e",
+        "getppid",
+    ];
+    let out = run_tracer(&[&args[..], &["--", "true"]].concat());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "");
+    assert!(stderr.contains("0 calls counted in the kernel"), "{stderr}");
+    if strace_missing() {
+        return;
+    }
+    let theirs = dir.join("strace-c.txt");
+    assert!(strace_into(&theirs, &["-f", "-c", "-e", "trace=getppid"], &["true"]).success());
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "");
+}
+
+/// The frames of `-k` lines (` > FILE(FUNCTION+0xOFF) [0xOFFSET]`), each call's as
+/// (file, offset in it): what strace and tracer must agree on. The function names may differ
+/// where a symbol has aliases (strace reads libc's dynamic symbols; tracer its debug file,
+/// libc6-dbg, so `__libc_start_call_main` where strace says `__libc_init_first`).
+fn stack_frames(trace: &str) -> Vec<Vec<(String, String)>> {
+    let mut calls: Vec<Vec<(String, String)>> = Vec::new();
+    for line in trace.lines() {
+        match line.strip_prefix(" > ") {
+            Some(frame) => {
+                let file = frame.split('(').next().unwrap_or_default().to_string();
+                let offset = frame.rsplit('[').next().unwrap_or_default();
+                let offset = offset.trim_end_matches(']').to_string();
+                calls
+                    .last_mut()
+                    .expect("a frame under a call")
+                    .push((file, offset));
+            }
+            None if line.contains(" = ") => calls.push(Vec::new()),
+            None => {}
+        }
+    }
+    calls
+}
+
+/// `-k`, strace's stack per call, on a Debian binary built without frame pointers (echo: its
+/// write at exit goes through libc's stdio and exit handlers) and on the workload's
+/// `syscall(SYS_getppid)`, whose libc wrapper makes no frame: every frame strace's libunwind
+/// finds in echo's write, at the same offset of the same file, and the workload's caller of
+/// the wrapper, which a frame-pointer walk alone skips. Where the walk leaves the workload's
+/// frames for libc's, built without frame pointers, it ends (strace goes on to `_start`).
+#[test]
+fn dash_k_stacks_agree_with_strace() {
+    require_root();
+    if strace_missing() {
+        return;
+    }
+    let dir = temp_dir("dash-k");
+    let side_by_side = |name: &str, set: &str, command: &[&str]| {
+        let ours = dir.join(format!("{name}-tracer.txt"));
+        let args = ["trace", "-k", "-e", set, "-o", ours.to_str().unwrap(), "--"];
+        let out = run_tracer(&[&args[..], command].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let theirs = dir.join(format!("{name}-strace.txt"));
+        assert!(strace_into(&theirs, &["-f", "-k", "-e", set], command).success());
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        (read(&ours), read(&theirs))
+    };
+    let (ours, theirs) = side_by_side("echo", "trace=write", &["echo", "hi"]);
+    let (mine, straces) = (stack_frames(&ours), stack_frames(&theirs));
+    assert_eq!(mine.len(), 1, "{ours}");
+    assert!(straces[0].len() >= 10, "{theirs}");
+    assert_eq!(mine, straces, "tracer:\n{ours}\nstrace:\n{theirs}");
+    assert!(ours.contains("(_IO_file_write+0x"), "{ours}");
+
+    let program = syscalls_program();
+    let command = [program.to_str().unwrap(), dir.to_str().unwrap()];
+    let (ours, theirs) = side_by_side("getppid", "trace=getppid", &command);
+    let (mine, straces) = (stack_frames(&ours), stack_frames(&theirs));
+    assert_eq!((mine.len(), straces.len()), (5, 5), "{ours}\n{theirs}");
+    let workload = program.to_str().unwrap();
+    for (call, strace) in mine.iter().zip(&straces) {
+        assert_eq!(call[..], strace[..3], "tracer:\n{ours}\nstrace:\n{theirs}");
+        assert_eq!(call[1].0, workload, "the wrapper's caller: {ours}");
+    }
+    assert!(
+        ours.contains("(syscall+0x") && ours.contains("(main+0x"),
+        "{ours}"
+    );
+}
+
 /// `-U` picks `-c`'s columns: with no time among them (the times differ, tracer's being kept
 /// in the kernel), the table is strace -c's own, byte for byte, on the same workload.
 #[test]
@@ -641,6 +739,17 @@ fn bad_input_gets_an_error_and_a_hint() {
         text(&out.stderr).contains("hint: did you mean: %file"),
         "{}",
         text(&out.stderr)
+    );
+    // -c counts a call at its return (as strace -c): a set of calls that never return
+    // leaves nothing to count, said before anything starts.
+    let out = run_tracer(&["trace", "-c", "-e", "exit_group", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: -c counts a call when it returns, and exit_group never returns: nothing is \
+         left to count\n\
+         hint: count its entries instead: tracer stat -e syscalls:sys_enter_exit_group -- \
+         COMMAND\n"
     );
     // `tracer trace` alone: trace_without_whom_says_the_three_ways.
     require_root();

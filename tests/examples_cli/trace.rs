@@ -68,6 +68,32 @@ pub(crate) fn trace_one_path(ctx: &Ctx, example: &str) {
     assert!(filtered > 0, "{stderr}");
 }
 
+/// `-k` on Debian's echo (stripped, no frame pointers): its write at exit, through libc's
+/// stdio and exit handlers down to echo's `_start`, every frame by its file and offset.
+pub(crate) fn trace_stacks(ctx: &Ctx, example: &str) {
+    let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
+    assert_eq!(stdout, "hi\n", "{stderr}");
+    let lines: Vec<&str> = (stderr.lines())
+        .skip_while(|l| *l != "write(1, \"hi\\n\", 3) = 3")
+        .skip(1)
+        .take_while(|l| l.starts_with(" > "))
+        .collect();
+    assert!(lines.len() >= 10, "{stderr}");
+    assert!(
+        lines[0].starts_with(" > /usr/lib/x86_64-linux-gnu/libc.so.6(") && lines[0].ends_with(']'),
+        "{stderr}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("(_IO_file_write+0x")),
+        "{stderr}"
+    );
+    assert!(lines.iter().any(|l| l.contains("(exit+0x")), "{stderr}");
+    assert!(
+        lines.last().unwrap().starts_with(" > /usr/bin/echo() [0x"),
+        "{stderr}"
+    );
+}
+
 pub(crate) fn trace_failed(ctx: &Ctx, example: &str) {
     let out = ctx.run(&words(example, &[]));
     // cat's own status passes through.

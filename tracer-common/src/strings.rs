@@ -13,6 +13,10 @@ pub const ARRAY_ELEMENTS: u32 = 20;
 /// Bytes of one hit's strings, sent behind its [`Event`]: a string that does not fit is
 /// marked [`str_flag::NO_ROOM`], not sent.
 pub const STR_AREA: usize = 8192;
+/// Bytes of the user stack's top `tracer trace -k` copies at a call's return
+/// ([`str_from::STACK`]): the most a fixed-length read takes ([`buffer_len::fixed`]), for
+/// the wrapper's caller and the frames above it in code built without frame pointers.
+pub const TRACE_STACK_TOP: usize = 956;
 /// Bytes of a string entry's header: which read (`u8`), [`str_flag`] bits (`u8`), length
 /// (`u16`, without a NUL), then the bytes.
 pub const STR_ENTRY: usize = 4;
@@ -37,6 +41,11 @@ pub mod str_from {
     pub const FIELD: u8 = 3;
     /// The return value (kretprobe/uretprobe of a `char *` function).
     pub const RETURN: u8 = 4;
+    /// `tracer trace -k`: the user stack pointer at the call's return, read with a fixed
+    /// [`TRACE_STACK_TOP`](super::TRACE_STACK_TOP)-byte length: the top of the stack, where a
+    /// system call wrapper that made no frame keeps its caller's return address (a frame
+    /// pointer walk skips that caller). Given by the exit program's own source of pointers.
+    pub const STACK: u8 = 5;
 }
 
 /// Which memory a [`StrRead`]'s pointer points into.

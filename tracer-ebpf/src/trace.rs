@@ -12,7 +12,7 @@ use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
     drop, signal_word, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word,
     Event, SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS,
-    SLOT_FILTER_TRACKED, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
+    SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
     SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
     SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_EXIT_NR,
     TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_CPU_TIME, USES_DIRENTS,
@@ -389,7 +389,17 @@ fn on_exit(ctx: &RawTracePointContext) {
             // An array is read by `exec_argv` only (an exec's argv: `SLOT_TRACE_AT_ENTRY`):
             // one copy of its loop here, not two, halves this program's verification (6.18:
             // 51,360 instructions walked for execve, about 24,000 now).
-            read_strings::<false, true, STR_READS>(event, config, |_, _| 0);
+            // -k's copy of the stack's top (`str_from::STACK`) reads from the user stack
+            // pointer: the only pointer a trace read takes from elsewhere than its arguments.
+            let sp = match config.flags & SLOT_STACK_USER {
+                0 => 0,
+                // SAFETY: the probe-read helper fails cleanly on a bad address.
+                _ => unsafe {
+                    aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SP) as *const u64)
+                }
+                .unwrap_or(0),
+            };
+            read_strings::<false, true, STR_READS>(event, config, |_, _| sp);
         }
     }
     if filtered_out(event, config) {

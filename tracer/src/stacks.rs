@@ -12,7 +12,7 @@ use tracer_common::{Event, NO_STACK};
 use crate::bpf::Bpf;
 use crate::kernel::symbols::{Kallsyms, Process};
 use crate::kernel::unwind::{self, Cfi, Unwinder};
-use crate::output::stack::{Frame, Mapped, Space, Stack};
+use crate::output::stack::{Frame, Frames, Mapped, Space, Stack};
 use crate::Error;
 
 /// Which stacks a command captures (`-s/--stack`).
@@ -59,6 +59,40 @@ fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
     }
 }
 
+/// Joins a stack's CFI-unwound top (`unwound`: its first address, then return addresses, as
+/// far as the copied bytes reached, ended as `end` says) with its frame-pointer walk
+/// (`walked`, from the same first address). The unwound frames come first. The walk goes on
+/// after them from the deepest frame both have, when the unwound frames end there; with none
+/// in common (a wrapper's caller, which the walk skips), from its second frame, when the
+/// unwind ended at a frame that keeps a frame pointer (`Astray`: none was copied) or at code
+/// without CFI, where the walk is right; not after an unwind that ran out of copied bytes in
+/// code without frame pointers, where the walk reads garbage.
+fn spliced(unwound: &[u64], end: unwind::UnwindEnd, walked: &mut Vec<u64>) {
+    use unwind::UnwindEnd;
+    if unwound.len() < 2 || walked.first() != unwound.first() {
+        return;
+    }
+    let common = (1..walked.len()).rev().find_map(|j| {
+        let at = unwound.iter().position(|&a| a == walked[j]);
+        at.map(|p| (j, p))
+    });
+    let rest = match (common, end) {
+        (Some((j, p)), _) if p + 1 == unwound.len() => &walked[j + 1..],
+        (Some(_), _) => &[],
+        (None, UnwindEnd::Astray | UnwindEnd::NoCfi) => &walked[1..],
+        (None, _) => &[],
+    };
+    *walked = unwound.iter().chain(rest).copied().collect();
+}
+
+/// A cache key of an unwound top ([`spliced`]): its addresses hashed, never 0.
+fn top_key(top: &[u64]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    top.hash(&mut hasher);
+    hasher.finish() | 1
+}
+
 /// How long a recycled stack is kept for events taken before its removal and read after: a
 /// backlog of 5 s behind the rings (their events are read within 10 ms unless tracer is
 /// starved of CPU).
@@ -69,7 +103,7 @@ const RETIRED_FOR_NS: u64 = 5_000_000_000;
 type Ips = Rc<[u64]>;
 
 /// A symbolized stack: the ips it was made from, and its frames.
-type Made = (Ips, Vec<Frame>);
+type Made = (Ips, Rc<Frames>);
 
 /// When a recycled stack id left the map: its removal happened within `lo..=hi`, `lo` moved
 /// back by [`TAKEN_BEFORE_ID_NS`] (an event's time is read before its stack ids).
@@ -208,7 +242,40 @@ impl Symbolizer {
         entry_ret: u64,
     ) -> Result<Vec<Stack>, Error> {
         let ids = (event.kstack, event.ustack);
-        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(event.time_ns))
+        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(event.time_ns), None)
+    }
+
+    /// [`Symbolizer::stacks`] of a system call's return (`tracer trace -k`), with `top`, the
+    /// bytes the exit program copied at the user stack pointer: where the CFI at the stack's
+    /// first address puts the return address among them (a wrapper such as libc's
+    /// `syscall()` or `getppid()`, which makes no frame), that caller is put back second, as
+    /// a frame-pointer walk skips it.
+    pub fn call_stacks(
+        &mut self,
+        bpf: &Bpf,
+        event: &Event,
+        top: Option<&[u8]>,
+    ) -> Result<Vec<Stack>, Error> {
+        let ids = (event.kstack, event.ustack);
+        self.stacks_at(bpf, event.pid(), ids, 0, Some(event.time_ns), top)
+    }
+
+    /// The stack unwound by CFI from `top` (the bytes at the stack pointer) and `ip`, its
+    /// first address, as far as the copy reaches: the wrapper's caller, and past it through
+    /// code built without frame pointers; with how the unwind ended.
+    fn unwound_top(&mut self, pid: u32, ip: u64, top: &[u8]) -> (Vec<u64>, unwind::UnwindEnd) {
+        // Any base will do: the unwind reads nothing but the copy, at offsets from it. No
+        // frame pointer was copied: one below the copy makes a frame whose rule needs it end
+        // the unwind as `Astray`, where the frame-pointer walk goes on (0 would read as the
+        // stack's root).
+        const SP: u64 = 0x7ff0_0000_0000;
+        let sampled = unwind::Sampled {
+            ip,
+            sp: SP,
+            bp: SP - (1 << 20),
+            stack: top,
+        };
+        self.unwind(pid, &sampled)
     }
 
     /// The stacks with these ids ([`NO_STACK`] for none) of process `pid`; `entry_ret` as for
@@ -221,7 +288,7 @@ impl Symbolizer {
         ustack: i32,
         entry_ret: u64,
     ) -> Result<Vec<Stack>, Error> {
-        self.stacks_at(bpf, pid, (kstack, ustack), entry_ret, None)
+        self.stacks_at(bpf, pid, (kstack, ustack), entry_ret, None, None)
     }
 
     /// [`Symbolizer::stacks_of`]; `taken`: a streamed event's time, whose stacks may have
@@ -233,6 +300,7 @@ impl Symbolizer {
         (kstack, ustack): (i32, i32),
         entry_ret: u64,
         taken: Option<u64>,
+        top: Option<&[u8]>,
     ) -> Result<Vec<Stack>, Error> {
         // No stack asked for (every streamed event without `-s`): nothing to look up.
         if kstack == NO_STACK && ustack == NO_STACK {
@@ -295,9 +363,19 @@ impl Symbolizer {
                     (self.current_ips(bpf, id, taken.is_some())?).unwrap_or_else(|| Rc::new([]))
                 }
             };
-            match self.frames.get(&(pid, id, entry_ret)) {
+            let unwound = match (space, top, ips.first()) {
+                (Space::User, Some(top), Some(&ip)) => Some(self.unwound_top(pid, ip, top)),
+                _ => None,
+            };
+            // The unwound top is part of the stack: one stack id may have several (a walk cut
+            // short in code without frame pointers).
+            let key = match &unwound {
+                Some((top, _)) if top.len() > 1 => top_key(top),
+                _ => entry_ret,
+            };
+            match self.frames.get(&(pid, id, key)) {
                 Some((made_of, frames)) if same(made_of, &ips) => {
-                    out.push(Stack::Frames(frames.clone()));
+                    out.push(Stack::Frames(Rc::clone(frames)));
                     continue;
                 }
                 _ => {}
@@ -317,10 +395,14 @@ impl Symbolizer {
                 }
                 Space::User => {
                     with_entry_caller(&mut ips, entry_ret);
+                    if let Some((top, end)) = &unwound {
+                        spliced(top, *end, &mut ips);
+                    }
                     self.user_frames(pid, &ips)
                 }
             };
-            (self.frames).insert((pid, id, entry_ret), (made_of, frames.clone()));
+            let frames = Frames::new(frames);
+            (self.frames).insert((pid, id, key), (made_of, Rc::clone(&frames)));
             out.push(Stack::Frames(frames));
         }
         Ok(out)

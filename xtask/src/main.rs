@@ -299,6 +299,7 @@ const HOST_ONLY_TESTS: [(&str, &[&str]); 1] = [(
         "bad_input_gets",
         "trace_without_whom",
         "json_has_names",
+        "a_count_of_nothing",
     ],
 )];
 

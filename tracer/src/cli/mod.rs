@@ -575,6 +575,11 @@ pub struct TraceArgs {
     /// more paths); the others are counted as filtered out.
     #[arg(short = 'P', long = "trace-path", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// A stack per call, as strace's -k: the user stack where the call returned (entered,
+    /// for exit and exit_group), one ` > FILE(FUNCTION+0xOFF) [0xOFFSET]` line per frame,
+    /// walked by frame pointers.
+    #[arg(short = 'k', long = "stack-trace")]
+    pub stack_trace: bool,
     /// Show a call blocked this long at once, as `read(0,  <unfinished ...>`, and its end as
     /// `<... read resumed>` (strace's way); 0: only when tracing ends.
     #[arg(long, value_name = "SECS", default_value = "1s", value_parser = crate::units::parse_seconds)]

@@ -352,23 +352,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
     fn print_events(&mut self) -> Result<bool, Error> {
         let mut batch = self.rings.drain_batch();
         batch.events.sort_by_key(|(e, _)| e.time_ns);
-        // The batch's stacks leave the map before they are symbolized: a long run's never
-        // fill it.
-        let events = batch.events.iter().map(|(e, _)| e);
-        (self.symbolizer).prefetch(self.bpf, events, session::monotonic_ns)?;
-        if let Some(tracker) = self.tracker.as_mut().filter(|_| !batch.events.is_empty()) {
-            // Processes whose exit was seen before this batch's read made all their events
-            // before it: once lent, the tracker forgets them, and the symbolizer those
-            // without an event in this batch.
-            let exited = tracker.take_exited();
-            // Drained after the events: an event's process has its records by now.
-            tracker.lend_to(&mut self.symbolizer);
-            tracker.forget(&exited);
-            let in_batch: hashbrown::HashSet<u32> =
-                batch.events.iter().map(|(e, _)| e.pid()).collect();
-            let done = exited.difference(&in_batch).copied().collect();
-            self.symbolizer.forget(&done, &Default::default());
-        }
+        let tracker = self.tracker.as_mut();
+        let symbolizer = &mut self.symbolizer;
+        let now = session::monotonic_ns;
+        probe::profile::before_batch(tracker, symbolizer, self.bpf, &batch.events, now)?;
         let strings = &batch.strings;
         for (event, range) in &batch.events {
             let Some(streamed) = (self.by_slot.get(&event.slot)).map(|&i| &mut self.probes[i])

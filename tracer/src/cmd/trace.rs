@@ -17,8 +17,10 @@ use crate::output::trace::{
 };
 use crate::plan::trace::{trace_plan, TracePlan};
 use crate::probe::fds::FdTable;
+use crate::probe::profile::{before_batch, MapsTracker};
 use crate::probe::syscall::{self, Layout, Options};
 use crate::session::{self, Hold, OutputRings, Session, Sink, Transport};
+use crate::stacks::Symbolizer;
 use crate::Error;
 
 pub fn run(args: TraceArgs) -> Result<i32, Error> {
@@ -33,20 +35,8 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     let out = calls_output(&plan)?;
     let mut session = Session::start(&plan.whom, Hold::BeforeExec, args.command_end.at_end())?;
     let (options, configs) = configs(&plan, &layouts, shown);
-    let uses = configs
-        .iter()
-        .fold(tracer_common::USES_TRACE, |u, c| u | c.uses());
     let rename = crate::probe::rename_tracepoint(&fs);
-    let cache = match rename {
-        Some(_) => tracer_common::USES_COMM_CACHE,
-        None => 0,
-    };
-    let mut bpf = Bpf::load_with(Sizing {
-        rooms: Rooms::of([(Room::Trace, true), (Room::Counts, plan.summary)]),
-        uses: uses | cache,
-        ringbuf: Some(session::ringbuf_size(plan.ring_pages, None)),
-        filter_globs: plan.filter.as_ref().map(|f| f.sizing()),
-    })?;
+    let mut bpf = Bpf::load_with(sizing(&plan, &configs, rename.is_some()))?;
     let mut rings =
         OutputRings::for_transport(&mut bpf, Transport::Ringbuf, plan.ring_pages, None)?;
     session.cache_comms(&mut bpf, rename)?;
@@ -54,7 +44,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     if let Some(filter) = &plan.filter {
         bpf.set_globs(&filter.globs)?;
     }
-    if uses & tracer_common::USES_DIRENTS != 0 {
+    if (configs.iter()).any(|c| c.uses() & tracer_common::USES_DIRENTS != 0) {
         bpf.count_dirents()?;
     }
     let mut by_slot = HashMap::new();
@@ -72,13 +62,16 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     if plan.system_wide && plan.whom == crate::plan::Whom::Everyone {
         crate::probe::tasks::set_task_offsets(&mut bpf, &fs)?;
     }
+    // Before the command is let go: -k's tracker must see its exec.
+    let stacks = CallStacks::open(plan.stacks, session.pid())?;
     session.begin(&banner(&plan, &layouts[..shown], session.whom()))?;
     let style = line_style(&plan);
     let by_nr = (layouts.iter().enumerate().take(shown))
         .map(|(i, l)| (l.nr, i))
         .collect();
     let mut sink = TraceSink {
-        bpf: &bpf,
+        bpf: &mut bpf,
+        stacks,
         rings: &mut rings,
         layouts: &layouts,
         by_slot,
@@ -118,8 +111,12 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         };
         sink.writer.text_line(&line).map_err(Error::Output)?;
     }
-    if plan.summary {
-        let rows = summary_rows(&bpf, &layouts, &sink.by_slot)?;
+    // strace -c prints no table when it counted nothing.
+    let rows = match plan.summary {
+        true => summary_rows(sink.bpf, &layouts, &sink.by_slot)?,
+        false => Vec::new(),
+    };
+    if rows.iter().any(|r| r.calls > 0) {
         let table = show::summary_table_of(rows, plan.sort_by, &plan.columns);
         sink.writer
             .text_line(table.strip_suffix('\n').unwrap_or(&table))
@@ -127,8 +124,29 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     }
     sink.writer.flush().map_err(Error::Output)?;
     let printed = (sink.printed, sink.off_path);
-    summary(&plan, &bpf, &outcome, printed, unfinished)?.print();
+    let stacks = (sink.stacks.as_ref()).and_then(|s| s.symbolizer.summary());
+    summary(&plan, &bpf, &outcome, (printed, unfinished), stacks)?.print();
     Ok(outcome.exit_code())
+}
+
+/// The maps and programs the run needs: what the slots use, the comm cache where the kernel
+/// renames tasks through a tracepoint (`comm_cache`), stacks for `-k`, counts for `-c`.
+fn sizing(plan: &TracePlan, configs: &[tracer_common::SlotConfig], comm_cache: bool) -> Sizing {
+    let uses = (configs.iter()).fold(tracer_common::USES_TRACE, |u, c| u | c.uses());
+    let cache = match comm_cache {
+        true => tracer_common::USES_COMM_CACHE,
+        false => 0,
+    };
+    Sizing {
+        rooms: Rooms::of([
+            (Room::Trace, true),
+            (Room::Counts, plan.summary),
+            (Room::Stacks, plan.stacks),
+        ]),
+        uses: uses | cache,
+        ringbuf: Some(session::ringbuf_size(plan.ring_pages, None)),
+        filter_globs: plan.filter.as_ref().map(|f| f.sizing()),
+    }
 }
 
 /// What the run traces, and of whom.
@@ -170,10 +188,12 @@ fn configs(
         wall_clock: plan.wall_clock,
         fd_inodes: plan.fd_table,
         strsize: plan.strsize,
+        stacks: plan.stacks,
     };
     let bookkeeping = Options {
         failed: false,
         filter: false,
+        stacks: false,
         ..options
     };
     let configs = (layouts.iter().enumerate())
@@ -243,8 +263,8 @@ fn summary(
     plan: &TracePlan,
     bpf: &Bpf,
     outcome: &session::Outcome,
-    (printed, off_path): (u64, u64),
-    unfinished: u64,
+    ((printed, off_path), unfinished): ((u64, u64), u64),
+    stacks: Option<String>,
 ) -> Result<Summary, Error> {
     let (hits, lost) = bpf.stats()?;
     let filtered = bpf.filtered()? + off_path;
@@ -268,6 +288,7 @@ fn summary(
             "this kernel has no BTF to find a task's CPU time: the times are from each call's entry to its exit (as -w's)".into(),
         );
     }
+    notes.extend(stacks.map(|line| format!("stacks: {line}")));
     let unpaired = stats[tracer_common::trace_stat::START_FULL as usize];
     if unpaired > 0 {
         notes.push(format!(
@@ -431,8 +452,29 @@ impl TaskSlots {
     }
 }
 
+/// `-k`: each call's user stack, symbolized as its batch is read.
+struct CallStacks {
+    tracker: MapsTracker,
+    symbolizer: Symbolizer,
+}
+
+impl CallStacks {
+    /// With `-k`: the mappings of processes gone before /proc could be read come from the
+    /// kernel's records of `launched` (every task's without a command), opened before it runs.
+    fn open(wanted: bool, launched: Option<u32>) -> Result<Option<CallStacks>, Error> {
+        Ok(match wanted {
+            true => Some(CallStacks {
+                tracker: MapsTracker::open(launched)?,
+                symbolizer: Symbolizer::default(),
+            }),
+            false => None,
+        })
+    }
+}
+
 struct TraceSink<'a> {
-    bpf: &'a Bpf,
+    bpf: &'a mut Bpf,
+    stacks: Option<CallStacks>,
     rings: &'a mut OutputRings,
     layouts: &'a [Layout],
     /// Index in `layouts` by slot id.
@@ -475,6 +517,14 @@ impl Sink for TraceSink<'_> {
         let batch = self.rings.drain_batch();
         if let Some(fds) = &mut self.fds {
             fds.new_batch();
+        }
+        if let Some(CallStacks {
+            tracker,
+            symbolizer,
+        }) = &mut self.stacks
+        {
+            let now = session::monotonic_ns;
+            before_batch(Some(tracker), symbolizer, self.bpf, &batch.events, now)?;
         }
         for (event, range) in &batch.events {
             self.event(event, &batch.strings[range.clone()])?;
@@ -533,6 +583,10 @@ impl TraceSink<'_> {
             _ => None,
         };
         if i < self.shown && on_path {
+            if let Some(stacks) = &mut self.stacks {
+                let top = self.layouts[i].stack_top(strings);
+                call.stacks = stacks.symbolizer.call_stacks(self.bpf, event, top)?;
+            }
             self.writer.write(&call).map_err(Error::Output)?;
             self.printed += 1;
         }

@@ -138,7 +138,7 @@ fn write_json_line(
     }
     if !d.stacks.is_empty() {
         out.write_all(b",\"stack\":")?;
-        serde_json::to_writer(&mut *out, &crate::output::stack::json(&d.stacks))?;
+        crate::output::stack::write_json(&mut *out, &d.stacks)?;
     }
     // The values cut short (`--strlen`, array elements left out), by name; asked first, since
     // most lines have none and the names are collected into a list.

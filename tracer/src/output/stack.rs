@@ -1,6 +1,9 @@
 //! Stack frames as data, and how they print: indented lines under an event, or JSON objects.
 
+use std::cell::OnceCell;
 use std::io::{self, Write};
+use std::ops::Deref;
+use std::rc::Rc;
 
 /// Which side of the system call boundary a frame is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,10 +43,69 @@ pub struct Mapped {
     pub path: String,
 }
 
+/// A symbolized stack's frames, innermost first, shared by every event that has the stack:
+/// its lines of text and its JSON are made once, when an event with it is first printed
+/// (`probe -s` at a flat-out rate prints the same few stacks thousands of times a second).
+#[derive(Debug, Default)]
+pub struct Frames {
+    list: Vec<Frame>,
+    text: OnceCell<String>,
+    json: OnceCell<String>,
+    strace: OnceCell<String>,
+}
+
+impl Frames {
+    pub fn new(list: Vec<Frame>) -> Rc<Frames> {
+        Rc::new(Frames {
+            list,
+            ..Frames::default()
+        })
+    }
+
+    /// Its lines under an event: each frame's [`Frame::text`], indented.
+    fn text(&self) -> &str {
+        self.text.get_or_init(|| {
+            let lines = self.list.iter().map(|f| format!("        {}\n", f.text()));
+            lines.collect()
+        })
+    }
+
+    /// Its lines as strace -k prints them under a call ([`Frame::strace`]).
+    fn strace(&self) -> &str {
+        (self.strace).get_or_init(|| self.list.iter().map(|f| f.strace() + "\n").collect())
+    }
+
+    /// Its frames as JSON objects, comma-separated, without the array's brackets.
+    fn json_items(&self) -> &str {
+        self.json.get_or_init(|| {
+            let items = self
+                .list
+                .iter()
+                .map(|f| serde_json::to_string(&f.model()).expect("a frame serializes"));
+            items.collect::<Vec<_>>().join(",")
+        })
+    }
+}
+
+impl Deref for Frames {
+    type Target = [Frame];
+    fn deref(&self) -> &[Frame] {
+        &self.list
+    }
+}
+
+impl PartialEq for Frames {
+    fn eq(&self, other: &Frames) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for Frames {}
+
 /// A stack of one hit: its frames, or why it is missing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stack {
-    Frames(Vec<Frame>),
+    Frames(Rc<Frames>),
     /// `bpf_get_stackid` failed with this errno (e.g. EEXIST: the stack map bucket was taken).
     NotCaptured(i32),
     /// Its id was removed from the stack map while it was still counted (`-I` forgets the
@@ -84,6 +146,19 @@ impl Frame {
             .unwrap_or_else(|| "[unknown]".into())
     }
 
+    /// The frame as strace -k prints it: ` > FILE(FUNCTION+0xOFF) [0xOFFSET]`, the offset the
+    /// address's in its file; `FILE()` where no symbol names it; without a file, the address.
+    pub fn strace(&self) -> String {
+        let Some(m) = &self.mapped else {
+            return format!(" > [unknown] [{:#x}]", self.addr);
+        };
+        let at = (self.addr.wrapping_sub(m.start)).wrapping_add(m.offset);
+        match &self.symbol {
+            Some(name) => format!(" > {}({name}+{:#x}) [{at:#x}]", m.path, self.offset),
+            None => format!(" > {}() [{at:#x}]", m.path),
+        }
+    }
+
     /// `file:line`, when the binary has DWARF for the address.
     pub fn source(&self) -> Option<String> {
         Some(format!("{}:{}", self.file.as_ref()?, self.line?))
@@ -112,7 +187,11 @@ impl Frame {
 
     /// The frame in the JSON model's one shape (`output::json::Frame`).
     pub fn json(&self) -> serde_json::Value {
-        let frame = super::json::Frame {
+        serde_json::to_value(self.model()).expect("a frame serializes")
+    }
+
+    fn model(&self) -> super::json::Frame<'_> {
+        super::json::Frame {
             space: match self.space {
                 Space::Kernel => "kernel",
                 Space::User => "user",
@@ -125,8 +204,7 @@ impl Frame {
             build_id: self.build_id.as_deref(),
             file: self.file.as_deref(),
             line: self.line,
-        };
-        serde_json::to_value(frame).expect("a frame serializes")
+        }
     }
 }
 
@@ -146,11 +224,7 @@ fn not_captured(errno: i32) -> String {
 pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
     for stack in stacks {
         match stack {
-            Stack::Frames(frames) => {
-                for frame in frames {
-                    writeln!(out, "        {}", frame.text())?;
-                }
-            }
+            Stack::Frames(frames) => out.write_all(frames.text().as_bytes())?,
             Stack::NotCaptured(errno) => writeln!(
                 out,
                 "        [stack not captured: {}]",
@@ -162,22 +236,52 @@ pub fn write_text<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Resul
     Ok(())
 }
 
+/// Prints stacks under a call as strace -k does: one ` > ` line per frame; a stack that could
+/// not be captured says why in the same form.
+pub fn write_strace<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
+    for stack in stacks {
+        match stack {
+            Stack::Frames(frames) => out.write_all(frames.strace().as_bytes())?,
+            Stack::NotCaptured(errno) => {
+                writeln!(out, " > [stack not captured: {}]", not_captured(*errno))?
+            }
+            Stack::Evicted => writeln!(out, " > [lost] (stack evicted while counted)")?,
+        }
+    }
+    Ok(())
+}
+
 /// The `stack` field of a JSON line: every frame, kernel frames first; `null` entries are never
 /// written, a stack that could not be captured adds `{"error": "..."}`.
 pub fn json(stacks: &[Stack]) -> serde_json::Value {
     let mut out = Vec::new();
+    write_json(&mut out, stacks).expect("writes to memory");
+    serde_json::from_slice(&out).expect("the stack field is JSON")
+}
+
+/// [`json`], written: the frames' JSON made once per stack ([`Frames`]).
+pub fn write_json<W: Write + ?Sized>(out: &mut W, stacks: &[Stack]) -> io::Result<()> {
+    out.write_all(b"[")?;
+    let mut first = true;
     for stack in stacks {
-        match stack {
-            Stack::Frames(frames) => out.extend(frames.iter().map(Frame::json)),
-            Stack::NotCaptured(errno) => out.push(serde_json::json!({
-                "error": not_captured(*errno),
-            })),
-            Stack::Evicted => out.push(serde_json::json!({
-                "error": "stack evicted while counted",
-            })),
+        let error = match stack {
+            Stack::Frames(frames) if frames.is_empty() => continue,
+            Stack::Frames(_) => None,
+            Stack::NotCaptured(errno) => Some(not_captured(*errno)),
+            Stack::Evicted => Some("stack evicted while counted".to_string()),
+        };
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        match (stack, error) {
+            (Stack::Frames(frames), _) => out.write_all(frames.json_items().as_bytes())?,
+            (_, Some(error)) => {
+                serde_json::to_writer(&mut *out, &serde_json::json!({ "error": error }))?
+            }
+            (_, None) => {}
         }
     }
-    out.into()
+    out.write_all(b"]")
 }
 
 #[cfg(test)]
@@ -224,10 +328,10 @@ mod tests {
     fn frames_print_indented_with_source_lines() {
         let mut out = Vec::new();
         let stacks = [
-            Stack::Frames(vec![
+            Stack::Frames(Frames::new(vec![
                 frame(Some("b"), Some(("chain.c", 17))),
                 frame(None, None),
-            ]),
+            ])),
             Stack::NotCaptured(-libc::EEXIST),
         ];
         write_text(&mut out, &stacks).unwrap();
@@ -238,11 +342,40 @@ mod tests {
     }
 
     #[test]
+    fn strace_lines_name_the_file_function_and_offset() {
+        let mapped = Mapped {
+            start: 0x7f00_0002_8000,
+            end: 0x7f00_0017_d000,
+            offset: 0x28000,
+            path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
+        };
+        let mut named = frame(Some("__write"), None);
+        (named.addr, named.offset) = (0x7f00_000f_8350, 0x10);
+        named.mapped = Some(mapped.clone());
+        let mut bare = frame(None, None);
+        bare.addr = 0x7f00_0002_8901;
+        bare.mapped = Some(mapped);
+        let stacks = [
+            Stack::Frames(Frames::new(vec![named, bare, frame(None, None)])),
+            Stack::NotCaptured(-libc::EFAULT),
+        ];
+        let mut out = Vec::new();
+        write_strace(&mut out, &stacks).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            " > /usr/lib/x86_64-linux-gnu/libc.so.6(__write+0x10) [0xf8350]\n \
+             > /usr/lib/x86_64-linux-gnu/libc.so.6() [0x28901]\n \
+             > [unknown] [0x401136]\n \
+             > [stack not captured: the kernel gave no frames here]\n"
+        );
+    }
+
+    #[test]
     fn json_frames_have_the_models_one_shape() {
-        let v = json(&[Stack::Frames(vec![
+        let v = json(&[Stack::Frames(Frames::new(vec![
             frame(Some("b"), Some(("chain.c", 17))),
             frame(None, None),
-        ])]);
+        ]))]);
         assert_eq!(v[0]["addr"], "0x401136");
         assert_eq!(v[0]["name"], "b");
         assert_eq!(v[0]["space"], "user");

@@ -158,7 +158,9 @@ impl<W: Write> TimelineWriter<W> {
                     errno: item.errno,
                     truncated: super::events::truncated(&item.args, item.ret.as_ref()),
                     stack: (!item.stack.is_empty()).then(|| {
-                        super::stack::json(&[super::stack::Stack::Frames(item.stack.clone())])
+                        super::stack::json(&[super::stack::Stack::Frames(
+                            super::stack::Frames::new(item.stack.clone()),
+                        )])
                     }),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;

@@ -99,6 +99,8 @@ pub struct Call<'a> {
     pub ret_text: String,
     pub errno: Option<&'static str>,
     pub duration_ns: u64,
+    /// `-k`: its user stack.
+    pub stacks: Vec<super::stack::Stack>,
 }
 
 #[derive(Serialize)]
@@ -119,6 +121,9 @@ struct JsonCall<'a> {
     /// The arguments cut short (`-s`, argv's elements left out), by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     truncated: Vec<&'a str>,
+    /// `-k`: the frames, as `tracer probe -s` gives them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack: Option<serde_json::Value>,
 }
 
 /// What befell a task besides its calls: a signal delivered to it, or its exit.
@@ -384,13 +389,15 @@ impl<W: Write> CallWriter<W> {
                         .filter(|a| a.strings.as_ref().is_some_and(|s| s.cut))
                         .map(|a| a.name.as_str())
                         .collect(),
+                    stack: (!call.stacks.is_empty()).then(|| super::stack::json(&call.stacks)),
                 };
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")
             }
             Format::Text => {
                 let line = self.line(call);
-                self.out.write_all(line.as_bytes())
+                self.out.write_all(line.as_bytes())?;
+                super::stack::write_strace(&mut self.out, &call.stacks)
             }
         }
     }
@@ -762,6 +769,7 @@ mod tests {
             ret_text: "-1 ENOENT (No such file or directory)".into(),
             errno: Some("ENOENT"),
             duration_ns: 12_345,
+            stacks: Vec::new(),
         }
     }
 

@@ -58,6 +58,8 @@ pub struct TracePlan {
     pub decode_fds: u8,
     /// `-P`: only the calls on these paths.
     pub paths: Vec<PathBuf>,
+    /// `-k`: the user stack of each call shown.
+    pub stacks: bool,
     /// `-y` or `-P` without `-c`: the run keeps a table of each process's descriptors.
     pub fd_table: bool,
     /// The calls traced only to keep the descriptor table of `-y` and `-P`, not shown
@@ -180,6 +182,9 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
         ));
     }
     let exprs = expressions(&args.sets)?;
+    if args.summary {
+        counted(args, &exprs.calls)?;
+    }
     let fd_table = (args.decode_fds > 0 || !args.paths.is_empty()) && !args.summary;
     let bookkeeping = match fd_table {
         true => (FD_MAKERS.iter().chain(FD_BOOKKEEPING))
@@ -194,6 +199,7 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
         wall_clock: args.wall_clock,
         decode_fds: args.decode_fds.min(2),
         paths: args.paths.clone(),
+        stacks: args.stack_trace,
         fd_table,
         bookkeeping,
         calls: match args.summary {
@@ -304,6 +310,31 @@ pub fn expressions(exprs: &[String]) -> Result<Expressions, Error> {
         },
         failed,
     })
+}
+
+/// What `-c` refuses: a set of calls none of which returns (it counts a call at its
+/// return, as strace -c does), and `-k` (it shows no call).
+fn counted(args: &TraceArgs, calls: &[u32]) -> Result<(), Error> {
+    if args.stack_trace {
+        return Err(Error::usage(
+            "-c counts calls in the kernel and shows none: it has no stacks to show (-k)",
+            vec!["drop -c to see each call with its stack, or drop -k to count them".into()],
+        ));
+    }
+    if calls.iter().any(|&nr| returns(nr)) {
+        return Ok(());
+    }
+    let names: Vec<&str> = calls.iter().filter_map(|&nr| syscalls::name(nr)).collect();
+    Err(Error::usage(
+        format!(
+            "-c counts a call when it returns, and {} never returns: nothing is left to count",
+            names.join(" and ")
+        ),
+        vec![format!(
+            "count its entries instead: tracer stat -e syscalls:sys_enter_{} -- COMMAND",
+            names.first().copied().unwrap_or("exit_group")
+        )],
+    ))
 }
 
 /// A set of one qualifier: its values, and whether a leading `!` takes their complement.

@@ -515,6 +515,7 @@ mod tests {
             ret_text: ret.to_string(),
             errno: None,
             duration_ns: 0,
+            stacks: Vec::new(),
         }
     }
 

@@ -6,9 +6,9 @@
 use tracer_common::{
     buffer_len, src, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word, word, Event,
     SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
-    SLOT_FILTER_TRACKED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS,
-    SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN,
-    SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
+    SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
+    SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
+    SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS, TRACE_STACK_TOP,
 };
 
 use crate::kernel::format::Format;
@@ -129,6 +129,9 @@ impl Layout {
         if options.fd_inodes && makes_inodes.contains(&self.name) {
             config.flags |= SLOT_TRACE_FD_INODES;
         }
+        if options.stacks {
+            config.flags |= SLOT_STACK_USER;
+        }
         if options.summary {
             // Counted by the call's slot and whether it failed, its time summed.
             config.flags |= SLOT_AGGREGATE;
@@ -163,6 +166,18 @@ impl Layout {
                 };
             }
         }
+        // -k: the top of the user stack at the return, after the call's own reads (none for
+        // an exec, whose strings are read at entry, nor where every read is taken).
+        let free = self.reads.len();
+        if options.stacks && self.ret != Ret::None && !self.strings_at_entry() && free < STR_READS {
+            config.strs[free] = StrRead {
+                at: 0,
+                from: str_from::STACK,
+                memory: str_mem::USER,
+                array: 0,
+                len_from: buffer_len::fixed(TRACE_STACK_TOP),
+            };
+        }
         // Also without strings: the flag lets the launched command's own exec be seen.
         if self.strings_at_entry() {
             // The entry program reads the path (read 0), the exit program `argv` (read 1,
@@ -171,6 +186,15 @@ impl Layout {
             config.flags |= SLOT_TRACE_AT_ENTRY;
         }
         config
+    }
+
+    /// `-k`: the top of the user stack the exit program copied at the return
+    /// ([`str_from::STACK`], the entry after the call's own reads), when it could.
+    pub fn stack_top<'s>(&self, strings: &'s [u8]) -> Option<&'s [u8]> {
+        let k = self.reads.len();
+        (str_entries(strings))
+            .find(|e| usize::from(e.read) == k && e.flags & str_flag::FAULT == 0)
+            .map(|e| e.bytes)
     }
 
     /// A call's event (or a call still in flight: `end` unfinished, `strings` empty) as the
@@ -258,6 +282,7 @@ impl Layout {
             ret_text,
             errno,
             duration_ns: event.data[trace_word::DURATION],
+            stacks: Vec::new(),
         }
     }
 }
@@ -318,6 +343,8 @@ pub struct Options {
     /// `-y`, `-P`: the calls that make pipes and sockets send their inode numbers.
     pub fd_inodes: bool,
     pub strsize: u32,
+    /// `-k`: each call's user stack (where it returned; entered, for the calls that do not).
+    pub stacks: bool,
 }
 
 /// The tracepoint's own fields (after `__syscall_nr`): name and C type.

@@ -1,6 +1,7 @@
 //! The mappings of processes that come and go during a profile, from the kernel's mmap, comm,
 //! fork and exit records, lent to the symbolizer.
 
+use crate::bpf::Bpf;
 use crate::kernel::symbols::{self, Mapping};
 use crate::perf::{self, EventKind, Options, Scope, Software};
 use crate::stacks::Symbolizer;
@@ -282,4 +283,30 @@ enum Change {
     /// A new process and its parent.
     Fork(u32, u32),
     Exit(u32),
+}
+
+/// Before a streamed batch's stacks are symbolized: the batch's stacks are read and leave the
+/// map ([`Symbolizer::prefetch`]: a long run's never fill it), the tracker's new mappings are
+/// lent, and the processes whose exit was seen before the batch was read, and that have no
+/// event in it, are forgotten (they made all their events before it). `now`: the events'
+/// clock, as [`Symbolizer::recycle`] takes it.
+pub fn before_batch(
+    tracker: Option<&mut MapsTracker>,
+    symbolizer: &mut Symbolizer,
+    bpf: &mut Bpf,
+    events: &[(tracer_common::Event, std::ops::Range<usize>)],
+    now: fn() -> u64,
+) -> Result<(), Error> {
+    symbolizer.prefetch(bpf, events.iter().map(|(e, _)| e), now)?;
+    let Some(tracker) = tracker.filter(|_| !events.is_empty()) else {
+        return Ok(());
+    };
+    let exited = tracker.take_exited();
+    // Drained after the events were read: an event's process has its records by now.
+    tracker.lend_to(symbolizer);
+    tracker.forget(&exited);
+    let in_batch: hashbrown::HashSet<u32> = events.iter().map(|(e, _)| e.pid()).collect();
+    let done = exited.difference(&in_batch).copied().collect();
+    symbolizer.forget(&done, &Default::default());
+    Ok(())
 }

@@ -18,7 +18,7 @@ use crate::Error;
 mod maps;
 mod unwound;
 
-pub use maps::MapsTracker;
+pub use maps::{before_batch, MapsTracker};
 pub use unwound::Unwound;
 
 /// The slot config of a profile: counted by process, comm and the stacks in `stack_flags`
