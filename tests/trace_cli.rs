@@ -382,6 +382,42 @@ fn summary_counts_calls_and_errors_exactly() {
     );
 }
 
+/// `-C` (strace's): the calls shown, then `-c`'s table of them; its calls and errors are
+/// strace -C's row for row on the same workload, its total the calls it shows that returned.
+#[test]
+fn dash_big_c_shows_the_calls_then_their_table() {
+    require_root();
+    let dir = temp_dir("summary-with-calls");
+    let set = "write,getppid,unlink,clone,execve,wait4,exit_group";
+    let (out, calls) = traced(&dir, &["-C", "-e", set]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let at = (calls.find("% time ")).unwrap_or_else(|| panic!("no table:\n{calls}"));
+    let (shown, table) = calls.split_at(at);
+    let getppids = shown.lines().filter(|l| l.contains("getppid() = "));
+    assert_eq!(getppids.count(), 5, "{calls}");
+    assert!(shown.contains("exit_group(0) = ?"), "{calls}");
+    let rows = summary_counts(table);
+    assert_eq!(rows.get("getppid"), Some(&(5, 0)), "{table}");
+    assert_eq!(rows.get("unlink"), Some(&(2, 1)), "{table}");
+    assert!(!rows.contains_key("exit_group"), "{table}");
+    assert_eq!(rows.get("total"), Some(&(14, 1)), "{table}");
+    if strace_missing() {
+        return;
+    }
+    let theirs = dir.join("strace-big-c.txt");
+    let program = syscalls_program();
+    let command = [program.to_str().unwrap(), dir.to_str().unwrap()];
+    let flags = ["-f", "-C", "-e", &format!("trace={set}")];
+    assert!(strace_into(&theirs, &flags, &command).success());
+    let theirs = std::fs::read_to_string(&theirs).unwrap();
+    let their_table = &theirs[theirs.find("% time ").expect("strace's table")..];
+    assert_eq!(
+        rows,
+        summary_counts(their_table),
+        "tracer:\n{table}\nstrace:\n{theirs}"
+    );
+}
+
 /// A count of calls the command never made prints no table, as strace -c prints none; the
 /// summary line still says that none was counted.
 #[test]
@@ -1956,7 +1992,7 @@ fn dash_c_sums_cpu_time_and_dash_w_the_wall_s() {
     let out = run_tracer(&["trace", "-w", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("error: -w says what -c sums"),
+        text(&out.stderr).contains("error: -w says what -c and -C sum"),
         "{}",
         text(&out.stderr)
     );
@@ -2072,7 +2108,7 @@ fn dash_s_orders_the_summary_as_strace_does() {
     );
     refused(
         &["trace", "-S", "calls", "--", "true"],
-        "error: -S orders -c's table: it goes with -c",
+        "error: -S orders -c's table: it goes with -c or -C",
         "hint: tracer trace -c -S calls -- COMMAND",
     );
 }

@@ -300,6 +300,7 @@ const HOST_ONLY_TESTS: [(&str, &[&str]); 1] = [(
         "trace_without_whom",
         "json_has_names",
         "a_count_of_nothing",
+        "dash_big_c",
     ],
 )];
 

@@ -529,18 +529,21 @@ pub struct TraceArgs {
     pub filter: Option<String>,
     /// Count calls, errors and time per call instead of printing them (strace's -c), in the
     /// kernel.
-    #[arg(short = 'c', long)]
+    #[arg(short = 'c', long = "summary-only")]
     pub summary: bool,
-    /// With -c, sum the time from each call's entry to its exit (strace's -w); without it,
-    /// -c sums the CPU time spent in the call, as strace -c does (time asleep or waiting in
-    /// the call left out).
+    /// Print the calls, then -c's table of them (strace's -C), counted as they are shown.
+    #[arg(short = 'C', long = "summary", conflicts_with = "summary")]
+    pub summary_with_calls: bool,
+    /// With -c or -C, sum the time from each call's entry to its exit (strace's -w); without
+    /// it, the table sums the CPU time spent in the call, as strace's does (time asleep or
+    /// waiting in the call left out).
     #[arg(short = 'w', long = "summary-wall-clock")]
     pub wall_clock: bool,
-    /// With -c, order the table by SORTBY (strace's -S): time (the default), avg-time,
+    /// With -c or -C, order the table by SORTBY (strace's -S): time (the default), avg-time,
     /// calls, errors (most first), name, or nothing (the calls' numbers).
     #[arg(short = 'S', long = "summary-sort-by", value_name = "SORTBY")]
     pub sort_by: Option<String>,
-    /// With -c, the table's columns in this order (strace's -U): time-percent, total-time,
+    /// With -c or -C, the table's columns in this order (strace's -U): time-percent, total-time,
     /// avg-time, calls, errors, name (strace's other names for each too); the name is added
     /// last when left out.
     #[arg(short = 'U', long = "summary-columns", value_name = "COLUMNS")]

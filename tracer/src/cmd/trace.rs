@@ -80,6 +80,7 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         signals: plan.signals,
         unfinished_after: (!plan.summary).then_some(plan.unfinished_after).flatten(),
         summary: plan.summary,
+        tally: plan.tally.then(HashMap::new),
         blocked: HashSet::new(),
         exited: HashSet::new(),
         writer: CallWriter::new(out, plan.format, style),
@@ -112,9 +113,10 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         sink.writer.text_line(&line).map_err(Error::Output)?;
     }
     // strace -c prints no table when it counted nothing.
-    let rows = match plan.summary {
-        true => summary_rows(sink.bpf, &layouts, &sink.by_slot)?,
-        false => Vec::new(),
+    let rows = match (plan.summary, sink.tally.take()) {
+        (true, _) => summary_rows(sink.bpf, &layouts, &sink.by_slot)?,
+        (false, Some(tally)) => tally.into_values().collect(),
+        (false, None) => Vec::new(),
     };
     if rows.iter().any(|r| r.calls > 0) {
         let table = show::summary_table_of(rows, plan.sort_by, &plan.columns);
@@ -185,7 +187,7 @@ fn configs(
         failed: plan.failed,
         filter: plan.filter.is_some(),
         summary: plan.summary,
-        wall_clock: plan.wall_clock,
+        cpu_time: plan.cpu_time(),
         fd_inodes: plan.fd_table,
         strsize: plan.strsize,
         stacks: plan.stacks,
@@ -283,7 +285,10 @@ fn summary(
         bpf.bookkeeping_missed(),
     ));
     let vmlinux = std::path::Path::new(crate::kernel::btf::BTF_DIR).join("vmlinux");
-    if plan.summary && !plan.wall_clock && !vmlinux.exists() {
+    if plan.tally && plan.durations && !plan.wall_clock {
+        notes.push("-C's table sums each call's time from its entry to its exit, as -T shows it (-w's time); without -T it sums the CPU time spent in the call".into());
+    }
+    if plan.cpu_time() && !vmlinux.exists() {
         notes.push(
             "this kernel has no BTF to find a task's CPU time: the times are from each call's entry to its exit (as -w's)".into(),
         );
@@ -419,6 +424,23 @@ fn summary_rows(
     Ok(rows.into_values().collect())
 }
 
+/// `-C`: a shown call counted in its row, as `-c` counts in the kernel: at its return (a
+/// call that does not return, or was cut short, is not counted), failed when it returned
+/// -4095..-1.
+fn tally_call(tally: &mut HashMap<usize, Row>, (i, nr): (usize, u32), call: &show::Call<'_>) {
+    if call.end != CallEnd::Returned {
+        return;
+    }
+    let row = tally.entry(i).or_insert_with(|| Row {
+        name: call.name.to_string(),
+        nr,
+        ..Row::default()
+    });
+    row.calls += 1;
+    row.errors += u64::from((-4095..=-1).contains(&call.ret));
+    row.total_ns += call.duration_ns;
+}
+
 /// The slots of a task's signals and exit (none for `-c`, or `-e signal=none`).
 #[derive(Default)]
 struct TaskSlots {
@@ -488,6 +510,8 @@ struct TraceSink<'a> {
     unfinished_after: Option<std::time::Duration>,
     /// `-c`: calls are counted, not shown, those in flight at the end too.
     summary: bool,
+    /// `-C`: the rows of the table, by index in `layouts`, counted as calls are shown.
+    tally: Option<HashMap<usize, Row>>,
     /// The calls shown unfinished while they blocked (thread, entry time): their end is
     /// shown resumed.
     blocked: HashSet<(u64, u64)>,
@@ -586,6 +610,9 @@ impl TraceSink<'_> {
             if let Some(stacks) = &mut self.stacks {
                 let top = self.layouts[i].stack_top(strings);
                 call.stacks = stacks.symbolizer.call_stacks(self.bpf, event, top)?;
+            }
+            if let Some(tally) = &mut self.tally {
+                tally_call(tally, (i, self.layouts[i].nr), &call);
             }
             self.writer.write(&call).map_err(Error::Output)?;
             self.printed += 1;

@@ -27,6 +27,8 @@ pub struct TracePlan {
     pub filter: Option<FilterPlan>,
     /// `-c`: counted in the kernel, a table at the end.
     pub summary: bool,
+    /// `-C`: the calls shown, and counted as they are for a table at the end.
+    pub tally: bool,
     /// `-S`: the order of `-c`'s rows.
     pub sort_by: SortBy,
     /// `-U`: `-c`'s columns, in order.
@@ -65,6 +67,15 @@ pub struct TracePlan {
     /// The calls traced only to keep the descriptor table of `-y` and `-P`, not shown
     /// (those of [`FD_MAKERS`] and [`FD_BOOKKEEPING`] that `-e` left out), ascending.
     pub bookkeeping: Vec<u32>,
+}
+
+impl TracePlan {
+    /// Whether a call's time is the CPU time it spent (what `-c` and `-C` sum, as strace's
+    /// do), not the time from its entry to its exit: not with `-w`, nor when `-T` shows each
+    /// call's time beside `-C`'s table.
+    pub fn cpu_time(&self) -> bool {
+        (self.summary || (self.tally && !self.durations)) && !self.wall_clock
+    }
 }
 
 /// The calls that return a new descriptor when they succeed (fcntl only for F_DUPFD*).
@@ -153,15 +164,19 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             vec![hint],
         ));
     }
-    if args.summary && args.format == Format::Json {
+    let table = args.summary || args.summary_with_calls;
+    if table && args.format == Format::Json {
+        let flag = if args.summary { "-c" } else { "-C" };
         return Err(Error::usage(
-            "-c prints a table, not JSON",
-            vec!["drop -f json, or drop -c for one JSON object per call".into()],
+            format!("{flag} prints a table, not JSON"),
+            vec![format!(
+                "drop --format json, or drop {flag} for one JSON object per call"
+            )],
         ));
     }
-    if args.wall_clock && !args.summary {
+    if args.wall_clock && !table {
         return Err(Error::usage(
-            "-w says what -c sums: it goes with -c",
+            "-w says what -c and -C sum: it goes with one of them",
             vec![
                 "tracer trace -c -w -- COMMAND   (the time from each call's entry to its exit)"
                     .into(),
@@ -214,6 +229,7 @@ pub fn trace_plan(args: &TraceArgs) -> Result<TracePlan, Error> {
             .map(super::filter::parse)
             .transpose()?,
         summary: args.summary,
+        tally: args.summary_with_calls,
         sort_by,
         columns,
         strsize: args.strsize,
@@ -471,9 +487,9 @@ fn call_number(name: &str) -> Result<u32, Error> {
 /// `-S` and `-U`: how `-c`'s table is ordered and which columns it has (both only with -c).
 fn table_layout(args: &TraceArgs) -> Result<(SortBy, Vec<Column>), Error> {
     let sort_by = match &args.sort_by {
-        Some(_) if !args.summary => {
+        Some(_) if !args.summary && !args.summary_with_calls => {
             return Err(Error::usage(
-                "-S orders -c's table: it goes with -c",
+                "-S orders -c's table: it goes with -c or -C",
                 vec!["tracer trace -c -S calls -- COMMAND   (the most called first)".into()],
             ))
         }
@@ -481,9 +497,9 @@ fn table_layout(args: &TraceArgs) -> Result<(SortBy, Vec<Column>), Error> {
         None => SortBy::Time,
     };
     let columns = match &args.columns {
-        Some(_) if !args.summary => {
+        Some(_) if !args.summary && !args.summary_with_calls => {
             return Err(Error::usage(
-                "-U picks -c's columns: it goes with -c",
+                "-U picks -c's columns: it goes with -c or -C",
                 vec!["tracer trace -c -U calls,errors,name -- COMMAND".into()],
             ))
         }

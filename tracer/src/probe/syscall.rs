@@ -138,10 +138,9 @@ impl Layout {
             config.agg = AGG_KEY_VALUE | AGG_SUM;
             config.key_src = src(FIELDS_OFFSET + 8 * trace_word::FAILED as u32, 8, false);
             config.val_src = src(8 * trace_word::DURATION as u32, 8, false);
-            // strace -c's time is the CPU's (its -w the wall's).
-            if !options.wall_clock {
-                config.flags |= SLOT_TRACE_CPU_TIME;
-            }
+        }
+        if options.cpu_time {
+            config.flags |= SLOT_TRACE_CPU_TIME;
         }
         // Counted calls read strings only for a filter on them; a call that does not return
         // reads none (the entry program sends it without its string reads).
@@ -338,8 +337,9 @@ pub struct Options {
     pub failed: bool,
     pub filter: bool,
     pub summary: bool,
-    /// `-w`: `-c` sums the time from entry to exit, not the CPU time.
-    pub wall_clock: bool,
+    /// A call's duration is the CPU time it spent (what strace's -c and -C sum), not the
+    /// time from its entry to its exit.
+    pub cpu_time: bool,
     /// `-y`, `-P`: the calls that make pipes and sockets send their inode numbers.
     pub fd_inodes: bool,
     pub strsize: u32,
