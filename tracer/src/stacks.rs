@@ -246,10 +246,10 @@ impl Symbolizer {
     }
 
     /// [`Symbolizer::stacks`] of a system call's return (`tracer trace -k`), with `top`, the
-    /// bytes the exit program copied at the user stack pointer: where the CFI at the stack's
-    /// first address puts the return address among them (a wrapper such as libc's
-    /// `syscall()` or `getppid()`, which makes no frame), that caller is put back second, as
-    /// a frame-pointer walk skips it.
+    /// bytes the exit program copied at the user stack pointer: the stack is unwound from
+    /// them by CFI as far as they reach (the caller of a wrapper such as libc's `syscall()`,
+    /// which makes no frame, and code without frame pointers) and joined with the
+    /// frame-pointer walk ([`spliced`]).
     pub fn call_stacks(
         &mut self,
         bpf: &Bpf,
@@ -846,7 +846,8 @@ impl Symbolizer {
 
 #[cfg(test)]
 mod tests {
-    use super::{with_entry_caller, without_trampoline, Frame, Space};
+    use super::{spliced, with_entry_caller, without_trampoline, Frame, Space};
+    use crate::kernel::unwind::UnwindEnd;
 
     #[test]
     fn trampoline_frames_leave_the_stack() {
@@ -898,5 +899,38 @@ mod tests {
         let mut ips = Vec::new();
         with_entry_caller(&mut ips, 0x20);
         assert!(ips.is_empty());
+    }
+
+    /// The CFI-unwound top and the frame-pointer walk of one stack, joined: 1 is the first
+    /// address, the others return addresses.
+    #[test]
+    fn an_unwound_top_is_joined_with_the_walk_where_they_meet() {
+        let joined = |unwound: &[u64], end, walked: &[u64]| {
+            let mut walked = walked.to_vec();
+            spliced(unwound, end, &mut walked);
+            walked
+        };
+        // A wrapper that made no frame: the walk skipped its caller 2; the unwind stopped at
+        // 2's frame pointer (none copied), where the walk is right.
+        assert_eq!(joined(&[1, 2], UnwindEnd::Astray, &[1, 3, 4]), [1, 2, 3, 4]);
+        // Code without frame pointers: the walk went astray after 2; the unwind went deeper.
+        assert_eq!(
+            joined(&[1, 2, 5, 6], UnwindEnd::CopyEnded, &[1, 2, 99]),
+            [1, 2, 5, 6]
+        );
+        // The two meet at the unwind's last frame: the walk goes on from there.
+        assert_eq!(
+            joined(&[1, 2, 3], UnwindEnd::Astray, &[1, 3, 4]),
+            [1, 2, 3, 4]
+        );
+        // Nothing in common and the copy ran out in code without frame pointers: the walk's
+        // frames are garbage there, left out.
+        assert_eq!(
+            joined(&[1, 2, 5], UnwindEnd::CopyEnded, &[1, 98, 99]),
+            [1, 2, 5]
+        );
+        // An unwind of one frame, or of another stack, changes nothing.
+        assert_eq!(joined(&[1], UnwindEnd::Astray, &[1, 3]), [1, 3]);
+        assert_eq!(joined(&[7, 2], UnwindEnd::Astray, &[1, 3]), [1, 3]);
     }
 }
