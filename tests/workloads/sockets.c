@@ -1,8 +1,9 @@
 /* Sockets as a small server and its client make them (issue #42's corpus): a TCP listener on
  * 127.0.0.1 and a forked client that connects, writes and reads with recvmsg; the server
  * accepts, polls, reads and answers with sendmsg. Then a UNIX socketpair and a datagram
- * socket bound to an abstract name. Every result is fixed but the port, which the kernel
- * picks. */
+ * socket bound to an abstract name. The addresses the kernel fills are asked for with room
+ * to spare (strace's `[128 => 16]`) and once on a socket that has none (ENOTCONN). Every
+ * result is fixed but the port, which the kernel picks. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -40,12 +41,17 @@ int main(void) {
     listen(lfd, 4);
     socklen_t len = sizeof at;
     getsockname(lfd, (struct sockaddr *)&at, &len);
+    struct sockaddr_storage any;
+    socklen_t room = sizeof any;
+    getpeername(lfd, (struct sockaddr *)&any, &room);
     pid_t child = fork();
     if (child == 0)
         client(ntohs(at.sin_port));
     struct sockaddr_in peer;
     len = sizeof peer;
     int cfd = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_CLOEXEC);
+    room = sizeof any;
+    getsockname(cfd, (struct sockaddr *)&any, &room);
     setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     struct pollfd pfd = {.fd = cfd, .events = POLLIN};
     poll(&pfd, 1, 5000);
@@ -71,7 +77,8 @@ int main(void) {
     memcpy(un.sun_path, "\0tracer-corpus", 14);
     bind(dfd, (struct sockaddr *)&un, offsetof(struct sockaddr_un, sun_path) + 14);
     sendto(dfd, "y", 1, 0, (struct sockaddr *)&un, offsetof(struct sockaddr_un, sun_path) + 14);
-    recvfrom(dfd, buf, sizeof buf, 0, 0, 0);
+    room = sizeof any;
+    recvfrom(dfd, buf, sizeof buf, 0, (struct sockaddr *)&any, &room);
     close(dfd);
     return 0;
 }

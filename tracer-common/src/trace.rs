@@ -23,6 +23,13 @@ pub mod trace_word {
     /// the words [`ENVIRON`] and [`ENTRIES`] are free): the inode numbers of the descriptor
     /// the call returned, or of the two a pipe or socketpair filled; 0 where unread.
     pub const INODES: usize = 2;
+    /// `fields` (calls with `SlotConfig::entry_int`: accept, getsockname, recvfrom; none of
+    /// them getdents, a pipe or a socketpair, which write this word): the `int` the call's
+    /// in/out argument held when it entered (strace's `[128 => 16]`), with [`ENTRY_INT_READ`]
+    /// set; 0 when it was not read.
+    pub const ENTRY_INT: usize = 3;
+    /// In [`ENTRY_INT`]: the entry read the `int`.
+    pub const ENTRY_INT_READ: u64 = 1 << 32;
 }
 
 /// `fields[trace_word::KIND]` of a `tracer trace` event.
@@ -76,6 +83,8 @@ pub struct TraceStart {
     pub first: [u32; STR_READS],
     /// The CPU the call entered on (with `SLOT_TRACE_CPU_TIME`).
     pub cpu: u32,
+    /// [`trace_word::ENTRY_INT`]: the `int` `SlotConfig::entry_int` names, as it was at entry.
+    pub entry_int: u64,
 }
 
 /// [`TraceStart::flags`]: the strings were read at entry and saved.

@@ -145,6 +145,7 @@ fn fill(event: &mut Event, start: &TraceStart, ret: u64, now: u64, kind: u64) {
     event.data[word::RETURN] = ret;
     event.data[trace_word::DURATION] = now.wrapping_sub(start.time_ns);
     event.fields[trace_word::KIND] = kind;
+    event.fields[trace_word::ENTRY_INT] = start.entry_int;
     let failed = (ret as i64) < 0 && (ret as i64) >= -4095;
     event.fields[trace_word::FAILED] = u64::from(failed);
 }
@@ -229,6 +230,9 @@ fn on_enter(ctx: &RawTracePointContext) {
     if nr == NR_RT_SIGRETURN {
         sigreturn_mask(&mut start, regs);
     }
+    if config.entry_int != 0 {
+        start.entry_int = entry_int(&start.args, config.entry_int);
+    }
     if uses(USES_CPU_TIME) && config.flags & SLOT_TRACE_CPU_TIME != 0 {
         if let Some((clock, sum)) = cpu_clock(now) {
             (start.cpu_clock, start.cpu_sum, start.cpu) = (clock, sum, cpu);
@@ -280,6 +284,27 @@ fn sigreturn_mask(start: &mut TraceStart, regs: u64) {
         .and_then(|sp| user_word(sp.wrapping_add(UC_SIGMASK)));
     start.args[0] = mask.unwrap_or(0);
     start.args[1] = u64::from(mask.is_some());
+}
+
+/// The `int` at the user address in argument `which - 1` (`SlotConfig::entry_int`), with
+/// `ENTRY_INT_READ` set; 0 when it cannot be read. A constant index per argument: the
+/// verifier of 5.10 refuses a stack read at a variable offset.
+#[inline(always)]
+fn entry_int(args: &[u64; word::ARGS], which: u32) -> u64 {
+    let ptr = match which {
+        1 => args[0],
+        2 => args[1],
+        3 => args[2],
+        4 => args[3],
+        5 => args[4],
+        6 => args[5],
+        _ => return 0,
+    };
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    match unsafe { aya_ebpf::helpers::bpf_probe_read_user(ptr as *const u32) } {
+        Ok(value) => trace_word::ENTRY_INT_READ | u64::from(value),
+        Err(_) => 0,
+    }
 }
 
 /// Reads an execve's strings now (its memory is gone once it succeeds) into `TRACE_SAVED`.

@@ -132,6 +132,23 @@ pub enum Arg {
     /// One of clone(2)'s registers, shown in strace's order and words, which is not the
     /// kernel's: `child_stack=NULL, flags=...|SIGCHLD, child_tidptr=0x...`.
     Clone(CloneArg),
+    /// A sockaddr the call fills (accept, getsockname, recvfrom), as long as the
+    /// [`Arg::SockLen`] at argument `.0` says after the call and at most as long as it said
+    /// before (strace's `ulen > rlen ? rlen : ulen`), read whole after the call.
+    SockName(usize),
+    /// The `socklen_t *` of a [`Arg::SockName`], which the call reads and writes: `[16]`, or
+    /// `[128 => 16]` when the call changed it (its entry reads the value it was given:
+    /// `SlotConfig::entry_int`). A failed call shows what [`SockLenFailed`] says.
+    SockLen(SockLenFailed),
+}
+
+/// What a failed call shows of its [`Arg::SockLen`], as strace's net.c does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SockLenFailed {
+    /// The length it was given, `[16]` (getsockname, getpeername, recvfrom).
+    Given,
+    /// Its address (accept, accept4).
+    Address,
 }
 
 /// Where clone(2)'s registers (flags, stack, parent_tid, child_tid, tls on x86-64) go in
@@ -419,7 +436,12 @@ pub const SHAPES: &[Shape] = &[
         &[Fd, In(Struct::SockAddr(2)), UInt],
         Ret::Int,
     ),
-    shape("accept", N | D, &[Fd, Ptr, Ptr], Ret::Int),
+    shape(
+        "accept",
+        N | D,
+        &[Fd, SockName(2), SockLen(SockLenFailed::Address)],
+        Ret::Int,
+    ),
     shape(
         "sendto",
         N | D,
@@ -436,7 +458,14 @@ pub const SHAPES: &[Shape] = &[
     shape(
         "recvfrom",
         N | D,
-        &[Fd, BufOut, UInt, Flags(&names::MSG_FLAGS), Ptr, Ptr],
+        &[
+            Fd,
+            BufOut,
+            UInt,
+            Flags(&names::MSG_FLAGS),
+            SockName(5),
+            SockLen(SockLenFailed::Given),
+        ],
         Ret::Int,
     ),
     shape(
@@ -459,8 +488,18 @@ pub const SHAPES: &[Shape] = &[
         Ret::Int,
     ),
     shape("listen", N | D, &[Fd, Int], Ret::Int),
-    shape("getsockname", N | D, &[Fd, Ptr, Ptr], Ret::Int),
-    shape("getpeername", N | D, &[Fd, Ptr, Ptr], Ret::Int),
+    shape(
+        "getsockname",
+        N | D,
+        &[Fd, SockName(2), SockLen(SockLenFailed::Given)],
+        Ret::Int,
+    ),
+    shape(
+        "getpeername",
+        N | D,
+        &[Fd, SockName(2), SockLen(SockLenFailed::Given)],
+        Ret::Int,
+    ),
     shape(
         "socketpair",
         N,
@@ -686,7 +725,12 @@ pub const SHAPES: &[Shape] = &[
         &[Fd, Out(Struct::EpollEvents), Int, Int, Ptr, UInt],
         Ret::Int,
     ),
-    shape("accept4", N | D, &[Fd, Ptr, Ptr, SockType], Ret::Int),
+    shape(
+        "accept4",
+        N | D,
+        &[Fd, SockName(2), SockLen(SockLenFailed::Address), SockType],
+        Ret::Int,
+    ),
     shape("eventfd2", D, &[UInt, Flags(&names::EFD_FLAGS)], Ret::Int),
     shape(
         "epoll_create1",

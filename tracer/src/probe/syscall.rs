@@ -159,11 +159,18 @@ impl Layout {
                         Arg::Futex(FutexArg::Timeout, _) => {
                             buffer_len::fixed(Struct::Timespec.bytes())
                         }
-                        Arg::Clone(CloneArg::ParentTid) => buffer_len::fixed(Struct::Int.bytes()),
+                        Arg::Clone(CloneArg::ParentTid) | Arg::SockLen(_) => {
+                            buffer_len::fixed(Struct::Int.bytes())
+                        }
+                        Arg::SockName(_) => buffer_len::fixed(Struct::SockAddr(0).bytes()),
                         _ => 0,
                     },
                 };
             }
+        }
+        // The length a filled sockaddr was given, read at entry: the call overwrites it.
+        if let Some(at) = (self.params.iter()).position(|p| matches!(p.kind, Arg::SockLen(_))) {
+            config.entry_int = at as u32 + 1;
         }
         // -k: the top of the user stack at the return, after the call's own reads (none for
         // an exec, whose strings are read at entry, nor where every read is taken).
@@ -224,10 +231,11 @@ impl Layout {
         let raw_ret = event.data[word::RETURN];
         let ret = (end == CallEnd::Returned).then_some(raw_ret as i64);
         let args: &[u64] = &event.data[..word::ARGS];
+        let sockname = self.sockname(event, &reads, ret);
         let shown_params = (self.params.iter()).filter(|p| show::shown(p.kind, args));
         // strace prints at entry the arguments before the first one the call fills.
         let at_entry = shown_params
-            .take_while(|p| !matches!(p.kind, Arg::BufOut | Arg::Out(_)))
+            .take_while(|p| !matches!(p.kind, Arg::BufOut | Arg::Out(_) | Arg::SockName(_)))
             .count();
         let shown_args = (self.params.iter().enumerate())
             .filter(|(_, p)| show::shown(p.kind, args))
@@ -246,6 +254,12 @@ impl Layout {
                         let more = event.fields[trace_word::ENTRIES] & trace_word::ENTRIES_MORE;
                         show::dirents(raw, count, more != 0)
                     }
+                    (Arg::SockName(_), _) if sockname.is_some() => sockname
+                        .as_ref()
+                        .map_or_else(String::new, |(addr, _)| addr.clone()),
+                    (Arg::SockLen(_), _) if sockname.is_some() => sockname
+                        .as_ref()
+                        .map_or_else(String::new, |(_, len)| len.clone()),
                     _ => show::in_call(p.kind, args, i, read, ret),
                 };
                 Shown {
@@ -283,6 +297,36 @@ impl Layout {
             duration_ns: event.data[trace_word::DURATION],
             stacks: Vec::new(),
         }
+    }
+}
+
+impl Layout {
+    /// The texts of the sockaddr the call filled and of its length ([`Arg::SockName`],
+    /// [`Arg::SockLen`]), as strace shows them; `None` for a call without one.
+    fn sockname(
+        &self,
+        event: &Event,
+        reads: &[Read],
+        ret: Option<i64>,
+    ) -> Option<(String, String)> {
+        let at = (self.params.iter()).position(|p| matches!(p.kind, Arg::SockName(_)))?;
+        let Arg::SockName(len_at) = self.params[at].kind else {
+            return None;
+        };
+        let Arg::SockLen(failed) = self.params.get(len_at)?.kind else {
+            return None;
+        };
+        let read = |i: usize| self.reads.iter().position(|&r| r == i).map(|k| &reads[k]);
+        let word = event.fields[trace_word::ENTRY_INT];
+        Some(show::sockname(&show::SockName {
+            addr: event.data[at],
+            addr_read: read(at),
+            len: event.data[len_at],
+            len_read: read(len_at),
+            given: (word & trace_word::ENTRY_INT_READ != 0).then_some(word as u32),
+            ret,
+            failed,
+        }))
     }
 }
 
@@ -367,6 +411,8 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::Argv
             | Arg::Futex(FutexArg::Timeout, _)
             | Arg::Clone(CloneArg::ParentTid)
+            | Arg::SockName(_)
+            | Arg::SockLen(_)
     )
 }
 
