@@ -377,6 +377,7 @@ const BPF_LAYERS: &[&str] = &[
     "emit",
     "aggregate",
     "slots",
+    "iovecs",
     "latency",
     "trace",
     "profile",

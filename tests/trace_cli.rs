@@ -1339,7 +1339,7 @@ fn relative_stamps_agree_with_strace() {
 fn strace_agrees_on_structures() {
     let set = "newfstatat,statx,nanosleep,clock_nanosleep,prlimit64,rt_sigprocmask,\
                rt_sigaction,wait4,pipe2,statfs,sigaltstack,sched_getaffinity,\
-               sched_setaffinity,capget,rt_sigreturn,clone3,unlink";
+               sched_setaffinity,capget,rt_sigreturn,clone3,writev,readv,unlink";
     let Some(run) = side_by_side("structs", &common::c_workload("structs"), set) else {
         return;
     };
@@ -1387,10 +1387,60 @@ fn strace_agrees_on_structures() {
          CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=ADDR, \
          parent_tid=ADDR, exit_signal=0, stack=ADDR, stack_size=ADDR, tls=ADDR} => \
          {parent_tid=[CHILD]}, 88) = CHILD",
+        "writev(4, [{iov_base=\"ab\", iov_len=2}, {iov_base=NULL, iov_len=0}, \
+         {iov_base=\"cdefghijklmnopqrstuvwxyz01234567\"..., iov_len=40}], 3) = 42",
+        "readv(3, [{iov_base=\"abcd\", iov_len=4}, \
+         {iov_base=\"efghijklmnopqrstuvwxyz0123456789\"..., iov_len=64}, \
+         {iov_base=\"\", iov_len=8}], 3) = 42",
+        &format!(
+            "writev(4, [{}, ...], 40) = 40",
+            vec!["{iov_base=\"z\", iov_len=1}"; 32].join(", ")
+        ),
+        "readv(-1, [{iov_base=ADDR, iov_len=4}, {iov_base=ADDR, iov_len=64}, \
+         {iov_base=ADDR, iov_len=8}], 3) = -1 EBADF (Bad file descriptor)",
     ] {
         assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
     }
     assert_eq!(ours, theirs);
+}
+
+/// iovec arrays on tests/workloads/structs.c, on every kernel: the lines strace 6.1 writes
+/// (`strace_agrees_on_structures` checks them against strace where it is installed). With
+/// rt_sigaction, whose two reads make the exit program walk all four, as a whole trace does.
+#[test]
+fn iovec_arrays_read_as_strace_writes_them() {
+    require_root();
+    let program = common::c_workload("structs");
+    let out = run_tracer(&[
+        "trace",
+        "-e",
+        "writev,readv,rt_sigaction",
+        "--",
+        program.to_str().unwrap(),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<String> = (stderr.lines())
+        .filter_map(normalized)
+        .filter(|l| l.starts_with("writev(") || l.starts_with("readv("))
+        .collect();
+    let many = vec!["{iov_base=\"z\", iov_len=1}"; 32].join(", ");
+    assert_eq!(
+        lines,
+        [
+            "writev(4, [{iov_base=\"ab\", iov_len=2}, {iov_base=NULL, iov_len=0}, \
+             {iov_base=\"cdefghijklmnopqrstuvwxyz01234567\"..., iov_len=40}], 3) = 42"
+                .to_string(),
+            "readv(3, [{iov_base=\"abcd\", iov_len=4}, \
+             {iov_base=\"efghijklmnopqrstuvwxyz0123456789\"..., iov_len=64}, \
+             {iov_base=\"\", iov_len=8}], 3) = 42"
+                .to_string(),
+            format!("writev(4, [{many}, ...], 40) = 40"),
+            "readv(-1, [{iov_base=ADDR, iov_len=4}, {iov_base=ADDR, iov_len=64}, \
+             {iov_base=ADDR, iov_len=8}], 3) = -1 EBADF (Bad file descriptor)"
+                .to_string(),
+        ]
+    );
 }
 
 /// The addresses calls fill, on tests/workloads/sockets.c: as long as the shorter of the

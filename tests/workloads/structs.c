@@ -1,7 +1,7 @@
 /* Calls whose structures strace decodes (issue #42): stat and statx results, timespecs,
  * rlimits, signal sets and sigactions, wait4 statuses of a child that exits with 7 and of
  * one killed by SIGKILL, an fd pair, statfs, sigaltstack's stacks, CPU masks, capability
- * sets, the mask a signal frame restores, clone3's arguments. The last call, an unlink of a path that does not
+ * sets, the mask a signal frame restores, clone3's arguments, iovec arrays. The last call, an unlink of a path that does not
  * exist, marks the main thread's lines. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -106,6 +107,18 @@ int main(void) {
     sigprocmask(SIG_BLOCK, &blocked, 0);
     raise(SIGUSR1);
     sigprocmask(SIG_UNBLOCK, &blocked, 0);
+    /* iovec arrays, given and filled: a NULL element, one longer than -s, a readv's bytes as
+     * far as its return reaches, 40 elements (strace shows 32), a readv that fails. */
+    struct iovec given[3] = {{"ab", 2}, {0, 0}, {"cdefghijklmnopqrstuvwxyz0123456789ABCDEF", 40}};
+    writev(fds[1], given, 3);
+    char one[4], two[64];
+    struct iovec filled[3] = {{one, sizeof one}, {two, sizeof two}, {two, 8}};
+    readv(fds[0], filled, 3);
+    struct iovec many[40];
+    for (int i = 0; i < 40; i++)
+        many[i] = (struct iovec){"z", 1};
+    writev(fds[1], many, 40);
+    readv(-1, filled, 3);
     unlink("/nonexistent/structs");
     return 0;
 }

@@ -286,8 +286,11 @@ pub const USES_FD_INODES: u32 = 1 << 19;
 /// without it the verifier walks the plain reads only (a uprobe slot on 6.18: 2,879
 /// instructions, 3,784 with the loads).
 pub const USES_DEREFS: u32 = 1 << 20;
+/// `tracer trace`'s iovec arrays (readv, writev: [`str_array::IOVEC_GIVEN`](crate::str_array)),
+/// read by a program of their own (`trace_iovecs`).
+pub const USES_IOVECS: u32 = 1 << 21;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 21] = [
+pub const USES_FLAGS: [u32; 22] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -309,6 +312,7 @@ pub const USES_FLAGS: [u32; 21] = [
     USES_CPU_TIME,
     USES_FD_INODES,
     USES_DEREFS,
+    USES_IOVECS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 
@@ -439,6 +443,13 @@ impl SlotConfig {
         }
         if self.flags & SLOT_TRACE_FD_INODES != 0 {
             uses |= USES_FD_INODES;
+        }
+        if self
+            .strs
+            .iter()
+            .any(|r| r.array >= crate::str_array::IOVEC_GIVEN)
+        {
+            uses |= USES_IOVECS;
         }
         if self.strs[1..].iter().any(|r| r.from != str_from::NONE) {
             uses |= USES_STR_MANY;

@@ -80,13 +80,36 @@ pub struct StrRead {
     pub from: u8,
     /// A [`str_mem`].
     pub memory: u8,
-    /// 1: the pointer is a `char **` array of strings, ended by NULL (argv, envp).
+    /// A [`str_array`]: 0 for one string or buffer, else an array the pointer points at.
     pub array: u8,
     /// 0: a NUL-terminated string. Otherwise a buffer of bytes (`tracer trace`: what
     /// write(2) was given, what read(2) filled), as long as [`buffer_len`] says, cut at
     /// `SlotConfig::buflen`.
     pub len_from: u8,
 }
+
+/// What array a [`StrRead`] reads ([`StrRead::array`]).
+pub mod str_array {
+    /// One string or buffer.
+    pub const NONE: u8 = 0;
+    /// A `char **` array of strings, ended by NULL (argv, envp).
+    pub const STRINGS: u8 = 1;
+    /// `tracer trace`: a `struct iovec` array the call is given (writev), as many as
+    /// argument [`StrRead::len_from`]` - buffer_len::ARG0` says: an entry of the first
+    /// [`IOV_ELEMENTS`](super::IOV_ELEMENTS) `{iov_base, iov_len}` pairs, then each one's bytes
+    /// (cut at `SlotConfig::buflen`), then a [`MORE`](super::str_flag::MORE) entry when
+    /// there were more.
+    pub const IOVEC_GIVEN: u8 = 2;
+    /// As [`IOVEC_GIVEN`], for an array the call fills (readv): the bytes as far as the
+    /// return value reaches.
+    pub const IOVEC_FILLED: u8 = 3;
+}
+
+/// Elements of a `struct iovec` array `tracer trace` reads at most (`str_array::IOVEC_*`):
+/// as many as strace shows at its default `-s` (32).
+pub const IOV_ELEMENTS: u32 = 32;
+/// Bytes of a `struct iovec` on x86-64.
+pub const IOVEC_BYTES: u32 = 16;
 
 /// Where a buffer read ([`StrRead::len_from`]) finds its length.
 pub mod buffer_len {

@@ -36,6 +36,15 @@ pub(crate) struct Scratch {
     /// This CPU's ring buffer outputs (wrapping): the ring's fill is asked every
     /// [`QUERY_EVERY`]th.
     pub(crate) outputs: u32,
+    /// The bytes an iovec array read has left to show (`put_iovecs`), kept here for the
+    /// reason `used` is: loaded from map memory, each element starts from a value unknown to
+    /// the verifier, so its paths end in one state. Kept in a local, its range split the
+    /// states at every element, and 5.10's verifier did not finish in 300 s.
+    pub(crate) iov_left: u64,
+    /// In the `scratch_at::IOVECS` entry: the `pid_tgid` of the task whose call's iovec array
+    /// the area holds, 0 while none (a task that ran between `trace_iovecs` and its
+    /// `trace_exit` on this CPU leaves its own, and the array is not shown).
+    pub(crate) iov_owner: u64,
     /// A `STR_COUNTS` key being built.
     pub(crate) str_key: StrAggKey,
     /// Room past the key's text for the verifier: the copy's length is masked to under
@@ -79,7 +88,9 @@ pub(crate) mod scratch_at {
     pub(crate) const SIGNAL: u32 = 9;
     pub(crate) const EXEC: u32 = 10;
     pub(crate) const TASK_EXIT: u32 = 11;
-    pub(crate) const COUNT: u32 = 12;
+    /// `trace_iovecs`: a call's iovec array, for the `trace_exit` that runs after it.
+    pub(crate) const IOVECS: u32 = 12;
+    pub(crate) const COUNT: u32 = 13;
 }
 
 /// Scratch hits per CPU, one per [`scratch_at`] entry: far too big for the 512-byte stack.

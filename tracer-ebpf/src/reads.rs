@@ -9,11 +9,11 @@ use aya_ebpf::programs::{ProbeContext, TracePointContext};
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    buffer_len, str_flag, str_from, str_mem, trace_word, word, Event, FieldRead, SlotConfig,
-    StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS, FIELD_AUTO,
-    FIELD_DEREFS, FIELD_READS, FIELD_USER, KERNEL_SPACE_START, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX,
-    STR_AREA, STR_ENTRY, STR_READS, USDT_MEM, USDT_REG, USES_DEREFS, USES_STR_ARRAYS,
-    USES_STR_MANY, USES_TRACE,
+    buffer_len, str_array, str_flag, str_from, str_mem, trace_word, word, Event, FieldRead,
+    SlotConfig, StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS,
+    FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOVEC_BYTES, IOV_ELEMENTS,
+    KERNEL_SPACE_START, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS,
+    USDT_MEM, USDT_REG, USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
@@ -204,6 +204,78 @@ pub(crate) fn put_array(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, s
     }
 }
 
+/// A `struct iovec` array (`str_array::IOVEC_*`) of as many elements as the low half of
+/// `counts` says: an entry of its first `IOV_ELEMENTS` pairs as they are in memory, then each
+/// element's bytes, `total` bytes in all at most (what a readv filled), each cut at the high
+/// half of `counts` (`SlotConfig::buflen`), and a `MORE` entry when there were more elements.
+/// An array that cannot be read leaves its one entry marked `FAULT`.
+#[inline(never)]
+pub(crate) fn put_iovecs(scratch: &mut Scratch, read: u8, ptr: u64, counts: u64, total: u64) {
+    let (count, buflen) = (counts & 0xffff_ffff, (counts >> 32) as u32);
+    let shown = count.min(u64::from(IOV_ELEMENTS));
+    put_buffer(
+        scratch,
+        read,
+        ptr,
+        shown * u64::from(IOVEC_BYTES),
+        STRLEN_MAX,
+    );
+    scratch.iov_left = total;
+    let mut i = 0;
+    while i < IOV_ELEMENTS {
+        if u64::from(i) >= shown {
+            break;
+        }
+        let at = ptr.wrapping_add(u64::from(i * IOVEC_BYTES));
+        let (Some(base), Some(len)) = (read_sized(at, 8, true), read_sized(at + 8, 8, true)) else {
+            return;
+        };
+        // SAFETY: a plain aligned read of map memory; volatile so that LLVM keeps the load.
+        let left = unsafe { core::ptr::read_volatile(&scratch.iov_left) };
+        let take = len.min(left);
+        scratch.iov_left = left - take;
+        put_buffer(scratch, read, base, take, buflen);
+        i += 1;
+    }
+    if count > shown {
+        put_mark(scratch, read, str_flag::MORE);
+    }
+}
+
+/// The iovec array `trace_iovecs` read for the current task's call (`scratch_at::IOVECS`),
+/// copied to the start of this event's area (it is the call's first read); a `FAULT` entry
+/// when there is none of this task's.
+#[inline(always)]
+fn copy_iovecs(scratch: &mut Scratch) {
+    let Some(from) = crate::maps::SCRATCH.get_ptr_mut(crate::maps::scratch_at::IOVECS) else {
+        return;
+    };
+    // SAFETY: `trace_iovecs`'s per-CPU entry: it ran before this program on this CPU and is
+    // done with it; read and released here.
+    let from = unsafe { &mut *from };
+    if from.iov_owner != aya_ebpf::helpers::bpf_get_current_pid_tgid() {
+        put_mark(scratch, 0, str_flag::FAULT);
+        return;
+    }
+    from.iov_owner = 0;
+    let len = (used(from) & (2 * STR_AREA - 1)).min(STR_AREA);
+    // SAFETY: both areas are `STR_BUFFER` bytes, more than the `STR_AREA` copied at most;
+    // the helper fails cleanly instead of faulting.
+    let copied = unsafe {
+        generated::bpf_probe_read_kernel(
+            scratch.area.as_mut_ptr() as *mut c_void,
+            len as u32,
+            from.area.as_ptr() as *const c_void,
+        )
+    };
+    match copied {
+        0 => scratch.used = len as u32,
+        _ => {
+            put_mark(scratch, 0, str_flag::FAULT);
+        }
+    }
+}
+
 /// Reads the slot's strings (`SlotConfig::strs`) into the event's string area. `record`
 /// gives the pointer at a tracepoint record's byte offset.
 #[inline(always)]
@@ -246,7 +318,10 @@ pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS:
             true => at as u32,
             false => NO_ENTRY,
         };
-        if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
+        // An iovec array is a call's first read (readv, writev), read by `trace_iovecs`.
+        if BUFFERS && uses(USES_IOVECS) && k == 0 && read.array >= str_array::IOVEC_GIVEN {
+            copy_iovecs(scratch);
+        } else if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
             let (len, keep) = match read.len_from {
                 buffer_len::RETURN => (event_ret(scratch), config.buflen),
                 // A structure is read whole, whatever -s says.

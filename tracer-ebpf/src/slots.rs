@@ -200,6 +200,24 @@ pub(crate) fn syscall_nr(ctx: &RawTracePointContext, regs: u64, exit: bool) -> u
     }
 }
 
+/// `tracer trace`'s slot and config for syscall `nr`, or `None` when `nr` is not traced (or
+/// the run is ending).
+#[inline(always)]
+pub(crate) fn slot_of(nr: u64) -> Option<(u32, &'static SlotConfig)> {
+    if nr >= u64::from(SYSCALL_NRS) {
+        return None;
+    }
+    let slot = match SYS_SLOTS.get(nr as u32) {
+        Some(&slot) if slot != 0 => slot,
+        _ => return None,
+    };
+    let config = CONFIG.get(slot)?;
+    match config.flags & SLOT_STOPPED {
+        0 => Some((slot, config)),
+        _ => None,
+    }
+}
+
 /// Whether the syscall came from 32-bit code (its `cs`), whose numbers are another table's.
 #[inline(always)]
 pub(crate) fn compat(regs: u64) -> bool {

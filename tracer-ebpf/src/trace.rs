@@ -12,7 +12,7 @@ use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
     drop, signal_word, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word,
     Event, SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS,
-    SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_STOPPED, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
+    SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
     SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
     SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_EXIT_NR,
     TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_CPU_TIME, USES_DIRENTS,
@@ -20,13 +20,11 @@ use tracer_common::{
 };
 
 use crate::filters::{filtered_out, refused_by};
-use crate::maps::{
-    bump, scratch, scratch_at, CONFIG, NO_ENTRY, SCHED_OFFSETS, SCRATCH, SYS_SLOTS, TRACKED,
-};
+use crate::maps::{bump, scratch, scratch_at, NO_ENTRY, SCHED_OFFSETS, SCRATCH, TRACKED};
 use crate::reads::{
     call_cpu_time, cpu_clock, fd_inodes, group_lives, put_array, put_string, read_strings, used,
 };
-use crate::slots::{begin, compat, finish, syscall_nr};
+use crate::slots::{begin, compat, finish, slot_of, syscall_nr};
 use crate::uses;
 
 /// rt_sigreturn(2) on x86-64. It restores the interrupted registers, `orig_ax` included
@@ -79,24 +77,6 @@ static TRACE_STATS: PerCpuArray<u64> = PerCpuArray::with_max_entries(trace_stat:
 fn count(index: u32) {
     if let Some(c) = TRACE_STATS.get_ptr_mut(index) {
         crate::maps::add_to(c, 1);
-    }
-}
-
-/// The traced syscall's slot and config, or `None` when `nr` is not traced (or the run is
-/// ending).
-#[inline(always)]
-fn slot_of(nr: u64) -> Option<(u32, &'static SlotConfig)> {
-    if nr >= u64::from(SYSCALL_NRS) {
-        return None;
-    }
-    let slot = match SYS_SLOTS.get(nr as u32) {
-        Some(&slot) if slot != 0 => slot,
-        _ => return None,
-    };
-    let config = CONFIG.get(slot)?;
-    match config.flags & SLOT_STOPPED {
-        0 => Some((slot, config)),
-        _ => None,
     }
 }
 

@@ -28,6 +28,13 @@ impl Bpf {
         self.attach_raw("trace_dirents", "sys_exit", true)
     }
 
+    /// Attaches `trace_iovecs`, which reads the iovec arrays of readv and writev calls for
+    /// `trace_exit` (the object loaded with `USES_IOVECS`). Before any
+    /// [`Bpf::take_trace_slot`], as [`Bpf::count_dirents`].
+    pub fn read_iovecs(&mut self) -> Result<(), Error> {
+        self.attach_raw("trace_iovecs", "sys_exit", true)
+    }
+
     /// Takes the `tracer trace` slot of events that are not calls (`nr`:
     /// [`tracer_common::TRACE_SIGNAL_NR`] or [`tracer_common::TRACE_EXIT_NR`]), with
     /// `programs` (name, raw tracepoint) attached. Take the exit's before the tracking

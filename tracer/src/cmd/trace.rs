@@ -47,6 +47,9 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     if (configs.iter()).any(|c| c.uses() & tracer_common::USES_DIRENTS != 0) {
         bpf.count_dirents()?;
     }
+    if (configs.iter()).any(|c| c.uses() & tracer_common::USES_IOVECS != 0) {
+        bpf.read_iovecs()?;
+    }
     let mut by_slot = HashMap::new();
     for ((layout, config), filter) in layouts.iter().zip(configs).zip(&filters) {
         let slot = bpf.take_trace_slot(config, layout.nr, filter.as_ref())?;

@@ -140,6 +140,12 @@ pub enum Arg {
     /// `[128 => 16]` when the call changed it (its entry reads the value it was given:
     /// `SlotConfig::entry_int`). A failed call shows what [`SockLenFailed`] says.
     SockLen(SockLenFailed),
+    /// A `struct iovec` array the call is given (writev), as long as argument `.0` says:
+    /// `[{iov_base="ab", iov_len=2}, ...]`, each element's bytes cut at `-s`.
+    IovGiven(usize),
+    /// A `struct iovec` array the call fills (readv): as [`Arg::IovGiven`], the bytes as far
+    /// as the return value reaches (`iov_base=""` past it); its address when the call failed.
+    IovFilled(usize),
 }
 
 /// What a failed call shows of its [`Arg::SockLen`], as strace's net.c does.
@@ -409,8 +415,8 @@ pub const SHAPES: &[Shape] = &[
     shape("ioctl", D, &[Fd, Ioctl, IoctlArg(1)], Ret::Int),
     shape("pread64", D, &[Fd, BufOut, UInt, Long], Ret::Int),
     shape("pwrite64", D, &[Fd, BufIn(2), UInt, Long], Ret::Int),
-    shape("readv", D, &[Fd, Ptr, Int], Ret::Int),
-    shape("writev", D, &[Fd, Ptr, Int], Ret::Int),
+    shape("readv", D, &[Fd, IovFilled(2), Int], Ret::Int),
+    shape("writev", D, &[Fd, IovGiven(2), Int], Ret::Int),
     shape("access", F, &[Path, AccessMode], Ret::Int),
     shape("pipe", D, &[Out(Struct::FdPair)], Ret::Int),
     shape("select", D, &[Int, Ptr, Ptr, Ptr, Ptr], Ret::Int),

@@ -255,6 +255,7 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::Path | Arg::BufIn(_) | Arg::BufOut => buffer(arg, raw, read, ret),
         // Shown with their lengths (`sockname`); alone, where they are.
         Arg::SockName(_) | Arg::SockLen(_) => pointer(raw),
+        Arg::IovGiven(_) | Arg::IovFilled(_) => iovecs(arg, raw, read, ret),
         Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
         Arg::Argv => argv(raw, read),
         // The counts come with the event (`environ`, `dirents` in `probe::syscall`).
@@ -341,6 +342,43 @@ fn buffer(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
         }
         _ => pointer(raw),
     }
+}
+
+/// A `struct iovec` array as strace shows it (`[{iov_base="ab", iov_len=2}, ...]`, `...` for
+/// the elements past those read; the bases' addresses where a call that fills them failed),
+/// or its address: unreadable, or the call did not return.
+fn iovecs(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
+    let Some(ret) = ret else {
+        return pointer(raw);
+    };
+    let failed = matches!(arg, Arg::IovFilled(_)) && ret < 0;
+    let Some((read, (pairs, 0))) = read.and_then(|r| Some((r, r.entries.first()?))) else {
+        return pointer(raw);
+    };
+    if raw == 0 {
+        return pointer(raw);
+    }
+    let mut out = String::from("[");
+    for (i, pair) in pairs.chunks_exact(16).enumerate() {
+        let word = |at: usize| u64::from_ne_bytes(pair[at..at + 8].try_into().expect("8 bytes"));
+        let (base, len) = (word(0), word(8));
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str("{iov_base=");
+        match read.entries.get(1 + i) {
+            Some((bytes, flags)) if base != 0 && !failed => {
+                string(bytes, *flags, base, read.hex, &mut out)
+            }
+            _ => out.push_str(&pointer(base)),
+        }
+        out.push_str(&format!(", iov_len={len}}}"));
+    }
+    if read.more {
+        out.push_str(", ...");
+    }
+    out.push(']');
+    out
 }
 
 /// A structure the call reads or fills, decoded as strace shows it, or its address. What a

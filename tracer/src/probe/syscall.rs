@@ -4,8 +4,8 @@
 //! output model.
 
 use tracer_common::{
-    buffer_len, src, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word, word, Event,
-    SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
+    buffer_len, src, str_array, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word,
+    word, Event, SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
     SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
     SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
     SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS, TRACE_STACK_TOP,
@@ -147,11 +147,18 @@ impl Layout {
         if (!options.summary || options.filter) && self.ret != Ret::None {
             for (k, &at) in self.reads.iter().enumerate() {
                 let kind = self.params[at].kind;
+                // The exit program reads an iovec array as a call's first read only.
+                debug_assert!(k == 0 || !matches!(kind, Arg::IovGiven(_) | Arg::IovFilled(_)));
                 config.strs[k] = StrRead {
                     at: at as u32,
                     from: str_from::ARG,
                     memory: str_mem::USER,
-                    array: u8::from(kind == Arg::Argv),
+                    array: match kind {
+                        Arg::Argv => str_array::STRINGS,
+                        Arg::IovGiven(_) => str_array::IOVEC_GIVEN,
+                        Arg::IovFilled(_) => str_array::IOVEC_FILLED,
+                        _ => str_array::NONE,
+                    },
                     len_from: match kind {
                         Arg::BufIn(len) => buffer_len::ARG0 + len as u8,
                         Arg::BufOut => buffer_len::RETURN,
@@ -163,6 +170,10 @@ impl Layout {
                             buffer_len::fixed(Struct::Int.bytes())
                         }
                         Arg::SockName(_) => buffer_len::fixed(Struct::SockAddr(0).bytes()),
+                        // The count's argument.
+                        Arg::IovGiven(count) | Arg::IovFilled(count) => {
+                            buffer_len::ARG0 + count as u8
+                        }
                         _ => 0,
                     },
                 };
@@ -235,7 +246,12 @@ impl Layout {
         let shown_params = (self.params.iter()).filter(|p| show::shown(p.kind, args));
         // strace prints at entry the arguments before the first one the call fills.
         let at_entry = shown_params
-            .take_while(|p| !matches!(p.kind, Arg::BufOut | Arg::Out(_) | Arg::SockName(_)))
+            .take_while(|p| {
+                !matches!(
+                    p.kind,
+                    Arg::BufOut | Arg::Out(_) | Arg::SockName(_) | Arg::IovFilled(_)
+                )
+            })
             .count();
         let shown_args = (self.params.iter().enumerate())
             .filter(|(_, p)| show::shown(p.kind, args))
@@ -413,6 +429,8 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::Clone(CloneArg::ParentTid)
             | Arg::SockName(_)
             | Arg::SockLen(_)
+            | Arg::IovGiven(_)
+            | Arg::IovFilled(_)
     )
 }
 
