@@ -1,52 +1,22 @@
-//! `tracer trace`'s iovec arrays (readv, writev): read at a call's exit by a program of their
-//! own on `sys_exit`, attached before `trace_exit`, into the scratch entry
+//! `tracer trace`'s iovec arrays (readv, writev): read at a call's exit by `trace_exit_reads`
+//! (a program of its own on `sys_exit`, attached before `trace_exit`), into the scratch entry
 //! `scratch_at::IOVECS`; `trace_exit`, which runs next on the same CPU, copies them into its
 //! event as the call's first read (`reads::copy_iovecs`). The loop over the elements is walked
 //! once by the verifier here: inside `trace_exit`, it was walked again for every path there,
 //! and 5.10's verifier took 134 s under emulation (239,804 instructions), then refused the
 //! program for its combined stack.
 
-use aya_ebpf::helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id};
-use aya_ebpf::macros::raw_tracepoint;
 use aya_ebpf::programs::RawTracePointContext;
-use tracer_common::{buffer_len, str_array, PT_REGS_SYSCALL_ARGS, USES_IOVECS};
+use tracer_common::{buffer_len, str_array, SlotConfig, PT_REGS_SYSCALL_ARGS};
 
-use crate::filters::refused_by;
 use crate::maps::{scratch_at, SCRATCH};
 use crate::reads::put_iovecs;
-use crate::slots::{compat, slot_of, syscall_nr};
-use crate::uses;
 
-#[raw_tracepoint]
-pub fn trace_iovecs(ctx: RawTracePointContext) -> u32 {
-    if uses(USES_IOVECS) {
-        on_exit(&ctx);
-    }
-    0
-}
-
-/// Reads the iovec array of a traced call that has one (its slot's first read), for a task
-/// the slot traces, and marks the entries the current task's.
+/// Reads the iovec array of a call whose slot's first read is one (`config.strs[0]`), at its
+/// exit, for the current task (`pid_tgid`), which its slot traces.
 #[inline(always)]
-fn on_exit(ctx: &RawTracePointContext) {
-    let regs: u64 = ctx.arg(0);
-    if compat(regs) {
-        return;
-    }
-    let nr = syscall_nr(ctx, regs, true);
-    let Some((_, config)) = slot_of(nr) else {
-        return;
-    };
+pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, pid_tgid: u64) {
     let read = config.strs[0];
-    if read.array < str_array::IOVEC_GIVEN {
-        return;
-    }
-    let pid_tgid = bpf_get_current_pid_tgid();
-    // SAFETY: helper without preconditions.
-    let cpu = unsafe { bpf_get_smp_processor_id() };
-    if refused_by(config, pid_tgid, cpu) != 0 {
-        return;
-    }
     let Some(scratch) = SCRATCH.get_ptr_mut(scratch_at::IOVECS) else {
         return;
     };

@@ -18,7 +18,7 @@
 //! | `reads` | strings, buffers, arrays, struct members, USDT arguments, records |
 //! | `aggregate` | in-kernel counting: keys, count maps, per-CPU runs |
 //! | `slots` | the slot programs and one handler per program type |
-//! | `iovecs` | `tracer trace`'s iovec arrays, read by a program of their own |
+//! | `iovecs` | `tracer trace`'s iovec arrays, read by `trace_exit_reads` |
 //! | `tracking` | following `-- COMMAND`'s process tree |
 //! | `latency`, `trace`, `profile` | the programs of `tracer latency`, `trace`, `profile` |
 #![no_std]

@@ -10,13 +10,13 @@ use aya_ebpf::macros::{map, raw_tracepoint};
 use aya_ebpf::maps::{HashMap, PerCpuArray};
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
-    drop, signal_word, stat_filtered, str_flag, str_from, trace_kind, trace_stat, trace_word, word,
-    Event, SlotConfig, TraceStart, AT_EXECFN, PT_REGS_SP, PT_REGS_SYSCALL_ARGS,
-    SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
-    SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
-    SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS, TRACE_EXIT_NR,
-    TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING, USES_CPU_TIME, USES_DIRENTS,
-    USES_FD_INODES, USES_STRINGS, USES_TRACE,
+    drop, signal_word, stat_filtered, str_array, str_flag, str_from, trace_kind, trace_stat,
+    trace_word, word, Event, SlotConfig, TraceStart, AT_EXECFN, IOVEC_CALLS, PT_REGS_SP,
+    PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY,
+    SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
+    SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS,
+    TRACE_EXIT_NR, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING,
+    USES_CPU_TIME, USES_DIRENTS, USES_FD_INODES, USES_IOVECS, USES_STRINGS, USES_TRACE,
 };
 
 use crate::filters::{filtered_out, refused_by};
@@ -63,7 +63,7 @@ pub struct Sent {
     union: [u64; signal_word::UNION_WORDS],
 }
 
-/// The entries the current getdents call returned, counted at its exit by `trace_dirents`
+/// The entries the current getdents call returned, counted at its exit by `trace_exit_reads`
 /// for `trace_exit`, which runs next on the same CPU: the task's `pid_tgid` and the count (a
 /// task that preempted the first between the two leaves its own id, and no count is shown).
 #[map]
@@ -139,37 +139,53 @@ pub fn trace_enter(ctx: RawTracePointContext) -> u32 {
 }
 
 /// `sys_exit`, attached before `trace_exit` (the kernel runs a tracepoint's programs in the
-/// order they were attached): a getdents call's entries, counted for `trace_exit` to send.
-/// A program of its own: walked where the event is built, the loop was walked again by the
-/// verifier for every path there (trace_exit gave up at a million instructions on 6.18,
+/// order they were attached): what a call's exit reads in a loop, for `trace_exit` to send: a
+/// getdents call's entries, counted, and a readv's or writev's iovec array (`iovecs`). A
+/// program of its own: walked where the event is built, the dirents loop was walked again by
+/// the verifier for every path there (trace_exit gave up at a million instructions on 6.18,
 /// where it takes about 27,000), and first thing in trace_exit still cost 290,000; alone,
-/// 36,939.
+/// 36,939. One program for both loops: a second program on every exit cost 87 ns a call
+/// (bpf_stats, getppid), most of it the invocation and the slot's lookup.
 #[raw_tracepoint]
-pub fn trace_dirents(ctx: RawTracePointContext) -> u32 {
-    if uses(USES_DIRENTS) {
-        on_dirents(&ctx);
+pub fn trace_exit_reads(ctx: RawTracePointContext) -> u32 {
+    if uses(USES_DIRENTS | USES_IOVECS) {
+        on_exit_reads(&ctx);
     }
     0
 }
 
-/// Counts the entries for a getdents call of the run's (its slot counts them, and its task is
-/// traced): not every process's calls pay for the walk.
+/// Counts the entries of a getdents call, or reads the iovec array of a readv or writev, of
+/// the run's (its slot reads them, and its task is traced): not every process's calls pay.
 #[inline(always)]
-fn on_dirents(ctx: &RawTracePointContext) {
+fn on_exit_reads(ctx: &RawTracePointContext) {
     let regs: u64 = ctx.arg(0);
+    if compat(regs) {
+        return;
+    }
     let nr = syscall_nr(ctx, regs, true);
-    if nr != NR_GETDENTS64 && nr != NR_GETDENTS || compat(regs) {
+    let getdents = nr == NR_GETDENTS64 || nr == NR_GETDENTS;
+    if !getdents && !IOVEC_CALLS.iter().any(|&c| u64::from(c) == nr) {
         return;
     }
     let Some((_, config)) = slot_of(nr) else {
         return;
     };
+    let wanted = match getdents {
+        true => uses(USES_DIRENTS) && config.flags & SLOT_TRACE_DIRENTS != 0,
+        false => uses(USES_IOVECS) && config.strs[0].array >= str_array::IOVEC_GIVEN,
+    };
+    if !wanted {
+        return;
+    }
+    let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: helper without preconditions.
     let cpu = unsafe { bpf_get_smp_processor_id() };
-    if config.flags & SLOT_TRACE_DIRENTS != 0
-        && refused_by(config, bpf_get_current_pid_tgid(), cpu) == 0
-    {
-        dirents(regs, ctx.arg(1));
+    if refused_by(config, pid_tgid, cpu) != 0 {
+        return;
+    }
+    match getdents {
+        true => dirents(regs, ctx.arg(1)),
+        false => crate::iovecs::read(ctx, regs, config, pid_tgid),
     }
 }
 
@@ -452,7 +468,7 @@ const ENV_WALK: u32 = 512;
 const AUXV_WALK: u32 = 64;
 /// Directory entries counted at most per getdents call (more show as `1024+`): glibc's 32 KiB
 /// buffer holds 1,024 records of names of 5 bytes or more (32-byte records), 1,365 of the
-/// shortest. The verifier walks each step: 1,024 cost trace_dirents 36,939 instructions on
+/// shortest. The verifier walks each step: 1,024 cost the dirents program 36,939 instructions on
 /// 6.18.
 const DIRENT_WALK: u64 = 1024;
 

@@ -20,19 +20,13 @@ impl Bpf {
         self.dispatched_slot(config, nr, nr, filter, &programs)
     }
 
-    /// Attaches `trace_dirents`, which counts the entries of getdents calls for
-    /// `trace_exit` (the object loaded with `USES_DIRENTS`). Before any
-    /// [`Bpf::take_trace_slot`]: the kernel runs a tracepoint's programs in the order they
-    /// were attached, and the count must come before the exit's event.
-    pub fn count_dirents(&mut self) -> Result<(), Error> {
-        self.attach_raw("trace_dirents", "sys_exit", true)
-    }
-
-    /// Attaches `trace_iovecs`, which reads the iovec arrays of readv and writev calls for
-    /// `trace_exit` (the object loaded with `USES_IOVECS`). Before any
-    /// [`Bpf::take_trace_slot`], as [`Bpf::count_dirents`].
-    pub fn read_iovecs(&mut self) -> Result<(), Error> {
-        self.attach_raw("trace_iovecs", "sys_exit", true)
+    /// Attaches `trace_exit_reads`, which counts the entries of getdents calls and reads the
+    /// iovec arrays of readv and writev calls for `trace_exit` (the object loaded with
+    /// `USES_DIRENTS` or `USES_IOVECS`). Before any [`Bpf::take_trace_slot`]: the kernel
+    /// runs a tracepoint's programs in the order they were attached, and what it reads must
+    /// come before the exit's event.
+    pub fn read_at_exit(&mut self) -> Result<(), Error> {
+        self.attach_raw("trace_exit_reads", "sys_exit", true)
     }
 
     /// Takes the `tracer trace` slot of events that are not calls (`nr`:

@@ -44,11 +44,9 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
     if let Some(filter) = &plan.filter {
         bpf.set_globs(&filter.globs)?;
     }
-    if (configs.iter()).any(|c| c.uses() & tracer_common::USES_DIRENTS != 0) {
-        bpf.count_dirents()?;
-    }
-    if (configs.iter()).any(|c| c.uses() & tracer_common::USES_IOVECS != 0) {
-        bpf.read_iovecs()?;
+    let loops = tracer_common::USES_DIRENTS | tracer_common::USES_IOVECS;
+    if (configs.iter()).any(|c| c.uses() & loops != 0) {
+        bpf.read_at_exit()?;
     }
     let mut by_slot = HashMap::new();
     for ((layout, config), filter) in layouts.iter().zip(configs).zip(&filters) {

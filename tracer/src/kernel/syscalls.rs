@@ -876,6 +876,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_calls_with_iovec_arrays_are_the_ones_the_exit_program_reads() {
+        let calls: Vec<u32> = (SHAPES.iter())
+            .filter(|s| (s.args.iter()).any(|a| matches!(a, IovGiven(_) | IovFilled(_))))
+            .map(|s| number(s.name).expect("a number"))
+            .collect();
+        assert_eq!(calls, tracer_common::IOVEC_CALLS);
+        // As the first read (the exit program copies it to the area's start): after the fd.
+        for shape in (SHAPES.iter()).filter(|s| calls.contains(&number(s.name).unwrap())) {
+            assert!(matches!(shape.args[..2], [Fd, IovGiven(_) | IovFilled(_)]));
+        }
+    }
+
+    #[test]
     fn every_shape_is_a_syscall_of_this_table_once() {
         for s in SHAPES {
             assert!(number(s.name).is_some(), "{} is not a syscall", s.name);
