@@ -1339,7 +1339,8 @@ fn relative_stamps_agree_with_strace() {
 fn strace_agrees_on_structures() {
     let set = "newfstatat,statx,nanosleep,clock_nanosleep,prlimit64,rt_sigprocmask,\
                rt_sigaction,wait4,pipe2,statfs,sigaltstack,sched_getaffinity,\
-               sched_setaffinity,capget,rt_sigreturn,clone3,writev,readv,unlink";
+               sched_setaffinity,capget,rt_sigreturn,clone3,writev,readv,preadv,pwritev,\
+               preadv2,pwritev2,unlink";
     let Some(run) = side_by_side("structs", &common::c_workload("structs"), set) else {
         return;
     };
@@ -1398,6 +1399,8 @@ fn strace_agrees_on_structures() {
         ),
         "readv(-1, [{iov_base=ADDR, iov_len=4}, {iov_base=ADDR, iov_len=64}, \
          {iov_base=ADDR, iov_len=8}], 3) = -1 EBADF (Bad file descriptor)",
+        "pwritev2(5, [{iov_base=\"ab\", iov_len=2}], 1, 50, RWF_DSYNC) = 2",
+        "preadv2(5, [{iov_base=\"abcd\", iov_len=4}], 1, 0, RWF_HIPRI) = 4",
     ] {
         assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
     }
@@ -1405,32 +1408,34 @@ fn strace_agrees_on_structures() {
 }
 
 /// iovec arrays on tests/workloads/structs.c, on every kernel: the lines strace 6.1 writes
-/// (`strace_agrees_on_structures` checks them against strace where it is installed). With
-/// rt_sigaction, whose two reads make the exit program walk all four, as a whole trace does.
+/// (`strace_agrees_on_structures` checks them against strace where it is installed), the
+/// positioned forms' offsets as one number and their flags by name. With rt_sigaction, whose
+/// two reads make the exit program walk all four, as a whole trace does.
 #[test]
 fn iovec_arrays_read_as_strace_writes_them() {
     require_root();
     let program = common::c_workload("structs");
-    let out = run_tracer(&[
-        "trace",
-        "-e",
-        "writev,readv,rt_sigaction",
-        "--",
-        program.to_str().unwrap(),
-    ]);
+    let calls = [
+        "writev", "readv", "pwritev", "pwritev2", "preadv", "preadv2",
+    ];
+    let set = format!("{},rt_sigaction", calls.join(","));
+    let out = run_tracer(&["trace", "-e", &set, "--", program.to_str().unwrap()]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let lines: Vec<String> = (stderr.lines())
         .filter_map(normalized)
-        .filter(|l| l.starts_with("writev(") || l.starts_with("readv("))
+        .filter(|l| {
+            l.split_once('(')
+                .is_some_and(|(name, _)| calls.contains(&name))
+        })
         .collect();
     let many = vec!["{iov_base=\"z\", iov_len=1}"; 32].join(", ");
+    let given = "[{iov_base=\"ab\", iov_len=2}, {iov_base=NULL, iov_len=0}, \
+                 {iov_base=\"cdefghijklmnopqrstuvwxyz01234567\"..., iov_len=40}], 3";
     assert_eq!(
         lines,
         [
-            "writev(4, [{iov_base=\"ab\", iov_len=2}, {iov_base=NULL, iov_len=0}, \
-             {iov_base=\"cdefghijklmnopqrstuvwxyz01234567\"..., iov_len=40}], 3) = 42"
-                .to_string(),
+            format!("writev(4, {given}) = 42"),
             "readv(3, [{iov_base=\"abcd\", iov_len=4}, \
              {iov_base=\"efghijklmnopqrstuvwxyz0123456789\"..., iov_len=64}, \
              {iov_base=\"\", iov_len=8}], 3) = 42"
@@ -1439,6 +1444,16 @@ fn iovec_arrays_read_as_strace_writes_them() {
             "readv(-1, [{iov_base=ADDR, iov_len=4}, {iov_base=ADDR, iov_len=64}, \
              {iov_base=ADDR, iov_len=8}], 3) = -1 EBADF (Bad file descriptor)"
                 .to_string(),
+            format!("pwritev(5, {given}, 0) = 42"),
+            "pwritev2(5, [{iov_base=\"ab\", iov_len=2}], 1, 50, RWF_DSYNC) = 2".to_string(),
+            "preadv(5, [{iov_base=\"bcde\", iov_len=4}, \
+             {iov_base=\"fghijklmnopqrstuvwxyz0123456789A\"..., iov_len=64}], 2, 1) = 51"
+                .to_string(),
+            "preadv2(5, [{iov_base=\"abcd\", iov_len=4}, \
+             {iov_base=\"efghijklmnopqrstuvwxyz0123456789\"..., iov_len=64}, \
+             {iov_base=\"\", iov_len=8}], 3, -1, 0) = 52"
+                .to_string(),
+            "preadv2(5, [{iov_base=\"abcd\", iov_len=4}], 1, 0, RWF_HIPRI) = 4".to_string(),
         ]
     );
 }

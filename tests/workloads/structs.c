@@ -1,8 +1,9 @@
 /* Calls whose structures strace decodes (issue #42): stat and statx results, timespecs,
  * rlimits, signal sets and sigactions, wait4 statuses of a child that exits with 7 and of
  * one killed by SIGKILL, an fd pair, statfs, sigaltstack's stacks, CPU masks, capability
- * sets, the mask a signal frame restores, clone3's arguments, iovec arrays. The last call, an unlink of a path that does not
- * exist, marks the main thread's lines. */
+ * sets, the mask a signal frame restores, clone3's arguments, iovec arrays (readv, writev
+ * and their positioned forms). The last call, an unlink of a path that does not exist, marks
+ * the main thread's lines. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -14,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -119,6 +121,13 @@ int main(void) {
         many[i] = (struct iovec){"z", 1};
     writev(fds[1], many, 40);
     readv(-1, filled, 3);
+    /* The positioned forms, on a memfd: the offset as one number, the flags by name. */
+    int mem = memfd_create("structs", 0);
+    pwritev(mem, given, 3, 0);
+    pwritev2(mem, given, 1, 50, RWF_DSYNC);
+    preadv(mem, filled, 2, 1);
+    preadv2(mem, filled, 3, -1, 0);
+    preadv2(mem, filled, 1, 0, RWF_HIPRI);
     unlink("/nonexistent/structs");
     return 0;
 }

@@ -287,7 +287,7 @@ pub const USES_FD_INODES: u32 = 1 << 19;
 /// instructions, 3,784 with the loads).
 pub const USES_DEREFS: u32 = 1 << 20;
 /// `tracer trace`'s iovec arrays (readv, writev: [`str_array::IOVEC_GIVEN`](crate::str_array)),
-/// read by a program of their own (`trace_iovecs`).
+/// read at the exit by `trace_exit_reads`, a program of its own.
 pub const USES_IOVECS: u32 = 1 << 21;
 /// Every `USES_*` bit, in bit order.
 pub const USES_FLAGS: [u32; 22] = [

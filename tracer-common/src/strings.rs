@@ -108,9 +108,10 @@ pub mod str_array {
 /// Elements of a `struct iovec` array `tracer trace` reads at most (`str_array::IOVEC_*`):
 /// as many as strace shows at its default `-s` (32).
 pub const IOV_ELEMENTS: u32 = 32;
-/// The x86-64 calls whose first read is an iovec array (readv, writev): `trace_exit_reads`
-/// looks up no other call's slot for one (the lookup cost every call 27 ns).
-pub const IOVEC_CALLS: [u32; 2] = [19, 20];
+/// The x86-64 calls whose first read is an iovec array (readv, writev, preadv, pwritev,
+/// preadv2, pwritev2), in order: `trace_exit_reads` looks up no other call's slot for one (the
+/// lookup cost every call 27 ns).
+pub const IOVEC_CALLS: [u32; 6] = [19, 20, 295, 296, 327, 328];
 /// Bytes of a `struct iovec` on x86-64.
 pub const IOVEC_BYTES: u32 = 16;
 

@@ -20,8 +20,8 @@ pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, p
     let Some(scratch) = SCRATCH.get_ptr_mut(scratch_at::IOVECS) else {
         return;
     };
-    // SAFETY: this program's own per-CPU entry (`scratch_at`), touched by no other program
-    // until this invocation returns but `trace_exit`, which runs after it.
+    // SAFETY: `trace_exit_reads`'s own per-CPU entry (`scratch_at::IOVECS`), touched by no
+    // other program but `trace_exit`, which runs after it on this CPU.
     let scratch = unsafe { &mut *scratch };
     // The arguments at the exit are the entry's: x86-64's syscall path leaves them in
     // pt_regs (the return value goes to `ax`).

@@ -42,7 +42,7 @@ pub(crate) struct Scratch {
     /// states at every element, and 5.10's verifier did not finish in 300 s.
     pub(crate) iov_left: u64,
     /// In the `scratch_at::IOVECS` entry: the `pid_tgid` of the task whose call's iovec array
-    /// the area holds, 0 while none (a task that ran between `trace_iovecs` and its
+    /// the area holds, 0 while none (a task that ran between `trace_exit_reads` and its
     /// `trace_exit` on this CPU leaves its own, and the array is not shown).
     pub(crate) iov_owner: u64,
     /// A `STR_COUNTS` key being built.
@@ -88,7 +88,7 @@ pub(crate) mod scratch_at {
     pub(crate) const SIGNAL: u32 = 9;
     pub(crate) const EXEC: u32 = 10;
     pub(crate) const TASK_EXIT: u32 = 11;
-    /// `trace_iovecs`: a call's iovec array, for the `trace_exit` that runs after it.
+    /// `trace_exit_reads`: a call's iovec array, for the `trace_exit` that runs after it.
     pub(crate) const IOVECS: u32 = 12;
     pub(crate) const COUNT: u32 = 13;
 }

@@ -242,7 +242,7 @@ pub(crate) fn put_iovecs(scratch: &mut Scratch, read: u8, ptr: u64, counts: u64,
     }
 }
 
-/// The iovec array `trace_iovecs` read for the current task's call (`scratch_at::IOVECS`),
+/// The iovec array `trace_exit_reads` read for the current task's call (`scratch_at::IOVECS`),
 /// copied to the start of this event's area (it is the call's first read); a `FAULT` entry
 /// when there is none of this task's.
 #[inline(always)]
@@ -250,7 +250,7 @@ fn copy_iovecs(scratch: &mut Scratch) {
     let Some(from) = crate::maps::SCRATCH.get_ptr_mut(crate::maps::scratch_at::IOVECS) else {
         return;
     };
-    // SAFETY: `trace_iovecs`'s per-CPU entry: it ran before this program on this CPU and is
+    // SAFETY: `trace_exit_reads`'s per-CPU entry: it ran before this program on this CPU and is
     // done with it; read and released here.
     let from = unsafe { &mut *from };
     if from.iov_owner != aya_ebpf::helpers::bpf_get_current_pid_tgid() {
@@ -318,7 +318,7 @@ pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS:
             true => at as u32,
             false => NO_ENTRY,
         };
-        // An iovec array is a call's first read (readv, writev), read by `trace_iovecs`.
+        // An iovec array is a call's first read (readv, writev), read by `trace_exit_reads`.
         if BUFFERS && uses(USES_IOVECS) && k == 0 && read.array >= str_array::IOVEC_GIVEN {
             copy_iovecs(scratch);
         } else if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {

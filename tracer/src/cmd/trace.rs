@@ -223,12 +223,13 @@ fn line_style(plan: &TracePlan) -> LineStyle {
 }
 
 /// How each traced call reads (the calls this kernel's tracefs does not know are left out),
-/// its strings in hexadecimal as `-x` says.
+/// its strings in hexadecimal as `-x` says, its arrays as long as `-s` says.
 fn layouts(plan: &TracePlan, fs: &Tracefs) -> Vec<Layout> {
     (plan.calls.iter())
         .filter_map(|&nr| Layout::of(nr, fs))
         .map(|layout| Layout {
             hex: plan.hex,
+            strsize: plan.strsize,
             ..layout
         })
         .collect()

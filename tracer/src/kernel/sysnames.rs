@@ -141,6 +141,12 @@ pub const MSG_FLAGS: [(u64, &str); 18] = libc_names![u64;
     MSG_WAITFORONE, MSG_FASTOPEN, MSG_CMSG_CLOEXEC,
 ];
 
+/// preadv2's and pwritev2's flags (`RWF_HIPRI|RWF_NOWAIT`).
+pub const RWF_FLAGS: [(u64, &str); 8] = libc_names![u64;
+    RWF_HIPRI, RWF_DSYNC, RWF_SYNC, RWF_NOWAIT, RWF_APPEND, RWF_NOAPPEND, RWF_ATOMIC,
+    RWF_DONTCACHE,
+];
+
 /// Socket option levels, as strace names them (`SOL_TCP` for IPPROTO_TCP).
 pub const SOCKOPT_LEVELS: [(i64, &str); 6] =
     libc_names![i64; SOL_IP, SOL_SOCKET, SOL_TCP, SOL_UDP, SOL_IPV6, SOL_NETLINK];

@@ -4,8 +4,11 @@
 
 use tracer_common::str_flag;
 
-use crate::kernel::syscalls::{Arg, CloneArg, FutexArg, Ret, SockLenFailed, Struct};
+use crate::kernel::syscalls::{Arg, CloneArg, FutexArg, Ret, Struct};
 use crate::kernel::sysnames::{self, AT_FLAGS, CLONE_FLAGS, MAP_FLAGS, OPEN_FLAGS, PROT, SIGNALS};
+
+mod sockname;
+pub use sockname::{sockname, SockName};
 
 /// What was read of one string argument (a path, a buffer, an array's elements).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,6 +22,9 @@ pub struct Read {
     /// strace's `-x` (1: a string with a byte outside the printable ones and `\t\n\v\f\r`
     /// in hexadecimal) and `-xx` (2: every string).
     pub hex: u8,
+    /// Elements of an array shown at most, then `...` (strace's `-s` bounds them too); 0 for
+    /// no bound.
+    pub elements: usize,
 }
 
 impl Read {
@@ -256,6 +262,7 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         // Shown with their lengths (`sockname`); alone, where they are.
         Arg::SockName(_) | Arg::SockLen(_) => pointer(raw),
         Arg::IovGiven(_) | Arg::IovFilled(_) => iovecs(arg, raw, read, ret),
+        Arg::Unshown => String::new(),
         Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
         Arg::Argv => argv(raw, read),
         // The counts come with the event (`environ`, `dirents` in `probe::syscall`).
@@ -358,8 +365,12 @@ fn iovecs(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
     if raw == 0 {
         return pointer(raw);
     }
+    let shown = match read.elements {
+        0 => usize::MAX,
+        n => n,
+    };
     let mut out = String::from("[");
-    for (i, pair) in pairs.chunks_exact(16).enumerate() {
+    for (i, pair) in pairs.chunks_exact(16).take(shown).enumerate() {
         let word = |at: usize| u64::from_ne_bytes(pair[at..at + 8].try_into().expect("8 bytes"));
         let (base, len) = (word(0), word(8));
         if i > 0 {
@@ -374,7 +385,7 @@ fn iovecs(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
         }
         out.push_str(&format!(", iov_len={len}}}"));
     }
-    if read.more {
+    if read.more || pairs.len() / 16 > shown {
         out.push_str(", ...");
     }
     out.push(']');
@@ -552,58 +563,6 @@ fn cut_struct(
         }
         _ => pointer(raw),
     }
-}
-
-/// A sockaddr a call filled and its `socklen_t *`, as the call left them.
-pub struct SockName<'a> {
-    pub addr: u64,
-    pub addr_read: Option<&'a Read>,
-    pub len: u64,
-    pub len_read: Option<&'a Read>,
-    /// The length at entry, when the entry read it.
-    pub given: Option<u32>,
-    /// The return value; `None` for a call that did not return.
-    pub ret: Option<i64>,
-    pub failed: SockLenFailed,
-}
-
-/// The texts of a filled sockaddr and its length, as strace's net.c writes them
-/// (decode_sockname, do_accept, recvfrom): the address as long as the shorter of the lengths
-/// before and after (shorter than a family, its address), the length as `[16]` or, changed,
-/// `[128 => 16]`; for a failed call the address and, as [`SockLenFailed`] says, the length it
-/// was given or its address; where either pointer is NULL, both as addresses.
-pub fn sockname(s: &SockName<'_>) -> (String, String) {
-    let addresses = || (pointer(s.addr), pointer(s.len));
-    let int = |read: Option<&Read>| match read.and_then(|r| r.entries.first()) {
-        Some((bytes, 0)) => Some(u32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?)),
-        _ => None,
-    };
-    let (Some(ret), Some(given)) = (s.ret, s.given) else {
-        return addresses();
-    };
-    if s.addr == 0 || s.len == 0 {
-        return addresses();
-    }
-    if errno_of(ret).is_some() {
-        return match s.failed {
-            SockLenFailed::Given => (pointer(s.addr), format!("[{given}]")),
-            SockLenFailed::Address => addresses(),
-        };
-    }
-    let Some(after) = int(s.len_read) else {
-        return addresses();
-    };
-    let addr = cut_struct(
-        s.addr,
-        s.addr_read,
-        given.min(after) as usize,
-        super::structs::sockaddr,
-    );
-    let len = match given == after {
-        true => format!("[{after}]"),
-        false => format!("[{given} => {after}]"),
-    };
-    (addr, len)
 }
 
 /// A futex(2) argument, as its operation `op` uses it.
@@ -788,7 +747,7 @@ pub fn shown(arg: Arg, args: &[u64]) -> bool {
         Arg::FcntlArg(cmd) => !FCNTL_GETS.contains(&i64::from(at(cmd) as u32 as i32)),
         Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
         Arg::Futex(which, op) => futex_uses(which, at(op)),
-        Arg::Clone(CloneArg::Stack | CloneArg::ChildTid) => false,
+        Arg::Clone(CloneArg::Stack | CloneArg::ChildTid) | Arg::Unshown => false,
         Arg::Clone(CloneArg::ParentTid) => at(0) & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0,
         Arg::Clone(CloneArg::TlsAndChildTid) => {
             at(0) & (CLONE_SETTLS | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) != 0
@@ -1113,70 +1072,42 @@ mod tests {
     }
 
     #[test]
-    fn filled_addresses_and_their_lengths_read_as_straces_net_c() {
-        let bytes = |b: &[u8]| Read {
-            entries: vec![(b.to_vec(), 0)],
+    fn iovec_arrays_read_as_strace_writes_them() {
+        // Three elements: "ab" at 0x10, NULL of 0 bytes, "cd" at 0x20; the pairs, then each
+        // element's bytes as read.
+        let pairs: Vec<u8> = [[0x10u64, 2], [0, 0], [0x20, 2]]
+            .iter()
+            .flat_map(|[base, len]| [base.to_ne_bytes(), len.to_ne_bytes()].concat())
+            .collect();
+        let entries = vec![
+            (pairs, 0),
+            (b"ab".to_vec(), 0),
+            (vec![], 0),
+            (b"cd".to_vec(), 0),
+        ];
+        let read = |elements| Read {
+            entries: entries.clone(),
+            elements,
             ..Read::default()
         };
-        // AF_INET 127.0.0.1:80, then the rest of the 110 bytes read.
-        let mut inet = vec![2, 0, 0, 80, 127, 0, 0, 1];
-        inet.resize(110, 0);
-        let (inet, sixteen, zero) = (bytes(&inet), bytes(&16u32.to_ne_bytes()), bytes(&[0; 4]));
-        let name = |len_read: &Read, given: Option<u32>, ret: i64, failed| {
-            sockname(&SockName {
-                addr: 0x1000,
-                addr_read: Some(&inet),
-                len: 0x2000,
-                len_read: Some(len_read),
-                given,
-                ret: Some(ret),
-                failed,
-            })
-        };
-        let addr = "{sa_family=AF_INET, sin_port=htons(80), sin_addr=inet_addr(\"127.0.0.1\")}";
-        let given = SockLenFailed::Given;
+        let all = "[{iov_base=\"ab\", iov_len=2}, {iov_base=NULL, iov_len=0}, \
+                   {iov_base=\"cd\", iov_len=2}]";
+        let given = Arg::IovGiven(2);
+        assert_eq!(arg(given, 0x1000, Some(&read(0)), Some(4)), all);
+        assert_eq!(arg(given, 0x1000, Some(&read(32)), Some(4)), all);
+        // -s 2: two elements, as strace's -s bounds arrays.
         assert_eq!(
-            name(&sixteen, Some(16), 0, given),
-            (addr.into(), "[16]".into())
+            arg(given, 0x1000, Some(&read(2)), Some(4)),
+            "[{iov_base=\"ab\", iov_len=2}, {iov_base=NULL, iov_len=0}, ...]"
         );
-        assert_eq!(name(&sixteen, Some(128), 5, given).1, "[128 => 16]");
-        // Shorter than a family: the address (recvfrom on a connected socket).
+        // A readv that failed: the bases' addresses; one that did not return: the array's.
         assert_eq!(
-            name(&zero, Some(16), 5, given),
-            ("0x1000".into(), "[16 => 0]".into())
-        );
-        // As long as the shorter length: an unnamed AF_UNIX socket's family alone.
-        let unix = bytes(&[1, 0, b'/', b'x', 0]);
-        let two = bytes(&2u32.to_ne_bytes());
-        let unnamed = sockname(&SockName {
-            addr: 0x1000,
-            addr_read: Some(&unix),
-            len: 0x2000,
-            len_read: Some(&two),
-            given: Some(110),
-            ret: Some(4),
-            failed: given,
-        });
-        assert_eq!(unnamed, ("{sa_family=AF_UNIX}".into(), "[110 => 2]".into()));
-        assert_eq!(
-            name(&sixteen, Some(16), -107, given),
-            ("0x1000".into(), "[16]".into())
+            arg(Arg::IovFilled(2), 0x1000, Some(&read(0)), Some(-9)),
+            "[{iov_base=0x10, iov_len=2}, {iov_base=NULL, iov_len=0}, {iov_base=0x20, iov_len=2}]"
         );
         assert_eq!(
-            name(&sixteen, Some(16), -11, SockLenFailed::Address),
-            ("0x1000".into(), "0x2000".into())
+            arg(Arg::IovFilled(2), 0x1000, Some(&read(0)), None),
+            "0x1000"
         );
-        // Not read at entry: both addresses, as strace when it cannot fetch the length.
-        assert_eq!(name(&sixteen, None, 0, given).1, "0x2000");
-        let null = sockname(&SockName {
-            addr: 0,
-            addr_read: None,
-            len: 0,
-            len_read: None,
-            given: None,
-            ret: Some(1),
-            failed: given,
-        });
-        assert_eq!(null, ("NULL".into(), "NULL".into()));
     }
 }

@@ -35,6 +35,8 @@ pub struct Layout {
     pub reads: Vec<usize>,
     /// strace's `-x` and `-xx`: strings in hexadecimal ([`Read::hex`]).
     pub hex: u8,
+    /// strace's `-s`, which also bounds the elements of an array shown ([`Read::elements`]).
+    pub strsize: u32,
 }
 
 impl Layout {
@@ -75,6 +77,7 @@ impl Layout {
             ret,
             reads,
             hex: 0,
+            strsize: STRLEN_MAX,
         })
     }
 
@@ -238,6 +241,7 @@ impl Layout {
         for (k, read) in reads.iter_mut().enumerate() {
             *read = Read::from_entries(str_entries(strings).filter(|e| usize::from(e.read) == k));
             read.hex = self.hex;
+            read.elements = self.strsize as usize;
         }
         let raw_ret = event.data[word::RETURN];
         let ret = (end == CallEnd::Returned).then_some(raw_ret as i64);
@@ -264,18 +268,14 @@ impl Layout {
                     (_, true) => i128::from(raw as i64),
                     _ => i128::from(raw),
                 };
-                let text = match (p.kind, counted(p.kind, event)) {
-                    (Arg::Envp, Some(count)) => show::environ(raw, count),
-                    (Arg::Dirents, Some(count)) if ret.is_some_and(|r| r >= 0) => {
+                let text = match (p.kind, counted(p.kind, event), &sockname) {
+                    (Arg::Envp, Some(count), _) => show::environ(raw, count),
+                    (Arg::Dirents, Some(count), _) if ret.is_some_and(|r| r >= 0) => {
                         let more = event.fields[trace_word::ENTRIES] & trace_word::ENTRIES_MORE;
                         show::dirents(raw, count, more != 0)
                     }
-                    (Arg::SockName(_), _) if sockname.is_some() => sockname
-                        .as_ref()
-                        .map_or_else(String::new, |(addr, _)| addr.clone()),
-                    (Arg::SockLen(_), _) if sockname.is_some() => sockname
-                        .as_ref()
-                        .map_or_else(String::new, |(_, len)| len.clone()),
+                    (Arg::SockName(_), _, Some((addr, _))) => addr.clone(),
+                    (Arg::SockLen(_), _, Some((_, len))) => len.clone(),
                     _ => show::in_call(p.kind, args, i, read, ret),
                 };
                 Shown {
@@ -314,9 +314,7 @@ impl Layout {
             stacks: Vec::new(),
         }
     }
-}
 
-impl Layout {
     /// The texts of the sockaddr the call filled and of its length ([`Arg::SockName`],
     /// [`Arg::SockLen`]), as strace shows them; `None` for a call without one.
     fn sockname(
@@ -526,6 +524,7 @@ mod tests {
             ret: Ret::Int,
             reads: vec![1],
             hex: 0,
+            strsize: STRLEN_MAX,
         };
         let mut event = Event::from_bytes(&[0u8; Event::SIZE]).unwrap();
         event.data[0] = (-100i64) as u64;
