@@ -730,8 +730,26 @@ fn a_child_that_outlives_its_parent_is_traced_to_its_exit() {
         "{stderr}"
     );
 
-    // -p: the shell waits for a line, then starts the job and exits.
+    // -p: the shell waits for a line, then starts the job and exits; run again as run_tracer
+    // does when the kernel skipped tracer's programs.
     let dir = temp_dir("outlived");
+    for tries in 1.. {
+        let (calls, stderr) = adopted_job(&dir, script);
+        if tries < 3 && stderr.contains(" hits missed: ") {
+            eprintln!("run again: the kernel skipped tracer's programs:\n{stderr}");
+            continue;
+        }
+        let (opens, exits) = hostname_opens_and_exits(&calls);
+        assert_eq!((opens.len(), exits), (1, 3), "{calls}\n{stderr}");
+        break;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tracer trace -p` on a shell that runs `script` once told to: the calls written and
+/// tracer's stderr.
+fn adopted_job(dir: &Path, script: &str) -> (String, String) {
+    use std::io::{Read, Write};
     let calls = dir.join("calls.txt");
     let mut shell = Command::new("sh")
         .args(["-c", &format!("read x; {script}")])
@@ -739,7 +757,7 @@ fn a_child_that_outlives_its_parent_is_traced_to_its_exit() {
         .spawn()
         .unwrap();
     let pid = shell.id().to_string();
-    let (tracer, _stderr, banner) = common::tracer_started(&[
+    let (tracer, mut rest, banner) = common::tracer_started(&[
         "trace",
         "-e",
         "openat,exit_group",
@@ -749,15 +767,13 @@ fn a_child_that_outlives_its_parent_is_traced_to_its_exit() {
         &pid,
     ]);
     assert!(banner.contains(&format!("in process {pid}")), "{banner}");
-    use std::io::Write;
     shell.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(shell.wait().unwrap().success());
     let out = tracer.wait_with_output().unwrap();
-    let calls = std::fs::read_to_string(&calls).unwrap();
-    let (opens, exits) = hostname_opens_and_exits(&calls);
-    assert_eq!((opens.len(), exits), (1, 3), "{calls}");
-    assert_eq!(out.status.code(), Some(0));
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut stderr = String::new();
+    rest.read_to_string(&mut stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (std::fs::read_to_string(&calls).unwrap(), stderr)
 }
 
 #[test]
