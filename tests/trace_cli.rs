@@ -699,6 +699,27 @@ fn unfinished_calls_and_calls_whose_start_was_missed() {
     );
 }
 
+/// The lines of a trace, strace's `NAME(ARGS <unfinished ...>` joined to its `<... NAME
+/// resumed>REST` (as tracer writes a call that did not block long), at the resumed line.
+fn resumed_joined(trace: &str) -> Vec<String> {
+    let mut open: Vec<(String, String)> = Vec::new();
+    let mut lines = Vec::new();
+    for line in trace.lines() {
+        let pid = line.split_whitespace().next().unwrap_or("").to_string();
+        if let Some(start) = line.strip_suffix(" <unfinished ...>") {
+            open.push((pid, start.to_string()));
+        } else if let Some((_, rest)) = line.split_once(" resumed>") {
+            match open.iter().position(|(p, _)| *p == pid) {
+                Some(at) => lines.push(format!("{}{rest}", open.remove(at).1)),
+                None => lines.push(line.to_string()),
+            }
+        } else {
+            lines.push(line.to_string());
+        }
+    }
+    lines
+}
+
 /// The lines of `calls` that open /etc/hostname, and how many calls of exit_group it has.
 fn hostname_opens_and_exits(calls: &str) -> (Vec<&str>, usize) {
     let opens = (calls.lines())
@@ -1477,13 +1498,15 @@ fn iovec_arrays_read_as_strace_writes_them() {
 /// The addresses calls fill, on tests/workloads/sockets.c: as long as the shorter of the
 /// lengths before and after the call, the length as `[16]` or, changed, `[128 => 16]` (read
 /// by the entry before the call writes it), and a failed call's as the length it was given.
-/// The lines strace 6.1 writes, checked against strace too where it is installed (the VM
-/// tier has none: there the entry's read is what is tested). The kernel picks the ports:
-/// they compare as `PORT`.
+/// The messages sendmsg and recvmsg pass: their names, lengths, iovecs, a descriptor passed
+/// (SCM_RIGHTS) and the flags recvmsg sets; a failed recvmsg as the name length it was
+/// given. The lines strace 6.1 writes, checked against strace too where it is installed
+/// (the VM tier has none: there the entry's read and the exit program's are what is tested).
+/// The kernel picks the ports: they compare as `PORT`.
 #[test]
-fn filled_socket_addresses_read_as_strace_writes_them() {
+fn socket_addresses_and_messages_read_as_strace_writes_them() {
     require_root();
-    let set = "getsockname,getpeername,accept4,recvfrom";
+    let set = "getsockname,getpeername,accept4,recvfrom,sendmsg,recvmsg";
     let program = common::c_workload("sockets");
     let dir = temp_dir("sockets");
     let (strace_out, tracer_out) = (dir.join("strace.txt"), dir.join("tracer.txt"));
@@ -1510,19 +1533,69 @@ fn filled_socket_addresses_read_as_strace_writes_them() {
             out
         };
         let trace = std::fs::read_to_string(path).unwrap_or_default();
-        trace.lines().filter_map(normalized).map(port).collect()
+        // In the order the calls ended: the client's recvmsg and the server's sendmsg race.
+        let mut lines: Vec<String> = (resumed_joined(&trace).iter())
+            .filter_map(|l| normalized(l))
+            .map(port)
+            .collect();
+        lines.sort();
+        lines
     };
     let inet = "{sa_family=AF_INET, sin_port=htons(PORT), sin_addr=inet_addr(\"127.0.0.1\")}";
-    let expected = [
+    let unix = "{sa_family=AF_UNIX, sun_path=@\"tracer-corpus\"}";
+    let msg = |name: &str, len: &str, iov: &str, control: &str, flags: &str| {
+        format!(
+            "{{msg_name={name}, msg_namelen={len}, msg_iov=[{iov}], msg_iovlen={}, \
+             {control}msg_flags={flags}}}",
+            iov.matches("iov_len").count()
+        )
+    };
+    let base = |text: &str, len: usize| format!("{{iov_base=\"{text}\", iov_len={len}}}");
+    let rights = |fd: u32| {
+        format!(
+            "msg_control=[{{cmsg_len=20, cmsg_level=SOL_SOCKET, cmsg_type=SCM_RIGHTS, \
+             cmsg_data=[{fd}]}}], msg_controllen=24, "
+        )
+    };
+    let none = "msg_controllen=0, ";
+    let z = base("z", 1);
+    let mut expected = [
         format!("getsockname(3, {inet}, [16]) = 0"),
         "getpeername(3, ADDR, [128]) = -1 ENOTCONN (Transport endpoint is not connected)".into(),
         format!("accept4(3, {inet}, [16], SOCK_CLOEXEC) = 4"),
         format!("getsockname(4, {inet}, [128 => 16]) = 0"),
+        format!(
+            "sendmsg(4, {}, 0) = 4",
+            msg(
+                "NULL",
+                "0",
+                &format!("{}, {}", base("po", 2), base("ng", 2)),
+                none,
+                "0"
+            )
+        ),
+        format!(
+            "recvmsg(4, {}, 0) = 4",
+            msg("NULL", "0", &base("pong", 16), none, "0")
+        ),
         "recvfrom(4, \"x\", 16, 0, NULL, NULL) = 1".into(),
-        "recvfrom(3, \"y\", 16, 0, {sa_family=AF_UNIX, sun_path=@\"tracer-corpus\"}, \
-         [128 => 16]) = 1"
-            .into(),
+        format!(
+            "sendmsg(3, {}, 0) = 1",
+            msg("NULL", "0", &z, &rights(3), "0")
+        ),
+        format!(
+            "recvmsg(4, {}, MSG_CMSG_CLOEXEC) = 1",
+            msg("NULL", "0", &base("z", 16), &rights(5), "MSG_CMSG_CLOEXEC")
+        ),
+        format!("recvfrom(3, \"y\", 16, 0, {unix}, [128 => 16]) = 1"),
+        format!("sendmsg(3, {}, 0) = 1", msg(unix, "16", &z, none, "0")),
+        format!(
+            "recvmsg(3, {}, 0) = 1",
+            msg(unix, "128 => 16", &base("z", 16), none, "0")
+        ),
+        "recvmsg(-1, {msg_namelen=16}, 0) = -1 EBADF (Bad file descriptor)".into(),
     ];
+    expected.sort();
     assert_eq!(lines(&tracer_out), expected);
     if !strace_missing() {
         let status = strace_into(

@@ -1,9 +1,11 @@
 /* Sockets as a small server and its client make them (issue #42's corpus): a TCP listener on
  * 127.0.0.1 and a forked client that connects, writes and reads with recvmsg; the server
- * accepts, polls, reads and answers with sendmsg. Then a UNIX socketpair and a datagram
- * socket bound to an abstract name. The addresses the kernel fills are asked for with room
- * to spare (strace's `[128 => 16]`) and once on a socket that has none (ENOTCONN). Every
- * result is fixed but the port, which the kernel picks. */
+ * accepts, polls, reads and answers with sendmsg. Then a UNIX socketpair, over which a
+ * descriptor passes (SCM_RIGHTS), and a datagram socket bound to an abstract name, which
+ * sends to itself with sendto and sendmsg. The addresses the kernel fills are asked for with
+ * room to spare (strace's `[128 => 16]`, `msg_namelen=128 => 16`) and once on a socket that
+ * has none (ENOTCONN); a recvmsg on no descriptor fails. Every result is fixed but the port,
+ * which the kernel picks. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -69,6 +71,25 @@ int main(void) {
     socketpair(AF_UNIX, SOCK_STREAM, 0, pair);
     send(pair[0], "x", 1, 0);
     recv(pair[1], buf, sizeof buf, 0);
+    char control[CMSG_SPACE(sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec z = {.iov_base = "z", .iov_len = 1};
+    struct msghdr pass = {
+        .msg_iov = &z, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&pass);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pair[0], sizeof(int));
+    sendmsg(pair[0], &pass, 0);
+    char got[64];
+    struct iovec in = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr take = {
+        .msg_iov = &in, .msg_iovlen = 1, .msg_control = got, .msg_controllen = sizeof got};
+    recvmsg(pair[1], &take, MSG_CMSG_CLOEXEC);
+    int passed;
+    memcpy(&passed, CMSG_DATA(CMSG_FIRSTHDR(&take)), sizeof passed);
+    close(passed);
     close(pair[0]);
     close(pair[1]);
 
@@ -79,6 +100,15 @@ int main(void) {
     sendto(dfd, "y", 1, 0, (struct sockaddr *)&un, offsetof(struct sockaddr_un, sun_path) + 14);
     room = sizeof any;
     recvfrom(dfd, buf, sizeof buf, 0, (struct sockaddr *)&any, &room);
+    struct msghdr named = {.msg_name = &un,
+                           .msg_namelen = offsetof(struct sockaddr_un, sun_path) + 14,
+                           .msg_iov = &z,
+                           .msg_iovlen = 1};
+    sendmsg(dfd, &named, 0);
+    struct msghdr from = {
+        .msg_name = &any, .msg_namelen = sizeof any, .msg_iov = &in, .msg_iovlen = 1};
+    recvmsg(dfd, &from, 0);
+    recvmsg(-1, &from, 0);
     close(dfd);
     return 0;
 }

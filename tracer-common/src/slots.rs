@@ -216,7 +216,8 @@ pub struct SlotConfig {
     /// With [`SLOT_RECORD_LEN`]: the bytes of the record read (at most `8 * DATA_WORDS`).
     pub record_len: u64,
     /// `tracer trace`: 1 + the argument pointing at an `int` the call reads and writes
-    /// (accept's and getsockname's `socklen_t *`), which the entry reads
+    /// (accept's and getsockname's `socklen_t *`), plus its byte offset there times 256
+    /// (recvmsg's `msg_namelen`, in the msghdr), which the entry reads
     /// ([`trace_word::ENTRY_INT`](crate::trace_word::ENTRY_INT)); 0 for none.
     pub entry_int: u32,
     pub _pad: u32,

@@ -103,17 +103,31 @@ pub mod str_array {
     /// As [`IOVEC_GIVEN`], for an array the call fills (readv): the bytes as far as the
     /// return value reaches.
     pub const IOVEC_FILLED: u8 = 3;
+    /// `tracer trace`: a `struct msghdr` the call is given (sendmsg): an entry of its
+    /// [`MSGHDR_BYTES`](super::MSGHDR_BYTES), one of its `msg_name` (`msg_namelen` bytes) and
+    /// one of its `msg_control` (`msg_controllen` bytes), each at most
+    /// [`MSG_PART_MAX`](super::MSG_PART_MAX), then its `msg_iov` as [`IOVEC_GIVEN`] reads it.
+    pub const MSGHDR_GIVEN: u8 = 4;
+    /// As [`MSGHDR_GIVEN`], for one the call fills (recvmsg): the header, name and control
+    /// as the call left them, and `msg_iov` as [`IOVEC_FILLED`] reads it.
+    pub const MSGHDR_FILLED: u8 = 5;
 }
 
 /// Elements of a `struct iovec` array `tracer trace` reads at most (`str_array::IOVEC_*`):
 /// as many as strace shows at its default `-s` (32).
 pub const IOV_ELEMENTS: u32 = 32;
-/// The x86-64 calls whose first read is an iovec array (readv, writev, preadv, pwritev,
-/// preadv2, pwritev2), in order: `trace_exit_reads` looks up no other call's slot for one (the
-/// lookup cost every call 27 ns).
-pub const IOVEC_CALLS: [u32; 6] = [19, 20, 295, 296, 327, 328];
+/// The x86-64 calls whose first read is an iovec array, alone (readv, writev, preadv, pwritev,
+/// preadv2, pwritev2) or in a msghdr (sendmsg, recvmsg), in order: `trace_exit_reads` looks
+/// up no other call's slot for one (the lookup cost every call 27 ns).
+pub const IOVEC_CALLS: [u32; 8] = [19, 20, 46, 47, 295, 296, 327, 328];
 /// Bytes of a `struct iovec` on x86-64.
 pub const IOVEC_BYTES: u32 = 16;
+/// Bytes of a `struct msghdr` on x86-64: `msg_name` at 0, `msg_namelen` at 8, `msg_iov` at
+/// 16, `msg_iovlen` at 24, `msg_control` at 32, `msg_controllen` at 40, `msg_flags` at 48.
+pub const MSGHDR_BYTES: u32 = 56;
+/// Bytes of a msghdr's name or control data read at most (`str_array::MSGHDR_*`): a
+/// `sockaddr_storage`, and control data for 24 descriptors.
+pub const MSG_PART_MAX: u32 = 128;
 
 /// Where a buffer read ([`StrRead::len_from`]) finds its length.
 pub mod buffer_len {

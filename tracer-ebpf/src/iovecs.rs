@@ -7,10 +7,12 @@
 //! program for its combined stack.
 
 use aya_ebpf::programs::RawTracePointContext;
-use tracer_common::{buffer_len, str_array, SlotConfig, PT_REGS_SYSCALL_ARGS};
+use tracer_common::{
+    buffer_len, str_array, SlotConfig, MSGHDR_BYTES, MSG_PART_MAX, PT_REGS_SYSCALL_ARGS, STRLEN_MAX,
+};
 
-use crate::maps::{scratch_at, SCRATCH};
-use crate::reads::put_iovecs;
+use crate::maps::{scratch_at, Scratch, SCRATCH};
+use crate::reads::{put_buffer, put_iovecs, read_sized};
 
 /// Reads the iovec array of a call whose slot's first read is one (`config.strs[0]`), at its
 /// exit, for the current task (`pid_tgid`), which its slot traces.
@@ -41,16 +43,43 @@ pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, p
             .unwrap_or(0)
     };
     let ptr = arg(read.at as u8);
-    let count = arg(read.len_from.wrapping_sub(buffer_len::ARG0));
     let ret: u64 = ctx.arg(1);
     let total = match read.array {
-        str_array::IOVEC_FILLED => (ret as i64).max(0) as u64,
+        str_array::IOVEC_FILLED | str_array::MSGHDR_FILLED => (ret as i64).max(0) as u64,
         _ => u64::MAX,
     };
     scratch.used = 0;
     scratch.iov_owner = 0;
+    let (ptr, count) = match read.array {
+        str_array::MSGHDR_GIVEN | str_array::MSGHDR_FILLED => msghdr(scratch, ptr),
+        _ => (ptr, arg(read.len_from.wrapping_sub(buffer_len::ARG0))),
+    };
     // Five arguments at most for a BPF function: the count and the cut share a word.
     let counts = (count & 0xffff_ffff) | u64::from(config.buflen) << 32;
     put_iovecs(scratch, 0, ptr, counts, total);
     scratch.iov_owner = pid_tgid;
+}
+
+/// The entries of the `struct msghdr` at user address `ptr` before its iovecs
+/// (`str_array::MSGHDR_GIVEN`): the header, the name and the control data, each as long as
+/// the header says, at most `MSG_PART_MAX`. Returns where its `msg_iov` is and how long.
+#[inline(always)]
+fn msghdr(scratch: &mut Scratch, ptr: u64) -> (u64, u64) {
+    let word = |at: u64, size: u8| read_sized(ptr.wrapping_add(at), size, true).unwrap_or(0);
+    let part_max = u64::from(MSG_PART_MAX);
+    // Through a volatile read: with the constant, LLVM specialised `put_buffer`'s room check
+    // into two comparisons of the offset with 8133, and 5.10's verifier, walking the branch
+    // that cannot be taken (its bounds crossed), lost the destination's type and refused it.
+    // SAFETY: a read of a local.
+    let head = unsafe { core::ptr::read_volatile(&u64::from(MSGHDR_BYTES)) };
+    put_buffer(scratch, 0, ptr, head, STRLEN_MAX);
+    put_buffer(scratch, 0, word(0, 8), word(8, 4).min(part_max), STRLEN_MAX);
+    put_buffer(
+        scratch,
+        0,
+        word(32, 8),
+        word(40, 8).min(part_max),
+        STRLEN_MAX,
+    );
+    (word(16, 8), word(24, 8))
 }

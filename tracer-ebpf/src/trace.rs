@@ -282,12 +282,12 @@ fn sigreturn_mask(start: &mut TraceStart, regs: u64) {
     start.args[1] = u64::from(mask.is_some());
 }
 
-/// The `int` at the user address in argument `which - 1` (`SlotConfig::entry_int`), with
-/// `ENTRY_INT_READ` set; 0 when it cannot be read. A constant index per argument: the
+/// The `int` at the user address in argument `(which & 0xff) - 1`, `which >> 8` bytes on
+/// (`SlotConfig::entry_int`), with `ENTRY_INT_READ` set; 0 when it cannot be read. A constant index per argument: the
 /// verifier of 5.10 refuses a stack read at a variable offset.
 #[inline(always)]
 fn entry_int(args: &[u64; word::ARGS], which: u32) -> u64 {
-    let ptr = match which {
+    let ptr = match which & 0xff {
         1 => args[0],
         2 => args[1],
         3 => args[2],
@@ -296,6 +296,7 @@ fn entry_int(args: &[u64; word::ARGS], which: u32) -> u64 {
         6 => args[5],
         _ => return 0,
     };
+    let ptr = ptr.wrapping_add(u64::from(which >> 8));
     // SAFETY: the probe-read helper fails cleanly on a bad address.
     match unsafe { aya_ebpf::helpers::bpf_probe_read_user(ptr as *const u32) } {
         Ok(value) => trace_word::ENTRY_INT_READ | u64::from(value),

@@ -315,13 +315,7 @@ const VM_PARALLEL: usize = 2;
 /// Builds an integration test binary and returns its path (cargo's JSON artifact message).
 fn test_binary(name: &str) -> Result<PathBuf> {
     let output = cargo()
-        .args([
-            "test",
-            "--no-run",
-            "--test",
-            name,
-            "--message-format=json",
-        ])
+        .args(["test", "--no-run", "--test", name, "--message-format=json"])
         .output()
         .context("cannot run cargo test --no-run")?;
     if !output.status.success() {

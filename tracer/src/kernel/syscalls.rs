@@ -144,6 +144,13 @@ pub enum Arg {
     /// A `struct iovec` array the call fills (readv): as [`Arg::IovGiven`], the bytes as far
     /// as the return value reaches (`iov_base=""` past it); its address when the call failed.
     IovFilled(usize),
+    /// A `struct msghdr` the call is given (sendmsg): its name, iovecs (as [`Arg::IovGiven`])
+    /// and control messages, as strace shows them.
+    MsgGiven,
+    /// A `struct msghdr` the call fills (recvmsg): as [`Arg::MsgGiven`], as the call left it,
+    /// the name's length at entry beside its length after (`msg_namelen=128 => 16`, read by
+    /// the entry: `SlotConfig::entry_int`); for a failed call, that length alone.
+    MsgFilled,
     /// A register strace does not show: preadv's `pos_h` (x86-64 passes the whole offset in
     /// `pos_l`).
     Unshown,
@@ -434,14 +441,20 @@ mod tests {
     #[test]
     fn the_calls_with_iovec_arrays_are_the_ones_the_exit_program_reads() {
         let mut calls: Vec<u32> = (SHAPES.iter())
-            .filter(|s| (s.args.iter()).any(|a| matches!(a, IovGiven(_) | IovFilled(_))))
+            .filter(|s| {
+                (s.args.iter())
+                    .any(|a| matches!(a, IovGiven(_) | IovFilled(_) | MsgGiven | MsgFilled))
+            })
             .map(|s| number(s.name).expect("a number"))
             .collect();
         calls.sort();
         assert_eq!(calls, tracer_common::IOVEC_CALLS);
         // As the first read (the exit program copies it to the area's start): after the fd.
         for shape in (SHAPES.iter()).filter(|s| calls.contains(&number(s.name).unwrap())) {
-            assert!(matches!(shape.args[..2], [Fd, IovGiven(_) | IovFilled(_)]));
+            assert!(matches!(
+                shape.args[..2],
+                [Fd, IovGiven(_) | IovFilled(_) | MsgGiven | MsgFilled]
+            ));
         }
     }
 

@@ -7,7 +7,9 @@ use tracer_common::str_flag;
 use crate::kernel::syscalls::{Arg, CloneArg, FutexArg, Ret, Struct};
 use crate::kernel::sysnames::{self, AT_FLAGS, CLONE_FLAGS, MAP_FLAGS, OPEN_FLAGS, PROT, SIGNALS};
 
+mod msghdr;
 mod sockname;
+pub use msghdr::{msghdr, MsgHdr};
 pub use sockname::{sockname, SockName};
 
 /// What was read of one string argument (a path, a buffer, an array's elements).
@@ -262,6 +264,8 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         // Shown with their lengths (`sockname`); alone, where they are.
         Arg::SockName(_) | Arg::SockLen(_) => pointer(raw),
         Arg::IovGiven(_) | Arg::IovFilled(_) => iovecs(arg, raw, read, ret),
+        // Shown with the length its entry read (`msghdr`); alone, its address.
+        Arg::MsgGiven | Arg::MsgFilled => pointer(raw),
         Arg::Unshown => String::new(),
         Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
         Arg::Argv => argv(raw, read),

@@ -5,8 +5,8 @@
 
 use tracer_common::{
     buffer_len, src, str_array, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word,
-    word, Event, SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, SLOT_AGGREGATE,
-    SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
+    word, Event, SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, MSGHDR_BYTES,
+    SLOT_AGGREGATE, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
     SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
     SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS, TRACE_STACK_TOP,
 };
@@ -151,7 +151,13 @@ impl Layout {
             for (k, &at) in self.reads.iter().enumerate() {
                 let kind = self.params[at].kind;
                 // The exit program reads an iovec array as a call's first read only.
-                debug_assert!(k == 0 || !matches!(kind, Arg::IovGiven(_) | Arg::IovFilled(_)));
+                debug_assert!(
+                    k == 0
+                        || !matches!(
+                            kind,
+                            Arg::IovGiven(_) | Arg::IovFilled(_) | Arg::MsgGiven | Arg::MsgFilled
+                        )
+                );
                 config.strs[k] = StrRead {
                     at: at as u32,
                     from: str_from::ARG,
@@ -160,6 +166,8 @@ impl Layout {
                         Arg::Argv => str_array::STRINGS,
                         Arg::IovGiven(_) => str_array::IOVEC_GIVEN,
                         Arg::IovFilled(_) => str_array::IOVEC_FILLED,
+                        Arg::MsgGiven => str_array::MSGHDR_GIVEN,
+                        Arg::MsgFilled => str_array::MSGHDR_FILLED,
                         _ => str_array::NONE,
                     },
                     len_from: match kind {
@@ -177,6 +185,7 @@ impl Layout {
                         Arg::IovGiven(count) | Arg::IovFilled(count) => {
                             buffer_len::ARG0 + count as u8
                         }
+                        Arg::MsgGiven | Arg::MsgFilled => buffer_len::fixed(MSGHDR_BYTES as usize),
                         _ => 0,
                     },
                 };
@@ -185,6 +194,10 @@ impl Layout {
         // The length a filled sockaddr was given, read at entry: the call overwrites it.
         if let Some(at) = (self.params.iter()).position(|p| matches!(p.kind, Arg::SockLen(_))) {
             config.entry_int = at as u32 + 1;
+        }
+        // recvmsg's `msg_namelen`, 8 bytes into the msghdr.
+        if let Some(at) = (self.params.iter()).position(|p| p.kind == Arg::MsgFilled) {
+            config.entry_int = at as u32 + 1 + (8 << 8);
         }
         // -k: the top of the user stack at the return, after the call's own reads (none for
         // an exec, whose strings are read at entry, nor where every read is taken).
@@ -253,7 +266,11 @@ impl Layout {
             .take_while(|p| {
                 !matches!(
                     p.kind,
-                    Arg::BufOut | Arg::Out(_) | Arg::SockName(_) | Arg::IovFilled(_)
+                    Arg::BufOut
+                        | Arg::Out(_)
+                        | Arg::SockName(_)
+                        | Arg::IovFilled(_)
+                        | Arg::MsgFilled
                 )
             })
             .count();
@@ -276,6 +293,13 @@ impl Layout {
                     }
                     (Arg::SockName(_), _, Some((addr, _))) => addr.clone(),
                     (Arg::SockLen(_), _, Some((_, len))) => len.clone(),
+                    (Arg::MsgGiven | Arg::MsgFilled, _, _) => show::msghdr(&show::MsgHdr {
+                        raw,
+                        read,
+                        filled: p.kind == Arg::MsgFilled,
+                        given: entry_int(event),
+                        ret,
+                    }),
                     _ => show::in_call(p.kind, args, i, read, ret),
                 };
                 Shown {
@@ -331,17 +355,22 @@ impl Layout {
             return None;
         };
         let read = |i: usize| self.reads.iter().position(|&r| r == i).map(|k| &reads[k]);
-        let word = event.fields[trace_word::ENTRY_INT];
         Some(show::sockname(&show::SockName {
             addr: event.data[at],
             addr_read: read(at),
             len: event.data[len_at],
             len_read: read(len_at),
-            given: (word & trace_word::ENTRY_INT_READ != 0).then_some(word as u32),
+            given: entry_int(event),
             ret,
             failed,
         }))
     }
+}
+
+/// The `int` the entry read (`SlotConfig::entry_int`), if it did.
+fn entry_int(event: &Event) -> Option<u32> {
+    let word = event.fields[trace_word::ENTRY_INT];
+    (word & trace_word::ENTRY_INT_READ != 0).then_some(word as u32)
 }
 
 /// What the kernel counted for an argument of kind `kind` (`trace_word::ENVIRON`,
@@ -429,6 +458,8 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::SockLen(_)
             | Arg::IovGiven(_)
             | Arg::IovFilled(_)
+            | Arg::MsgGiven
+            | Arg::MsgFilled
     )
 }
 

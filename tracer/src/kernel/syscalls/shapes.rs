@@ -152,13 +152,13 @@ pub const SHAPES: &[Shape] = &[
     shape(
         "sendmsg",
         N | D,
-        &[Fd, Ptr, Flags(&names::MSG_FLAGS)],
+        &[Fd, MsgGiven, Flags(&names::MSG_FLAGS)],
         Ret::Int,
     ),
     shape(
         "recvmsg",
         N | D,
-        &[Fd, Ptr, Flags(&names::MSG_FLAGS)],
+        &[Fd, MsgFilled, Flags(&names::MSG_FLAGS)],
         Ret::Int,
     ),
     shape("shutdown", N | D, &[Fd, ShutdownHow], Ret::Int),
