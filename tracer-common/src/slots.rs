@@ -290,8 +290,15 @@ pub const USES_DEREFS: u32 = 1 << 20;
 /// `tracer trace`'s iovec arrays (readv, writev: [`str_array::IOVEC_GIVEN`](crate::str_array)),
 /// read at the exit by `trace_exit_reads`, a program of its own.
 pub const USES_IOVECS: u32 = 1 << 21;
+/// `tracer trace`'s strings read when a call enters (an exec's path: [`SLOT_TRACE_AT_ENTRY`]
+/// with a string read): without it the entry program has no string reads for the verifier to
+/// walk.
+pub const USES_ENTRY_STRINGS: u32 = 1 << 22;
+/// `tracer trace`'s calls that do not return (exit, exit_group: [`SLOT_TRACE_NO_RETURN`]),
+/// sent by the entry program: without it that program sends nothing.
+pub const USES_NO_RETURN: u32 = 1 << 23;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 22] = [
+pub const USES_FLAGS: [u32; 24] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -314,6 +321,8 @@ pub const USES_FLAGS: [u32; 22] = [
     USES_FD_INODES,
     USES_DEREFS,
     USES_IOVECS,
+    USES_ENTRY_STRINGS,
+    USES_NO_RETURN,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 
@@ -488,6 +497,12 @@ impl SlotConfig {
         }
         if self.strs.iter().any(|r| r.len_from != 0) {
             uses |= USES_TRACE;
+        }
+        if self.flags & SLOT_TRACE_AT_ENTRY != 0 && self.strs[0].from != str_from::NONE {
+            uses |= USES_ENTRY_STRINGS;
+        }
+        if self.flags & SLOT_TRACE_NO_RETURN != 0 {
+            uses |= USES_NO_RETURN;
         }
         uses
     }

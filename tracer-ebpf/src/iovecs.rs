@@ -7,12 +7,10 @@
 //! program for its combined stack.
 
 use aya_ebpf::programs::RawTracePointContext;
-use tracer_common::{
-    buffer_len, str_array, SlotConfig, MSGHDR_BYTES, MSG_PART_MAX, PT_REGS_SYSCALL_ARGS, STRLEN_MAX,
-};
+use tracer_common::{buffer_len, str_array, SlotConfig, MSGHDR_BYTES, MSG_PART_MAX, STRLEN_MAX};
 
 use crate::maps::{scratch_at, Scratch, SCRATCH};
-use crate::reads::{put_buffer, put_iovecs, read_sized};
+use crate::reads::{put_buffer, put_iovecs, read_sized, syscall_arg};
 
 /// Reads the iovec array of a call whose slot's first read is one (`config.strs[0]`), at its
 /// exit, for the current task (`pid_tgid`), which its slot traces.
@@ -25,24 +23,7 @@ pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, p
     // SAFETY: `trace_exit_reads`'s own per-CPU entry (`scratch_at::IOVECS`), touched by no
     // other program but `trace_exit`, which runs after it on this CPU.
     let scratch = unsafe { &mut *scratch };
-    // The arguments at the exit are the entry's: x86-64's syscall path leaves them in
-    // pt_regs (the return value goes to `ax`).
-    // A constant offset per argument: 5.10's verifier refuses a stack read at a variable one.
-    let arg = |i: u8| {
-        let offset = match i {
-            0 => PT_REGS_SYSCALL_ARGS[0],
-            1 => PT_REGS_SYSCALL_ARGS[1],
-            2 => PT_REGS_SYSCALL_ARGS[2],
-            3 => PT_REGS_SYSCALL_ARGS[3],
-            4 => PT_REGS_SYSCALL_ARGS[4],
-            5 => PT_REGS_SYSCALL_ARGS[5],
-            _ => return 0,
-        };
-        // SAFETY: the probe-read helper fails cleanly on a bad address.
-        unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((regs + offset) as *const u64) }
-            .unwrap_or(0)
-    };
-    let ptr = arg(read.at as u8);
+    let ptr = syscall_arg(regs, read.at);
     let ret: u64 = ctx.arg(1);
     let total = match read.array {
         str_array::IOVEC_FILLED | str_array::MSGHDR_FILLED => (ret as i64).max(0) as u64,
@@ -52,7 +33,13 @@ pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, p
     scratch.iov_owner = 0;
     let (ptr, count) = match read.array {
         str_array::MSGHDR_GIVEN | str_array::MSGHDR_FILLED => msghdr(scratch, ptr),
-        _ => (ptr, arg(read.len_from.wrapping_sub(buffer_len::ARG0))),
+        _ => (
+            ptr,
+            syscall_arg(
+                regs,
+                u32::from(read.len_from.wrapping_sub(buffer_len::ARG0)),
+            ),
+        ),
     };
     // Five arguments at most for a BPF function: the count and the cut share a word.
     let counts = (count & 0xffff_ffff) | u64::from(config.buflen) << 32;

@@ -12,8 +12,9 @@ use tracer_common::{
     buffer_len, str_array, str_flag, str_from, str_mem, trace_word, word, Event, FieldRead,
     SlotConfig, StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS,
     FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOVEC_BYTES, IOV_ELEMENTS,
-    KERNEL_SPACE_START, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS,
-    USDT_MEM, USDT_REG, USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY, USES_TRACE,
+    KERNEL_SPACE_START, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA,
+    STR_ENTRY, STR_READS, USDT_MEM, USDT_REG, USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS,
+    USES_STR_MANY, USES_TRACE,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
@@ -348,6 +349,25 @@ pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS:
         k += 1;
     }
     event.str_bytes = used(scratch) as i32;
+}
+
+/// Syscall argument `i` (0 to 5) from the `pt_regs` at `regs`, as the entry found it (at the
+/// exit too: x86-64's syscall path leaves the argument registers there, the return value
+/// going to `ax`); 0 when unreadable or past the sixth. A constant offset per argument: 5.10's
+/// verifier refuses a stack read at a variable one.
+#[inline(always)]
+pub(crate) fn syscall_arg(regs: u64, i: u32) -> u64 {
+    let offset = match i {
+        0 => PT_REGS_SYSCALL_ARGS[0],
+        1 => PT_REGS_SYSCALL_ARGS[1],
+        2 => PT_REGS_SYSCALL_ARGS[2],
+        3 => PT_REGS_SYSCALL_ARGS[3],
+        4 => PT_REGS_SYSCALL_ARGS[4],
+        5 => PT_REGS_SYSCALL_ARGS[5],
+        _ => return 0,
+    };
+    // SAFETY: the probe-read helper fails cleanly on a bad address.
+    unsafe { bpf_probe_read_kernel((regs + offset) as *const u64) }.unwrap_or(0)
 }
 
 /// `size` bytes at `addr` from user or kernel memory, zero-extended; `None` when unreadable.

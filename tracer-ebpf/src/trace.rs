@@ -16,7 +16,8 @@ use tracer_common::{
     SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
     SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS,
     TRACE_EXIT_NR, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING,
-    USES_CPU_TIME, USES_DIRENTS, USES_FD_INODES, USES_IOVECS, USES_STRINGS, USES_TRACE,
+    USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FD_INODES, USES_IOVECS, USES_NO_RETURN,
+    USES_STRINGS, USES_TRACE,
 };
 
 use crate::filters::{filtered_out, refused_by};
@@ -234,7 +235,7 @@ fn on_enter(ctx: &RawTracePointContext) {
             (start.cpu_clock, start.cpu_sum, start.cpu) = (clock, sum, cpu);
         }
     }
-    if config.flags & SLOT_TRACE_NO_RETURN != 0 {
+    if uses(USES_NO_RETURN) && config.flags & SLOT_TRACE_NO_RETURN != 0 {
         // Sent now: no exit will come.
         let Some((event, config)) = begin(ctx, slot, scratch_at::TRACE_ENTER) else {
             return;
@@ -253,7 +254,7 @@ fn on_enter(ctx: &RawTracePointContext) {
         finish(ctx, event, config);
         return;
     }
-    if uses(USES_STRINGS)
+    if uses(USES_ENTRY_STRINGS)
         && config.flags & SLOT_TRACE_AT_ENTRY != 0
         && config.strs[0].from != str_from::NONE
     {
@@ -283,8 +284,8 @@ fn sigreturn_mask(start: &mut TraceStart, regs: u64) {
 }
 
 /// The `int` at the user address in argument `(which & 0xff) - 1`, `which >> 8` bytes on
-/// (`SlotConfig::entry_int`), with `ENTRY_INT_READ` set; 0 when it cannot be read. A constant index per argument: the
-/// verifier of 5.10 refuses a stack read at a variable offset.
+/// (`SlotConfig::entry_int`), with `ENTRY_INT_READ` set; 0 when it cannot be read. A constant
+/// index per argument: the verifier of 5.10 refuses a stack read at a variable offset.
 #[inline(always)]
 fn entry_int(args: &[u64; word::ARGS], which: u32) -> u64 {
     let ptr = match which & 0xff {
