@@ -97,6 +97,9 @@ int main(void) {
     struct __user_cap_data_struct caps[2];
     syscall(SYS_capget, &cap_header, caps);
     syscall(SYS_capget, &cap_header, 0);
+    /* libcap's first question: a version the kernel does not know, which it overwrites. */
+    cap_header.version = 0;
+    syscall(SYS_capget, &cap_header, 0);
     /* A thread: glibc starts it with clone3. */
     pthread_t t;
     pthread_create(&t, 0, thread, &fds[0]);

@@ -199,6 +199,10 @@ impl Layout {
         if let Some(at) = (self.params.iter()).position(|p| p.kind == Arg::MsgFilled) {
             config.entry_int = at as u32 + 1 + (8 << 8);
         }
+        // capget's and capset's version, which the kernel overwrites when it does not know it.
+        if let Some(at) = (self.params.iter()).position(|p| p.kind == Arg::In(Struct::CapHeader)) {
+            config.entry_int = at as u32 + 1;
+        }
         // -k: the top of the user stack at the return, after the call's own reads (none for
         // an exec, whose strings are read at entry, nor where every read is taken).
         let free = self.reads.len();
@@ -293,6 +297,10 @@ impl Layout {
                     }
                     (Arg::SockName(_), _, Some((addr, _))) => addr.clone(),
                     (Arg::SockLen(_), _, Some((_, len))) => len.clone(),
+                    (Arg::In(Struct::CapHeader), _, _) => {
+                        let given = given_version(read, entry_int(event));
+                        show::in_call(p.kind, args, i, given.as_ref().or(read), ret)
+                    }
                     (Arg::MsgGiven | Arg::MsgFilled, _, _) => show::msghdr(&show::MsgHdr {
                         raw,
                         read,
@@ -365,6 +373,16 @@ impl Layout {
             failed,
         }))
     }
+}
+
+/// A capability header's read with the version the call was given (`given`, read at entry):
+/// for a version it does not know (libcap asks with 0), the kernel writes its own back, and
+/// strace shows the one given (`{version=0 /* _LINUX_CAPABILITY_VERSION_??? */, pid=0}`).
+fn given_version(read: Option<&Read>, given: Option<u32>) -> Option<Read> {
+    let (mut read, given) = (read?.clone(), given?);
+    let (bytes, _) = read.entries.first_mut()?;
+    bytes.get_mut(..4)?.copy_from_slice(&given.to_ne_bytes());
+    Some(read)
 }
 
 /// The `int` the entry read (`SlotConfig::entry_int`), if it did.
