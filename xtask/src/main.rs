@@ -262,7 +262,10 @@ const EVERY_KERNEL: [&str; 3] = ["vm_kprobe", "dist_vm", "perf_host"];
 /// programs showed; the middle kernels share out recordings, USDT, latency and profiles. A
 /// kernel not listed runs every suite. The tier took 481-509 s per edge kernel with every
 /// suite on both (2026-12-02), then 1,315-1,650 s on a host (and a CI host) 2.8 times slower
-/// at emulation, with gcc taking 9 s per workload in the guest: over CI's 30 minutes.
+/// at emulation, with gcc taking 9 s per workload in the guest: over CI's 30 minutes. As
+/// shared out here, 5.10 took 848 s and 7.3 704 s (2026-12-03), then 510 s and 432 s once the
+/// trace entry program stopped verifying paths a run cannot take and the debug binary lost
+/// its full debug info.
 const KERNEL_SUITES: [(&str, &[&str]); 4] = [
     (
         "5.10",
