@@ -23,10 +23,10 @@ pub mod trace_word {
     /// the words [`ENVIRON`] and [`ENTRIES`] are free): the inode numbers of the descriptor
     /// the call returned, or of the two a pipe or socketpair filled; 0 where unread.
     pub const INODES: usize = 2;
-    /// `fields` (calls with `SlotConfig::entry_int`: accept, getsockname, recvfrom; none of
-    /// them getdents, a pipe or a socketpair, which write this word): the `int` the call's
-    /// in/out argument held when it entered (strace's `[128 => 16]`), with [`ENTRY_INT_READ`]
-    /// set; 0 when it was not read.
+    /// `fields` (calls with `SlotConfig::entry_int`: accept, getsockname, recvfrom, recvmsg,
+    /// capget, capset; none of them getdents, a pipe or a socketpair, which write this word):
+    /// the `int` the call's in/out argument held when it entered (strace's `[128 => 16]`),
+    /// with [`ENTRY_INT_READ`] set; 0 when it was not read.
     pub const ENTRY_INT: usize = 3;
     /// In [`ENTRY_INT`]: the entry read the `int`.
     pub const ENTRY_INT_READ: u64 = 1 << 32;

@@ -1,4 +1,5 @@
-//! `tracer trace`'s iovec arrays (readv, writev): read at a call's exit by `trace_exit_reads`
+//! `tracer trace`'s iovec arrays (readv, writev), alone or in a msghdr with its name and
+//! control data (sendmsg, recvmsg): read at a call's exit by `trace_exit_reads`
 //! (a program of its own on `sys_exit`, attached before `trace_exit`), into the scratch entry
 //! `scratch_at::IOVECS`; `trace_exit`, which runs next on the same CPU, copies them into its
 //! event as the call's first read (`reads::copy_iovecs`). The loop over the elements is walked
@@ -12,8 +13,8 @@ use tracer_common::{buffer_len, str_array, SlotConfig, MSGHDR_BYTES, MSG_PART_MA
 use crate::maps::{scratch_at, Scratch, SCRATCH};
 use crate::reads::{put_buffer, put_iovecs, read_sized, syscall_arg};
 
-/// Reads the iovec array of a call whose slot's first read is one (`config.strs[0]`), at its
-/// exit, for the current task (`pid_tgid`), which its slot traces.
+/// Reads the iovec array (or msghdr) of a call whose slot's first read is one
+/// (`config.strs[0]`), at its exit, for the current task (`pid_tgid`), which its slot traces.
 #[inline(always)]
 pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, pid_tgid: u64) {
     let read = config.strs[0];

@@ -81,6 +81,24 @@ impl Layout {
         })
     }
 
+    /// The `int` the entry reads because the call may write over it
+    /// (`SlotConfig::entry_int`: 1 + the argument, plus the byte offset there times 256), or
+    /// 0: a filled sockaddr's length (`[128 => 16]`), recvmsg's `msg_namelen` (8 bytes into
+    /// the msghdr), and capget's and capset's version (the kernel writes its own over one it
+    /// does not know).
+    fn entry_int_at(&self) -> u32 {
+        (self.params.iter().enumerate())
+            .find_map(|(at, p)| {
+                let offset = match p.kind {
+                    Arg::SockLen(_) | Arg::In(Struct::CapHeader) => 0,
+                    Arg::MsgFilled => 8,
+                    _ => return None,
+                };
+                Some(at as u32 + 1 + (offset << 8))
+            })
+            .unwrap_or(0)
+    }
+
     /// Whether the call's strings must be read when it enters: exec replaces the memory
     /// they are in.
     pub fn strings_at_entry(&self) -> bool {
@@ -192,17 +210,7 @@ impl Layout {
             }
         }
         // The length a filled sockaddr was given, read at entry: the call overwrites it.
-        if let Some(at) = (self.params.iter()).position(|p| matches!(p.kind, Arg::SockLen(_))) {
-            config.entry_int = at as u32 + 1;
-        }
-        // recvmsg's `msg_namelen`, 8 bytes into the msghdr.
-        if let Some(at) = (self.params.iter()).position(|p| p.kind == Arg::MsgFilled) {
-            config.entry_int = at as u32 + 1 + (8 << 8);
-        }
-        // capget's and capset's version, which the kernel overwrites when it does not know it.
-        if let Some(at) = (self.params.iter()).position(|p| p.kind == Arg::In(Struct::CapHeader)) {
-            config.entry_int = at as u32 + 1;
-        }
+        config.entry_int = self.entry_int_at();
         // -k: the top of the user stack at the return, after the call's own reads (none for
         // an exec, whose strings are read at entry, nor where every read is taken).
         let free = self.reads.len();
