@@ -90,8 +90,8 @@ fn cmsgs(bytes: &[u8], controllen: u64) -> String {
             .map(|w| i32::from_ne_bytes(w.try_into().expect("4 bytes")))
     };
     let mut parts = Vec::new();
-    let mut at = 0;
-    while at + 16 <= bytes.len() {
+    let mut at: usize = 0;
+    while at.saturating_add(16) <= bytes.len() {
         let len = u64_of(&bytes[at..at + 8]) as usize;
         let (level, kind) = (
             i32_at(bytes, at + 8).unwrap_or(0),
@@ -100,7 +100,8 @@ fn cmsgs(bytes: &[u8], controllen: u64) -> String {
         if len < 16 {
             break;
         }
-        let data = &bytes[at + 16..bytes.len().min(at + len)];
+        // The lengths are the traced program's: one past the data read ends the list.
+        let data = &bytes[at + 16..bytes.len().min(at.saturating_add(len))];
         let level_text = match level {
             libc::SOL_SOCKET => "SOL_SOCKET".to_string(),
             libc::SOL_IP => "SOL_IP".to_string(),
@@ -133,7 +134,7 @@ fn cmsgs(bytes: &[u8], controllen: u64) -> String {
         parts.push(format!(
             "{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}, cmsg_data={data_text}}}"
         ));
-        at += len.div_ceil(8) * 8;
+        at = at.saturating_add(len.div_ceil(8).saturating_mul(8));
     }
     if (bytes.len() as u64) < controllen && at < controllen as usize {
         parts.push("...".into());
@@ -234,6 +235,22 @@ mod tests {
         let mut faulted = got.clone();
         faulted.entries[0].1 = tracer_common::str_flag::FAULT;
         assert_eq!(msg(&faulted, true, Some(16), 4), "0x1000");
+    }
+
+    #[test]
+    fn a_control_length_past_the_data_ends_the_list() {
+        let mut huge = Vec::new();
+        huge.extend_from_slice(&u64::MAX.to_ne_bytes());
+        huge.extend_from_slice(&libc::SOL_SOCKET.to_ne_bytes());
+        huge.extend_from_slice(&libc::SCM_RIGHTS.to_ne_bytes());
+        huge.extend_from_slice(&7i32.to_ne_bytes());
+        assert_eq!(
+            cmsgs(&huge, 20),
+            format!(
+                "[{{cmsg_len={}, cmsg_level=SOL_SOCKET, cmsg_type=SCM_RIGHTS, cmsg_data=[7]}}]",
+                u64::MAX
+            )
+        );
     }
 
     #[test]
