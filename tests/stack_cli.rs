@@ -647,11 +647,12 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
             .unwrap_or_else(|| panic!("{event}"));
         let stack = event["stack"].as_array().unwrap();
         if stack.len() == 1 && stack[0]["error"].is_string() {
-            // A taken bucket (EEXIST), or, rarely, an id reused within 100 us of the event
-            // with another stack: shown as unknown, never as another call's.
+            // A taken bucket (EEXIST), or, rarely, an id reused within 1 ms of the event
+            // with another stack, or taken over 1 ms after the event's time (preempted):
+            // shown as unknown, never as another call's.
             let error = stack[0]["error"].as_str().unwrap();
             assert!(
-                error.contains("File exists") || error.contains("reused before this event"),
+                error.contains("File exists") || error.contains("reused around the time"),
                 "{event}"
             );
             lost[n as usize * 4 / calls] += 1;
@@ -675,4 +676,68 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
     let total: usize = lost.iter().sum();
     assert!(total * 10 < calls, "{lost:?} of {calls} lost");
     assert!(lost[3] * 4 < calls / 4, "{lost:?} of {calls} lost");
+}
+
+/// `probe -s` at a uprobe in code built without frame pointers: libc's `write` under Debian's
+/// echo (its one write, at exit, through stdio and the exit handlers; echo is stripped too).
+/// The hit copies the top of the user stack, which tracer unwinds by the files' CFI, so its
+/// stack goes through the same files, frame for frame, as strace -k's at that write's system
+/// call, down to echo's `_start` (strace's first frame is inside `write`, ours its first
+/// instruction). A frame-pointer walk alone gives write and its direct caller.
+#[test]
+fn uprobe_stacks_through_code_without_frame_pointers_agree_with_strace() {
+    common::require_root();
+    if !has(Feature::UprobePmu, "uprobe_cfi_stacks")
+        || !has(Feature::Bpf, "uprobe_cfi_stacks")
+        || common::strace_missing()
+    {
+        return;
+    }
+    let libc = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6").unwrap();
+    let echo = std::fs::canonicalize("/bin/echo").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("probe.json");
+    let spec = format!("uprobe:{}:write", libc.display());
+    let out = common::tracer(&[
+        "probe",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        "-o",
+        ours.to_str().unwrap(),
+        &spec,
+        "--",
+        echo.to_str().unwrap(),
+        "hi",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events = json_lines(&std::fs::read(&ours).unwrap());
+    assert_eq!(events.len(), 1, "{stderr}");
+    let frames: Vec<(String, String)> = (events[0]["stack"].as_array().unwrap().iter())
+        .map(|f| {
+            let module = f["module"].as_str().unwrap_or("[unknown]").to_string();
+            (module, f["symbol"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    let theirs = dir.path().join("strace.txt");
+    let command = [echo.to_str().unwrap(), "hi"];
+    assert!(common::strace_into(&theirs, &["-k", "-e", "trace=write"], &command).success());
+    let theirs = std::fs::read_to_string(&theirs).unwrap();
+    let straces = common::stack_frames(&theirs);
+    assert_eq!(straces.len(), 1, "{theirs}");
+    let files: Vec<&str> = frames.iter().map(|(module, _)| module.as_str()).collect();
+    let strace_files: Vec<&str> = straces[0].iter().map(|(file, _)| file.as_str()).collect();
+    assert!(strace_files.len() >= 10, "{theirs}");
+    assert_eq!(files, strace_files, "tracer: {frames:?}\nstrace:\n{theirs}");
+    let libc = libc.to_str().unwrap();
+    assert!(
+        frames[0].0 == libc && frames[0].1.ends_with("write"),
+        "{frames:?}"
+    );
+    assert!(
+        frames.iter().any(|(_, symbol)| symbol == "_IO_file_write"),
+        "{frames:?}"
+    );
 }

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{joined, require_root, syscalls_program, text};
+use common::{
+    joined, require_root, stack_frames, strace_into, strace_missing, syscalls_program, text,
+};
 
 /// The calls the workload's main thread makes, as strace writes them; `ADDR` is its mmap's
 /// address.
@@ -124,30 +126,6 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// Whether strace is missing (said: the side-by-side test is skipped).
-fn strace_missing() -> bool {
-    let missing = Command::new("strace").arg("-V").output().is_err();
-    if missing {
-        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
-    }
-    missing
-}
-
-/// `strace -q FLAGS -o OUT COMMAND...`, its stdout and stderr to /dev/null: its status.
-fn strace_into(out: &Path, flags: &[&str], command: &[&str]) -> std::process::ExitStatus {
-    Command::new("strace")
-        .arg("-q")
-        .args(flags)
-        .arg("-o")
-        .arg(out)
-        .args(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
 }
 
 /// `tracer ARGS`, its stdin closed.
@@ -444,30 +422,6 @@ fn a_count_of_nothing_prints_no_table() {
     let theirs = dir.join("strace-c.txt");
     assert!(strace_into(&theirs, &["-f", "-c", "-e", "trace=getppid"], &["true"]).success());
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "");
-}
-
-/// The frames of `-k` lines (` > FILE(FUNCTION+0xOFF) [0xOFFSET]`), each call's as
-/// (file, offset in it): what strace and tracer must agree on. The function names may differ
-/// where a symbol has aliases (strace reads libc's dynamic symbols; tracer its debug file,
-/// libc6-dbg, so `__libc_start_call_main` where strace says `__libc_init_first`).
-fn stack_frames(trace: &str) -> Vec<Vec<(String, String)>> {
-    let mut calls: Vec<Vec<(String, String)>> = Vec::new();
-    for line in trace.lines() {
-        match line.strip_prefix(" > ") {
-            Some(frame) => {
-                let file = frame.split('(').next().unwrap_or_default().to_string();
-                let offset = frame.rsplit('[').next().unwrap_or_default();
-                let offset = offset.trim_end_matches(']').to_string();
-                calls
-                    .last_mut()
-                    .expect("a frame under a call")
-                    .push((file, offset));
-            }
-            None if line.contains(" = ") => calls.push(Vec::new()),
-            None => {}
-        }
-    }
-    calls
 }
 
 /// `-k`, strace's stack per call, on a Debian binary built without frame pointers (echo: its

@@ -777,3 +777,55 @@ pub fn tracer_of_a_waiting_shell(
     let _ = work.wait();
     (pid, out, banner + &rest)
 }
+
+/// Whether strace is missing (said: the side-by-side test is skipped).
+pub fn strace_missing() -> bool {
+    let missing = Command::new("strace").arg("-V").output().is_err();
+    if missing {
+        eprintln!("skipped: strace is not installed (cargo xtask setup installs it)");
+    }
+    missing
+}
+
+/// `strace -q FLAGS -o OUT COMMAND...`, its stdout and stderr to /dev/null: its status.
+pub fn strace_into(
+    out: &std::path::Path,
+    flags: &[&str],
+    command: &[&str],
+) -> std::process::ExitStatus {
+    Command::new("strace")
+        .arg("-q")
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .args(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+}
+
+/// The frames of `-k` lines (` > FILE(FUNCTION+0xOFF) [0xOFFSET]`), each call's as
+/// (file, offset in it): what strace and tracer must agree on. The function names may differ
+/// where a symbol has aliases (strace reads libc's dynamic symbols; tracer its debug file,
+/// libc6-dbg, so `__libc_start_call_main` where strace says `__libc_init_first`).
+pub fn stack_frames(trace: &str) -> Vec<Vec<(String, String)>> {
+    let mut calls: Vec<Vec<(String, String)>> = Vec::new();
+    for line in trace.lines() {
+        match line.strip_prefix(" > ") {
+            Some(frame) => {
+                let file = frame.split('(').next().unwrap_or_default().to_string();
+                let offset = frame.rsplit('[').next().unwrap_or_default();
+                let offset = offset.trim_end_matches(']').to_string();
+                calls
+                    .last_mut()
+                    .expect("a frame under a call")
+                    .push((file, offset));
+            }
+            None if line.contains(" = ") => calls.push(Vec::new()),
+            None => {}
+        }
+    }
+    calls
+}

@@ -153,6 +153,15 @@ pub struct AggValue {
 /// `Event::kstack` / `Event::ustack` when that stack was not asked for. Other negative values
 /// are the errno of a failed `bpf_get_stackid` (e.g. -EEXIST: the stack map bucket was taken).
 pub const NO_STACK: i32 = i32::MIN;
+/// How long after reading a streamed event's time a BPF program may take its stack ids. The
+/// reader recycles the ids of the stacks it has read and tells an id's generations apart by
+/// the event's time, so it must know within how long of it the id was taken: a hit that took
+/// longer (preempted between the two, which uprobe programs can be) carries -ESTALE in place
+/// of its ids, counted and shown as such, rather than an id that may be another stack's.
+/// Native walks take microseconds; emulated ones (the VM tier) up to about a hundred.
+pub const STACK_TAKEN_WITHIN_NS: u64 = 1_000_000;
+/// The stack ids of a hit that took them too late ([`STACK_TAKEN_WITHIN_NS`]): -ESTALE.
+pub const STACK_TAKEN_LATE: i32 = -116;
 /// Capacity of the `STACKS` map when stacks are captured (distinct stacks of one run). Without
 /// `-s` the map is created with one entry, so start-up does not pay for it.
 pub const STACK_ENTRIES: u32 = 16384;

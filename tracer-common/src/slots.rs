@@ -269,8 +269,7 @@ pub const USES_STR_MANY: u32 = 1 << 12;
 pub const USES_STR_ARRAYS: u32 = 1 << 13;
 /// USDT argument reads (`SLOT_USDT`).
 pub const USES_USDT: u32 = 1 << 14;
-/// `tracer trace`: the paired `sys_enter`/`sys_exit` programs and buffer reads
-/// ([`StrRead::len_from`]).
+/// `tracer trace`: the paired `sys_enter`/`sys_exit` programs.
 pub const USES_TRACE: u32 = 1 << 15;
 /// Counted hits may be counted in runs of one key ([`SLOT_RUN_KEYED`]). Only for a command
 /// whose keys repeat hit after hit (`tracer watch --summary`: a thread at one instruction): a
@@ -297,8 +296,12 @@ pub const USES_ENTRY_STRINGS: u32 = 1 << 22;
 /// `tracer trace`'s calls that do not return (exit, exit_group: [`SLOT_TRACE_NO_RETURN`]),
 /// sent by the entry program: without it that program sends nothing.
 pub const USES_NO_RETURN: u32 = 1 << 23;
+/// Reads of a given or fixed length ([`StrRead::len_from`]): `tracer trace`'s buffers and
+/// structures, and the top of the user stack ([`str_from::STACK`]) that `-k` and `probe -s`
+/// copy.
+pub const USES_BUFFERS: u32 = 1 << 24;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 24] = [
+pub const USES_FLAGS: [u32; 25] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -323,6 +326,7 @@ pub const USES_FLAGS: [u32; 24] = [
     USES_IOVECS,
     USES_ENTRY_STRINGS,
     USES_NO_RETURN,
+    USES_BUFFERS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 
@@ -496,7 +500,7 @@ impl SlotConfig {
             uses |= USES_USDT;
         }
         if self.strs.iter().any(|r| r.len_from != 0) {
-            uses |= USES_TRACE;
+            uses |= USES_BUFFERS;
         }
         if self.flags & SLOT_TRACE_AT_ENTRY != 0 && self.strs[0].from != str_from::NONE {
             uses |= USES_ENTRY_STRINGS;

@@ -2,7 +2,7 @@
 //! (`RINGBUF`), with the wakeup policy of the latter, and the stack ids a hit carries.
 
 use aya_ebpf::bindings::{
-    BPF_F_CURRENT_CPU, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
+    BPF_F_CURRENT_CPU, BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
 };
 use aya_ebpf::helpers::{
     bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns, bpf_perf_event_output,
@@ -12,7 +12,10 @@ use aya_ebpf::maps::{PerfEventArray, RingBuf};
 use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
-use tracer_common::{drop, stat_failed, Event, DATA_WORDS, NO_STACK, STR_BUFFER, USES_STACKS};
+use tracer_common::{
+    drop, stat_failed, Event, DATA_WORDS, NO_STACK, SLOT_STACK_KERNEL, SLOT_STACK_USER,
+    STACK_TAKEN_LATE, STACK_TAKEN_WITHIN_NS, STR_BUFFER, USES_STACKS,
+};
 
 use crate::caches::{current_comm_words, put_comm};
 use crate::filters::debug_dropped;
@@ -47,17 +50,15 @@ pub(crate) const WAKE_TICK_SHIFT: u32 = 20;
 pub(crate) fn emit_raw<C: EbpfContext>(
     ctx: &C,
     data: &[u64; DATA_WORDS],
-    kstack: i32,
-    ustack: i32,
+    (time_ns, kstack, ustack): (u64, i32, i32),
     at: u32,
 ) -> bool {
     // SAFETY: entry `at` of this CPU is this program's (`scratch_at`) until it returns.
     let Some(event) = SCRATCH.get_ptr_mut(at).map(|p| unsafe { &mut (*p).event }) else {
         return false;
     };
+    event.time_ns = time_ns;
     // SAFETY: helper without preconditions.
-    event.time_ns = unsafe { bpf_ktime_get_ns() };
-    // SAFETY: as above.
     event.cpu = unsafe { bpf_get_smp_processor_id() };
     event.pid_tgid = bpf_get_current_pid_tgid();
     event.slot = tracer_common::LATENCY_SLOT;
@@ -68,6 +69,27 @@ pub(crate) fn emit_raw<C: EbpfContext>(
     zero_words(&mut event.fields);
     event.field_faults = 0;
     output(ctx, event)
+}
+
+/// The ids of the current kernel and user stacks (as [`stack_id`]) of a streamed event whose
+/// time is `time_ns`, read just before: [`STACK_TAKEN_LATE`] in place of each id when they
+/// were taken later than [`STACK_TAKEN_WITHIN_NS`] after it (the task was preempted between),
+/// since the reader could then match them with a generation of the stack the ids no longer
+/// held.
+#[inline(always)]
+pub(crate) fn stack_ids_at<C: StackIdContext>(ctx: &C, flags: u32, time_ns: u64) -> (i32, i32) {
+    let kstack = stack_id(ctx, flags & SLOT_STACK_KERNEL != 0, 0);
+    let ustack = stack_id(ctx, flags & SLOT_STACK_USER != 0, BPF_F_USER_STACK as u64);
+    if kstack < 0 && ustack < 0 {
+        return (kstack, ustack);
+    }
+    // SAFETY: helper without preconditions.
+    let now = unsafe { bpf_ktime_get_ns() };
+    if now.wrapping_sub(time_ns) <= STACK_TAKEN_WITHIN_NS {
+        return (kstack, ustack);
+    }
+    let late = |id: i32| if id >= 0 { STACK_TAKEN_LATE } else { id };
+    (late(kstack), late(ustack))
 }
 
 /// The id of the current kernel or user stack in `STACKS`, or the helper's negative errno.

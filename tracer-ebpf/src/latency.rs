@@ -2,7 +2,6 @@
 //! into a histogram bucket (per CPU, per `--by` group), keeps sum and max, and streams calls
 //! slower than a threshold. Included into the probes object, which owns the maps they share.
 
-use aya_ebpf::bindings::BPF_F_USER_STACK;
 use aya_ebpf::helpers::{bpf_probe_read_user, generated};
 use aya_ebpf::macros::{fentry, fexit, kprobe, map};
 use aya_ebpf::maps::{Array, LruHashMap, PerCpuArray, PerCpuHashMap};
@@ -16,12 +15,12 @@ use tracer_common::{
     HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
     LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
     LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
-    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED,
-    SLOT_VALUE_FILTER, USES_USDT, USES_VALUE_FILTER,
+    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_USDT,
+    USES_VALUE_FILTER,
 };
 
 use crate::caches::current_comm;
-use crate::emit::{emit_raw, stack_id};
+use crate::emit::{emit_raw, stack_ids_at};
 use crate::filters::{filter_passes, passes};
 use crate::maps::{scratch_at, zero_words, SCRATCH};
 use crate::reads::usdt_args;
@@ -319,13 +318,10 @@ fn outlier<C: StackIdContext>(
         // SAFETY: the probe-read helper fails cleanly on a bad user address.
         data[word::ENTRY_RET] = unsafe { bpf_probe_read_user(entry_sp as *const u64) }.unwrap_or(0);
     }
-    let kstack = stack_id(ctx, config.stack_flags & SLOT_STACK_KERNEL != 0, 0);
-    let ustack = stack_id(
-        ctx,
-        config.stack_flags & SLOT_STACK_USER != 0,
-        BPF_F_USER_STACK as u64,
-    );
-    if !emit_raw(ctx, &data, kstack, ustack, at) {
+    // SAFETY: helper without preconditions.
+    let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
+    let (kstack, ustack) = stack_ids_at(ctx, config.stack_flags, now);
+    if !emit_raw(ctx, &data, (now, kstack, ustack), at) {
         count(LAT_STAT_OUTLIER_LOST);
     }
 }

@@ -13,8 +13,8 @@ use tracer_common::{
     SlotConfig, StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS,
     FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOVEC_BYTES, IOV_ELEMENTS,
     KERNEL_SPACE_START, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA,
-    STR_ENTRY, STR_READS, USDT_MEM, USDT_REG, USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS,
-    USES_STR_MANY, USES_TRACE,
+    STR_ENTRY, STR_READS, USDT_MEM, USDT_REG, USES_BUFFERS, USES_DEREFS, USES_IOVECS,
+    USES_STR_ARRAYS, USES_STR_MANY,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
@@ -322,7 +322,7 @@ pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS:
         // An iovec array is a call's first read (readv, writev), read by `trace_exit_reads`.
         if BUFFERS && uses(USES_IOVECS) && k == 0 && read.array >= str_array::IOVEC_GIVEN {
             copy_iovecs(scratch);
-        } else if BUFFERS && uses(USES_TRACE) && read.len_from != 0 {
+        } else if BUFFERS && uses(USES_BUFFERS) && read.len_from != 0 {
             let (len, keep) = match read.len_from {
                 buffer_len::RETURN => (event_ret(scratch), config.buflen),
                 // A structure is read whole, whatever -s says.

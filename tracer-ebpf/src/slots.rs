@@ -25,7 +25,7 @@ use tracer_common::{
 };
 
 use crate::aggregate::{aggregate, continues_run, continues_run_at_ip};
-use crate::emit::{emit, stack_id};
+use crate::emit::{emit, stack_id, stack_ids_at};
 use crate::filters::{debug_dropped, filtered_out, refused_by};
 use crate::maps::{bump, scratch_at, zero_words, CONFIG, SCRATCH, SYS_SLOTS};
 use crate::reads::{read_fields, read_record, read_strings, usdt_args};
@@ -71,10 +71,6 @@ pub(crate) fn begin<C: StackIdContext>(
     // A counted hit needs only what its key uses: no timestamp (and the comm only when keyed
     // by it, in `aggregate`).
     let counted = config.flags & SLOT_AGGREGATE != 0;
-    if !counted {
-        // SAFETY: helper without preconditions.
-        event.time_ns = unsafe { bpf_ktime_get_ns() };
-    }
     event.cpu = cpu;
     event.pid_tgid = pid_tgid;
     event.slot = slot;
@@ -83,12 +79,19 @@ pub(crate) fn begin<C: StackIdContext>(
     event.field_faults = 0;
     // The comm is filled in last (output, aggregate): the cache's hit and miss paths then
     // rejoin just before the end, and the verifier checks little of the program twice.
-    event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
-    event.ustack = stack_id(
-        ctx,
-        config.flags & SLOT_STACK_USER != 0,
-        BPF_F_USER_STACK as u64,
-    );
+    if counted {
+        // A counted stack's id is never recycled (and the count has no time).
+        event.kstack = stack_id(ctx, config.flags & SLOT_STACK_KERNEL != 0, 0);
+        event.ustack = stack_id(
+            ctx,
+            config.flags & SLOT_STACK_USER != 0,
+            BPF_F_USER_STACK as u64,
+        );
+    } else {
+        // SAFETY: helper without preconditions.
+        event.time_ns = unsafe { bpf_ktime_get_ns() };
+        (event.kstack, event.ustack) = stack_ids_at(ctx, config.flags, event.time_ns);
+    }
     Some((event, config))
 }
 
@@ -105,14 +108,22 @@ pub(crate) fn finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotCo
 }
 
 /// The end of a kernel or user probe's hit, its argument words in place: the member reads and
-/// strings, the value filter, then the output or the count.
+/// strings, the value filter, then the output or the count. `sp`: the user stack pointer
+/// (a user probe's), where a [`str_from::STACK`] read copies the stack's top from.
 #[inline(always)]
-pub(crate) fn read_then_finish<C: EbpfContext>(ctx: &C, event: &mut Event, config: &SlotConfig) {
+pub(crate) fn read_then_finish<C: EbpfContext>(
+    ctx: &C,
+    event: &mut Event,
+    config: &SlotConfig,
+    sp: u64,
+) {
     if uses(USES_FIELDS) {
         read_fields(event, config);
     }
     if uses(USES_STRINGS) && config.strs[0].from != str_from::NONE {
-        read_strings::<true, true, STR_READS>(event, config, |_, _| 0);
+        // A probe's only read with a pointer of neither an argument, a member nor the return
+        // value is the stack's top (`str_from::STACK`).
+        read_strings::<true, true, STR_READS>(event, config, |_, _| sp);
     }
     if filtered_out(event, config) {
         return;
@@ -154,7 +165,9 @@ pub(crate) fn on_probe(ctx: &ProbeContext, slot: u32) {
         // the probe-read helper fails cleanly on a bad user address.
         _ => unsafe { bpf_probe_read_user((*ctx.regs).rsp as *const u64) }.unwrap_or(0),
     };
-    read_then_finish(ctx, event, config);
+    // SAFETY: as above, a fixed-offset load of the context.
+    let sp = unsafe { (*ctx.regs).rsp };
+    read_then_finish(ctx, event, config, sp);
 }
 
 /// Tracepoint slots: the first bytes of the record, decoded in userspace from its format file.
@@ -389,7 +402,7 @@ pub(crate) fn on_function<C: StackIdContext>(ctx: &C, exit: bool) {
         return;
     };
     function_words(ctx, event, config, exit);
-    read_then_finish(ctx, event, config);
+    read_then_finish(ctx, event, config, 0);
 }
 
 #[fentry]

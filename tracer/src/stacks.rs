@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use hashbrown::{HashMap, HashSet};
 
-use tracer_common::{Event, NO_STACK};
+use tracer_common::{Event, NO_STACK, STACK_TAKEN_LATE, STACK_TAKEN_WITHIN_NS};
 
 use crate::bpf::Bpf;
 use crate::kernel::symbols::{Kallsyms, Process};
@@ -106,18 +106,15 @@ type Ips = Rc<[u64]>;
 type Made = (Ips, Rc<Frames>);
 
 /// When a recycled stack id left the map: its removal happened within `lo..=hi`, `lo` moved
-/// back by [`TAKEN_BEFORE_ID_NS`] (an event's time is read before its stack ids).
+/// back by [`STACK_TAKEN_WITHIN_NS`], the longest a BPF program may take its stack ids after
+/// reading its event's time (a hit that took longer, preempted, sends [`STACK_TAKEN_LATE`]
+/// in their place): an event whose time falls that close before an id's removal may have
+/// been given the id on either side of it, and is told by what the map holds then.
 #[derive(Clone, Copy, Debug)]
 struct Removal {
     lo: u64,
     hi: u64,
 }
-
-/// How long before taking its stack ids a BPF slot may read its event's time (the kernel
-/// stack's walk before the user stack's, a few microseconds; an interrupt between them): an
-/// event whose time falls that close to an id's removal may have been given the id on either
-/// side of it, and is told by what the map holds then.
-const TAKEN_BEFORE_ID_NS: u64 = 100_000;
 
 /// What a streamed event's stack id held when the event was taken, for an id recycled since.
 enum Held {
@@ -178,7 +175,8 @@ pub struct Symbolizer {
     /// longer kept is not given the map's newer one.
     last_removed: HashMap<u32, Removal>,
     /// Streamed stacks whose id was recycled around their event's time without telling which
-    /// stack it held, or too long before their event was read: shown as not captured.
+    /// stack it held, or too long before their event was read, or that were taken too long
+    /// after their event's time to tell ([`STACK_TAKEN_LATE`]): shown as not captured.
     pub recycled_late: u64,
     /// `--call-graph dwarf`: an unwinder per process, with the mappings' version it was
     /// built from.
@@ -234,30 +232,20 @@ impl Symbolizer {
     /// `entry_ret`: `word::ENTRY_RET` of a slot with `SLOT_STACK_AT_ENTRY`, else 0: a user
     /// address is the user stack's direct caller at a function's entry (a uprobe, an execute
     /// breakpoint), put back second; a kernel address is a fentry hit's function, put first
-    /// where the unwinder from the trampoline left it out.
+    /// where the unwinder from the trampoline left it out. `top`: the bytes the program
+    /// copied at the user stack pointer (`tracer trace -k` at a call's return, `probe -s` at a
+    /// user probe's hit): the stack is unwound from them by CFI as far as they reach (the
+    /// caller of a wrapper such as libc's `syscall()`, which makes no frame, and code without
+    /// frame pointers) and joined with the frame-pointer walk ([`spliced`]).
     pub fn stacks(
         &mut self,
         bpf: &Bpf,
         event: &Event,
         entry_ret: u64,
-    ) -> Result<Vec<Stack>, Error> {
-        let ids = (event.kstack, event.ustack);
-        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(event.time_ns), None)
-    }
-
-    /// [`Symbolizer::stacks`] of a system call's return (`tracer trace -k`), with `top`, the
-    /// bytes the exit program copied at the user stack pointer: the stack is unwound from
-    /// them by CFI as far as they reach (the caller of a wrapper such as libc's `syscall()`,
-    /// which makes no frame, and code without frame pointers) and joined with the
-    /// frame-pointer walk ([`spliced`]).
-    pub fn call_stacks(
-        &mut self,
-        bpf: &Bpf,
-        event: &Event,
         top: Option<&[u8]>,
     ) -> Result<Vec<Stack>, Error> {
         let ids = (event.kstack, event.ustack);
-        self.stacks_at(bpf, event.pid(), ids, 0, Some(event.time_ns), top)
+        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(event.time_ns), top)
     }
 
     /// The stack unwound by CFI from `top` (the bytes at the stack pointer) and `ip`, its
@@ -323,7 +311,10 @@ impl Symbolizer {
                 continue;
             }
             let Ok(id) = u32::try_from(id) else {
-                self.not_captured += 1;
+                match id == STACK_TAKEN_LATE {
+                    true => self.recycled_late += 1,
+                    false => self.not_captured += 1,
+                }
                 out.push(Stack::NotCaptured(id));
                 continue;
             };
@@ -497,7 +488,7 @@ impl Symbolizer {
             let hi = now();
             newest = hi;
             let removal = Removal {
-                lo: lo.saturating_sub(TAKEN_BEFORE_ID_NS),
+                lo: lo.saturating_sub(STACK_TAKEN_WITHIN_NS),
                 hi,
             };
             self.last_removed.insert(*id, removal);
@@ -808,7 +799,7 @@ impl Symbolizer {
         }
         if self.recycled_late > 0 {
             parts.push(format!(
-                "{} stacks not known: their stack map entries were reused before their events were read",
+                "{} stacks not known: their stack map entries were reused around the time they were taken",
                 self.recycled_late
             ));
         }
@@ -846,8 +837,14 @@ impl Symbolizer {
 
 #[cfg(test)]
 mod tests {
-    use super::{spliced, with_entry_caller, without_trampoline, Frame, Space};
+    use super::{spliced, with_entry_caller, without_trampoline, Frame, Space, STACK_TAKEN_LATE};
     use crate::kernel::unwind::UnwindEnd;
+
+    #[test]
+    fn ids_taken_late_read_as_the_recycled_stack_errno() {
+        // The BPF side has no libc: its constant must be the errno the output names.
+        assert_eq!(STACK_TAKEN_LATE, -libc::ESTALE);
+    }
 
     #[test]
     fn trampoline_frames_leave_the_stack() {

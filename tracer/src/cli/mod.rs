@@ -580,7 +580,7 @@ pub struct TraceArgs {
     pub paths: Vec<PathBuf>,
     /// A stack per call, as strace's -k: the user stack where the call returned (entered,
     /// for exit and exit_group), one ` > FILE(FUNCTION+0xOFF) [0xOFFSET]` line per frame,
-    /// walked by frame pointers.
+    /// walked by frame pointers and unwound by CFI from a copy of the stack's top.
     #[arg(short = 'k', long = "stack-trace")]
     pub stack_trace: bool,
     /// Show a call blocked this long at once, as `read(0,  <unfinished ...>`, and its end as

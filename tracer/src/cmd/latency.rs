@@ -262,7 +262,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                     .as_ref()
                     .map(|values| start_args(values, e)),
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
-                stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e))?,
+                stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e), None)?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;
         }

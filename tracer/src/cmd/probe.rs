@@ -370,12 +370,14 @@ impl<W: std::io::Write> LoopState<'_, W> {
             streamed.faults += u64::from(Values::faults(event));
             self.delivered += 1;
             let probe = &streamed.probe;
-            let (args, ret, errno) = probe::decode(&probe.decoder, event, &strings[range.clone()]);
+            let (strings, top) =
+                probe::strings::split_top(&strings[range.clone()], probe.stack_top);
+            let (args, ret, errno) = probe::decode(&probe.decoder, event, strings);
             let entry_ret = match probe.at_entry {
                 true => event.data[tracer_common::word::ENTRY_RET],
                 false => 0,
             };
-            let stacks = self.symbolizer.stacks(self.bpf, event, entry_ret)?;
+            let stacks = self.symbolizer.stacks(self.bpf, event, entry_ret, top)?;
             let decoded = Decoded {
                 event,
                 probe: &probe.name,

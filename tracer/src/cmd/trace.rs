@@ -611,7 +611,7 @@ impl TraceSink<'_> {
         if i < self.shown && on_path {
             if let Some(stacks) = &mut self.stacks {
                 let top = self.layouts[i].stack_top(strings);
-                call.stacks = stacks.symbolizer.call_stacks(self.bpf, event, top)?;
+                call.stacks = stacks.symbolizer.stacks(self.bpf, event, 0, top)?;
             }
             if let Some(tally) = &mut self.tally {
                 tally_call(tally, (i, self.layouts[i].nr), &call);

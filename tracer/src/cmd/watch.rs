@@ -243,7 +243,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
             at: frame,
             change,
             // Set by the program only for an execute breakpoint at a function's entry.
-            stacks: (self.symbolizer).stacks(self.bpf, event, event.data[word::ENTRY_RET])?,
+            stacks: (self.symbolizer).stacks(self.bpf, event, event.data[word::ENTRY_RET], None)?,
         };
         (hit.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)
     }

@@ -69,6 +69,9 @@ pub struct Probe {
     /// A uprobe at a function's entry with user stacks: each hit's `word::ENTRY_RET` is its
     /// stack's missing direct caller.
     pub at_entry: bool,
+    /// Streamed user probes with user stacks: the string read that copies the top of the
+    /// user stack at each hit (`str_from::STACK`), unwound by CFI.
+    pub stack_top: Option<u8>,
     pub slot: Slot,
     pub decoder: Decoder,
     /// Kernel probes by name: the function (for the "may be inlined" hint).

@@ -2,7 +2,7 @@
 //! string entries), as values: a string, a string cut at `--strlen`, an array of them (argv),
 //! or nothing (the pointer could not be read: its value is shown instead).
 
-use tracer_common::{str_entries, str_flag, STR_READS};
+use tracer_common::{str_entries, str_flag, STR_ENTRY, STR_READS};
 
 use crate::kernel::format::Value;
 
@@ -43,6 +43,24 @@ pub fn values(area: &[u8]) -> [Option<Value>; STR_READS] {
     values
 }
 
+/// The string area without the entry of read `top`, the copy of the user stack's top
+/// (`str_from::STACK`, a slot's last read, so its entry is the area's last), and that copy
+/// when it could be made.
+pub fn split_top(area: &[u8], top: Option<u8>) -> (&[u8], Option<&[u8]>) {
+    let Some(top) = top else {
+        return (area, None);
+    };
+    match str_entries(area).find(|entry| entry.read == top) {
+        Some(entry) => {
+            // The entry's header is just before its bytes, inside `area`.
+            let start = entry.bytes.as_ptr() as usize - area.as_ptr() as usize - STR_ENTRY;
+            let copied = entry.flags & (str_flag::FAULT | str_flag::NO_ROOM) == 0;
+            (&area[..start], copied.then_some(entry.bytes))
+        }
+        None => (area, None),
+    }
+}
+
 fn string(flags: u8, bytes: &[u8]) -> Value {
     let text = String::from_utf8_lossy(bytes).into_owned();
     match flags & str_flag::TRUNCATED != 0 {
@@ -59,6 +77,23 @@ mod tests {
         area.extend_from_slice(&[read, flags]);
         area.extend_from_slice(&(text.len() as u16).to_ne_bytes());
         area.extend_from_slice(text);
+    }
+
+    #[test]
+    fn the_stack_top_entry_is_split_from_the_values() {
+        let mut area = Vec::new();
+        entry(&mut area, 0, 0, b"/etc/hostname");
+        let values_end = area.len();
+        entry(&mut area, 1, 0, &[7; 24]);
+        let (values, top) = split_top(&area, Some(1));
+        assert_eq!((values, top), (&area[..values_end], Some(&[7u8; 24][..])));
+        // Not copied (a fault, no room): the values alone, no top.
+        let mut faulted = area[..values_end].to_vec();
+        entry(&mut faulted, 1, str_flag::FAULT, b"");
+        assert_eq!(split_top(&faulted, Some(1)), (&area[..values_end], None));
+        // No such read, or none asked for: the whole area.
+        assert_eq!(split_top(&area, Some(2)), (&area[..], None));
+        assert_eq!(split_top(&area, None), (&area[..], None));
     }
 
     #[test]

@@ -236,10 +236,7 @@ impl Layout {
     /// `-k`: the top of the user stack the exit program copied at the return
     /// ([`str_from::STACK`], the entry after the call's own reads), when it could.
     pub fn stack_top<'s>(&self, strings: &'s [u8]) -> Option<&'s [u8]> {
-        let k = self.reads.len();
-        (str_entries(strings))
-            .find(|e| usize::from(e.read) == k && e.flags & str_flag::FAULT == 0)
-            .map(|e| e.bytes)
+        super::strings::split_top(strings, Some(self.reads.len() as u8)).1
     }
 
     /// A call's event (or a call still in flight: `end` unfinished, `strings` empty) as the

@@ -4,6 +4,7 @@
 
 use tracer_common::{
     str_from, str_mem, SlotConfig, StrRead, SLOT_RETURN, SLOT_VALUE_FILTER, STRLEN_DEFAULT,
+    TRACE_STACK_TOP,
 };
 
 use super::aggregate::{self, ProbeValues};
@@ -130,6 +131,10 @@ fn attach(
     let filtered_string = filter.as_ref().is_some_and(|(_, string)| *string);
     let streamed = options.aggregation.is_none() || sources.key_string;
     configure_reads(spec, &mut config, &decoder, streamed || filtered_string);
+    let stack_top = match options.copies_stack_top(spec) {
+        true => stack_top_read(&mut config),
+        false => None,
+    };
     narrow_record(options, &mut config, &decoder, filter.is_some());
     let slot = Unplaced {
         kind,
@@ -144,6 +149,7 @@ fn attach(
         name: spec.to_string(),
         via: placed.via,
         at_entry: placed.config.flags & tracer_common::SLOT_STACK_AT_ENTRY != 0,
+        stack_top,
         slot: placed.attached.slot.clone(),
         decoder,
         kernel_function: site.kernel_function,
@@ -515,6 +521,21 @@ fn configure_reads(spec: &ProbeSpec, config: &mut SlotConfig, decoder: &Decoder,
             }
         }
     }
+}
+
+/// Makes the slot's first free string read the copy of the user stack's top, as `tracer trace
+/// -k` does ([`TRACE_STACK_TOP`] bytes at the stack pointer); its read index, or `None` when
+/// the probe's own strings take every read.
+fn stack_top_read(config: &mut SlotConfig) -> Option<u8> {
+    let (k, free) = (config.strs.iter_mut().enumerate()).find(|(_, r)| r.from == str_from::NONE)?;
+    *free = StrRead {
+        at: 0,
+        from: str_from::STACK,
+        memory: str_mem::USER,
+        array: 0,
+        len_from: tracer_common::buffer_len::fixed(TRACE_STACK_TOP),
+    };
+    Some(k as u8)
 }
 
 /// A streamed tracepoint hit reads only the part of its record that is printed or read

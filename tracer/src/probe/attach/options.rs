@@ -59,6 +59,16 @@ pub struct AttachOptions<'a> {
 }
 
 impl AttachOptions<'_> {
+    /// Whether hits of `spec` also copy the top of the user stack
+    /// ([`str_from::STACK`](tracer_common::str_from::STACK)), which the symbolizer unwinds
+    /// by CFI where the frame-pointer walk cannot go (code built without frame pointers:
+    /// Debian's libraries and programs): a streamed user probe with user stacks.
+    pub fn copies_stack_top(&self, spec: &ProbeSpec) -> bool {
+        matches!(spec.target, Target::User { .. })
+            && self.aggregation.is_none()
+            && crate::stacks::flags_for(self.stack, true) & tracer_common::SLOT_STACK_USER != 0
+    }
+
     /// Whether a stack is a key of the aggregation.
     pub fn stack_keys(&self) -> bool {
         self.aggregation
@@ -92,6 +102,9 @@ impl AttachOptions<'_> {
             uses |= tracer_common::USES_DEREFS;
         }
         for spec in specs {
+            if self.copies_stack_top(spec) {
+                uses |= USES_STRINGS | USES_STR_MANY | tracer_common::USES_BUFFERS;
+            }
             uses |= match &spec.target {
                 // Streamed syscall entry records carry user pointers to strings (filename,
                 // pathname, argv); counted hits read none.
