@@ -107,7 +107,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         trace_filter,
     ),
     ("tracer trace -p 1234 -d 2s -o calls.txt", trace_pid),
-    ("tracer trace -a -e execve,openat -d 5", trace_all),
+    ("tracer trace -a -e execve,openat -d 2", trace_all),
     ("tracer trace --format json -o calls.json -- true", trace_json),
     // tracer probe --help
     (
@@ -127,7 +127,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_user_stacks,
     ),
     (
-        "tracer probe --count-by comm raw_syscalls:sys_enter -d 5",
+        "tracer probe --count-by comm raw_syscalls:sys_enter -d 2",
         probe_count_by_comm,
     ),
     (
@@ -221,11 +221,11 @@ const EXAMPLES: &[(&str, Check)] = &[
         record_prog,
     ),
     (
-        "tracer record -o t.tracer -e page-faults --period 1 --switches -d 5",
+        "tracer record -o t.tracer -e page-faults --period 1 --switches -d 2",
         record_page_faults,
     ),
     (
-        "tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 5",
+        "tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 2",
         record_live,
     ),
     (
@@ -319,7 +319,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         docs_probe_chain_members,
     ),
     (
-        "tracer probe 'syscalls:sys_enter_openat(filename)' --count-by 'flags' -d 5",
+        "tracer probe 'syscalls:sys_enter_openat(filename)' --count-by 'flags' -d 2",
         docs_probe_count_by_flags,
     ),
     (
@@ -450,7 +450,7 @@ const EXAMPLES: &[(&str, Check)] = &[
     // tracer serve --help, docs/serve.md
     ("tracer serve serve.toml --pprof", serve_docs_pprof),
     (
-        "go tool pprof -top 'http://127.0.0.1:9435/debug/pprof/profile?seconds=5'",
+        "go tool pprof -top 'http://127.0.0.1:9435/debug/pprof/profile?seconds=2'",
         serve_docs_go_pprof,
     ),
 ];

@@ -524,7 +524,7 @@ pub(crate) fn docs_probe_chain_members(ctx: &Ctx, example: &str) {
 }
 
 pub(crate) fn docs_probe_count_by_flags(ctx: &Ctx, example: &str) {
-    // System-wide for 5 s: 23 opens of /etc/hostname with O_RDONLY (flags 0) after the banner.
+    // System-wide for 2 s: 23 opens of /etc/hostname with O_RDONLY (flags 0) after the banner.
     let running = ctx.start(&words(example, &[]));
     opens_23(ctx);
     let (status, stdout, stderr) = running.finish();
@@ -551,10 +551,10 @@ pub(crate) fn docs_probe_count_by_flags(ctx: &Ctx, example: &str) {
     );
     // Every hit is in a row.
     let total: u64 = counts.iter().map(|c| c.1).sum();
-    // The run's length is measured to its end: 5.00 s, or 5.01 on a loaded machine.
-    let counted = format!("\n{total} hits counted in the kernel in 5.0");
+    // The run's length is measured to its end: 2.00 s, or 2.01 on a loaded machine.
+    let counted = format!("\n{total} hits counted in the kernel in 2.0");
     assert!(
-        stderr.contains(&counted) && stderr.contains(" s, after 5.0 s (-d); 0 not counted"),
+        stderr.contains(&counted) && stderr.contains(" s, after 2.0 s (-d); 0 not counted"),
         "{total}\n{stderr}"
     );
 }

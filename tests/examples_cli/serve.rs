@@ -82,7 +82,7 @@ pub(crate) fn serve_docs_pprof(ctx: &Ctx, example: &str) {
     assert_shown(example, &stdout, &stderr, &[]);
 }
 
-/// docs/serve.md: `go tool pprof` fetching 5 s of every CPU from `tracer serve --pprof` while
+/// docs/serve.md: `go tool pprof` fetching 2 s of every CPU from `tracer serve --pprof` while
 /// `./busy` spins: its hot function is on top, as shown.
 pub(crate) fn serve_docs_go_pprof(ctx: &Ctx, example: &str) {
     if !Path::new("/usr/bin/go").exists() {

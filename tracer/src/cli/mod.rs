@@ -151,7 +151,7 @@ pub enum Command {
   tracer probe 'syscalls:sys_enter_open*' -p 1234 -f json
   tracer probe 'uprobe:bash:readline(str(arg0))' 'uretprobe:bash:readline(str(ret))'   prompts, lines typed
   tracer probe -s user uprobe:./prog:handle -c 5          with user stacks
-  tracer probe --count-by comm raw_syscalls:sys_enter -d 5  every syscall, counted in the kernel
+  tracer probe --count-by comm raw_syscalls:sys_enter -d 2  every syscall, counted in the kernel
   tracer probe --hist ret --count-by comm syscalls:sys_exit_read -I 1s
   tracer probe syscalls:sys_exit_openat --filter 'ret < 0' -- cat /nonexistent   failed opens only
   tracer probe do_sys_openat2 do_sys_openat2%return -c 10
@@ -490,7 +490,7 @@ pub struct Tasks {
   tracer trace -c -- ls /                                   calls, errors and time per call
   tracer trace -e openat --filter 'filename ~ \"/etc/*\"' -- cat /etc/hostname
   tracer trace -p 1234 -d 2s -o calls.txt                  a running process, its threads, its children
-  tracer trace -a -e execve,openat -d 5                    every process's execs and opens (perf trace -a)
+  tracer trace -a -e execve,openat -d 2                    every process's execs and opens (perf trace -a)
   tracer trace --format json -o calls.json -- true         one JSON object per call
   tracer trace -y -P /etc/hostname -- cat /etc/hostname    the calls on one file, descriptors named")]
 pub struct TraceArgs {

@@ -10,8 +10,8 @@ use super::{CommandEnd, OutputArgs};
   tracer record -P syscalls:sys_enter_openat -- cat /etc/hostname     writes tracer.data
   tracer record -o t.tracer -P syscalls:sys_enter_openat -- cat /etc/hostname
   tracer record -o t.tracer -W counter -P uprobe:./prog:work -e task-clock -F 999 -- ./prog
-  tracer record -o t.tracer -e page-faults --period 1 --switches -d 5
-  tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 5   watch it as it records
+  tracer record -o t.tracer -e page-faults --period 1 --switches -d 2
+  tracer record -o t.tracer --live -P 'syscalls:sys_enter_open*' -d 2   watch it as it records
   tracer record -o - -P 'syscalls:sys_enter_open*' | tracer report -     the same through a pipe")]
 pub struct RecordArgs {
     /// Where to write the recording (`-` for standard output, to pipe into `tracer report -`);
