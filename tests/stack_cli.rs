@@ -47,6 +47,47 @@ fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {
     }
 }
 
+/// The same uprobe in the chain built as distributions build programs (`-O2`, no frame
+/// pointers): the frame-pointer walk alone gives chain_target and its caller read at the
+/// stack pointer; the copy of the stack's top, unwound by CFI, gives the whole chain to
+/// main and on through libc to `_start`, with the same call-site lines.
+#[test]
+fn uprobe_stacks_of_a_program_without_frame_pointers_are_whole() {
+    if !has(Feature::UprobePmu, "uprobe_nofp_stacks") || !has(Feature::Bpf, "uprobe_nofp_stacks") {
+        return;
+    }
+    let program = common::chain_program_without_frame_pointers();
+    let spec = format!("uprobe:{}:chain_target", program.display());
+    let args = ["probe", "-s", "user", "-c", "3", "-f", "json", &spec];
+    let (out, stderr) = common::traced_chain_of(&program, 3, &args);
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    for event in &events {
+        let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
+        let want = [
+            "chain_target",
+            "chain_b",
+            "chain_a",
+            "main",
+            "__libc_start_call_main",
+            "__libc_start_main",
+            "_start",
+        ];
+        assert_eq!(names, want, "{event}");
+        let lines: Vec<Option<u64>> = (user_frames(event).into_iter()).map(|(_, l)| l).collect();
+        let call_sites = [
+            chain_line("return chain_target(i,"),
+            chain_line("return chain_b(i);"),
+            chain_line("sum += chain_a(i)"),
+        ];
+        assert_eq!(
+            lines[1..4],
+            call_sites.map(|l| Some(u64::from(l)))[..],
+            "{event}"
+        );
+    }
+}
+
 #[test]
 fn watchpoint_user_stacks_show_who_wrote_and_through_which_calls() {
     if !has(Feature::Breakpoints, "watch_stacks") || !has(Feature::Bpf, "watch_stacks") {

@@ -258,6 +258,17 @@ pub fn chain_program() -> PathBuf {
         .clone()
 }
 
+/// tests/workloads/chain.c as distributions build programs: optimised (`-O2`), without frame
+/// pointers (`-fomit-frame-pointer`), with its calls kept calls (`-fno-optimize-sibling-calls`,
+/// else `return chain_b(i)` is a jump and chain_a leaves the stack).
+pub fn chain_program_without_frame_pointers() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let flags = ["-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"];
+    BUILT
+        .get_or_init(|| build_c("tracer-chain-nofp", &chain_source_path(), &flags))
+        .clone()
+}
+
 /// The C workload `tests/workloads/timeline.c` (two threads on two CPUs doing steps in a
 /// known order), compiled once per test binary.
 pub fn timeline_program() -> PathBuf {
@@ -519,7 +530,16 @@ pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
 /// Runs the chain workload for `calls` calls under `tracer ARGS -p PID` (which must stop by
 /// itself after `-c`), returning tracer's output and its whole stderr.
 pub fn traced_chain(calls: u32, args: &[&str]) -> (std::process::Output, String) {
-    let mut cmd = Command::new(chain_program());
+    traced_chain_of(&chain_program(), calls, args)
+}
+
+/// [`traced_chain`] of another build of the chain workload (`program`).
+pub fn traced_chain_of(
+    program: &std::path::Path,
+    calls: u32,
+    args: &[&str],
+) -> (std::process::Output, String) {
+    let mut cmd = Command::new(program);
     cmd.arg(calls.to_string());
     let mut work = Workload::start(cmd);
     let pid = work.pid().to_string();
