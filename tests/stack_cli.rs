@@ -108,6 +108,35 @@ fn watchpoint_user_stacks_show_who_wrote_and_through_which_calls() {
     }
 }
 
+/// `watch -s` in the chain built without frame pointers (`-O2`): the hit copies the top of the
+/// user stack at the trap, and its unwinding by CFI names the whole chain that wrote, to
+/// `_start`, where the frame-pointer walk gives the writing function alone.
+#[test]
+fn watchpoint_stacks_of_a_program_without_frame_pointers_are_whole() {
+    if !has(Feature::Breakpoints, "watch_nofp_stacks") || !has(Feature::Bpf, "watch_nofp_stacks") {
+        return;
+    }
+    let program = common::chain_program_without_frame_pointers();
+    let args = ["watch", "-s", "-c", "3", "-f", "json", "chain_counter"];
+    let (out, stderr) = common::traced_chain_of(&program, 3, &args);
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event["new"], (1..=i as u64 + 1).sum::<u64>(), "{event}");
+        let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
+        let want = [
+            "chain_target",
+            "chain_b",
+            "chain_a",
+            "main",
+            "__libc_start_call_main",
+            "__libc_start_main",
+            "_start",
+        ];
+        assert_eq!(names, want, "{event}");
+    }
+}
+
 /// An execute breakpoint on chain_target's first instruction traps before the function
 /// pushed its frame: the frame-pointer walk from there skips chain_b (the kernel repairs this
 /// for uprobes, not for breakpoints), and the caller read at the stack pointer puts it back.
@@ -688,9 +717,8 @@ fn streamed_stacks_stay_captured_past_the_stack_maps_size() {
             .unwrap_or_else(|| panic!("{event}"));
         let stack = event["stack"].as_array().unwrap();
         if stack.len() == 1 && stack[0]["error"].is_string() {
-            // A taken bucket (EEXIST), or, rarely, an id reused within 1 ms of the event
-            // with another stack, or taken over 1 ms after the event's time (preempted):
-            // shown as unknown, never as another call's.
+            // A taken bucket (EEXIST), or, rarely, an id reused with another stack while the
+            // hit took it: shown as unknown, never as another call's.
             let error = stack[0]["error"].as_str().unwrap();
             assert!(
                 error.contains("File exists") || error.contains("reused around the time"),

@@ -153,15 +153,38 @@ pub struct AggValue {
 /// `Event::kstack` / `Event::ustack` when that stack was not asked for. Other negative values
 /// are the errno of a failed `bpf_get_stackid` (e.g. -EEXIST: the stack map bucket was taken).
 pub const NO_STACK: i32 = i32::MIN;
-/// How long after reading a streamed event's time a BPF program may take its stack ids. The
-/// reader recycles the ids of the stacks it has read and tells an id's generations apart by
-/// the event's time, so it must know within how long of it the id was taken: a hit that took
-/// longer (preempted between the two, which uprobe programs can be) carries -ESTALE in place
-/// of its ids, counted and shown as such, rather than an id that may be another stack's.
-/// Native walks take microseconds; emulated ones (the VM tier) up to about a hundred.
-pub const STACK_TAKEN_WITHIN_NS: u64 = 1_000_000;
-/// The stack ids of a hit that took them too late ([`STACK_TAKEN_WITHIN_NS`]): -ESTALE.
+/// `Event::field_faults` bits from this one up: how long after `Event::time_ns` a streamed
+/// hit took its stack ids, in units of 2^[`STACK_SPAN_SHIFT`] ns, rounded up (0: taken at
+/// once, or none). The reader recycles the ids of the stacks it has read and tells an id's
+/// generations apart by when the id was taken, so it must know between which times that was:
+/// `time_ns` and this much later. A walk takes microseconds natively, over a millisecond in
+/// an emulated guest, and longer when the task is preempted between (uprobe programs can
+/// be). Below are the fields' fault bits and USDT's (0..14).
+pub const STACK_SPAN_BIT: u32 = 16;
+/// The unit of the span ([`STACK_SPAN_BIT`]): 4.096 us.
+pub const STACK_SPAN_SHIFT: u32 = 12;
+/// The longest span the bits hold (about 268 ms); ids taken later are sent as
+/// [`STACK_TAKEN_LATE`].
+pub const STACK_SPAN_MAX: u32 = (1 << (32 - STACK_SPAN_BIT)) - 1;
+/// The stack ids of a hit that took them later than [`STACK_SPAN_MAX`] units after its time:
+/// -ESTALE, counted and shown as a stack not known, never as another's.
 pub const STACK_TAKEN_LATE: i32 = -116;
+
+/// The `field_faults` bits that say a span of `ns` between an event's time and its stack ids
+/// ([`STACK_SPAN_BIT`]), or `None` past [`STACK_SPAN_MAX`].
+#[inline(always)]
+pub const fn stack_span_bits(ns: u64) -> Option<u32> {
+    let units = (ns >> STACK_SPAN_SHIFT) + 1;
+    match units <= STACK_SPAN_MAX as u64 {
+        true => Some((units as u32) << STACK_SPAN_BIT),
+        false => None,
+    }
+}
+
+/// When, at the latest, a streamed event took its stack ids ([`STACK_SPAN_BIT`]).
+pub const fn stack_taken_by(time_ns: u64, field_faults: u32) -> u64 {
+    time_ns + (((field_faults >> STACK_SPAN_BIT) as u64) << STACK_SPAN_SHIFT)
+}
 /// Capacity of the `STACKS` map when stacks are captured (distinct stacks of one run). Without
 /// `-s` the map is created with one entry, so start-up does not pay for it.
 pub const STACK_ENTRIES: u32 = 16384;

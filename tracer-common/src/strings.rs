@@ -88,6 +88,19 @@ pub struct StrRead {
     pub len_from: u8,
 }
 
+impl StrRead {
+    /// The copy of the user stack's top at the hit ([`str_from::STACK`], [`TRACE_STACK_TOP`]
+    /// bytes), which userspace unwinds by CFI: `tracer trace -k`, `probe -s` at user probes,
+    /// `watch -s`.
+    pub const STACK_TOP: StrRead = StrRead {
+        at: 0,
+        from: str_from::STACK,
+        memory: str_mem::USER,
+        array: 0,
+        len_from: buffer_len::fixed(TRACE_STACK_TOP),
+    };
+}
+
 /// What array a [`StrRead`] reads ([`StrRead::array`]).
 pub mod str_array {
     /// One string or buffer.

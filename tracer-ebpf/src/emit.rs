@@ -13,8 +13,8 @@ use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    drop, stat_failed, Event, DATA_WORDS, NO_STACK, SLOT_STACK_KERNEL, SLOT_STACK_USER,
-    STACK_TAKEN_LATE, STACK_TAKEN_WITHIN_NS, STR_BUFFER, USES_STACKS,
+    drop, stack_span_bits, stat_failed, Event, DATA_WORDS, NO_STACK, SLOT_STACK_KERNEL,
+    SLOT_STACK_USER, STACK_TAKEN_LATE, STR_BUFFER, USES_STACKS,
 };
 
 use crate::caches::{current_comm_words, put_comm};
@@ -50,7 +50,7 @@ pub(crate) const WAKE_TICK_SHIFT: u32 = 20;
 pub(crate) fn emit_raw<C: EbpfContext>(
     ctx: &C,
     data: &[u64; DATA_WORDS],
-    (time_ns, kstack, ustack): (u64, i32, i32),
+    (time_ns, kstack, ustack, span): (u64, i32, i32, u32),
     at: u32,
 ) -> bool {
     // SAFETY: entry `at` of this CPU is this program's (`scratch_at`) until it returns.
@@ -67,29 +67,34 @@ pub(crate) fn emit_raw<C: EbpfContext>(
     event.ustack = ustack;
     event.data = *data;
     zero_words(&mut event.fields);
-    event.field_faults = 0;
+    event.field_faults = span;
     output(ctx, event)
 }
 
 /// The ids of the current kernel and user stacks (as [`stack_id`]) of a streamed event whose
-/// time is `time_ns`, read just before: [`STACK_TAKEN_LATE`] in place of each id when they
-/// were taken later than [`STACK_TAKEN_WITHIN_NS`] after it (the task was preempted between),
-/// since the reader could then match them with a generation of the stack the ids no longer
-/// held.
+/// time is `time_ns`, read just before, and the `field_faults` bits that say how long after
+/// it they were taken (`STACK_SPAN_BIT`): the reader tells a recycled id's generations apart
+/// by that span. Past what the bits hold, [`STACK_TAKEN_LATE`] in place of each id.
 #[inline(always)]
-pub(crate) fn stack_ids_at<C: StackIdContext>(ctx: &C, flags: u32, time_ns: u64) -> (i32, i32) {
+pub(crate) fn stack_ids_at<C: StackIdContext>(
+    ctx: &C,
+    flags: u32,
+    time_ns: u64,
+) -> (i32, i32, u32) {
     let kstack = stack_id(ctx, flags & SLOT_STACK_KERNEL != 0, 0);
     let ustack = stack_id(ctx, flags & SLOT_STACK_USER != 0, BPF_F_USER_STACK as u64);
     if kstack < 0 && ustack < 0 {
-        return (kstack, ustack);
+        return (kstack, ustack, 0);
     }
     // SAFETY: helper without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
-    if now.wrapping_sub(time_ns) <= STACK_TAKEN_WITHIN_NS {
-        return (kstack, ustack);
+    match stack_span_bits(now.wrapping_sub(time_ns)) {
+        Some(span) => (kstack, ustack, span),
+        None => {
+            let late = |id: i32| if id >= 0 { STACK_TAKEN_LATE } else { id };
+            (late(kstack), late(ustack), 0)
+        }
     }
-    let late = |id: i32| if id >= 0 { STACK_TAKEN_LATE } else { id };
-    (late(kstack), late(ustack))
 }
 
 /// The id of the current kernel or user stack in `STACKS`, or the helper's negative errno.

@@ -320,8 +320,8 @@ fn outlier<C: StackIdContext>(
     }
     // SAFETY: helper without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
-    let (kstack, ustack) = stack_ids_at(ctx, config.stack_flags, now);
-    if !emit_raw(ctx, &data, (now, kstack, ustack), at) {
+    let (kstack, ustack, span) = stack_ids_at(ctx, config.stack_flags, now);
+    if !emit_raw(ctx, &data, (now, kstack, ustack, span), at) {
         count(LAT_STAT_OUTLIER_LOST);
     }
 }

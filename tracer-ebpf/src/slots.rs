@@ -21,7 +21,8 @@ use tracer_common::{
     SLOT_COUNT_ONLY, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_AT_ENTRY,
     SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER,
     SLOT_VALUE_KERNEL, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, USER32_CS, USES_AGGREGATE,
-    USES_FIELDS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STREAM, USES_STRINGS, USES_USDT,
+    USES_BUFFERS, USES_FIELDS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STREAM, USES_STRINGS,
+    USES_USDT,
 };
 
 use crate::aggregate::{aggregate, continues_run, continues_run_at_ip};
@@ -90,7 +91,10 @@ pub(crate) fn begin<C: StackIdContext>(
     } else {
         // SAFETY: helper without preconditions.
         event.time_ns = unsafe { bpf_ktime_get_ns() };
-        (event.kstack, event.ustack) = stack_ids_at(ctx, config.flags, event.time_ns);
+        let span;
+        (event.kstack, event.ustack, span) = stack_ids_at(ctx, config.flags, event.time_ns);
+        // Its own bits (`STACK_SPAN_BIT` up); the fault bits below are set by the reads.
+        event.field_faults = span;
     }
     Some((event, config))
 }
@@ -306,6 +310,12 @@ pub(crate) fn on_perf_event(ctx: &PerfEventContext, slot: u32) {
         if config.flags & SLOT_STACK_AT_ENTRY != 0 {
             let sp = core::ptr::read_volatile(&(*data).regs.rsp);
             event.data[word::ENTRY_RET] = bpf_probe_read_user(sp as *const u64).unwrap_or(0);
+        }
+        // `watch -s` on a user address: the top of the user stack (`str_from::STACK`, its one
+        // read), which userspace unwinds by CFI where the frame-pointer walk cannot go.
+        if uses(USES_BUFFERS) && config.strs[0].from == str_from::STACK {
+            let sp = core::ptr::read_volatile(&(*data).regs.rsp);
+            read_strings::<false, true, 1>(event, config, |_, _| sp);
         }
     }
     finish(ctx, event, &config);

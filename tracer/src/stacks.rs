@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use hashbrown::{HashMap, HashSet};
 
-use tracer_common::{Event, NO_STACK, STACK_TAKEN_LATE, STACK_TAKEN_WITHIN_NS};
+use tracer_common::{stack_taken_by, Event, NO_STACK, STACK_TAKEN_LATE};
 
 use crate::bpf::Bpf;
 use crate::kernel::symbols::{Kallsyms, Process};
@@ -105,11 +105,10 @@ type Ips = Rc<[u64]>;
 /// A symbolized stack: the ips it was made from, and its frames.
 type Made = (Ips, Rc<Frames>);
 
-/// When a recycled stack id left the map: its removal happened within `lo..=hi`, `lo` moved
-/// back by [`STACK_TAKEN_WITHIN_NS`], the longest a BPF program may take its stack ids after
-/// reading its event's time (a hit that took longer, preempted, sends [`STACK_TAKEN_LATE`]
-/// in their place): an event whose time falls that close before an id's removal may have
-/// been given the id on either side of it, and is told by what the map holds then.
+/// When a recycled stack id left the map: its removal happened within `lo..=hi`. An event
+/// whose ids were taken between its time and its span's end ([`stack_taken_by`]) may have
+/// been given the id on either side of a removal that overlaps them, and is told by what the
+/// map holds then.
 #[derive(Clone, Copy, Debug)]
 struct Removal {
     lo: u64,
@@ -174,9 +173,10 @@ pub struct Symbolizer {
     /// When each recycled id last left the map: an event taken before then whose stack is no
     /// longer kept is not given the map's newer one.
     last_removed: HashMap<u32, Removal>,
-    /// Streamed stacks whose id was recycled around their event's time without telling which
-    /// stack it held, or too long before their event was read, or that were taken too long
-    /// after their event's time to tell ([`STACK_TAKEN_LATE`]): shown as not captured.
+    /// Streamed stacks whose id was recycled around the time it was taken without telling
+    /// which stack it held, or too long before their event was read, or that were taken too
+    /// long after their event's time to say when ([`STACK_TAKEN_LATE`]): shown as not
+    /// captured.
     pub recycled_late: u64,
     /// `--call-graph dwarf`: an unwinder per process, with the mappings' version it was
     /// built from.
@@ -245,7 +245,11 @@ impl Symbolizer {
         top: Option<&[u8]>,
     ) -> Result<Vec<Stack>, Error> {
         let ids = (event.kstack, event.ustack);
-        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(event.time_ns), top)
+        let taken = (
+            event.time_ns,
+            stack_taken_by(event.time_ns, event.field_faults),
+        );
+        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(taken), top)
     }
 
     /// The stack unwound by CFI from `top` (the bytes at the stack pointer) and `ip`, its
@@ -279,15 +283,16 @@ impl Symbolizer {
         self.stacks_at(bpf, pid, (kstack, ustack), entry_ret, None, None)
     }
 
-    /// [`Symbolizer::stacks_of`]; `taken`: a streamed event's time, whose stacks may have
-    /// been recycled since ([`Symbolizer::recycle`]).
+    /// [`Symbolizer::stacks_of`]; `taken`: when a streamed event took its stack ids (between
+    /// its time and its span's end), whose stacks may have been recycled since
+    /// ([`Symbolizer::recycle`]).
     fn stacks_at(
         &mut self,
         bpf: &Bpf,
         pid: u32,
         (kstack, ustack): (i32, i32),
         entry_ret: u64,
-        taken: Option<u64>,
+        taken: Option<(u64, u64)>,
         top: Option<&[u8]>,
     ) -> Result<Vec<Stack>, Error> {
         // No stack asked for (every streamed event without `-s`): nothing to look up.
@@ -437,7 +442,11 @@ impl Symbolizer {
                 let Ok(id) = u32::try_from(id) else {
                     continue;
                 };
-                if matches!(self.held(id, event.time_ns), Held::Current) {
+                let taken = (
+                    event.time_ns,
+                    stack_taken_by(event.time_ns, event.field_faults),
+                );
+                if matches!(self.held(id, taken), Held::Current) {
                     self.current_ips(bpf, id, true)?;
                 }
             }
@@ -446,14 +455,14 @@ impl Symbolizer {
         Ok(())
     }
 
-    /// What stack `id` held for an event taken at `at` ([`Held`]).
-    fn held(&self, id: u32, at: u64) -> Held {
+    /// What stack `id` held for an event that took it within `from..=by` ([`Held`]).
+    fn held(&self, id: u32, (from, by): (u64, u64)) -> Held {
         let generations = (self.retired.get(&id)).map_or(&[][..], Vec::as_slice);
         for (k, (removal, ips)) in generations.iter().enumerate() {
-            if at < removal.lo {
+            if by < removal.lo {
                 return Held::Retired(Rc::clone(ips));
             }
-            if at <= removal.hi {
+            if from <= removal.hi {
                 return match generations.get(k + 1) {
                     Some((_, next)) if same(next, ips) => Held::Retired(Rc::clone(ips)),
                     Some(_) => Held::Unknown,
@@ -463,7 +472,7 @@ impl Symbolizer {
         }
         match self.last_removed.get(&id) {
             // Its generation is no longer kept.
-            Some(removal) if at <= removal.hi && generations.is_empty() => Held::Unknown,
+            Some(removal) if from <= removal.hi && generations.is_empty() => Held::Unknown,
             _ => Held::Current,
         }
     }
@@ -487,10 +496,7 @@ impl Symbolizer {
             bpf.forget_stacks(&[*id]);
             let hi = now();
             newest = hi;
-            let removal = Removal {
-                lo: lo.saturating_sub(STACK_TAKEN_WITHIN_NS),
-                hi,
-            };
+            let removal = Removal { lo, hi };
             self.last_removed.insert(*id, removal);
             let Some(ips) = self.ips.remove(id) else {
                 continue;
@@ -837,8 +843,51 @@ impl Symbolizer {
 
 #[cfg(test)]
 mod tests {
-    use super::{spliced, with_entry_caller, without_trampoline, Frame, Space, STACK_TAKEN_LATE};
+    use super::{
+        spliced, with_entry_caller, without_trampoline, Frame, Held, Removal, Space, Symbolizer,
+        STACK_TAKEN_LATE,
+    };
     use crate::kernel::unwind::UnwindEnd;
+
+    #[test]
+    fn a_recycled_id_is_told_by_when_it_was_taken() {
+        let mut symbolizer = Symbolizer::default();
+        let old: super::Ips = std::rc::Rc::from(&[1u64, 2][..]);
+        let removal = Removal { lo: 100, hi: 200 };
+        symbolizer.retired.insert(7, vec![(removal, old)]);
+        symbolizer.last_removed.insert(7, removal);
+        // Taken before the removal began: the retired stack, however late its event is read.
+        assert!(matches!(symbolizer.held(7, (40, 99)), Held::Retired(_)));
+        // A span that reaches into the removal (a slow walk, a preemption): either side.
+        assert!(matches!(
+            symbolizer.held(7, (40, 100)),
+            Held::ThisOrCurrent(_)
+        ));
+        assert!(matches!(
+            symbolizer.held(7, (150, 150)),
+            Held::ThisOrCurrent(_)
+        ));
+        // Taken after it: the map's stack.
+        assert!(matches!(symbolizer.held(7, (201, 260)), Held::Current));
+        // An id never recycled: the map's.
+        assert!(matches!(symbolizer.held(8, (40, 99)), Held::Current));
+    }
+
+    #[test]
+    fn stack_spans_round_up_and_end_at_the_late_mark() {
+        use tracer_common::{stack_span_bits, stack_taken_by, STACK_SPAN_MAX, STACK_SPAN_SHIFT};
+        let unit = 1u64 << STACK_SPAN_SHIFT;
+        let by = |ns| stack_taken_by(1_000, stack_span_bits(ns).unwrap());
+        // Never earlier than the ids were taken: rounded up to the next unit.
+        assert_eq!(by(0), 1_000 + unit);
+        assert_eq!(by(unit - 1), 1_000 + unit);
+        assert_eq!(by(unit), 1_000 + 2 * unit);
+        // The fault bits below are left alone.
+        assert_eq!(stack_span_bits(0).unwrap() & 0xffff, 0);
+        let longest = (u64::from(STACK_SPAN_MAX) - 1) * unit;
+        assert!(stack_span_bits(longest).is_some());
+        assert_eq!(stack_span_bits(longest + unit), None);
+    }
 
     #[test]
     fn ids_taken_late_read_as_the_recycled_stack_errno() {

@@ -48,7 +48,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
             (Room::Stacks, plan.stack.is_some()),
             (Room::Counts, plan.summary),
         ]),
-        uses: load_uses(plan.summary, rename.is_some()),
+        uses: load_uses(plan.summary, rename.is_some(), copies_stack_top(&plan)),
         ..Sizing::default()
     })?;
     session.cache_comms(&mut bpf, rename)?;
@@ -82,8 +82,11 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
 /// The parts of the programs a watch loads: streamed hits take their comm from the cache
 /// when its invalidating program is attached; counted hits of one thread at one instruction
 /// in a row are counted as a run (`SLOT_RUN_KEYED`).
-fn load_uses(summary: bool, comm_cache: bool) -> u32 {
+fn load_uses(summary: bool, comm_cache: bool, stack_top: bool) -> u32 {
     let mut uses = tracer_common::USES_ALL;
+    if stack_top {
+        uses |= tracer_common::USES_BUFFERS;
+    }
     if comm_cache {
         uses |= tracer_common::USES_COMM_CACHE;
     }
@@ -103,16 +106,31 @@ fn summary_template() -> SlotConfig {
     }
 }
 
+/// Whether streamed hits copy the top of the user stack, unwound by CFI where the frame-pointer
+/// walk cannot go: with user stacks, on a user address.
+fn copies_stack_top(plan: &WatchPlan) -> bool {
+    let kernel = plan.whom == Whom::Everyone;
+    let flags = crate::stacks::flags_for(plan.stack, !kernel);
+    !plan.summary && !kernel && flags & tracer_common::SLOT_STACK_USER != 0
+}
+
 /// How the plan's watchpoints are placed: streamed with stacks, or counted by process, thread
 /// and the trapping instruction pointer with `--summary`.
 fn watch_options(plan: &WatchPlan, pid: Option<u32>, launched: bool) -> WatchOptions {
     let kernel = plan.whom == Whom::Everyone;
     let template = match plan.summary {
         true => summary_template(),
-        false => SlotConfig {
-            flags: crate::stacks::flags_for(plan.stack, !kernel),
-            ..SlotConfig::default()
-        },
+        false => {
+            let mut strs = [tracer_common::StrRead::default(); tracer_common::STR_READS];
+            if copies_stack_top(plan) {
+                strs[0] = tracer_common::StrRead::STACK_TOP;
+            }
+            SlotConfig {
+                flags: crate::stacks::flags_for(plan.stack, !kernel),
+                strs,
+                ..SlotConfig::default()
+            }
+        }
     };
     WatchOptions {
         kind: plan.kind,
@@ -141,7 +159,10 @@ struct WatchSink<'a, W: std::io::Write> {
     summary: bool,
     /// Hits waiting until every CPU's earlier hits are in hand: a hit's old value is the
     /// value after the hit before it, so they are printed in the order they happened.
-    order: Reorder<Event>,
+    order: Reorder<(Event, Option<Box<[u8]>>)>,
+    /// The read that copies the user stack's top ([`copies_stack_top`]): its bytes wait
+    /// with their hit in `order`.
+    stack_top: Option<u8>,
     /// Per CPU: hits received, and the newest one's timestamp.
     received: Vec<(u64, u64)>,
     /// Per watch: the timestamp of the last hit printed.
@@ -188,6 +209,7 @@ impl<'a> WatchSink<'a, crate::output::Output> {
             symbolizer,
             summary: plan.summary,
             order: Reorder::new(HOLD_NS),
+            stack_top: copies_stack_top(plan).then_some(0),
             received: Vec::new(),
             late: 0,
             stopped: false,
@@ -196,7 +218,7 @@ impl<'a> WatchSink<'a, crate::output::Output> {
 }
 
 impl<W: std::io::Write> WatchSink<'_, W> {
-    fn print(&mut self, event: &Event) -> Result<(), Error> {
+    fn print(&mut self, event: &Event, top: Option<&[u8]>) -> Result<(), Error> {
         let Some(index) = self.watches.iter().position(|w| w.slot.id == event.slot) else {
             return Ok(());
         };
@@ -243,7 +265,7 @@ impl<W: std::io::Write> WatchSink<'_, W> {
             at: frame,
             change,
             // Set by the program only for an execute breakpoint at a function's entry.
-            stacks: (self.symbolizer).stacks(self.bpf, event, event.data[word::ENTRY_RET], None)?,
+            stacks: (self.symbolizer).stacks(self.bpf, event, event.data[word::ENTRY_RET], top)?,
         };
         (hit.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)
     }
@@ -340,15 +362,16 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
             true => None,
             false => Some(self.bpf.written_per_cpu()?),
         };
-        let (order, received) = (&mut self.order, &mut self.received);
-        self.rings.drain(|e, _| {
+        let (order, received, stack_top) = (&mut self.order, &mut self.received, self.stack_top);
+        self.rings.drain(|e, strings| {
             let cpu = e.cpu as usize;
             if received.len() <= cpu {
                 received.resize(cpu + 1, (0, 0));
             }
             received[cpu].0 += 1;
             received[cpu].1 = received[cpu].1.max(e.time_ns);
-            order.push(e.time_ns, *e);
+            let top = probe::strings::split_top(strings, stack_top).1;
+            order.push(e.time_ns, (*e, top.map(Box::from)));
         });
         let mut ready = Vec::new();
         match written {
@@ -360,12 +383,12 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
                     .release_until(limit.max(now.saturating_sub(HOLD_NS)), |e| ready.push(e));
             }
         }
-        for event in &ready {
+        for (event, top) in &ready {
             if self.count.is_some_and(|n| self.delivered >= n) {
                 break;
             }
             self.delivered += 1;
-            self.print(event)?;
+            self.print(event, top.as_deref())?;
         }
         self.out.flush().map_err(Error::Output)?;
         Ok(self.count.is_some_and(|n| self.delivered >= n))
@@ -385,10 +408,16 @@ mod tests {
         assert!(!summary_template().may_count_runs());
         // Breakpoint hits of the run's thread at its instruction continue it first thing.
         assert!(summary_template().may_count_runs_at_ip());
-        assert_eq!(load_uses(true, false) & USES_RUN_KEYED, USES_RUN_KEYED);
-        assert_eq!(load_uses(false, true) & USES_RUN_KEYED, 0);
-        assert_eq!(load_uses(true, true) & USES_RUN_COUNT, 0);
-        assert_eq!(load_uses(false, true) & USES_COMM_CACHE, USES_COMM_CACHE);
+        assert_eq!(
+            load_uses(true, false, false) & USES_RUN_KEYED,
+            USES_RUN_KEYED
+        );
+        assert_eq!(load_uses(false, true, false) & USES_RUN_KEYED, 0);
+        assert_eq!(load_uses(true, true, false) & USES_RUN_COUNT, 0);
+        assert_eq!(
+            load_uses(false, true, false) & USES_COMM_CACHE,
+            USES_COMM_CACHE
+        );
     }
 
     #[test]

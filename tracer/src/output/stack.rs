@@ -210,13 +210,13 @@ impl Frame {
 
 /// Why a stack is missing: `bpf_get_stackid`'s error. EFAULT is the kernel walking no frames
 /// at all (the task was not on that side, or the hit's registers gave nothing to walk);
-/// ESTALE is tracer's: a recycled stack no longer kept for the event read late, or ids taken
-/// too long after the event's time to tell which stack they held.
+/// ESTALE is tracer's: a recycled stack no longer kept for the event read late, or one whose
+/// id was reused while the hit took it.
 fn not_captured(errno: i32) -> String {
     match -errno {
         libc::EFAULT => "the kernel gave no frames here".to_string(),
         // Not the kernel's: tracer's own recycling of the stack map (stacks.rs), or ids taken too
-        // long after the event's time to tell (`STACK_TAKEN_LATE`).
+        // long after the event's time to say when (`STACK_TAKEN_LATE`).
         libc::ESTALE => "its stack map entry was reused around the time it was taken".to_string(),
         e => std::io::Error::from_raw_os_error(e).to_string(),
     }

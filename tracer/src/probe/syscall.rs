@@ -8,7 +8,7 @@ use tracer_common::{
     word, Event, SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, MSGHDR_BYTES,
     SLOT_AGGREGATE, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
     SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
-    SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS, TRACE_STACK_TOP,
+    SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
 };
 
 use crate::kernel::format::Format;
@@ -215,13 +215,7 @@ impl Layout {
         // an exec, whose strings are read at entry, nor where every read is taken).
         let free = self.reads.len();
         if options.stacks && self.ret != Ret::None && !self.strings_at_entry() && free < STR_READS {
-            config.strs[free] = StrRead {
-                at: 0,
-                from: str_from::STACK,
-                memory: str_mem::USER,
-                array: 0,
-                len_from: buffer_len::fixed(TRACE_STACK_TOP),
-            };
+            config.strs[free] = StrRead::STACK_TOP;
         }
         // Also without strings: the flag lets the launched command's own exec be seen.
         if self.strings_at_entry() {

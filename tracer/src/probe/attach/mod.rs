@@ -4,7 +4,6 @@
 
 use tracer_common::{
     str_from, str_mem, SlotConfig, StrRead, SLOT_RETURN, SLOT_VALUE_FILTER, STRLEN_DEFAULT,
-    TRACE_STACK_TOP,
 };
 
 use super::aggregate::{self, ProbeValues};
@@ -524,17 +523,11 @@ fn configure_reads(spec: &ProbeSpec, config: &mut SlotConfig, decoder: &Decoder,
 }
 
 /// Makes the slot's first free string read the copy of the user stack's top, as `tracer trace
-/// -k` does ([`TRACE_STACK_TOP`] bytes at the stack pointer); its read index, or `None` when
-/// the probe's own strings take every read.
+/// -k` does ([`StrRead::STACK_TOP`]); its read index, or `None` when the probe's own strings
+/// take every read.
 fn stack_top_read(config: &mut SlotConfig) -> Option<u8> {
     let (k, free) = (config.strs.iter_mut().enumerate()).find(|(_, r)| r.from == str_from::NONE)?;
-    *free = StrRead {
-        at: 0,
-        from: str_from::STACK,
-        memory: str_mem::USER,
-        array: 0,
-        len_from: tracer_common::buffer_len::fixed(TRACE_STACK_TOP),
-    };
+    *free = StrRead::STACK_TOP;
     Some(k as u8)
 }
 
