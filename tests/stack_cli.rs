@@ -29,6 +29,33 @@ fn latency_outlier_stacks_at_a_function_entry_keep_the_direct_caller() {
     }
 }
 
+/// `latency -s` in the chain built without frame pointers (`-O2`): the end (a uprobe on
+/// chain_target's first instruction) copies the top of the user stack, unwound by CFI, so each
+/// outlier's stack is the whole chain to `_start`.
+#[test]
+fn latency_outlier_stacks_of_a_program_without_frame_pointers_are_whole() {
+    if !has(Feature::UprobePmu, "latency_nofp_stacks") || !has(Feature::Bpf, "latency_nofp_stacks")
+    {
+        return;
+    }
+    let program = common::chain_program_without_frame_pointers();
+    for outlier in common::chain_latency_outliers_of(&program, 3) {
+        let names: Vec<String> = (user_frames(&outlier).into_iter())
+            .map(|(s, _)| s)
+            .collect();
+        let want = [
+            "chain_target",
+            "chain_b",
+            "chain_a",
+            "main",
+            "__libc_start_call_main",
+            "__libc_start_main",
+            "_start",
+        ];
+        assert_eq!(names, want, "{outlier}");
+    }
+}
+
 #[test]
 fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {
     if !has(Feature::UprobePmu, "uprobe_stacks") || !has(Feature::Bpf, "uprobe_stacks") {

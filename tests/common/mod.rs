@@ -567,8 +567,13 @@ pub fn traced_chain_of(
 /// outlier lines.
 #[allow(dead_code)]
 pub fn chain_latency_outliers(calls: u32) -> Vec<serde_json::Value> {
-    let chain = chain_program().display().to_string();
-    let mut cmd = Command::new(chain_program());
+    chain_latency_outliers_of(&chain_program(), calls)
+}
+
+/// [`chain_latency_outliers`] of another build of the chain workload (`program`).
+pub fn chain_latency_outliers_of(program: &std::path::Path, calls: u32) -> Vec<serde_json::Value> {
+    let chain = program.display().to_string();
+    let mut cmd = Command::new(program);
     cmd.arg(calls.to_string());
     let mut work = Workload::start(cmd);
     let pid = work.pid().to_string();

@@ -14,12 +14,13 @@ use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
     drop, stack_span_bits, stat_failed, Event, DATA_WORDS, NO_STACK, SLOT_STACK_KERNEL,
-    SLOT_STACK_USER, STACK_TAKEN_LATE, STR_BUFFER, USES_STACKS,
+    SLOT_STACK_USER, STACK_TAKEN_LATE, STR_BUFFER, USES_BUFFERS, USES_STACKS,
 };
 
 use crate::caches::{current_comm_words, put_comm};
 use crate::filters::debug_dropped;
-use crate::maps::{bump, zero_words, Scratch, SCRATCH, STACKS};
+use crate::maps::{bump, scratch, zero_words, Scratch, SCRATCH, STACKS};
+use crate::reads::put_stack_top;
 use crate::uses;
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -45,13 +46,15 @@ pub(crate) static RINGBUF_WAKEUP: u64 = 0;
 pub(crate) const WAKE_TICK_SHIFT: u32 = 20;
 
 /// Emits a bare event (slot `LATENCY_SLOT`) with `data` and stack ids from a latency program;
-/// false when the ring was full.
+/// false when the ring was full. `top_sp`: a user stack pointer whose stack's top the event
+/// carries (its one string entry, read 0: `str_from::STACK`), or 0.
 #[inline(always)]
 pub(crate) fn emit_raw<C: EbpfContext>(
     ctx: &C,
     data: &[u64; DATA_WORDS],
     (time_ns, kstack, ustack, span): (u64, i32, i32, u32),
     at: u32,
+    top_sp: u64,
 ) -> bool {
     // SAFETY: entry `at` of this CPU is this program's (`scratch_at`) until it returns.
     let Some(event) = SCRATCH.get_ptr_mut(at).map(|p| unsafe { &mut (*p).event }) else {
@@ -68,6 +71,12 @@ pub(crate) fn emit_raw<C: EbpfContext>(
     event.data = *data;
     zero_words(&mut event.fields);
     event.field_faults = span;
+    if uses(USES_BUFFERS) && top_sp != 0 {
+        let area = scratch(event);
+        put_stack_top(area, top_sp);
+        let bytes = area.used;
+        event.str_bytes = bytes as i32;
+    }
     output(ctx, event)
 }
 

@@ -11,9 +11,9 @@ use aya_ebpf::programs::{
 };
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX, HIST_MIN,
-    HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
-    LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
+    str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX,
+    HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
+    LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
     LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
     LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_USDT,
     USES_VALUE_FILTER,
@@ -321,7 +321,12 @@ fn outlier<C: StackIdContext>(
     // SAFETY: helper without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
     let (kstack, ustack, span) = stack_ids_at(ctx, config.stack_flags, now);
-    if !emit_raw(ctx, &data, (now, kstack, ustack, span), at) {
+    // A uprobe end's stack top (`str_from::STACK`), unwound by CFI in userspace.
+    let top_sp = match config.filter.strs[0].from == str_from::STACK {
+        true => entry_sp,
+        false => 0,
+    };
+    if !emit_raw(ctx, &data, (now, kstack, ustack, span), at, top_sp) {
         count(LAT_STAT_OUTLIER_LOST);
     }
 }

@@ -13,8 +13,8 @@ use tracer_common::{
     SlotConfig, StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS,
     FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOVEC_BYTES, IOV_ELEMENTS,
     KERNEL_SPACE_START, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA,
-    STR_ENTRY, STR_READS, USDT_MEM, USDT_REG, USES_BUFFERS, USES_DEREFS, USES_IOVECS,
-    USES_STR_ARRAYS, USES_STR_MANY,
+    STR_ENTRY, STR_READS, TRACE_STACK_TOP, USDT_MEM, USDT_REG, USES_BUFFERS, USES_DEREFS,
+    USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
@@ -164,6 +164,26 @@ pub(crate) fn put_mark(scratch: &mut Scratch, read: u8, flags: u8) -> bool {
     put_header(scratch, at, read, flags, 0);
     scratch.used = (at + STR_ENTRY) as u32;
     true
+}
+
+/// The top of the user stack at `sp` ([`TRACE_STACK_TOP`] bytes) as read 0's entry of an
+/// empty string area: a latency outlier's one string (`str_from::STACK`). Constant offsets
+/// throughout: `put_buffer`'s bounds, inlined into the latency end, lost their pointer in a
+/// spill that 5.10's verifier refused.
+#[inline(always)]
+pub(crate) fn put_stack_top(scratch: &mut Scratch, sp: u64) {
+    // SAFETY: the destination is the area's first bytes after one entry header (the area is
+    // STR_AREA bytes, more than both); the helper validates the source address itself.
+    let n = unsafe {
+        let dst = scratch.area.as_mut_ptr().add(STR_ENTRY) as *mut c_void;
+        generated::bpf_probe_read_user(dst, TRACE_STACK_TOP as u32, sp as *const c_void)
+    };
+    let (size, flags) = match n {
+        0 => (TRACE_STACK_TOP, 0),
+        _ => (0, str_flag::FAULT),
+    };
+    put_header(scratch, 0, 0, flags, size);
+    scratch.used = (STR_ENTRY + size) as u32;
 }
 
 /// Writes a string entry's header at `at` (below `STR_AREA`).

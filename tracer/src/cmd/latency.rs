@@ -244,10 +244,14 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
 
     /// Outliers (calls slower than --slower-than), as they happen.
     fn drain(&mut self) -> Result<bool, Error> {
-        let mut batch: Vec<Event> = Vec::new();
-        self.rings.drain(|e, _| batch.push(*e));
-        batch.sort_by_key(|e| e.time_ns);
-        for e in batch.iter().filter(|e| e.slot == LATENCY_SLOT) {
+        // Each outlier with its copy of the user stack's top, where the end took one (read 0).
+        let mut batch: Vec<(Event, Option<Box<[u8]>>)> = Vec::new();
+        self.rings.drain(|e, strings| {
+            let top = crate::probe::strings::split_top(strings, Some(0)).1;
+            batch.push((*e, top.map(Box::from)));
+        });
+        batch.sort_by_key(|(e, _)| e.time_ns);
+        for (e, top) in batch.iter().filter(|(e, _)| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
             let outlier = Outlier {
                 kind: "outlier",
@@ -262,7 +266,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                     .as_ref()
                     .map(|values| start_args(values, e)),
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
-                stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e), None)?,
+                stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e), top.as_deref())?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;
         }

@@ -72,6 +72,11 @@ pub fn attach(
         rooms: Rooms::of([(Room::Latency, true), (Room::Stacks, plan.stack.is_some())]),
         uses: tracer_common::USES_ALL
             | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER)
+            | if copies_stack_top(plan) {
+                tracer_common::USES_BUFFERS
+            } else {
+                0
+            }
             | if usdt { tracer_common::USES_USDT } else { 0 },
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         ..Sizing::default()
@@ -246,6 +251,10 @@ fn lat_config(
             (start.map(key_word), end.map(key_word))
         }
     };
+    let mut filter = filter;
+    if copies_stack_top(plan) {
+        filter.strs[0] = tracer_common::StrRead::STACK_TOP;
+    }
     Ok(LatConfig {
         filter,
         by: by_word(plan.by),
@@ -257,6 +266,17 @@ fn lat_config(
         usdt: 0,
         _pad: 0,
     })
+}
+
+/// Whether outliers copy the top of the user stack at their end, unwound by CFI where the
+/// frame-pointer walk cannot go: streamed outliers with user stacks at a uprobe end (not a
+/// return probe, whose program has no user stack pointer of its own).
+pub fn copies_stack_top(plan: &LatencyPlan) -> bool {
+    let user = matches!(plan.end.target, Target::User { .. });
+    plan.slower_than.is_some()
+        && user
+        && !plan.end.ret
+        && crate::stacks::flags_for(plan.stack, user) & SLOT_STACK_USER != 0
 }
 
 /// The stacks outliers capture at the end: a uprobe end at a function's first instruction also
