@@ -1555,6 +1555,23 @@ fn socket_addresses_and_messages_read_as_strace_writes_them() {
             msg(unix, "128 => 16", &base("z", 16), none, "0")
         ),
         "recvmsg(-1, {msg_namelen=16}, 0) = -1 EBADF (Bad file descriptor)".into(),
+        format!("getsockname(3, {inet}, [16]) = 0"),
+        // IP_TOS's `[0x10]` reads as an address to `normalized` (the unit tests have it).
+        format!(
+            "recvmsg(3, {}, 0) = 1",
+            msg(
+                "NULL",
+                "0",
+                &base("x", 16),
+                "msg_control=[{cmsg_len=28, cmsg_level=SOL_IP, cmsg_type=IP_PKTINFO, \
+                 cmsg_data={ipi_ifindex=if_nametoindex(\"lo\"), \
+                 ipi_spec_dst=inet_addr(\"127.0.0.1\"), ipi_addr=inet_addr(\"127.0.0.1\")}}, \
+                 {cmsg_len=20, cmsg_level=SOL_IP, cmsg_type=IP_TTL, cmsg_data=[64]}, \
+                 {cmsg_len=17, cmsg_level=SOL_IP, cmsg_type=IP_TOS, cmsg_data=[ADDR]}], \
+                 msg_controllen=80, ",
+                "0"
+            )
+        ),
     ];
     expected.sort();
     assert_eq!(lines(&tracer_out), expected);

@@ -110,5 +110,25 @@ int main(void) {
     recvmsg(dfd, &from, 0);
     recvmsg(-1, &from, 0);
     close(dfd);
+
+    /* A UDP datagram to itself over 127.0.0.1 with its TTL, TOS and packet info asked for:
+     * control messages of SOL_IP (TOS 0x10 set by the sender, the default TTL 64, lo). */
+    int r = socket(AF_INET, SOCK_DGRAM, 0), s = socket(AF_INET, SOCK_DGRAM, 0), on = 1;
+    struct sockaddr_in self = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    room = sizeof self;
+    bind(r, (struct sockaddr *)&self, sizeof self);
+    getsockname(r, (struct sockaddr *)&self, &room);
+    setsockopt(r, IPPROTO_IP, IP_RECVTTL, &on, sizeof on);
+    setsockopt(r, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
+    setsockopt(r, IPPROTO_IP, IP_PKTINFO, &on, sizeof on);
+    int tos = 0x10;
+    setsockopt(s, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+    sendto(s, "x", 1, 0, (struct sockaddr *)&self, sizeof self);
+    char info[128];
+    struct msghdr ip = {
+        .msg_iov = &in, .msg_iovlen = 1, .msg_control = info, .msg_controllen = sizeof info};
+    recvmsg(r, &ip, 0);
+    close(r);
+    close(s);
     return 0;
 }

@@ -82,8 +82,37 @@ fn u64_of(bytes: &[u8]) -> u64 {
 }
 
 /// Control messages (`struct cmsghdr`, each 8-byte aligned) as strace writes them: the
-/// descriptors of `SCM_RIGHTS`, the `{pid, uid, gid}` of `SCM_CREDENTIALS`, other data in
-/// hexadecimal; `...` where the data read ends before `controllen`.
+/// descriptors of `SCM_RIGHTS`, the `{pid, uid, gid}` of `SCM_CREDENTIALS`, `IP_TOS`,
+/// `IP_TTL` and `IP_PKTINFO` as strace does, other data of those two levels in hexadecimal,
+/// and other levels' messages without data (strace's way); `...` where the data read ends
+/// before `controllen`.
+/// A `struct in_pktinfo` as strace writes it: the interface by name where it has one now.
+fn ip_pktinfo(data: &[u8]) -> String {
+    let index = u32::from_ne_bytes(data[0..4].try_into().expect("4 bytes"));
+    let address = |at: usize| {
+        let octets: [u8; 4] = data[at..at + 4].try_into().expect("4 bytes");
+        std::net::Ipv4Addr::from(octets)
+    };
+    // The name the index has now (/sys/class/net/NAME/ifindex), as if_indextoname reads it.
+    let name = (std::fs::read_dir("/sys/class/net")
+        .into_iter()
+        .flatten()
+        .flatten())
+    .find(|e| {
+        std::fs::read_to_string(e.path().join("ifindex"))
+            .is_ok_and(|i| i.trim().parse() == Ok(index))
+    });
+    let interface = match name {
+        Some(entry) => format!("if_nametoindex({:?})", entry.file_name().to_string_lossy()),
+        None => index.to_string(),
+    };
+    format!(
+        "{{ipi_ifindex={interface}, ipi_spec_dst=inet_addr(\"{}\"), ipi_addr=inet_addr(\"{}\")}}",
+        address(4),
+        address(8)
+    )
+}
+
 fn cmsgs(bytes: &[u8], controllen: u64) -> String {
     let i32_at = |b: &[u8], at: usize| {
         b.get(at..at + 4)
@@ -125,15 +154,30 @@ fn cmsgs(bytes: &[u8], controllen: u64) -> String {
                 );
                 ("SCM_CREDENTIALS".to_string(), creds)
             }
-            _ => {
+            (libc::SOL_IP, libc::IP_TOS) if !data.is_empty() => {
+                ("IP_TOS".to_string(), format!("[{:#x}]", data[0]))
+            }
+            (libc::SOL_IP, libc::IP_TTL) if data.len() >= 4 => (
+                "IP_TTL".to_string(),
+                format!("[{}]", i32_at(data, 0).unwrap_or(0)),
+            ),
+            (libc::SOL_IP, libc::IP_PKTINFO) if data.len() >= 12 => {
+                ("IP_PKTINFO".to_string(), ip_pktinfo(data))
+            }
+            // strace 6.1 names no other level's types and leaves their data out.
+            (libc::SOL_SOCKET | libc::SOL_IP, _) => {
                 let mut hex = String::new();
                 quote_hex(data, &mut hex);
                 (kind.to_string(), hex)
             }
+            _ => (format!("{kind:#x}"), String::new()),
         };
-        parts.push(format!(
-            "{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}, cmsg_data={data_text}}}"
-        ));
+        parts.push(match data_text.is_empty() && level != libc::SOL_SOCKET && level != libc::SOL_IP {
+            true => format!("{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}}}"),
+            false => format!(
+                "{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}, cmsg_data={data_text}}}"
+            ),
+        });
         at = at.saturating_add(len.div_ceil(8).saturating_mul(8));
     }
     if (bytes.len() as u64) < controllen && at < controllen as usize {
@@ -250,6 +294,48 @@ mod tests {
                 "[{{cmsg_len={}, cmsg_level=SOL_SOCKET, cmsg_type=SCM_RIGHTS, cmsg_data=[7]}}]",
                 u64::MAX
             )
+        );
+    }
+
+    #[test]
+    fn ip_messages_are_decoded_and_other_levels_named_by_number_alone() {
+        let cmsg = |level: i32, kind: i32, data: &[u8]| {
+            let mut c = Vec::new();
+            c.extend_from_slice(&(16 + data.len() as u64).to_ne_bytes());
+            c.extend_from_slice(&level.to_ne_bytes());
+            c.extend_from_slice(&kind.to_ne_bytes());
+            c.extend_from_slice(data);
+            c.resize(c.len().div_ceil(8) * 8, 0);
+            c
+        };
+        // strace 6.1's lines for IPv6's hop limit and traffic class, and IPv4's TTL and TOS.
+        let mut v6 = cmsg(libc::SOL_IPV6, libc::IPV6_HOPLIMIT, &64i32.to_ne_bytes());
+        v6.extend(cmsg(
+            libc::SOL_IPV6,
+            libc::IPV6_TCLASS,
+            &0x20i32.to_ne_bytes(),
+        ));
+        assert_eq!(
+            cmsgs(&v6, v6.len() as u64),
+            "[{cmsg_len=20, cmsg_level=SOL_IPV6, cmsg_type=0x34}, \
+             {cmsg_len=20, cmsg_level=SOL_IPV6, cmsg_type=0x43}]"
+        );
+        let mut v4 = cmsg(libc::SOL_IP, libc::IP_TTL, &64i32.to_ne_bytes());
+        v4.extend(cmsg(libc::SOL_IP, libc::IP_TOS, &[0x10]));
+        assert_eq!(
+            cmsgs(&v4, v4.len() as u64),
+            "[{cmsg_len=20, cmsg_level=SOL_IP, cmsg_type=IP_TTL, cmsg_data=[64]}, \
+             {cmsg_len=17, cmsg_level=SOL_IP, cmsg_type=IP_TOS, cmsg_data=[0x10]}]"
+        );
+        // An index no interface has: the number.
+        let mut info = u32::MAX.to_ne_bytes().to_vec();
+        info.extend_from_slice(&[127, 0, 0, 1, 127, 0, 0, 1]);
+        let pktinfo = cmsg(libc::SOL_IP, libc::IP_PKTINFO, &info);
+        assert_eq!(
+            cmsgs(&pktinfo, pktinfo.len() as u64),
+            "[{cmsg_len=28, cmsg_level=SOL_IP, cmsg_type=IP_PKTINFO, \
+             cmsg_data={ipi_ifindex=4294967295, ipi_spec_dst=inet_addr(\"127.0.0.1\"), \
+             ipi_addr=inet_addr(\"127.0.0.1\")}}]"
         );
     }
 
