@@ -29,6 +29,18 @@ fn latency_outlier_stacks_at_a_function_entry_keep_the_direct_caller() {
     }
 }
 
+/// The chain built without frame pointers as every frame of its stack must name it, from the
+/// probed function to the program's entry through libc.
+const WHOLE_CHAIN: [&str; 7] = [
+    "chain_target",
+    "chain_b",
+    "chain_a",
+    "main",
+    "__libc_start_call_main",
+    "__libc_start_main",
+    "_start",
+];
+
 /// `latency -s` in the chain built without frame pointers (`-O2`): the end (a uprobe on
 /// chain_target's first instruction) copies the top of the user stack, unwound by CFI, so each
 /// outlier's stack is the whole chain to `_start`.
@@ -43,16 +55,7 @@ fn latency_outlier_stacks_of_a_program_without_frame_pointers_are_whole() {
         let names: Vec<String> = (user_frames(&outlier).into_iter())
             .map(|(s, _)| s)
             .collect();
-        let want = [
-            "chain_target",
-            "chain_b",
-            "chain_a",
-            "main",
-            "__libc_start_call_main",
-            "__libc_start_main",
-            "_start",
-        ];
-        assert_eq!(names, want, "{outlier}");
+        assert_eq!(names, WHOLE_CHAIN, "{outlier}");
     }
 }
 
@@ -91,16 +94,7 @@ fn uprobe_stacks_of_a_program_without_frame_pointers_are_whole() {
     assert_eq!(events.len(), 3, "{stderr}");
     for event in &events {
         let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
-        let want = [
-            "chain_target",
-            "chain_b",
-            "chain_a",
-            "main",
-            "__libc_start_call_main",
-            "__libc_start_main",
-            "_start",
-        ];
-        assert_eq!(names, want, "{event}");
+        assert_eq!(names, WHOLE_CHAIN, "{event}");
         let lines: Vec<Option<u64>> = (user_frames(event).into_iter()).map(|(_, l)| l).collect();
         let call_sites = [
             chain_line("return chain_target(i,"),
@@ -151,16 +145,7 @@ fn watchpoint_stacks_of_a_program_without_frame_pointers_are_whole() {
     for (i, event) in events.iter().enumerate() {
         assert_eq!(event["new"], (1..=i as u64 + 1).sum::<u64>(), "{event}");
         let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
-        let want = [
-            "chain_target",
-            "chain_b",
-            "chain_a",
-            "main",
-            "__libc_start_call_main",
-            "__libc_start_main",
-            "_start",
-        ];
-        assert_eq!(names, want, "{event}");
+        assert_eq!(names, WHOLE_CHAIN, "{event}");
     }
 }
 
