@@ -181,10 +181,6 @@ pub const fn stack_span_bits(ns: u64) -> Option<u32> {
     }
 }
 
-/// When, at the latest, a streamed event took its stack ids ([`STACK_SPAN_BIT`]).
-pub const fn stack_taken_by(time_ns: u64, field_faults: u32) -> u64 {
-    time_ns + (((field_faults >> STACK_SPAN_BIT) as u64) << STACK_SPAN_SHIFT)
-}
 /// Capacity of the `STACKS` map when stacks are captured (distinct stacks of one run). Without
 /// `-s` the map is created with one entry, so start-up does not pay for it.
 pub const STACK_ENTRIES: u32 = 16384;

@@ -175,6 +175,16 @@ impl Event {
         unsafe { core::mem::transmute_copy(self) }
     }
 
+    /// When a streamed event took its stack ids: from its time to the end of the span its
+    /// program measured ([`STACK_SPAN_BIT`](crate::STACK_SPAN_BIT)).
+    pub fn stack_taken(&self) -> (u64, u64) {
+        let units = u64::from(self.field_faults >> crate::STACK_SPAN_BIT);
+        (
+            self.time_ns,
+            self.time_ns + (units << crate::STACK_SPAN_SHIFT),
+        )
+    }
+
     /// Process id (thread group id).
     pub fn pid(&self) -> u32 {
         (self.pid_tgid >> 32) as u32

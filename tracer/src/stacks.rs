@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use hashbrown::{HashMap, HashSet};
 
-use tracer_common::{stack_taken_by, Event, NO_STACK, STACK_TAKEN_LATE};
+use tracer_common::{Event, NO_STACK, STACK_TAKEN_LATE};
 
 use crate::bpf::Bpf;
 use crate::kernel::symbols::{Kallsyms, Process};
@@ -106,7 +106,7 @@ type Ips = Rc<[u64]>;
 type Made = (Ips, Rc<Frames>);
 
 /// When a recycled stack id left the map: its removal happened within `lo..=hi`. An event
-/// whose ids were taken between its time and its span's end ([`stack_taken_by`]) may have
+/// whose ids were taken between its time and its span's end ([`Event::stack_taken`]) may have
 /// been given the id on either side of a removal that overlaps them, and is told by what the
 /// map holds then.
 #[derive(Clone, Copy, Debug)]
@@ -245,11 +245,14 @@ impl Symbolizer {
         top: Option<&[u8]>,
     ) -> Result<Vec<Stack>, Error> {
         let ids = (event.kstack, event.ustack);
-        let taken = (
-            event.time_ns,
-            stack_taken_by(event.time_ns, event.field_faults),
-        );
-        self.stacks_at(bpf, event.pid(), ids, entry_ret, Some(taken), top)
+        self.stacks_at(
+            bpf,
+            event.pid(),
+            ids,
+            entry_ret,
+            Some(event.stack_taken()),
+            top,
+        )
     }
 
     /// The stack unwound by CFI from `top` (the bytes at the stack pointer) and `ip`, its
@@ -442,11 +445,7 @@ impl Symbolizer {
                 let Ok(id) = u32::try_from(id) else {
                     continue;
                 };
-                let taken = (
-                    event.time_ns,
-                    stack_taken_by(event.time_ns, event.field_faults),
-                );
-                if matches!(self.held(id, taken), Held::Current) {
+                if matches!(self.held(id, event.stack_taken()), Held::Current) {
                     self.current_ips(bpf, id, true)?;
                 }
             }
@@ -875,9 +874,25 @@ mod tests {
 
     #[test]
     fn stack_spans_round_up_and_end_at_the_late_mark() {
-        use tracer_common::{stack_span_bits, stack_taken_by, STACK_SPAN_MAX, STACK_SPAN_SHIFT};
+        use tracer_common::{stack_span_bits, Event, STACK_SPAN_MAX, STACK_SPAN_SHIFT};
         let unit = 1u64 << STACK_SPAN_SHIFT;
-        let by = |ns| stack_taken_by(1_000, stack_span_bits(ns).unwrap());
+        let by = |ns| {
+            // The span's bits above the fault bits, which it leaves alone.
+            let event = Event {
+                time_ns: 1_000,
+                pid_tgid: 0,
+                data: [0; tracer_common::DATA_WORDS],
+                fields: [0; tracer_common::FIELD_READS],
+                slot: 0,
+                cpu: 0,
+                str_bytes: 0,
+                kstack: 0,
+                ustack: 0,
+                field_faults: stack_span_bits(ns).unwrap() | 0b101,
+                comm: [0; 16],
+            };
+            event.stack_taken().1
+        };
         // Never earlier than the ids were taken: rounded up to the next unit.
         assert_eq!(by(0), 1_000 + unit);
         assert_eq!(by(unit - 1), 1_000 + unit);

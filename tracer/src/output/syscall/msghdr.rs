@@ -142,7 +142,10 @@ fn cmsgs(bytes: &[u8], controllen: u64) -> String {
                 let fds: Vec<String> = (data.chunks_exact(4))
                     .map(|w| i32::from_ne_bytes(w.try_into().expect("4 bytes")).to_string())
                     .collect();
-                ("SCM_RIGHTS".to_string(), format!("[{}]", fds.join(", ")))
+                (
+                    "SCM_RIGHTS".to_string(),
+                    Some(format!("[{}]", fds.join(", "))),
+                )
             }
             (libc::SOL_SOCKET, libc::SCM_CREDENTIALS) if data.len() >= 12 => {
                 let word = |i: usize| i32_at(data, 4 * i).unwrap_or(0);
@@ -152,32 +155,30 @@ fn cmsgs(bytes: &[u8], controllen: u64) -> String {
                     word(1) as u32,
                     word(2) as u32
                 );
-                ("SCM_CREDENTIALS".to_string(), creds)
+                ("SCM_CREDENTIALS".to_string(), Some(creds))
             }
             (libc::SOL_IP, libc::IP_TOS) if !data.is_empty() => {
-                ("IP_TOS".to_string(), format!("[{:#x}]", data[0]))
+                ("IP_TOS".to_string(), Some(format!("[{:#x}]", data[0])))
             }
             (libc::SOL_IP, libc::IP_TTL) if data.len() >= 4 => (
                 "IP_TTL".to_string(),
-                format!("[{}]", i32_at(data, 0).unwrap_or(0)),
+                Some(format!("[{}]", i32_at(data, 0).unwrap_or(0))),
             ),
             (libc::SOL_IP, libc::IP_PKTINFO) if data.len() >= 12 => {
-                ("IP_PKTINFO".to_string(), ip_pktinfo(data))
+                ("IP_PKTINFO".to_string(), Some(ip_pktinfo(data)))
             }
             // strace 6.1 names no other level's types and leaves their data out.
             (libc::SOL_SOCKET | libc::SOL_IP, _) => {
                 let mut hex = String::new();
                 quote_hex(data, &mut hex);
-                (kind.to_string(), hex)
+                (kind.to_string(), Some(hex))
             }
-            _ => (format!("{kind:#x}"), String::new()),
+            _ => (format!("{kind:#x}"), None),
         };
-        parts.push(match data_text.is_empty() && level != libc::SOL_SOCKET && level != libc::SOL_IP {
-            true => format!("{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}}}"),
-            false => format!(
-                "{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}, cmsg_data={data_text}}}"
-            ),
-        });
+        let data_text = data_text.map_or(String::new(), |d| format!(", cmsg_data={d}"));
+        parts.push(format!(
+            "{{cmsg_len={len}, cmsg_level={level_text}, cmsg_type={kind_text}{data_text}}}"
+        ));
         at = at.saturating_add(len.div_ceil(8).saturating_mul(8));
     }
     if (bytes.len() as u64) < controllen && at < controllen as usize {
