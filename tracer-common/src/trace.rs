@@ -76,22 +76,31 @@ pub struct TraceStart {
     pub cpu_sum: u64,
     pub args: [u64; word::ARGS],
     pub nr: u32,
-    /// [`TRACE_SAVED_STRINGS`]: its strings are in `TRACE_SAVED`.
+    /// [`TRACE_SAVED_STRINGS`], [`TRACE_SAVED_IOVECS`]: what of it is in `TRACE_SAVED`.
     pub flags: u32,
-    /// With [`TRACE_SAVED_STRINGS`]: the string area's length and each read's first entry.
+    /// With [`TRACE_SAVED_STRINGS`]: the string area's length and each read's first entry;
+    /// with [`TRACE_SAVED_IOVECS`], the length of its iovec array's entries.
     pub used: u32,
     pub first: [u32; STR_READS],
     /// The CPU the call entered on (with `SLOT_TRACE_CPU_TIME`).
     pub cpu: u32,
     /// [`trace_word::ENTRY_INT`]: the `int` `SlotConfig::entry_int` names, as it was at entry.
     pub entry_int: u64,
+    /// A getdents call's entries, counted at its exit by `trace_exit_reads`
+    /// ([`trace_word::ENTRIES`]'s value); 0 when not counted.
+    pub dirents: u64,
 }
 
 /// [`TraceStart::flags`]: the strings were read at entry and saved.
 pub const TRACE_SAVED_STRINGS: u32 = 1;
+/// [`TraceStart::flags`]: the iovec array (or msghdr) was read at exit by `trace_exit_reads`
+/// and saved for `trace_exit`, by task: between the two programs the task may be preempted
+/// (7.3, `PREEMPT_LAZY`) and another task's `trace_exit_reads` run on the same CPU.
+pub const TRACE_SAVED_IOVECS: u32 = 2;
 /// Calls in flight `TRACE_START` holds: threads inside a traced syscall at once.
 pub const TRACE_ENTRIES: u32 = 16384;
-/// Strings saved at entry (execve) at once.
+/// Strings saved at entry (execve) and iovec arrays between a call's two exit programs, at
+/// once.
 pub const TRACE_SAVED_ENTRIES: u32 = 64;
 /// `TRACE_STATS` counters (per CPU).
 pub mod trace_stat {
@@ -101,5 +110,7 @@ pub mod trace_stat {
     pub const START_FULL: u32 = 1;
     /// An execve's strings found `TRACE_SAVED` full: they are read at its end instead.
     pub const SAVED_FULL: u32 = 2;
-    pub const COUNT: u32 = 3;
+    /// An iovec array (or msghdr) found `TRACE_SAVED` full at exit: shown as its address.
+    pub const IOVECS_FULL: u32 = 3;
+    pub const COUNT: u32 = 4;
 }

@@ -1,28 +1,37 @@
 //! `tracer trace`'s iovec arrays (readv, writev), alone or in a msghdr with its name and
 //! control data (sendmsg, recvmsg): read at a call's exit by `trace_exit_reads`
 //! (a program of its own on `sys_exit`, attached before `trace_exit`), into the scratch entry
-//! `scratch_at::IOVECS`; `trace_exit`, which runs next on the same CPU, copies them into its
-//! event as the call's first read (`reads::copy_iovecs`). The loop over the elements is walked
+//! `scratch_at::IOVECS`, and saved by task in `TRACE_SAVED`; `trace_exit`, which runs next for
+//! the task, copies them into its event as the call's first read (`reads::copy_iovecs`). The
+//! loop over the elements is walked
 //! once by the verifier here: inside `trace_exit`, it was walked again for every path there,
 //! and 5.10's verifier took 134 s under emulation (239,804 instructions), then refused the
 //! program for its combined stack.
 
 use aya_ebpf::programs::RawTracePointContext;
-use tracer_common::{buffer_len, str_array, SlotConfig, MSGHDR_BYTES, MSG_PART_MAX, STRLEN_MAX};
+use tracer_common::{
+    buffer_len, str_array, SlotConfig, MSGHDR_BYTES, MSG_PART_MAX, STRLEN_MAX, STR_AREA,
+};
 
-use crate::maps::{scratch_at, Scratch, SCRATCH};
+use crate::maps::{scratch_at, Scratch, SCRATCH, TRACE_SAVED};
 use crate::reads::{put_buffer, put_iovecs, read_sized, syscall_arg};
 
 /// Reads the iovec array (or msghdr) of a call whose slot's first read is one
-/// (`config.strs[0]`), at its exit, for the current task (`pid_tgid`), which its slot traces.
+/// (`config.strs[0]`), at its exit, for the current task (`pid_tgid`), which its slot traces,
+/// and saves its entries in `TRACE_SAVED` under `pid_tgid`. Their length; `None` when the
+/// map was full (or no scratch entry).
 #[inline(always)]
-pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, pid_tgid: u64) {
+pub(crate) fn read(
+    ctx: &RawTracePointContext,
+    regs: u64,
+    config: &SlotConfig,
+    pid_tgid: u64,
+) -> Option<u32> {
     let read = config.strs[0];
-    let Some(scratch) = SCRATCH.get_ptr_mut(scratch_at::IOVECS) else {
-        return;
-    };
+    let scratch = SCRATCH.get_ptr_mut(scratch_at::IOVECS)?;
     // SAFETY: `trace_exit_reads`'s own per-CPU entry (`scratch_at::IOVECS`), touched by no
-    // other program but `trace_exit`, which runs after it on this CPU.
+    // other program; a program does not nest in itself on a CPU, even preempted (the kernel
+    // skips the other task's run).
     let scratch = unsafe { &mut *scratch };
     let ptr = syscall_arg(regs, read.at);
     let ret: u64 = ctx.arg(1);
@@ -31,7 +40,6 @@ pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, p
         _ => u64::MAX,
     };
     scratch.used = 0;
-    scratch.iov_owner = 0;
     let (ptr, count) = match read.array {
         str_array::MSGHDR_GIVEN | str_array::MSGHDR_FILLED => msghdr(scratch, ptr),
         _ => (
@@ -45,7 +53,10 @@ pub(crate) fn read(ctx: &RawTracePointContext, regs: u64, config: &SlotConfig, p
     // Five arguments at most for a BPF function: the count and the cut share a word.
     let counts = (count & 0xffff_ffff) | u64::from(config.buflen) << 32;
     put_iovecs(scratch, 0, ptr, counts, total);
-    scratch.iov_owner = pid_tgid;
+    // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`; the update helper copies it.
+    let area = unsafe { &*(scratch.area.as_ptr() as *const [u8; STR_AREA]) };
+    TRACE_SAVED.insert(&pid_tgid, area, 0).ok()?;
+    Some(scratch.used)
 }
 
 /// The entries of the `struct msghdr` at user address `ptr` before its iovecs

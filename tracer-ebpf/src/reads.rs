@@ -17,7 +17,7 @@ use tracer_common::{
     USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY,
 };
 
-use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS};
+use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS, TRACE_SAVED};
 use crate::uses;
 
 /// Where each USDT probe slot's arguments are (`SLOT_USDT`), by probe slot id.
@@ -263,32 +263,34 @@ pub(crate) fn put_iovecs(scratch: &mut Scratch, read: u8, ptr: u64, counts: u64,
     }
 }
 
-/// The iovec array `trace_exit_reads` read for the current task's call (`scratch_at::IOVECS`),
-/// copied to the start of this event's area (it is the call's first read); a `FAULT` entry
-/// when there is none of this task's.
+/// The iovec array `trace_exit_reads` read for the current task's call and saved in
+/// `TRACE_SAVED` (`Scratch::iov_saved`), copied to the start of this event's area (it is the
+/// call's first read) and forgotten; a `FAULT` entry when none was saved.
 #[inline(always)]
 fn copy_iovecs(scratch: &mut Scratch) {
-    let Some(from) = crate::maps::SCRATCH.get_ptr_mut(crate::maps::scratch_at::IOVECS) else {
-        return;
+    let saved = scratch.iov_saved;
+    scratch.iov_saved = 0;
+    let pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
+    // SAFETY: the map value is only read, by the probe-read helper, before it is removed.
+    let from = match saved {
+        0 => None,
+        _ => unsafe { TRACE_SAVED.get(&pid_tgid) },
     };
-    // SAFETY: `trace_exit_reads`'s per-CPU entry: it ran before this program on this CPU and is
-    // done with it; read and released here.
-    let from = unsafe { &mut *from };
-    if from.iov_owner != aya_ebpf::helpers::bpf_get_current_pid_tgid() {
+    let Some(from) = from else {
         put_mark(scratch, 0, str_flag::FAULT);
         return;
-    }
-    from.iov_owner = 0;
-    let len = (used(from) & (2 * STR_AREA - 1)).min(STR_AREA);
-    // SAFETY: both areas are `STR_BUFFER` bytes, more than the `STR_AREA` copied at most;
-    // the helper fails cleanly instead of faulting.
+    };
+    let len = ((saved - 1) as usize & (2 * STR_AREA - 1)).min(STR_AREA);
+    // SAFETY: the area is `STR_BUFFER` bytes, more than the `STR_AREA` copied at most, and the
+    // saved one `STR_AREA`; the helper fails cleanly instead of faulting.
     let copied = unsafe {
         generated::bpf_probe_read_kernel(
             scratch.area.as_mut_ptr() as *mut c_void,
             len as u32,
-            from.area.as_ptr() as *const c_void,
+            from.as_ptr() as *const c_void,
         )
     };
+    let _ = TRACE_SAVED.remove(&pid_tgid);
     match copied {
         0 => scratch.used = len as u32,
         _ => {

@@ -15,13 +15,15 @@ use tracer_common::{
     PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY,
     SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
     SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS,
-    TRACE_EXIT_NR, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE, TRACK_PENDING,
-    USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FD_INODES, USES_IOVECS, USES_NO_RETURN,
-    USES_STRINGS, USES_TRACE,
+    TRACE_EXIT_NR, TRACE_SAVED_IOVECS, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE,
+    TRACK_PENDING, USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FD_INODES, USES_IOVECS,
+    USES_NO_RETURN, USES_STRINGS, USES_TRACE,
 };
 
 use crate::filters::{filtered_out, refused_by};
-use crate::maps::{bump, scratch, scratch_at, NO_ENTRY, SCHED_OFFSETS, SCRATCH, TRACKED};
+use crate::maps::{
+    bump, scratch, scratch_at, NO_ENTRY, SCHED_OFFSETS, SCRATCH, TRACE_SAVED, TRACKED,
+};
 use crate::reads::{
     call_cpu_time, cpu_clock, fd_inodes, group_lives, put_array, put_string, read_strings, used,
 };
@@ -43,10 +45,6 @@ const SIGKILL: u64 = 9;
 #[map]
 static TRACE_START: HashMap<u64, TraceStart> = HashMap::with_max_entries(1, 0);
 
-/// The strings of calls read at entry (execve), by `pid_tgid`.
-#[map]
-static TRACE_SAVED: HashMap<u64, [u8; STR_AREA]> = HashMap::with_max_entries(1, 0);
-
 /// The last signal sent to each traced process (by tgid), as `signal_generate` saw it. A
 /// signal that will kill a process without a handler never reaches `signal_deliver` as
 /// itself: the kernel turns it into SIGKILL for every thread when it is sent
@@ -63,12 +61,6 @@ pub struct Sent {
     code: u64,
     union: [u64; signal_word::UNION_WORDS],
 }
-
-/// The entries the current getdents call returned, counted at its exit by `trace_exit_reads`
-/// for `trace_exit`, which runs next on the same CPU: the task's `pid_tgid` and the count (a
-/// task that preempted the first between the two leaves its own id, and no count is shown).
-#[map]
-static DIRENTS: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
 
 /// [`trace_stat`] counters.
 #[map]
@@ -184,9 +176,27 @@ fn on_exit_reads(ctx: &RawTracePointContext) {
     if refused_by(config, pid_tgid, cpu) != 0 {
         return;
     }
-    match getdents {
-        true => dirents(regs, ctx.arg(1)),
-        false => crate::iovecs::read(ctx, regs, config, pid_tgid),
+    // What is read goes with the call's entry (by task, as `trace_exit` finds it): a call
+    // without one is not shown, and its reads are not made.
+    let Some(start) = TRACE_START.get_ptr_mut(&pid_tgid) else {
+        return;
+    };
+    // SAFETY: this task's entry, which no other task's program touches; it is removed by this
+    // task's `trace_exit`, after this program.
+    let start = unsafe { &mut *start };
+    if u64::from(start.nr) != nr {
+        return;
+    }
+    if getdents {
+        dirents(regs, ctx.arg(1), start);
+        return;
+    }
+    match crate::iovecs::read(ctx, regs, config, pid_tgid) {
+        Some(used) => {
+            start.used = used;
+            start.flags |= TRACE_SAVED_IOVECS;
+        }
+        None => count(trace_stat::IOVECS_FULL),
     }
 }
 
@@ -365,7 +375,9 @@ fn on_exit(ctx: &RawTracePointContext) {
     // SAFETY: helper without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
     let ret: u64 = ctx.arg(1);
-    let saved = start.flags & TRACE_SAVED_STRINGS != 0;
+    // What `TRACE_SAVED` holds of the call (strings from its entry, an iovec array from
+    // `trace_exit_reads`) is removed on every way out: by the reads that use it, or here.
+    let saved = start.flags & (TRACE_SAVED_STRINGS | TRACE_SAVED_IOVECS) != 0;
     if start.nr as u64 != nr {
         if saved {
             let _ = TRACE_SAVED.remove(&pid_tgid);
@@ -397,15 +409,14 @@ fn on_exit(ctx: &RawTracePointContext) {
         fd_inodes(event, nr, ret);
     }
     if uses(USES_DIRENTS) && config.flags & SLOT_TRACE_DIRENTS != 0 && (ret as i64) >= 0 {
-        match DIRENTS.get(0) {
-            Some(&[task, entries]) if task == pid_tgid => {
-                event.fields[trace_word::ENTRIES] = entries;
-            }
-            _ => {}
-        }
+        event.fields[trace_word::ENTRIES] = start.dirents;
     }
-    if uses(USES_STRINGS) {
+    if !uses(USES_STRINGS) {
         if saved {
+            let _ = TRACE_SAVED.remove(&pid_tgid);
+        }
+    } else {
+        if start.flags & TRACE_SAVED_STRINGS != 0 {
             restore_strings(event, &start, pid_tgid);
             exec_argv(event, config, regs, ret);
         } else {
@@ -421,6 +432,10 @@ fn on_exit(ctx: &RawTracePointContext) {
                     aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SP) as *const u64)
                 }
                 .unwrap_or(0),
+            };
+            scratch(event).iov_saved = match start.flags & TRACE_SAVED_IOVECS {
+                0 => 0,
+                _ => u64::from(start.used) + 1,
             };
             read_strings::<false, true, STR_READS>(event, config, |_, _| sp);
         }
@@ -575,16 +590,14 @@ fn exec_fn(auxv: u64) -> u64 {
     0
 }
 
-/// Directory entries a getdents call read (strace's `/* 144 entries */`), into [`DIRENTS`]
-/// for the exit's event: `linux_dirent` and `linux_dirent64` both keep their record length
-/// at byte 16, and the buffer is the call's second argument, still in its register. The
-/// count + 1, with [`trace_word::ENTRIES_MORE`] when [`DIRENT_WALK`] records did not reach
-/// the end; 0 when a record could not be read.
+/// Directory entries a getdents call read (strace's `/* 144 entries */`), into its entry's
+/// `dirents` for the exit's event: `linux_dirent` and `linux_dirent64` both keep their record
+/// length at byte 16, and the buffer is the call's second argument, still in its register.
+/// The count + 1, with [`trace_word::ENTRIES_MORE`] when [`DIRENT_WALK`] records did not
+/// reach the end; 0 when a record could not be read.
 #[inline(always)]
-fn dirents(regs: u64, ret: u64) {
-    let Some(out) = DIRENTS.get_ptr_mut(0) else {
-        return;
-    };
+fn dirents(regs: u64, ret: u64, start: &mut TraceStart) {
+    let out = &mut start.dirents;
     // SAFETY: the probe-read helper fails cleanly on a bad address.
     let buf = unsafe {
         aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SYSCALL_ARGS[1]) as *const u64)
@@ -594,9 +607,7 @@ fn dirents(regs: u64, ret: u64) {
         true => 0,
         false => ret,
     };
-    // SAFETY (every access to `out`): this CPU's entry, this program's alone (a program does
-    // not nest in itself).
-    unsafe { *out = [bpf_get_current_pid_tgid(), 1] };
+    *out = 1;
     // The count is stored at each step, so that nothing the loop computed is live after it:
     // the verifier then walks what follows once, not once per way out of each step.
     let mut at = 0u64;
@@ -613,14 +624,14 @@ fn dirents(regs: u64, ret: u64) {
         };
         count += 1;
         if reclen == 0 {
-            unsafe { (*out)[1] = 0 };
+            *out = 0;
             return;
         }
         at += u64::from(reclen);
-        unsafe { (*out)[1] = count + 1 };
+        *out = count + 1;
     }
     if at < len {
-        unsafe { (*out)[1] |= trace_word::ENTRIES_MORE };
+        *out |= trace_word::ENTRIES_MORE;
     }
 }
 
@@ -828,6 +839,11 @@ fn superseded(ctx: &RawTracePointContext, old_tid: u64) {
 /// = 0), a stray line with another call's arguments, as seen once on 7.3.
 #[inline(always)]
 fn never_returned(ctx: &RawTracePointContext, pid_tgid: u64) {
+    // What a call saved whose `trace_exit` the kernel skipped (another task preempted inside
+    // it on that CPU) stays until the task saves again or ends: here, whatever its entry says.
+    if uses(USES_IOVECS | USES_ENTRY_STRINGS) {
+        let _ = TRACE_SAVED.remove(&pid_tgid);
+    }
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { TRACE_START.get(&pid_tgid) }).copied() else {
         return;
@@ -838,9 +854,6 @@ fn never_returned(ctx: &RawTracePointContext, pid_tgid: u64) {
         return;
     };
     let _ = TRACE_START.remove(&pid_tgid);
-    if start.flags & TRACE_SAVED_STRINGS != 0 {
-        let _ = TRACE_SAVED.remove(&pid_tgid);
-    }
     let Some((event, config)) = begin(ctx, slot, scratch_at::TASK_EXIT) else {
         return;
     };

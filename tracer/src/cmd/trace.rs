@@ -303,6 +303,13 @@ fn summary(
             tracer_common::TRACE_ENTRIES
         ));
     }
+    let unsaved = stats[tracer_common::trace_stat::IOVECS_FULL as usize];
+    if unsaved > 0 {
+        notes.push(format!(
+            "{unsaved} calls' iovec arrays found {} saved already (calls preempted between their two exit programs) and are shown as addresses",
+            tracer_common::TRACE_SAVED_ENTRIES
+        ));
+    }
     let (count, unit) = match plan.summary {
         true => (hits - filtered - lost, "calls counted in the kernel"),
         false => (printed, "calls"),
