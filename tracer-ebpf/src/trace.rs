@@ -188,7 +188,7 @@ fn on_exit_reads(ctx: &RawTracePointContext) {
         return;
     }
     if getdents {
-        dirents(regs, ctx.arg(1), start);
+        crate::iovecs::dirents(regs, ctx.arg(1), &mut start.dirents);
         return;
     }
     match crate::iovecs::read(ctx, regs, config, pid_tgid) {
@@ -483,11 +483,6 @@ fn restore_strings(event: &mut Event, start: &TraceStart, pid_tgid: u64) {
 /// leaves an unreadable path as its address).
 const ENV_WALK: u32 = 512;
 const AUXV_WALK: u32 = 64;
-/// Directory entries counted at most per getdents call (more show as `1024+`): glibc's 32 KiB
-/// buffer holds 1,024 records of names of 5 bytes or more (32-byte records), 1,365 of the
-/// shortest. The verifier walks each step: 1,024 cost the dirents program 36,939 instructions on
-/// 6.18.
-const DIRENT_WALK: u64 = 1024;
 
 /// An exec's `argv` (read 1, the last, after the path the entry read: `probe::syscall` lays
 /// them out so), read at its exit. A failed exec's is in the caller's memory, unchanged. A
@@ -588,51 +583,6 @@ fn exec_fn(auxv: u64) -> u64 {
         j += 1;
     }
     0
-}
-
-/// Directory entries a getdents call read (strace's `/* 144 entries */`), into its entry's
-/// `dirents` for the exit's event: `linux_dirent` and `linux_dirent64` both keep their record
-/// length at byte 16, and the buffer is the call's second argument, still in its register.
-/// The count + 1, with [`trace_word::ENTRIES_MORE`] when [`DIRENT_WALK`] records did not
-/// reach the end; 0 when a record could not be read.
-#[inline(always)]
-fn dirents(regs: u64, ret: u64, start: &mut TraceStart) {
-    let out = &mut start.dirents;
-    // SAFETY: the probe-read helper fails cleanly on a bad address.
-    let buf = unsafe {
-        aya_ebpf::helpers::bpf_probe_read_kernel((regs + PT_REGS_SYSCALL_ARGS[1]) as *const u64)
-    }
-    .unwrap_or(0);
-    let len = match (ret as i64) < 0 {
-        true => 0,
-        false => ret,
-    };
-    *out = 1;
-    // The count is stored at each step, so that nothing the loop computed is live after it:
-    // the verifier then walks what follows once, not once per way out of each step.
-    let mut at = 0u64;
-    let mut count = 0u64;
-    while count < DIRENT_WALK && at < len {
-        let mut reclen = 0u16;
-        // SAFETY: the helper writes at most 2 bytes into `reclen` (zero on a fault).
-        unsafe {
-            aya_ebpf::helpers::generated::bpf_probe_read_user(
-                &mut reclen as *mut u16 as *mut core::ffi::c_void,
-                2,
-                buf.wrapping_add(at + 16) as *const core::ffi::c_void,
-            )
-        };
-        count += 1;
-        if reclen == 0 {
-            *out = 0;
-            return;
-        }
-        at += u64::from(reclen);
-        *out = count + 1;
-    }
-    if at < len {
-        *out |= trace_word::ENTRIES_MORE;
-    }
 }
 
 #[raw_tracepoint]
