@@ -431,6 +431,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer profile --off-cpu --min-block 1ms -p 1234 -d 10",
         profile_off_cpu_pid,
     ),
+    (
+        "tracer profile --off-cpu --call-graph dwarf -p 1234 -d 10",
+        profile_off_cpu_pid,
+    ),
     ("tracer profile -a -d 2 -f pprof -o cpu.pb.gz", profile_all_pprof),
     (
         "tracer profile --call-graph dwarf -- gzip -9 -f -k big.txt",

@@ -1103,6 +1103,95 @@ fn dwarf_unwinding_gives_whole_stacks_of_a_debian_binary() {
     );
 }
 
+/// profile.c as distributions build programs (no frame pointers, sleeping through libc's
+/// nanosleep), off-CPU: with `--call-graph dwarf` each block's user stack unwinds from libc's
+/// clock_nanosleep through the sleeping function and main to `_start`, and each function's
+/// total is its sleeps'; walked by frame pointers, every block stops in clock_nanosleep (the
+/// nine blocks in one stack, naps and dozes alike).
+#[test]
+fn off_cpu_dwarf_unwinding_gives_whole_stacks_without_frame_pointers() {
+    let _clock = alone();
+    let prog = common::profile_program_without_frame_pointers()
+        .display()
+        .to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["profile", "--off-cpu", "--min-block", "1ms", "-f", "json"];
+        args.extend(extra);
+        args.extend(["--", &prog, "0", "5", "200", "4", "50"]);
+        let out = tracer(&args);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+        (
+            json,
+            format!("stdout:\n{stdout}\nstderr:\n{stderr}"),
+            stderr,
+        )
+    };
+    // (blocks, microseconds) in the stacks whose user frames end with `function` called from
+    // main, down to the entry point; frames are innermost first.
+    let rooted = |json: &serde_json::Value, function: &str| -> (u64, u64) {
+        let tail = [
+            function,
+            "main",
+            "__libc_start_call_main",
+            "__libc_start_main",
+            "_start",
+        ];
+        (json["stacks"].as_array().unwrap().iter())
+            .filter(|s| {
+                let names: Vec<&str> = (s["frames"].as_array().unwrap().iter())
+                    .map(|f| f["name"].as_str().unwrap())
+                    .collect();
+                names.ends_with(&tail) && names.contains(&"do_nanosleep")
+            })
+            .map(|s| {
+                (
+                    s["count"].as_u64().unwrap(),
+                    s["value"].as_u64().unwrap() / 1000,
+                )
+            })
+            .fold((0, 0), |(n, us), (c, u)| (n + c, us + u))
+    };
+    let (json, context, stderr) = run(&["--call-graph", "dwarf"]);
+    let ((naps, nap), (dozes, doze)) =
+        (rooted(&json, "profile_nap"), rooted(&json, "profile_doze"));
+    // The sleeps that blocked, as the workload counted them (voluntary switches): every one
+    // is a block, none is lost (the summary's `0 lost`: no ring was full).
+    let blocked: u64 = (stderr.lines())
+        .find_map(|l| l.strip_prefix("blocked=")?.parse().ok())
+        .expect("the workload's blocked= line");
+    assert!(stderr.contains("; 0 lost\n"), "{context}");
+    assert_eq!(naps + dozes, blocked, "{context}");
+    let unwound = &json["accounting"]["unwound"];
+    assert!(unwound["whole"].as_u64().unwrap() >= blocked, "{context}");
+    if blocked == 9 {
+        // Timed from the switch out to the switch back in: at least the sleep, and on the
+        // VM tier's emulated CPUs the switch may come up to a millisecond after the timer
+        // was armed (as `off_cpu_totals_are_the_time_slept_where_it_was_slept` says).
+        let slack = match common::emulated(
+            "off-CPU minimum",
+            "each block may start up to 1 ms after its sleep's timer was armed",
+        ) {
+            true => 1_000,
+            false => 0,
+        };
+        assert!(nap + naps * slack >= 1_000_000, "{context}");
+        assert!(doze + dozes * slack >= 200_000, "{context}");
+    }
+    let ran_us = (stderr.split(" blocks in ").nth(1))
+        .and_then(|rest| rest.split(" s,").next())
+        .and_then(|s| s.parse::<f64>().ok())
+        .map(|s| (s * 1e6) as u64)
+        .expect("N blocks in S s");
+    assert!(nap + doze <= ran_us + 10_000, "{context}");
+
+    // By frame pointers the same blocks stop in libc: none reaches the sleeping function.
+    let (json, context, _) = run(&[]);
+    assert_eq!(rooted(&json, "profile_nap").0, 0, "{context}");
+    assert_eq!(rooted(&json, "profile_doze").0, 0, "{context}");
+}
+
 /// Debian's python3, built without frame pointers: with `--call-graph dwarf,16384` the
 /// interpreter's C stacks unwind through the evaluation loop to `Py_BytesMain` and the entry
 /// point (walked by frame pointers, a sample had one named frame over `[unknown]`s). Python's

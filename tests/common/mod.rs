@@ -669,6 +669,23 @@ pub fn profile_program() -> PathBuf {
         .clone()
 }
 
+/// tests/workloads/profile.c as distributions build programs (`-O2 -fomit-frame-pointer`, calls
+/// kept calls), sleeping through libc's nanosleep (`-DLIBC_SLEEP`).
+#[allow(dead_code)]
+pub fn profile_program_without_frame_pointers() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/profile.c");
+    let flags = [
+        "-O2",
+        "-fomit-frame-pointer",
+        "-fno-optimize-sibling-calls",
+        "-DLIBC_SLEEP",
+    ];
+    BUILT
+        .get_or_init(|| build_c("tracer-profile-nofp", &source, &flags))
+        .clone()
+}
+
 /// A trace with strace's split calls put back together: a thread's `NAME(ARGS,  <unfinished
 /// ...>` and its later `<... NAME resumed>REST` become one line, `NAME(ARGS, REST`.
 pub fn joined(trace: &str) -> String {

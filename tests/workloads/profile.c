@@ -44,7 +44,16 @@ __attribute__((noinline)) long long profile_cold(long long ns) { return profile_
 
 /* nanosleep(2) made in place, not through libc: glibc's wrapper sets up no frame pointer, so a
  * frame-pointer unwinder starting in it skips its caller (rbp still holds the caller's frame,
- * whose return address is the caller's caller). docs/profile.md says so. */
+ * whose return address is the caller's caller). docs/profile.md says so. Built with
+ * -DLIBC_SLEEP (as distributions build, without frame pointers: tests/common), through libc's
+ * nanosleep, as programs sleep. */
+#ifdef LIBC_SLEEP
+#define SLEEP_MS(ms)                                                                       \
+    do {                                                                                   \
+        struct timespec ts = {(ms) / 1000, ((ms) % 1000) * 1000000L};                      \
+        nanosleep(&ts, NULL);                                                              \
+    } while (0)
+#else
 #define SLEEP_MS(ms)                                                                       \
     do {                                                                                   \
         struct timespec ts = {(ms) / 1000, ((ms) % 1000) * 1000000L};                      \
@@ -55,6 +64,7 @@ __attribute__((noinline)) long long profile_cold(long long ns) { return profile_
                          : "rcx", "r11", "memory");                                        \
         (void)ret;                                                                         \
     } while (0)
+#endif
 
 __attribute__((noinline)) void profile_nap(long ms) { SLEEP_MS(ms); }
 __attribute__((noinline)) void profile_doze(long ms) { SLEEP_MS(ms); }

@@ -370,7 +370,8 @@ pub struct LatencyArgs {
   tracer profile -p 1234 -F 999 -d 10 -f folded   folded stacks, for flamegraph.pl or inferno
   tracer profile -a -d 2 -f pprof -o cpu.pb.gz    for go tool pprof, Parca, Pyroscope
   tracer profile --call-graph dwarf -- gzip -9 -f -k big.txt   a program without frame pointers
-  tracer profile --off-cpu --min-block 1ms -p 1234 -d 10   where it blocks, and how long")]
+  tracer profile --off-cpu --min-block 1ms -p 1234 -d 10   where it blocks, and how long
+  tracer profile --off-cpu --call-graph dwarf -p 1234 -d 10   the same, without frame pointers")]
 #[command(mut_arg("leave_running", |a| a.conflicts_with("all")))]
 pub struct ProfileArgs {
     /// Samples per second on each CPU (on-CPU; default 99).
@@ -401,7 +402,8 @@ pub struct ProfileArgs {
     /// How user stacks are walked, as perf record's option: `fp` (frame pointers, walked in
     /// the kernel; the default), or `dwarf[,SIZE]`: the top SIZE bytes of the stack (default
     /// 8192) copied with each sample and unwound by tracer from the binaries' .eh_frame, for
-    /// programs built without frame pointers (most distribution packages). On-CPU only.
+    /// programs built without frame pointers (most distribution packages). Off-CPU too: the
+    /// stack as each task blocks, at every context switch.
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph_mode: Option<String>,
     /// Kernel stacks only.

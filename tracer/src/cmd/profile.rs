@@ -15,7 +15,7 @@ use crate::output::profile::{self as out, Measure, Profile};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Unwind};
 use crate::plan::Whom;
-use crate::probe::profile::{self as sampling, Sampled, Sampler, Unwound};
+use crate::probe::profile::{self as sampling, Measured, Sampled, Sampler, Unwound};
 use crate::session::{self, Hold, Outcome, Session, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;
@@ -37,18 +37,13 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     // is gone by the end of the run.
     let mut session = Session::start(&plan.whom, Hold::AfterExec, args.command_end.at_end())?;
     let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
-    let mut bpf = Bpf::load_with(Sizing {
-        rooms: Rooms::of([
-            (Room::Stacks, true),
-            (Room::Counts, true),
-            (Room::OffCpu, off_cpu),
-        ]),
-        ..Sizing::default()
-    })?;
+    // Off-CPU blocks unwound from CFI are timed by perf's switch records, not by BPF.
+    let off_cpu_bpf = off_cpu && plan.unwind == Unwind::FramePointers;
+    let mut bpf = load(off_cpu_bpf)?;
     let launched = session.is_launched();
     // Children of -p are followed as the command's are: through the tracked-task map.
     let adopted = plan.whom.pid().filter(|_| plan.follow);
-    let fs = match launched || off_cpu || adopted.is_some() {
+    let fs = match launched || off_cpu_bpf || adopted.is_some() {
         true => Some(Tracefs::locate()?),
         false => None,
     };
@@ -81,6 +76,10 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         .pid()
         .filter(|_| matches!(plan.whom, Whom::Command(_)));
     let tracker = sampling::MapsTracker::open(command)?;
+    // Sampling before the banner: a user (or test) that starts the work on seeing it finds
+    // every switch and sample of it counted.
+    sampler.as_ref().map(Sampler::enable).transpose()?;
+    unwound.as_ref().map(Unwound::enable).transpose()?;
     session.begin(&banner(&plan, measure, session.whom()))?;
     // The counting slot: the sampler's or the off-CPU program's (none when unwound).
     let slot = (sampler.as_ref().map(|s| s.slot.clone()))
@@ -98,8 +97,6 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         output,
         intervals: intervals(&plan, measure, skip_idle),
     };
-    sampler.as_ref().map(Sampler::enable).transpose()?;
-    sink.unwound.as_ref().map(Unwound::enable).transpose()?;
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
     if sink.intervals.is_some() {
         sink.report(true)?;
@@ -200,6 +197,18 @@ fn add_reported(
     held.exited += accounting.exited;
 }
 
+/// The BPF object with room for stacks and counts, and for the off-CPU program's blocks.
+fn load(off_cpu_bpf: bool) -> Result<Bpf, Error> {
+    Ok(Bpf::load_with(Sizing {
+        rooms: Rooms::of([
+            (Room::Stacks, true),
+            (Room::Counts, true),
+            (Room::OffCpu, off_cpu_bpf),
+        ]),
+        ..Sizing::default()
+    })?)
+}
+
 /// What samples the run: the counting slot's sampler (frame pointers), the off-CPU program,
 /// or the unwound samples (`--call-graph dwarf`), and what is measured.
 type Started = (
@@ -219,35 +228,41 @@ fn start(
     config: tracer_common::SlotConfig,
     skip_idle: bool,
 ) -> Result<Started, Error> {
+    let sampled = match (&plan.whom, pid) {
+        (Whom::Processes(pids), _) => Sampled::Tasks(
+            pids.iter()
+                .flat_map(|&pid| sampling::threads(pid))
+                .collect(),
+        ),
+        (Whom::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
+        (Whom::Command(_), None) | (Whom::Everyone, _) => Sampled::AllCpus,
+    };
+    let unwound = |measured| match plan.unwind {
+        Unwind::Dwarf { stack_bytes } => {
+            Unwound::open(measured, &sampled, stack_bytes, plan.kernel, skip_idle).map(Some)
+        }
+        Unwind::FramePointers => Ok(None),
+    };
     Ok(match plan.mode {
-        Mode::OnCpu { hz } => {
-            let sampled = match (&plan.whom, pid) {
-                (Whom::Processes(pids), _) => Sampled::Tasks(
-                    pids.iter()
-                        .flat_map(|&pid| sampling::threads(pid))
-                        .collect(),
-                ),
-                (Whom::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
-                (Whom::Command(_), None) | (Whom::Everyone, _) => Sampled::AllCpus,
-            };
-            match plan.unwind {
-                Unwind::FramePointers => {
-                    let sampler = Sampler::open(bpf, config, hz, &sampled)?;
-                    let event = sampler.event;
-                    (Some(sampler), None, None, Measure::OnCpu { hz, event })
-                }
-                Unwind::Dwarf { stack_bytes } => {
-                    let unwound = Unwound::open(hz, &sampled, stack_bytes, plan.kernel, skip_idle)?;
-                    let event = unwound.event;
-                    (None, None, Some(unwound), Measure::OnCpu { hz, event })
-                }
+        Mode::OnCpu { hz } => match unwound(Measured::OnCpu { hz })? {
+            Some(unwound) => {
+                let event = unwound.event;
+                (None, None, Some(unwound), Measure::OnCpu { hz, event })
             }
-        }
-        Mode::OffCpu { min_block_ns } => {
-            let fs = fs.expect("located for --off-cpu");
-            let started = sampling::start_offcpu(bpf, fs, config, min_block_ns)?;
-            (None, Some(started), None, Measure::OffCpu { min_block_ns })
-        }
+            None => {
+                let sampler = Sampler::open(bpf, config, hz, &sampled)?;
+                let event = sampler.event;
+                (Some(sampler), None, None, Measure::OnCpu { hz, event })
+            }
+        },
+        Mode::OffCpu { min_block_ns } => match unwound(Measured::OffCpu { min_block_ns })? {
+            Some(unwound) => (None, None, Some(unwound), Measure::OffCpu { min_block_ns }),
+            None => {
+                let fs = fs.expect("located for --off-cpu");
+                let started = sampling::start_offcpu(bpf, fs, config, min_block_ns)?;
+                (None, Some(started), None, Measure::OffCpu { min_block_ns })
+            }
+        },
     })
 }
 
@@ -311,7 +326,7 @@ fn summary(profile: &Profile, outcome: &Outcome) -> Summary {
             Measure::OffCpu { .. } => format!(
                 "{} blocked; {} lost",
                 out::duration(profile.total_value()),
-                profile.accounting.not_counted
+                profile.accounting.not_counted + profile.accounting.unwound.map_or(0, |u| u.lost)
             ),
         },
         table: None,
@@ -347,10 +362,16 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
             verb: "Timing",
             what: format!("off-CPU stacks{sides}"),
             whom: whom.or(Some("every task".into())),
-            detail: Some(format!(
-                "(sched:sched_switch, blocks of {} and more)",
-                out::duration(min_block_ns)
-            )),
+            detail: Some(match plan.unwind {
+                Unwind::FramePointers => format!(
+                    "(sched:sched_switch, blocks of {} and more)",
+                    out::duration(min_block_ns)
+                ),
+                Unwind::Dwarf { stack_bytes } => format!(
+                    "(context switches, blocks of {} and more; user stacks unwound from .eh_frame, {stack_bytes}-byte copies)",
+                    out::duration(min_block_ns)
+                ),
+            }),
         },
     }
 }

@@ -194,9 +194,6 @@ fn unwind(args: &ProfileArgs) -> Result<Unwind, Error> {
         }
     };
     if let Unwind::Dwarf { .. } = unwind {
-        if args.off_cpu {
-            return Err(Error::usage_hints("--call-graph dwarf unwinds sampled on-CPU stacks; --off-cpu stacks are taken by BPF at sched_switch, by frame pointers", &["drop --off-cpu to sample what runs with whole stacks"]));
-        }
         if args.kernel_only {
             return Err(Error::usage_hints("--call-graph dwarf unwinds user stacks; --kernel-only takes none", &["drop --kernel-only, or --call-graph (kernel stacks need no unwind information)"]));
         }
@@ -310,7 +307,14 @@ mod tests {
         assert!(refused("--call-graph dwarf,65536").0.contains("65528"));
         assert!(refused("--call-graph lbr").1[0].contains("dwarf"));
         assert!(refused("--call-graph dwarfs").0.contains("unknown"));
-        assert!(refused("--call-graph dwarf --off-cpu").1[0].contains("drop --off-cpu"));
+        let off = plan("--call-graph dwarf --off-cpu --min-block 1ms").unwrap();
+        assert_eq!(
+            off.mode,
+            Mode::OffCpu {
+                min_block_ns: 1_000_000
+            }
+        );
+        assert_eq!(off.unwind, Unwind::Dwarf { stack_bytes: 8192 });
         assert!(refused("--call-graph dwarf --kernel-only")
             .0
             .contains("--kernel-only"));

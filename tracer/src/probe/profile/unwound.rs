@@ -1,5 +1,7 @@
 //! `--call-graph dwarf`: samples with their registers and the top of their stack, unwound
-//! from the binaries' CFI in tracer (framehop) and counted by stack.
+//! from the binaries' CFI in tracer (framehop) and counted by stack: on-CPU, samples of a
+//! clock; off-CPU, a sample at each context switch and the kernel's switch records, which
+//! say when the task came back and whether it left blocked or preempted.
 
 use super::{frame_of, merged, sampling_event, Sampled};
 use crate::output::profile::{Accounting, Entry, Frame};
@@ -13,13 +15,19 @@ use crate::Error;
 /// drains the rings, while the process still runs, and counts the stacks by their addresses.
 /// No BPF program is attached: nothing in the kernel could unwind these stacks.
 pub struct Unwound {
+    measured: Measured,
     rings: Vec<perf::Ring>,
     /// Events whose samples go to a ring of the same CPU (`PERF_EVENT_IOC_SET_OUTPUT`).
     followers: Vec<perf::Event>,
     layout: perf::record::Layout,
     pub event: &'static str,
     skip_idle: bool,
-    counts: hashbrown::HashMap<UnwoundKey, u64>,
+    /// Samples (on-CPU) or blocks and the nanoseconds blocked (off-CPU), by stack.
+    counts: hashbrown::HashMap<UnwoundKey, (u64, u64)>,
+    /// Off-CPU: the tasks switched out, by tid, until they are switched back in.
+    away: hashbrown::HashMap<u32, Away>,
+    /// Off-CPU: blocks shorter than the minimum.
+    short: u64,
     /// Thread names by tid, from the rings' comm and fork records and, for threads that were
     /// running before, from /proc.
     comms: hashbrown::HashMap<u32, String>,
@@ -29,6 +37,25 @@ pub struct Unwound {
     own: u64,
     ends: crate::output::profile::Unwound,
     malformed: u64,
+}
+
+/// What the samples measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measured {
+    /// What runs: a clock's samples at `hz`.
+    OnCpu { hz: u64 },
+    /// Time blocked: every context switch of the tasks sampled, blocks of `min_block_ns` and
+    /// more counted.
+    OffCpu { min_block_ns: u64 },
+}
+
+/// A task switched out: its stacks and time as the switch's sample gave them (`None` until it
+/// is read), and whether it left runnable (preempted: no block), from the switch record; the
+/// two come in either order.
+#[derive(Default)]
+struct Away {
+    sampled: Option<(u64, UnwoundKey, UserEnd)>,
+    preempted: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -49,7 +76,7 @@ impl Unwound {
     /// Opens the sampling events (disabled), a ring per CPU. `kernel`: the kernel call chain
     /// too. `skip_idle`: samples of the idle task are counted apart.
     pub fn open(
-        hz: u64,
+        measured: Measured,
         sampled: &Sampled,
         stack_bytes: u32,
         kernel: bool,
@@ -83,7 +110,22 @@ impl Unwound {
             | flag::EXCLUDE_CALLCHAIN_USER
             | inherit;
         let probe = (per_cpu.first().and_then(|s| s.first()).cloned()).unwrap_or(Scope::Cpu(0));
-        let (event, kind, mut options) = sampling_event(hz, flags, &probe)?;
+        let (event, kind, mut options) = match measured {
+            Measured::OnCpu { hz } => sampling_event(hz, flags, &probe)?,
+            // perf's `-e cs`: a sample in the task switched out, as it leaves (the user
+            // registers are those it entered the kernel with), and the switch records
+            // (`context_switch`), out with `SWITCH_OUT_PREEMPT` when it was still runnable,
+            // and in when it runs again.
+            Measured::OffCpu { .. } => (
+                "context-switches",
+                perf::EventKind::Software(perf::Software::ContextSwitches),
+                perf::Options {
+                    sampling: perf::Sampling::Period(1),
+                    flags: flags | flag::CONTEXT_SWITCH,
+                    ..perf::Options::default()
+                },
+            ),
+        };
         let callchain = if kernel { sample::CALLCHAIN } else { 0 };
         options.sample_type = sample::TID
             | sample::TIME
@@ -130,12 +172,15 @@ impl Unwound {
             ..perf::record::Layout::default()
         };
         Ok(Unwound {
+            measured,
             rings,
             followers,
             layout,
             event,
             skip_idle,
             counts: hashbrown::HashMap::new(),
+            away: hashbrown::HashMap::new(),
+            short: 0,
             comms: hashbrown::HashMap::new(),
             total: 0,
             idle: 0,
@@ -170,20 +215,7 @@ impl Unwound {
     /// processes run (their files are read through /proc/PID/map_files when replaced).
     pub fn drain(&mut self, symbolizer: &mut Symbolizer) {
         use perf::record::{self as rec, Record};
-        let own = std::process::id();
-        let Unwound {
-            rings,
-            layout,
-            skip_idle,
-            counts,
-            comms,
-            total,
-            idle,
-            own: own_count,
-            ends,
-            malformed,
-            ..
-        } = self;
+        let (rings, layout, malformed) = (&mut self.rings, &self.layout, &mut self.malformed);
         // Every CPU's records in time order: a process that exec'd on one CPU has its new
         // name in that CPU's ring, and its samples in the others'.
         let mut records: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -204,65 +236,99 @@ impl Unwound {
         }
         records.sort_by_key(|(time, _)| *time);
         for (_, bytes) in &records {
-            (|| {
-                let Ok(parsed) = rec::parse(bytes, layout) else {
-                    *malformed += 1;
-                    return;
-                };
-                let sample = match parsed.record {
-                    Record::Sample(sample) => sample,
-                    Record::Comm { tid, comm, .. } => {
-                        let name = comm.split(|&b| b == 0).next().unwrap_or_default();
-                        comms.insert(tid, String::from_utf8_lossy(name).into_owned());
-                        return;
-                    }
-                    // A new thread or process starts with its creator's name.
-                    Record::Fork(t) => {
-                        let name = comm_of(comms, t.ppid, t.ptid);
-                        comms.insert(t.tid, name);
-                        return;
-                    }
-                    Record::Lost { lost, .. } => {
-                        ends.lost += lost;
-                        return;
-                    }
-                    // Its samples came before (time order): what was kept to read them goes,
-                    // so that a long run keeps what its live tasks need.
-                    Record::Exit(t) => {
-                        comms.remove(&t.tid);
-                        if t.pid == t.tid {
-                            symbolizer.drop_unwinder(t.pid);
-                        }
-                        return;
-                    }
-                    _ => return,
-                };
-                let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
-                    *malformed += 1;
-                    return;
-                };
-                *total += 1;
-                if *skip_idle && pid == 0 {
-                    *idle += 1;
-                    return;
+            self.read(bytes, symbolizer);
+        }
+    }
+
+    /// One record, in time order.
+    fn read(&mut self, bytes: &[u8], symbolizer: &mut Symbolizer) {
+        use perf::record::{self as rec, Record};
+        let Ok(parsed) = rec::parse(bytes, &self.layout) else {
+            self.malformed += 1;
+            return;
+        };
+        match parsed.record {
+            Record::Sample(sample) => self.sampled(&sample, symbolizer),
+            Record::Comm { tid, comm, .. } => {
+                let name = comm.split(|&b| b == 0).next().unwrap_or_default();
+                (self.comms).insert(tid, String::from_utf8_lossy(name).into_owned());
+            }
+            // A new thread or process starts with its creator's name.
+            Record::Fork(t) => {
+                let name = comm_of(&mut self.comms, t.ppid, t.ptid);
+                self.comms.insert(t.tid, name);
+            }
+            Record::Lost { lost, .. } => self.ends.lost += lost,
+            Record::Switch { out, preempt } | Record::SwitchCpuWide { out, preempt, .. } => {
+                if let (Measured::OffCpu { min_block_ns }, Some(tid)) =
+                    (self.measured, parsed.sample_id.tid)
+                {
+                    let time = parsed.sample_id.time.unwrap_or(0);
+                    let tallies = (&mut self.short, &mut self.total, &mut self.ends);
+                    let switch = (tid, time, out, preempt);
+                    switched(
+                        &mut self.away,
+                        &mut self.counts,
+                        tallies,
+                        switch,
+                        min_block_ns,
+                    );
                 }
-                if pid == own {
-                    *own_count += 1;
-                    return;
+            }
+            // Its samples came before (time order): what was kept to read them goes, so
+            // that a long run keeps what its live tasks need.
+            Record::Exit(t) => {
+                self.comms.remove(&t.tid);
+                self.away.remove(&t.tid);
+                if t.pid == t.tid {
+                    symbolizer.drop_unwinder(t.pid);
                 }
-                let kernel = (sample.callchain.as_deref())
-                    .map(|chain| rec::callchain::split(chain).0)
-                    .unwrap_or_default();
-                let user = user_stack(symbolizer, pid, &sample, ends);
-                let key = UnwoundKey {
-                    pid,
-                    comm: comm_of(comms, pid, tid),
-                    cgroup: sample.cgroup.unwrap_or(0),
-                    kernel,
-                    user,
-                };
-                *counts.entry(key).or_default() += 1;
-            })();
+            }
+            _ => {}
+        }
+    }
+
+    /// A sample: on-CPU, counted under its stacks; off-CPU, kept with its task until the
+    /// task comes back (`switched`).
+    fn sampled(&mut self, sample: &perf::record::Sample<'_>, symbolizer: &mut Symbolizer) {
+        let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
+            self.malformed += 1;
+            return;
+        };
+        let off_cpu = matches!(self.measured, Measured::OffCpu { .. });
+        // Off-CPU, a switch is counted when its block ends (`switched`).
+        self.total += u64::from(!off_cpu);
+        // Off-CPU, the idle task's switches are no blocks, and tracer's own are left out as
+        // the BPF program leaves them (neither is counted).
+        if (self.skip_idle || off_cpu) && pid == 0 {
+            self.idle += u64::from(!off_cpu);
+            return;
+        }
+        if pid == std::process::id() {
+            self.own += u64::from(!off_cpu);
+            return;
+        }
+        let kernel = (sample.callchain.as_deref())
+            .map(|chain| perf::record::callchain::split(chain).0)
+            .unwrap_or_default();
+        let (user, end) = user_stack(symbolizer, pid, sample);
+        let key = UnwoundKey {
+            pid,
+            comm: comm_of(&mut self.comms, pid, tid),
+            cgroup: sample.cgroup.unwrap_or(0),
+            kernel,
+            user,
+        };
+        match off_cpu {
+            true => {
+                let time = sample.time.unwrap_or(0);
+                self.away.entry(tid).or_default().sampled = Some((time, key, end));
+            }
+            false => {
+                tally(&mut self.ends, end);
+                let count = self.counts.entry(key).or_default();
+                *count = (count.0 + 1, count.1 + 1);
+            }
         }
     }
 
@@ -270,7 +336,7 @@ impl Unwound {
     /// every sample read went (`-I` takes each interval's; the end of a run takes the rest).
     pub fn take_entries(&mut self, symbolizer: &mut Symbolizer) -> (Vec<Entry>, Accounting) {
         let mut entries = Vec::new();
-        for (key, count) in std::mem::take(&mut self.counts) {
+        for (key, (count, value)) in std::mem::take(&mut self.counts) {
             let mut frames: Vec<Frame> = (key.kernel.iter().enumerate())
                 .map(|(depth, &addr)| {
                     frame_of(&symbolizer.sampled_frame(key.pid, addr, depth == 0))
@@ -287,7 +353,7 @@ impl Unwound {
                 },
                 frames,
                 count,
-                value: count,
+                value,
             });
         }
         // A sample that did not parse is a sample lost.
@@ -300,6 +366,7 @@ impl Unwound {
             total: std::mem::take(&mut self.total),
             idle: std::mem::take(&mut self.idle),
             own: std::mem::take(&mut self.own),
+            short: std::mem::take(&mut self.short),
             exited: symbolizer.exited,
             unwound: Some(std::mem::replace(&mut self.ends, fresh)),
             ..Accounting::default()
@@ -308,6 +375,41 @@ impl Unwound {
         entries.sort_by(|a, b| (b.value, a.pid, &a.comm).cmp(&(a.value, b.pid, &b.comm)));
         (entries, accounting)
     }
+}
+
+/// Off-CPU: a switch record of task `tid` at `time`, `out` or in, out `preempt`ed or not.
+/// A task switched in again after it left blocked has its block counted under the stacks its
+/// switch's sample gave, if it lasted `min_block_ns`; a preempted task's switch is no block.
+fn switched(
+    away: &mut hashbrown::HashMap<u32, Away>,
+    counts: &mut hashbrown::HashMap<UnwoundKey, (u64, u64)>,
+    (short, total, ends): (&mut u64, &mut u64, &mut crate::output::profile::Unwound),
+    (tid, time, out, preempt): (u32, u64, bool, bool),
+    min_block_ns: u64,
+) {
+    if tid == 0 {
+        return;
+    }
+    if out {
+        away.entry(tid).or_default().preempted = Some(preempt);
+        return;
+    }
+    let Some(Away {
+        sampled: Some((left, key, end)),
+        preempted: Some(false),
+    }) = away.remove(&tid)
+    else {
+        return;
+    };
+    let blocked = time.saturating_sub(left);
+    if blocked < min_block_ns {
+        *short += 1;
+        return;
+    }
+    *total += 1;
+    tally(ends, end);
+    let count = counts.entry(key).or_default();
+    *count = (count.0 + 1, count.1 + blocked);
 }
 
 /// The name of thread `tid` of `pid`: as the rings said it, else as /proc says it now.
@@ -322,18 +424,19 @@ fn comm_of(comms: &mut hashbrown::HashMap<u32, String>, pid: u32, tid: u32) -> S
         .clone()
 }
 
+/// How a sample's user stack ended: unwound (how), or none (a kernel thread).
+type UserEnd = Option<crate::kernel::unwind::UnwindEnd>;
+
 /// A sample's user stack unwound from its registers and stack copy (none for a kernel
-/// thread, ABI 0), with how its walk ended counted in `ends`.
+/// thread, ABI 0), and how its walk ended.
 fn user_stack(
     symbolizer: &mut Symbolizer,
     pid: u32,
     sample: &perf::record::Sample<'_>,
-    ends: &mut crate::output::profile::Unwound,
-) -> Vec<u64> {
-    use crate::kernel::unwind::{Sampled as Regs, UnwindEnd};
+) -> (Vec<u64>, UserEnd) {
+    use crate::kernel::unwind::Sampled as Regs;
     let Some(regs) = (sample.regs_user.as_ref()).filter(|r| r.abi != 0 && r.regs.len() == 3) else {
-        ends.no_user += 1;
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let regs = Regs {
         bp: regs.regs[0],
@@ -342,12 +445,18 @@ fn user_stack(
         stack: sample.stack_user.unwrap_or_default(),
     };
     let (ips, end) = symbolizer.unwind(pid, &regs);
+    (ips, Some(end))
+}
+
+/// Counts how a counted stack's unwind ended in `ends`.
+fn tally(ends: &mut crate::output::profile::Unwound, end: UserEnd) {
+    use crate::kernel::unwind::UnwindEnd;
     match end {
-        UnwindEnd::Root => ends.whole += 1,
-        UnwindEnd::CopyEnded => ends.copy_ended += 1,
-        UnwindEnd::NoCfi => ends.no_cfi += 1,
-        UnwindEnd::Astray => ends.astray += 1,
-        UnwindEnd::Depth => ends.depth += 1,
+        None => ends.no_user += 1,
+        Some(UnwindEnd::Root) => ends.whole += 1,
+        Some(UnwindEnd::CopyEnded) => ends.copy_ended += 1,
+        Some(UnwindEnd::NoCfi) => ends.no_cfi += 1,
+        Some(UnwindEnd::Astray) => ends.astray += 1,
+        Some(UnwindEnd::Depth) => ends.depth += 1,
     }
-    ips
 }
