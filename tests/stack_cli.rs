@@ -149,6 +149,39 @@ fn watchpoint_stacks_of_a_program_without_frame_pointers_are_whole() {
     }
 }
 
+/// The same through `-- COMMAND`: the command exits right after its writes, so the hits are
+/// printed once it is gone, and its libraries, mapped after tracer adopted it at its exec,
+/// are known from the kernel's mmap records (they were `[unknown]`, and the unwind stopped
+/// at main).
+#[test]
+fn watchpoint_stacks_of_a_command_that_exited_are_whole() {
+    if !has(Feature::Breakpoints, "watch_exited_stacks")
+        || !has(Feature::Bpf, "watch_exited_stacks")
+    {
+        return;
+    }
+    let program = common::chain_program_without_frame_pointers();
+    let program = program.display().to_string();
+    let out = common::tracer(&[
+        "watch",
+        "-s",
+        "-f",
+        "json",
+        "chain_counter",
+        "--",
+        &program,
+        "3",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    for event in &events {
+        let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
+        assert_eq!(names, WHOLE_CHAIN, "{event}");
+    }
+}
+
 /// An execute breakpoint on chain_target's first instruction traps before the function
 /// pushed its frame: the frame-pointer walk from there skips chain_b (the kernel repairs this
 /// for uprobes, not for breakpoints), and the caller read at the stack pointer puts it back.

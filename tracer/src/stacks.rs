@@ -754,22 +754,30 @@ impl Symbolizer {
 
     /// Takes `maps` (from the kernel's mmap records) as the mappings of `pid` when it was not
     /// read from /proc (it exited first), or `whole` (they are all it mapped since its exec):
-    /// its frames are then named from those files.
+    /// its frames are then named from those files. Otherwise they are newer than what was
+    /// read, and join it (`Process::add_newer`).
     pub fn remember_maps(
         &mut self,
         pid: u32,
         maps: Vec<crate::kernel::symbols::Mapping>,
         whole: bool,
     ) {
-        let known = matches!(self.processes.get(&pid), Some(Some(p)) if !p.maps().is_empty());
-        if (whole || !known) && !maps.is_empty() {
-            // Counted as exited when /proc could not be read: it is not, now.
-            if let Some(None) = self.processes.remove(&pid) {
-                self.exited = self.exited.saturating_sub(1);
-            }
-            self.processes
-                .insert(pid, Some(Process::with_maps(pid, maps)));
+        if maps.is_empty() {
+            return;
         }
+        // Known, and the records are not whole (the tracker opened after its exec): they add
+        // to what was read, as `watch -- COMMAND`'s libraries, mapped after it was adopted.
+        if let Some(Some(process)) = self.processes.get_mut(&pid) {
+            if !whole && !process.maps().is_empty() {
+                process.add_newer(maps);
+                return;
+            }
+        }
+        // Counted as exited when /proc could not be read: it is not, now.
+        if let Some(None) = self.processes.remove(&pid) {
+            self.exited = self.exited.saturating_sub(1);
+        }
+        (self.processes).insert(pid, Some(Process::with_maps(pid, maps)));
     }
 
     /// Forgets processes that have exited and whose stacks are printed (their mappings, stacks

@@ -69,7 +69,15 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
         whom: session.whom().or(Some("the kernel".into())),
         detail: Some(format!("({})", kind_name(plan.kind))),
     })?;
-    let mut sink = WatchSink::new(watches, &mut rings, &bpf, &plan, out)?;
+    // With user stacks: the mappings of the command's processes from the kernel's records,
+    // so that a hit printed after its process exited still names its frames.
+    let user_stacks = !plan.summary && copies_stack_top(&plan);
+    let tracker = match user_stacks {
+        true => Some(probe::profile::MapsTracker::open(session.pid())?),
+        false => None,
+    };
+    let mut sink = WatchSink::new(watches, &mut rings, &mut bpf, &plan, out)?;
+    sink.tracker = tracker;
     if let (Some(pid), Some(process)) = (session.pid(), process) {
         sink.symbolizer.adopt(pid, process);
     }
@@ -153,8 +161,10 @@ struct WatchSink<'a, W: std::io::Write> {
     kind: BreakpointType,
     count: Option<u64>,
     delivered: u64,
-    bpf: &'a Bpf,
+    bpf: &'a mut Bpf,
     symbolizer: Symbolizer,
+    /// With user stacks: the mappings of processes from the kernel's records.
+    tracker: Option<probe::profile::MapsTracker>,
     /// Counted in the kernel (`--summary`): nothing streams, the counts are read at the end.
     summary: bool,
     /// Hits waiting until every CPU's earlier hits are in hand: a hit's old value is the
@@ -183,7 +193,7 @@ impl<'a> WatchSink<'a, crate::output::Output> {
     fn new(
         watches: Vec<Watch>,
         rings: &'a mut OutputRings,
-        bpf: &'a Bpf,
+        bpf: &'a mut Bpf,
         plan: &WatchPlan,
         mut out: crate::output::Output,
     ) -> Result<Self, Error> {
@@ -207,6 +217,7 @@ impl<'a> WatchSink<'a, crate::output::Output> {
             delivered: 0,
             bpf,
             symbolizer,
+            tracker: None,
             summary: plan.summary,
             order: Reorder::new(HOLD_NS),
             stack_top: copies_stack_top(plan).then_some(0),
@@ -355,6 +366,14 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
         Ok(self.bpf.stop()?)
     }
 
+    fn tick(&mut self) -> Result<bool, Error> {
+        // Records drained on time, whether hits come or not (its rings are not woken).
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.drain();
+        }
+        Ok(false)
+    }
+
     fn drain(&mut self) -> Result<bool, Error> {
         // Read before the rings: every hit stamped before `now` was counted by then.
         let now = session::monotonic_ns();
@@ -363,7 +382,9 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
             false => Some(self.bpf.written_per_cpu()?),
         };
         let (order, received, stack_top) = (&mut self.order, &mut self.received, self.stack_top);
+        let mut fresh = Vec::new();
         self.rings.drain(|e, strings| {
+            fresh.push((*e, 0..0));
             let cpu = e.cpu as usize;
             if received.len() <= cpu {
                 received.resize(cpu + 1, (0, 0));
@@ -373,6 +394,10 @@ impl<W: std::io::Write> Sink for WatchSink<'_, W> {
             let top = probe::strings::split_top(strings, stack_top).1;
             order.push(e.time_ns, (*e, top.map(Box::from)));
         });
+        // The stacks and mappings of the hits just read, while their processes live; the
+        // hits themselves wait in `order`.
+        let (tracker, clock) = (self.tracker.as_mut(), session::monotonic_ns);
+        probe::profile::before_batch(tracker, &mut self.symbolizer, self.bpf, &fresh, clock)?;
         let mut ready = Vec::new();
         match written {
             // The last drain after the sources stopped: everything is in hand.

@@ -393,6 +393,20 @@ impl Process {
         Ok(())
     }
 
+    /// Takes mappings the kernel's records gave since some point (`newer`, newest first): they
+    /// stand where they lie, and the mappings known before stay where none of them does (a
+    /// process adopted at its exec, whose libraries were mapped after). Its files' tables
+    /// are kept.
+    pub fn add_newer(&mut self, newer: Vec<Mapping>) {
+        let covered = |old: &Mapping| newer.iter().any(|m| m.start < old.end && old.start < m.end);
+        let kept: Vec<Mapping> = self.maps.iter().filter(|m| !covered(m)).cloned().collect();
+        let maps: Vec<Mapping> = newer.iter().cloned().chain(kept).collect();
+        if maps != self.maps {
+            self.maps = maps;
+            self.version = next_version();
+        }
+    }
+
     /// Changes whenever the mappings do.
     pub fn version(&self) -> u64 {
         self.version
@@ -846,6 +860,30 @@ pub fn kallsyms_address(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newer_mappings_join_those_read_and_stand_where_they_overlap() {
+        let text = "5555000-5556000 r-xp 00001000 fe:01 11 /usr/bin/prog\n\
+                    7000000-7001000 r--p 00000000 fe:01 22 /usr/lib/old.so\n";
+        let mut process = Process::with_maps(1, parse_maps(text));
+        let before = process.version();
+        let newer = parse_maps(
+            "7000800-7002000 r-xp 00000000 fe:01 33 /usr/lib/new.so\n\
+             7f00000-7f01000 r-xp 00001000 fe:01 44 /usr/lib/libc.so.6\n",
+        );
+        process.add_newer(newer.clone());
+        let paths: Vec<String> = (process.maps().iter())
+            .map(|m| m.path.as_ref().unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            paths,
+            ["/usr/lib/new.so", "/usr/lib/libc.so.6", "/usr/bin/prog"]
+        );
+        assert_ne!(process.version(), before);
+        let again = process.version();
+        process.add_newer(newer);
+        assert_eq!(process.version(), again, "nothing new: the same version");
+    }
 
     #[test]
     fn the_build_id_note_is_found_among_others() {
