@@ -302,9 +302,16 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
         .expect("the workload's blocked= line");
     assert!(blocked <= 9, "{context}");
     let missed = stderr.contains("context switches missed");
-    assert!(naps + dozes == blocked || missed, "{context}");
-    // Every block of the summary's count is in a stack, or accounted as not in one.
+    // A block whose end the kernel's tracepoint did not show (about 1 in 1,000 here) is
+    // counted apart, and said.
     let a = &json["accounting"];
+    let unended = a["unended"].as_u64().unwrap();
+    assert!(naps + dozes + unended == blocked || missed, "{context}");
+    assert!(
+        unended == 0 || stderr.contains(" whose end the kernel's sched_switch did not show"),
+        "{context}"
+    );
+    // Every block of the summary's count is in a stack, or accounted as not in one.
     let counted = a["counted"].as_u64().unwrap();
     let in_stacks: u64 = stacks.iter().map(|s| s["count"].as_u64().unwrap()).sum();
     let elsewhere: u64 = (["idle", "own", "not_counted"].iter())
@@ -315,7 +322,7 @@ fn off_cpu_totals_are_the_time_slept_where_it_was_slept() {
         stderr.contains(&format!("\n{counted} blocks in ")),
         "{context}"
     );
-    if blocked == 9 && !missed {
+    if blocked == 9 && !missed && unended == 0 {
         // A block is timed from the switch out, a sleep from when its timer was armed: on
         // real CPUs microseconds apart; on the VM tier's emulated ones up to a millisecond
         // (a 7.3 run counted its four 50 ms dozes as 198.65 ms).

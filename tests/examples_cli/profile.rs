@@ -173,15 +173,23 @@ pub(crate) fn profile_off_cpu_pid(ctx: &Ctx, example: &str) {
     let (status, stdout, stderr) = running.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
     let (head, frames) = top_stack(&stdout);
-    // With stderr: its summary says what was missed or lost when a block is not there.
-    assert!(head.contains(" in 3 blocks ("), "{stdout}\n{stderr}");
+    // With stderr: its summary says what was missed or lost when a block is not there (a
+    // block whose end the kernel's sched_switch did not show, about 1 in 1,000 here).
+    let unshown = stderr.contains(" whose end the kernel's sched_switch did not show");
+    assert!(
+        head.contains(" in 3 blocks (") || unshown,
+        "{stdout}\n{stderr}"
+    );
     let user = frames.iter().skip_while(|f| *f != "--").skip(1);
     assert_eq!(
         user.take(2).collect::<Vec<_>>(),
         ["profile_nap", "main"],
         "{stdout}"
     );
-    assert!(stdout.contains(" in 2 blocks ("), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(" in 2 blocks (") || unshown,
+        "{stdout}\n{stderr}"
+    );
     assert_shown(example, &stdout, &stderr, &[]);
 }
 

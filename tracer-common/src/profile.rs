@@ -23,6 +23,10 @@ pub struct OffCpuConfig {
     pub prev_state: u32,
     /// Record offset of `next_pid`.
     pub next_pid: u32,
+    /// Counted by the program, not configured: blocks whose end it never saw (a task switched
+    /// out again with its stamp still there: the tracepoint did not show its switch in),
+    /// left uncounted. Read back at the end of the run.
+    pub unended: u64,
 }
 
 /// `OFFCPU_START`, by thread id: a blocked thread's switch-out, with the stack it blocked in

@@ -10,6 +10,15 @@ impl Bpf {
     /// [`tracer_common::OFFCPU_SLOT`], which [`Bpf::stop`] then stops and whose counters
     /// [`Bpf::slot_stats`] reads. Returns the program's name for [`Bpf::named_program_fd`] and
     /// the slot.
+    /// The blocks the off-CPU program saw begin and never saw end (`OffCpuConfig::unended`).
+    pub fn offcpu_unended(&self) -> Result<u64, Error> {
+        let config = (self.maps.offcpu_config.get(&0, 0)).map_err(|source| Error::MapUpdate {
+            map: names::OFFCPU_CONFIG,
+            source,
+        })?;
+        Ok(config.unended)
+    }
+
     pub fn load_offcpu(
         &mut self,
         config: SlotConfig,

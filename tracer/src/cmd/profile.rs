@@ -119,6 +119,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         (None, None) => unreachable!("a slot or unwound samples"),
     };
     accounting.missed = (offcpu.as_ref()).map_or(0, |_| bpf.recursion_misses("offcpu_switch"));
+    if offcpu.is_some() {
+        accounting.unended = bpf.offcpu_unended()?;
+    }
     if drain && intervals.is_some() && slot.is_some() {
         held_by_reports(reported, &entries, &mut accounting);
     }

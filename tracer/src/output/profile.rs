@@ -97,6 +97,9 @@ pub struct Accounting {
     /// Off-CPU: context switches the program never saw (the kernel skips a tracepoint's
     /// program while another BPF program runs on that CPU): each may have lost a block.
     pub missed: u64,
+    /// Off-CPU: blocks whose end the kernel's `sched_switch` never showed (the task ran again
+    /// unseen), left out.
+    pub unended: u64,
     /// Processes gone before their user stacks were read (frames `[unknown]`).
     pub exited: u64,
     /// Mapping records lost (a full ring) or malformed: some frames may be `[unknown]`.
@@ -268,6 +271,7 @@ impl Profile {
                 "own": self.accounting.own,
                 "short": self.accounting.short,
                 "missed": self.accounting.missed,
+                "unended": self.accounting.unended,
                 "exited": self.accounting.exited,
                 "maps_lost": self.accounting.maps_lost,
                 "unwound": self.accounting.unwound.map(|u| serde_json::json!({
@@ -369,6 +373,12 @@ impl Profile {
             parts.push(format!(
                 "{} context switches missed (another BPF program was running on that CPU)",
                 a.missed
+            ));
+        }
+        if a.unended > 0 {
+            parts.push(format!(
+                "{} whose end the kernel's sched_switch did not show left out (--call-graph dwarf times blocks by perf's switch records)",
+                a.unended
             ));
         }
         parts.push(format!("{} with a stack lost", a.stacks_lost));

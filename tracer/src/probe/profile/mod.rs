@@ -256,6 +256,7 @@ pub fn start_offcpu(
         min_ns,
         prev_state: field("prev_state")?,
         next_pid: field("next_pid")?,
+        unended: 0,
     };
     let (program, slot) = bpf.load_offcpu(config, offsets)?;
     let id = fs.tracepoint_id("sched", "sched_switch")?;
