@@ -59,6 +59,49 @@ fn latency_outlier_stacks_of_a_program_without_frame_pointers_are_whole() {
     }
 }
 
+/// The same chain with the end at chain_target's return (a uretprobe, whose registers are
+/// the caller's at the return address), through `-- COMMAND`: the outliers are printed after
+/// the command exited, its libraries known from the kernel's mmap records. Each stack is the
+/// chain from chain_b, where chain_target returned to, down to `_start`.
+#[test]
+fn latency_outlier_stacks_at_a_return_of_a_command_that_exited_are_whole() {
+    if !has(Feature::UprobePmu, "latency_ret_stacks") || !has(Feature::Bpf, "latency_ret_stacks") {
+        return;
+    }
+    let program = common::chain_program_without_frame_pointers();
+    let chain = program.display().to_string();
+    let (from, to) = (
+        format!("uprobe:{chain}:chain_a"),
+        format!("uretprobe:{chain}:chain_target"),
+    );
+    let out = common::tracer(&[
+        "latency",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--slower-than",
+        "1ns",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        "--",
+        &chain,
+        "3",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let outliers: Vec<serde_json::Value> = (json_lines(&out.stdout).into_iter())
+        .filter(|v| v["type"] == "outlier")
+        .collect();
+    assert_eq!(outliers.len(), 3, "{stderr}");
+    for outlier in &outliers {
+        let names: Vec<String> = (user_frames(outlier).into_iter()).map(|(s, _)| s).collect();
+        assert_eq!(names, WHOLE_CHAIN[1..], "{outlier}");
+    }
+}
+
 #[test]
 fn uprobe_user_stacks_list_the_call_chain_in_order_with_source_lines() {
     if !has(Feature::UprobePmu, "uprobe_stacks") || !has(Feature::Bpf, "uprobe_stacks") {

@@ -169,9 +169,10 @@ fn add(key: &HistKey, value: u64, max: bool) {
     }
 }
 
-/// `ret`: the end's return value (a return probe), else 0. `entry_sp`: a uprobe end's stack
-/// pointer, else 0: at a function's first instruction ([`SLOT_STACK_AT_ENTRY`]) the word there
-/// is the direct caller, which the frame-pointer walk skips on kernels that do not repair it.
+/// `ret`: the end's return value (a return probe), else 0. `entry_sp`: a uprobe or uretprobe
+/// end's stack pointer, else 0: at a function's first instruction ([`SLOT_STACK_AT_ENTRY`])
+/// the word there is the direct caller, which the frame-pointer walk skips on kernels that do
+/// not repair it.
 #[inline(always)]
 fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64, at: u32) {
     let Some(config) = LAT_CONFIG.get(0) else {
@@ -369,11 +370,15 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
     0
 }
 
-/// The end at a kretprobe or uretprobe: keyed by thread, with the return value.
+/// The end at a kretprobe or uretprobe: keyed by thread, with the return value. A uretprobe's
+/// registers are the caller's at the return address (the kernel sets the instruction pointer
+/// back before the handlers run): its stack top is copied from there.
 #[kprobe]
 pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
-    exit(&ctx, &Source::Thread, ret, 0, scratch_at::PERF);
+    // SAFETY: `regs` is the probe's context (a fixed-offset load the verifier checks).
+    let sp = unsafe { (*ctx.regs).rsp };
+    exit(&ctx, &Source::Thread, ret, sp, scratch_at::PERF);
     0
 }
 

@@ -55,6 +55,11 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     if let Some((pid, process)) = adopted {
         sink.symbolizer.adopt(pid, process);
     }
+    // Streamed user stacks: the mappings of the command's processes from the kernel's
+    // records, for the libraries it maps after it was read.
+    if probe::latency::copies_stack_top(&plan) {
+        sink.tracker = Some(probe::profile::MapsTracker::open(session.pid())?);
+    }
     let ring_fds = sink.rings.raw_fds();
     let outcome = session.run(&mut sink, ring_fds, plan.duration)?;
     sink.print_histograms()?;
@@ -85,6 +90,8 @@ struct LatencySink<'a, W: std::io::Write> {
     end_ret: bool,
     /// Outlier stacks (-s).
     symbolizer: Symbolizer,
+    /// With streamed user stacks: the mappings of processes from the kernel's records.
+    tracker: Option<probe::profile::MapsTracker>,
 }
 
 /// An outlier's start arguments (`word::LAT_ARG0..`) as the start probe's values decode them.
@@ -124,6 +131,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             start_values,
             end_ret: plan.end.ret,
             symbolizer: Symbolizer::default(),
+            tracker: None,
         }
     }
 }
@@ -251,6 +259,9 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
             batch.push((*e, top.map(Box::from)));
         });
         batch.sort_by_key(|(e, _)| e.time_ns);
+        let events: Vec<_> = batch.iter().map(|(e, _)| (*e, 0..0)).collect();
+        let (tracker, clock) = (self.tracker.as_mut(), session::monotonic_ns);
+        probe::profile::before_batch(tracker, &mut self.symbolizer, self.bpf, &events, clock)?;
         for (e, top) in batch.iter().filter(|(e, _)| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
             let outlier = Outlier {
@@ -277,6 +288,10 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
     /// -I: print and reset the histograms every interval. With -p, the process's exit ends
     /// the run.
     fn tick(&mut self) -> Result<bool, Error> {
+        // Records drained on time, whether outliers come or not (its rings are not woken).
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.drain();
+        }
         if let Some(interval) = self.interval {
             if self.last_interval.elapsed() >= interval {
                 self.last_interval = std::time::Instant::now();

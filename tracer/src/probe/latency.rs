@@ -269,13 +269,12 @@ fn lat_config(
 }
 
 /// Whether outliers copy the top of the user stack at their end, unwound by CFI where the
-/// frame-pointer walk cannot go: streamed outliers with user stacks at a uprobe end (not a
-/// return probe, whose program has no user stack pointer of its own).
+/// frame-pointer walk cannot go: streamed outliers with user stacks at a uprobe or uretprobe
+/// end (a uretprobe's registers are the caller's, at the return address).
 pub fn copies_stack_top(plan: &LatencyPlan) -> bool {
     let user = matches!(plan.end.target, Target::User { .. });
     plan.slower_than.is_some()
         && user
-        && !plan.end.ret
         && crate::stacks::flags_for(plan.stack, user) & SLOT_STACK_USER != 0
 }
 
