@@ -45,4 +45,8 @@ pub struct SchedOffsets {
     pub fdt_fd: u32,
     pub file_inode: u32,
     pub inode_ino: u32,
+    /// `struct task_struct` (BTF): offset of `stack`, the task's kernel stack, at whose top
+    /// x86-64 keeps the user registers (`task_pt_regs`): `probe -s` at a tracepoint copies
+    /// the top of the user stack from their stack pointer. 0 without BTF.
+    pub task_stack: u32,
 }

@@ -12,9 +12,9 @@ use tracer_common::{
     buffer_len, str_array, str_flag, str_from, str_mem, trace_word, word, Event, FieldRead,
     SlotConfig, StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS,
     FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOVEC_BYTES, IOV_ELEMENTS,
-    KERNEL_SPACE_START, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA,
-    STR_ENTRY, STR_READS, TRACE_STACK_TOP, USDT_MEM, USDT_REG, USES_BUFFERS, USES_DEREFS,
-    USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY,
+    KERNEL_SPACE_START, PT_REGS_CS, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_RECORD_LEN,
+    STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS, TRACE_STACK_TOP, USDT_MEM, USDT_REG, USES_BUFFERS,
+    USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS, TRACE_SAVED};
@@ -328,6 +328,7 @@ pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS:
             str_from::ARG => event.data[(read.at & 7) as usize],
             str_from::FIELD => event.fields[(read.at & 3) as usize],
             str_from::RETURN => event.data[word::RETURN],
+            str_from::STACK => record(event, STACK_AT),
             _ => record(event, read.at),
         };
         let user = match read.memory {
@@ -595,6 +596,60 @@ pub(crate) fn read_record(ctx: &TracePointContext, event: &mut Event, config: &S
             ctx.as_ptr(),
         )
     };
+}
+
+/// What [`read_strings`] asks its `record` source for the user stack pointer of a
+/// [`str_from::STACK`] read (no record offset is this large).
+pub(crate) const STACK_AT: u32 = u32::MAX;
+
+/// x86-64's kernel stack (`THREAD_SIZE`, without KASAN) and `struct pt_regs`, at its top
+/// below `TOP_OF_KERNEL_STACK_PADDING`: 0, or 16 in kernels built with FRED (6.9+, Debian's
+/// 7.3). The user code and stack segments (`__USER_CS`, `__USER_DS`) tell which.
+const THREAD_SIZE: u64 = 16384;
+const PT_REGS_SIZE: u64 = 168;
+const PT_REGS_SS: u64 = 160;
+const USER_CS: u64 = 0x33;
+const USER_SS: u64 = 0x2b;
+
+/// The current task's user stack pointer, from the registers it entered the kernel with, at
+/// the top of its kernel stack (`task_pt_regs`, found through the BTF offset of
+/// `task_struct.stack`); 0 without the offset, or when no place there holds a user mode's
+/// registers (another stack size, a kernel thread).
+#[inline(always)]
+pub(crate) fn user_sp() -> u64 {
+    let Some(offsets) = SCHED_OFFSETS.get(0) else {
+        return 0;
+    };
+    if offsets.task_stack == 0 {
+        return 0;
+    }
+    // SAFETY: helper without preconditions; the probe-read helper fails cleanly on a bad
+    // address.
+    let stack = unsafe {
+        let task = aya_ebpf::helpers::bpf_get_current_task();
+        aya_ebpf::helpers::bpf_probe_read_kernel(
+            (task + u64::from(offsets.task_stack)) as *const u64,
+        )
+    };
+    let Ok(stack) = stack else {
+        return 0;
+    };
+    let word = |at: u64| {
+        // SAFETY: as above.
+        unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(at as *const u64) }.unwrap_or(0)
+    };
+    let user = |regs: u64| {
+        word(regs + PT_REGS_CS) & 0xffff == USER_CS && word(regs + PT_REGS_SS) & 0xffff == USER_SS
+    };
+    let regs = stack.wrapping_add(THREAD_SIZE - PT_REGS_SIZE);
+    if user(regs) {
+        return word(regs + PT_REGS_SP);
+    }
+    let regs = regs.wrapping_sub(16);
+    match user(regs) {
+        true => word(regs + PT_REGS_SP),
+        false => 0,
+    }
 }
 
 /// Whether the thread group of `task`, which is exiting, has threads that are not (its

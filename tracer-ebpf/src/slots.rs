@@ -29,7 +29,7 @@ use crate::aggregate::{aggregate, continues_run, continues_run_at_ip};
 use crate::emit::{emit, stack_id, stack_ids_at};
 use crate::filters::{debug_dropped, filtered_out, refused_by};
 use crate::maps::{bump, scratch_at, zero_words, CONFIG, SCRATCH, SYS_SLOTS};
-use crate::reads::{read_fields, read_record, read_strings, usdt_args};
+use crate::reads::{read_fields, read_record, read_strings, usdt_args, user_sp, STACK_AT};
 use crate::{uses, TRACEPOINT_PASS};
 
 /// Fills the common part of the scratch event, or `None` when the hit is filtered out or
@@ -194,7 +194,16 @@ pub(crate) fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
         // read them); a pointer further in is read through the helper (the verifier refuses
         // context loads at a runtime offset).
         read_strings::<true, true, STR_READS>(event, &config, |event, offset| match offset {
-            0..=63 => event.data[((offset / 8) & 7) as usize],
+            // `probe -s` at a tracepoint: the stack's top, from the user registers.
+            STACK_AT => user_sp(),
+            0..=63 => {
+                // Masked after a volatile read: with the arm above LLVM dropped the mask,
+                // which the range makes redundant to it but not to 6.18's verifier
+                // ("R2 unbounded memory access").
+                // SAFETY: a read of a local.
+                let at = unsafe { core::ptr::read_volatile(&offset) };
+                event.data[((at / 8) & 7) as usize]
+            }
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
             offset => unsafe { ctx.read_at::<u64>(offset as usize) }.unwrap_or(0),
         });

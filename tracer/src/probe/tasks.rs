@@ -48,8 +48,9 @@ pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>
     run_on_tracepoint(bpf, "sched:sched_process_fork", id, program).map(Some)
 }
 
-/// `tracer trace -a`: the offsets its programs read (a task's exit code, its thread group)
-/// without the tracking programs, since nothing is tracked.
+/// `tracer trace -a`, and probes at tracepoints that copy the user stack's top: the offsets
+/// their programs read (a task's exit code, its thread group, its kernel stack) without the
+/// tracking programs, which set them where something is tracked.
 pub fn set_task_offsets(bpf: &mut Bpf, fs: &Tracefs) -> Result<(), Error> {
     Ok(bpf.set_sched_offsets(sched_offsets(fs)?)?)
 }
@@ -95,6 +96,7 @@ fn sched_offsets(fs: &Tracefs) -> Result<SchedOffsets, Error> {
         fdt_fd: offset("fdtable", "fd").unwrap_or(0),
         file_inode: offset("file", "f_inode").unwrap_or(0),
         inode_ino: offset("inode", "i_ino").unwrap_or(0),
+        task_stack: member("stack").unwrap_or(0),
     })
 }
 

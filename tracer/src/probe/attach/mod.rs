@@ -131,7 +131,14 @@ fn attach(
     let streamed = options.aggregation.is_none() || sources.key_string;
     configure_reads(spec, &mut config, &decoder, streamed || filtered_string);
     let stack_top = match options.copies_stack_top(spec) {
-        true => stack_top_read(&mut config),
+        true => {
+            // At a tracepoint the copy starts at the user registers on the task's kernel
+            // stack, which the program finds by the BTF offsets.
+            if matches!(spec.target, Target::Tracepoint { .. }) {
+                crate::probe::tasks::set_task_offsets(bpf, fs)?;
+            }
+            stack_top_read(&mut config)
+        }
         false => None,
     };
     narrow_record(options, &mut config, &decoder, filter.is_some());
