@@ -284,22 +284,9 @@ fn latency_outliers_and_histograms_follow_the_schema() {
         format!("uprobe:{chain}:chain_a"),
         format!("uprobe:{chain}:chain_target"),
     );
-    let out = tracer(&[
-        "latency",
-        "--from",
-        &from,
-        "--to",
-        &to,
-        "--slower-than",
-        "1ns",
-        "-s",
-        "user",
-        "-f",
-        "json",
-        "--",
-        &chain,
-        "3",
-    ]);
+    let mut args = common::chain_latency_args(&from, &to);
+    args.extend(["--", &chain, "3"]);
+    let out = tracer(&args);
     let lines = succeeded(&out);
     assert_eq!(
         conforming(&lines),

@@ -74,22 +74,9 @@ fn latency_outlier_stacks_at_a_return_of_a_command_that_exited_are_whole() {
         format!("uprobe:{chain}:chain_a"),
         format!("uretprobe:{chain}:chain_target"),
     );
-    let out = common::tracer(&[
-        "latency",
-        "--from",
-        &from,
-        "--to",
-        &to,
-        "--slower-than",
-        "1ns",
-        "-s",
-        "user",
-        "-f",
-        "json",
-        "--",
-        &chain,
-        "3",
-    ]);
+    let mut args = common::chain_latency_args(&from, &to);
+    args.extend(["--", &chain, "3"]);
+    let out = common::tracer(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let outliers: Vec<serde_json::Value> = (json_lines(&out.stdout).into_iter())

@@ -560,6 +560,25 @@ pub fn traced_chain_of(
     (out, rest)
 }
 
+/// `tracer latency --from FROM --to TO --slower-than 1ns -s user -f json`: every call an
+/// outlier, streamed with its user stack; the caller adds whose calls.
+#[allow(dead_code)]
+pub fn chain_latency_args<'a>(from: &'a str, to: &'a str) -> Vec<&'a str> {
+    vec![
+        "latency",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--slower-than",
+        "1ns",
+        "-s",
+        "user",
+        "-f",
+        "json",
+    ]
+}
+
 /// `tracer latency --from chain_a --to chain_target --slower-than 1ns -s user -p PID` over
 /// `calls` calls of the chain workload, stopped with SIGINT: every call is an outlier, its stack
 /// taken at the end, a uprobe on chain_target's first instruction (where the frame-pointer walk
@@ -581,21 +600,9 @@ pub fn chain_latency_outliers_of(program: &std::path::Path, calls: u32) -> Vec<s
         format!("uprobe:{chain}:chain_a"),
         format!("uprobe:{chain}:chain_target"),
     );
-    let (child, mut stderr, banner) = tracer_started(&[
-        "latency",
-        "--from",
-        &from,
-        "--to",
-        &to,
-        "--slower-than",
-        "1ns",
-        "-s",
-        "user",
-        "-f",
-        "json",
-        "-p",
-        &pid,
-    ]);
+    let mut args = chain_latency_args(&from, &to);
+    args.extend(["-p", &pid]);
+    let (child, mut stderr, banner) = tracer_started(&args);
     work.run_batch();
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
