@@ -1,13 +1,12 @@
-//! `tracer trace`'s reads at a call's exit that loop (a getdents call's entries, counted) and
-//! its iovec arrays (readv, writev), alone or in a msghdr with its name and
-//! control data (sendmsg, recvmsg): read at a call's exit by `trace_exit_reads`
-//! (a program of its own on `sys_exit`, attached before `trace_exit`), into the scratch entry
-//! `scratch_at::IOVECS`, and saved by task in `TRACE_SAVED`; `trace_exit`, which runs next for
-//! the task, copies them into its event as the call's first read (`reads::copy_iovecs`). The
-//! loop over the elements is walked
-//! once by the verifier here: inside `trace_exit`, it was walked again for every path there,
-//! and 5.10's verifier took 134 s under emulation (239,804 instructions), then refused the
-//! program for its combined stack.
+//! `tracer trace`'s reads at a call's exit that loop: a getdents call's entries, counted, and
+//! its iovec arrays (readv, writev), alone or in a msghdr with its name and control data
+//! (sendmsg, recvmsg). Read by `trace_exit_reads` (a program of its own on `sys_exit`,
+//! attached before `trace_exit`) into the scratch entry `scratch_at::IOVECS` and saved by task
+//! in `TRACE_SAVED`; `trace_exit`, which runs next for the task, copies them into its event as
+//! the call's first read (`reads::copy_iovecs`). The loop over the elements is walked once by
+//! the verifier here: inside `trace_exit`, it was walked again for every path there, and
+//! 5.10's verifier took 134 s under emulation (239,804 instructions), then refused the program
+//! for its combined stack.
 
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
@@ -92,8 +91,9 @@ fn msghdr(scratch: &mut Scratch, ptr: u64) -> (u64, u64) {
 const DIRENT_WALK: u64 = 1024;
 
 /// Directory entries a getdents call read (strace's `/* 144 entries */`), into `out` (the
-/// call's `TraceStart::dirents`) for the exit's event: `linux_dirent` and `linux_dirent64` both keep their record
-/// length at byte 16, and the buffer is the call's second argument, still in its register.
+/// call's `TraceStart::dirents`) for the exit's event: `linux_dirent` and `linux_dirent64`
+/// both keep their record length at byte 16, and the buffer is the call's second argument,
+/// still in its register.
 /// The count + 1, with [`trace_word::ENTRIES_MORE`] when [`DIRENT_WALK`] records did not
 /// reach the end; 0 when a record could not be read.
 #[inline(always)]

@@ -52,13 +52,11 @@ fn offcpu_switch_hit(ctx: TracePointContext) -> u32 {
     let state = unsafe { ctx.read_at::<u64>(offcpu.prev_state as usize) }.unwrap_or(0);
     let tid = pid_tgid as u32;
     let ours = tid != 0 && passes(config, pid_tgid, cpu);
-    // SAFETY: only tested for presence; no reference outlives the lookup.
-    if ours && unsafe { OFFCPU_START.get(&tid) }.is_some() {
-        // Stamped when it last blocked, yet it ran since: the kernel's tracepoint did not show
-        // its switch in (on this 6.18 host, up to 8 of 3,000 wakeups, which bpftrace's
-        // sched_switch misses too). That block's end is unknown: counted, and its stamp goes,
-        // so that it is not paired with a later switch in.
-        let _ = OFFCPU_START.remove(&tid);
+    // A stamp still there: stamped when it last blocked, yet it ran since, so the kernel's
+    // tracepoint did not show its switch in (on this 6.18 host, up to 8 of 3,000 wakeups,
+    // which bpftrace's sched_switch misses too). That block's end is unknown: its stamp goes,
+    // so that it is not paired with a later switch in, and it is counted.
+    if ours && OFFCPU_START.remove(&tid).is_ok() {
         if let Some(offcpu) = OFFCPU_CONFIG.get_ptr_mut(0) {
             // SAFETY: a field of the map's value, added to atomically.
             crate::maps::add_to(unsafe { &mut (*offcpu).unended }, 1);

@@ -411,11 +411,7 @@ fn on_exit(ctx: &RawTracePointContext) {
     if uses(USES_DIRENTS) && config.flags & SLOT_TRACE_DIRENTS != 0 && (ret as i64) >= 0 {
         event.fields[trace_word::ENTRIES] = start.dirents;
     }
-    if !uses(USES_STRINGS) {
-        if saved {
-            let _ = TRACE_SAVED.remove(&pid_tgid);
-        }
-    } else {
+    if uses(USES_STRINGS) {
         if start.flags & TRACE_SAVED_STRINGS != 0 {
             restore_strings(event, &start, pid_tgid);
             exec_argv(event, config, regs, ret);
@@ -439,6 +435,8 @@ fn on_exit(ctx: &RawTracePointContext) {
             };
             read_strings::<false, true, STR_READS>(event, config, |_, _| sp);
         }
+    } else if saved {
+        let _ = TRACE_SAVED.remove(&pid_tgid);
     }
     if filtered_out(event, config) {
         return;

@@ -15,7 +15,7 @@ use crate::output::profile::{self as out, Measure, Profile};
 use crate::output::summary::{Banner, Summary};
 use crate::plan::profile::{profile_plan, Mode, ProfilePlan, Unwind};
 use crate::plan::Whom;
-use crate::probe::profile::{self as sampling, Measured, Sampled, Sampler, Unwound};
+use crate::probe::profile::{self as sampling, Sampled, Sampler, Unwound};
 use crate::session::{self, Hold, Outcome, Session, Sink};
 use crate::stacks::Symbolizer;
 use crate::Error;
@@ -240,14 +240,18 @@ fn start(
         (Whom::Command(_), Some(pid)) => Sampled::Tasks(vec![pid]),
         (Whom::Command(_), None) | (Whom::Everyone, _) => Sampled::AllCpus,
     };
-    let unwound = |measured| match plan.unwind {
-        Unwind::Dwarf { stack_bytes } => {
-            Unwound::open(measured, &sampled, stack_bytes, plan.kernel, skip_idle).map(Some)
-        }
-        Unwind::FramePointers => Ok(None),
+    let unwound = match plan.unwind {
+        Unwind::Dwarf { stack_bytes } => Some(Unwound::open(
+            plan.mode,
+            &sampled,
+            stack_bytes,
+            plan.kernel,
+            skip_idle,
+        )?),
+        Unwind::FramePointers => None,
     };
     Ok(match plan.mode {
-        Mode::OnCpu { hz } => match unwound(Measured::OnCpu { hz })? {
+        Mode::OnCpu { hz } => match unwound {
             Some(unwound) => {
                 let event = unwound.event;
                 (None, None, Some(unwound), Measure::OnCpu { hz, event })
@@ -258,7 +262,7 @@ fn start(
                 (Some(sampler), None, None, Measure::OnCpu { hz, event })
             }
         },
-        Mode::OffCpu { min_block_ns } => match unwound(Measured::OffCpu { min_block_ns })? {
+        Mode::OffCpu { min_block_ns } => match unwound {
             Some(unwound) => (None, None, Some(unwound), Measure::OffCpu { min_block_ns }),
             None => {
                 let fs = fs.expect("located for --off-cpu");

@@ -71,8 +71,7 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     })?;
     // With user stacks: the mappings of the command's processes from the kernel's records,
     // so that a hit printed after its process exited still names its frames.
-    let user_stacks = !plan.summary && copies_stack_top(&plan);
-    let tracker = match user_stacks {
+    let tracker = match copies_stack_top(&plan) {
         true => Some(probe::profile::MapsTracker::open(session.pid())?),
         false => None,
     };

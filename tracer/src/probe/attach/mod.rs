@@ -44,6 +44,8 @@ pub struct Attacher<'a> {
     trampolines: Trampolines,
     /// Kernel BTF, opened at the first kernel function (`None` inside: not available).
     btf: Option<Option<KernelBtf>>,
+    /// The task offsets the programs read are set (`probe::tasks::set_task_offsets`).
+    task_offsets: bool,
     attached: usize,
 }
 
@@ -55,6 +57,7 @@ impl<'a> Attacher<'a> {
             interface: None,
             trampolines: Trampolines::new(options.kprobe_interface),
             btf: None,
+            task_offsets: false,
             attached: 0,
         }
     }
@@ -64,6 +67,13 @@ impl<'a> Attacher<'a> {
         let index = self.attached;
         if let (0, Some(filter)) = (index, self.options.filter) {
             bpf.set_globs(&filter.globs)?;
+        }
+        // A tracepoint's copy of the user stack starts at the user registers on the task's
+        // kernel stack, which the program finds by BTF offsets: read once per run.
+        let tracepoint = matches!(spec.target, Target::Tracepoint { .. });
+        if tracepoint && !self.task_offsets && self.options.copies_stack_top(spec) {
+            crate::probe::tasks::set_task_offsets(bpf, self.fs)?;
+            self.task_offsets = true;
         }
         let probe = attach(
             bpf,
@@ -131,14 +141,7 @@ fn attach(
     let streamed = options.aggregation.is_none() || sources.key_string;
     configure_reads(spec, &mut config, &decoder, streamed || filtered_string);
     let stack_top = match options.copies_stack_top(spec) {
-        true => {
-            // At a tracepoint the copy starts at the user registers on the task's kernel
-            // stack, which the program finds by the BTF offsets.
-            if matches!(spec.target, Target::Tracepoint { .. }) {
-                crate::probe::tasks::set_task_offsets(bpf, fs)?;
-            }
-            stack_top_read(&mut config)
-        }
+        true => stack_top_read(&mut config),
         false => None,
     };
     narrow_record(options, &mut config, &decoder, filter.is_some());

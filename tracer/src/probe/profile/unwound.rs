@@ -6,6 +6,7 @@
 use super::{frame_of, merged, sampling_event, Sampled};
 use crate::output::profile::{Accounting, Entry, Frame};
 use crate::perf::{self, Scope};
+use crate::plan::profile::Mode;
 use crate::stacks::Symbolizer;
 use crate::Error;
 
@@ -15,7 +16,7 @@ use crate::Error;
 /// drains the rings, while the process still runs, and counts the stacks by their addresses.
 /// No BPF program is attached: nothing in the kernel could unwind these stacks.
 pub struct Unwound {
-    measured: Measured,
+    mode: Mode,
     rings: Vec<perf::Ring>,
     /// Events whose samples go to a ring of the same CPU (`PERF_EVENT_IOC_SET_OUTPUT`).
     followers: Vec<perf::Event>,
@@ -37,16 +38,6 @@ pub struct Unwound {
     own: u64,
     ends: crate::output::profile::Unwound,
     malformed: u64,
-}
-
-/// What the samples measure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Measured {
-    /// What runs: a clock's samples at `hz`.
-    OnCpu { hz: u64 },
-    /// Time blocked: every context switch of the tasks sampled, blocks of `min_block_ns` and
-    /// more counted.
-    OffCpu { min_block_ns: u64 },
 }
 
 /// A task switched out: its stacks and time as the switch's sample gave them (`None` until it
@@ -76,7 +67,7 @@ impl Unwound {
     /// Opens the sampling events (disabled), a ring per CPU. `kernel`: the kernel call chain
     /// too. `skip_idle`: samples of the idle task are counted apart.
     pub fn open(
-        measured: Measured,
+        mode: Mode,
         sampled: &Sampled,
         stack_bytes: u32,
         kernel: bool,
@@ -110,13 +101,13 @@ impl Unwound {
             | flag::EXCLUDE_CALLCHAIN_USER
             | inherit;
         let probe = (per_cpu.first().and_then(|s| s.first()).cloned()).unwrap_or(Scope::Cpu(0));
-        let (event, kind, mut options) = match measured {
-            Measured::OnCpu { hz } => sampling_event(hz, flags, &probe)?,
+        let (event, kind, mut options) = match mode {
+            Mode::OnCpu { hz } => sampling_event(hz, flags, &probe)?,
             // perf's `-e cs`: a sample in the task switched out, as it leaves (the user
             // registers are those it entered the kernel with), and the switch records
             // (`context_switch`), out with `SWITCH_OUT_PREEMPT` when it was still runnable,
             // and in when it runs again.
-            Measured::OffCpu { .. } => (
+            Mode::OffCpu { .. } => (
                 "context-switches",
                 perf::EventKind::Software(perf::Software::ContextSwitches),
                 perf::Options {
@@ -172,7 +163,7 @@ impl Unwound {
             ..perf::record::Layout::default()
         };
         Ok(Unwound {
-            measured,
+            mode,
             rings,
             followers,
             layout,
@@ -260,8 +251,8 @@ impl Unwound {
             }
             Record::Lost { lost, .. } => self.ends.lost += lost,
             Record::Switch { out, preempt } | Record::SwitchCpuWide { out, preempt, .. } => {
-                if let (Measured::OffCpu { min_block_ns }, Some(tid)) =
-                    (self.measured, parsed.sample_id.tid)
+                if let (Mode::OffCpu { min_block_ns }, Some(tid)) =
+                    (self.mode, parsed.sample_id.tid)
                 {
                     let time = parsed.sample_id.time.unwrap_or(0);
                     let tallies = (&mut self.short, &mut self.total, &mut self.ends);
@@ -295,7 +286,7 @@ impl Unwound {
             self.malformed += 1;
             return;
         };
-        let off_cpu = matches!(self.measured, Measured::OffCpu { .. });
+        let off_cpu = matches!(self.mode, Mode::OffCpu { .. });
         // Off-CPU, a switch is counted when its block ends (`switched`).
         self.total += u64::from(!off_cpu);
         // Off-CPU, the idle task's switches are no blocks, and tracer's own are left out as
