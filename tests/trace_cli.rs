@@ -1145,6 +1145,79 @@ fn a_blocked_call_is_shown_while_it_blocks() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A call shown while it blocks shows what it was given, read from the task's memory as
+/// strace reads it at entry: the path of Debian's cat opening a FIFO no writer has opened yet,
+/// and the fds python3 polls (the exit programs read both only when the call returns).
+#[test]
+fn a_blocked_call_shows_what_it_was_given() {
+    require_root();
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no /usr/bin/python3 (Debian's python3) to poll its stdin");
+        return;
+    }
+    let dir = temp_dir("blocked-given");
+    let (calls, fifo) = (dir.join("calls.txt"), dir.join("fifo"));
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let script = format!(
+        "cat {}; exec python3 -c 'import select; p = select.poll(); \
+         p.register(0, select.POLLIN); print(p.poll())'",
+        fifo.display()
+    );
+    let mut tracer = common::Tracer::new(["trace", "-e", "openat,poll"])
+        .command()
+        .args(["--unfinished-after", "0.3", "-o"])
+        .arg(&calls)
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wait_for = |shown: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let so_far = std::fs::read_to_string(&calls).unwrap_or_default();
+            if so_far.lines().any(|l| l.ends_with(shown)) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {shown} in 20 s:\n{so_far}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let open = format!(
+        "openat(AT_FDCWD, \"{}\", O_RDONLY <unfinished ...>",
+        fifo.display()
+    );
+    wait_for(&open);
+    std::fs::write(&fifo, "through the fifo\n").unwrap();
+    let poll = "poll([{fd=0, events=POLLIN}], 1, -1 <unfinished ...>";
+    wait_for(poll);
+    use std::io::Write;
+    // Held open until the end: a closed pipe would add POLLHUP, as the run's timing goes.
+    let mut stdin = tracer.stdin.take().unwrap();
+    stdin.write_all(b"x").unwrap();
+    let out = tracer.wait_with_output().unwrap();
+    drop(stdin);
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "through the fifo\n[(0, 1)]\n");
+    for (start, end) in [
+        (open.as_str(), "<... openat resumed>) = 3"),
+        (poll, "<... poll resumed>) = 1 ([{fd=0, revents=POLLIN}])"),
+    ] {
+        let at = |line: &str| calls.lines().position(|l| l.ends_with(line));
+        let (Some(start), Some(end)) = (at(start), at(end)) else {
+            panic!("no {start} and {end}:\n{calls}");
+        };
+        assert!(start < end, "{calls}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// What the kernel counts for strace's comments: an exec's environment (`/* 2 vars */`, `/* 1
 /// var */`) and the entries a getdents64 returned (`/* 7 entries */`: a directory of five
 /// files, `.` and `..`), as strace writes them for the same command, and a failed exec's
@@ -1337,7 +1410,7 @@ fn strace_agrees_on_structures() {
     let set = "newfstatat,statx,nanosleep,clock_nanosleep,prlimit64,rt_sigprocmask,\
                rt_sigaction,wait4,pipe2,statfs,sigaltstack,sched_getaffinity,\
                sched_setaffinity,capget,rt_sigreturn,clone3,writev,readv,preadv,pwritev,\
-               preadv2,pwritev2,unlink";
+               preadv2,pwritev2,ppoll,unlink";
     let Some(run) = side_by_side("structs", &common::c_workload("structs"), set) else {
         return;
     };
@@ -1359,9 +1432,17 @@ fn strace_agrees_on_structures() {
         );
         (lines.iter())
             .map(|l| {
-                children
+                let l = children
                     .iter()
-                    .fold(l.clone(), |l, c| whole_number_as(&l, c, "CHILD"))
+                    .fold(l.clone(), |l, c| whole_number_as(&l, c, "CHILD"));
+                // The time a ppoll had left is the run's.
+                match l.split_once(", left {") {
+                    Some((head, rest)) => match rest.split_once('}') {
+                        Some((_, tail)) => format!("{head}, left {{LEFT}}{tail}"),
+                        None => l,
+                    },
+                    None => l,
+                }
             })
             .collect()
     };
@@ -1399,6 +1480,10 @@ fn strace_agrees_on_structures() {
          {iov_base=ADDR, iov_len=8}], 3) = -1 EBADF (Bad file descriptor)",
         "pwritev2(5, [{iov_base=\"ab\", iov_len=2}], 1, 50, RWF_DSYNC) = 2",
         "preadv2(5, [{iov_base=\"abcd\", iov_len=4}], 1, 0, RWF_HIPRI) = 4",
+        "ppoll([{fd=3, events=POLLIN}, {fd=4, events=POLLOUT}], 2, {tv_sec=5, tv_nsec=500}, \
+         [USR1], 8) = 2 ([{fd=3, revents=POLLIN}, {fd=4, revents=POLLOUT}], left {LEFT})",
+        "ppoll([{fd=4, events=POLLIN}], 1, {tv_sec=0, tv_nsec=1000}, NULL, 8) = 0 (Timeout)",
+        "ppoll([{fd=3, events=POLLIN}], 1, NULL, NULL, 8) = 1 ([{fd=3, revents=POLLIN}])",
     ] {
         assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
     }

@@ -2,11 +2,12 @@
  * rlimits, signal sets and sigactions, wait4 statuses of a child that exits with 7 and of
  * one killed by SIGKILL, an fd pair, statfs, sigaltstack's stacks, CPU masks, capability
  * sets, the mask a signal frame restores, clone3's arguments, iovec arrays (readv, writev
- * and their positioned forms). The last call, an unlink of a path that does not exist, marks
+ * and their positioned forms), ppoll's fds, timeouts and signal mask. The last call, an unlink of a path that does not exist, marks
  * the main thread's lines. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -124,6 +125,18 @@ int main(void) {
         many[i] = (struct iovec){"z", 1};
     writev(fds[1], many, 40);
     readv(-1, filled, 3);
+    /* ppoll, as the kernel takes it (glibc's wrapper copies the timeout): the time left
+     * beside a positive return, written back over the timeout given; a timeout that runs
+     * out; none. The pipe holds the 40 bytes just written. */
+    struct pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLOUT, 0}};
+    struct timespec timeout = {5, 500}, brief = {0, 1000};
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    syscall(SYS_ppoll, pfds, 2, &timeout, &usr1, 8);
+    struct pollfd never = {fds[1], POLLIN, 0};
+    syscall(SYS_ppoll, &never, 1, &brief, 0, 8);
+    syscall(SYS_ppoll, pfds, 1, 0, 0, 8);
     /* The positioned forms, on a memfd: the offset as one number, the flags by name. */
     int mem = memfd_create("structs", 0);
     pwritev(mem, given, 3, 0);

@@ -218,7 +218,8 @@ pub struct SlotConfig {
     /// `tracer trace`: 1 + the argument pointing at an `int` the call reads and writes
     /// (accept's and getsockname's `socklen_t *`), plus its byte offset there times 256
     /// (recvmsg's `msg_namelen`, in the msghdr), which the entry reads
-    /// ([`trace_word::ENTRY_INT`](crate::trace_word::ENTRY_INT)); 0 for none.
+    /// ([`trace_word::ENTRY_INT`](crate::trace_word::ENTRY_INT)); with [`ENTRY_TIMESPEC`], a
+    /// `struct timespec` there in place of the `int` (ppoll's timeout); 0 for none.
     pub entry_int: u32,
     pub _pad: u32,
 }

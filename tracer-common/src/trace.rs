@@ -30,7 +30,16 @@ pub mod trace_word {
     pub const ENTRY_INT: usize = 3;
     /// In [`ENTRY_INT`]: the entry read the `int`.
     pub const ENTRY_INT_READ: u64 = 1 << 32;
+    /// In [`ENTRY_INT`], for a `struct timespec` the call overwrites (ppoll's timeout, with
+    /// `SlotConfig::entry_int`'s [`ENTRY_TIMESPEC`](crate::ENTRY_TIMESPEC)): the entry read it,
+    /// `tv_sec` in bits 30..63 and `tv_nsec` in bits 0..30. A timespec that does not fit
+    /// (`tv_sec` of 2^33 or more, an invalid `tv_nsec`) is not packed: the word is 0.
+    pub const ENTRY_TIMESPEC_READ: u64 = 1 << 63;
 }
+
+/// In `SlotConfig::entry_int`: the entry reads a `struct timespec` (16 bytes) in place of an
+/// `int`, packed as [`trace_word::ENTRY_TIMESPEC_READ`] says.
+pub const ENTRY_TIMESPEC: u32 = 1 << 16;
 
 /// `fields[trace_word::KIND]` of a `tracer trace` event.
 pub mod trace_kind {

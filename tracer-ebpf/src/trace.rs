@@ -11,8 +11,8 @@ use aya_ebpf::maps::{HashMap, PerCpuArray};
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
     drop, signal_word, stat_filtered, str_array, str_flag, str_from, trace_kind, trace_stat,
-    trace_word, word, Event, SlotConfig, TraceStart, AT_EXECFN, IOVEC_CALLS, PT_REGS_SP,
-    PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY,
+    trace_word, word, Event, SlotConfig, TraceStart, AT_EXECFN, ENTRY_TIMESPEC, IOVEC_CALLS,
+    PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY,
     SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
     SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS,
     TRACE_EXIT_NR, TRACE_SAVED_IOVECS, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE,
@@ -293,9 +293,11 @@ fn sigreturn_mask(start: &mut TraceStart, regs: u64) {
     start.args[1] = u64::from(mask.is_some());
 }
 
-/// The `int` at the user address in argument `(which & 0xff) - 1`, `which >> 8` bytes on
-/// (`SlotConfig::entry_int`), with `ENTRY_INT_READ` set; 0 when it cannot be read. A constant
-/// index per argument: the verifier of 5.10 refuses a stack read at a variable offset.
+/// The `int` at the user address in argument `(which & 0xff) - 1`, `(which >> 8) & 0xff`
+/// bytes on (`SlotConfig::entry_int`), with `ENTRY_INT_READ` set, or with
+/// [`ENTRY_TIMESPEC`] the `struct timespec` there packed as [`trace_word::ENTRY_TIMESPEC_READ`]
+/// says; 0 when it cannot be read. A constant index per argument: the verifier of 5.10
+/// refuses a stack read at a variable offset.
 #[inline(always)]
 fn entry_int(args: &[u64; word::ARGS], which: u32) -> u64 {
     let ptr = match which & 0xff {
@@ -307,7 +309,16 @@ fn entry_int(args: &[u64; word::ARGS], which: u32) -> u64 {
         6 => args[5],
         _ => return 0,
     };
-    let ptr = ptr.wrapping_add(u64::from(which >> 8));
+    let ptr = ptr.wrapping_add(u64::from((which >> 8) & 0xff));
+    if which & ENTRY_TIMESPEC != 0 {
+        // SAFETY: the probe-read helper fails cleanly on a bad address.
+        return match unsafe { aya_ebpf::helpers::bpf_probe_read_user(ptr as *const [u64; 2]) } {
+            Ok([sec, nsec]) if sec < 1 << 33 && nsec < 1 << 30 => {
+                trace_word::ENTRY_TIMESPEC_READ | sec << 30 | nsec
+            }
+            _ => 0,
+        };
+    }
     // SAFETY: the probe-read helper fails cleanly on a bad address.
     match unsafe { aya_ebpf::helpers::bpf_probe_read_user(ptr as *const u32) } {
         Ok(value) => trace_word::ENTRY_INT_READ | u64::from(value),

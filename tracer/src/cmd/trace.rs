@@ -10,6 +10,7 @@ use tracer_common::{signal_word, trace_kind, trace_word, Event, TraceStart};
 use crate::bpf::{Bpf, Room, Rooms, Sizing};
 use crate::cli::TraceArgs;
 use crate::kernel::fds;
+use crate::kernel::task_memory::TaskMemory;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::summary::{Banner, Summary};
 use crate::output::trace::{
@@ -752,8 +753,11 @@ impl TraceSink<'_> {
         event.pid_tgid = pid_tgid;
         event.time_ns = start.time_ns;
         event.data[..tracer_common::word::ARGS].copy_from_slice(&start.args);
+        event.fields[trace_word::ENTRY_INT] = start.entry_int;
         let comm = task_comm(pid_tgid as u32);
-        let mut call = self.layouts[i].shown(&event, &[], &comm, CallEnd::Unfinished);
+        let memory = TaskMemory::open(pid_tgid as u32);
+        let layout = &self.layouts[i];
+        let mut call = layout.in_flight(&event, memory.as_ref(), &comm, CallEnd::Unfinished);
         if let Some(fds) = &mut self.fds {
             if !fds.observe(&mut call, [0, 0]) {
                 // Counted once, when tracing ends (a blocked call is looked at every tick).

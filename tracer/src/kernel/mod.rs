@@ -17,6 +17,7 @@ pub mod params;
 pub mod symbols;
 pub mod syscalls;
 pub mod sysnames;
+pub mod task_memory;
 pub mod tracefs;
 pub mod unwind;
 pub mod usdt;

@@ -151,6 +151,10 @@ pub enum Arg {
     /// the name's length at entry beside its length after (`msg_namelen=128 => 16`, read by
     /// the entry: `SlotConfig::entry_int`); for a failed call, that length alone.
     MsgFilled,
+    /// A `struct timespec` timeout the call counts down and writes back (ppoll): shown as it
+    /// was given (read by the entry: `SlotConfig::entry_int`), and what was left beside a
+    /// positive return (`left {tv_sec=0, tv_nsec=999997796}`, read after the call).
+    TimeoutLeft,
     /// A register strace does not show: preadv's `pos_h` (x86-64 passes the whole offset in
     /// `pos_l`).
     Unshown,
@@ -293,7 +297,8 @@ pub enum Ret {
     /// O_RDWR|O_LARGEFILE)` for F_GETFL, `= 0x1 (flags FD_CLOEXEC)` for F_GETFD.
     Fcntl(usize),
     /// poll(2)'s result with the fds that have events (read of argument 0): `= 1 ([{fd=3,
-    /// revents=POLLIN}])`, `= 0 (Timeout)`.
+    /// revents=POLLIN}])`, `= 0 (Timeout)`; ppoll's with the time left of its
+    /// [`Arg::TimeoutLeft`]: `= 1 ([{fd=3, revents=POLLIN}], left {tv_sec=4, tv_nsec=7})`.
     Poll,
 }
 

@@ -268,6 +268,8 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::MsgGiven | Arg::MsgFilled => pointer(raw),
         Arg::Unshown => String::new(),
         Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
+        // As given, from the entry's word (`probe::syscall`); alone, as the call left it.
+        Arg::TimeoutLeft => structure(Arg::In(Struct::Timespec), Struct::Timespec, raw, read, ret),
         Arg::Argv => argv(raw, read),
         // The counts come with the event (`environ`, `dirents` in `probe::syscall`).
         Arg::Dirents => pointer(raw),
@@ -794,26 +796,45 @@ pub fn errno_message(n: i64) -> String {
     }
 }
 
-/// The return value of a call whose registers are `args`, as strace shows it: [`ret`], and
-/// fcntl's by its command (`0x8002 (flags O_RDWR|O_LARGEFILE)` for F_GETFL).
-pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], first: Option<&Read>) -> String {
+/// What a call's return text reads besides its registers ([`ret_in_call`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RetReads<'r> {
+    /// Argument 0's read: poll's fds, for their `revents`.
+    pub first: Option<&'r Read>,
+    /// A ppoll's timeout as the call left it (`Arg::TimeoutLeft`), when it was given one.
+    pub left: Option<&'r Read>,
+}
+
+/// The return value of a call whose registers are `args`, as strace shows it: [`ret`], poll's
+/// and ppoll's with their fds' events and the time left (`1 ([{fd=3, revents=POLLIN}], left
+/// {tv_sec=4, tv_nsec=7})`), and fcntl's by its command (`0x8002 (flags O_RDWR|O_LARGEFILE)`
+/// for F_GETFL).
+pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], reads: &RetReads<'_>) -> String {
     let value = raw as i64;
     if errno_of(value).is_some() {
         return ret(Ret::Int, raw);
     }
     if kind == Ret::Poll {
-        let fds = first.and_then(|r| r.entries.first());
-        return match (value, fds) {
-            (0, _) => "0 (Timeout)".into(),
-            (n, Some((bytes, 0))) => {
+        if value == 0 {
+            return "0 (Timeout)".into();
+        }
+        let fds = match reads.first.and_then(|r| r.entries.first()) {
+            Some((bytes, 0)) => {
                 let count = args.get(1).map_or(0, |&n| n as u32 as usize);
                 let whole = (8 * count.min(crate::kernel::syscalls::ARRAY_SHOWN)).min(bytes.len());
-                match super::structs::poll_revents(&bytes[..whole]) {
-                    Some(fds) => format!("{n} ({fds})"),
-                    None => n.to_string(),
-                }
+                super::structs::poll_revents(&bytes[..whole])
             }
-            (n, _) => n.to_string(),
+            _ => None,
+        };
+        let left = match reads.left.and_then(|r| r.entries.first()) {
+            Some((bytes, 0)) => super::structs::decode(Struct::Timespec, bytes),
+            _ => None,
+        };
+        return match (fds, left) {
+            (Some(fds), Some(left)) => format!("{value} ({fds}, left {left})"),
+            (Some(fds), None) => format!("{value} ({fds})"),
+            (None, Some(left)) => format!("{value} (left {left})"),
+            (None, None) => value.to_string(),
         };
     }
     let Ret::Fcntl(cmd) = kind else {
@@ -986,7 +1007,9 @@ mod tests {
             third(&fcntl(libc::F_DUPFD_CLOEXEC, 20)).as_deref(),
             Some("20")
         );
-        let result = |cmd: i32, raw: u64| ret_in_call(Ret::Fcntl(1), raw, &fcntl(cmd, 0), None);
+        let result = |cmd: i32, raw: u64| {
+            ret_in_call(Ret::Fcntl(1), raw, &fcntl(cmd, 0), &RetReads::default())
+        };
         assert_eq!(result(libc::F_GETFD, 0), "0");
         assert_eq!(result(libc::F_GETFD, 1), "0x1 (flags FD_CLOEXEC)");
         assert_eq!(result(libc::F_GETFL, 0), "0 (flags O_RDONLY)");

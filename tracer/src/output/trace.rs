@@ -504,12 +504,14 @@ impl<W: Write> CallWriter<W> {
                 line.push_str(&format!("<... {} resumed>", call.name));
                 line.push_str(&texts[at_entry..].join(", "));
             }
-            // The arguments known at entry; a killed call's line goes on with `) = ?`.
+            // The arguments known at entry, and the separator before the rest when there is
+            // a rest (`read(0,  <unfinished ...>`, `write(1, "x", 1 <unfinished ...>`); a
+            // killed call's line goes on with `) = ?`.
             false if matches!(call.end, CallEnd::Unfinished | CallEnd::Killed) => {
                 line.push_str(call.name);
                 line.push('(');
-                for text in &texts[..at_entry] {
-                    line.push_str(text);
+                line.push_str(&texts[..at_entry].join(", "));
+                if at_entry < texts.len() {
                     line.push_str(", ");
                 }
                 line.push_str(" <unfinished ...>");
@@ -794,7 +796,7 @@ mod tests {
         );
         assert_eq!(
             text(&[call(CallEnd::Unfinished)]),
-            "openat(AT_FDCWD, \"/nope\",  <unfinished ...>\n"
+            "openat(AT_FDCWD, \"/nope\" <unfinished ...>\n"
         );
         let mut read = call(CallEnd::Unfinished);
         read.name = "read";

@@ -5,14 +5,15 @@
 
 use tracer_common::{
     buffer_len, src, str_array, str_entries, str_flag, str_from, str_mem, trace_kind, trace_word,
-    word, Event, SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, FIELDS_OFFSET, MSGHDR_BYTES,
-    SLOT_AGGREGATE, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME,
-    SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS,
-    SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
+    word, Event, SlotConfig, StrRead, AGG_KEY_VALUE, AGG_SUM, ENTRY_TIMESPEC, FIELDS_OFFSET,
+    MSGHDR_BYTES, SLOT_AGGREGATE, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY,
+    SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
+    SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, SLOT_VALUE_FILTER, STRLEN_MAX, STR_READS,
 };
 
 use crate::kernel::format::Format;
 use crate::kernel::syscalls::{self, Arg, CloneArg, FutexArg, Ret, Struct};
+use crate::kernel::task_memory::TaskMemory;
 use crate::kernel::tracefs::Tracefs;
 use crate::output::syscall::{self as show, Read};
 use crate::output::trace::{Call, CallEnd, Shown, Strings};
@@ -84,17 +85,19 @@ impl Layout {
     /// The `int` the entry reads because the call may write over it
     /// (`SlotConfig::entry_int`: 1 + the argument, plus the byte offset there times 256), or
     /// 0: a filled sockaddr's length (`[128 => 16]`), recvmsg's `msg_namelen` (8 bytes into
-    /// the msghdr), and capget's and capset's version (the kernel writes its own over one it
-    /// does not know).
+    /// the msghdr), capget's and capset's version (the kernel writes its own over one it
+    /// does not know), and ppoll's timeout ([`ENTRY_TIMESPEC`]: the kernel writes back what
+    /// was left).
     fn entry_int_at(&self) -> u32 {
         (self.params.iter().enumerate())
             .find_map(|(at, p)| {
-                let offset = match p.kind {
-                    Arg::SockLen(_) | Arg::In(Struct::CapHeader) => 0,
-                    Arg::MsgFilled => 8,
+                let (offset, timespec) = match p.kind {
+                    Arg::SockLen(_) | Arg::In(Struct::CapHeader) => (0, 0),
+                    Arg::MsgFilled => (8, 0),
+                    Arg::TimeoutLeft => (0, ENTRY_TIMESPEC),
                     _ => return None,
                 };
-                Some(at as u32 + 1 + (offset << 8))
+                Some((at as u32 + 1 + (offset << 8)) | timespec)
             })
             .unwrap_or(0)
     }
@@ -192,7 +195,7 @@ impl Layout {
                         Arg::BufIn(len) => buffer_len::ARG0 + len as u8,
                         Arg::BufOut => buffer_len::RETURN,
                         Arg::In(s) | Arg::Out(s) => buffer_len::fixed(s.bytes()),
-                        Arg::Futex(FutexArg::Timeout, _) => {
+                        Arg::Futex(FutexArg::Timeout, _) | Arg::TimeoutLeft => {
                             buffer_len::fixed(Struct::Timespec.bytes())
                         }
                         Arg::Clone(CloneArg::ParentTid) | Arg::SockLen(_) => {
@@ -253,9 +256,68 @@ impl Layout {
         comm: &'a str,
         end: CallEnd,
     ) -> Call<'a> {
-        let mut reads = vec![Read::default(); self.reads.len()];
-        for (k, read) in reads.iter_mut().enumerate() {
-            *read = Read::from_entries(str_entries(strings).filter(|e| usize::from(e.read) == k));
+        let reads = (0..self.reads.len())
+            .map(|k| Read::from_entries(str_entries(strings).filter(|e| usize::from(e.read) == k)))
+            .collect();
+        self.shown_with(event, reads, comm, end)
+    }
+
+    /// A call still in flight (its `event` made of its entry), with what it was given read
+    /// now by `memory` (`TaskMemory`: the task is inside the call, so what it passed is
+    /// still there): paths, the buffers it writes out, the structures it reads (poll's fds).
+    /// What the call fills, and arrays of pointers (iovecs, argv), stay addresses.
+    pub fn in_flight<'a>(
+        &'a self,
+        event: &Event,
+        memory: Option<&TaskMemory>,
+        comm: &'a str,
+        end: CallEnd,
+    ) -> Call<'a> {
+        let args = &event.data[..word::ARGS];
+        let reads = (self.reads.iter())
+            .map(|&at| {
+                let mut read = Read::default();
+                let (Some(memory), addr) = (memory, args[at]) else {
+                    return read;
+                };
+                let entry = match self.params[at].kind {
+                    Arg::Path => memory
+                        .string(addr, STRLEN_MAX as usize)
+                        .map(|(bytes, cut)| (bytes, if cut { str_flag::TRUNCATED } else { 0 })),
+                    Arg::BufIn(len) => {
+                        let given = args.get(len).map_or(0, |&l| l as usize);
+                        let wanted = given.min(self.strsize as usize);
+                        let bytes = memory.bytes(addr, wanted);
+                        let flags = if given > wanted {
+                            str_flag::TRUNCATED
+                        } else {
+                            0
+                        };
+                        (bytes.len() == wanted).then_some((bytes, flags))
+                    }
+                    Arg::In(s) if addr != 0 => Some((memory.bytes(addr, s.bytes()), 0)),
+                    Arg::Futex(FutexArg::Timeout, _) if addr != 0 => {
+                        Some((memory.bytes(addr, Struct::Timespec.bytes()), 0))
+                    }
+                    _ => None,
+                };
+                read.entries
+                    .extend(entry.filter(|(bytes, _)| !bytes.is_empty() || addr != 0));
+                read
+            })
+            .collect();
+        self.shown_with(event, reads, comm, end)
+    }
+
+    /// The call as shown with its reads, ending as `end` says.
+    fn shown_with<'a>(
+        &'a self,
+        event: &Event,
+        mut reads: Vec<Read>,
+        comm: &'a str,
+        end: CallEnd,
+    ) -> Call<'a> {
+        for read in &mut reads {
             read.hex = self.hex;
             read.elements = self.strsize as usize;
         }
@@ -300,6 +362,12 @@ impl Layout {
                         let given = given_version(read, entry_int(event));
                         show::in_call(p.kind, args, i, given.as_ref().or(read), ret)
                     }
+                    (Arg::TimeoutLeft, _, _) => match entry_timespec(event) {
+                        Some(given) if raw != 0 => given,
+                        // Not read at entry: the call refused it (an invalid `tv_nsec`) and
+                        // left it as it was, or it is past what the entry word packs.
+                        _ => show::in_call(Arg::In(Struct::Timespec), args, i, read, ret),
+                    },
                     (Arg::MsgGiven | Arg::MsgFilled, _, _) => show::msghdr(&show::MsgHdr {
                         raw,
                         read,
@@ -320,10 +388,7 @@ impl Layout {
             .collect();
         let (ret_text, errno) = match end {
             CallEnd::Returned => (
-                show::ret_in_call(self.ret, raw_ret, args, {
-                    let first = self.reads.iter().position(|&r| r == 0);
-                    first.map(|k| &reads[k])
-                }),
+                show::ret_in_call(self.ret, raw_ret, args, &self.ret_reads(&reads)),
                 show::errno_of(raw_ret as i64).and_then(show::errno_name),
             ),
             _ => ("?".into(), None),
@@ -343,6 +408,17 @@ impl Layout {
             errno,
             duration_ns: event.data[trace_word::DURATION],
             stacks: Vec::new(),
+        }
+    }
+
+    /// What the return's text reads: argument 0's read (poll's fds), and the time left of
+    /// an [`Arg::TimeoutLeft`] given (not `NULL`).
+    fn ret_reads<'r>(&self, reads: &'r [Read]) -> show::RetReads<'r> {
+        let read = |i: usize| self.reads.iter().position(|&r| r == i).map(|k| &reads[k]);
+        let left = (self.params.iter()).position(|p| p.kind == Arg::TimeoutLeft);
+        show::RetReads {
+            first: read(0),
+            left: left.and_then(read),
         }
     }
 
@@ -382,6 +458,19 @@ fn given_version(read: Option<&Read>, given: Option<u32>) -> Option<Read> {
     let (bytes, _) = read.entries.first_mut()?;
     bytes.get_mut(..4)?.copy_from_slice(&given.to_ne_bytes());
     Some(read)
+}
+
+/// The `struct timespec` the entry read ([`trace_word::ENTRY_TIMESPEC_READ`]), as strace
+/// shows it, if it did.
+fn entry_timespec(event: &Event) -> Option<String> {
+    let word = event.fields[trace_word::ENTRY_INT];
+    (word & trace_word::ENTRY_TIMESPEC_READ != 0).then(|| {
+        let (sec, nsec) = (
+            (word & !trace_word::ENTRY_TIMESPEC_READ) >> 30,
+            word & 0x3fff_ffff,
+        );
+        format!("{{tv_sec={sec}, tv_nsec={nsec}}}")
+    })
 }
 
 /// The `int` the entry read (`SlotConfig::entry_int`), if it did.
@@ -470,6 +559,7 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::Out(_)
             | Arg::Argv
             | Arg::Futex(FutexArg::Timeout, _)
+            | Arg::TimeoutLeft
             | Arg::Clone(CloneArg::ParentTid)
             | Arg::SockName(_)
             | Arg::SockLen(_)

@@ -397,7 +397,18 @@ pub const SHAPES: &[Shape] = &[
     shape("fchmodat", F | D, &[DirFd, Path, Mode], Ret::Int),
     shape("faccessat", F | D, &[DirFd, Path, AccessMode], Ret::Int),
     shape("pselect6", D, &[Int, Ptr, Ptr, Ptr, Ptr, Ptr], Ret::Int),
-    shape("ppoll", D, &[Ptr, UInt, Ptr, Ptr, UInt], Ret::Int),
+    shape(
+        "ppoll",
+        D,
+        &[
+            In(Struct::PollFds),
+            UInt,
+            TimeoutLeft,
+            In(Struct::SigSet),
+            UInt,
+        ],
+        Ret::Poll,
+    ),
     shape("set_robust_list", 0, &[Ptr, UInt], Ret::Int),
     shape("utimensat", F | D, &[DirFd, Path, Ptr, AtFlags], Ret::Int),
     shape(
