@@ -555,9 +555,9 @@ fn bad_record_and_report_input_is_a_usage_error() {
                 "-e",
                 "cpu-clock",
                 "--call-graph",
-                "dwarf",
+                "lbr",
             ],
-            "error: --call-graph dwarf is not supported: tracer records frame-pointer call chains",
+            "error: --call-graph lbr needs Intel's last branch records, which tracer does not read",
         ),
         (
             vec!["report", "/tmp/x.tracer", "--since", "2", "--until", "1"],
@@ -825,6 +825,82 @@ fn sampled_stacks_of_a_running_process_end_in_its_known_chain() {
         }
     }
     assert!(in_loop >= 1, "no exported sample in spin_inner");
+}
+
+/// Debian's gzip is built without frame pointers and stripped. With `--call-graph dwarf`
+/// each sample carries gzip's user registers and stack top, unwound as the rings are drained:
+/// every sample in gzip's own code has a stack through libc to gzip's entry point (`_start`,
+/// unnamed in the stripped file: `gzip+0xENTRY`), as profile's and perf's `--call-graph
+/// dwarf` give on the same command (profile_cli compares with perf); with `-g` almost none
+/// gets there. The summary says how every stack unwound.
+#[test]
+fn dwarf_call_graphs_give_whole_stacks_of_a_debian_binary() {
+    const TEST: &str = "dwarf_call_graphs_give_whole_stacks_of_a_debian_binary";
+    if !has(Feature::SoftwareEvents, TEST) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.txt");
+    std::fs::write(&input, common::hex_text(4_000_000, 0x9e37_79b9_7f4a_7c15)).unwrap();
+    let script = format!("gzip -9 -c {} > /dev/null", input.display());
+    let file = dir.path().join("g.tracer");
+    let run = |mode: &[&str]| {
+        let mut args = vec!["record", "-o", file.to_str().unwrap(), "-e", "cpu-clock"];
+        args.extend(["-F", "999"]);
+        args.extend(mode);
+        args.extend(["--", "sh", "-c", &script]);
+        let out = tracer(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let (items, _) = report(&[file.to_str().unwrap()]);
+        (items, stderr)
+    };
+    let elf = std::fs::read("/usr/bin/gzip").unwrap();
+    let entry = u64::from_le_bytes(elf[24..32].try_into().unwrap());
+    let start = format!("gzip+{entry:#x}");
+    // Samples in gzip's own code, and those whose stack goes through libc's start to gzip's
+    // entry.
+    let whole_of = |items: &[serde_json::Value]| {
+        let symbols = |s: &serde_json::Value| -> Vec<String> {
+            (s["stack"].as_array().into_iter().flatten())
+                .filter(|f| f["space"] == "user")
+                .map(|f| f["symbol"].as_str().unwrap_or("?").to_string())
+                .collect()
+        };
+        let in_gzip: Vec<Vec<String>> = (items.iter())
+            .filter(|i| i["type"] == "sample" && i["comm"] == "gzip")
+            .map(symbols)
+            .filter(|s| s.first().is_some_and(|f| f.starts_with("gzip+0x")))
+            .collect();
+        let whole = (in_gzip.iter())
+            .filter(|s| {
+                s.ends_with(&[
+                    "__libc_start_call_main".into(),
+                    "__libc_start_main".into(),
+                    start.clone(),
+                ])
+            })
+            .count();
+        (whole, in_gzip.len())
+    };
+    let (items, stderr) = run(&["--call-graph", "dwarf"]);
+    let context = format!("{stderr}\n{items:#?}");
+    let (whole, total) = whole_of(&items);
+    assert!(total >= 50, "{context}");
+    assert!(whole * 100 >= total * 98, "{whole} of {total}: {context}");
+    // Every sample of the run is in the summary's count of how its stack unwound.
+    let samples = (items.iter()).filter(|i| i["type"] == "sample").count() as u64;
+    let said = (stderr.lines())
+        .find_map(|l| l.strip_prefix("user stacks unwound from .eh_frame: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let (w, rest) = said.split_once(" whole, ").unwrap();
+    let cut: u64 = rest.split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(w.parse::<u64>().unwrap() + cut, samples, "{stderr}");
+
+    let (items, stderr) = run(&["-g"]);
+    let (fp_whole, fp_total) = whole_of(&items);
+    assert!(fp_total >= 50, "{stderr}");
+    assert!(fp_whole * 10 < fp_total, "{fp_whole} of {fp_total}");
 }
 
 #[test]

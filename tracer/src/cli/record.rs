@@ -47,8 +47,10 @@ pub struct RecordArgs {
     /// record -g`; every sample has its instruction pointer without it).
     #[arg(short = 'g')]
     pub call_graph_fp: bool,
-    /// How to record samples' call chains: `fp` (frame pointers, the same as -g; perf's
-    /// `dwarf` and `lbr` are not recorded).
+    /// How to record samples' call chains, as perf record takes it: `fp` (frame pointers, the
+    /// same as -g) or `dwarf[,SIZE]` (each sample's user registers and the top SIZE bytes of
+    /// its stack, 8192 by default, unwound from the binaries' .eh_frame as they are drained:
+    /// whole stacks of programs built without frame pointers).
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
     /// Record scheduler context switches (in and out, per thread).

@@ -358,6 +358,9 @@ fn summary(
             counts.maps_lost
         ));
     }
+    if let Some(unwound) = &counts.unwound {
+        notes.extend(unwound.said());
+    }
     if stats.malformed > 0 {
         notes.push(format!(
             "{} ring records could not be parsed",

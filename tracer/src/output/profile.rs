@@ -141,6 +141,53 @@ pub struct Unwound {
     pub no_user: u64,
 }
 
+impl Unwound {
+    /// How the user stacks unwound, for a run's summary: `user stacks unwound from .eh_frame:
+    /// 290 whole, 3 cut short (3 past the 8192-byte stack copy)`, and a hint when many were
+    /// deeper than the copy.
+    pub fn said(&self) -> Vec<String> {
+        let u = self;
+        let cut = u.copy_ended + u.no_cfi + u.astray + u.depth;
+        let mut line = format!(
+            "user stacks unwound from .eh_frame: {} whole, {cut} cut short",
+            u.whole
+        );
+        let reasons = [
+            (
+                u.copy_ended,
+                format!("past the {}-byte stack copy", u.stack_bytes),
+            ),
+            (
+                u.no_cfi,
+                "at code without unwind information (JIT code or an unreadable file)".into(),
+            ),
+            (u.astray, "where the unwind went astray".into()),
+            (
+                u.depth,
+                format!("at {} frames", crate::kernel::unwind::MAX_DEPTH),
+            ),
+        ];
+        let said: Vec<String> = (reasons.iter())
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, why)| format!("{n} {why}"))
+            .collect();
+        if !said.is_empty() {
+            line += &format!(" ({})", said.join(", "));
+        }
+        if u.no_user > 0 {
+            line += &format!("; {} samples of kernel threads", u.no_user);
+        }
+        let mut said = vec![line];
+        if u.copy_ended * 20 > u.whole + cut {
+            said.push(format!(
+                "hint: more than 5% of the stacks were deeper than the copy: --call-graph dwarf,{}",
+                (u.stack_bytes * 2).min(crate::kernel::unwind::MAX_STACK_BYTES)
+            ));
+        }
+        said
+    }
+}
+
 /// A finished profile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
@@ -392,50 +439,18 @@ impl Profile {
             );
         }
         if let Some(u) = a.unwound {
-            let cut = u.copy_ended + u.no_cfi + u.astray + u.depth;
-            let mut line = format!(
-                "user stacks unwound from .eh_frame: {} whole, {cut} cut short",
-                u.whole
-            );
-            let reasons = [
-                (
-                    u.copy_ended,
-                    format!("past the {}-byte stack copy", u.stack_bytes),
-                ),
-                (
-                    u.no_cfi,
-                    "at code without unwind information (JIT code or an unreadable file)".into(),
-                ),
-                (u.astray, "where the unwind went astray".into()),
-                (
-                    u.depth,
-                    format!("at {} frames", crate::kernel::unwind::MAX_DEPTH),
-                ),
-            ];
-            let said: Vec<String> = (reasons.iter())
-                .filter(|(n, _)| *n > 0)
-                .map(|(n, why)| format!("{n} {why}"))
-                .collect();
-            if !said.is_empty() {
-                line += &format!(" ({})", said.join(", "));
-            }
-            if u.no_user > 0 {
-                line += &format!("; {} samples of kernel threads", u.no_user);
-            }
-            notes.push(line);
+            let mut said = u.said();
             if u.lost > 0 {
-                notes.push(format!(
-                    "{} samples lost: the sample ring was full (each carries {} stack bytes): \
-                     a lower -F or a smaller --call-graph dwarf,SIZE",
-                    u.lost, u.stack_bytes
-                ));
+                said.insert(
+                    1,
+                    format!(
+                        "{} samples lost: the sample ring was full (each carries {} stack bytes): \
+                         a lower -F or a smaller --call-graph dwarf,SIZE",
+                        u.lost, u.stack_bytes
+                    ),
+                );
             }
-            if u.copy_ended * 20 > u.whole + cut {
-                notes.push(format!(
-                    "hint: more than 5% of the stacks were deeper than the copy: --call-graph dwarf,{}",
-                    (u.stack_bytes * 2).min(crate::kernel::unwind::MAX_STACK_BYTES)
-                ));
-            }
+            notes.extend(said);
         }
         if a.maps_lost > 0 {
             notes.push(format!(

@@ -164,21 +164,27 @@ impl Frame {
         Some(format!("{}:{}", self.file.as_ref()?, self.line?))
     }
 
-    /// `function+0xoff (file:line)`; when no symbol holds the address, `file+0xOFFSET`
-    /// where its file is known, else `[unknown] 0xaddr`.
-    pub fn text(&self) -> String {
-        let mut text = match (&self.symbol, self.file_offset()) {
-            (Some(_), _) => self.place(),
+    /// `function+0xoff`; when no symbol holds the address, `file+0xOFFSET` where its file is
+    /// known (`file+0xSTART+0xoff` where the function's start is); else `None`.
+    pub fn at(&self) -> Option<String> {
+        match (&self.symbol, self.file_offset()) {
+            (Some(_), _) => Some(self.place()),
             (None, Some(at)) => match (self.function, &self.mapped) {
                 // The function's start and the offset in it, as `function+0xoff`.
                 (Some(start), Some(m)) => {
                     let offset = (self.addr - m.start + m.offset).saturating_sub(start);
-                    format!("{at}+{offset:#x}")
+                    Some(format!("{at}+{offset:#x}"))
                 }
-                _ => at,
+                _ => Some(at),
             },
-            (None, None) => format!("[unknown] {:#x}", self.addr),
-        };
+            (None, None) => None,
+        }
+    }
+
+    /// `function+0xoff (file:line)`; when no symbol holds the address, `file+0xOFFSET`
+    /// where its file is known, else `[unknown] 0xaddr`.
+    pub fn text(&self) -> String {
+        let mut text = (self.at()).unwrap_or_else(|| format!("[unknown] {:#x}", self.addr));
         if let (Some(file), Some(line)) = (&self.file, self.line) {
             text.push_str(&format!(" ({file}:{line})"));
         }

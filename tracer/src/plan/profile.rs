@@ -162,6 +162,18 @@ fn unwind(args: &ProfileArgs) -> Result<Unwind, Error> {
     let Some(mode) = args.call_graph_mode.as_deref() else {
         return Ok(Unwind::FramePointers);
     };
+    let unwind = call_graph(mode)?;
+    if let Unwind::Dwarf { .. } = unwind {
+        if args.kernel_only {
+            return Err(Error::usage_hints("--call-graph dwarf unwinds user stacks; --kernel-only takes none", &["drop --kernel-only, or --call-graph (kernel stacks need no unwind information)"]));
+        }
+    }
+    Ok(unwind)
+}
+
+/// A `--call-graph MODE` as perf record spells it (`fp`, `dwarf`, `dwarf,SIZE`), for `tracer
+/// profile` and `tracer record`.
+pub fn call_graph(mode: &str) -> Result<Unwind, Error> {
     let (kind, size) = match mode.split_once(',') {
         Some((kind, size)) => (kind, Some(size)),
         None => (mode, None),
@@ -189,15 +201,10 @@ fn unwind(args: &ProfileArgs) -> Result<Unwind, Error> {
         _ => {
             return Err(Error::usage_hints(
                 format!("unknown --call-graph mode '{mode}'"),
-                &["use fp (frame pointers, the default) or dwarf[,SIZE] (unwound from .eh_frame)"],
+                &["use fp (frame pointers) or dwarf[,SIZE] (unwound from .eh_frame)"],
             ))
         }
     };
-    if let Unwind::Dwarf { .. } = unwind {
-        if args.kernel_only {
-            return Err(Error::usage_hints("--call-graph dwarf unwinds user stacks; --kernel-only takes none", &["drop --kernel-only, or --call-graph (kernel stacks need no unwind information)"]));
-        }
-    }
     Ok(unwind)
 }
 

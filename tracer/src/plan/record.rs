@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::profile::{call_graph as call_graph_mode, Unwind};
 use super::stat::{parse_events, EventSpec, Source};
 use super::watch::{breakpoint_type, parse_watch, WatchTarget};
 use super::{parse_spec, ProbeSpec};
@@ -20,8 +21,9 @@ pub struct RecordPlan {
     /// Sampled counters (software, hardware, cache, raw, single tracepoints).
     pub counters: Vec<EventSpec>,
     pub sampling: Sampling,
-    /// `-g`: samples carry their call chains (frame pointers).
-    pub call_graph: bool,
+    /// `-g`, `--call-graph fp|dwarf[,SIZE]`: how samples carry their user call chains (the
+    /// kernel's always by frame pointers); `None` without.
+    pub call_graph: Option<Unwind>,
     pub switches: bool,
     pub whom: super::Whom,
     pub duration: Option<Duration>,
@@ -90,7 +92,7 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
     };
     let counters = counters(args)?;
     let call_graph = call_graph(args)?;
-    if call_graph && counters.is_empty() {
+    if call_graph.is_some() && counters.is_empty() {
         return Err(Error::usage_hints(
             "-g records the call chains of sampled counters, and none is given",
             &["add a counter to sample, e.g. -e cpu-clock -F 999 -g"],
@@ -128,21 +130,11 @@ pub fn record_plan(args: &RecordArgs, machine: &dyn super::Machine) -> Result<Re
     })
 }
 
-/// `-g` or `--call-graph fp`: frame-pointer call chains, the one kind tracer records.
-fn call_graph(args: &RecordArgs) -> Result<bool, Error> {
+/// `-g` (frame pointers, as `perf record -g`) or `--call-graph MODE`.
+fn call_graph(args: &RecordArgs) -> Result<Option<Unwind>, Error> {
     match args.call_graph.as_deref() {
-        None => Ok(args.call_graph_fp),
-        Some("fp") => Ok(true),
-        Some(mode @ ("dwarf" | "lbr")) => Err(Error::usage_hints(
-            format!(
-                "--call-graph {mode} is not supported: tracer records frame-pointer call chains"
-            ),
-            &["use --call-graph fp (or -g), with the program built with -fno-omit-frame-pointer"],
-        )),
-        Some(mode) => Err(Error::usage_hints(
-            format!("unknown --call-graph mode '{mode}'"),
-            &["use --call-graph fp (or -g): call chains walked by frame pointers"],
-        )),
+        None => Ok(args.call_graph_fp.then_some(Unwind::FramePointers)),
+        Some(mode) => call_graph_mode(mode).map(Some),
     }
 }
 
@@ -245,8 +237,8 @@ mod tests {
             "-g records the call chains of sampled counters, and none is given"
         );
         assert_eq!(
-            err(&["-o", "t", "-e", "cpu-clock", "--call-graph", "dwarf"]),
-            "--call-graph dwarf is not supported: tracer records frame-pointer call chains"
+            err(&["-o", "t", "-e", "cpu-clock", "--call-graph", "dwarf,100"]),
+            "--call-graph dwarf,100: the stack size must be a multiple of 8 from 8 to 65528"
         );
         assert_eq!(
             err(&["-o", "t", "-e", "cpu-clock", "--call-graph", "fq"]),
@@ -255,10 +247,19 @@ mod tests {
     }
 
     #[test]
-    fn call_chains_are_asked_with_g_or_call_graph_fp() {
+    fn call_chains_are_asked_with_g_or_call_graph() {
         let g = |line: &[&str]| plan(line).unwrap().call_graph;
-        assert!(!g(&["-o", "t", "-e", "cpu-clock"]));
-        assert!(g(&["-o", "t", "-e", "cpu-clock", "-g"]));
-        assert!(g(&["-o", "t", "-e", "cpu-clock", "--call-graph", "fp"]));
+        assert_eq!(g(&["-o", "t", "-e", "cpu-clock"]), None);
+        let fp = Some(Unwind::FramePointers);
+        assert_eq!(g(&["-o", "t", "-e", "cpu-clock", "-g"]), fp);
+        assert_eq!(g(&["-o", "t", "-e", "cpu-clock", "--call-graph", "fp"]), fp);
+        assert_eq!(
+            g(&["-o", "t", "-e", "cpu-clock", "--call-graph", "dwarf"]),
+            Some(Unwind::Dwarf { stack_bytes: 8192 })
+        );
+        assert_eq!(
+            g(&["-o", "t", "-e", "cpu-clock", "--call-graph", "dwarf,4096"]),
+            Some(Unwind::Dwarf { stack_bytes: 4096 })
+        );
     }
 }

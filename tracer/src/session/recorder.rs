@@ -15,8 +15,9 @@ use crate::output::events::Format;
 use crate::output::timeline::TimelineWriter;
 use crate::output::Existing;
 use crate::perf;
+use crate::plan::profile::Unwind;
 use crate::plan::record::RecordPlan;
-use crate::probe::profile::MapsTracker;
+use crate::probe::profile::{tally, user_stack, MapsTracker};
 use crate::session::side::SideRings;
 use crate::session::{self, OutputRings, Sink};
 use crate::stacks::Symbolizer;
@@ -147,9 +148,35 @@ pub struct Counts {
     pub switches: u64,
     pub tasks: u64,
     pub maps_lost: u64,
+    /// `--call-graph dwarf`: how each sample's user stack unwound.
+    pub unwound: Option<crate::output::profile::Unwound>,
 }
 
 pub type Live = (ItemDecoder, TimelineWriter<std::io::StdoutLock<'static>>);
+
+/// Gives `symbolizer` the file mappings `tracker` has of `pid` since `lent` says it was last
+/// given them; `false` when there are none new.
+fn lend(
+    tracker: Option<&MapsTracker>,
+    lent: &mut HashMap<u32, (usize, bool)>,
+    symbolizer: &mut Symbolizer,
+    pid: u32,
+) -> bool {
+    let Some(tracker) = tracker else {
+        return false;
+    };
+    let (maps, execed) = tracker.mappings(pid);
+    let files: Vec<Mapping> = maps.iter().filter(|m| m.path.is_some()).cloned().collect();
+    // A shell's child given its parent's mappings before its exec has as many after it, at
+    // some point: the exec makes them new too.
+    let lent = lent.entry(pid).or_default();
+    if files.is_empty() || (files.len(), execed) == *lent {
+        return false;
+    }
+    *lent = (files.len(), execed);
+    symbolizer.add_maps(pid, &files, execed);
+    true
+}
 
 pub struct RecordSink<'a, W: Write> {
     /// `--live`: records are also decoded and printed as they are written.
@@ -214,6 +241,13 @@ impl<'a, W: Write> RecordSink<'a, W> {
                 .collect(),
             counts: Counts {
                 per_source: vec![0; sources.len()],
+                unwound: match plan.call_graph {
+                    Some(Unwind::Dwarf { stack_bytes }) => Some(crate::output::profile::Unwound {
+                        stack_bytes,
+                        ..Default::default()
+                    }),
+                    _ => None,
+                },
                 ..Counts::default()
             },
             symbolized: HashSet::new(),
@@ -264,7 +298,26 @@ impl<'a, W: Write> RecordSink<'a, W> {
         self.rings.drain(|e, strings| {
             reorder.push(e.time_ns, Record::Event(Box::new(*e), strings.to_vec()))
         });
-        self.side.drain(|r| {
+        // `--call-graph dwarf`: each user stack unwound now, while its process lives (or
+        // from the mappings the kernel reported of it), as profile's are.
+        let (symbolizer, lent, unwound) = (
+            &mut self.symbolizer,
+            &mut self.lent,
+            &mut self.counts.unwound,
+        );
+        let tracker = self.maps.as_ref();
+        let unwind = |s: &perf::record::Sample<'_>| {
+            let Some(pid) = s.pid else {
+                return Vec::new();
+            };
+            lend(tracker, lent, symbolizer, pid);
+            let (user, end) = user_stack(symbolizer, pid, s);
+            if let Some(ends) = unwound.as_mut() {
+                tally(ends, end);
+            }
+            user
+        };
+        self.side.drain(unwind, |r| {
             if let Record::Sample(s) = &r {
                 sampled.insert(s.pid);
             }
@@ -276,20 +329,12 @@ impl<'a, W: Write> RecordSink<'a, W> {
     /// Gives the symbolizer the file mappings the kernel reported of `pid` since it was last
     /// given them; `false` when there are none new.
     fn lend(&mut self, pid: u32) -> bool {
-        let Some(tracker) = self.maps.as_ref() else {
-            return false;
-        };
-        let (maps, execed) = tracker.mappings(pid);
-        let files: Vec<Mapping> = maps.iter().filter(|m| m.path.is_some()).cloned().collect();
-        // A shell's child given its parent's mappings before its exec has as many after it,
-        // at some point: the exec makes them new too.
-        let lent = self.lent.entry(pid).or_default();
-        if files.is_empty() || (files.len(), execed) == *lent {
-            return false;
-        }
-        *lent = (files.len(), execed);
-        self.symbolizer.add_maps(pid, &files, execed);
-        true
+        lend(
+            self.maps.as_ref(),
+            &mut self.lent,
+            &mut self.symbolizer,
+            pid,
+        )
     }
 
     fn write(&mut self, record: Record) {
@@ -351,7 +396,7 @@ impl<'a, W: Write> RecordSink<'a, W> {
     }
 
     /// A sample's ip and call chain, named now: each address once per process (kernel
-    /// addresses once, under pid 0). Addresses no symbol holds are left to be shown in hex.
+    /// addresses once, under pid 0). Addresses no symbol holds are named by their file and offset, or left to be shown in hex.
     fn snapshot_sample(&mut self, s: &tracefile::Sample) {
         // The interrupted instructions (the ip, and the user instruction a kernel sample
         // returns to) are named as they are; the other frames are return addresses. User
@@ -373,11 +418,14 @@ impl<'a, W: Write> RecordSink<'a, W> {
             if frame.symbol.is_none() && !kernel && self.lend(s.pid) {
                 frame = self.symbolizer.sampled_frame(s.pid, addr, exact);
             }
-            if frame.symbol.is_some() {
+            // A frame no symbol names, in a known file, as `gzip+0x2440+0x13` (its function's
+            // start in the file, from its FDE, and the offset in it), which the report reads
+            // as a name and an offset, as profile names such frames.
+            if let Some(at) = frame.at() {
                 records.push(Record::Symbol(tracefile::Symbol {
                     pid,
                     addr,
-                    at: frame.place(),
+                    at,
                     source: frame.source(),
                 }));
             }

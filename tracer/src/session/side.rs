@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use hashbrown::HashMap;
 
 use crate::perf::{self, attr, record as rec, EventKind, Options, Ring, Sampling, Scope};
+use crate::plan::profile::Unwind;
 use crate::tracefile::{self, Record};
 use crate::Error;
 
@@ -22,12 +23,16 @@ const SIDE_SAMPLE_TYPE: u64 = attr::sample::IDENTIFIER
     | attr::sample::PERIOD;
 
 /// What the counters' samples carry beyond the side layout: always the instruction pointer,
-/// and with `-g` the call chain (frame pointers, walked by the kernel), as `perf record`.
-fn counter_sample_type(call_graph: bool) -> u64 {
-    let chain = if call_graph {
-        attr::sample::CALLCHAIN
-    } else {
-        0
+/// and with `-g` the call chain (frame pointers, walked by the kernel), as `perf record`; with
+/// `--call-graph dwarf` the kernel's chain, and the user registers and the top of the user
+/// stack, which tracer unwinds (perf record's `--call-graph dwarf`).
+fn counter_sample_type(call_graph: Option<Unwind>) -> u64 {
+    let chain = match call_graph {
+        None => 0,
+        Some(Unwind::FramePointers) => attr::sample::CALLCHAIN,
+        Some(Unwind::Dwarf { .. }) => {
+            attr::sample::CALLCHAIN | attr::sample::REGS_USER | attr::sample::STACK_USER
+        }
     };
     SIDE_SAMPLE_TYPE | attr::sample::IP | chain
 }
@@ -74,11 +79,12 @@ impl SideRings {
     /// One dummy event per CPU owns the ring and reports comm/fork/exit (and context switches
     /// with `switches`); counters on the same CPU write into it. `task`: the command or
     /// process recorded (`inherit` follows its children), else every task.
-    /// `call_graph`: the counters' samples carry their call chains (`-g`).
+    /// `call_graph`: the counters' samples carry their call chains (`-g`), or what unwinds
+    /// them (`--call-graph dwarf`).
     pub fn open(
         counters: &[(u32, CounterSpec)],
         sampling: Sampling,
-        (switches, call_graph): (bool, bool),
+        (switches, call_graph): (bool, Option<Unwind>),
         task: Option<(u32, bool)>,
         pages: usize,
     ) -> Result<SideRings, Error> {
@@ -103,6 +109,10 @@ impl SideRings {
                 sample_id_all: true,
                 // A chain longer than asked for is corrupt, not trusted.
                 max_callchain: Some(u64::from(stack_depth) + rec::callchain::MAX_CONTEXTS),
+                regs_user: match call_graph {
+                    Some(Unwind::Dwarf { .. }) => crate::kernel::unwind::REGS_MASK.count_ones(),
+                    _ => 0,
+                },
                 ..rec::Layout::default()
             },
             _counters: Vec::new(),
@@ -127,13 +137,18 @@ impl SideRings {
             )?;
             let ring = Ring::new(owner, pages)?;
             for (source, spec) in counters {
-                let options = Options {
+                let mut options = Options {
                     flags: spec.flags | attr::flag::SAMPLE_ID_ALL | inherit,
                     sampling,
                     sample_type: counter_sample_type(call_graph),
-                    sample_max_stack: if call_graph { stack_depth } else { 0 },
+                    sample_max_stack: if call_graph.is_some() { stack_depth } else { 0 },
                     ..clock_options()
                 };
+                if let Some(Unwind::Dwarf { stack_bytes }) = call_graph {
+                    options.flags |= attr::flag::EXCLUDE_CALLCHAIN_USER;
+                    options.sample_regs_user = crate::kernel::unwind::REGS_MASK;
+                    options.sample_stack_user = stack_bytes;
+                }
                 let event =
                     perf::Event::open(spec.name.clone(), &spec.kind, &options, &scope(cpu))?;
                 event.set_output(ring.event())?;
@@ -154,8 +169,13 @@ impl SideRings {
             .collect()
     }
 
-    /// Parses every record available now into trace records.
-    pub fn drain(&mut self, mut f: impl FnMut(Record)) {
+    /// Parses every record available now into trace records; a sample with its user
+    /// registers and stack (`--call-graph dwarf`) has its user frames from `unwind`.
+    pub fn drain(
+        &mut self,
+        mut unwind: impl FnMut(&rec::Sample<'_>) -> Vec<u64>,
+        mut f: impl FnMut(Record),
+    ) {
         let layout = self.layout;
         for (cpu, ring) in self.rings.iter_mut() {
             let cpu = *cpu;
@@ -191,8 +211,11 @@ impl SideRings {
                             *malformed += 1;
                             return;
                         };
-                        let (kernel, user) =
+                        let (kernel, mut user) =
                             rec::callchain::split(s.callchain.as_deref().unwrap_or_default());
+                        if s.regs_user.is_some() {
+                            user = unwind(&s);
+                        }
                         f(Record::Sample(tracefile::Sample {
                             source: *source,
                             cpu: s.cpu.unwrap_or(cpu),

@@ -19,7 +19,7 @@ mod maps;
 mod unwound;
 
 pub use maps::{before_batch, MapsTracker};
-pub use unwound::Unwound;
+pub use unwound::{tally, user_stack, Unwound};
 
 /// The slot config of a profile: counted by process, comm and the stacks in `stack_flags`
 /// (`SLOT_STACK_*`), with the run's task filters (`tgid`, `SLOT_FILTER_TRACKED`). With

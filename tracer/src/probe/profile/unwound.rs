@@ -416,11 +416,11 @@ fn comm_of(comms: &mut hashbrown::HashMap<u32, String>, pid: u32, tid: u32) -> S
 }
 
 /// How a sample's user stack ended: unwound (how), or none (a kernel thread).
-type UserEnd = Option<crate::kernel::unwind::UnwindEnd>;
+pub type UserEnd = Option<crate::kernel::unwind::UnwindEnd>;
 
 /// A sample's user stack unwound from its registers and stack copy (none for a kernel
 /// thread, ABI 0), and how its walk ended.
-fn user_stack(
+pub fn user_stack(
     symbolizer: &mut Symbolizer,
     pid: u32,
     sample: &perf::record::Sample<'_>,
@@ -440,7 +440,7 @@ fn user_stack(
 }
 
 /// Counts how a counted stack's unwind ended in `ends`.
-fn tally(ends: &mut crate::output::profile::Unwound, end: UserEnd) {
+pub fn tally(ends: &mut crate::output::profile::Unwound, end: UserEnd) {
     use crate::kernel::unwind::UnwindEnd;
     match end {
         None => ends.no_user += 1,
