@@ -858,6 +858,21 @@ fn tracepoint_stacks_through_code_without_frame_pointers_agree_with_strace() {
     echo_write_stack_agrees_with_strace("syscalls:sys_enter_write");
 }
 
+/// The same write, at a kernel function (`vfs_write`): through a kprobe (Debian's 5.10) or
+/// its BPF trampoline (7.3), the copy starts at the registers the task entered the kernel
+/// with, as at a tracepoint. A frame-pointer walk alone gave `write` and one wrong frame.
+#[test]
+fn kernel_function_stacks_through_code_without_frame_pointers_agree_with_strace() {
+    common::require_root();
+    if !has(Feature::KprobePmu, "kernel_function_cfi_stacks")
+        || !has(Feature::Bpf, "kernel_function_cfi_stacks")
+        || common::strace_missing()
+    {
+        return;
+    }
+    echo_write_stack_agrees_with_strace("vfs_write");
+}
+
 /// `probe -s user SPEC -- /bin/echo hi`, SPEC a probe on echo's one write: its stack goes
 /// through the same files as strace -k's of that write, and starts in libc's `write`.
 fn echo_write_stack_agrees_with_strace(spec: &str) {

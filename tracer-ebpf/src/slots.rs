@@ -169,8 +169,16 @@ pub(crate) fn on_probe(ctx: &ProbeContext, slot: u32) {
         // the probe-read helper fails cleanly on a bad user address.
         _ => unsafe { bpf_probe_read_user((*ctx.regs).rsp as *const u64) }.unwrap_or(0),
     };
-    // SAFETY: as above, a fixed-offset load of the context.
-    let sp = unsafe { (*ctx.regs).rsp };
+    // The user stack pointer a `str_from::STACK` read copies from: a uprobe's registers
+    // are the user's; a kprobe's are the kernel's (its code segment's privilege level 0), and
+    // the user's are those the task entered the kernel with.
+    // SAFETY: as above, fixed-offset loads of the context.
+    let (cs, rsp) = unsafe { ((*ctx.regs).cs, (*ctx.regs).rsp) };
+    let sp = match cs & 3 {
+        3 => rsp,
+        _ if uses(USES_BUFFERS) => user_sp(),
+        _ => 0,
+    };
     read_then_finish(ctx, event, config, sp);
 }
 
@@ -421,7 +429,12 @@ pub(crate) fn on_function<C: StackIdContext>(ctx: &C, exit: bool) {
         return;
     };
     function_words(ctx, event, config, exit);
-    read_then_finish(ctx, event, config, 0);
+    // A kernel function's `-s user` copy starts at the registers the task entered with.
+    let sp = match uses(USES_BUFFERS) {
+        true => user_sp(),
+        false => 0,
+    };
+    read_then_finish(ctx, event, config, sp);
 }
 
 #[fentry]

@@ -68,10 +68,10 @@ impl<'a> Attacher<'a> {
         if let (0, Some(filter)) = (index, self.options.filter) {
             bpf.set_globs(&filter.globs)?;
         }
-        // A tracepoint's copy of the user stack starts at the user registers on the task's
-        // kernel stack, which the program finds by BTF offsets: read once per run.
-        let tracepoint = matches!(spec.target, Target::Tracepoint { .. });
-        if tracepoint && !self.task_offsets && self.options.copies_stack_top(spec) {
+        // A kernel-side probe's copy of the user stack starts at the user registers on the
+        // task's kernel stack, which the program finds by BTF offsets: read once per run.
+        let user = matches!(spec.target, Target::User { .. });
+        if !user && !self.task_offsets && self.options.copies_stack_top(spec) {
             crate::probe::tasks::set_task_offsets(bpf, self.fs)?;
             self.task_offsets = true;
         }

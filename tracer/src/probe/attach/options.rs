@@ -62,14 +62,12 @@ impl AttachOptions<'_> {
     /// Whether hits of `spec` also copy the top of the user stack
     /// ([`str_from::STACK`](tracer_common::str_from::STACK)), which the symbolizer unwinds
     /// by CFI where the frame-pointer walk cannot go (code built without frame pointers:
-    /// Debian's libraries and programs): a streamed user probe or tracepoint with user stacks.
+    /// Debian's libraries and programs): any streamed probe with user stacks. At a tracepoint
+    /// or a kernel function the user registers are the task's as it entered the kernel
+    /// (`task_pt_regs`): a syscall's user stack, unwound as a uprobe's is.
     pub fn copies_stack_top(&self, spec: &ProbeSpec) -> bool {
         let user = matches!(spec.target, Target::User { .. });
-        // At a tracepoint the user registers are the task's as it entered the kernel
-        // (`task_pt_regs`): a syscall's user stack, unwound as a uprobe's is.
-        let tracepoint = matches!(spec.target, Target::Tracepoint { .. });
-        (user || tracepoint)
-            && self.aggregation.is_none()
+        self.aggregation.is_none()
             && crate::stacks::flags_for(self.stack, user) & tracer_common::SLOT_STACK_USER != 0
     }
 
