@@ -897,22 +897,8 @@ fn echo_write_stack_agrees_with_strace(spec: &str) {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let events = json_lines(&std::fs::read(&ours).unwrap());
     assert_eq!(events.len(), 1, "{stderr}");
-    let frames: Vec<(String, String)> = (events[0]["stack"].as_array().unwrap().iter())
-        .map(|f| {
-            let module = f["module"].as_str().unwrap_or("[unknown]").to_string();
-            (module, f["symbol"].as_str().unwrap_or("").to_string())
-        })
-        .collect();
-    let theirs = dir.path().join("strace.txt");
     let command = [echo.to_str().unwrap(), "hi"];
-    assert!(common::strace_into(&theirs, &["-k", "-e", "trace=write"], &command).success());
-    let theirs = std::fs::read_to_string(&theirs).unwrap();
-    let straces = common::stack_frames(&theirs);
-    assert_eq!(straces.len(), 1, "{theirs}");
-    let files: Vec<&str> = frames.iter().map(|(module, _)| module.as_str()).collect();
-    let strace_files: Vec<&str> = straces[0].iter().map(|(file, _)| file.as_str()).collect();
-    assert!(strace_files.len() >= 10, "{theirs}");
-    assert_eq!(files, strace_files, "tracer: {frames:?}\nstrace:\n{theirs}");
+    let frames = same_files_as_strace(&events[0], "write", &command);
     let libc = libc.to_str().unwrap();
     assert!(
         frames[0].0 == libc && frames[0].1.ends_with("write"),
@@ -922,4 +908,61 @@ fn echo_write_stack_agrees_with_strace(spec: &str) {
         frames.iter().any(|(_, symbol)| symbol == "_IO_file_write"),
         "{frames:?}"
     );
+}
+
+/// The user frames of `event` (file, symbol), asserted to go through the same files, frame
+/// for frame, as strace -k's stack of `command`'s one call of `call`.
+fn same_files_as_strace(
+    event: &serde_json::Value,
+    call: &str,
+    command: &[&str],
+) -> Vec<(String, String)> {
+    let frames: Vec<(String, String)> = (event["stack"].as_array().unwrap().iter())
+        .filter(|f| f["space"] == "user")
+        .map(|f| {
+            let module = f["module"].as_str().unwrap_or("[unknown]").to_string();
+            (module, f["symbol"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("strace.txt");
+    let trace = format!("trace={call}");
+    assert!(common::strace_into(&theirs, &["-k", "-e", &trace], command).success());
+    let theirs = std::fs::read_to_string(&theirs).unwrap();
+    let straces = common::stack_frames(&theirs);
+    assert_eq!(straces.len(), 1, "{theirs}");
+    let files: Vec<&str> = frames.iter().map(|(module, _)| module.as_str()).collect();
+    let strace_files: Vec<&str> = straces[0].iter().map(|(file, _)| file.as_str()).collect();
+    assert!(strace_files.len() >= 5, "{theirs}");
+    assert_eq!(files, strace_files, "tracer: {frames:?}\nstrace:\n{theirs}");
+    frames
+}
+
+/// A latency outlier whose end is a tracepoint: Debian's sleep (no frame pointers) in its
+/// clock_nanosleep. The stack at the end is copied from the registers the task entered the
+/// kernel with and unwound by CFI: the same files as strace -k's stack of that call, down to
+/// sleep's `_start`.
+#[test]
+fn latency_outlier_stacks_at_a_tracepoint_agree_with_strace() {
+    common::require_root();
+    if !has(Feature::Bpf, "latency_tp_stacks") || common::strace_missing() {
+        return;
+    }
+    let sleep = std::fs::canonicalize("/bin/sleep").unwrap();
+    let sleep = sleep.to_str().unwrap();
+    let mut args = common::chain_latency_args(
+        "syscalls:sys_enter_clock_nanosleep",
+        "syscalls:sys_exit_clock_nanosleep",
+    );
+    args.extend(["--", sleep, "0.1"]);
+    let out = common::tracer(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let outliers: Vec<serde_json::Value> = (json_lines(&out.stdout).into_iter())
+        .filter(|v| v["type"] == "outlier")
+        .collect();
+    assert_eq!(outliers.len(), 1, "{stderr}");
+    let frames = same_files_as_strace(&outliers[0], "clock_nanosleep", &[sleep, "0.1"]);
+    assert!(frames[0].1.contains("clock_nanosleep"), "{frames:?}");
+    assert_eq!(frames.last().unwrap().0, sleep, "{frames:?}");
 }

@@ -15,7 +15,7 @@ use tracer_common::{
     HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
     LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
     LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
-    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_USDT,
+    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_BUFFERS, USES_USDT,
     USES_VALUE_FILTER,
 };
 
@@ -23,7 +23,7 @@ use crate::caches::current_comm;
 use crate::emit::{emit_raw, stack_ids_at};
 use crate::filters::{filter_passes, passes};
 use crate::maps::{scratch_at, zero_words, SCRATCH};
-use crate::reads::usdt_args;
+use crate::reads::{usdt_args, user_sp};
 use crate::slots::function_args;
 use crate::uses;
 
@@ -170,7 +170,8 @@ fn add(key: &HistKey, value: u64, max: bool) {
 }
 
 /// `ret`: the end's return value (a return probe), else 0. `entry_sp`: a uprobe or uretprobe
-/// end's stack pointer, else 0: at a function's first instruction ([`SLOT_STACK_AT_ENTRY`])
+/// end's stack pointer, else 0 (a kernel end: [`user_sp`] finds the user's): at a
+/// function's first instruction ([`SLOT_STACK_AT_ENTRY`])
 /// the word there is the direct caller, which the frame-pointer walk skips on kernels that do
 /// not repair it.
 #[inline(always)]
@@ -322,10 +323,12 @@ fn outlier<C: StackIdContext>(
     // SAFETY: helper without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
     let (kstack, ustack, span) = stack_ids_at(ctx, config.stack_flags, now);
-    // A uprobe end's stack top (`str_from::STACK`), unwound by CFI in userspace.
-    let top_sp = match config.filter.strs[0].from == str_from::STACK {
-        true => entry_sp,
-        false => 0,
+    // The end's user stack top (`str_from::STACK`), unwound by CFI in userspace: from a
+    // uprobe's registers, else (a kernel end) from those the task entered the kernel with.
+    let top_sp = match (config.filter.strs[0].from == str_from::STACK, entry_sp) {
+        (false, _) => 0,
+        (true, 0) if uses(USES_BUFFERS) => user_sp(),
+        (true, sp) => sp,
     };
     if !emit_raw(ctx, &data, (now, kstack, ustack, span), at, top_sp) {
         count(LAT_STAT_OUTLIER_LOST);
@@ -353,6 +356,18 @@ fn registers(ctx: &ProbeContext, end: u32) -> [u64; 6] {
     args
 }
 
+/// A uprobe's stack pointer; 0 at a kprobe, whose registers are the kernel's (its code
+/// segment's privilege level 0).
+#[inline(always)]
+fn user_mode_sp(ctx: &ProbeContext) -> u64 {
+    // SAFETY: `regs` is the probe's context (fixed-offset loads the verifier checks).
+    let (cs, sp) = unsafe { ((*ctx.regs).cs, (*ctx.regs).rsp) };
+    match cs & 3 {
+        3 => sp,
+        _ => 0,
+    }
+}
+
 #[kprobe]
 pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_START);
@@ -364,9 +379,13 @@ pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
 #[kprobe]
 pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_END);
-    // SAFETY: `regs` is the probe's context (a fixed-offset load the verifier checks).
-    let sp = unsafe { (*ctx.regs).rsp };
-    exit(&ctx, &Source::Args(&args), 0, sp, scratch_at::PERF);
+    exit(
+        &ctx,
+        &Source::Args(&args),
+        0,
+        user_mode_sp(&ctx),
+        scratch_at::PERF,
+    );
     0
 }
 
@@ -376,9 +395,13 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
 #[kprobe]
 pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
-    // SAFETY: `regs` is the probe's context (a fixed-offset load the verifier checks).
-    let sp = unsafe { (*ctx.regs).rsp };
-    exit(&ctx, &Source::Thread, ret, sp, scratch_at::PERF);
+    exit(
+        &ctx,
+        &Source::Thread,
+        ret,
+        user_mode_sp(&ctx),
+        scratch_at::PERF,
+    );
     0
 }
 

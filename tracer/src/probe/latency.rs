@@ -85,6 +85,11 @@ pub fn attach(
         bpf.set_globs(&plan.globs)?;
         bpf.set_latency_filter(filter)?;
     }
+    // A kernel end's copy of the user stack starts at the user registers on the task's kernel
+    // stack, which the program finds by BTF offsets.
+    if copies_stack_top(plan) && !matches!(plan.end.target, Target::User { .. }) {
+        super::tasks::set_task_offsets(&mut bpf, fs)?;
+    }
     // Kernel functions through their trampolines where the kernel permits (a start at a
     // return has no trampoline program: a kprobe); the rest open their perf events.
     let mut trampolines = Trampolines::new(plan.kprobe_interface);
@@ -269,13 +274,12 @@ fn lat_config(
 }
 
 /// Whether outliers copy the top of the user stack at their end, unwound by CFI where the
-/// frame-pointer walk cannot go: streamed outliers with user stacks at a uprobe or uretprobe
-/// end (a uretprobe's registers are the caller's, at the return address).
+/// frame-pointer walk cannot go: streamed outliers with user stacks (at a uretprobe the
+/// registers are the caller's, at the return address; at a kernel end, those the task
+/// entered the kernel with).
 pub fn copies_stack_top(plan: &LatencyPlan) -> bool {
     let user = matches!(plan.end.target, Target::User { .. });
-    plan.slower_than.is_some()
-        && user
-        && crate::stacks::flags_for(plan.stack, user) & SLOT_STACK_USER != 0
+    plan.slower_than.is_some() && crate::stacks::flags_for(plan.stack, user) & SLOT_STACK_USER != 0
 }
 
 /// The stacks outliers capture at the end: a uprobe end at a function's first instruction also
