@@ -181,6 +181,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_srv,
     ),
     (
+        "tracer latency --from irq:softirq_entry --to irq:softirq_exit --by vec",
+        latency_softirqs,
+    ),
+    (
         "tracer latency uprobe:./prog:handle --slower-than 10ms -s",
         latency_slow_stacks,
     ),

@@ -384,6 +384,75 @@ fn interval_histograms_add_up_to_every_call() {
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
 }
 
+/// The histograms of a run's JSON lines: (group, calls, shortest call in ns), by group.
+fn groups(out: &Output) -> Vec<(String, u64, u64)> {
+    let mut groups: Vec<(String, u64, u64)> = (common::json_lines(&out.stdout).iter())
+        .filter(|l| l["type"] == "histogram")
+        .map(|l| {
+            let group = l["group"].as_str().unwrap_or_default().to_string();
+            (
+                group,
+                l["count"].as_u64().unwrap(),
+                l["min_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    groups.sort();
+    groups
+}
+
+/// `--by` a value: an argument of the start, by its DWARF name or its register (lat_work's
+/// `us`, arg0: four calls of 1,000 and two of 70,000), and a field of the end's record (the
+/// bytes Debian's dd read, five times 512).
+#[test]
+fn histograms_per_value_of_an_argument_or_a_field() {
+    if !has(Feature::UprobePmu, "latency_by_value") || !has(Feature::Bpf, "latency_by_value") {
+        return;
+    }
+    let prog = common::latency_program().display().to_string();
+    let function = format!("uprobe:{prog}:lat_work");
+    for key in ["us", "arg0"] {
+        let out = tracer(&["latency", &function, "--by", key, "-f", "json", "--", &prog]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let groups = groups(&out);
+        let calls: Vec<(String, u64)> = groups.iter().map(|(g, n, _)| (g.clone(), *n)).collect();
+        assert_eq!(
+            calls,
+            [(format!("{key} 1000"), 4), (format!("{key} 70000"), 2)],
+            "{}",
+            text(&out.stdout)
+        );
+        // Each group's calls slept at least what they were asked to.
+        assert!(
+            groups[0].2 >= 1_000_000 && groups[1].2 >= 70_000_000,
+            "{groups:?}"
+        );
+    }
+    let out = tracer(&[
+        "latency",
+        "--from",
+        "syscalls:sys_enter_read",
+        "--to",
+        "syscalls:sys_exit_read",
+        "--by",
+        "ret",
+        "-f",
+        "json",
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=512",
+        "count=5",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let groups = groups(&out);
+    assert!(
+        groups.iter().any(|(g, n, _)| g == "ret 512" && *n == 5),
+        "{groups:?}"
+    );
+}
+
 #[test]
 fn requests_handed_between_threads_are_matched_by_an_argument_key() {
     if !has(Feature::UprobePmu, "latency_key_arg") || !has(Feature::Bpf, "latency_key_arg") {

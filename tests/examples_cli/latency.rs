@@ -110,6 +110,42 @@ pub(crate) fn latency_read_interval(ctx: &Ctx, example: &str) {
     );
 }
 
+/// One histogram per softirq, headed by the name the tracepoint's print format gives its
+/// vector (`vec TIMER`); every call measured is in one of them.
+pub(crate) fn latency_softirqs(ctx: &Ctx, example: &str) {
+    let format = std::fs::read_to_string("/sys/kernel/tracing/events/irq/softirq_entry/format")
+        .expect("the softirq tracepoint's format");
+    let running = ctx.start(&words(example, &[]));
+    // Timers tick on an idle machine too; a file written and read makes more.
+    let file = ctx.path("softirq-bytes");
+    std::fs::write(&file, vec![b'x'; 1 << 20]).unwrap();
+    ctx.workload("cat", &[&file.display().to_string()]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (stdout, stderr) = running.interrupted();
+    let groups: Vec<&str> = stdout.split("\nvec ").skip(1).collect();
+    let groups: Vec<&str> = match stdout.strip_prefix("vec ") {
+        Some(first) => std::iter::once(first).chain(groups).collect(),
+        None => groups,
+    };
+    assert!(
+        !groups.is_empty(),
+        "no softirq in 1.5 s:\n{stdout}\n{stderr}"
+    );
+    let mut total = 0;
+    for group in &groups {
+        let name = group.lines().next().unwrap();
+        assert!(format.contains(&format!("\"{name}\"")), "{name}: {format}");
+        let (count, rows) = histogram(group);
+        assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), count, "{group}");
+        total += count;
+    }
+    let measured: u64 = (stderr.lines())
+        .find_map(|l| l.split_once(" calls measured"))
+        .map(|(n, _)| n.trim().parse().unwrap())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(total, measured, "{stdout}\n{stderr}");
+}
+
 pub(crate) fn latency_wakeup(ctx: &Ctx, example: &str) {
     let running = ctx.start(&words(example, &[]));
     // prog sleeps 700 ms once: a wakeup, then a switch to it.

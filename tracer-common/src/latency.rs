@@ -30,6 +30,12 @@ pub const LAT_BY_COMM: u32 = 1;
 pub const LAT_BY_PID: u32 = 2;
 pub const LAT_BY_TID: u32 = 3;
 pub const LAT_BY_CPU: u32 = 4;
+/// One histogram per value read where [`LatConfig::by_src`] says: a field of the end's record
+/// or an argument register of the end or, with [`LAT_BY_START`], of the start.
+pub const LAT_BY_VALUE: u32 = 5;
+/// In [`LatConfig::by_src`]: the value is one of the start's argument registers (kept with
+/// its start time), not the end's.
+pub const LAT_BY_START: LatKeySrc = 1 << 16;
 
 /// `LAT_STATS` counters.
 pub const LAT_STAT_ENTRIES: u32 = 0;
@@ -78,7 +84,9 @@ pub struct LatConfig {
     /// `LAT_USDT_*` bits: which end is a USDT probe, whose argument words are read as
     /// `USDT_ARGS` entry [`LAT_USDT_START`] or [`LAT_USDT_END`] says.
     pub usdt: u32,
-    pub _pad: u32,
+    /// With [`LAT_BY_VALUE`]: where the group's value is read, as a key part is
+    /// ([`LatKeySrc`]), [`LAT_BY_START`] for the start's registers.
+    pub by_src: LatKeySrc,
     /// Linear buckets of this many ns (0: log2 buckets).
     pub linear_step: u64,
     /// Calls at least this long (ns) are streamed as outliers (0: none).

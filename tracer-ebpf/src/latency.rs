@@ -13,10 +13,10 @@ use aya_ebpf::EbpfContext;
 use tracer_common::{
     str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX,
     HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
-    LAT_BY_TID, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
-    LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
-    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_BUFFERS, USES_USDT,
-    USES_VALUE_FILTER,
+    LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT,
+    LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
+    LAT_STAT_REPLACED, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED,
+    SLOT_VALUE_FILTER, USES_BUFFERS, USES_USDT, USES_VALUE_FILTER,
 };
 
 use crate::caches::current_comm;
@@ -72,33 +72,39 @@ fn key(parts: &[LatKeySrc; LAT_KEY_PARTS], source: &Source) -> LatKey {
     }
     let mut i = 0;
     while i < LAT_KEY_PARTS {
-        let (offset, size) = (parts[i] & 0xff, parts[i] >> 8 & 0xff);
         if parts[i] == tracer_common::LAT_KEY_TID {
             key.parts[i] = aya_ebpf::helpers::bpf_get_current_pid_tgid() & 0xffff_ffff;
-        } else if size != 0 {
-            let raw = match source {
-                // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
-                Source::Record(tp) => unsafe { tp.read_at::<u64>(offset as usize) }.unwrap_or(0),
-                // Constant indices: no variable stack offset for the verifier to refuse.
-                Source::Args(args) => match offset / 8 {
-                    0 => args[0],
-                    1 => args[1],
-                    2 => args[2],
-                    3 => args[3],
-                    4 => args[4],
-                    _ => args[5],
-                },
-                Source::Thread => 0,
-            };
-            key.parts[i] = if size >= 8 {
-                raw
-            } else {
-                raw & ((1u64 << (8 * size)) - 1)
-            };
+        } else if parts[i] >> 8 & 0xff != 0 {
+            key.parts[i] = value_at(parts[i], source);
         }
         i += 1;
     }
     key
+}
+
+/// The value a [`LatKeySrc`] names in `source`, zero-extended from its size.
+#[inline(always)]
+fn value_at(part: LatKeySrc, source: &Source) -> u64 {
+    let (offset, size) = (part & 0xff, part >> 8 & 0xff);
+    let raw = match source {
+        // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
+        Source::Record(tp) => unsafe { tp.read_at::<u64>(offset as usize) }.unwrap_or(0),
+        // Constant indices: no variable stack offset for the verifier to refuse.
+        Source::Args(args) => match offset / 8 {
+            0 => args[0],
+            1 => args[1],
+            2 => args[2],
+            3 => args[3],
+            4 => args[4],
+            _ => args[5],
+        },
+        Source::Thread => 0,
+    };
+    if size >= 8 {
+        raw
+    } else {
+        raw & ((1u64 << (8 * size)) - 1)
+    }
 }
 
 #[inline(always)]
@@ -128,6 +134,32 @@ fn entry(args: [u64; 6], source: &Source) {
         count(LAT_STAT_REPLACED);
         let _ = LAT_START.insert(&key, &start, 0);
     }
+}
+
+/// The `--by` group of a call ending now: the task's comm, pid, tid or CPU, or a value of the
+/// end's record or registers, or of the start's ([`LAT_BY_START`]); zeros for none.
+#[inline(always)]
+fn group_of(config: &LatConfig, source: &Source, start: &LatStart) -> [u8; 16] {
+    let pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
+    let mut group = [0u8; 16];
+    match config.by {
+        LAT_BY_COMM => group = current_comm(pid_tgid),
+        LAT_BY_PID => group[..8].copy_from_slice(&(pid_tgid >> 32).to_ne_bytes()),
+        LAT_BY_TID => group[..8].copy_from_slice(&(pid_tgid & 0xffff_ffff).to_ne_bytes()),
+        // SAFETY: helper without preconditions.
+        LAT_BY_CPU => group[..8].copy_from_slice(
+            &(unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() } as u64).to_ne_bytes(),
+        ),
+        LAT_BY_VALUE => {
+            let value = match config.by_src & LAT_BY_START {
+                0 => value_at(config.by_src, source),
+                _ => value_at(config.by_src & 0xffff, &Source::Args(&start.args)),
+            };
+            group[..8].copy_from_slice(&value.to_ne_bytes());
+        }
+        _ => {}
+    }
+    group
 }
 
 #[inline(always)]
@@ -223,18 +255,7 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64, at
     // SAFETY: helpers without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
     let delta = now.saturating_sub(start.time_ns);
-    let pid_tgid = aya_ebpf::helpers::bpf_get_current_pid_tgid();
-    let mut group = [0u8; 16];
-    match config.by {
-        LAT_BY_COMM => group = current_comm(pid_tgid),
-        LAT_BY_PID => group[..8].copy_from_slice(&(pid_tgid >> 32).to_ne_bytes()),
-        LAT_BY_TID => group[..8].copy_from_slice(&(pid_tgid & 0xffff_ffff).to_ne_bytes()),
-        // SAFETY: helper without preconditions.
-        LAT_BY_CPU => group[..8].copy_from_slice(
-            &(unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() } as u64).to_ne_bytes(),
-        ),
-        _ => {}
-    }
+    let group = group_of(config, source, &start);
     if config.by == LAT_BY_NONE {
         // One histogram: per-CPU array cells, much cheaper than hash lookups per call.
         let cell = |index: u64| LAT_ARRAY.get_ptr_mut(index as u32);

@@ -306,6 +306,7 @@ pub struct WatchArgs {
   tracer latency --from sched:sched_wakeup --to sched:sched_switch --key pid/next_pid
   tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector
   tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0
+  tracer latency --from irq:softirq_entry --to irq:softirq_exit --by vec    per softirq
   tracer latency uprobe:./prog:handle --slower-than 10ms -s     slow calls with their stacks")]
 #[command(
     mut_arg("stack", |a| a.help("Print the stack of each slow call, taken at its end: kernel, user or both (alone: the end probe's own side)").requires("slower_than")),
@@ -324,9 +325,10 @@ pub struct LatencyArgs {
     /// probe's argN, comma-separated; START_KEYS/END_KEYS when the names differ.
     #[arg(long, value_name = "KEYS")]
     pub key: Option<String>,
-    /// One histogram per comm, pid, tid or cpu.
-    #[arg(long, value_enum)]
-    pub by: Option<LatencyBy>,
+    /// One histogram per comm, pid, tid or cpu, or per value of a field of the end's record
+    /// (a tracepoint: --by dev, --by vec) or of an argument of the start (named, or argN).
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
     /// Linear buckets of this width (e.g. 1ms) instead of powers of two: 63 of them, then an
     /// overflow row up to the longest call.
     #[arg(long, value_name = "DURATION")]
@@ -747,15 +749,6 @@ pub fn hints_for(err: &clap::Error) -> Vec<String> {
             .map(|(_, hint)| hint),
     };
     hint.map(|h| h.to_string()).into_iter().collect()
-}
-
-/// Histogram groups.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LatencyBy {
-    Comm,
-    Pid,
-    Tid,
-    Cpu,
 }
 
 #[cfg(test)]

@@ -45,7 +45,8 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     })?;
     pair.enable()?;
     let start_values = pair.start_values.take();
-    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out, start_values);
+    let by_names = std::mem::take(&mut pair.by_names);
+    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out, (start_values, by_names));
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
     let adopted = (session
@@ -76,6 +77,7 @@ struct LatencySink<'a, W: std::io::Write> {
     format: Format,
     linear_step: Option<u64>,
     by: Option<crate::plan::latency::LatencyBy>,
+    by_names: probe::latency::ValueNames,
     interval: Option<std::time::Duration>,
     last_interval: std::time::Instant,
     start_ns: u64,
@@ -113,7 +115,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
         rings: &'a mut OutputRings,
         plan: &LatencyPlan,
         out: crate::output::Output,
-        start_values: Option<probe::values::Values>,
+        (start_values, by_names): (Option<probe::values::Values>, probe::latency::ValueNames),
     ) -> Self {
         LatencySink {
             bpf,
@@ -121,7 +123,8 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             out,
             format: plan.output.format,
             linear_step: plan.linear_step,
-            by: plan.by,
+            by: plan.by.clone(),
+            by_names,
             interval: plan.interval,
             last_interval: std::time::Instant::now(),
             previous: Default::default(),
@@ -190,7 +193,7 @@ impl<W: std::io::Write> LatencySink<'_, W> {
     }
 
     fn group_name(&self, key: &HistKey) -> String {
-        probe::latency::group_name(self.by, key)
+        probe::latency::group_name(self.by.as_ref(), &self.by_names, key)
     }
 
     /// Reads the in-kernel histograms and prints one per group: with -I, what changed since

@@ -19,6 +19,9 @@ pub struct Format {
     pub common: Vec<Field>,
     /// The tracepoint's own fields, `__syscall_nr` included.
     pub fields: Vec<Field>,
+    /// The names the print format gives a field's values (`__print_symbolic(REC->vec, { 0,
+    /// "HI" }, ...)`), by field.
+    pub symbolic: Vec<(String, Vec<(u64, String)>)>,
 }
 
 /// One `field:` line.
@@ -105,6 +108,7 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
     let mut saw_separator = false;
     let mut common = Vec::new();
     let mut fields = Vec::new();
+    let mut symbolic = Vec::new();
 
     for (index, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -115,7 +119,8 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
         };
         if line.starts_with("print fmt:") {
             // The print format is a C expression for the kernel's own printer; we render
-            // values ourselves, so nothing after it matters.
+            // values ourselves, and take from it only the names it gives values.
+            symbolic = print_symbolic(line);
             break;
         }
         if !in_fields {
@@ -166,9 +171,57 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
         id: id.ok_or(FormatError::MissingKey { key: "ID" })?,
         common,
         fields,
+        symbolic,
     })
 }
 
+/// The value names of each `__print_symbolic(REC->FIELD, { VALUE, "NAME" }, ...)` of a print
+/// format line; a table that does not parse (a value that is an expression) is left out.
+fn print_symbolic(line: &str) -> Vec<(String, Vec<(u64, String)>)> {
+    let mut out = Vec::new();
+    for (_, rest) in line
+        .match_indices("__print_symbolic(REC->")
+        .map(|(at, m)| line.split_at(at + m.len()))
+    {
+        let Some((field, mut rest)) = rest.split_once(',') else {
+            continue;
+        };
+        let mut names = Vec::new();
+        let whole = loop {
+            let trimmed = rest.trim_start();
+            if trimmed.starts_with(')') {
+                break true;
+            }
+            let Some(pair) = trimmed.strip_prefix('{') else {
+                break false;
+            };
+            let Some((inside, after)) = pair.split_once('}') else {
+                break false;
+            };
+            let Some((value, name)) = inside.split_once(',') else {
+                break false;
+            };
+            let value = value.trim();
+            let value = match value.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => value.parse().ok(),
+            };
+            let name = name
+                .trim()
+                .strip_prefix('"')
+                .and_then(|n| n.strip_suffix('"'));
+            let (Some(value), Some(name)) = (value, name) else {
+                break false;
+            };
+            names.push((value, name.to_string()));
+            rest = after.trim_start().strip_prefix(',').unwrap_or(after);
+        };
+        if whole && !names.is_empty() {
+            out.push((field.trim().to_string(), names));
+        }
+    }
+    out
+}
 /// Parses one trimmed `field:DECL; offset:N; size:N; signed:N;` line.
 fn parse_field(line: &str) -> Result<Field, String> {
     // Very old kernels mark some fields `field special:`; the rest of the line is the same.
@@ -675,6 +728,23 @@ pub fn render(values: &[(&str, Value)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_names_come_from_the_print_formats_symbolic_tables() {
+        let line = r#"print fmt: "vec=%u [action=%s]", REC->vec, __print_symbolic(REC->vec, { 0, "HI" }, { 1, "TIMER" }, { 0x3, "NET_RX" }), __print_symbolic(REC->x, { y, "Y" })"#;
+        assert_eq!(
+            print_symbolic(line),
+            [(
+                "vec".to_string(),
+                vec![
+                    (0, "HI".to_string()),
+                    (1, "TIMER".to_string()),
+                    (3, "NET_RX".to_string())
+                ]
+            )]
+        );
+        assert!(print_symbolic("print fmt: \"%d\", REC->x").is_empty());
+    }
 
     /// `syscalls/sys_enter_openat/format` from a 6.x x86_64 kernel, tabs and all.
     const OPENAT_ENTER: &str = r#"name: sys_enter_openat

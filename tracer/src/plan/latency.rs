@@ -7,11 +7,41 @@ use tracer_common::LAT_KEY_PARTS;
 
 use super::{build_scope, parse_bare_spec, Machine, ProbeSpec, Target};
 use crate::cli::LatencyArgs;
-pub use crate::cli::LatencyBy;
 use crate::kernel::format::Format as RecordFormat;
 use crate::stacks::Which;
 use crate::units::parse_duration_ns;
 use crate::Error;
+
+/// What `tracer latency --by` groups the histograms by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LatencyBy {
+    Comm,
+    Pid,
+    Tid,
+    Cpu,
+    /// A field of the end's record or an argument (named, or `argN`), resolved once the
+    /// probes are open.
+    Value(String),
+}
+
+impl LatencyBy {
+    /// `--by KEY`: a task key by its name, else a value to resolve.
+    pub fn parse(key: &str) -> Result<LatencyBy, Error> {
+        Ok(match key.trim() {
+            "comm" => LatencyBy::Comm,
+            "pid" => LatencyBy::Pid,
+            "tid" => LatencyBy::Tid,
+            "cpu" => LatencyBy::Cpu,
+            "" => {
+                return Err(Error::usage_hints(
+                    "--by takes a key",
+                    &["comm, pid, tid, cpu, a field of the end's record or an argument: --by dev"],
+                ))
+            }
+            name => LatencyBy::Value(name.to_string()),
+        })
+    }
+}
 
 /// A validated `tracer latency`.
 #[derive(Clone, Debug)]
@@ -61,7 +91,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         start,
         end,
         key: args.key.clone(),
-        by: args.by,
+        by: args.by.as_deref().map(LatencyBy::parse).transpose()?,
         linear_step,
         slower_than,
         stack: args.stack.stack,
@@ -134,6 +164,55 @@ pub fn keys(key: &str, start: PairEnd, end: PairEnd) -> Result<(KeySources, KeyS
         ));
     }
     Ok((key_sources(&a, start)?, key_sources(&b, end)?))
+}
+
+/// Where `--by NAME` reads each call's group, and whether from the start: a field of the end's
+/// record (a tracepoint: `dev`, `vec`), else an argument of the start (named as `start_params`
+/// names the registers, or `argN`), else an argument of the end (a probe that is not a return
+/// probe).
+pub fn by_source(
+    name: &str,
+    start: PairEnd,
+    end: PairEnd,
+    start_params: &[String],
+) -> Result<(KeySource, bool), Error> {
+    let (start_spec, start_format) = start;
+    let (end_spec, end_format) = end;
+    if end_format.as_ref().is_some_and(|f| f.field(name).is_some()) {
+        let [source, ..] = key_sources(&[name], end)?;
+        return Ok((source, false));
+    }
+    let arg = |name: &str| match name.strip_prefix("arg").and_then(|n| n.parse::<u32>().ok()) {
+        Some(n) if n < 6 => Some(n),
+        _ => None,
+    };
+    if start_format.is_none() && !start_spec.ret {
+        let named = (start_params.iter().position(|p| p == name)).map(|n| n as u32);
+        if let Some(n) = arg(name).or(named).filter(|&n| n < 6) {
+            return Ok((KeySource::Arg(n), true));
+        }
+    }
+    if end_format.is_none() && !end_spec.ret {
+        if let Some(n) = arg(name) {
+            return Ok((KeySource::Arg(n), false));
+        }
+    }
+    let mut hints = Vec::new();
+    if let Some(format) = end_format {
+        let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
+        hints.push(format!("{end_spec}'s fields: {}", names.join(", ")));
+    }
+    if start_format.is_none() && !start_spec.ret {
+        let mut names = start_params.to_vec();
+        names.extend((0..6).map(|n| format!("arg{n}")));
+        names.dedup();
+        hints.push(format!("{start_spec}'s arguments: {}", names.join(", ")));
+    }
+    hints.push("or comm, pid, tid, cpu".into());
+    Err(Error::usage(
+        format!("--by {name}: {start_spec} -> {end_spec} has no field or argument '{name}'"),
+        hints,
+    ))
 }
 
 /// Where one part of a latency key is read at one end of the pair (the BPF word is made of it

@@ -3,8 +3,8 @@
 //! its histograms named.
 
 use tracer_common::{
-    HistKey, LatConfig, LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_TID,
-    LAT_KEY_TID, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_USER,
+    HistKey, LatConfig, LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_START,
+    LAT_BY_TID, LAT_BY_VALUE, LAT_KEY_TID, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_USER,
 };
 
 use super::trampoline::{FunctionTarget, Trampolines, Via};
@@ -13,7 +13,7 @@ use super::{open_event, Opened};
 use crate::bpf::{Bpf, Room, Rooms, Sizing, SlotKind};
 use crate::kernel::format::Format;
 use crate::kernel::tracefs::Tracefs;
-use crate::plan::latency::{keys, KeySource, LatencyBy, LatencyPlan};
+use crate::plan::latency::{by_source, keys, KeySource, LatencyBy, LatencyPlan};
 use crate::plan::{ProbeSpec, Target};
 use crate::Error;
 
@@ -41,6 +41,9 @@ pub struct LatencyPair {
     /// functions, DWARF for user functions, the note for USDT; `arg0..` untyped otherwise);
     /// `None` when the start is a tracepoint or a return probe.
     pub start_values: Option<Values>,
+    /// `--by FIELD` of a tracepoint whose print format names its values (softirq vectors:
+    /// `NET_RX`), or of a block device (`dev_t`): how to name them.
+    pub by_names: ValueNames,
     /// How each end is served, where it is a kernel function (for the banner).
     pub via: [Option<Via>; 2],
 }
@@ -137,7 +140,8 @@ pub fn attach(
         entry.as_ref().and_then(|o| o.format.as_ref()),
         exit.as_ref().and_then(|o| o.format.as_ref()),
     );
-    let mut config = lat_config(plan, launched, formats)?;
+    let start_params = (start_values.as_ref()).map_or(Vec::new(), Values::param_names);
+    let (mut config, by_names) = lat_config(plan, launched, formats, &start_params)?;
     if filter.is_some() {
         config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
     }
@@ -169,6 +173,7 @@ pub fn attach(
             entry,
             exit,
             start_values,
+            by_names,
             via: [entry_via, exit_via],
         },
     ))
@@ -243,7 +248,8 @@ fn lat_config(
     plan: &LatencyPlan,
     launched: bool,
     (entry, exit): (Option<&Format>, Option<&Format>),
-) -> Result<LatConfig, Error> {
+    start_params: &[String],
+) -> Result<(LatConfig, ValueNames), Error> {
     let filter = super::attach::base_config(&plan.whom, &plan.scope, plan.follow, launched);
     let (entry_key, exit_key) = match &plan.key {
         None => Default::default(),
@@ -260,17 +266,70 @@ fn lat_config(
     if copies_stack_top(plan) {
         filter.strs[0] = tracer_common::StrRead::STACK_TOP;
     }
-    Ok(LatConfig {
+    let mut names = ValueNames::default();
+    let (by, by_src) = match &plan.by {
+        Some(LatencyBy::Value(name)) => {
+            let pair = ((&plan.start, &entry.cloned()), (&plan.end, &exit.cloned()));
+            match by_source(name, pair.0, pair.1, start_params)? {
+                // `common_pid`: the thread, from the helper.
+                (KeySource::Tid, _) => (LAT_BY_TID, 0),
+                (source, from_start) => {
+                    if let (Some(format), false) = (exit, from_start) {
+                        let table = format.symbolic.iter().find(|(field, _)| field == name);
+                        names
+                            .table
+                            .extend(table.into_iter().flat_map(|(_, t)| t.iter().cloned()));
+                        names.devices = (format.field(name)).is_some_and(|f| f.c_type == "dev_t");
+                    }
+                    let start_bit = if from_start { LAT_BY_START } else { 0 };
+                    (LAT_BY_VALUE, key_word(source) | start_bit)
+                }
+            }
+        }
+        other => (by_word(other.as_ref()), 0),
+    };
+    let config = LatConfig {
         filter,
-        by: by_word(plan.by),
+        by,
+        by_src,
         stack_flags: end_stack_flags(plan),
         entry_key,
         exit_key,
         linear_step: plan.linear_step.unwrap_or(0),
         slower_than: plan.slower_than.unwrap_or(0),
         usdt: 0,
-        _pad: 0,
-    })
+    };
+    Ok((config, names))
+}
+
+/// The names a `--by` field's values have ([`LatencyPair::by_names`]).
+#[derive(Clone, Debug, Default)]
+pub struct ValueNames {
+    /// From the tracepoint's print format (`__print_symbolic`).
+    pub table: hashbrown::HashMap<u64, String>,
+    /// The field is a `dev_t`: a block device, by its numbers and name (`8:0 sda`).
+    pub devices: bool,
+}
+
+impl ValueNames {
+    /// `value` as a group's heading shows it.
+    fn name(&self, value: u64) -> String {
+        if let Some(name) = self.table.get(&value) {
+            return name.clone();
+        }
+        if !self.devices {
+            return value.to_string();
+        }
+        // The kernel's dev_t: the major number above 20 bits of minor.
+        let numbers = format!("{}:{}", value >> 20, value & 0xf_ffff);
+        let uevent = std::fs::read_to_string(format!("/sys/dev/block/{numbers}/uevent"));
+        let name = (uevent.ok())
+            .and_then(|u| (u.lines()).find_map(|l| l.strip_prefix("DEVNAME=").map(str::to_string)));
+        match name {
+            Some(name) => format!("{numbers} {name}"),
+            None => numbers,
+        }
+    }
 }
 
 /// Whether outliers copy the top of the user stack at their end, unwound by CFI where the
@@ -303,19 +362,21 @@ fn key_word(part: KeySource) -> LatKeySrc {
     }
 }
 
-/// The latency programs' `LAT_BY_*` word for `--by`.
-fn by_word(by: Option<LatencyBy>) -> u32 {
+/// The latency programs' `LAT_BY_*` word for a task `--by` (a value's is `LAT_BY_VALUE`).
+fn by_word(by: Option<&LatencyBy>) -> u32 {
     match by {
         None => LAT_BY_NONE,
         Some(LatencyBy::Comm) => LAT_BY_COMM,
         Some(LatencyBy::Pid) => LAT_BY_PID,
         Some(LatencyBy::Tid) => LAT_BY_TID,
         Some(LatencyBy::Cpu) => LAT_BY_CPU,
+        Some(LatencyBy::Value(_)) => LAT_BY_VALUE,
     }
 }
 
-/// A histogram group's value under `by`: the command name, or the number.
-pub fn group_value(by: LatencyBy, key: &HistKey) -> String {
+/// A histogram group's value under `by`: the command name, or the number (a value the
+/// tracepoint's print format names, by its name: `NET_RX`).
+pub fn group_value(by: &LatencyBy, names: &ValueNames, key: &HistKey) -> String {
     let number = u64::from_ne_bytes(key.group[..8].try_into().expect("8 bytes"));
     match by {
         LatencyBy::Comm => {
@@ -323,12 +384,13 @@ pub fn group_value(by: LatencyBy, key: &HistKey) -> String {
             String::from_utf8_lossy(&key.group[..end]).into_owned()
         }
         LatencyBy::Pid | LatencyBy::Tid | LatencyBy::Cpu => number.to_string(),
+        LatencyBy::Value(_) => names.name(number),
     }
 }
 
-/// A histogram group's name as `tracer latency` heads it: `comm NAME`, `pid N`, ...; empty
-/// without grouping.
-pub fn group_name(by: Option<LatencyBy>, key: &HistKey) -> String {
+/// A histogram group's name as `tracer latency` heads it: `comm NAME`, `pid N`, `vec
+/// NET_RX`, ...; empty without grouping.
+pub fn group_name(by: Option<&LatencyBy>, names: &ValueNames, key: &HistKey) -> String {
     let Some(by) = by else {
         return String::new();
     };
@@ -337,6 +399,41 @@ pub fn group_name(by: Option<LatencyBy>, key: &HistKey) -> String {
         LatencyBy::Pid => "pid",
         LatencyBy::Tid => "tid",
         LatencyBy::Cpu => "cpu",
+        LatencyBy::Value(name) => name,
     };
-    format!("{word} {}", group_value(by, key))
+    format!("{word} {}", group_value(by, names, key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_values_are_named_by_table_or_as_block_devices() {
+        let mut names = ValueNames::default();
+        names.table.insert(3, "NET_RX".into());
+        assert_eq!(
+            (names.name(3), names.name(4)),
+            ("NET_RX".into(), "4".into())
+        );
+        // A block device of this machine, as the kernel's dev_t packs its numbers.
+        let Some(numbers) = std::fs::read_dir("/sys/dev/block")
+            .ok()
+            .and_then(|mut d| d.next()?.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+        else {
+            eprintln!("skipped the device half: no /sys/dev/block entry");
+            return;
+        };
+        let (major, minor) = numbers.split_once(':').unwrap();
+        let value = major.parse::<u64>().unwrap() << 20 | minor.parse::<u64>().unwrap();
+        let uevent = std::fs::read_to_string(format!("/sys/dev/block/{numbers}/uevent")).unwrap();
+        let name = uevent
+            .lines()
+            .find_map(|l| l.strip_prefix("DEVNAME="))
+            .unwrap();
+        names.devices = true;
+        assert_eq!(names.name(value), format!("{numbers} {name}"));
+        assert_eq!(names.name(4095 << 20), "4095:0");
+    }
 }

@@ -249,9 +249,13 @@ impl Metric {
             }
             (Attached::Latency { bpf, .. }, Source::Latency(plan)) => {
                 for (key, total) in bpf.latency_histogram(false)? {
-                    let labels = match plan.by {
+                    let labels = match &plan.by {
                         None => Vec::new(),
-                        Some(by) => vec![super::latency::group_value(by, &key)],
+                        // A metric's latency is grouped by task keys only: no value names.
+                        Some(by) => {
+                            let names = super::latency::ValueNames::default();
+                            vec![super::latency::group_value(by, &names, &key)]
+                        }
                     };
                     let group = groups.entry(labels).or_default();
                     group.latency_group = plan.by.is_some().then_some(key.group);

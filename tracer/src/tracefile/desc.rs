@@ -283,6 +283,8 @@ impl From<FormatDesc> for Format {
             id: f.id,
             common: f.common.into_iter().map(Into::into).collect(),
             fields: f.fields.into_iter().map(Into::into).collect(),
+            // Not recorded: a recording's values are decoded, not grouped.
+            symbolic: Vec::new(),
         }
     }
 }
