@@ -81,6 +81,87 @@ fn a_tracepoint_on_a_command_shows_its_opens_decoded() {
     );
 }
 
+/// Tracepoint fields as the kernel's print format shows them: by the names its
+/// `__print_symbolic` tables give (`TCP_SYN_SENT`, `AF_INET`), and as IP addresses (`%pI4`:
+/// `127.0.0.1`), on python3 connecting to its own listener on 127.0.0.1.
+#[test]
+fn tracepoint_fields_read_as_the_print_format_names_them() {
+    if !has(Feature::Bpf, "print_format_names") || !has(Feature::Tracepoints, "print_format_names")
+    {
+        return;
+    }
+    let script = "import socket\n\
+                  s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n\
+                  print(s.getsockname()[1], flush=True)\n\
+                  c = socket.create_connection(('127.0.0.1', s.getsockname()[1]))\n\
+                  a, _ = s.accept(); c.close(); a.close()\n";
+    let out = tracer(&[
+        "probe",
+        "-f",
+        "json",
+        "sock:inet_sock_set_state",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let port: u64 = (stdout.lines())
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no port printed: {stdout}"));
+    let changes: Vec<(String, String, u64, u64, String, String)> = (stdout.lines())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "event")
+        .map(|e| {
+            let a = &e["args"];
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+            assert_eq!(
+                (&a["family"]["text"], &a["protocol"]["text"]),
+                (&"AF_INET".into(), &"IPPROTO_TCP".into()),
+                "{e}"
+            );
+            (
+                text(&a["oldstate"]["text"]),
+                text(&a["newstate"]["text"]),
+                a["sport"].as_u64().unwrap(),
+                a["dport"].as_u64().unwrap(),
+                text(&a["saddr"]),
+                text(&a["daddr"]),
+            )
+        })
+        .collect();
+    let ours = |(old, new, sport, dport, saddr, daddr): (&str, &str, u64, u64, &str, &str)| {
+        (
+            old.into(),
+            new.into(),
+            sport,
+            dport,
+            saddr.into(),
+            daddr.into(),
+        )
+    };
+    // The listener, then the client's connect, as they happened.
+    let listen = ours(("TCP_CLOSE", "TCP_LISTEN", port, 0, "127.0.0.1", "0.0.0.0"));
+    let syn = ours((
+        "TCP_CLOSE",
+        "TCP_SYN_SENT",
+        0,
+        port,
+        "127.0.0.1",
+        "127.0.0.1",
+    ));
+    let at = |wanted: &(String, String, u64, u64, String, String)| {
+        (changes.iter())
+            .position(|c| c == wanted)
+            .unwrap_or_else(|| panic!("no {wanted:?} in {changes:#?}"))
+    };
+    assert!(at(&listen) < at(&syn), "{changes:#?}");
+    let established = (changes.iter().skip(at(&syn)))
+        .any(|c| (c.0.as_str(), c.1.as_str(), c.3) == ("TCP_SYN_SENT", "TCP_ESTABLISHED", port));
+    assert!(established, "{changes:#?}");
+}
+
 #[test]
 fn the_command_exit_status_passes_through() {
     if !has(Feature::Tracepoints, "probe_exit_status") {

@@ -22,6 +22,9 @@ pub struct Format {
     /// The names the print format gives a field's values (`__print_symbolic(REC->vec, { 0,
     /// "HI" }, ...)`), by field.
     pub symbolic: Vec<(String, Vec<(u64, String)>)>,
+    /// The fields the print format shows as IP addresses (`%pI4`, `%pI6c` of `REC->saddr`),
+    /// with the address's length: 4 or 16 bytes.
+    pub addresses: Vec<(String, usize)>,
 }
 
 /// One `field:` line.
@@ -109,6 +112,7 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
     let mut common = Vec::new();
     let mut fields = Vec::new();
     let mut symbolic = Vec::new();
+    let mut addresses = Vec::new();
 
     for (index, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -119,8 +123,10 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
         };
         if line.starts_with("print fmt:") {
             // The print format is a C expression for the kernel's own printer; we render
-            // values ourselves, and take from it only the names it gives values.
+            // values ourselves, and take from it only the names it gives values and the
+            // fields it shows as addresses.
             symbolic = print_symbolic(line);
+            addresses = print_addresses(line);
             break;
         }
         if !in_fields {
@@ -172,9 +178,79 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
         common,
         fields,
         symbolic,
+        addresses,
     })
 }
 
+/// The fields a print format line shows as IP addresses: each `%pI4`/`%pI6`/`%pI6c`
+/// conversion whose argument is a plain `REC->FIELD`, with the address's length.
+fn print_addresses(line: &str) -> Vec<(String, usize)> {
+    let Some(rest) = line.strip_prefix("print fmt:").map(str::trim_start) else {
+        return Vec::new();
+    };
+    let Some(body) = rest.strip_prefix('"') else {
+        return Vec::new();
+    };
+    let Some(end) = body.find('"') else {
+        return Vec::new();
+    };
+    let (text, args) = (&body[..end], &body[end + 1..]);
+    // Each conversion in order: the address length it shows, or 0.
+    let mut conversions = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            continue;
+        }
+        // Flags, width, precision and length, then the conversion.
+        let mut conversion = None;
+        for c in chars.by_ref() {
+            if c.is_ascii_alphabetic() && !"hlLqjzt".contains(c) {
+                conversion = Some(c);
+                break;
+            }
+        }
+        let len = match conversion {
+            Some('p') => {
+                let ext: String = (chars.clone())
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect();
+                match ext.as_str() {
+                    e if e.starts_with("I4") || e.starts_with("i4") => 4,
+                    e if e.starts_with("I6") || e.starts_with("i6") => 16,
+                    _ => 0,
+                }
+            }
+            _ => 0,
+        };
+        conversions.push(len);
+    }
+    // The arguments, split at the commas outside parentheses and braces.
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0i32, 0);
+    for (i, c) in args.char_indices() {
+        match c {
+            '(' | '{' => depth += 1,
+            ')' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(args[from..i].trim());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(args[from..].trim());
+    // The first part is what precedes the first comma: nothing.
+    (conversions.iter().zip(parts.iter().skip(1)))
+        .filter(|(&len, _)| len != 0)
+        .filter_map(|(&len, arg)| Some((arg.strip_prefix("REC->")?.to_string(), len)))
+        .filter(|(name, _)| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect()
+}
 /// The value names of each `__print_symbolic(REC->FIELD, { VALUE, "NAME" }, ...)` of a print
 /// format line; a table that does not parse (a value that is an expression) is left out.
 fn print_symbolic(line: &str) -> Vec<(String, Vec<(u64, String)>)> {
@@ -647,8 +723,47 @@ impl Format {
     pub fn decode(&self, record: &[u8]) -> Vec<(&str, Value)> {
         self.fields
             .iter()
-            .map(|f| (f.name.as_str(), f.decode(record)))
+            .map(|f| (f.name.as_str(), self.shown(&f.name, f.decode(record))))
             .collect()
+    }
+
+    /// A field's value as the print format shows it: by the name its `__print_symbolic`
+    /// gives the number (`TCP_ESTABLISHED`), as an IP address (`127.0.0.1`, `::1`).
+    fn shown(&self, field: &str, value: Value) -> Value {
+        let number = match value {
+            Value::Int(n) => Some(n as u64),
+            Value::Uint(n) | Value::Hex(n) => Some(n),
+            _ => None,
+        };
+        let names = self.symbolic.iter().find(|(f, _)| f == field);
+        if let (Some(n), Some((_, names))) = (number, names) {
+            if let Some((_, name)) = names.iter().find(|(v, _)| *v == n) {
+                return Value::Named(n as i64, name.clone());
+            }
+        }
+        let Some(&(_, len)) = self.addresses.iter().find(|(f, _)| f == field) else {
+            return value;
+        };
+        let bytes: Option<Vec<u8>> = match &value {
+            Value::Array(items) => (items.iter())
+                .map(|v| match v {
+                    Value::Uint(b) | Value::Hex(b) => u8::try_from(*b).ok(),
+                    Value::Int(b) => u8::try_from(*b).ok(),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        };
+        match bytes {
+            Some(b) if b.len() == len && len == 4 => {
+                Value::Word(std::net::Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string())
+            }
+            Some(b) if b.len() == len && len == 16 => {
+                let octets: [u8; 16] = b.try_into().expect("16 bytes");
+                Value::Word(std::net::Ipv6Addr::from(octets).to_string())
+            }
+            _ => value,
+        }
     }
 
     /// A field by name, the tracepoint's own first, then the common ones (`filename` gives the
@@ -728,6 +843,35 @@ pub fn render(values: &[(&str, Value)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_are_the_fields_the_print_format_shows_as_ip() {
+        let line = r#"print fmt: "family=%s sport=%hu saddr=%pI4 daddr=%pI4 v6=%pI6c x=%p 100%% y=%pI4", __print_symbolic(REC->family, { 2, "AF_INET" }, { 10, "AF_INET6" }), REC->sport, REC->saddr, REC->daddr, REC->saddr_v6, REC->x, REC->y[0]"#;
+        assert_eq!(
+            print_addresses(line),
+            [
+                ("saddr".to_string(), 4),
+                ("daddr".to_string(), 4),
+                ("saddr_v6".to_string(), 16)
+            ]
+        );
+        let format = parse(&format!(
+            "name: t\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\tfield:__u16 family;\toffset:8;\tsize:2;\tsigned:0;\n\tfield:__u8 saddr[4];\toffset:12;\tsize:4;\tsigned:0;\n\tfield:__u8 saddr_v6[16];\toffset:16;\tsize:16;\tsigned:0;\n\n{line}\n"
+        ))
+        .unwrap();
+        let mut record = vec![0u8; 32];
+        record[8] = 10;
+        record[12..16].copy_from_slice(&[127, 0, 0, 1]);
+        record[31] = 1;
+        assert_eq!(
+            format.decode(&record),
+            [
+                ("family", Value::Named(10, "AF_INET6".into())),
+                ("saddr", Value::Word("127.0.0.1".into())),
+                ("saddr_v6", Value::Word("::1".into())),
+            ]
+        );
+    }
 
     #[test]
     fn value_names_come_from_the_print_formats_symbolic_tables() {

@@ -65,6 +65,12 @@ struct FormatDesc {
     id: u64,
     common: Vec<FieldDesc>,
     fields: Vec<FieldDesc>,
+    /// The print format's value names and addresses (`Format::symbolic`, `Format::addresses`):
+    /// absent from recordings made before them, which decode as numbers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    symbolic: Vec<(String, Vec<(u64, String)>)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    addresses: Vec<(String, usize)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -272,6 +278,8 @@ impl From<Format> for FormatDesc {
             id: f.id,
             common: f.common.into_iter().map(Into::into).collect(),
             fields: f.fields.into_iter().map(Into::into).collect(),
+            symbolic: f.symbolic,
+            addresses: f.addresses,
         }
     }
 }
@@ -283,8 +291,8 @@ impl From<FormatDesc> for Format {
             id: f.id,
             common: f.common.into_iter().map(Into::into).collect(),
             fields: f.fields.into_iter().map(Into::into).collect(),
-            // Not recorded: a recording's values are decoded, not grouped.
-            symbolic: Vec::new(),
+            symbolic: f.symbolic,
+            addresses: f.addresses,
         }
     }
 }
