@@ -160,6 +160,30 @@ fn tracepoint_fields_read_as_the_print_format_names_them() {
     let established = (changes.iter().skip(at(&syn)))
         .any(|c| (c.0.as_str(), c.1.as_str(), c.3) == ("TCP_SYN_SENT", "TCP_ESTABLISHED", port));
     assert!(established, "{changes:#?}");
+
+    // Counted by a named field: the keys read as the events do.
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "newstate",
+        "sock:inet_sock_set_state",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let counts: Vec<(&str, u64)> = (stdout.lines())
+        .filter_map(|l| l.split_once(' ').map(|(k, n)| (k, n.trim().parse().ok())))
+        .filter_map(|(k, n)| Some((k, n?)))
+        .collect();
+    assert!(counts.contains(&("TCP_LISTEN", 1)), "{stdout}");
+    assert!(counts.contains(&("TCP_SYN_SENT", 1)), "{stdout}");
+    assert!(
+        counts.iter().all(|(k, _)| k.starts_with("TCP_")),
+        "{stdout}"
+    );
 }
 
 #[test]

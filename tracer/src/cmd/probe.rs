@@ -211,6 +211,7 @@ fn count(
                 name: &p.name,
                 slot: &p.slot,
                 sources: p.sources,
+                decoder: &p.decoder,
             })
             .collect(),
         agg,

@@ -69,9 +69,10 @@ mod tests {
     fn strings_and_bytes_read_as_they_are_in_memory() {
         let mem = TaskMemory::open(std::process::id()).expect("this process's memory");
         // A string that ends on a page's last byte, and one cut at `max`.
-        let mut page = vec![b'x'; 3 * PAGE as usize];
+        let mut page = vec![b'x'; 4 * PAGE as usize];
         let base = page.as_mut_ptr() as u64;
-        let end_of_page = (base / PAGE + 2) * PAGE - 1;
+        // At least 8191 bytes into the buffer, and in it.
+        let end_of_page = (base / PAGE + 3) * PAGE - 1;
         let at = |addr: u64| (addr - base) as usize;
         page[at(end_of_page)] = 0;
         let start = end_of_page - 5000;

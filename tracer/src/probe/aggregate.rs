@@ -418,6 +418,8 @@ pub struct Counted<'a> {
     pub name: &'a str,
     pub slot: &'a Slot,
     pub sources: Sources,
+    /// What names a tracepoint's values (its print format's tables).
+    pub decoder: &'a super::Decoder,
 }
 
 /// The report's column name of a key part.
@@ -667,6 +669,16 @@ fn shown(
     text: Option<&[u8; KEY_STRLEN]>,
     probe: &Counted<'_>,
 ) -> Option<String> {
+    // A tracepoint field's value its print format names (`vec` 3 as `NET_RX`), as event
+    // lines show it.
+    if let (KeyPart::Value(name), super::Decoder::Tracepoint { format, .. }) = (part, probe.decoder)
+    {
+        let table = (format.symbolic.iter()).find(|(field, _)| field == name);
+        let named = table.and_then(|(_, t)| t.iter().find(|(v, _)| *v == key.value));
+        if let Some((_, text)) = named {
+            return Some(text.clone());
+        }
+    }
     Some(match part {
         KeyPart::Comm => {
             let end = key.comm.iter().position(|&b| b == 0).unwrap_or(16);

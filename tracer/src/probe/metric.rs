@@ -234,6 +234,7 @@ impl Metric {
                         name: &p.name,
                         slot: &p.slot,
                         sources: p.sources,
+                        decoder: &p.decoder,
                     })
                     .collect();
                 for cell in aggregate::cells(bpf, &counted, aggregation)? {
