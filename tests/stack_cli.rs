@@ -59,6 +59,43 @@ fn latency_outlier_stacks_of_a_program_without_frame_pointers_are_whole() {
     }
 }
 
+/// A chain deeper than the 956 bytes of stack a hit copies, in code without frame pointers:
+/// each stack is unwound as far as the copy goes, and the summary says so of every one.
+#[test]
+fn stacks_deeper_than_the_copy_are_said_to_be_cut_short() {
+    if !has(Feature::UprobePmu, "deep_stacks") || !has(Feature::Bpf, "deep_stacks") {
+        return;
+    }
+    let program = common::deep_program_without_frame_pointers();
+    let spec = format!("uprobe:{}:deep_leaf", program.display());
+    let out = common::tracer(&[
+        "probe",
+        "-s",
+        "user",
+        "-f",
+        "json",
+        &spec,
+        "--",
+        program.to_str().unwrap(),
+        "3",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events = json_lines(&out.stdout);
+    assert_eq!(events.len(), 3, "{stderr}");
+    for event in &events {
+        let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
+        // deep_leaf, then as many of deep_step's 80-byte frames as the copy holds.
+        assert_eq!(names[0], "deep_leaf", "{event}");
+        let steps = names[1..].iter().take_while(|n| *n == "deep_step").count();
+        assert!((8..=14).contains(&steps), "{names:?}");
+        assert!(!names.contains(&"main".to_string()), "{names:?}");
+    }
+    let said = "stacks: user stacks unwound from .eh_frame: 0 whole, 0 joined to the \
+                frame-pointer walk, 3 cut short (3 past the copy of the stack's top)";
+    assert!(stderr.lines().any(|l| l == said), "{stderr}");
+}
+
 /// The same chain with the end at chain_target's return (a uretprobe, whose registers are
 /// the caller's at the return address), through `-- COMMAND`: the outliers are printed after
 /// the command exited, its libraries known from the kernel's mmap records. Each stack is the
@@ -122,6 +159,10 @@ fn uprobe_stacks_of_a_program_without_frame_pointers_are_whole() {
     let (out, stderr) = common::traced_chain_of(&program, 3, &args);
     let events = json_lines(&out.stdout);
     assert_eq!(events.len(), 3, "{stderr}");
+    // The summary says how each copied top unwound.
+    let said = "stacks: user stacks unwound from .eh_frame: 3 whole, 0 joined to the \
+                frame-pointer walk, 0 cut short";
+    assert!(stderr.lines().any(|l| l == said), "{stderr}");
     for event in &events {
         let names: Vec<String> = (user_frames(event).into_iter()).map(|(s, _)| s).collect();
         assert_eq!(names, WHOLE_CHAIN, "{event}");

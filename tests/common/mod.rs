@@ -269,6 +269,18 @@ pub fn chain_program_without_frame_pointers() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/deep.c` (a chain deeper than a probe's copy of the stack's
+/// top), built without frame pointers as `chain_program_without_frame_pointers` is.
+#[allow(dead_code)]
+pub fn deep_program_without_frame_pointers() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/deep.c");
+    let flags = ["-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"];
+    BUILT
+        .get_or_init(|| build_c("tracer-deep-nofp", &source, &flags))
+        .clone()
+}
+
 /// The C workload `tests/workloads/timeline.c` (two threads on two CPUs doing steps in a
 /// known order), compiled once per test binary.
 pub fn timeline_program() -> PathBuf {

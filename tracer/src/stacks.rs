@@ -68,21 +68,92 @@ fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
 /// without CFI, where the walk is right; not after an unwind that ran out of copied bytes in
 /// code without frame pointers, where the walk reads garbage.
 fn spliced(unwound: &[u64], end: unwind::UnwindEnd, walked: &mut Vec<u64>) {
-    use unwind::UnwindEnd;
     if unwound.len() < 2 || walked.first() != unwound.first() {
         return;
+    }
+    let rest = walk_resumes(unwound, end, walked).map_or(&[][..], |at| &walked[at..]);
+    *walked = unwound.iter().chain(rest).copied().collect();
+}
+
+/// Where the frame-pointer walk goes on after the unwound top ([`spliced`]): its index in
+/// `walked`; `None` where it does not (nor when the two cannot be joined).
+fn walk_resumes(unwound: &[u64], end: unwind::UnwindEnd, walked: &[u64]) -> Option<usize> {
+    use unwind::UnwindEnd;
+    if unwound.len() < 2 || walked.first() != unwound.first() {
+        return None;
     }
     let common = (1..walked.len()).rev().find_map(|j| {
         let at = unwound.iter().position(|&a| a == walked[j]);
         at.map(|p| (j, p))
     });
-    let rest = match (common, end) {
-        (Some((j, p)), _) if p + 1 == unwound.len() => &walked[j + 1..],
-        (Some(_), _) => &[],
-        (None, UnwindEnd::Astray | UnwindEnd::NoCfi) => &walked[1..],
-        (None, _) => &[],
-    };
-    *walked = unwound.iter().chain(rest).copied().collect();
+    match (common, end) {
+        (Some((j, p)), _) if p + 1 == unwound.len() => Some(j + 1),
+        (Some(_), _) => None,
+        (None, UnwindEnd::Astray | UnwindEnd::NoCfi) => Some(1),
+        (None, _) => None,
+    }
+}
+
+/// How the streamed user stacks whose top was copied ended ([`Symbolizer::stacks`]): for the
+/// run's summary, as `profile --call-graph dwarf` says it of its samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopEnds {
+    /// Unwound to their root (`_start`, a thread's `clone`).
+    pub whole: u64,
+    /// Unwound as far as the copy or the unwind information went, and joined there to the
+    /// frame-pointer walk, which went on.
+    pub joined: u64,
+    /// Cut short: where the copy ended, at code without unwind information, where the unwind
+    /// went astray, at the deepest stack kept.
+    pub copy_ended: u64,
+    pub no_cfi: u64,
+    pub astray: u64,
+    pub depth: u64,
+}
+
+impl TopEnds {
+    fn tally(&mut self, unwound: &[u64], end: unwind::UnwindEnd, walked: &[u64]) {
+        use unwind::UnwindEnd;
+        let resumes = walk_resumes(unwound, end, walked).is_some_and(|at| at < walked.len());
+        let count = match (resumes, end) {
+            (true, _) => &mut self.joined,
+            (false, UnwindEnd::Root) => &mut self.whole,
+            (false, UnwindEnd::CopyEnded) => &mut self.copy_ended,
+            (false, UnwindEnd::NoCfi) => &mut self.no_cfi,
+            (false, UnwindEnd::Astray) => &mut self.astray,
+            (false, UnwindEnd::Depth) => &mut self.depth,
+        };
+        *count += 1;
+    }
+
+    /// The summary's words, when any top was unwound.
+    fn said(&self) -> Option<String> {
+        let cut = self.copy_ended + self.no_cfi + self.astray + self.depth;
+        if self.whole + self.joined + cut == 0 {
+            return None;
+        }
+        let mut line = format!(
+            "user stacks unwound from .eh_frame: {} whole, {} joined to the frame-pointer walk, {cut} cut short",
+            self.whole, self.joined
+        );
+        let reasons = [
+            (self.copy_ended, "past the copy of the stack's top"),
+            (
+                self.no_cfi,
+                "at code without unwind information (JIT code or an unreadable file)",
+            ),
+            (self.astray, "where the unwind went astray"),
+            (self.depth, "at the deepest stack kept"),
+        ];
+        let said: Vec<String> = (reasons.iter())
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, why)| format!("{n} {why}"))
+            .collect();
+        if !said.is_empty() {
+            line += &format!(" ({})", said.join(", "));
+        }
+        Some(line)
+    }
 }
 
 /// A cache key of an unwound top ([`spliced`]): its addresses hashed, never 0.
@@ -183,6 +254,8 @@ pub struct Symbolizer {
     unwinders: HashMap<u32, (u64, Unwinder)>,
     /// Unwind information by the file read (`None`: it could not be read).
     cfi: HashMap<std::path::PathBuf, Option<Rc<Cfi>>>,
+    /// How the user stacks whose top was copied ended.
+    pub tops: TopEnds,
 }
 
 /// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
@@ -366,6 +439,12 @@ impl Symbolizer {
                 (Space::User, Some(top), Some(&ip)) => Some(self.unwound_top(pid, ip, top)),
                 _ => None,
             };
+            // Every event's, also when its frames are cached.
+            if let Some((top, end)) = &unwound {
+                let mut walked = ips.to_vec();
+                with_entry_caller(&mut walked, entry_ret);
+                self.tops.tally(top, *end, &walked);
+            }
             // The unwound top is part of the stack: one stack id may have several (a walk cut
             // short in code without frame pointers).
             let key = match &unwound {
@@ -836,6 +915,7 @@ impl Symbolizer {
                 self.exited
             ));
         }
+        parts.extend(self.tops.said());
         if self.kretprobe_cut > 0 {
             parts.push(format!(
                 "{} kernel stacks end at kretprobe_trampoline: this kernel cannot unwind through \
