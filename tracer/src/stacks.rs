@@ -94,68 +94,6 @@ fn walk_resumes(unwound: &[u64], end: unwind::UnwindEnd, walked: &[u64]) -> Opti
     }
 }
 
-/// How the streamed user stacks whose top was copied ended ([`Symbolizer::stacks`]): for the
-/// run's summary, as `profile --call-graph dwarf` says it of its samples.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TopEnds {
-    /// Unwound to their root (`_start`, a thread's `clone`).
-    pub whole: u64,
-    /// Unwound as far as the copy or the unwind information went, and joined there to the
-    /// frame-pointer walk, which went on.
-    pub joined: u64,
-    /// Cut short: where the copy ended, at code without unwind information, where the unwind
-    /// went astray, at the deepest stack kept.
-    pub copy_ended: u64,
-    pub no_cfi: u64,
-    pub astray: u64,
-    pub depth: u64,
-}
-
-impl TopEnds {
-    fn tally(&mut self, unwound: &[u64], end: unwind::UnwindEnd, walked: &[u64]) {
-        use unwind::UnwindEnd;
-        let resumes = walk_resumes(unwound, end, walked).is_some_and(|at| at < walked.len());
-        let count = match (resumes, end) {
-            (true, _) => &mut self.joined,
-            (false, UnwindEnd::Root) => &mut self.whole,
-            (false, UnwindEnd::CopyEnded) => &mut self.copy_ended,
-            (false, UnwindEnd::NoCfi) => &mut self.no_cfi,
-            (false, UnwindEnd::Astray) => &mut self.astray,
-            (false, UnwindEnd::Depth) => &mut self.depth,
-        };
-        *count += 1;
-    }
-
-    /// The summary's words, when any top was unwound.
-    fn said(&self) -> Option<String> {
-        let cut = self.copy_ended + self.no_cfi + self.astray + self.depth;
-        if self.whole + self.joined + cut == 0 {
-            return None;
-        }
-        let mut line = format!(
-            "user stacks unwound from .eh_frame: {} whole, {} joined to the frame-pointer walk, {cut} cut short",
-            self.whole, self.joined
-        );
-        let reasons = [
-            (self.copy_ended, "past the copy of the stack's top"),
-            (
-                self.no_cfi,
-                "at code without unwind information (JIT code or an unreadable file)",
-            ),
-            (self.astray, "where the unwind went astray"),
-            (self.depth, "at the deepest stack kept"),
-        ];
-        let said: Vec<String> = (reasons.iter())
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, why)| format!("{n} {why}"))
-            .collect();
-        if !said.is_empty() {
-            line += &format!(" ({})", said.join(", "));
-        }
-        Some(line)
-    }
-}
-
 /// A cache key of an unwound top ([`spliced`]): its addresses hashed, never 0.
 fn top_key(top: &[u64]) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -255,7 +193,7 @@ pub struct Symbolizer {
     /// Unwind information by the file read (`None`: it could not be read).
     cfi: HashMap<std::path::PathBuf, Option<Rc<Cfi>>>,
     /// How the user stacks whose top was copied ended.
-    pub tops: TopEnds,
+    pub tops: unwind::TopEnds,
 }
 
 /// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
@@ -439,11 +377,8 @@ impl Symbolizer {
                 (Space::User, Some(top), Some(&ip)) => Some(self.unwound_top(pid, ip, top)),
                 _ => None,
             };
-            // Every event's, also when its frames are cached.
             if let Some((top, end)) = &unwound {
-                let mut walked = ips.to_vec();
-                with_entry_caller(&mut walked, entry_ret);
-                self.tops.tally(top, *end, &walked);
+                self.tally_top(top, *end, &ips, entry_ret);
             }
             // The unwound top is part of the stack: one stack id may have several (a walk cut
             // short in code without frame pointers).
@@ -484,6 +419,15 @@ impl Symbolizer {
             out.push(Stack::Frames(frames));
         }
         Ok(out)
+    }
+
+    /// Counts how a stack's copied top unwound ([`unwind::TopEnds`]): every event's, also
+    /// when its frames are cached.
+    fn tally_top(&mut self, top: &[u64], end: unwind::UnwindEnd, ips: &[u64], entry_ret: u64) {
+        let mut walked = ips.to_vec();
+        with_entry_caller(&mut walked, entry_ret);
+        let resumes = walk_resumes(top, end, &walked).is_some_and(|at| at < walked.len());
+        self.tops.tally(resumes, end);
     }
 
     /// The ips of stack `id` as the map holds it now, read once per generation (`streamed`:

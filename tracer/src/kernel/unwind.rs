@@ -237,6 +237,68 @@ impl Unwinder {
     }
 }
 
+/// How the streamed user stacks whose top was copied ended (`Symbolizer::stacks`): for the
+/// run's summary, as `profile --call-graph dwarf` says it of its samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TopEnds {
+    /// Unwound to their root (`_start`, a thread's `clone`).
+    pub whole: u64,
+    /// Unwound as far as the copy or the unwind information went, and joined there to the
+    /// frame-pointer walk, which went on.
+    pub joined: u64,
+    /// Cut short: where the copy ended, at code without unwind information, where the unwind
+    /// went astray, at the deepest stack kept.
+    pub copy_ended: u64,
+    pub no_cfi: u64,
+    pub astray: u64,
+    pub depth: u64,
+}
+
+impl TopEnds {
+    /// Counts one stack: its unwind ended as `end`, and the frame-pointer walk went on after
+    /// it (`resumes`) or not.
+    pub fn tally(&mut self, resumes: bool, end: UnwindEnd) {
+        let count = match (resumes, end) {
+            (true, _) => &mut self.joined,
+            (false, UnwindEnd::Root) => &mut self.whole,
+            (false, UnwindEnd::CopyEnded) => &mut self.copy_ended,
+            (false, UnwindEnd::NoCfi) => &mut self.no_cfi,
+            (false, UnwindEnd::Astray) => &mut self.astray,
+            (false, UnwindEnd::Depth) => &mut self.depth,
+        };
+        *count += 1;
+    }
+
+    /// The summary's words, when any top was unwound.
+    pub fn said(&self) -> Option<String> {
+        let cut = self.copy_ended + self.no_cfi + self.astray + self.depth;
+        if self.whole + self.joined + cut == 0 {
+            return None;
+        }
+        let mut line = format!(
+            "user stacks unwound from .eh_frame: {} whole, {} joined to the frame-pointer walk, {cut} cut short",
+            self.whole, self.joined
+        );
+        let reasons = [
+            (self.copy_ended, "past the copy of the stack's top"),
+            (
+                self.no_cfi,
+                "at code without unwind information (JIT code or an unreadable file)",
+            ),
+            (self.astray, "where the unwind went astray"),
+            (self.depth, "at the deepest stack kept"),
+        ];
+        let said: Vec<String> = (reasons.iter())
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, why)| format!("{n} {why}"))
+            .collect();
+        if !said.is_empty() {
+            line += &format!(" ({})", said.join(", "));
+        }
+        Some(line)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
