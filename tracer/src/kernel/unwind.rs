@@ -288,14 +288,21 @@ impl TopEnds {
             (self.astray, "where the unwind went astray"),
             (self.depth, "at the deepest stack kept"),
         ];
-        let said: Vec<String> = (reasons.iter())
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, why)| format!("{n} {why}"))
-            .collect();
-        if !said.is_empty() {
-            line += &format!(" ({})", said.join(", "));
-        }
+        line += &reasons_said(&reasons);
         Some(line)
+    }
+}
+
+/// The reasons counted (`(count, why)`), those not 0, as a summary line's parenthesis: ` (3
+/// past the copy, 1 where the unwind went astray)`; empty when every count is 0.
+pub fn reasons_said<S: AsRef<str>>(reasons: &[(u64, S)]) -> String {
+    let said: Vec<String> = (reasons.iter())
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, why)| format!("{n} {}", why.as_ref()))
+        .collect();
+    match said.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", said.join(", ")),
     }
 }
 

@@ -167,13 +167,7 @@ impl Unwound {
                 format!("at {} frames", crate::kernel::unwind::MAX_DEPTH),
             ),
         ];
-        let said: Vec<String> = (reasons.iter())
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, why)| format!("{n} {why}"))
-            .collect();
-        if !said.is_empty() {
-            line += &format!(" ({})", said.join(", "));
-        }
+        line += &crate::kernel::unwind::reasons_said(&reasons);
         if u.no_user > 0 {
             line += &format!("; {} samples of kernel threads", u.no_user);
         }

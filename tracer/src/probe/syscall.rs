@@ -277,9 +277,13 @@ impl Layout {
         let reads = (self.reads.iter())
             .map(|&at| {
                 let mut read = Read::default();
+                // NULL is shown as such; an unreadable address as itself.
                 let (Some(memory), addr) = (memory, args[at]) else {
                     return read;
                 };
+                if addr == 0 {
+                    return read;
+                }
                 let entry = match self.params[at].kind {
                     Arg::Path => memory
                         .string(addr, STRLEN_MAX as usize)
@@ -295,14 +299,18 @@ impl Layout {
                         };
                         (bytes.len() == wanted).then_some((bytes, flags))
                     }
-                    Arg::In(s) if addr != 0 => Some((memory.bytes(addr, s.bytes()), 0)),
-                    Arg::Futex(FutexArg::Timeout, _) if addr != 0 => {
-                        Some((memory.bytes(addr, Struct::Timespec.bytes()), 0))
+                    // Whole or not at all, as the exit program's read of it is.
+                    Arg::In(_) | Arg::Futex(FutexArg::Timeout, _) => {
+                        let len = match self.params[at].kind {
+                            Arg::In(s) => s.bytes(),
+                            _ => Struct::Timespec.bytes(),
+                        };
+                        let bytes = memory.bytes(addr, len);
+                        (bytes.len() == len).then_some((bytes, 0))
                     }
                     _ => None,
                 };
-                read.entries
-                    .extend(entry.filter(|(bytes, _)| !bytes.is_empty() || addr != 0));
+                read.entries.extend(entry);
                 read
             })
             .collect();
