@@ -1,8 +1,9 @@
 //! `tracer profile`: what is on CPU, as sampled stacks counted in the kernel (a perf-event
 //! slot on cycles or cpu-clock events, per CPU or per task, `PERF_EVENT_IOC_SET_BPF`), or,
 //! with `--off-cpu`, how long tasks block and where (a program on `sched:sched_switch`).
-//! Nothing streams: the counts and stacks are read and symbolized once, at the end (or per
-//! `-I` interval).
+//! Nothing streams: the counts and stacks are read and symbolized per `-I` interval, or, without
+//! one, every [`FOLD_EVERY`] (sooner when the count map is half full), and taken out of the
+//! maps once read: a run of any length never fills them.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Instant;
@@ -86,7 +87,6 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         .or_else(|| offcpu.as_ref().map(|(_, slot)| slot.clone()));
     let mut sink = ProfileSink {
         bpf: &mut bpf,
-        drain: plan.format == ProfileFormat::Text,
         reported: Default::default(),
         slot: slot.as_ref(),
         unwound,
@@ -95,7 +95,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         symbolized: Instant::now(),
         tracker,
         output,
-        intervals: intervals(&plan, measure, skip_idle),
+        intervals: intervals(&plan, measure, skip_idle, slot.is_some()),
     };
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
     if sink.intervals.is_some() {
@@ -107,13 +107,12 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         mut output,
         intervals,
         unwound,
-        drain,
         reported,
         ..
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
     tracker.lend(&mut symbolizer);
-    let (entries, mut accounting) = match (unwound, &slot) {
+    let (mut entries, mut accounting) = match (unwound, &slot) {
         (Some(mut unwound), _) => unwound.take_entries(&mut symbolizer),
         (None, Some(slot)) => sampling::entries(&bpf, slot, &mut symbolizer, skip_idle, off_cpu)?,
         (None, None) => unreachable!("a slot or unwound samples"),
@@ -122,8 +121,8 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     if offcpu.is_some() {
         accounting.unended = bpf.offcpu_unended()?;
     }
-    if drain && intervals.is_some() && slot.is_some() {
-        held_by_reports(reported, &entries, &mut accounting);
+    if let Some(iv) = intervals.filter(|_| slot.is_some()) {
+        held_by_reports(reported, &mut entries, &mut accounting, iv.kept);
     }
     drop((sampler, offcpu));
     accounting.maps_lost = maps_lost + maps_malformed;
@@ -134,7 +133,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         seconds: outcome.elapsed.as_secs_f64(),
     };
     // With -I the intervals were the report.
-    if !(plan.format == ProfileFormat::Text && intervals.is_some()) {
+    if plan.interval.is_none() {
         write_profile(&plan, &profile, &mut output, outcome.elapsed)?;
     }
     summary(&profile, &outcome).print();
@@ -150,9 +149,9 @@ fn symbolizer_for(pid: Option<u32>) -> Symbolizer {
     symbolizer
 }
 
-/// What the run's reports held (`-I` in text, whose reports take the counts out of the map):
-/// their accounting, their stacks by a hash of task and frames, and the processes reported
-/// that may still run.
+/// What the run's reports held (`-I`, or the folds of a run without it, take the counts out of
+/// the map): their accounting, their stacks by a hash of task and frames, and the processes
+/// reported that may still run.
 type Held = (
     out::Accounting,
     hashbrown::HashSet<u64>,
@@ -160,18 +159,34 @@ type Held = (
 );
 
 /// The run's accounting when its reports took the counts out of the map: what they held, with
-/// what is left (`entries`, `accounting`).
-fn held_by_reports(mut reported: Held, entries: &[out::Entry], accounting: &mut out::Accounting) {
+/// what is left (`entries`, `accounting`). Folds (`kept`, a run without `-I`) kept their
+/// entries, which join what is left: the run's profile. (`accounting.exited` is the run's
+/// already: the symbolizer counts it.)
+fn held_by_reports(
+    mut reported: Held,
+    entries: &mut Vec<out::Entry>,
+    accounting: &mut out::Accounting,
+    kept: Option<sampling::Merged>,
+) {
     add_reported((&mut reported.0, &mut reported.1), entries, accounting);
     let (held, stacks, _) = reported;
     accounting.stacks_lost = held.stacks_lost;
     accounting.idle = held.idle;
     accounting.own = held.own;
-    accounting.exited = held.exited;
-    accounting.reported = held.reported.map(|r| out::Reported {
-        stacks: stacks.len() as u64,
-        ..r
-    });
+    match kept {
+        Some(mut kept) => {
+            std::mem::take(entries)
+                .into_iter()
+                .for_each(|e| kept.add(e));
+            *entries = kept.sorted();
+        }
+        None => {
+            accounting.reported = held.reported.map(|r| out::Reported {
+                stacks: stacks.len() as u64,
+                ..r
+            })
+        }
+    }
 }
 
 /// Adds a report's stacks and accounting to what the run's reports held.
@@ -197,7 +212,6 @@ fn add_reported(
     held.stacks_lost += accounting.stacks_lost;
     held.idle += accounting.idle;
     held.own += accounting.own;
-    held.exited += accounting.exited;
 }
 
 /// The BPF object with room for stacks and counts, and for the off-CPU program's blocks.
@@ -273,10 +287,25 @@ fn start(
     })
 }
 
-/// `-I`: a report of each interval, from now on.
-fn intervals(plan: &ProfilePlan, measure: Measure, skip_idle: bool) -> Option<Intervals> {
-    plan.interval.map(|every| Intervals {
+/// How often a run without `-I` takes its counts out of the map (a fold), at the latest.
+const FOLD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `-I`: a report of each interval, from now on; without it, when the kernel counts (`counted`,
+/// not `--call-graph dwarf`), a fold every [`FOLD_EVERY`], kept for the end.
+fn intervals(
+    plan: &ProfilePlan,
+    measure: Measure,
+    skip_idle: bool,
+    counted: bool,
+) -> Option<Intervals> {
+    let (every, kept) = match plan.interval {
+        Some(every) => (every, None),
+        None if counted => (FOLD_EVERY, Some(sampling::Merged::default())),
+        None => return None,
+    };
+    Some(Intervals {
         every,
+        kept,
         started: Instant::now(),
         last: Instant::now(),
         reports: 0,
@@ -385,13 +414,11 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
 
 /// Nothing streams: the run keeps the target's mappings fresh, reads those of every new
 /// process counted every 250 ms (a process that exits before the end keeps its frames), with
-/// `-I` prints what each interval added, and stops the programs at its end.
+/// `-I` prints what each interval added (without it, folds it), and stops the programs at its
+/// end.
 struct ProfileSink<'a> {
     bpf: &'a mut Bpf,
-    /// `-I` reports are the last word on what they count (text): each interval's cells
-    /// leave the count map after its report, so that it never fills.
-    drain: bool,
-    /// With `drain`: what the reports held, for the run's summary (its stacks by a hash of
+    /// What the reports and folds held, for the run's summary (its stacks by a hash of
     /// their task and frames), and the processes reported that may still run.
     reported: Held,
     /// The counting slot (frame pointers, off-CPU); `None` with `--call-graph dwarf`, whose
@@ -406,9 +433,12 @@ struct ProfileSink<'a> {
     intervals: Option<Intervals>,
 }
 
-/// `-I`: when the last report was printed, and the counts it covered.
+/// `-I`: when the last report was printed, and the counts it covered. Each report is the last
+/// word on what it counts: its cells leave the count map, so that it never fills. A run
+/// without `-I` folds instead (`kept`): the same, the entries kept for the end, not printed.
 struct Intervals {
     every: std::time::Duration,
+    kept: Option<sampling::Merged>,
     started: Instant,
     last: Instant,
     reports: u64,
@@ -434,10 +464,9 @@ impl ProfileSink<'_> {
             (None, Some(slot)) => {
                 let grown =
                     sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
-                let gone = match self.drain {
-                    true => sampling::gone(&iv.previous, &mut self.reported.2),
-                    false => Default::default(),
-                };
+                // The mappings the kernel's records gave of processes that may be gone.
+                self.tracker.lend_to(&mut self.symbolizer);
+                let gone = sampling::gone(&iv.previous, &mut self.reported.2);
                 let timed = matches!(iv.measure, Measure::OffCpu { .. });
                 let mut accounting = out::Accounting::default();
                 let entries = sampling::entries_of(
@@ -448,27 +477,32 @@ impl ProfileSink<'_> {
                     timed,
                     &mut accounting,
                 )?;
-                if self.drain {
-                    sampling::drain(self.bpf, &mut iv.previous, &gone, &mut self.symbolizer)?;
-                    // Their mappings are not wanted again either.
-                    self.tracker.forget(&gone);
-                }
+                sampling::drain(self.bpf, &mut iv.previous, &gone, &mut self.symbolizer)?;
+                // Their mappings are not wanted again either.
+                self.tracker.forget(&gone);
                 (entries, accounting)
             }
             (None, None) => unreachable!("a slot or unwound samples"),
         };
         iv.reports += 1;
-        if self.drain && self.unwound.is_none() {
+        if self.unwound.is_none() {
             let (held, stacks, _) = &mut self.reported;
             add_reported((held, stacks), &entries, &accounting);
+        }
+        let seconds = iv.last.elapsed().as_secs_f64();
+        iv.last = Instant::now();
+        if let Some(kept) = iv.kept.as_mut() {
+            // A fold: what it took out of the maps, merged as it comes (the same stacks come
+            // back fold after fold).
+            entries.into_iter().for_each(|e| kept.add(e));
+            return Ok(());
         }
         let profile = Profile {
             measure: iv.measure,
             entries,
             accounting,
-            seconds: iv.last.elapsed().as_secs_f64(),
+            seconds,
         };
-        iv.last = Instant::now();
         let what = if last { "last interval" } else { "interval" };
         let body = match profile.entries.is_empty() {
             true => "no stacks\n".to_string(),
@@ -505,12 +539,16 @@ impl Sink for ProfileSink<'_> {
         let slot = self
             .slot
             .filter(|_| self.symbolized.elapsed().as_millis() >= 250);
+        let mut filling = false;
         if let Some(slot) = slot {
-            let sampled = sampling::remember_processes(self.bpf, slot, &mut self.symbolizer)?;
+            let (sampled, held) =
+                sampling::remember_processes(self.bpf, slot, &mut self.symbolizer)?;
             self.tracker.prune(&sampled);
             self.symbolized = Instant::now();
+            filling = held.filling();
         }
-        if (self.intervals.as_ref()).is_some_and(|iv| iv.last.elapsed() >= iv.every) {
+        let due = |iv: &Intervals| iv.last.elapsed() >= iv.every || (iv.kept.is_some() && filling);
+        if self.intervals.as_ref().is_some_and(due) {
             self.report(false)?;
         }
         Ok(false)

@@ -582,9 +582,13 @@ impl Process {
     /// The load bias of `path` in this process: where its offset-0 mapping starts, minus the
     /// link-time address that mapping holds. Zero for non-PIE executables.
     fn bias(&self, path: &Path, base: u64) -> Option<u64> {
+        // Compared as bytes: a Path's `==` walks both by components (the kernel's paths are
+        // canonical), and this runs for every frame named (a third of a profile's
+        // symbolizing time on 40,000 distinct stacks).
+        let path = path.as_os_str();
         self.maps
             .iter()
-            .filter(|m| m.path.as_deref() == Some(path) && m.offset == 0)
+            .filter(|m| m.offset == 0 && m.path.as_deref().map(Path::as_os_str) == Some(path))
             .map(|m| m.start.wrapping_sub(base))
             .min()
     }
@@ -737,10 +741,9 @@ impl Process {
 
     /// Where the uprobes page starts, when `addr` is in it (see [`UPROBES`]).
     pub fn uprobes_page(&self, addr: u64) -> Option<u64> {
-        (self.maps.iter())
-            .find(|m| {
-                m.path.as_deref() == Some(Path::new(UPROBES)) && (m.start..m.end).contains(&addr)
-            })
+        // The mapping first, then its name as bytes (see `bias`): this runs for every frame.
+        (self.mapping_at(addr))
+            .filter(|m| m.path.as_deref().map(Path::as_os_str) == Some(UPROBES.as_ref()))
             .map(|m| m.start)
     }
 

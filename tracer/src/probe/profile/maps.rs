@@ -11,7 +11,12 @@ use crate::Error;
 /// and `FORK` records on a dummy event per CPU: a process that lives for milliseconds, and is
 /// gone before `/proc/PID/maps` could be read, still has its frames named (perf's way).
 pub struct MapsTracker {
-    rings: Vec<perf::Ring>,
+    /// The rings and what was read of them, shared with the reader thread.
+    read: std::sync::Arc<std::sync::Mutex<Read>>,
+    /// The reader: drains the rings every [`READ_EVERY`] while tracer is busy elsewhere
+    /// (naming a new program's frames reads its DWARF: 86 ms for libc's debug file, where a
+    /// shell loop's 15,000 mmaps a second overflowed a ring by 932 records).
+    reader: Option<(std::thread::JoinHandle<()>, std::sync::mpsc::Sender<()>)>,
     maps: hashbrown::HashMap<u32, Vec<Mapping>>,
     /// Processes whose exit was seen since the last [`MapsTracker::prune`].
     exited: Vec<u32>,
@@ -27,10 +32,21 @@ pub struct MapsTracker {
     pub malformed: u64,
 }
 
+/// How often the reader thread drains the rings.
+const READ_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The rings, and the changes read from them not applied yet.
+struct Read {
+    rings: Vec<perf::Ring>,
+    changes: Vec<(u64, Change)>,
+    lost: u64,
+    malformed: u64,
+}
+
 impl MapsTracker {
     /// One dummy event and 256 KiB ring per online CPU, every task's records (`task`: only
-    /// that task and, with `inherit`, what it starts). Nothing wakes tracer for them: the
-    /// rings are drained every 100 ms.
+    /// that task and, with `inherit`, what it starts). Nothing wakes tracer for them: a
+    /// thread of the tracker's reads them every 20 ms, and [`MapsTracker::drain`] too.
     pub fn open(task: Option<u32>) -> Result<MapsTracker, Error> {
         use perf::attr::flag;
         let mut rings = Vec::new();
@@ -77,8 +93,32 @@ impl MapsTracker {
             };
             rings.push(perf::Ring::new(event, 64)?);
         }
-        Ok(MapsTracker {
+        let read = std::sync::Arc::new(std::sync::Mutex::new(Read {
             rings,
+            changes: Vec::new(),
+            lost: 0,
+            malformed: 0,
+        }));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let shared = read.clone();
+        let reader = std::thread::Builder::new()
+            .name("tracer-maps".into())
+            .spawn(move || {
+                // Until the tracker is dropped (its sender with it).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(READ_EVERY)
+                {
+                    match shared.lock() {
+                        Ok(mut read) => read.read(),
+                        Err(_) => return,
+                    }
+                }
+            })
+            .ok()
+            .map(|handle| (handle, stop));
+        Ok(MapsTracker {
+            read,
+            reader,
             maps: hashbrown::HashMap::new(),
             exited: Vec::new(),
             execed: hashbrown::HashSet::new(),
@@ -93,85 +133,14 @@ impl MapsTracker {
     /// a process that moved between CPUs while it exec'd wrote its exec on one and the
     /// mappings of its new program on another.
     pub fn drain(&mut self) {
-        use perf::record::{self as rec, Mmap2File, Record};
-        let layout = rec::Layout {
-            sample_type: perf::attr::sample::TIME,
-            sample_id_all: true,
-            ..rec::Layout::default()
-        };
-        let mut changes: Vec<(u64, Change)> = Vec::new();
-        let (lost, malformed) = (&mut self.lost, &mut self.malformed);
-        for ring in &mut self.rings {
-            let stats = ring.drain(|bytes| {
-                let Ok(parsed) = rec::parse(bytes, &layout) else {
-                    *malformed += 1;
-                    return;
-                };
-                let time = parsed.sample_id.time.unwrap_or(0);
-                let change = match parsed.record {
-                    Record::Mmap2 {
-                        pid,
-                        addr,
-                        len,
-                        pgoff,
-                        file,
-                        prot,
-                        filename,
-                        ..
-                    } => {
-                        let (dev, inode, build_id) = match file {
-                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino, None),
-                            Mmap2File::BuildId(id) => ((0, 0), 0, Some(symbols::hex(id))),
-                        };
-                        let name = filename.split(|&b| b == 0).next().unwrap_or_default();
-                        let path = std::str::from_utf8(name)
-                            .map_or(name.first() == Some(&b'/'), symbols::kept_path)
-                            .then(|| {
-                                use std::os::unix::ffi::OsStrExt;
-                                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
-                            });
-                        let flag = |bit: i32, c: char| if prot & bit as u32 != 0 { c } else { '-' };
-                        let perms = format!(
-                            "{}{}{}p",
-                            flag(libc::PROT_READ, 'r'),
-                            flag(libc::PROT_WRITE, 'w'),
-                            flag(libc::PROT_EXEC, 'x')
-                        );
-                        Change::Mapped(
-                            pid,
-                            Mapping {
-                                start: addr,
-                                end: addr.saturating_add(len),
-                                offset: pgoff,
-                                perms,
-                                dev,
-                                inode,
-                                build_id,
-                                path,
-                            },
-                        )
-                    }
-                    // An exec replaces the process's mappings (perf_event_open(2): misc
-                    // PERF_RECORD_MISC_COMM_EXEC).
-                    Record::Comm { pid, .. } if parsed.header.misc & rec::misc::BIT13 != 0 => {
-                        Change::Exec(pid)
-                    }
-                    // A new process starts with its parent's mappings.
-                    Record::Fork(t) if t.pid != t.ppid => Change::Fork(t.pid, t.ppid),
-                    // A process (not a thread) ended.
-                    Record::Exit(t) if t.pid == t.tid => Change::Exit(t.pid),
-                    Record::Lost { lost: n, .. } => {
-                        *lost += n;
-                        return;
-                    }
-                    _ => return,
-                };
-                changes.push((time, change));
-            });
-            if stats.corrupt {
-                *malformed += 1;
+        let mut changes = match self.read.lock() {
+            Ok(mut read) => {
+                read.read();
+                (self.lost, self.malformed) = (read.lost, read.malformed);
+                std::mem::take(&mut read.changes)
             }
-        }
+            Err(_) => return,
+        };
         changes.sort_by_key(|(time, _)| *time);
         for (_, change) in changes {
             match change {
@@ -267,11 +236,105 @@ impl MapsTracker {
     /// a child of a shell, still the shell).
     pub fn lend(mut self, symbolizer: &mut Symbolizer) {
         self.drain();
-        for (pid, mut maps) in self.maps {
+        for (pid, mut maps) in std::mem::take(&mut self.maps) {
             // The latest mapping of an address range first: a range unmapped and mapped again
             // holds the later file.
             maps.reverse();
             symbolizer.remember_maps(pid, maps, self.execed.contains(&pid));
+        }
+    }
+}
+
+impl Drop for MapsTracker {
+    /// Stops the reader thread (its channel closes) and waits for it.
+    fn drop(&mut self) {
+        if let Some((handle, stop)) = self.reader.take() {
+            drop(stop);
+            _ = handle.join();
+        }
+    }
+}
+
+impl Read {
+    /// Reads the records waiting in the rings into `changes`.
+    fn read(&mut self) {
+        use perf::record::{self as rec, Mmap2File, Record};
+        let layout = rec::Layout {
+            sample_type: perf::attr::sample::TIME,
+            sample_id_all: true,
+            ..rec::Layout::default()
+        };
+        let (lost, malformed, changes) = (&mut self.lost, &mut self.malformed, &mut self.changes);
+        for ring in &mut self.rings {
+            let stats = ring.drain(|bytes| {
+                let Ok(parsed) = rec::parse(bytes, &layout) else {
+                    *malformed += 1;
+                    return;
+                };
+                let time = parsed.sample_id.time.unwrap_or(0);
+                let change = match parsed.record {
+                    Record::Mmap2 {
+                        pid,
+                        addr,
+                        len,
+                        pgoff,
+                        file,
+                        prot,
+                        filename,
+                        ..
+                    } => {
+                        let (dev, inode, build_id) = match file {
+                            Mmap2File::Inode { maj, min, ino, .. } => ((maj, min), ino, None),
+                            Mmap2File::BuildId(id) => ((0, 0), 0, Some(symbols::hex(id))),
+                        };
+                        let name = filename.split(|&b| b == 0).next().unwrap_or_default();
+                        let path = std::str::from_utf8(name)
+                            .map_or(name.first() == Some(&b'/'), symbols::kept_path)
+                            .then(|| {
+                                use std::os::unix::ffi::OsStrExt;
+                                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
+                            });
+                        let flag = |bit: i32, c: char| if prot & bit as u32 != 0 { c } else { '-' };
+                        let perms = format!(
+                            "{}{}{}p",
+                            flag(libc::PROT_READ, 'r'),
+                            flag(libc::PROT_WRITE, 'w'),
+                            flag(libc::PROT_EXEC, 'x')
+                        );
+                        Change::Mapped(
+                            pid,
+                            Mapping {
+                                start: addr,
+                                end: addr.saturating_add(len),
+                                offset: pgoff,
+                                perms,
+                                dev,
+                                inode,
+                                build_id,
+                                path,
+                            },
+                        )
+                    }
+                    // An exec replaces the process's mappings (perf_event_open(2): misc
+                    // PERF_RECORD_MISC_COMM_EXEC).
+                    Record::Comm { pid, .. } if parsed.header.misc & rec::misc::BIT13 != 0 => {
+                        Change::Exec(pid)
+                    }
+                    // A new process starts with its parent's mappings.
+                    Record::Fork(t) if t.pid != t.ppid => Change::Fork(t.pid, t.ppid),
+                    // A process (not a thread) ended.
+                    Record::Exit(t) if t.pid == t.tid => Change::Exit(t.pid),
+                    Record::Lost { lost: n, .. } => {
+                        *lost += n;
+                        return;
+                    }
+                    _ => return,
+                };
+                changes.push((time, change));
+            });
+            if stats.corrupt {
+                *malformed += 1;
+            }
         }
     }
 }
