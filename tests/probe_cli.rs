@@ -630,32 +630,37 @@ fn the_command_dies_with_tracer_and_hangup_and_quit_end_cleanly() {
 
 /// tracer killed outright takes the command's whole tree along: a shell's background jobs,
 /// which the kernel's parent-death signal does not reach (it kills the shell alone, and the
-/// jobs ran on under init in 8 runs of 8), are killed by tracer's guard process. A run that
-/// ends as it should leaves no guard behind.
+/// jobs ran on under init in 8 runs of 8), are killed by tracer's guard process, under
+/// `probe`, `watch` (bash's own variable: dash has no symbols to watch) and `stat` (which
+/// loads the tracking programs for it alone). A run that ends as it should leaves no guard
+/// behind.
 #[test]
 fn the_commands_whole_tree_dies_with_a_killed_tracer() {
     if !has(Feature::Tracepoints, "tree_dies_with_tracer") {
         return;
     }
+    let probe = ["probe", "syscalls:sys_enter_getppid", "--", "sh"];
+    tree_dies_with_a_killed_tracer(&probe, '1');
+    tree_dies_with_a_killed_tracer(&["watch", "shell_initialized", "--", "bash"], '3');
+    tree_dies_with_a_killed_tracer(&["stat", "--", "sh"], '5');
+    guard_leaves_with_a_run_that_ends();
+}
+
+/// Kills `tracer ARGS -c SCRIPT` (ARGS ending in a shell) once the script's two background
+/// jobs run, and finds them gone, and its guard too. `tag` sets the jobs' sleeps apart.
+fn tree_dies_with_a_killed_tracer(args: &[&str], tag: char) {
     // Sleeps no other run has: this test process's id in their lengths.
     let (a, b) = (
-        format!("9{:09}1", std::process::id()),
-        format!("9{:09}2", std::process::id()),
+        format!("9{:09}{tag}1", std::process::id()),
+        format!("9{:09}{tag}2", std::process::id()),
     );
     let script = format!("sleep {a} & sleep {b} & echo started; wait");
-    let mut tracer = common::Tracer::new([
-        "probe",
-        "syscalls:sys_enter_getppid",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ])
-    .command()
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut tracer = common::Tracer::new(args.iter().copied().chain(["-c", &script]))
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut stdout = BufReader::new(tracer.stdout.take().unwrap());
     // The column heads, then the shell's line.
     let mut line = String::new();
@@ -712,16 +717,26 @@ fn the_commands_whole_tree_dies_with_a_killed_tracer() {
         std::thread::sleep(std::time::Duration::from_millis(10));
         jobs().is_empty()
     });
-    assert!(gone, "{:?} ran on after tracer was killed", jobs());
-    assert_eq!(guard.len(), 1, "tracer's children: no tracer-guard");
+    assert!(
+        gone,
+        "{args:?}: {:?} ran on after tracer was killed",
+        jobs()
+    );
+    assert_eq!(
+        guard.len(),
+        1,
+        "{args:?}: tracer's children: no tracer-guard"
+    );
     let guard_gone = (0..300).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(10));
         !running(guard[0])
     });
-    assert!(guard_gone, "the guard ran on");
+    assert!(guard_gone, "{args:?}: the guard ran on");
+}
 
-    // Ended as it should (the command exits): the guard, one of tracer's children the
-    // command lists, leaves too.
+/// Ended as it should (the command exits): the guard, one of tracer's children the command
+/// lists, leaves too.
+fn guard_leaves_with_a_run_that_ends() {
     let out = common::Tracer::new([
         "probe",
         "syscalls:sys_enter_getppid",

@@ -63,6 +63,11 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     let what: Vec<String> = (watches.iter())
         .map(|w| format!("{} ({:#x}/{})", w.name, w.addr, w.len))
         .collect();
+    // The command's process tree is followed so that the guard (guard.rs) can end all of it
+    // should tracer be killed; without tracefs, only the command dies with tracer.
+    if let Ok(fs) = crate::kernel::tracefs::Tracefs::locate() {
+        session.follow(&mut bpf, &fs)?;
+    }
     session.begin(&Banner {
         verb: "Watching",
         what: what.join(", "),

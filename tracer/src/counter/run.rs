@@ -121,6 +121,8 @@ impl State<'_> {
             true => None,
             false => Some(launch::launch(&plan.command)?),
         };
+        // Its whole tree dies with tracer, should tracer be killed (guard.rs).
+        let _tree = (launched.as_ref()).and_then(|child| session::guard_tree(child.pid()));
         let places = places(plan, launched.as_ref())?;
         let on_exec = plan.counted == Counted::Command && plan.delay.is_none();
         let opened = if plan.null_run {

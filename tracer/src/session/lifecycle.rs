@@ -276,6 +276,49 @@ impl Outcome {
     }
 }
 
+/// A launched command's process tree followed for its guard alone (guard.rs): `stat`, which
+/// loads no programs of its own, has its command's background jobs die with a killed tracer
+/// as the other commands do. Dropped once the run has ended as it should.
+pub struct TreeGuard {
+    // Dropped in this order: the guard told first, then the tracking programs.
+    _guard: crate::guard::Guard,
+    _tracking: Option<perf::Event>,
+    _bpf: Bpf,
+}
+
+/// Follows the tree of `pid` (held before its exec) with the tracking programs only, and
+/// starts its guard. Without BPF (an unprivileged `stat`), it says what that leaves.
+pub fn guard_tree(pid: u32) -> Option<TreeGuard> {
+    let follow = || -> Result<TreeGuard, Error> {
+        let fs = Tracefs::locate()?;
+        let mut bpf = Bpf::load_with(crate::bpf::Sizing {
+            uses: tracer_common::USES_TRACKED,
+            ..Default::default()
+        })?;
+        let tracking = probe::start_tracking(&mut bpf, &fs)?;
+        bpf.track(pid, TRACK_PENDING)?;
+        let guard = crate::guard::Guard::spawn(bpf.tracked_map()).map_err(|e| Error::Runtime {
+            message: e.to_string(),
+            hints: Vec::new(),
+        })?;
+        Ok(TreeGuard {
+            _guard: guard,
+            _tracking: tracking,
+            _bpf: bpf,
+        })
+    };
+    match follow() {
+        Ok(tree) => Some(tree),
+        Err(e) => {
+            crate::output::notes::note(format_args!(
+                "the command's children would outlive tracer if it were killed: no guard \
+                 process ({e})"
+            ));
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

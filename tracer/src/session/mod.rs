@@ -11,7 +11,7 @@ pub mod side;
 
 pub use crate::probe::Attached;
 pub use event_loop::{monotonic_ns, readable, wall_offset_ns, EventLoop, RunEnd, Signals, Sink};
-pub use lifecycle::{alive, Hold, Outcome, Session};
+pub use lifecycle::{alive, guard_tree, Hold, Outcome, Session, TreeGuard};
 pub use rings::{quarter_full, ringbuf_size, Batch, Losses, OutputRings, Transport};
 
 /// The machine the plans ask about: this one, read when a plan asks.
