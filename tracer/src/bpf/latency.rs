@@ -7,6 +7,18 @@ use tracer_common::{names, HistKey, LatConfig, LAT_STAT_COUNT};
 
 use super::{Bpf, Error, SlotKind};
 
+/// The latency program of an end of `kind`: the start (`end` None), or an end at a function's
+/// entry (`Some(false)`) or return (`Some(true)`).
+pub fn latency_program(kind: SlotKind, end: Option<bool>) -> &'static str {
+    match (kind, end) {
+        (SlotKind::Tracepoint, None) => "lat_tp_entry",
+        (_, None) => "lat_kp_entry",
+        (SlotKind::Tracepoint, Some(_)) => "lat_tp_exit",
+        (_, Some(true)) => "lat_kp_exit",
+        (_, Some(false)) => "lat_kp_end",
+    }
+}
+
 impl Bpf {
     /// Writes the latency programs' configuration (before any of them runs).
     pub fn set_latency_config(&mut self, config: LatConfig) -> Result<(), Error> {
@@ -24,13 +36,7 @@ impl Bpf {
         kind: SlotKind,
         end: Option<bool>,
     ) -> Result<&'static str, Error> {
-        let name = match (kind, end) {
-            (SlotKind::Tracepoint, None) => "lat_tp_entry",
-            (_, None) => "lat_kp_entry",
-            (SlotKind::Tracepoint, Some(_)) => "lat_tp_exit",
-            (_, Some(true)) => "lat_kp_exit",
-            (_, Some(false)) => "lat_kp_end",
-        };
+        let name = latency_program(kind, end);
         self.load_program(name, kind)?;
         Ok(name)
     }

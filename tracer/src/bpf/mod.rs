@@ -25,6 +25,7 @@ mod trace;
 
 pub use error::Error;
 pub use features::{probe_attach_type, AttachTypeError, ProbeType};
+pub use latency::latency_program;
 pub use load::{RingBufSize, Room, Rooms, Sizing};
 pub use rings::SharedRing;
 pub use slots::tracked_in;

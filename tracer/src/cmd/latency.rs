@@ -61,6 +61,12 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     if probe::latency::copies_stack_top(&plan) {
         sink.tracker = Some(probe::profile::MapsTracker::open(session.pid())?);
     }
+    sink.follow = Some(Following {
+        pair: &mut pair,
+        fs: &fs,
+        plan: &plan,
+        checked: std::time::Instant::now(),
+    });
     let ring_fds = sink.rings.raw_fds();
     let outcome = session.run(&mut sink, ring_fds, plan.duration)?;
     sink.print_histograms()?;
@@ -94,6 +100,17 @@ struct LatencySink<'a, W: std::io::Write> {
     symbolizer: Symbolizer,
     /// With streamed user stacks: the mappings of processes from the kernel's records.
     tracker: Option<probe::profile::MapsTracker>,
+    /// The pair, whose user ends follow their files (a deploy, an upgrade) in long runs.
+    follow: Option<Following<'a>>,
+}
+
+/// What following the pair's files takes, and when they were last checked (once a second:
+/// a `stat` of each).
+struct Following<'a> {
+    pair: &'a mut probe::latency::LatencyPair,
+    fs: &'a Tracefs,
+    plan: &'a LatencyPlan,
+    checked: std::time::Instant,
 }
 
 /// An outlier's start arguments (`word::LAT_ARG0..`) as the start probe's values decode them.
@@ -135,6 +152,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             end_ret: plan.end.ret,
             symbolizer: Symbolizer::default(),
             tracker: None,
+            follow: None,
         }
     }
 }
@@ -294,6 +312,12 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         // Records drained on time, whether outliers come or not (its rings are not woken).
         if let Some(tracker) = self.tracker.as_mut() {
             tracker.drain();
+        }
+        if let Some(f) = (self.follow.as_mut()).filter(|f| f.checked.elapsed().as_secs() >= 1) {
+            f.checked = std::time::Instant::now();
+            (f.pair.follow(self.bpf, f.fs, f.plan))
+                .into_iter()
+                .for_each(crate::output::notes::note);
         }
         if let Some(interval) = self.interval {
             if self.last_interval.elapsed() >= interval {

@@ -46,9 +46,63 @@ pub struct LatencyPair {
     pub by_names: ValueNames,
     /// How each end is served, where it is a kernel function (for the banner).
     pub via: [Option<Via>; 2],
+    /// Ends on files replaced since (see [`LatencyPair::follow`]): still counting the
+    /// processes that run the old code.
+    pub replaced: Vec<Box<Opened>>,
 }
 
 impl LatencyPair {
+    /// User ends whose file was replaced at its path since it was opened (a deploy, a package
+    /// upgrade; probe/follow.rs): the end's program is attached to the file there now, the
+    /// old event kept for the processes still running the old code (dropped, once the new one
+    /// runs, for a file rewritten in place). A line for each end followed, or why it was not.
+    pub fn follow(&mut self, bpf: &Bpf, fs: &Tracefs, plan: &LatencyPlan) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (index, spec, end) in [(0, &plan.start, None), (1, &plan.end, Some(plan.end.ret))] {
+            let pair_end = match index {
+                0 => &mut self.entry,
+                _ => &mut self.exit,
+            };
+            let PairEnd::Event(opened) = pair_end else {
+                continue;
+            };
+            let Some(old) = opened.binary.clone().filter(|b| b.replaced().is_some()) else {
+                continue;
+            };
+            let new = (open_event(
+                fs,
+                spec,
+                &mut None,
+                plan.kprobe_interface,
+                plan.whom.pid(),
+                index,
+            ))
+            .and_then(|new| follow_end(bpf, new, opened, end));
+            let new = match new {
+                Ok(new) => new,
+                Err(e) => {
+                    // Not tried again until the file changes again.
+                    if let Some(now) = old.replaced() {
+                        opened.binary = Some(now);
+                    }
+                    lines.push(format!("{spec}: {}", crate::describe(&e)));
+                    continue;
+                }
+            };
+            let binary = new.binary.clone().unwrap_or(old.clone());
+            let followed = super::follow::Followed {
+                path: binary.path.clone(),
+                inodes: (old.ino, binary.ino),
+            };
+            let old_end = std::mem::replace(opened, Box::new(new));
+            if (old.dev, old.ino) != (binary.dev, binary.ino) {
+                self.replaced.push(old_end);
+            }
+            lines.push(followed.line(&spec.to_string()));
+        }
+        lines
+    }
+
     /// Starts both ends: the exit first, so that an end with no start is only counted, never
     /// mismatched. (Linked ends run from their link on, made in the same order.)
     pub fn enable(&self) -> Result<(), Error> {
@@ -175,8 +229,27 @@ pub fn attach(
             start_values,
             by_names,
             via: [entry_via, exit_via],
+            replaced: Vec::new(),
         },
     ))
+}
+
+/// `new`, opened on an end's replaced file, running the end's program: what `old` ran.
+fn follow_end(bpf: &Bpf, new: Opened, old: &Opened, end: Option<bool>) -> Result<Opened, Error> {
+    let places = |o: &Opened| o.usdt.as_ref().map(|site| site.places);
+    if places(&new) != places(old) {
+        return Err(Error::Runtime {
+            message: "the new file's USDT probe reads its arguments from other places: it is \
+                      not probed"
+                .into(),
+            hints: vec!["restart tracer to measure the new file".into()],
+        });
+    }
+    // Loaded with the pair.
+    let program = crate::bpf::latency_program(SlotKind::Probe, end);
+    new.event.set_bpf(bpf.named_program_fd(program)?)?;
+    new.event.enable(false)?;
+    Ok(new)
 }
 
 /// Attaches one end's latency program: through the function's trampoline (`target`), or to
