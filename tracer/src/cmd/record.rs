@@ -124,6 +124,7 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     );
     sink.watch_slots = watched.iter().map(|w| w.slot.id).collect();
     sink.maps = maps;
+    sink.follow = Some((&probes, probe::follow::Follower::new(&fs)));
     let mut fds = sink.rings.raw_fds();
     fds.extend(sink.side.raw_fds());
     let outcome = session.run(&mut sink, fds, plan.duration)?;

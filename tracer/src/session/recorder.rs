@@ -207,6 +207,8 @@ pub struct RecordSink<'a, W: Write> {
     /// kept).
     sampled: HashSet<u32>,
     error: Option<std::io::Error>,
+    /// The probes, whose user files are followed (a deploy, an upgrade) in long runs.
+    pub follow: Option<(&'a [crate::probe::Probe], crate::probe::follow::Follower)>,
 }
 
 /// What a recording reads: the BPF programs' output rings and the counters' side rings, and
@@ -234,6 +236,7 @@ impl<'a, W: Write> RecordSink<'a, W> {
             reorder: Reorder::new(plan.reorder_window_ns),
             writer,
             watch_slots: Vec::new(),
+            follow: None,
             slots: (sources.iter())
                 .filter_map(|s| match s.what {
                     SourceKind::Probe { slot, .. } | SourceKind::Watch { slot, .. } => {
@@ -467,6 +470,11 @@ impl<W: Write> Sink for RecordSink<'_, W> {
         // The mappings of processes that exited without a sample are not needed.
         if let Some(tracker) = self.maps.as_mut() {
             tracker.prune(&self.sampled);
+        }
+        if let Some((probes, follower)) = self.follow.as_mut() {
+            (follower.check(self.bpf, probes.iter()))
+                .into_iter()
+                .for_each(crate::output::notes::note);
         }
         Ok(false)
     }
