@@ -7,6 +7,8 @@
 //!   10,000 short children, spread over the run;
 //! - profile: `tracer profile -a -I 10s` of the whole (busy) machine: its count map is drained
 //!   at each report, so it never fills;
+//! - folds: `tracer profile -a -f folded` without `-I`, which folds its counts out of the maps
+//!   as it goes (every 10 s, or sooner as they fill) and writes them all at the end;
 //! - stacks: `tracer probe -s user -f json` on a uprobe hit once by each of 10,000 other short
 //!   children (each its own stack, by ASLR): streamed stacks are recycled, so capture stays
 //!   as good at the end as at the start.
@@ -104,6 +106,15 @@ pub fn soak() -> Result<()> {
         &churn_load,
     ]))?;
     let mut profile = spawn(&s(&[&tracer, "profile", "-a", "-I", "10s"]))?;
+    let folds = spawn(&s(&[
+        &tracer,
+        "profile",
+        "-a",
+        "-f",
+        "folded",
+        "-o",
+        "/dev/null",
+    ]))?;
     let stacks_uprobe = format!("uprobe:{stacks_prog}:tracer_testprog_target");
     let mut stacks = spawn(&s(&[
         &tracer,
@@ -156,12 +167,13 @@ pub fn soak() -> Result<()> {
         }
     });
     println!(
-        "{:>6} {:>10} {:>11} {:>11} {:>11} {:>11} {:>15} {:>6} {:>9} {:>12}",
+        "{:>6} {:>10} {:>11} {:>11} {:>11} {:>11} {:>11} {:>15} {:>6} {:>9} {:>12}",
         "s",
         "events",
         "stream RSS",
         "churn RSS",
         "profile RSS",
+        "folds RSS",
         "stacks RSS",
         "fds",
         "keys",
@@ -174,6 +186,7 @@ pub fn soak() -> Result<()> {
     while start.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_secs(10));
         let [a, b, c, d] = [&streaming, &churn, &profile, &stacks].map(|t| sample(t.id()));
+        let f = sample(folds.id());
         let (keys, uncounted) = *reports.lock().unwrap();
         let at = start.elapsed().as_secs();
         let events = *events.lock().unwrap();
@@ -182,37 +195,41 @@ pub fn soak() -> Result<()> {
         let (hits, lost) = (now.0 - before.0, now.1 - before.1);
         before = now;
         println!(
-            "{at:>6} {events:>10} {:>7} KiB {:>7} KiB {:>7} KiB {:>7} KiB {:>3}/{:<3}/{:<3}/{:<3} {keys:>6} {uncounted:>9} {lost:>5}/{hits:<6}",
-            a.rss_kib, b.rss_kib, c.rss_kib, d.rss_kib, a.fds, b.fds, c.fds, d.fds
+            "{at:>6} {events:>10} {:>7} KiB {:>7} KiB {:>7} KiB {:>7} KiB {:>7} KiB {:>3}/{:<3}/{:<3}/{:<3} {keys:>6} {uncounted:>9} {lost:>5}/{hits:<6}",
+            a.rss_kib, b.rss_kib, c.rss_kib, f.rss_kib, d.rss_kib, a.fds, b.fds, c.fds, d.fds
         );
         series.push(serde_json::json!({
             "s": at, "events": events,
             "stream_rss_kib": a.rss_kib, "stream_fds": a.fds,
             "churn_rss_kib": b.rss_kib, "churn_fds": b.fds,
             "profile_rss_kib": c.rss_kib, "profile_fds": c.fds,
+            "folds_rss_kib": f.rss_kib, "folds_fds": f.fds,
             "stacks_rss_kib": d.rss_kib, "stacks_fds": d.fds,
             "keys": keys, "uncounted": uncounted,
             "stacks_events": hits, "stacks_not_captured": lost,
         }));
     }
-    for child in [&streaming, &churn, &profile, &stacks] {
+    for child in [&streaming, &churn, &profile, &folds, &stacks] {
         let _ = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status();
     }
     let mut tail = String::new();
-    let mut profile_end = String::new();
+    let (mut profile_end, mut folds_end) = (String::new(), String::new());
     for (name, mut child) in [
         ("streaming", streaming),
         ("churn", churn),
         ("profile", profile),
+        ("folds", folds),
         ("stacks", stacks),
     ] {
         if let Some(err) = child.stderr.take() {
             let lines: Vec<String> = BufReader::new(err).lines().map_while(Result::ok).collect();
             let end = lines[lines.len().saturating_sub(4)..].join("\n");
-            if name == "profile" {
-                profile_end = end.clone();
+            match name {
+                "profile" => profile_end = end.clone(),
+                "folds" => folds_end = end.clone(),
+                _ => {}
             }
             tail += &format!("{name}:\n{end}\n");
         }
@@ -237,6 +254,8 @@ pub fn soak() -> Result<()> {
         "peak_profile_rss_kib": peak("profile_rss_kib"),
         "peak_stacks_rss_kib": peak("stacks_rss_kib"),
         "profile_end": profile_end,
+        "peak_folds_rss_kib": peak("folds_rss_kib"),
+        "folds_end": folds_end,
         "series": series,
     });
     crate::bench::save("soak", &json.to_string())
