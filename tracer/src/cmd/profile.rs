@@ -465,7 +465,8 @@ impl ProfileSink<'_> {
                 let grown =
                     sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
                 // The mappings the kernel's records gave of processes that may be gone.
-                self.tracker.lend_to(&mut self.symbolizer);
+                let named = grown.iter().map(|(key, _)| key.pid).collect();
+                self.tracker.lend_some(&mut self.symbolizer, &named);
                 let gone = sampling::gone(&iv.previous, &mut self.reported.2);
                 let timed = matches!(iv.measure, Measure::OffCpu { .. });
                 let mut accounting = out::Accounting::default();
