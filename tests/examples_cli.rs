@@ -108,6 +108,14 @@ const EXAMPLES: &[(&str, Check)] = &[
     ),
     ("tracer trace -p 1234 -d 2s -o calls.txt", trace_pid),
     ("tracer trace -a -e execve,openat -d 2", trace_all),
+    // docs/tools.md
+    ("tracer trace -a -e kill,tkill,tgkill -d 2", trace_all_kill),
+    ("tracer trace -a -e %%stat -d 2", trace_all_stat),
+    ("tracer trace -a -e sync,syncfs,fsync,fdatasync -d 2", trace_all_sync),
+    ("tracer trace -a -e %creds -d 2", trace_all_creds),
+    ("tracer trace -a -e nanosleep,clock_nanosleep -d 2", trace_all_sleep),
+    ("tracer trace -a -e exit_group -d 2", trace_all_exit),
+    ("tracer trace -a -c -d 2", trace_all_summary),
     ("tracer trace --format json -o calls.json -- true", trace_json),
     // tracer probe --help
     (

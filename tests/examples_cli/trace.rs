@@ -268,3 +268,96 @@ pub(crate) fn trace_all(ctx: &Ctx, example: &str) {
     assert_eq!(opens, 1, "{stderr}");
     assert_eq!(mine.last(), Some(&"+++ exited with 0 +++"), "{stderr}");
 }
+
+/// `tracer trace -a ...` while `program ARGS` runs (its command name `comm`): that process's
+/// lines, their `[pid N comm] ` head taken off, and tracer's stderr.
+fn lines_of_one(
+    ctx: &Ctx,
+    example: &str,
+    (program, args, comm): (&str, &[&str], &str),
+) -> (Vec<String>, String) {
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.workload(program, args);
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let prefix = format!("[pid {pid:>5} {comm}] ");
+    let mine = (stderr.lines())
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_string)
+        .collect();
+    (mine, stderr)
+}
+
+/// How many of `lines` are `line`.
+fn times(lines: &[String], line: &str) -> usize {
+    lines.iter().filter(|l| *l == line).count()
+}
+
+/// docs/tools.md's killsnoop: a shell's `kill -0 $$`.
+pub(crate) fn trace_all_kill(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.workload("sh", &["-c", "kill -0 $$"]);
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let line = format!("[pid {pid:>5} sh] kill({pid}, 0) = 0");
+    assert_eq!(stderr.lines().filter(|l| *l == line).count(), 1, "{stderr}");
+}
+
+/// docs/tools.md's statsnoop: coreutils' `stat /etc/hostname` stats it once, and succeeds.
+pub(crate) fn trace_all_stat(ctx: &Ctx, example: &str) {
+    let (mine, stderr) = lines_of_one(ctx, example, ("stat", &["/etc/hostname"], "stat"));
+    let stats = (mine.iter())
+        .filter(|l| l.contains("\"/etc/hostname\"") && l.ends_with(") = 0"))
+        .count();
+    assert_eq!(stats, 1, "{stderr}");
+}
+
+/// docs/tools.md's syncsnoop: `sync` calls sync() once.
+pub(crate) fn trace_all_sync(ctx: &Ctx, example: &str) {
+    let (mine, stderr) = lines_of_one(ctx, example, ("sync", &[], "sync"));
+    assert_eq!(times(&mine, "sync() = 0"), 1, "{stderr}");
+}
+
+/// docs/tools.md's setuids: python3 sets its group ids, then its user id (to what they are).
+pub(crate) fn trace_all_creds(ctx: &Ctx, example: &str) {
+    let script = "import os; os.setresgid(0, 0, 0); os.setuid(0)";
+    let (mine, stderr) = lines_of_one(ctx, example, ("python3", &["-c", script], "python3"));
+    assert_eq!(times(&mine, "setresgid(0, 0, 0) = 0"), 1, "{stderr}");
+    assert_eq!(times(&mine, "setuid(0) = 0"), 1, "{stderr}");
+}
+
+/// docs/tools.md's naptime: `sleep 0.1`'s one sleep, its length as given.
+pub(crate) fn trace_all_sleep(ctx: &Ctx, example: &str) {
+    let (mine, stderr) = lines_of_one(ctx, example, ("sleep", &["0.1"], "sleep"));
+    let sleeps = (mine.iter())
+        .filter(|l| {
+            l.starts_with("clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=0, tv_nsec=100000000}, ")
+                && l.ends_with(") = 0")
+        })
+        .count();
+    assert_eq!(sleeps, 1, "{stderr}");
+}
+
+/// docs/tools.md's exitsnoop: `true` exits, and how it ended follows.
+pub(crate) fn trace_all_exit(ctx: &Ctx, example: &str) {
+    let (mine, stderr) = lines_of_one(ctx, example, ("true", &[], "true"));
+    assert_eq!(
+        mine,
+        ["exit_group(0) = ?", "+++ exited with 0 +++"],
+        "{stderr}"
+    );
+}
+
+/// docs/tools.md's syscount: the table of every process's calls holds the workload's 1,000
+/// getppid calls (and any other process's).
+pub(crate) fn trace_all_summary(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    ctx.workload("./tracer-testprog", &["getppid", "1000"]);
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let row = (stderr.lines())
+        .find(|l| l.split_whitespace().last() == Some("getppid"))
+        .unwrap_or_else(|| panic!("no getppid row:\n{stderr}"));
+    let calls: u64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert!(calls >= 1000, "{row}\n{stderr}");
+}
