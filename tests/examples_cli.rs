@@ -116,6 +116,14 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer trace -a -e nanosleep,clock_nanosleep -d 2", trace_all_sleep),
     ("tracer trace -a -e exit_group -d 2", trace_all_exit),
     ("tracer trace -a -c -d 2", trace_all_summary),
+    (
+        "tracer stat -a -e sched:sched_process_fork -I 1000",
+        stat_forks_per_second,
+    ),
+    (
+        "tracer probe --hist nr_sector --count-by comm block:block_rq_issue -d 2",
+        probe_block_sizes,
+    ),
     ("tracer trace --format json -o calls.json -- true", trace_json),
     // tracer probe --help
     (

@@ -858,3 +858,36 @@ pub(crate) fn docs_probe_hist_bytes(ctx: &Ctx, example: &str) {
         "dd's five reads of 64 KiB: {stdout}"
     );
 }
+
+/// docs/tools.md's bitesize: dd's eight direct 4 KiB writes are eight requests of 8 sectors,
+/// in the `8` row of dd's histogram (any other process's requests in their own).
+pub(crate) fn probe_block_sizes(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    let out = ctx.path("bite-blocks");
+    ctx.workload(
+        "dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={}", out.display()),
+            "bs=4096",
+            "count=8",
+            "oflag=direct,sync",
+        ],
+    );
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let dd = (stdout.split("comm=dd\n").nth(1)).unwrap_or_else(|| panic!("{stdout}\n{stderr}"));
+    let eight = (dd.lines())
+        .take_while(|l| !l.starts_with("count "))
+        .find(|l| l.split_whitespace().next() == Some("8"))
+        .and_then(|l| {
+            l.split(':')
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!(eight >= 8, "{dd}");
+}

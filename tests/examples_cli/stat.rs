@@ -381,3 +381,32 @@ pub(crate) fn docs_stat_metric_only(ctx: &Ctx, example: &str) {
         assert_eq!(fields.len(), if hw { 6 } else { 7 }, "{stderr}");
     }
 }
+
+/// docs/tools.md's pidpersec: the machine's forks each second, among them a shell's five
+/// children and the shell itself.
+pub(crate) fn stat_forks_per_second(ctx: &Ctx, example: &str) {
+    let mut running = Running::spawn(ctx.command(&words(example, &[])));
+    let fork_row = |l: &str| l.split_whitespace().nth(2) == Some("sched:sched_process_fork");
+    running.wait_for(fork_row);
+    ctx.workload("sh", &["-c", "for i in 1 2 3 4 5; do /bin/true; done"]);
+    // Two more intervals: the one the forks fell in is printed.
+    let seen = std::cell::Cell::new(0);
+    running.wait_for(|l| {
+        seen.set(seen.get() + usize::from(fork_row(l)));
+        seen.get() == 2
+    });
+    let (stdout, stderr) = running.interrupted();
+    assert!(stdout.is_empty(), "{stdout}");
+    let forks: u64 = (stderr.lines())
+        .filter(|l| fork_row(l))
+        .map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .unwrap()
+                .replace(',', "")
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(forks >= 6, "{stderr}");
+}
