@@ -865,52 +865,22 @@ fn an_uncountable_field_is_refused_with_the_countable_ones() {
 /// the new file, 4 in the old one, each hit at the entry and the return.
 #[test]
 fn a_replaced_binary_is_followed_by_a_long_run() {
-    use std::io::{BufRead, Write};
     if !has(Feature::UprobePmu, "replaced_binary") || !has(Feature::Bpf, "replaced_binary") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let app = dir.path().join("followed-app");
-    std::fs::copy(testprog(), &app).unwrap();
-    let spec = format!("uprobe:{}:tracer_testprog_target", app.display());
-    let ret = format!("uretprobe:{}:tracer_testprog_target", app.display());
+    let deploy = common::Deploy::new();
+    let spec = format!("uprobe:{}:tracer_testprog_target", deploy.app.display());
+    let ret = format!("uretprobe:{}:tracer_testprog_target", deploy.app.display());
     let args = ["probe", "--count-by", "comm", "-f", "json", &spec, &ret];
     let (child, mut stderr, _) = common::tracer_started(&args);
-    let run = |calls: &str| {
-        let status = std::process::Command::new(&app)
-            .args(["call", calls])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    run("3");
-    let mut old = std::process::Command::new(&app)
-        .args(["--wait", "call", "4"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let staged = dir.path().join("followed-app.new");
-    std::fs::copy(testprog(), &staged).unwrap();
-    std::fs::rename(&staged, &app).unwrap();
-    let mut line = String::new();
-    while !line.contains("was replaced") {
-        line.clear();
-        assert_ne!(
-            stderr.read_line(&mut line).unwrap(),
-            0,
-            "no note of the file"
-        );
-    }
+    let notes = deploy.replace_during(&mut stderr, 1);
     assert!(
-        line.starts_with(&format!(
+        notes[0].starts_with(&format!(
             "note: 2 probes: {} was replaced (inode ",
-            app.display()
+            deploy.app.display()
         )),
-        "{line}"
+        "{notes:?}"
     );
-    run("5");
-    old.stdin.take().unwrap().write_all(b"x").unwrap();
-    assert!(old.wait().unwrap().success());
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();

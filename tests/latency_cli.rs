@@ -689,51 +689,20 @@ fn a_filter_measures_exactly_the_calls_it_names() {
 /// 4 in the old one, 12 in all. Before, the 5 were missed without a word.
 #[test]
 fn a_replaced_binary_is_followed_by_a_long_run() {
-    use std::io::{BufRead, Write};
     if !has(Feature::UprobePmu, "latency_replaced") || !has(Feature::Bpf, "latency_replaced") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let app = dir.path().join("followed-app");
-    std::fs::copy(common::testprog(), &app).unwrap();
-    let spec = format!("uprobe:{}:tracer_testprog_target", app.display());
+    let deploy = common::Deploy::new();
+    let app = deploy.app.display();
+    let spec = format!("uprobe:{app}:tracer_testprog_target");
     // -d: a run that never notes the file ends, and the test with it.
     let args = ["latency", &spec, "-f", "json", "-d", "60"];
     let (child, mut stderr, _) = common::tracer_started(&args);
-    let run = |calls: &str| {
-        let status = std::process::Command::new(&app)
-            .args(["call", calls])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    run("3");
-    let mut old = std::process::Command::new(&app)
-        .args(["--wait", "call", "4"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let staged = dir.path().join("followed-app.new");
-    std::fs::copy(common::testprog(), &staged).unwrap();
-    std::fs::rename(&staged, &app).unwrap();
-    let mut notes = Vec::new();
-    while notes.len() < 2 {
-        let mut line = String::new();
-        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "notes: {notes:?}");
-        if line.contains("was replaced") {
-            notes.push(line);
-        }
-    }
+    let notes = deploy.replace_during(&mut stderr, 2);
     for (note, end) in notes.iter().zip(["uprobe", "uretprobe"]) {
-        let want = format!(
-            "note: {end}:{app}:tracer_testprog_target: {app} was replaced (inode ",
-            app = app.display()
-        );
+        let want = format!("note: {end}:{app}:tracer_testprog_target: {app} was replaced (inode ");
         assert!(note.starts_with(&want), "{note}");
     }
-    run("5");
-    old.stdin.take().unwrap().write_all(b"x").unwrap();
-    assert!(old.wait().unwrap().success());
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();

@@ -1311,16 +1311,35 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
 /// of 39,966 were.
 #[test]
 fn interval_reports_never_fill_the_count_map() {
+    let Some((out, line, _)) = stackmix_for_8_s("interval_map_drain", &["-I", "2s"]) else {
+        return;
+    };
+    // Reports every 2 s and the last one's remainder: at least two (each takes a while to
+    // symbolize its thousands of deep stacks, so how many fit in 8 s varies).
+    let reports = (text(&out.stdout).lines())
+        .filter(|l| l.starts_with("--- ") && l.contains("interval "))
+        .count();
+    assert!(reports >= 2, "{reports} reports\n{line}");
+}
+
+/// tests/workloads/stackmix.c sampled at 4,999 Hz for 8 s with `args` (about 40,000 samples
+/// over more distinct stacks than the count map's 10,240 keys), checked to have counted
+/// every sample in a stack and none "not counted (map full)": the run, its summary line and
+/// the samples counted. `None` (said) under emulation.
+fn stackmix_for_8_s(name: &str, args: &[&str]) -> Option<(std::process::Output, String, u64)> {
     let _clock = beside();
     common::require_root();
     if common::emulated(
-        "interval_map_drain",
+        name,
         "skipped: 40,000 samples at 4,999 Hz take minutes under TCG",
     ) {
-        return;
+        return None;
     }
     let program = common::c_workload("stackmix");
-    let out = common::Tracer::new(["profile", "-F", "4999", "-I", "2s", "-d", "8", "--"])
+    let mut tracer_args = vec!["profile", "-F", "4999", "-d", "8"];
+    tracer_args.extend(args);
+    tracer_args.push("--");
+    let out = common::Tracer::new(tracer_args)
         .command()
         .args([program.to_str().unwrap(), "100000000000", "0", "0"])
         .output()
@@ -1329,18 +1348,15 @@ fn interval_reports_never_fill_the_count_map() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let line = (stderr.lines())
         .find(|l| l.contains(" samples counted: "))
-        .unwrap_or_else(|| panic!("{stderr}"));
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .to_string();
     let words: Vec<&str> = line.split_whitespace().collect();
     let (counted, in_stacks) = (words[0], words[3]);
     assert_eq!(counted, in_stacks, "{line}");
-    assert!(counted.parse::<u64>().unwrap() > 20_000, "{line}");
+    let counted: u64 = counted.parse().unwrap();
+    assert!(counted > 20_000, "{line}");
     assert!(line.contains(", 0 not counted (map full), "), "{line}");
-    // Reports every 2 s and the last one's remainder: at least two (each takes a while to
-    // symbolize its thousands of deep stacks, so how many fit in 8 s varies).
-    let reports = (text(&out.stdout).lines())
-        .filter(|l| l.starts_with("--- ") && l.contains("interval "))
-        .count();
-    assert!(reports >= 2, "{reports} reports");
+    Some((out, line, counted))
 }
 
 /// Without `-I`, the run folds: its counts leave the maps every 10 s, or as soon as the count
@@ -1351,31 +1367,9 @@ fn interval_reports_never_fill_the_count_map() {
 /// about 3% now).
 #[test]
 fn a_run_without_intervals_never_fills_its_maps() {
-    let _clock = beside();
-    common::require_root();
-    if common::emulated(
-        "fold_map_drain",
-        "skipped: 40,000 samples at 4,999 Hz take minutes under TCG",
-    ) {
+    let Some((out, line, counted)) = stackmix_for_8_s("fold_map_drain", &["-f", "folded"]) else {
         return;
-    }
-    let program = common::c_workload("stackmix");
-    let out = common::Tracer::new(["profile", "-F", "4999", "-d", "8", "-f", "folded", "--"])
-        .command()
-        .args([program.to_str().unwrap(), "100000000000", "0", "0"])
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let line = (stderr.lines())
-        .find(|l| l.contains(" samples counted: "))
-        .unwrap_or_else(|| panic!("{stderr}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let (counted, in_stacks) = (words[0], words[3]);
-    assert_eq!(counted, in_stacks, "{line}");
-    let counted: u64 = counted.parse().unwrap();
-    assert!(counted > 20_000, "{line}");
-    assert!(line.contains(", 0 not counted (map full), "), "{line}");
+    };
     let folded: u64 = (text(&out.stdout).lines())
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
         .sum();

@@ -1171,46 +1171,23 @@ fn recordings_of_every_format_this_build_reads_report_as_when_written() {
 /// hits in the recording (7 before: the new file's 5 were missed without a word).
 #[test]
 fn a_replaced_binary_is_followed_by_a_long_recording() {
-    use std::io::{BufRead, Write};
     if !has(Feature::UprobePmu, "record_replaced") || !has(Feature::Bpf, "record_replaced") {
         return;
     }
+    let deploy = common::Deploy::new();
+    let spec = format!("uprobe:{}:tracer_testprog_target", deploy.app.display());
     let dir = tempfile::tempdir().unwrap();
-    let app = dir.path().join("followed-app");
-    std::fs::copy(common::testprog(), &app).unwrap();
-    let spec = format!("uprobe:{}:tracer_testprog_target", app.display());
     let file = dir.path().join("followed.trace");
     let file = file.to_str().unwrap();
     // -d: a run that never notes the file ends, and the test with it.
     let args = ["record", "-o", file, "-P", &spec, "-d", "60"];
     let (child, mut stderr, _) = common::tracer_started(&args);
-    let run = |calls: &str| {
-        let status = Command::new(&app).args(["call", calls]).status().unwrap();
-        assert!(status.success());
-    };
-    run("3");
-    let mut old = Command::new(&app)
-        .args(["--wait", "call", "4"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let staged = dir.path().join("followed-app.new");
-    std::fs::copy(common::testprog(), &staged).unwrap();
-    std::fs::rename(&staged, &app).unwrap();
-    let mut line = String::new();
-    while !line.contains("was replaced") {
-        line.clear();
-        assert_ne!(
-            stderr.read_line(&mut line).unwrap(),
-            0,
-            "no note of the file"
-        );
-    }
-    let want = format!("note: {spec}: {} was replaced (inode ", app.display());
-    assert!(line.starts_with(&want), "{line}");
-    run("5");
-    old.stdin.take().unwrap().write_all(b"x").unwrap();
-    assert!(old.wait().unwrap().success());
+    let notes = deploy.replace_during(&mut stderr, 1);
+    let want = format!(
+        "note: {spec}: {} was replaced (inode ",
+        deploy.app.display()
+    );
+    assert!(notes[0].starts_with(&want), "{notes:?}");
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();

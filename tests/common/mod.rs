@@ -890,3 +890,65 @@ pub fn stack_frames(trace: &str) -> Vec<Vec<(String, String)>> {
     }
     calls
 }
+
+/// A program deployed over itself while a long run probes it: a copy of the workload program
+/// (`app`) that [`Deploy::replace_during`] replaces at its path as a deploy or a package
+/// upgrade does (a new file renamed over the old), with calls before, in the new file, and in
+/// a process still running the old one.
+#[allow(dead_code)]
+pub struct Deploy {
+    pub app: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+#[allow(dead_code)]
+impl Deploy {
+    pub fn new() -> Deploy {
+        let dir = tempfile::tempdir().unwrap();
+        let app = dir.path().join("followed-app");
+        std::fs::copy(testprog(), &app).unwrap();
+        Deploy { app, dir }
+    }
+
+    /// `tracer_testprog_target` of `app` called `calls` times, in a process of its own.
+    fn run(&self, calls: &str) {
+        let status = Command::new(&self.app)
+            .args(["call", calls])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// With a tracer started on `app` (its stderr): 3 calls, then a process of the file that
+    /// waits; the file replaced; tracer's stderr read until it has said `notes` times that the
+    /// file was replaced (those lines returned); then 5 calls in the new file and 4 in the
+    /// waiting process of the old one: 12 in all.
+    pub fn replace_during(
+        &self,
+        stderr: &mut std::io::BufReader<std::process::ChildStderr>,
+        notes: usize,
+    ) -> Vec<String> {
+        use std::io::BufRead;
+        self.run("3");
+        let mut old = Command::new(&self.app)
+            .args(["--wait", "call", "4"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let staged = self.dir.path().join("followed-app.new");
+        std::fs::copy(testprog(), &staged).unwrap();
+        std::fs::rename(&staged, &self.app).unwrap();
+        let mut said = Vec::new();
+        while said.len() < notes {
+            let mut line = String::new();
+            assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "notes: {said:?}");
+            if line.contains("was replaced") {
+                said.push(line);
+            }
+        }
+        self.run("5");
+        old.stdin.take().unwrap().write_all(b"x").unwrap();
+        assert!(old.wait().unwrap().success());
+        said
+    }
+}
