@@ -97,6 +97,21 @@ impl Ctx {
         pid
     }
 
+    /// dd's eight synchronous 4 KiB writes straight to the disk, to a file `name` here (not
+    /// tmpfs: the block layer sees them).
+    pub(crate) fn direct_writes(&self, name: &str) {
+        let out = self.path(name);
+        let of = format!("of={}", out.display());
+        let args = [
+            "if=/dev/zero",
+            &of,
+            "bs=4096",
+            "count=8",
+            "oflag=direct,sync",
+        ];
+        self.workload("dd", &args);
+    }
+
     /// `./prog --wait` ready to be traced by pid.
     pub(crate) fn waiting_prog(&self) -> Workload {
         let mut cmd = Command::new(self.path("prog"));

@@ -158,18 +158,7 @@ pub(crate) fn latency_wakeup(ctx: &Ctx, example: &str) {
 
 pub(crate) fn latency_block(ctx: &Ctx, example: &str) {
     let running = ctx.start(&words(example, &[]));
-    // Eight synchronous 4 KiB writes straight to the disk.
-    let out = ctx.path("blocks");
-    ctx.workload(
-        "dd",
-        &[
-            "if=/dev/zero",
-            &format!("of={}", out.display()),
-            "bs=4096",
-            "count=8",
-            "oflag=direct,sync",
-        ],
-    );
+    ctx.direct_writes("blocks");
     let (stdout, stderr) = running.interrupted();
     let (count, rows) = histogram(&stdout);
     assert!(count >= 8, "{stdout}\n{stderr}");

@@ -863,17 +863,7 @@ pub(crate) fn docs_probe_hist_bytes(ctx: &Ctx, example: &str) {
 /// in the `8` row of dd's histogram (any other process's requests in their own).
 pub(crate) fn probe_block_sizes(ctx: &Ctx, example: &str) {
     let running = ctx.start(&words(example, &[]));
-    let out = ctx.path("bite-blocks");
-    ctx.workload(
-        "dd",
-        &[
-            "if=/dev/zero",
-            &format!("of={}", out.display()),
-            "bs=4096",
-            "count=8",
-            "oflag=direct,sync",
-        ],
-    );
+    ctx.direct_writes("bite-blocks");
     let (status, stdout, stderr) = running.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
     let dd = (stdout.split("comm=dd\n").nth(1)).unwrap_or_else(|| panic!("{stdout}\n{stderr}"));

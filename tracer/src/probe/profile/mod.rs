@@ -473,23 +473,16 @@ pub fn entries_of(
     Ok(combined(entries))
 }
 
-/// `entries` merged ([`merged`]) and heaviest first.
+/// Entries of the same process, comm and functions added up, heaviest first: the kernel keeps
+/// a stack per distinct return address, a report shows one per call chain. A frame whose
+/// merged entries were at different lines keeps only its file.
 pub fn combined(entries: Vec<Entry>) -> Vec<Entry> {
     let mut merged = Merged::default();
     entries.into_iter().for_each(|entry| merged.add(entry));
     merged.sorted()
 }
 
-/// Entries of the same process, comm and functions added up: the kernel keeps a stack per
-/// distinct return address, a report shows one per call chain. A frame whose merged entries
-/// were at different lines keeps only its file.
-pub(super) fn merged(entries: Vec<Entry>) -> Vec<Entry> {
-    let mut merged = Merged::default();
-    entries.into_iter().for_each(|entry| merged.add(entry));
-    merged.out
-}
-
-/// Entries merged as they come ([`merged`]), indexed by a hash of their chain: `profile`'s
+/// Entries merged as they come ([`combined`]), indexed by a hash of their chain: `profile`'s
 /// folds add each one's entries to the run's.
 #[derive(Default)]
 pub struct Merged {
@@ -591,7 +584,7 @@ mod tests {
 
     #[test]
     fn stacks_of_one_call_chain_are_merged() {
-        let merged = merged(vec![
+        let merged = combined(vec![
             entry(7, &[("spin", "p.c:33"), ("main", "p.c:69")], 40),
             entry(7, &[("spin", "p.c:34"), ("main", "p.c:69")], 26),
             entry(8, &[("spin", "p.c:34"), ("main", "p.c:69")], 1),

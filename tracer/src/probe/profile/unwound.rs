@@ -3,7 +3,7 @@
 //! clock; off-CPU, a sample at each context switch and the kernel's switch records, which
 //! say when the task came back and whether it left blocked or preempted.
 
-use super::{frame_of, merged, sampling_event, Sampled};
+use super::{combined, frame_of, sampling_event, Sampled};
 use crate::output::profile::{Accounting, Entry, Frame};
 use crate::perf::{self, Scope};
 use crate::plan::profile::Mode;
@@ -362,9 +362,7 @@ impl Unwound {
             unwound: Some(std::mem::replace(&mut self.ends, fresh)),
             ..Accounting::default()
         };
-        let mut entries = merged(entries);
-        entries.sort_by(|a, b| (b.value, a.pid, &a.comm).cmp(&(a.value, b.pid, &b.comm)));
-        (entries, accounting)
+        (combined(entries), accounting)
     }
 }
 
