@@ -1308,10 +1308,12 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
 /// never fills it: tests/workloads/stackmix.c sampled at 4,999 Hz for 8 s (about 40,000
 /// samples over more distinct stacks than the count map's 10,240 keys). Every sample counted
 /// is in an interval's report, none is "not counted (map full)"; without the draining, 1,510
-/// of 39,966 were.
+/// of 39,966 were. Within an interval the counts are also taken out as the stack map fills
+/// (held for the interval's report): fewer than a tenth of the samples lose their stack to a
+/// taken bucket (2.3-2.8% now; 10.7% when they stayed in the map for the whole interval).
 #[test]
 fn interval_reports_never_fill_the_count_map() {
-    let Some((out, line, _)) = stackmix_for_8_s("interval_map_drain", &["-I", "2s"]) else {
+    let Some((out, line, counted)) = stackmix_for_8_s("interval_map_drain", &["-I", "2s"]) else {
         return;
     };
     // Reports every 2 s and the last one's remainder: at least two (each takes a while to
@@ -1320,6 +1322,14 @@ fn interval_reports_never_fill_the_count_map() {
         .filter(|l| l.starts_with("--- ") && l.contains("interval "))
         .count();
     assert!(reports >= 2, "{reports} reports\n{line}");
+    assert!(stacks_lost(&line) * 10 < counted, "{line}");
+}
+
+/// The samples of a summary line `... N with a stack lost` (0 when not said).
+fn stacks_lost(line: &str) -> u64 {
+    line.split(", ")
+        .find_map(|part| part.strip_suffix(" with a stack lost"))
+        .map_or(0, |n| n.parse::<u64>().unwrap())
 }
 
 /// tests/workloads/stackmix.c sampled at 4,999 Hz for 8 s with `args` (about 40,000 samples
@@ -1374,9 +1384,5 @@ fn a_run_without_intervals_never_fills_its_maps() {
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
         .sum();
     assert_eq!(folded, counted, "{line}");
-    let lost = line
-        .split(", ")
-        .find_map(|part| part.strip_suffix(" with a stack lost"))
-        .map_or(0, |n| n.parse::<u64>().unwrap());
-    assert!(lost * 10 < counted, "{line}");
+    assert!(stacks_lost(&line) * 10 < counted, "{line}");
 }

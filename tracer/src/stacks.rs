@@ -10,6 +10,7 @@ use hashbrown::{HashMap, HashSet};
 use tracer_common::{Event, NO_STACK, STACK_TAKEN_LATE};
 
 use crate::bpf::Bpf;
+use crate::kernel::file_cache::FileCache;
 use crate::kernel::symbols::{Kallsyms, Process};
 use crate::kernel::unwind::{self, Cfi, Unwinder};
 use crate::output::stack::{Frame, Frames, Mapped, Space, Stack};
@@ -191,10 +192,17 @@ pub struct Symbolizer {
     /// built from.
     unwinders: HashMap<u32, (u64, Unwinder)>,
     /// Unwind information by the file read (`None`: it could not be read).
-    cfi: HashMap<std::path::PathBuf, Option<Rc<Cfi>>>,
+    cfi: FileCache<std::path::PathBuf, Cfi>,
+    /// When the files no process uses were last let go ([`Symbolizer::forget`]).
+    swept: Option<std::time::Instant>,
     /// How the user stacks whose top was copied ended.
     pub tops: unwind::TopEnds,
 }
+
+/// How long what was read of a file (symbols, lines, unwind tables) is kept once no process
+/// uses it, and how often that is checked.
+const FILES_KEPT_UNUSED: std::time::Duration = std::time::Duration::from_secs(60);
+const FILES_SWEPT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
 /// compare) or equal ones.
@@ -220,16 +228,13 @@ fn without_trampoline(frames: &mut Vec<Frame>) {
 /// names (a stripped file without its debug file).
 fn function_of(
     p: &mut Process,
-    cfi: &mut HashMap<std::path::PathBuf, Option<Rc<Cfi>>>,
+    cfi: &mut FileCache<std::path::PathBuf, Cfi>,
     file: &std::path::Path,
     m: &Mapped,
     at: u64,
 ) -> Option<u64> {
     let source = p.source_of(file)?;
-    let cfi = cfi
-        .entry(source.clone())
-        .or_insert_with(|| Cfi::load(&source).ok().map(Rc::new))
-        .clone()?;
+    let cfi = cfi.get_or_read(source.clone(), || Cfi::load(&source).ok())?;
     let bias = p.load_bias(file, cfi.base)?;
     let svma = at.checked_sub(bias)?;
     let start = cfi.function_start(svma)?;
@@ -710,10 +715,8 @@ impl Symbolizer {
         if !built {
             let mut unwinder = Unwinder::default();
             for file in process.code_files() {
-                let cfi = self
-                    .cfi
-                    .entry(file.source.clone())
-                    .or_insert_with(|| Cfi::load(&file.source).ok().map(Rc::new));
+                let source = &file.source;
+                let cfi = (self.cfi).get_or_read(source.clone(), || Cfi::load(source).ok());
                 let Some(cfi) = cfi.as_ref() else { continue };
                 let Some(bias) = process.load_bias(&file.path, cfi.base) else {
                     continue;
@@ -814,6 +817,16 @@ impl Symbolizer {
         self.addresses.retain(|(pid, _), _| !pids.contains(pid));
         self.ips.retain(|id, _| !ids.contains(id));
         self.lost.retain(|(pid, _, _)| !pids.contains(pid));
+        // What was read of files no process has used for a minute goes (checked every 10 s).
+        let now = std::time::Instant::now();
+        if self
+            .swept
+            .is_none_or(|at| now.duration_since(at) >= FILES_SWEPT_EVERY)
+        {
+            self.swept = Some(now);
+            self.cfi.sweep(now, FILES_KEPT_UNUSED);
+            crate::kernel::symbols::sweep_files(FILES_KEPT_UNUSED);
+        }
     }
 
     /// Marks the counted stack (`pid`, `kstack`, `ustack`) lost: one of its ids was removed

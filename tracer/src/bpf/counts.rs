@@ -130,6 +130,70 @@ impl Bpf {
         Ok(kept)
     }
 
+    /// Takes `key`'s cell out of `COUNTS` with what each CPU counted in it when it left, in one
+    /// step (a hit is either in the values or in a cell it made anew); `None` where the kernel
+    /// cannot (before 5.14), said once and remembered.
+    #[allow(unsafe_code)]
+    fn take_count(&self, key: &AggKey) -> Option<std::io::Result<Option<Vec<AggValue>>>> {
+        use std::os::fd::AsFd as _;
+        let mut fd = self.maps.counts_fd.borrow_mut();
+        let map = fd.as_ref()?;
+        let cpus = aya::util::nr_cpus().ok()?;
+        let mut values = vec![AggValue::default(); cpus];
+        // SAFETY: AggKey and AggValue are plain `repr(C)` data (aya::Pod) of the map's key and
+        // (8-aligned) value sizes; `values` has one value per possible CPU, as the kernel
+        // writes a per-CPU map's.
+        let (key_bytes, value_bytes) = unsafe {
+            (
+                std::slice::from_raw_parts(
+                    (key as *const AggKey).cast::<u8>(),
+                    size_of::<AggKey>(),
+                ),
+                std::slice::from_raw_parts_mut(
+                    values.as_mut_ptr().cast::<u8>(),
+                    cpus * size_of::<AggValue>(),
+                ),
+            )
+        };
+        match crate::perf::sys::bpf_map_lookup_and_delete(map.as_fd(), key_bytes, value_bytes) {
+            Ok(true) => Some(Ok(Some(values))),
+            Ok(false) => Some(Ok(None)),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | 524 /* ENOTSUPP */)) => {
+                *fd = None;
+                None
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Puts a cell taken out by [`Bpf::take_count`] back where no hit made it anew (in one
+    /// step: `BPF_NOEXIST`), else adds it to the one made.
+    fn put_back_count(&mut self, key: &AggKey, mut values: Vec<AggValue>) -> Result<(), Error> {
+        const BPF_NOEXIST: u64 = 1;
+        let error = |source| Error::MapUpdate {
+            map: names::COUNTS,
+            source,
+        };
+        let io = |io_error| {
+            error(aya::maps::MapError::SyscallError(aya::sys::SyscallError {
+                call: "bpf_map_update_elem",
+                io_error,
+            }))
+        };
+        let whole = aya::maps::PerCpuValues::try_from(values.clone()).map_err(io)?;
+        if self.maps.counts.insert(key, whole, BPF_NOEXIST).is_ok() {
+            return Ok(());
+        }
+        if let Ok(now) = self.maps.counts.get(key, 0) {
+            for (value, more) in values.iter_mut().zip(now.iter()) {
+                value.count += more.count;
+                value.sum = value.sum.wrapping_add(more.sum);
+            }
+        }
+        let values = aya::maps::PerCpuValues::try_from(values).map_err(io)?;
+        self.maps.counts.insert(key, values, 0).map_err(error)
+    }
+
     /// Removes counted cells whose owner is gone (`-I` reports, see
     /// `probe::aggregate::evict`): each only while its total is still the `expected` one the
     /// caller read and reported, and no CPU's current run adds to it (its run would recreate
@@ -166,8 +230,37 @@ impl Bpf {
                         && self.maps.str_counts.remove(&key).is_ok()
                 }
                 None => {
+                    // A cell that grew since the read stays as it is (a hot cell would only be
+                    // made again); one that did not is taken out and read in one step, and
+                    // goes back whole if a hit came in between (the read, then the removal,
+                    // lost such a hit).
                     let now = self.maps.counts.get(key, 0).map(|v| total(&v));
-                    now.is_ok_and(|now| now == *expected) && self.maps.counts.remove(key).is_ok()
+                    if !now.is_ok_and(|now| now == *expected) {
+                        removed.push(false);
+                        continue;
+                    }
+                    match self.take_count(key) {
+                        Some(Ok(Some(values))) => {
+                            let same = total(&values) == *expected;
+                            if !same {
+                                self.put_back_count(key, values)?;
+                            }
+                            same
+                        }
+                        Some(Ok(None)) => false,
+                        Some(Err(source)) => {
+                            return Err(Error::MapUpdate {
+                                map: names::COUNTS,
+                                source: aya::maps::MapError::SyscallError(aya::sys::SyscallError {
+                                    call: "bpf_map_lookup_and_delete_elem",
+                                    io_error: source,
+                                }),
+                            })
+                        }
+                        // Kernels before 5.14: removed after the read (a hit between the two
+                        // is lost with the cell).
+                        None => self.maps.counts.remove(key).is_ok(),
+                    }
                 }
             };
             removed.push(done);

@@ -145,6 +145,9 @@ pub(super) struct Maps {
     pub(super) tracked: HashMap<MapData, u32, u32>,
     pub(super) run_count: PerCpuArray<MapData, RunCount>,
     pub(super) counts: PerCpuHashMap<MapData, AggKey, AggValue>,
+    /// `COUNTS` again, for what aya does not do: take a cell out and read it in one step
+    /// ([`Bpf::evict_counts`]); `None` once the kernel said it cannot (before 5.14).
+    pub(super) counts_fd: std::cell::RefCell<Option<std::os::fd::OwnedFd>>,
     pub(super) str_counts: PerCpuHashMap<MapData, tracer_common::StrAggKey, AggValue>,
     pub(super) stacks: StackTraceMap<MapData>,
     pub(super) sched_offsets: Array<MapData, SchedOffsets>,
@@ -172,8 +175,16 @@ impl Maps {
             }
             _ => return Err(Error::Map { map: names::EVENTS }),
         };
+        let counts_fd = match ebpf.map(names::COUNTS) {
+            Some(Map::PerCpuHashMap(data)) => {
+                use std::os::fd::AsFd as _;
+                data.fd().as_fd().try_clone_to_owned().ok()
+            }
+            _ => None,
+        };
         Ok(Maps {
             events,
+            counts_fd: std::cell::RefCell::new(counts_fd),
             config: std::cell::RefCell::new(typed(ebpf, names::CONFIG)?),
             stats: typed(ebpf, names::STATS)?,
             tracked: typed(ebpf, names::TRACKED)?,

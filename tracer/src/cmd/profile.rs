@@ -150,13 +150,37 @@ fn symbolizer_for(pid: Option<u32>) -> Symbolizer {
 }
 
 /// What the run's reports held (`-I`, or the folds of a run without it, take the counts out of
-/// the map): their accounting, their stacks by a hash of task and frames, and the processes
-/// reported that may still run.
-type Held = (
-    out::Accounting,
-    hashbrown::HashSet<u64>,
-    hashbrown::HashSet<u32>,
-);
+/// the map): their accounting, their distinct stacks, and the processes reported that may
+/// still run.
+type Held = (out::Accounting, Distinct, hashbrown::HashSet<u32>);
+
+/// The distinct stacks the reports held, by a hash of task and frames: kept per process while
+/// it runs, and only counted once it is gone (its stacks cannot come back), so that a run of
+/// any length over any number of processes holds the hashes of the live ones only.
+#[derive(Default)]
+struct Distinct {
+    live: hashbrown::HashMap<u32, hashbrown::HashSet<u64>>,
+    retired: u64,
+}
+
+impl Distinct {
+    fn insert(&mut self, pid: u32, hash: u64) {
+        self.live.entry(pid).or_default().insert(hash);
+    }
+
+    /// Counts the stacks of processes that are gone and forgets their hashes.
+    fn retire(&mut self, gone: &hashbrown::HashSet<u32>) {
+        for pid in gone {
+            if let Some(stacks) = self.live.remove(pid) {
+                self.retired += stacks.len() as u64;
+            }
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.retired + self.live.values().map(|s| s.len() as u64).sum::<u64>()
+    }
+}
 
 /// The run's accounting when its reports took the counts out of the map: what they held, with
 /// what is left (`entries`, `accounting`). Folds (`kept`, a run without `-I`) kept their
@@ -182,7 +206,7 @@ fn held_by_reports(
         }
         None => {
             accounting.reported = held.reported.map(|r| out::Reported {
-                stacks: stacks.len() as u64,
+                stacks: stacks.len(),
                 ..r
             })
         }
@@ -191,7 +215,7 @@ fn held_by_reports(
 
 /// Adds a report's stacks and accounting to what the run's reports held.
 fn add_reported(
-    (held, stacks): (&mut out::Accounting, &mut hashbrown::HashSet<u64>),
+    (held, stacks): (&mut out::Accounting, &mut Distinct),
     entries: &[out::Entry],
     accounting: &out::Accounting,
 ) {
@@ -206,7 +230,7 @@ fn add_reported(
         for frame in &entry.frames {
             (&frame.name, frame.kernel).hash(&mut hasher);
         }
-        stacks.insert(hasher.finish());
+        stacks.insert(entry.pid, hasher.finish());
     }
     held.reported = Some(reported);
     held.stacks_lost += accounting.stacks_lost;
@@ -306,6 +330,8 @@ fn intervals(
     Some(Intervals {
         every,
         kept,
+        pending: Default::default(),
+        pending_accounting: Default::default(),
         started: Instant::now(),
         last: Instant::now(),
         reports: 0,
@@ -439,6 +465,9 @@ struct ProfileSink<'a> {
 struct Intervals {
     every: std::time::Duration,
     kept: Option<sampling::Merged>,
+    /// `-I`: what the interval's folds took out of the maps, for its report.
+    pending: sampling::Merged,
+    pending_accounting: out::Accounting,
     started: Instant,
     last: Instant,
     reports: u64,
@@ -449,18 +478,21 @@ struct Intervals {
 }
 
 impl ProfileSink<'_> {
-    /// Prints the top stacks of what was counted since the last report, under a
-    /// `--- T s (interval N) ---` line (as `tracer probe -I` heads its reports).
-    fn report(&mut self, last: bool) -> Result<(), Error> {
+    /// What was counted since the last take, symbolized and taken out of the maps (`None`
+    /// without intervals or folds).
+    fn take(&mut self, last: bool) -> Result<Option<(Vec<out::Entry>, out::Accounting)>, Error> {
         let Some(iv) = self.intervals.as_mut() else {
-            return Ok(());
+            return Ok(None);
         };
         if last {
             // The last records: a process's exec or mappings just before the end.
             self.tracker.drain();
         }
-        let (entries, accounting) = match (&mut self.unwound, self.slot) {
-            (Some(unwound), _) => unwound.take_entries(&mut self.symbolizer),
+        let (entries, accounting, gone) = match (&mut self.unwound, self.slot) {
+            (Some(unwound), _) => {
+                let (entries, accounting) = unwound.take_entries(&mut self.symbolizer);
+                (entries, accounting, Default::default())
+            }
             (None, Some(slot)) => {
                 let grown =
                     sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
@@ -481,26 +513,60 @@ impl ProfileSink<'_> {
                 sampling::drain(self.bpf, &mut iv.previous, &gone, &mut self.symbolizer)?;
                 // Their mappings are not wanted again either.
                 self.tracker.forget(&gone);
-                (entries, accounting)
+                (entries, accounting, gone)
             }
             (None, None) => unreachable!("a slot or unwound samples"),
         };
-        iv.reports += 1;
         if self.unwound.is_none() {
             let (held, stacks, _) = &mut self.reported;
             add_reported((held, stacks), &entries, &accounting);
+            stacks.retire(&gone);
         }
+        Ok(Some((entries, accounting)))
+    }
+
+    /// Takes the counts out of the maps before they fill (their stack map's buckets taken
+    /// make new stacks collide), keeping them for the run's end (a run without `-I`) or for
+    /// the interval's report.
+    fn fold(&mut self, last: bool) -> Result<(), Error> {
+        let Some((entries, accounting)) = self.take(last)? else {
+            return Ok(());
+        };
+        let iv = self.intervals.as_mut().expect("taken");
+        match iv.kept.as_mut() {
+            Some(kept) => {
+                entries.into_iter().for_each(|e| kept.add(e));
+                iv.last = Instant::now();
+            }
+            None => {
+                entries.into_iter().for_each(|e| iv.pending.add(e));
+                add_accounting(&mut iv.pending_accounting, &accounting);
+            }
+        }
+        Ok(())
+    }
+
+    /// Prints the top stacks of what was counted since the last report, under a
+    /// `--- T s (interval N) ---` line (as `tracer probe -I` heads its reports); without
+    /// `-I`, a fold.
+    fn report(&mut self, last: bool) -> Result<(), Error> {
+        if self.intervals.as_ref().is_some_and(|iv| iv.kept.is_some()) {
+            return self.fold(last);
+        }
+        let Some((entries, mut accounting)) = self.take(last)? else {
+            return Ok(());
+        };
+        let iv = self.intervals.as_mut().expect("taken");
+        iv.reports += 1;
         let seconds = iv.last.elapsed().as_secs_f64();
         iv.last = Instant::now();
-        if let Some(kept) = iv.kept.as_mut() {
-            // A fold: what it took out of the maps, merged as it comes (the same stacks come
-            // back fold after fold).
-            entries.into_iter().for_each(|e| kept.add(e));
-            return Ok(());
-        }
+        // What the folds of the interval took, with the rest.
+        let mut pending = std::mem::take(&mut iv.pending);
+        entries.into_iter().for_each(|e| pending.add(e));
+        add_accounting(&mut accounting, &std::mem::take(&mut iv.pending_accounting));
         let profile = Profile {
             measure: iv.measure,
-            entries,
+            entries: pending.sorted(),
             accounting,
             seconds,
         };
@@ -518,6 +584,17 @@ impl ProfileSink<'_> {
         .and_then(|()| self.output.flush())
         .map_err(Error::Output)
     }
+}
+
+/// Adds what a fold's accounting counted to an interval's.
+fn add_accounting(into: &mut out::Accounting, from: &out::Accounting) {
+    into.total += from.total;
+    into.not_counted += from.not_counted;
+    into.stacks_lost += from.stacks_lost;
+    into.idle += from.idle;
+    into.own += from.own;
+    into.short += from.short;
+    into.exited = into.exited.max(from.exited);
 }
 
 impl Sink for ProfileSink<'_> {
@@ -548,9 +625,10 @@ impl Sink for ProfileSink<'_> {
             self.symbolized = Instant::now();
             filling = held.filling();
         }
-        let due = |iv: &Intervals| iv.last.elapsed() >= iv.every || (iv.kept.is_some() && filling);
-        if self.intervals.as_ref().is_some_and(due) {
-            self.report(false)?;
+        match self.intervals.as_ref() {
+            Some(iv) if iv.last.elapsed() >= iv.every => self.report(false)?,
+            Some(_) if filling => self.fold(false)?,
+            _ => {}
         }
         Ok(false)
     }

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::Object;
 
+pub use super::elf_symbols::{ElfSymbols, Symbol};
+use super::file_cache::FileCache;
 use super::Error;
 
 /// One line of `/proc/PID/maps`.
@@ -57,29 +59,6 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         .collect()
 }
 
-/// A symbol of an ELF file, at its link-time address.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Symbol {
-    pub name: String,
-    pub addr: u64,
-    pub size: u64,
-    pub code: bool,
-}
-
-/// The symbols and the lowest loadable address of one ELF file.
-#[derive(Clone, Debug, Default)]
-pub struct ElfSymbols {
-    /// Sorted by address.
-    symbols: Vec<Symbol>,
-    /// The page-aligned p_vaddr of the first PT_LOAD: what the file's offset-0 mapping maps.
-    base: u64,
-    /// The GNU build-id note, as hex.
-    pub build_id: Option<String>,
-    /// The file's separate debug info (see [`debug_file`]): its full symbol table was read
-    /// too, and its DWARF gives the lines.
-    pub debug: Option<PathBuf>,
-}
-
 /// How /proc/PID/maps names the vDSO: the kernel's ELF image mapped into every process, where
 /// `clock_gettime` and `gettimeofday` run without a system call. Its symbols are read from the
 /// process's memory.
@@ -108,106 +87,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The text and data symbols of `file` (its symbol table and its dynamic one), each with how
-/// good a name it is for its address (see [`name_rank`]).
-fn symbols_of<'a>(file: &'a object::File) -> impl Iterator<Item = (u8, Symbol)> + 'a {
-    (file.symbols().chain(file.dynamic_symbols()))
-        .filter(|s| s.address() != 0 && matches!(s.kind(), SymbolKind::Text | SymbolKind::Data))
-        .filter_map(|s| {
-            let name = s.name().ok()?.to_string();
-            Some((
-                name_rank(&name, s.is_global() && !s.is_weak()),
-                Symbol {
-                    name,
-                    addr: s.address(),
-                    size: s.size(),
-                    code: s.kind() == SymbolKind::Text,
-                },
-            ))
-        })
-}
-
-/// Of the names one address has (libc's debug symbols give `clock_gettime`,
-/// `clock_gettime@GLIBC_2.2.5`, `__clock_gettime` and `__GI___clock_gettime` to one function),
-/// the one a frame shows ranks highest, as perf chooses: an unversioned name over a versioned
-/// one, a global over a weak or local one, fewer leading underscores.
-fn name_rank(name: &str, global: bool) -> u8 {
-    let underscores = name.len() - name.trim_start_matches('_').len();
-    (u8::from(!name.contains('@')) << 5)
-        | (u8::from(global) << 4)
-        | (15 - underscores.min(15) as u8)
-}
-
 /// The path of a mapped file as the maps name it, without the ` (deleted)` the kernel adds to
 /// one replaced or removed since.
 fn on_disk(path: &Path) -> PathBuf {
     let text = path.to_string_lossy();
     PathBuf::from(text.strip_suffix(" (deleted)").unwrap_or(&text))
-}
-
-impl ElfSymbols {
-    /// The symbols of the file at `path`, with those of its separate debug file when it has
-    /// one (a stripped binary keeps only its dynamic symbols: its own functions are named
-    /// from the debug file's table).
-    pub fn load(path: &Path) -> Result<ElfSymbols, Error> {
-        ElfSymbols::load_named(path, path)
-    }
-
-    /// [`ElfSymbols::load`] of a file read at `path` (`/proc/PID/map_files/...`) but known
-    /// by `named`, beside which a `.gnu_debuglink` is looked for.
-    pub fn load_named(path: &Path, named: &Path) -> Result<ElfSymbols, Error> {
-        let data = super::file::map(path)?;
-        ElfSymbols::parse(path, &data, Some(named))
-    }
-
-    /// The symbols of the ELF image `data` (read from `path`), and with `named` those of its
-    /// separate debug file.
-    fn parse(path: &Path, data: &[u8], named: Option<&Path>) -> Result<ElfSymbols, Error> {
-        let file = parse(path, data)?;
-        let mut ranked: Vec<(u8, Symbol)> = symbols_of(&file).collect();
-        let debug = named
-            .and_then(|named| {
-                super::debug_file::in_debug_file(named, &file, |debug| {
-                    ranked.extend(symbols_of(debug))
-                })
-            })
-            .map(|(path, ())| path);
-        // By address, and at one address the best name last: `containing` takes the last.
-        ranked.sort_by(|(ra, a), (rb, b)| (a.addr, ra, &a.name).cmp(&(b.addr, rb, &b.name)));
-        let mut symbols: Vec<Symbol> = ranked.into_iter().map(|(_, s)| s).collect();
-        symbols.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
-        let base = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
-        let build_id = file.build_id().ok().flatten().map(hex);
-        Ok(ElfSymbols {
-            symbols,
-            base,
-            build_id,
-            debug,
-        })
-    }
-
-    pub fn find(&self, name: &str) -> Option<&Symbol> {
-        self.symbols.iter().find(|s| s.name == name)
-    }
-
-    /// The symbol containing link-time address `addr`, and the offset into it.
-    pub fn containing(&self, addr: u64) -> Option<(&Symbol, u64)> {
-        let index = self
-            .symbols
-            .partition_point(|s| s.addr <= addr)
-            .checked_sub(1)?;
-        let symbol = &self.symbols[index];
-        let offset = addr - symbol.addr;
-        // Symbols without a size (hand-written assembly) still name what follows them.
-        (symbol.size == 0 || offset < symbol.size).then_some((symbol, offset))
-    }
-
-    pub fn names(&self, code: bool) -> impl Iterator<Item = &str> {
-        self.symbols
-            .iter()
-            .filter(move |s| s.code == code)
-            .map(|s| s.name.as_str())
-    }
 }
 
 /// A mapped file, whatever its path: by (device major, minor, inode), or by build-id where
@@ -229,10 +113,17 @@ thread_local! {
     /// Symbols of mapped files by [`FileId`], shared by every process that maps them: a
     /// library that hundreds of processes map is read once (a system-wide profile read the
     /// same large libraries once per process: gigabytes).
-    static ELF_CACHE: RefCell<HashMap<FileId, Option<Rc<ElfSymbols>>>> = RefCell::default();
+    static ELF_CACHE: RefCell<FileCache<FileId, ElfSymbols>> = RefCell::default();
     /// DWARF line tables by [`FileId`], shared the same way.
-    static LINE_CACHE: RefCell<HashMap<FileId, Option<Rc<addr2line::Loader>>>> =
-        RefCell::default();
+    static LINE_CACHE: RefCell<FileCache<FileId, addr2line::Loader>> = RefCell::default();
+}
+
+/// Lets go of the symbols and line tables of files that no process has held for `after`
+/// (see [`FileCache::sweep`]): the caller forgets processes as they exit.
+pub fn sweep_files(after: std::time::Duration) {
+    let now = std::time::Instant::now();
+    ELF_CACHE.with(|c| c.borrow_mut().sweep(now, after));
+    LINE_CACHE.with(|c| c.borrow_mut().sweep(now, after));
 }
 
 /// A process's mappings and the symbols of its mapped files (loaded on first use, shared
@@ -520,7 +411,7 @@ impl Process {
             let id = self.file_id(path);
             let cached = id
                 .as_ref()
-                .and_then(|id| ELF_CACHE.with(|c| c.borrow().get(id).cloned()));
+                .and_then(|id| ELF_CACHE.with(|c| c.borrow_mut().get(id)));
             let loaded = match cached {
                 Some(loaded) => loaded,
                 None if path == Path::new(VDSO) => self.vdso().map(Rc::new),
@@ -681,7 +572,7 @@ impl Process {
             return self.jit.lookup(self.pid, addr);
         };
         let (symbol, offset) = self.elf(&path)?.containing(addr.wrapping_sub(bias))?;
-        Some((demangle(&symbol.name), offset))
+        Some((demangle(symbol.name), offset))
     }
 
     /// `function+0xoff` for a runtime address (see [`Process::symbol_at`]).
@@ -699,7 +590,7 @@ impl Process {
             let id = self.file_id(&path);
             let cached = id
                 .as_ref()
-                .and_then(|id| LINE_CACHE.with(|c| c.borrow().get(id).cloned()));
+                .and_then(|id| LINE_CACHE.with(|c| c.borrow_mut().get(id)));
             let loader = match cached {
                 Some(loader) => loader,
                 None => {

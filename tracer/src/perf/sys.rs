@@ -286,6 +286,51 @@ pub fn bpf_link_tracing(
     unsafe { link_create(&attr) }
 }
 
+/// bpf(BPF_MAP_LOOKUP_AND_DELETE_ELEM): removes `key` from the hash map `map` and writes the
+/// value it held, as it was when it left, into `value` (per-CPU maps: one slot of the value's
+/// size rounded up to 8 per possible CPU). Hash maps since 5.14; before, EINVAL. `Ok(false)`:
+/// the key was not there.
+pub fn bpf_map_lookup_and_delete(
+    map: BorrowedFd<'_>,
+    key: &[u8],
+    value: &mut [u8],
+) -> io::Result<bool> {
+    const BPF_MAP_LOOKUP_AND_DELETE_ELEM: libc::c_long = 21;
+    #[repr(C)]
+    struct MapElem {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    let attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        _pad: 0,
+        key: key.as_ptr() as u64,
+        value: value.as_mut_ptr() as u64,
+        flags: 0,
+    };
+    // SAFETY: `attr` is a fully initialised `union bpf_attr` prefix for the command; the map
+    // fd is open for the call; the kernel reads the map's key size from `key` and writes its
+    // value size (per CPU, for per-CPU maps) into `value`, whose lengths the caller sized so.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_LOOKUP_AND_DELETE_ELEM,
+            &attr as *const MapElem,
+            std::mem::size_of::<MapElem>(),
+        )
+    };
+    match ret {
+        0 => Ok(true),
+        _ => match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            e => Err(e),
+        },
+    }
+}
+
 /// bpf(BPF_LINK_CREATE) with `attr`; the new link's fd.
 ///
 /// # Safety
