@@ -1056,6 +1056,56 @@ probe = "syscalls:sys_enter_getppid"
     served.stop();
 }
 
+/// A long `/debug/pprof/profile` of many distinct stacks folds its counts out of the maps as
+/// they fill, as `tracer profile` does: tests/workloads/stackmix.c spinning for 20 s at
+/// 1,000 Hz is in the profile with most of one CPU's 20,000 samples, each once, and fewer
+/// than one in 20 lost its stack to a taken bucket of the stack map (96 of 19,998; 3,171 of
+/// 20,007 when the whole profile stayed in the maps to the end).
+#[test]
+fn a_long_pprof_profile_is_whole() {
+    require_root();
+    let served = Served::start_with(
+        "[[metric]]\nname = \"getppid\"\nprobe = \"syscalls:sys_enter_getppid\"\n",
+        &["--pprof"],
+    );
+    let mut spinner = Command::new(common::c_workload("stackmix"))
+        .args(["100000000000", "0", "0"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!(
+        "http://{}/debug/pprof/profile?seconds=20&hz=1000",
+        served.addr
+    );
+    let traces = common::go_pprof(
+        "a_long_pprof_profile_is_whole",
+        &["-traces", "-sample_index=samples", "-timeout=90", &url],
+    );
+    let _ = spinner.kill();
+    let _ = spinner.wait();
+    served.stop();
+    let Some(traces) = traces else { return };
+    let samples = common::pprof_traces(&traces);
+    let mine = || {
+        samples
+            .iter()
+            .filter(|(_, comm, _)| comm == "tracer-stackmix")
+    };
+    let spun: u64 = mine().map(|(n, _, _)| n).sum();
+    let lost: u64 = (mine())
+        .filter(|(_, _, frames)| frames.iter().any(|f| f == "[lost]"))
+        .map(|(n, _, _)| n)
+        .sum();
+    assert!(
+        (16_000..=20_010).contains(&spun),
+        "{spun} samples of the spinner"
+    );
+    assert!(
+        lost * 20 < spun,
+        "{lost} of {spun} samples lost their stack"
+    );
+}
+
 /// A program replaced at its path under a running `tracer serve` (a deploy: a new file renamed
 /// over the old, a new inode) is probed in its new file from the next scrape on, and a process
 /// still running the old file is still counted; the counter is 0 from the first scrape. A

@@ -157,7 +157,8 @@ pub(super) fn sampling_event(
 /// A profile of every task on every CPU for `duration`, at `hz`, kernel and user stacks: what
 /// `tracer serve`'s `/debug/pprof/profile` hands out. It loads programs of its own and sleeps
 /// on the calling thread for the duration; the mappings of processes that come and go are
-/// kept as `tracer profile -a` keeps them.
+/// kept as `tracer profile -a` keeps them, and the counts are folded out of the maps as they
+/// fill (as `tracer profile` folds): a 120 s profile at 1,000 Hz is whole.
 pub fn profile_every_cpu(hz: u64, duration: std::time::Duration) -> Result<Profile, Error> {
     use std::time::{Duration, Instant};
     let mut bpf = Bpf::load_with(Sizing {
@@ -168,30 +169,78 @@ pub fn profile_every_cpu(hz: u64, duration: std::time::Duration) -> Result<Profi
     let config = slot_config(stacks, 0, false, false);
     let sampler = Sampler::open(&mut bpf, config, hz, &Sampled::AllCpus)?;
     let mut tracker = MapsTracker::open(None)?;
-    let mut symbolizer = Symbolizer::default();
+    let mut folds = Folds::default();
     let started = Instant::now();
     sampler.enable()?;
     while let Some(left) = (duration.checked_sub(started.elapsed())).filter(|d| !d.is_zero()) {
         std::thread::sleep(left.min(Duration::from_millis(250)));
         tracker.drain();
-        let (sampled, _) = remember_processes(&bpf, &sampler.slot, &mut symbolizer)?;
+        let (sampled, held) = remember_processes(&bpf, &sampler.slot, &mut folds.symbolizer)?;
         tracker.prune(&sampled);
+        if held.filling() {
+            folds.fold(&mut bpf, &sampler.slot, &mut tracker)?;
+        }
     }
     bpf.stop()?;
     let seconds = started.elapsed().as_secs_f64();
+    tracker.drain();
     let maps_lost = tracker.lost + tracker.malformed;
-    tracker.lend(&mut symbolizer);
-    let (entries, mut accounting) = entries(&bpf, &sampler.slot, &mut symbolizer, true, false)?;
-    accounting.maps_lost = maps_lost;
+    folds.fold(&mut bpf, &sampler.slot, &mut tracker)?;
+    let (hits, failed) = bpf.slot_stats(&sampler.slot)?;
+    let accounting = Accounting {
+        total: hits,
+        not_counted: failed,
+        maps_lost,
+        exited: folds.symbolizer.exited,
+        ..folds.accounting
+    };
     Ok(Profile {
         measure: Measure::OnCpu {
             hz,
             event: sampler.event,
         },
-        entries,
+        entries: folds.kept.sorted(),
         accounting,
         seconds,
     })
+}
+
+/// What a profile of every CPU took out of the maps so far: its entries, merged, and what
+/// they left out.
+#[derive(Default)]
+struct Folds {
+    symbolizer: Symbolizer,
+    kept: Merged,
+    accounting: Accounting,
+    /// The counts read, and the processes of counts read that may still run.
+    previous: hashbrown::HashMap<AggKey, AggValue>,
+    seen: hashbrown::HashSet<u32>,
+}
+
+impl Folds {
+    /// Names what was counted since the last fold and takes it out of the maps.
+    fn fold(&mut self, bpf: &mut Bpf, slot: &Slot, tracker: &mut MapsTracker) -> Result<(), Error> {
+        let grown = since(slot_counts(bpf, slot)?, &mut self.previous);
+        let named = grown.iter().map(|(key, _)| key.pid).collect();
+        tracker.lend_some(&mut self.symbolizer, &named);
+        let gone = gone(&self.previous, &mut self.seen);
+        let mut accounting = Accounting::default();
+        let entries = entries_of(
+            bpf,
+            grown,
+            &mut self.symbolizer,
+            true,
+            false,
+            &mut accounting,
+        )?;
+        drain(bpf, &mut self.previous, &gone, &mut self.symbolizer)?;
+        tracker.forget(&gone);
+        entries.into_iter().for_each(|e| self.kept.add(e));
+        self.accounting.stacks_lost += accounting.stacks_lost;
+        self.accounting.idle += accounting.idle;
+        self.accounting.own += accounting.own;
+        Ok(())
+    }
 }
 
 /// The threads of process `pid` now (itself when they cannot be listed).
