@@ -150,9 +150,8 @@ fn symbolizer_for(pid: Option<u32>) -> Symbolizer {
 }
 
 /// What the run's reports held (`-I`, or the folds of a run without it, take the counts out of
-/// the map): their accounting, their distinct stacks, and the processes reported that may
-/// still run.
-type Held = (out::Accounting, Distinct, hashbrown::HashSet<u32>);
+/// the map): their accounting and their distinct stacks.
+type Held = (out::Accounting, Distinct);
 
 /// The distinct stacks the reports held, by a hash of task and frames: kept per process while
 /// it runs, and only counted once it is gone (its stacks cannot come back), so that a run of
@@ -193,7 +192,7 @@ fn held_by_reports(
     kept: Option<sampling::Merged>,
 ) {
     add_reported((&mut reported.0, &mut reported.1), entries, accounting);
-    let (held, stacks, _) = reported;
+    let (held, stacks) = reported;
     accounting.stacks_lost = held.stacks_lost;
     accounting.idle = held.idle;
     accounting.own = held.own;
@@ -335,7 +334,7 @@ fn intervals(
         started: Instant::now(),
         last: Instant::now(),
         reports: 0,
-        previous: hashbrown::HashMap::new(),
+        taking: Default::default(),
         top: plan.top,
         measure,
         skip_idle,
@@ -445,7 +444,7 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
 struct ProfileSink<'a> {
     bpf: &'a mut Bpf,
     /// What the reports and folds held, for the run's summary (its stacks by a hash of
-    /// their task and frames), and the processes reported that may still run.
+    /// their task and frames).
     reported: Held,
     /// The counting slot (frame pointers, off-CPU); `None` with `--call-graph dwarf`, whose
     /// samples are unwound and counted by tracer (`unwound`).
@@ -471,7 +470,7 @@ struct Intervals {
     started: Instant,
     last: Instant,
     reports: u64,
-    previous: hashbrown::HashMap<tracer_common::AggKey, tracer_common::AggValue>,
+    taking: sampling::Taking,
     top: usize,
     measure: Measure,
     skip_idle: bool,
@@ -494,31 +493,18 @@ impl ProfileSink<'_> {
                 (entries, accounting, Default::default())
             }
             (None, Some(slot)) => {
-                let grown =
-                    sampling::since(sampling::slot_counts(self.bpf, slot)?, &mut iv.previous);
-                // The mappings the kernel's records gave of processes that may be gone.
-                let named = grown.iter().map(|(key, _)| key.pid).collect();
-                self.tracker.lend_some(&mut self.symbolizer, &named);
-                let gone = sampling::gone(&iv.previous, &mut self.reported.2);
                 let timed = matches!(iv.measure, Measure::OffCpu { .. });
-                let mut accounting = out::Accounting::default();
-                let entries = sampling::entries_of(
+                (iv.taking).take(
                     self.bpf,
-                    grown,
-                    &mut self.symbolizer,
-                    iv.skip_idle,
-                    timed,
-                    &mut accounting,
-                )?;
-                sampling::drain(self.bpf, &mut iv.previous, &gone, &mut self.symbolizer)?;
-                // Their mappings are not wanted again either.
-                self.tracker.forget(&gone);
-                (entries, accounting, gone)
+                    slot,
+                    (&mut self.symbolizer, &mut self.tracker),
+                    (iv.skip_idle, timed),
+                )?
             }
             (None, None) => unreachable!("a slot or unwound samples"),
         };
         if self.unwound.is_none() {
-            let (held, stacks, _) = &mut self.reported;
+            let (held, stacks) = &mut self.reported;
             add_reported((held, stacks), &entries, &accounting);
             stacks.retire(&gone);
         }

@@ -212,34 +212,51 @@ struct Folds {
     symbolizer: Symbolizer,
     kept: Merged,
     accounting: Accounting,
-    /// The counts read, and the processes of counts read that may still run.
-    previous: hashbrown::HashMap<AggKey, AggValue>,
-    seen: hashbrown::HashSet<u32>,
+    taking: Taking,
 }
 
 impl Folds {
     /// Names what was counted since the last fold and takes it out of the maps.
     fn fold(&mut self, bpf: &mut Bpf, slot: &Slot, tracker: &mut MapsTracker) -> Result<(), Error> {
-        let grown = since(slot_counts(bpf, slot)?, &mut self.previous);
-        let named = grown.iter().map(|(key, _)| key.pid).collect();
-        tracker.lend_some(&mut self.symbolizer, &named);
-        let gone = gone(&self.previous, &mut self.seen);
-        let mut accounting = Accounting::default();
-        let entries = entries_of(
-            bpf,
-            grown,
-            &mut self.symbolizer,
-            true,
-            false,
-            &mut accounting,
-        )?;
-        drain(bpf, &mut self.previous, &gone, &mut self.symbolizer)?;
-        tracker.forget(&gone);
+        let (entries, accounting, _) =
+            (self.taking).take(bpf, slot, (&mut self.symbolizer, tracker), (true, false))?;
         entries.into_iter().for_each(|e| self.kept.add(e));
         self.accounting.stacks_lost += accounting.stacks_lost;
         self.accounting.idle += accounting.idle;
         self.accounting.own += accounting.own;
         Ok(())
+    }
+}
+
+/// The counts a profile has read and not yet taken out of the maps, and the processes of
+/// counts read that may still run: what each [`Taking::take`] starts from.
+#[derive(Default)]
+pub struct Taking {
+    previous: hashbrown::HashMap<AggKey, AggValue>,
+    seen: hashbrown::HashSet<u32>,
+}
+
+impl Taking {
+    /// Names what `slot` counted since the last take (lent the tracker's mappings of the
+    /// processes it names, some gone) and takes it out of the maps: its entries, what they
+    /// left out (`skip_idle`, `timed`: see [`entries_of`]), and the processes now gone,
+    /// forgotten by the symbolizer and the tracker.
+    pub fn take(
+        &mut self,
+        bpf: &mut Bpf,
+        slot: &Slot,
+        (symbolizer, tracker): (&mut Symbolizer, &mut MapsTracker),
+        (skip_idle, timed): (bool, bool),
+    ) -> Result<(Vec<Entry>, Accounting, hashbrown::HashSet<u32>), Error> {
+        let grown = since(slot_counts(bpf, slot)?, &mut self.previous);
+        let named = grown.iter().map(|(key, _)| key.pid).collect();
+        tracker.lend_some(symbolizer, &named);
+        let gone = gone(&self.previous, &mut self.seen);
+        let mut accounting = Accounting::default();
+        let entries = entries_of(bpf, grown, symbolizer, skip_idle, timed, &mut accounting)?;
+        drain(bpf, &mut self.previous, &gone, symbolizer)?;
+        tracker.forget(&gone);
+        Ok((entries, accounting, gone))
     }
 }
 
