@@ -232,9 +232,7 @@ fn add_reported(
         stacks.insert(entry.pid, hasher.finish());
     }
     held.reported = Some(reported);
-    held.stacks_lost += accounting.stacks_lost;
-    held.idle += accounting.idle;
-    held.own += accounting.own;
+    held.add_taken(accounting);
 }
 
 /// The BPF object with room for stacks and counts, and for the off-CPU program's blocks.
@@ -526,7 +524,7 @@ impl ProfileSink<'_> {
             }
             None => {
                 entries.into_iter().for_each(|e| iv.pending.add(e));
-                add_accounting(&mut iv.pending_accounting, &accounting);
+                iv.pending_accounting.add_taken(&accounting);
             }
         }
         Ok(())
@@ -549,7 +547,7 @@ impl ProfileSink<'_> {
         // What the folds of the interval took, with the rest.
         let mut pending = std::mem::take(&mut iv.pending);
         entries.into_iter().for_each(|e| pending.add(e));
-        add_accounting(&mut accounting, &std::mem::take(&mut iv.pending_accounting));
+        accounting.add_taken(&std::mem::take(&mut iv.pending_accounting));
         let profile = Profile {
             measure: iv.measure,
             entries: pending.sorted(),
@@ -570,17 +568,6 @@ impl ProfileSink<'_> {
         .and_then(|()| self.output.flush())
         .map_err(Error::Output)
     }
-}
-
-/// Adds what a fold's accounting counted to an interval's.
-fn add_accounting(into: &mut out::Accounting, from: &out::Accounting) {
-    into.total += from.total;
-    into.not_counted += from.not_counted;
-    into.stacks_lost += from.stacks_lost;
-    into.idle += from.idle;
-    into.own += from.own;
-    into.short += from.short;
-    into.exited = into.exited.max(from.exited);
 }
 
 impl Sink for ProfileSink<'_> {

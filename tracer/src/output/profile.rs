@@ -110,6 +110,16 @@ pub struct Accounting {
     pub reported: Option<Reported>,
 }
 
+impl Accounting {
+    /// Adds what one take of the counts out of the maps left out of its stacks (a fold, an
+    /// interval's report): the rest of the accounting is the run's, read at its end.
+    pub fn add_taken(&mut self, taken: &Accounting) {
+        self.stacks_lost += taken.stacks_lost;
+        self.idle += taken.idle;
+        self.own += taken.own;
+    }
+}
+
 /// What a run's interval reports held, in all (`-I`, whose counts leave the map once
 /// reported): samples or blocks in stacks, their value, and the distinct stacks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

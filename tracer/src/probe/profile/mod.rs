@@ -221,9 +221,7 @@ impl Folds {
         let (entries, accounting, _) =
             (self.taking).take(bpf, slot, (&mut self.symbolizer, tracker), (true, false))?;
         entries.into_iter().for_each(|e| self.kept.add(e));
-        self.accounting.stacks_lost += accounting.stacks_lost;
-        self.accounting.idle += accounting.idle;
-        self.accounting.own += accounting.own;
+        self.accounting.add_taken(&accounting);
         Ok(())
     }
 }
