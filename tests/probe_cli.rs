@@ -95,6 +95,49 @@ fn tracepoint_fields_read_as_the_print_format_names_them() {
                   print(s.getsockname()[1], flush=True)\n\
                   c = socket.create_connection(('127.0.0.1', s.getsockname()[1]))\n\
                   a, _ = s.accept(); c.close(); a.close()\n";
+    // The client's SYN_SENT -> ESTABLISHED comes in softirq, which can run on a CPU where
+    // another BPF program is running (an interrupt in the middle of one): the kernel then
+    // skips the tracepoint's program, which kernels before 6.7 do not count (seen once in
+    // the 5.10 VM, where both ESTABLISHED transitions went missing). Three tries.
+    for attempt in 1..=3 {
+        match connect_states(script) {
+            Ok(()) => break,
+            Err(missing) if attempt < 3 => {
+                eprintln!("try {attempt}: {missing}; the kernel may have skipped it, trying again")
+            }
+            Err(missing) => panic!("{missing}"),
+        }
+    }
+
+    // Counted by a named field: the keys read as the events do.
+    let out = tracer(&[
+        "probe",
+        "--count-by",
+        "newstate",
+        "sock:inet_sock_set_state",
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let counts: Vec<(&str, u64)> = (stdout.lines())
+        .filter_map(|l| l.split_once(' ').map(|(k, n)| (k, n.trim().parse().ok())))
+        .filter_map(|(k, n)| Some((k, n?)))
+        .collect();
+    assert!(counts.contains(&("TCP_LISTEN", 1)), "{stdout}");
+    assert!(counts.contains(&("TCP_SYN_SENT", 1)), "{stdout}");
+    assert!(
+        counts.iter().all(|(k, _)| k.starts_with("TCP_")),
+        "{stdout}"
+    );
+}
+
+/// One run of [`tracepoint_fields_read_as_the_print_format_names_them`]'s script under
+/// `probe -f json sock:inet_sock_set_state`: the listener's and the client's transitions
+/// asserted, the client's SYN_SENT -> ESTABLISHED returned as missing.
+fn connect_states(script: &str) -> Result<(), String> {
     let out = tracer(&[
         "probe",
         "-f",
@@ -159,31 +202,10 @@ fn tracepoint_fields_read_as_the_print_format_names_them() {
     assert!(at(&listen) < at(&syn), "{changes:#?}");
     let established = (changes.iter().skip(at(&syn)))
         .any(|c| (c.0.as_str(), c.1.as_str(), c.3) == ("TCP_SYN_SENT", "TCP_ESTABLISHED", port));
-    assert!(established, "{changes:#?}");
-
-    // Counted by a named field: the keys read as the events do.
-    let out = tracer(&[
-        "probe",
-        "--count-by",
-        "newstate",
-        "sock:inet_sock_set_state",
-        "--",
-        "python3",
-        "-c",
-        script,
-    ]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let counts: Vec<(&str, u64)> = (stdout.lines())
-        .filter_map(|l| l.split_once(' ').map(|(k, n)| (k, n.trim().parse().ok())))
-        .filter_map(|(k, n)| Some((k, n?)))
-        .collect();
-    assert!(counts.contains(&("TCP_LISTEN", 1)), "{stdout}");
-    assert!(counts.contains(&("TCP_SYN_SENT", 1)), "{stdout}");
-    assert!(
-        counts.iter().all(|(k, _)| k.starts_with("TCP_")),
-        "{stdout}"
-    );
+    match established {
+        true => Ok(()),
+        false => Err(format!("no SYN_SENT -> ESTABLISHED in {changes:#?}")),
+    }
 }
 
 #[test]
