@@ -4,24 +4,31 @@
 
 use crate::*;
 
-/// `STATS` has three per-CPU counters per slot: hits that passed the task filters at
-/// `3 * slot`, `bpf_perf_event_output` failures (ring full) at `3 * slot + 1`, and hits the
-/// value filter (`--filter`) refused at `3 * slot + 2`.
-pub const STAT_COUNT: u32 = 3 * SLOTS;
+/// `STATS` has four per-CPU counters per slot: hits that passed the task filters at
+/// `4 * slot`, `bpf_perf_event_output` failures (ring full) at `4 * slot + 1`, hits the value
+/// filter (`--filter`) refused at `4 * slot + 2`, and the cells the slot added to a count map
+/// at `4 * slot + 3`.
+pub const STAT_COUNT: u32 = 4 * SLOTS;
 
 /// `STATS` index of a slot's hit counter.
 pub const fn stat_hits(slot: u32) -> u32 {
-    3 * slot
+    4 * slot
 }
 
 /// `STATS` index of a slot's failed-output counter.
 pub const fn stat_failed(slot: u32) -> u32 {
-    3 * slot + 1
+    4 * slot + 1
 }
 
 /// `STATS` index of a slot's counter of hits the value filter refused.
 pub const fn stat_filtered(slot: u32) -> u32 {
-    3 * slot + 2
+    4 * slot + 2
+}
+
+/// `STATS` index of a slot's counter of new cells in a count map (`COUNTS`, `STR_COUNTS`): a
+/// profile reads it to know, with one lookup, when new stacks may have come in.
+pub const fn stat_cells(slot: u32) -> u32 {
+    4 * slot + 3
 }
 
 // `SlotConfig::flags`, in bit order: what a slot's program reads, filters and does with a

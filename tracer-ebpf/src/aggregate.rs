@@ -7,11 +7,11 @@ use aya_ebpf::maps::{PerCpuArray, PerCpuHashMap};
 use aya_ebpf::programs::PerfEventContext;
 use core::ffi::c_void;
 use tracer_common::{
-    drop, stat_failed, stat_hits, str_flag, word, AggKey, AggValue, Event, RunCount, SlotConfig,
-    StrAggKey, AGG_BUCKET_NEGATIVE, AGG_CGROUP, AGG_COMM, AGG_CPU, AGG_HIST, AGG_KEY_STRING,
-    AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, KEY_STRLEN, SLOT_RUN_AT_IP, SLOT_RUN_COUNT,
-    SLOT_RUN_KEYED, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SRC_SIGNED, STR_ENTRY, USES_AGG_VALUE,
-    USES_RUN_COUNT, USES_RUN_KEYED, USES_STRINGS,
+    drop, stat_cells, stat_failed, stat_hits, str_flag, word, AggKey, AggValue, Event, RunCount,
+    SlotConfig, StrAggKey, AGG_BUCKET_NEGATIVE, AGG_CGROUP, AGG_COMM, AGG_CPU, AGG_HIST,
+    AGG_KEY_STRING, AGG_KEY_VALUE, AGG_PID, AGG_SUM, AGG_TID, KEY_STRLEN, SLOT_RUN_AT_IP,
+    SLOT_RUN_COUNT, SLOT_RUN_KEYED, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SRC_SIGNED, STR_ENTRY,
+    USES_AGG_VALUE, USES_RUN_COUNT, USES_RUN_KEYED, USES_STRINGS,
 };
 
 use crate::caches::{current_comm_words, generation_stamp, put_comm};
@@ -270,9 +270,12 @@ pub(crate) fn add_cell<K>(
         }
         None => {
             let cell = AggValue { count, sum };
-            if map.insert(key, &cell, 0).is_err() {
-                add(stat_failed(slot), count);
-                debug_dropped(slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
+            match map.insert(key, &cell, 0) {
+                Ok(()) => add(stat_cells(slot), 1),
+                Err(_) => {
+                    add(stat_failed(slot), count);
+                    debug_dropped(slot, drop::MAP_FULL, bpf_get_current_pid_tgid(), 0);
+                }
             }
         }
     }

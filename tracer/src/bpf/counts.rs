@@ -3,7 +3,9 @@
 //! filtered hits (`STATS`).
 
 use aya::maps::{MapData, PerCpuHashMap};
-use tracer_common::{names, stat_failed, stat_filtered, stat_hits, AggKey, AggValue, RunCount};
+use tracer_common::{
+    names, stat_cells, stat_failed, stat_filtered, stat_hits, AggKey, AggValue, RunCount,
+};
 
 use super::{Bpf, CellKey, Error, Slot};
 
@@ -310,6 +312,11 @@ impl Bpf {
             source,
         })?;
         Ok(values.iter().sum())
+    }
+
+    /// The cells a slot has added to the count maps so far, summed over CPUs (one lookup).
+    pub fn slot_cells(&self, slot: &Slot) -> Result<u64, Error> {
+        self.stat(stat_cells(slot.id))
     }
 
     /// Hits of a slot that its `--filter` refused, summed over CPUs.

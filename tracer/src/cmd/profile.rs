@@ -92,7 +92,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         unwound,
         symbolizer: symbolizer_for(session.pid()),
         pid: session.pid(),
-        symbolized: Instant::now(),
+        watch: Default::default(),
         tracker,
         output,
         intervals: intervals(&plan, measure, skip_idle, slot.is_some()),
@@ -436,7 +436,8 @@ fn banner(plan: &ProfilePlan, measure: Measure, whom: Option<String>) -> Banner 
 }
 
 /// Nothing streams: the run keeps the target's mappings fresh, reads those of every new
-/// process counted every 250 ms (a process that exits before the end keeps its frames), with
+/// process counted when the [`sampling::FillWatch`] says (every 250 ms, sooner when new
+/// stacks come fast; a process that exits before the end keeps its frames), with
 /// `-I` prints what each interval added (without it, folds it), and stops the programs at its
 /// end.
 struct ProfileSink<'a> {
@@ -450,7 +451,7 @@ struct ProfileSink<'a> {
     unwound: Option<Unwound>,
     symbolizer: Symbolizer,
     pid: Option<u32>,
-    symbolized: Instant,
+    watch: sampling::FillWatch,
     tracker: sampling::MapsTracker,
     output: crate::output::Output,
     intervals: Option<Intervals>,
@@ -530,6 +531,23 @@ impl ProfileSink<'_> {
         Ok(())
     }
 
+    /// Reads the mappings of the processes sampled and folds the counts if the maps fill,
+    /// when the [`sampling::FillWatch`] says it is time.
+    fn look(&mut self) -> Result<(), Error> {
+        let Some(slot) = self.slot else {
+            return Ok(());
+        };
+        if !self.watch.due(self.bpf, slot)? {
+            return Ok(());
+        }
+        let (sampled, held) = sampling::remember_processes(self.bpf, slot, &mut self.symbolizer)?;
+        self.tracker.prune(&sampled);
+        if held.filling() {
+            self.fold(false)?;
+        }
+        Ok(())
+    }
+
     /// Prints the top stacks of what was counted since the last report, under a
     /// `--- T s (interval N) ---` line (as `tracer probe -I` heads its reports); without
     /// `-I`, a fold.
@@ -580,6 +598,7 @@ impl Sink for ProfileSink<'_> {
             }
             None => self.tracker.drain(),
         }
+        self.look()?;
         Ok(false)
     }
 
@@ -587,21 +606,8 @@ impl Sink for ProfileSink<'_> {
         if let Some(pid) = self.pid.filter(|&pid| session::alive(pid)) {
             self.symbolizer.keep_mapped(pid);
         }
-        let slot = self
-            .slot
-            .filter(|_| self.symbolized.elapsed().as_millis() >= 250);
-        let mut filling = false;
-        if let Some(slot) = slot {
-            let (sampled, held) =
-                sampling::remember_processes(self.bpf, slot, &mut self.symbolizer)?;
-            self.tracker.prune(&sampled);
-            self.symbolized = Instant::now();
-            filling = held.filling();
-        }
-        match self.intervals.as_ref() {
-            Some(iv) if iv.last.elapsed() >= iv.every => self.report(false)?,
-            Some(_) if filling => self.fold(false)?,
-            _ => {}
+        if (self.intervals.as_ref()).is_some_and(|iv| iv.last.elapsed() >= iv.every) {
+            self.report(false)?;
         }
         Ok(false)
     }
