@@ -197,6 +197,10 @@ pub struct Symbolizer {
     swept: Option<std::time::Instant>,
     /// How the user stacks whose top was copied ended.
     pub tops: unwind::TopEnds,
+    /// User frames get no source line, and no file's DWARF line tables are read: for output
+    /// that shows none (a folded profile; libc's tables alone are about 55 MB when its debug
+    /// file is installed).
+    pub without_lines: bool,
 }
 
 /// How long what was read of a file (symbols, lines, unwind tables) is kept once no process
@@ -625,6 +629,7 @@ impl Symbolizer {
 
     fn user_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
         let (exited, trap_after, cfi) = (&mut self.exited, self.trap_after, &mut self.cfi);
+        let without_lines = self.without_lines;
         let process = self.processes.entry(pid).or_insert_with(|| {
             let process = Process::new(pid).ok();
             if process.is_none() {
@@ -669,7 +674,11 @@ impl Symbolizer {
                             (None, Some(file), Some(m)) => function_of(p, cfi, file, m, at),
                             _ => None,
                         };
-                        (symbol, p.location(at), build_id, mapped, function)
+                        let location = match without_lines {
+                            true => None,
+                            false => p.location(at),
+                        };
+                        (symbol, location, build_id, mapped, function)
                     }
                     None => (None, None, None, None, None),
                 };

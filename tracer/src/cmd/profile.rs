@@ -90,7 +90,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         reported: Default::default(),
         slot: slot.as_ref(),
         unwound,
-        symbolizer: symbolizer_for(session.pid()),
+        symbolizer: symbolizer_for(session.pid(), plan.shows_lines()),
         pid: session.pid(),
         watch: Default::default(),
         tracker,
@@ -140,9 +140,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     Ok(outcome.exit_code())
 }
 
-/// The command's symbolizer, its process's mappings read (and kept fresh while it runs).
-fn symbolizer_for(pid: Option<u32>) -> Symbolizer {
+/// The command's symbolizer, its process's mappings read (and kept fresh while it runs);
+/// without `lines`, frames get no source lines.
+fn symbolizer_for(pid: Option<u32>, lines: bool) -> Symbolizer {
     let mut symbolizer = Symbolizer::default();
+    symbolizer.without_lines = !lines;
     if let Some(pid) = pid {
         symbolizer.keep_mapped(pid);
     }

@@ -61,6 +61,14 @@ pub struct ProfilePlan {
     pub file: Option<std::path::PathBuf>,
 }
 
+impl ProfilePlan {
+    /// Whether the output shows user frames' source lines (text, JSON, pprof): folded lines
+    /// and flame graphs do not, and their run reads no DWARF line tables.
+    pub fn shows_lines(&self) -> bool {
+        !matches!(self.format, ProfileFormat::Folded | ProfileFormat::Svg)
+    }
+}
+
 /// Every check of `tracer profile`'s input, before anything is opened.
 pub fn profile_plan(args: &ProfileArgs, machine: &dyn Machine) -> Result<ProfilePlan, Error> {
     if let Some(name) = (args.file.as_deref()).and_then(|f| f.to_str()) {
@@ -239,6 +247,17 @@ mod tests {
         assert!(p.kernel && p.user);
         assert_eq!(p.top, 10);
         assert_eq!(crate::units::clock_period_ns(99), 10_101_010);
+    }
+
+    #[test]
+    fn only_formats_that_show_source_lines_read_them() {
+        let shown = |f: &str| plan(&format!("-f {f} -o /tmp/x")).unwrap().shows_lines();
+        let formats = ["text", "json", "pprof", "folded", "svg"];
+        assert_eq!(
+            formats.map(shown),
+            [true, true, true, false, false],
+            "{formats:?}"
+        );
     }
 
     #[test]
