@@ -124,6 +124,23 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe --hist nr_sector --count-by comm block:block_rq_issue -d 2",
         probe_block_sizes,
     ),
+    (
+        "tracer probe --count-by comm -s user uprobe:libc.so.6:getenv -- ./prog",
+        probe_stackcount,
+    ),
+    ("tracer probe 'vfs_*' --count-by probe", needs_kprobes),
+    (
+        "tracer probe vfs_read vfs_write vfs_fsync vfs_open vfs_create --count-by probe -I 1s",
+        needs_kprobes,
+    ),
+    (
+        "tracer probe 'cap_capable(cap)' --count-by comm,cap",
+        needs_kprobes,
+    ),
+    (
+        "tracer probe 'inet_csk_accept%return(ret->__sk_common.skc_rcv_saddr, ret->__sk_common.skc_num, ret->__sk_common.skc_daddr, ret->__sk_common.skc_dport)'",
+        needs_kprobes,
+    ),
     ("tracer trace --format json -o calls.json -- true", trace_json),
     // tracer probe --help
     (

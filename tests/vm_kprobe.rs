@@ -688,12 +688,7 @@ fn more_than_16_kprobes_attach_through_cookies() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut version = release
-        .split(['.', '-'])
-        .map(|n| n.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (version.next().unwrap(), version.next().unwrap());
-    if (major, minor) < (5, 15) {
+    if !cookies() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(
             stderr.contains("need BPF attach cookies (Linux 5.15)"),
@@ -1028,7 +1023,7 @@ fn help_example(example: &str, workload: impl FnOnce(), stops: bool) -> (String,
         .unwrap();
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut banner = String::new();
-    while !["Tracing", "Watching"]
+    while !["Tracing", "Watching", "Counting"]
         .iter()
         .any(|b| banner.lines().last().unwrap_or("").starts_with(b))
     {
@@ -1251,4 +1246,110 @@ fn uprobe_stacks_at_function_entry_keep_the_direct_caller() {
             "{outlier}"
         );
     }
+}
+
+/// docs/tools.md's kernel-function tools (tests/examples_cli.rs checks their error where
+/// kprobes are missing), each run as written, system-wide until Ctrl-C, beside a workload
+/// whose calls are known: vfscount and vfsstat count testprog's 23 opens of /etc/hostname
+/// among the machine's (so at least 23 `vfs_open` calls), capable counts testprog's 5 checks
+/// of CAP_SYS_NICE (23) exactly, and tcpaccept prints the one connection connect.c accepts,
+/// with both ends as connect.c saw them (through fexit where the kernel permits it).
+#[test]
+fn docs_tools_with_kernel_functions_run() {
+    if !has(Feature::KprobePmu, "tools_kprobe") || !has(Feature::Bpf, "tools_kprobe") {
+        return;
+    }
+    // Count rows ending in `:vfs_open N`, over every table the run printed (vfsstat prints
+    // one per second; the opens fall in one or two of them).
+    let vfs_opens = |stdout: &str| -> u64 {
+        (stdout.lines())
+            .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+                [probe, n] if probe.ends_with(":vfs_open") => n.parse::<u64>().ok(),
+                _ => None,
+            })
+            .sum()
+    };
+    let vfscount = "tracer probe 'vfs_*' --count-by probe";
+    if cookies() {
+        let (stdout, stderr) = help_example(vfscount, || opens(OPENS), false);
+        assert!(vfs_opens(&stdout) >= OPENS, "{stdout}\n{stderr}");
+        assert!(stderr.contains("vfs_*' matches "), "{stderr}");
+    } else {
+        let rest: Vec<&str> = vec!["probe", "vfs_*", "--count-by", "probe"];
+        let out = common::Tracer::new(rest).output();
+        let stderr = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("need BPF attach cookies (Linux 5.15)"),
+            "{stderr}"
+        );
+    }
+
+    let vfsstat =
+        "tracer probe vfs_read vfs_write vfs_fsync vfs_open vfs_create --count-by probe -I 1s";
+    let (stdout, stderr) = help_example(
+        vfsstat,
+        || {
+            opens(OPENS);
+            // An interval's report after the opens.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+        },
+        false,
+    );
+    assert!(stdout.contains("(interval 1) ---"), "{stdout}\n{stderr}");
+    assert!(vfs_opens(&stdout) >= OPENS, "{stdout}\n{stderr}");
+
+    let capable = "tracer probe 'cap_capable(cap)' --count-by comm,cap";
+    let nice = || {
+        let status = std::process::Command::new(common::testprog())
+            .args(["nice", "5"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let (stdout, stderr) = help_example(capable, nice, false);
+    let ours: Vec<Vec<&str>> = (stdout.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|row| row[..] == ["tracer-testprog", "23", row[2]])
+        .collect();
+    // (7.3 also checks CAP_SYS_ADMIN 11 times as testprog starts: a row of its own.)
+    assert_eq!(ours, [["tracer-testprog", "23", "5"]], "{stdout}\n{stderr}");
+
+    let tcpaccept = "tracer probe 'inet_csk_accept%return(ret->__sk_common.skc_rcv_saddr, ret->__sk_common.skc_num, ret->__sk_common.skc_daddr, ret->__sk_common.skc_dport)'";
+    let connect = common::c_workload("connect");
+    let ports = std::cell::RefCell::new(String::new());
+    let (stdout, stderr) = help_example(
+        tcpaccept,
+        || {
+            let out = std::process::Command::new(&connect).output().unwrap();
+            assert!(out.status.success(), "{}", common::text(&out.stderr));
+            *ports.borrow_mut() = common::text(&out.stdout);
+        },
+        false,
+    );
+    let ports = ports.into_inner();
+    let [local, server] = ports.split_whitespace().collect::<Vec<_>>()[..] else {
+        panic!("connect printed {ports:?}")
+    };
+    let accepted: Vec<&str> = (stdout.lines())
+        .filter(|l| l.contains("inet_csk_accept"))
+        .collect();
+    let shown = format!(
+        "ret->__sk_common.skc_rcv_saddr=127.0.0.1 ret->__sk_common.skc_num={server} \
+         ret->__sk_common.skc_daddr=127.0.0.1 ret->__sk_common.skc_dport={local}"
+    );
+    assert_eq!(accepted.len(), 1, "{stdout}\n{stderr}");
+    // A return probe prints the return value last: the socket's address.
+    assert!(
+        accepted[0].contains(&format!("{shown} ret=0xffff")),
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// Whether the kernel has BPF attach cookies (Linux 5.15): past 16 kernel functions, tracer
+/// needs them.
+fn cookies() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut version = (release.split(['.', '-'])).map(|n| n.parse::<u32>().unwrap_or(0));
+    (version.next().unwrap(), version.next().unwrap()) >= (5, 15)
 }

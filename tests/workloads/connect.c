@@ -1,6 +1,6 @@
 /* One TCP connection over loopback, for the member reads of tcp_connect's socket
- * (tests/vm_kprobe.rs): listens on 127.0.0.1 at a port the kernel picks, connects to it, and
- * prints "LOCAL_PORT SERVER_PORT" (host byte order). Brings the loopback interface up first
+ * (tests/vm_kprobe.rs): listens on 127.0.0.1 at a port the kernel picks, connects to it,
+ * prints "LOCAL_PORT SERVER_PORT" (host byte order), then accepts it (tcpaccept's example). Brings the loopback interface up first
  * when it is down (the test VMs boot with it down). */
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -51,5 +51,12 @@ int main(void) {
         return 1;
     }
     printf("%u %u\n", ntohs(local.sin_port), ntohs(addr.sin_port));
+    fflush(stdout);
+    /* The server's side of it, for tcpaccept's inet_csk_accept: already queued, so at once. */
+    int accepted = accept(server, NULL, NULL);
+    if (accepted < 0) {
+        perror("accept");
+        return 1;
+    }
     return 0;
 }
