@@ -218,6 +218,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_softirqs,
     ),
     (
+        "tracer latency --from writeback:writeback_start --to writeback:writeback_written --key sb_dev --by reason",
+        latency_writeback,
+    ),
+    (
         "tracer latency uprobe:./prog:handle --slower-than 10ms -s",
         latency_slow_stacks,
     ),

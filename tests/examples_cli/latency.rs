@@ -146,6 +146,21 @@ pub(crate) fn latency_softirqs(ctx: &Ctx, example: &str) {
     assert_eq!(total, measured, "{stdout}\n{stderr}");
 }
 
+/// docs/tools.md's writeback: a file's dirty pages written out by sync(1): at least one
+/// writeback of reason `sync`, each start matched to its end by the superblock's device.
+pub(crate) fn latency_writeback(ctx: &Ctx, example: &str) {
+    let running = ctx.start(&words(example, &[]));
+    std::fs::write(ctx.path("writeback-bytes"), vec![b'x'; 4 << 20]).unwrap();
+    ctx.workload("sync", &[]);
+    let (stdout, stderr) = running.interrupted();
+    let mut groups = stdout.split("reason ");
+    let sync = (groups.find(|group| group.starts_with("sync\n")))
+        .unwrap_or_else(|| panic!("no sync writeback:\n{stdout}\n{stderr}"));
+    let (count, rows) = histogram(sync);
+    assert!(count >= 1, "{stdout}\n{stderr}");
+    assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), count, "{sync}");
+}
+
 pub(crate) fn latency_wakeup(ctx: &Ctx, example: &str) {
     let running = ctx.start(&words(example, &[]));
     // prog sleeps 700 ms once: a wakeup, then a switch to it.
