@@ -128,6 +128,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe --count-by comm -s user uprobe:libc.so.6:getenv -- ./prog",
         probe_stackcount,
     ),
+    (
+        "tracer probe 'uprobe:libc.so.6:pthread_create(usym(arg2))' -- ./tracer-testprog counter 300",
+        probe_threadsnoop,
+    ),
     ("tracer probe 'vfs_*' --count-by probe", needs_kprobes),
     (
         "tracer probe vfs_read vfs_write vfs_fsync vfs_open vfs_create --count-by probe -I 1s",

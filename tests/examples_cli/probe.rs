@@ -165,6 +165,27 @@ pub(crate) fn probe_stackcount(ctx: &Ctx, example: &str) {
     assert!(stderr.contains("6 hits counted in the kernel"), "{stderr}");
 }
 
+/// docs/tools.md's threadsnoop: testprog's `counter` starts three threads, each through
+/// pthread_create with Rust's std `thread_start` as the start routine, named.
+pub(crate) fn probe_threadsnoop(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example threadsnoop") || !has(Feature::Bpf, "example threadsnoop")
+    {
+        return;
+    }
+    let out = ctx.command(&words(example, &[])).output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let starts: Vec<&str> = (stdout.lines())
+        .filter_map(|l| l.split_once(" uprobe:libc.so.6:pthread_create arg2="))
+        .map(|(_, name)| name)
+        .collect();
+    assert_eq!(starts.len(), 3, "{stdout}");
+    assert!(
+        starts.iter().all(|name| name.ends_with("::thread_start")),
+        "{stdout}"
+    );
+}
+
 pub(crate) fn readme_uprobe_args(ctx: &Ctx, example: &str) {
     if !has(Feature::UprobePmu, "example probe uprobe args") {
         return;

@@ -276,10 +276,13 @@ struct Streamed {
 }
 
 /// Whether any probe of the plan takes user stacks.
+/// Whether user addresses are named (user stacks, `usym()` values): the mappings of the
+/// traced processes are then followed, so that one gone before its events are read is named.
 fn user_stacks(plan: &ProbePlan) -> bool {
     plan.specs.iter().any(|spec| {
         let user = matches!(spec.target, plan::Target::User { .. });
-        crate::stacks::flags_for(plan.stack, user) & tracer_common::SLOT_STACK_USER != 0
+        let usym = (spec.args.iter()).any(|a| plan::reader(a).0 == plan::Reader::Usym);
+        usym || crate::stacks::flags_for(plan.stack, user) & tracer_common::SLOT_STACK_USER != 0
     })
 }
 
@@ -373,7 +376,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
             let probe = &streamed.probe;
             let (strings, top) =
                 probe::strings::split_top(&strings[range.clone()], probe.stack_top);
-            let (args, ret, errno) = probe::decode(&probe.decoder, event, strings);
+            let (mut args, ret, errno) = probe::decode(&probe.decoder, event, strings);
+            let named = probe.decoder.symbol_columns();
+            let symbolizer = &mut self.symbolizer;
+            probe::decode::name_functions(&mut args, &named, event.pid(), symbolizer);
             let entry_ret = match probe.at_entry {
                 true => event.data[tracer_common::word::ENTRY_RET],
                 false => 0,

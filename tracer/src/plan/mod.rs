@@ -18,8 +18,8 @@ pub use watch::{parse_watch_target, WatchTarget};
 use aggregation::valid_value_name;
 pub use aggregation::{aggregation, linear, Aggregation, KeyPart, Linear, ValueOp};
 pub use spec::{
-    glob_match, is_kernel_address, parse_args, parse_bare_spec, parse_spec, similar, ProbeSpec,
-    Target, UserAt, MAX_PROBES_PER_KIND, MAX_TRACEPOINTS,
+    glob_match, is_kernel_address, parse_args, parse_bare_spec, parse_spec, reader, similar,
+    ProbeSpec, Reader, Target, UserAt, MAX_PROBES_PER_KIND, MAX_TRACEPOINTS,
 };
 pub(crate) use spec::{parse_number, valid_name};
 
@@ -832,6 +832,26 @@ pub(crate) mod tests {
         assert_eq!(tp, spec("tracepoint:syscalls:sys_enter_openat"));
         assert_eq!(tp.to_string(), "syscalls:sys_enter_openat");
         assert!(spec("tracepoint:syscalls:sys_enter_open*").is_glob());
+    }
+
+    #[test]
+    fn listed_values_name_how_they_are_read() {
+        let u = spec("uprobe:libc.so.6:pthread_create(usym(arg2), str(arg3), arg1)");
+        assert_eq!(u.args, ["usym(arg2)", "str(arg3)", "arg1"]);
+        let readers: Vec<_> = u.args.iter().map(|a| reader(a)).collect();
+        assert_eq!(
+            readers,
+            [
+                (Reader::Usym, "arg2"),
+                (Reader::Str, "arg3"),
+                (Reader::Plain, "arg1")
+            ]
+        );
+        // Not a name inside: refused with the hint that spells both.
+        let Err(Error::Usage { hints, .. }) = parse_spec("uprobe:libc.so.6:free(usym(1))") else {
+            panic!("usym(1) accepted")
+        };
+        assert!(hints[0].contains("usym(NAME) names"), "{hints:?}");
     }
 
     #[test]

@@ -457,16 +457,35 @@ pub fn parse_bare_spec(spec: &str, command: &str) -> Result<ProbeSpec, Error> {
     Ok(parsed)
 }
 
+/// How a listed value is read and shown, as bpftrace spells it: `str(NAME)` reads it as a
+/// string (a `char *` the debug info does not type, an untyped argN, a USDT argument),
+/// `usym(NAME)` names the function at the address it holds (a thread's start routine, a
+/// callback).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reader {
+    Plain,
+    Str,
+    Usym,
+}
+
+/// A listed value's [`Reader`] and the name inside it.
+pub fn reader(word: &str) -> (Reader, &str) {
+    for (prefix, reader) in [("str(", Reader::Str), ("usym(", Reader::Usym)] {
+        if let Some(inner) = word.strip_prefix(prefix).and_then(|w| w.strip_suffix(')')) {
+            return (reader, inner);
+        }
+    }
+    (Reader::Plain, word)
+}
+
 /// Parses a list of values to print (`--args`, or inside `FUNC(...)`): parameter or field
 /// names, `argN`, `ret`, and member accesses `PARAM->member[->member]`, comma-separated; any of
-/// them as `str(NAME)` to read it as a string.
+/// them as `str(NAME)` or `usym(NAME)` ([`Reader`]).
 pub fn parse_args(list: &str) -> Result<Vec<String>, Error> {
-    const HINT: &str = "name parameters, argN, ret, tracepoint fields or members (str(NAME) reads a string): filename,how->flags";
+    const HINT: &str = "name parameters, argN, ret, tracepoint fields or members (str(NAME) reads a string, usym(NAME) names a function's address): filename,how->flags";
     let mut args = Vec::new();
     for word in list.split(',').map(str::trim) {
-        // `str(NAME)`: a value read as a string (a `char *` the debug info does not type, an
-        // untyped argN, a USDT argument), as bpftrace spells it.
-        let name = (word.strip_prefix("str(").and_then(|w| w.strip_suffix(')'))).unwrap_or(word);
+        let name = reader(word).1;
         let plain = valid_value_name(name);
         if !plain && crate::kernel::btf::parse_access(name).is_none() {
             let message = match word.is_empty() {

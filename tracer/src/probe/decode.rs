@@ -10,6 +10,30 @@ use crate::kernel::params::Kind;
 /// The event's named values, its return value, and the errno that return value stands for.
 pub type DecodedValues<'a> = (Vec<(&'a str, Value)>, Option<Value>, Option<&'static str>);
 
+/// Names the addresses `usym()` asked for (`columns`, from [`Decoder::symbol_columns`]) by
+/// the function of process `pid` each is in: `worker`, or `worker+0x12` inside it; an address
+/// no symbol covers stays hex.
+pub fn name_functions(
+    args: &mut [(&str, Value)],
+    columns: &[usize],
+    pid: u32,
+    symbolizer: &mut crate::stacks::Symbolizer,
+) {
+    for &i in columns {
+        let Some((_, value)) = args.get_mut(i) else {
+            continue;
+        };
+        let Value::Hex(addr) = *value else { continue };
+        let frame = symbolizer.frame(pid, addr);
+        if let Some(name) = frame.symbol {
+            *value = Value::Word(match frame.offset {
+                0 => name,
+                offset => format!("{name}+{offset:#x}"),
+            });
+        }
+    }
+}
+
 /// The event's values; `strings` are the string entries it came with.
 pub fn decode<'a>(decoder: &'a Decoder, event: &Event, strings: &[u8]) -> DecodedValues<'a> {
     let mut read = match strings.is_empty() {

@@ -60,6 +60,22 @@ pub enum Decoder {
     },
 }
 
+impl Decoder {
+    /// The values `usym()` asks to name, by their index in the decoded values.
+    pub fn symbol_columns(&self) -> Vec<usize> {
+        match self {
+            Decoder::Entry(values)
+            | Decoder::Return {
+                args: Some(values), ..
+            } => (values.columns.iter().enumerate())
+                .filter(|(_, c)| c.symbol)
+                .map(|(i, _)| i)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// One attached probe. Field order is drop order: the perf event goes before the legacy
 /// kprobe it uses.
 pub struct Probe {

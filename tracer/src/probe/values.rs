@@ -29,6 +29,9 @@ pub struct Column {
     pub name: String,
     pub place: Place,
     pub kind: Kind,
+    /// `usym(NAME)`: the value is an address, named by the function it is in when printed
+    /// ([`super::decode::name_functions`]); decoded as hex.
+    pub symbol: bool,
 }
 
 /// Which memory the probe's pointers point into.
@@ -161,6 +164,7 @@ impl Values {
                     name: name.clone(),
                     place: Place::Register(i),
                     kind: kind.clone(),
+                    symbol: false,
                 })
                 .collect();
         } else {
@@ -185,10 +189,27 @@ impl Values {
     }
 
     /// The column for a name: a parameter, `argN`, or a member access; `str(NAME)` reads it
-    /// as a string (a `char *` the debug info does not type, an untyped `argN`, a USDT
-    /// argument), as bpftrace spells it.
+    /// as a string and `usym(NAME)` names the function at its address ([`crate::plan::Reader`]).
     fn column(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Column, Error> {
-        if let Some(inner) = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')')) {
+        if let (crate::plan::Reader::Usym, inner) = crate::plan::reader(name) {
+            let column = self.column(inner, members)?;
+            if column.kind.size() != 8 {
+                return Err(Error::usage(
+                    format!(
+                        "'{inner}' of {} is {}, not an address",
+                        self.probe, column.kind
+                    ),
+                    vec![format!(
+                        "usym() names the function at an address: write '{inner}'"
+                    )],
+                ));
+            }
+            return Ok(Column {
+                symbol: true,
+                ..column
+            });
+        }
+        if let (crate::plan::Reader::Str, inner) = crate::plan::reader(name) {
             let column = self.column(inner, members)?;
             if column.kind.size() != 8 {
                 return Err(Error::usage(
@@ -210,6 +231,7 @@ impl Values {
                 name: name.to_string(),
                 place: Place::Register(index),
                 kind,
+                symbol: false,
             });
         };
         let (index, _) = self.param(param)?;
@@ -273,6 +295,7 @@ impl Values {
             name: name.to_string(),
             place: Place::Field(slot),
             kind: member.kind,
+            symbol: false,
         })
     }
 
@@ -419,7 +442,10 @@ impl Values {
                 };
                 let string = (self.strings.iter().position(|p| *p == column.place))
                     .and_then(|k| strings[k].clone());
-                let value = match raw.map(|raw| column.kind.value(raw, string)) {
+                let value = match raw.map(|raw| match column.symbol {
+                    true => Value::Hex(raw),
+                    false => column.kind.value(raw, string),
+                }) {
                     // As for tracepoint fields: `flags` and `*mask*` hold bits.
                     Some(Value::Uint(bits)) if shows_hex(leaf(&column.name)) => Value::Hex(bits),
                     Some(value) => value,

@@ -410,6 +410,8 @@ impl From<ColumnDesc> for Column {
             name: c.name,
             place: c.place.into(),
             kind: c.kind.into(),
+            // A recording keeps a `usym()` value as its address.
+            symbol: false,
         }
     }
 }

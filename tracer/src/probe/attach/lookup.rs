@@ -176,6 +176,13 @@ pub(super) fn tracepoint_selection(
                 0,
                 "tracepoint fields print whole; struct members need a kprobe or uprobe".into(),
             );
+        } else if plan::reader(name).0 != plan::Reader::Plain {
+            hints.insert(
+                0,
+                "tracepoint fields print as their format types them; str() and usym() are for \
+                 kernel and user function arguments"
+                    .into(),
+            );
         } else if let Some(near) = plan::did_you_mean(name, fields.iter().copied()) {
             hints.insert(0, near);
         }

@@ -371,8 +371,8 @@ fn return_decoder(
 /// Whether a listed value is read through the return value (`ret->member`,
 /// `str(ret->name)`).
 fn reads_return(name: &str) -> bool {
-    let bare = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')'));
-    crate::kernel::btf::parse_access(bare.unwrap_or(name)).is_some_and(|(param, _)| param == "ret")
+    let bare = crate::plan::reader(name).1;
+    crate::kernel::btf::parse_access(bare).is_some_and(|(param, _)| param == "ret")
 }
 
 /// An entry's decoder: its arguments, typed by the USDT note, BTF or DWARF.

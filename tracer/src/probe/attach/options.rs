@@ -166,10 +166,7 @@ impl AttachOptions<'_> {
             .filter
             .into_iter()
             .flat_map(|f| f.atoms.iter().map(|a| &a.name));
-        let inner = |name: &str| {
-            let bare = name.strip_prefix("str(").and_then(|n| n.strip_suffix(')'));
-            bare.unwrap_or(name).to_string()
-        };
+        let inner = |name: &str| crate::plan::reader(name).1.to_string();
         (listed.chain(aggregated).chain(filtered))
             .any(|name| parse_access(&inner(name)).is_some_and(|(_, path)| path.len() > 1))
     }
