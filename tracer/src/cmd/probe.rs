@@ -142,6 +142,7 @@ fn stream(
         by_slot,
         probes: (probes.into_iter())
             .map(|probe| Streamed {
+                named: probe.decoder.symbol_columns(),
                 probe,
                 delivered: 0,
                 faults: 0,
@@ -267,6 +268,8 @@ fn count(
 
 /// A probe and what the streamed run printed of it.
 struct Streamed {
+    /// The values `usym()` names, by index (`Decoder::symbol_columns`).
+    named: Vec<usize>,
     probe: Probe,
     delivered: u64,
     /// Struct member reads that failed (bad pointers), printed as `?`.
@@ -275,7 +278,6 @@ struct Streamed {
     after_count: u64,
 }
 
-/// Whether any probe of the plan takes user stacks.
 /// Whether user addresses are named (user stacks, `usym()` values): the mappings of the
 /// traced processes are then followed, so that one gone before its events are read is named.
 fn user_stacks(plan: &ProbePlan) -> bool {
@@ -377,9 +379,8 @@ impl<W: std::io::Write> LoopState<'_, W> {
             let (strings, top) =
                 probe::strings::split_top(&strings[range.clone()], probe.stack_top);
             let (mut args, ret, errno) = probe::decode(&probe.decoder, event, strings);
-            let named = probe.decoder.symbol_columns();
             let symbolizer = &mut self.symbolizer;
-            probe::decode::name_functions(&mut args, &named, event.pid(), symbolizer);
+            probe::decode::name_functions(&mut args, &streamed.named, event.pid(), symbolizer);
             let entry_ret = match probe.at_entry {
                 true => event.data[tracer_common::word::ENTRY_RET],
                 false => 0,

@@ -191,37 +191,32 @@ impl Values {
     /// The column for a name: a parameter, `argN`, or a member access; `str(NAME)` reads it
     /// as a string and `usym(NAME)` names the function at its address ([`crate::plan::Reader`]).
     fn column(&mut self, name: &str, members: &mut MemberLookup<'_>) -> Result<Column, Error> {
-        if let (crate::plan::Reader::Usym, inner) = crate::plan::reader(name) {
+        let (reader, inner) = crate::plan::reader(name);
+        if reader != crate::plan::Reader::Plain {
             let column = self.column(inner, members)?;
+            let (kind, symbol, not, hint) = match reader {
+                crate::plan::Reader::Str => (
+                    Kind::Str,
+                    false,
+                    "a pointer",
+                    "str() reads a pointer's string",
+                ),
+                _ => (
+                    column.kind.clone(),
+                    true,
+                    "an address",
+                    "usym() names the function at an address",
+                ),
+            };
             if column.kind.size() != 8 {
                 return Err(Error::usage(
-                    format!(
-                        "'{inner}' of {} is {}, not an address",
-                        self.probe, column.kind
-                    ),
-                    vec![format!(
-                        "usym() names the function at an address: write '{inner}'"
-                    )],
+                    format!("'{inner}' of {} is {}, not {not}", self.probe, column.kind),
+                    vec![format!("{hint}: write '{inner}'")],
                 ));
             }
             return Ok(Column {
-                symbol: true,
-                ..column
-            });
-        }
-        if let (crate::plan::Reader::Str, inner) = crate::plan::reader(name) {
-            let column = self.column(inner, members)?;
-            if column.kind.size() != 8 {
-                return Err(Error::usage(
-                    format!(
-                        "'{inner}' of {} is {}, not a pointer",
-                        self.probe, column.kind
-                    ),
-                    vec![format!("str() reads a pointer's string: write '{inner}'")],
-                ));
-            }
-            return Ok(Column {
-                kind: Kind::Str,
+                kind,
+                symbol,
                 ..column
             });
         }
