@@ -562,9 +562,15 @@ fn every_cpu_sample_is_accounted_for() {
     let cpus = tracer::perf::cpus::online().unwrap().len() as f64;
     let clock = cpus * 199.0 * json["seconds"].as_f64().unwrap();
     let counted = n(&a["counted"]) as f64;
-    // A period per CPU at each end of the run (enabled before it starts, stopped after).
+    // A period per CPU at each end of the run (enabled before it starts, stopped after); on
+    // an emulated CPU, whose start takes longer and whose timers land late, two at each end
+    // (6.12's VM counted 404 where the clocks gave 400 and this allowed 403.9).
+    let ends = match common::emulated("every_cpu_sample", "two periods per CPU at each end") {
+        true => 4.0,
+        false => 2.0,
+    };
     assert!(
-        counted <= clock + 2.0 * cpus && counted >= 1.0,
+        counted <= clock + ends * cpus && counted >= 1.0,
         "{counted} samples counted, the clocks gave {clock:.0}\n{stderr}"
     );
 }
