@@ -1320,7 +1320,7 @@ fn a_process_is_profiled_into_its_children_unless_no_inherit() {
 /// the maps were looked at every 250 ms; 10.7% when they stayed for the whole interval).
 #[test]
 fn interval_reports_never_fill_the_count_map() {
-    let Some((out, line, counted)) = stackmix_for_8_s("interval_map_drain", &["-I", "2s"]) else {
+    let Some((out, line, in_stacks)) = stackmix_for_8_s("interval_map_drain", &["-I", "2s"]) else {
         return;
     };
     // Reports every 2 s and the last one's remainder: at least two (each takes a while to
@@ -1329,20 +1329,25 @@ fn interval_reports_never_fill_the_count_map() {
         .filter(|l| l.starts_with("--- ") && l.contains("interval "))
         .count();
     assert!(reports >= 2, "{reports} reports\n{line}");
-    assert!(stacks_lost(&line) * 1000 < counted * 15, "{line}");
+    assert!(stacks_lost(&line) * 1000 < in_stacks * 15, "{line}");
 }
 
 /// The samples of a summary line `... N with a stack lost` (0 when not said).
 fn stacks_lost(line: &str) -> u64 {
+    said_count(line, " with a stack lost")
+}
+
+/// The N of a summary line's part `N<what>` (0 when not said).
+fn said_count(line: &str, what: &str) -> u64 {
     line.split(", ")
-        .find_map(|part| part.strip_suffix(" with a stack lost"))
+        .find_map(|part| part.strip_suffix(what))
         .map_or(0, |n| n.parse::<u64>().unwrap())
 }
 
 /// tests/workloads/stackmix.c sampled at 4,999 Hz for 8 s with `args` (about 40,000 samples
 /// over more distinct stacks than the count map's 10,240 keys), checked to have counted
-/// every sample in a stack and none "not counted (map full)": the run, its summary line and
-/// the samples counted. `None` (said) under emulation.
+/// every sample in a stack (but those said lost as their cell left the map) and none "not
+/// counted (map full)": the run, its summary line and the samples in stacks. `None` (said) under emulation.
 fn stackmix_for_8_s(name: &str, args: &[&str]) -> Option<(std::process::Output, String, u64)> {
     let _clock = beside();
     common::require_root();
@@ -1368,12 +1373,15 @@ fn stackmix_for_8_s(name: &str, args: &[&str]) -> Option<(std::process::Output, 
         .unwrap_or_else(|| panic!("{stderr}"))
         .to_string();
     let words: Vec<&str> = line.split_whitespace().collect();
-    let (counted, in_stacks) = (words[0], words[3]);
-    assert_eq!(counted, in_stacks, "{line}");
-    let counted: u64 = counted.parse().unwrap();
+    let (counted, in_stacks): (u64, u64) = (words[0].parse().unwrap(), words[3].parse().unwrap());
+    // A sample that lands in a cell as the cell is taken out of the map is lost with it, and
+    // counted: the summary says how many (1 of 38,958 in one run of CI; 0 in six runs here).
+    let raced = said_count(&line, " lost as their cell left the count map");
+    assert_eq!(counted, in_stacks + raced, "{line}");
+    assert!(raced * 10_000 <= counted, "{line}");
     assert!(counted > 20_000, "{line}");
     assert!(line.contains(", 0 not counted (map full), "), "{line}");
-    Some((out, line, counted))
+    Some((out, line, in_stacks))
 }
 
 /// Without `-I`, the run folds: its counts leave the maps every 10 s, or as soon as the count
@@ -1384,12 +1392,12 @@ fn stackmix_for_8_s(name: &str, args: &[&str]) -> Option<(std::process::Output, 
 /// 27% when the stack map was never emptied, 2.6-4.1% when looked at every 250 ms).
 #[test]
 fn a_run_without_intervals_never_fills_its_maps() {
-    let Some((out, line, counted)) = stackmix_for_8_s("fold_map_drain", &["-f", "folded"]) else {
+    let Some((out, line, in_stacks)) = stackmix_for_8_s("fold_map_drain", &["-f", "folded"]) else {
         return;
     };
     let folded: u64 = (text(&out.stdout).lines())
         .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
         .sum();
-    assert_eq!(folded, counted, "{line}");
-    assert!(stacks_lost(&line) * 1000 < counted * 15, "{line}");
+    assert_eq!(folded, in_stacks, "{line}");
+    assert!(stacks_lost(&line) * 1000 < in_stacks * 15, "{line}");
 }

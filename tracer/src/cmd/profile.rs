@@ -126,12 +126,13 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     }
     drop((sampler, offcpu));
     accounting.maps_lost = maps_lost + maps_malformed;
-    let profile = Profile {
+    let mut profile = Profile {
         measure,
         entries,
         accounting,
         seconds: outcome.elapsed.as_secs_f64(),
     };
+    profile.settle();
     // With -I the intervals were the report.
     if plan.interval.is_none() {
         write_profile(&plan, &profile, &mut output, outcome.elapsed)?;
@@ -382,7 +383,9 @@ fn summary(profile: &Profile, outcome: &Outcome) -> Summary {
             // Not counted for want of room in the map; or, unwound, lost when a ring was full.
             Measure::OnCpu { .. } => format!(
                 "{} lost",
-                profile.accounting.not_counted + profile.accounting.unwound.map_or(0, |u| u.lost)
+                profile.accounting.not_counted
+                    + profile.accounting.raced
+                    + profile.accounting.unwound.map_or(0, |u| u.lost)
             ),
             Measure::OffCpu { .. } => format!(
                 "{} blocked; {} lost",

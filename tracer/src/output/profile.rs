@@ -92,6 +92,10 @@ pub struct Accounting {
     pub idle: u64,
     /// On-CPU with every task: samples of tracer itself, left out of the stacks.
     pub own: u64,
+    /// On-CPU, by frame pointers: samples counted that no stack holds, lost as their cell was
+    /// taken out of the count map (a fold, a report) while the program added to it. Known
+    /// only as what is left of the counted ones once the rest is placed ([`Profile::settle`]).
+    pub raced: u64,
     /// Off-CPU: blocks shorter than the minimum, left out.
     pub short: u64,
     /// Off-CPU: context switches the program never saw (the kernel skips a tracepoint's
@@ -212,6 +216,28 @@ fn folded_name(frame: &Frame) -> String {
 }
 
 impl Profile {
+    /// Counts what the on-CPU samples counted by the programs (by frame pointers) left out of
+    /// every other account: those whose count was lost as its cell left the map. Called once
+    /// the accounting is whole.
+    pub fn settle(&mut self) {
+        let a = &self.accounting;
+        if matches!(self.measure, Measure::OnCpu { .. }) && a.unwound.is_none() {
+            let placed = self.in_stacks().0 + a.idle + a.own + a.not_counted;
+            self.accounting.raced = a.total.saturating_sub(placed);
+        }
+    }
+
+    /// The samples (or blocks) in the stacks shown, and how many distinct stacks.
+    fn in_stacks(&self) -> (u64, u64) {
+        match self.accounting.reported {
+            Some(reported) => (reported.count, reported.stacks),
+            None => (
+                self.entries.iter().map(|e| e.count).sum::<u64>(),
+                self.entries.len() as u64,
+            ),
+        }
+    }
+
     /// The sum of the values (samples, or ns blocked) of every stack shown.
     pub fn total_value(&self) -> u64 {
         match self.accounting.reported {
@@ -320,6 +346,7 @@ impl Profile {
                 "stacks_lost": self.accounting.stacks_lost,
                 "idle": self.accounting.idle,
                 "own": self.accounting.own,
+                "raced": self.accounting.raced,
                 "short": self.accounting.short,
                 "missed": self.accounting.missed,
                 "unended": self.accounting.unended,
@@ -400,13 +427,7 @@ impl Profile {
             Measure::OnCpu { .. } => ("samples", a.total),
             Measure::OffCpu { .. } => ("blocks", a.total),
         };
-        let (in_stacks, stacks) = match a.reported {
-            Some(reported) => (reported.count, reported.stacks),
-            None => (
-                self.entries.iter().map(|e| e.count).sum::<u64>(),
-                self.entries.len() as u64,
-            ),
-        };
+        let (in_stacks, stacks) = self.in_stacks();
         let mut parts = vec![format!(
             "{total} {unit} counted: {in_stacks} in {stacks} stacks"
         )];
@@ -420,6 +441,9 @@ impl Profile {
             parts.push(format!("{} shorter than the minimum left out", a.short));
         }
         parts.push(format!("{} not counted (map full)", a.not_counted));
+        if a.raced > 0 {
+            parts.push(format!("{} lost as their cell left the count map", a.raced));
+        }
         if a.missed > 0 {
             parts.push(format!(
                 "{} context switches missed (another BPF program was running on that CPU)",
@@ -561,6 +585,26 @@ mod tests {
             profile().folded(),
             ["prog;main;a;b;spin 80", "prog;main;c;clear_page_[k] 20"]
         );
+    }
+
+    #[test]
+    fn samples_no_account_holds_are_said_lost_to_a_race() {
+        let mut p = profile();
+        p.settle();
+        assert_eq!(p.accounting.raced, 0);
+        (p.accounting.total, p.accounting.idle) = (103, 1);
+        p.settle();
+        assert_eq!(p.accounting.raced, 2);
+        assert_eq!(
+            p.summary_notes()[0],
+            "103 samples counted: 100 in 3 stacks, 1 of the idle task left out, 0 not counted \
+             (map full), 2 lost as their cell left the count map, 0 with a stack lost"
+        );
+        // Off-CPU, a block that failed to start is not counted: nothing is left to infer.
+        p.measure = Measure::OffCpu { min_block_ns: 0 };
+        p.accounting.raced = 0;
+        p.settle();
+        assert_eq!(p.accounting.raced, 0);
     }
 
     #[test]

@@ -198,7 +198,7 @@ pub fn profile_every_cpu(hz: u64, duration: std::time::Duration) -> Result<Profi
         exited: folds.symbolizer.exited,
         ..folds.accounting
     };
-    Ok(Profile {
+    let mut profile = Profile {
         measure: Measure::OnCpu {
             hz,
             event: sampler.event,
@@ -206,7 +206,9 @@ pub fn profile_every_cpu(hz: u64, duration: std::time::Duration) -> Result<Profi
         entries: folds.kept.sorted(),
         accounting,
         seconds,
-    })
+    };
+    profile.settle();
+    Ok(profile)
 }
 
 /// What a profile of every CPU took out of the maps so far: its entries, merged, and what
