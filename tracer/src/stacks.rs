@@ -16,6 +16,9 @@ use crate::kernel::unwind::{self, Cfi, Unwinder};
 use crate::output::stack::{Frame, Frames, Mapped, Space, Stack};
 use crate::Error;
 
+mod splice;
+use splice::{spliced, top_key, walk_resumes, with_entry_caller};
+
 /// Which stacks a command captures (`-s/--stack`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Which {
@@ -49,59 +52,6 @@ pub fn flags_for(choice: Option<Option<Which>>, user_probe: bool) -> u32 {
 /// `bpf_get_stackid`'s answer for a side the task was not on (a user-mode hit's kernel stack,
 /// a kernel thread's user stack): no frames on that side, not a loss.
 pub const NO_FRAMES: i32 = -libc::EFAULT;
-
-/// Puts a function-entry hit's direct caller (`entry_ret`, the return address at the stack
-/// pointer; 0 for none) back as the stack's second frame, where a frame-pointer walk from the
-/// entry skipped it. Kernels that already unwind it there for uprobes (Debian's 6.1 on)
-/// leave nothing to add; for execute breakpoints none does.
-fn with_entry_caller(ips: &mut Vec<u64>, entry_ret: u64) {
-    if entry_ret != 0 && !ips.is_empty() && ips.get(1) != Some(&entry_ret) {
-        ips.insert(1, entry_ret);
-    }
-}
-
-/// Joins a stack's CFI-unwound top (`unwound`: its first address, then return addresses, as
-/// far as the copied bytes reached, ended as `end` says) with its frame-pointer walk
-/// (`walked`, from the same first address). The unwound frames come first. The walk goes on
-/// after them from the deepest frame both have, when the unwound frames end there; with none
-/// in common (a wrapper's caller, which the walk skips), from its second frame, when the
-/// unwind ended at a frame that keeps a frame pointer (`Astray`: none was copied) or at code
-/// without CFI, where the walk is right; not after an unwind that ran out of copied bytes in
-/// code without frame pointers, where the walk reads garbage.
-fn spliced(unwound: &[u64], end: unwind::UnwindEnd, walked: &mut Vec<u64>) {
-    if unwound.len() < 2 || walked.first() != unwound.first() {
-        return;
-    }
-    let rest = walk_resumes(unwound, end, walked).map_or(&[][..], |at| &walked[at..]);
-    *walked = unwound.iter().chain(rest).copied().collect();
-}
-
-/// Where the frame-pointer walk goes on after the unwound top ([`spliced`]): its index in
-/// `walked`; `None` where it does not (nor when the two cannot be joined).
-fn walk_resumes(unwound: &[u64], end: unwind::UnwindEnd, walked: &[u64]) -> Option<usize> {
-    use unwind::UnwindEnd;
-    if unwound.len() < 2 || walked.first() != unwound.first() {
-        return None;
-    }
-    let common = (1..walked.len()).rev().find_map(|j| {
-        let at = unwound.iter().position(|&a| a == walked[j]);
-        at.map(|p| (j, p))
-    });
-    match (common, end) {
-        (Some((j, p)), _) if p + 1 == unwound.len() => Some(j + 1),
-        (Some(_), _) => None,
-        (None, UnwindEnd::Astray | UnwindEnd::NoCfi) => Some(1),
-        (None, _) => None,
-    }
-}
-
-/// A cache key of an unwound top ([`spliced`]): its addresses hashed, never 0.
-fn top_key(top: &[u64]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    top.hash(&mut hasher);
-    hasher.finish() | 1
-}
 
 /// How long a recycled stack is kept for events taken before its removal and read after: a
 /// backlog of 5 s behind the rings (their events are read within 10 ms unless tracer is
@@ -354,32 +304,11 @@ impl Symbolizer {
                 (Space::User, true) => (pid, 0),
                 (Space::User, false) => (pid, entry_ret),
             };
-            let held = taken.map_or(Held::Current, |at| self.held(id, at));
-            let retired = match held {
-                Held::Current => None,
-                Held::Retired(ips) => Some(ips),
-                // An event taken after the removal put its stack back in the map, where it
-                // stays until recycled (a generation of its own): none there, or the same
-                // one, and the event's is this one.
-                Held::ThisOrCurrent(ips) => match self.current_ips(bpf, id, true)? {
-                    None => Some(ips),
-                    Some(current) if current.is_empty() || same(&current, &ips) => Some(ips),
-                    Some(_) => {
-                        self.recycled_late += 1;
-                        out.push(Stack::NotCaptured(-libc::ESTALE));
-                        continue;
-                    }
-                },
-                Held::Unknown => {
-                    self.recycled_late += 1;
-                    out.push(Stack::NotCaptured(-libc::ESTALE));
+            let ips = match self.ips_taken(bpf, id, taken)? {
+                Ok(ips) => ips,
+                Err(stack) => {
+                    out.push(stack);
                     continue;
-                }
-            };
-            let ips = match retired {
-                Some(ips) => ips,
-                None => {
-                    (self.current_ips(bpf, id, taken.is_some())?).unwrap_or_else(|| Rc::new([]))
                 }
             };
             let unwound = match (space, top, ips.first()) {
@@ -437,6 +366,47 @@ impl Symbolizer {
         with_entry_caller(&mut walked, entry_ret);
         let resumes = walk_resumes(top, end, &walked).is_some_and(|at| at < walked.len());
         self.tops.tally(resumes, end);
+    }
+
+    /// The addresses of stack `id` as an event or count took it (`taken`: when a streamed
+    /// event took it, see [`Symbolizer::stacks_at`]), or what shows in their place: a stack
+    /// recycled since (`ESTALE`), or a counted one taken out of the map (a fold) as its cell
+    /// began (the map holds no stack without frames).
+    fn ips_taken(
+        &mut self,
+        bpf: &Bpf,
+        id: u32,
+        taken: Option<(u64, u64)>,
+    ) -> Result<Result<Ips, Stack>, Error> {
+        let held = taken.map_or(Held::Current, |at| self.held(id, at));
+        let retired = match held {
+            Held::Current => None,
+            Held::Retired(ips) => Some(ips),
+            // An event taken after the removal put its stack back in the map, where it
+            // stays until recycled (a generation of its own): none there, or the same
+            // one, and the event's is this one.
+            Held::ThisOrCurrent(ips) => match self.current_ips(bpf, id, true)? {
+                None => Some(ips),
+                Some(current) if current.is_empty() || same(&current, &ips) => Some(ips),
+                Some(_) => {
+                    self.recycled_late += 1;
+                    return Ok(Err(Stack::NotCaptured(-libc::ESTALE)));
+                }
+            },
+            Held::Unknown => {
+                self.recycled_late += 1;
+                return Ok(Err(Stack::NotCaptured(-libc::ESTALE)));
+            }
+        };
+        let ips = match retired {
+            Some(ips) => ips,
+            None => (self.current_ips(bpf, id, taken.is_some())?).unwrap_or_else(|| Rc::new([])),
+        };
+        if ips.is_empty() && taken.is_none() {
+            self.evicted += 1;
+            return Ok(Err(Stack::Evicted));
+        }
+        Ok(Ok(ips))
     }
 
     /// The ips of stack `id` as the map holds it now, read once per generation (`streamed`:
@@ -871,7 +841,7 @@ impl Symbolizer {
         }
         if self.evicted > 0 {
             parts.push(format!(
-                "{} counted stacks lost: removed from the stack map when a process that shared them was evicted",
+                "{} counted stacks lost: taken out of the stack map (a process that shared them evicted, or the counts folded) as they were counted",
                 self.evicted
             ));
         }

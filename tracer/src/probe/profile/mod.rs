@@ -558,13 +558,20 @@ pub fn entries_of(
         if klost {
             frames.push(lost(true));
         }
+        // A stack taken out of the stack map by a fold as a new cell began to count it
+        // (evicted), or not in it when read: lost, as a taken bucket loses one.
+        let mut gone = false;
         for stack in stacks {
-            if let Stack::Frames(list) = stack {
-                frames.extend(list.iter().map(frame_of));
+            match stack {
+                Stack::Frames(list) => frames.extend(list.iter().map(frame_of)),
+                Stack::Evicted | Stack::NotCaptured(_) => gone = true,
             }
         }
-        if ulost {
+        if ulost || gone {
             frames.push(lost(false));
+        }
+        if gone && !klost && !ulost {
+            accounting.stacks_lost += value.count;
         }
         let comm_end = key.comm.iter().position(|&b| b == 0).unwrap_or(16);
         entries.push(Entry {
