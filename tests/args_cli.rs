@@ -180,6 +180,45 @@ fn counting_by_a_member_and_summing_a_parameter() {
     assert_eq!(rows, [(-3, 1, 3), (-2, 1, 2), (-1, 1, 1)], "{}", reports[0]);
 }
 
+/// An enum parameter counted: its rows are named as event lines name its values (one row,
+/// GREEN, for chain_b's three calls), in text and in JSON.
+#[test]
+fn counting_by_an_enum_names_its_values() {
+    if !usable("args_count_enum") {
+        return;
+    }
+    let prog = chain_program().display().to_string();
+    let run = |format: &str| {
+        let out = tracer(&[
+            "probe",
+            "--count-by",
+            "shade",
+            "-f",
+            format,
+            &spec("chain_target"),
+            "--",
+            "sh",
+            "-c",
+            &format!("printf g | {prog} 3 >/dev/null"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        out.stdout
+    };
+    let reports = json_lines(&run("json"));
+    assert_eq!(
+        reports[0]["rows"],
+        serde_json::json!([{"shade": "GREEN", "count": 3}]),
+        "{}",
+        reports[0]
+    );
+    let text_out = text(&run("text"));
+    let rows: Vec<Vec<&str>> = (text_out.lines())
+        .map(|l| l.split_whitespace().collect())
+        .filter(|w: &Vec<&str>| w.first() == Some(&"GREEN"))
+        .collect();
+    assert_eq!(rows, [["GREEN", "3"]], "{text_out}");
+}
+
 #[test]
 fn bad_lists_are_usage_errors_that_say_what_exists() {
     let cases = [

@@ -211,7 +211,7 @@ fn count(
             .map(|p| Counted {
                 name: &p.name,
                 slot: &p.slot,
-                sources: p.sources,
+                sources: &p.sources,
                 decoder: &p.decoder,
             })
             .collect(),

@@ -21,13 +21,14 @@ use crate::stacks::Symbolizer;
 use crate::Error;
 
 /// How one probe's values are read: `None` for a probe without that value.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Sources {
     /// The keyed value is signed (printed as such).
     pub key_signed: bool,
-    /// The keyed value is in network byte order (`Kind::Net`: size, address), printed as
-    /// event lines print it.
-    pub key_net: Option<(u8, bool)>,
+    /// The keyed value's kind where it prints other than as a number: in network byte order
+    /// (`Kind::Net`), or one of named values (`Kind::Enum`: an `enum`, an `int cap`), printed
+    /// as event lines print it.
+    pub key_kind: Option<Kind>,
     /// The summed value is signed.
     pub val_signed: bool,
     /// The summed or histogrammed value is a size in bytes (see [`is_bytes`]).
@@ -37,15 +38,15 @@ pub struct Sources {
     pub key_string: bool,
 }
 
-/// The network-order kind of an entry's value `name` (`Kind::Net`), if it is one.
-fn net_kind(values: &mut ProbeValues<'_, '_>, name: &str) -> Option<(u8, bool)> {
-    match values {
-        ProbeValues::Entry(values, lookup) => match values.column_of(name, lookup).ok()?.kind {
-            Kind::Net { size, addr } => Some((size, addr)),
-            _ => None,
-        },
-        ProbeValues::Record(_) | ProbeValues::Return(_) => None,
-    }
+/// The kind of an entry's value `name`, or a return probe's `ret`, when it prints as more
+/// than a number: in network byte order (`Kind::Net`) or named (`Kind::Enum`).
+fn shown_kind(values: &mut ProbeValues<'_, '_>, name: &str) -> Option<Kind> {
+    let kind = match values {
+        ProbeValues::Entry(values, lookup) => values.column_of(name, lookup).ok()?.kind,
+        ProbeValues::Return(proto) if name == "ret" => (*proto)?.ret.clone(),
+        ProbeValues::Record(_) | ProbeValues::Return(_) => return None,
+    };
+    matches!(kind, Kind::Net { .. } | Kind::Enum { .. }).then_some(kind)
 }
 
 /// Whether `name` is a string counted by its content, and its read index where this can say
@@ -344,7 +345,7 @@ pub fn configure(
                     let (source, signed) = value_source(spec, &mut values, name)?;
                     config.key_src = source;
                     sources.key_signed = signed;
-                    sources.key_net = net_kind(&mut values, name);
+                    sources.key_kind = shown_kind(&mut values, name);
                     AGG_KEY_VALUE
                 }
             },
@@ -417,7 +418,7 @@ pub fn configure(
 pub struct Counted<'a> {
     pub name: &'a str,
     pub slot: &'a Slot,
-    pub sources: Sources,
+    pub sources: &'a Sources,
     /// What names a tracepoint's values (its print format's tables).
     pub decoder: &'a super::Decoder,
 }
@@ -716,9 +717,9 @@ fn shown(
         KeyPart::Value(name) if shows_hex(name.rsplit(['>', '.']).next().unwrap_or(name)) => {
             format!("{:#x}", key.value)
         }
-        KeyPart::Value(_) if probe.sources.key_net.is_some() => {
-            let (size, addr) = probe.sources.key_net.unwrap_or_default();
-            Kind::Net { size, addr }.value(key.value, None).to_string()
+        KeyPart::Value(_) if probe.sources.key_kind.is_some() => {
+            let kind = probe.sources.key_kind.as_ref().unwrap_or(&Kind::Void);
+            kind.value(key.value, None).to_string()
         }
         KeyPart::Value(_) if probe.sources.key_signed => (key.value as i64).to_string(),
         KeyPart::Value(_) => key.value.to_string(),

@@ -233,7 +233,7 @@ impl Metric {
                     .map(|p| Counted {
                         name: &p.name,
                         slot: &p.slot,
-                        sources: p.sources,
+                        sources: &p.sources,
                         decoder: &p.decoder,
                     })
                     .collect();
