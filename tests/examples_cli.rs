@@ -113,6 +113,7 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer trace -a -e %%stat -d 2", trace_all_stat),
     ("tracer trace -a -e sync,syncfs,fsync,fdatasync -d 2", trace_all_sync),
     ("tracer trace -a -e %creds -d 2", trace_all_creds),
+    ("tracer trace -a -e mount,umount2 -d 2", trace_all_mounts),
     ("tracer trace -a -e nanosleep,clock_nanosleep -d 2", trace_all_sleep),
     ("tracer trace -a -e exit_group -d 2", trace_all_exit),
     ("tracer trace -a -c -d 2", trace_all_summary),

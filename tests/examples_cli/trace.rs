@@ -318,6 +318,26 @@ pub(crate) fn trace_all_sync(ctx: &Ctx, example: &str) {
     assert_eq!(times(&mine, "sync() = 0"), 1, "{stderr}");
 }
 
+/// docs/tools.md's mountsnoop: `unshare -m` makes its mounts private, then python3 (the same
+/// process, execed) mounts a tmpfs and unmounts it: each call with its strings and flags, as
+/// strace shows them.
+pub(crate) fn trace_all_mounts(ctx: &Ctx, example: &str) {
+    let script = "import ctypes; libc = ctypes.CDLL(None); \
+                  assert libc.mount(b'tracer', b'/mnt', b'tmpfs', 0, None) == 0; \
+                  assert libc.umount2(b'/mnt', 0) == 0";
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.workload("unshare", &["-m", "/usr/bin/python3", "-c", script]);
+    let (status, _, stderr) = running.finish();
+    assert!(status.success(), "{stderr}");
+    let lines: Vec<String> = stderr.lines().map(str::to_string).collect();
+    let of = |comm: &str, call: &str| times(&lines, &format!("[pid {pid:>5} {comm}] {call}"));
+    let private = "mount(\"none\", \"/\", NULL, MS_REC|MS_PRIVATE, NULL) = 0";
+    assert_eq!(of("unshare", private), 1, "{stderr}");
+    let tmpfs = "mount(\"tracer\", \"/mnt\", \"tmpfs\", 0, NULL) = 0";
+    assert_eq!(of("python3", tmpfs), 1, "{stderr}");
+    assert_eq!(of("python3", "umount2(\"/mnt\", 0) = 0"), 1, "{stderr}");
+}
+
 /// docs/tools.md's setuids: python3 sets its group ids, then its user id (to what they are).
 pub(crate) fn trace_all_creds(ctx: &Ctx, example: &str) {
     let script = "import os; os.setresgid(0, 0, 0); os.setuid(0)";
