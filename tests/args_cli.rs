@@ -181,18 +181,21 @@ fn counting_by_a_member_and_summing_a_parameter() {
 }
 
 /// An enum parameter counted: its rows are named as event lines name its values (one row,
-/// GREEN, for chain_b's three calls), in text and in JSON.
+/// GREEN, for chain_b's three calls), in text and in JSON; filtered by the names of its
+/// values.
 #[test]
 fn counting_by_an_enum_names_its_values() {
     if !usable("args_count_enum") {
         return;
     }
     let prog = chain_program().display().to_string();
-    let run = |format: &str| {
+    let run = |format: &str, filter: &str| {
         let out = tracer(&[
             "probe",
             "--count-by",
             "shade",
+            "--filter",
+            filter,
             "-f",
             format,
             &spec("chain_target"),
@@ -204,14 +207,17 @@ fn counting_by_an_enum_names_its_values() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         out.stdout
     };
-    let reports = json_lines(&run("json"));
+    // Compared with a name, the value is the name's (BLUE is 6: none passes).
+    let reports = json_lines(&run("json", "shade == GREEN"));
     assert_eq!(
         reports[0]["rows"],
         serde_json::json!([{"shade": "GREEN", "count": 3}]),
         "{}",
         reports[0]
     );
-    let text_out = text(&run("text"));
+    let reports = json_lines(&run("json", "shade == BLUE"));
+    assert_eq!(reports[0]["rows"], serde_json::json!([]), "{}", reports[0]);
+    let text_out = text(&run("text", "shade != BLUE"));
     let rows: Vec<Vec<&str>> = (text_out.lines())
         .map(|l| l.split_whitespace().collect())
         .filter(|w: &Vec<&str>| w.first() == Some(&"GREEN"))

@@ -507,3 +507,53 @@ fn counting_by_syscall_names_each_syscall() {
         "error: --count-by syscall: sched:sched_switch is not a syscall tracepoint\nhint: count raw_syscalls:sys_enter (every syscall, by name) or syscalls:* tracepoints by syscall\n"
     );
 }
+
+/// A field the print format names values of (`__print_symbolic`) is compared with a name:
+/// connect.c's one connection goes to TCP_SYN_SENT once (in connect(2) itself, not in a
+/// softirq the kernel may skip), and every other transition is filtered out. A name the
+/// field does not have is refused with the names it has.
+#[test]
+fn a_field_is_compared_with_the_names_of_its_values() {
+    if !has(Feature::Tracepoints, "a_field_is_compared_with_names") {
+        return;
+    }
+    let probe = "sock:inet_sock_set_state";
+    let connect = common::c_workload("connect");
+    let filter = "newstate == TCP_SYN_SENT && protocol == IPPROTO_TCP";
+    let out = run(&[
+        "probe",
+        probe,
+        "--filter",
+        filter,
+        "--",
+        connect.to_str().unwrap(),
+    ]);
+    let (hits, printed, lost, filtered) = row(&out, probe);
+    assert_eq!(
+        (printed, lost, hits),
+        (1, 0, printed + filtered),
+        "{}",
+        text(&out.stderr)
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(" oldstate=TCP_CLOSE newstate=TCP_SYN_SENT "),
+        "{stdout}"
+    );
+    let out = as_a_user(&[
+        "probe",
+        probe,
+        "--filter",
+        "newstate == TCP_SYN_SNT",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: --filter: 'TCP_SYN_SNT' is not a value of 'newstate' of sock:inet_sock_set_state\n    newstate == TCP_SYN_SNT\n                ^^^^^^^^^^^\nhint: did you mean: TCP_SYN_SENT"
+        ) && stderr.contains("\nhint: its values: TCP_ESTABLISHED, TCP_SYN_SENT, "),
+        "{stderr}"
+    );
+}

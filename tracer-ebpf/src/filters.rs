@@ -182,7 +182,8 @@ pub(crate) fn atom_holds(event: &Event, atom: &FilterAtom, string: bool) -> bool
     }
 }
 
-/// A string comparison: a string the slot read, the comm, or a `char[N]` of the record.
+/// A string comparison: a string the slot read, the comm, or a `char[N]` of the record; or a
+/// number's equality with a value given by name.
 #[inline(always)]
 pub(crate) fn string_holds(event: &Event, atom: &FilterAtom) -> bool {
     match atom.operand {
@@ -215,6 +216,9 @@ pub(crate) fn string_holds(event: &Event, atom: &FilterAtom) -> bool {
             let len = ((atom.src >> 8) & 0xff) as usize;
             glob_matches::<64, 64>(head, start, len, atom)
         }
+        // A number compared with a word that names one of its values (`newstate ==
+        // TCP_SYN_SENT`): the plan took the word for a string, userspace resolved its value.
+        operand::VALUE => (read_src(event, atom.src) == atom.value) != (atom.cmp == cmp::NE),
         _ => false,
     }
 }

@@ -25,6 +25,9 @@ enum Operand {
     Number {
         src: u32,
         signed: bool,
+        /// The names its values go by (an enum's, a print format's `__print_symbolic`):
+        /// compared with a name (`newstate == TCP_SYN_SENT`), it is that name's value.
+        names: Vec<(u64, String)>,
     },
     /// A string the slot reads: read k of its strings.
     String(usize),
@@ -189,16 +192,19 @@ pub fn resolve_trace(
                     Operand::Number {
                         src: src(8 * i as u32, p.size, p.signed),
                         signed: p.signed,
+                        names: Vec::new(),
                     }
                 }
             },
             ("ret", None) => Operand::Number {
                 src: src(8 * tracer_common::word::RETURN as u32, 8, true),
                 signed: true,
+                names: Vec::new(),
             },
             ("duration", None) => Operand::Number {
                 src: src(8 * tracer_common::trace_word::DURATION as u32, 8, false),
                 signed: false,
+                names: Vec::new(),
             },
             ("comm", None) => Operand::Comm,
             ("pid", None) => Operand::Task(operand::PID),
@@ -241,9 +247,10 @@ fn operand(
                     Kind::Net { size, addr } => Some((size, addr)),
                     _ => None,
                 };
+                let names = enum_names(&column.kind);
                 values.source(name, *lookup).map(|(src, signed)| match net {
                     Some((size, addr)) => Operand::Net { src, size, addr },
-                    None => Operand::Number { src, signed },
+                    None => Operand::Number { src, signed, names },
                 })
             }
             Err(e) => Err(e),
@@ -254,8 +261,13 @@ fn operand(
             needs.value_string = true;
             Ok(Operand::String(0))
         }
-        ProbeValues::Return(_) => {
-            value_source(spec, values, name).map(|(src, signed)| Operand::Number { src, signed })
+        ProbeValues::Return(proto) => {
+            let names = (*proto).map_or(Vec::new(), |p| enum_names(&p.ret));
+            value_source(spec, values, name).map(|(src, signed)| Operand::Number {
+                src,
+                signed,
+                names,
+            })
         }
     };
     let err = match own {
@@ -341,8 +353,11 @@ fn record_operand(
                 });
             }
         }
+        let names = (format.symbolic.iter())
+            .find(|(field, _)| field == name)
+            .map_or(Vec::new(), |(_, names)| names.clone());
         return value_source(spec, &mut ProbeValues::Record(format), name)
-            .map(|(src, signed)| Operand::Number { src, signed })
+            .map(|(src, signed)| Operand::Number { src, signed, names })
             .map_err(|_| {
                 Error::usage(
                     format!(
@@ -359,8 +374,15 @@ fn record_operand(
         .strip_prefix("arg")
         .and_then(|n| n.parse::<usize>().ok());
     match arg {
-        Some(_) => value_source(spec, &mut ProbeValues::Record(format), name)
-            .map(|(src, signed)| Operand::Number { src, signed }),
+        Some(_) => {
+            value_source(spec, &mut ProbeValues::Record(format), name).map(|(src, signed)| {
+                Operand::Number {
+                    src,
+                    signed,
+                    names: Vec::new(),
+                }
+            })
+        }
         None => Err(Error::usage(
             format!("{spec} has no field '{name}'"),
             vec![format!(
@@ -448,6 +470,45 @@ fn net(
     })
 }
 
+/// The names of an enum's values (none for another kind), as two's complement numbers.
+fn enum_names(kind: &Kind) -> Vec<(u64, String)> {
+    match kind {
+        Kind::Enum { values, .. } => (values.iter())
+            .map(|(name, value)| (*value as u64, name.clone()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The value `word` names among `names` (of `atom`'s operand), or an error that lists them.
+fn named_value(
+    plan: &FilterPlan,
+    atom: &Atom,
+    spec: &dyn std::fmt::Display,
+    word: &str,
+    names: &[(u64, String)],
+) -> Result<u64, Error> {
+    if let Some((value, _)) = names.iter().find(|(_, n)| n == word) {
+        return Ok(*value);
+    }
+    let mut hints = Vec::new();
+    if let Some(near) = plan::did_you_mean(word, names.iter().map(|(_, n)| n.as_str())) {
+        hints.push(near);
+    }
+    let listed: Vec<&str> = names.iter().map(|(_, n)| n.as_str()).take(12).collect();
+    let more = if names.len() > listed.len() {
+        ", ..."
+    } else {
+        ""
+    };
+    hints.push(format!("its values: {}{more}", listed.join(", ")));
+    Err(plan.error_at(
+        atom.literal_span,
+        format_args!("'{word}' is not a value of '{}' of {spec}", atom.name),
+        hints,
+    ))
+}
+
 /// One atom for the BPF program, type-checked.
 fn compile(
     plan: &FilterPlan,
@@ -483,15 +544,15 @@ fn compile(
             ..FilterAtom::default()
         })
     };
-    let (operand, src, signed) = match what {
+    let (operand, src, signed, names) = match what {
         Operand::String(k) => return string(operand::STRING, k as u32),
         Operand::Comm => return string(operand::COMM, 0),
         Operand::RecordChars { offset, len } => {
             return string(operand::RECORD_CHARS, src(offset, len, false))
         }
-        Operand::Number { src, signed } => (operand::VALUE, src, signed),
+        Operand::Number { src, signed, names } => (operand::VALUE, src, signed, names),
         Operand::Net { src, size, addr } => return net(plan, atom, spec, src, (size, addr)),
-        Operand::Task(operand) => (operand, 0, false),
+        Operand::Task(operand) => (operand, 0, false, Vec::new()),
     };
     if atom.op == Op::Glob {
         return Err(plan.error_at(
@@ -512,6 +573,7 @@ fn compile(
             }
             *value
         }
+        Literal::Word(word) if !names.is_empty() => named_value(plan, atom, spec, word, &names)?,
         Literal::Str(_) | Literal::Word(_) => {
             return Err(plan.error_at(
                 atom.literal_span,
