@@ -43,6 +43,8 @@ mod record;
 mod serve;
 #[path = "examples_cli/stat.rs"]
 mod stat;
+#[path = "examples_cli/tcp.rs"]
+mod tcp;
 #[path = "examples_cli/trace.rs"]
 mod trace;
 #[path = "examples_cli/watch.rs"]
@@ -66,6 +68,7 @@ use project::*;
 use record::*;
 use serve::*;
 use stat::*;
+use tcp::*;
 use trace::*;
 use tracer::kernel::features::{Feature, Status};
 use watch::*;
@@ -128,6 +131,18 @@ const EXAMPLES: &[(&str, Check)] = &[
     (
         "tracer probe --count-by comm -s user uprobe:libc.so.6:getenv -- ./prog",
         probe_stackcount,
+    ),
+    (
+        "tracer probe 'sock:inet_sock_set_state(saddr, daddr, dport)' --filter 'newstate == TCP_SYN_SENT'",
+        tcp_connect,
+    ),
+    (
+        "tracer probe sock:inet_sock_set_state --filter 'protocol == IPPROTO_TCP'",
+        tcp_states,
+    ),
+    (
+        "tracer probe 'tcp:tcp_retransmit_skb(saddr, sport, daddr, dport, state)'",
+        tcp_retransmits,
     ),
     (
         "tracer probe 'uprobe:libc.so.6:pthread_create(usym(arg2))' -- ./tracer-testprog counter 300",

@@ -83,6 +83,45 @@ pub struct KernelBtf {
     modules: OnceLock<Vec<Btf>>,
 }
 
+/// The value of a kernel enumerator (`TCP_SYN_SENT`, of any enum of vmlinux), from its BTF;
+/// `None` where there is no BTF or no such name. Every enumerator is read once per run, on
+/// the first call: print formats that name values by enumerator (tcp:tcp_retransmit_skb's
+/// `{ TCP_SYN_SENT, "TCP_SYN_SENT" }`) left the kernel's own printer to resolve them.
+pub fn enumerator(name: &str) -> Option<u64> {
+    static ALL: OnceLock<hashbrown::HashMap<String, u64>> = OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        let mut all = hashbrown::HashMap::new();
+        let Ok(kernel) = KernelBtf::open() else {
+            return all;
+        };
+        let btf = &kernel.vmlinux;
+        let named = |m: &dyn BtfType| btf.resolve_name(m).unwrap_or_default();
+        let mut id = 1;
+        while let Ok(t) = btf.resolve_type_by_id(id) {
+            match t {
+                Type::Enum(e) => {
+                    for m in &e.members {
+                        let value = match e.is_signed() {
+                            true => m.val() as i32 as i64 as u64,
+                            false => u64::from(m.val()),
+                        };
+                        all.insert(named(m), value);
+                    }
+                }
+                Type::Enum64(e) => {
+                    for m in &e.members {
+                        all.insert(named(m), m.val());
+                    }
+                }
+                _ => {}
+            }
+            id += 1;
+        }
+        all
+    });
+    all.get(name).copied()
+}
+
 impl KernelBtf {
     /// Opens /sys/kernel/btf/vmlinux.
     pub fn open() -> Result<KernelBtf, Error> {

@@ -22,6 +22,10 @@ pub struct Format {
     /// The names the print format gives a field's values (`__print_symbolic(REC->vec, { 0,
     /// "HI" }, ...)`), by field.
     pub symbolic: Vec<(String, Vec<(u64, String)>)>,
+    /// Tables of `__print_symbolic` whose values are enumerators the kernel left unresolved
+    /// (`{ TCP_SYN_SENT, "TCP_SYN_SENT" }`, no `TRACE_DEFINE_ENUM`), by field: the value's
+    /// text, and its name. [`Format::resolve_enumerators`] makes them `symbolic` tables.
+    pub enumerated: Vec<(String, Vec<(String, String)>)>,
     /// The fields the print format shows as IP addresses (`%pI4`, `%pI6c` of `REC->saddr`),
     /// with the address's length: 4 or 16 bytes.
     pub addresses: Vec<(String, usize)>,
@@ -111,7 +115,7 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
     let mut saw_separator = false;
     let mut common = Vec::new();
     let mut fields = Vec::new();
-    let mut symbolic = Vec::new();
+    let (mut symbolic, mut enumerated) = (Vec::new(), Vec::new());
     let mut addresses = Vec::new();
 
     for (index, raw) in text.lines().enumerate() {
@@ -125,7 +129,7 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
             // The print format is a C expression for the kernel's own printer; we render
             // values ourselves, and take from it only the names it gives values and the
             // fields it shows as addresses.
-            symbolic = print_symbolic(line);
+            (symbolic, enumerated) = print_symbolic(line);
             addresses = print_addresses(line);
             break;
         }
@@ -178,6 +182,7 @@ pub fn parse(text: &str) -> Result<Format, FormatError> {
         common,
         fields,
         symbolic,
+        enumerated,
         addresses,
     })
 }
@@ -251,10 +256,16 @@ fn print_addresses(line: &str) -> Vec<(String, usize)> {
         .filter(|(name, _)| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .collect()
 }
+/// A `__print_symbolic` table: by field, each value's text and its name.
+type TextTable = (String, Vec<(String, String)>);
+
 /// The value names of each `__print_symbolic(REC->FIELD, { VALUE, "NAME" }, ...)` of a print
-/// format line; a table that does not parse (a value that is an expression) is left out.
-fn print_symbolic(line: &str) -> Vec<(String, Vec<(u64, String)>)> {
-    let mut out = Vec::new();
+/// format line: tables whose values are numbers, and those with an enumerator among their
+/// values (as text, for [`Format::resolve_enumerators`]); a table that does not parse (a
+/// value that is an expression) is left out.
+#[allow(clippy::type_complexity)]
+fn print_symbolic(line: &str) -> (Vec<(String, Vec<(u64, String)>)>, Vec<TextTable>) {
+    let (mut numbers, mut enumerated) = (Vec::new(), Vec::new());
     for (_, rest) in line
         .match_indices("__print_symbolic(REC->")
         .map(|(at, m)| line.split_at(at + m.len()))
@@ -278,25 +289,38 @@ fn print_symbolic(line: &str) -> Vec<(String, Vec<(u64, String)>)> {
                 break false;
             };
             let value = value.trim();
-            let value = match value.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => value.parse().ok(),
-            };
+            let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
             let name = name
                 .trim()
                 .strip_prefix('"')
                 .and_then(|n| n.strip_suffix('"'));
-            let (Some(value), Some(name)) = (value, name) else {
+            let (false, Some(name)) = (value.is_empty() || !value.chars().all(word), name) else {
                 break false;
             };
-            names.push((value, name.to_string()));
+            names.push((value.to_string(), name.to_string()));
             rest = after.trim_start().strip_prefix(',').unwrap_or(after);
         };
-        if whole && !names.is_empty() {
-            out.push((field.trim().to_string(), names));
+        if !whole || names.is_empty() {
+            continue;
+        }
+        let field = field.trim().to_string();
+        let values: Option<Vec<(u64, String)>> = (names.iter())
+            .map(|(value, name)| Some((number(value)?, name.clone())))
+            .collect();
+        match values {
+            Some(values) => numbers.push((field, values)),
+            None => enumerated.push((field, names)),
         }
     }
-    out
+    (numbers, enumerated)
+}
+
+/// A C integer constant of a print format: decimal or `0x` hex.
+fn number(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
 }
 /// Parses one trimmed `field:DECL; offset:N; size:N; signed:N;` line.
 fn parse_field(line: &str) -> Result<Field, String> {
@@ -717,6 +741,25 @@ impl Field {
 }
 
 impl Format {
+    /// Makes each table of enumerator values a table of numbers, its enumerators valued by
+    /// `value_of` (the kernel's BTF, [`super::btf::enumerator`]); a table with an enumerator
+    /// `value_of` does not know stays as it is.
+    pub fn resolve_enumerators(&mut self, value_of: impl Fn(&str) -> Option<u64>) {
+        let value = |text: &str| number(text).or_else(|| value_of(text));
+        self.enumerated.retain(|(field, names)| {
+            let values: Option<Vec<(u64, String)>> = (names.iter())
+                .map(|(text, name)| Some((value(text)?, name.clone())))
+                .collect();
+            match values {
+                Some(values) => {
+                    self.symbolic.push((field.clone(), values));
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+
     /// Decodes the non-common fields from `record` (the tracepoint record starting at offset
     /// 0, i.e. `common_type` first). `record` may be shorter than the full record (BPF captures
     /// only a prefix): fields not wholly inside get [`Value::Missing`]. Never panics.
@@ -875,9 +918,10 @@ mod tests {
 
     #[test]
     fn value_names_come_from_the_print_formats_symbolic_tables() {
-        let line = r#"print fmt: "vec=%u [action=%s]", REC->vec, __print_symbolic(REC->vec, { 0, "HI" }, { 1, "TIMER" }, { 0x3, "NET_RX" }), __print_symbolic(REC->x, { y, "Y" })"#;
+        let line = r#"print fmt: "vec=%u [action=%s]", REC->vec, __print_symbolic(REC->vec, { 0, "HI" }, { 1, "TIMER" }, { 0x3, "NET_RX" }), __print_symbolic(REC->x, { y, "Y" }, { 7, "SEVEN" }), __print_symbolic(REC->z, { 1 << 2, "Z" })"#;
+        let (numbers, enumerated) = print_symbolic(line);
         assert_eq!(
-            print_symbolic(line),
+            numbers,
             [(
                 "vec".to_string(),
                 vec![
@@ -887,7 +931,36 @@ mod tests {
                 ]
             )]
         );
-        assert!(print_symbolic("print fmt: \"%d\", REC->x").is_empty());
+        // An enumerator is kept as text, its table apart; an expression leaves its table out.
+        let text = |v: &str, n: &str| (v.to_string(), n.to_string());
+        assert_eq!(
+            enumerated,
+            [("x".to_string(), vec![text("y", "Y"), text("7", "SEVEN")])]
+        );
+        let (numbers, enumerated) = print_symbolic("print fmt: \"%d\", REC->x");
+        assert!(numbers.is_empty() && enumerated.is_empty());
+    }
+
+    /// tcp:tcp_retransmit_skb names its states by enumerators the kernel leaves to its own
+    /// printer: they are valued from BTF (here, a stand-in), and a table with one unknown
+    /// stays apart.
+    #[test]
+    fn enumerator_tables_are_valued_by_name() {
+        let mut format = parse(OPENAT_ENTER).unwrap();
+        let text = |v: &str, n: &str| (v.to_string(), n.to_string());
+        format.enumerated = vec![
+            (
+                "state".into(),
+                vec![text("TCP_SYN_SENT", "TCP_SYN_SENT"), text("9", "NINE")],
+            ),
+            ("other".into(), vec![text("NOT_KNOWN", "NOT_KNOWN")]),
+        ];
+        format.resolve_enumerators(|name| (name == "TCP_SYN_SENT").then_some(2));
+        let state = (format.symbolic.iter()).find(|(field, _)| field == "state");
+        let want = vec![(2, "TCP_SYN_SENT".to_string()), (9, "NINE".to_string())];
+        assert_eq!(state.map(|(_, values)| values), Some(&want));
+        assert_eq!(format.enumerated.len(), 1);
+        assert_eq!(format.enumerated[0].0, "other");
     }
 
     /// `syscalls/sys_enter_openat/format` from a 6.x x86_64 kernel, tabs and all.

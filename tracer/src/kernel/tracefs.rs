@@ -95,10 +95,14 @@ impl Tracefs {
             .join(name)
             .join("format");
         let text = read_text(&path)?;
-        super::format::parse(&text).map_err(|e| Error::Parse {
+        let mut format = super::format::parse(&text).map_err(|e| Error::Parse {
             path: path.display().to_string(),
             reason: e.to_string(),
-        })
+        })?;
+        if !format.enumerated.is_empty() {
+            format.resolve_enumerators(super::btf::enumerator);
+        }
+        Ok(format)
     }
 
     /// Every tracepoint as (category, name), sorted.

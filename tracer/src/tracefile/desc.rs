@@ -292,6 +292,8 @@ impl From<FormatDesc> for Format {
             common: f.common.into_iter().map(Into::into).collect(),
             fields: f.fields.into_iter().map(Into::into).collect(),
             symbolic: f.symbolic,
+            // A recording keeps the tables its recorder resolved.
+            enumerated: Vec::new(),
             addresses: f.addresses,
         }
     }

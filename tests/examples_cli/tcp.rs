@@ -1,0 +1,107 @@
+//! docs/tools.md's TCP tools (tcpconnect, tcpstates, tcpretrans) on tracepoints: each runs
+//! system-wide until Ctrl-C beside a loopback connection whose ports the workload prints.
+
+use super::*;
+
+/// Runs `program args` (its stdout read: the ports it used) while the example traces, then
+/// ends the example with Ctrl-C: the example's stdout and stderr, and the workload's words.
+fn beside_connection(
+    ctx: &Ctx,
+    example: &str,
+    program: &Path,
+    args: &[&str],
+) -> (String, String, Vec<String>) {
+    let running = ctx.start(&words(example, &[]));
+    let out = Command::new(program).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (stdout, stderr) = running.interrupted();
+    let ports = text(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    (stdout, stderr, ports)
+}
+
+/// The ARGS of each event line of `probe` in `stdout`.
+fn events<'a>(stdout: &'a str, probe: &str) -> Vec<&'a str> {
+    let marker = format!(" {probe} ");
+    (stdout.lines())
+        .filter_map(|l| l.split_once(&marker).map(|(_, args)| args))
+        .collect()
+}
+
+/// tcpconnect: connect.c's one connection, from 127.0.0.1 to the port it listens on, as the
+/// one SYN_SENT transition of that port (other processes may connect meanwhile).
+pub(crate) fn tcp_connect(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example tcpconnect") {
+        return;
+    }
+    let connect = common::c_workload("connect");
+    let (stdout, stderr, ports) = beside_connection(ctx, example, &connect, &[]);
+    let line = format!("saddr=127.0.0.1 daddr=127.0.0.1 dport={}", ports[1]);
+    let ours = events(&stdout, "sock:inet_sock_set_state");
+    assert_eq!(
+        ours.iter().filter(|a| **a == line).count(),
+        1,
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// tcpstates: the states connect.c's sockets go through, named; those it goes through in its
+/// own system calls (the connect's CLOSE -> SYN_SENT, the listener's close), which no
+/// softirq can miss, are checked.
+pub(crate) fn tcp_states(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example tcpstates") {
+        return;
+    }
+    let connect = common::c_workload("connect");
+    let (stdout, stderr, ports) = beside_connection(ctx, example, &connect, &[]);
+    let server = &ports[1];
+    let ours = events(&stdout, "sock:inet_sock_set_state");
+    let has_line = |words: &[String]| {
+        ours.iter()
+            .any(|a| words.iter().all(|w| a.contains(w.as_str())))
+    };
+    let connecting = [
+        "oldstate=TCP_CLOSE newstate=TCP_SYN_SENT".to_string(),
+        format!(" dport={server} "),
+        "protocol=IPPROTO_TCP".to_string(),
+    ];
+    assert!(has_line(&connecting), "{stdout}\n{stderr}");
+    let closing = [
+        "oldstate=TCP_LISTEN newstate=TCP_CLOSE".to_string(),
+        format!("sport={server} "),
+    ];
+    assert!(has_line(&closing), "{stdout}\n{stderr}");
+}
+
+/// A listener with a full accept queue (backlog 0, one connection already in it) drops the
+/// next SYN, which the kernel sends again a second later: python3 prints the listener's port
+/// and the second client's.
+const RETRANSMITS: &str = "import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
+port = s.getsockname()[1]
+first = socket.create_connection(('127.0.0.1', port))
+second = socket.socket(); second.setblocking(False)
+try:
+    second.connect(('127.0.0.1', port))
+except BlockingIOError:
+    pass
+time.sleep(1.5)
+print(port, second.getsockname()[1])";
+
+/// tcpretrans: the second client's SYN, sent again, with both ends and its state named
+/// (tcp:tcp_retransmit_skb's print format leaves the state names to the kernel's BTF).
+pub(crate) fn tcp_retransmits(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example tcpretrans") {
+        return;
+    }
+    let python = Path::new("/usr/bin/python3");
+    let (stdout, stderr, ports) = beside_connection(ctx, example, python, &["-c", RETRANSMITS]);
+    let line = format!(
+        "saddr=127.0.0.1 sport={} daddr=127.0.0.1 dport={} state=TCP_SYN_SENT",
+        ports[1], ports[0]
+    );
+    let ours = events(&stdout, "tcp:tcp_retransmit_skb");
+    assert!(ours.contains(&line.as_str()), "{line}\n{stdout}\n{stderr}");
+}
