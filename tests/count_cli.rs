@@ -836,8 +836,9 @@ fn counts_by_container_and_pod_in_every_runtime_layout() {
     assert_eq!(rows[0]["count"], 7);
 }
 
-/// A field that cannot be counted in the kernel (a `__data_loc` string here) is refused with
-/// the fields that can be, and only those: the hint used to list `filename` itself.
+/// A field that cannot be counted in the kernel (a `char[16]` of the record here; a
+/// `__data_loc` string is counted by its content) is refused with the fields that can be, and
+/// only those: the hint used to list the field itself.
 #[test]
 fn an_uncountable_field_is_refused_with_the_countable_ones() {
     if !has(Feature::Tracepoints, "count_uncountable") {
@@ -846,16 +847,16 @@ fn an_uncountable_field_is_refused_with_the_countable_ones() {
     let out = tracer(&[
         "probe",
         "--count-by",
-        "filename",
-        "sched:sched_process_exec",
+        "prev_comm",
+        "sched:sched_switch",
         "-d",
         "1",
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
-        "error: field 'filename' of sched:sched_process_exec (__data_loc char[], at byte 8) cannot be counted\n\
-         hint: count by an integer field within the first 64 bytes of the record: pid, old_pid\n"
+        "error: field 'prev_comm' of sched:sched_switch (char[16], at byte 8) cannot be counted\n\
+         hint: count by an integer field within the first 64 bytes of the record: prev_pid, prev_prio, prev_state, next_pid, next_prio\n"
     );
 }
 
@@ -890,5 +891,47 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
         count_of(&reports[0], "followed-app"),
         Some(24),
         "{reports:?}"
+    );
+}
+
+/// A `__data_loc` string of a tracepoint (sched_process_exec's `filename`) is counted by its
+/// content, and filtered on: the two `/bin/true` the shell runs (its last command execed in
+/// place or in a child, either way one exec each). (The command's own exec is not seen by `probe`: the launched process
+/// is followed from its exec's end, its sys_exit_execve.)
+#[test]
+fn a_data_loc_string_is_counted_and_filtered_by_its_content() {
+    if !has(Feature::Tracepoints, "data_loc_count") {
+        return;
+    }
+    let run = |filter: &str| {
+        let reports = counted(&[
+            "probe",
+            "--count-by",
+            "filename",
+            "--filter",
+            filter,
+            "-f",
+            "json",
+            "sched:sched_process_exec",
+            "--",
+            "/bin/sh",
+            "-c",
+            "/bin/true; /bin/true",
+        ]);
+        let mut rows: Vec<(String, u64)> = (reports[0]["rows"].as_array().unwrap().iter())
+            .map(|r| {
+                let name = r["filename"].as_str().unwrap().to_string();
+                (name, r["count"].as_u64().unwrap())
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    let row = |name: &str, n| (name.to_string(), n);
+    assert_eq!(run("pid > 0"), [row("/bin/true", 2)]);
+    assert_eq!(run("filename ~ \"*/sh\""), []);
+    assert_eq!(
+        run("filename ~ \"/bin/t*\" && comm == true"),
+        [row("/bin/true", 2)]
     );
 }

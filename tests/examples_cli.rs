@@ -43,8 +43,8 @@ mod record;
 mod serve;
 #[path = "examples_cli/stat.rs"]
 mod stat;
-#[path = "examples_cli/tcp.rs"]
-mod tcp;
+#[path = "examples_cli/tools.rs"]
+mod tools;
 #[path = "examples_cli/trace.rs"]
 mod trace;
 #[path = "examples_cli/watch.rs"]
@@ -68,7 +68,7 @@ use project::*;
 use record::*;
 use serve::*;
 use stat::*;
-use tcp::*;
+use tools::*;
 use trace::*;
 use tracer::kernel::features::{Feature, Status};
 use watch::*;
@@ -120,6 +120,10 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer trace -a -e nanosleep,clock_nanosleep -d 2", trace_all_sleep),
     ("tracer trace -a -e exit_group -d 2", trace_all_exit),
     ("tracer trace -a -c -d 2", trace_all_summary),
+    (
+        "tracer probe --count-by name irq:irq_handler_entry -d 2",
+        probe_hardirqs,
+    ),
     (
         "tracer stat -a -e sched:sched_process_fork -I 1000",
         stat_forks_per_second,

@@ -35,8 +35,12 @@ pub mod str_from {
     pub const NONE: u8 = 0;
     /// Argument register `at` (kprobe/uprobe).
     pub const ARG: u8 = 1;
-    /// The pointer at byte `at` of the tracepoint record (syscalls' `filename`, `argv`).
+    /// The pointer at byte `at` of the tracepoint record (syscalls' `filename`, `argv`); with
+    /// [`RECORD_DATA_LOC`] in `at`, the string of the `__data_loc` field at byte `at & 0xffff`
+    /// (`irq_handler_entry`'s `name`): in the record itself, where the field's low half says.
     pub const RECORD: u8 = 2;
+    /// In a [`RECORD`] read's `at`: the field is a `__data_loc` string.
+    pub const RECORD_DATA_LOC: u32 = 1 << 16;
     /// Struct member read `at` (`Event::fields`, `FUNC(file->name)`).
     pub const FIELD: u8 = 3;
     /// The return value (kretprobe/uretprobe of a `char *` function).

@@ -212,6 +212,16 @@ pub(crate) fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
                 let at = unsafe { core::ptr::read_volatile(&offset) };
                 event.data[((at / 8) & 7) as usize]
             }
+            // A `__data_loc` string: its field's low half is where it starts in the record,
+            // its high half its length (0 would be the record's own start: none).
+            offset if offset & str_from::RECORD_DATA_LOC != 0 => {
+                // SAFETY: as below.
+                let loc = unsafe { ctx.read_at::<u32>((offset & 0xffff) as usize) }.unwrap_or(0);
+                match loc & 0xffff {
+                    0 => 0,
+                    at => ctx.as_ptr() as u64 + u64::from(at),
+                }
+            }
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly.
             offset => unsafe { ctx.read_at::<u64>(offset as usize) }.unwrap_or(0),
         });

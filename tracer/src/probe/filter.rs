@@ -309,8 +309,24 @@ fn own_names(spec: &ProbeSpec, values: &ProbeValues<'_, '_>) -> Vec<String> {
     }
 }
 
-/// A tracepoint field: a number of the record head, a syscall's user string, or a `char[N]`
-/// of the record head.
+/// The string read of tracepoint field `name` (a syscall's user string, a `__data_loc`
+/// string), added to the slot's `strings` if it is not one of them yet.
+fn string_read(spec: &ProbeSpec, name: &str, strings: &mut Vec<String>) -> Result<Operand, Error> {
+    if let Some(k) = strings.iter().position(|s| s == name) {
+        return Ok(Operand::String(k));
+    }
+    if strings.len() == STR_READS {
+        return Err(Error::usage(
+            format!("{spec} reads {STR_READS} strings per hit, and '{name}' is not one"),
+            vec![format!("print fewer: {spec}({name}, ...)")],
+        ));
+    }
+    strings.push(name.to_string());
+    Ok(Operand::String(strings.len() - 1))
+}
+
+/// A tracepoint field: a number of the record head, a syscall's user string, a `__data_loc`
+/// string, or a `char[N]` of the record head.
 fn record_operand(
     format: &Format,
     spec: &ProbeSpec,
@@ -320,21 +336,11 @@ fn record_operand(
     if let Some(field) = format.field(name) {
         let syscall_entry = matches!(&spec.target, plan::Target::Tracepoint { category, name }
             if category == "syscalls" && name.starts_with("sys_enter_"));
+        let data_loc = super::attach::data_loc_string(&field.c_type);
         match super::attach::user_string(&field.c_type) {
+            _ if data_loc => return string_read(spec, name, strings),
             Some(false) if syscall_entry => {
-                if let Some(k) = strings.iter().position(|s| s == name) {
-                    return Ok(Operand::String(k));
-                }
-                if strings.len() == STR_READS {
-                    return Err(Error::usage(
-                        format!(
-                            "{spec} reads {STR_READS} strings per hit, and '{name}' is not one"
-                        ),
-                        vec![format!("print fewer: {spec}({name}, ...)")],
-                    ));
-                }
-                strings.push(name.to_string());
-                return Ok(Operand::String(strings.len() - 1));
+                return string_read(spec, name, strings);
             }
             Some(true) if syscall_entry => {
                 return Err(Error::usage(

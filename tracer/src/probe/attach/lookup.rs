@@ -261,6 +261,13 @@ pub(super) fn syscall_strings(format: &Format, selection: &[String]) -> Vec<(Str
 /// (`Some(false)`: `const char *`) or an array of them (`Some(true)`: `const char *const *`,
 /// argv and envp). A `char *` without `const` is a buffer the call fills (read's `buf`):
 /// nothing is in it at the entry.
+/// Whether a tracepoint field of C type `c_type` is a `__data_loc` string (`__data_loc char[]
+/// name`): its bytes lie further in the record, where the field says.
+pub(in crate::probe) fn data_loc_string(c_type: &str) -> bool {
+    let words: Vec<&str> = c_type.split_whitespace().collect();
+    matches!(words[..], ["__data_loc", .., "char[]"])
+}
+
 pub(in crate::probe) fn user_string(c_type: &str) -> Option<bool> {
     let words: Vec<&str> = c_type.split_whitespace().collect();
     let t = words.join(" ");

@@ -28,7 +28,9 @@ mod lookup;
 mod options;
 
 pub use lookup::dispatchable;
-pub(in crate::probe) use lookup::{at_function_entry, member_lookup, prototype, user_string};
+pub(in crate::probe) use lookup::{
+    at_function_entry, data_loc_string, member_lookup, prototype, user_string,
+};
 use lookup::{
     entry_hint, raw_syscall, record_head_used, syscall_of, syscall_strings, tracepoint_selection,
 };
@@ -496,10 +498,19 @@ fn configure_reads(spec: &ProbeSpec, config: &mut SlotConfig, decoder: &Decoder,
         } => {
             for (slot, name) in config.strs.iter_mut().zip(strings) {
                 let field = format.field(name).expect("a field of this format");
+                // A `__data_loc` string lies in the record (kernel memory); the others are
+                // a syscall's user pointers.
+                let (at, memory) = match data_loc_string(&field.c_type) {
+                    true => (
+                        field.offset as u32 | str_from::RECORD_DATA_LOC,
+                        str_mem::KERNEL,
+                    ),
+                    false => (field.offset as u32, str_mem::USER),
+                };
                 *slot = StrRead {
-                    at: field.offset as u32,
+                    at,
                     from: str_from::RECORD,
-                    memory: str_mem::USER,
+                    memory,
                     array: u8::from(user_string(&field.c_type) == Some(true)),
                     len_from: 0,
                 };

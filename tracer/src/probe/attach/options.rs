@@ -130,7 +130,18 @@ impl AttachOptions<'_> {
                         1 => USES_STRINGS,
                         _ => USES_STRINGS | USES_STR_MANY,
                     };
-                    reads | arrays
+                    // A key that is a `__data_loc` string of the record, read to count by it.
+                    let key = self.aggregation.and_then(|a| a.key_value());
+                    let data_loc_key = key.is_some_and(|key| {
+                        (fs.format(category, name).ok())
+                            .and_then(|format| format.field(key).map(|f| f.c_type.clone()))
+                            .is_some_and(|c_type| super::data_loc_string(&c_type))
+                    });
+                    let keyed_string = match data_loc_key {
+                        true => USES_STRINGS,
+                        false => 0,
+                    };
+                    reads | arrays | keyed_string
                 }
                 Target::User {
                     at: UserAt::Usdt { .. },

@@ -1,5 +1,6 @@
-//! docs/tools.md's TCP tools (tcpconnect, tcpstates, tcpretrans) on tracepoints: each runs
-//! system-wide until Ctrl-C beside a loopback connection whose ports the workload prints.
+//! docs/tools.md's tools on network and interrupt tracepoints: tcpconnect, tcpstates and
+//! tcpretrans, each system-wide until Ctrl-C beside a loopback connection whose ports the
+//! workload prints, and hardirqs beside writes to the disk.
 
 use super::*;
 
@@ -104,4 +105,65 @@ pub(crate) fn tcp_retransmits(ctx: &Ctx, example: &str) {
     );
     let ours = events(&stdout, "tcp:tcp_retransmit_skb");
     assert!(ours.contains(&line.as_str()), "{line}\n{stdout}\n{stderr}");
+}
+
+/// The count of each interrupt handler in /proc/interrupts (summed over CPUs), by name: the
+/// last words of its line, after the CPU counts and the chip's columns. Handlers that share
+/// a line (`ahci, ehci`) are one entry.
+fn interrupts() -> std::collections::BTreeMap<String, u64> {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap();
+    let cpus = text.lines().next().unwrap().split_whitespace().count();
+    (text.lines().skip(1))
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let irq = words.first()?.strip_suffix(':')?;
+            irq.parse::<u32>().ok()?;
+            let counts = words.get(1..=cpus)?;
+            let total = counts
+                .iter()
+                .map(|n| n.parse::<u64>().ok())
+                .sum::<Option<u64>>()?;
+            // After the counts: the chip, its pin and trigger (`5-edge`), then the names.
+            let name = words.get(cpus + 3..).filter(|n| !n.is_empty())?.join(" ");
+            Some((name, total))
+        })
+        .collect()
+}
+
+/// hardirqs -C: interrupts counted by handler name while dd writes to the disk. Each row is a
+/// handler /proc/interrupts knows, counted at most as many times as /proc/interrupts counted
+/// it over the whole run (tracer starts after the first read and ends before the second).
+pub(crate) fn probe_hardirqs(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example hardirqs") {
+        return;
+    }
+    let before = interrupts();
+    let running = ctx.start(&words(example, &[]));
+    ctx.direct_writes("irq-blocks");
+    let (status, stdout, stderr) = running.finish();
+    let after = interrupts();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let rows: Vec<(String, u64)> = (stdout.lines().skip(1))
+        .filter_map(|l| {
+            let (name, count) = l.trim_end().rsplit_once(char::is_whitespace)?;
+            Some((
+                name.trim().trim_matches('"').to_string(),
+                count.parse().ok()?,
+            ))
+        })
+        .collect();
+    assert!(!rows.is_empty(), "{stdout}\n{stderr}");
+    for (name, count) in &rows {
+        let grew = |map: &std::collections::BTreeMap<String, u64>| {
+            (map.iter())
+                .filter(|(n, _)| n.split(", ").any(|one| one == name))
+                .map(|(_, c)| c)
+                .sum::<u64>()
+        };
+        let delta = grew(&after) - grew(&before);
+        assert!(
+            *count > 0 && *count <= delta,
+            "{name}: {count} counted, /proc/interrupts grew by {delta}\n{stdout}"
+        );
+    }
 }
