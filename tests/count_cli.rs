@@ -836,9 +836,9 @@ fn counts_by_container_and_pod_in_every_runtime_layout() {
     assert_eq!(rows[0]["count"], 7);
 }
 
-/// A field that cannot be counted in the kernel (a `char[16]` of the record here; a
-/// `__data_loc` string is counted by its content) is refused with the fields that can be, and
-/// only those: the hint used to list the field itself.
+/// A field that cannot be counted in the kernel (an array of bytes here; a `__data_loc`
+/// string or a `char[N]` is counted by its content) is refused with the fields that can be,
+/// and only those: the hint used to list the field itself.
 #[test]
 fn an_uncountable_field_is_refused_with_the_countable_ones() {
     if !has(Feature::Tracepoints, "count_uncountable") {
@@ -847,16 +847,16 @@ fn an_uncountable_field_is_refused_with_the_countable_ones() {
     let out = tracer(&[
         "probe",
         "--count-by",
-        "prev_comm",
-        "sched:sched_switch",
+        "saddr_v6",
+        "sock:inet_sock_set_state",
         "-d",
         "1",
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
-        "error: field 'prev_comm' of sched:sched_switch (char[16], at byte 8) cannot be counted\n\
-         hint: count by an integer field within the first 64 bytes of the record: prev_pid, prev_prio, prev_state, next_pid, next_prio\n"
+        "error: field 'saddr_v6' of sock:inet_sock_set_state (__u8[16], at byte 40) cannot be counted\n\
+         hint: count by an integer field within the first 64 bytes of the record: skaddr, oldstate, newstate, sport, dport, family, protocol\n"
     );
 }
 
@@ -896,8 +896,9 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
 
 /// A `__data_loc` string of a tracepoint (sched_process_exec's `filename`) is counted by its
 /// content, and filtered on: the two `/bin/true` the shell runs (its last command execed in
-/// place or in a child, either way one exec each). (The command's own exec is not seen by `probe`: the launched process
-/// is followed from its exec's end, its sys_exit_execve.)
+/// place or in a child, either way one exec each). The shell's own exec is not seen: the
+/// launched command is followed from the end of its exec, when the tracking program, attached
+/// after the probes (so that it forgets a process at its exit after they saw it), runs.
 #[test]
 fn a_data_loc_string_is_counted_and_filtered_by_its_content() {
     if !has(Feature::Tracepoints, "data_loc_count") {
@@ -933,5 +934,36 @@ fn a_data_loc_string_is_counted_and_filtered_by_its_content() {
     assert_eq!(
         run("filename ~ \"/bin/t*\" && comm == true"),
         [row("/bin/true", 2)]
+    );
+}
+
+/// A `char[N]` field of a tracepoint (task_rename's `newcomm`) is counted by its content: the
+/// workload renames itself once, to `renamed`.
+#[test]
+fn a_char_array_field_is_counted_by_its_content() {
+    if !has(Feature::Tracepoints, "char_array_count") {
+        return;
+    }
+    let prog = testprog().display().to_string();
+    let reports = counted(&[
+        "probe",
+        "--count-by",
+        "newcomm",
+        "-f",
+        "json",
+        "task:task_rename",
+        "--",
+        &prog,
+        "--rename-at",
+        "3",
+        "renamed",
+        "getppid",
+        "10",
+    ]);
+    assert_eq!(
+        reports[0]["rows"],
+        serde_json::json!([{"newcomm": "renamed", "count": 1}]),
+        "{}",
+        reports[0]
     );
 }

@@ -37,10 +37,14 @@ pub mod str_from {
     pub const ARG: u8 = 1;
     /// The pointer at byte `at` of the tracepoint record (syscalls' `filename`, `argv`); with
     /// [`RECORD_DATA_LOC`] in `at`, the string of the `__data_loc` field at byte `at & 0xffff`
-    /// (`irq_handler_entry`'s `name`): in the record itself, where the field's low half says.
+    /// (`irq_handler_entry`'s `name`): in the record itself, where the field's low half says;
+    /// with [`RECORD_CHARS`], the `char[N]` field at that byte.
     pub const RECORD: u8 = 2;
     /// In a [`RECORD`] read's `at`: the field is a `__data_loc` string.
     pub const RECORD_DATA_LOC: u32 = 1 << 16;
+    /// In a [`RECORD`] read's `at`: the field is itself the string, a `char[N]` at byte
+    /// `at & 0xffff` (`sched_switch`'s `next_comm`).
+    pub const RECORD_CHARS: u32 = 1 << 17;
     /// Struct member read `at` (`Event::fields`, `FUNC(file->name)`).
     pub const FIELD: u8 = 3;
     /// The return value (kretprobe/uretprobe of a `char *` function).

@@ -212,6 +212,10 @@ pub(crate) fn on_tracepoint(ctx: &TracePointContext, slot: u32) {
                 let at = unsafe { core::ptr::read_volatile(&offset) };
                 event.data[((at / 8) & 7) as usize]
             }
+            // A `char[N]` field: the string is in the record, at the field.
+            offset if offset & str_from::RECORD_CHARS != 0 => {
+                ctx.as_ptr() as u64 + u64::from(offset & 0xffff)
+            }
             // A `__data_loc` string: its field's low half is where it starts in the record,
             // its high half its length (0 would be the record's own start: none).
             offset if offset & str_from::RECORD_DATA_LOC != 0 => {

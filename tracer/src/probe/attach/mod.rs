@@ -15,7 +15,7 @@ use super::Attached;
 use super::{Decoder, Probe};
 use crate::bpf::{Bpf, SlotKind};
 use crate::kernel::btf::KernelBtf;
-use crate::kernel::format::Format;
+use crate::kernel::format::{FieldKind, Format};
 use crate::kernel::kprobe_events::LegacyKprobe;
 use crate::kernel::params::Prototype;
 use crate::kernel::tracefs::Tracefs;
@@ -498,14 +498,17 @@ fn configure_reads(spec: &ProbeSpec, config: &mut SlotConfig, decoder: &Decoder,
         } => {
             for (slot, name) in config.strs.iter_mut().zip(strings) {
                 let field = format.field(name).expect("a field of this format");
-                // A `__data_loc` string lies in the record (kernel memory); the others are
-                // a syscall's user pointers.
-                let (at, memory) = match data_loc_string(&field.c_type) {
-                    true => (
-                        field.offset as u32 | str_from::RECORD_DATA_LOC,
-                        str_mem::KERNEL,
-                    ),
-                    false => (field.offset as u32, str_mem::USER),
+                // A `__data_loc` string or a `char[N]` lies in the record (kernel memory);
+                // the others are a syscall's user pointers.
+                let offset = field.offset as u32;
+                let (at, memory) = match field.kind {
+                    _ if data_loc_string(&field.c_type) => {
+                        (offset | str_from::RECORD_DATA_LOC, str_mem::KERNEL)
+                    }
+                    FieldKind::String { len } if len > 0 => {
+                        (offset | str_from::RECORD_CHARS, str_mem::KERNEL)
+                    }
+                    _ => (offset, str_mem::USER),
                 };
                 *slot = StrRead {
                     at,

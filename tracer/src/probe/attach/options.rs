@@ -5,6 +5,7 @@ use tracer_common::{SlotConfig, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED};
 use super::lookup::{syscall_strings, tracepoint_selection};
 use crate::bpf::{Room, Rooms};
 use crate::kernel::btf::parse_access;
+use crate::kernel::format::FieldKind;
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::filter::FilterPlan;
 use crate::plan::{Aggregation, KeyPart, ProbeSpec, Scope, Target, UserAt, Whom};
@@ -130,14 +131,18 @@ impl AttachOptions<'_> {
                         1 => USES_STRINGS,
                         _ => USES_STRINGS | USES_STR_MANY,
                     };
-                    // A key that is a `__data_loc` string of the record, read to count by it.
+                    // A key that is a string of the record (`__data_loc`, `char[N]`), read to
+                    // count by it.
                     let key = self.aggregation.and_then(|a| a.key_value());
-                    let data_loc_key = key.is_some_and(|key| {
+                    let string_key = key.is_some_and(|key| {
                         (fs.format(category, name).ok())
-                            .and_then(|format| format.field(key).map(|f| f.c_type.clone()))
-                            .is_some_and(|c_type| super::data_loc_string(&c_type))
+                            .and_then(|format| format.field(key).cloned())
+                            .is_some_and(|f| {
+                                super::data_loc_string(&f.c_type)
+                                    || matches!(f.kind, FieldKind::String { len } if len > 0)
+                            })
                     });
-                    let keyed_string = match data_loc_key {
+                    let keyed_string = match string_key {
                         true => USES_STRINGS,
                         false => 0,
                     };
