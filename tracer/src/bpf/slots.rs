@@ -320,17 +320,22 @@ impl Bpf {
     }
 
     /// Attaches the process-tracking programs (`-- COMMAND`, `-p`) to the raw tracepoints of
-    /// exec, fork and exit, until the object is dropped. Without `task_struct`'s `pid` offset
+    /// exec, fork and, `with_exit`, exit ([`Bpf::attach_tracking_exit`] attaches it later:
+    /// after the probes, so that the probes of an exit see the process before it is
+    /// forgotten), until the object is dropped. Without `task_struct`'s `pid` offset
     /// (`offsets.task_pid` 0: no BTF), the fork program is loaded for a perf tracepoint event
     /// instead, which reads the record's `child_pid`: its name is returned for
     /// [`Bpf::named_program_fd`].
     pub fn attach_tracking(
         &mut self,
         offsets: SchedOffsets,
+        with_exit: bool,
     ) -> Result<Option<&'static str>, Error> {
         self.set_sched_offsets(offsets)?;
         self.attach_raw("track_exec", "sched_process_exec", true)?;
-        self.attach_raw("track_exit", "sched_process_exit", true)?;
+        if with_exit {
+            self.attach_tracking_exit()?;
+        }
         if offsets.task_pid != 0 {
             self.attach_raw("track_fork", "sched_process_fork", true)?;
             return Ok(None);
@@ -338,6 +343,11 @@ impl Bpf {
         let name = "track_fork_record";
         self.load_program(name, SlotKind::Tracepoint)?;
         Ok(Some(name))
+    }
+
+    /// Attaches the exit program of the tracking (see [`Bpf::attach_tracking`]).
+    pub fn attach_tracking_exit(&mut self) -> Result<(), Error> {
+        self.attach_raw("track_exit", "sched_process_exit", true)
     }
 
     /// The kernel offsets the tracking and `tracer trace` programs read (`SCHED_OFFSETS`).

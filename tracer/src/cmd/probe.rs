@@ -50,6 +50,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     )?;
     // Before any probe: raw tracepoint slots run from their attach on.
     session.cache_comms(&mut bpf, rename)?;
+    session.follow_before_probes(&mut bpf, &fs)?;
     let attaching = std::time::Instant::now();
     let many = specs.len() > tracer_common::TRACEPOINT_SLOTS as usize;
     if many {

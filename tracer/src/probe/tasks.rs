@@ -36,11 +36,16 @@ pub(super) fn run_on_tracepoint(
     Ok(event)
 }
 
-/// Attaches the fork/exec/exit tracking programs to the scheduler's raw tracepoints. The
-/// returned event (a perf tracepoint event for fork, on a kernel without BTF) runs the fork
-/// program until it is closed.
-pub fn start_tracking(bpf: &mut Bpf, fs: &Tracefs) -> Result<Option<perf::Event>, Error> {
-    let record = bpf.attach_tracking(sched_offsets(fs)?)?;
+/// Attaches the fork/exec/exit tracking programs to the scheduler's raw tracepoints (without
+/// exit's unless `with_exit`: `Bpf::attach_tracking_exit`). The returned event (a perf
+/// tracepoint event for fork, on a kernel without BTF) runs the fork program until it is
+/// closed.
+pub fn start_tracking(
+    bpf: &mut Bpf,
+    fs: &Tracefs,
+    with_exit: bool,
+) -> Result<Option<perf::Event>, Error> {
+    let record = bpf.attach_tracking(sched_offsets(fs)?, with_exit)?;
     let Some(program) = record else {
         return Ok(None);
     };

@@ -38,6 +38,8 @@ pub struct Session {
     helpers: Vec<perf::Event>,
     /// Kills the command's tree should tracer be killed (guard.rs); dropped last.
     guard: Option<crate::guard::Guard>,
+    /// [`Session::follow_before_probes`] left the exit tracking to [`Session::follow`].
+    exit_to_follow: bool,
 }
 
 impl Session {
@@ -62,6 +64,7 @@ impl Session {
             event_loop: None,
             helpers: Vec::new(),
             guard: None,
+            exit_to_follow: false,
         })
     }
 
@@ -102,13 +105,40 @@ impl Session {
         let Some(pid) = self.launched.as_ref().map(Launched::pid) else {
             return Ok(());
         };
-        self.helpers.extend(probe::start_tracking(bpf, fs)?);
+        match self.exit_to_follow {
+            true => {
+                bpf.attach_tracking_exit()?;
+                self.exit_to_follow = false;
+                self.guard(bpf);
+                return Ok(());
+            }
+            false => self.helpers.extend(probe::start_tracking(bpf, fs, true)?),
+        }
         let state = match self.hold {
             Hold::BeforeExec => TRACK_PENDING,
             Hold::AfterExec => TRACK_ACTIVE,
         };
         bpf.track(pid, state)?;
         self.guard(bpf);
+        Ok(())
+    }
+
+    /// [`Session::follow`] in two steps, for probes of the scheduler's tracepoints: before the
+    /// probes are attached, the exec and fork tracking (run before the probes' programs at a
+    /// tracepoint both use, so that a probe of `sched_process_exec` sees the command's own
+    /// exec); `follow`, after them, the exit tracking (run after them: a probe of
+    /// `sched_process_exit` sees the process before it is forgotten).
+    pub fn follow_before_probes(&mut self, bpf: &mut Bpf, fs: &Tracefs) -> Result<(), Error> {
+        let Some(pid) = self.launched.as_ref().map(Launched::pid) else {
+            return Ok(());
+        };
+        self.helpers.extend(probe::start_tracking(bpf, fs, false)?);
+        let state = match self.hold {
+            Hold::BeforeExec => TRACK_PENDING,
+            Hold::AfterExec => TRACK_ACTIVE,
+        };
+        bpf.track(pid, state)?;
+        self.exit_to_follow = true;
         Ok(())
     }
 
@@ -142,7 +172,7 @@ impl Session {
         if pids.is_empty() {
             return Ok(());
         }
-        self.helpers.extend(probe::start_tracking(bpf, fs)?);
+        self.helpers.extend(probe::start_tracking(bpf, fs, true)?);
         for &pid in pids {
             if !alive(pid) {
                 return Err(Error::usage(
@@ -295,7 +325,7 @@ pub fn guard_tree(pid: u32) -> Option<TreeGuard> {
             uses: tracer_common::USES_TRACKED,
             ..Default::default()
         })?;
-        let tracking = probe::start_tracking(&mut bpf, &fs)?;
+        let tracking = probe::start_tracking(&mut bpf, &fs, true)?;
         bpf.track(pid, TRACK_PENDING)?;
         let guard = crate::guard::Guard::spawn(bpf.tracked_map()).map_err(|e| Error::Runtime {
             message: e.to_string(),
