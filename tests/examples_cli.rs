@@ -148,6 +148,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         "tracer probe 'tcp:tcp_retransmit_skb(saddr, sport, daddr, dport, state)'",
         tcp_retransmits,
     ),
+    ("tracer probe oom:mark_victim", oom_kill),
     (
         "tracer probe 'uprobe:libc.so.6:pthread_create(usym(arg2))' -- ./tracer-testprog counter 300",
         probe_threadsnoop,

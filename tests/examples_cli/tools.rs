@@ -1,6 +1,7 @@
 //! docs/tools.md's tools on network and interrupt tracepoints: tcpconnect, tcpstates and
 //! tcpretrans, each system-wide until Ctrl-C beside a loopback connection whose ports the
-//! workload prints, and hardirqs beside writes to the disk.
+//! workload prints, hardirqs beside writes to the disk, and oomkill beside an OOM in a memory
+//! cgroup.
 
 use super::*;
 
@@ -166,4 +167,78 @@ pub(crate) fn probe_hardirqs(ctx: &Ctx, example: &str) {
             "{name}: {count} counted, /proc/interrupts grew by {delta}\n{stdout}"
         );
     }
+}
+
+/// A memory cgroup of 64 MiB for one test, v2 (`memory.max`, no swap) or v1
+/// (`memory.limit_in_bytes`), removed when dropped; `None` (said) where the kernel has
+/// neither.
+struct MemoryCgroup(PathBuf);
+
+impl MemoryCgroup {
+    fn new(name: &str) -> Option<MemoryCgroup> {
+        let v2 = Path::new("/sys/fs/cgroup");
+        let controllers =
+            std::fs::read_to_string(v2.join("cgroup.controllers")).unwrap_or_default();
+        let (dir, limits): (PathBuf, &[(&str, &str)]) =
+            match controllers.split_whitespace().any(|c| c == "memory") {
+                true => (
+                    v2.join(name),
+                    &[("memory.max", "64M"), ("memory.swap.max", "0")],
+                ),
+                false => (
+                    v2.join("memory").join(name),
+                    &[("memory.limit_in_bytes", "64M")],
+                ),
+            };
+        if std::fs::create_dir(&dir).is_err() {
+            eprintln!(
+                "{name}: skipped: no memory cgroup could be made at {}",
+                dir.display()
+            );
+            return None;
+        }
+        let cgroup = MemoryCgroup(dir);
+        for (file, value) in limits {
+            // memory.swap.max is absent without swap accounting: nothing to limit then.
+            let _ = std::fs::write(cgroup.0.join(file), value);
+        }
+        Some(cgroup)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// oomkill: python3 asks for 256 MiB in a 64 MiB memory cgroup and the kernel's OOM killer
+/// kills it: one `oom:mark_victim` line with its pid and its name, read from the record's
+/// `__data_loc` string past the head that events carry.
+pub(crate) fn oom_kill(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example oomkill") {
+        return;
+    }
+    let Some(cgroup) = MemoryCgroup::new("tracer-example-oom") else {
+        return;
+    };
+    let running = ctx.start(&words(example, &[]));
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec /usr/bin/python3 -c 'b = bytearray(256 << 20)'",
+        cgroup.0.display()
+    );
+    let mut child = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let pid = child.id();
+    let status = child.wait().unwrap();
+    let (stdout, stderr) = running.interrupted();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "{status}\n{stdout}\n{stderr}"
+    );
+    let victims: Vec<&str> = events(&stdout, "oom:mark_victim");
+    let head = format!("pid={pid} comm=\"python3\" total_vm=");
+    assert_eq!(victims.len(), 1, "{stdout}\n{stderr}");
+    assert!(victims[0].starts_with(&head), "{head}\n{stdout}");
 }

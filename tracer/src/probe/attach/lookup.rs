@@ -244,6 +244,17 @@ fn untyped(spec: &ProbeSpec, err: &dyn std::error::Error) -> Option<Prototype> {
 
 /// The string fields of a syscall entry record its program reads (name, and whether an
 /// array): those printed.
+/// The `__data_loc` strings of a tracepoint that are printed (`selection`, or all when empty):
+/// the program reads them where the record holds them, which may lie past the record's head
+/// that events carry (`oom:mark_victim`'s `comm`).
+pub(super) fn record_strings(format: &Format, selection: &[String]) -> Vec<String> {
+    (format.fields.iter())
+        .filter(|f| selection.is_empty() || selection.contains(&f.name))
+        .filter(|f| data_loc_string(&f.c_type))
+        .map(|f| f.name.clone())
+        .collect()
+}
+
 pub(super) fn syscall_strings(format: &Format, selection: &[String]) -> Vec<(String, bool)> {
     // The environment only when asked for by name (strace, too, shows its pointer unless
     // told otherwise): every exec would print all of it.
@@ -257,10 +268,6 @@ pub(super) fn syscall_strings(format: &Format, selection: &[String]) -> Vec<(Str
         .collect()
 }
 
-/// Whether a syscall tracepoint field of this C type points to a user string the call reads
-/// (`Some(false)`: `const char *`) or an array of them (`Some(true)`: `const char *const *`,
-/// argv and envp). A `char *` without `const` is a buffer the call fills (read's `buf`):
-/// nothing is in it at the entry.
 /// Whether a tracepoint field of C type `c_type` is a `__data_loc` string (`__data_loc char[]
 /// name`): its bytes lie further in the record, where the field says.
 pub(in crate::probe) fn data_loc_string(c_type: &str) -> bool {
@@ -268,6 +275,10 @@ pub(in crate::probe) fn data_loc_string(c_type: &str) -> bool {
     matches!(words[..], ["__data_loc", .., "char[]"])
 }
 
+/// Whether a syscall tracepoint field of this C type points to a user string the call reads
+/// (`Some(false)`: `const char *`) or an array of them (`Some(true)`: `const char *const *`,
+/// argv and envp). A `char *` without `const` is a buffer the call fills (read's `buf`):
+/// nothing is in it at the entry.
 pub(in crate::probe) fn user_string(c_type: &str) -> Option<bool> {
     let words: Vec<&str> = c_type.split_whitespace().collect();
     let t = words.join(" ");
@@ -281,7 +292,7 @@ pub(in crate::probe) fn user_string(c_type: &str) -> Option<bool> {
 
 #[cfg(test)]
 mod string_tests {
-    use super::{record_head_used, user_string};
+    use super::{data_loc_string, record_head_used, record_strings, user_string};
 
     #[test]
     fn a_streamed_record_is_read_only_as_far_as_its_printed_fields() {
@@ -317,6 +328,25 @@ mod string_tests {
         assert_eq!(record_head_used(&long, &[], &[]), Some(64));
         let dynamic = format("\tfield:__data_loc char[] name;\toffset:16;\tsize:4;\tsigned:0;\n");
         assert_eq!(record_head_used(&dynamic, &[], &[]), None);
+    }
+
+    /// oom:mark_victim's fields, as 6.18 gives them: its one string, `comm`, is read by the
+    /// program when printed (it lies past the record's head).
+    #[test]
+    fn data_loc_strings_are_read_when_printed() {
+        let text = "name: mark_victim\nID: 1\nformat:\n\tfield:unsigned short common_type;\t\
+                    offset:0;\tsize:2;\tsigned:0;\n\n\tfield:int pid;\toffset:8;\tsize:4;\t\
+                    signed:1;\n\tfield:__data_loc char[] comm;\toffset:12;\tsize:4;\tsigned:0;\n\
+                    \tfield:unsigned long total_vm;\toffset:16;\tsize:8;\tsigned:0;\n\n\
+                    print fmt: \"\"\n";
+        let format = crate::kernel::format::parse(text).unwrap();
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(record_strings(&format, &[]), ["comm"]);
+        assert_eq!(record_strings(&format, &names(&["comm", "pid"])), ["comm"]);
+        assert!(record_strings(&format, &names(&["pid"])).is_empty());
+        assert!(data_loc_string("__data_loc char[]"));
+        assert!(!data_loc_string("__data_loc u32[]"));
+        assert!(!data_loc_string("char[16]"));
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub(in crate::probe) use lookup::{
     at_function_entry, data_loc_string, member_lookup, prototype, user_string,
 };
 use lookup::{
-    entry_hint, raw_syscall, record_head_used, syscall_of, syscall_strings, tracepoint_selection,
+    entry_hint, raw_syscall, record_head_used, record_strings, syscall_of, syscall_strings,
+    tracepoint_selection,
 };
 pub use options::{base_config, dispatch, AttachOptions};
 
@@ -304,12 +305,16 @@ fn tracepoint_decoder(
     // reads none.
     let syscall_entry = matches!(&spec.target, Target::Tracepoint { category, name }
         if category == "syscalls" && name.starts_with("sys_enter_"));
-    let strings = match syscall_entry && options.aggregation.is_none() {
-        true => (syscall_strings(&format, &selection).into_iter())
+    // Other tracepoints' `__data_loc` strings are read where the record holds them.
+    let strings = match (options.aggregation.is_none(), syscall_entry) {
+        (true, true) => (syscall_strings(&format, &selection).into_iter())
             .map(|(name, _)| name)
             .take(tracer_common::STR_READS)
             .collect(),
-        false => Vec::new(),
+        (true, false) => (record_strings(&format, &selection).into_iter())
+            .take(tracer_common::STR_READS)
+            .collect(),
+        (false, _) => Vec::new(),
     };
     Ok(Decoder::Tracepoint {
         format,

@@ -2,7 +2,7 @@
 
 use tracer_common::{SlotConfig, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED};
 
-use super::lookup::{syscall_strings, tracepoint_selection};
+use super::lookup::{record_strings, syscall_strings, tracepoint_selection};
 use crate::bpf::{Room, Rooms};
 use crate::kernel::btf::parse_access;
 use crate::kernel::format::FieldKind;
@@ -110,17 +110,24 @@ impl AttachOptions<'_> {
             }
             uses |= match &spec.target {
                 // Streamed syscall entry records carry user pointers to strings (filename,
-                // pathname, argv); counted hits read none.
+                // pathname, argv), other streamed records `__data_loc` strings; counted hits
+                // read none.
                 Target::Tracepoint { category, name } => {
                     let syscall_entry = category == "syscalls" && name.starts_with("sys_enter_");
+                    let streamed = self.aggregation.is_none();
                     // Counted hits read a string only to key by it.
                     let keyed = self.aggregation.is_some_and(|a| a.key_value().is_some());
-                    let format = (syscall_entry && (self.aggregation.is_none() || keyed))
+                    let format = (streamed || (syscall_entry && keyed))
                         .then(|| fs.format(category, name).ok())
                         .flatten();
                     let strings = format.as_ref().map_or(Vec::new(), |format| {
                         let selection = tracepoint_selection(spec, format).unwrap_or_default();
-                        syscall_strings(format, &selection)
+                        match syscall_entry {
+                            true => syscall_strings(format, &selection),
+                            false => (record_strings(format, &selection).into_iter())
+                                .map(|name| (name, false))
+                                .collect(),
+                        }
                     });
                     let arrays = match (strings.iter()).any(|(_, array)| *array) {
                         true => USES_STR_ARRAYS,
