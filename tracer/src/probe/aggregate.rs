@@ -61,10 +61,7 @@ fn string_key(
             let syscall_entry = matches!(&spec.target, Target::Tracepoint { category, name }
                 if category == "syscalls" && name.starts_with("sys_enter_"));
             let c_type = format.field(name).map_or("", |f| f.c_type.as_str());
-            let chars = (format.field(name)).is_some_and(
-                |f| matches!(f.kind, crate::kernel::format::FieldKind::String { len } if len > 0),
-            );
-            if chars || super::attach::data_loc_string(c_type) {
+            if format.field(name).is_some_and(super::attach::record_string) {
                 return Ok(Some(None));
             }
             match super::attach::user_string(c_type) {

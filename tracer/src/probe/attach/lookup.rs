@@ -242,8 +242,6 @@ fn untyped(spec: &ProbeSpec, err: &dyn std::error::Error) -> Option<Prototype> {
     None
 }
 
-/// The string fields of a syscall entry record its program reads (name, and whether an
-/// array): those printed.
 /// The `__data_loc` strings of a tracepoint that are printed (`selection`, or all when empty):
 /// the program reads them where the record holds them, which may lie past the record's head
 /// that events carry (`oom:mark_victim`'s `comm`).
@@ -255,6 +253,8 @@ pub(super) fn record_strings(format: &Format, selection: &[String]) -> Vec<Strin
         .collect()
 }
 
+/// The string fields of a syscall entry record its program reads (name, and whether an
+/// array): those printed.
 pub(super) fn syscall_strings(format: &Format, selection: &[String]) -> Vec<(String, bool)> {
     // The environment only when asked for by name (strace, too, shows its pointer unless
     // told otherwise): every exec would print all of it.
@@ -266,6 +266,13 @@ pub(super) fn syscall_strings(format: &Format, selection: &[String]) -> Vec<(Str
         .filter(|f| printed(&f.name))
         .filter_map(|f| Some((f.name.clone(), user_string(&f.c_type)?)))
         .collect()
+}
+
+/// Whether a tracepoint field is a string held in the record, which the programs read there
+/// (`str_from::RECORD_DATA_LOC`, `RECORD_CHARS`): a `__data_loc` string or a `char[N]`.
+pub(in crate::probe) fn record_string(field: &crate::kernel::format::Field) -> bool {
+    data_loc_string(&field.c_type)
+        || matches!(field.kind, crate::kernel::format::FieldKind::String { len } if len > 0)
 }
 
 /// Whether a tracepoint field of C type `c_type` is a `__data_loc` string (`__data_loc char[]

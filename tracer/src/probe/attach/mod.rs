@@ -29,7 +29,7 @@ mod options;
 
 pub use lookup::dispatchable;
 pub(in crate::probe) use lookup::{
-    at_function_entry, data_loc_string, member_lookup, prototype, user_string,
+    at_function_entry, data_loc_string, member_lookup, prototype, record_string, user_string,
 };
 use lookup::{
     entry_hint, raw_syscall, record_head_used, record_strings, syscall_of, syscall_strings,

@@ -5,7 +5,6 @@ use tracer_common::{SlotConfig, SLOT_FILTER_COMM, SLOT_FILTER_TRACKED};
 use super::lookup::{record_strings, syscall_strings, tracepoint_selection};
 use crate::bpf::{Room, Rooms};
 use crate::kernel::btf::parse_access;
-use crate::kernel::format::FieldKind;
 use crate::kernel::tracefs::Tracefs;
 use crate::plan::filter::FilterPlan;
 use crate::plan::{Aggregation, KeyPart, ProbeSpec, Scope, Target, UserAt, Whom};
@@ -142,12 +141,9 @@ impl AttachOptions<'_> {
                     // count by it.
                     let key = self.aggregation.and_then(|a| a.key_value());
                     let string_key = key.is_some_and(|key| {
-                        (fs.format(category, name).ok())
-                            .and_then(|format| format.field(key).cloned())
-                            .is_some_and(|f| {
-                                super::data_loc_string(&f.c_type)
-                                    || matches!(f.kind, FieldKind::String { len } if len > 0)
-                            })
+                        (fs.format(category, name).ok()).is_some_and(|format| {
+                            format.field(key).is_some_and(super::record_string)
+                        })
                     });
                     let keyed_string = match string_key {
                         true => USES_STRINGS,
