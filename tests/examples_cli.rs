@@ -125,6 +125,14 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_hardirqs,
     ),
     (
+        "tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector --slower-than 0 -d 2",
+        latency_biosnoop,
+    ),
+    (
+        "tracer latency 'uprobe:libc.so.6:getaddrinfo(str(arg0))' --slower-than 0 -d 2",
+        latency_gethostlatency,
+    ),
+    (
         "tracer stat -a -e sched:sched_process_fork -I 1000",
         stat_forks_per_second,
     ),

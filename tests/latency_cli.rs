@@ -324,6 +324,18 @@ fn bad_latency_requests_are_usage_errors() {
         vec!["latency", "--from", "syscalls:sys_enter_read"],
         // -s lists the stacks of outliers: without --slower-than there are none.
         vec!["latency", "uprobe:/bin/true:main", "-s"],
+        // Values selected are shown with outliers: likewise.
+        vec!["latency", "uprobe:/bin/true:main(arg0)"],
+        // A tracepoint start's outliers show every field.
+        vec![
+            "latency",
+            "--from",
+            "block:block_rq_issue(dev)",
+            "--to",
+            "block:block_rq_complete",
+            "--slower-than",
+            "0",
+        ],
         // A syscall tracepoint's common fields are not in its BPF context.
         vec![
             "latency",

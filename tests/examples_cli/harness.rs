@@ -98,8 +98,8 @@ impl Ctx {
     }
 
     /// dd's eight synchronous 4 KiB writes straight to the disk, to a file `name` here (not
-    /// tmpfs: the block layer sees them).
-    pub(crate) fn direct_writes(&self, name: &str) {
+    /// tmpfs: the block layer sees them); returns dd's pid.
+    pub(crate) fn direct_writes(&self, name: &str) -> u32 {
         let out = self.path(name);
         let of = format!("of={}", out.display());
         let args = [
@@ -109,7 +109,7 @@ impl Ctx {
             "count=8",
             "oflag=direct,sync",
         ];
-        self.workload("dd", &args);
+        self.workload("dd", &args)
     }
 
     /// `./prog --wait` ready to be traced by pid.

@@ -242,3 +242,71 @@ pub(crate) fn oom_kill(ctx: &Ctx, example: &str) {
     assert_eq!(victims.len(), 1, "{stdout}\n{stderr}");
     assert!(victims[0].starts_with(&head), "{head}\n{stdout}");
 }
+
+/// The `slow:` lines of `tracer latency`'s text output whose task is `pid` (its process id).
+fn outliers_of(stdout: &str, pid: u32) -> Vec<&str> {
+    let task = format!(" {pid}/");
+    (stdout.lines())
+        .filter(|l| l.starts_with("slow: ") && l.contains(&task))
+        .collect()
+}
+
+/// biosnoop: each of dd's eight 4 KiB writes on its own line, shown as dd's (it issued them;
+/// they complete in an interrupt) with the request's fields: the file's disk, 8 sectors,
+/// 4096 bytes. (O_SYNC has dd write the file system's metadata too, `rwbs="WSM"`, and dd may
+/// read its own pages in, `RA`.)
+pub(crate) fn latency_biosnoop(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example biosnoop") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.direct_writes("bio-blocks");
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let writes: Vec<&str> = (outliers_of(&stdout, pid).into_iter())
+        .filter(|l| l.contains(" dd took ") && l.contains("bytes=4096"))
+        .filter(|l| {
+            // Data writes: not metadata, nor dd's own pages read in (`RA`).
+            let rwbs = l.split("rwbs=\"").nth(1).unwrap_or_default();
+            rwbs.starts_with('W') && !rwbs.split('"').next().unwrap_or_default().contains('M')
+        })
+        .collect();
+    assert_eq!(writes.len(), 8, "{stdout}\n{stderr}");
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(ctx.path("bio-blocks")).unwrap().dev();
+    let disk = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let on_disk = std::path::Path::new("/sys/dev/block").join(&disk).exists();
+    for line in &writes {
+        assert!(
+            line.contains("nr_sector=8,") && line.contains("comm=\"dd\""),
+            "{line}"
+        );
+        // A file system on one disk reports the disk's numbers as its files' device.
+        assert!(
+            !on_disk || line.contains(&format!("dev={disk},")),
+            "{disk}: {line}"
+        );
+    }
+    if !on_disk {
+        eprintln!("example biosnoop: the disk not checked ({disk} is not a block device here)");
+    }
+}
+
+/// gethostlatency: `getent ahosts localhost` resolves through getaddrinfo: one line, getent's,
+/// with the host it asked for and the call's result.
+pub(crate) fn latency_gethostlatency(ctx: &Ctx, example: &str) {
+    if !has(Feature::UprobePmu, "example gethostlatency") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.workload("getent", &["ahosts", "localhost"]);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let lines = outliers_of(&stdout, pid);
+    assert_eq!(lines.len(), 1, "{stdout}\n{stderr}");
+    let line = lines[0];
+    assert!(
+        line.contains(" getent took ") && line.ends_with(" args (arg0=\"localhost\") ret 0"),
+        "{line}"
+    );
+}

@@ -34,6 +34,14 @@ pub mod word {
     ///
     /// [`SLOT_STACK_AT_ENTRY`]: super::SLOT_STACK_AT_ENTRY
     pub const ENTRY_RET: usize = 7;
+    /// Latency outlier, in [`Event::fields`](super::Event::fields): the task that started
+    /// the call (`pid_tgid`; the event's own is the end's).
+    pub const LAT_START_TASK: usize = 0;
+    /// Latency outlier, in `fields`: the start task's comm, two words.
+    pub const LAT_START_COMM: usize = 1;
+    /// Latency outlier, in `fields`: a tracepoint start's record bytes 56..64 (its bytes 8..56
+    /// are the start's arguments, [`LAT_ARG0`]).
+    pub const LAT_RECORD_TAIL: usize = 3;
 }
 
 /// The BPF object's maps and globals, by the names userspace looks them up with: each is the

@@ -89,7 +89,8 @@ pub struct LatConfig {
     pub by_src: LatKeySrc,
     /// Linear buckets of this many ns (0: log2 buckets).
     pub linear_step: u64,
-    /// Calls at least this long (ns) are streamed as outliers (0: none).
+    /// Calls at least this long (ns) less one are streamed as outliers: 0 streams none, 1
+    /// every call (`--slower-than 0`).
     pub slower_than: u64,
 }
 
@@ -111,8 +112,16 @@ pub struct LatKey {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LatStart {
     pub time_ns: u64,
-    /// kprobe/uprobe entries: the argument registers, for outlier reports.
+    /// kprobe/uprobe entries: the argument registers, for outlier reports; a tracepoint
+    /// start's record from its first field (bytes 8..56), with `--slower-than`.
     pub args: [u64; 6],
+    /// A tracepoint start's record bytes 56..64, with `--slower-than` (0 otherwise).
+    pub record_tail: u64,
+    /// The task that started the call, with `--slower-than` (0 otherwise): outliers are
+    /// shown as its (a block I/O completes in an interrupt of another task).
+    pub pid_tgid: u64,
+    /// That task's comm, with `--slower-than`.
+    pub comm: [u64; 2],
 }
 
 /// A histogram cell: which group (`--by`) and which bucket.

@@ -308,8 +308,11 @@ pub const USES_NO_RETURN: u32 = 1 << 23;
 /// structures, and the top of the user stack ([`str_from::STACK`]) that `-k` and `probe -s`
 /// copy.
 pub const USES_BUFFERS: u32 = 1 << 24;
+/// `tracer latency`'s outliers read the start's string arguments (`LatConfig::filter`'s
+/// `strs`) when the call ends: without it the latency ends have no string reads to walk.
+pub const USES_OUTLIER_STRINGS: u32 = 1 << 25;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 25] = [
+pub const USES_FLAGS: [u32; 26] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -335,6 +338,7 @@ pub const USES_FLAGS: [u32; 25] = [
     USES_ENTRY_STRINGS,
     USES_NO_RETURN,
     USES_BUFFERS,
+    USES_OUTLIER_STRINGS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 

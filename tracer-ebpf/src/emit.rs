@@ -13,14 +13,15 @@ use aya_ebpf::programs::tracing::StackIdContext;
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    drop, stack_span_bits, stat_failed, Event, DATA_WORDS, NO_STACK, SLOT_STACK_KERNEL,
-    SLOT_STACK_USER, STACK_TAKEN_LATE, STR_BUFFER, USES_BUFFERS, USES_STACKS,
+    drop, stack_span_bits, stat_failed, str_from, Event, SlotConfig, DATA_WORDS, FIELD_READS,
+    NO_STACK, SLOT_STACK_KERNEL, SLOT_STACK_USER, STACK_TAKEN_LATE, STR_BUFFER, STR_READS,
+    USES_BUFFERS, USES_OUTLIER_STRINGS, USES_STACKS,
 };
 
 use crate::caches::{current_comm_words, put_comm};
 use crate::filters::debug_dropped;
-use crate::maps::{bump, scratch, zero_words, Scratch, SCRATCH, STACKS};
-use crate::reads::put_stack_top;
+use crate::maps::{bump, scratch, Scratch, SCRATCH, STACKS};
+use crate::reads::{put_stack_top, read_strings};
 use crate::uses;
 
 /// Per-CPU `PERF_COUNT_SW_BPF_OUTPUT` events opened by userspace (max_entries = possible CPUs).
@@ -45,16 +46,16 @@ pub(crate) static RINGBUF_WAKEUP: u64 = 0;
 /// per CPU besides those of the byte watermark.
 pub(crate) const WAKE_TICK_SHIFT: u32 = 20;
 
-/// Emits a bare event (slot `LATENCY_SLOT`) with `data` and stack ids from a latency program;
-/// false when the ring was full. `top_sp`: a user stack pointer whose stack's top the event
-/// carries (its one string entry, read 0: `str_from::STACK`), or 0.
+/// Emits a bare event (slot `LATENCY_SLOT`) with `data`, `fields` and stack ids from a
+/// latency program; false when the ring was full. `top_sp`: a user stack pointer whose stack's
+/// top the event carries (its one string entry, read 0: `str_from::STACK`), or 0; else the
+/// strings `strings` reads from the data's argument words.
 #[inline(always)]
 pub(crate) fn emit_raw<C: EbpfContext>(
     ctx: &C,
-    data: &[u64; DATA_WORDS],
+    (data, fields): (&[u64; DATA_WORDS], &[u64; FIELD_READS]),
     (time_ns, kstack, ustack, span): (u64, i32, i32, u32),
-    at: u32,
-    top_sp: u64,
+    (at, top_sp, strings): (u32, u64, &SlotConfig),
 ) -> bool {
     // SAFETY: entry `at` of this CPU is this program's (`scratch_at`) until it returns.
     let Some(event) = SCRATCH.get_ptr_mut(at).map(|p| unsafe { &mut (*p).event }) else {
@@ -69,13 +70,17 @@ pub(crate) fn emit_raw<C: EbpfContext>(
     event.kstack = kstack;
     event.ustack = ustack;
     event.data = *data;
-    zero_words(&mut event.fields);
+    event.fields = *fields;
     event.field_faults = span;
     if uses(USES_BUFFERS) && top_sp != 0 {
         let area = scratch(event);
         put_stack_top(area, top_sp);
         let bytes = area.used;
         event.str_bytes = bytes as i32;
+    } else if uses(USES_OUTLIER_STRINGS) && strings.strs[0].from == str_from::ARG {
+        // The start's string arguments, from the pointers it was given (bpftrace's
+        // gethostlatency reads them at the return too); never beside a stack top.
+        read_strings::<false, false, STR_READS>(event, strings, |_, _| 0);
     }
     output(ctx, event)
 }

@@ -11,15 +11,15 @@ use aya_ebpf::programs::{
 };
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, HIST_MAX,
-    HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
+    str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS,
+    HIST_MAX, HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
     LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT,
     LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
     LAT_STAT_REPLACED, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED,
     SLOT_VALUE_FILTER, USES_BUFFERS, USES_USDT, USES_VALUE_FILTER,
 };
 
-use crate::caches::current_comm;
+use crate::caches::{current_comm, current_comm_words};
 use crate::emit::{emit_raw, stack_ids_at};
 use crate::filters::{filter_passes, passes};
 use crate::maps::{scratch_at, zero_words, SCRATCH};
@@ -122,11 +122,26 @@ fn entry(args: [u64; 6], source: &Source) {
         return;
     }
     count(LAT_STAT_ENTRIES);
-    let start = LatStart {
+    let mut start = LatStart {
         // SAFETY: helper without preconditions.
         time_ns: unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() },
         args,
+        ..LatStart::default()
     };
+    // Outliers show who started the call and, at a tracepoint, its record: read only when
+    // there are outliers to show, off the histogram-only path.
+    if config.slower_than != 0 {
+        start.pid_tgid = pid_tgid;
+        start.comm = current_comm_words(pid_tgid);
+        if let Source::Record(tp) = source {
+            // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly. The record's
+            // buffer is the tracepoint's per-CPU one, longer than these 64 bytes.
+            unsafe {
+                start.args = tp.read_at::<[u64; 6]>(8).unwrap_or([0; 6]);
+                start.record_tail = tp.read_at::<u64>(56).unwrap_or(0);
+            }
+        }
+    }
     // BPF_NOEXIST first: a start already there is a call whose end was missed; count it, then
     // replace it (the newer start is the one whose end can still come).
     let key = key(&config.entry_key, source);
@@ -312,7 +327,8 @@ fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64, at
             true,
         );
     }
-    if config.slower_than != 0 && delta >= config.slower_than {
+    // `slower_than` is the threshold plus one (0: no outliers).
+    if config.slower_than != 0 && delta >= config.slower_than - 1 {
         outlier(ctx, config, &start, ret, entry_sp, delta, at);
     }
 }
@@ -344,6 +360,11 @@ fn outlier<C: StackIdContext>(
     // SAFETY: helper without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
     let (kstack, ustack, span) = stack_ids_at(ctx, config.stack_flags, now);
+    let mut start_task = [0u64; FIELD_READS];
+    start_task[word::LAT_START_TASK] = start.pid_tgid;
+    start_task[word::LAT_START_COMM] = start.comm[0];
+    start_task[word::LAT_START_COMM + 1] = start.comm[1];
+    start_task[word::LAT_RECORD_TAIL] = start.record_tail;
     // The end's user stack top (`str_from::STACK`), unwound by CFI in userspace: from a
     // uprobe's registers, else (a kernel end) from those the task entered the kernel with.
     let top_sp = match (config.filter.strs[0].from == str_from::STACK, entry_sp) {
@@ -351,7 +372,9 @@ fn outlier<C: StackIdContext>(
         (true, 0) if uses(USES_BUFFERS) => user_sp(),
         (true, sp) => sp,
     };
-    if !emit_raw(ctx, &data, (now, kstack, ustack, span), at, top_sp) {
+    let strings = (at, top_sp, &config.filter);
+    let stamp = (now, kstack, ustack, span);
+    if !emit_raw(ctx, (&data, &start_task), stamp, strings) {
         count(LAT_STAT_OUTLIER_LOST);
     }
 }

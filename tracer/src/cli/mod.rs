@@ -333,7 +333,8 @@ pub struct LatencyArgs {
     /// overflow row up to the longest call.
     #[arg(long, value_name = "DURATION")]
     pub linear: Option<String>,
-    /// Print each call at least this slow (e.g. 10ms), with its arguments.
+    /// Print each call at least this slow (e.g. 10ms; 0: every call), with the task that
+    /// started it and its arguments (a tracepoint start: its record's fields).
     #[arg(long, value_name = "DURATION")]
     pub slower_than: Option<String>,
     /// Only calls for which EXPR holds, decided in the kernel when the call ends (tracer

@@ -44,9 +44,9 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         detail: probe::trampoline::banner_detail(pair.via.iter().copied()),
     })?;
     pair.enable()?;
-    let start_values = pair.start_values.take();
+    let start = (pair.start_values.take(), pair.start_format.take());
     let by_names = std::mem::take(&mut pair.by_names);
-    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out, (start_values, by_names));
+    let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out, (start, by_names));
     // Read before it runs: a command that exits before its last outliers are printed still
     // resolves from this.
     let adopted = (session
@@ -94,6 +94,8 @@ struct LatencySink<'a, W: std::io::Write> {
     previous: std::collections::HashMap<HistKey, u64>,
     /// The start is a probe: outliers show its arguments, named and typed.
     start_values: Option<probe::values::Values>,
+    /// The start is a tracepoint: outliers show its record's fields.
+    start_format: Option<crate::kernel::format::Format>,
     /// The end is a return probe: outliers show the return value.
     end_ret: bool,
     /// Outlier stacks (-s).
@@ -113,18 +115,71 @@ struct Following<'a> {
     checked: std::time::Instant,
 }
 
+/// An outlier's start record's fields: its bytes 8..56 are the start's argument words, 56..64
+/// `word::LAT_RECORD_TAIL`; fields past them show as `?`, and variable-length ones
+/// (`__data_loc`, stored past the fixed fields) are left out.
+fn start_record(format: &crate::kernel::format::Format, e: &Event) -> Vec<(String, Value)> {
+    use crate::kernel::format::FieldKind;
+    let mut record = [0u8; 64];
+    let words = (e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS].iter())
+        .chain([&e.fields[word::LAT_RECORD_TAIL]]);
+    for (chunk, w) in record[8..].chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    let variable = |name: &str| {
+        (format.field(name)).is_some_and(|f| matches!(f.kind, FieldKind::DataLoc { .. }))
+    };
+    (format.decode(&record).into_iter())
+        .filter(|(name, _)| !name.starts_with("__") && !variable(name))
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
+}
+
+/// The task that started an outlier's call (pid, tid, comm); the end's where the start did not
+/// say (0: outliers were not asked for when it started).
+fn start_task(e: &Event) -> (u32, u32, String) {
+    let pid_tgid = e.fields[word::LAT_START_TASK];
+    if pid_tgid == 0 {
+        let comm = String::from_utf8_lossy(e.comm()).into_owned();
+        return (e.pid(), e.tid(), comm);
+    }
+    let mut comm = [0u8; 16];
+    comm[..8].copy_from_slice(&e.fields[word::LAT_START_COMM].to_ne_bytes());
+    comm[8..].copy_from_slice(&e.fields[word::LAT_START_COMM + 1].to_ne_bytes());
+    let end = comm.iter().position(|&b| b == 0).unwrap_or(16);
+    let comm = String::from_utf8_lossy(&comm[..end]).into_owned();
+    ((pid_tgid >> 32) as u32, pid_tgid as u32, comm)
+}
+
 /// An outlier's start arguments (`word::LAT_ARG0..`) as the start probe's values decode them.
-fn start_args(values: &probe::values::Values, e: &Event) -> Vec<(String, Value)> {
+fn start_args(
+    values: &probe::values::Values,
+    e: &Event,
+    read: &mut [Option<Value>; tracer_common::STR_READS],
+) -> Vec<(String, Value)> {
     let mut call = *e;
     call.data = [0; tracer_common::DATA_WORDS];
     call.data[word::ARG0..word::ARG0 + word::ARGS]
         .copy_from_slice(&e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS]);
     call.fields = [0; tracer_common::FIELD_READS];
     call.field_faults = 0;
-    (values.decode(&call, &mut Default::default()).into_iter())
+    (values.decode(&call, read).into_iter())
         .map(|(name, value)| (name.to_string(), value))
         .collect()
 }
+
+/// An outlier as drained: the event, its copy of the user stack's top, its strings by read.
+type Outlying = (
+    Event,
+    Option<Box<[u8]>>,
+    [Option<Value>; tracer_common::STR_READS],
+);
+
+/// How an outlier's start is shown: a probe's values, or a tracepoint's format.
+type StartDecoders = (
+    Option<probe::values::Values>,
+    Option<crate::kernel::format::Format>,
+);
 
 impl<'a> LatencySink<'a, crate::output::Output> {
     fn new(
@@ -132,7 +187,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
         rings: &'a mut OutputRings,
         plan: &LatencyPlan,
         out: crate::output::Output,
-        (start_values, by_names): (Option<probe::values::Values>, probe::latency::ValueNames),
+        (start, by_names): (StartDecoders, probe::latency::ValueNames),
     ) -> Self {
         LatencySink {
             bpf,
@@ -148,7 +203,8 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             start_ns: session::monotonic_ns(),
             wall_offset_ns: session::wall_offset_ns(),
             outliers: 0,
-            start_values,
+            start_values: start.0,
+            start_format: start.1,
             end_ret: plan.end.ret,
             symbolizer: Symbolizer::default(),
             tracker: None,
@@ -273,30 +329,39 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
 
     /// Outliers (calls slower than --slower-than), as they happen.
     fn drain(&mut self) -> Result<bool, Error> {
-        // Each outlier with its copy of the user stack's top, where the end took one (read 0).
-        let mut batch: Vec<(Event, Option<Box<[u8]>>)> = Vec::new();
+        // Each outlier with its copy of the user stack's top, where the end took one (read 0),
+        // or else the start's strings.
+        let mut batch: Vec<Outlying> = Vec::new();
+        // The tracker is there exactly when outliers copy the user stack's top.
+        let copies_top = self.tracker.is_some();
         self.rings.drain(|e, strings| {
-            let top = crate::probe::strings::split_top(strings, Some(0)).1;
-            batch.push((*e, top.map(Box::from)));
+            let (top, read) = match copies_top {
+                true => (crate::probe::strings::split_top(strings, Some(0)).1, None),
+                false => (None, Some(crate::probe::strings::values(strings))),
+            };
+            batch.push((*e, top.map(Box::from), read.unwrap_or_default()));
         });
-        batch.sort_by_key(|(e, _)| e.time_ns);
-        let events: Vec<_> = batch.iter().map(|(e, _)| (*e, 0..0)).collect();
+        batch.sort_by_key(|(e, _, _)| e.time_ns);
+        let events: Vec<_> = batch.iter().map(|(e, _, _)| (*e, 0..0)).collect();
         let (tracker, clock) = (self.tracker.as_mut(), session::monotonic_ns);
         probe::profile::before_batch(tracker, &mut self.symbolizer, self.bpf, &events, clock)?;
-        for (e, top) in batch.iter().filter(|(e, _)| e.slot == LATENCY_SLOT) {
+        for (e, top, read) in batch.iter_mut().filter(|(e, _, _)| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
+            let (pid, tid, comm) = start_task(e);
+            let args = match (&self.start_values, &self.start_format) {
+                (Some(values), _) => Some(start_args(values, e, read)),
+                (None, Some(format)) => Some(start_record(format, e)),
+                (None, None) => None,
+            };
             let outlier = Outlier {
                 kind: "outlier",
                 time_ns: e.time_ns,
                 time_unix_ns: crate::output::json::unix_ns(e.time_ns, Some(self.wall_offset_ns)),
-                pid: e.pid(),
-                tid: e.tid(),
-                comm: String::from_utf8_lossy(e.comm()).into_owned(),
+                pid,
+                tid,
+                comm,
                 duration_ns: e.data[word::LAT_DURATION],
-                args: self
-                    .start_values
-                    .as_ref()
-                    .map(|values| start_args(values, e)),
+                args,
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
                 stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e), top.as_deref())?,
             };

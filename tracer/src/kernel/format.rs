@@ -784,6 +784,12 @@ impl Format {
                 return Value::Named(n as i64, name.clone());
             }
         }
+        // A device number by its major and minor, as /sys/dev names it (the kernel's dev_t:
+        // 20 bits of minor); its print format shows the same two numbers.
+        let device = (self.fields.iter()).any(|f| f.name == field && f.c_type == "dev_t");
+        if let (Some(n), true) = (number, device) {
+            return Value::Word(format!("{}:{}", n >> 20, n & 0xf_ffff));
+        }
         let Some(&(_, len)) = self.addresses.iter().find(|(f, _)| f == field) else {
             return value;
         };

@@ -81,12 +81,29 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         args.to.as_deref(),
     )?;
     let scope = build_scope(&args.tasks, None, machine)?;
+    if !start.args.is_empty() && args.slower_than.is_none() {
+        return Err(Error::usage_hints(
+            format!(
+                "'{start}': the values in parentheses are shown with each slow call: add \
+                 --slower-than"
+            ),
+            &["e.g. --slower-than 10ms, or --slower-than 0 for every call"],
+        ));
+    }
     let duration = |text: &Option<String>, example: &str| {
         (text.as_deref().map(parse_duration_ns).transpose())
             .map_err(|e| Error::usage_hints(e, &[example]))
     };
     let linear_step = duration(&args.linear, "e.g. --linear 1ms")?;
-    let slower_than = duration(&args.slower_than, "e.g. --slower-than 10ms")?;
+    // `--slower-than 0`: every call, as biosnoop and gethostlatency list them.
+    let every = (args.slower_than.as_deref()).is_some_and(|t| t.trim() == "0");
+    let slower_than = match every {
+        true => Some(0),
+        false => duration(
+            &args.slower_than,
+            "e.g. --slower-than 10ms, or 0 for every call",
+        )?,
+    };
     Ok(LatencyPlan {
         start,
         end,
@@ -119,10 +136,14 @@ pub fn pair(
 ) -> Result<(ProbeSpec, ProbeSpec), Error> {
     match (target, from, to) {
         (Some(target), None, None) => {
-            let spec = parse_bare_spec(target, "latency")?;
+            let spec = start_spec(target)?;
             match spec.target {
                 Target::Kernel { .. } | Target::User { .. } if !spec.ret => {
-                    let exit = ProbeSpec { ret: true, ..spec.clone() };
+                    let exit = ProbeSpec {
+                        ret: true,
+                        args: Vec::new(),
+                        ..spec.clone()
+                    };
                     Ok((spec, exit))
                 }
                 Target::Kernel { .. }
@@ -131,12 +152,25 @@ pub fn pair(
                 | Target::Tracepoint { .. } => Err(Error::usage_hints(format!("'{target}' is not a function"), &["give a kernel function (FUNC) or uprobe:PATH:SYMBOL, or a pair with --from SPEC --to SPEC"])),
             }
         }
-        (None, Some(from), Some(to)) => Ok((
-            parse_bare_spec(from, "latency")?,
-            parse_bare_spec(to, "latency")?,
-        )),
+        (None, Some(from), Some(to)) => Ok((start_spec(from)?, parse_bare_spec(to, "latency")?)),
         _ => Err(Error::usage_hints("give a function, or both --from and --to", &["e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read"])),
     }
+}
+
+/// The start of the pair: a function or probe may select the values its outliers show
+/// (`getaddrinfo(str(arg0))`, as `tracer probe` spells it); a tracepoint shows its fields.
+fn start_spec(text: &str) -> Result<ProbeSpec, Error> {
+    let spec = super::parse_spec(text)?;
+    if matches!(spec.target, Target::Tracepoint { .. }) && !spec.args.is_empty() {
+        return Err(Error::usage_hints(
+            format!(
+                "'{text}': a tracepoint start's outliers show all its fields: drop '({})'",
+                spec.args.join(", ")
+            ),
+            &["values in parentheses select a function's arguments"],
+        ));
+    }
+    Ok(spec)
 }
 
 /// One end of the pair: its spec and, for a tracepoint, its record format.

@@ -41,6 +41,8 @@ pub struct LatencyPair {
     /// functions, DWARF for user functions, the note for USDT; `arg0..` untyped otherwise);
     /// `None` when the start is a tracepoint or a return probe.
     pub start_values: Option<Values>,
+    /// The start's record format, when the start is a tracepoint: outliers show its fields.
+    pub start_format: Option<Format>,
     /// `--by FIELD` of a tracepoint whose print format names its values (softirq vectors:
     /// `NET_RX`), or of a block device (`dev_t`): how to name them.
     pub by_names: ValueNames,
@@ -122,31 +124,6 @@ pub fn attach(
     let filter = (plan.value_filter.as_ref())
         .map(|f| super::filter::resolve_latency(f, &plan.start, &plan.end))
         .transpose()?;
-    // Whether an end is a USDT probe, known before loading (the programs' USES must say);
-    // its site is found when it is opened below.
-    let usdt = super::usdt::is_usdt(&plan.start) || super::usdt::is_usdt(&plan.end);
-    let mut bpf = Bpf::load_with(Sizing {
-        rooms: Rooms::of([(Room::Latency, true), (Room::Stacks, plan.stack.is_some())]),
-        uses: tracer_common::USES_ALL
-            | filter.map_or(0, |_| tracer_common::USES_VALUE_FILTER)
-            | if copies_stack_top(plan) {
-                tracer_common::USES_BUFFERS
-            } else {
-                0
-            }
-            | if usdt { tracer_common::USES_USDT } else { 0 },
-        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
-        ..Sizing::default()
-    })?;
-    if let (Some(filter), Some(plan)) = (&filter, &plan.value_filter) {
-        bpf.set_globs(&plan.globs)?;
-        bpf.set_latency_filter(filter)?;
-    }
-    // A kernel end's copy of the user stack starts at the user registers on the task's kernel
-    // stack, which the program finds by BTF offsets.
-    if copies_stack_top(plan) && !matches!(plan.end.target, Target::User { .. }) {
-        super::tasks::set_task_offsets(&mut bpf, fs)?;
-    }
     // Kernel functions through their trampolines where the kernel permits (a start at a
     // return has no trampoline program: a kprobe); the rest open their perf events.
     let mut trampolines = Trampolines::new(plan.kprobe_interface);
@@ -186,6 +163,13 @@ pub fn attach(
         entry.as_ref().and_then(|o| o.format.as_ref()),
         entry.as_ref().and_then(|o| o.usdt.as_ref()),
     )?;
+    let start_format = entry.as_ref().and_then(|o| o.format.clone());
+    let outlier_strings = outlier_strings(plan, start_values.as_ref());
+    let mut bpf = load(plan, fs, filter.is_some(), outlier_strings)?;
+    if let (Some(filter), Some(plan)) = (&filter, &plan.value_filter) {
+        bpf.set_globs(&plan.globs)?;
+        bpf.set_latency_filter(filter)?;
+    }
     let exit = match end_target {
         Some(_) => None,
         None => Some(open(&plan.end, 1)?),
@@ -198,6 +182,9 @@ pub fn attach(
     let (mut config, by_names) = lat_config(plan, launched, formats, &start_params)?;
     if filter.is_some() {
         config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
+    }
+    if let (Some(_), Some(values)) = (outlier_strings, &start_values) {
+        outlier_string_reads(values, &mut config.filter);
     }
     for (opened, end) in [(&entry, LAT_USDT_START), (&exit, LAT_USDT_END)] {
         if let Some(site) = opened.as_ref().and_then(|o| o.usdt.as_ref()) {
@@ -227,11 +214,84 @@ pub fn attach(
             entry,
             exit,
             start_values,
+            start_format,
             by_names,
             via: [entry_via, exit_via],
             replaced: Vec::new(),
         },
     ))
+}
+
+/// The USES bits of outliers that read the start's string arguments when the call ends; None
+/// when they read none, or copy the user stack's top (the one buffer an outlier carries then).
+fn outlier_strings(plan: &LatencyPlan, start: Option<&Values>) -> Option<u32> {
+    let reads = start.map_or(0, Values::string_reads);
+    if reads == 0 || plan.slower_than.is_none() {
+        return None;
+    }
+    if copies_stack_top(plan) {
+        crate::output::notes::note(format_args!(
+            "{}: beside user stacks, outliers show strings as their addresses",
+            plan.start
+        ));
+        return None;
+    }
+    let many = match reads {
+        1 => 0,
+        _ => tracer_common::USES_STR_MANY,
+    };
+    Some(tracer_common::USES_OUTLIER_STRINGS | many)
+}
+
+/// The object for `plan`, its programs narrowed to what the pair uses: a value filter, a copy
+/// of the user stack's top, USDT arguments, outliers' strings (`outlier_strings`' bits).
+fn load(
+    plan: &LatencyPlan,
+    fs: &Tracefs,
+    filter: bool,
+    outlier_strings: Option<u32>,
+) -> Result<Bpf, Error> {
+    // Whether an end is a USDT probe, known before loading (the programs' USES must say);
+    // its site is found when it is opened.
+    let usdt = super::usdt::is_usdt(&plan.start) || super::usdt::is_usdt(&plan.end);
+    let mut bpf = Bpf::load_with(Sizing {
+        rooms: Rooms::of([(Room::Latency, true), (Room::Stacks, plan.stack.is_some())]),
+        uses: tracer_common::USES_ALL
+            | if filter {
+                tracer_common::USES_VALUE_FILTER
+            } else {
+                0
+            }
+            | if copies_stack_top(plan) {
+                tracer_common::USES_BUFFERS
+            } else {
+                0
+            }
+            | if usdt { tracer_common::USES_USDT } else { 0 }
+            | outlier_strings.unwrap_or(0),
+        filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
+        ..Sizing::default()
+    })?;
+    // A kernel end's copy of the user stack starts at the user registers on the task's kernel
+    // stack, which the program finds by BTF offsets.
+    if copies_stack_top(plan) && !matches!(plan.end.target, Target::User { .. }) {
+        super::tasks::set_task_offsets(&mut bpf, fs)?;
+    }
+    Ok(bpf)
+}
+
+/// The string arguments outliers read from the start's words (`word::LAT_ARG0..` of the
+/// outlier, where a probe hit has them at `word::ARG0..`).
+fn outlier_string_reads(values: &Values, config: &mut tracer_common::SlotConfig) {
+    values.configure(config, true);
+    for read in config.strs.iter_mut() {
+        if read.from == tracer_common::str_from::ARG {
+            read.at += tracer_common::word::LAT_ARG0 as u32;
+        }
+    }
+    if config.strlen == 0 {
+        config.strlen = tracer_common::STRLEN_DEFAULT;
+    }
 }
 
 /// `new`, opened on an end's replaced file, running the end's program: what `old` ran.
@@ -312,7 +372,23 @@ fn start_values(
         }
     };
     let mut members = super::attach::member_lookup(spec, &btf);
-    Values::new(&spec.to_string(), proto.as_ref(), &[], memory, &mut members).map(Some)
+    let values = Values::new(
+        &spec.to_string(),
+        proto.as_ref(),
+        &spec.args,
+        memory,
+        &mut members,
+    )?;
+    if values.member_reads() > 0 {
+        return Err(Error::usage(
+            format!("{spec}: a latency start reads no struct members"),
+            vec![
+                "name the argument itself (its pointer), or probe the member with tracer probe"
+                    .into(),
+            ],
+        ));
+    }
+    Ok(Some(values))
 }
 
 /// The latency programs' configuration: filters (tracer itself excluded, a `-- COMMAND`
@@ -369,7 +445,8 @@ fn lat_config(
         entry_key,
         exit_key,
         linear_step: plan.linear_step.unwrap_or(0),
-        slower_than: plan.slower_than.unwrap_or(0),
+        // The threshold plus one: 0 is "no outliers", 1 every call.
+        slower_than: plan.slower_than.map_or(0, |ns| ns + 1),
         usdt: 0,
     };
     Ok((config, names))

@@ -387,6 +387,11 @@ impl Values {
         Ok((src(offset, size, signed), signed))
     }
 
+    /// How many struct members the slot reads for these values.
+    pub fn member_reads(&self) -> usize {
+        self.reads.len()
+    }
+
     /// How many strings the slot reads for these values (the first of [`STR_READS`]).
     pub fn string_reads(&self) -> usize {
         self.strings.len()
