@@ -133,6 +133,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_gethostlatency,
     ),
     (
+        "tracer latency --from sched:sched_switch --to sched:sched_switch --key next_pid/prev_pid --by comm -d 2",
+        latency_cpudist,
+    ),
+    (
         "tracer stat -a -e sched:sched_process_fork -I 1000",
         stat_forks_per_second,
     ),

@@ -310,3 +310,61 @@ pub(crate) fn latency_gethostlatency(ctx: &Ctx, example: &str) {
         "{line}"
     );
 }
+
+/// cpudist: the runs of `./spin 100` on a CPU, switch in to switch out, add up to the CPU time
+/// the kernel accounted it (its rusage, from wait4): within 2% and 2 ms (the text's average
+/// has three digits, and the child's runs before its exec carry the test's name).
+pub(crate) fn latency_cpudist(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example cpudist") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    // Waited for by wait4 below, for its rusage (std's wait does not return it).
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(ctx.path("spin"))
+        .arg("100")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: the pid is our child, not waited for yet; both pointers are to locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let cpu_us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    let accounted_ms = (cpu_us(usage.ru_utime) + cpu_us(usage.ru_stime)) / 1e3;
+    let (code, stdout, stderr) = running.finish();
+    assert_eq!(code.code(), Some(0), "{stderr}");
+    let group = (stdout.split("\ncomm spin\n").nth(1)).unwrap_or_else(|| panic!("{stdout}"));
+    let summary = (group.lines())
+        .find(|l| l.starts_with("count "))
+        .unwrap_or_else(|| panic!("{group}"));
+    let field = |name: &str| {
+        let text = summary.split(&format!("{name} ")).nth(1)?;
+        text.split(',').next().map(str::to_string)
+    };
+    let count: f64 = field("count").and_then(|c| c.parse().ok()).unwrap();
+    let avg_ms = field("avg").map(|a| ms(&a)).unwrap();
+    let measured_ms = count * avg_ms;
+    let off = (measured_ms - accounted_ms).abs();
+    assert!(
+        off <= 2.0 + accounted_ms * 0.02,
+        "runs {measured_ms:.2} ms, accounted {accounted_ms:.2} ms\n{group}"
+    );
+}
+
+/// Milliseconds of a duration as tracer prints them (`824us`, `1.07ms`, `2.5s`).
+fn ms(text: &str) -> f64 {
+    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap();
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().unwrap();
+    match unit {
+        "ns" => number / 1e6,
+        "us" => number / 1e3,
+        "ms" => number,
+        "s" => number * 1e3,
+        other => panic!("unit {other} in {text}"),
+    }
+}

@@ -136,10 +136,10 @@ fn start_record(format: &crate::kernel::format::Format, e: &Event) -> Vec<(Strin
 }
 
 /// The task that started an outlier's call (pid, tid, comm); the end's where the start did not
-/// say (0: outliers were not asked for when it started).
+/// say (no comm: outliers were not asked for when it started; an idle task's pid is 0).
 fn start_task(e: &Event) -> (u32, u32, String) {
     let pid_tgid = e.fields[word::LAT_START_TASK];
-    if pid_tgid == 0 {
+    if e.fields[word::LAT_START_COMM] == 0 {
         let comm = String::from_utf8_lossy(e.comm()).into_owned();
         return (e.pid(), e.tid(), comm);
     }

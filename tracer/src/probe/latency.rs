@@ -412,6 +412,12 @@ fn lat_config(
         }
     };
     let mut filter = filter;
+    // A pair keyed by values may start in another task than the one it measures (a
+    // sched_switch starts a task's run in the task leaving the CPU, often tracer itself): no
+    // start is left out for running in tracer. (Not 0: that is the idle tasks' tgid.)
+    if plan.key.is_some() {
+        filter.exclude_tgid = u32::MAX;
+    }
     if copies_stack_top(plan) {
         filter.strs[0] = tracer_common::StrRead::STACK_TOP;
     }
