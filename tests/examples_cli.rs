@@ -137,6 +137,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_cpudist,
     ),
     (
+        "tracer latency --from irq:irq_handler_entry --to irq:irq_handler_exit --key irq --by irq -d 2",
+        latency_hardirqs,
+    ),
+    (
         "tracer stat -a -e sched:sched_process_fork -I 1000",
         stat_forks_per_second,
     ),

@@ -112,13 +112,17 @@ pub(crate) fn tcp_retransmits(ctx: &Ctx, example: &str) {
 /// last words of its line, after the CPU counts and the chip's columns. Handlers that share
 /// a line (`ahci, ehci`) are one entry.
 fn interrupts() -> std::collections::BTreeMap<String, u64> {
+    (interrupt_lines().into_values()).collect()
+}
+
+/// /proc/interrupts' lines by number: the handlers' names and the count summed over CPUs.
+fn interrupt_lines() -> std::collections::BTreeMap<u32, (String, u64)> {
     let text = std::fs::read_to_string("/proc/interrupts").unwrap();
     let cpus = text.lines().next().unwrap().split_whitespace().count();
     (text.lines().skip(1))
         .filter_map(|line| {
             let words: Vec<&str> = line.split_whitespace().collect();
-            let irq = words.first()?.strip_suffix(':')?;
-            irq.parse::<u32>().ok()?;
+            let irq: u32 = words.first()?.strip_suffix(':')?.parse().ok()?;
             let counts = words.get(1..=cpus)?;
             let total = counts
                 .iter()
@@ -126,7 +130,7 @@ fn interrupts() -> std::collections::BTreeMap<String, u64> {
                 .sum::<Option<u64>>()?;
             // After the counts: the chip, its pin and trigger (`5-edge`), then the names.
             let name = words.get(cpus + 3..).filter(|n| !n.is_empty())?.join(" ");
-            Some((name, total))
+            Some((irq, (name, total)))
         })
         .collect()
 }
@@ -367,4 +371,38 @@ fn ms(text: &str) -> f64 {
         "s" => number * 1e3,
         other => panic!("unit {other} in {text}"),
     }
+}
+
+/// hardirqs: the time in each interrupt handler while dd writes to the disk, one histogram
+/// per line headed by its number and its handlers' names as /proc/interrupts gives them, each
+/// counting at most the interrupts /proc/interrupts counted on that line over the run.
+pub(crate) fn latency_hardirqs(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example hardirqs time") {
+        return;
+    }
+    let before = interrupt_lines();
+    let running = ctx.start(&words(example, &[]));
+    ctx.direct_writes("irq-time-blocks");
+    let (status, stdout, stderr) = running.finish();
+    let after = interrupt_lines();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let mut groups = 0;
+    for (heading, rest) in (stdout.split("\nirq ").skip(1)).filter_map(|g| g.split_once('\n')) {
+        let (irq, names) = heading.split_once(' ').unwrap_or((heading, ""));
+        let irq: u32 = irq
+            .parse()
+            .unwrap_or_else(|_| panic!("{heading}\n{stdout}"));
+        let (name, total) = &after[&irq];
+        assert_eq!(names, name, "{stdout}");
+        let count: u64 = (rest.lines().find_map(|l| l.strip_prefix("count ")))
+            .and_then(|c| c.split(',').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{rest}"));
+        let delta = total - before.get(&irq).map_or(0, |(_, c)| *c);
+        assert!(
+            count > 0 && count <= delta,
+            "irq {irq}: {count} of {delta}\n{stdout}"
+        );
+        groups += 1;
+    }
+    assert!(groups > 0, "{stdout}\n{stderr}");
 }

@@ -435,6 +435,10 @@ fn lat_config(
                             .table
                             .extend(table.into_iter().flat_map(|(_, t)| t.iter().cloned()));
                         names.devices = (format.field(name)).is_some_and(|f| f.c_type == "dev_t");
+                        // An interrupt line by its handlers' names, as hardirqs shows them.
+                        if name == "irq" && format.name.starts_with("irq_handler") {
+                            names.table.extend(irq_names());
+                        }
                     }
                     let start_bit = if from_start { LAT_BY_START } else { 0 };
                     (LAT_BY_VALUE, key_word(source) | start_bit)
@@ -456,6 +460,25 @@ fn lat_config(
         usdt: 0,
     };
     Ok((config, names))
+}
+
+/// Each interrupt line's number and the names of its handlers, from /proc/interrupts: `34
+/// virtio4-input` (after the per-CPU counts, the chip's two columns, then the names; lines
+/// shared by several handlers list them all).
+fn irq_names() -> hashbrown::HashMap<u64, String> {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap_or_default();
+    let cpus = text
+        .lines()
+        .next()
+        .map_or(0, |l| l.split_whitespace().count());
+    (text.lines().skip(1))
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let irq: u64 = words.first()?.strip_suffix(':')?.parse().ok()?;
+            let names = words.get(cpus + 3..).filter(|n| !n.is_empty())?.join(" ");
+            Some((irq, format!("{irq} {names}")))
+        })
+        .collect()
 }
 
 /// The names a `--by` field's values have ([`LatencyPair::by_names`]).
