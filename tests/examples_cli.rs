@@ -141,6 +141,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_hardirqs,
     ),
     (
+        "tracer probe --count-by cpu,comm --sum runtime sched:sched_stat_runtime -d 2",
+        probe_cpuwalk,
+    ),
+    (
         "tracer stat -a -e sched:sched_process_fork -I 1000",
         stat_forks_per_second,
     ),

@@ -323,22 +323,8 @@ pub(crate) fn latency_cpudist(ctx: &Ctx, example: &str) {
         return;
     }
     let running = ctx.start(&words(example, &[]));
-    // Waited for by wait4 below, for its rusage (std's wait does not return it).
-    #[allow(clippy::zombie_processes)]
-    let child = Command::new(ctx.path("spin"))
-        .arg("100")
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: the pid is our child, not waited for yet; both pointers are to locals.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    let cpu_us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-    let accounted_ms = (cpu_us(usage.ru_utime) + cpu_us(usage.ru_stime)) / 1e3;
+    let spin = ctx.path("spin").display().to_string();
+    let (accounted_ms, _) = rusage_of(&[&spin, "100"]);
     let (code, stdout, stderr) = running.finish();
     assert_eq!(code.code(), Some(0), "{stderr}");
     let group = (stdout.split("\ncomm spin\n").nth(1)).unwrap_or_else(|| panic!("{stdout}"));
@@ -405,4 +391,55 @@ pub(crate) fn latency_hardirqs(ctx: &Ctx, example: &str) {
         groups += 1;
     }
     assert!(groups > 0, "{stdout}\n{stderr}");
+}
+
+/// cpuwalk: the time tasks ran on each CPU, from the scheduler's runtime updates. `./spin 100`,
+/// pinned to the last CPU, appears on that CPU alone, its runtime summed to the CPU time its
+/// rusage reports (within 2% and 2 ms: its runs before its exec carry taskset's name).
+pub(crate) fn probe_cpuwalk(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example cpuwalk") {
+        return;
+    }
+    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    let running = ctx.start(&words(example, &[]));
+    let spin = ctx.path("spin").display().to_string();
+    let (accounted_ms, _) = rusage_of(&["taskset", "-c", &cpu.to_string(), &spin, "100"]);
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let rows: Vec<Vec<&str>> = (stdout.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 4 && w[1] == "spin")
+        .collect();
+    assert_eq!(rows.len(), 1, "spin on one CPU\n{stdout}");
+    assert_eq!(rows[0][0], cpu.to_string(), "{stdout}");
+    let summed_ms = rows[0][3].parse::<f64>().unwrap() / 1e6;
+    let off = (summed_ms - accounted_ms).abs();
+    assert!(
+        off <= 2.0 + accounted_ms * 0.02,
+        "summed {summed_ms:.2} ms, accounted {accounted_ms:.2} ms\n{stdout}"
+    );
+}
+
+/// Runs `command` to its end: the CPU time its rusage reports (user and system, ms, from
+/// wait4, which std's wait does not return) and its wait status.
+fn rusage_of(command: &[&str]) -> (f64, i32) {
+    // Waited for by wait4 below.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(command[0])
+        .args(&command[1..])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: the pid is our child, not waited for yet; both pointers are to locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let cpu_us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    (
+        (cpu_us(usage.ru_utime) + cpu_us(usage.ru_stime)) / 1e3,
+        status,
+    )
 }
