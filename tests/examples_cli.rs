@@ -145,6 +145,14 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_cpuwalk,
     ),
     (
+        "tracer latency uprobe:libssl.so.3:SSL_read uprobe:libssl.so.3:SSL_write uprobe:libssl.so.3:SSL_read_ex uprobe:libssl.so.3:SSL_write_ex uprobe:libssl.so.3:SSL_do_handshake -- python3 tls.py",
+        latency_ssllatency,
+    ),
+    (
+        "tracer latency uprobe:libssl.so.3:SSL_read uprobe:libssl.so.3:SSL_write uprobe:libssl.so.3:SSL_read_ex uprobe:libssl.so.3:SSL_write_ex uprobe:libssl.so.3:SSL_do_handshake --slower-than 0 -- python3 tls.py",
+        latency_sslsnoop,
+    ),
+    (
         "tracer stat -a -e sched:sched_process_fork -I 1000",
         stat_forks_per_second,
     ),
@@ -238,6 +246,10 @@ const EXAMPLES: &[(&str, Check)] = &[
     ("tracer serve serve.toml --listen 0.0.0.0:9435", serve_docs_config),
     // tracer latency --help
     ("tracer latency vfs_read", needs_kprobes),
+    (
+        "tracer latency vfs_read vfs_write vfs_open vfs_fsync",
+        needs_kprobes,
+    ),
     (
         "tracer latency uprobe:./prog:handle --slower-than 10ms",
         latency_slow_calls,

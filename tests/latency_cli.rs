@@ -324,6 +324,16 @@ fn bad_latency_requests_are_usage_errors() {
         vec!["latency", "--from", "syscalls:sys_enter_read"],
         // -s lists the stacks of outliers: without --slower-than there are none.
         vec!["latency", "uprobe:/bin/true:main", "-s"],
+        // Several functions: each its own histogram, all of one side, no --by.
+        vec![
+            "latency",
+            "uprobe:/bin/true:main",
+            "uprobe:/bin/true:exit",
+            "--by",
+            "comm",
+        ],
+        vec!["latency", "uprobe:/bin/true:main", "vfs_read"],
+        vec!["latency", "uprobe:/bin/true:main", "sched:sched_switch"],
         // Values selected are shown with outliers: likewise.
         vec!["latency", "uprobe:/bin/true:main(arg0)"],
         // A tracepoint start's outliers show every field.

@@ -1096,6 +1096,30 @@ fn help_examples_with_kernel_functions_run() {
         .parse()
         .unwrap();
     assert!(count >= 1, "{stdout}");
+
+    // Several functions, one histogram each, told apart by attach cookies (5.15).
+    let several = "tracer latency vfs_read vfs_write vfs_open vfs_fsync";
+    if !cookies() {
+        let rest: Vec<&str> = several.split(' ').skip(1).collect();
+        let out = common::Tracer::new(rest).output();
+        let stderr = common::text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("need BPF attach cookies (Linux 5.15)"),
+            "{stderr}"
+        );
+        return;
+    }
+    let (stdout, stderr) = help_example(several, || opens(3), false);
+    let opened: u64 = (stdout.split("\nfunction vfs_open\n").nth(1))
+        .and_then(|h| h.lines().find_map(|l| l.strip_prefix("count ")))
+        .and_then(|l| l.split(',').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no vfs_open histogram: {stdout}\n{stderr}"));
+    assert!(opened >= 3, "{stdout}");
+    assert!(
+        stderr.contains("latency of vfs_read, vfs_write, vfs_open, vfs_fsync"),
+        "{stderr}"
+    );
 }
 
 /// The kernel-function examples of docs/probe.md (tests/examples_cli.rs checks their error

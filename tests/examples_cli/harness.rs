@@ -35,6 +35,9 @@ impl Ctx {
             "def tick(n):\n    yield n * 2\n\nfor i in range(3):\n    next(tick(i))\n",
         )
         .unwrap();
+        // docs/tools.md's TLS workload: one connection to itself over loopback, a handshake
+        // on each side, "hello" written and read each way (certificate: `tls_certificate`).
+        std::fs::write(dir.path().join("tls.py"), TLS_PY).unwrap();
         // The docs' workloads, under the names the docs give them.
         for (name, built) in [
             ("tracer-testprog", testprog()),
@@ -294,3 +297,25 @@ pub(crate) fn source_line(path: &str, needle: &str) -> String {
 pub(crate) fn available(feature: Feature) -> bool {
     matches!(feature.check(), Status::Available { .. })
 }
+
+/// docs/tools.md's TLS workload (`python3 tls.py`): a server thread and a client in one
+/// process, each one handshake, one write and one read, with `cert.pem` and `key.pem` here.
+const TLS_PY: &str = r#"import socket, ssl, threading
+srv = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+srv.load_cert_chain("cert.pem", "key.pem")
+cli = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+cli.load_verify_locations("cert.pem")
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+def serve():
+    c, _ = ls.accept()
+    s = srv.wrap_socket(c, server_side=True)
+    s.sendall(s.recv(100).upper())
+t = threading.Thread(target=serve)
+t.start()
+s = cli.wrap_socket(socket.create_connection(ls.getsockname()), server_hostname="localhost")
+s.sendall(b"hello")
+print(s.recv(100).decode())
+t.join()
+"#;

@@ -443,3 +443,87 @@ fn rusage_of(command: &[&str]) -> (f64, i32) {
         status,
     )
 }
+
+/// A self-signed certificate for localhost, `cert.pem` and `key.pem` in the examples'
+/// directory, for `tls.py`; false (said) where openssl is missing.
+fn tls_certificate(ctx: &Ctx, example: &str) -> bool {
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+        ])
+        .current_dir(ctx.dir.path())
+        .output();
+    match made {
+        Ok(out) if out.status.success() => true,
+        other => {
+            eprintln!("example {example}: skipped, openssl req failed: {other:?}");
+            false
+        }
+    }
+}
+
+/// The TLS examples' runs of `python3 tls.py`: skipped (said) without uprobes or openssl.
+fn tls_run(ctx: &Ctx, example: &str) -> Option<(String, String)> {
+    if !has(Feature::UprobePmu, "example ssllatency") || !tls_certificate(ctx, example) {
+        return None;
+    }
+    let out = ctx.run(&words(example, &[]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("HELLO"), "{stdout}");
+    Some((stdout, stderr))
+}
+
+/// ssllatency: tls.py's TLS calls, one histogram per function: each side's handshake, write
+/// and read, twice each. Python calls the `_ex` forms, never SSL_read or SSL_write (bpftrace's
+/// tool, which probes those, shows it nothing).
+pub(crate) fn latency_ssllatency(ctx: &Ctx, example: &str) {
+    let Some((stdout, stderr)) = tls_run(ctx, example) else {
+        return;
+    };
+    let counts: Vec<(&str, u64)> = (stdout.split("\nfunction ").skip(1))
+        .filter_map(|group| {
+            let (name, rest) = group.split_once('\n')?;
+            let count = rest.lines().find_map(|l| l.strip_prefix("count "))?;
+            Some((name, count.split(',').next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("SSL_read_ex", 2),
+            ("SSL_write_ex", 2),
+            ("SSL_do_handshake", 2)
+        ],
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// sslsnoop: the same six calls, each a line as it returns, with its thread, function,
+/// latency and result; the handshakes in two threads (the client, the server).
+pub(crate) fn latency_sslsnoop(ctx: &Ctx, example: &str) {
+    let Some((stdout, stderr)) = tls_run(ctx, example) else {
+        return;
+    };
+    let calls: Vec<&str> = stdout.lines().filter(|l| l.starts_with("slow: ")).collect();
+    assert_eq!(calls.len(), 6, "{stdout}\n{stderr}");
+    assert!(
+        calls
+            .iter()
+            .all(|l| l.contains(" python3 took ") && l.ends_with(" ret 1")),
+        "{stdout}"
+    );
+    let handshakes: std::collections::BTreeSet<&str> = (calls.iter())
+        .filter(|l| l.contains(" in SSL_do_handshake "))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(handshakes.len(), 2, "{stdout}");
+}

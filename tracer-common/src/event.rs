@@ -40,8 +40,9 @@ pub mod word {
     /// Latency outlier, in `fields`: the start task's comm, two words.
     pub const LAT_START_COMM: usize = 1;
     /// Latency outlier, in `fields`: a tracepoint start's record bytes 56..64 (its bytes 8..56
-    /// are the start's arguments, [`LAT_ARG0`]).
-    pub const LAT_RECORD_TAIL: usize = 3;
+    /// are the start's arguments, [`LAT_ARG0`]); a function's index among several measured
+    /// (`tracer latency F1 F2`).
+    pub const LAT_START_EXTRA: usize = 3;
 }
 
 /// The BPF object's maps and globals, by the names userspace looks them up with: each is the

@@ -36,6 +36,9 @@ pub const LAT_BY_VALUE: u32 = 5;
 /// In [`LatConfig::by_src`]: the value is one of the start's argument registers (kept with
 /// its start time), not the end's.
 pub const LAT_BY_START: LatKeySrc = 1 << 16;
+/// `tracer latency F1 F2 ...`: one histogram per function, by the index its probes were
+/// attached with (their BPF attach cookie).
+pub const LAT_BY_FUNCTION: u32 = 6;
 
 /// `LAT_STATS` counters.
 pub const LAT_STAT_ENTRIES: u32 = 0;
@@ -115,8 +118,9 @@ pub struct LatStart {
     /// kprobe/uprobe entries: the argument registers, for outlier reports; a tracepoint
     /// start's record from its first field (bytes 8..56), with `--slower-than`.
     pub args: [u64; 6],
-    /// A tracepoint start's record bytes 56..64, with `--slower-than` (0 otherwise).
-    pub record_tail: u64,
+    /// A tracepoint start's record bytes 56..64, with `--slower-than`; a function's index
+    /// among several (`tracer latency F1 F2`); 0 otherwise.
+    pub extra: u64,
     /// The task that started the call, with `--slower-than` (0 otherwise): outliers are
     /// shown as its (a block I/O completes in an interrupt of another task).
     pub pid_tgid: u64,

@@ -311,8 +311,11 @@ pub const USES_BUFFERS: u32 = 1 << 24;
 /// `tracer latency`'s outliers read the start's string arguments (`LatConfig::filter`'s
 /// `strs`) when the call ends: without it the latency ends have no string reads to walk.
 pub const USES_OUTLIER_STRINGS: u32 = 1 << 25;
+/// `tracer latency F1 F2 ...`: the latency probes read which function they are at from
+/// their attach cookie (Linux 5.15), which keys each call and groups its histogram.
+pub const USES_LAT_FUNCTIONS: u32 = 1 << 26;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 26] = [
+pub const USES_FLAGS: [u32; 27] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -339,6 +342,7 @@ pub const USES_FLAGS: [u32; 26] = [
     USES_NO_RETURN,
     USES_BUFFERS,
     USES_OUTLIER_STRINGS,
+    USES_LAT_FUNCTIONS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 

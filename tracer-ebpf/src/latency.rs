@@ -12,11 +12,12 @@ use aya_ebpf::programs::{
 use aya_ebpf::EbpfContext;
 use tracer_common::{
     str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS,
-    HIST_MAX, HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID,
-    LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STAT_COUNT,
-    LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST,
-    LAT_STAT_REPLACED, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED,
-    SLOT_VALUE_FILTER, USES_BUFFERS, USES_USDT, USES_VALUE_FILTER,
+    HIST_MAX, HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_FUNCTION,
+    LAT_BY_NONE, LAT_BY_PID, LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_FILTER_SLOT,
+    LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_FILTERED,
+    LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END, LAT_USDT_START,
+    SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_BUFFERS, USES_LAT_FUNCTIONS,
+    USES_USDT, USES_VALUE_FILTER,
 };
 
 use crate::caches::{current_comm, current_comm_words};
@@ -62,12 +63,14 @@ enum Source<'a> {
     Thread,
 }
 
-/// The key of a call: the thread, or the `--key` parts read from the record or registers.
+/// The key of a call: the thread (and the function, of several measured), or the `--key`
+/// parts read from the record or registers.
 #[inline(always)]
-fn key(parts: &[LatKeySrc; LAT_KEY_PARTS], source: &Source) -> LatKey {
+fn key(parts: &[LatKeySrc; LAT_KEY_PARTS], source: &Source, function: u64) -> LatKey {
     let mut key = LatKey::default();
     if parts[0] >> 8 & 0xff == 0 {
         key.parts[0] = aya_ebpf::helpers::bpf_get_current_pid_tgid();
+        key.parts[1] = function;
         return key;
     }
     let mut i = 0;
@@ -107,8 +110,9 @@ fn value_at(part: LatKeySrc, source: &Source) -> u64 {
     }
 }
 
+/// `function`: which of several measured functions this is (its attach cookie), else 0.
 #[inline(always)]
-fn entry(args: [u64; 6], source: &Source) {
+fn entry(args: [u64; 6], source: &Source, function: u64) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
@@ -126,6 +130,7 @@ fn entry(args: [u64; 6], source: &Source) {
         // SAFETY: helper without preconditions.
         time_ns: unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() },
         args,
+        extra: function,
         ..LatStart::default()
     };
     // Outliers show who started the call and, at a tracepoint, its record: read only when
@@ -138,13 +143,13 @@ fn entry(args: [u64; 6], source: &Source) {
             // buffer is the tracepoint's per-CPU one, longer than these 64 bytes.
             unsafe {
                 start.args = tp.read_at::<[u64; 6]>(8).unwrap_or([0; 6]);
-                start.record_tail = tp.read_at::<u64>(56).unwrap_or(0);
+                start.extra = tp.read_at::<u64>(56).unwrap_or(0);
             }
         }
     }
     // BPF_NOEXIST first: a start already there is a call whose end was missed; count it, then
     // replace it (the newer start is the one whose end can still come).
-    let key = key(&config.entry_key, source);
+    let key = key(&config.entry_key, source, function);
     if LAT_START.insert(&key, &start, 1).is_err() {
         count(LAT_STAT_REPLACED);
         let _ = LAT_START.insert(&key, &start, 0);
@@ -165,6 +170,7 @@ fn group_of(config: &LatConfig, source: &Source, start: &LatStart) -> [u8; 16] {
         LAT_BY_CPU => group[..8].copy_from_slice(
             &(unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() } as u64).to_ne_bytes(),
         ),
+        LAT_BY_FUNCTION => group[..8].copy_from_slice(&start.extra.to_ne_bytes()),
         LAT_BY_VALUE => {
             let value = match config.by_src & LAT_BY_START {
                 0 => value_at(config.by_src, source),
@@ -221,15 +227,22 @@ fn add(key: &HistKey, value: u64, max: bool) {
 /// function's first instruction ([`SLOT_STACK_AT_ENTRY`])
 /// the word there is the direct caller, which the frame-pointer walk skips on kernels that do
 /// not repair it.
+/// `function` as for [`entry`].
 #[inline(always)]
-fn exit<C: StackIdContext>(ctx: &C, source: &Source, ret: u64, entry_sp: u64, at: u32) {
+fn exit<C: StackIdContext>(
+    ctx: &C,
+    (source, function): (&Source, u64),
+    ret: u64,
+    entry_sp: u64,
+    at: u32,
+) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
     if config.filter.flags & SLOT_STOPPED != 0 {
         return;
     }
-    let k = key(&config.exit_key, source);
+    let k = key(&config.exit_key, source, function);
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { LAT_START.get(&k) }).copied() else {
         // Only count exits of calls we would have counted: filter like the entry did.
@@ -364,7 +377,7 @@ fn outlier<C: StackIdContext>(
     start_task[word::LAT_START_TASK] = start.pid_tgid;
     start_task[word::LAT_START_COMM] = start.comm[0];
     start_task[word::LAT_START_COMM + 1] = start.comm[1];
-    start_task[word::LAT_RECORD_TAIL] = start.record_tail;
+    start_task[word::LAT_START_EXTRA] = start.extra;
     // The end's user stack top (`str_from::STACK`), unwound by CFI in userspace: from a
     // uprobe's registers, else (a kernel end) from those the task entered the kernel with.
     let top_sp = match (config.filter.strs[0].from == str_from::STACK, entry_sp) {
@@ -412,10 +425,21 @@ fn user_mode_sp(ctx: &ProbeContext) -> u64 {
     }
 }
 
+/// Which of several measured functions a probe is at: its attach cookie (`USES_LAT_FUNCTIONS`
+/// only: the helper is Linux 5.15's), else 0.
+#[inline(always)]
+fn function_of(ctx: &ProbeContext) -> u64 {
+    match uses(USES_LAT_FUNCTIONS) {
+        // SAFETY: the helper reads the cookie of the link the program runs from.
+        true => unsafe { generated::bpf_get_attach_cookie(ctx.as_ptr()) },
+        false => 0,
+    }
+}
+
 #[kprobe]
 pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_START);
-    entry(args, &Source::Args(&args));
+    entry(args, &Source::Args(&args), function_of(&ctx));
     0
 }
 
@@ -425,7 +449,7 @@ pub fn lat_kp_end(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_END);
     exit(
         &ctx,
-        &Source::Args(&args),
+        (&Source::Args(&args), 0),
         0,
         user_mode_sp(&ctx),
         scratch_at::PERF,
@@ -441,7 +465,7 @@ pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
     let ret = RetProbeContext::new(ctx.regs as *mut core::ffi::c_void).ret::<u64>();
     exit(
         &ctx,
-        &Source::Thread,
+        (&Source::Thread, function_of(&ctx)),
         ret,
         user_mode_sp(&ctx),
         scratch_at::PERF,
@@ -453,7 +477,7 @@ pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
 #[fentry]
 pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
     let args = function_args(&ctx);
-    entry(args, &Source::Args(&args));
+    entry(args, &Source::Args(&args), 0);
     0
 }
 
@@ -461,7 +485,7 @@ pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
 #[fentry]
 pub fn lat_fn_end(ctx: FEntryContext) -> u32 {
     let args = function_args(&ctx);
-    exit(&ctx, &Source::Args(&args), 0, 0, scratch_at::FENTRY);
+    exit(&ctx, (&Source::Args(&args), 0), 0, 0, scratch_at::FENTRY);
     0
 }
 
@@ -472,18 +496,18 @@ pub fn lat_fn_exit(ctx: FExitContext) -> u32 {
     let mut ret = 0u64;
     // SAFETY: the helper reads the return value the trampoline saved into a valid stack slot.
     unsafe { generated::bpf_get_func_ret(ctx.as_ptr(), &mut ret) };
-    exit(&ctx, &Source::Thread, ret, 0, scratch_at::FEXIT);
+    exit(&ctx, (&Source::Thread, 0), ret, 0, scratch_at::FEXIT);
     0
 }
 
 crate::tracepoint_program!(lat_tp_entry => lat_tp_entry_hit);
 fn lat_tp_entry_hit(ctx: TracePointContext) -> u32 {
-    entry([0; 6], &Source::Record(&ctx));
+    entry([0; 6], &Source::Record(&ctx), 0);
     crate::TRACEPOINT_PASS
 }
 
 crate::tracepoint_program!(lat_tp_exit => lat_tp_exit_hit);
 fn lat_tp_exit_hit(ctx: TracePointContext) -> u32 {
-    exit(&ctx, &Source::Record(&ctx), 0, 0, scratch_at::PERF);
+    exit(&ctx, (&Source::Record(&ctx), 0), 0, 0, scratch_at::PERF);
     crate::TRACEPOINT_PASS
 }

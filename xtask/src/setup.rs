@@ -45,6 +45,8 @@ const APT_PACKAGES: &[&str] = &[
     "file",
     // tests/profile_cli.rs serves a stripped program's debug file from a local debuginfod.
     "debuginfod",
+    // docs/tools.md's TLS tools: the test's certificate is made with openssl req.
+    "openssl",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

@@ -37,8 +37,23 @@ impl Bpf {
         end: Option<bool>,
     ) -> Result<&'static str, Error> {
         let name = latency_program(kind, end);
-        self.load_program(name, kind)?;
-        Ok(name)
+        // Several functions share the programs: loaded for the first.
+        if self.named_program_fd(name).is_ok() {
+            return Ok(name);
+        }
+        match self.load_program(name, kind) {
+            // Told apart by their attach cookies, which the kernel may not have.
+            Err(Error::Program { source, .. })
+                if self.uses & tracer_common::USES_LAT_FUNCTIONS != 0 =>
+            {
+                Err(Error::NoCookies {
+                    kind: "functions measured",
+                    max: 1,
+                    source,
+                })
+            }
+            other => other.map(|()| name),
+        }
     }
 
     /// Links the latency program for one end at kernel function `function` (vmlinux BTF id

@@ -307,14 +307,17 @@ pub struct WatchArgs {
   tracer latency --from block:block_rq_issue --to block:block_rq_complete --key dev,sector
   tracer latency --from uprobe:./srv:submit --to uprobe:./srv:complete --key arg0
   tracer latency --from irq:softirq_entry --to irq:softirq_exit --by vec    per softirq
-  tracer latency uprobe:./prog:handle --slower-than 10ms -s     slow calls with their stacks")]
+  tracer latency uprobe:./prog:handle --slower-than 10ms -s     slow calls with their stacks
+  tracer latency vfs_read vfs_write vfs_open vfs_fsync      one histogram per function")]
 #[command(
     mut_arg("stack", |a| a.help("Print the stack of each slow call, taken at its end: kernel, user or both (alone: the end probe's own side)").requires("slower_than")),
     mut_arg("cpus", |a| a.help("Only calls ending on these CPUs (e.g. 0-3,5)")),
 )]
 pub struct LatencyArgs {
-    /// A function: FUNC (kprobe + kretprobe) or uprobe:PATH:SYMBOL (uprobe + uretprobe).
-    pub target: Option<String>,
+    /// A function: FUNC (kprobe + kretprobe) or uprobe:PATH:SYMBOL (uprobe + uretprobe);
+    /// several: one histogram each, in one run.
+    #[arg(value_name = "FUNCTION")]
+    pub targets: Vec<String>,
     /// Start of what is measured (any probe spec), with --to.
     #[arg(long, value_name = "SPEC")]
     pub from: Option<String>,

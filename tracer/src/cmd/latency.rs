@@ -15,7 +15,7 @@ use crate::output::events::Format;
 use crate::output::hist::Histogram;
 use crate::output::latency::{Histograms, Outlier};
 use crate::output::summary::{Banner, Summary};
-use crate::plan::latency::{latency_plan, LatencyPlan};
+use crate::plan::latency::{latency_plan, LatencyBy, LatencyPlan};
 use crate::probe;
 use crate::session::{self, Hold, Outcome, OutputRings, Session, Sink};
 
@@ -36,7 +36,10 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     if let Some(pid) = plan.whom.pid().filter(|_| plan.follow) {
         session.follow_adopted(&mut bpf, &fs, &[pid])?;
     }
-    let what = format!("latency of {} -> {}", plan.start, plan.end);
+    let what = match &plan.by {
+        Some(LatencyBy::Function(names)) => format!("latency of {}", names.join(", ")),
+        _ => format!("latency of {} -> {}", plan.start, plan.end),
+    };
     session.begin(&Banner {
         verb: "Tracing",
         what,
@@ -44,7 +47,10 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         detail: probe::trampoline::banner_detail(pair.via.iter().copied()),
     })?;
     pair.enable()?;
-    let start = (pair.start_values.take(), pair.start_format.take());
+    let values = std::iter::once(pair.start_values.take())
+        .chain(pair.more.iter_mut().map(|more| more.values.take()))
+        .collect();
+    let start = (values, pair.start_format.take());
     let by_names = std::mem::take(&mut pair.by_names);
     let mut sink = LatencySink::new(&mut bpf, &mut rings, &plan, out, (start, by_names));
     // Read before it runs: a command that exits before its last outliers are printed still
@@ -92,8 +98,9 @@ struct LatencySink<'a, W: std::io::Write> {
     outliers: u64,
     /// Totals at the last report, per cell (-I prints differences).
     previous: std::collections::HashMap<HistKey, u64>,
-    /// The start is a probe: outliers show its arguments, named and typed.
-    start_values: Option<probe::values::Values>,
+    /// The start is a probe: outliers show its arguments, named and typed (of each function,
+    /// with several).
+    start_values: Vec<Option<probe::values::Values>>,
     /// The start is a tracepoint: outliers show its record's fields.
     start_format: Option<crate::kernel::format::Format>,
     /// The end is a return probe: outliers show the return value.
@@ -116,13 +123,13 @@ struct Following<'a> {
 }
 
 /// An outlier's start record's fields: its bytes 8..56 are the start's argument words, 56..64
-/// `word::LAT_RECORD_TAIL`; fields past them show as `?`, and variable-length ones
+/// `word::LAT_START_EXTRA`; fields past them show as `?`, and variable-length ones
 /// (`__data_loc`, stored past the fixed fields) are left out.
 fn start_record(format: &crate::kernel::format::Format, e: &Event) -> Vec<(String, Value)> {
     use crate::kernel::format::FieldKind;
     let mut record = [0u8; 64];
     let words = (e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS].iter())
-        .chain([&e.fields[word::LAT_RECORD_TAIL]]);
+        .chain([&e.fields[word::LAT_START_EXTRA]]);
     for (chunk, w) in record[8..].chunks_exact_mut(8).zip(words) {
         chunk.copy_from_slice(&w.to_ne_bytes());
     }
@@ -175,9 +182,10 @@ type Outlying = (
     [Option<Value>; tracer_common::STR_READS],
 );
 
-/// How an outlier's start is shown: a probe's values, or a tracepoint's format.
+/// How an outlier's start is shown: a probe's values (each function's), or a tracepoint's
+/// format.
 type StartDecoders = (
-    Option<probe::values::Values>,
+    Vec<Option<probe::values::Values>>,
     Option<crate::kernel::format::Format>,
 );
 
@@ -348,7 +356,16 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         for (e, top, read) in batch.iter_mut().filter(|(e, _, _)| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
             let (pid, tid, comm) = start_task(e);
-            let args = match (&self.start_values, &self.start_format) {
+            // Several functions: which one, by the index its start kept.
+            let (index, function) = match &self.by {
+                Some(LatencyBy::Function(names)) => {
+                    let index = e.fields[word::LAT_START_EXTRA];
+                    (index as usize, names.get(index as usize).cloned())
+                }
+                _ => (0, None),
+            };
+            let values = self.start_values.get(index).and_then(Option::as_ref);
+            let args = match (values, &self.start_format) {
                 (Some(values), _) => Some(start_args(values, e, read)),
                 (None, Some(format)) => Some(start_record(format, e)),
                 (None, None) => None,
@@ -361,6 +378,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 tid,
                 comm,
                 duration_ns: e.data[word::LAT_DURATION],
+                function,
                 args,
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
                 stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e), top.as_deref())?,

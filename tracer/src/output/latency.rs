@@ -65,6 +65,9 @@ pub struct Outlier {
     pub tid: u32,
     pub comm: String,
     pub duration_ns: u64,
+    /// The function, of several measured in the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
     /// The start probe's arguments, named and typed (a probe start only).
     #[serde(skip)]
     pub args: Option<Vec<(String, Value)>>,
@@ -88,6 +91,9 @@ impl Outlier {
                     self.comm,
                     human(self.duration_ns)
                 );
+                if let Some(function) = &self.function {
+                    line += &format!(" in {function}");
+                }
                 if let Some(args) = &self.args {
                     let args: Vec<String> = (args.iter())
                         .map(|(name, value)| format!("{name}={value}"))
@@ -131,6 +137,7 @@ mod tests {
             tid: 6,
             comm: "prog".into(),
             duration_ns: 12_000_000,
+            function: Some("read".into()),
             args: Some(vec![
                 ("fd".into(), Value::Int(3)),
                 ("buf".into(), Value::Hex(0x10)),
@@ -145,12 +152,15 @@ mod tests {
             text.starts_with("slow: 1.000000   5/6 prog took "),
             "{text}"
         );
-        assert!(text.ends_with(" args (fd=3, buf=0x10) ret -2\n"), "{text}");
+        assert!(
+            text.ends_with("12.0ms in read args (fd=3, buf=0x10) ret -2\n"),
+            "{text}"
+        );
         let mut json = Vec::new();
         outlier.write(&mut json, Format::Json, 0).unwrap();
         assert_eq!(
             String::from_utf8(json).unwrap(),
-            "{\"args\":{\"buf\":16,\"fd\":3},\"comm\":\"prog\",\"duration_ns\":12000000,\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000,\"time_unix_ns\":1700000001500000000,\"type\":\"outlier\"}\n"
+            "{\"args\":{\"buf\":16,\"fd\":3},\"comm\":\"prog\",\"duration_ns\":12000000,\"function\":\"read\",\"pid\":5,\"ret\":-2,\"tid\":6,\"time_ns\":1500000000,\"time_unix_ns\":1700000001500000000,\"type\":\"outlier\"}\n"
         );
     }
 

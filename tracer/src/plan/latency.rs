@@ -22,6 +22,8 @@ pub enum LatencyBy {
     /// A field of the end's record or an argument (named, or `argN`), resolved once the
     /// probes are open.
     Value(String),
+    /// `tracer latency F1 F2 ...`: by function, named in the order given.
+    Function(Vec<String>),
 }
 
 impl LatencyBy {
@@ -48,6 +50,9 @@ impl LatencyBy {
 pub struct LatencyPlan {
     pub start: ProbeSpec,
     pub end: ProbeSpec,
+    /// `tracer latency F1 F2 ...`: the functions after the first (`start`), each measured
+    /// entry to return like it, in the same run, one histogram each.
+    pub more: Vec<ProbeSpec>,
     /// `--key`: the names read at the start and at the end (resolved once the probes are open).
     pub key: Option<String>,
     /// `--by`: what the histograms are grouped by (one histogram without it).
@@ -75,11 +80,12 @@ pub struct LatencyPlan {
 /// Every check of `tracer latency`'s input, before anything is opened.
 pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<LatencyPlan, Error> {
     let output = super::output(&args.output)?;
-    let (start, end) = pair(
-        args.target.as_deref(),
-        args.from.as_deref(),
-        args.to.as_deref(),
-    )?;
+    let (first, more) = match args.targets.split_first() {
+        Some((first, more)) => (Some(first.as_str()), more),
+        None => (None, &[][..]),
+    };
+    let (start, end) = pair(first, args.from.as_deref(), args.to.as_deref())?;
+    let more = functions(more, &start, args)?;
     let scope = build_scope(&args.tasks, None, machine)?;
     if !start.args.is_empty() && args.slower_than.is_none() {
         return Err(Error::usage_hints(
@@ -104,11 +110,27 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
             "e.g. --slower-than 10ms, or 0 for every call",
         )?,
     };
+    // Several functions: attached as kprobes with attach cookies (fentry programs are
+    // loaded per function and would each need their own).
+    let kprobe_interface = match (more.is_empty(), args.kprobe_interface) {
+        (false, None) => Some(crate::cli::KprobeInterface::Pmu),
+        (_, interface) => interface,
+    };
+    let by = match more.is_empty() {
+        true => args.by.as_deref().map(LatencyBy::parse).transpose()?,
+        false => Some(LatencyBy::Function(
+            std::iter::once(&start)
+                .chain(&more)
+                .map(function_name)
+                .collect(),
+        )),
+    };
     Ok(LatencyPlan {
         start,
         end,
+        more,
         key: args.key.clone(),
-        by: args.by.as_deref().map(LatencyBy::parse).transpose()?,
+        by,
         linear_step,
         slower_than,
         stack: args.stack.stack,
@@ -118,7 +140,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         scope,
         follow: super::follows_children(&args.tasks, None),
         output,
-        kprobe_interface: args.kprobe_interface,
+        kprobe_interface,
         notes: super::comm_note(args.tasks.comm.as_deref(), &args.command)
             .into_iter()
             .collect(),
@@ -154,6 +176,69 @@ pub fn pair(
         }
         (None, Some(from), Some(to)) => Ok((start_spec(from)?, parse_bare_spec(to, "latency")?)),
         _ => Err(Error::usage_hints("give a function, or both --from and --to", &["e.g. tracer latency vfs_read, or --from syscalls:sys_enter_read --to syscalls:sys_exit_read"])),
+    }
+}
+
+/// The functions after the first of `tracer latency F1 F2 ...`: each a function of the same
+/// side (kernel or user) as the first, without the options that tell one pair's start from
+/// its end or read what one function's arguments are.
+fn functions(
+    more: &[String],
+    first: &ProbeSpec,
+    args: &LatencyArgs,
+) -> Result<Vec<ProbeSpec>, Error> {
+    if more.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refuse = |what: &str, hint: &str| {
+        Err(Error::usage_hints(
+            format!("several functions are measured with no {what}"),
+            &[hint],
+        ))
+    };
+    if args.from.is_some() || args.to.is_some() {
+        return refuse("--from/--to", "give functions, or one --from/--to pair");
+    }
+    if args.key.is_some() || args.by.is_some() {
+        return refuse(
+            "--key or --by",
+            "each function has its own histogram: measure one function to group it --by",
+        );
+    }
+    if args.filter.is_some() {
+        return refuse("--filter", "measure one function to filter its calls");
+    }
+    if args.kprobe_interface == Some(crate::cli::KprobeInterface::Fentry) {
+        return refuse(
+            "--kprobe-interface fentry",
+            "they are attached as kprobes, told apart by attach cookies (Linux 5.15)",
+        );
+    }
+    let user = matches!(first.target, Target::User { .. });
+    more.iter()
+        .map(|text| {
+            let spec = start_spec(text)?;
+            let function = matches!(spec.target, Target::Kernel { .. } | Target::User { .. });
+            if !function || spec.ret || matches!(spec.target, Target::User { .. }) != user {
+                return Err(Error::usage_hints(
+                    format!("'{text}': several functions are all kernel or all user functions"),
+                    &["e.g. tracer latency vfs_read vfs_write, or uprobe:libssl.so.3:SSL_read uprobe:libssl.so.3:SSL_write"],
+                ));
+            }
+            Ok(spec)
+        })
+        .collect()
+}
+
+/// A measured function's name as its histogram is headed: the symbol.
+fn function_name(spec: &ProbeSpec) -> String {
+    match &spec.target {
+        Target::Kernel { function, .. } => function.clone(),
+        Target::User {
+            at: super::spec::UserAt::Symbol { name, .. },
+            ..
+        } => name.clone(),
+        _ => spec.to_string(),
     }
 }
 

@@ -702,6 +702,7 @@ fn latency_source(
         Source::Latency(Box::new(LatencyPlan {
             start,
             end,
+            more: Vec::new(),
             key,
             by,
             linear_step,

@@ -3,8 +3,9 @@
 //! its histograms named.
 
 use tracer_common::{
-    HistKey, LatConfig, LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_NONE, LAT_BY_PID, LAT_BY_START,
-    LAT_BY_TID, LAT_BY_VALUE, LAT_KEY_TID, LAT_USDT_END, LAT_USDT_START, SLOT_STACK_USER,
+    HistKey, LatConfig, LatKeySrc, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_FUNCTION, LAT_BY_NONE,
+    LAT_BY_PID, LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_KEY_TID, LAT_USDT_END, LAT_USDT_START,
+    SLOT_STACK_USER,
 };
 
 use super::trampoline::{FunctionTarget, Trampolines, Via};
@@ -51,6 +52,15 @@ pub struct LatencyPair {
     /// Ends on files replaced since (see [`LatencyPair::follow`]): still counting the
     /// processes that run the old code.
     pub replaced: Vec<Box<Opened>>,
+    /// `tracer latency F1 F2 ...`: the start and end of each function after the first, linked
+    /// with its index as attach cookie, and its parameters as outliers show them.
+    pub more: Vec<MoreFunction>,
+}
+
+/// A function measured beside the first: its entry and return, each holding its link.
+pub struct MoreFunction {
+    pub ends: [(Opened, crate::perf::event::Link); 2],
+    pub values: Option<Values>,
 }
 
 impl LatencyPair {
@@ -109,8 +119,22 @@ impl LatencyPair {
     /// mismatched. (Linked ends run from their link on, made in the same order.)
     pub fn enable(&self) -> Result<(), Error> {
         self.exit.enable()?;
+        for more in &self.more {
+            more.ends[1].0.event.enable(false)?;
+        }
         self.entry.enable()?;
+        for more in &self.more {
+            more.ends[0].0.event.enable(false)?;
+        }
         Ok(())
+    }
+
+    /// The parameters of function `index` (0: the first), as its outliers show them.
+    pub fn values_of(&self, index: u64) -> Option<&Values> {
+        match index {
+            0 => self.start_values.as_ref(),
+            i => self.more.get(i as usize - 1)?.values.as_ref(),
+        }
     }
 }
 
@@ -208,6 +232,7 @@ pub fn attach(
         &mut trampolines,
         &mut |spec| open(spec, 0),
     )?;
+    let more = attach_more(&mut bpf, plan, fs)?;
     Ok((
         bpf,
         LatencyPair {
@@ -218,8 +243,67 @@ pub fn attach(
             by_names,
             via: [entry_via, exit_via],
             replaced: Vec::new(),
+            more,
         },
     ))
+}
+
+/// Opens the entry and return of each function after the first (`plan.more`) and links the
+/// latency programs to them with the function's index as attach cookie (the first's is 0,
+/// attached without one), disabled until [`LatencyPair::enable`].
+fn attach_more(
+    bpf: &mut Bpf,
+    plan: &LatencyPlan,
+    fs: &Tracefs,
+) -> Result<Vec<MoreFunction>, Error> {
+    let mut interface = None;
+    let mut more = Vec::new();
+    for (i, spec) in plan.more.iter().enumerate() {
+        if super::usdt::is_usdt(spec) || super::usdt::is_usdt(&plan.start) {
+            return Err(Error::usage(
+                format!("{spec}: USDT probes are measured one per run"),
+                vec!["give one USDT probe, or functions".into()],
+            ));
+        }
+        let cookie = i as u64 + 1;
+        let end = ProbeSpec {
+            ret: true,
+            args: Vec::new(),
+            ..spec.clone()
+        };
+        let mut ends = Vec::new();
+        for (at, (spec, end)) in [(spec, None), (&end, Some(true))].into_iter().enumerate() {
+            let index = 2 + 2 * i + at;
+            let opened = open_event(
+                fs,
+                spec,
+                &mut interface,
+                plan.kprobe_interface,
+                plan.whom.pid(),
+                index,
+            )?;
+            let program = bpf.load_latency_program(SlotKind::Probe, end)?;
+            let link = opened
+                .event
+                .link_bpf(bpf.named_program_fd(program)?, cookie);
+            let link = link.map_err(|e| Error::Runtime {
+                message: format!("{spec}: {}", crate::describe(&Error::from(e))),
+                hints: vec![
+                    "several functions in one run need BPF attach cookies (Linux 5.15):                      measure one function per run"
+                        .into(),
+                ],
+            })?;
+            ends.push((opened, link));
+        }
+        let values = start_values(spec, None, None)?;
+        let [start, end]: [(Opened, crate::perf::event::Link); 2] =
+            ends.try_into().unwrap_or_else(|_| unreachable!("two ends"));
+        more.push(MoreFunction {
+            ends: [start, end],
+            values,
+        });
+    }
+    Ok(more)
 }
 
 /// The USES bits of outliers that read the start's string arguments when the call ends; None
@@ -268,6 +352,11 @@ fn load(
                 0
             }
             | if usdt { tracer_common::USES_USDT } else { 0 }
+            | if plan.more.is_empty() {
+                0
+            } else {
+                tracer_common::USES_LAT_FUNCTIONS
+            }
             | outlier_strings.unwrap_or(0),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         ..Sizing::default()
@@ -550,6 +639,7 @@ fn by_word(by: Option<&LatencyBy>) -> u32 {
         Some(LatencyBy::Tid) => LAT_BY_TID,
         Some(LatencyBy::Cpu) => LAT_BY_CPU,
         Some(LatencyBy::Value(_)) => LAT_BY_VALUE,
+        Some(LatencyBy::Function(_)) => LAT_BY_FUNCTION,
     }
 }
 
@@ -564,6 +654,9 @@ pub fn group_value(by: &LatencyBy, names: &ValueNames, key: &HistKey) -> String 
         }
         LatencyBy::Pid | LatencyBy::Tid | LatencyBy::Cpu => number.to_string(),
         LatencyBy::Value(_) => names.name(number),
+        LatencyBy::Function(names) => {
+            (names.get(number as usize).cloned()).unwrap_or_else(|| format!("function {number}"))
+        }
     }
 }
 
@@ -579,6 +672,7 @@ pub fn group_name(by: Option<&LatencyBy>, names: &ValueNames, key: &HistKey) -> 
         LatencyBy::Tid => "tid",
         LatencyBy::Cpu => "cpu",
         LatencyBy::Value(name) => name,
+        LatencyBy::Function(_) => "function",
     };
     format!("{word} {}", group_value(by, names, key))
 }
