@@ -255,7 +255,26 @@ fn bad_lists_are_usage_errors_that_say_what_exists() {
         assert_eq!(out.status.code(), Some(2), "{probe}: {stderr}");
         assert!(stderr.contains(expected), "{probe}: {stderr}");
     }
+    // A latency start's values are shown with its slow calls: without --slower-than, none.
     let out = tracer(&["latency", &spec("chain_target(count)")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("the values in parentheses are shown with each slow call: add --slower-than"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Its end shows none.
+    let (from, to) = (spec("chain_target"), spec("chain_target(count)"));
+    let out = tracer(&[
+        "latency",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--slower-than",
+        "0",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("tracer latency prints no per-hit values: drop '(count)'"),

@@ -183,6 +183,10 @@ const EXAMPLES: &[(&str, Check)] = &[
     ),
     ("tracer probe 'vfs_*' --count-by probe", needs_kprobes),
     (
+        "tracer probe --count-by 'sk->sk_max_ack_backlog' --hist 'sk->sk_ack_backlog' tcp_v4_syn_recv_sock tcp_v6_syn_recv_sock",
+        needs_kprobes,
+    ),
+    (
         "tracer probe vfs_read vfs_write vfs_fsync vfs_open vfs_create --count-by probe -I 1s",
         needs_kprobes,
     ),

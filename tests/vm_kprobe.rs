@@ -1372,6 +1372,32 @@ fn docs_tools_with_kernel_functions_run() {
         accepted[0].contains(&format!("{shown} ret=0xffff")),
         "{stdout}\n{stderr}"
     );
+
+    // tcpsynbl: connect.c's listener (backlog 1) completes one handshake with its queue
+    // empty: one histogram, for the limit 1, of one 0.
+    let tcpsynbl = "tracer probe --count-by 'sk->sk_max_ack_backlog' --hist 'sk->sk_ack_backlog' tcp_v4_syn_recv_sock tcp_v6_syn_recv_sock";
+    let (stdout, stderr) = help_example(
+        tcpsynbl,
+        || {
+            let out = std::process::Command::new(&connect).output().unwrap();
+            assert!(out.status.success(), "{}", common::text(&out.stderr));
+        },
+        false,
+    );
+    let rows: Vec<&str> = (stdout.lines().map(str::trim))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let one = "0  :        1  |****************************************|";
+    assert_eq!(
+        (rows.first(), rows.get(2), rows.last(), rows.len()),
+        (
+            Some(&"sk->sk_max_ack_backlog=1"),
+            Some(&one),
+            Some(&"count 1, sum 0, avg 0"),
+            4
+        ),
+        "{stdout}\n{stderr}"
+    );
 }
 
 /// Whether the kernel has BPF attach cookies (Linux 5.15): past 16 kernel functions, tracer
