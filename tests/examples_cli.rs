@@ -133,6 +133,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_gethostlatency,
     ),
     (
+        "tracer latency --from block:block_io_start --to block:block_rq_issue --key dev,sector --slower-than 0 -s kernel --stack-at start -d 2",
+        latency_biostacks,
+    ),
+    (
         "tracer latency --from sched:sched_switch --to sched:sched_switch --key next_pid/prev_pid --by comm -d 2",
         latency_cpudist,
     ),
@@ -182,6 +186,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         probe_threadsnoop,
     ),
     ("tracer probe 'vfs_*' --count-by probe", needs_kprobes),
+    (
+        "tracer latency xfs_file_read_iter xfs_file_write_iter xfs_file_open xfs_file_fsync",
+        needs_kprobes,
+    ),
     (
         "tracer probe --count-by 'sk->sk_max_ack_backlog' --hist 'sk->sk_ack_backlog' tcp_v4_syn_recv_sock tcp_v6_syn_recv_sock",
         needs_kprobes,

@@ -1400,6 +1400,122 @@ fn docs_tools_with_kernel_functions_run() {
     );
 }
 
+/// An XFS file system made for one test on a loop device (an image on /dev/shm), unmounted
+/// and removed when dropped; `None` (said) where mkfs.xfs, the loop device or XFS is missing.
+struct XfsMount(std::path::PathBuf);
+
+impl XfsMount {
+    fn new() -> Option<XfsMount> {
+        let dir = std::path::PathBuf::from(format!("/dev/shm/tracer-xfs-{}", std::process::id()));
+        let image = dir.with_extension("img");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Sparse: mkfs.xfs refuses less than 300 MiB, and writes a few of them.
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(320 << 20))
+            .unwrap();
+        let run = |program: &str, args: &[&std::ffi::OsStr]| {
+            std::process::Command::new(program)
+                .args(args)
+                .output()
+                .map_err(|e| e.to_string())
+                .and_then(|out| match out.status.success() {
+                    true => Ok(()),
+                    false => Err(common::text(&out.stderr)),
+                })
+        };
+        let made = run(
+            "mkfs.xfs",
+            &["-q".as_ref(), "-f".as_ref(), image.as_os_str()],
+        );
+        let mounted = made.and_then(|()| {
+            run(
+                "mount",
+                &[
+                    "-o".as_ref(),
+                    "loop".as_ref(),
+                    image.as_os_str(),
+                    dir.as_os_str(),
+                ],
+            )
+        });
+        if let Err(why) = mounted {
+            eprintln!("skipped: no XFS file system here ({why})");
+            let _ = std::fs::remove_file(&image);
+            return None;
+        }
+        Some(XfsMount(dir))
+    }
+}
+
+impl Drop for XfsMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_file(self.0.with_extension("img"));
+    }
+}
+
+/// xfsdist (docs/tools.md): the four XFS operations bpftrace's xfsdist times, one histogram
+/// each. dd writes a file of three blocks and syncs it, then reads it back: 2 opens, 3
+/// writes, 4 reads (the last at the end of the file), 1 fsync; nothing else runs on the new
+/// file system.
+#[test]
+fn xfsdist_times_each_xfs_operation() {
+    if !has(Feature::KprobePmu, "xfsdist") || !has(Feature::Bpf, "xfsdist") {
+        return;
+    }
+    let example =
+        "tracer latency xfs_file_read_iter xfs_file_write_iter xfs_file_open xfs_file_fsync";
+    if !cookies() {
+        eprintln!("skipped: {example} needs attach cookies (5.15; help_examples checks the error)");
+        return;
+    }
+    let Some(mount) = XfsMount::new() else {
+        return;
+    };
+    let file = mount.0.join("f");
+    let dd = |args: &[String]| {
+        let status = std::process::Command::new("dd")
+            .args(args)
+            .arg("status=none")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let (stdout, stderr) = help_example(
+        example,
+        || {
+            let of = format!("of={}", file.display());
+            dd(&[
+                "if=/dev/zero".into(),
+                of,
+                "bs=4k".into(),
+                "count=3".into(),
+                "conv=fsync".into(),
+            ]);
+            let input = format!("if={}", file.display());
+            dd(&[input, "of=/dev/null".into(), "bs=4k".into()]);
+        },
+        false,
+    );
+    let counts: Vec<(&str, u64)> = (stdout.split("\nfunction ").skip(1))
+        .filter_map(|group| {
+            let (name, rest) = group.split_once('\n')?;
+            let count = rest.lines().find_map(|l| l.strip_prefix("count "))?;
+            Some((name, count.split(',').next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("xfs_file_read_iter", 4),
+            ("xfs_file_write_iter", 3),
+            ("xfs_file_open", 2),
+            ("xfs_file_fsync", 1)
+        ],
+        "{stdout}\n{stderr}"
+    );
+}
+
 /// Whether the kernel has BPF attach cookies (Linux 5.15): past 16 kernel functions, tracer
 /// needs them.
 fn cookies() -> bool {

@@ -527,3 +527,29 @@ pub(crate) fn latency_sslsnoop(ctx: &Ctx, example: &str) {
         .collect();
     assert_eq!(handshakes.len(), 2, "{stdout}");
 }
+
+/// biostacks: each of dd's eight writes from its start to its issue, as dd's, under the kernel
+/// stack that submitted it, taken at the start (through `submit_bio`; the issue may run in
+/// a worker, whose stack has none).
+pub(crate) fn latency_biostacks(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example biostacks") {
+        return;
+    }
+    let running = ctx.start(&words(example, &[]));
+    let pid = ctx.direct_writes("biostack-blocks");
+    let (status, stdout, stderr) = running.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    // Each outlier line, with the stack lines under it.
+    let stdout = format!("\n{stdout}");
+    let calls: Vec<&str> = (stdout.split("\nslow: ").skip(1))
+        .filter(|call| call.contains(&format!(" {pid}/")) && call.contains("bytes=4096"))
+        .filter(|call| {
+            let rwbs = call.split("rwbs=\"").nth(1).unwrap_or_default();
+            rwbs.starts_with('W') && !rwbs.split('"').next().unwrap_or_default().contains('M')
+        })
+        .collect();
+    assert_eq!(calls.len(), 8, "{stdout}\n{stderr}");
+    for call in calls {
+        assert!(call.contains("submit_bio"), "{call}");
+    }
+}

@@ -78,8 +78,9 @@ pub struct LatConfig {
     pub filter: SlotConfig,
     /// `LAT_BY_*`.
     pub by: u32,
-    /// `SLOT_STACK_*` bits: stacks captured (at the end) for outliers; `SLOT_STACK_AT_ENTRY`
-    /// when the end is a uprobe at a function's first instruction.
+    /// `SLOT_STACK_*` bits: stacks captured for outliers, at the end (`SLOT_STACK_AT_ENTRY`
+    /// when it is a uprobe at a function's first instruction) or, with
+    /// [`LAT_STACK_AT_START`], at the start.
     pub stack_flags: u32,
     /// The key parts read at the start and at the end, in the same order.
     pub entry_key: [LatKeySrc; LAT_KEY_PARTS],
@@ -96,6 +97,11 @@ pub struct LatConfig {
     /// every call (`--slower-than 0`).
     pub slower_than: u64,
 }
+
+/// In [`LatConfig::stack_flags`], beside the `SLOT_STACK_*` bits: outliers carry the stacks
+/// their start took (`--stack-at start`: biostacks' stack that queued the request), not their
+/// end's.
+pub const LAT_STACK_AT_START: u32 = 1 << 31;
 
 /// `LatConfig::usdt` bit, and `USDT_ARGS` index, of a USDT start.
 pub const LAT_USDT_START: u32 = 1;
@@ -126,6 +132,10 @@ pub struct LatStart {
     pub pid_tgid: u64,
     /// That task's comm, with `--slower-than`.
     pub comm: [u64; 2],
+    /// With [`LAT_STACK_AT_START`]: the stacks the start took (ids in `STACKS`, or
+    /// `NO_STACK`/an errno as `Event::kstack`).
+    pub kstack: i32,
+    pub ustack: i32,
 }
 
 /// A histogram cell: which group (`--by`) and which bucket.

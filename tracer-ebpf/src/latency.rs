@@ -14,10 +14,10 @@ use tracer_common::{
     str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS,
     HIST_MAX, HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_FUNCTION,
     LAT_BY_NONE, LAT_BY_PID, LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_FILTER_SLOT,
-    LAT_KEY_PARTS, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS, LAT_STAT_FILTERED,
-    LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END, LAT_USDT_START,
-    SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_BUFFERS, USES_LAT_FUNCTIONS,
-    USES_USDT, USES_VALUE_FILTER,
+    LAT_KEY_PARTS, LAT_STACK_AT_START, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
+    LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
+    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_BUFFERS,
+    USES_LAT_FUNCTIONS, USES_USDT, USES_VALUE_FILTER,
 };
 
 use crate::caches::{current_comm, current_comm_words};
@@ -112,7 +112,7 @@ fn value_at(part: LatKeySrc, source: &Source) -> u64 {
 
 /// `function`: which of several measured functions this is (its attach cookie), else 0.
 #[inline(always)]
-fn entry(args: [u64; 6], source: &Source, function: u64) {
+fn entry<C: StackIdContext>(ctx: &C, args: [u64; 6], source: &Source, function: u64) {
     let Some(config) = LAT_CONFIG.get(0) else {
         return;
     };
@@ -138,6 +138,9 @@ fn entry(args: [u64; 6], source: &Source, function: u64) {
     if config.slower_than != 0 {
         start.pid_tgid = pid_tgid;
         start.comm = current_comm_words(pid_tgid);
+        if config.stack_flags & LAT_STACK_AT_START != 0 {
+            (start.kstack, start.ustack, _) = stack_ids_at(ctx, config.stack_flags, start.time_ns);
+        }
         if let Source::Record(tp) = source {
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly. The record's
             // buffer is the tracepoint's per-CPU one, longer than these 64 bytes.
@@ -372,7 +375,11 @@ fn outlier<C: StackIdContext>(
     }
     // SAFETY: helper without preconditions.
     let now = unsafe { aya_ebpf::helpers::bpf_ktime_get_ns() };
-    let (kstack, ustack, span) = stack_ids_at(ctx, config.stack_flags, now);
+    // Stacks at the start: taken then, which userspace knows from the duration.
+    let (kstack, ustack, span) = match config.stack_flags & LAT_STACK_AT_START {
+        0 => stack_ids_at(ctx, config.stack_flags, now),
+        _ => (start.kstack, start.ustack, 0),
+    };
     let mut start_task = [0u64; FIELD_READS];
     start_task[word::LAT_START_TASK] = start.pid_tgid;
     start_task[word::LAT_START_COMM] = start.comm[0];
@@ -439,7 +446,7 @@ fn function_of(ctx: &ProbeContext) -> u64 {
 #[kprobe]
 pub fn lat_kp_entry(ctx: ProbeContext) -> u32 {
     let args = registers(&ctx, LAT_USDT_START);
-    entry(args, &Source::Args(&args), function_of(&ctx));
+    entry(&ctx, args, &Source::Args(&args), function_of(&ctx));
     0
 }
 
@@ -477,7 +484,7 @@ pub fn lat_kp_exit(ctx: ProbeContext) -> u32 {
 #[fentry]
 pub fn lat_fn_entry(ctx: FEntryContext) -> u32 {
     let args = function_args(&ctx);
-    entry(args, &Source::Args(&args), 0);
+    entry(&ctx, args, &Source::Args(&args), 0);
     0
 }
 
@@ -502,7 +509,7 @@ pub fn lat_fn_exit(ctx: FExitContext) -> u32 {
 
 crate::tracepoint_program!(lat_tp_entry => lat_tp_entry_hit);
 fn lat_tp_entry_hit(ctx: TracePointContext) -> u32 {
-    entry([0; 6], &Source::Record(&ctx), 0);
+    entry(&ctx, [0; 6], &Source::Record(&ctx), 0);
     crate::TRACEPOINT_PASS
 }
 

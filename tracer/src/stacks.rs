@@ -243,6 +243,19 @@ impl Symbolizer {
         self.unwind(pid, &sampled)
     }
 
+    /// A streamed event's stacks taken in another task and at another time than its own: in
+    /// process `pid`, within `taken` (a latency outlier's start); with no direct caller to
+    /// put back and no copy of the top.
+    pub fn stacks_taken_at(
+        &mut self,
+        bpf: &Bpf,
+        (event, pid): (&Event, u32),
+        taken: (u64, u64),
+    ) -> Result<Vec<Stack>, Error> {
+        let ids = (event.kstack, event.ustack);
+        self.stacks_at(bpf, pid, ids, 0, Some(taken), None)
+    }
+
     /// The stacks with these ids ([`NO_STACK`] for none) of process `pid`; `entry_ret` as for
     /// [`Symbolizer::stacks`].
     pub fn stacks_of(

@@ -47,6 +47,8 @@ const APT_PACKAGES: &[&str] = &[
     "debuginfod",
     // docs/tools.md's TLS tools: the test's certificate is made with openssl req.
     "openssl",
+    // docs/tools.md's xfsdist: the VM tier makes an XFS image with mkfs.xfs.
+    "xfsprogs",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

@@ -298,6 +298,13 @@ pub struct WatchArgs {
     pub command: Vec<String>,
 }
 
+/// `tracer latency --stack-at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StackAt {
+    Start,
+    End,
+}
+
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   tracer latency vfs_read                                   a kernel function, entry to return
@@ -347,6 +354,11 @@ pub struct LatencyArgs {
     pub filter: Option<String>,
     #[command(flatten)]
     pub stack: StackArg,
+    /// Where -s takes the stacks of slow calls: at their end (the default), or at their
+    /// start (biostacks: the stack that queued a request, not the interrupt that completed
+    /// it).
+    #[arg(long, value_name = "WHERE", requires = "stack")]
+    pub stack_at: Option<StackAt>,
     /// Print the histograms of each interval (1s, 500ms; a bare number is milliseconds, as
     /// in perf stat).
     #[arg(short = 'I', long = "interval", value_name = "INTERVAL", value_parser = crate::units::parse_interval)]

@@ -105,6 +105,8 @@ struct LatencySink<'a, W: std::io::Write> {
     start_format: Option<crate::kernel::format::Format>,
     /// The end is a return probe: outliers show the return value.
     end_ret: bool,
+    /// `--stack-at start`: outliers' stacks are their start's.
+    stack_at_start: bool,
     /// Outlier stacks (-s).
     symbolizer: Symbolizer,
     /// With streamed user stacks: the mappings of processes from the kernel's records.
@@ -214,6 +216,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             start_values: start.0,
             start_format: start.1,
             end_ret: plan.end.ret,
+            stack_at_start: plan.stack_at_start,
             symbolizer: Symbolizer::default(),
             tracker: None,
             follow: None,
@@ -229,6 +232,22 @@ impl<W: std::io::Write> LatencySink<'_, W> {
             true => 0,
             false => e.data[word::ENTRY_RET],
         }
+    }
+
+    /// An outlier's stacks: taken at its end, or at its start (`--stack-at start`), whose
+    /// time is the end's less the call's duration.
+    fn stacks_of(
+        &mut self,
+        e: &Event,
+        top: Option<&[u8]>,
+    ) -> Result<Vec<crate::output::stack::Stack>, Error> {
+        if !self.stack_at_start {
+            let entry_ret = self.entry_ret(e);
+            return self.symbolizer.stacks(self.bpf, e, entry_ret, top);
+        }
+        let started = e.time_ns.saturating_sub(e.data[word::LAT_DURATION]);
+        let pid = start_task(e).0;
+        (self.symbolizer).stacks_taken_at(self.bpf, (e, pid), (started, started))
     }
 
     /// Calls measured, starts, ends without a start, and what else went unmatched.
@@ -350,7 +369,16 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
             batch.push((*e, top.map(Box::from), read.unwrap_or_default()));
         });
         batch.sort_by_key(|(e, _, _)| e.time_ns);
-        let events: Vec<_> = batch.iter().map(|(e, _, _)| (*e, 0..0)).collect();
+        // Stacks are read by when they were taken: at the start, with --stack-at start.
+        let taken = |e: &Event| match self.stack_at_start {
+            true => Event {
+                time_ns: e.time_ns.saturating_sub(e.data[word::LAT_DURATION]),
+                field_faults: 0,
+                ..*e
+            },
+            false => *e,
+        };
+        let events: Vec<_> = batch.iter().map(|(e, _, _)| (taken(e), 0..0)).collect();
         let (tracker, clock) = (self.tracker.as_mut(), session::monotonic_ns);
         probe::profile::before_batch(tracker, &mut self.symbolizer, self.bpf, &events, clock)?;
         for (e, top, read) in batch.iter_mut().filter(|(e, _, _)| e.slot == LATENCY_SLOT) {
@@ -381,7 +409,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 function,
                 args,
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
-                stacks: (self.symbolizer).stacks(self.bpf, e, self.entry_ret(e), top.as_deref())?,
+                stacks: self.stacks_of(e, top.as_deref())?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;
         }

@@ -60,6 +60,8 @@ pub struct LatencyPlan {
     pub linear_step: Option<u64>,
     pub slower_than: Option<u64>,
     pub stack: Option<Option<Which>>,
+    /// `--stack-at start`: the stacks are the start's.
+    pub stack_at_start: bool,
     pub interval: Option<Duration>,
     pub duration: Option<Duration>,
     pub whom: super::Whom,
@@ -134,6 +136,7 @@ pub fn latency_plan(args: &LatencyArgs, machine: &dyn Machine) -> Result<Latency
         linear_step,
         slower_than,
         stack: args.stack.stack,
+        stack_at_start: args.stack_at == Some(crate::cli::StackAt::Start),
         interval: args.interval,
         duration: args.duration,
         whom: super::Whom::of(&args.command, args.tasks.pid.as_slice()),

@@ -708,6 +708,7 @@ fn latency_source(
             linear_step,
             slower_than: None,
             stack: None,
+            stack_at_start: false,
             interval: None,
             duration: None,
             whom: super::Whom::Everyone,

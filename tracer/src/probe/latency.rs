@@ -313,6 +313,15 @@ fn outlier_strings(plan: &LatencyPlan, start: Option<&Values>) -> Option<u32> {
     if reads == 0 || plan.slower_than.is_none() {
         return None;
     }
+    // One configuration reads strings for every function: the first's places need not be
+    // the others'.
+    if !plan.more.is_empty() {
+        crate::output::notes::note(format_args!(
+            "{}: with several functions, outliers show strings as their addresses",
+            plan.start
+        ));
+        return None;
+    }
     if copies_stack_top(plan) {
         crate::output::notes::note(format_args!(
             "{}: beside user stacks, outliers show strings as their addresses",
@@ -606,12 +615,19 @@ impl ValueNames {
 /// entered the kernel with).
 pub fn copies_stack_top(plan: &LatencyPlan) -> bool {
     let user = matches!(plan.end.target, Target::User { .. });
-    plan.slower_than.is_some() && crate::stacks::flags_for(plan.stack, user) & SLOT_STACK_USER != 0
+    let user_stacks = crate::stacks::flags_for(plan.stack, user) & SLOT_STACK_USER != 0;
+    plan.slower_than.is_some() && user_stacks && !plan.stack_at_start
 }
 
 /// The stacks outliers capture at the end: a uprobe end at a function's first instruction also
 /// reads its direct caller (`SLOT_STACK_AT_ENTRY`), as a probe there does.
 fn end_stack_flags(plan: &LatencyPlan) -> u32 {
+    // `--stack-at start`: the start's own side, walked by frame pointers (no copy of the
+    // user stack's top is kept from the start to the end).
+    if plan.stack_at_start {
+        let user = matches!(plan.start.target, Target::User { .. });
+        return crate::stacks::flags_for(plan.stack, user) | tracer_common::LAT_STACK_AT_START;
+    }
     let user = matches!(plan.end.target, Target::User { .. });
     let flags = crate::stacks::flags_for(plan.stack, user);
     match flags & SLOT_STACK_USER != 0 && super::attach::at_function_entry(&plan.end) {
