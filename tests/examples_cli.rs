@@ -187,6 +187,14 @@ const EXAMPLES: &[(&str, Check)] = &[
     ),
     ("tracer probe 'vfs_*' --count-by probe", needs_kprobes),
     (
+        "tracer probe --count-by comm,pid swap_read_folio",
+        needs_kprobes,
+    ),
+    (
+        "tracer probe 'lookup_fast(str(nd->last.name))' 'd_lookup%return(str(name->name))'",
+        needs_kprobes,
+    ),
+    (
         "tracer latency xfs_file_read_iter xfs_file_write_iter xfs_file_open xfs_file_fsync",
         needs_kprobes,
     ),
