@@ -137,6 +137,10 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_biostacks,
     ),
     (
+        "tracer latency --from sched:sched_switch --to sched:sched_waking --key prev_pid/pid --slower-than 4ms -s kernel -- ./tracer-testprog sleeps 1",
+        latency_wakeuptime,
+    ),
+    (
         "tracer latency --from sched:sched_switch --to sched:sched_switch --key next_pid/prev_pid --by comm -d 2",
         latency_cpudist,
     ),

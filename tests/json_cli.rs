@@ -297,6 +297,69 @@ fn latency_outliers_and_histograms_follow_the_schema() {
     assert_eq!(lines.last().unwrap()["count"], 3);
 }
 
+/// Outliers of a pair that ends in another task (the waker of each of testprog's 35 sleeps:
+/// `ended_in`), and of several functions in one run (`function`), follow the schema.
+#[test]
+fn outliers_say_where_they_ended_and_in_which_function() {
+    if !has(Feature::Tracepoints, "json outliers") || !has(Feature::UprobePmu, "json outliers") {
+        return;
+    }
+    let prog = common::testprog().display().to_string();
+    let out = tracer(&[
+        "latency",
+        "--from",
+        "sched:sched_switch",
+        "--to",
+        "sched:sched_wakeup",
+        "--key",
+        "prev_pid/pid",
+        "--slower-than",
+        "4ms",
+        "-f",
+        "json",
+        "--",
+        &prog,
+        "sleeps",
+        "1",
+    ]);
+    let lines = succeeded(&out);
+    assert_eq!(
+        conforming(&lines),
+        counted(&[("histogram", 1), ("outlier", 35)])
+    );
+    // Each sleep ends in the task the timer interrupted, never the sleeper itself.
+    let sleeper = lines[0]["tid"].clone();
+    assert!(
+        (lines.iter().filter(|l| l["type"] == "outlier"))
+            .all(|l| l["tid"] == sleeper && l["ended_in"]["tid"] != sleeper),
+        "{lines:?}"
+    );
+    let chain = chain();
+    let functions: Vec<String> = ["chain_a", "chain_target"]
+        .iter()
+        .map(|f| format!("uprobe:{chain}:{f}"))
+        .collect();
+    let out = tracer(&[
+        "latency",
+        &functions[0],
+        &functions[1],
+        "--slower-than",
+        "0",
+        "-f",
+        "json",
+        "--",
+        &chain,
+        "3",
+    ]);
+    let lines = succeeded(&out);
+    assert_eq!(
+        conforming(&lines),
+        counted(&[("histogram", 2), ("outlier", 6)])
+    );
+    let named = |f: &str| (lines.iter()).filter(|l| l["function"] == f).count();
+    assert_eq!((named("chain_a"), named("chain_target")), (3, 3));
+}
+
 /// `tracer profile -f json` and `tracer features --json`: one object each.
 #[test]
 fn profiles_and_features_follow_the_schema() {

@@ -553,3 +553,26 @@ pub(crate) fn latency_biostacks(ctx: &Ctx, example: &str) {
         assert!(call.contains("submit_bio"), "{call}");
     }
 }
+
+/// wakeuptime: each of testprog's 35 sleeps from the switch that blocked it to its wakeup,
+/// under the sleeper, ended in the task that woke it, with the waker's stack: the timer's
+/// (`hrtimer_wakeup`), in whatever task it interrupted.
+pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
+    if !has(Feature::Tracepoints, "example wakeuptime") {
+        return;
+    }
+    let out = ctx.run(&words(example, &[]));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = format!("\n{stdout}");
+    let sleeps: Vec<&str> = (stdout.split("\nslow: ").skip(1))
+        .filter(|call| call.contains(" tracer-testprog took "))
+        .collect();
+    assert_eq!(sleeps.len(), 35, "{stdout}\n{stderr}");
+    for sleep in sleeps {
+        assert!(
+            sleep.contains(", ended in ") && sleep.contains("hrtimer_wakeup"),
+            "{sleep}"
+        );
+    }
+}

@@ -384,6 +384,11 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         for (e, top, read) in batch.iter_mut().filter(|(e, _, _)| e.slot == LATENCY_SLOT) {
             self.outliers += 1;
             let (pid, tid, comm) = start_task(e);
+            let ended_in = (tid != e.tid()).then(|| crate::output::latency::EndTask {
+                pid: e.pid(),
+                tid: e.tid(),
+                comm: String::from_utf8_lossy(e.comm()).into_owned(),
+            });
             // Several functions: which one, by the index its start kept.
             let (index, function) = match &self.by {
                 Some(LatencyBy::Function(names)) => {
@@ -406,6 +411,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 tid,
                 comm,
                 duration_ns: e.data[word::LAT_DURATION],
+                ended_in,
                 function,
                 args,
                 ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),

@@ -53,6 +53,14 @@ impl Histograms<'_> {
     }
 }
 
+/// The task a call ended in ([`Outlier::ended_in`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct EndTask {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+}
+
 /// One slow call (JSON `"type":"outlier"`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Outlier {
@@ -65,6 +73,10 @@ pub struct Outlier {
     pub tid: u32,
     pub comm: String,
     pub duration_ns: u64,
+    /// The task the call ended in, where it is not the one that started it (a request
+    /// completed in an interrupt, a task woken by another): JSON's `ended_in`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_in: Option<EndTask>,
     /// The function, of several measured in the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
@@ -93,6 +105,9 @@ impl Outlier {
                 );
                 if let Some(function) = &self.function {
                     line += &format!(" in {function}");
+                }
+                if let Some(end) = &self.ended_in {
+                    line += &format!(", ended in {} {}/{}", end.comm, end.pid, end.tid);
                 }
                 if let Some(args) = &self.args {
                     let args: Vec<String> = (args.iter())
@@ -137,6 +152,7 @@ mod tests {
             tid: 6,
             comm: "prog".into(),
             duration_ns: 12_000_000,
+            ended_in: None,
             function: Some("read".into()),
             args: Some(vec![
                 ("fd".into(), Value::Int(3)),
