@@ -766,13 +766,15 @@ impl Format {
     pub fn decode(&self, record: &[u8]) -> Vec<(&str, Value)> {
         self.fields
             .iter()
-            .map(|f| (f.name.as_str(), self.shown(&f.name, f.decode(record))))
+            .map(|f| (f.name.as_str(), self.shown(f, f.decode(record))))
             .collect()
     }
 
     /// A field's value as the print format shows it: by the name its `__print_symbolic`
-    /// gives the number (`TCP_ESTABLISHED`), as an IP address (`127.0.0.1`, `::1`).
-    fn shown(&self, field: &str, value: Value) -> Value {
+    /// gives the number (`TCP_ESTABLISHED`), as an IP address (`127.0.0.1`, `::1`), a device
+    /// number as MAJOR:MINOR.
+    fn shown(&self, f: &Field, value: Value) -> Value {
+        let field = f.name.as_str();
         let number = match value {
             Value::Int(n) => Some(n as u64),
             Value::Uint(n) | Value::Hex(n) => Some(n),
@@ -786,8 +788,7 @@ impl Format {
         }
         // A device number by its major and minor, as /sys/dev names it (the kernel's dev_t:
         // 20 bits of minor); its print format shows the same two numbers.
-        let device = (self.fields.iter()).any(|f| f.name == field && f.c_type == "dev_t");
-        if let (Some(n), true) = (number, device) {
+        if let (Some(n), "dev_t") = (number, f.c_type.as_str()) {
             return Value::Word(format!("{}:{}", n >> 20, n & 0xf_ffff));
         }
         let Some(&(_, len)) = self.addresses.iter().find(|(f, _)| f == field) else {
@@ -918,6 +919,25 @@ mod tests {
                 ("family", Value::Named(10, "AF_INET6".into())),
                 ("saddr", Value::Word("127.0.0.1".into())),
                 ("saddr_v6", Value::Word("::1".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn device_numbers_show_as_major_and_minor() {
+        let format = parse(
+            "name: t\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:unsigned int n;\toffset:12;\tsize:4;\tsigned:0;\n\nprint fmt: \"%d,%d %u\", ((unsigned int) ((REC->dev) >> 20)), ((unsigned int) ((REC->dev) & ((1U << 20) - 1))), REC->n\n",
+        )
+        .unwrap();
+        let mut record = vec![0u8; 16];
+        let dev: u32 = 254 << 20 | 3;
+        record[8..12].copy_from_slice(&dev.to_ne_bytes());
+        record[12..16].copy_from_slice(&dev.to_ne_bytes());
+        assert_eq!(
+            format.decode(&record),
+            [
+                ("dev", Value::Word("254:3".into())),
+                ("n", Value::Uint(u64::from(dev)))
             ]
         );
     }

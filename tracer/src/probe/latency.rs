@@ -128,14 +128,6 @@ impl LatencyPair {
         }
         Ok(())
     }
-
-    /// The parameters of function `index` (0: the first), as its outliers show them.
-    pub fn values_of(&self, index: u64) -> Option<&Values> {
-        match index {
-            0 => self.start_values.as_ref(),
-            i => self.more.get(i as usize - 1)?.values.as_ref(),
-        }
-    }
 }
 
 /// Loads the object for `plan` and attaches its start and end, disabled. `launched`: a
@@ -289,7 +281,8 @@ fn attach_more(
             let link = link.map_err(|e| Error::Runtime {
                 message: format!("{spec}: {}", crate::describe(&Error::from(e))),
                 hints: vec![
-                    "several functions in one run need BPF attach cookies (Linux 5.15):                      measure one function per run"
+                    "several functions in one run need BPF attach cookies (Linux 5.15): \
+                     measure one function per run"
                         .into(),
                 ],
             })?;
