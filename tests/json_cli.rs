@@ -310,7 +310,7 @@ fn outliers_say_where_they_ended_and_in_which_function() {
         "--from",
         "sched:sched_switch",
         "--to",
-        "sched:sched_wakeup",
+        "sched:sched_waking",
         "--key",
         "prev_pid/pid",
         "--slower-than",

@@ -1101,19 +1101,12 @@ fn help_examples_with_kernel_functions_run() {
     let several = "tracer latency vfs_read vfs_write vfs_open vfs_fsync";
     if !cookies() {
         let rest: Vec<&str> = several.split(' ').skip(1).collect();
-        let out = common::Tracer::new(rest).output();
-        let stderr = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(
-            stderr.contains("need BPF attach cookies (Linux 5.15)"),
-            "{stderr}"
-        );
+        refused(&rest, 1, "need BPF attach cookies (Linux 5.15)");
         return;
     }
     let (stdout, stderr) = help_example(several, || opens(3), false);
-    let opened: u64 = (stdout.split("\nfunction vfs_open\n").nth(1))
-        .and_then(|h| h.lines().find_map(|l| l.strip_prefix("count ")))
-        .and_then(|l| l.split(',').next()?.parse().ok())
+    let opened = (common::group_counts(&stdout, "function").into_iter())
+        .find_map(|(name, count)| (name == "vfs_open").then_some(count))
         .unwrap_or_else(|| panic!("no vfs_open histogram: {stdout}\n{stderr}"));
     assert!(opened >= 3, "{stdout}");
     assert!(
@@ -1299,14 +1292,8 @@ fn docs_tools_with_kernel_functions_run() {
         assert!(vfs_opens(&stdout) >= OPENS, "{stdout}\n{stderr}");
         assert!(stderr.contains("vfs_*' matches "), "{stderr}");
     } else {
-        let rest: Vec<&str> = vec!["probe", "vfs_*", "--count-by", "probe"];
-        let out = common::Tracer::new(rest).output();
-        let stderr = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(
-            stderr.contains("need BPF attach cookies (Linux 5.15)"),
-            "{stderr}"
-        );
+        let rest = ["probe", "vfs_*", "--count-by", "probe"];
+        refused(&rest, 1, "need BPF attach cookies (Linux 5.15)");
     }
 
     let vfsstat =
@@ -1497,15 +1484,8 @@ fn xfsdist_times_each_xfs_operation() {
         },
         false,
     );
-    let counts: Vec<(&str, u64)> = (stdout.split("\nfunction ").skip(1))
-        .filter_map(|group| {
-            let (name, rest) = group.split_once('\n')?;
-            let count = rest.lines().find_map(|l| l.strip_prefix("count "))?;
-            Some((name, count.split(',').next()?.parse().ok()?))
-        })
-        .collect();
     assert_eq!(
-        counts,
+        common::group_counts(&stdout, "function"),
         [
             ("xfs_file_read_iter", 4),
             ("xfs_file_write_iter", 3),
@@ -1534,10 +1514,7 @@ fn dcsnoop_shows_each_lookup_by_name() {
             "lookup_fast(str(nd->last.name))",
             "d_lookup%return(str(name->name))",
         ];
-        let out = common::Tracer::new(rest).output();
-        let stderr = common::text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains("sees only the return value"), "{stderr}");
+        refused(&rest, 2, "sees only the return value");
         return;
     }
     let (stdout, stderr) = help_example(example, || opens(3), false);
@@ -1545,6 +1522,14 @@ fn dcsnoop_shows_each_lookup_by_name() {
         .filter(|l| l.contains(" tracer-testprog ") && l.ends_with(r#"nd->last.name="hostname""#))
         .count();
     assert!(ours >= 3, "{stdout}\n{stderr}");
+}
+
+/// `tracer ARGS` is refused: exit `code`, its error saying `says`.
+fn refused(args: &[&str], code: i32, says: &str) {
+    let out = common::Tracer::new(args).output();
+    let stderr = common::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(says), "{stderr}");
 }
 
 /// Runs `program` (on the host's root) with `args`; its stderr on failure.

@@ -526,6 +526,19 @@ impl Tracer {
     }
 }
 
+/// The text histograms of `tracer latency --by` (or of several functions) headed `WORD NAME`:
+/// each group's NAME and its count of calls (`count N, ...`), in the order printed.
+pub fn group_counts<'a>(stdout: &'a str, word: &str) -> Vec<(&'a str, u64)> {
+    let heading = format!("\n{word} ");
+    (stdout.split(heading.as_str()).skip(1))
+        .filter_map(|group| {
+            let (name, rest) = group.split_once('\n')?;
+            let count = rest.lines().find_map(|l| l.strip_prefix("count "))?;
+            Some((name, count.split(',').next()?.parse().ok()?))
+        })
+        .collect()
+}
+
 /// Output bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -372,25 +372,23 @@ pub(crate) fn latency_hardirqs(ctx: &Ctx, example: &str) {
     let (status, stdout, stderr) = running.finish();
     let after = interrupt_lines();
     assert_eq!(status.code(), Some(0), "{stderr}");
-    let mut groups = 0;
-    for (heading, rest) in (stdout.split("\nirq ").skip(1)).filter_map(|g| g.split_once('\n')) {
+    let lines = common::group_counts(&stdout, "irq");
+    // At least one line, and every heading's histogram with its count line.
+    assert!(!lines.is_empty(), "{stdout}\n{stderr}");
+    assert_eq!(lines.len(), stdout.matches("\nirq ").count(), "{stdout}");
+    for (heading, count) in lines {
         let (irq, names) = heading.split_once(' ').unwrap_or((heading, ""));
         let irq: u32 = irq
             .parse()
             .unwrap_or_else(|_| panic!("{heading}\n{stdout}"));
         let (name, total) = &after[&irq];
         assert_eq!(names, name, "{stdout}");
-        let count: u64 = (rest.lines().find_map(|l| l.strip_prefix("count ")))
-            .and_then(|c| c.split(',').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("{rest}"));
         let delta = total - before.get(&irq).map_or(0, |(_, c)| *c);
         assert!(
             count > 0 && count <= delta,
             "irq {irq}: {count} of {delta}\n{stdout}"
         );
-        groups += 1;
     }
-    assert!(groups > 0, "{stdout}\n{stderr}");
 }
 
 /// cpuwalk: the time tasks ran on each CPU, from the scheduler's runtime updates. `./spin 100`,
@@ -489,15 +487,8 @@ pub(crate) fn latency_ssllatency(ctx: &Ctx, example: &str) {
     let Some((stdout, stderr)) = tls_run(ctx, example) else {
         return;
     };
-    let counts: Vec<(&str, u64)> = (stdout.split("\nfunction ").skip(1))
-        .filter_map(|group| {
-            let (name, rest) = group.split_once('\n')?;
-            let count = rest.lines().find_map(|l| l.strip_prefix("count "))?;
-            Some((name, count.split(',').next()?.parse().ok()?))
-        })
-        .collect();
     assert_eq!(
-        counts,
+        common::group_counts(&stdout, "function"),
         [
             ("SSL_read_ex", 2),
             ("SSL_write_ex", 2),

@@ -195,7 +195,7 @@ fn functions(
     }
     let refuse = |what: &str, hint: &str| {
         Err(Error::usage_hints(
-            format!("several functions are measured with no {what}"),
+            format!("several functions, each measured entry to return, take no {what}"),
             &[hint],
         ))
     };
@@ -214,7 +214,8 @@ fn functions(
     if args.kprobe_interface == Some(crate::cli::KprobeInterface::Fentry) {
         return refuse(
             "--kprobe-interface fentry",
-            "they are attached as kprobes, told apart by attach cookies (Linux 5.15)",
+            "they are attached as kprobes, told apart by attach cookies (Linux 5.15): \
+             leave --kprobe-interface out, or give pmu",
         );
     }
     let user = matches!(first.target, Target::User { .. });

@@ -224,7 +224,7 @@ pub fn attach(
         &mut trampolines,
         &mut |spec| open(spec, 0),
     )?;
-    let more = attach_more(&mut bpf, plan, fs)?;
+    let more = attach_more(&mut bpf, plan, &mut open)?;
     Ok((
         bpf,
         LatencyPair {
@@ -246,9 +246,8 @@ pub fn attach(
 fn attach_more(
     bpf: &mut Bpf,
     plan: &LatencyPlan,
-    fs: &Tracefs,
+    open: &mut dyn FnMut(&ProbeSpec, usize) -> Result<Opened, Error>,
 ) -> Result<Vec<MoreFunction>, Error> {
-    let mut interface = None;
     let mut more = Vec::new();
     for (i, spec) in plan.more.iter().enumerate() {
         if super::usdt::is_usdt(spec) || super::usdt::is_usdt(&plan.start) {
@@ -265,15 +264,7 @@ fn attach_more(
         };
         let mut ends = Vec::new();
         for (at, (spec, end)) in [(spec, None), (&end, Some(true))].into_iter().enumerate() {
-            let index = 2 + 2 * i + at;
-            let opened = open_event(
-                fs,
-                spec,
-                &mut interface,
-                plan.kprobe_interface,
-                plan.whom.pid(),
-                index,
-            )?;
+            let opened = open(spec, 2 + 2 * i + at)?;
             let program = bpf.load_latency_program(SlotKind::Probe, end)?;
             let link = opened
                 .event
