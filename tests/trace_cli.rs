@@ -121,11 +121,12 @@ fn section(lines: &[String], dir: &str) -> Vec<String> {
     lines[start..=end].to_vec()
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
+/// A directory of this test's, removed when it ends.
+fn temp_dir(name: &str) -> common::RemovedAtEnd {
     let dir = std::env::temp_dir().join(format!("tracer-trace-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::RemovedAtEnd(dir)
 }
 
 /// `tracer ARGS`, its stdin closed.
@@ -726,7 +727,6 @@ fn a_child_that_outlives_its_parent_is_traced_to_its_exit() {
         assert_eq!((opens.len(), exits), (1, 3), "{calls}\n{stderr}");
         break;
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `tracer trace -p` on a shell that runs `script` once told to: the calls written and
@@ -852,7 +852,7 @@ fn strace_agrees_call_for_call() {
         .args(["-f", "-s", "32", "-e", &format!("trace={SET}"), "-o"])
         .arg(&strace_out)
         .arg(&program)
-        .arg(&dir)
+        .arg(&*dir)
         .status()
         .unwrap();
     assert!(status.success());
@@ -910,7 +910,6 @@ fn side_by_side(name: &str, program: &Path, set: &str) -> Option<SideBySide> {
         tracer: read(&tracer_out),
         tracer_run,
     };
-    let _ = std::fs::remove_dir_all(&dir);
     Some(both)
 }
 
@@ -1144,7 +1143,6 @@ fn a_blocked_call_is_shown_while_it_blocks() {
     );
     let stderr = text(&out.stderr);
     assert!(stderr.contains(", 0 unfinished,"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A call shown while it blocks shows what it was given, read from the task's memory as
@@ -1217,7 +1215,6 @@ fn a_blocked_call_shows_what_it_was_given() {
         };
         assert!(start < end, "{calls}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What the kernel counts for strace's comments: an exec's environment (`/* 2 vars */`, `/* 1
@@ -1275,7 +1272,6 @@ fn environment_and_directory_counts_agree_with_strace() {
         );
     }
     assert_eq!(ours, theirs);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// strace's -x and -xx, beside strace: with -x a string holding a byte that is not printable
@@ -1339,7 +1335,6 @@ fn hex_strings_agree_with_strace() {
         }
         assert_eq!(ours, theirs, "{flag}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// strace's -r, beside strace on Debian's cat: each line starts with the time since the last
@@ -1400,7 +1395,6 @@ fn relative_stamps_agree_with_strace() {
         assert_eq!((our_stamps[0], their_stamps[0]), (0, 0));
         assert_eq!(our_stamps.len(), their_stamps.len());
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// strace and tracer on tests/workloads/structs.c: the structures strace decodes without
@@ -1671,7 +1665,6 @@ fn socket_addresses_and_messages_read_as_strace_writes_them() {
         assert!(status.success());
         assert_eq!(lines(&strace_out), expected, "strace wrote otherwise");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// perf trace writes calls its own way (`openat(dfd: CWD, ...)`): the names and return values
@@ -1687,7 +1680,7 @@ fn perf_trace_agrees_on_names_and_returns() {
         .arg(&perf_out)
         .arg("--")
         .arg(&program)
-        .arg(&dir)
+        .arg(&*dir)
         .output();
     let ok = run.as_ref().is_ok_and(|o| o.status.success());
     if !ok {
@@ -2058,7 +2051,7 @@ fn dash_y_names_every_descriptor_as_strace_does() {
     let flags = ["-ff", "-y", "-e", &format!("trace={calls}")];
     assert!(strace_into(&prefix, &flags, &["sh", "-c", script]).success());
     let mut theirs = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    for entry in std::fs::read_dir(&*dir).unwrap() {
         let (lines, _) = after_begin(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
         theirs.extend(lines);
     }
@@ -2110,7 +2103,6 @@ fn dash_y_names_every_descriptor_as_strace_does() {
     theirs.sort();
     ours.sort();
     assert_eq!(ours, theirs, "{written}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// -yy: a device's numbers, and a live TCP connection's two endpoints as strace shows them
@@ -2202,7 +2194,6 @@ fn dash_p_keeps_the_calls_on_one_path() {
             .filter_map(same_form)
             .collect();
         assert_eq!(ours, theirs, "{stderr}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
     let out = run_tracer(&["trace", "-c", "-P", "/etc/hostname", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
@@ -2254,7 +2245,6 @@ fn dash_c_sums_cpu_time_and_dash_w_the_wall_s() {
         let seconds = summary_seconds(&table, "clock_nanosleep")
             .or_else(|| summary_seconds(&table, "nanosleep"));
         assert!(seconds.is_some_and(|s| s < 0.05), "strace: {table}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
     let out = run_tracer(&[
         "trace",
@@ -2375,7 +2365,6 @@ fn dash_s_orders_the_summary_as_strace_does() {
             .filter(|(name, _, _)| name != "exit_group" && name != "exit")
             .collect();
         assert_eq!(returned, theirs);
-        let _ = std::fs::remove_dir_all(&dir);
     }
     let refused = |args: &[&str], message: &str, hint: &str| {
         let out = run_tracer(args);

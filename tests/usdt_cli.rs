@@ -21,10 +21,10 @@ fn hits(out: &Output, probe: &str) -> Vec<String> {
 /// The USDT workload, copied for one test: a probe traced by one test raises its semaphore
 /// in every process of that file (uprobes are armed by inode, and a `-- COMMAND` run arms
 /// them system-wide, filtering in BPF), so tests that run side by side use their own files.
-fn prog_for(test: &str) -> String {
+fn prog_for(test: &str) -> (String, common::RemovedAtEnd) {
     let copy = common::bin_dir().join(format!("tracer-usdt-{test}.{}", std::process::id()));
     std::fs::copy(usdt_program(), &copy).expect("copy the USDT workload");
-    copy.display().to_string()
+    (copy.display().to_string(), common::RemovedAtEnd(copy))
 }
 
 #[test]
@@ -35,7 +35,7 @@ fn usdt_arguments_are_decoded_from_their_specs() {
     ) {
         return;
     }
-    let prog = prog_for("decoded");
+    let (prog, _copy) = prog_for("decoded");
     let tick = format!("usdt:{prog}:tracer:tick");
     let mixed = format!("usdt:{prog}:mixed(arg0, arg1, str(arg2))");
     let global = format!("usdt:{prog}:tracer:global");
@@ -67,7 +67,7 @@ fn a_semaphore_guarded_probe_fires_only_while_traced() {
     ) {
         return;
     }
-    let prog = prog_for("semaphore");
+    let (prog, _copy) = prog_for("semaphore");
     let alone = std::process::Command::new(&prog)
         .arg("7")
         .output()
@@ -90,7 +90,7 @@ fn a_probe_compiled_in_twice_is_two_sites() {
     if !has(Feature::UprobePmu, "a_probe_compiled_in_twice_is_two_sites") {
         return;
     }
-    let prog = prog_for("sites");
+    let (prog, _copy) = prog_for("sites");
     let out = tracer(&["probe", &format!("usdt:{prog}:twice"), "--", &prog]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let site = |n: u32| format!("usdt:{prog}:tracer:twice#{n}");
@@ -135,7 +135,7 @@ fn usdt_arguments_are_counted_in_the_kernel() {
     ) {
         return;
     }
-    let prog = prog_for("counted");
+    let (prog, _copy) = prog_for("counted");
     let tick = format!("usdt:{prog}:tracer:tick");
     let out = tracer(&["probe", "--count-by", "arg1", &tick, "--", &prog, "4"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -155,7 +155,7 @@ fn usdt_arguments_are_counted_in_the_kernel() {
 
 #[test]
 fn list_shows_each_probe_with_its_argument_specs() {
-    let prog = prog_for("list");
+    let (prog, _copy) = prog_for("list");
     let out = tracer(&["list", &format!("usdt:{prog}")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The semaphore's address is the linker's to choose: read it from the note.
@@ -181,7 +181,7 @@ fn list_shows_each_probe_with_its_argument_specs() {
 
 #[test]
 fn unknown_probes_and_binaries_without_notes_are_explained() {
-    let prog = prog_for("unknown");
+    let (prog, _copy) = prog_for("unknown");
     let out = tracer(&["probe", &format!("usdt:{prog}:tracer:tik"), "--", &prog]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
@@ -262,8 +262,8 @@ fn python_function_entry_names_the_file_function_and_line() {
 }
 
 /// tests/workloads/usdt_lib.c built as a shared library and a program linked to it, in a
-/// directory of this test binary's.
-fn library_program() -> (String, String) {
+/// directory of this test binary's, removed when the test ends.
+fn library_program() -> (String, String, common::RemovedAtEnd) {
     let source =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/usdt_lib.c");
     let dir = common::bin_dir().join(format!("usdt-lib.{}", std::process::id()));
@@ -296,7 +296,7 @@ fn library_program() -> (String, String) {
         "-ltracer-usdt",
         &rpath,
     ]);
-    (lib_s, prog_s)
+    (lib_s, prog_s, common::RemovedAtEnd(dir))
 }
 
 #[test]
@@ -306,7 +306,7 @@ fn a_library_probe_in_a_running_process_raises_its_semaphore_only_while_traced()
     if !has(Feature::UprobePmu, test) {
         return;
     }
-    let (lib, prog) = library_program();
+    let (lib, prog, _dir) = library_program();
     let mut child = std::process::Command::new(&prog)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -354,7 +354,7 @@ fn usdt_latency_pairs_starts_and_ends_by_an_argument() {
     ) {
         return;
     }
-    let prog = prog_for("latency");
+    let (prog, _copy) = prog_for("latency");
     let from = format!("usdt:{prog}:tracer:tick");
     let to = format!("usdt:{prog}:tracer:guarded");
     let out = tracer(&[
@@ -432,7 +432,7 @@ fn stat_counts_usdt_probes_and_raises_their_semaphores() {
     ) {
         return;
     }
-    let prog = prog_for("stat");
+    let (prog, _copy) = prog_for("stat");
     let guarded = format!("usdt:{prog}:tracer:guarded");
     let tick = format!("usdt:{prog}:tracer:tick");
     let out = tracer(&[
@@ -471,7 +471,7 @@ fn a_global_argument_of_a_stripped_binary_is_said_and_shown_raw() {
     ) {
         return;
     }
-    let prog = prog_for("stripped");
+    let (prog, _copy) = prog_for("stripped");
     let status = std::process::Command::new("strip")
         .arg(&prog)
         .status()

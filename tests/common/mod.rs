@@ -17,6 +17,27 @@ pub fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// A file or directory a test made for itself (beside the binaries, where it can be executed),
+/// removed when the test ends, passed or not.
+pub struct RemovedAtEnd(pub PathBuf);
+
+impl std::ops::Deref for RemovedAtEnd {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for RemovedAtEnd {
+    fn drop(&mut self) {
+        let _ = match self.0.is_dir() {
+            true => std::fs::remove_dir_all(&self.0),
+            false => std::fs::remove_file(&self.0),
+        };
+    }
+}
+
 /// The deterministic workload program (workspace member `testprog`).
 pub fn testprog() -> PathBuf {
     let path = bin_dir().join("tracer-testprog");

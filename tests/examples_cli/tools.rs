@@ -545,25 +545,40 @@ pub(crate) fn latency_biostacks(ctx: &Ctx, example: &str) {
     }
 }
 
-/// wakeuptime: each of testprog's 35 sleeps from the switch that blocked it to its wakeup,
-/// under the sleeper, ended in the task that woke it, with the waker's stack: the timer's
-/// (`hrtimer_wakeup`), in whatever task it interrupted.
+/// wakeuptime: each of testprog's 35 sleeps (20 of 4.5 ms, 10 of 17.5 ms, 5 of 70 ms) from the
+/// switch that blocked it to its wakeup, under the sleeper, ended in the task that woke it, with
+/// the waker's stack: the timer's (`hrtimer_wakeup`), in whatever task it interrupted. Other
+/// waits of testprog longer than 4 ms (a page read in at its start, on a busy machine) are
+/// shown too, woken by something else. A run in which the kernel skipped the programs (said:
+/// "hits missed"; a wakeup in an interrupt of another BPF program) is tried again.
 pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
     if !has(Feature::Tracepoints, "example wakeuptime") {
         return;
     }
-    let out = ctx.run(&words(example, &[]));
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let stdout = format!("\n{stdout}");
-    let sleeps: Vec<&str> = (stdout.split("\nslow: ").skip(1))
-        .filter(|call| call.contains(" tracer-testprog took "))
-        .collect();
-    assert_eq!(sleeps.len(), 35, "{stdout}\n{stderr}");
-    for sleep in sleeps {
-        assert!(
-            sleep.contains(", ended in ") && sleep.contains("hrtimer_wakeup"),
-            "{sleep}"
-        );
+    for tries in 1..=3 {
+        let out = ctx.run(&words(example, &[]));
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let stdout = format!("\n{stdout}");
+        let waits: Vec<&str> = (stdout.split("\nslow: ").skip(1))
+            .filter(|call| call.contains(" tracer-testprog took "))
+            .collect();
+        assert!(waits.iter().all(|w| w.contains(", ended in ")), "{stdout}");
+        let mut sleeps = [0; 3];
+        for wait in waits
+            .iter()
+            .filter(|w| w.contains("\n        hrtimer_wakeup+"))
+        {
+            let took = (wait.split_once(" took ").map(|(_, t)| t))
+                .and_then(|t| t.split_whitespace().next())
+                .and_then(|t| tracer::units::parse_duration_ns(t.trim_end_matches(',')).ok())
+                .unwrap_or_else(|| panic!("{wait}"));
+            sleeps[(took >= 10_000_000) as usize + (took >= 40_000_000) as usize] += 1;
+        }
+        if sleeps != [20, 10, 5] && tries < 3 && stderr.contains(" hits missed: ") {
+            continue;
+        }
+        assert_eq!(sleeps, [20, 10, 5], "{stdout}\n{stderr}");
+        return;
     }
 }

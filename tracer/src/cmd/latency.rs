@@ -276,6 +276,11 @@ impl<W: std::io::Write> LatencySink<'_, W> {
                 self.outliers
             ));
         }
+        // Starts and ends the kernel never showed the programs (one already running there).
+        notes.extend(crate::output::notes::missed(self.bpf.missed()));
+        notes.extend(crate::output::notes::bookkeeping_missed(
+            self.bpf.bookkeeping_missed(),
+        ));
         notes.extend(self.symbolizer.summary().map(|l| format!("stacks: {l}")));
         Ok(Summary {
             count: exits,

@@ -39,9 +39,10 @@ pub fn missed(runs: u64) -> Option<String> {
     (runs > 0).then(|| {
         format!(
             "up to {runs} hits missed: the kernel skipped tracer's programs {runs} times \
-             because one was already running on that CPU (a task preempted inside it: \
-             kernels that run syscall tracepoint programs preemptibly, such as Debian's 7.3, \
-             skip it for the other tasks on that CPU until it resumes)"
+             because a BPF program was already running on that CPU (the hit came in an \
+             interrupt of it; or a task was preempted inside it, on kernels that run syscall \
+             tracepoint programs preemptibly, such as Debian's 7.3, which skip programs for \
+             the other tasks on that CPU until it resumes)"
         )
     })
 }
