@@ -203,6 +203,18 @@ const EXAMPLES: &[(&str, Check)] = &[
         needs_kprobes,
     ),
     (
+        "tracer latency 'xfs_file_read_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'xfs_file_write_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'xfs_file_open(str(file->f_path.dentry->d_name.name))' 'xfs_file_fsync(str(file->f_path.dentry->d_name.name))' --slower-than 0",
+        needs_kprobes,
+    ),
+    (
+        "tracer latency 'ext4_file_read_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'ext4_file_write_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'ext4_file_open(str(filp->f_path.dentry->d_name.name))' 'ext4_sync_file(str(file->f_path.dentry->d_name.name))' --slower-than 0",
+        needs_kprobes,
+    ),
+    (
+        "tracer probe 'md_flush_request(str(bio->bi_bdev->bd_disk->disk_name))'",
+        needs_kprobes,
+    ),
+    (
         "tracer probe --count-by 'sk->sk_max_ack_backlog' --hist 'sk->sk_ack_backlog' tcp_v4_syn_recv_sock tcp_v6_syn_recv_sock",
         needs_kprobes,
     ),

@@ -732,3 +732,44 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
     let counted: u64 = buckets(&out).iter().map(|(_, count)| count).sum();
     assert_eq!(counted, 12, "{}", text(&out.stdout));
 }
+
+/// Outliers show the members a start read as the call began and the strings behind them,
+/// each measured function its own (`chain N`: call i passes `where` = {i, -i, "b-point"} to
+/// chain_target, and chain_peek a NULL point on odd calls, {i, -i, "even"} on even ones), a
+/// failed read as `?`, and a return typed as the function returns it (chain_fail's int -2).
+#[test]
+fn outliers_show_the_members_each_start_read() {
+    if !has(Feature::UprobePmu, "latency_members") || !has(Feature::Bpf, "latency_members") {
+        return;
+    }
+    let prog = common::chain_program().display().to_string();
+    let target = format!("uprobe:{prog}:chain_target(where->y, count, str(where->label))");
+    let peek = format!("uprobe:{prog}:chain_peek(str(p->label), p->y)");
+    let fail = format!("uprobe:{prog}:chain_fail");
+    let args = ["latency", &target, &peek, &fail, "--slower-than", "0"];
+    let out = tracer(&[&args[..], &["--", &prog, "4"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown: Vec<String> = (text(&out.stdout).lines())
+        .filter_map(|l| l.split_once(" in ").map(|(_, call)| call.to_string()))
+        .collect();
+    let mut expected = Vec::new();
+    for i in 1..=4i32 {
+        expected.push(format!(
+            "chain_target args (where->y={}, count={i}, where->label=\"b-point\") ret {}",
+            -i,
+            3 * i
+        ));
+        expected.push(format!(
+            "chain_fail args (i={i}) ret {}",
+            [i, -2][i as usize % 2]
+        ));
+        expected.push(match i % 2 {
+            1 => "chain_peek args (p->label=?, p->y=?) ret 0".to_string(),
+            _ => format!(
+                "chain_peek args (p->label=\"even\", p->y={}) ret {}",
+                -i, -i
+            ),
+        });
+    }
+    assert_eq!(shown, expected, "{}", text(&out.stdout));
+}

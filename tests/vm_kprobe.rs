@@ -1387,58 +1387,68 @@ fn docs_tools_with_kernel_functions_run() {
     );
 }
 
-/// An XFS file system made for one test on a loop device (an image on /dev/shm), unmounted
-/// and removed when dropped; `None` (said) where mkfs.xfs, the loop device or XFS is missing.
-struct XfsMount(std::path::PathBuf);
+/// A file system made for one test on a loop device (an image on /dev/shm), unmounted and
+/// removed when dropped; `None` (said) where mkfs, the loop device or the file system is
+/// missing.
+struct FsMount(std::path::PathBuf);
 
-impl XfsMount {
-    fn new() -> Option<XfsMount> {
-        let dir = std::path::PathBuf::from(format!("/dev/shm/tracer-xfs-{}", std::process::id()));
+/// The XFS file system of the xfsdist and xfsslower tests.
+fn xfs_mount() -> Option<FsMount> {
+    FsMount::new("xfs", &["-q", "-f"])
+}
+
+impl FsMount {
+    /// `mkfs.KIND FLAGS IMAGE`, mounted.
+    fn new(kind: &str, flags: &[&str]) -> Option<FsMount> {
+        let dir =
+            std::path::PathBuf::from(format!("/dev/shm/tracer-{kind}-{}", std::process::id()));
         let image = dir.with_extension("img");
         std::fs::create_dir_all(&dir).unwrap();
         // Sparse: mkfs.xfs refuses less than 300 MiB, and writes a few of them.
         std::fs::File::create(&image)
             .and_then(|f| f.set_len(320 << 20))
             .unwrap();
-        let run = |program: &str, args: &[&std::ffi::OsStr]| {
-            std::process::Command::new(program)
-                .args(args)
-                .output()
-                .map_err(|e| e.to_string())
-                .and_then(|out| match out.status.success() {
-                    true => Ok(()),
-                    false => Err(common::text(&out.stderr)),
-                })
-        };
-        let made = run(
-            "mkfs.xfs",
-            &["-q".as_ref(), "-f".as_ref(), image.as_os_str()],
-        );
-        let mounted = made.and_then(|()| {
-            run(
-                "mount",
-                &[
-                    "-o".as_ref(),
-                    "loop".as_ref(),
-                    image.as_os_str(),
-                    dir.as_os_str(),
-                ],
-            )
-        });
+        let (image_s, dir_s) = (image.to_str().unwrap(), dir.to_str().unwrap());
+        let mkfs = format!("mkfs.{kind}");
+        let mounted = run_tool(&mkfs, &[flags, &[image_s]].concat())
+            .and_then(|_| run_tool("mount", &["-o", "loop", image_s, dir_s]));
         if let Err(why) = mounted {
-            eprintln!("skipped: no XFS file system here ({why})");
+            eprintln!("skipped: no {kind} file system here ({why})");
             let _ = std::fs::remove_file(&image);
             return None;
         }
-        Some(XfsMount(dir))
+        Some(FsMount(dir))
     }
 }
 
-impl Drop for XfsMount {
+impl Drop for FsMount {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
         let _ = std::fs::remove_file(self.0.with_extension("img"));
     }
+}
+
+/// dd writes a file of three 4 KiB blocks in `dir` and syncs it, then reads it back: 2
+/// opens, 3 writes, 1 fsync, 4 reads (the last at the end of the file).
+fn dd_writes_then_reads(file: &std::path::Path) {
+    let dd = |args: &[String]| {
+        let status = std::process::Command::new("dd")
+            .args(args)
+            .arg("status=none")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let of = format!("of={}", file.display());
+    dd(&[
+        "if=/dev/zero".into(),
+        of,
+        "bs=4k".into(),
+        "count=3".into(),
+        "conv=fsync".into(),
+    ]);
+    let input = format!("if={}", file.display());
+    dd(&[input, "of=/dev/null".into(), "bs=4k".into()]);
 }
 
 /// xfsdist (docs/tools.md): the four XFS operations bpftrace's xfsdist times, one histogram
@@ -1456,34 +1466,11 @@ fn xfsdist_times_each_xfs_operation() {
         eprintln!("skipped: {example} needs attach cookies (5.15; help_examples checks the error)");
         return;
     }
-    let Some(mount) = XfsMount::new() else {
+    let Some(mount) = xfs_mount() else {
         return;
     };
     let file = mount.0.join("f");
-    let dd = |args: &[String]| {
-        let status = std::process::Command::new("dd")
-            .args(args)
-            .arg("status=none")
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    let (stdout, stderr) = help_example(
-        example,
-        || {
-            let of = format!("of={}", file.display());
-            dd(&[
-                "if=/dev/zero".into(),
-                of,
-                "bs=4k".into(),
-                "count=3".into(),
-                "conv=fsync".into(),
-            ]);
-            let input = format!("if={}", file.display());
-            dd(&[input, "of=/dev/null".into(), "bs=4k".into()]);
-        },
-        false,
-    );
+    let (stdout, stderr) = help_example(example, || dd_writes_then_reads(&file), false);
     assert_eq!(
         common::group_counts(&stdout, "function"),
         [
@@ -1493,6 +1480,195 @@ fn xfsdist_times_each_xfs_operation() {
             ("xfs_file_fsync", 1)
         ],
         "{stdout}\n{stderr}"
+    );
+}
+
+/// xfsslower (docs/tools.md): each of dd's XFS operations on a line as it returns (every one:
+/// `--slower-than 0`), with the file's name, and for reads and writes the offset they began
+/// at, read when the call began (at its return the call has moved it past its bytes).
+#[test]
+fn xfsslower_shows_each_operation_with_its_file_and_offset() {
+    let example = "tracer latency 'xfs_file_read_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'xfs_file_write_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'xfs_file_open(str(file->f_path.dentry->d_name.name))' 'xfs_file_fsync(str(file->f_path.dentry->d_name.name))' --slower-than 0";
+    slower_lines(example, "xfs", xfs_mount, ["file", "file"]);
+}
+
+/// ext4slower (docs/tools.md): as xfsslower, on ext4 (whose open names its file `filp`).
+#[test]
+fn ext4slower_shows_each_operation_with_its_file_and_offset() {
+    let example = "tracer latency 'ext4_file_read_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'ext4_file_write_iter(str(iocb->ki_filp->f_path.dentry->d_name.name), iocb->ki_pos)' 'ext4_file_open(str(filp->f_path.dentry->d_name.name))' 'ext4_sync_file(str(file->f_path.dentry->d_name.name))' --slower-than 0";
+    let ext4 = || FsMount::new("ext4", &["-q", "-F"]);
+    slower_lines(example, "ext4", ext4, ["filp", "file"]);
+}
+
+/// Runs an xfsslower-like `example` of `fs` (its functions `FS_file_read_iter`,
+/// `FS_file_write_iter`, the open and the fsync, whose file parameters are named `files`)
+/// around dd's writes and reads, and checks every line of dd's, in order.
+fn slower_lines(
+    example: &str,
+    fs: &str,
+    mount: impl FnOnce() -> Option<FsMount>,
+    files: [&str; 2],
+) {
+    if !has(Feature::KprobePmu, fs) || !has(Feature::Bpf, fs) {
+        return;
+    }
+    if !cookies() {
+        eprintln!("skipped: {example} needs attach cookies (5.15; help_examples checks the error)");
+        return;
+    }
+    let Some(mount) = mount() else {
+        return;
+    };
+    let file = mount.0.join("f");
+    let (stdout, stderr) = help_example(example, || dd_writes_then_reads(&file), false);
+    // (time, "FUNCTION args (...) ret N") of dd's lines, in the order they ended.
+    let mut lines: Vec<(f64, &str)> = (stdout.lines())
+        .filter(|l| l.contains(" dd took "))
+        .filter_map(|l| {
+            let time = l
+                .strip_prefix("slow: ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some((time, l.split_once(" in ")?.1))
+        })
+        .collect();
+    lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let name = |param: &str| format!("{param}->f_path.dentry->d_name.name=\"f\"");
+    let open = format!("{fs}_file_open args ({}) ret 0", name(files[0]));
+    let (fsync_fn, iocb) = match fs {
+        "ext4" => ("ext4_sync_file", name("iocb->ki_filp")),
+        _ => ("xfs_file_fsync", name("iocb->ki_filp")),
+    };
+    let fsync = format!("{fsync_fn} args ({}) ret 0", name(files[1]));
+    let io = |op: &str, at: u64, ret: u64| {
+        format!("{fs}_file_{op}_iter args ({iocb}, iocb->ki_pos={at}) ret {ret}")
+    };
+    let expected = [
+        open.clone(),
+        io("write", 0, 4096),
+        io("write", 4096, 4096),
+        io("write", 8192, 4096),
+        fsync,
+        open,
+        io("read", 0, 4096),
+        io("read", 4096, 4096),
+        io("read", 8192, 4096),
+        io("read", 12288, 0),
+    ];
+    let shown: Vec<&str> = lines.iter().map(|(_, l)| *l).collect();
+    assert_eq!(shown, expected, "{stdout}\n{stderr}");
+}
+
+/// A RAID 1 md array of two loop devices (images on /dev/shm) for one test, stopped and
+/// removed when dropped; `None` (said) where mdadm, the loop device or md is missing.
+struct MdArray {
+    device: String,
+    loops: Vec<String>,
+    images: Vec<std::path::PathBuf>,
+}
+
+impl MdArray {
+    fn new() -> Option<MdArray> {
+        let mut array = MdArray {
+            device: "/dev/md0".into(),
+            loops: Vec::new(),
+            images: Vec::new(),
+        };
+        for i in 0..2 {
+            let image =
+                std::path::PathBuf::from(format!("/dev/shm/tracer-md{i}-{}", std::process::id()));
+            std::fs::File::create(&image)
+                .and_then(|f| f.set_len(64 << 20))
+                .unwrap();
+            let made = run_tool("losetup", &["-f", "--show", image.to_str().unwrap()]);
+            array.images.push(image);
+            match made {
+                Ok(device) => array.loops.push(device),
+                Err(why) => {
+                    eprintln!("skipped: no loop device here ({why})");
+                    return None;
+                }
+            }
+        }
+        let mut args = vec![
+            "--create",
+            "/dev/md0",
+            "--run",
+            "--level=1",
+            "--raid-devices=2",
+            "--metadata=1.2",
+            "--assume-clean",
+        ];
+        args.extend(array.loops.iter().map(String::as_str));
+        if let Err(why) = run_tool("mdadm", &args) {
+            eprintln!("skipped: no md array here ({why})");
+            return None;
+        }
+        Some(array)
+    }
+}
+
+impl Drop for MdArray {
+    fn drop(&mut self) {
+        let _ = run_tool("mdadm", &["--stop", &self.device]);
+        for device in &self.loops {
+            let _ = run_tool("losetup", &["-d", device]);
+        }
+        for image in &self.images {
+            let _ = std::fs::remove_file(image);
+        }
+    }
+}
+
+/// mdflush (docs/tools.md): dd writes a block to an md array and syncs it: one flush, dd's,
+/// of md0. 5.10's modules have no BTF (Linux 5.11), so md's parameters have no names there:
+/// refused, saying so.
+#[test]
+fn mdflush_shows_each_flush_with_its_array() {
+    if !has(Feature::KprobePmu, "mdflush") || !has(Feature::Bpf, "mdflush") {
+        return;
+    }
+    let example = "tracer probe 'md_flush_request(str(bio->bi_bdev->bd_disk->disk_name))'";
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    if release.starts_with("5.10.") {
+        let rest = [
+            "probe",
+            "md_flush_request(str(bio->bi_bdev->bd_disk->disk_name))",
+        ];
+        refused(&rest, 2, "has no parameter 'bio'");
+        return;
+    }
+    let Some(array) = MdArray::new() else {
+        return;
+    };
+    let of = format!("of={}", array.device);
+    let dd = || {
+        let args = [
+            "if=/dev/zero",
+            &of,
+            "bs=4k",
+            "count=1",
+            "oflag=direct",
+            "conv=fsync",
+        ];
+        let status = std::process::Command::new("dd")
+            .args(args)
+            .arg("status=none")
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let (stdout, stderr) = help_example(example, dd, false);
+    let flushes: Vec<&str> = (stdout.lines())
+        .filter(|l| l.contains("md_flush_request"))
+        .collect();
+    let by_dd: Vec<&&str> = flushes.iter().filter(|l| l.contains(" dd ")).collect();
+    assert_eq!(by_dd.len(), 1, "{stdout}\n{stderr}");
+    assert!(
+        (flushes.iter()).all(|l| l.ends_with(r#"bio->bi_bdev->bd_disk->disk_name="md0""#)),
+        "{stdout}"
     );
 }
 

@@ -62,6 +62,7 @@ pub mod names {
     pub const SCHED_OFFSETS: &str = "SCHED_OFFSETS";
     pub const LAT_CONFIG: &str = "LAT_CONFIG";
     pub const LAT_START: &str = "LAT_START";
+    pub const LAT_OUTLIER: &str = "LAT_OUTLIER";
     pub const LAT_HIST: &str = "LAT_HIST";
     pub const LAT_ARRAY: &str = "LAT_ARRAY";
     pub const LAT_STATS: &str = "LAT_STATS";
@@ -80,7 +81,7 @@ pub mod names {
     pub const TRACE_STATS: &str = "TRACE_STATS";
     pub const TRACE_FATAL: &str = "TRACE_FATAL";
     /// Every name above.
-    pub const ALL: [&str; 29] = [
+    pub const ALL: [&str; 30] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -94,6 +95,7 @@ pub mod names {
         SCHED_OFFSETS,
         LAT_CONFIG,
         LAT_START,
+        LAT_OUTLIER,
         LAT_HIST,
         LAT_ARRAY,
         LAT_STATS,

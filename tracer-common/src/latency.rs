@@ -136,7 +136,42 @@ pub struct LatStart {
     /// `NO_STACK`/an errno as `Event::kstack`).
     pub kstack: i32,
     pub ustack: i32,
+    /// With [`USES_LAT_MEMBERS`] and `--slower-than`: the struct members the start read, as
+    /// its function's [`LatOutlier::reads`] lists them (`iocb->ki_pos` as it was when the
+    /// call began, not as the call left it).
+    pub fields: [u64; FIELD_READS],
+    /// Bit k set: the read of `fields[k]` failed (`Event::field_faults`).
+    pub field_faults: u32,
+    pub _pad: u32,
 }
+
+/// What the outliers of one measured function show of its start (`LAT_OUTLIER`, by the
+/// function's index among those measured, 0 for the first): the struct members its start
+/// reads ([`SlotConfig::fields`]), the strings its end reads from the outlier's words
+/// ([`SlotConfig::strs`], `str_from::ARG` at `word::LAT_ARG0 + j`), and, with
+/// [`USES_LAT_MEMBERS`], which of the start's words each of the outlier's six argument words
+/// carries. A probe's own slot configuration serves one probe; several functions measured in
+/// one run each have their own parameters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatOutlier {
+    pub reads: SlotConfig,
+    /// For the outlier's word `word::LAT_ARG0 + j`: argument register `words[j]` (below
+    /// [`LAT_WORD_FIELD`]), or member read `words[j] - LAT_WORD_FIELD` of the start.
+    pub words: [u8; 8],
+}
+
+const _: () = assert!(
+    core::mem::size_of::<LatOutlier>() == core::mem::size_of::<SlotConfig>() + 8,
+    "LatOutlier must stay free of padding"
+);
+
+/// How many functions one `tracer latency F1 F2 ...` run measures at most (`LAT_OUTLIER`'s
+/// entries).
+pub const LAT_FUNCTIONS_MAX: u32 = 64;
+
+/// In [`LatOutlier::words`]: a member read of the start, not an argument register.
+pub const LAT_WORD_FIELD: u8 = 8;
 
 /// A histogram cell: which group (`--by`) and which bucket.
 #[repr(C)]

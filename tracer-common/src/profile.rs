@@ -58,6 +58,8 @@ mod pod {
     // SAFETY: as above.
     unsafe impl aya::Pod for super::LatStart {}
     // SAFETY: as above.
+    unsafe impl aya::Pod for super::LatOutlier {}
+    // SAFETY: as above.
     unsafe impl aya::Pod for super::LatKey {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::HistKey {}

@@ -308,14 +308,17 @@ pub const USES_NO_RETURN: u32 = 1 << 23;
 /// structures, and the top of the user stack ([`str_from::STACK`]) that `-k` and `probe -s`
 /// copy.
 pub const USES_BUFFERS: u32 = 1 << 24;
-/// `tracer latency`'s outliers read the start's string arguments (`LatConfig::filter`'s
+/// `tracer latency`'s outliers read the start's string arguments (`LatOutlier::reads`'
 /// `strs`) when the call ends: without it the latency ends have no string reads to walk.
 pub const USES_OUTLIER_STRINGS: u32 = 1 << 25;
 /// `tracer latency F1 F2 ...`: the latency probes read which function they are at from
 /// their attach cookie (Linux 5.15), which keys each call and groups its histogram.
 pub const USES_LAT_FUNCTIONS: u32 = 1 << 26;
+/// `tracer latency`'s starts read struct members (`LatOutlier::reads`) for the outliers to
+/// show, which carry them in place of argument words (`LatOutlier::words`).
+pub const USES_LAT_MEMBERS: u32 = 1 << 27;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 27] = [
+pub const USES_FLAGS: [u32; 28] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -343,6 +346,7 @@ pub const USES_FLAGS: [u32; 27] = [
     USES_BUFFERS,
     USES_OUTLIER_STRINGS,
     USES_LAT_FUNCTIONS,
+    USES_LAT_MEMBERS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 

@@ -11,20 +11,21 @@ use aya_ebpf::programs::{
 };
 use aya_ebpf::EbpfContext;
 use tracer_common::{
-    str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatStart, DATA_WORDS, FIELD_READS,
-    HIST_MAX, HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU, LAT_BY_FUNCTION,
-    LAT_BY_NONE, LAT_BY_PID, LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE, LAT_FILTER_SLOT,
-    LAT_KEY_PARTS, LAT_STACK_AT_START, LAT_STAT_COUNT, LAT_STAT_ENTRIES, LAT_STAT_EXITS,
-    LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED, LAT_USDT_END,
-    LAT_USDT_START, SLOT_STACK_AT_ENTRY, SLOT_STOPPED, SLOT_VALUE_FILTER, USES_BUFFERS,
-    USES_LAT_FUNCTIONS, USES_USDT, USES_VALUE_FILTER,
+    str_from, word, HistKey, LatConfig, LatKey, LatKeySrc, LatOutlier, LatStart, DATA_WORDS,
+    FIELD_READS, HIST_MAX, HIST_MIN, HIST_OVERFLOW, HIST_SUM, LAT_BY_COMM, LAT_BY_CPU,
+    LAT_BY_FUNCTION, LAT_BY_NONE, LAT_BY_PID, LAT_BY_START, LAT_BY_TID, LAT_BY_VALUE,
+    LAT_FILTER_SLOT, LAT_KEY_PARTS, LAT_STACK_AT_START, LAT_STAT_COUNT, LAT_STAT_ENTRIES,
+    LAT_STAT_EXITS, LAT_STAT_FILTERED, LAT_STAT_NO_ENTRY, LAT_STAT_OUTLIER_LOST, LAT_STAT_REPLACED,
+    LAT_USDT_END, LAT_USDT_START, LAT_WORD_FIELD, SLOT_STACK_AT_ENTRY, SLOT_STOPPED,
+    SLOT_VALUE_FILTER, USES_BUFFERS, USES_LAT_FUNCTIONS, USES_LAT_MEMBERS, USES_OUTLIER_STRINGS,
+    USES_USDT, USES_VALUE_FILTER,
 };
 
 use crate::caches::{current_comm, current_comm_words};
 use crate::emit::{emit_raw, stack_ids_at};
 use crate::filters::{filter_passes, passes};
 use crate::maps::{scratch_at, zero_words, SCRATCH};
-use crate::reads::{usdt_args, user_sp};
+use crate::reads::{read_members, usdt_args, user_sp};
 use crate::slots::function_args;
 use crate::uses;
 
@@ -34,6 +35,11 @@ static LAT_CONFIG: Array<LatConfig> = Array::with_max_entries(1, 0);
 /// Start times by key; LRU, so entries whose exit never comes cannot fill it up.
 #[map]
 static LAT_START: LruHashMap<LatKey, LatStart> = LruHashMap::with_max_entries(1, 0);
+
+/// What each measured function's outliers show of its start ([`LatOutlier`]), by the
+/// function's index; as many entries as functions.
+#[map]
+static LAT_OUTLIER: Array<LatOutlier> = Array::with_max_entries(1, 0);
 
 #[map]
 static LAT_HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(1, 0);
@@ -140,6 +146,19 @@ fn entry<C: StackIdContext>(ctx: &C, args: [u64; 6], source: &Source, function: 
         start.comm = current_comm_words(pid_tgid);
         if config.stack_flags & LAT_STACK_AT_START != 0 {
             (start.kstack, start.ustack, _) = stack_ids_at(ctx, config.stack_flags, start.time_ns);
+        }
+        // The members outliers show, read as the call begins (a position the call moves).
+        if uses(USES_LAT_MEMBERS) {
+            if let Some(out) = LAT_OUTLIER.get(function as u32) {
+                let mut words = [0u64; DATA_WORDS];
+                let mut i = 0;
+                while i < 6 {
+                    words[i] = args[i];
+                    i += 1;
+                }
+                let faults = (&mut start.fields, &mut start.field_faults);
+                read_members(&words, &out.reads, faults);
+            }
         }
         if let Source::Record(tp) = source {
             // SAFETY: read_at uses bpf_probe_read_kernel, which fails cleanly. The record's
@@ -345,16 +364,17 @@ fn exit<C: StackIdContext>(
     }
     // `slower_than` is the threshold plus one (0: no outliers).
     if config.slower_than != 0 && delta >= config.slower_than - 1 {
-        outlier(ctx, config, &start, ret, entry_sp, delta, at);
+        outlier(ctx, config, (&start, function), ret, entry_sp, delta, at);
     }
 }
 
 /// A call slower than `--slower-than`: streamed with its arguments, return value and stacks.
+/// `function` as for [`entry`].
 #[inline(always)]
 fn outlier<C: StackIdContext>(
     ctx: &C,
     config: &LatConfig,
-    start: &LatStart,
+    (start, function): (&LatStart, u64),
     ret: u64,
     entry_sp: u64,
     delta: u64,
@@ -362,9 +382,16 @@ fn outlier<C: StackIdContext>(
 ) {
     let mut data = [0u64; DATA_WORDS];
     data[word::LAT_DURATION] = delta;
+    let out = match uses(USES_OUTLIER_STRINGS) || uses(USES_LAT_MEMBERS) {
+        true => LAT_OUTLIER.get(function as u32),
+        false => None,
+    };
     let mut i = 0;
     while i < word::ARGS {
-        data[word::LAT_ARG0 + i] = start.args[i];
+        data[word::LAT_ARG0 + i] = match out {
+            Some(out) if uses(USES_LAT_MEMBERS) => start_word(start, out.words[i]),
+            _ => start.args[i],
+        };
         i += 1;
     }
     data[word::LAT_RETURN] = ret;
@@ -392,12 +419,40 @@ fn outlier<C: StackIdContext>(
         (true, 0) if uses(USES_BUFFERS) => user_sp(),
         (true, sp) => sp,
     };
-    let strings = (at, top_sp, &config.filter);
-    let stamp = (now, kstack, ustack, span);
+    let strings = (at, top_sp, out.map_or(&config.filter, |out| &out.reads));
+    let faults = match uses(USES_LAT_MEMBERS) {
+        true => start.field_faults & ((1 << FIELD_READS) - 1),
+        false => 0,
+    };
+    let stamp = (now, kstack, ustack, span | faults);
     if !emit_raw(ctx, (&data, &start_task), stamp, strings) {
         count(LAT_STAT_OUTLIER_LOST);
     }
 }
+
+/// The start's word an outlier carries where [`LatOutlier::words`] says: an argument
+/// register, or a member the start read. Constant indices: no variable stack offset for the
+/// verifier to refuse.
+#[inline(always)]
+fn start_word(start: &LatStart, which: u8) -> u64 {
+    match which {
+        0 => start.args[0],
+        1 => start.args[1],
+        2 => start.args[2],
+        3 => start.args[3],
+        4 => start.args[4],
+        5 => start.args[5],
+        LAT_WORD_FIELD => start.fields[0],
+        9 => start.fields[1],
+        10 => start.fields[2],
+        11 => start.fields[3],
+        _ => 0,
+    }
+}
+const _: () = assert!(
+    FIELD_READS == 4 && LAT_WORD_FIELD == 8,
+    "start_word lists each member read"
+);
 
 /// The argument words of a start or end probe (`end`: [`LAT_USDT_END`]): a USDT probe's as its
 /// note says, else the argument registers.

@@ -456,6 +456,21 @@ fn member_address(base: u64, read: &FieldRead) -> Option<u64> {
 /// member's offset, into `event.fields`; a failed read sets its bit in `field_faults`.
 #[inline(always)]
 pub(crate) fn read_fields(event: &mut Event, config: &SlotConfig) {
+    read_members(
+        &event.data,
+        config,
+        (&mut event.fields, &mut event.field_faults),
+    );
+}
+
+/// [`read_fields`] from the argument words `data` into `fields`, failed reads' bits into
+/// `faults` (a latency start's, kept until its end: `LatStart::fields`).
+#[inline(always)]
+pub(crate) fn read_members(
+    data: &[u64; DATA_WORDS],
+    config: &SlotConfig,
+    (fields, faults): (&mut [u64; FIELD_READS], &mut u32),
+) {
     // Unrolled with constant indexes: no bounds checks (whose panic path the verifier
     // refuses) and no loop for it to walk.
     macro_rules! field {
@@ -466,14 +481,14 @@ pub(crate) fn read_fields(event: &mut Event, config: &SlotConfig) {
             // bound when the register is spilled and filled in between. Userspace writes
             // argument indexes 0..5; the words past them are ours, not out of bounds.
             if read.size != 0 {
-                let base = event.data[(read.arg & 7) as usize];
+                let base = data[(read.arg & 7) as usize];
                 match member_address(base, &read) {
-                    Some(addr) if read.flags & FIELD_ADDRESS != 0 => event.fields[$k] = addr,
+                    Some(addr) if read.flags & FIELD_ADDRESS != 0 => fields[$k] = addr,
                     Some(addr) => match read_sized(addr, read.size, in_user(&read, addr)) {
-                        Some(value) => event.fields[$k] = value,
-                        None => event.field_faults |= 1 << $k,
+                        Some(value) => fields[$k] = value,
+                        None => *faults |= 1 << $k,
                     },
-                    None => event.field_faults |= 1 << $k,
+                    None => *faults |= 1 << $k,
                 }
             }
         };

@@ -47,8 +47,11 @@ const APT_PACKAGES: &[&str] = &[
     "debuginfod",
     // docs/tools.md's TLS tools: the test's certificate is made with openssl req.
     "openssl",
-    // docs/tools.md's xfsdist: the VM tier makes an XFS image with mkfs.xfs.
+    // docs/tools.md's xfsdist, xfsslower, ext4slower: the VM tier makes XFS and ext4 images.
     "xfsprogs",
+    "e2fsprogs",
+    // docs/tools.md's mdflush: the VM tier makes an md array of two loop devices.
+    "mdadm",
 ];
 
 const BPF_LINKER_VERSION: &str = "0.13.0";

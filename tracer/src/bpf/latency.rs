@@ -28,6 +28,19 @@ impl Bpf {
         })
     }
 
+    /// Writes what the outliers of measured function `function` (0: the first) show of its
+    /// start ([`tracer_common::LatOutlier`]).
+    pub fn set_latency_outlier(
+        &mut self,
+        function: u32,
+        outlier: tracer_common::LatOutlier,
+    ) -> Result<(), Error> {
+        (self.maps.lat_outlier.set(function, outlier, 0)).map_err(|source| Error::MapUpdate {
+            map: names::LAT_OUTLIER,
+            source,
+        })
+    }
+
     /// Loads the latency program for one end at a perf event of kind `kind`: the start
     /// (`end` None), or the end at an entry (`Some(false)`) or a return (`Some(true)`).
     /// Returns its name for [`Bpf::named_program_fd`].

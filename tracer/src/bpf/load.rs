@@ -74,6 +74,7 @@ impl Room {
             Room::Latency => &[
                 (names::LAT_START, LAT_ENTRIES),
                 (names::LAT_HIST, LAT_ENTRIES),
+                (names::LAT_OUTLIER, tracer_common::LAT_FUNCTIONS_MAX),
             ],
             Room::Dispatch => &[(names::SYS_SLOTS, 2 * c::SYSCALL_NRS)],
             Room::OffCpu => &[(names::OFFCPU_START, c::OFFCPU_ENTRIES)],
@@ -153,6 +154,7 @@ pub(super) struct Maps {
     pub(super) sched_offsets: Array<MapData, SchedOffsets>,
     pub(super) lat_config: std::cell::RefCell<Array<MapData, LatConfig>>,
     pub(super) lat_start: HashMap<MapData, LatKey, LatStart>,
+    pub(super) lat_outlier: Array<MapData, tracer_common::LatOutlier>,
     pub(super) lat_hist: PerCpuHashMap<MapData, HistKey, u64>,
     pub(super) lat_array: PerCpuArray<MapData, u64>,
     pub(super) lat_stats: PerCpuArray<MapData, u64>,
@@ -195,6 +197,7 @@ impl Maps {
             sched_offsets: typed(ebpf, names::SCHED_OFFSETS)?,
             lat_config: std::cell::RefCell::new(typed(ebpf, names::LAT_CONFIG)?),
             lat_start: typed(ebpf, names::LAT_START)?,
+            lat_outlier: typed(ebpf, names::LAT_OUTLIER)?,
             lat_hist: typed(ebpf, names::LAT_HIST)?,
             lat_array: typed(ebpf, names::LAT_ARRAY)?,
             lat_stats: typed(ebpf, names::LAT_STATS)?,

@@ -105,6 +105,8 @@ struct LatencySink<'a, W: std::io::Write> {
     start_format: Option<crate::kernel::format::Format>,
     /// The end is a return probe: outliers show the return value.
     end_ret: bool,
+    /// The end is the start function's return: its value is typed as the function returns it.
+    own_ret: bool,
     /// `--stack-at start`: outliers' stacks are their start's.
     stack_at_start: bool,
     /// Outlier stacks (-s).
@@ -160,18 +162,14 @@ fn start_task(e: &Event) -> (u32, u32, String) {
     ((pid_tgid >> 32) as u32, pid_tgid as u32, comm)
 }
 
-/// An outlier's start arguments (`word::LAT_ARG0..`) as the start probe's values decode them.
+/// An outlier's start arguments and members (`word::LAT_ARG0..`) as the start probe's values
+/// decode them.
 fn start_args(
     values: &probe::values::Values,
     e: &Event,
     read: &mut [Option<Value>; tracer_common::STR_READS],
 ) -> Vec<(String, Value)> {
-    let mut call = *e;
-    call.data = [0; tracer_common::DATA_WORDS];
-    call.data[word::ARG0..word::ARG0 + word::ARGS]
-        .copy_from_slice(&e.data[word::LAT_ARG0..word::LAT_ARG0 + word::ARGS]);
-    call.fields = [0; tracer_common::FIELD_READS];
-    call.field_faults = 0;
+    let call = probe::latency::outliers::start_event(values, e);
     (values.decode(&call, read).into_iter())
         .map(|(name, value)| (name.to_string(), value))
         .collect()
@@ -216,6 +214,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             start_values: start.0,
             start_format: start.1,
             end_ret: plan.end.ret,
+            own_ret: plan.end.ret && plan.end.target == plan.start.target,
             stack_at_start: plan.stack_at_start,
             symbolizer: Symbolizer::default(),
             tracker: None,
@@ -419,7 +418,10 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
                 ended_in,
                 function,
                 args,
-                ret: self.end_ret.then_some(e.data[word::LAT_RETURN] as i64),
+                ret: (self.end_ret).then(|| {
+                    let raw = e.data[word::LAT_RETURN];
+                    (values.filter(|_| self.own_ret)).map_or(raw as i64, |v| v.returned(raw))
+                }),
                 stacks: self.stacks_of(e, top.as_deref())?,
             };
             (outlier.write(&mut self.out, self.format, self.start_ns)).map_err(Error::Output)?;

@@ -211,6 +211,16 @@ fn functions(
     if args.filter.is_some() {
         return refuse("--filter", "measure one function to filter its calls");
     }
+    if more.len() >= tracer_common::LAT_FUNCTIONS_MAX as usize {
+        return Err(Error::usage_hints(
+            format!(
+                "{} functions: one run measures at most {}",
+                more.len() + 1,
+                tracer_common::LAT_FUNCTIONS_MAX
+            ),
+            &["measure the rest in another run"],
+        ));
+    }
     if args.kprobe_interface == Some(crate::cli::KprobeInterface::Fentry) {
         return refuse(
             "--kprobe-interface fentry",

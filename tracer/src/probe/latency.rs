@@ -8,6 +8,8 @@ use tracer_common::{
     SLOT_STACK_USER,
 };
 
+pub mod outliers;
+
 use super::trampoline::{FunctionTarget, Trampolines, Via};
 use super::values::{Memory, Values};
 use super::{open_event, Opened};
@@ -180,8 +182,14 @@ pub fn attach(
         entry.as_ref().and_then(|o| o.usdt.as_ref()),
     )?;
     let start_format = entry.as_ref().and_then(|o| o.format.clone());
-    let outlier_strings = outlier_strings(plan, start_values.as_ref());
-    let mut bpf = load(plan, fs, filter.is_some(), outlier_strings)?;
+    let more_values = (plan.more.iter())
+        .map(|spec| self::start_values(spec, None, None))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let shown: Vec<Option<&Values>> = std::iter::once(start_values.as_ref())
+        .chain(more_values.iter().map(Option::as_ref))
+        .collect();
+    let outlier_reads = outlier_reads(plan, &shown);
+    let mut bpf = load(plan, fs, filter.is_some(), outlier_reads)?;
     if let (Some(filter), Some(plan)) = (&filter, &plan.value_filter) {
         bpf.set_globs(&plan.globs)?;
         bpf.set_latency_filter(filter)?;
@@ -199,8 +207,14 @@ pub fn attach(
     if filter.is_some() {
         config.filter.flags |= tracer_common::SLOT_VALUE_FILTER;
     }
-    if let (Some(_), Some(values)) = (outlier_strings, &start_values) {
-        outlier_string_reads(values, &mut config.filter);
+    if outlier_reads.is_some() {
+        let strings = !copies_stack_top(plan);
+        for (function, values) in shown.iter().enumerate() {
+            if let Some(values) = values {
+                let outlier = outliers::configure(values, strings)?;
+                bpf.set_latency_outlier(function as u32, outlier)?;
+            }
+        }
     }
     for (opened, end) in [(&entry, LAT_USDT_START), (&exit, LAT_USDT_END)] {
         if let Some(site) = opened.as_ref().and_then(|o| o.usdt.as_ref()) {
@@ -224,7 +238,7 @@ pub fn attach(
         &mut trampolines,
         &mut |spec| open(spec, 0),
     )?;
-    let more = attach_more(&mut bpf, plan, &mut open)?;
+    let more = attach_more(&mut bpf, plan, more_values, &mut open)?;
     Ok((
         bpf,
         LatencyPair {
@@ -246,10 +260,11 @@ pub fn attach(
 fn attach_more(
     bpf: &mut Bpf,
     plan: &LatencyPlan,
+    values: Vec<Option<Values>>,
     open: &mut dyn FnMut(&ProbeSpec, usize) -> Result<Opened, Error>,
 ) -> Result<Vec<MoreFunction>, Error> {
     let mut more = Vec::new();
-    for (i, spec) in plan.more.iter().enumerate() {
+    for ((i, spec), values) in plan.more.iter().enumerate().zip(values) {
         if super::usdt::is_usdt(spec) || super::usdt::is_usdt(&plan.start) {
             return Err(Error::usage(
                 format!("{spec}: USDT probes are measured one per run"),
@@ -279,7 +294,6 @@ fn attach_more(
             })?;
             ends.push((opened, link));
         }
-        let values = start_values(spec, None, None)?;
         let [start, end]: [(Opened, crate::perf::event::Link); 2] =
             ends.try_into().unwrap_or_else(|_| unreachable!("two ends"));
         more.push(MoreFunction {
@@ -290,43 +304,45 @@ fn attach_more(
     Ok(more)
 }
 
-/// The USES bits of outliers that read the start's string arguments when the call ends; None
-/// when they read none, or copy the user stack's top (the one buffer an outlier carries then).
-fn outlier_strings(plan: &LatencyPlan, start: Option<&Values>) -> Option<u32> {
-    let reads = start.map_or(0, Values::string_reads);
-    if reads == 0 || plan.slower_than.is_none() {
-        return None;
-    }
-    // One configuration reads strings for every function: the first's places need not be
-    // the others'.
-    if !plan.more.is_empty() {
-        crate::output::notes::note(format_args!(
-            "{}: with several functions, outliers show strings as their addresses",
-            plan.start
-        ));
-        return None;
-    }
-    if copies_stack_top(plan) {
+/// The USES bits of outliers that read the start's strings when the call ends, or members
+/// when it begins, of any function measured (`shown`: each one's start values); None when
+/// they read neither. Beside a copy of the user stack's top (the one buffer an outlier
+/// carries), strings are shown as their addresses.
+fn outlier_reads(plan: &LatencyPlan, shown: &[Option<&Values>]) -> Option<u32> {
+    plan.slower_than?;
+    let shown = || shown.iter().flatten();
+    let reads = shown().map(|v| v.string_reads()).max().unwrap_or(0);
+    let members = shown().any(|v| v.member_reads() > 0);
+    let derefs = shown().any(|v| v.pointer_loads());
+    let mut uses = 0;
+    if reads > 0 && copies_stack_top(plan) {
         crate::output::notes::note(format_args!(
             "{}: beside user stacks, outliers show strings as their addresses",
             plan.start
         ));
-        return None;
+    } else if reads > 0 {
+        uses |= tracer_common::USES_OUTLIER_STRINGS;
+        if reads > 1 {
+            uses |= tracer_common::USES_STR_MANY;
+        }
     }
-    let many = match reads {
-        1 => 0,
-        _ => tracer_common::USES_STR_MANY,
-    };
-    Some(tracer_common::USES_OUTLIER_STRINGS | many)
+    if members {
+        uses |= tracer_common::USES_LAT_MEMBERS;
+    }
+    if derefs {
+        uses |= tracer_common::USES_DEREFS;
+    }
+    (uses != 0).then_some(uses)
 }
 
 /// The object for `plan`, its programs narrowed to what the pair uses: a value filter, a copy
-/// of the user stack's top, USDT arguments, outliers' strings (`outlier_strings`' bits).
+/// of the user stack's top, USDT arguments, outliers' strings and members (`outlier_reads`'
+/// bits).
 fn load(
     plan: &LatencyPlan,
     fs: &Tracefs,
     filter: bool,
-    outlier_strings: Option<u32>,
+    outlier_reads: Option<u32>,
 ) -> Result<Bpf, Error> {
     // Whether an end is a USDT probe, known before loading (the programs' USES must say);
     // its site is found when it is opened.
@@ -350,7 +366,7 @@ fn load(
             } else {
                 tracer_common::USES_LAT_FUNCTIONS
             }
-            | outlier_strings.unwrap_or(0),
+            | outlier_reads.unwrap_or(0),
         filter_globs: (plan.value_filter.as_ref()).map(|f| f.sizing()),
         ..Sizing::default()
     })?;
@@ -360,20 +376,6 @@ fn load(
         super::tasks::set_task_offsets(&mut bpf, fs)?;
     }
     Ok(bpf)
-}
-
-/// The string arguments outliers read from the start's words (`word::LAT_ARG0..` of the
-/// outlier, where a probe hit has them at `word::ARG0..`).
-fn outlier_string_reads(values: &Values, config: &mut tracer_common::SlotConfig) {
-    values.configure(config, true);
-    for read in config.strs.iter_mut() {
-        if read.from == tracer_common::str_from::ARG {
-            read.at += tracer_common::word::LAT_ARG0 as u32;
-        }
-    }
-    if config.strlen == 0 {
-        config.strlen = tracer_common::STRLEN_DEFAULT;
-    }
 }
 
 /// `new`, opened on an end's replaced file, running the end's program: what `old` ran.
@@ -461,15 +463,8 @@ fn start_values(
         memory,
         &mut members,
     )?;
-    if values.member_reads() > 0 {
-        return Err(Error::usage(
-            format!("{spec}: a latency start reads no struct members"),
-            vec![
-                "name the argument itself (its pointer), or probe the member with tracer probe"
-                    .into(),
-            ],
-        ));
-    }
+    // Outliers carry what they show in six words: refused now, not when one is shown.
+    outliers::places(&values)?;
     Ok(Some(values))
 }
 

@@ -61,6 +61,8 @@ pub struct Values {
     probe: String,
     /// A return probe's return value, which `ret->member` reads through (`None` at an entry).
     ret: Option<Kind>,
+    /// The function's return type, where its prototype says (a latency outlier's `ret`).
+    returns: Option<Kind>,
 }
 
 const REGISTER_ARGS: usize = 6;
@@ -83,6 +85,7 @@ impl Values {
             memory,
             probe,
             ret: None,
+            returns: None,
         }
     }
 
@@ -131,6 +134,7 @@ impl Values {
             memory,
             probe: probe.to_string(),
             ret: None,
+            returns: proto.map(|p| p.ret.clone()),
         }
     }
 
@@ -356,6 +360,21 @@ impl Values {
         Some(self.strings.len() - 1)
     }
 
+    /// A return value of the function, as its prototype types it (`int` -2, not 4294967294);
+    /// the register as it is where no prototype says.
+    pub fn returned(&self, raw: u64) -> i64 {
+        match self.returns.as_ref().map(|kind| kind.value(raw, None)) {
+            Some(Value::Int(v)) => v,
+            Some(Value::Uint(v)) => v as i64,
+            _ => raw as i64,
+        }
+    }
+
+    /// The probe these values are of, as the user wrote it (for messages).
+    pub fn probe(&self) -> &str {
+        &self.probe
+    }
+
     /// The parameters' names (for hints).
     pub fn param_names(&self) -> Vec<String> {
         self.params.iter().map(|(n, _)| n.clone()).collect()
@@ -390,6 +409,11 @@ impl Values {
     /// How many struct members the slot reads for these values.
     pub fn member_reads(&self) -> usize {
         self.reads.len()
+    }
+
+    /// Whether a member read loads a pointer on the way (`a->b->c`: `USES_DEREFS`).
+    pub fn pointer_loads(&self) -> bool {
+        self.reads.iter().any(|r| r.hops > 0)
     }
 
     /// How many strings the slot reads for these values (the first of [`STR_READS`]).
