@@ -215,6 +215,14 @@ const EXAMPLES: &[(&str, Check)] = &[
         needs_kprobes,
     ),
     (
+        "tracer latency --from 'security_inode_create(str(dentry->d_name.name))' --to security_inode_unlink --key arg1 --slower-than 0",
+        needs_kprobes,
+    ),
+    (
+        "tracer probe 'unix_stream_read_actor(skb->len, str(skb->data))'",
+        needs_kprobes,
+    ),
+    (
         "tracer probe --count-by 'sk->sk_max_ack_backlog' --hist 'sk->sk_ack_backlog' tcp_v4_syn_recv_sock tcp_v6_syn_recv_sock",
         needs_kprobes,
     ),

@@ -1672,6 +1672,68 @@ fn mdflush_shows_each_flush_with_its_array() {
     );
 }
 
+/// filelife (docs/tools.md): a shell creates a file, sleeps 0.3 s, and rm deletes it: one
+/// line, under sh, ended in rm, at least 300 ms, named.
+#[test]
+fn filelife_shows_a_file_created_and_deleted_with_its_age() {
+    if !has(Feature::KprobePmu, "filelife") || !has(Feature::Bpf, "filelife") {
+        return;
+    }
+    let example = "tracer latency --from 'security_inode_create(str(dentry->d_name.name))' --to security_inode_unlink --key arg1 --slower-than 0";
+    let name = format!("tracer-filelife-{}", std::process::id());
+    let script = format!("echo > /dev/shm/{name}; sleep 0.3; rm /dev/shm/{name}");
+    let shell = || {
+        let status = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let (stdout, stderr) = help_example(example, shell, false);
+    let lines: Vec<&str> = (stdout.lines())
+        .filter(|l| l.ends_with(&format!("args (dentry->d_name.name=\"{name}\")")))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stdout}\n{stderr}");
+    let took = (lines[0].split_once(" took ").map(|(_, t)| t))
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| tracer::units::parse_duration_ns(t.trim_end_matches(',')).ok())
+        .unwrap_or_else(|| panic!("{}", lines[0]));
+    assert!(took >= 300_000_000, "{}", lines[0]);
+    assert!(
+        lines[0].contains(" sh took ") && lines[0].contains(", ended in rm "),
+        "{}",
+        lines[0]
+    );
+}
+
+/// undump (docs/tools.md): python3 sends `tracer undump` over a Unix socket pair and reads
+/// it back: one read of python3's, of those 13 bytes.
+#[test]
+fn undump_shows_the_data_read_from_a_unix_socket() {
+    if !has(Feature::KprobePmu, "undump") || !has(Feature::Bpf, "undump") {
+        return;
+    }
+    let example = "tracer probe 'unix_stream_read_actor(skb->len, str(skb->data))'";
+    let python = || {
+        let script = "import socket\na, b = socket.socketpair()\na.sendall(b'tracer undump')\nassert b.recv(64) == b'tracer undump'\n";
+        let status = std::process::Command::new("python3")
+            .args(["-c", script])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let (stdout, stderr) = help_example(example, python, false);
+    let reads: Vec<&str> = (stdout.lines())
+        .filter(|l| l.contains(" python3 "))
+        .collect();
+    assert_eq!(reads.len(), 1, "{stdout}\n{stderr}");
+    assert!(
+        reads[0].ends_with(r#"skb->len=13 skb->data="tracer undump""#),
+        "{}",
+        reads[0]
+    );
+}
+
 /// dcsnoop (docs/tools.md): each dcache lookup's name at lookup_fast (bpftrace's "R" lines)
 /// and each d_lookup with its result, 0 for a miss ("M"). testprog opens /etc/hostname three
 /// times: lookup_fast looks up `hostname` at least three times. (d_lookup's arguments at its
