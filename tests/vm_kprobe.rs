@@ -1431,24 +1431,18 @@ impl Drop for FsMount {
 /// dd writes a file of three 4 KiB blocks in `dir` and syncs it, then reads it back: 2
 /// opens, 3 writes, 1 fsync, 4 reads (the last at the end of the file).
 fn dd_writes_then_reads(file: &std::path::Path) {
-    let dd = |args: &[String]| {
-        let status = std::process::Command::new("dd")
-            .args(args)
-            .arg("status=none")
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
     let of = format!("of={}", file.display());
-    dd(&[
-        "if=/dev/zero".into(),
-        of,
-        "bs=4k".into(),
-        "count=3".into(),
-        "conv=fsync".into(),
-    ]);
+    let dd = [
+        "if=/dev/zero",
+        &of,
+        "bs=4k",
+        "count=3",
+        "conv=fsync",
+        "status=none",
+    ];
+    common::run_ok("dd", &dd);
     let input = format!("if={}", file.display());
-    dd(&[input, "of=/dev/null".into(), "bs=4k".into()]);
+    common::run_ok("dd", &[&input, "of=/dev/null", "bs=4k", "status=none"]);
 }
 
 /// xfsdist (docs/tools.md): the four XFS operations bpftrace's xfsdist times, one histogram
@@ -1644,22 +1638,15 @@ fn mdflush_shows_each_flush_with_its_array() {
         return;
     };
     let of = format!("of={}", array.device);
-    let dd = || {
-        let args = [
-            "if=/dev/zero",
-            &of,
-            "bs=4k",
-            "count=1",
-            "oflag=direct",
-            "conv=fsync",
-        ];
-        let status = std::process::Command::new("dd")
-            .args(args)
-            .arg("status=none")
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
+    let args = [
+        "if=/dev/zero",
+        &of,
+        "bs=4k",
+        "count=1",
+        "oflag=direct",
+        "conv=fsync",
+    ];
+    let dd = || common::run_ok("dd", &[&args[..], &["status=none"]].concat());
     let (stdout, stderr) = help_example(example, dd, false);
     let flushes: Vec<&str> = (stdout.lines())
         .filter(|l| l.contains("md_flush_request"))
@@ -1682,22 +1669,13 @@ fn filelife_shows_a_file_created_and_deleted_with_its_age() {
     let example = "tracer latency --from 'security_inode_create(str(dentry->d_name.name))' --to security_inode_unlink --key arg1 --slower-than 0";
     let name = format!("tracer-filelife-{}", std::process::id());
     let script = format!("echo > /dev/shm/{name}; sleep 0.3; rm /dev/shm/{name}");
-    let shell = || {
-        let status = std::process::Command::new("sh")
-            .args(["-c", &script])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
+    let shell = || common::run_ok("sh", &["-c", &script]);
     let (stdout, stderr) = help_example(example, shell, false);
     let lines: Vec<&str> = (stdout.lines())
         .filter(|l| l.ends_with(&format!("args (dentry->d_name.name=\"{name}\")")))
         .collect();
     assert_eq!(lines.len(), 1, "{stdout}\n{stderr}");
-    let took = (lines[0].split_once(" took ").map(|(_, t)| t))
-        .and_then(|t| t.split_whitespace().next())
-        .and_then(|t| tracer::units::parse_duration_ns(t.trim_end_matches(',')).ok())
-        .unwrap_or_else(|| panic!("{}", lines[0]));
+    let took = common::took_ns(lines[0]).unwrap_or_else(|| panic!("{}", lines[0]));
     assert!(took >= 300_000_000, "{}", lines[0]);
     assert!(
         lines[0].contains(" sh took ") && lines[0].contains(", ended in rm "),
@@ -1714,14 +1692,8 @@ fn undump_shows_the_data_read_from_a_unix_socket() {
         return;
     }
     let example = "tracer probe 'unix_stream_read_actor(skb->len, str(skb->data))'";
-    let python = || {
-        let script = "import socket\na, b = socket.socketpair()\na.sendall(b'tracer undump')\nassert b.recv(64) == b'tracer undump'\n";
-        let status = std::process::Command::new("python3")
-            .args(["-c", script])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
+    let script = "import socket\na, b = socket.socketpair()\na.sendall(b'tracer undump')\nassert b.recv(64) == b'tracer undump'\n";
+    let python = || common::run_ok("python3", &["-c", script]);
     let (stdout, stderr) = help_example(example, python, false);
     let reads: Vec<&str> = (stdout.lines())
         .filter(|l| l.contains(" python3 "))

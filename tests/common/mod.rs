@@ -547,6 +547,20 @@ impl Tracer {
     }
 }
 
+/// How long a `tracer latency` outlier line says its call took (`... took 4.56ms, ended in
+/// ...` or `... took 4.56ms args (...)`), in nanoseconds.
+pub fn took_ns(line: &str) -> Option<u64> {
+    let took = line.split_once(" took ")?.1.split_whitespace().next()?;
+    tracer::units::parse_duration_ns(took.trim_end_matches(',')).ok()
+}
+
+/// Runs `program ARGS` (a test's workload) to its end, and asserts that it succeeded.
+pub fn run_ok(program: &str, args: &[&str]) {
+    let status =
+        (Command::new(program).args(args).status()).unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(status.success(), "{program} {args:?}: {status}");
+}
+
 /// The text histograms of `tracer latency --by` (or of several functions) headed `WORD NAME`:
 /// each group's NAME and its count of calls (`count N, ...`), in the order printed.
 pub fn group_counts<'a>(stdout: &'a str, word: &str) -> Vec<(&'a str, u64)> {

@@ -570,10 +570,7 @@ pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
         assert!(waits.iter().all(|w| w.contains(", ended in ")), "{stdout}");
         let mut sleeps = [0; 3];
         for wait in (waits.iter()).filter(|w| w.contains("\n        hrtimer_wakeup+")) {
-            let took = (wait.split_once(" took ").map(|(_, t)| t))
-                .and_then(|t| t.split_whitespace().next())
-                .and_then(|t| tracer::units::parse_duration_ns(t.trim_end_matches(',')).ok())
-                .unwrap_or_else(|| panic!("{wait}"));
+            let took = common::took_ns(wait).unwrap_or_else(|| panic!("{wait}"));
             sleeps[(took >= 10_000_000) as usize + (took >= 40_000_000) as usize] += 1;
         }
         // The sleeps testprog did not wait for a CPU during, by class, in its order.
