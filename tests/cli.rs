@@ -92,6 +92,62 @@ fn usage_errors_exit_2_with_a_message() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `-a`, as perf spells system-wide, is taken by every command that traces tasks (it is their
+/// default); beside -p or -- COMMAND it is refused with the way out.
+#[test]
+fn dash_a_is_every_task_and_refused_beside_a_process() {
+    let given = [
+        &["probe", "-a", "sched:sched_process_exec"][..],
+        &["latency", "-a", "uprobe:/bin/true:main"],
+        &["record", "-a", "-e", "page-faults"],
+        &["profile", "-a"],
+    ];
+    for args in given {
+        for whom in [&["-p", "1"][..], &["--", "true"]] {
+            let out = anyone(&[args, whom].concat());
+            assert_eq!(out.status.code(), Some(2), "{args:?} {whom:?}");
+            assert!(
+                stderr(&out).contains("hint: -a traces every task, the default"),
+                "{args:?} {whom:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    common::require_root();
+    if !common::has(Feature::Tracepoints, "dash_a") {
+        return;
+    }
+    // A shell that runs /bin/true twice, beside a system-wide count of execs by file name.
+    use std::io::BufRead;
+    let mut tracer = Command::new(common::tracer_bin())
+        .args([
+            "probe",
+            "-a",
+            "--count-by",
+            "filename",
+            "sched:sched_process_exec",
+            "-d",
+            "2s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut banner = std::io::BufReader::new(tracer.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("Counting") {
+        line.clear();
+        assert!(banner.read_line(&mut line).unwrap() > 0, "no banner");
+    }
+    common::run_ok("sh", &["-c", "/bin/true; /bin/true"]);
+    let out = tracer.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let row = (stdout(&out).lines())
+        .find(|l| l.split_whitespace().next() == Some("\"/bin/true\""))
+        .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string());
+    assert_eq!(row.as_deref(), Some("2"), "{}", stdout(&out));
+}
+
 #[test]
 fn help_ends_with_examples() {
     let out = anyone(&["features", "--help"]);

@@ -479,6 +479,9 @@ pub enum WatchType {
 /// programs before a hit is sent or counted.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Tasks {
+    /// Every task on every CPU, as perf's -a (the default without -p or -- COMMAND).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "command"])]
+    pub all: bool,
     /// This process (all its threads) and the children it starts from now on (-i: the
     /// process alone).
     #[arg(short, long, conflicts_with = "command")]
@@ -689,6 +692,7 @@ const CONFLICT_HINTS: &[(&str, &[&str], &str)] = &[
     ("--count", &["--count-by", "--sum", "--hist"], "-c counts printed events; with --count-by/--sum/--hist nothing is printed per event: end the run with -d SECS, Ctrl-C, or -- COMMAND"),
     ("--leave-running", &["--pid", "--all-cpus"], "--leave-running is about a command tracer starts (-- COMMAND); a process traced with -p is never stopped"),
     ("--freq", &["--period"], "sample either at a frequency (-F HZ) or every N events (--period N)"),
+    ("--all-cpus", &["--pid", "[COMMAND]"], "-a traces every task, the default: drop it to trace one process (-p) or a command tracer starts (-- COMMAND)"),
 ];
 
 /// The hint for a flag clap found missing (another flag `requires` it).

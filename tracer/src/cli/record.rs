@@ -56,6 +56,9 @@ pub struct RecordArgs {
     /// Record scheduler context switches (in and out, per thread).
     #[arg(long)]
     pub switches: bool,
+    /// Every task on every CPU, as perf record's -a (the default without -p or -- COMMAND).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "command"])]
+    pub all: bool,
     /// Only this process (and with -W: the process whose memory is watched).
     #[arg(short, long, conflicts_with = "command")]
     pub pid: Option<u32>,
