@@ -118,27 +118,16 @@ fn dash_a_is_every_task_and_refused_beside_a_process() {
         return;
     }
     // A shell that runs /bin/true twice, beside a system-wide count of execs by file name.
-    use std::io::BufRead;
-    let mut tracer = Command::new(common::tracer_bin())
-        .args([
-            "probe",
-            "-a",
-            "--count-by",
-            "filename",
-            "sched:sched_process_exec",
-            "-d",
-            "2s",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut banner = std::io::BufReader::new(tracer.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("Counting") {
-        line.clear();
-        assert!(banner.read_line(&mut line).unwrap() > 0, "no banner");
-    }
+    let args = [
+        "probe",
+        "-a",
+        "--count-by",
+        "filename",
+        "sched:sched_process_exec",
+        "-d",
+        "2s",
+    ];
+    let (tracer, _stderr, _banner) = common::Tracer::new(args).started();
     common::run_ok("sh", &["-c", "/bin/true; /bin/true"]);
     let out = tracer.wait_with_output().unwrap();
     assert!(out.status.success());
