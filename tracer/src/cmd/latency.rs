@@ -162,6 +162,11 @@ fn start_task(e: &Event) -> (u32, u32, String) {
     ((pid_tgid >> 32) as u32, pid_tgid as u32, comm)
 }
 
+/// When an outlier's call started: its end's time less its duration.
+fn started_ns(e: &Event) -> u64 {
+    e.time_ns.saturating_sub(e.data[word::LAT_DURATION])
+}
+
 /// An outlier's start arguments and members (`word::LAT_ARG0..`) as the start probe's values
 /// decode them.
 fn start_args(
@@ -244,7 +249,7 @@ impl<W: std::io::Write> LatencySink<'_, W> {
             let entry_ret = self.entry_ret(e);
             return self.symbolizer.stacks(self.bpf, e, entry_ret, top);
         }
-        let started = e.time_ns.saturating_sub(e.data[word::LAT_DURATION]);
+        let started = started_ns(e);
         let pid = start_task(e).0;
         (self.symbolizer).stacks_taken_at(self.bpf, (e, pid), (started, started))
     }
@@ -276,8 +281,8 @@ impl<W: std::io::Write> LatencySink<'_, W> {
             ));
         }
         // Starts and ends the kernel never showed the programs (one already running there).
-        notes.extend(crate::output::notes::missed(self.bpf.missed()));
-        notes.extend(crate::output::notes::bookkeeping_missed(
+        notes.extend(crate::output::notes::skipped(
+            self.bpf.missed(),
             self.bpf.bookkeeping_missed(),
         ));
         notes.extend(self.symbolizer.summary().map(|l| format!("stacks: {l}")));
@@ -376,7 +381,7 @@ impl<W: std::io::Write> Sink for LatencySink<'_, W> {
         // Stacks are read by when they were taken: at the start, with --stack-at start.
         let taken = |e: &Event| match self.stack_at_start {
             true => Event {
-                time_ns: e.time_ns.saturating_sub(e.data[word::LAT_DURATION]),
+                time_ns: started_ns(e),
                 field_faults: 0,
                 ..*e
             },

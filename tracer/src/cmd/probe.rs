@@ -235,10 +235,7 @@ fn count(
     let (hits, failed) = bpf.stats()?;
     let filtered = bpf.filtered()?;
     let missed = bpf.missed();
-    let mut notes: Vec<String> = crate::output::notes::missed(missed).into_iter().collect();
-    notes.extend(crate::output::notes::bookkeeping_missed(
-        bpf.bookkeeping_missed(),
-    ));
+    let mut notes = crate::output::notes::skipped(missed, bpf.bookkeeping_missed());
     if failed > 0 {
         notes.push(format!(
             "not counted: the count map holds {} keys, each kept while its process runs (-I reports what changed; it does not empty the map: it frees the keys of processes that have exited); use fewer or coarser --count-by keys",
@@ -472,8 +469,8 @@ fn stream_summary<W: std::io::Write>(
     if silent > 0 {
         notes.push(format!("{silent} probes without hits not listed"));
     }
-    notes.extend(crate::output::notes::missed(bpf.missed()));
-    notes.extend(crate::output::notes::bookkeeping_missed(
+    notes.extend(crate::output::notes::skipped(
+        bpf.missed(),
         bpf.bookkeeping_missed(),
     ));
     for s in state.probes.iter().filter(|p| p.faults > 0) {

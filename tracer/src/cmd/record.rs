@@ -134,10 +134,8 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     if plan.value_filter.is_some() {
         summary.tail = format!("{} probe hits filtered out", bpf.filtered()?);
     }
-    summary
-        .notes
-        .extend(crate::output::notes::missed(bpf.missed()));
-    (summary.notes).extend(crate::output::notes::bookkeeping_missed(
+    (summary.notes).extend(crate::output::notes::skipped(
+        bpf.missed(),
         bpf.bookkeeping_missed(),
     ));
     summary.print();

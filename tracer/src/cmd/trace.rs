@@ -283,8 +283,8 @@ fn summary(
         ));
     }
     // Calls the kernel never showed tracer's programs (one preempted inside them on that CPU).
-    notes.extend(crate::output::notes::missed(bpf.missed()));
-    notes.extend(crate::output::notes::bookkeeping_missed(
+    notes.extend(crate::output::notes::skipped(
+        bpf.missed(),
         bpf.bookkeeping_missed(),
     ));
     let vmlinux = std::path::Path::new(crate::kernel::btf::BTF_DIR).join("vmlinux");

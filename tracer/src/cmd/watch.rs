@@ -307,8 +307,8 @@ impl<W: std::io::Write> WatchSink<'_, W> {
                 .map(|l| format!("stacks: {l}"))
                 .into_iter()
                 .chain(out::late_note(self.late))
-                .chain(crate::output::notes::missed(self.bpf.missed()))
-                .chain(crate::output::notes::bookkeeping_missed(
+                .chain(crate::output::notes::skipped(
+                    self.bpf.missed(),
                     self.bpf.bookkeeping_missed(),
                 ))
                 .collect(),

@@ -35,7 +35,7 @@ pub fn render_progress(command: &str, text: &dyn Display) -> String {
 /// The note for hits no program saw ([`crate::bpf::Bpf::missed`]), if there were any: an upper
 /// bound, since a program that serves every system call (the raw syscall programs of
 /// `--count-by`) is skipped for calls that are not traced too.
-pub fn missed(runs: u64) -> Option<String> {
+fn missed(runs: u64) -> Option<String> {
     (runs > 0).then(|| {
         format!(
             "up to {runs} hits missed: the kernel skipped tracer's programs {runs} times \
@@ -47,9 +47,18 @@ pub fn missed(runs: u64) -> Option<String> {
     })
 }
 
+/// Every note on the kernel's skips of a run's programs: those serving its probes
+/// ([`missed`], `Bpf::missed`) and its bookkeeping ([`bookkeeping_missed`],
+/// `Bpf::bookkeeping_missed`). Each subcommand that loads programs says them in its summary.
+pub fn skipped(runs: u64, bookkeeping: (u64, u64)) -> Vec<String> {
+    (missed(runs).into_iter())
+        .chain(bookkeeping_missed(bookkeeping))
+        .collect()
+}
+
 /// What the kernel's skips of the bookkeeping programs ([`crate::bpf::Bpf::bookkeeping_missed`])
 /// may have cost: hits of processes the process set did not see, names of renamed tasks.
-pub fn bookkeeping_missed((tracking, renames): (u64, u64)) -> Vec<String> {
+fn bookkeeping_missed((tracking, renames): (u64, u64)) -> Vec<String> {
     let mut notes = Vec::new();
     if tracking > 0 {
         notes.push(format!(
