@@ -298,34 +298,47 @@ fn latency_outliers_and_histograms_follow_the_schema() {
 }
 
 /// Outliers of a pair that ends in another task (the waker of each of testprog's 35 sleeps:
-/// `ended_in`), and of several functions in one run (`function`), follow the schema.
+/// `ended_in`), and of several functions in one run (`function`), follow the schema. The
+/// sleeps shown are at least those testprog did not wait for a CPU during (a preempted one
+/// may measure under 4 ms: `common::undelayed_sleeps`), at most 35.
 #[test]
 fn outliers_say_where_they_ended_and_in_which_function() {
     if !has(Feature::Tracepoints, "json outliers") || !has(Feature::UprobePmu, "json outliers") {
         return;
     }
     let prog = common::testprog().display().to_string();
-    let out = tracer(&[
-        "latency",
-        "--from",
-        "sched:sched_switch",
-        "--to",
-        "sched:sched_waking",
-        "--key",
-        "prev_pid/pid",
-        "--slower-than",
-        "4ms",
-        "-f",
-        "json",
-        "--",
-        &prog,
-        "sleeps",
-        "1",
-    ]);
+    // Run again when the kernel skipped the programs (said: "hits missed"), as trace_cli does.
+    let mut tries = 0;
+    let out = loop {
+        tries += 1;
+        let out = tracer(&[
+            "latency",
+            "--from",
+            "sched:sched_switch",
+            "--to",
+            "sched:sched_waking",
+            "--key",
+            "prev_pid/pid",
+            "--slower-than",
+            "4ms",
+            "-f",
+            "json",
+            "--",
+            &prog,
+            "sleeps",
+            "1",
+        ]);
+        if tries == 3 || !text(&out.stderr).contains(" hits missed: ") {
+            break out;
+        }
+    };
     let lines = succeeded(&out);
-    assert_eq!(
-        conforming(&lines),
-        counted(&[("histogram", 1), ("outlier", 35)])
+    let kinds = conforming(&lines);
+    let least: usize = common::undelayed_sleeps(&text(&out.stderr)).iter().sum();
+    let outliers = kinds.get("outlier").copied().unwrap_or(0);
+    assert!(
+        (least..=35).contains(&outliers) && kinds.get("histogram") == Some(&1),
+        "{kinds:?}, at least {least} outliers"
     );
     // Each sleep ends in the task the timer interrupted, never the sleeper itself.
     let sleeper = lines[0]["tid"].clone();

@@ -573,26 +573,7 @@ pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
             let took = common::took_ns(wait).unwrap_or_else(|| panic!("{wait}"));
             sleeps[(took >= 10_000_000) as usize + (took >= 40_000_000) as usize] += 1;
         }
-        // The sleeps testprog did not wait for a CPU during, by class, in its order.
-        let delays: Vec<u64> = (stderr.lines())
-            .filter_map(|l| {
-                l.strip_prefix("slept ")?
-                    .split_whitespace()
-                    .nth(1)?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        assert_eq!(delays.len(), 35, "{stderr}");
-        let mut undelayed = [0; 3];
-        for (class, delay) in [0; 20]
-            .into_iter()
-            .chain([1; 10])
-            .chain([2; 5])
-            .zip(&delays)
-        {
-            undelayed[class] += (*delay == 0) as usize;
-        }
+        let undelayed = common::undelayed_sleeps(&stderr);
         let shown = (0..3).all(|c| undelayed[c] <= sleeps[c] && sleeps[c] <= DESIGN[c]);
         if !shown && tries < 3 && stderr.contains(" hits missed: ") {
             continue;
