@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{has, testprog, text, tracer};
+use common::{has, testprog, text, tracer, Tracer};
 use tracer::kernel::features::Feature;
 
 /// Runs `tracer ARGS` to a successful end and returns its JSON reports.
@@ -897,7 +897,8 @@ fn a_replaced_binary_is_followed_by_a_long_run() {
 /// A `__data_loc` string of a tracepoint (sched_process_exec's `filename`) is counted by its
 /// content, and filtered on: the shell's own exec (the launched command's: its tracking
 /// program runs before the probe's), then the two `/bin/true` it runs (its last command
-/// execed in place or in a child, either way one exec each).
+/// execed in place or in a child, either way one exec each); and the shell's exec again while
+/// another run probes the tracepoint.
 #[test]
 fn a_data_loc_string_is_counted_and_filtered_by_its_content() {
     if !has(Feature::Tracepoints, "data_loc_count") {
@@ -934,6 +935,15 @@ fn a_data_loc_string_is_counted_and_filtered_by_its_content() {
         run("filename ~ \"/bin/t*\" && comm == true"),
         [row("/bin/true", 2)]
     );
+    // Beside another run's perf event on the tracepoint, the kernel's perf callback for it is
+    // registered before this run's tracking program and runs first: the shell's exec is still
+    // the command's (SLOT_AT_EXEC), not missed.
+    let (mut other, _, _) =
+        Tracer::new(["probe", "sched:sched_process_exec", "--", "sleep", "30"]).started();
+    let beside = run("filename ~ \"*/sh\"");
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(beside, [row("/bin/sh", 1)]);
 }
 
 /// A `char[N]` field of a tracepoint (task_rename's `newcomm`) is counted by its content: the

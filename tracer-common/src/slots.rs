@@ -32,11 +32,18 @@ pub const fn stat_cells(slot: u32) -> u32 {
 }
 
 // `SlotConfig::flags`, in bit order: what a slot's program reads, filters and does with a
-// hit. Bits 1, 2, 3, 11 and 12 are free; `SLOT_FLAGS` lists them all, and the build fails if
+// hit. Bits 2, 3, 11 and 12 are free; `SLOT_FLAGS` lists them all, and the build fails if
 // two share a bit.
 
 /// `SlotConfig::flags`: the program reads the return value (kretprobe / uretprobe).
 pub const SLOT_RETURN: u32 = 1 << 0;
+
+/// `SlotConfig::flags` (with [`SLOT_FILTER_TRACKED`]; `sched:sched_process_exec` slots): a
+/// process still pending in `TRACKED` passes too. It is the launched command at its own exec,
+/// which the tracking program marks active from its own callback of the tracepoint, and
+/// the kernel runs a perf event's program before it whenever another perf user of the
+/// tracepoint registered the perf callback first (another run, another tool).
+pub const SLOT_AT_EXEC: u32 = 1 << 1;
 
 /// `SlotConfig::flags`: only count the hit in `STATS`, emit nothing.
 pub const SLOT_COUNT_ONLY: u32 = 1 << 4;
@@ -150,8 +157,9 @@ pub const SLOT_TRACE_CPU_TIME: u32 = 1 << 27;
 pub const SLOT_TRACE_FD_INODES: u32 = 1 << 28;
 
 /// Every `SLOT_*` flag, in bit order.
-pub const SLOT_FLAGS: [u32; 24] = [
+pub const SLOT_FLAGS: [u32; 25] = [
     SLOT_RETURN,
+    SLOT_AT_EXEC,
     SLOT_COUNT_ONLY,
     SLOT_FILTER_TRACKED,
     SLOT_FILTER_COMM,

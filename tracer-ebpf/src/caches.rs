@@ -6,7 +6,7 @@ use aya_ebpf::macros::{map, raw_tracepoint};
 use aya_ebpf::maps::PerCpuArray;
 use aya_ebpf::programs::RawTracePointContext;
 use core::ffi::c_void;
-use tracer_common::{TRACK_ACTIVE, USES_COMM_CACHE};
+use tracer_common::{TRACK_ACTIVE, TRACK_PENDING, USES_COMM_CACHE};
 
 use crate::maps::TRACKED;
 use crate::uses;
@@ -118,6 +118,13 @@ pub(crate) fn current_comm_words(pid_tgid: u64) -> [u64; 2] {
 pub fn comm_renamed(_ctx: RawTracePointContext) -> u32 {
     next_generation();
     0
+}
+
+/// Is `tgid` the launched command's process before its exec (`TRACKED`, pending)?
+#[inline(always)]
+pub(crate) fn is_pending(tgid: u32) -> bool {
+    // SAFETY: the value is copied out at once.
+    matches!(unsafe { TRACKED.get(&tgid) }, Some(&state) if state == TRACK_PENDING)
 }
 
 /// Is the current task's process in the `-- COMMAND` set (`TRACKED`, active)? With the task

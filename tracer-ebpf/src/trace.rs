@@ -16,8 +16,8 @@ use tracer_common::{
     SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
     SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS,
     TRACE_EXIT_NR, TRACE_SAVED_IOVECS, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE,
-    TRACK_PENDING, USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FD_INODES, USES_IOVECS,
-    USES_NO_RETURN, USES_STRINGS, USES_TRACE,
+    USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FD_INODES, USES_IOVECS, USES_NO_RETURN,
+    USES_STRINGS, USES_TRACE,
 };
 
 use crate::filters::{filtered_out, refused_by};
@@ -82,9 +82,7 @@ fn pending_exec(config: &SlotConfig, pid_tgid: u64) -> bool {
     {
         return false;
     }
-    let tgid = (pid_tgid >> 32) as u32;
-    // SAFETY: the value is copied out at once.
-    matches!(unsafe { TRACKED.get(&tgid) }, Some(&state) if state == TRACK_PENDING)
+    crate::caches::is_pending((pid_tgid >> 32) as u32)
 }
 
 /// The six argument registers of the x86-64 syscall ABI.

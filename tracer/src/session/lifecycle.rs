@@ -126,8 +126,10 @@ impl Session {
     /// [`Session::follow`] in two steps, for probes of the scheduler's tracepoints: before the
     /// probes are attached, the exec and fork tracking (run before the probes' programs at a
     /// tracepoint both use, so that a probe of `sched_process_exec` sees the command's own
-    /// exec); `follow`, after them, the exit tracking (run after them: a probe of
-    /// `sched_process_exit` sees the process before it is forgotten).
+    /// exec, when no other perf user of the tracepoint registered the kernel's perf callback
+    /// first: the slot's `SLOT_AT_EXEC` covers that case); `follow`, after them, the exit
+    /// tracking (run after them: a probe of `sched_process_exit` sees the process before it
+    /// is forgotten).
     pub fn follow_before_probes(&mut self, bpf: &mut Bpf, fs: &Tracefs) -> Result<(), Error> {
         let Some(pid) = self.launched.as_ref().map(Launched::pid) else {
             return Ok(());

@@ -422,6 +422,11 @@ fn slot_config(spec: &ProbeSpec, options: &AttachOptions<'_>, usdt: bool) -> Slo
     if spec.ret {
         config.flags |= SLOT_RETURN;
     }
+    if matches!(&spec.target, Target::Tracepoint { category, name }
+        if category == "sched" && name == "sched_process_exec")
+    {
+        config.flags |= tracer_common::SLOT_AT_EXEC;
+    }
     config.flags |= stacks::flags_for(options.stack, matches!(spec.target, Target::User { .. }));
     if config.flags & tracer_common::SLOT_STACK_USER != 0 && at_function_entry(spec) {
         config.flags |= tracer_common::SLOT_STACK_AT_ENTRY;
