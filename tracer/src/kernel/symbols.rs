@@ -318,9 +318,9 @@ impl Process {
             }
         }
         for path in paths {
-            let mine = || self.maps.iter().filter(|m| m.path.as_ref() == Some(&path));
-            let start = mine().map(|m| m.start).min().unwrap_or(0);
-            let end = mine().map(|m| m.end).max().unwrap_or(0);
+            let Some((start, end)) = self.image(&path) else {
+                continue;
+            };
             if let Some(source) = self.source(&path) {
                 files.push(CodeFile {
                     path,
@@ -470,18 +470,41 @@ impl Process {
         self.maps.iter().find(|m| addr >= m.start && addr < m.end)
     }
 
-    /// The load bias of `path` in this process: where its offset-0 mapping starts, minus the
-    /// link-time address that mapping holds. Zero for non-PIE executables.
+    /// The load bias of `path` in this process: where the offset-0 mapping of its loaded
+    /// image starts ([`Process::image`]), minus the link-time address that mapping holds.
+    /// Zero for non-PIE executables.
     fn bias(&self, path: &Path, base: u64) -> Option<u64> {
+        self.image(path).map(|(start, _)| start.wrapping_sub(base))
+    }
+
+    /// Where the image of `path` the loader mapped lies: from the start of its offset-0
+    /// mapping to the end of its last mapping. A file can be mapped besides, by the process
+    /// itself (a profiler or a debugger reading a library it runs, tracer among them; a
+    /// package manager): such a mapping is not code and may lie anywhere, so the image's
+    /// offset-0 mapping is the nearest below its first executable one, and the image ends
+    /// before the next offset-0 mapping of the file.
+    fn image(&self, path: &Path) -> Option<(u64, u64)> {
         // Compared as bytes: a Path's `==` walks both by components (the kernel's paths are
         // canonical), and this runs for every frame named (a third of a profile's
         // symbolizing time on 40,000 distinct stacks).
         let path = path.as_os_str();
-        self.maps
-            .iter()
-            .filter(|m| m.offset == 0 && m.path.as_deref().map(Path::as_os_str) == Some(path))
-            .map(|m| m.start.wrapping_sub(base))
-            .min()
+        let mine =
+            || (self.maps.iter()).filter(|m| m.path.as_deref().map(Path::as_os_str) == Some(path));
+        let code = mine()
+            .filter(|m| m.perms.contains('x'))
+            .map(|m| m.start)
+            .min();
+        let firsts = || mine().filter(|m| m.offset == 0).map(|m| m.start);
+        let start = match code {
+            Some(code) => firsts().filter(|&s| s <= code).max(),
+            None => None,
+        }
+        .or_else(|| firsts().min())?;
+        let next = firsts().filter(|&s| s > start).min().unwrap_or(u64::MAX);
+        let end = (mine().filter(|m| m.start >= start && m.start < next))
+            .map(|m| m.end)
+            .max()?;
+        Some((start, end))
     }
 
     /// Files mapped in the process, the executable first.
@@ -754,6 +777,31 @@ pub fn kallsyms_address(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// tracer's own maps while it profiled: it maps libc whole (shared, read-only) to read
+    /// its tables, below where the loader put it. libc's bias is the loader's image's, and
+    /// the image is the loader's mappings only (the stray mapping named libc's frames
+    /// `libc.so.6+0x98109` in a profile of tracer).
+    #[test]
+    fn a_file_the_process_maps_itself_does_not_move_its_image() {
+        let text = "7efe54e1d000-7efe54ff4000 r--s 00000000 fe:00 326279 /usr/lib/libc.so.6\n\
+                    7efe5547b000-7efe554a1000 r--p 00000000 fe:00 326279 /usr/lib/libc.so.6\n\
+                    7efe554a1000-7efe555f7000 r-xp 00026000 fe:00 326279 /usr/lib/libc.so.6\n\
+                    7efe555f7000-7efe5564a000 r--p 0017c000 fe:00 326279 /usr/lib/libc.so.6\n\
+                    7efe5564e000-7efe55650000 rw-p 001d3000 fe:00 326279 /usr/lib/libc.so.6\n\
+                    7efe55700000-7efe55710000 r--s 00000000 fe:00 326279 /usr/lib/libc.so.6\n";
+        let process = Process::with_maps(1, parse_maps(text));
+        let libc = Path::new("/usr/lib/libc.so.6");
+        assert_eq!(process.load_bias(libc, 0), Some(0x7efe5547b000));
+        assert_eq!(process.image(libc), Some((0x7efe5547b000, 0x7efe55650000)));
+        // A file mapped by the process only (no code): its one offset-0 mapping.
+        let data = parse_maps("7000000-7001000 r--s 00000000 fe:01 9 /data/file\n");
+        let data = Process::with_maps(1, data);
+        assert_eq!(
+            data.image(Path::new("/data/file")),
+            Some((0x7000000, 0x7001000))
+        );
+    }
 
     #[test]
     fn newer_mappings_join_those_read_and_stand_where_they_overlap() {
