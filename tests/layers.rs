@@ -382,6 +382,7 @@ const BPF_LAYERS: &[&str] = &[
     "trace",
     "profile",
     "tracking",
+    "ksyms",
 ];
 
 /// Each module's imports that break `order`: one that is not in it, or not before it.

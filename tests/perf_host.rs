@@ -588,3 +588,58 @@ fn require_errors_have_hints() {
     assert_eq!(err.errno(), Some(libc::ESRCH));
     assert!(err.hints()[0].contains("does not exist"));
 }
+
+/// The kernel's names of its addresses (`ksym_names`, `%pS` through BPF_PROG_TEST_RUN) are
+/// kallsyms's: 200 functions of /proc/kallsyms spread over its text (each the only symbol at
+/// its address, so that no alias is chosen differently), at their start and one byte in, in
+/// one call (17 runs of the program), and an address past every symbol unnamed.
+#[test]
+fn kernel_addresses_named_by_the_kernel_are_kallsyms_s() {
+    common::require_root();
+    let text = std::fs::read_to_string("/proc/kallsyms").expect("/proc/kallsyms");
+    let lines: Vec<(u64, &str, &str)> = (text.lines())
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let addr = u64::from_str_radix(parts.next()?, 16).ok()?;
+            let (kind, name) = (parts.next()?, parts.next()?);
+            // Modules' symbols (a fourth column) are left to the namer's own unit tests.
+            parts.next().is_none().then_some((addr, kind, name))
+        })
+        .collect();
+    let mut sorted: Vec<u64> = lines.iter().map(|l| l.0).collect();
+    sorted.sort_unstable();
+    let alone = |a: u64| {
+        let at = sorted.partition_point(|&x| x < a);
+        sorted.get(at + 1).is_none_or(|&next| next > a + 1) && (at == 0 || sorted[at - 1] < a)
+    };
+    let functions: Vec<(u64, &str)> = (lines.iter())
+        .filter(|(a, kind, name)| {
+            matches!(*kind, "t" | "T") && *a != 0 && !name.starts_with("__pfx_") && alone(*a)
+        })
+        .map(|&(a, _, name)| (a, name))
+        .collect();
+    assert!(functions.len() > 1000, "{} functions", functions.len());
+    let step = functions.len() / 100;
+    let mut addrs = Vec::new();
+    let mut expected = Vec::new();
+    for &(a, name) in functions.iter().step_by(step).take(100) {
+        addrs.extend([a, a + 1]);
+        expected.extend([Some((name.to_string(), 0)), Some((name.to_string(), 1))]);
+    }
+    addrs.push(u64::MAX - 0xfff);
+    expected.push(None);
+    let mut bpf = Bpf::load_with(Sizing::default()).expect("load");
+    let Some(mut namer) = bpf.kernel_namer() else {
+        let (major, minor) = common::kernel_version();
+        assert!(
+            (major, minor) < (5, 13),
+            "the namer loads from 5.13 on (bpf_snprintf)"
+        );
+        return common::skip("the kernel has no bpf_snprintf (5.13): kallsyms names all");
+    };
+    let named: Vec<Option<(String, u64)>> = (namer.name(&addrs).expect("runs"))
+        .into_iter()
+        .map(|k| k.map(|k| (k.name, k.offset)))
+        .collect();
+    assert_eq!(named, expected);
+}

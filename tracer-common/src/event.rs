@@ -80,8 +80,10 @@ pub mod names {
     pub const TRACE_SAVED: &str = "TRACE_SAVED";
     pub const TRACE_STATS: &str = "TRACE_STATS";
     pub const TRACE_FATAL: &str = "TRACE_FATAL";
+    pub const KSYM_TEXT: &str = "KSYM_TEXT";
+    pub const KSYM_FORMAT: &str = "KSYM_FORMAT";
     /// Every name above.
-    pub const ALL: [&str; 30] = [
+    pub const ALL: [&str; 32] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -112,6 +114,8 @@ pub mod names {
         TRACE_SAVED,
         TRACE_STATS,
         TRACE_FATAL,
+        KSYM_TEXT,
+        KSYM_FORMAT,
     ];
 }
 

@@ -1,4 +1,5 @@
-//! `tracer profile --off-cpu`: its slot, configuration and blocked starts.
+//! `tracer profile --off-cpu`: its slot, configuration and blocked starts; kernel addresses
+//! named by the kernel, for the stacks of every command.
 
 use crate::*;
 
@@ -84,3 +85,11 @@ mod pod {
     // SAFETY: as above (`_pad` written as zero; 8 + 48 + 4 * 8 bytes, no implicit padding).
     unsafe impl aya::Pod for super::TraceStart {}
 }
+
+/// Kernel addresses one run of the `ksym_names` program names: a raw tracepoint run by
+/// `BPF_PROG_TEST_RUN`, whose context is up to 12 words (the addresses).
+pub const KSYM_BATCH: u32 = 12;
+/// Bytes of one address's name in `KSYM_TEXT`, as the kernel's `%pS` writes it
+/// (`name+0xOFF/0xSIZE [module]`), with its NUL: a kernel symbol's name is at most 512 bytes
+/// (KSYM_NAME_LEN, 6.1+), a module's 56.
+pub const KSYM_TEXT_LEN: usize = 640;

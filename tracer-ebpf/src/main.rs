@@ -20,6 +20,7 @@
 //! | `slots` | the slot programs and one handler per program type |
 //! | `iovecs` | `tracer trace`'s iovec arrays, read by `trace_exit_reads` |
 //! | `tracking` | following `-- COMMAND`'s process tree |
+//! | `ksyms` | kernel addresses named by the kernel (`%pS`), for userspace's stacks |
 //! | `latency`, `trace`, `profile` | the programs of `tracer latency`, `trace`, `profile` |
 #![no_std]
 #![no_main]
@@ -81,6 +82,7 @@ mod caches;
 mod emit;
 mod filters;
 mod iovecs;
+mod ksyms;
 mod latency;
 mod maps;
 mod profile;

@@ -1,5 +1,6 @@
-//! Stack ids captured in BPF -> symbolized frames: kernel frames from kallsyms, user frames
-//! from the process's mappings, ELF symbols and DWARF lines, each cached for the run.
+//! Stack ids captured in BPF -> symbolized frames: kernel frames named by the kernel or from
+//! kallsyms (`kernel`), user frames from the process's mappings, ELF symbols and DWARF lines,
+//! each cached for the run.
 //! User stacks of binaries without frame pointers are unwound here from sampled registers and
 //! stack copies (`--call-graph dwarf`, see `kernel::unwind`).
 
@@ -9,13 +10,14 @@ use hashbrown::{HashMap, HashSet};
 
 use tracer_common::{Event, NO_STACK, STACK_TAKEN_LATE};
 
-use crate::bpf::Bpf;
+use crate::bpf::{Bpf, KernelNamer};
 use crate::kernel::file_cache::FileCache;
-use crate::kernel::symbols::{Kallsyms, Process};
+use crate::kernel::symbols::Process;
 use crate::kernel::unwind::{self, Cfi, Unwinder};
 use crate::output::stack::{Frame, Frames, Mapped, Space, Stack};
 use crate::Error;
 
+mod kernel;
 mod splice;
 use splice::{spliced, top_key, walk_resumes, with_entry_caller};
 
@@ -96,7 +98,7 @@ enum Held {
 /// (a library loaded later).
 #[derive(Default)]
 pub struct Symbolizer {
-    kallsyms: Option<Kallsyms>,
+    kernel: kernel::KernelNames,
     /// `None`: the process had exited before its first stack was read.
     processes: HashMap<u32, Option<Process>>,
     /// Instruction pointers by stack id.
@@ -530,7 +532,7 @@ impl Symbolizer {
     }
 
     /// The frame of one address of process `pid` (the innermost frame of a stack: a
-    /// watchpoint hit's ip); kernel addresses are named from kallsyms.
+    /// watchpoint hit's ip); kernel addresses are named as in stacks.
     pub fn frame(&mut self, pid: u32, addr: u64) -> Frame {
         if let Some(frame) = self.addresses.get(&(pid, addr)) {
             return frame.clone();
@@ -545,7 +547,7 @@ impl Symbolizer {
 
     /// The frame of one address of a sampled call chain of `pid` (a perf sample's): `exact`
     /// for an interrupted instruction (the sample's ip), else a return address, looked up at
-    /// the call before it. Kernel addresses are named from kallsyms. Not cached: the caller
+    /// the call before it. Kernel addresses are named as in stacks. Not cached: the caller
     /// names each address once.
     pub fn sampled_frame(&mut self, pid: u32, addr: u64, exact: bool) -> Frame {
         if addr >= tracer_common::KERNEL_SPACE_START {
@@ -578,27 +580,25 @@ impl Symbolizer {
         self.remember_maps(pid, all, true);
     }
 
+    /// Kernel addresses are named by the kernel, batch by batch (`namer`: the BPF object's
+    /// [`KernelNamer`]), rather than from /proc/kallsyms ([`kernel::KernelNames`]).
+    pub fn name_kernel_with(&mut self, namer: Option<KernelNamer>) {
+        self.kernel.name_with(namer);
+    }
+
+    /// A symbolizer for the stacks `-s [WHICH]` asks of `bpf`'s programs: its kernel frames
+    /// named by the kernel ([`Symbolizer::name_kernel_with`]) when they are shown.
+    pub fn for_stacks(bpf: &mut Bpf, stack: Option<Option<Which>>) -> Symbolizer {
+        let mut symbolizer = Symbolizer::default();
+        let kernel = tracer_common::SLOT_STACK_KERNEL;
+        if (flags_for(stack, false) | flags_for(stack, true)) & kernel != 0 {
+            symbolizer.name_kernel_with(bpf.kernel_namer());
+        }
+        symbolizer
+    }
+
     fn kernel_frames(&mut self, ips: &[u64]) -> Vec<Frame> {
-        let kallsyms = self
-            .kallsyms
-            .get_or_insert_with(|| Kallsyms::load().unwrap_or_default());
-        let mut frames: Vec<Frame> = ips
-            .iter()
-            .map(|&addr| {
-                let symbol = kallsyms.containing(addr);
-                Frame {
-                    addr,
-                    space: Space::Kernel,
-                    symbol: symbol.map(|(name, _)| name.to_string()),
-                    offset: symbol.map_or(0, |(_, offset)| offset),
-                    file: None,
-                    line: None,
-                    build_id: None,
-                    mapped: None,
-                    function: None,
-                }
-            })
-            .collect();
+        let mut frames = self.kernel.frames(ips);
         without_trampoline(&mut frames);
         let last = frames.last().and_then(|f| f.symbol.as_deref());
         if matches!(

@@ -4,7 +4,8 @@
 //! One file per concern, each with its own `impl Bpf` block (ARCHITECTURE.md, the
 //! `bpf/` row): `load` (sizing, maps, programs by name, the stop), `slots` (handing out program
 //! slots and what each is given), `counts` (in-kernel counts, stacks, per-slot counters),
-//! `rings` (the transports), `latency`, `trace` and `profile` (their commands' programs and
+//! `rings` (the transports), `ksyms` (the kernel's names of its addresses), `latency`, `trace`
+//! and `profile` (their commands' programs and
 //! maps), `features` (the feature-probe object) and `error`.
 
 use aya::Ebpf;
@@ -16,6 +17,7 @@ use tracer_common::{
 mod counts;
 mod error;
 mod features;
+mod ksyms;
 mod latency;
 mod load;
 mod profile;
@@ -25,6 +27,7 @@ mod trace;
 
 pub use error::Error;
 pub use features::{probe_attach_type, AttachTypeError, ProbeType};
+pub use ksyms::{KernelNamer, KernelSymbol};
 pub use latency::latency_program;
 pub use load::{RingBufSize, Room, Rooms, Sizing};
 pub use rings::SharedRing;

@@ -202,6 +202,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
         out: crate::output::Output,
         (start, by_names): (StartDecoders, probe::latency::ValueNames),
     ) -> Self {
+        let symbolizer = Symbolizer::for_stacks(bpf, plan.stack);
         LatencySink {
             bpf,
             rings,
@@ -221,7 +222,7 @@ impl<'a> LatencySink<'a, crate::output::Output> {
             end_ret: plan.end.ret,
             own_ret: plan.end.ret && plan.end.target == plan.start.target,
             stack_at_start: plan.stack_at_start,
-            symbolizer: Symbolizer::default(),
+            symbolizer,
             tracker: None,
             follow: None,
         }

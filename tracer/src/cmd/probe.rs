@@ -138,6 +138,7 @@ fn stream(
         true => Some(probe::profile::MapsTracker::open(session.pid())?),
         false => None,
     };
+    let symbolizer = Symbolizer::for_stacks(bpf, plan.stack);
     let mut state = LoopState {
         tracker,
         by_slot,
@@ -158,7 +159,7 @@ fn stream(
         reported_lost: 0,
         started: Instant::now(),
         hinted: false,
-        symbolizer: Symbolizer::default(),
+        symbolizer,
         follower: Follower::new(fs),
     };
     let ring_fds = state.rings.raw_fds();
@@ -205,6 +206,7 @@ fn count(
         false => None,
     };
     let started = Instant::now();
+    let symbolizer = Symbolizer::for_stacks(bpf, plan.stack);
     let mut sink = CountSink {
         tracker,
         bpf,
@@ -217,7 +219,7 @@ fn count(
             })
             .collect(),
         agg,
-        symbolizer: Symbolizer::default(),
+        symbolizer,
         out,
         format: plan.output.format,
         started,

@@ -112,6 +112,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
     tracker.lend(&mut symbolizer);
+    symbolizer.name_kernel_with(bpf.kernel_namer());
     let (mut entries, mut accounting) = match (unwound, &slot) {
         (Some(mut unwound), _) => unwound.take_entries(&mut symbolizer),
         (None, Some(slot)) => sampling::entries(&bpf, slot, &mut symbolizer, skip_idle, off_cpu)?,

@@ -331,6 +331,69 @@ pub fn bpf_map_lookup_and_delete(
     }
 }
 
+/// bpf(BPF_PROG_TEST_RUN) of raw tracepoint program `prog` (Linux 5.10+), with `args` as its
+/// context (the tracepoint's arguments, at most 12). The program's return value.
+pub fn bpf_test_run_raw_tp(prog: BorrowedFd<'_>, args: &[u64]) -> io::Result<u32> {
+    const BPF_PROG_TEST_RUN: libc::c_long = 10;
+    /// `union bpf_attr` as BPF_PROG_TEST_RUN reads it (include/uapi/linux/bpf.h, `test`):
+    /// a raw tracepoint takes its context only (no data in or out, no repeat).
+    #[repr(C)]
+    struct TestRun {
+        prog_fd: u32,
+        retval: u32,
+        data_size_in: u32,
+        data_size_out: u32,
+        data_in: u64,
+        data_out: u64,
+        repeat: u32,
+        duration: u32,
+        ctx_size_in: u32,
+        ctx_size_out: u32,
+        ctx_in: u64,
+        ctx_out: u64,
+        flags: u32,
+        cpu: u32,
+        batch_size: u32,
+        _pad: u32,
+    }
+    if args.len() > 12 {
+        return Err(io::Error::from_raw_os_error(libc::E2BIG));
+    }
+    let mut attr = TestRun {
+        prog_fd: prog.as_raw_fd() as u32,
+        retval: 0,
+        data_size_in: 0,
+        data_size_out: 0,
+        data_in: 0,
+        data_out: 0,
+        repeat: 0,
+        duration: 0,
+        ctx_size_in: std::mem::size_of_val(args) as u32,
+        ctx_size_out: 0,
+        ctx_in: args.as_ptr() as u64,
+        ctx_out: 0,
+        flags: 0,
+        cpu: 0,
+        batch_size: 0,
+        _pad: 0,
+    };
+    // SAFETY: `attr` is a fully initialised `union bpf_attr` prefix for the command; the
+    // program fd is open for the call; the kernel reads `ctx_size_in` bytes at `ctx_in`, a
+    // live slice of that size, and writes `retval` into `attr`.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_TEST_RUN,
+            &mut attr as *mut TestRun,
+            std::mem::size_of::<TestRun>(),
+        )
+    };
+    match ret {
+        0 => Ok(attr.retval),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
 /// bpf(BPF_LINK_CREATE) with `attr`; the new link's fd.
 ///
 /// # Safety
