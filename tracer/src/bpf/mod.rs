@@ -5,8 +5,8 @@
 //! `bpf/` row): `load` (sizing, maps, programs by name, the stop), `slots` (handing out program
 //! slots and what each is given), `counts` (in-kernel counts, stacks, per-slot counters),
 //! `rings` (the transports), `ksyms` (the kernel's names of its addresses), `latency`, `trace`
-//! and `profile` (their commands' programs and
-//! maps), `features` (the feature-probe object) and `error`.
+//! and `profile` (their commands' programs and maps), `features` (the feature-probe object)
+//! and `error`.
 
 use aya::Ebpf;
 use tracer_common::{
