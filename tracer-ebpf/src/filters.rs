@@ -7,12 +7,12 @@ use aya_ebpf::macros::map;
 use aya_ebpf::maps::Array;
 use tracer_common::{
     cmp, drop, operand, stat_filtered, str_flag, Event, Filter, FilterAtom, SlotConfig, DATA_WORDS,
-    FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, SLOT_AT_EXEC, SLOT_FILTER_COMM,
+    FILTER_ATOMS, GLOB_ACCEPT, GLOB_DEAD, GLOB_ROW, GLOB_STRLEN, SLOT_FILTER_COMM,
     SLOT_FILTER_TRACKED, SLOT_VALUE_FILTER, SRC_SIGNED, STR_BUFFER, STR_ENTRY, USES_DEBUG,
     USES_FILTERS, USES_TRACKED, USES_VALUE_FILTER,
 };
 
-use crate::caches::{current_comm, is_pending, is_tracked};
+use crate::caches::{current_comm, is_tracked};
 use crate::maps::{bump, scratch_of};
 use crate::reads::entry_of;
 use crate::{say_dropped, uses};
@@ -51,11 +51,7 @@ pub(crate) fn refused_by(config: &SlotConfig, pid_tgid: u64, cpu: u32) -> u32 {
     }
     // The run's scope before the finer filters, so that --debug-bpf names the reason a user
     // would give: a process outside the command's tree is that, whatever its comm.
-    if uses(USES_TRACKED)
-        && config.flags & SLOT_FILTER_TRACKED != 0
-        && !is_tracked(pid_tgid)
-        && !(config.flags & SLOT_AT_EXEC != 0 && is_pending(tgid))
-    {
+    if uses(USES_TRACKED) && config.flags & SLOT_FILTER_TRACKED != 0 && !is_tracked(pid_tgid) {
         return drop::UNTRACKED;
     }
     if uses(USES_FILTERS) {

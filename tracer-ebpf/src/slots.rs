@@ -16,18 +16,19 @@ use aya_ebpf::programs::{
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    stat_hits, str_from, word, Event, SlotConfig, AGG_HIST, AGG_KEY_STRING, AGG_KEY_VALUE, AGG_SUM,
+    drop, stat_hits, str_from, word, Event, SlotConfig, AGG_HIST, AGG_KEY_STRING, AGG_KEY_VALUE, AGG_SUM,
     PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOT_AGGREGATE,
     SLOT_COUNT_ONLY, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_AT_ENTRY,
     SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER,
     SLOT_VALUE_KERNEL, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, USER32_CS, USES_AGGREGATE,
     USES_BUFFERS, USES_FIELDS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STREAM, USES_STRINGS,
-    USES_USDT,
+    USES_USDT, SLOT_AT_EXEC, USES_FILTERS,
 };
 
 use crate::aggregate::{aggregate, continues_run, continues_run_at_ip};
 use crate::emit::{emit, stack_id, stack_ids_at};
-use crate::filters::{debug_dropped, filtered_out, refused_by};
+use crate::caches::is_pending;
+use crate::filters::{debug_dropped, filtered_out, refused_by, refused_by_filters};
 use crate::maps::{bump, scratch_at, zero_words, CONFIG, SCRATCH, SYS_SLOTS};
 use crate::reads::{read_fields, read_record, read_strings, usdt_args, user_sp, STACK_AT};
 use crate::{uses, TRACEPOINT_PASS};
@@ -57,7 +58,19 @@ pub(crate) fn begin<C: StackIdContext>(
     }
     // SAFETY: helper without preconditions.
     let cpu = unsafe { bpf_get_smp_processor_id() };
-    let refused = refused_by(config, pid_tgid, cpu);
+    let mut refused = refused_by(config, pid_tgid, cpu);
+    // The launched command's own exec, seen before the tracking program marks it
+    // (SLOT_AT_EXEC): the finer filters still apply. Here, not in `refused_by`, which
+    // `trace_exit` inlines too, at the edge of 5.10's combined stack limit (512 bytes).
+    if refused == drop::UNTRACKED
+        && config.flags & SLOT_AT_EXEC != 0
+        && is_pending((pid_tgid >> 32) as u32)
+    {
+        refused = match uses(USES_FILTERS) {
+            true => refused_by_filters(config, pid_tgid, cpu),
+            false => 0,
+        };
+    }
     if refused != 0 {
         debug_dropped(slot, refused, pid_tgid, cpu);
         return None;
