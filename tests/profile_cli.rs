@@ -1116,6 +1116,55 @@ fn dwarf_unwinding_gives_whole_stacks_of_a_debian_binary() {
     );
 }
 
+/// A program without frame pointers that reads the clock for a second (tests/workloads/
+/// clock.c): most of its samples are in the vDSO's clock_gettime, whose code and unwind
+/// information are in the kernel's image mapped into it, not in a file. With `--call-graph
+/// dwarf` they unwind from that image's .eh_frame (read from the process's memory) through
+/// libc's clock_gettime and `clock_reader` to `__libc_start_call_main`, every one of them.
+/// Without it, framehop's frame-pointer guess carried most through, and 1 to 2% ended in the
+/// vDSO, "at code without unwind information".
+#[test]
+fn dwarf_unwinding_goes_through_the_vdso() {
+    let _clock = beside();
+    let prog = common::clock_program_without_frame_pointers();
+    let prog = prog.display().to_string();
+    let out = tracer(&[
+        "profile",
+        "-F",
+        "999",
+        "-f",
+        "folded",
+        "--call-graph",
+        "dwarf",
+        "--",
+        &prog,
+        "1000",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{context}");
+    // The comm is the file's name, cut to 15 bytes.
+    let lines = folded(&stdout, "tracer-clock-no");
+    // A sample's user frames: the innermost is in the vDSO where it is named so.
+    let user_leaf = |stack: &str| {
+        stack
+            .split(';')
+            .rfind(|f| !f.ends_with("_[k]"))
+            .map(str::to_string)
+    };
+    let in_vdso: Vec<&(String, u64)> = (lines.iter())
+        .filter(|(stack, _)| user_leaf(stack).is_some_and(|f| f.starts_with("__vdso_")))
+        .collect();
+    let total: u64 = in_vdso.iter().map(|(_, n)| n).sum();
+    let whole: u64 = (in_vdso.iter())
+        .filter(|(stack, _)| stack.contains(";__libc_start_call_main;main;clock_reader;"))
+        .map(|(_, n)| n)
+        .sum();
+    // Every one of them: without the vDSO's CFI, 7 to 17 in a second ended in the vDSO.
+    assert!(total >= 200, "{total} samples in the vDSO: {context}");
+    assert_eq!(whole, total, "{context}");
+}
+
 /// profile.c as distributions build programs (no frame pointers, sleeping through libc's
 /// nanosleep), off-CPU: with `--call-graph dwarf` each block's user stack unwinds from libc's
 /// clock_nanosleep through the sleeping function and main to `_start`, and each function's

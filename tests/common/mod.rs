@@ -764,6 +764,18 @@ pub fn profile_program() -> PathBuf {
         .clone()
 }
 
+/// The C workload `tests/workloads/clock.c` (reads the clock for MS milliseconds in
+/// `clock_reader`), built as distributions build programs: optimized, without frame pointers.
+#[allow(dead_code)]
+pub fn clock_program_without_frame_pointers() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/clock.c");
+    let flags = ["-O2", "-fomit-frame-pointer", "-fno-optimize-sibling-calls"];
+    BUILT
+        .get_or_init(|| build_c("tracer-clock-nofp", &source, &flags))
+        .clone()
+}
+
 /// tests/workloads/profile.c as distributions build programs (`-O2 -fomit-frame-pointer`, calls
 /// kept calls), sleeping through libc's nanosleep (`-DLIBC_SLEEP`).
 #[allow(dead_code)]

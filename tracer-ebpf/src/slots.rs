@@ -16,18 +16,18 @@ use aya_ebpf::programs::{
 use aya_ebpf::EbpfContext;
 use core::ffi::c_void;
 use tracer_common::{
-    drop, stat_hits, str_from, word, Event, SlotConfig, AGG_HIST, AGG_KEY_STRING, AGG_KEY_VALUE, AGG_SUM,
-    PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOT_AGGREGATE,
-    SLOT_COUNT_ONLY, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT, SLOT_STACK_AT_ENTRY,
-    SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT, SLOT_VALUE_FILTER,
-    SLOT_VALUE_KERNEL, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, USER32_CS, USES_AGGREGATE,
-    USES_BUFFERS, USES_FIELDS, USES_RUN_COUNT, USES_RUN_KEYED, USES_STREAM, USES_STRINGS,
-    USES_USDT, SLOT_AT_EXEC, USES_FILTERS,
+    drop, stat_hits, str_from, word, Event, SlotConfig, AGG_HIST, AGG_KEY_STRING, AGG_KEY_VALUE,
+    AGG_SUM, PERF_EVENT_BASE, PT_REGS_CS, PT_REGS_ORIG_AX, PT_REGS_SYSCALL_ARGS, SLOT_AGGREGATE,
+    SLOT_AT_EXEC, SLOT_COUNT_ONLY, SLOT_RAW_SYS_EXIT, SLOT_RETURN, SLOT_RUN_COUNT,
+    SLOT_STACK_AT_ENTRY, SLOT_STACK_KERNEL, SLOT_STACK_USER, SLOT_STOPPED, SLOT_USDT,
+    SLOT_VALUE_FILTER, SLOT_VALUE_KERNEL, STR_READS, SYSCALL_NRS, TRACEPOINT_BASE, USER32_CS,
+    USES_AGGREGATE, USES_BUFFERS, USES_FIELDS, USES_FILTERS, USES_RUN_COUNT, USES_RUN_KEYED,
+    USES_STREAM, USES_STRINGS, USES_USDT,
 };
 
 use crate::aggregate::{aggregate, continues_run, continues_run_at_ip};
-use crate::emit::{emit, stack_id, stack_ids_at};
 use crate::caches::is_pending;
+use crate::emit::{emit, stack_id, stack_ids_at};
 use crate::filters::{debug_dropped, filtered_out, refused_by, refused_by_filters};
 use crate::maps::{bump, scratch_at, zero_words, CONFIG, SCRATCH, SYS_SLOTS};
 use crate::reads::{read_fields, read_record, read_strings, usdt_args, user_sp, STACK_AT};

@@ -145,6 +145,7 @@ pub struct Symbolizer {
     unwinders: HashMap<u32, (u64, Unwinder)>,
     /// Unwind information by the file read (`None`: it could not be read).
     cfi: FileCache<std::path::PathBuf, Cfi>,
+    vdso_cfi: unwind::VdsoCfi,
     /// When the files no process uses were last let go ([`Symbolizer::forget`]).
     swept: Option<std::time::Instant>,
     /// How the user stacks whose top was copied ended.
@@ -716,6 +717,7 @@ impl Symbolizer {
                 let name = file.path.display().to_string();
                 unwinder.add(name, cfi, file.avma, bias);
             }
+            self.vdso_cfi.add_to(&mut unwinder, process);
             self.unwinders.insert(pid, (version, unwinder));
         }
         let (_, unwinder) = self.unwinders.get_mut(&pid).expect("built above");

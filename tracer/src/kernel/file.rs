@@ -44,16 +44,25 @@ fn refuse(path: &Path, kind: std::fs::FileType) -> Result<(), Error> {
     }
 }
 
-/// The bytes of a regular file, mapped read-only (an empty file maps nothing).
+/// The bytes of a regular file, mapped read-only (an empty file maps nothing), or an image
+/// read from memory ([`Mapped::of_bytes`]: the vDSO, which is no file).
 pub struct Mapped {
     map: Option<memmap2::Mmap>,
+    bytes: Vec<u8>,
+}
+
+impl Mapped {
+    /// Bytes read, not mapped, read as a file's would be.
+    pub fn of_bytes(bytes: Vec<u8>) -> Mapped {
+        Mapped { map: None, bytes }
+    }
 }
 
 impl std::ops::Deref for Mapped {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or_default()
+        self.map.as_deref().unwrap_or(&self.bytes)
     }
 }
 
@@ -73,7 +82,7 @@ pub fn map(path: &Path) -> Result<Mapped, Error> {
     let meta = file.metadata().map_err(|e| read_error(path, e))?;
     refuse(path, meta.file_type())?;
     if meta.len() == 0 {
-        return Ok(Mapped { map: None });
+        return Ok(Mapped::of_bytes(Vec::new()));
     }
     // SAFETY: a read-only shared mapping of a regular file, kept alive by `Mapped` for as long
     // as its bytes are borrowed. memmap2 requires that the file not change while mapped: a
@@ -82,7 +91,10 @@ pub fn map(path: &Path) -> Result<Mapped, Error> {
     // own loader do; they are replaced by rename (package managers, linkers), which leaves
     // this mapping on the old inode untouched.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| read_error(path, e))?;
-    Ok(Mapped { map: Some(map) })
+    Ok(Mapped {
+        map: Some(map),
+        bytes: Vec::new(),
+    })
 }
 
 /// Checks that `path` is a regular file without opening it.

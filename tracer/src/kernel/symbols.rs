@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -431,12 +432,24 @@ impl Process {
         self.elfs.get(path)?.as_deref()
     }
 
-    /// The vDSO's symbols, from the image mapped in this process (or, once it is gone, from
-    /// tracer's own: every 64-bit process of a kernel maps the same image, and one of another
-    /// size is another image).
+    /// The vDSO's symbols, from its image ([`Process::vdso_image`]).
     fn vdso(&self) -> Option<ElfSymbols> {
+        let (data, _) = self.vdso_image()?;
+        ElfSymbols::parse(Path::new(VDSO), &data, None).ok()
+    }
+
+    /// Where the vDSO is mapped in this process.
+    pub fn vdso_range(&self) -> Option<Range<u64>> {
         let mapping = (self.maps.iter()).find(|m| m.path.as_deref() == Some(Path::new(VDSO)))?;
-        let len = (mapping.end - mapping.start) as usize;
+        Some(mapping.start..mapping.end)
+    }
+
+    /// The vDSO's image, and where it is mapped in this process: read from the process's
+    /// memory, or, once it is gone, from tracer's own (every 64-bit process of a kernel maps
+    /// the same image, and one of another size is another image).
+    pub fn vdso_image(&self) -> Option<(Vec<u8>, Range<u64>)> {
+        let range = self.vdso_range()?;
+        let len = (range.end - range.start) as usize;
         let image = |pid: &str, start: u64| {
             use std::os::unix::fs::FileExt;
             let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
@@ -451,8 +464,8 @@ impl Process {
             })?;
             image("self", mine.start)
         };
-        let data = image(&self.pid.to_string(), mapping.start).or_else(own)?;
-        ElfSymbols::parse(Path::new(VDSO), &data, None).ok()
+        let data = image(&self.pid.to_string(), range.start).or_else(own)?;
+        Some((data, range))
     }
 
     /// The GNU build-id of the file mapped at `path`, as hex (to fetch its debug info).

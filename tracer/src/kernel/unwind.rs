@@ -60,9 +60,20 @@ pub struct Cfi {
 impl Cfi {
     /// Reads the unwind sections of the ELF file at `path` (mapped, not read).
     pub fn load(path: &Path) -> Result<Cfi, Error> {
-        let file = Rc::new(super::file::map(path)?);
+        Cfi::parse(
+            Rc::new(super::file::map(path)?),
+            &path.display().to_string(),
+        )
+    }
+
+    /// The unwind sections of an ELF image read from memory (`name`: what errors call it).
+    pub fn of_image(bytes: Vec<u8>, name: &str) -> Result<Cfi, Error> {
+        Cfi::parse(Rc::new(Mapped::of_bytes(bytes)), name)
+    }
+
+    fn parse(file: Rc<Mapped>, name: &str) -> Result<Cfi, Error> {
         let elf = object::File::parse(&**file).map_err(|e| Error::Parse {
-            path: path.display().to_string(),
+            path: name.to_string(),
             reason: e.to_string(),
         })?;
         let section = |name: &str| {
@@ -163,6 +174,33 @@ pub enum UnwindEnd {
     Astray,
     /// [`MAX_DEPTH`] frames.
     Depth,
+}
+
+/// The vDSO's unwind information (`clock_gettime`, `gettimeofday`: where programs that time
+/// their work are often sampled), read from a process's image of it, which is no file: the
+/// same for every 64-bit process of the kernel, so read once per image size.
+#[derive(Default)]
+pub struct VdsoCfi {
+    image: Option<(u64, Option<Cfi>)>,
+}
+
+impl VdsoCfi {
+    /// Adds the vDSO of `process`, where it has one, to its unwinder.
+    pub fn add_to(&mut self, unwinder: &mut Unwinder, process: &super::symbols::Process) {
+        let Some(avma) = process.vdso_range() else {
+            return;
+        };
+        let len = avma.end - avma.start;
+        if self.image.as_ref().map(|(l, _)| *l) != Some(len) {
+            let image = process.vdso_image().map(|(bytes, _)| bytes);
+            let cfi = image.and_then(|bytes| Cfi::of_image(bytes, super::symbols::VDSO).ok());
+            self.image = Some((len, cfi));
+        }
+        if let Some((_, Some(cfi))) = &self.image {
+            let bias = avma.start.wrapping_sub(cfi.base);
+            unwinder.add(super::symbols::VDSO.into(), cfi, avma, bias);
+        }
+    }
 }
 
 /// The unwinder of one process: its files as modules, and a cache of the rules it used.
