@@ -2,7 +2,8 @@
 //! `perf record -g` and bpftrace's `profile:hz`, and with stacks copied for DWARF unwinding
 //! (`--call-graph dwarf`, tracer's and perf's), in one run; and `profile_memory`: tracer's
 //! memory over a 60 s profile of a shell that starts 1,000 short children, each a process whose
-//! mappings the symbolizer must know while it is sampled.
+//! mappings the symbolizer must know while it is sampled (and, with `--call-graph dwarf`, whose
+//! files' unwind tables it reads), of the shell's tree and of every task.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -347,10 +348,66 @@ pub fn profile_memory() -> Result<()> {
     let file = crate::root().join("target/bench/children.sh");
     std::fs::write(&file, &script).context("cannot write the children script")?;
     let mut rows = Vec::new();
-    let mut tools: Vec<(String, Vec<String>)> = vec![(
-        "tracer profile -F 99".into(),
-        s(&[&tracer, "profile", "-F", "99", "--", "sh", "-c", &script]),
-    )];
+    // (name, the tool's command line, whether the children run beside it rather than under
+    // it: a system-wide profile for as long as they take).
+    let mut tools: Vec<(String, Vec<String>, bool)> = vec![
+        (
+            "tracer profile -F 99".into(),
+            s(&[&tracer, "profile", "-F", "99", "--", "sh", "-c", &script]),
+            false,
+        ),
+        (
+            "tracer profile --call-graph dwarf -F 99".into(),
+            s(&[
+                &tracer,
+                "profile",
+                "--call-graph",
+                "dwarf",
+                "-F",
+                "99",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ]),
+            false,
+        ),
+        (
+            "tracer profile -a --call-graph dwarf -F 99 (every task)".into(),
+            s(&[
+                &tracer,
+                "profile",
+                "-a",
+                "--call-graph",
+                "dwarf",
+                "-F",
+                "99",
+            ]),
+            true,
+        ),
+    ];
+    if peer("perf", "linux-perf") {
+        // perf's memory while it records; its report, which unwinds, runs after.
+        tools.push((
+            "perf record --call-graph dwarf -F 99 (record only)".into(),
+            s(&[
+                "perf",
+                "record",
+                "-q",
+                "--call-graph",
+                "dwarf",
+                "-F",
+                "99",
+                "-o",
+                PERF_DATA,
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ]),
+            false,
+        ));
+    }
     if peer("bpftrace", "bpftrace") {
         let program = "profile:hz:99 { @[kstack, ustack, comm] = count(); }";
         tools.push((
@@ -362,10 +419,18 @@ pub fn profile_memory() -> Result<()> {
                 "-c",
                 &format!("/bin/sh {}", file.display()),
             ]),
+            false,
         ));
     }
-    for (name, argv) in tools {
+    for (name, argv, beside) in tools {
         let start = Instant::now();
+        // Beside it: the children's shell, started once the tool has had a second to start;
+        // the tool is stopped (SIGINT, its Ctrl-C) when the shell is done.
+        let children = beside.then(|| {
+            let mut shell = Command::new("sh");
+            shell.arg(&file).stdin(Stdio::null()).stdout(Stdio::null());
+            shell
+        });
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::null())
@@ -376,17 +441,55 @@ pub fn profile_memory() -> Result<()> {
         let pid = child.id();
         let mut series = Vec::new();
         let mut hwm = 0;
-        while child.try_wait()?.is_none() {
+        let mut running = match children {
+            Some(mut children) => {
+                std::thread::sleep(Duration::from_secs(1));
+                Some(
+                    children
+                        .spawn()
+                        .context("cannot run the children's shell")?,
+                )
+            }
+            None => None,
+        };
+        // Its stderr read aside: the tool is reaped by wait4 below, for its own peak.
+        let mut pipe = child.stderr.take().context("piped stderr")?;
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+            text
+        });
+        let (status, max_rss) = loop {
             std::thread::sleep(Duration::from_secs(1));
             if let Some((rss, peak)) = rss_kib(pid) {
                 series.push((start.elapsed().as_secs_f64(), rss));
                 hwm = hwm.max(peak);
             }
-        }
-        let out = child.wait_with_output()?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            bail!("`{name}` failed: {}: {}", out.status, stderr.trim());
+            if let Some(shell) = running.as_mut() {
+                if shell.try_wait()?.is_some() {
+                    running = None;
+                    // SAFETY: kill(2) on the tool's pid, a child not yet waited for.
+                    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+                }
+            }
+            let mut status = 0;
+            // SAFETY: a zeroed rusage is a valid value, which wait4 fills for the child.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: wait4 on our own child, with pointers to live locals.
+            let done = unsafe { libc::wait4(pid as i32, &mut status, libc::WNOHANG, &mut usage) };
+            if done == pid as i32 {
+                // The peak over the whole run, its end included (the report, where a DWARF
+                // profile symbolizes, comes after the last sample of the loop).
+                break (status, usage.ru_maxrss as u64);
+            }
+        };
+        hwm = hwm.max(max_rss);
+        let stderr = reader.join().unwrap_or_default();
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            bail!(
+                "`{name}` failed: wait status {status:#x}: {}",
+                stderr.trim()
+            );
         }
         let secs = start.elapsed().as_secs_f64();
         let at = |t: f64| {
