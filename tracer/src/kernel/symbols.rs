@@ -139,6 +139,9 @@ pub struct Process {
     sources: HashMap<PathBuf, Option<PathBuf>>,
     /// A JIT's names for its code, from `/tmp/perf-PID.map`.
     jit: PerfMap,
+    /// Each path's loaded image ([`Process::image`]), found once per version of `maps`: it is
+    /// asked for every frame named.
+    images: RefCell<HashMap<PathBuf, Option<(u64, u64)>>>,
     /// Changes whenever `maps` does (from a counter shared by every process, so that a
     /// process read afresh never has an old one's number): what was built from the mappings
     /// (an unwinder) is rebuilt when it differs.
@@ -235,6 +238,7 @@ impl Process {
             lines: HashMap::new(),
             sources: HashMap::new(),
             jit: PerfMap::default(),
+            images: RefCell::default(),
             version: next_version(),
         };
         process.refresh()?;
@@ -251,6 +255,7 @@ impl Process {
             lines: HashMap::new(),
             sources: HashMap::new(),
             jit: PerfMap::default(),
+            images: RefCell::default(),
             version: next_version(),
         }
     }
@@ -281,6 +286,7 @@ impl Process {
         if !maps.is_empty() && maps != self.maps {
             self.maps = maps;
             self.version = next_version();
+            self.images.get_mut().clear();
         }
         Ok(())
     }
@@ -296,6 +302,7 @@ impl Process {
         if maps != self.maps {
             self.maps = maps;
             self.version = next_version();
+            self.images.get_mut().clear();
         }
     }
 
@@ -497,9 +504,17 @@ impl Process {
     /// offset-0 mapping is the nearest below its first executable one, and the image ends
     /// before the next offset-0 mapping of the file.
     fn image(&self, path: &Path) -> Option<(u64, u64)> {
+        if let Some(&image) = self.images.borrow().get(path) {
+            return image;
+        }
+        let image = self.find_image(path);
+        self.images.borrow_mut().insert(path.to_path_buf(), image);
+        image
+    }
+
+    fn find_image(&self, path: &Path) -> Option<(u64, u64)> {
         // Compared as bytes: a Path's `==` walks both by components (the kernel's paths are
-        // canonical), and this runs for every frame named (a third of a profile's
-        // symbolizing time on 40,000 distinct stacks).
+        // canonical).
         let path = path.as_os_str();
         let mine =
             || (self.maps.iter()).filter(|m| m.path.as_deref().map(Path::as_os_str) == Some(path));
