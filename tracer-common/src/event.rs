@@ -81,9 +81,8 @@ pub mod names {
     pub const TRACE_STATS: &str = "TRACE_STATS";
     pub const TRACE_FATAL: &str = "TRACE_FATAL";
     pub const KSYM_TEXT: &str = "KSYM_TEXT";
-    pub const KSYM_FORMAT: &str = "KSYM_FORMAT";
     /// Every name above.
-    pub const ALL: [&str; 32] = [
+    pub const ALL: [&str; 31] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -115,7 +114,6 @@ pub mod names {
         TRACE_STATS,
         TRACE_FATAL,
         KSYM_TEXT,
-        KSYM_FORMAT,
     ];
 }
 
