@@ -8,7 +8,7 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Instant;
 
-use crate::bpf::{Bpf, Room, Rooms, Sizing, Slot};
+use crate::bpf::{Bpf, KernelNamer, Room, Rooms, Sizing, Slot};
 use crate::cli::{ProfileArgs, ProfileFormat};
 use crate::kernel::tracefs::Tracefs;
 use crate::output::pprof;
@@ -77,6 +77,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         .pid()
         .filter(|_| matches!(plan.whom, Whom::Command(_)));
     let tracker = sampling::MapsTracker::open(command)?;
+    let kernel_namer = plan.kernel.then(|| bpf.kernel_namer()).flatten();
     // Sampling before the banner: a user (or test) that starts the work on seeing it finds
     // every switch and sample of it counted.
     sampler.as_ref().map(Sampler::enable).transpose()?;
@@ -90,7 +91,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         reported: Default::default(),
         slot: slot.as_ref(),
         unwound,
-        symbolizer: symbolizer_for(session.pid(), plan.shows_lines()),
+        symbolizer: symbolizer_for(session.pid(), plan.shows_lines(), kernel_namer),
         pid: session.pid(),
         watch: Default::default(),
         tracker,
@@ -112,7 +113,6 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
     tracker.lend(&mut symbolizer);
-    symbolizer.name_kernel_with(bpf.kernel_namer());
     let (mut entries, mut accounting) = match (unwound, &slot) {
         (Some(mut unwound), _) => unwound.take_entries(&mut symbolizer),
         (None, Some(slot)) => sampling::entries(&bpf, slot, &mut symbolizer, skip_idle, off_cpu)?,
@@ -144,8 +144,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
 
 /// The command's symbolizer, its process's mappings read (and kept fresh while it runs);
 /// without `lines`, frames get no source lines.
-fn symbolizer_for(pid: Option<u32>, lines: bool) -> Symbolizer {
+/// `namer`: the kernel's namer of kernel frames, loaded before sampling starts (loaded at the
+/// end, its time would be sampled past the run's measured seconds).
+fn symbolizer_for(pid: Option<u32>, lines: bool, namer: Option<KernelNamer>) -> Symbolizer {
     let mut symbolizer = Symbolizer::default();
+    symbolizer.name_kernel_with(namer);
     symbolizer.without_lines = !lines;
     if let Some(pid) = pid {
         symbolizer.keep_mapped(pid);
