@@ -621,6 +621,9 @@ impl Symbolizer {
             }
             process
         });
+        if let Some(p) = process.as_mut() {
+            p.complete();
+        }
         ips.iter()
             .enumerate()
             .map(|(depth, &addr)| {
@@ -700,6 +703,7 @@ impl Symbolizer {
         let Some(process) = process.as_mut() else {
             return (vec![sampled.ip], unwind::UnwindEnd::NoCfi);
         };
+        process.complete();
         if !process.is_mapped(sampled.ip) {
             let _ = process.refresh();
         }
@@ -797,7 +801,13 @@ impl Symbolizer {
         if let Some(None) = self.processes.remove(&pid) {
             self.exited = self.exited.saturating_sub(1);
         }
-        (self.processes).insert(pid, Some(Process::with_maps(pid, maps)));
+        // Not whole: the records began after its exec (a process started just before the
+        // tracker opened), and /proc is read in their place while it runs.
+        let process = match whole {
+            true => Process::with_maps(pid, maps),
+            false => Process::with_later_maps(pid, maps),
+        };
+        self.processes.insert(pid, Some(process));
     }
 
     /// Forgets processes that have exited and whose stacks are printed (their mappings, stacks
@@ -1003,6 +1013,36 @@ mod tests {
 
     /// The CFI-unwound top and the frame-pointer walk of one stack, joined: 1 is the first
     /// address, the others return addresses.
+    #[test]
+    fn a_process_known_by_its_later_records_is_named_from_proc() {
+        // The records of a process started just before the tracker opened: its program's
+        // code mapping, without the offset-0 mapping that places its symbols.
+        #[inline(never)]
+        fn marker() -> u64 {
+            std::hint::black_box(7)
+        }
+        let pid = std::process::id();
+        let addr = marker as *const () as u64;
+        let maps = crate::kernel::symbols::parse_maps(
+            &std::fs::read_to_string("/proc/self/maps").unwrap(),
+        );
+        let code: Vec<_> = maps
+            .into_iter()
+            .filter(|m| addr >= m.start && addr < m.end)
+            .collect();
+        assert_eq!(code.len(), 1, "{code:?}");
+        assert_ne!(code[0].offset, 0);
+        let named = |whole| {
+            let mut symbolizer = Symbolizer::default();
+            symbolizer.remember_maps(pid, code.clone(), whole);
+            symbolizer.frame(pid, addr).symbol
+        };
+        let symbol = named(false).unwrap_or_default();
+        assert!(symbol.ends_with("::marker"), "{symbol}");
+        // Whole (its exec was seen), they are all there is: not placed.
+        assert_eq!(named(true), None);
+    }
+
     #[test]
     fn an_unwound_top_is_joined_with_the_walk_where_they_meet() {
         let joined = |unwound: &[u64], end, walked: &[u64]| {

@@ -40,6 +40,12 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
         Some(LatencyBy::Function(names)) => format!("latency of {}", names.join(", ")),
         _ => format!("latency of {} -> {}", plan.start, plan.end),
     };
+    // Streamed user stacks: the mappings of the command's processes from the kernel's
+    // records, for the libraries it maps after it was read. Opened before the banner: a
+    // process started on seeing it has its exec and program recorded.
+    let tracker = (probe::latency::copies_stack_top(&plan))
+        .then(|| probe::profile::MapsTracker::open(session.pid()))
+        .transpose()?;
     session.begin(&Banner {
         verb: "Tracing",
         what,
@@ -62,11 +68,7 @@ pub fn run(args: LatencyArgs) -> Result<i32, Error> {
     if let Some((pid, process)) = adopted {
         sink.symbolizer.adopt(pid, process);
     }
-    // Streamed user stacks: the mappings of the command's processes from the kernel's
-    // records, for the libraries it maps after it was read.
-    if probe::latency::copies_stack_top(&plan) {
-        sink.tracker = Some(probe::profile::MapsTracker::open(session.pid())?);
-    }
+    sink.tracker = tracker;
     sink.follow = Some(Following {
         pair: &mut pair,
         fs: &fs,

@@ -68,18 +68,19 @@ pub fn run(args: WatchArgs) -> Result<i32, Error> {
     if let Ok(fs) = crate::kernel::tracefs::Tracefs::locate() {
         session.follow(&mut bpf, &fs)?;
     }
+    // With user stacks: the mappings of the command's processes from the kernel's records,
+    // so that a hit printed after its process exited still names its frames (opened before
+    // the banner, to see the exec of a process started on seeing it).
+    let tracker = match copies_stack_top(&plan) {
+        true => Some(probe::profile::MapsTracker::open(session.pid())?),
+        false => None,
+    };
     session.begin(&Banner {
         verb: "Watching",
         what: what.join(", "),
         whom: session.whom().or(Some("the kernel".into())),
         detail: Some(format!("({})", kind_name(plan.kind))),
     })?;
-    // With user stacks: the mappings of the command's processes from the kernel's records,
-    // so that a hit printed after its process exited still names its frames.
-    let tracker = match copies_stack_top(&plan) {
-        true => Some(probe::profile::MapsTracker::open(session.pid())?),
-        false => None,
-    };
     let mut sink = WatchSink::new(watches, &mut rings, &mut bpf, &plan, out)?;
     sink.tracker = tracker;
     if let (Some(pid), Some(process)) = (session.pid(), process) {

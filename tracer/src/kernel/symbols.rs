@@ -146,6 +146,9 @@ pub struct Process {
     /// process read afresh never has an old one's number): what was built from the mappings
     /// (an unwinder) is rebuilt when it differs.
     version: u64,
+    /// Known from mmap records made since some point, not read from /proc: see
+    /// [`Process::with_later_maps`].
+    partial: bool,
 }
 
 fn next_version() -> u64 {
@@ -240,6 +243,7 @@ impl Process {
             jit: PerfMap::default(),
             images: RefCell::default(),
             version: next_version(),
+            partial: false,
         };
         process.refresh()?;
         Ok(process)
@@ -257,6 +261,26 @@ impl Process {
             jit: PerfMap::default(),
             images: RefCell::default(),
             version: next_version(),
+            partial: false,
+        }
+    }
+
+    /// A process known by the mmap records it made since some point (the tracker opened after
+    /// its exec), which miss what it mapped before: its program's first mappings among them,
+    /// which place the program's symbols. [`Process::complete`] reads /proc in their place
+    /// while it runs.
+    pub fn with_later_maps(pid: u32, maps: Vec<Mapping>) -> Process {
+        Process {
+            partial: true,
+            ..Process::with_maps(pid, maps)
+        }
+    }
+
+    /// Reads /proc for a process known by part of its mappings
+    /// ([`Process::with_later_maps`]), once: one that has exited keeps what is known.
+    pub fn complete(&mut self) {
+        if std::mem::take(&mut self.partial) {
+            let _ = self.refresh();
         }
     }
 
