@@ -23,16 +23,7 @@ use crate::Error;
 
 pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let plan = profile_plan(&args, &session::ThisMachine)?;
-    let to_stdout = plan.file.as_deref().is_none_or(crate::output::is_stdout);
-    if plan.format == ProfileFormat::Pprof && to_stdout && std::io::stdout().is_terminal() {
-        return Err(Error::usage(
-            "-f pprof writes a gzipped protobuf, not for a terminal",
-            vec![
-                "write it to a file: -f pprof -o cpu.pb.gz (then go tool pprof -top cpu.pb.gz)"
-                    .into(),
-            ],
-        ));
-    }
+    refuse_binary_to_terminal(&plan)?;
     let output = crate::output::destination(plan.file.as_deref())?;
     // Held right after its exec: its executable is mapped, so its stacks resolve even when it
     // is gone by the end of the run.
@@ -54,16 +45,18 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     if let (Some(fs), Some(pid)) = (fs.as_ref(), adopted) {
         session.follow_adopted(&mut bpf, fs, &[pid])?;
     }
-    let stack_flags = [
-        (plan.kernel, tracer_common::SLOT_STACK_KERNEL),
-        (plan.user, tracer_common::SLOT_STACK_USER),
-    ]
-    .iter()
-    .filter(|(wanted, _)| *wanted)
-    .fold(0, |flags, (_, bit)| flags | bit);
     let tgid = plan.whom.pid().filter(|_| !plan.follow).unwrap_or(0);
-    let config = sampling::slot_config(stack_flags, tgid, launched || adopted.is_some(), off_cpu);
+    let config = sampling::slot_config(
+        stack_flags(&plan),
+        tgid,
+        launched || adopted.is_some(),
+        off_cpu,
+    );
     let skip_idle = plan.whom == Whom::Everyone && !off_cpu;
+    // The profile's seconds are those it sampled: from here (off-CPU blocks are timed from
+    // their program's attach) to the kernel's stop, not the run's, which begins later and
+    // ends sooner (a loaded machine's samples outnumbered the run's clock ticks by 3%).
+    let mut sampled_from = Instant::now();
     let (sampler, offcpu, unwound, measure) = start(
         &plan,
         &mut bpf,
@@ -80,6 +73,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let kernel_namer = plan.kernel.then(|| bpf.kernel_namer()).flatten();
     // Sampling before the banner: a user (or test) that starts the work on seeing it finds
     // every switch and sample of it counted.
+    if !off_cpu_bpf {
+        sampled_from = Instant::now();
+    }
     sampler.as_ref().map(Sampler::enable).transpose()?;
     unwound.as_ref().map(Unwound::enable).transpose()?;
     session.begin(&banner(&plan, measure, session.whom()))?;
@@ -97,6 +93,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         tracker,
         output,
         intervals: intervals(&plan, measure, skip_idle, slot.is_some()),
+        stopped: None,
     };
     let outcome = session.run(&mut sink, Vec::new(), plan.duration)?;
     if sink.intervals.is_some() {
@@ -109,6 +106,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         intervals,
         unwound,
         reported,
+        stopped,
         ..
     } = sink;
     let (maps_lost, maps_malformed) = (tracker.lost, tracker.malformed);
@@ -131,7 +129,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
         measure,
         entries,
         accounting,
-        seconds: outcome.elapsed.as_secs_f64(),
+        seconds: (stopped.unwrap_or_else(Instant::now) - sampled_from).as_secs_f64(),
     };
     profile.settle();
     // With -I the intervals were the report.
@@ -146,6 +144,32 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
 /// without `lines`, frames get no source lines.
 /// `namer`: the kernel's namer of kernel frames, loaded before sampling starts (loaded at the
 /// end, its time would be sampled past the run's measured seconds).
+/// `-f pprof` is not written to a terminal.
+fn refuse_binary_to_terminal(plan: &ProfilePlan) -> Result<(), Error> {
+    let to_stdout = plan.file.as_deref().is_none_or(crate::output::is_stdout);
+    if plan.format == ProfileFormat::Pprof && to_stdout && std::io::stdout().is_terminal() {
+        return Err(Error::usage(
+            "-f pprof writes a gzipped protobuf, not for a terminal",
+            vec![
+                "write it to a file: -f pprof -o cpu.pb.gz (then go tool pprof -top cpu.pb.gz)"
+                    .into(),
+            ],
+        ));
+    }
+    Ok(())
+}
+
+/// The stacks the plan's samples take: kernel, user or both.
+fn stack_flags(plan: &ProfilePlan) -> u32 {
+    [
+        (plan.kernel, tracer_common::SLOT_STACK_KERNEL),
+        (plan.user, tracer_common::SLOT_STACK_USER),
+    ]
+    .iter()
+    .filter(|(wanted, _)| *wanted)
+    .fold(0, |flags, (_, bit)| flags | bit)
+}
+
 fn symbolizer_for(pid: Option<u32>, lines: bool, namer: Option<KernelNamer>) -> Symbolizer {
     let mut symbolizer = Symbolizer::default();
     symbolizer.name_kernel_with(namer);
@@ -464,6 +488,8 @@ struct ProfileSink<'a> {
     tracker: sampling::MapsTracker,
     output: crate::output::Output,
     intervals: Option<Intervals>,
+    /// When the kernel stopped sampling (the sink's stop).
+    stopped: Option<Instant>,
 }
 
 /// `-I`: when the last report was printed, and the counts it covered. Each report is the last
@@ -625,6 +651,8 @@ impl Sink for ProfileSink<'_> {
         if let Some(unwound) = &self.unwound {
             unwound.disable()?;
         }
-        Ok(self.bpf.stop()?)
+        self.bpf.stop()?;
+        self.stopped = Some(Instant::now());
+        Ok(())
     }
 }
