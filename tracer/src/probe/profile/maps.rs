@@ -18,6 +18,8 @@ pub struct MapsTracker {
     /// shell loop's 15,000 mmaps a second overflowed a ring by 932 records).
     reader: Option<(std::thread::JoinHandle<()>, std::sync::mpsc::Sender<()>)>,
     maps: hashbrown::HashMap<u32, Vec<Mapping>>,
+    /// The time of the latest record applied of each process ([`MapsTracker::apply`]).
+    latest: hashbrown::HashMap<u32, u64>,
     /// Processes whose exit was seen since the last [`MapsTracker::prune`].
     exited: Vec<u32>,
     /// Processes that exec'd during the run: their mappings since are all in `maps`, and
@@ -120,6 +122,7 @@ impl MapsTracker {
             read,
             reader,
             maps: hashbrown::HashMap::new(),
+            latest: hashbrown::HashMap::new(),
             exited: Vec::new(),
             execed: hashbrown::HashSet::new(),
             changed: hashbrown::HashSet::new(),
@@ -127,6 +130,27 @@ impl MapsTracker {
             lost: 0,
             malformed: 0,
         })
+    }
+
+    #[cfg(test)]
+    fn without_rings() -> MapsTracker {
+        MapsTracker {
+            read: std::sync::Arc::new(std::sync::Mutex::new(Read {
+                rings: Vec::new(),
+                changes: Vec::new(),
+                lost: 0,
+                malformed: 0,
+            })),
+            reader: None,
+            maps: Default::default(),
+            latest: Default::default(),
+            exited: Vec::new(),
+            execed: Default::default(),
+            changed: Default::default(),
+            lent: Default::default(),
+            lost: 0,
+            malformed: 0,
+        }
     }
 
     /// Reads the records waiting in the rings, in time order: each CPU has its own ring, and
@@ -142,20 +166,36 @@ impl MapsTracker {
             Err(_) => return,
         };
         changes.sort_by_key(|(time, _)| *time);
-        for (_, change) in changes {
+        self.apply(changes);
+    }
+
+    /// Applies records in time order. The rings are read one after the other, so a record
+    /// can come a pass later than a newer one of the same process: a child's fork, written on
+    /// its parent's CPU just after that ring was read, after its exec and its program's
+    /// mappings, written on another CPU the same pass read later. Such a fork or exec, older
+    /// than what is known of the process, is out of date: a fork would give the child its
+    /// parent's mappings back, an exec would drop its new program's.
+    fn apply(&mut self, changes: Vec<(u64, Change)>) {
+        for (time, change) in changes {
+            let pid = change.pid();
+            let latest = self.latest.entry(pid).or_default();
+            let out_of_date = *latest > time;
+            *latest = time.max(*latest);
             match change {
                 Change::Mapped(pid, mapping) => {
                     place(self.maps.entry(pid).or_default(), mapping);
                     self.changed.insert(pid);
                 }
                 Change::Exec(pid) => {
-                    self.maps.remove(&pid);
+                    if !out_of_date {
+                        self.maps.remove(&pid);
+                    }
                     self.execed.insert(pid);
                     self.changed.insert(pid);
                 }
                 Change::Fork(pid, parent) => {
-                    if let Some(parent) = self.maps.get(&parent).cloned() {
-                        self.maps.insert(pid, parent);
+                    if let Some(parent) = self.maps.get(&parent).filter(|_| !out_of_date) {
+                        self.maps.insert(pid, parent.clone());
                         self.changed.insert(pid);
                     }
                 }
@@ -178,6 +218,7 @@ impl MapsTracker {
         for pid in self.exited.drain(..) {
             if !sampled.contains(&pid) {
                 self.maps.remove(&pid);
+                self.latest.remove(&pid);
                 self.execed.remove(&pid);
                 self.changed.remove(&pid);
             }
@@ -247,6 +288,7 @@ impl MapsTracker {
     /// Forgets `pids` (processes whose counts were printed and evicted).
     pub fn forget(&mut self, pids: &hashbrown::HashSet<u32>) {
         self.maps.retain(|pid, _| !pids.contains(pid));
+        self.latest.retain(|pid, _| !pids.contains(pid));
         self.execed.retain(|pid| !pids.contains(pid));
         self.changed.retain(|pid| !pids.contains(pid));
         self.lent.retain(|pid| !pids.contains(pid));
@@ -392,12 +434,25 @@ fn place(maps: &mut Vec<Mapping>, new: Mapping) {
     maps.push(new);
 }
 
+#[derive(Debug, PartialEq)]
 enum Change {
     Mapped(u32, Mapping),
     Exec(u32),
     /// A new process and its parent.
     Fork(u32, u32),
     Exit(u32),
+}
+
+impl Change {
+    /// The process the record is of.
+    fn pid(&self) -> u32 {
+        match *self {
+            Change::Mapped(pid, _)
+            | Change::Exec(pid)
+            | Change::Fork(pid, _)
+            | Change::Exit(pid) => pid,
+        }
+    }
 }
 
 /// Before a streamed batch's stacks are symbolized: the batch's stacks are read and leave the
@@ -441,6 +496,35 @@ mod tests {
             build_id: None,
             path: Some("/usr/lib/libx.so".into()),
         }
+    }
+
+    #[test]
+    fn a_fork_or_exec_read_after_newer_records_of_its_process_is_out_of_date() {
+        let program = mapping(0x1000, 0x2000, 0, "r--p");
+        let parents = mapping(0x9000, 0xa000, 0, "rw-p");
+        let mut tracker = MapsTracker::without_rings();
+        tracker.apply(vec![(10, Change::Mapped(1, parents.clone()))]);
+        // A pass reads the child's exec and program (CPU 1); the next, its fork (CPU 0),
+        // written just after the first pass read CPU 0's ring.
+        tracker.apply(vec![
+            (105, Change::Exec(7)),
+            (106, Change::Mapped(7, program.clone())),
+        ]);
+        tracker.apply(vec![(103, Change::Fork(7, 1))]);
+        assert_eq!(tracker.mappings(7), (&[program.clone()][..], true));
+        // An exec read after its program's first mapping keeps it.
+        let lib = mapping(0x5000, 0x6000, 0, "r-xp");
+        tracker.apply(vec![(210, Change::Mapped(8, lib.clone()))]);
+        tracker.apply(vec![
+            (205, Change::Exec(8)),
+            (220, Change::Mapped(8, program.clone())),
+        ]);
+        assert_eq!(tracker.mappings(8), (&[lib, program.clone()][..], true));
+        // In order, and for a pid used again after its process's exit, each applies.
+        tracker.apply(vec![(300, Change::Exit(7)), (310, Change::Fork(7, 1))]);
+        assert_eq!(tracker.mappings(7).0, [parents]);
+        tracker.apply(vec![(320, Change::Exec(7))]);
+        assert_eq!(tracker.mappings(7), (&[][..], true));
     }
 
     #[test]
