@@ -95,6 +95,10 @@ pub fn run(args: RecordArgs) -> Result<i32, Error> {
     // the reported ip.
     let mut symbolizer = Symbolizer::default();
     symbolizer.trap_after = true;
+    // With -g, the kernel names the kernel frames of the samples' call chains.
+    if plan.call_graph.is_some() {
+        symbolizer.name_kernel_with(bpf.kernel_namer());
+    }
     if let (Some(pid), Some(process)) = (session.pid(), process) {
         symbolizer.adopt(pid, process);
     }

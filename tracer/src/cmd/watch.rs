@@ -205,7 +205,11 @@ impl<'a> WatchSink<'a, crate::output::Output> {
         if plan.output.format == Format::Text && !plan.summary {
             (out::header(&mut out).and_then(|()| out.flush())).map_err(Error::Output)?;
         }
-        let mut symbolizer = Symbolizer::default();
+        // The kernel names kernel frames: those of `-s` stacks, and with --kernel every hit's.
+        let mut symbolizer = Symbolizer::for_stacks(bpf, plan.stack);
+        if plan.whom == Whom::Everyone && plan.stack.is_none() {
+            symbolizer.name_kernel_with(bpf.kernel_namer());
+        }
         // A data breakpoint traps after the access: the instruction that made it ends just
         // before the reported ip, so that is where the hit's function and line are looked up.
         symbolizer.trap_after = plan.kind != BreakpointType::Execute;
