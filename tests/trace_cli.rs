@@ -1480,6 +1480,11 @@ fn strace_agrees_on_structures() {
          [USR1], 8) = 2 ([{fd=3, revents=POLLIN}, {fd=4, revents=POLLOUT}], left {LEFT})",
         "ppoll([{fd=4, events=POLLIN}], 1, {tv_sec=0, tv_nsec=1000}, NULL, 8) = 0 (Timeout)",
         "ppoll([{fd=3, events=POLLIN}], 1, NULL, NULL, 8) = 1 ([{fd=3, revents=POLLIN}])",
+        &format!(
+            "ppoll([{}, ...], 40, NULL, NULL, 8) = 40 ([{}, ...])",
+            vec!["{fd=3, events=POLLIN}, {fd=4, events=POLLOUT}"; 16].join(", "),
+            vec!["{fd=3, revents=POLLIN}, {fd=4, revents=POLLOUT}"; 16].join(", ")
+        ),
     ] {
         assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
     }

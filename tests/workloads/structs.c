@@ -137,6 +137,11 @@ int main(void) {
     struct pollfd never = {fds[1], POLLIN, 0};
     syscall(SYS_ppoll, &never, 1, &brief, 0, 8);
     syscall(SYS_ppoll, pfds, 1, 0, 0, 8);
+    /* 40 fds, all ready: strace shows the first 32 given and the first 32 returned. */
+    struct pollfd forty[40];
+    for (int i = 0; i < 40; i++)
+        forty[i] = pfds[i % 2];
+    syscall(SYS_ppoll, forty, 40, 0, 0, 8);
     /* The positioned forms, on a memfd: the offset as one number, the flags by name. */
     int mem = memfd_create("structs", 0);
     pwritev(mem, given, 3, 0);

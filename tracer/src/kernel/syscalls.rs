@@ -242,8 +242,9 @@ pub enum Struct {
     CapData,
 }
 
-/// The elements of an array of structures shown (strace shows 32 before `...`).
-pub const ARRAY_SHOWN: usize = 16;
+/// The elements of an array of structures shown before `...`: strace's 32 (its `-s`
+/// default, which it also takes as the count of elements).
+pub const ARRAY_SHOWN: usize = 32;
 
 impl Struct {
     /// The bytes read: the structure, or its head up to the last field strace shows.

@@ -488,9 +488,12 @@ const STATX_ATTRIBUTES: [(u64, &str); 9] = [
     (0x200000, "STATX_ATTR_DAX"),
 ];
 
-/// poll's fds that have events, from the array it filled: `[{fd=3, revents=POLLIN}]`.
-pub fn poll_revents(bytes: &[u8]) -> Option<String> {
-    let fds: Vec<String> = (bytes.chunks_exact(8))
+/// poll's fds that have events, from the part of the array it filled that was read:
+/// `[{fd=3, revents=POLLIN}]`. `ready` (the call's return) says how many have them: `...`
+/// stands for those past the part read, as for those past the first
+/// [`crate::kernel::syscalls::ARRAY_SHOWN`] (strace's `[{fd=3, revents=POLLIN}, ...]`).
+pub fn poll_revents(bytes: &[u8], ready: u64) -> Option<String> {
+    let mut fds: Vec<String> = (bytes.chunks_exact(8))
         .filter_map(|fd| {
             let revents = u16::from_ne_bytes([fd[6], fd[7]]);
             (revents != 0).then(|| {
@@ -501,7 +504,11 @@ pub fn poll_revents(bytes: &[u8]) -> Option<String> {
                 )
             })
         })
+        .take(crate::kernel::syscalls::ARRAY_SHOWN)
         .collect();
+    if ready > fds.len() as u64 {
+        fds.push("...".into());
+    }
     Some(format!("[{}]", fds.join(", ")))
 }
 
@@ -811,7 +818,18 @@ mod tests {
             decode(Struct::PollFds, &fds).unwrap(),
             "[{fd=3, events=POLLIN|POLLPRI}, {fd=-1, events=POLLOUT}]"
         );
-        assert_eq!(poll_revents(&fds).unwrap(), "[{fd=3, revents=POLLIN}]");
+        assert_eq!(poll_revents(&fds, 1).unwrap(), "[{fd=3, revents=POLLIN}]");
+        // More ready than were read (past the fds read): strace's `...`.
+        assert_eq!(
+            poll_revents(&fds, 2).unwrap(),
+            "[{fd=3, revents=POLLIN}, ...]"
+        );
+        assert_eq!(poll_revents(&fds[8..], 1).unwrap(), "[...]");
+        // At most 32 shown.
+        let forty = fds[..8].repeat(40);
+        let shown = poll_revents(&forty, 40).unwrap();
+        assert_eq!(shown.matches("revents=POLLIN").count(), 32);
+        assert!(shown.ends_with("}, ...]"), "{shown}");
         assert_eq!(decode(Struct::EpollEvents, &[]).unwrap(), "[]");
     }
 }

@@ -822,7 +822,7 @@ pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], reads: &RetReads<'_>) -> S
             Some((bytes, 0)) => {
                 let count = args.get(1).map_or(0, |&n| n as u32 as usize);
                 let whole = (8 * count.min(crate::kernel::syscalls::ARRAY_SHOWN)).min(bytes.len());
-                super::structs::poll_revents(&bytes[..whole])
+                super::structs::poll_revents(&bytes[..whole], value as u64)
             }
             _ => None,
         };
