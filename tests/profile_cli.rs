@@ -1455,3 +1455,60 @@ fn a_run_without_intervals_never_fills_its_maps() {
     assert!(frameless.is_empty(), "{frameless:?}\n{line}");
     assert!(stacks_lost(&line) * 1000 < in_stacks * 15, "{line}");
 }
+
+/// `--call-graph dwarf` names tasks from the kernel's comm records, which come when a task is
+/// named (its exec, a rename), else from /proc when its first sample is read. A task is
+/// sampled after its exit record too (the rest of do_exit: `exit_mmap`, `put_files_struct`),
+/// and those samples went under `[unknown]`, its name dropped at the record; so did the
+/// samples of a task started before the run and gone before they were read. Names are now
+/// kept a drain past the exit, and read for every task when the run starts.
+#[test]
+fn a_task_started_before_the_run_keeps_its_name_once_gone() {
+    let _clock = alone();
+    // Started before the run; counts for about 40 ms once told to, in the run, and exits.
+    let mut spinner = Command::new("python3")
+        .args([
+            "-c",
+            "import sys\nsys.stdin.read(1)\nx = 0\nfor i in range(100000):\n    x += i\n",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its exec and start-up over before the run.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (child, mut stderr, banner) = tracer_started(&[
+        "profile",
+        "-a",
+        "-d",
+        "1",
+        "-F",
+        "999",
+        "--call-graph",
+        "dwarf",
+        "-f",
+        "json",
+    ]);
+    // Into the run, where the rings are drained as it goes.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::io::Write::write_all(spinner.stdin.as_mut().unwrap(), b"g").unwrap();
+    assert!(spinner.wait().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let mut rest = banner;
+    stderr.read_to_string(&mut rest).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let pid = u64::from(spinner.id());
+    let mut names = std::collections::BTreeMap::new();
+    for stack in (json["stacks"].as_array().unwrap().iter()).filter(|s| s["pid"] == pid) {
+        *names
+            .entry(stack["comm"].as_str().unwrap().to_string())
+            .or_insert(0) += stack["count"].as_u64().unwrap();
+    }
+    // About 40 samples, all under its name.
+    let names: Vec<(String, u64)> = names.into_iter().collect();
+    assert!(
+        names.len() == 1 && names[0].0 == "python3" && names[0].1 >= 10,
+        "{names:?}\n{rest}"
+    );
+}

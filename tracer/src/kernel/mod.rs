@@ -20,6 +20,7 @@ pub mod symbols;
 pub mod syscalls;
 pub mod sysnames;
 pub mod task_memory;
+pub mod tasks;
 pub mod tracefs;
 pub mod unwind;
 pub mod usdt;

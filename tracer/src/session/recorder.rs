@@ -91,30 +91,8 @@ pub fn live_view(
 
 /// A comm record for each thread of `pid`, stamped `time_ns`.
 pub fn current_comms(pid: u32, time_ns: u64) -> Vec<Record> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut tids: Vec<u32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    tids.into_iter()
-        .map(|tid| {
-            let name = read_trim(&format!("/proc/{pid}/task/{tid}/comm"));
-            let mut comm = [0u8; 16];
-            let n = name.len().min(15);
-            comm[..n].copy_from_slice(&name.as_bytes()[..n]);
-            Record::Task(tracefile::Task {
-                what: tracefile::TaskWhat::Comm,
-                cpu: 0,
-                pid,
-                tid,
-                ppid: 0,
-                ptid: 0,
-                time_ns,
-                comm,
-            })
-        })
+    (crate::kernel::tasks::thread_names(pid).into_iter())
+        .map(|(tid, name)| comm_record(pid, tid, &name, time_ns))
         .collect()
 }
 
@@ -122,17 +100,26 @@ pub fn current_comms(pid: u32, time_ns: u64) -> Vec<Record> {
 /// comm only when it changes, so without these the samples and switches of tasks started
 /// before the recording would have no name. Threads gone while /proc is read are left out.
 pub fn all_comms(time_ns: u64) -> Vec<Record> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut pids: Vec<u32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    pids.sort_unstable();
-    (pids.into_iter())
-        .flat_map(|pid| current_comms(pid, time_ns))
-        .filter(|r| matches!(r, Record::Task(t) if t.comm[0] != 0))
+    (crate::kernel::tasks::all_thread_names().into_iter())
+        .filter(|(_, _, name)| !name.is_empty())
+        .map(|(pid, tid, name)| comm_record(pid, tid, &name, time_ns))
         .collect()
+}
+
+fn comm_record(pid: u32, tid: u32, name: &str, time_ns: u64) -> Record {
+    let mut comm = [0u8; 16];
+    let n = name.len().min(15);
+    comm[..n].copy_from_slice(&name.as_bytes()[..n]);
+    Record::Task(tracefile::Task {
+        what: tracefile::TaskWhat::Comm,
+        cpu: 0,
+        pid,
+        tid,
+        ppid: 0,
+        ptid: 0,
+        time_ns,
+        comm,
+    })
 }
 
 fn read_trim(path: &str) -> String {

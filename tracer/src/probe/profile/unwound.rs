@@ -32,6 +32,10 @@ pub struct Unwound {
     /// Thread names by tid, from the rings' comm and fork records and, for threads that were
     /// running before, from /proc.
     comms: hashbrown::HashMap<u32, String>,
+    /// The threads whose exit the last drain and this one read: a thread is sampled after
+    /// its exit record too (the rest of do_exit: its memory unmapped, its files closed), in
+    /// the same drain or the next; its name goes once both are over.
+    exited: [Vec<u32>; 2],
     /// Samples read, tracer's own and the idle task's, and how each unwind ended.
     total: u64,
     idle: u64,
@@ -172,7 +176,8 @@ impl Unwound {
             counts: hashbrown::HashMap::new(),
             away: hashbrown::HashMap::new(),
             short: 0,
-            comms: hashbrown::HashMap::new(),
+            comms: names_now(sampled),
+            exited: Default::default(),
             total: 0,
             idle: 0,
             own: 0,
@@ -229,6 +234,10 @@ impl Unwound {
         for (_, bytes) in &records {
             self.read(bytes, symbolizer);
         }
+        let [earlier, now] = &mut self.exited;
+        for tid in std::mem::replace(earlier, std::mem::take(now)) {
+            self.comms.remove(&tid);
+        }
     }
 
     /// One record, in time order.
@@ -269,7 +278,7 @@ impl Unwound {
             // Its samples came before (time order): what was kept to read them goes, so
             // that a long run keeps what its live tasks need.
             Record::Exit(t) => {
-                self.comms.remove(&t.tid);
+                self.exited[1].push(t.tid);
                 self.away.remove(&t.tid);
                 if t.pid == t.tid {
                     symbolizer.drop_unwinder(t.pid);
@@ -399,6 +408,22 @@ fn switched(
     tally(ends, end);
     let count = counts.entry(key).or_default();
     *count = (count.0 + 1, count.1 + blocked);
+}
+
+/// The names of the tasks sampled as they run now: the rings tell a task's name only when it
+/// is given (an exec, a rename), and a task that started before the run, sampled and gone
+/// before its samples were read, had none (`[unknown]`), as perf synthesizes them at its start.
+fn names_now(sampled: &Sampled) -> hashbrown::HashMap<u32, String> {
+    use crate::kernel::tasks;
+    match sampled {
+        Sampled::AllCpus => (tasks::all_thread_names().into_iter())
+            .map(|(_, tid, name)| (tid, name))
+            .collect(),
+        // A command held at its exec, or the threads of -p: their process's threads.
+        Sampled::Tasks(tids) => (tids.iter())
+            .flat_map(|&tid| tasks::thread_names(tid))
+            .collect(),
+    }
 }
 
 /// The name of thread `tid` of `pid`: as the rings said it, else as /proc says it now.
