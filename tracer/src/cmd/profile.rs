@@ -140,10 +140,6 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     Ok(outcome.exit_code())
 }
 
-/// The command's symbolizer, its process's mappings read (and kept fresh while it runs);
-/// without `lines`, frames get no source lines.
-/// `namer`: the kernel's namer of kernel frames, loaded before sampling starts (loaded at the
-/// end, its time would be sampled past the run's measured seconds).
 /// `-f pprof` is not written to a terminal.
 fn refuse_binary_to_terminal(plan: &ProfilePlan) -> Result<(), Error> {
     let to_stdout = plan.file.as_deref().is_none_or(crate::output::is_stdout);
@@ -170,6 +166,10 @@ fn stack_flags(plan: &ProfilePlan) -> u32 {
     .fold(0, |flags, (_, bit)| flags | bit)
 }
 
+/// The command's symbolizer, its process's mappings read (and kept fresh while it runs);
+/// without `lines`, frames get no source lines.
+/// `namer`: the kernel's namer of kernel frames, loaded before sampling starts (loaded at the
+/// end, its time would be sampled past the run's measured seconds).
 fn symbolizer_for(pid: Option<u32>, lines: bool, namer: Option<KernelNamer>) -> Symbolizer {
     let mut symbolizer = Symbolizer::default();
     symbolizer.name_kernel_with(namer);

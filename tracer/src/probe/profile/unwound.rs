@@ -275,8 +275,9 @@ impl Unwound {
                     );
                 }
             }
-            // Its samples came before (time order): what was kept to read them goes, so
-            // that a long run keeps what its live tasks need.
+            // Its samples came before (time order), but for those of the rest of its exit:
+            // its name goes two drains on (`exited`), what else was kept to read them now,
+            // so that a long run keeps what its live tasks need.
             Record::Exit(t) => {
                 self.exited[1].push(t.tid);
                 self.away.remove(&t.tid);
@@ -410,9 +411,9 @@ fn switched(
     *count = (count.0 + 1, count.1 + blocked);
 }
 
-/// The names of the tasks sampled as they run now: the rings tell a task's name only when it
-/// is given (an exec, a rename), and a task that started before the run, sampled and gone
-/// before its samples were read, had none (`[unknown]`), as perf synthesizes them at its start.
+/// The names of the tasks sampled, as they run now (perf synthesizes them likewise): the
+/// rings tell a task's name only when it is given (an exec, a rename), and a task that started
+/// before the run, sampled and gone before its samples were read, had none (`[unknown]`).
 fn names_now(sampled: &Sampled) -> hashbrown::HashMap<u32, String> {
     use crate::kernel::tasks;
     match sampled {
