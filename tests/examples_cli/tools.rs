@@ -437,11 +437,17 @@ fn pin_threads(pid: u32, cpu: usize) {
     for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
         // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and sched_setaffinity are
         // given it and its size.
-        unsafe {
+        let pinned = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        let error = std::io::Error::last_os_error();
+        // A thread that exited since the directory was read has nothing to pin.
+        assert!(
+            pinned == 0 || error.raw_os_error() == Some(libc::ESRCH),
+            "pin thread {tid} of {pid} to CPU {cpu}: {error}"
+        );
     }
 }
 

@@ -5,14 +5,7 @@
 /// The threads of process `pid` and their names, by thread id in order; none for a process
 /// gone. A thread gone while they are read is left out.
 pub fn thread_names(pid: u32) -> Vec<(u32, String)> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut tids: Vec<u32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    (tids.into_iter())
+    (numbered(&format!("/proc/{pid}/task")).into_iter())
         .filter_map(|tid| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
             Some((tid, comm.trim_end_matches('\n').to_string()))
@@ -22,16 +15,22 @@ pub fn thread_names(pid: u32) -> Vec<(u32, String)> {
 
 /// Every thread on the machine and its name, as (pid, tid, name), by process then thread id.
 pub fn all_thread_names() -> Vec<(u32, u32, String)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut pids: Vec<u32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    pids.sort_unstable();
-    (pids.into_iter())
+    (numbered("/proc").into_iter())
         .flat_map(|pid| (thread_names(pid).into_iter()).map(move |(tid, name)| (pid, tid, name)))
         .collect()
+}
+
+/// The entries of directory `dir` named by a number (pids, tids), in order; none when it
+/// cannot be read (a process gone).
+fn numbered(dir: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids
 }
 
 #[cfg(test)]
