@@ -30,8 +30,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, Error> {
     let mut session = Session::start(&plan.whom, Hold::AfterExec, args.command_end.at_end())?;
     let off_cpu = matches!(plan.mode, Mode::OffCpu { .. });
     // Off-CPU blocks unwound from CFI are timed by perf's switch records, not by BPF.
-    let off_cpu_bpf = off_cpu && plan.unwind == Unwind::FramePointers;
-    let mut bpf = load(off_cpu_bpf)?;
+    let frame_pointers = plan.unwind == Unwind::FramePointers;
+    let off_cpu_bpf = off_cpu && frame_pointers;
+    let mut bpf = load(frame_pointers, off_cpu_bpf)?;
     let launched = session.is_launched();
     // Children of -p are followed as the command's are: through the tracked-task map.
     let adopted = plan.whom.pid().filter(|_| plan.follow);
@@ -266,12 +267,15 @@ fn add_reported(
     held.add_taken(accounting);
 }
 
-/// The BPF object with room for stacks and counts, and for the off-CPU program's blocks.
-fn load(off_cpu_bpf: bool) -> Result<Bpf, Error> {
+/// The BPF object with room for stacks and counts where the kernel counts them (frame
+/// pointers: `--call-graph dwarf` unwinds its samples in tracer and counts them there), and
+/// for the off-CPU program's blocks. The two rooms are 17 MiB the kernel zeroes at creation:
+/// 11 ms of a DWARF profile's start-up (docs/benchmarks.md, `profile`, 2026-12-05).
+fn load(frame_pointers: bool, off_cpu_bpf: bool) -> Result<Bpf, Error> {
     Ok(Bpf::load_with(Sizing {
         rooms: Rooms::of([
-            (Room::Stacks, true),
-            (Room::Counts, true),
+            (Room::Stacks, frame_pointers),
+            (Room::Counts, frame_pointers),
             (Room::OffCpu, off_cpu_bpf),
         ]),
         ..Sizing::default()

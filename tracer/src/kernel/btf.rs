@@ -81,6 +81,9 @@ pub struct KernelBtf {
     vmlinux: Btf,
     /// Split BTF per module: each resolves vmlinux's type ids through its base.
     modules: OnceLock<Vec<Btf>>,
+    /// vmlinux's structs found by name: each name lookup walks all of vmlinux's types (0.7
+    /// ms here), and a run asks for the members of a few structs many times.
+    structs: std::cell::RefCell<std::collections::HashMap<String, Option<Struct>>>,
 }
 
 /// The value of a kernel enumerator (`TCP_SYN_SENT`, of any enum of vmlinux), from its BTF;
@@ -145,6 +148,7 @@ impl KernelBtf {
             dir: dir.to_path_buf(),
             vmlinux,
             modules: OnceLock::new(),
+            structs: Default::default(),
         })
     }
 
@@ -283,14 +287,28 @@ impl KernelBtf {
     /// The byte offset of `member` in vmlinux's `struct strukt` (anonymous members searched
     /// through); `Ok(None)` when BTF has no such struct or member, or it is a bitfield.
     pub fn struct_member_offset(&self, strukt: &str, member: &str) -> Result<Option<u32>, Error> {
+        let Some(s) = self.vmlinux_struct(strukt)? else {
+            return Ok(None);
+        };
+        Ok(find_member(&self.vmlinux, &s, member, 0)?
+            .filter(|found| !found.bitfield)
+            .map(|found| found.bit_offset / 8))
+    }
+
+    /// vmlinux's `struct strukt`, looked up once per name.
+    fn vmlinux_struct(&self, strukt: &str) -> Result<Option<Struct>, Error> {
+        if let Some(known) = self.structs.borrow().get(strukt) {
+            return Ok(known.clone());
+        }
+        let mut found = None;
         for id in self.vmlinux.resolve_ids_by_name(strukt)? {
             if let Type::Struct(s) = self.vmlinux.resolve_type_by_id(id)? {
-                return Ok(find_member(&self.vmlinux, &s, member, 0)?
-                    .filter(|found| !found.bitfield)
-                    .map(|found| found.bit_offset / 8));
+                found = Some(s);
+                break;
             }
         }
-        Ok(None)
+        (self.structs.borrow_mut()).insert(strukt.to_string(), found.clone());
+        Ok(found)
     }
 
     /// The type id of `function`'s BTF FUNC in vmlinux (not modules): what a fentry or fexit
@@ -690,6 +708,7 @@ mod tests {
             dir: PathBuf::from(BTF_DIR),
             vmlinux: mapped_copy(&Path::new(BTF_DIR).join("vmlinux")).unwrap(),
             modules: OnceLock::new(),
+            structs: Default::default(),
         };
         let pid = |b: &KernelBtf| b.struct_member_offset("task_struct", "pid").unwrap();
         assert!(pid(&btf).is_some());

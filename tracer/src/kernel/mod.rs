@@ -15,6 +15,7 @@ pub mod file;
 pub mod file_cache;
 pub mod format;
 pub mod kprobe_events;
+pub mod lines;
 pub mod params;
 pub mod symbols;
 pub mod syscalls;

@@ -11,6 +11,7 @@ use object::Object;
 
 pub use super::elf_symbols::{ElfSymbols, Symbol};
 use super::file_cache::FileCache;
+use super::lines::Lines;
 use super::Error;
 
 /// One line of `/proc/PID/maps`.
@@ -116,7 +117,7 @@ thread_local! {
     /// same large libraries once per process: gigabytes).
     static ELF_CACHE: RefCell<FileCache<FileId, ElfSymbols>> = RefCell::default();
     /// DWARF line tables by [`FileId`], shared the same way.
-    static LINE_CACHE: RefCell<FileCache<FileId, addr2line::Loader>> = RefCell::default();
+    static LINE_CACHE: RefCell<FileCache<FileId, Lines>> = RefCell::default();
 }
 
 /// Lets go of the symbols and line tables of files that no process has held for `after`
@@ -134,7 +135,7 @@ pub struct Process {
     maps: Vec<Mapping>,
     elfs: HashMap<PathBuf, Option<Rc<ElfSymbols>>>,
     /// DWARF line tables per file (`None`: no debug info).
-    lines: HashMap<PathBuf, Option<Rc<addr2line::Loader>>>,
+    lines: HashMap<PathBuf, Option<Rc<Lines>>>,
     /// Where each mapped path is read from (see [`Process::source`]).
     sources: HashMap<PathBuf, Option<PathBuf>>,
     /// A JIT's names for its code, from `/tmp/perf-PID.map`.
@@ -676,7 +677,7 @@ impl Process {
                         // The loader maps the file: a device or FIFO mapped into a process is
                         // not one.
                         .filter(|s| super::file::check_regular(s).is_ok())
-                        .and_then(|s| addr2line::Loader::new(&s).ok())
+                        .and_then(|s| Lines::open(&s))
                         .map(Rc::new);
                     if let Some(id) = id {
                         LINE_CACHE.with(|c| c.borrow_mut().insert(id, loader.clone()));
@@ -686,17 +687,8 @@ impl Process {
             };
             self.lines.insert(path.clone(), loader);
         }
-        let loader = self.lines.get(&path)?.as_ref()?;
-        let mut frames = loader.find_frames(addr.wrapping_sub(bias)).ok()?;
-        let mut outermost = None;
-        while let Ok(Some(frame)) = frames.next() {
-            if let Some(location) = frame.location {
-                outermost = Some((location.file?.to_string(), location.line?));
-            }
-        }
-        let (file, line) = outermost?;
-        let name = Path::new(&file).file_name()?.to_string_lossy().into_owned();
-        Some((name, line))
+        let lines = self.lines.get(&path)?.as_ref()?;
+        lines.location(addr.wrapping_sub(bias))
     }
 
     /// `file:line` of a runtime address (see [`Process::location`]).
