@@ -269,8 +269,8 @@ fn add_reported(
 
 /// The BPF object with room for stacks and counts where the kernel counts them (frame
 /// pointers: `--call-graph dwarf` unwinds its samples in tracer and counts them there), and
-/// for the off-CPU program's blocks. The two rooms are 17 MiB the kernel zeroes at creation:
-/// 11 ms of a DWARF profile's start-up (docs/benchmarks.md, `profile`, 2026-12-05).
+/// for the off-CPU program's blocks. The two rooms are 17 MiB the kernel zeroes at creation
+/// (docs/benchmarks.md, "Figures the code cites", `profile-rooms`).
 fn load(frame_pointers: bool, off_cpu_bpf: bool) -> Result<Bpf, Error> {
     Ok(Bpf::load_with(Sizing {
         rooms: Rooms::of([

@@ -81,8 +81,9 @@ pub struct KernelBtf {
     vmlinux: Btf,
     /// Split BTF per module: each resolves vmlinux's type ids through its base.
     modules: OnceLock<Vec<Btf>>,
-    /// vmlinux's structs found by name: each name lookup walks all of vmlinux's types (0.7
-    /// ms here), and a run asks for the members of a few structs many times.
+    /// vmlinux's structs found by name: each name lookup walks all of vmlinux's types, and a
+    /// run asks for the members of a few structs many times
+    /// (docs/benchmarks.md, "Figures the code cites", `btf-struct-once`).
     structs: std::cell::RefCell<std::collections::HashMap<String, Option<Struct>>>,
 }
 

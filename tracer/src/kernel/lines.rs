@@ -1,14 +1,14 @@
 //! The source line of an address, from its file's DWARF, read one compilation unit at a time.
 //!
-//! A distribution's debug file is compressed: Debian's libc6-dbg holds 9.5 MiB of DWARF in 3.7.
-//! addr2line's loader inflates every section and parses every unit's abbreviations before its
-//! first lookup: 45 ms and 40 MiB of a DWARF profile that named a handful of libc frames
-//! (docs/benchmarks.md, `profile`, 2026-12-05). Here `.debug_aranges` says which unit holds an
-//! address, and only that unit is read: its entries for the inlined calls it makes, its line
-//! program for the rest. `.debug_info`, the largest section, is inflated only as far as the
-//! units read reach. A file without `.debug_aranges` (clang's and rustc's do not write it), or
-//! one that refers to a supplementary file (dwz's `.gnu_debugaltlink`), keeps addr2line's
-//! loader.
+//! A distribution's debug file is compressed: Debian's libc6-dbg holds 9.5 MiB of DWARF in
+//! 3.7. addr2line's loader inflates every section and parses every unit's abbreviations before
+//! its first lookup: most of a DWARF profile's CPU, for the lines of a handful of libc frames
+//! (docs/benchmarks.md, "Figures the code cites", `lines-by-unit`). Here `.debug_aranges` says
+//! which unit holds an address, and only that unit is read: the calls inlined into its
+//! functions, and its line program. `.debug_info`, the largest section, is inflated only as far
+//! as the units read reach. A file without `.debug_aranges` (clang's and rustc's do not write
+//! it), or one that refers to a supplementary file (dwz's `.gnu_debugaltlink`), keeps
+//! addr2line's loader.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -482,7 +482,9 @@ mod tests {
             outer.is_some() && outer != own_line(a)
         });
         let inlined = inlined.count();
-        let whole = Lines(Inner::Whole(Box::new(addr2line::Loader::new(path).unwrap())));
+        let whole = Lines(Inner::Whole(Box::new(
+            addr2line::Loader::new(path).unwrap(),
+        )));
         let addrs = addrs_of(path);
         let (mut found, mut same) = (0, 0);
         for &addr in &addrs {
