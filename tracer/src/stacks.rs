@@ -19,6 +19,7 @@ use crate::Error;
 
 mod kernel;
 mod splice;
+mod summary;
 use splice::{spliced, top_key, walk_resumes, with_entry_caller};
 
 /// Which stacks a command captures (`-s/--stack`).
@@ -121,6 +122,10 @@ pub struct Symbolizer {
     pub evicted: u64,
     /// Processes gone before their stacks could be symbolized.
     pub exited: u64,
+    /// Distinct user stacks walked by frame pointers that left the process's code, cut
+    /// there ([`Symbolizer::cut_astray`]), and which they were, as (pid, stack id).
+    pub fp_astray: u64,
+    astray: HashSet<(u32, u32)>,
     /// Kernel stacks cut short at a return probe's trampoline: kernels before 5.15 cannot
     /// unwind through `kretprobe_trampoline` (it stands in for the return address).
     pub kretprobe_cut: u64,
@@ -163,6 +168,26 @@ const FILES_SWEPT_EVERY: std::time::Duration = std::time::Duration::from_secs(10
 
 /// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
 /// compare) or equal ones.
+/// Process `pid` as known to a symbolizer, read from /proc the first time (`exited` counts
+/// one already gone), with partial mappings completed ([`Process::complete`]).
+fn process_of<'a>(
+    processes: &'a mut HashMap<u32, Option<Process>>,
+    exited: &mut u64,
+    pid: u32,
+) -> &'a mut Option<Process> {
+    let process = processes.entry(pid).or_insert_with(|| {
+        let process = Process::new(pid).ok();
+        if process.is_none() {
+            *exited += 1;
+        }
+        process
+    });
+    if let Some(p) = process.as_mut() {
+        p.complete();
+    }
+    process
+}
+
 fn same(a: &Ips, b: &Ips) -> bool {
     Rc::ptr_eq(a, b) || a == b
 }
@@ -362,8 +387,13 @@ impl Symbolizer {
                 }
                 Space::User => {
                     with_entry_caller(&mut ips, entry_ret);
-                    if let Some((top, end)) = &unwound {
-                        spliced(top, *end, &mut ips);
+                    match &unwound {
+                        Some((top, end)) => spliced(top, *end, &mut ips),
+                        None => {
+                            if self.cut_astray(pid, &mut ips) {
+                                self.astray.insert((pid, id));
+                            }
+                        }
                     }
                     self.user_frames(pid, &ips)
                 }
@@ -611,19 +641,45 @@ impl Symbolizer {
         frames
     }
 
-    fn user_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
-        let (exited, trap_after, cfi) = (&mut self.exited, self.trap_after, &mut self.cfi);
-        let without_lines = self.without_lines;
-        let process = self.processes.entry(pid).or_insert_with(|| {
-            let process = Process::new(pid).ok();
-            if process.is_none() {
-                *exited += 1;
+    /// Cuts a user stack walked by frame pointers (no copy of its top to unwind) where the
+    /// walk left the process's code: a return address outside every executable mapping is
+    /// what a frame pointer walk reads through code built without frame pointers (Debian's
+    /// programs and libraries), and every frame after it is as wrong. Counted in
+    /// [`Symbolizer::fp_astray`]; true when cut.
+    fn cut_astray(&mut self, pid: u32, ips: &mut Vec<u64>) -> bool {
+        let process = process_of(&mut self.processes, &mut self.exited, pid);
+        let Some(p) = process.as_mut() else {
+            return false;
+        };
+        let code = |p: &Process, addr: u64| {
+            let at = addr.saturating_sub(1);
+            p.mapping_at(at).is_some_and(|m| m.perms.contains('x'))
+        };
+        // The first address is where the task was: code, whatever the walk did after.
+        let Some(cut) = (1..ips.len()).find(|&i| {
+            if !code(p, ips[i]) && !p.is_mapped(ips[i].saturating_sub(1)) {
+                // A library mapped since the process was read.
+                let _ = p.refresh();
             }
-            process
-        });
-        if let Some(p) = process.as_mut() {
-            p.complete();
-        }
+            !code(p, ips[i])
+        }) else {
+            return false;
+        };
+        ips.truncate(cut);
+        self.fp_astray += 1;
+        true
+    }
+
+    /// Was process `pid`'s user stack `ustack` cut where its frame-pointer walk left the
+    /// process's code ([`Symbolizer::cut_astray`])? Asked after its frames were made.
+    pub fn cut_short(&self, pid: u32, ustack: i32) -> bool {
+        u32::try_from(ustack).is_ok_and(|id| self.astray.contains(&(pid, id)))
+    }
+
+    fn user_frames(&mut self, pid: u32, ips: &[u64]) -> Vec<Frame> {
+        let (trap_after, cfi) = (self.trap_after, &mut self.cfi);
+        let without_lines = self.without_lines;
+        let process = process_of(&mut self.processes, &mut self.exited, pid);
         ips.iter()
             .enumerate()
             .map(|(depth, &addr)| {
@@ -692,18 +748,10 @@ impl Symbolizer {
     /// since), and its unwinder rebuilt when they changed. A process gone before its first
     /// sample was read, and not lent by the mmap records, keeps only its ip.
     pub fn unwind(&mut self, pid: u32, sampled: &unwind::Sampled) -> (Vec<u64>, unwind::UnwindEnd) {
-        let exited = &mut self.exited;
-        let process = self.processes.entry(pid).or_insert_with(|| {
-            let process = Process::new(pid).ok();
-            if process.is_none() {
-                *exited += 1;
-            }
-            process
-        });
+        let process = process_of(&mut self.processes, &mut self.exited, pid);
         let Some(process) = process.as_mut() else {
             return (vec![sampled.ip], unwind::UnwindEnd::NoCfi);
         };
-        process.complete();
         if !process.is_mapped(sampled.ip) {
             let _ = process.refresh();
         }
@@ -821,6 +869,7 @@ impl Symbolizer {
         self.addresses.retain(|(pid, _), _| !pids.contains(pid));
         self.ips.retain(|id, _| !ids.contains(id));
         self.lost.retain(|(pid, _, _)| !pids.contains(pid));
+        (self.astray).retain(|(pid, id)| !pids.contains(pid) && !ids.contains(id));
         // What was read of files no process has used for a minute goes (checked every 10 s).
         let now = std::time::Instant::now();
         if self
@@ -839,53 +888,6 @@ impl Symbolizer {
         if self.lost.insert((pid, kstack, ustack)) {
             self.evicted += 1;
         }
-    }
-
-    /// A line for the end-of-run summary when stacks were missing or unresolved.
-    pub fn summary(&self) -> Option<String> {
-        let mut parts = Vec::new();
-        if self.not_captured > 0 {
-            parts.push(format!(
-                "{} stacks not captured (stack map full or hash bucket taken)",
-                self.not_captured
-            ));
-        }
-        if self.recycled_late > 0 {
-            parts.push(format!(
-                "{} stacks not known: their stack map entries were reused around the time they were taken",
-                self.recycled_late
-            ));
-        }
-        if self.no_frames > 0 {
-            parts.push(format!(
-                "{} hits without frames: the kernel gave no stack there (for a syscalls: \
-                 tracepoint before Linux 6.12, which hands BPF the user registers, \
-                 raw_syscalls:sys_enter with --filter 'id == N' has kernel stacks)",
-                self.no_frames
-            ));
-        }
-        if self.evicted > 0 {
-            parts.push(format!(
-                "{} counted stacks lost: taken out of the stack map (a process that shared them evicted, or the counts folded) as they were counted",
-                self.evicted
-            ));
-        }
-        if self.exited > 0 {
-            parts.push(format!(
-                "{} processes exited before their user stacks were read: frames shown as [unknown]",
-                self.exited
-            ));
-        }
-        parts.extend(self.tops.said());
-        if self.kretprobe_cut > 0 {
-            parts.push(format!(
-                "{} kernel stacks end at kretprobe_trampoline: this kernel cannot unwind through \
-                 a return probe (Linux 5.15 can; fexit, which tracer uses where the kernel \
-                 permits, needs 5.19)",
-                self.kretprobe_cut
-            ));
-        }
-        (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
 

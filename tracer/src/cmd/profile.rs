@@ -228,6 +228,7 @@ fn held_by_reports(
     accounting.stacks_lost = held.stacks_lost;
     accounting.idle = held.idle;
     accounting.own = held.own;
+    accounting.fp_astray = held.fp_astray;
     match kept {
         Some(mut kept) => {
             std::mem::take(entries)

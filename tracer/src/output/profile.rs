@@ -106,6 +106,9 @@ pub struct Accounting {
     pub unended: u64,
     /// Processes gone before their user stacks were read (frames `[unknown]`).
     pub exited: u64,
+    /// Samples or blocks whose user stack, walked by frame pointers, left the process's code
+    /// and ends there (see `Symbolizer::cut_astray`).
+    pub fp_astray: u64,
     /// Mapping records lost (a full ring) or malformed: some frames may be `[unknown]`.
     pub maps_lost: u64,
     /// `--call-graph dwarf`: how the user stacks unwound (`None`: by frame pointers).
@@ -121,6 +124,7 @@ impl Accounting {
         self.stacks_lost += taken.stacks_lost;
         self.idle += taken.idle;
         self.own += taken.own;
+        self.fp_astray += taken.fp_astray;
     }
 }
 
@@ -351,6 +355,7 @@ impl Profile {
                 "missed": self.accounting.missed,
                 "unended": self.accounting.unended,
                 "exited": self.accounting.exited,
+                "fp_astray": self.accounting.fp_astray,
                 "maps_lost": self.accounting.maps_lost,
                 "unwound": self.accounting.unwound.map(|u| serde_json::json!({
                     "stack_bytes": u.stack_bytes,
@@ -484,6 +489,14 @@ impl Profile {
             notes.push(format!(
                 "{} mapping records lost: frames of processes started during the run may be [unknown]",
                 a.maps_lost
+            ));
+        }
+        if a.fp_astray > 0 {
+            notes.push(format!(
+                "{} with a user stack that left the process's code, walked by frame pointers \
+                 (code built without them: Debian's programs and libraries), and ends there; \
+                 --call-graph dwarf unwinds such code from .eh_frame",
+                a.fp_astray
             ));
         }
         if a.exited > 0 {

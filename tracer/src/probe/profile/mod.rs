@@ -573,6 +573,9 @@ pub fn entries_of(
         if gone && !klost && !ulost {
             accounting.stacks_lost += value.count;
         }
+        if symbolizer.cut_short(key.pid, ustack) {
+            accounting.fp_astray += value.count;
+        }
         let comm_end = key.comm.iter().position(|&b| b == 0).unwrap_or(16);
         entries.push(Entry {
             comm: String::from_utf8_lossy(&key.comm[..comm_end]).into_owned(),
