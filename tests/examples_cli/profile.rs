@@ -190,7 +190,10 @@ pub(crate) fn profile_off_cpu_pid(ctx: &Ctx, example: &str) {
         stdout.contains(" in 2 blocks (") || unshown,
         "{stdout}\n{stderr}"
     );
-    assert_shown(example, &stdout, &stderr, &[]);
+    // The page shows a run with every block: one left out (said above) changes its lines.
+    if !unshown {
+        assert_shown(example, &stdout, &stderr, &[]);
+    }
 }
 
 /// Every CPU for 2 s as pprof, with `./busy` started after the banner: a gzipped profile.proto
