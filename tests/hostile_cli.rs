@@ -715,6 +715,24 @@ fn malformed_specs_and_filters_are_usage_errors() {
             "error: --count 0 would stop before the first event",
         ),
         (
+            vec!["probe", "--call-graph", "lbr", "--count-by", "comm", "-s", "user", tp],
+            "error: unknown --call-graph mode 'lbr'",
+        ),
+        (
+            vec!["probe", "--call-graph", "dwarf", "-s", "user", tp],
+            "error: --call-graph dwarf chooses how counted user stacks are taken",
+        ),
+        (
+            vec!["probe", "--call-graph", "dwarf", "--count-by", "comm", "-s", "kernel", tp],
+            "error: --call-graph dwarf chooses how counted user stacks are taken",
+        ),
+        (
+            vec![
+                "probe", "--call-graph", "dwarf", "--count-by", "comm,arg0", "-s", "user", tp,
+            ],
+            "error: --call-graph dwarf counts in tracer by comm, pid, tid, cpu and probe, and stack",
+        ),
+        (
             vec!["watch", "0xzz", "-p", "1"],
             "error: invalid address '0xzz'",
         ),

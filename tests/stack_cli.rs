@@ -180,6 +180,58 @@ fn uprobe_stacks_of_a_program_without_frame_pointers_are_whole() {
     }
 }
 
+/// stackcount on the chain built without frame pointers: counted in the kernel, its user
+/// stack is walked by frame pointers and ends early; with `--call-graph dwarf` each hit
+/// streams with the top of its stack and is counted in tracer by the stack unwound from CFI:
+/// one row of the 3 calls, the whole chain to `_start`, and the summary says where they were
+/// counted.
+#[test]
+fn counted_stacks_are_whole_with_call_graph_dwarf() {
+    if !has(Feature::UprobePmu, "counted_dwarf_stacks")
+        || !has(Feature::Bpf, "counted_dwarf_stacks")
+    {
+        return;
+    }
+    let program = common::chain_program_without_frame_pointers();
+    let spec = format!("uprobe:{}:chain_target", program.display());
+    let program = program.display().to_string();
+    let run = |dwarf: bool| {
+        let mut args = vec!["probe", "--count-by", "comm", "-s", "user", "-f", "json"];
+        if dwarf {
+            args.extend(["--call-graph", "dwarf"]);
+        }
+        args.extend([spec.as_str(), "--", program.as_str(), "3"]);
+        let out = common::tracer(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let reports = json_lines(&out.stdout);
+        assert_eq!(reports.len(), 1, "{stderr}");
+        let rows = reports[0]["rows"].as_array().cloned().unwrap_or_default();
+        (rows, stderr)
+    };
+    let (rows, stderr) = run(true);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["count"], 3, "{rows:?}");
+    let names: Vec<String> = (user_frames(&rows[0]).into_iter())
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(names, WHOLE_CHAIN, "{rows:?}");
+    assert!(stderr.contains("3 hits counted in tracer"), "{stderr}");
+    let said = "stacks: user stacks unwound from .eh_frame: 3 whole, 0 joined to the \
+                frame-pointer walk, 0 cut short";
+    assert!(stderr.lines().any(|l| l == said), "{stderr}");
+
+    let (rows, stderr) = run(false);
+    let counted: u64 = rows.iter().filter_map(|r| r["count"].as_u64()).sum();
+    assert_eq!(counted, 3, "{rows:?}");
+    for row in &rows {
+        let names: Vec<String> = (user_frames(row).into_iter()).map(|(s, _)| s).collect();
+        assert_eq!(names[0], "chain_target", "{row}");
+        assert!(names.len() < WHOLE_CHAIN.len(), "{row}");
+    }
+    assert!(stderr.contains("3 hits counted in the kernel"), "{stderr}");
+}
+
 #[test]
 fn watchpoint_user_stacks_show_who_wrote_and_through_which_calls() {
     if !has(Feature::Breakpoints, "watch_stacks") || !has(Feature::Bpf, "watch_stacks") {

@@ -196,6 +196,12 @@ pub struct ProbeArgs {
     pub fail_on_loss: bool,
     #[command(flatten)]
     pub stack: StackArg,
+    /// How counted user stacks are taken (--count-by with -s user or -s both): `fp`, walked
+    /// by frame pointers and counted in the kernel (the default: cheapest, but cut short in
+    /// code built without them, as Debian's is), or `dwarf`, each hit's stack unwound from
+    /// .eh_frame as a streamed -s stack is, and counted in tracer
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
     /// Print only these values, in this order, for every probe without its own `(...)` list:
     /// parameter names, argN, tracepoint fields, or struct members PARAM->member[->member]
     /// (up to 3 pointers loaded on the way; ret->member at a return probe) read from kernel

@@ -69,7 +69,7 @@ pub fn run(args: ProbeArgs) -> Result<i32, Error> {
     for probe in &probes {
         probe.enable()?;
     }
-    match &plan.aggregation {
+    match plan.counted_in_kernel() {
         Some(_) => count(session, &mut bpf, &probes, &plan, &rings, out, &fs),
         None => stream(session, &mut bpf, probes, &plan, &mut rings, out, &fs),
     }
@@ -87,7 +87,7 @@ fn attach_options(plan: &ProbePlan, launched: bool) -> AttachOptions<'_> {
         pid: plan.whom.pid(),
         kprobe_interface: plan.kprobe_interface,
         stack: plan.stack,
-        aggregation: plan.aggregation.as_ref(),
+        aggregation: plan.counted_in_kernel(),
         filter: plan.value_filter.as_ref(),
         dispatch: false,
         whole_record: false,
@@ -127,8 +127,12 @@ fn stream(
 ) -> Result<i32, Error> {
     let start_ns = session::monotonic_ns();
     let mut writer = EventWriter::new(out, plan.output.format, start_ns, session::wall_offset_ns());
-    // Flushed before the command runs: it writes to the same terminal.
-    (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
+    // `--call-graph dwarf` counts: the hits stream to a tally, reported at the end.
+    let tally = plan.aggregation.as_ref().map(probe::tally::Tally::new);
+    if tally.is_none() {
+        // Flushed before the command runs: it writes to the same terminal.
+        (writer.header().and_then(|()| writer.flush())).map_err(Error::Output)?;
+    }
     let by_slot = (probes.iter().enumerate())
         .map(|(i, p)| (p.slot.id, i))
         .collect();
@@ -161,9 +165,21 @@ fn stream(
         hinted: false,
         symbolizer,
         follower: Follower::new(fs),
+        tally,
     };
     let ring_fds = state.rings.raw_fds();
     let mut outcome = session.run(&mut state, ring_fds, plan.duration)?;
+    if let Some(tally) = &state.tally {
+        let stamp = Stamp {
+            time_s: state.started.elapsed().as_secs_f64(),
+            number: 1,
+            header: false,
+            last: true,
+        };
+        let text = tally.report().render(plan.output.format, &stamp);
+        let out = state.writer.out();
+        (out.write_all(text.as_bytes()).and_then(|()| out.flush())).map_err(Error::Output)?;
+    }
     debug_notes(
         state.bpf,
         state
@@ -305,6 +321,8 @@ struct LoopState<'a, W: std::io::Write> {
     symbolizer: Symbolizer,
     /// User probes follow their files (a deploy, an upgrade) in long runs.
     follower: Follower,
+    /// `--call-graph dwarf` counts: each hit is counted here instead of printed.
+    tally: Option<probe::tally::Tally>,
 }
 
 impl<W: std::io::Write> Sink for LoopState<'_, W> {
@@ -386,6 +404,10 @@ impl<W: std::io::Write> LoopState<'_, W> {
                 false => 0,
             };
             let stacks = self.symbolizer.stacks(self.bpf, event, entry_ret, top)?;
+            if let Some(tally) = self.tally.as_mut() {
+                tally.add(event, &probe.name, stacks);
+                continue;
+            }
             let decoded = Decoded {
                 event,
                 probe: &probe.name,
@@ -428,10 +450,12 @@ fn stream_summary<W: std::io::Write>(
     let bpf = &*state.bpf;
     let (_, lost) = bpf.stats()?;
     let filtering = plan.value_filter.is_some();
+    let shown = match state.tally {
+        Some(_) => "COUNTED",
+        None => "PRINTED",
+    };
     let mut table = Table {
-        header: ["PROBE", "HITS", "PRINTED", "LOST"]
-            .map(String::from)
-            .to_vec(),
+        header: ["PROBE", "HITS", shown, "LOST"].map(String::from).to_vec(),
         rows: Vec::new(),
         widths: vec![10, 10, 8],
     };
@@ -506,7 +530,10 @@ fn stream_summary<W: std::io::Write>(
     }
     Ok(Summary {
         count: state.delivered,
-        unit: "events".into(),
+        unit: match state.tally {
+            Some(_) => "hits counted in tracer".into(),
+            None => "events".into(),
+        },
         seconds: outcome.elapsed.as_secs_f64(),
         why: outcome.why(state.delivered, "events"),
         tail: match filtering {

@@ -266,6 +266,11 @@ impl<W: Write> EventWriter<W> {
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
+
+    /// The output itself, for what is not an event (a report at the end).
+    pub fn out(&mut self) -> &mut W {
+        &mut self.out
+    }
 }
 
 #[cfg(test)]

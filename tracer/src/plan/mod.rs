@@ -120,6 +120,10 @@ pub struct ProbePlan {
     pub stack: Option<Option<crate::stacks::Which>>,
     /// `--count-by`, `--sum`, `--hist`: count in the kernel instead of streaming.
     pub aggregation: Option<Aggregation>,
+    /// `--call-graph dwarf` with `--count-by` and user stacks: the hits stream with the top of
+    /// their user stack and are counted in tracer, by the stack unwound from CFI
+    /// ([`ProbePlan::counted_in_kernel`] is false).
+    pub unwound_counts: bool,
     /// `--debug-bpf`: the programs say why they dropped hits.
     pub debug_bpf: bool,
     /// `--filter`: which hits are sent or counted, decided in the kernel.
@@ -421,6 +425,7 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
     )?;
     let linear = linear(args.linear.as_deref(), args.hist.is_some())?;
     let aggregation = aggregation.map(|a| Aggregation { linear, ..a });
+    let unwound_counts = unwound_counts(args, &specs, aggregation.as_ref())?;
     Ok(ProbePlan {
         specs,
         scope,
@@ -437,12 +442,76 @@ pub fn probe_plan(args: &crate::cli::ProbeArgs, machine: &dyn Machine) -> Result
         kprobe_interface: args.kprobe_interface,
         stack: args.stack.stack,
         aggregation,
+        unwound_counts,
         debug_bpf: args.debug_bpf,
         value_filter: args.filter.as_deref().map(filter::parse).transpose()?,
         notes: comm_note(args.tasks.comm.as_deref(), &args.command)
             .into_iter()
             .collect(),
     })
+}
+
+impl ProbePlan {
+    /// Counted in the kernel (`--count-by`, `--sum`, `--hist`, without `--call-graph
+    /// dwarf`): the programs aggregate, and nothing streams.
+    pub fn counted_in_kernel(&self) -> Option<&Aggregation> {
+        self.aggregation.as_ref().filter(|_| !self.unwound_counts)
+    }
+}
+
+/// `probe --call-graph MODE` (perf's spelling): `dwarf` counts user stacks unwound from CFI
+/// in tracer, which reads only what a streamed event carries: the keys of its header
+/// (`comm`, `pid`, `tid`, `cpu`, `probe`) and its stacks.
+fn unwound_counts(
+    args: &crate::cli::ProbeArgs,
+    specs: &[ProbeSpec],
+    aggregation: Option<&Aggregation>,
+) -> Result<bool, Error> {
+    let Some(mode) = args.call_graph.as_deref() else {
+        return Ok(false);
+    };
+    let dwarf = match mode {
+        "fp" => false,
+        "dwarf" => true,
+        _ => {
+            return Err(Error::usage_hints(
+                format!("unknown --call-graph mode '{mode}'"),
+                &["--call-graph fp (frame pointers, the default) or --call-graph dwarf"],
+            ))
+        }
+    };
+    let user = specs.iter().any(|spec| {
+        let user_probe = matches!(spec.target, Target::User { .. });
+        crate::stacks::flags_for(args.stack.stack, user_probe) & tracer_common::SLOT_STACK_USER != 0
+    });
+    let Some(agg) = aggregation.filter(|_| user) else {
+        return Err(Error::usage_hints(
+            format!("--call-graph {mode} chooses how counted user stacks are taken"),
+            &[
+                "with --count-by ... -s user (or -s both); -s alone streams each hit's user stack \
+               unwound from .eh_frame already",
+            ],
+        ));
+    };
+    let header_only = (agg.keys.iter()).all(|k| {
+        matches!(
+            k,
+            KeyPart::Comm
+                | KeyPart::Pid
+                | KeyPart::Tid
+                | KeyPart::Cpu
+                | KeyPart::Probe
+                | KeyPart::Stack
+        )
+    });
+    if dwarf && (!header_only || agg.value.is_some() || agg.interval.is_some()) {
+        return Err(Error::usage_hints(
+            "--call-graph dwarf counts in tracer by comm, pid, tid, cpu and probe, and stack",
+            &["drop the other --count-by keys, --sum, --hist and -I, or count them in the kernel \
+               without --call-graph dwarf"],
+        ));
+    }
+    Ok(dwarf)
 }
 
 /// `did you mean: a, b` for the names most like `name`, if any are close.

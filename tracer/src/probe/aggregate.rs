@@ -427,7 +427,7 @@ pub struct Counted<'a> {
 }
 
 /// The report's column name of a key part.
-fn column(part: &KeyPart) -> Option<String> {
+pub fn column(part: &KeyPart) -> Option<String> {
     Some(match part {
         KeyPart::Comm => "COMM".into(),
         KeyPart::Pid => "PID".into(),

@@ -17,6 +17,7 @@ pub mod resolve;
 pub mod series;
 pub mod strings;
 pub mod syscall;
+pub mod tally;
 pub mod tasks;
 pub mod trampoline;
 pub mod usdt;

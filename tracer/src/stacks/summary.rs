@@ -34,10 +34,9 @@ impl Symbolizer {
         }
         if self.fp_astray > 0 {
             parts.push(format!(
-                "{} distinct user stacks walked by frame pointers left the process's code (code built \
-                 without them: Debian's programs and libraries) and end there; `tracer \
-                 profile --call-graph dwarf`, and `-s` without --count-by, unwind such code \
-                 from .eh_frame",
+                "{} distinct user stacks walked by frame pointers left the process's code (code \
+                 built without them: Debian's programs and libraries) and end there; \
+                 --call-graph dwarf unwinds such code from .eh_frame",
                 self.fp_astray
             ));
         }
