@@ -166,8 +166,6 @@ pub struct Symbolizer {
 const FILES_KEPT_UNUSED: std::time::Duration = std::time::Duration::from_secs(60);
 const FILES_SWEPT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
-/// compare) or equal ones.
 /// Process `pid` as known to a symbolizer, read from /proc the first time (`exited` counts
 /// one already gone), with partial mappings completed ([`Process::complete`]).
 fn process_of<'a>(
@@ -188,6 +186,8 @@ fn process_of<'a>(
     process
 }
 
+/// Whether two reads of a stack hold the same ips: the same read (the common case, a pointer
+/// compare) or equal ones.
 fn same(a: &Ips, b: &Ips) -> bool {
     Rc::ptr_eq(a, b) || a == b
 }

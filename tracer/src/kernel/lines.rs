@@ -317,9 +317,11 @@ impl Section {
                 )
                 .map_err(|_| gimli::Error::BadLength)?;
             let wrote = (z.state.total_out() - wrote) as usize;
-            z.consumed += (z.state.total_in() - read) as usize;
+            let read = (z.state.total_in() - read) as usize;
+            z.consumed += read;
             z.out.truncate(from + wrote);
-            z.ended = status == flate2::Status::StreamEnd || wrote == 0;
+            // The stream's end, or no progress (its input ran out: a truncated file).
+            z.ended = status == flate2::Status::StreamEnd || (wrote == 0 && read == 0);
         }
         Ok(())
     }
