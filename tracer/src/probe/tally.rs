@@ -11,13 +11,15 @@ use crate::output::counts::{Report, Row};
 use crate::output::stack::{self, Stack};
 use crate::plan::{Aggregation, KeyPart};
 
-/// Rows by their shown keys, the process the user addresses belong to, and the stacks' text.
+/// A row's identity: its shown keys, the process its user addresses belong to, and its
+/// stacks' text.
+type RowKey = (Vec<String>, u32, String);
+
+/// Counts by [`RowKey`], with the stacks themselves.
 pub struct Tally {
     keys: Vec<KeyPart>,
     top: Option<usize>,
-    rows: BTreeMap<(Vec<String>, u32, String), Row>,
-    /// Hits counted.
-    pub counted: u64,
+    counts: BTreeMap<RowKey, (Vec<Stack>, u64)>,
 }
 
 impl Tally {
@@ -26,8 +28,7 @@ impl Tally {
         Tally {
             keys: agg.keys.clone(),
             top: agg.top,
-            rows: BTreeMap::new(),
-            counted: 0,
+            counts: BTreeMap::new(),
         }
     }
 
@@ -40,30 +41,33 @@ impl Tally {
         // Into memory: cannot fail.
         let _ = stack::write_text(&mut text, &stacks);
         let text = String::from_utf8_lossy(&text).into_owned();
-        let row = (self.rows)
-            .entry((keys.clone(), event.pid(), text))
-            .or_insert_with(|| Row {
-                keys,
-                stacks,
-                count: 0,
+        let (_, count) = (self.counts)
+            .entry((keys, event.pid(), text))
+            .or_insert((stacks, 0));
+        *count += 1;
+    }
+
+    /// The run's counts, as a counted run reports them.
+    pub fn report(&self) -> Report {
+        let rows = self
+            .counts
+            .iter()
+            .map(|((keys, _, _), (stacks, count))| Row {
+                keys: keys.clone(),
+                stacks: stacks.clone(),
+                count: *count,
                 sum: None,
                 buckets: Vec::new(),
                 below: 0,
                 above: 0,
             });
-        row.count += 1;
-        self.counted += 1;
-    }
-
-    /// The run's counts, as a counted run reports them.
-    pub fn report(&self) -> Report {
         Report::new(
             (self.keys.iter())
                 .filter_map(super::aggregate::column)
                 .collect(),
             None,
             None,
-            self.rows.values().cloned().collect(),
+            rows.collect(),
             self.top,
         )
     }
