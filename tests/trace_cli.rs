@@ -1400,13 +1400,14 @@ fn relative_stamps_agree_with_strace() {
 /// strace and tracer on tests/workloads/structs.c: the structures strace decodes without
 /// `-v` (stat and statx results, timespecs, rlimits, signal sets, sigactions, wait4's status,
 /// an fd pair, statfs, sigaltstack's stacks, CPU masks, capability sets, a signal frame's
-/// mask, clone3's arguments) read the same in the main thread's every call of the set.
+/// mask, clone3's arguments, select's fd sets) read the same in the main thread's every call
+/// of the set.
 #[test]
 fn strace_agrees_on_structures() {
     let set = "newfstatat,statx,nanosleep,clock_nanosleep,prlimit64,rt_sigprocmask,\
                rt_sigaction,wait4,pipe2,statfs,sigaltstack,sched_getaffinity,\
                sched_setaffinity,capget,rt_sigreturn,clone3,writev,readv,preadv,pwritev,\
-               preadv2,pwritev2,ppoll,unlink";
+               preadv2,pwritev2,ppoll,select,pselect6,unlink";
     let Some(run) = side_by_side("structs", &common::c_workload("structs"), set) else {
         return;
     };
@@ -1485,6 +1486,11 @@ fn strace_agrees_on_structures() {
             vec!["{fd=3, events=POLLIN}, {fd=4, events=POLLOUT}"; 16].join(", "),
             vec!["{fd=3, revents=POLLIN}, {fd=4, revents=POLLOUT}"; 16].join(", ")
         ),
+        "select(5, [3], [4], [3], {tv_sec=5, tv_usec=500}) = 2 (in [3], out [4], left {LEFT})",
+        "select(5, [4], NULL, NULL, {tv_sec=0, tv_usec=1000}) = 0 (Timeout)",
+        "pselect6(101, [3 100], NULL, NULL, {tv_sec=3, tv_nsec=7}, {sigmask=[USR1], \
+         sigsetsize=8}) = 2 (in [3 100], left {LEFT})",
+        "select(4, ADDR, NULL, NULL, NULL) = -1 EFAULT (Bad address)",
     ] {
         assert!(theirs.iter().any(|l| l == expected), "strace: no {expected}:\n{theirs:#?}");
     }
@@ -1540,6 +1546,151 @@ fn iovec_arrays_read_as_strace_writes_them() {
             "preadv2(5, [{iov_base=\"abcd\", iov_len=4}], 1, 0, RWF_HIPRI) = 4".to_string(),
         ]
     );
+}
+
+/// select's and pselect6's fd sets on tests/workloads/structs.c, on every kernel: the sets
+/// as the calls were given them (read at entry: the calls write the ready sets over them),
+/// the ready ones and the time left in the return, pselect6's signal mask, and with `-y`
+/// what each given descriptor is, as strace 6.1 writes them (`strace_agrees_on_structures`
+/// checks the lines without `-y` against strace where it is installed).
+#[test]
+fn fd_sets_read_as_strace_writes_them() {
+    require_root();
+    let program = common::c_workload("structs");
+    let out = run_tracer(&[
+        "trace",
+        "-y",
+        "-e",
+        "select,pselect6",
+        "--",
+        program.to_str().unwrap(),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<String> = (stderr.lines())
+        .filter_map(normalized)
+        .filter(|l| l.starts_with("select(") || l.starts_with("pselect6("))
+        .map(|l| {
+            // The pipe's inode and the time left are the run's.
+            let l = whole_number_as(&l, &pipe_inode(&l), "N");
+            match l.split_once(", left {") {
+                Some((head, rest)) => format!(
+                    "{head}, left {{LEFT}}{}",
+                    &rest[rest.find('}').unwrap() + 1..]
+                ),
+                None => l,
+            }
+        })
+        .collect();
+    let pipe = "pipe:[N]";
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "select(5, [3<{pipe}>], [4<{pipe}>], [3<{pipe}>], {{tv_sec=5, tv_usec=500}}) \
+                 = 2 (in [3], out [4], left {{LEFT}})"
+            ),
+            format!("select(5, [4<{pipe}>], NULL, NULL, {{tv_sec=0, tv_usec=1000}}) = 0 (Timeout)"),
+            format!(
+                "pselect6(101, [3<{pipe}> 100<{pipe}>], NULL, NULL, {{tv_sec=3, tv_nsec=7}}, \
+                 {{sigmask=[USR1], sigsetsize=8}}) = 2 (in [3 100], left {{LEFT}})"
+            ),
+            "select(4, ADDR, NULL, NULL, NULL) = -1 EFAULT (Bad address)".to_string(),
+        ],
+        "{stderr}"
+    );
+}
+
+/// strace -y on descriptors inside structures, on the same programs: select's and pselect6's
+/// given sets and ppoll's `fd=` (tests/workloads/structs.c), and the descriptor a message
+/// passes (`SCM_RIGHTS`), sent and received, while the receiver still holds it (Python).
+#[test]
+fn dash_y_names_descriptors_inside_structures_as_strace_does() {
+    require_root();
+    if strace_missing() {
+        return;
+    }
+    let dir = temp_dir("inner-fds");
+    let structs = common::c_workload("structs");
+    let passes = "import socket, os, time, array\n\
+        a, b = socket.socketpair()\n\
+        r, w = os.pipe()\n\
+        a.sendmsg([b'z'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [r]))])\n\
+        b.recvmsg(1, socket.CMSG_SPACE(4))\n\
+        time.sleep(0.5)\n";
+    let inside_structs = [
+        "ppoll([{fd=3<pipe:[N]>, events=POLLIN}, {fd=4<pipe:[N]>, events=POLLOUT}], 2",
+        "select(5, [3<pipe:[N]>], [4<pipe:[N]>], [3<pipe:[N]>]",
+        "pselect6(101, [3<pipe:[N]> 100<pipe:[N]>]",
+    ];
+    let inside_messages = ["cmsg_data=[5<pipe:[N]>]", "cmsg_data=[7<pipe:[N]>]"];
+    for (name, set, command, inside) in [
+        (
+            "structs",
+            "ppoll,select,pselect6,unlink",
+            vec![structs.to_str().unwrap()],
+            &inside_structs[..],
+        ),
+        (
+            "passes",
+            "sendmsg,recvmsg",
+            vec!["/usr/bin/python3", "-c", passes],
+            &inside_messages[..],
+        ),
+    ] {
+        let (theirs, ours) = (
+            dir.join(format!("{name}-strace")),
+            dir.join(format!("{name}-tracer")),
+        );
+        assert!(strace_into(
+            &theirs,
+            &["-f", "-y", "-e", &format!("trace={set}")],
+            &command
+        )
+        .success());
+        let mut args = vec!["trace", "-y", "-e", set, "-o", ours.to_str().unwrap(), "--"];
+        args.extend(&command);
+        let out = run_tracer(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        // Inodes and the time left are each run's own.
+        let lines = |path: &Path| -> Vec<String> {
+            let trace = std::fs::read_to_string(path).unwrap();
+            (joined(&trace).lines())
+                .filter_map(normalized)
+                .map(|l| {
+                    let mut l = l;
+                    for kind in ["pipe:[", "socket:["] {
+                        while let Some(inode) = (l.split_once(kind))
+                            .and_then(|(_, rest)| rest.split_once(']'))
+                            .map(|(inode, _)| inode.to_string())
+                            .filter(|inode| inode != "N")
+                        {
+                            l = l.replace(&format!("{kind}{inode}]"), &format!("{kind}N]"));
+                        }
+                    }
+                    match l.split_once(", left {") {
+                        Some((head, rest)) => match rest.split_once('}') {
+                            Some((_, tail)) => format!("{head}, left {{LEFT}}{tail}"),
+                            None => l,
+                        },
+                        None => l,
+                    }
+                })
+                .collect()
+        };
+        let (theirs, ours) = (lines(&theirs), lines(&ours));
+        for part in inside {
+            assert!(ours.iter().any(|l| l.contains(part)), "{part}\n{ours:#?}");
+        }
+        assert_eq!(ours, theirs);
+    }
+}
+
+/// The first pipe inode a line names (`pipe:[12345]`), or `-` where it names none.
+fn pipe_inode(line: &str) -> String {
+    (line.split_once("pipe:["))
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map_or("-".into(), |(inode, _)| inode.to_string())
 }
 
 /// The addresses calls fill, on tests/workloads/sockets.c: as long as the shorter of the

@@ -2,12 +2,14 @@
  * rlimits, signal sets and sigactions, wait4 statuses of a child that exits with 7 and of
  * one killed by SIGKILL, an fd pair, statfs, sigaltstack's stacks, CPU masks, capability
  * sets, the mask a signal frame restores, clone3's arguments, iovec arrays (readv, writev
- * and their positioned forms), ppoll's fds, timeouts and signal mask. The last call, an unlink of a path that does not exist, marks
- * the main thread's lines. */
+ * and their positioned forms), ppoll's fds, timeouts and signal mask, select's and pselect6's
+ * fd sets. The last call, an unlink of a path that does not exist, marks the main thread's
+ * lines. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <sys/select.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -142,6 +144,33 @@ int main(void) {
     for (int i = 0; i < 40; i++)
         forty[i] = pfds[i % 2];
     syscall(SYS_ppoll, forty, 40, 0, 0, 8);
+    /* select and pselect6, as the kernel takes them: the sets given (the call writes the
+     * ready ones over them) and the ready ones, the time left; a timeout that runs out; a set
+     * reaching fd 100 and pselect6's signal mask; a set the kernel cannot read. */
+    fd_set in, out, except;
+    FD_ZERO(&in);
+    FD_ZERO(&out);
+    FD_ZERO(&except);
+    FD_SET(fds[0], &in);
+    FD_SET(fds[1], &out);
+    FD_SET(fds[0], &except);
+    struct timeval tv = {5, 500}, tick = {0, 1000};
+    syscall(SYS_select, fds[1] + 1, &in, &out, &except, &tv);
+    FD_ZERO(&in);
+    FD_SET(fds[1], &in);
+    syscall(SYS_select, fds[1] + 1, &in, 0, 0, &tick);
+    int high = dup2(fds[0], 100);
+    FD_ZERO(&in);
+    FD_SET(fds[0], &in);
+    FD_SET(high, &in);
+    struct timespec pselect_timeout = {3, 7};
+    struct {
+        sigset_t *ss;
+        size_t len;
+    } mask = {&usr1, 8};
+    syscall(SYS_pselect6, high + 1, &in, 0, 0, &pselect_timeout, &mask);
+    close(high);
+    syscall(SYS_select, 4, (void *)8, 0, 0, 0);
     /* The positioned forms, on a memfd: the offset as one number, the flags by name. */
     int mem = memfd_create("structs", 0);
     pwritev(mem, given, 3, 0);

@@ -80,9 +80,10 @@ pub mod names {
     pub const TRACE_SAVED: &str = "TRACE_SAVED";
     pub const TRACE_STATS: &str = "TRACE_STATS";
     pub const TRACE_FATAL: &str = "TRACE_FATAL";
+    pub const TRACE_FDSETS: &str = "TRACE_FDSETS";
     pub const KSYM_TEXT: &str = "KSYM_TEXT";
     /// Every name above.
-    pub const ALL: [&str; 31] = [
+    pub const ALL: [&str; 32] = [
         EVENTS,
         RINGBUF,
         RINGBUF_WAKEUP,
@@ -113,6 +114,7 @@ pub mod names {
         TRACE_SAVED,
         TRACE_STATS,
         TRACE_FATAL,
+        TRACE_FDSETS,
         KSYM_TEXT,
     ];
 }

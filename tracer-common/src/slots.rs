@@ -325,8 +325,11 @@ pub const USES_LAT_FUNCTIONS: u32 = 1 << 26;
 /// `tracer latency`'s starts read struct members (`LatOutlier::reads`) for the outliers to
 /// show, which carry them in place of argument words (`LatOutlier::words`).
 pub const USES_LAT_MEMBERS: u32 = 1 << 27;
+/// `tracer trace`'s select and pselect6 fd sets ([`str_array::FDSETS`](crate::str_array)),
+/// which the entry reads: without it the entry program has no such reads to walk.
+pub const USES_FDSETS: u32 = 1 << 28;
 /// Every `USES_*` bit, in bit order.
-pub const USES_FLAGS: [u32; 28] = [
+pub const USES_FLAGS: [u32; 29] = [
     USES_STREAM,
     USES_AGGREGATE,
     USES_AGG_VALUE,
@@ -355,6 +358,7 @@ pub const USES_FLAGS: [u32; 28] = [
     USES_OUTLIER_STRINGS,
     USES_LAT_FUNCTIONS,
     USES_LAT_MEMBERS,
+    USES_FDSETS,
 ];
 const _: () = assert!(distinct_bits(&USES_FLAGS), "two USES_* bits are the same");
 
@@ -492,6 +496,9 @@ impl SlotConfig {
             .any(|r| r.array >= crate::str_array::IOVEC_GIVEN)
         {
             uses |= USES_IOVECS;
+        }
+        if self.strs[0].array == crate::str_array::FDSETS {
+            uses |= USES_FDSETS;
         }
         if self.strs[1..].iter().any(|r| r.from != str_from::NONE) {
             uses |= USES_STR_MANY;

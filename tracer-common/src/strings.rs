@@ -132,6 +132,13 @@ pub mod str_array {
     /// As [`MSGHDR_GIVEN`], for one the call fills (recvmsg): the header, name and control
     /// as the call left them, and `msg_iov` as [`IOVEC_FILLED`] reads it.
     pub const MSGHDR_FILLED: u8 = 5;
+    /// `tracer trace`: select's and pselect6's fd sets (the read's pointer is the first,
+    /// `readfds`; argument 0 is `nfds`): the three as the call was given them (read by the
+    /// entry, [`FDSET_BYTES`](crate::FDSET_BYTES) each at most), the three ready ones after
+    /// it (read when it returned more than 0; marked `FAULT` otherwise), and for pselect6 its
+    /// sixth argument's `{sigmask, sigsetsize}` and the 8-byte mask it points at. An entry
+    /// each, in that order; a set not given or unreadable is a `FAULT` entry.
+    pub const FDSETS: u8 = 6;
 }
 
 /// Elements of a `struct iovec` array `tracer trace` reads at most (`str_array::IOVEC_*`):

@@ -85,10 +85,12 @@ pub struct TraceStart {
     pub cpu_sum: u64,
     pub args: [u64; word::ARGS],
     pub nr: u32,
-    /// [`TRACE_SAVED_STRINGS`], [`TRACE_SAVED_IOVECS`]: what of it is in `TRACE_SAVED`.
+    /// [`TRACE_SAVED_STRINGS`], [`TRACE_SAVED_IOVECS`]: what of it is in `TRACE_SAVED`;
+    /// [`TRACE_SAVED_FDSETS`]: in `TRACE_FDSETS`.
     pub flags: u32,
     /// With [`TRACE_SAVED_STRINGS`]: the string area's length and each read's first entry;
-    /// with [`TRACE_SAVED_IOVECS`], the length of its iovec array's entries.
+    /// with [`TRACE_SAVED_IOVECS`], the length of its iovec array's entries; with
+    /// [`TRACE_SAVED_FDSETS`], of the given fd sets' entries.
     pub used: u32,
     pub first: [u32; STR_READS],
     /// The CPU the call entered on (with `SLOT_TRACE_CPU_TIME`).
@@ -106,6 +108,20 @@ pub const TRACE_SAVED_STRINGS: u32 = 1;
 /// and saved for `trace_exit`, by task: between the two programs the task may be preempted
 /// (7.3, `PREEMPT_LAZY`) and another task's `trace_exit_reads` run on the same CPU.
 pub const TRACE_SAVED_IOVECS: u32 = 2;
+/// [`TraceStart::flags`]: the fd sets a select or pselect6 was given were read at entry
+/// (`str_array::FDSETS`: the call overwrites them with the ready ones) and saved in
+/// `TRACE_FDSETS`, `used` bytes of entries; `trace_exit_reads` takes them.
+pub const TRACE_SAVED_FDSETS: u32 = 4;
+/// The x86-64 calls whose first read is their fd sets ([`str_array::FDSETS`](crate::str_array)):
+/// select and pselect6.
+pub const FDSET_CALLS: [u32; 2] = [23, 270];
+/// Bytes of one fd set read at most: `FD_SETSIZE` (1,024) descriptors, glibc's `fd_set`. A
+/// longer set (`nfds` above 1,024) is read this far and marked cut.
+pub const FDSET_BYTES: u32 = 128;
+/// Bytes of the entries a select's entry saves: its three sets, each an entry.
+pub const FDSETS_SAVED: usize = 3 * (crate::STR_ENTRY + FDSET_BYTES as usize);
+/// selects and pselect6s in flight whose given sets `TRACE_FDSETS` holds at once.
+pub const TRACE_FDSETS_ENTRIES: u32 = 1024;
 /// Calls in flight `TRACE_START` holds: threads inside a traced syscall at once.
 pub const TRACE_ENTRIES: u32 = 16384;
 /// Strings saved at entry (execve) and iovec arrays between a call's two exit programs, at
@@ -121,5 +137,7 @@ pub mod trace_stat {
     pub const SAVED_FULL: u32 = 2;
     /// An iovec array (or msghdr) found `TRACE_SAVED` full at exit: shown as its address.
     pub const IOVECS_FULL: u32 = 3;
-    pub const COUNT: u32 = 4;
+    /// A select's given fd sets found `TRACE_FDSETS` full at entry: shown as addresses.
+    pub const FDSETS_FULL: u32 = 4;
+    pub const COUNT: u32 = 5;
 }

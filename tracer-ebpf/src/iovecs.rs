@@ -1,6 +1,6 @@
 //! `tracer trace`'s reads at a call's exit that loop: a getdents call's entries, counted, and
 //! its iovec arrays (readv, writev), alone or in a msghdr with its name and control data
-//! (sendmsg, recvmsg). Read by `trace_exit_reads` (a program of its own on `sys_exit`,
+//! (sendmsg, recvmsg); and select's fd sets, given (saved by the entry) and ready. Read by `trace_exit_reads` (a program of its own on `sys_exit`,
 //! attached before `trace_exit`) into the scratch entry `scratch_at::IOVECS` and saved by task
 //! in `TRACE_SAVED`; `trace_exit`, which runs next for the task, copies them into its event as
 //! the call's first read (`reads::copy_iovecs`). The loop over the elements is walked once by
@@ -9,13 +9,15 @@
 //! for its combined stack.
 
 use aya_ebpf::programs::RawTracePointContext;
+use core::ffi::c_void;
 use tracer_common::{
-    buffer_len, str_array, trace_word, SlotConfig, MSGHDR_BYTES, MSG_PART_MAX,
-    PT_REGS_SYSCALL_ARGS, STRLEN_MAX, STR_AREA,
+    buffer_len, str_array, str_flag, trace_word, SlotConfig, TraceStart, FDSETS_SAVED, FDSET_BYTES,
+    MSGHDR_BYTES, MSG_PART_MAX, PT_REGS_SYSCALL_ARGS, STRLEN_MAX, STR_AREA, STR_ENTRY,
+    TRACE_SAVED_FDSETS,
 };
 
-use crate::maps::{scratch_at, Scratch, SCRATCH, TRACE_SAVED};
-use crate::reads::{put_buffer, put_iovecs, read_sized, syscall_arg};
+use crate::maps::{scratch_at, Scratch, SCRATCH, TRACE_FDSETS, TRACE_SAVED};
+use crate::reads::{put_buffer, put_header, put_iovecs, read_sized, syscall_arg};
 
 /// Reads the iovec array (or msghdr) of a call whose slot's first read is one
 /// (`config.strs[0]`), at its exit, for the current task (`pid_tgid`), which its slot traces,
@@ -54,6 +56,159 @@ pub(crate) fn read(
     // Five arguments at most for a BPF function: the count and the cut share a word.
     let counts = (count & 0xffff_ffff) | u64::from(config.buflen) << 32;
     put_iovecs(scratch, 0, ptr, counts, total);
+    // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`; the update helper copies it.
+    let area = unsafe { &*(scratch.area.as_ptr() as *const [u8; STR_AREA]) };
+    TRACE_SAVED.insert(&pid_tgid, area, 0).ok()?;
+    Some(scratch.used)
+}
+
+/// Bytes of one fd set for `nfds` (a select's first argument, an `int`) descriptors, as
+/// strace reads it: whole words; 0 for `nfds` of 0 or less (nothing is read, as the kernel
+/// reads nothing).
+#[inline(always)]
+fn fdset_len(nfds: u64) -> u64 {
+    let nfds = nfds as u32 as i32;
+    match nfds > 0 {
+        true => (nfds as u64).div_ceil(64) * 8,
+        false => 0,
+    }
+}
+
+/// Appends an entry of read 0 at byte `at` of the area (below 1,024: the fd sets' entries
+/// are the area's first, 1,000 bytes at most): the `len` bytes at user address `ptr`, at
+/// most `cap` (at most [`FDSET_BYTES`], marked cut past it), or a `FAULT` entry. Returns
+/// where the next entry goes. Not `put_buffer`: its offset comes from map memory (unknown to
+/// the verifier up to the area's end), and 5.10's verifier, walking its room checks with the
+/// lengths here, lost the destination's type where the bounds crossed and refused the
+/// program; these offsets are small and bounded by their masks.
+#[inline(always)]
+fn put_small(scratch: &mut Scratch, at: usize, ptr: u64, len: u64, cap: u32) -> usize {
+    let at = small(at);
+    let (size, flags) = match len > u64::from(cap) {
+        true => (cap as usize, str_flag::TRUNCATED),
+        false => (len as usize, 0),
+    };
+    // Masked through a volatile read, as in `put_buffer`: LLVM drops a mask it can prove
+    // redundant, and 5.10's verifier then saw the size unbounded.
+    // SAFETY: a read of a local.
+    let size = unsafe { core::ptr::read_volatile(&size) } & (2 * FDSET_BYTES as usize - 1);
+    // SAFETY: the destination is inside the area: `at` below 1,024 and `size` below 256; the
+    // helper validates the source address itself and fails instead of faulting.
+    let n = unsafe {
+        aya_ebpf::helpers::generated::bpf_probe_read_user(
+            scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void,
+            size as u32,
+            ptr as *const c_void,
+        )
+    };
+    let (size, flags) = match n {
+        0 => (size, flags),
+        _ => (0, str_flag::FAULT),
+    };
+    put_header(scratch, at, 0, flags, size);
+    at + STR_ENTRY + size
+}
+
+/// An offset of the fd sets' entries, below 1,024 for the verifier: masked through a
+/// volatile read, since LLVM drops a mask it can prove redundant (after a `min`) and 5.10's
+/// verifier does not learn the bound from that comparison.
+#[inline(always)]
+fn small(at: usize) -> usize {
+    // SAFETY: a read of a local.
+    unsafe { core::ptr::read_volatile(&at) & 1023 }
+}
+
+/// The three fd sets a select or pselect6 is given (arguments 1 to 3, `nfds` in argument 0),
+/// read by `trace_enter` into its scratch entry and saved in `TRACE_FDSETS` under
+/// `pid_tgid`, before the call writes the ready sets over them. False when the map was full.
+#[inline(always)]
+pub(crate) fn save_fdsets(start: &mut TraceStart, pid_tgid: u64) -> bool {
+    let Some(scratch) = SCRATCH.get_ptr_mut(scratch_at::TRACE_ENTER) else {
+        return true;
+    };
+    // SAFETY: the entry program's own per-CPU entry (`scratch_at`), touched by no other
+    // program until this invocation returns.
+    let scratch = unsafe { &mut *scratch };
+    let len = fdset_len(start.args[0]);
+    let at = put_small(scratch, 0, start.args[1], len, FDSET_BYTES);
+    let at = put_small(scratch, at, start.args[2], len, FDSET_BYTES);
+    let at = put_small(scratch, at, start.args[3], len, FDSET_BYTES);
+    // SAFETY: the area is `STR_BUFFER` bytes, more than `FDSETS_SAVED`; the update helper
+    // copies it.
+    let saved = unsafe { &*(scratch.area.as_ptr() as *const [u8; FDSETS_SAVED]) };
+    if TRACE_FDSETS.insert(&pid_tgid, saved, 0).is_err() {
+        return false;
+    }
+    start.flags |= TRACE_SAVED_FDSETS;
+    start.used = at as u32;
+    true
+}
+
+/// A select's or pselect6's sets at its exit ([`str_array::FDSETS`]): the given ones its
+/// entry saved (three `FAULT` entries when it could not), the ready ones when it returned
+/// more than 0, and pselect6's (`pselect`) signal mask argument, saved in `TRACE_SAVED` under
+/// `pid_tgid` as `read` saves an iovec array. Their length; `None` when the map was full.
+#[inline(always)]
+pub(crate) fn fdsets(
+    ctx: &RawTracePointContext,
+    regs: u64,
+    start: &mut TraceStart,
+    pid_tgid: u64,
+    pselect: bool,
+) -> Option<u32> {
+    let scratch = SCRATCH.get_ptr_mut(scratch_at::IOVECS)?;
+    // SAFETY: as in `read`: this program's own per-CPU entry.
+    let scratch = unsafe { &mut *scratch };
+    // SAFETY: the value is only read, by the probe-read helper, before it is removed.
+    let given = match start.flags & TRACE_SAVED_FDSETS {
+        0 => None,
+        _ => unsafe { TRACE_FDSETS.get(&pid_tgid) },
+    };
+    start.flags &= !TRACE_SAVED_FDSETS;
+    // SAFETY: the area is `STR_BUFFER` bytes, more than the `FDSETS_SAVED` copied; the helper
+    // fails cleanly instead of faulting.
+    let copied = given.is_some_and(|from| unsafe {
+        aya_ebpf::helpers::generated::bpf_probe_read_kernel(
+            scratch.area.as_mut_ptr() as *mut c_void,
+            FDSETS_SAVED as u32,
+            from.as_ptr() as *const c_void,
+        ) == 0
+    });
+    if given.is_some() {
+        let _ = TRACE_FDSETS.remove(&pid_tgid);
+    }
+    let mut at = match copied {
+        true => (start.used as usize).min(FDSETS_SAVED),
+        false => {
+            put_header(scratch, 0, 0, str_flag::FAULT, 0);
+            put_header(scratch, STR_ENTRY, 0, str_flag::FAULT, 0);
+            put_header(scratch, 2 * STR_ENTRY, 0, str_flag::FAULT, 0);
+            3 * STR_ENTRY
+        }
+    };
+    let len = fdset_len(syscall_arg(regs, 0));
+    let ret: u64 = ctx.arg(1);
+    let ready = (ret as i64) > 0;
+    let mut i = 1;
+    while i <= 3 {
+        at = match ready {
+            true => put_small(scratch, at, syscall_arg(regs, i), len, FDSET_BYTES),
+            false => {
+                let at = small(at);
+                put_header(scratch, at, 0, str_flag::FAULT, 0);
+                at + STR_ENTRY
+            }
+        };
+        i += 1;
+    }
+    if pselect {
+        // `{const sigset_t *ss; size_t ss_len}`, and the mask it points at.
+        let arg = syscall_arg(regs, 5);
+        at = put_small(scratch, at, arg, 16, 16);
+        let mask = read_sized(arg, 8, true).unwrap_or(0);
+        at = put_small(scratch, at, mask, 8, 8);
+    }
+    scratch.used = at as u32;
     // SAFETY: the area is `STR_BUFFER` bytes, more than `STR_AREA`; the update helper copies it.
     let area = unsafe { &*(scratch.area.as_ptr() as *const [u8; STR_AREA]) };
     TRACE_SAVED.insert(&pid_tgid, area, 0).ok()?;

@@ -4,8 +4,8 @@
 use aya_ebpf::macros::map;
 use aya_ebpf::maps::{Array, HashMap, PerCpuArray, StackTrace};
 use tracer_common::{
-    Event, SchedOffsets, SlotConfig, StrAggKey, KEY_STRLEN, SLOTS, STAT_COUNT, STR_AREA,
-    STR_BUFFER, STR_READS, TRACKED_MAX,
+    Event, SchedOffsets, SlotConfig, StrAggKey, FDSETS_SAVED, KEY_STRLEN, SLOTS, STAT_COUNT,
+    STR_AREA, STR_BUFFER, STR_READS, TRACKED_MAX,
 };
 
 /// What each slot should capture and filter, by global slot id.
@@ -59,6 +59,13 @@ pub(crate) struct Scratch {
 /// array or none when they were).
 #[map]
 pub(crate) static TRACE_SAVED: HashMap<u64, [u8; STR_AREA]> = HashMap::with_max_entries(1, 0);
+
+/// The fd sets a select or pselect6 was given, read by `trace_enter` (the call writes the
+/// ready ones over them) as three entries of `FDSETS_SAVED` bytes at most, by task, for
+/// `trace_exit_reads`: `TraceStart::used` says how long. Apart from [`TRACE_SAVED`]: a call
+/// blocked in select holds its entry as long as it waits, and 396 bytes, not 8 KiB.
+#[map]
+pub(crate) static TRACE_FDSETS: HashMap<u64, [u8; FDSETS_SAVED]> = HashMap::with_max_entries(1, 0);
 
 /// `Scratch::first` of a read that wrote no entry.
 pub(crate) const NO_ENTRY: u32 = u32::MAX;

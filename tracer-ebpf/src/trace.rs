@@ -11,18 +11,18 @@ use aya_ebpf::maps::{HashMap, PerCpuArray};
 use aya_ebpf::programs::RawTracePointContext;
 use tracer_common::{
     drop, signal_word, stat_filtered, str_array, str_flag, str_from, trace_kind, trace_stat,
-    trace_word, word, Event, SlotConfig, TraceStart, AT_EXECFN, ENTRY_TIMESPEC, IOVEC_CALLS,
-    PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STACK_USER, SLOT_TRACE_AT_ENTRY,
-    SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED, SLOT_TRACE_FD_INODES,
-    SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS, SYSCALL_NRS,
-    TRACE_EXIT_NR, TRACE_SAVED_IOVECS, TRACE_SAVED_STRINGS, TRACE_SIGNAL_NR, TRACK_ACTIVE,
-    USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FD_INODES, USES_IOVECS, USES_NO_RETURN,
-    USES_STRINGS, USES_TRACE,
+    trace_word, word, Event, SlotConfig, TraceStart, AT_EXECFN, ENTRY_TIMESPEC, FDSET_CALLS,
+    IOVEC_CALLS, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOT_FILTER_TRACKED, SLOT_STACK_USER,
+    SLOT_TRACE_AT_ENTRY, SLOT_TRACE_CPU_TIME, SLOT_TRACE_DIRENTS, SLOT_TRACE_FAILED,
+    SLOT_TRACE_FD_INODES, SLOT_TRACE_FORKS, SLOT_TRACE_NO_RETURN, STRLEN_MAX, STR_AREA, STR_READS,
+    SYSCALL_NRS, TRACE_EXIT_NR, TRACE_SAVED_FDSETS, TRACE_SAVED_IOVECS, TRACE_SAVED_STRINGS,
+    TRACE_SIGNAL_NR, TRACK_ACTIVE, USES_CPU_TIME, USES_DIRENTS, USES_ENTRY_STRINGS, USES_FDSETS,
+    USES_FD_INODES, USES_IOVECS, USES_NO_RETURN, USES_STRINGS, USES_TRACE,
 };
 
 use crate::filters::{filtered_out, refused_by};
 use crate::maps::{
-    bump, scratch, scratch_at, NO_ENTRY, SCHED_OFFSETS, SCRATCH, TRACE_SAVED, TRACKED,
+    bump, scratch, scratch_at, NO_ENTRY, SCHED_OFFSETS, SCRATCH, TRACE_FDSETS, TRACE_SAVED, TRACKED,
 };
 use crate::reads::{
     call_cpu_time, cpu_clock, fd_inodes, group_lives, put_array, put_string, read_strings, used,
@@ -37,6 +37,8 @@ const NR_RT_SIGRETURN: u64 = 15;
 /// getdents(2) and getdents64(2) on x86-64, whose entries the exit counts.
 const NR_GETDENTS: u64 = 78;
 const NR_GETDENTS64: u64 = 217;
+/// pselect6(2) on x86-64, whose sixth argument the exit reads besides its fd sets.
+const NR_PSELECT6: u64 = 270;
 /// SIGKILL: its delivery is the task's end, shown as `+++ killed by SIGKILL +++` only.
 const SIGKILL: u64 = 9;
 
@@ -155,7 +157,10 @@ fn on_exit_reads(ctx: &RawTracePointContext) {
     }
     let nr = syscall_nr(ctx, regs, true);
     let getdents = nr == NR_GETDENTS64 || nr == NR_GETDENTS;
-    if !getdents && !IOVEC_CALLS.iter().any(|&c| u64::from(c) == nr) {
+    if !getdents
+        && !IOVEC_CALLS.iter().any(|&c| u64::from(c) == nr)
+        && !FDSET_CALLS.iter().any(|&c| u64::from(c) == nr)
+    {
         return;
     }
     let Some((_, config)) = slot_of(nr) else {
@@ -189,7 +194,11 @@ fn on_exit_reads(ctx: &RawTracePointContext) {
         crate::iovecs::dirents(regs, ctx.arg(1), &mut start.dirents);
         return;
     }
-    match crate::iovecs::read(ctx, regs, config, pid_tgid) {
+    let read = match config.strs[0].array {
+        str_array::FDSETS => crate::iovecs::fdsets(ctx, regs, start, pid_tgid, nr == NR_PSELECT6),
+        _ => crate::iovecs::read(ctx, regs, config, pid_tgid),
+    };
+    match read {
         Some(used) => {
             start.used = used;
             start.flags |= TRACE_SAVED_IOVECS;
@@ -237,6 +246,12 @@ fn on_enter(ctx: &RawTracePointContext) {
     }
     if config.entry_int != 0 {
         start.entry_int = entry_int(&start.args, config.entry_int);
+    }
+    if uses(USES_FDSETS)
+        && config.strs[0].array == str_array::FDSETS
+        && !crate::iovecs::save_fdsets(&mut start, pid_tgid)
+    {
+        count(trace_stat::FDSETS_FULL);
     }
     if uses(USES_CPU_TIME) && config.flags & SLOT_TRACE_CPU_TIME != 0 {
         if let Some((clock, sum)) = cpu_clock(now) {
@@ -381,6 +396,10 @@ fn on_exit(ctx: &RawTracePointContext) {
         return;
     };
     let _ = TRACE_START.remove(&pid_tgid);
+    if uses(USES_FDSETS) && start.flags & TRACE_SAVED_FDSETS != 0 {
+        // Saved by the entry and not taken by `trace_exit_reads` (skipped by the kernel).
+        let _ = TRACE_FDSETS.remove(&pid_tgid);
+    }
     // SAFETY: helper without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
     let ret: u64 = ctx.arg(1);
@@ -800,6 +819,9 @@ fn never_returned(ctx: &RawTracePointContext, pid_tgid: u64) {
     // it on that CPU) stays until the task saves again or ends: here, whatever its entry says.
     if uses(USES_IOVECS | USES_ENTRY_STRINGS) {
         let _ = TRACE_SAVED.remove(&pid_tgid);
+    }
+    if uses(USES_FDSETS) {
+        let _ = TRACE_FDSETS.remove(&pid_tgid);
     }
     // SAFETY: the value is copied out at once.
     let Some(start) = (unsafe { TRACE_START.get(&pid_tgid) }).copied() else {

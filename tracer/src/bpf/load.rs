@@ -83,6 +83,7 @@ impl Room {
                 (names::TRACE_START, c::TRACE_ENTRIES),
                 (names::TRACE_SAVED, c::TRACE_SAVED_ENTRIES),
                 (names::TRACE_FATAL, c::TRACKED_MAX),
+                (names::TRACE_FDSETS, c::TRACE_FDSETS_ENTRIES),
             ],
         }
     }

@@ -311,6 +311,13 @@ fn summary(
             tracer_common::TRACE_SAVED_ENTRIES
         ));
     }
+    let unsaved = stats[tracer_common::trace_stat::FDSETS_FULL as usize];
+    if unsaved > 0 {
+        notes.push(format!(
+            "{unsaved} selects' fd sets found {} selects waiting already and are shown as addresses",
+            tracer_common::TRACE_FDSETS_ENTRIES
+        ));
+    }
     let (count, unit) = match plan.summary {
         true => (hits - filtered - lost, "calls counted in the kernel"),
         false => (printed, "calls"),

@@ -89,8 +89,10 @@ pub enum Arg {
     WaitOptions,
     /// An ioctl(2) request (`TCGETS`), in hex when strace's common ones do not name it.
     Ioctl,
-    /// ioctl(2)'s argument: an address for a request strace names, a number for one it does
-    /// not (it cannot know it is one); argument `.0` is the request.
+    /// ioctl(2)'s argument (argument `.0` is the request): the `int` it points at for the
+    /// requests strace reads one of (`FIONBIO, [1]`: 4 bytes read after the call), an
+    /// address for the other requests strace names, a number for one it does not (it cannot
+    /// know it is one).
     IoctlArg(usize),
     /// shutdown(2)'s how (`SHUT_RDWR`).
     ShutdownHow,
@@ -151,10 +153,18 @@ pub enum Arg {
     /// the name's length at entry beside its length after (`msg_namelen=128 => 16`, read by
     /// the entry: `SlotConfig::entry_int`); for a failed call, that length alone.
     MsgFilled,
-    /// A `struct timespec` timeout the call counts down and writes back (ppoll): shown as it
-    /// was given (read by the entry: `SlotConfig::entry_int`), and what was left beside a
-    /// positive return (`left {tv_sec=0, tv_nsec=999997796}`, read after the call).
-    TimeoutLeft,
+    /// A timeout the call counts down and writes back (ppoll's and pselect6's `struct
+    /// timespec`, select's `struct timeval`: `.0`): shown as it was given (read by the entry:
+    /// `SlotConfig::entry_int`), and what was left beside a positive return (`left
+    /// {tv_sec=0, tv_nsec=999997796}`, read after the call).
+    TimeoutLeft(Struct),
+    /// select's and pselect6's fd sets: `readfds` (`.0` = 0), `writefds` (1), `exceptfds` (2),
+    /// `[3 4]`, as the call was given them (read by the entry: the call writes the ready sets
+    /// over them), within `nfds` (argument 0). `readfds`' read holds all three, given and
+    /// ready (`str_array::FDSETS`).
+    FdSet(u8),
+    /// pselect6's sixth argument, `{sigmask=[USR1], sigsetsize=8}` (read with its fd sets).
+    PselectMask,
     /// A register strace does not show: preadv's `pos_h` (x86-64 passes the whole offset in
     /// `pos_l`).
     Unshown,
@@ -197,6 +207,8 @@ pub enum Struct {
     Statx,
     /// `struct timespec`: `{tv_sec=0, tv_nsec=1000000}`.
     Timespec,
+    /// `struct timeval`: `{tv_sec=0, tv_usec=1000}`.
+    Timeval,
     /// wait4(2)'s status: `[{WIFEXITED(s) && WEXITSTATUS(s) == 0}]`.
     WaitStatus,
     /// `struct rlimit` of getrlimit(2) and setrlimit(2) (`RLIM_INFINITY`).
@@ -254,7 +266,7 @@ impl Struct {
             Struct::WaitStatus => 4,
             Struct::Stat => 56,
             Struct::Statx => 48,
-            Struct::Timespec | Struct::Rlimit | Struct::Rlimit64 => 16,
+            Struct::Timespec | Struct::Timeval | Struct::Rlimit | Struct::Rlimit64 => 16,
             Struct::SigAction => 32,
             // sockaddr_un, the largest strace decodes; cut at the length given.
             Struct::SockAddr(_) => 110,
@@ -301,6 +313,10 @@ pub enum Ret {
     /// revents=POLLIN}])`, `= 0 (Timeout)`; ppoll's with the time left of its
     /// [`Arg::TimeoutLeft`]: `= 1 ([{fd=3, revents=POLLIN}], left {tv_sec=4, tv_nsec=7})`.
     Poll,
+    /// select's and pselect6's result with the ready fds of each set (their
+    /// [`Arg::FdSet`]s' read) and the time left: `= 2 (in [3], out [4], left {tv_sec=4,
+    /// tv_usec=999})`, `= 0 (Timeout)`.
+    Select,
 }
 
 /// strace's classes of calls (`-e trace=%file`).

@@ -67,6 +67,11 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             u64_at(0) as i64,
             u64_at(8) as i64
         ),
+        Struct::Timeval => format!(
+            "{{tv_sec={}, tv_usec={}}}",
+            u64_at(0) as i64,
+            u64_at(8) as i64
+        ),
         Struct::WaitStatus => format!("[{{{}}}]", wait_status(u32_at(0))),
         Struct::Rlimit | Struct::Rlimit64 => {
             let infinity = match kind {

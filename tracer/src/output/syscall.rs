@@ -7,6 +7,8 @@ use tracer_common::str_flag;
 use crate::kernel::syscalls::{Arg, CloneArg, FutexArg, Ret, Struct};
 use crate::kernel::sysnames::{self, AT_FLAGS, CLONE_FLAGS, MAP_FLAGS, OPEN_FLAGS, PROT, SIGNALS};
 
+pub mod fdset;
+mod ioctl;
 mod msghdr;
 mod sockname;
 pub use msghdr::{msghdr, MsgHdr};
@@ -269,7 +271,9 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::Unshown => String::new(),
         Arg::In(kind) | Arg::Out(kind) => structure(arg, kind, raw, read, ret),
         // As given, from the entry's word (`probe::syscall`); alone, as the call left it.
-        Arg::TimeoutLeft => structure(Arg::In(Struct::Timespec), Struct::Timespec, raw, read, ret),
+        Arg::TimeoutLeft(kind) => structure(Arg::In(kind), kind, raw, read, ret),
+        // Read with `nfds` and each other (`fdset`); alone, their addresses.
+        Arg::FdSet(_) | Arg::PselectMask => pointer(raw),
         Arg::Argv => argv(raw, read),
         // The counts come with the event (`environ`, `dirents` in `probe::syscall`).
         Arg::Dirents => pointer(raw),
@@ -299,7 +303,7 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         Arg::FutexOp => futex_op(raw),
         Arg::Rlimit => named(int.into(), &sysnames::RLIMITS),
         Arg::ArchCode => named(int.into(), &sysnames::ARCH_CODES),
-        Arg::Ioctl => ioctl_request(raw),
+        Arg::Ioctl => ioctl::request(raw),
         Arg::IoctlArg(_) => pointer(raw),
         Arg::ShutdownHow => named(
             int.into(),
@@ -482,10 +486,7 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
         },
         Arg::IoctlArg(request) => {
             let request = args.get(request).map_or(0, |r| r & 0xffff_ffff);
-            match sysnames::IOCTLS.iter().any(|(r, _)| *r == request) {
-                true => pointer(raw),
-                false => arg(Arg::Hex, raw, None, None),
-            }
+            ioctl::arg(request, raw, read, ret)
         }
         Arg::Futex(which, op) => {
             let op = futex_cmd(args.get(op).copied().unwrap_or(0));
@@ -718,31 +719,6 @@ const FCNTL_GETS: [i64; 7] = [1, 3, 9, 11, 1025, 1032, 1034];
 /// fcntl(2)'s record-lock commands (a `struct flock *`), OFD locks included.
 const FCNTL_LOCKS: [i64; 6] = [5, 6, 7, 36, 37, 38];
 
-/// An ioctl request strace's common ones do not name, as strace splits it:
-/// `_IOC(_IOC_READ, 0x54, 0x13, 0x8)` (direction, type, number, size).
-fn ioctl_request(raw: u64) -> String {
-    let request = raw & 0xffff_ffff;
-    if let Some((_, name)) = sysnames::IOCTLS.iter().find(|(r, _)| *r == request) {
-        return (*name).into();
-    }
-    let direction = match request >> 30 {
-        0 => "_IOC_NONE",
-        1 => "_IOC_WRITE",
-        2 => "_IOC_READ",
-        _ => "_IOC_READ|_IOC_WRITE",
-    };
-    let hex = |v: u64| match v {
-        0 => "0".to_string(),
-        v => format!("{v:#x}"),
-    };
-    format!(
-        "_IOC({direction}, {}, {}, {})",
-        hex((request >> 8) & 0xff),
-        hex(request & 0xff),
-        hex((request >> 16) & 0x3fff)
-    )
-}
-
 /// Whether argument `arg` is shown at all, as strace does: open's mode only when the flags
 /// create a file, fcntl's argument only for a command that takes one, mremap's new address
 /// only with MREMAP_FIXED.
@@ -803,6 +779,8 @@ pub struct RetReads<'r> {
     pub first: Option<&'r Read>,
     /// A ppoll's timeout as the call left it (`Arg::TimeoutLeft`), when it was given one.
     pub left: Option<&'r Read>,
+    /// A select's fd sets (`Arg::FdSet`'s read), and the kind of its timeout.
+    pub sets: Option<(&'r Read, Struct)>,
 }
 
 /// The return value of a call whose registers are `args`, as strace shows it: [`ret`], poll's
@@ -813,6 +791,14 @@ pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], reads: &RetReads<'_>) -> S
     let value = raw as i64;
     if errno_of(value).is_some() {
         return ret(Ret::Int, raw);
+    }
+    if kind == Ret::Select {
+        let (sets, timeout) = reads
+            .sets
+            .map_or((None, Struct::Timespec), |(r, t)| (Some(r), t));
+        let nfds = args.first().copied().unwrap_or(0);
+        return fdset::ret(raw, nfds, sets, reads.left, timeout)
+            .unwrap_or_else(|| value.to_string());
     }
     if kind == Ret::Poll {
         if value == 0 {
@@ -1096,6 +1082,21 @@ mod tests {
         assert_eq!(arg(fd_pair, 0, Some(&pair), Some(-14)), "NULL");
         let ioctl = |request: u64| in_call(Arg::IoctlArg(1), &[3, request, 0], 2, None, None);
         assert_eq!((ioctl(0x541b), ioctl(0x1234)), ("NULL".into(), "0".into()));
+        let one = Read {
+            entries: vec![(1i32.to_ne_bytes().to_vec(), 0)],
+            ..Read::default()
+        };
+        let ioctl = |request: libc::c_ulong, ret| {
+            let args = [3, request, 0x7ff0];
+            in_call(Arg::IoctlArg(1), &args, 2, Some(&one), ret)
+        };
+        assert_eq!(ioctl(libc::FIONBIO, Some(0)), "[1]");
+        assert_eq!(ioctl(libc::FIONREAD, Some(0)), "[1]");
+        assert_eq!(ioctl(libc::FIONREAD, Some(-25)), "0x7ff0");
+        assert_eq!(ioctl(libc::TCGETS, Some(0)), "0x7ff0");
+        let clone = [4, libc::FICLONE, 3];
+        assert_eq!(in_call(Arg::IoctlArg(1), &clone, 2, None, Some(-95)), "3");
+        assert_eq!(ioctl::request(libc::FICLONE), "BTRFS_IOC_CLONE or FICLONE");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct Shown {
     pub strings: Option<Strings>,
     /// A file descriptor (or `*at`'s directory): `-y` shows what it refers to.
     pub fd: bool,
+    /// Descriptors inside the text (a select's set, poll's `fd=`, an `SCM_RIGHTS` message's):
+    /// the byte offsets just past each number, where `-y` shows what it refers to.
+    pub inner_fds: Vec<usize>,
 }
 
 /// What was read of a `char *` or `char **` argument.
@@ -751,6 +754,7 @@ mod tests {
                     text: "AT_FDCWD".into(),
                     strings: None,
                     fd: true,
+                    inner_fds: Vec::new(),
                 },
                 Shown {
                     name: "filename".into(),
@@ -762,6 +766,7 @@ mod tests {
                         cut: false,
                     }),
                     fd: false,
+                    inner_fds: Vec::new(),
                 },
             ],
             at_entry: 2,
@@ -845,6 +850,7 @@ mod tests {
             text: "0".into(),
             strings: None,
             fd: false,
+            inner_fds: Vec::new(),
         });
         mode.args.push(Shown {
             name: "flags".into(),
@@ -852,6 +858,7 @@ mod tests {
             text: "O_RDONLY|O_CLOEXEC".into(),
             strings: None,
             fd: false,
+            inner_fds: Vec::new(),
         });
         CallWriter::new(&mut out, Format::Json, style)
             .write(&mode)

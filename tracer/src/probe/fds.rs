@@ -135,6 +135,25 @@ impl FdTable {
                 arg.text = format!("{}<{text}>", arg.text);
             }
         }
+        if call.name == "recvmsg" && call.end == CallEnd::Returned && call.ret >= 0 {
+            self.received(call);
+        }
+        for arg in call.args.iter_mut().filter(|a| !a.inner_fds.is_empty()) {
+            // From the last, so that each offset still points past its number.
+            for &end in arg.inner_fds.iter().rev() {
+                let start = number_start(&arg.text, end);
+                let Some(link) =
+                    (arg.text[start..end].parse().ok()).and_then(|fd| self.lookup(pid, fd))
+                else {
+                    continue;
+                };
+                if self.level > 0 {
+                    let text = self.shown(pid, &link);
+                    arg.text.insert_str(end, &format!("<{text}>"));
+                }
+                touched.push(link);
+            }
+        }
         if !self.paths.is_empty() {
             touched.extend(self.named_paths(call));
         }
@@ -142,6 +161,28 @@ impl FdTable {
             self.update(call, &mut touched, inodes);
         }
         self.paths.is_empty() || touched.iter().any(|t| self.paths.contains(t))
+    }
+
+    /// The descriptors a recvmsg received (`SCM_RIGHTS`: its message's inner descriptors),
+    /// new in the process: what `/proc` says they are now, close-on-exec with
+    /// `MSG_CMSG_CLOEXEC`.
+    fn received(&mut self, call: &Call) {
+        let cloexec = call
+            .args
+            .get(2)
+            .is_some_and(|a| a.value & MSG_CMSG_CLOEXEC != 0);
+        for arg in &call.args {
+            for &end in &arg.inner_fds {
+                let start = number_start(&arg.text, end);
+                let Ok(fd) = arg.text[start..end].parse::<i32>() else {
+                    continue;
+                };
+                let link = fds::fd_link(call.pid, fd);
+                self.process(call.pid)
+                    .fds
+                    .insert(fd, Some(Entry { link, cloexec }));
+            }
+        }
     }
 
     /// The call's path arguments, resolved as the kernel would (against its directory
@@ -481,6 +522,16 @@ fn lexical(path: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
+/// Where the number that ends at byte `end` of `text` starts.
+fn number_start(text: &str, end: usize) -> usize {
+    text[..end]
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |s| s + 1)
+}
+
+/// recvmsg's flag that makes the descriptors it receives close-on-exec.
+const MSG_CMSG_CLOEXEC: i128 = 0x4000_0000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,6 +548,7 @@ mod tests {
                 cut: false,
             }),
             fd,
+            inner_fds: Vec::new(),
         }
     }
 

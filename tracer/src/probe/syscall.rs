@@ -94,7 +94,7 @@ impl Layout {
                 let (offset, timespec) = match p.kind {
                     Arg::SockLen(_) | Arg::In(Struct::CapHeader) => (0, 0),
                     Arg::MsgFilled => (8, 0),
-                    Arg::TimeoutLeft => (0, ENTRY_TIMESPEC),
+                    Arg::TimeoutLeft(_) => (0, ENTRY_TIMESPEC),
                     _ => return None,
                 };
                 Some((at as u32 + 1 + (offset << 8)) | timespec)
@@ -176,7 +176,11 @@ impl Layout {
                     k == 0
                         || !matches!(
                             kind,
-                            Arg::IovGiven(_) | Arg::IovFilled(_) | Arg::MsgGiven | Arg::MsgFilled
+                            Arg::IovGiven(_)
+                                | Arg::IovFilled(_)
+                                | Arg::MsgGiven
+                                | Arg::MsgFilled
+                                | Arg::FdSet(_)
                         )
                 );
                 config.strs[k] = StrRead {
@@ -189,16 +193,18 @@ impl Layout {
                         Arg::IovFilled(_) => str_array::IOVEC_FILLED,
                         Arg::MsgGiven => str_array::MSGHDR_GIVEN,
                         Arg::MsgFilled => str_array::MSGHDR_FILLED,
+                        Arg::FdSet(_) => str_array::FDSETS,
                         _ => str_array::NONE,
                     },
                     len_from: match kind {
                         Arg::BufIn(len) => buffer_len::ARG0 + len as u8,
                         Arg::BufOut => buffer_len::RETURN,
                         Arg::In(s) | Arg::Out(s) => buffer_len::fixed(s.bytes()),
-                        Arg::Futex(FutexArg::Timeout, _) | Arg::TimeoutLeft => {
+                        Arg::Futex(FutexArg::Timeout, _) => {
                             buffer_len::fixed(Struct::Timespec.bytes())
                         }
-                        Arg::Clone(CloneArg::ParentTid) | Arg::SockLen(_) => {
+                        Arg::TimeoutLeft(timeout) => buffer_len::fixed(timeout.bytes()),
+                        Arg::Clone(CloneArg::ParentTid) | Arg::SockLen(_) | Arg::IoctlArg(_) => {
                             buffer_len::fixed(Struct::Int.bytes())
                         }
                         Arg::SockName(_) => buffer_len::fixed(Struct::SockAddr(0).bytes()),
@@ -281,6 +287,10 @@ impl Layout {
                 let (Some(memory), addr) = (memory, args[at]) else {
                     return read;
                 };
+                if self.params[at].kind == Arg::FdSet(0) {
+                    read.entries = self.sets_in_flight(args, memory);
+                    return read;
+                }
                 if addr == 0 {
                     return read;
                 }
@@ -315,6 +325,35 @@ impl Layout {
             })
             .collect();
         self.shown_with(event, reads, comm, end)
+    }
+
+    /// A select's fd sets as the entries of their read (`str_array::FDSETS`), read from the
+    /// memory of a task still inside the call: the given sets (the call writes the ready ones
+    /// when it returns), none ready, and pselect6's mask argument.
+    fn sets_in_flight(&self, args: &[u64], memory: &TaskMemory) -> Vec<(Vec<u8>, u8)> {
+        let nfds = args[0] as u32 as i32;
+        let len = (nfds.max(0) as usize).div_ceil(64) * 8;
+        let kept = len.min(tracer_common::FDSET_BYTES as usize);
+        let whole = |addr: u64, len: usize, flags: u8| {
+            let bytes = memory.bytes(addr, len);
+            match addr != 0 && bytes.len() == len {
+                true => (bytes, flags),
+                false => (Vec::new(), str_flag::FAULT),
+            }
+        };
+        let cut = if len > kept { str_flag::TRUNCATED } else { 0 };
+        let mut entries: Vec<(Vec<u8>, u8)> = (1..=3).map(|i| whole(args[i], kept, cut)).collect();
+        entries.extend(std::iter::repeat_n((Vec::new(), str_flag::FAULT), 3));
+        if self.params.iter().any(|p| p.kind == Arg::PselectMask) {
+            let head = whole(args[5], 16, 0);
+            let ss = head
+                .0
+                .get(..8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8")));
+            entries.push(head);
+            entries.push(whole(ss, 8, 0));
+        }
+        entries
     }
 
     /// The call as shown with its reads, ending as `end` says.
@@ -370,12 +409,16 @@ impl Layout {
                         let given = given_version(read, entry_int(event));
                         show::in_call(p.kind, args, i, given.as_ref().or(read), ret)
                     }
-                    (Arg::TimeoutLeft, _, _) => match entry_timespec(event) {
+                    (Arg::TimeoutLeft(timeout), _, _) => match entry_timespec(event, timeout) {
                         Some(given) if raw != 0 => given,
                         // Not read at entry: the call refused it (an invalid `tv_nsec`) and
                         // left it as it was, or it is past what the entry word packs.
-                        _ => show::in_call(Arg::In(Struct::Timespec), args, i, read, ret),
+                        _ => show::in_call(Arg::In(timeout), args, i, read, ret),
                     },
+                    (Arg::FdSet(which), _, _) => {
+                        show::fdset::given(which, args[0], raw, self.sets_read(&reads))
+                    }
+                    (Arg::PselectMask, _, _) => show::fdset::mask(raw, self.sets_read(&reads)),
                     (Arg::MsgGiven | Arg::MsgFilled, _, _) => show::msghdr(&show::MsgHdr {
                         raw,
                         read,
@@ -388,6 +431,7 @@ impl Layout {
                 Shown {
                     name: p.name.clone(),
                     value,
+                    inner_fds: show::fdset::inner_fds(p.kind, &text),
                     text,
                     strings: read.and_then(|r| read_strings(p.kind, r)),
                     fd: matches!(p.kind, Arg::Fd | Arg::DirFd),
@@ -419,15 +463,27 @@ impl Layout {
         }
     }
 
-    /// What the return's text reads: argument 0's read (poll's fds), and the time left of
-    /// an [`Arg::TimeoutLeft`] given (not `NULL`).
+    /// What the return's text reads: argument 0's read (poll's fds), the time left of an
+    /// [`Arg::TimeoutLeft`] given (not `NULL`), and a select's fd sets.
     fn ret_reads<'r>(&self, reads: &'r [Read]) -> show::RetReads<'r> {
         let read = |i: usize| self.reads.iter().position(|&r| r == i).map(|k| &reads[k]);
-        let left = (self.params.iter()).position(|p| p.kind == Arg::TimeoutLeft);
+        let left = (self.params.iter()).position(|p| matches!(p.kind, Arg::TimeoutLeft(_)));
+        let timeout = left.map_or(Struct::Timespec, |at| match self.params[at].kind {
+            Arg::TimeoutLeft(kind) => kind,
+            _ => Struct::Timespec,
+        });
         show::RetReads {
             first: read(0),
             left: left.and_then(read),
+            sets: self.sets_read(reads).map(|sets| (sets, timeout)),
         }
+    }
+
+    /// A select's fd sets, given and ready (the read of its first [`Arg::FdSet`]).
+    fn sets_read<'r>(&self, reads: &'r [Read]) -> Option<&'r Read> {
+        let at = (self.params.iter()).position(|p| p.kind == Arg::FdSet(0))?;
+        let k = self.reads.iter().position(|&r| r == at)?;
+        reads.get(k)
     }
 
     /// The texts of the sockaddr the call filled and of its length ([`Arg::SockName`],
@@ -468,16 +524,19 @@ fn given_version(read: Option<&Read>, given: Option<u32>) -> Option<Read> {
     Some(read)
 }
 
-/// The `struct timespec` the entry read ([`trace_word::ENTRY_TIMESPEC_READ`]), as strace
-/// shows it, if it did.
-fn entry_timespec(event: &Event) -> Option<String> {
+/// The `struct timespec` (or, as `kind` says, `struct timeval`: the same two words) the
+/// entry read ([`trace_word::ENTRY_TIMESPEC_READ`]), as strace shows it, if it did.
+fn entry_timespec(event: &Event, kind: Struct) -> Option<String> {
     let word = event.fields[trace_word::ENTRY_INT];
     (word & trace_word::ENTRY_TIMESPEC_READ != 0).then(|| {
-        let (sec, nsec) = (
+        let (sec, fraction) = (
             (word & !trace_word::ENTRY_TIMESPEC_READ) >> 30,
             word & 0x3fff_ffff,
         );
-        format!("{{tv_sec={sec}, tv_nsec={nsec}}}")
+        match kind {
+            Struct::Timeval => format!("{{tv_sec={sec}, tv_usec={fraction}}}"),
+            _ => format!("{{tv_sec={sec}, tv_nsec={fraction}}}"),
+        }
     })
 }
 
@@ -567,7 +626,9 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::Out(_)
             | Arg::Argv
             | Arg::Futex(FutexArg::Timeout, _)
-            | Arg::TimeoutLeft
+            | Arg::TimeoutLeft(_)
+            | Arg::FdSet(0)
+            | Arg::IoctlArg(_)
             | Arg::Clone(CloneArg::ParentTid)
             | Arg::SockName(_)
             | Arg::SockLen(_)

@@ -94,7 +94,18 @@ pub const SHAPES: &[Shape] = &[
     ),
     shape("access", F, &[Path, AccessMode], Ret::Int),
     shape("pipe", D, &[Out(Struct::FdPair)], Ret::Int),
-    shape("select", D, &[Int, Ptr, Ptr, Ptr, Ptr], Ret::Int),
+    shape(
+        "select",
+        D,
+        &[
+            Int,
+            FdSet(0),
+            FdSet(1),
+            FdSet(2),
+            TimeoutLeft(Struct::Timeval),
+        ],
+        Ret::Select,
+    ),
     shape("sched_yield", 0, &[], Ret::Int),
     shape(
         "mremap",
@@ -396,14 +407,26 @@ pub const SHAPES: &[Shape] = &[
     shape("readlinkat", F | D, &[DirFd, Path, BufOut, UInt], Ret::Int),
     shape("fchmodat", F | D, &[DirFd, Path, Mode], Ret::Int),
     shape("faccessat", F | D, &[DirFd, Path, AccessMode], Ret::Int),
-    shape("pselect6", D, &[Int, Ptr, Ptr, Ptr, Ptr, Ptr], Ret::Int),
+    shape(
+        "pselect6",
+        D,
+        &[
+            Int,
+            FdSet(0),
+            FdSet(1),
+            FdSet(2),
+            TimeoutLeft(Struct::Timespec),
+            PselectMask,
+        ],
+        Ret::Select,
+    ),
     shape(
         "ppoll",
         D,
         &[
             In(Struct::PollFds),
             UInt,
-            TimeoutLeft,
+            TimeoutLeft(Struct::Timespec),
             In(Struct::SigSet),
             UInt,
         ],
