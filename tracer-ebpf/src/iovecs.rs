@@ -92,14 +92,20 @@ fn put_small(scratch: &mut Scratch, at: usize, ptr: u64, len: u64, cap: u32) -> 
     // redundant, and 5.10's verifier then saw the size unbounded.
     // SAFETY: a read of a local.
     let size = unsafe { core::ptr::read_volatile(&size) } & (2 * FDSET_BYTES as usize - 1);
+    // NULL (a set not given) is not read: a read that faults costs about 600 ns, three of
+    // them most of a select's entry program (2,220 ns a call, 722 without them).
     // SAFETY: the destination is inside the area: `at` below 1,024 and `size` below 256; the
     // helper validates the source address itself and fails instead of faulting.
-    let n = unsafe {
-        aya_ebpf::helpers::generated::bpf_probe_read_user(
-            scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void,
-            size as u32,
-            ptr as *const c_void,
-        )
+    let n = if ptr == 0 {
+        -14
+    } else {
+        unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_user(
+                scratch.area.as_mut_ptr().add(at + STR_ENTRY) as *mut c_void,
+                size as u32,
+                ptr as *const c_void,
+            )
+        }
     };
     let (size, flags) = match n {
         0 => (size, flags),
