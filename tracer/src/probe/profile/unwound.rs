@@ -32,10 +32,12 @@ pub struct Unwound {
     /// Thread names by tid, from the rings' comm and fork records and, for threads that were
     /// running before, from /proc.
     comms: hashbrown::HashMap<u32, String>,
-    /// The threads whose exit the last drain and this one read: a thread is sampled after
-    /// its exit record too (the rest of do_exit: its memory unmapped, its files closed), in
-    /// the same drain or the next; its name goes once both are over.
-    exited: [Vec<u32>; 2],
+    /// The threads whose exit was read, in order, with the drain and the time it was read
+    /// in: a thread is sampled after its exit record too (the rest of do_exit), in the same
+    /// drain or a later one; its name goes once two drains and [`EXITED_NAME_KEEP`] are over.
+    exited: std::collections::VecDeque<(u32, u64, std::time::Instant)>,
+    /// Drains read.
+    drains: u64,
     /// Samples read, tracer's own and the idle task's, and how each unwind ended.
     total: u64,
     idle: u64,
@@ -43,6 +45,11 @@ pub struct Unwound {
     ends: crate::output::profile::Unwound,
     malformed: u64,
 }
+
+/// How long an exited thread's name is kept at least: two drains were not always enough
+/// under emulation (Debian's 6.12 in the VM tier: 4 of 235 samples of a python3 that had
+/// exited went under `[unknown]`), where do_exit's last samples come late.
+const EXITED_NAME_KEEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A task switched out: its stacks and time as the switch's sample gave them (`None` until it
 /// is read), and whether it left runnable (preempted: no block), from the switch record; the
@@ -178,6 +185,7 @@ impl Unwound {
             short: 0,
             comms: names_now(sampled),
             exited: Default::default(),
+            drains: 0,
             total: 0,
             idle: 0,
             own: 0,
@@ -234,9 +242,13 @@ impl Unwound {
         for (_, bytes) in &records {
             self.read(bytes, symbolizer);
         }
-        let [earlier, now] = &mut self.exited;
-        for tid in std::mem::replace(earlier, std::mem::take(now)) {
+        self.drains += 1;
+        while let Some(&(tid, drain, at)) = self.exited.front() {
+            if self.drains < drain + 2 || at.elapsed() < EXITED_NAME_KEEP {
+                break;
+            }
             self.comms.remove(&tid);
+            self.exited.pop_front();
         }
     }
 
@@ -276,10 +288,10 @@ impl Unwound {
                 }
             }
             // Its samples came before (time order), but for those of the rest of its exit:
-            // its name goes two drains on (`exited`), what else was kept to read them now,
-            // so that a long run keeps what its live tasks need.
+            // its name goes two drains and a second on (`exited`), what else was kept to
+            // read them now, so that a long run keeps what its live tasks need.
             Record::Exit(t) => {
-                self.exited[1].push(t.tid);
+                (self.exited).push_back((t.tid, self.drains, std::time::Instant::now()));
                 self.away.remove(&t.tid);
                 if t.pid == t.tid {
                     symbolizer.drop_unwinder(t.pid);
