@@ -1432,14 +1432,7 @@ fn strace_agrees_on_structures() {
                 let l = children
                     .iter()
                     .fold(l.clone(), |l, c| whole_number_as(&l, c, "CHILD"));
-                // The time a ppoll had left is the run's.
-                match l.split_once(", left {") {
-                    Some((head, rest)) => match rest.split_once('}') {
-                        Some((_, tail)) => format!("{head}, left {{LEFT}}{tail}"),
-                        None => l,
-                    },
-                    None => l,
-                }
+                time_left_as_left(l)
             })
             .collect()
     };
@@ -1572,14 +1565,7 @@ fn fd_sets_read_as_strace_writes_them() {
         .filter(|l| l.starts_with("select(") || l.starts_with("pselect6("))
         .map(|l| {
             // The pipe's inode and the time left are the run's.
-            let l = whole_number_as(&l, &pipe_inode(&l), "N");
-            match l.split_once(", left {") {
-                Some((head, rest)) => format!(
-                    "{head}, left {{LEFT}}{}",
-                    &rest[rest.find('}').unwrap() + 1..]
-                ),
-                None => l,
-            }
+            time_left_as_left(inodes_as_n(l))
         })
         .collect();
     let pipe = "pipe:[N]";
@@ -1657,25 +1643,7 @@ fn dash_y_names_descriptors_inside_structures_as_strace_does() {
             let trace = std::fs::read_to_string(path).unwrap();
             (joined(&trace).lines())
                 .filter_map(normalized)
-                .map(|l| {
-                    let mut l = l;
-                    for kind in ["pipe:[", "socket:["] {
-                        while let Some(inode) = (l.split_once(kind))
-                            .and_then(|(_, rest)| rest.split_once(']'))
-                            .map(|(inode, _)| inode.to_string())
-                            .filter(|inode| inode != "N")
-                        {
-                            l = l.replace(&format!("{kind}{inode}]"), &format!("{kind}N]"));
-                        }
-                    }
-                    match l.split_once(", left {") {
-                        Some((head, rest)) => match rest.split_once('}') {
-                            Some((_, tail)) => format!("{head}, left {{LEFT}}{tail}"),
-                            None => l,
-                        },
-                        None => l,
-                    }
-                })
+                .map(|l| time_left_as_left(inodes_as_n(l)))
                 .collect()
         };
         let (theirs, ours) = (lines(&theirs), lines(&ours));
@@ -1686,11 +1654,31 @@ fn dash_y_names_descriptors_inside_structures_as_strace_does() {
     }
 }
 
-/// The first pipe inode a line names (`pipe:[12345]`), or `-` where it names none.
-fn pipe_inode(line: &str) -> String {
-    (line.split_once("pipe:["))
-        .and_then(|(_, rest)| rest.split_once(']'))
-        .map_or("-".into(), |(inode, _)| inode.to_string())
+/// A line with each pipe's and socket's inode (`pipe:[12345]`) as `N`: each run's own.
+fn inodes_as_n(line: String) -> String {
+    let mut line = line;
+    for kind in ["pipe:[", "socket:["] {
+        while let Some(inode) = (line.split_once(kind))
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map(|(inode, _)| inode.to_string())
+            .filter(|inode| inode != "N")
+        {
+            line = line.replace(&format!("{kind}{inode}]"), &format!("{kind}N]"));
+        }
+    }
+    line
+}
+
+/// A line with the time a call had left (`left {tv_sec=4, tv_nsec=7}`) as `left {LEFT}`: the
+/// run's own.
+fn time_left_as_left(line: String) -> String {
+    match line.split_once(", left {") {
+        Some((head, rest)) => match rest.split_once('}') {
+            Some((_, tail)) => format!("{head}, left {{LEFT}}{tail}"),
+            None => line,
+        },
+        None => line,
+    }
 }
 
 /// The addresses calls fill, on tests/workloads/sockets.c: as long as the shorter of the
