@@ -797,8 +797,7 @@ pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], reads: &RetReads<'_>) -> S
             .sets
             .map_or((None, Struct::Timespec), |(r, t)| (Some(r), t));
         let nfds = args.first().copied().unwrap_or(0);
-        return fdset::ret(raw, nfds, sets, reads.left, timeout)
-            .unwrap_or_else(|| value.to_string());
+        return fdset::ret(raw, nfds, sets, reads.left, timeout);
     }
     if kind == Ret::Poll {
         if value == 0 {

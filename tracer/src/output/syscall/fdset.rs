@@ -4,7 +4,7 @@
 
 use tracer_common::str_flag;
 
-use super::{errno_of, pointer, Read};
+use super::{pointer, Read};
 use crate::kernel::syscalls::{Arg, Struct};
 
 /// Where each part is among the entries of the sets' read (`str_array::FDSETS`).
@@ -84,20 +84,17 @@ pub fn mask(raw: u64, sets: Option<&Read>) -> String {
 /// The return of a select or pselect6 as strace shows it: `0 (Timeout)`; the ready fds of
 /// each set, counted down from the return value (`2 (in [3], out [4])`), then the time left
 /// when a timeout was given (`left {tv_sec=4, tv_usec=999}`, a `timeout` of the call's
-/// kind); an error as any call's.
+/// kind). An error is the caller's to show, as any call's (`ret_in_call`).
 pub fn ret(
     raw: u64,
     nfds_raw: u64,
     sets: Option<&Read>,
     left: Option<&Read>,
     timeout: Struct,
-) -> Option<String> {
+) -> String {
     let value = raw as i64;
-    if errno_of(value).is_some() {
-        return None;
-    }
     if value == 0 {
-        return Some("0 (Timeout)".into());
+        return "0 (Timeout)".into();
     }
     let n = nfds(nfds_raw).max(0) as usize;
     let mut remaining = value;
@@ -126,10 +123,10 @@ pub fn ret(
         _ => None,
     };
     parts.extend(left.map(|left| format!("left {left}")));
-    Some(match parts.is_empty() {
+    match parts.is_empty() {
         true => value.to_string(),
         false => format!("{value} ({})", parts.join(", ")),
-    })
+    }
 }
 
 /// Where `-y` shows what a descriptor inside an argument's text refers to, as strace's
@@ -225,25 +222,18 @@ mod tests {
         let timeval = [5u64.to_ne_bytes(), 498u64.to_ne_bytes()].concat();
         let left = sets(vec![(timeval, 0)]);
         assert_eq!(
-            ret(2, 5, Some(&read), Some(&left), Struct::Timeval).as_deref(),
-            Some("2 (in [3], out [4], left {tv_sec=5, tv_usec=498})")
+            ret(2, 5, Some(&read), Some(&left), Struct::Timeval),
+            "2 (in [3], out [4], left {tv_sec=5, tv_usec=498})"
         );
         assert_eq!(
-            ret(3, 5, Some(&read), None, Struct::Timeval).as_deref(),
-            Some("3 (in [3], out [4], except [0])")
+            ret(3, 5, Some(&read), None, Struct::Timeval),
+            "3 (in [3], out [4], except [0])"
         );
         assert_eq!(
-            ret(0, 5, Some(&read), Some(&left), Struct::Timeval).as_deref(),
-            Some("0 (Timeout)")
+            ret(0, 5, Some(&read), Some(&left), Struct::Timeval),
+            "0 (Timeout)"
         );
-        assert_eq!(
-            ret(-14i64 as u64, 5, Some(&read), None, Struct::Timeval),
-            None
-        );
-        assert_eq!(
-            ret(1, 5, None, None, Struct::Timespec).as_deref(),
-            Some("1")
-        );
+        assert_eq!(ret(1, 5, None, None, Struct::Timespec), "1");
     }
 
     #[test]
