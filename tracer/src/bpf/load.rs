@@ -5,7 +5,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
-use aya::programs::{KProbe, PerfEvent, TracePoint};
+use aya::programs::{KProbe, PerfEvent, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use tracer_common::{
     names, AggKey, AggValue, HistKey, LatConfig, LatKey, LatStart, OffCpuConfig, RunCount,
@@ -299,6 +299,7 @@ impl Bpf {
             used: Vec::new(),
             dispatched: 0,
             uses: sizing.uses,
+            attached_once: Vec::new(),
         })
     }
 
@@ -373,6 +374,33 @@ impl Bpf {
             }
             SlotKind::Function => unreachable!("function slots load per function"),
         }
+    }
+
+    /// Loads the raw tracepoint programs `names` that are not loaded yet, each on a thread of
+    /// its own, without attaching them. The kernel verifies a program in the thread that
+    /// loads it and lets privileged loads run side by side, so the verifier's walks, most of
+    /// `tracer trace`'s start-up, take the longest one's time on enough CPUs instead of their
+    /// sum (docs/benchmarks.md, "Figures the code cites", `parallel-load`).
+    pub fn preload(&mut self, names: &[&str]) -> Result<(), Error> {
+        let todo: Vec<_> = (self.ebpf.programs_mut())
+            .filter(|(name, program)| names.contains(name) && program.fd().is_err())
+            .collect();
+        std::thread::scope(|scope| {
+            let loads: Vec<_> = (todo.into_iter())
+                .map(|(name, program)| {
+                    scope.spawn(move || {
+                        let wrap = |source| Error::Program {
+                            program: name.to_string(),
+                            source,
+                        };
+                        let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
+                        p.load().map_err(wrap)
+                    })
+                })
+                .collect();
+            (loads.into_iter())
+                .try_for_each(|load| load.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        })
     }
 
     /// The fd of a loaded program that is not a slot (the tracking programs).

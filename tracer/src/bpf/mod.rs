@@ -110,6 +110,8 @@ pub struct Bpf {
     dispatched: u32,
     /// The `USES_*` bits the object was loaded with.
     uses: u32,
+    /// The programs attached once for all their slots (`Bpf::attach_raw`'s `once`).
+    attached_once: Vec<String>,
 }
 
 /// A taken program slot.

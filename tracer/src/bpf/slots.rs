@@ -161,8 +161,9 @@ impl Bpf {
     }
 
     /// Loads raw tracepoint program `name` if it is not yet, and attaches it to `tracepoint`
-    /// with BPF_RAW_TRACEPOINT_OPEN (`once`: only when it was not loaded before, for a
-    /// program that serves many slots from one attachment).
+    /// with BPF_RAW_TRACEPOINT_OPEN (`once`: only on its first call for `name`, for a program
+    /// that serves many slots from one attachment; it may have been loaded before, by
+    /// [`Bpf::preload`]).
     pub(super) fn attach_raw(
         &mut self,
         name: &str,
@@ -178,12 +179,15 @@ impl Bpf {
             source,
         };
         let p: &mut RawTracePoint = program.try_into().map_err(wrap)?;
-        let loaded = p.fd().is_ok();
-        if !loaded {
+        if p.fd().is_err() {
             p.load().map_err(wrap)?;
         }
-        if !(once && loaded) {
+        let attached = self.attached_once.iter().any(|n| n == name);
+        if !(once && attached) {
             p.attach(tracepoint).map_err(wrap)?;
+        }
+        if once && !attached {
+            self.attached_once.push(name.to_string());
         }
         Ok(())
     }

@@ -46,7 +46,9 @@ pub fn run(args: TraceArgs) -> Result<i32, Error> {
         bpf.set_globs(&filter.globs)?;
     }
     let loops = tracer_common::USES_DIRENTS | tracer_common::USES_IOVECS;
-    if (configs.iter()).any(|c| c.uses() & loops != 0) {
+    let reads = (configs.iter()).any(|c| c.uses() & loops != 0);
+    bpf.preload(&programs(&plan, reads))?;
+    if reads {
         bpf.read_at_exit()?;
     }
     let mut by_slot = HashMap::new();
@@ -456,6 +458,22 @@ fn tally_call(tally: &mut HashMap<usize, Row>, (i, nr): (usize, u32), call: &sho
     row.calls += 1;
     row.errors += u64::from((-4095..=-1).contains(&call.ret));
     row.total_ns += call.duration_ns;
+}
+
+/// The programs a run attaches (as [`TaskSlots::take`] and `Bpf::take_trace_slot` name
+/// them), loaded side by side before they are attached in their order.
+fn programs(plan: &TracePlan, reads: bool) -> Vec<&'static str> {
+    let mut names = vec!["trace_exit", "trace_enter"];
+    if reads {
+        names.push("trace_exit_reads");
+    }
+    if !plan.summary {
+        names.push("trace_task_exit");
+        if plan.signals != 0 {
+            names.extend(["trace_signal_sent", "trace_signal"]);
+        }
+    }
+    names
 }
 
 /// The slots of a task's signals and exit (none for `-c`, or `-e signal=none`).
