@@ -292,13 +292,6 @@ pub(crate) fn put_array(scratch: &mut Scratch, read: u8, ptr: u64, user: bool, s
 /// An array that cannot be read leaves its one entry marked `FAULT`.
 #[inline(never)]
 pub(crate) fn put_iovecs(scratch: &mut Scratch, read: u8, ptr: u64, counts: u64, total: u64) {
-    // Through map memory, where the verifier knows nothing of them: a caller's constant
-    // (a msghdr that could not be read gives 0) made states of its own through the loop.
-    scratch.iov_left = ptr;
-    // SAFETY: plain aligned reads of map memory; volatile so that LLVM keeps the loads.
-    let ptr = unsafe { core::ptr::read_volatile(&scratch.iov_left) };
-    scratch.iov_left = counts;
-    let counts = unsafe { core::ptr::read_volatile(&scratch.iov_left) };
     let (count, buflen) = (counts & 0xffff_ffff, counts >> 32);
     // Without branches: each would make two states of all that follows.
     let max = u64::from(STRLEN_MAX);
