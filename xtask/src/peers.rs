@@ -1165,14 +1165,10 @@ fn real_programs(tracer: &str) -> Result<serde_json::Value> {
                     peer.push(capture(&strace_argv)?.2);
                 }
             }
+            // Median, min, max.
             let spread = |mut times: Vec<f64>| {
                 times.sort_by(f64::total_cmp);
-                (
-                    times[ROUNDS / 2],
-                    times[0],
-                    times[ROUNDS - 1],
-                    String::new(),
-                )
+                (times[ROUNDS / 2], times[0], times[ROUNDS - 1])
             };
             let alone = spread(alone);
             let traced = spread(traced);
@@ -1181,9 +1177,8 @@ fn real_programs(tracer: &str) -> Result<serde_json::Value> {
                 .unwrap_or("")
                 .to_string();
             let peer = strace.then(|| spread(peer));
-            let added = |t: &(f64, f64, f64, String)| t.0 - alone.0;
-            let shown =
-                |t: &(f64, f64, f64, String)| format!("{:.3} ({:.3}..{:.3})", t.0, t.1, t.2);
+            let added = |t: &(f64, f64, f64)| t.0 - alone.0;
+            let shown = |t: &(f64, f64, f64)| format!("{:.3} ({:.3}..{:.3})", t.0, t.1, t.2);
             println!("  {name}");
             println!("    {:<28} {}", "alone", shown(&alone));
             println!(
