@@ -137,7 +137,7 @@ const EXAMPLES: &[(&str, Check)] = &[
         latency_biostacks,
     ),
     (
-        "tracer latency --from sched:sched_switch --to sched:sched_waking --key prev_pid/pid --slower-than 4ms -s kernel -- ./tracer-testprog sleeps 1",
+        "tracer latency --from sched:sched_switch --to sched:sched_waking --key prev_pid/pid --slower-than 3ms -s kernel -- ./tracer-testprog sleeps 1",
         latency_wakeuptime,
     ),
     (

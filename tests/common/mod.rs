@@ -558,7 +558,7 @@ pub fn took_ns(line: &str) -> Option<u64> {
 /// 4.5 ms, 10 of 17.5 ms, 5 of 70 ms, in that order): how many of each class did not wait for
 /// a CPU meanwhile (DELAY 0). A sleep that did was preempted on its way to block, so from the
 /// switch that blocked it to its wakeup it may measure under its length (under wakeuptime's
-/// 4 ms): the sleeps a switch-to-wakeup pair shows are at least these.
+/// 3 ms): the sleeps a switch-to-wakeup pair shows are at least these.
 pub fn undelayed_sleeps(stderr: &str) -> [usize; 3] {
     let delays: Vec<u64> = (stderr.lines())
         .filter_map(|l| {
