@@ -1587,6 +1587,69 @@ fn fd_sets_read_as_strace_writes_them() {
     );
 }
 
+/// A pseudo-terminal's ioctls (tests/workloads/terminal.c) as strace 6.1 writes them: the
+/// struct termios that TCGETS fills and the TCSETS* calls give, abbreviated (all flags clear
+/// write nothing, as strace 6.1 does), the winsize set and got, the ints, TCFLSH's and
+/// TCXONC's values, FIOCLEX without an argument, FIONBIO's `int` at the end of a mapping,
+/// the OSS names strace gives the TCSETS* numbers too, and the failed TCGETS's address; then side by side with strace where it is
+/// installed. The pty's number (TIOCGPTN) is the run's.
+#[test]
+fn terminal_ioctls_read_as_strace_writes_them() {
+    require_root();
+    let program = common::c_workload("terminal");
+    let ioctls = |trace: &str| -> Vec<String> {
+        (trace.lines())
+            .filter_map(normalized)
+            .filter(|l| l.starts_with("ioctl("))
+            .map(|l| match l.split_once("TIOCGPTN, [") {
+                Some((head, tail)) => {
+                    format!("{head}TIOCGPTN, [N{}", &tail[tail.find(']').unwrap()..])
+                }
+                None => l,
+            })
+            .collect()
+    };
+    let out = run_tracer(&["trace", "-e", "ioctl", "--", program.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let cooked = "{c_iflag=ICRNL|IXON, c_oflag=NL0|CR0|TAB0|BS0|VT0|FF0|OPOST|ONLCR, \
+                  c_cflag=B38400|CS8|CREAD, \
+                  c_lflag=ISIG|ICANON|ECHO|ECHOE|ECHOK|IEXTEN|ECHOCTL|ECHOKE, ...}";
+    let raw = "{c_iflag=, c_oflag=NL0|CR0|TAB0|BS0|VT0|FF0|ONLCR, c_cflag=B38400|CS8|CREAD, \
+               c_lflag=ECHOE|ECHOK|ECHOCTL|ECHOKE, ...}";
+    let size = "{ws_row=24, ws_col=80, ws_xpixel=640, ws_ypixel=480}";
+    assert_eq!(
+        ioctls(&stderr),
+        [
+            "ioctl(3, TIOCGPTN, [N]) = 0".to_string(),
+            "ioctl(3, TIOCSPTLCK, [0]) = 0".to_string(),
+            "ioctl(3, TIOCGPTN, [N]) = 0".to_string(),
+            format!("ioctl(4, TCGETS, {cooked}) = 0"),
+            format!("ioctl(4, TCGETS, {cooked}) = 0"),
+            format!("ioctl(4, SNDCTL_TMR_CONTINUE or TCSETSF, {raw}) = 0"),
+            format!("ioctl(4, TCGETS, {raw}) = 0"),
+            format!("ioctl(4, TCGETS, {raw}) = 0"),
+            format!("ioctl(4, SNDCTL_TMR_START or TCSETS, {cooked}) = 0"),
+            format!("ioctl(4, TCGETS, {cooked}) = 0"),
+            format!("ioctl(4, TIOCSWINSZ, {size}) = 0"),
+            format!("ioctl(4, TIOCGWINSZ, {size}) = 0"),
+            "ioctl(4, TCFLSH, TCIFLUSH) = 0".to_string(),
+            "ioctl(4, TCXONC, TCOON) = 0".to_string(),
+            "ioctl(4, FIOCLEX) = 0".to_string(),
+            "ioctl(4, FIONBIO, [1]) = 0".to_string(),
+            "ioctl(4, TCSBRK, 1) = 0".to_string(),
+            "ioctl(3, FIONREAD, [4]) = 0".to_string(),
+            "ioctl(99, TCGETS, ADDR) = -1 EBADF (Bad file descriptor)".to_string(),
+        ],
+        "{stderr}"
+    );
+    let Some(run) = side_by_side("terminal", &program, "ioctl") else {
+        return;
+    };
+    assert!(run.strace_status.success());
+    assert_eq!(ioctls(&run.strace), ioctls(&run.tracer), "{}", run.tracer);
+}
+
 /// strace -y on descriptors inside structures, on the same programs: select's and pselect6's
 /// given sets and ppoll's `fd=` (tests/workloads/structs.c), and the descriptor a message
 /// passes (`SCM_RIGHTS`), sent and received, while the receiver still holds it (Python).

@@ -157,12 +157,22 @@ pub const MSGHDR_BYTES: u32 = 56;
 /// `sockaddr_storage`, and control data for 24 descriptors.
 pub const MSG_PART_MAX: u32 = 128;
 
+/// What a [`buffer_len::IOCTL`] read takes: the kernel's `struct termios` on x86-64, or an
+/// `int` where the last of those bytes cannot be read.
+pub const IOCTL_ARG_MAX: u32 = 36;
+pub const IOCTL_ARG_INT: u64 = 4;
+
 /// Where a buffer read ([`StrRead::len_from`]) finds its length.
 pub mod buffer_len {
     /// Argument `i` holds the length: `ARG0 + i` (write's `count`).
     pub const ARG0: u8 = 1;
     /// The return value, when positive (read's byte count).
     pub const RETURN: u8 = 7;
+    /// An ioctl's argument, which may be an `int` or a `struct termios`:
+    /// [`IOCTL_ARG_MAX`](super::IOCTL_ARG_MAX) bytes where the last of them can be read (a
+    /// termios across two pages is read whole), else an `int` (one at the end of a mapping,
+    /// where a read of 36 bytes would fault).
+    pub const IOCTL: u8 = 8;
     /// `FIXED + n`: a structure of `4 * n` bytes, read whole, not cut at `-s` (an fd pair,
     /// a `struct stat`'s head, a timespec): [`fixed`].
     pub const FIXED: u8 = 16;

@@ -11,10 +11,10 @@ use core::ffi::c_void;
 use tracer_common::{
     buffer_len, str_array, str_flag, str_from, str_mem, trace_word, word, Event, FieldRead,
     SlotConfig, StrRead, TraceStart, UsdtArgs, ARRAY_ELEMENTS, DATA_WORDS, FIELD_ADDRESS,
-    FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOVEC_BYTES, IOV_ELEMENTS,
-    KERNEL_SPACE_START, PT_REGS_CS, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOTS, SLOT_RECORD_LEN,
-    STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS, TRACE_STACK_TOP, USDT_MEM, USDT_REG, USES_BUFFERS,
-    USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY,
+    FIELD_AUTO, FIELD_DEREFS, FIELD_READS, FIELD_USER, IOCTL_ARG_INT, IOCTL_ARG_MAX, IOVEC_BYTES,
+    IOV_ELEMENTS, KERNEL_SPACE_START, PT_REGS_CS, PT_REGS_SP, PT_REGS_SYSCALL_ARGS, SLOTS,
+    SLOT_RECORD_LEN, STRLEN_MAX, STR_AREA, STR_ENTRY, STR_READS, TRACE_STACK_TOP, USDT_MEM,
+    USDT_REG, USES_BUFFERS, USES_DEREFS, USES_IOVECS, USES_STR_ARRAYS, USES_STR_MANY,
 };
 
 use crate::maps::{scratch, zero_words, Scratch, NO_ENTRY, SCHED_OFFSETS, TRACE_SAVED};
@@ -412,6 +412,17 @@ pub(crate) fn read_strings<const ARRAYS: bool, const BUFFERS: bool, const READS:
         } else if BUFFERS && uses(USES_BUFFERS) && read.len_from != 0 {
             let (len, keep) = match read.len_from {
                 buffer_len::RETURN => (event_ret(scratch), config.buflen),
+                buffer_len::IOCTL => {
+                    // Whole where its last byte can be read (a structure, also across two
+                    // pages), else an `int` (one at the end of a mapping). No arithmetic on
+                    // `ptr` but an addition: in a tracepoint's program it may point into
+                    // the context, where the verifier refuses a mask.
+                    let whole = u64::from(IOCTL_ARG_MAX);
+                    match read_sized(ptr + whole - 1, 1, true) {
+                        Some(_) => (whole, STRLEN_MAX),
+                        None => (IOCTL_ARG_INT, STRLEN_MAX),
+                    }
+                }
                 // A structure is read whole, whatever -s says.
                 from if from >= buffer_len::FIXED => {
                     (u64::from(from - buffer_len::FIXED) * 4, STRLEN_MAX)

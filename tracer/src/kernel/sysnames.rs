@@ -6,11 +6,13 @@
 /// ioctl(2) requests strace names that programs on a terminal, a socket or a block device
 /// make most (its `ioctls_inc0.h` has thousands: the rest are shown in hex, as strace does
 /// for a request it cannot name).
-pub const IOCTLS: [(u64, &str); 34] = libc_names![u64;
+pub const IOCTLS: [(u64, &str); 49] = libc_names![u64;
     TCGETS, TCSETS, TCSETSW, TCSETSF, TCGETA, TCSETA, TCSETAW, TCSETAF, TCSBRK, TCXONC,
     TCFLSH, TIOCEXCL, TIOCNXCL, TIOCSCTTY, TIOCGPGRP, TIOCSPGRP, TIOCOUTQ, TIOCSTI,
     TIOCGWINSZ, TIOCSWINSZ, TIOCMGET, TIOCMSET, FIONREAD, TIOCLINUX, TIOCCONS, FIONBIO,
     TIOCNOTTY, TIOCGSID, TIOCGPTN, TIOCSPTLCK, FIONCLEX, FIOCLEX, FIOASYNC, FICLONE,
+    TIOCSBRK, TIOCCBRK, TCSBRKP, TIOCGETD, TIOCSETD, TIOCPKT, TIOCGSOFTCAR, TIOCSSOFTCAR,
+    TIOCGLCKTRMIOS, TIOCSLCKTRMIOS, TIOCGEXCL, TIOCGDEV, TIOCMBIS, TIOCMBIC, TIOCGPTPEER,
 ];
 
 /// madvise(2)'s advice.

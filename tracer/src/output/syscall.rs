@@ -720,8 +720,8 @@ const FCNTL_GETS: [i64; 7] = [1, 3, 9, 11, 1025, 1032, 1034];
 const FCNTL_LOCKS: [i64; 6] = [5, 6, 7, 36, 37, 38];
 
 /// Whether argument `arg` is shown at all, as strace does: open's mode only when the flags
-/// create a file, fcntl's argument only for a command that takes one, mremap's new address
-/// only with MREMAP_FIXED.
+/// create a file, fcntl's argument and ioctl's only for a command or request that takes one,
+/// mremap's new address only with MREMAP_FIXED.
 pub fn shown(arg: Arg, args: &[u64]) -> bool {
     let at = |i: usize| args.get(i).copied().unwrap_or(0);
     match arg {
@@ -729,6 +729,7 @@ pub fn shown(arg: Arg, args: &[u64]) -> bool {
         Arg::FcntlArg(cmd) => !FCNTL_GETS.contains(&i64::from(at(cmd) as u32 as i32)),
         Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
         Arg::Futex(which, op) => futex_uses(which, at(op)),
+        Arg::IoctlArg(request) => ioctl::shown(at(request)),
         Arg::Clone(CloneArg::Stack | CloneArg::ChildTid) | Arg::Unshown => false,
         Arg::Clone(CloneArg::ParentTid) => at(0) & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0,
         Arg::Clone(CloneArg::TlsAndChildTid) => {
@@ -1096,6 +1097,79 @@ mod tests {
         let clone = [4, libc::FICLONE, 3];
         assert_eq!(in_call(Arg::IoctlArg(1), &clone, 2, None, Some(-95)), "3");
         assert_eq!(ioctl::request(libc::FICLONE), "BTRFS_IOC_CLONE or FICLONE");
+        assert_eq!(ioctl::request(libc::TCSETSW), "SNDCTL_TMR_STOP or TCSETSW");
+    }
+
+    /// A terminal's structures as strace 6.1 wrote them for a pty's TCGETS and TIOCGWINSZ
+    /// (a run of tests/trace_cli.rs's workload); a structure cut at its page's end, or of a
+    /// failed call, is its address.
+    #[test]
+    fn terminal_ioctls_read_as_strace_writes_them() {
+        let words = |w: [u32; 4]| Read {
+            entries: vec![(
+                w.iter()
+                    .flat_map(|v| v.to_ne_bytes())
+                    .chain([0; 20])
+                    .collect(),
+                0,
+            )],
+            ..Read::default()
+        };
+        let ioctl = |request: libc::c_ulong, read: &Read, ret| {
+            in_call(
+                Arg::IoctlArg(1),
+                &[4, request, 0x7ff0],
+                2,
+                Some(read),
+                Some(ret),
+            )
+        };
+        let cooked = words([0x500, 0x5, 0xbf, 0x8a3b]);
+        assert_eq!(
+            ioctl(libc::TCGETS, &cooked, 0),
+            "{c_iflag=ICRNL|IXON, c_oflag=NL0|CR0|TAB0|BS0|VT0|FF0|OPOST|ONLCR, \
+             c_cflag=B38400|CS8|CREAD, c_lflag=ISIG|ICANON|ECHO|ECHOE|ECHOK|IEXTEN|ECHOCTL|\
+             ECHOKE, ...}"
+        );
+        let raw = words([0, 0, 0xbf | 0o4000, 0]);
+        assert_eq!(
+            ioctl(libc::TCSETSW, &raw, 0),
+            "{c_iflag=, c_oflag=NL0|CR0|TAB0|BS0|VT0|FF0|, c_cflag=B38400|CS8|CREAD|CLOCAL, \
+             c_lflag=, ...}"
+        );
+        assert_eq!(ioctl(libc::TCGETS, &cooked, -25), "0x7ff0");
+        let cut = Read {
+            entries: vec![(vec![0; 4], 0)],
+            ..Read::default()
+        };
+        assert_eq!(ioctl(libc::TCSETS, &cut, 0), "0x7ff0");
+        let size = Read {
+            entries: vec![(
+                [24u16, 80, 640, 480]
+                    .iter()
+                    .flat_map(|v| v.to_ne_bytes())
+                    .collect(),
+                0,
+            )],
+            ..Read::default()
+        };
+        assert_eq!(
+            ioctl(libc::TIOCGWINSZ, &size, 0),
+            "{ws_row=24, ws_col=80, ws_xpixel=640, ws_ypixel=480}"
+        );
+        let pgrp = Read {
+            entries: vec![(1234i32.to_ne_bytes().to_vec(), 0)],
+            ..Read::default()
+        };
+        assert_eq!(ioctl(libc::TIOCGPGRP, &pgrp, 0), "[1234]");
+        assert_eq!(ioctl(libc::TIOCGPGRP, &pgrp, -25), "0x7ff0");
+        let value = |request, v| in_call(Arg::IoctlArg(1), &[4, request, v], 2, None, Some(0));
+        assert_eq!(value(libc::TCFLSH, 0), "TCIFLUSH");
+        assert_eq!(value(libc::TCXONC, 1), "TCOON");
+        assert_eq!(value(libc::TCXONC, 9), "0x9 /* TC??? */");
+        assert_eq!(value(libc::TCSBRK, 1), "1");
+        assert!(!shown(Arg::IoctlArg(1), &[4, libc::FIOCLEX, 0]));
+        assert!(shown(Arg::IoctlArg(1), &[4, libc::TCGETS, 0x7ff0]));
     }
 
     #[test]

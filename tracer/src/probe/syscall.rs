@@ -204,9 +204,10 @@ impl Layout {
                             buffer_len::fixed(Struct::Timespec.bytes())
                         }
                         Arg::TimeoutLeft(timeout) => buffer_len::fixed(timeout.bytes()),
-                        Arg::Clone(CloneArg::ParentTid) | Arg::SockLen(_) | Arg::IoctlArg(_) => {
+                        Arg::Clone(CloneArg::ParentTid) | Arg::SockLen(_) => {
                             buffer_len::fixed(Struct::Int.bytes())
                         }
+                        Arg::IoctlArg(_) => buffer_len::IOCTL,
                         Arg::SockName(_) => buffer_len::fixed(Struct::SockAddr(0).bytes()),
                         // The count's argument.
                         Arg::IovGiven(count) | Arg::IovFilled(count) => {
