@@ -610,7 +610,9 @@ pub(crate) fn latency_biostacks(ctx: &Ctx, example: &str) {
 /// short once in CI without a DELAY. Other waits of testprog longer than 3 ms (a page read
 /// in at its start, on a busy machine) are shown too, woken by something else. A run in
 /// which the kernel skipped the programs (said: "hits missed"; a wakeup in an interrupt of
-/// another BPF program) is tried again.
+/// another BPF program) is tried again, and so is one whose summary says that more wakeups
+/// than the launch's found no start: in one CI run, 3 of them did and a 17.5 ms sleep that
+/// did not wait was not shown (unexplained; said, not silent).
 pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
     if !has(Feature::Tracepoints, "example wakeuptime") {
         return;
@@ -632,7 +634,11 @@ pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
         }
         let undelayed = common::undelayed_sleeps(&stderr);
         let shown = (0..3).all(|c| undelayed[c] <= sleeps[c] && sleeps[c] <= DESIGN[c]);
-        if !shown && tries < 3 && stderr.contains(" hits missed: ") {
+        // The one end without a start expected is the first wakeup, of the command's launch.
+        let ends_unmatched = (stderr.split(" ends without a start").next())
+            .and_then(|head| head.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        if !shown && tries < 3 && (stderr.contains(" hits missed: ") || ends_unmatched > 1) {
             continue;
         }
         // What explains a failure first (the output's head is what CI keeps): the times
