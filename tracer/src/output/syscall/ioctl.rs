@@ -120,19 +120,23 @@ fn tc_value(value: i32, names: &[(i32, &str)]) -> String {
     }
 }
 
+/// A field's value by name, else in hex.
+fn field(value: u32, names: &[(u32, &str)]) -> String {
+    match names.iter().find(|(v, _)| *v == value) {
+        Some((_, name)) => (*name).into(),
+        None => format!("{value:#x}"),
+    }
+}
+
 /// A `struct termios` as strace abbreviates it: the four flag words, then `...`. Flags that
 /// are all clear are written as strace 6.1 writes them: nothing (`c_iflag=`, and
 /// `c_oflag=NL0|CR0|TAB0|BS0|VT0|FF0|` after the delay fields).
 fn termios(bytes: &[u8]) -> Option<String> {
-    let word = |i: usize| -> Option<u32> {
-        Some(u32::from_ne_bytes(
-            bytes.get(4 * i..4 * i + 4)?.try_into().ok()?,
-        ))
-    };
     if bytes.len() < TERMIOS_BYTES {
         return None;
     }
-    let (iflag, oflag, cflag, lflag) = (word(0)?, word(1)?, word(2)?, word(3)?);
+    let word = |i: usize| u32::from_ne_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let (iflag, oflag, cflag, lflag) = (word(0), word(1), word(2), word(3));
     Some(format!(
         "{{c_iflag={}, c_oflag={}, c_cflag={}, c_lflag={}, ...}}",
         flags(iflag.into(), &TERM_IFLAGS, ""),
@@ -161,11 +165,7 @@ fn oflags(value: u32) -> String {
     let mut parts = Vec::new();
     let mut left = value;
     for (mask, names) in OFLAG_DELAYS {
-        let field = left & mask;
-        parts.push(match names.iter().find(|(v, _)| *v == field) {
-            Some((_, name)) => (*name).to_string(),
-            None => format!("{field:#x}"),
-        });
+        parts.push(field(left & mask, names));
         left &= !mask;
     }
     parts.push(flags(left.into(), &TERM_OFLAGS, ""));
@@ -175,16 +175,10 @@ fn oflags(value: u32) -> String {
 /// c_cflag: the output speed by name, the input speed when it differs (`B9600<<IBSHIFT`),
 /// the character size, then the flags.
 fn cflags(value: u32) -> String {
-    let baud = |v: u32| match BAUDS.iter().find(|(b, _)| *b == v) {
-        Some((_, name)) => (*name).to_string(),
-        None => format!("{v:#x}"),
-    };
-    let mut parts = vec![baud(value & libc::CBAUD)];
+    let mut parts = vec![field(value & libc::CBAUD, &BAUDS)];
     if value & libc::CIBAUD != 0 {
-        parts.push(format!(
-            "{}<<IBSHIFT",
-            baud((value & libc::CIBAUD) >> libc::IBSHIFT)
-        ));
+        let input = (value & libc::CIBAUD) >> libc::IBSHIFT;
+        parts.push(format!("{}<<IBSHIFT", field(input, &BAUDS)));
     }
     parts.push(
         match value & libc::CSIZE {
