@@ -299,8 +299,9 @@ fn latency_outliers_and_histograms_follow_the_schema() {
 
 /// Outliers of a pair that ends in another task (the waker of each of testprog's 35 sleeps:
 /// `ended_in`), and of several functions in one run (`function`), follow the schema. The
-/// sleeps shown are at least those testprog did not wait for a CPU during (a preempted one
-/// may measure under the 3 ms asked: `common::undelayed_sleeps`), at most 35.
+/// sleeps shown are at least those during which testprog blocked and did not wait for a CPU
+/// (a preempted one may measure under the 3 ms asked, one that never blocked has no switch to
+/// measure from: `common::undelayed_sleeps`), at most 35.
 #[test]
 fn outliers_say_where_they_ended_and_in_which_function() {
     if !has(Feature::Tracepoints, "json outliers") || !has(Feature::UprobePmu, "json outliers") {

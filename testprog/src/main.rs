@@ -109,27 +109,41 @@ pub extern "C" fn tracer_testprog_sleep(us: u64) -> u64 {
 /// each duration sits just above a power-of-two boundary with most of its log2 bucket above it
 /// as headroom for scheduling delays (4.19-8.39 ms, 16.8-33.6 ms, 67.1-134 ms).
 ///
-/// Each call's duration as measured here is printed to stderr (`slept NS DELAY`), so tests can
-/// compare a tracer's histogram with what actually happened, whatever the scheduler did.
-/// DELAY is the time this thread waited for a CPU meanwhile (the scheduler's `run_delay`):
-/// a wait between a clock read and the call is in NS but not in the call itself.
+/// Each call's duration as measured here is printed to stderr (`slept NS DELAY BLOCKS`), so
+/// tests can compare a tracer's histogram with what actually happened, whatever the scheduler
+/// did. DELAY is the time this thread waited for a CPU meanwhile (the scheduler's `run_delay`):
+/// a wait between a clock read and the call is in NS but not in the call itself. BLOCKS is
+/// how many times the thread blocked meanwhile (its voluntary context switches): 0 when the
+/// timer expired before the thread reached the switch that would have blocked it (its vCPU
+/// held by the hypervisor, which DELAY does not see), a sleep no off-CPU pair can measure.
 fn sleeps(rounds: u64) {
     let mut measured = Vec::new();
     for _ in 0..rounds {
         for (us, times) in [(4_500, 20), (17_500, 10), (70_000, 5)] {
             for _ in 0..times {
                 let waited = run_delay_ns();
+                let switched = voluntary_switches();
                 let start = std::time::Instant::now();
                 tracer_testprog_sleep(us);
                 let ns = start.elapsed().as_nanos();
-                measured.push((ns, run_delay_ns().saturating_sub(waited)));
+                let blocks = voluntary_switches() - switched;
+                measured.push((ns, run_delay_ns().saturating_sub(waited), blocks));
             }
         }
     }
     let mut err = std::io::stderr().lock();
-    for (ns, delay) in measured {
-        let _ = writeln!(err, "slept {ns} {delay}");
+    for (ns, delay, blocks) in measured {
+        let _ = writeln!(err, "slept {ns} {delay} {blocks}");
     }
+}
+
+/// This thread's voluntary context switches so far (`getrusage(RUSAGE_THREAD)`'s `ru_nvcsw`).
+fn voluntary_switches() -> i64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage only writes into it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage this function owns.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    usage.ru_nvcsw
 }
 
 /// Nanoseconds this thread has waited on a run queue (`/proc/thread-self/schedstat`, second

@@ -214,7 +214,7 @@ pub(crate) fn docs_latency_linear(ctx: &Ctx, example: &str) {
         return;
     }
     let (stdout, stderr) = ok(&ctx.run(&words(example, &[])));
-    // `slept NS DELAY`: the duration is the first number.
+    // `slept NS DELAY BLOCKS`: the duration is the first number.
     let slept: Vec<u64> = (stderr.lines())
         .filter_map(|l| {
             l.strip_prefix("slept ")?

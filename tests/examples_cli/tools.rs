@@ -602,17 +602,19 @@ pub(crate) fn latency_biostacks(ctx: &Ctx, example: &str) {
 /// wakeuptime: each of testprog's 35 sleeps (20 of 4.5 ms, 10 of 17.5 ms, 5 of 70 ms) from the
 /// switch that blocked it to its wakeup, under the sleeper, ended in the task that woke it, with
 /// the waker's stack: the timer's (`hrtimer_wakeup`), in whatever task it interrupted. A sleep
-/// during which testprog also waited for a CPU (its `slept NS DELAY` line on stderr: DELAY
-/// above 0) was preempted on its way to block: measured from the switch that blocked it, it
-/// may fall under the 3 ms shown, so the sleeps shown are at least those that did not wait.
-/// The threshold leaves a 4.5 ms sleep 1.5 ms between its timer's start and its switch for
-/// what DELAY does not see (interrupts, time the hypervisor takes): with 4 ms, one of 20 fell
-/// short once in CI without a DELAY. Other waits of testprog longer than 3 ms (a page read
-/// in at its start, on a busy machine) are shown too, woken by something else. A run in
-/// which the kernel skipped the programs (said: "hits missed"; a wakeup in an interrupt of
-/// another BPF program) is tried again, and so is one whose summary says that more wakeups
-/// than the launch's found no start: in one CI run, 3 of them did and a 17.5 ms sleep that
-/// did not wait was not shown (unexplained; said, not silent).
+/// during which testprog also waited for a CPU (its `slept NS DELAY BLOCKS` line on stderr:
+/// DELAY above 0) was preempted on its way to block: measured from the switch that blocked it,
+/// it may fall under the 3 ms shown. One that never blocked (BLOCKS 0: its timer expired
+/// before the thread reached the switch, the vCPU held by the hypervisor meanwhile, which DELAY
+/// does not see) has no switch to measure from. So the sleeps shown are at least those that
+/// blocked and did not wait (`common::undelayed_sleeps`). The threshold leaves a 4.5 ms sleep
+/// 1.5 ms between its timer's start and its switch for what DELAY does not see (interrupts,
+/// time the hypervisor takes): with 4 ms, one of 20 fell short once in CI without a DELAY.
+/// Other waits of testprog longer than 3 ms (a page read in at its start, on a busy machine)
+/// are shown too, woken by something else. A run in which the kernel skipped the programs
+/// (said: "hits missed"; a wakeup in an interrupt of another BPF program) is tried again, and
+/// so is one whose summary says that more wakeups than the launch's found no start (a wakeup
+/// of testprog before it blocked, as in a sleep that never blocked, is one).
 pub(crate) fn latency_wakeuptime(ctx: &Ctx, example: &str) {
     if !has(Feature::Tracepoints, "example wakeuptime") {
         return;
