@@ -311,6 +311,7 @@ const HOST_ONLY_TESTS: [(&str, &[&str]); 1] = [(
         "json_has_names",
         "a_count_of_nothing",
         "dash_big_c",
+        "credentials_and_prctl",
     ],
 )];
 

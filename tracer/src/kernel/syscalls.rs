@@ -102,6 +102,9 @@ pub enum Arg {
     Fadvise,
     /// prctl(2)'s option (`PR_SET_NAME`).
     Prctl,
+    /// prctl(2)'s argument `.0` (1 to 4), as its option (argument 0) reads it
+    /// (`PR_CAPBSET_READ, CAP_CHOWN`), or not shown where strace shows none.
+    PrctlArg(u8),
     /// epoll_ctl(2)'s operation (`EPOLL_CTL_ADD`).
     EpollOp,
     /// mremap(2)'s flags (`MREMAP_MAYMOVE`).
@@ -249,6 +252,11 @@ pub enum Struct {
     /// strace's words: `{flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD, stack=0x7f...,
     /// stack_size=0x9000}`, and with the return ` => {parent_tid=[N]}`.
     CloneArgs,
+    /// A `gid_t` array (getgroups, setgroups), as many as argument 0 says (set) or the call
+    /// returned (get), the first [`ARRAY_SHOWN`]: `[4, 24]`.
+    Gids,
+    /// A `uid_t` or `gid_t` the call fills (getresuid, getresgid): `[1000]`.
+    Id,
     /// Their `cap_user_data_t`, two of them (versions 2 and 3, 64 bits a set):
     /// `{effective=1<<CAP_CHOWN|..., permitted=..., inheritable=0}`.
     CapData,
@@ -281,6 +289,8 @@ impl Struct {
             Struct::CpuSet => 128,
             Struct::CloneArgs => 88,
             Struct::CapHeader => 8,
+            Struct::Gids => 4 * ARRAY_SHOWN,
+            Struct::Id => 4,
         }
     }
 }
@@ -313,6 +323,9 @@ pub enum Ret {
     /// revents=POLLIN}])`, `= 0 (Timeout)`; ppoll's with the time left of its
     /// [`Arg::TimeoutLeft`]: `= 1 ([{fd=3, revents=POLLIN}], left {tv_sec=4, tv_nsec=7})`.
     Poll,
+    /// prctl(2)'s result, read by its option: `= 1 (SUID_DUMP_USER)` for PR_GET_DUMPABLE,
+    /// `= 0x10 (SECBIT_KEEP_CAPS)` for PR_GET_SECUREBITS.
+    Prctl,
     /// select's and pselect6's result with the ready fds of each set (their
     /// [`Arg::FdSet`]s' read) and the time left: `= 2 (in [3], out [4], left {tv_sec=4,
     /// tv_usec=999})`, `= 0 (Timeout)`.
@@ -383,6 +396,7 @@ pub mod class {
                 "setfsgid",
                 "capget",
                 "capset",
+                "prctl",
             ],
         ),
     ];

@@ -35,6 +35,7 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
             return Some(format!("[{}]", fds.join(", ")));
         }
         Struct::CpuSet => return Some(cpu_set(bytes)),
+        Struct::Gids => return Some(gids(bytes)),
         Struct::CloneArgs => return clone_args(bytes),
         _ => {}
     }
@@ -96,7 +97,9 @@ pub fn decode(kind: Struct, bytes: &[u8]) -> Option<String> {
         | Struct::EpollEvents
         | Struct::PollFds
         | Struct::CpuSet
+        | Struct::Gids
         | Struct::CloneArgs => unreachable!("decoded above"),
+        Struct::Id => format!("[{}]", id_text(u32_at(0))),
         Struct::Sysinfo => sysinfo(bytes),
         Struct::Statfs => statfs(bytes),
         Struct::StackT => stack_t(bytes),
@@ -314,6 +317,22 @@ fn cpu_set(bytes: &[u8]) -> String {
         .map(|cpu| cpu.to_string())
         .collect();
     format!("[{}]", cpus.join(" "))
+}
+
+/// A `gid_t` array: `[4, 24]`, `[]`.
+fn gids(bytes: &[u8]) -> String {
+    let ids: Vec<String> = (bytes.chunks_exact(4))
+        .map(|id| id_text(u32::from_ne_bytes([id[0], id[1], id[2], id[3]])))
+        .collect();
+    format!("[{}]", ids.join(", "))
+}
+
+/// A user or group id as strace's printuid shows it: `-1` for `(uid_t) -1`, else unsigned.
+fn id_text(id: u32) -> String {
+    match id {
+        u32::MAX => "-1".into(),
+        id => id.to_string(),
+    }
 }
 
 /// A capability set as strace shows it: `1<<CAP_CHOWN|1<<CAP_KILL`, `0` for none, bits past
@@ -685,6 +704,13 @@ mod tests {
             "{ss_sp=NULL, ss_flags=SS_DISABLE, ss_size=0}"
         );
         assert_eq!(decode(Struct::CpuSet, &[3, 0, 0, 0]).unwrap(), "[0 1]");
+        let ids = [4u32, 24, u32::MAX].map(u32::to_ne_bytes).concat();
+        assert_eq!(decode(Struct::Gids, &ids).unwrap(), "[4, 24, -1]");
+        assert_eq!(decode(Struct::Gids, &[]).unwrap(), "[]");
+        assert_eq!(
+            decode(Struct::Id, &1000u32.to_ne_bytes()).unwrap(),
+            "[1000]"
+        );
         assert_eq!(decode(Struct::CpuSet, &[0, 0x81]).unwrap(), "[8 15]");
         let header = |version: u64| decode(Struct::CapHeader, &bytes(&[(0, version, 4)], 8));
         assert_eq!(

@@ -10,6 +10,7 @@ use crate::kernel::sysnames::{self, AT_FLAGS, CLONE_FLAGS, MAP_FLAGS, OPEN_FLAGS
 pub mod fdset;
 mod ioctl;
 mod msghdr;
+mod prctl;
 mod sockname;
 pub use msghdr::{msghdr, MsgHdr};
 pub use sockname::{sockname, SockName};
@@ -311,7 +312,15 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         ),
         Arg::Madvise => named(int.into(), &sysnames::MADVISE),
         Arg::Fadvise => named(int.into(), &sysnames::FADVISE),
-        Arg::Prctl => named(int.into(), &sysnames::PRCTL),
+        Arg::Prctl => match sysnames::PRCTL.iter().find(|(v, _)| *v == i64::from(int)) {
+            Some((_, name)) => (*name).into(),
+            None => format!("{raw:#x} /* PR_??? */"),
+        },
+        // Alone (no option to read it by): as strace's print_prctl_args.
+        Arg::PrctlArg(_) => match raw {
+            0 => "0".into(),
+            _ => format!("{raw:#x}"),
+        },
         Arg::EpollOp => named(int.into(), &sysnames::EPOLL_OPS),
         Arg::MremapFlags => flags(raw & 0xffff_ffff, &sysnames::MREMAP_FLAGS, "0"),
         Arg::StatxMask => flags(raw & 0xffff_ffff, &sysnames::STATX_MASK, "0"),
@@ -547,6 +556,23 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
                 false => super::structs::decode(Struct::CpuSet, mask),
             })
         }
+        Arg::PrctlArg(i) => prctl::arg(args, i).unwrap_or_default(),
+        // strace's print_groups: as many as the call was given (set) or returned (get), as an
+        // `unsigned int`; past NGROUPS_MAX (an error's -1), the address.
+        Arg::In(Struct::Gids) | Arg::Out(Struct::Gids) => {
+            let count = match kind {
+                Arg::In(_) => Some(other(0)),
+                _ => ret,
+            };
+            match count.map(|n| n as u32) {
+                Some(n) if n <= NGROUPS_MAX => match (raw, n) {
+                    (0, _) => "NULL".into(),
+                    (_, 0) => "[]".into(),
+                    _ => struct_array(Struct::Gids, 4, n as usize, raw, read),
+                },
+                _ => pointer(raw),
+            }
+        }
         Arg::Out(Struct::EpollEvents) => match ret {
             Some(n) if n >= 0 => struct_array(Struct::EpollEvents, 12, n as usize, raw, read),
             _ => pointer(raw),
@@ -648,6 +674,10 @@ fn struct_array(kind: Struct, size: usize, count: usize, raw: u64, read: Option<
     }
 }
 
+/// The kernel's NGROUPS_MAX (`sysconf(_SC_NGROUPS_MAX)`), past which strace shows a group
+/// list's address.
+const NGROUPS_MAX: u32 = 65536;
+
 const CLONE_SETTLS: u64 = libc::CLONE_SETTLS as u64;
 const CLONE_PARENT_SETTID: u64 = libc::CLONE_PARENT_SETTID as u64;
 const CLONE_PIDFD: u64 = libc::CLONE_PIDFD as u64;
@@ -730,6 +760,7 @@ pub fn shown(arg: Arg, args: &[u64]) -> bool {
         Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
         Arg::Futex(which, op) => futex_uses(which, at(op)),
         Arg::IoctlArg(request) => ioctl::shown(at(request)),
+        Arg::PrctlArg(i) => prctl::arg(args, i).is_some(),
         Arg::Clone(CloneArg::Stack | CloneArg::ChildTid) | Arg::Unshown => false,
         Arg::Clone(CloneArg::ParentTid) => at(0) & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0,
         Arg::Clone(CloneArg::TlsAndChildTid) => {
@@ -822,6 +853,9 @@ pub fn ret_in_call(kind: Ret, raw: u64, args: &[u64], reads: &RetReads<'_>) -> S
             (None, Some(left)) => format!("{value} (left {left})"),
             (None, None) => value.to_string(),
         };
+    }
+    if kind == Ret::Prctl {
+        return prctl::ret(raw, args);
     }
     let Ret::Fcntl(cmd) = kind else {
         return ret(kind, raw);
