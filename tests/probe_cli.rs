@@ -90,9 +90,12 @@ fn tracepoint_fields_read_as_the_print_format_names_them() {
     {
         return;
     }
-    let script = "import socket\n\
+    // The port in one write: tracer's JSON lines share the pipe, and with PYTHONUNBUFFERED
+    // (set on CI's machines) print() writes the number and its newline apart, so a line of
+    // tracer's came between them once (`42231{"type":"event",...`).
+    let script = "import os, socket\n\
                   s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n\
-                  print(s.getsockname()[1], flush=True)\n\
+                  os.write(1, b'%d\\n' % s.getsockname()[1])\n\
                   c = socket.create_connection(('127.0.0.1', s.getsockname()[1]))\n\
                   a, _ = s.accept(); c.close(); a.close()\n";
     // The client's SYN_SENT -> ESTABLISHED comes in softirq, which can run on a CPU where
