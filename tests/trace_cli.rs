@@ -1647,7 +1647,8 @@ fn terminal_ioctls_read_as_strace_writes_them() {
 /// them: group lists given and filled, empty and NULL, one refused (its address), the ids
 /// getresuid fills, -1 for "keep", and prctl by its options: a capability and one past the
 /// last, the ambient set, secure bits set and got (the result as flags), the dumpable flag
-/// (named, given and got), a signal, a count, an unknown option in hex; then side by side
+/// (named, given and got), a signal, a count, the task's name given and got (cut at the 15
+/// bytes the kernel keeps, as strace marks it), an unknown option in hex; then side by side
 /// with strace where it is installed. prctl is in the class, as in strace's. The comparison
 /// writes every hex number as ADDR; prctl.rs's unit tests hold their digits.
 #[test]
@@ -1700,6 +1701,10 @@ fn credentials_and_prctl_read_as_strace_writes_them() {
             "prctl(PR_SET_KEEPCAPS, 0) = 0",
             "prctl(PR_GET_KEEPCAPS) = 0",
             "prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) = 0",
+            "prctl(PR_SET_NAME, \"creds-worker\") = 0",
+            "prctl(PR_GET_NAME, \"creds-worker\") = 0",
+            "prctl(PR_SET_NAME, \"a-name-past-fif\"...) = 0",
+            "prctl(PR_GET_NAME, \"a-name-past-fif\") = 0",
             "prctl(ADDR /* PR_??? */, ADDR, ADDR, ADDR, ADDR) = -1 EINVAL (Invalid argument)",
         ],
         "{stderr}"

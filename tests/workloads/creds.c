@@ -4,8 +4,9 @@
  * kernel refuses), the ids getresuid and getresgid fill, the set*id calls with -1 (keep),
  * and prctl(2) by its options: the capability bounding set (a capability, and a number
  * past the last), the ambient set, the secure bits set and got, the dumpable flag, the
- * parent-death signal, the timer slack, the keep-caps flag, no_new_privs read, and an
- * option the kernel does not know. Run as root: every call but the refused ones succeeds,
+ * parent-death signal, the timer slack, the keep-caps flag, no_new_privs read, the task's
+ * name set and got (one past the 15 bytes the kernel keeps), and an option the kernel does
+ * not know. Run as root: every call but the refused ones succeeds,
  * and each change is put back.
  */
 #define _GNU_SOURCE
@@ -53,6 +54,11 @@ int main(void) {
     prctl(PR_SET_KEEPCAPS, 0);
     prctl(PR_GET_KEEPCAPS);
     prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
+    char name[16];
+    prctl(PR_SET_NAME, "creds-worker");
+    prctl(PR_GET_NAME, name);
+    prctl(PR_SET_NAME, "a-name-past-fifteen");
+    prctl(PR_GET_NAME, name);
     prctl(0x7ff, 1, 2, 3, 4);
     return 0;
 }

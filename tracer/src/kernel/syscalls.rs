@@ -103,7 +103,8 @@ pub enum Arg {
     /// prctl(2)'s option (`PR_SET_NAME`).
     Prctl,
     /// prctl(2)'s argument `.0` (1 to 4), as its option (argument 0) reads it
-    /// (`PR_CAPBSET_READ, CAP_CHOWN`), or not shown where strace shows none.
+    /// (`PR_CAPBSET_READ, CAP_CHOWN`), or not shown where strace shows none. The first is
+    /// read as a string at the exit (PR_SET_NAME's and PR_GET_NAME's name).
     PrctlArg(u8),
     /// epoll_ctl(2)'s operation (`EPOLL_CTL_ADD`).
     EpollOp,

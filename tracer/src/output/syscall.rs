@@ -556,7 +556,7 @@ pub fn in_call(kind: Arg, args: &[u64], i: usize, read: Option<&Read>, ret: Opti
                 false => super::structs::decode(Struct::CpuSet, mask),
             })
         }
-        Arg::PrctlArg(i) => prctl::arg(args, i).unwrap_or_default(),
+        Arg::PrctlArg(i) => prctl::arg(args, i, read, ret).unwrap_or_default(),
         // strace's print_groups: as many as the call was given (set) or returned (get), as an
         // `unsigned int`; past NGROUPS_MAX (an error's -1), the address.
         Arg::In(Struct::Gids) | Arg::Out(Struct::Gids) => {
@@ -760,7 +760,7 @@ pub fn shown(arg: Arg, args: &[u64]) -> bool {
         Arg::MremapAddr(flags) => at(flags) & libc::MREMAP_FIXED as u64 != 0,
         Arg::Futex(which, op) => futex_uses(which, at(op)),
         Arg::IoctlArg(request) => ioctl::shown(at(request)),
-        Arg::PrctlArg(i) => prctl::arg(args, i).is_some(),
+        Arg::PrctlArg(i) => prctl::arg(args, i, None, None).is_some(),
         Arg::Clone(CloneArg::Stack | CloneArg::ChildTid) | Arg::Unshown => false,
         Arg::Clone(CloneArg::ParentTid) => at(0) & (CLONE_PARENT_SETTID | CLONE_PIDFD) != 0,
         Arg::Clone(CloneArg::TlsAndChildTid) => {

@@ -637,6 +637,7 @@ fn read_kind(kind: Arg) -> bool {
             | Arg::IovFilled(_)
             | Arg::MsgGiven
             | Arg::MsgFilled
+            | Arg::PrctlArg(1)
     )
 }
 

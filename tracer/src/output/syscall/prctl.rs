@@ -1,11 +1,14 @@
 //! prctl(2)'s arguments and result as strace 6.1's prctl.c shows them: each option's own
 //! arguments (a capability, a signal, a count, flags), only as many as it takes, and the
-//! others in hex. Options that pass a string or a place the call fills (PR_SET_NAME,
-//! PR_GET_PDEATHSIG) show its address: `tracer trace` reads nothing for prctl.
+//! others in hex; the name PR_SET_NAME gives and PR_GET_NAME fills (argument 1 is read as a
+//! string at the exit, whatever the option: for the others it is a number, and the read
+//! fails cleanly). The places the other options fill (PR_GET_PDEATHSIG's `int`) show their
+//! address.
 
 use libc::c_int;
+use tracer_common::str_flag;
 
-use super::{flags, signal};
+use super::{flags, signal, Read};
 use crate::kernel::sysnames::CAPABILITIES;
 
 /// strace's print_prctl_args: a value in hex, 0 as `0`.
@@ -70,9 +73,37 @@ const TSC: [(u64, &str); 2] = [(1, "PR_TSC_ENABLE"), (2, "PR_TSC_SIGSEGV")];
 
 const UNALIGN: [(u64, &str); 2] = [(1, "PR_UNALIGN_NOPRINT"), (2, "PR_UNALIGN_SIGBUS")];
 
+/// The task name PR_SET_NAME gives or PR_GET_NAME filled (`read`, argument 1's), as strace's
+/// printstr_ex shows it: at most 15 bytes given or 16 filled (TASK_COMM_LEN), and `...` when
+/// no NUL came within them (a name of 15 bytes given is marked too, as strace marks it).
+fn task_name(option: c_int, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String {
+    let filled = option == libc::PR_GET_NAME;
+    let (Some(read), Some((bytes, flags))) = (read, read.and_then(|r| r.entries.first())) else {
+        return super::pointer(raw);
+    };
+    if raw == 0 || filled && ret.is_none_or(|r| r < 0) {
+        return super::pointer(raw);
+    }
+    let most = match (filled, read.elements) {
+        (true, 0) => 16,
+        (false, 0) => 15,
+        (true, n) => n.min(16),
+        (false, n) => n.min(15),
+    };
+    let unread = flags & (str_flag::FAULT | str_flag::NO_ROOM);
+    let (shown, cut) = match bytes.len() >= most {
+        true => (&bytes[..most], str_flag::TRUNCATED),
+        false => (&bytes[..], 0),
+    };
+    let mut out = String::new();
+    super::string(shown, unread | cut, raw, read.hex, &mut out);
+    out
+}
+
 /// Argument `i` (1 to 4) of a prctl whose registers are `args`, as its option reads it;
-/// `None` where strace shows no such argument for the option.
-pub fn arg(args: &[u64], i: u8) -> Option<String> {
+/// `None` where strace shows no such argument for the option. `read` is argument 1's read
+/// (a string), `ret` the call's return.
+pub fn arg(args: &[u64], i: u8, read: Option<&Read>, ret: Option<i64>) -> Option<String> {
     let at = |k: u8| args.get(usize::from(k)).copied().unwrap_or(0);
     let (a2, i) = (at(1), u64::from(i));
     // The rest in hex from argument `first` on (strace's print_prctl_args).
@@ -91,12 +122,13 @@ pub fn arg(args: &[u64], i: u8) -> Option<String> {
         | libc::PR_GET_ENDIAN
         | libc::PR_GET_FPEMU
         | libc::PR_GET_FPEXC
-        | libc::PR_GET_NAME
         | libc::PR_GET_PDEATHSIG
         | libc::PR_GET_TID_ADDRESS
         | libc::PR_GET_TSC
-        | libc::PR_GET_UNALIGN
-        | libc::PR_SET_NAME => return (i == 1).then(|| super::pointer(a2)),
+        | libc::PR_GET_UNALIGN => return (i == 1).then(|| super::pointer(a2)),
+        o @ (libc::PR_SET_NAME | libc::PR_GET_NAME) => {
+            return (i == 1).then(|| task_name(o, a2, read, ret));
+        }
         libc::PR_SET_CHILD_SUBREAPER
         | libc::PR_SET_ENDIAN
         | libc::PR_SET_FPEMU
@@ -172,7 +204,36 @@ mod tests {
     use super::*;
 
     fn shown(args: [u64; 5]) -> Vec<String> {
-        (1..=4).filter_map(|i| arg(&args, i)).collect()
+        (1..=4).filter_map(|i| arg(&args, i, None, None)).collect()
+    }
+
+    #[test]
+    fn a_task_name_is_cut_where_strace_cuts_it() {
+        let name = |option: c_int, bytes: &[u8], ret: i64| {
+            let read = Read {
+                entries: vec![(bytes.to_vec(), 0)],
+                elements: 32,
+                ..Read::default()
+            };
+            arg(&[option as u64, 0x1000, 0, 0, 0], 1, Some(&read), Some(ret)).unwrap()
+        };
+        assert_eq!(name(libc::PR_SET_NAME, b"worker", 0), "\"worker\"");
+        assert_eq!(
+            name(libc::PR_SET_NAME, b"a-name-past-fifteen", 0),
+            "\"a-name-past-fif\"..."
+        );
+        assert_eq!(
+            name(libc::PR_SET_NAME, b"exactly-fifteen", 0),
+            "\"exactly-fifteen\"..."
+        );
+        assert_eq!(
+            name(libc::PR_GET_NAME, b"exactly-fifteen", 0),
+            "\"exactly-fifteen\""
+        );
+        assert_eq!(name(libc::PR_GET_NAME, b"worker", -14), "0x1000");
+        let args = [libc::PR_SET_NAME as u64, 0x1000, 0, 0, 0];
+        assert_eq!(arg(&args, 1, None, None).unwrap(), "0x1000");
+        assert_eq!(arg(&args, 2, None, None), None);
     }
 
     #[test]
