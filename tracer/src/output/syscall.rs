@@ -312,15 +312,9 @@ pub fn arg(arg: Arg, raw: u64, read: Option<&Read>, ret: Option<i64>) -> String 
         ),
         Arg::Madvise => named(int.into(), &sysnames::MADVISE),
         Arg::Fadvise => named(int.into(), &sysnames::FADVISE),
-        Arg::Prctl => match sysnames::PRCTL.iter().find(|(v, _)| *v == i64::from(int)) {
-            Some((_, name)) => (*name).into(),
-            None => format!("{raw:#x} /* PR_??? */"),
-        },
+        Arg::Prctl => prctl::option(raw),
         // Alone (no option to read it by): as strace's print_prctl_args.
-        Arg::PrctlArg(_) => match raw {
-            0 => "0".into(),
-            _ => format!("{raw:#x}"),
-        },
+        Arg::PrctlArg(_) => prctl::hex(raw),
         Arg::EpollOp => named(int.into(), &sysnames::EPOLL_OPS),
         Arg::MremapFlags => flags(raw & 0xffff_ffff, &sysnames::MREMAP_FLAGS, "0"),
         Arg::StatxMask => flags(raw & 0xffff_ffff, &sysnames::STATX_MASK, "0"),

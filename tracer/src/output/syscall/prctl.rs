@@ -9,10 +9,10 @@ use libc::c_int;
 use tracer_common::str_flag;
 
 use super::{flags, signal, Read};
-use crate::kernel::sysnames::CAPABILITIES;
+use crate::kernel::sysnames::{CAPABILITIES, PRCTL};
 
 /// strace's print_prctl_args: a value in hex, 0 as `0`.
-fn hex(value: u64) -> String {
+pub fn hex(value: u64) -> String {
     match value {
         0 => "0".into(),
         v => format!("{v:#x}"),
@@ -24,6 +24,15 @@ fn xval(value: u64, names: &[(u64, &str)], unknown: &str) -> String {
     match names.iter().find(|(v, _)| *v == value) {
         Some((_, name)) => (*name).into(),
         None => format!("{} /* {unknown} */", hex(value)),
+    }
+}
+
+/// The option (argument 0, an `unsigned int`): `PR_SET_NAME`, `0x7ff /* PR_??? */`.
+pub fn option(raw: u64) -> String {
+    let option = raw as u32;
+    match PRCTL.iter().find(|(v, _)| *v == i64::from(option as c_int)) {
+        Some((_, name)) => (*name).into(),
+        None => format!("{} /* PR_??? */", hex(u64::from(option))),
     }
 }
 
@@ -277,6 +286,9 @@ mod tests {
             ["SECCOMP_MODE_STRICT"]
         );
         assert_eq!(shown([0x7ff, 1, 2, 3, 4]), ["0x1", "0x2", "0x3", "0x4"]);
+        assert_eq!(option(0x7ff), "0x7ff /* PR_??? */");
+        assert_eq!(option(u64::from(u32::MAX)), "0xffffffff /* PR_??? */");
+        assert_eq!(option(libc::PR_SET_NAME as u64), "PR_SET_NAME");
     }
 
     #[test]
